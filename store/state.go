@@ -1,0 +1,117 @@
+package store
+
+import (
+	"strings"
+
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/structpb"
+)
+
+// Scope names where a state key lives.
+type Scope int
+
+// The state scopes, decided by a key's prefix.
+const (
+	ScopeSession Scope = iota
+	ScopeApp
+	ScopeUser
+	ScopeTemp
+)
+
+// ScopeOf returns the scope of a state key.
+func ScopeOf(key string) Scope {
+	switch {
+	case strings.HasPrefix(key, AppPrefix):
+		return ScopeApp
+	case strings.HasPrefix(key, UserPrefix):
+		return ScopeUser
+	case strings.HasPrefix(key, TempPrefix):
+		return ScopeTemp
+	}
+	return ScopeSession
+}
+
+// SplitDelta splits a state delta by scope. The returned maps share values
+// with delta; keys keep their prefixes. Nil maps are returned for empty
+// scopes.
+func SplitDelta(delta *structpb.Struct) (session, app, user map[string]*structpb.Value) {
+	for k, v := range delta.GetFields() {
+		var m *map[string]*structpb.Value
+		switch ScopeOf(k) {
+		case ScopeSession:
+			m = &session
+		case ScopeApp:
+			m = &app
+		case ScopeUser:
+			m = &user
+		default:
+			continue
+		}
+		if *m == nil {
+			*m = make(map[string]*structpb.Value)
+		}
+		(*m)[k] = v
+	}
+	return session, app, user
+}
+
+// IsNull reports whether v is a JSON null, which deletes a key. A nil value
+// counts as null.
+func IsNull(v *structpb.Value) bool {
+	if v == nil {
+		return true
+	}
+	_, ok := v.GetKind().(*structpb.Value_NullValue)
+	return ok || v.GetKind() == nil
+}
+
+// ApplyDelta applies delta to state in place: null values delete keys,
+// others replace them. It reports whether anything changed.
+func ApplyDelta(state *structpb.Struct, delta map[string]*structpb.Value) bool {
+	changed := false
+	for k, v := range delta {
+		if IsNull(v) {
+			if _, ok := state.Fields[k]; ok {
+				delete(state.Fields, k)
+				changed = true
+			}
+			continue
+		}
+		if state.Fields == nil {
+			state.Fields = make(map[string]*structpb.Value)
+		}
+		if old, ok := state.Fields[k]; ok && proto.Equal(old, v) {
+			continue
+		}
+		state.Fields[k] = v
+		changed = true
+	}
+	return changed
+}
+
+// WithoutTemp returns delta without its "temp:" keys. It returns delta
+// itself when there are none, and nil when nothing is left.
+func WithoutTemp(delta *structpb.Struct) *structpb.Struct {
+	n := 0
+	for k := range delta.GetFields() {
+		if ScopeOf(k) == ScopeTemp {
+			n++
+		}
+	}
+	if n == 0 {
+		if len(delta.GetFields()) == 0 {
+			return nil
+		}
+		return delta
+	}
+	if n == len(delta.GetFields()) {
+		return nil
+	}
+	out := &structpb.Struct{Fields: make(map[string]*structpb.Value, len(delta.Fields)-n)}
+	for k, v := range delta.Fields {
+		if ScopeOf(k) != ScopeTemp {
+			out.Fields[k] = v
+		}
+	}
+	return out
+}

@@ -1,0 +1,142 @@
+// Package store holds the storage vocabulary of agentrunner: session keys,
+// options, the sentinel errors every implementation returns, the state-scope
+// rules, and the Store interface that the conformance suite in
+// store/storetest checks. The bbolt implementation lives in store/boltstore.
+//
+// The data model is the generated agentrunner.v1 messages: Session, Event,
+// Part and ArtifactVersion are stored and returned as they are.
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	agentrunnerv1 "github.com/agentrunner/agentrunner/gen/go/agentrunner/v1"
+	"google.golang.org/protobuf/types/known/structpb"
+)
+
+// Sentinel errors. Implementations wrap them with context
+// (fmt.Errorf("session %s: %w", k, ErrNotFound)); callers test with errors.Is.
+var (
+	// ErrNotFound: the session, artifact or version does not exist.
+	ErrNotFound = errors.New("not found")
+	// ErrAlreadyExists: a session with the requested id exists.
+	ErrAlreadyExists = errors.New("already exists")
+	// ErrInvalidArgument: the input can never succeed as given, for example
+	// a partial event, an empty key field or a malformed page token.
+	ErrInvalidArgument = errors.New("invalid argument")
+	// ErrClosed: the store has been closed.
+	ErrClosed = errors.New("store closed")
+)
+
+// State key prefixes. A key's prefix decides where it is stored.
+const (
+	// AppPrefix marks state shared by every user and session of an app.
+	AppPrefix = "app:"
+	// UserPrefix marks state shared by every session of a user, and
+	// artifacts shared by every session of a user.
+	UserPrefix = "user:"
+	// TempPrefix marks state that lives for one invocation and is never
+	// stored.
+	TempPrefix = "temp:"
+)
+
+// SessionKey addresses one session.
+type SessionKey struct {
+	App, User, Session string
+}
+
+func (k SessionKey) String() string {
+	return fmt.Sprintf("%s/%s/%s", k.App, k.User, k.Session)
+}
+
+// Validate reports an ErrInvalidArgument naming the first empty field.
+func (k SessionKey) Validate() error {
+	switch {
+	case k.App == "":
+		return fmt.Errorf("app_name is empty: %w", ErrInvalidArgument)
+	case k.User == "":
+		return fmt.Errorf("user_id is empty: %w", ErrInvalidArgument)
+	case k.Session == "":
+		return fmt.Errorf("session_id is empty: %w", ErrInvalidArgument)
+	}
+	return nil
+}
+
+// GetOptions selects the events GetSession returns.
+type GetOptions struct {
+	// NumRecentEvents, when positive, keeps only the most recent N events.
+	NumRecentEvents int
+	// AfterSequence keeps only events with a greater sequence.
+	AfterSequence uint64
+}
+
+// Page selects one page of a listing.
+type Page struct {
+	// Size is the maximum number of items; 0 means DefaultPageSize and it is
+	// capped at MaxPageSize.
+	Size int
+	// Token continues a previous listing; empty starts at the beginning.
+	Token string
+}
+
+// Page size bounds shared by every listing.
+const (
+	DefaultPageSize = 100
+	MaxPageSize     = 1000
+)
+
+// Limit returns the effective page size.
+func (p Page) Limit() int {
+	switch {
+	case p.Size <= 0:
+		return DefaultPageSize
+	case p.Size > MaxPageSize:
+		return MaxPageSize
+	}
+	return p.Size
+}
+
+// Store is the whole storage contract. Every method checks ctx before it
+// starts and returns errors wrapping the sentinels above.
+type Store interface {
+	// CreateSession creates a session. An empty k.Session gets a random id.
+	// "app:" and "user:" keys of state update the shared scopes; "temp:" keys
+	// are dropped. Returns ErrAlreadyExists when the id is taken.
+	CreateSession(ctx context.Context, k SessionKey, state *structpb.Struct) (*agentrunnerv1.Session, error)
+	// GetSession returns the session with merged state and the events that
+	// opts select, oldest first. Returns ErrNotFound.
+	GetSession(ctx context.Context, k SessionKey, opts GetOptions) (*agentrunnerv1.Session, []*agentrunnerv1.Event, error)
+	// ListSessions lists sessions of app (and of user, when not empty) in
+	// key order, with merged state. It returns the next page token, empty
+	// at the end.
+	ListSessions(ctx context.Context, app, user string, page Page) ([]*agentrunnerv1.Session, string, error)
+	// DeleteSession deletes a session, its events and its session-scoped
+	// artifacts. Returns ErrNotFound.
+	DeleteSession(ctx context.Context, k SessionKey) error
+	// AppendEvent durably appends a complete event and applies its state
+	// delta in one transaction, and returns the stored copy with sequence,
+	// id and timestamp set and "temp:" keys removed. The input is not
+	// modified. Partial events are rejected with ErrInvalidArgument; a
+	// missing session is ErrNotFound.
+	AppendEvent(ctx context.Context, k SessionKey, ev *agentrunnerv1.Event) (*agentrunnerv1.Event, error)
+	// ListEvents pages through events with sequence > after, oldest first.
+	ListEvents(ctx context.Context, k SessionKey, after uint64, page Page) ([]*agentrunnerv1.Event, string, error)
+
+	// SaveArtifact stores a new version of an artifact of an existing
+	// session; "user:" filenames are shared by all of the user's sessions.
+	SaveArtifact(ctx context.Context, k SessionKey, filename string, part *agentrunnerv1.Part) (*agentrunnerv1.ArtifactVersion, error)
+	// LoadArtifact returns a version of an artifact; version 0 is the latest.
+	LoadArtifact(ctx context.Context, k SessionKey, filename string, version int64) (*agentrunnerv1.Part, *agentrunnerv1.ArtifactVersion, error)
+	// ListArtifacts lists the latest version of every artifact visible in
+	// the session, ordered by filename.
+	ListArtifacts(ctx context.Context, k SessionKey, page Page) ([]*agentrunnerv1.ArtifactVersion, string, error)
+	// ListArtifactVersions lists the versions of one artifact, newest first.
+	ListArtifactVersions(ctx context.Context, k SessionKey, filename string, page Page) ([]*agentrunnerv1.ArtifactVersion, string, error)
+	// DeleteArtifact deletes every version of an artifact.
+	DeleteArtifact(ctx context.Context, k SessionKey, filename string) error
+
+	// Close releases the store. Calls after Close return ErrClosed.
+	Close() error
+}
