@@ -1,0 +1,303 @@
+package boltstore
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
+	"fmt"
+
+	"go.etcd.io/bbolt"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	agentrunnerv1 "github.com/agentrunner/agentrunner/gen/go/agentrunner/v1"
+	"github.com/agentrunner/agentrunner/store"
+)
+
+func validateFilename(name string) error {
+	if name == "" {
+		return fmt.Errorf("filename is empty: %w", store.ErrInvalidArgument)
+	}
+	return checkParts(name)
+}
+
+// describePart returns the media type and bytes an artifact's metadata is
+// computed from.
+func describePart(p *agentrunnerv1.Part) (mime string, data []byte, err error) {
+	switch d := p.GetData().(type) {
+	case *agentrunnerv1.Part_Text:
+		return "text/plain", []byte(d.Text), nil
+	case *agentrunnerv1.Part_InlineData:
+		return d.InlineData.GetMimeType(), d.InlineData.GetData(), nil
+	case *agentrunnerv1.Part_FileData:
+		return d.FileData.GetMimeType(), []byte(d.FileData.GetFileUri()), nil
+	}
+	return "", nil, fmt.Errorf("artifact must hold text, inline_data or file_data: %w", store.ErrInvalidArgument)
+}
+
+// SaveArtifact implements store.Store.
+func (s *Store) SaveArtifact(ctx context.Context, k store.SessionKey, filename string, part *agentrunnerv1.Part) (*agentrunnerv1.ArtifactVersion, error) {
+	if err := validateKey(k); err != nil {
+		return nil, err
+	}
+	if err := validateFilename(filename); err != nil {
+		return nil, err
+	}
+	mime, data, err := describePart(part)
+	if err != nil {
+		return nil, err
+	}
+	sum := sha256.Sum256(data)
+	blob, err := proto.Marshal(part)
+	if err != nil {
+		return nil, fmt.Errorf("marshal artifact: %w", err)
+	}
+	meta := &agentrunnerv1.ArtifactVersion{
+		Filename:   filename,
+		MimeType:   mime,
+		SizeBytes:  int64(len(data)),
+		Sha256:     hex.EncodeToString(sum[:]),
+		CreateTime: timestamppb.New(s.opts.Now()),
+	}
+	var out *agentrunnerv1.ArtifactVersion
+	err = s.write(ctx, func(tx *bbolt.Tx) error {
+		if _, err := getSession(tx, k, sessionKey(k)); err != nil {
+			return err
+		}
+		nameKey := artifactNameKey(k, filename)
+		arts := tx.Bucket(bucketArtifacts)
+		var version int64 = 1
+		if key, _ := arts.Cursor().Seek(nameKey); key != nil && bytes.HasPrefix(key, nameKey) {
+			version = versionFromKey(key) + 1 // the first key is the newest version
+		}
+		m := proto.CloneOf(meta)
+		m.Version = version
+		mb, err := proto.Marshal(m)
+		if err != nil {
+			return fmt.Errorf("marshal artifact version: %w", err)
+		}
+		vk := artifactVersionKey(nameKey, version)
+		if err := put(arts, vk, mb); err != nil {
+			return err
+		}
+		if err := put(tx.Bucket(bucketBlobs), vk, blob); err != nil {
+			return err
+		}
+		out = m
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// LoadArtifact implements store.Store.
+func (s *Store) LoadArtifact(ctx context.Context, k store.SessionKey, filename string, version int64) (*agentrunnerv1.Part, *agentrunnerv1.ArtifactVersion, error) {
+	if err := validateKey(k); err != nil {
+		return nil, nil, err
+	}
+	if err := validateFilename(filename); err != nil {
+		return nil, nil, err
+	}
+	if version < 0 {
+		return nil, nil, fmt.Errorf("version %d is negative: %w", version, store.ErrInvalidArgument)
+	}
+	var (
+		part *agentrunnerv1.Part
+		meta *agentrunnerv1.ArtifactVersion
+	)
+	err := s.view(ctx, func(tx *bbolt.Tx) error {
+		if _, err := getSession(tx, k, sessionKey(k)); err != nil {
+			return err
+		}
+		nameKey := artifactNameKey(k, filename)
+		var key, v []byte
+		if version == 0 {
+			key, v = tx.Bucket(bucketArtifacts).Cursor().Seek(nameKey)
+			if key != nil && !bytes.HasPrefix(key, nameKey) {
+				key = nil
+			}
+		} else {
+			key = artifactVersionKey(nameKey, version)
+			v = tx.Bucket(bucketArtifacts).Get(key)
+			if v == nil {
+				key = nil
+			}
+		}
+		if key == nil {
+			if version == 0 {
+				return fmt.Errorf("artifact %q in session %s: %w", filename, k, store.ErrNotFound)
+			}
+			return fmt.Errorf("artifact %q version %d in session %s: %w", filename, version, k, store.ErrNotFound)
+		}
+		meta = &agentrunnerv1.ArtifactVersion{}
+		if err := proto.Unmarshal(v, meta); err != nil {
+			return fmt.Errorf("decode artifact version: %w", err)
+		}
+		part = &agentrunnerv1.Part{}
+		if err := proto.Unmarshal(tx.Bucket(bucketBlobs).Get(key), part); err != nil {
+			return fmt.Errorf("decode artifact: %w", err)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	return part, meta, nil
+}
+
+// latestPerName walks the artifacts under prefix (one scope) from the first
+// name after `after`, returning at most limit latest versions.
+func latestPerName(c *bbolt.Cursor, prefix []byte, after string, limit int) ([]*agentrunnerv1.ArtifactVersion, error) {
+	start := prefix
+	if after != "" {
+		start = successor(appendString(bytes.Clone(prefix), after))
+	}
+	var out []*agentrunnerv1.ArtifactVersion
+	for key, v := c.Seek(start); key != nil && bytes.HasPrefix(key, prefix) && len(out) < limit; key, v = c.Seek(start) {
+		name, _, err := readString(key[len(prefix):])
+		if err != nil {
+			return nil, err
+		}
+		m := &agentrunnerv1.ArtifactVersion{}
+		if err := proto.Unmarshal(v, m); err != nil {
+			return nil, fmt.Errorf("decode artifact version: %w", err)
+		}
+		out = append(out, m)
+		// Jump over the older versions of this name.
+		start = successor(appendString(bytes.Clone(prefix), name))
+	}
+	return out, nil
+}
+
+// ListArtifacts implements store.Store. It merges the session's own names
+// with the user's "user:" names; the two sets never overlap.
+func (s *Store) ListArtifacts(ctx context.Context, k store.SessionKey, page store.Page) ([]*agentrunnerv1.ArtifactVersion, string, error) {
+	if err := validateKey(k); err != nil {
+		return nil, "", err
+	}
+	var after string
+	if page.Token != "" {
+		tok, err := decodeToken(page.Token)
+		if err != nil {
+			return nil, "", err
+		}
+		after = string(tok)
+	}
+	limit := page.Limit()
+	var out []*agentrunnerv1.ArtifactVersion
+	var next string
+	err := s.view(ctx, func(tx *bbolt.Tx) error {
+		if _, err := getSession(tx, k, sessionKey(k)); err != nil {
+			return err
+		}
+		c := tx.Bucket(bucketArtifacts).Cursor()
+		own, err := latestPerName(c, artifactPrefix(k.App, k.User, k.Session), after, limit+1)
+		if err != nil {
+			return err
+		}
+		shared, err := latestPerName(c, artifactPrefix(k.App, k.User, ""), after, limit+1)
+		if err != nil {
+			return err
+		}
+		for len(out) < limit+1 && (len(own) > 0 || len(shared) > 0) {
+			if len(shared) == 0 || (len(own) > 0 && own[0].Filename < shared[0].Filename) {
+				out, own = append(out, own[0]), own[1:]
+			} else {
+				out, shared = append(out, shared[0]), shared[1:]
+			}
+		}
+		if len(out) > limit {
+			out = out[:limit]
+			next = encodeToken([]byte(out[limit-1].Filename))
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, "", err
+	}
+	return out, next, nil
+}
+
+// ListArtifactVersions implements store.Store.
+func (s *Store) ListArtifactVersions(ctx context.Context, k store.SessionKey, filename string, page store.Page) ([]*agentrunnerv1.ArtifactVersion, string, error) {
+	if err := validateKey(k); err != nil {
+		return nil, "", err
+	}
+	if err := validateFilename(filename); err != nil {
+		return nil, "", err
+	}
+	nameKey := artifactNameKey(k, filename)
+	start := nameKey
+	if page.Token != "" {
+		tok, err := decodeToken(page.Token)
+		if err != nil {
+			return nil, "", err
+		}
+		if len(tok) != 8 {
+			return nil, "", fmt.Errorf("malformed page_token: %w", store.ErrInvalidArgument)
+		}
+		// Versions sort newest first; continue below the last one listed.
+		start = appendUint64(bytes.Clone(nameKey), ^binary.BigEndian.Uint64(tok)+1)
+	}
+	limit := page.Limit()
+	var out []*agentrunnerv1.ArtifactVersion
+	var next string
+	err := s.view(ctx, func(tx *bbolt.Tx) error {
+		if _, err := getSession(tx, k, sessionKey(k)); err != nil {
+			return err
+		}
+		c := tx.Bucket(bucketArtifacts).Cursor()
+		for key, v := c.Seek(start); key != nil && bytes.HasPrefix(key, nameKey); key, v = c.Next() {
+			if len(out) == limit {
+				next = encodeToken(appendUint64(nil, uint64(out[limit-1].Version)))
+				return nil
+			}
+			m := &agentrunnerv1.ArtifactVersion{}
+			if err := proto.Unmarshal(v, m); err != nil {
+				return fmt.Errorf("decode artifact version: %w", err)
+			}
+			out = append(out, m)
+		}
+		if len(out) == 0 && page.Token == "" {
+			return fmt.Errorf("artifact %q in session %s: %w", filename, k, store.ErrNotFound)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, "", err
+	}
+	return out, next, nil
+}
+
+// DeleteArtifact implements store.Store.
+func (s *Store) DeleteArtifact(ctx context.Context, k store.SessionKey, filename string) error {
+	if err := validateKey(k); err != nil {
+		return err
+	}
+	if err := validateFilename(filename); err != nil {
+		return err
+	}
+	return s.write(ctx, func(tx *bbolt.Tx) error {
+		if _, err := getSession(tx, k, sessionKey(k)); err != nil {
+			return err
+		}
+		arts, blobs := tx.Bucket(bucketArtifacts), tx.Bucket(bucketBlobs)
+		keys := collectPrefix(arts, artifactNameKey(k, filename))
+		if len(keys) == 0 {
+			return fmt.Errorf("artifact %q in session %s: %w", filename, k, store.ErrNotFound)
+		}
+		for _, key := range keys {
+			if err := del(arts, key); err != nil {
+				return err
+			}
+			if err := del(blobs, key); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}

@@ -1,0 +1,313 @@
+package boltstore
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/binary"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"go.etcd.io/bbolt"
+	bolterrors "go.etcd.io/bbolt/errors"
+
+	"github.com/agentrunner/agentrunner/store"
+)
+
+// Bucket names. Every bucket is created by Open; a missing one afterwards is
+// corruption.
+var (
+	bucketMeta      = []byte("meta")
+	bucketSessions  = []byte("sessions")
+	bucketEvents    = []byte("events")
+	bucketAppState  = []byte("app_state")
+	bucketUserState = []byte("user_state")
+	bucketArtifacts = []byte("artifacts")
+	bucketBlobs     = []byte("blobs")
+
+	allBuckets = [][]byte{bucketMeta, bucketSessions, bucketEvents, bucketAppState, bucketUserState, bucketArtifacts, bucketBlobs}
+
+	keySchemaVersion = []byte("schema_version")
+)
+
+// currentSchema is the layout this code reads and writes. Raise it with a
+// new entry in schemaMigrations (and a test) whenever the layout changes.
+const currentSchema = 1
+
+// migration upgrades a file from schema version N to N+1 inside the open
+// transaction.
+type migration func(tx *bbolt.Tx) error
+
+// schemaMigrations[i] upgrades version i+1 to i+2. Version 1 is the first
+// layout, so the list is empty for now.
+var schemaMigrations = []migration{}
+
+// Options configure Open. The zero value is ready to use.
+type Options struct {
+	// Timeout bounds the wait for the file lock held by another process;
+	// zero means one second.
+	Timeout time.Duration
+	// NoSync skips fsync on commit. Only for tests and benchmarks that do
+	// not measure durability: a crash may lose acknowledged writes.
+	NoSync bool
+	// MaxBatch bounds how many writes share one transaction; zero means
+	// 1024.
+	MaxBatch int
+	// Now returns the current time; nil means time.Now.
+	Now func() time.Time
+	// NewID returns a new random id for sessions and events; nil means a
+	// 128-bit random hex string.
+	NewID func() string
+	// Logger receives operational messages; nil means slog.Default().
+	Logger *slog.Logger
+
+	migrations []migration // for tests; nil means schemaMigrations
+	schema     int         // for tests; zero means currentSchema
+}
+
+// Store is a store.Store on one bbolt file. It is safe for concurrent use.
+type Store struct {
+	db    *bbolt.DB
+	opts  Options
+	ops   chan *writeOp
+	quit  chan struct{}
+	done  chan struct{}
+	close sync.Once
+}
+
+var _ store.Store = (*Store)(nil)
+
+// Open opens (creating if needed) the store at path, checks its schema
+// version and migrates an older file.
+func Open(path string, opts Options) (*Store, error) {
+	if opts.Timeout == 0 {
+		opts.Timeout = time.Second
+	}
+	if opts.MaxBatch <= 0 {
+		opts.MaxBatch = 1024
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	if opts.NewID == nil {
+		opts.NewID = randomID
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	if opts.migrations == nil {
+		opts.migrations = schemaMigrations
+	}
+	if opts.schema == 0 {
+		opts.schema = currentSchema
+	}
+	db, err := bbolt.Open(path, 0o600, &bbolt.Options{
+		Timeout: opts.Timeout,
+		NoSync:  opts.NoSync,
+		// The freelist is rebuilt by scanning on open instead of being
+		// written on every commit: one page less per fsync.
+		NoFreelistSync: true,
+		FreelistType:   bbolt.FreelistMapType,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("open %s: %w", path, err)
+	}
+	if err := db.Update(func(tx *bbolt.Tx) error { return initSchema(tx, opts) }); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("open %s: %w", path, err)
+	}
+	s := &Store{
+		db:   db,
+		opts: opts,
+		ops:  make(chan *writeOp),
+		quit: make(chan struct{}),
+		done: make(chan struct{}),
+	}
+	go s.commitLoop()
+	return s, nil
+}
+
+func initSchema(tx *bbolt.Tx, opts Options) error {
+	fresh := tx.Bucket(bucketMeta) == nil
+	for _, name := range allBuckets {
+		if _, err := tx.CreateBucketIfNotExists(name); err != nil {
+			return fmt.Errorf("create bucket %s: %w", name, err)
+		}
+	}
+	meta := tx.Bucket(bucketMeta)
+	if fresh {
+		return meta.Put(keySchemaVersion, binary.AppendUvarint(nil, uint64(opts.schema)))
+	}
+	v, n := binary.Uvarint(meta.Get(keySchemaVersion))
+	if n <= 0 {
+		return errors.New("schema version missing or corrupt")
+	}
+	if int(v) > opts.schema {
+		return fmt.Errorf("schema version %d is newer than this binary supports (%d)", v, opts.schema)
+	}
+	for ; int(v) < opts.schema; v++ {
+		if int(v)-1 >= len(opts.migrations) {
+			return fmt.Errorf("no migration from schema version %d", v)
+		}
+		if err := opts.migrations[v-1](tx); err != nil {
+			return fmt.Errorf("migrate schema %d to %d: %w", v, v+1, err)
+		}
+		opts.Logger.Info("migrated store schema", "from", v, "to", v+1)
+	}
+	return meta.Put(keySchemaVersion, binary.AppendUvarint(nil, v))
+}
+
+// SchemaVersion returns the schema version recorded in the file.
+func (s *Store) SchemaVersion() (int, error) {
+	var v uint64
+	err := s.view(context.Background(), func(tx *bbolt.Tx) error {
+		v, _ = binary.Uvarint(tx.Bucket(bucketMeta).Get(keySchemaVersion))
+		return nil
+	})
+	return int(v), err
+}
+
+// Close stops accepting writes, waits for the committer to finish the
+// writes it has taken, and closes the file.
+func (s *Store) Close() error {
+	var err error
+	s.close.Do(func() {
+		close(s.quit)
+		<-s.done
+		err = s.db.Close()
+	})
+	return err
+}
+
+// DB exposes the underlying bbolt handle for checks and tools; callers must
+// not write through it.
+func (s *Store) DB() *bbolt.DB { return s.db }
+
+// view runs fn in a read transaction.
+func (s *Store) view(ctx context.Context, fn func(tx *bbolt.Tx) error) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	err := s.db.View(fn)
+	if errors.Is(err, bolterrors.ErrDatabaseNotOpen) {
+		return store.ErrClosed
+	}
+	return err
+}
+
+// A writeOp is one write. fn must check everything that can fail before it
+// changes anything, so that returning an error leaves the transaction as it
+// was and the other writes of the batch can still commit. An error from a
+// bbolt write itself is wrapped in abortError; it aborts the batch, which is
+// then retried one write per transaction.
+type writeOp struct {
+	fn   func(tx *bbolt.Tx) error
+	done chan error
+}
+
+type abortError struct{ err error }
+
+func (e abortError) Error() string { return e.err.Error() }
+func (e abortError) Unwrap() error { return e.err }
+
+// put writes a key and turns a failure into an abortError.
+func put(b *bbolt.Bucket, k, v []byte) error {
+	if err := b.Put(k, v); err != nil {
+		return abortError{fmt.Errorf("put %s: %w", b, err)}
+	}
+	return nil
+}
+
+func del(b *bbolt.Bucket, k []byte) error {
+	if err := b.Delete(k); err != nil {
+		return abortError{fmt.Errorf("delete: %w", err)}
+	}
+	return nil
+}
+
+// write runs fn in the committer and returns once its transaction is on
+// disk (or failed). It waits for the outcome even when ctx is cancelled
+// after the write was handed over, so that a reported failure never hides
+// a committed write.
+func (s *Store) write(ctx context.Context, fn func(tx *bbolt.Tx) error) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	op := &writeOp{fn: fn, done: make(chan error, 1)}
+	select {
+	case s.ops <- op:
+	case <-s.quit:
+		return store.ErrClosed
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	return <-op.done
+}
+
+// commitLoop is the single writer. It takes one write, then every write
+// already waiting (up to MaxBatch), and commits them together: the batch
+// grows with the load while the fsync runs, with no timer.
+func (s *Store) commitLoop() {
+	defer close(s.done)
+	batch := make([]*writeOp, 0, s.opts.MaxBatch)
+	for {
+		batch = batch[:0]
+		select {
+		case op := <-s.ops:
+			batch = append(batch, op)
+		case <-s.quit:
+			return
+		}
+	drain:
+		for len(batch) < s.opts.MaxBatch {
+			select {
+			case op := <-s.ops:
+				batch = append(batch, op)
+			default:
+				break drain
+			}
+		}
+		s.commit(batch)
+	}
+}
+
+func (s *Store) commit(batch []*writeOp) {
+	errs := make([]error, len(batch))
+	var aborted error
+	err := s.db.Update(func(tx *bbolt.Tx) error {
+		for i, op := range batch {
+			errs[i] = op.fn(tx)
+			var ae abortError
+			if errors.As(errs[i], &ae) {
+				aborted = ae.err
+				return ae.err
+			}
+		}
+		return nil
+	})
+	if aborted != nil && len(batch) > 1 {
+		// One write failed half-way; give every write its own transaction
+		// so that the others are not lost with it.
+		s.opts.Logger.Warn("batch aborted, retrying writes one by one", "err", aborted)
+		for _, op := range batch {
+			s.commit([]*writeOp{op})
+		}
+		return
+	}
+	for i, op := range batch {
+		if err != nil {
+			op.done <- fmt.Errorf("commit: %w", err)
+		} else {
+			op.done <- errs[i]
+		}
+	}
+}
+
+func randomID() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails on Linux
+	return hex.EncodeToString(b[:])
+}

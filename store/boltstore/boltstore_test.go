@@ -1,0 +1,290 @@
+package boltstore
+
+import (
+	"bytes"
+	"encoding/binary"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"go.etcd.io/bbolt"
+	"google.golang.org/protobuf/types/known/structpb"
+
+	agentrunnerv1 "github.com/agentrunner/agentrunner/gen/go/agentrunner/v1"
+	"github.com/agentrunner/agentrunner/store"
+	"github.com/agentrunner/agentrunner/store/storetest"
+)
+
+// newTestStore opens a store on a fresh file and, at cleanup, closes it and
+// runs bbolt's consistency check on the file.
+func newTestStore(t testing.TB, opts Options) (*Store, string) {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "agentrunner.db")
+	s, err := Open(path, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = s.Close()
+		checkFile(t, path)
+	})
+	return s, path
+}
+
+func checkFile(t testing.TB, path string) {
+	t.Helper()
+	db, err := bbolt.Open(path, 0o600, &bbolt.Options{ReadOnly: true})
+	if err != nil {
+		t.Fatalf("reopen for check: %v", err)
+	}
+	defer db.Close()
+	if err := db.View(func(tx *bbolt.Tx) error {
+		for err := range tx.Check() {
+			return err
+		}
+		return nil
+	}); err != nil {
+		t.Fatalf("consistency check: %v", err)
+	}
+}
+
+func TestConformance(t *testing.T) {
+	storetest.Run(t, func(t *testing.T) store.Store {
+		s, _ := newTestStore(t, Options{})
+		return s
+	})
+}
+
+func TestReopenKeepsEverything(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "db")
+	s, err := Open(path, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := t.Context()
+	k := store.SessionKey{App: "app", User: "u", Session: "s"}
+	st, _ := structpb.NewStruct(map[string]any{"user:name": "ann", "app:v": 1})
+	if _, err := s.CreateSession(ctx, k, st); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 5 {
+		if _, err := s.AppendEvent(ctx, k, &agentrunnerv1.Event{Author: "a", Content: &agentrunnerv1.Content{Parts: []*agentrunnerv1.Part{{Data: &agentrunnerv1.Part_Text{Text: fmt.Sprint(i)}}}}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := s.SaveArtifact(ctx, k, "f", &agentrunnerv1.Part{Data: &agentrunnerv1.Part_Text{Text: "content"}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s, err = Open(path, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	sess, evs, err := s.GetSession(ctx, k, store.GetOptions{})
+	if err != nil || len(evs) != 5 || sess.GetState().AsMap()["user:name"] != "ann" {
+		t.Fatalf("after reopen: %v, %d events, %v", sess, len(evs), err)
+	}
+	if ev, err := s.AppendEvent(ctx, k, &agentrunnerv1.Event{Author: "a"}); err != nil || ev.GetSequence() != 6 {
+		t.Fatalf("append after reopen: %v, %v", ev, err)
+	}
+	if p, _, err := s.LoadArtifact(ctx, k, "f", 1); err != nil || p.GetText() != "content" {
+		t.Fatalf("artifact after reopen: %v, %v", p, err)
+	}
+}
+
+func TestSchemaVersion(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "db")
+	s, err := Open(path, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v, err := s.SchemaVersion(); err != nil || v != currentSchema {
+		t.Fatalf("fresh file has schema %d, %v", v, err)
+	}
+	k := store.SessionKey{App: "app", User: "u", Session: "s"}
+	if _, err := s.CreateSession(t.Context(), k, nil); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+
+	// A newer binary migrates the file with its migrations, in order.
+	var ran []string
+	migrations := []migration{
+		func(tx *bbolt.Tx) error {
+			ran = append(ran, "1->2")
+			_, err := tx.CreateBucketIfNotExists([]byte("v2_bucket"))
+			return err
+		},
+		func(tx *bbolt.Tx) error {
+			ran = append(ran, "2->3")
+			if tx.Bucket([]byte("v2_bucket")) == nil {
+				return errors.New("migration 2->3 ran before 1->2")
+			}
+			return nil
+		},
+	}
+	s, err = Open(path, Options{migrations: migrations, schema: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v, _ := s.SchemaVersion(); v != 3 || strings.Join(ran, ",") != "1->2,2->3" {
+		t.Fatalf("schema %d after migrations %v", v, ran)
+	}
+	if _, _, err := s.GetSession(t.Context(), k, store.GetOptions{}); err != nil {
+		t.Fatalf("data lost in migration: %v", err)
+	}
+	s.Close()
+
+	// An older binary refuses a newer file instead of misreading it.
+	if _, err := Open(path, Options{}); err == nil || !strings.Contains(err.Error(), "newer than this binary") {
+		t.Fatalf("old binary opened a newer file: %v", err)
+	}
+	// A failing migration leaves the file at its old version.
+	path2 := filepath.Join(t.TempDir(), "db2")
+	s, _ = Open(path2, Options{})
+	s.Close()
+	if _, err := Open(path2, Options{schema: 2, migrations: []migration{func(*bbolt.Tx) error { return errors.New("boom") }}}); err == nil {
+		t.Fatal("failed migration opened the store")
+	}
+	s, err = Open(path2, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if v, _ := s.SchemaVersion(); v != 1 {
+		t.Fatalf("failed migration left schema %d", v)
+	}
+}
+
+func TestFailedWriteDoesNotSinkTheBatch(t *testing.T) {
+	s, _ := newTestStore(t, Options{})
+	ctx := t.Context()
+	k := store.SessionKey{App: "app", User: "u", Session: "s"}
+	if _, err := s.CreateSession(ctx, k, nil); err != nil {
+		t.Fatal(err)
+	}
+	// Drive the committer directly with one batch holding a write that
+	// aborts half-way and two good ones.
+	results := make([]chan error, 3)
+	var batch []*writeOp
+	for i := range results {
+		results[i] = make(chan error, 1)
+		fn := func(tx *bbolt.Tx) error {
+			return put(tx.Bucket(bucketMeta), []byte(fmt.Sprint("k", i)), []byte("v"))
+		}
+		if i == 1 {
+			fn = func(tx *bbolt.Tx) error {
+				if err := put(tx.Bucket(bucketMeta), []byte("half"), []byte("v")); err != nil {
+					return err
+				}
+				return put(tx.Bucket(bucketMeta), nil, []byte("v")) // empty key: bbolt refuses
+			}
+		}
+		batch = append(batch, &writeOp{fn: fn, done: results[i]})
+	}
+	s.commit(batch)
+	if err := <-results[0]; err != nil {
+		t.Fatal(err)
+	}
+	if err := <-results[1]; err == nil {
+		t.Fatal("aborting write reported success")
+	}
+	if err := <-results[2]; err != nil {
+		t.Fatal(err)
+	}
+	err := s.view(ctx, func(tx *bbolt.Tx) error {
+		m := tx.Bucket(bucketMeta)
+		if m.Get([]byte("k0")) == nil || m.Get([]byte("k2")) == nil {
+			return errors.New("good writes lost")
+		}
+		if m.Get([]byte("half")) != nil {
+			return errors.New("half of the failed write was committed")
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestKeyOrderAndRoundTrip(t *testing.T) {
+	strs := []string{"", "\x00", "\x00\x00", "\x00\x01", "a", "a\x00", "a\x00b", "a\x01", "ab", "b", "\xff"}
+	for i := range strs {
+		for j := range strs {
+			a, b := appendString(nil, strs[i]), appendString(nil, strs[j])
+			if got, want := bytes.Compare(a, b), strings.Compare(strs[i], strs[j]); got != want {
+				t.Errorf("compare(%q, %q) = %d, want %d", strs[i], strs[j], got, want)
+			}
+			// A one-element tuple never prefixes a different one.
+			if i != j && bytes.HasPrefix(b, a) {
+				t.Errorf("T(%q) is a prefix of T(%q)", strs[i], strs[j])
+			}
+		}
+		got, rest, err := readString(appendString(nil, strs[i]))
+		if err != nil || got != strs[i] || len(rest) != 0 {
+			t.Errorf("readString(T(%q)) = %q, %q, %v", strs[i], got, rest, err)
+		}
+	}
+}
+
+func FuzzTupleKeys(f *testing.F) {
+	f.Add("app", "user", "a", "b")
+	f.Add("", "\x00", "\x00\x01", "\x00\xff")
+	f.Fuzz(func(t *testing.T, a1, a2, b1, b2 string) {
+		ka, kb := appendString(appendString(nil, a1), a2), appendString(appendString(nil, b1), b2)
+		want := strings.Compare(a1, b1)
+		if want == 0 {
+			want = strings.Compare(a2, b2)
+		}
+		if got := bytes.Compare(ka, kb); got != want {
+			t.Fatalf("order of (%q,%q) vs (%q,%q): %d, want %d", a1, a2, b1, b2, got, want)
+		}
+		x, rest, err := readString(ka)
+		if err != nil || x != a1 {
+			t.Fatalf("first element %q, %v", x, err)
+		}
+		if y, rest, err := readString(rest); err != nil || y != a2 || len(rest) != 0 {
+			t.Fatalf("second element %q, %v", y, err)
+		}
+	})
+}
+
+// TestKeysGolden pins the on-disk key format: a change here breaks every
+// existing file and needs a schema migration. Regenerate with
+// UPDATE_GOLDEN=1 only together with one.
+func TestKeysGolden(t *testing.T) {
+	k := store.SessionKey{App: "app", User: "user\x00x", Session: "s1"}
+	nk := artifactNameKey(k, "pic.png")
+	got := strings.Join([]string{
+		"session " + hex.EncodeToString(sessionKey(k)),
+		"event " + hex.EncodeToString(eventKey(sessionKey(k), 7)),
+		"app_state " + hex.EncodeToString(appStateKey("app")),
+		"user_state " + hex.EncodeToString(userStateKey("app", "user\x00x")),
+		"artifact " + hex.EncodeToString(artifactVersionKey(nk, 3)),
+		"user_artifact " + hex.EncodeToString(artifactVersionKey(artifactNameKey(k, "user:cv.pdf"), 1)),
+		"schema " + hex.EncodeToString(binary.AppendUvarint(nil, currentSchema)),
+	}, "\n") + "\n"
+	path := filepath.Join("testdata", "keys.golden")
+	if os.Getenv("UPDATE_GOLDEN") != "" {
+		if err := os.MkdirAll("testdata", 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got != string(want) {
+		t.Fatalf("key format changed:\n got: %s\nwant: %s", got, want)
+	}
+}

@@ -1,0 +1,127 @@
+package boltstore
+
+import (
+	"bytes"
+	"encoding/base64"
+	"encoding/binary"
+	"errors"
+	"fmt"
+
+	"github.com/agentrunner/agentrunner/store"
+)
+
+// Tuple encoding. A string is written byte by byte with 0x00 escaped as
+// 0x00 0xFF and terminated by 0x00 0x01, so that comparing encodings
+// bytewise compares the strings, and a shorter tuple is a prefix of any
+// longer tuple that starts with the same elements.
+
+// maxKeyPart bounds each string in a key; bbolt keys are limited to 32 KiB.
+const maxKeyPart = 1024
+
+func appendString(b []byte, s string) []byte {
+	for i := 0; i < len(s); i++ {
+		if s[i] == 0 {
+			b = append(b, 0, 0xFF)
+		} else {
+			b = append(b, s[i])
+		}
+	}
+	return append(b, 0, 1)
+}
+
+func appendUint64(b []byte, v uint64) []byte { return binary.BigEndian.AppendUint64(b, v) }
+
+// readString decodes one string from the front of b and returns the rest.
+func readString(b []byte) (string, []byte, error) {
+	var out []byte
+	for i := 0; i < len(b); i++ {
+		if b[i] != 0 {
+			continue
+		}
+		if i+1 >= len(b) {
+			break
+		}
+		switch b[i+1] {
+		case 1:
+			out = append(out, b[:i]...)
+			return string(out), b[i+2:], nil
+		case 0xFF:
+			out = append(out, b[:i+1]...)
+			b = b[i+2:]
+			i = -1
+		default:
+			return "", nil, errors.New("bad escape in key")
+		}
+	}
+	return "", nil, errors.New("unterminated string in key")
+}
+
+// successor returns the smallest key greater than every key that has
+// prefix p, where p ends in a string terminator (0x00 0x01).
+func successor(p []byte) []byte {
+	s := bytes.Clone(p)
+	s[len(s)-1]++ // 0x00 0x01 -> 0x00 0x02: sorts after every continuation
+	return s
+}
+
+func checkParts(parts ...string) error {
+	for _, p := range parts {
+		if len(p) > maxKeyPart {
+			return fmt.Errorf("key part of %d bytes exceeds %d: %w", len(p), maxKeyPart, store.ErrInvalidArgument)
+		}
+	}
+	return nil
+}
+
+func sessionKey(k store.SessionKey) []byte {
+	b := make([]byte, 0, len(k.App)+len(k.User)+len(k.Session)+6+8)
+	return appendString(appendString(appendString(b, k.App), k.User), k.Session)
+}
+
+func eventKey(sk []byte, seq uint64) []byte {
+	return appendUint64(append(make([]byte, 0, len(sk)+8), sk...), seq)
+}
+
+func appStateKey(app string) []byte { return appendString(nil, app) }
+
+func userStateKey(app, user string) []byte { return appendString(appendString(nil, app), user) }
+
+// artifactScope returns the session part of an artifact key: "" for names
+// that belong to the user.
+func artifactScope(k store.SessionKey, filename string) string {
+	if store.ScopeOf(filename) == store.ScopeUser {
+		return ""
+	}
+	return k.Session
+}
+
+// artifactPrefix is T(app, user, scope): every artifact of one scope.
+func artifactPrefix(app, user, scope string) []byte {
+	return appendString(appendString(appendString(nil, app), user), scope)
+}
+
+// artifactNameKey is T(app, user, scope, name): every version of one artifact.
+func artifactNameKey(k store.SessionKey, filename string) []byte {
+	return appendString(artifactPrefix(k.App, k.User, artifactScope(k, filename)), filename)
+}
+
+func artifactVersionKey(nameKey []byte, version int64) []byte {
+	return appendUint64(bytes.Clone(nameKey), ^uint64(version))
+}
+
+func versionFromKey(key []byte) int64 {
+	return int64(^binary.BigEndian.Uint64(key[len(key)-8:]))
+}
+
+// Page tokens are the URL-safe base64 of a key or a number; they are opaque
+// to clients and checked against the listing they continue.
+
+func encodeToken(b []byte) string { return base64.RawURLEncoding.EncodeToString(b) }
+
+func decodeToken(tok string) ([]byte, error) {
+	b, err := base64.RawURLEncoding.DecodeString(tok)
+	if err != nil || len(b) == 0 {
+		return nil, fmt.Errorf("malformed page_token: %w", store.ErrInvalidArgument)
+	}
+	return b, nil
+}

@@ -1,0 +1,442 @@
+package boltstore
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"fmt"
+
+	"go.etcd.io/bbolt"
+	"google.golang.org/protobuf/encoding/protowire"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/structpb"
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	agentrunnerv1 "github.com/agentrunner/agentrunner/gen/go/agentrunner/v1"
+	"github.com/agentrunner/agentrunner/store"
+)
+
+// eventSequenceField is the field number of Event.sequence. AppendEvent
+// marshals the event outside the write transaction and appends this one
+// field once the sequence is known: protobuf keeps the last occurrence of
+// a scalar, so the stored bytes decode with the assigned sequence.
+const eventSequenceField = 6
+
+func validateKey(k store.SessionKey) error {
+	if err := k.Validate(); err != nil {
+		return err
+	}
+	return checkParts(k.App, k.User, k.Session)
+}
+
+// CreateSession implements store.Store.
+func (s *Store) CreateSession(ctx context.Context, k store.SessionKey, state *structpb.Struct) (*agentrunnerv1.Session, error) {
+	if k.Session == "" {
+		k.Session = s.opts.NewID()
+	}
+	if err := validateKey(k); err != nil {
+		return nil, err
+	}
+	sessDelta, appDelta, userDelta := store.SplitDelta(state)
+	now := timestamppb.New(s.opts.Now())
+	var out *agentrunnerv1.Session
+	err := s.write(ctx, func(tx *bbolt.Tx) error {
+		sk := sessionKey(k)
+		sessions := tx.Bucket(bucketSessions)
+		if sessions.Get(sk) != nil {
+			return fmt.Errorf("session %s: %w", k, store.ErrAlreadyExists)
+		}
+		rec := &agentrunnerv1.Session{
+			AppName: k.App, UserId: k.User, SessionId: k.Session,
+			State:      &structpb.Struct{Fields: map[string]*structpb.Value{}},
+			CreateTime: now, UpdateTime: now,
+		}
+		store.ApplyDelta(rec.State, sessDelta)
+		recBytes, err := proto.Marshal(rec)
+		if err != nil {
+			return fmt.Errorf("marshal session: %w", err)
+		}
+		appState, userState, err := s.applyShared(tx, k, appDelta, userDelta)
+		if err != nil {
+			return err
+		}
+		if err := put(sessions, sk, recBytes); err != nil {
+			return err
+		}
+		out = mergeState(rec, appState, userState)
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// applyShared applies the app and user parts of a delta and returns the
+// resulting shared states. Its writes come last in every caller's write
+// function, after all checks, and it marshals before it writes.
+func (s *Store) applyShared(tx *bbolt.Tx, k store.SessionKey, appDelta, userDelta map[string]*structpb.Value) (appState, userState *structpb.Struct, err error) {
+	appB, userB := tx.Bucket(bucketAppState), tx.Bucket(bucketUserState)
+	ak, uk := appStateKey(k.App), userStateKey(k.App, k.User)
+	if appState, err = getStruct(appB, ak); err != nil {
+		return nil, nil, err
+	}
+	if userState, err = getStruct(userB, uk); err != nil {
+		return nil, nil, err
+	}
+	var appBytes, userBytes []byte
+	if store.ApplyDelta(appState, appDelta) {
+		if appBytes, err = proto.Marshal(appState); err != nil {
+			return nil, nil, fmt.Errorf("marshal app state: %w", err)
+		}
+	}
+	if store.ApplyDelta(userState, userDelta) {
+		if userBytes, err = proto.Marshal(userState); err != nil {
+			return nil, nil, fmt.Errorf("marshal user state: %w", err)
+		}
+	}
+	if appBytes != nil {
+		if err := put(appB, ak, appBytes); err != nil {
+			return nil, nil, err
+		}
+	}
+	if userBytes != nil {
+		if err := put(userB, uk, userBytes); err != nil {
+			return nil, nil, err
+		}
+	}
+	return appState, userState, nil
+}
+
+func getStruct(b *bbolt.Bucket, key []byte) (*structpb.Struct, error) {
+	st := &structpb.Struct{Fields: map[string]*structpb.Value{}}
+	if v := b.Get(key); v != nil {
+		if err := proto.Unmarshal(v, st); err != nil {
+			return nil, fmt.Errorf("decode state: %w", err)
+		}
+		if st.Fields == nil {
+			st.Fields = map[string]*structpb.Value{}
+		}
+	}
+	return st, nil
+}
+
+func getSession(tx *bbolt.Tx, k store.SessionKey, sk []byte) (*agentrunnerv1.Session, error) {
+	v := tx.Bucket(bucketSessions).Get(sk)
+	if v == nil {
+		return nil, fmt.Errorf("session %s: %w", k, store.ErrNotFound)
+	}
+	rec := &agentrunnerv1.Session{}
+	if err := proto.Unmarshal(v, rec); err != nil {
+		return nil, fmt.Errorf("decode session %s: %w", k, err)
+	}
+	return rec, nil
+}
+
+// mergeState returns the session as callers see it: its own state merged
+// with the shared app and user scopes (keys keep their prefixes).
+func mergeState(rec *agentrunnerv1.Session, appState, userState *structpb.Struct) *agentrunnerv1.Session {
+	out := proto.CloneOf(rec)
+	if out.State == nil {
+		out.State = &structpb.Struct{}
+	}
+	if out.State.Fields == nil {
+		out.State.Fields = make(map[string]*structpb.Value, len(appState.GetFields())+len(userState.GetFields()))
+	}
+	for key, v := range appState.GetFields() {
+		out.State.Fields[key] = v
+	}
+	for key, v := range userState.GetFields() {
+		out.State.Fields[key] = v
+	}
+	return out
+}
+
+// GetSession implements store.Store.
+func (s *Store) GetSession(ctx context.Context, k store.SessionKey, opts store.GetOptions) (*agentrunnerv1.Session, []*agentrunnerv1.Event, error) {
+	if err := validateKey(k); err != nil {
+		return nil, nil, err
+	}
+	var (
+		sess   *agentrunnerv1.Session
+		events []*agentrunnerv1.Event
+	)
+	err := s.view(ctx, func(tx *bbolt.Tx) error {
+		sk := sessionKey(k)
+		rec, err := getSession(tx, k, sk)
+		if err != nil {
+			return err
+		}
+		appState, err := getStruct(tx.Bucket(bucketAppState), appStateKey(k.App))
+		if err != nil {
+			return err
+		}
+		userState, err := getStruct(tx.Bucket(bucketUserState), userStateKey(k.App, k.User))
+		if err != nil {
+			return err
+		}
+		sess = mergeState(rec, appState, userState)
+		c := tx.Bucket(bucketEvents).Cursor()
+		if opts.NumRecentEvents > 0 {
+			// Walk back from the session's last event; the slice is
+			// filled from its end so it comes out oldest first.
+			n := min(uint64(opts.NumRecentEvents), rec.LastSequence-min(opts.AfterSequence, rec.LastSequence))
+			events = make([]*agentrunnerv1.Event, n)
+			i := len(events)
+			for key, v := c.Seek(eventKey(sk, rec.LastSequence)); key != nil && i > 0 && bytes.HasPrefix(key, sk); key, v = c.Prev() {
+				if seqOf(key) <= opts.AfterSequence {
+					break
+				}
+				ev, err := decodeEvent(v)
+				if err != nil {
+					return err
+				}
+				i--
+				events[i] = ev
+			}
+			events = events[i:]
+			return nil
+		}
+		for key, v := c.Seek(eventKey(sk, opts.AfterSequence+1)); key != nil && bytes.HasPrefix(key, sk); key, v = c.Next() {
+			ev, err := decodeEvent(v)
+			if err != nil {
+				return err
+			}
+			events = append(events, ev)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	return sess, events, nil
+}
+
+func seqOf(eventKey []byte) uint64 { return binary.BigEndian.Uint64(eventKey[len(eventKey)-8:]) }
+
+func decodeEvent(v []byte) (*agentrunnerv1.Event, error) {
+	ev := &agentrunnerv1.Event{}
+	if err := proto.Unmarshal(v, ev); err != nil {
+		return nil, fmt.Errorf("decode event: %w", err)
+	}
+	return ev, nil
+}
+
+// ListSessions implements store.Store.
+func (s *Store) ListSessions(ctx context.Context, app, user string, page store.Page) ([]*agentrunnerv1.Session, string, error) {
+	if app == "" {
+		return nil, "", fmt.Errorf("app_name is empty: %w", store.ErrInvalidArgument)
+	}
+	if err := checkParts(app, user); err != nil {
+		return nil, "", err
+	}
+	prefix := appendString(nil, app)
+	if user != "" {
+		prefix = appendString(prefix, user)
+	}
+	start := prefix
+	if page.Token != "" {
+		tok, err := decodeToken(page.Token)
+		if err != nil {
+			return nil, "", err
+		}
+		if !bytes.HasPrefix(tok, prefix) {
+			return nil, "", fmt.Errorf("page_token belongs to another listing: %w", store.ErrInvalidArgument)
+		}
+		start = append(tok, 0) // the smallest key after the token
+	}
+	limit := page.Limit()
+	var (
+		out  []*agentrunnerv1.Session
+		next string
+	)
+	err := s.view(ctx, func(tx *bbolt.Tx) error {
+		appState, err := getStruct(tx.Bucket(bucketAppState), appStateKey(app))
+		if err != nil {
+			return err
+		}
+		userStates := map[string]*structpb.Struct{}
+		c := tx.Bucket(bucketSessions).Cursor()
+		for key, v := c.Seek(start); key != nil && bytes.HasPrefix(key, prefix); key, v = c.Next() {
+			if len(out) == limit {
+				next = encodeToken(sessionKey(store.SessionKey{App: app, User: out[len(out)-1].UserId, Session: out[len(out)-1].SessionId}))
+				return nil
+			}
+			rec := &agentrunnerv1.Session{}
+			if err := proto.Unmarshal(v, rec); err != nil {
+				return fmt.Errorf("decode session: %w", err)
+			}
+			us, ok := userStates[rec.UserId]
+			if !ok {
+				if us, err = getStruct(tx.Bucket(bucketUserState), userStateKey(app, rec.UserId)); err != nil {
+					return err
+				}
+				userStates[rec.UserId] = us
+			}
+			out = append(out, mergeState(rec, appState, us))
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, "", err
+	}
+	return out, next, nil
+}
+
+// DeleteSession implements store.Store.
+func (s *Store) DeleteSession(ctx context.Context, k store.SessionKey) error {
+	if err := validateKey(k); err != nil {
+		return err
+	}
+	return s.write(ctx, func(tx *bbolt.Tx) error {
+		sk := sessionKey(k)
+		if _, err := getSession(tx, k, sk); err != nil {
+			return err
+		}
+		// Collect the keys first and delete afterwards: deleting while a
+		// cursor walks can skip keys (etcd-io/bbolt#146).
+		events := tx.Bucket(bucketEvents)
+		artifacts, blobs := tx.Bucket(bucketArtifacts), tx.Bucket(bucketBlobs)
+		evKeys := collectPrefix(events, sk)
+		artKeys := collectPrefix(artifacts, artifactPrefix(k.App, k.User, k.Session))
+		if err := del(tx.Bucket(bucketSessions), sk); err != nil {
+			return err
+		}
+		for _, key := range evKeys {
+			if err := del(events, key); err != nil {
+				return err
+			}
+		}
+		for _, key := range artKeys {
+			if err := del(artifacts, key); err != nil {
+				return err
+			}
+			if err := del(blobs, key); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+func collectPrefix(b *bbolt.Bucket, prefix []byte) [][]byte {
+	var keys [][]byte
+	c := b.Cursor()
+	for key, _ := c.Seek(prefix); key != nil && bytes.HasPrefix(key, prefix); key, _ = c.Next() {
+		keys = append(keys, bytes.Clone(key))
+	}
+	return keys
+}
+
+// AppendEvent implements store.Store.
+func (s *Store) AppendEvent(ctx context.Context, k store.SessionKey, ev *agentrunnerv1.Event) (*agentrunnerv1.Event, error) {
+	if err := validateKey(k); err != nil {
+		return nil, err
+	}
+	switch {
+	case ev == nil:
+		return nil, fmt.Errorf("event is missing: %w", store.ErrInvalidArgument)
+	case ev.GetPartial():
+		return nil, fmt.Errorf("event is partial; partial events are never stored: %w", store.ErrInvalidArgument)
+	}
+	stored := proto.CloneOf(ev)
+	stored.Sequence = 0
+	if stored.Id == "" {
+		stored.Id = s.opts.NewID()
+	}
+	if stored.Timestamp == nil {
+		stored.Timestamp = timestamppb.New(s.opts.Now())
+	}
+	if a := stored.GetActions(); a != nil {
+		a.StateDelta = store.WithoutTemp(a.StateDelta)
+	}
+	sessDelta, appDelta, userDelta := store.SplitDelta(stored.GetActions().GetStateDelta())
+	// Marshal outside the transaction: the committer is a single
+	// goroutine, so work done here runs in parallel across sessions.
+	evBytes, err := proto.Marshal(stored)
+	if err != nil {
+		return nil, fmt.Errorf("marshal event: %w", err)
+	}
+	err = s.write(ctx, func(tx *bbolt.Tx) error {
+		sk := sessionKey(k)
+		rec, err := getSession(tx, k, sk)
+		if err != nil {
+			return err
+		}
+		seq := rec.LastSequence + 1
+		rec.LastSequence = seq
+		rec.UpdateTime = stored.Timestamp
+		if rec.State == nil {
+			rec.State = &structpb.Struct{}
+		}
+		store.ApplyDelta(rec.State, sessDelta)
+		recBytes, err := proto.Marshal(rec)
+		if err != nil {
+			return fmt.Errorf("marshal session: %w", err)
+		}
+		// Full slice expression: appending must not write into evBytes,
+		// which a retry of this function reuses.
+		b := protowire.AppendTag(evBytes[:len(evBytes):len(evBytes)], eventSequenceField, protowire.VarintType)
+		b = protowire.AppendVarint(b, seq)
+		if _, _, err := s.applyShared(tx, k, appDelta, userDelta); err != nil {
+			return err
+		}
+		if err := put(tx.Bucket(bucketEvents), eventKey(sk, seq), b); err != nil {
+			return err
+		}
+		if err := put(tx.Bucket(bucketSessions), sk, recBytes); err != nil {
+			return err
+		}
+		stored.Sequence = seq
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return stored, nil
+}
+
+// ListEvents implements store.Store.
+func (s *Store) ListEvents(ctx context.Context, k store.SessionKey, after uint64, page store.Page) ([]*agentrunnerv1.Event, string, error) {
+	if err := validateKey(k); err != nil {
+		return nil, "", err
+	}
+	if page.Token != "" {
+		tok, err := decodeToken(page.Token)
+		if err != nil {
+			return nil, "", err
+		}
+		if len(tok) != 8 {
+			return nil, "", fmt.Errorf("malformed page_token: %w", store.ErrInvalidArgument)
+		}
+		after = binary.BigEndian.Uint64(tok)
+	}
+	limit := page.Limit()
+	var (
+		out  []*agentrunnerv1.Event
+		next string
+	)
+	err := s.view(ctx, func(tx *bbolt.Tx) error {
+		sk := sessionKey(k)
+		if _, err := getSession(tx, k, sk); err != nil {
+			return err
+		}
+		c := tx.Bucket(bucketEvents).Cursor()
+		for key, v := c.Seek(eventKey(sk, after+1)); key != nil && bytes.HasPrefix(key, sk); key, v = c.Next() {
+			if len(out) == limit {
+				next = encodeToken(appendUint64(nil, out[len(out)-1].Sequence))
+				return nil
+			}
+			ev, err := decodeEvent(v)
+			if err != nil {
+				return err
+			}
+			out = append(out, ev)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, "", err
+	}
+	return out, next, nil
+}
