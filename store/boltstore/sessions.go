@@ -56,7 +56,7 @@ func (s *Store) CreateSession(ctx context.Context, k store.SessionKey, state *st
 		if err != nil {
 			return fmt.Errorf("marshal session: %w", err)
 		}
-		appState, userState, err := s.applyShared(tx, k, appDelta, userDelta)
+		appState, userState, err := s.applyShared(tx, k, true, appDelta, userDelta)
 		if err != nil {
 			return err
 		}
@@ -75,8 +75,11 @@ func (s *Store) CreateSession(ctx context.Context, k store.SessionKey, state *st
 // applyShared applies the app and user parts of a delta and returns the
 // resulting shared states. Its writes come last in every caller's write
 // function, after all checks, and it marshals before it writes.
-func (s *Store) applyShared(tx *bbolt.Tx, k store.SessionKey, appDelta, userDelta map[string]*structpb.Value) (appState, userState *structpb.Struct, err error) {
+func (s *Store) applyShared(tx *bbolt.Tx, k store.SessionKey, needShared bool, appDelta, userDelta map[string]*structpb.Value) (appState, userState *structpb.Struct, err error) {
 	appB, userB := tx.Bucket(bucketAppState), tx.Bucket(bucketUserState)
+	if len(appDelta) == 0 && len(userDelta) == 0 && !needShared {
+		return nil, nil, nil // the common append: nothing shared to read or write
+	}
 	ak, uk := appStateKey(k.App), userStateKey(k.App, k.User)
 	if appState, err = getStruct(appB, ak); err != nil {
 		return nil, nil, err
@@ -378,7 +381,7 @@ func (s *Store) AppendEvent(ctx context.Context, k store.SessionKey, ev *agentru
 		// which a retry of this function reuses.
 		b := protowire.AppendTag(evBytes[:len(evBytes):len(evBytes)], eventSequenceField, protowire.VarintType)
 		b = protowire.AppendVarint(b, seq)
-		if _, _, err := s.applyShared(tx, k, appDelta, userDelta); err != nil {
+		if _, _, err := s.applyShared(tx, k, false, appDelta, userDelta); err != nil {
 			return err
 		}
 		if err := put(tx.Bucket(bucketEvents), eventKey(sk, seq), b); err != nil {

@@ -1,0 +1,192 @@
+package boltstore
+
+import (
+	"fmt"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"google.golang.org/protobuf/types/known/structpb"
+
+	agentrunnerv1 "github.com/agentrunner/agentrunner/gen/go/agentrunner/v1"
+	"github.com/agentrunner/agentrunner/store"
+)
+
+// benchEvent is a typical model answer: a paragraph of text, usage, and a
+// small state delta (about 400 bytes encoded).
+func benchEvent() *agentrunnerv1.Event {
+	delta, _ := structpb.NewStruct(map[string]any{"last_topic": "billing", "turns": 3})
+	return &agentrunnerv1.Event{
+		InvocationId: "inv-0123456789abcdef",
+		Author:       "assistant",
+		Content: &agentrunnerv1.Content{Role: "model", Parts: []*agentrunnerv1.Part{{Data: &agentrunnerv1.Part_Text{
+			Text: "Your invoice for October was issued on the 3rd and paid on the 10th. The next one is due in two weeks; " +
+				"you can change the payment method in the billing settings at any time. Anything else I can help with today?",
+		}}}},
+		TurnComplete:  true,
+		Actions:       &agentrunnerv1.EventActions{StateDelta: delta},
+		UsageMetadata: &agentrunnerv1.UsageMetadata{PromptTokenCount: 812, CandidatesTokenCount: 54, TotalTokenCount: 866},
+	}
+}
+
+// grow opens a store at path without fsync, fills it, and closes it, so
+// that benchmarks can reopen it with fsync on.
+func grow(b *testing.B, path string, fill func(s *Store)) {
+	b.Helper()
+	s, err := Open(path, Options{NoSync: true})
+	if err != nil {
+		b.Fatal(err)
+	}
+	fill(s)
+	if err := s.Close(); err != nil {
+		b.Fatal(err)
+	}
+}
+
+// appendMany appends n events to k from 64 goroutines.
+func appendMany(b *testing.B, s *Store, k store.SessionKey, n int) {
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range 64 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for next.Add(1) <= int64(n) {
+				if _, err := s.AppendEvent(b.Context(), k, benchEvent()); err != nil {
+					b.Error(err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+}
+
+// BenchmarkAppend measures one durable append (fsync on) to a session that
+// already holds 10 or 100,000 events: the cost must not depend on length.
+func BenchmarkAppend(b *testing.B) {
+	for _, length := range []int{10, 100_000} {
+		b.Run(fmt.Sprintf("len=%d", length), func(b *testing.B) {
+			path := filepath.Join(b.TempDir(), "db")
+			k := store.SessionKey{App: "app", User: "u", Session: "s"}
+			grow(b, path, func(s *Store) {
+				if _, err := s.CreateSession(b.Context(), k, nil); err != nil {
+					b.Fatal(err)
+				}
+				appendMany(b, s, k, length)
+			})
+			s, err := Open(path, Options{})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer s.Close()
+			ev := benchEvent()
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := s.AppendEvent(b.Context(), k, ev); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkAppendConcurrent measures appends/s with fsync on when 256
+// sessions append at once: they share commits through the committer.
+func BenchmarkAppendConcurrent(b *testing.B) {
+	const sessions = 256
+	s, _ := newTestStore(b, Options{})
+	keys := make([]store.SessionKey, sessions)
+	for i := range keys {
+		keys[i] = store.SessionKey{App: "app", User: fmt.Sprint("u", i%16), Session: fmt.Sprint("s", i)}
+		if _, err := s.CreateSession(b.Context(), keys[i], nil); err != nil {
+			b.Fatal(err)
+		}
+	}
+	ev := benchEvent()
+	var next atomic.Int64
+	b.ReportAllocs()
+	b.ResetTimer()
+	var wg sync.WaitGroup
+	for i := range sessions {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for next.Add(1) <= int64(b.N) {
+				if _, err := s.AppendEvent(b.Context(), keys[i], ev); err != nil {
+					b.Error(err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	b.StopTimer()
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "appends/s")
+}
+
+// BenchmarkGetSessionRecent20 reads the 20 most recent events of a session
+// holding 100,000.
+func BenchmarkGetSessionRecent20(b *testing.B) {
+	path := filepath.Join(b.TempDir(), "db")
+	k := store.SessionKey{App: "app", User: "u", Session: "s"}
+	grow(b, path, func(s *Store) {
+		if _, err := s.CreateSession(b.Context(), k, nil); err != nil {
+			b.Fatal(err)
+		}
+		appendMany(b, s, k, 100_000)
+	})
+	s, err := Open(path, Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	b.ReportAllocs()
+	for b.Loop() {
+		_, evs, err := s.GetSession(b.Context(), k, store.GetOptions{NumRecentEvents: 20})
+		if err != nil || len(evs) != 20 || evs[19].GetSequence() != 100_000 {
+			b.Fatalf("got %d events, %v", len(evs), err)
+		}
+	}
+}
+
+// BenchmarkListSessionsFirstPage lists the first 100 sessions of an app
+// with 100,000 sessions stored.
+func BenchmarkListSessionsFirstPage(b *testing.B) {
+	path := filepath.Join(b.TempDir(), "db")
+	grow(b, path, func(s *Store) {
+		var wg sync.WaitGroup
+		var next atomic.Int64
+		for range 64 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for i := next.Add(1); i <= 100_000; i = next.Add(1) {
+					k := store.SessionKey{App: "app", User: fmt.Sprint("user", i%1000), Session: fmt.Sprint("s", i)}
+					if _, err := s.CreateSession(b.Context(), k, nil); err != nil {
+						b.Error(err)
+						return
+					}
+				}
+			}()
+		}
+		wg.Wait()
+	})
+	s, err := Open(path, Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	for _, user := range []string{"", "user7"} {
+		b.Run("user="+user, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				list, _, err := s.ListSessions(b.Context(), "app", user, store.Page{})
+				if err != nil || len(list) == 0 {
+					b.Fatalf("got %d sessions, %v", len(list), err)
+				}
+			}
+		})
+	}
+}
