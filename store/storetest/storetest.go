@@ -499,7 +499,9 @@ func testDeleteCascades(t *testing.T, s store.Store) {
 		appendEv(t, s, k, textEvent("agent", fmt.Sprint(i), nil))
 		appendEv(t, s, keep, textEvent("agent", fmt.Sprint(i), nil))
 	}
-	text := func(s string) *agentrunnerv1.Part { return &agentrunnerv1.Part{Data: &agentrunnerv1.Part_Text{Text: s}} }
+	text := func(s string) *agentrunnerv1.Part {
+		return &agentrunnerv1.Part{Data: &agentrunnerv1.Part_Text{Text: s}}
+	}
 	for _, name := range []string{"a.txt", "user:shared.txt"} {
 		if _, err := s.SaveArtifact(ctx, k, name, text(name)); err != nil {
 			t.Fatal(err)
@@ -604,7 +606,9 @@ func testUserArtifactsShared(t *testing.T, s store.Store) {
 	for _, k := range []store.SessionKey{a1, a2, b1} {
 		create(t, s, k, nil)
 	}
-	text := func(s string) *agentrunnerv1.Part { return &agentrunnerv1.Part{Data: &agentrunnerv1.Part_Text{Text: s}} }
+	text := func(s string) *agentrunnerv1.Part {
+		return &agentrunnerv1.Part{Data: &agentrunnerv1.Part_Text{Text: s}}
+	}
 	if _, err := s.SaveArtifact(ctx, a1, "user:profile", text("one")); err != nil {
 		t.Fatal(err)
 	}
