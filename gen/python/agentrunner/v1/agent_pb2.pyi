@@ -1,0 +1,46 @@
+from google.protobuf.internal import containers as _containers
+from google.protobuf.internal import enum_type_wrapper as _enum_type_wrapper
+from google.protobuf import descriptor as _descriptor
+from google.protobuf import message as _message
+from typing import ClassVar as _ClassVar, Iterable as _Iterable, Mapping as _Mapping, Optional as _Optional, Union as _Union
+
+AGENT_KIND_CUSTOM: AgentKind
+AGENT_KIND_LLM: AgentKind
+AGENT_KIND_LOOP: AgentKind
+AGENT_KIND_PARALLEL: AgentKind
+AGENT_KIND_SEQUENTIAL: AgentKind
+AGENT_KIND_UNSPECIFIED: AgentKind
+DESCRIPTOR: _descriptor.FileDescriptor
+
+class AgentInfo(_message.Message):
+    __slots__ = ["description", "disallow_transfer_to_parent", "disallow_transfer_to_peers", "kind", "max_iterations", "model", "name", "sub_agents"]
+    DESCRIPTION_FIELD_NUMBER: _ClassVar[int]
+    DISALLOW_TRANSFER_TO_PARENT_FIELD_NUMBER: _ClassVar[int]
+    DISALLOW_TRANSFER_TO_PEERS_FIELD_NUMBER: _ClassVar[int]
+    KIND_FIELD_NUMBER: _ClassVar[int]
+    MAX_ITERATIONS_FIELD_NUMBER: _ClassVar[int]
+    MODEL_FIELD_NUMBER: _ClassVar[int]
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    SUB_AGENTS_FIELD_NUMBER: _ClassVar[int]
+    description: str
+    disallow_transfer_to_parent: bool
+    disallow_transfer_to_peers: bool
+    kind: AgentKind
+    max_iterations: int
+    model: str
+    name: str
+    sub_agents: _containers.RepeatedCompositeFieldContainer[AgentInfo]
+    def __init__(self, name: _Optional[str] = ..., description: _Optional[str] = ..., kind: _Optional[_Union[AgentKind, str]] = ..., model: _Optional[str] = ..., disallow_transfer_to_parent: bool = ..., disallow_transfer_to_peers: bool = ..., max_iterations: _Optional[int] = ..., sub_agents: _Optional[_Iterable[_Union[AgentInfo, _Mapping]]] = ...) -> None: ...
+
+class App(_message.Message):
+    __slots__ = ["description", "name", "root_agent"]
+    DESCRIPTION_FIELD_NUMBER: _ClassVar[int]
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    ROOT_AGENT_FIELD_NUMBER: _ClassVar[int]
+    description: str
+    name: str
+    root_agent: AgentInfo
+    def __init__(self, name: _Optional[str] = ..., description: _Optional[str] = ..., root_agent: _Optional[_Union[AgentInfo, _Mapping]] = ...) -> None: ...
+
+class AgentKind(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = []
