@@ -1,0 +1,83 @@
+from google.protobuf.internal import containers as _containers
+from google.protobuf.internal import enum_type_wrapper as _enum_type_wrapper
+from google.protobuf import descriptor as _descriptor
+from google.protobuf import message as _message
+from typing import ClassVar as _ClassVar, Iterable as _Iterable, Mapping as _Mapping, Optional as _Optional, Union as _Union
+
+DESCRIPTOR: _descriptor.FileDescriptor
+INCLUDE_CONTENTS_DEFAULT: IncludeContents
+INCLUDE_CONTENTS_NONE: IncludeContents
+INCLUDE_CONTENTS_UNSPECIFIED: IncludeContents
+
+class AgentConfig(_message.Message):
+    __slots__ = ["description", "llm", "loop", "name", "parallel", "sequential", "sub_agents"]
+    DESCRIPTION_FIELD_NUMBER: _ClassVar[int]
+    LLM_FIELD_NUMBER: _ClassVar[int]
+    LOOP_FIELD_NUMBER: _ClassVar[int]
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    PARALLEL_FIELD_NUMBER: _ClassVar[int]
+    SEQUENTIAL_FIELD_NUMBER: _ClassVar[int]
+    SUB_AGENTS_FIELD_NUMBER: _ClassVar[int]
+    description: str
+    llm: LlmAgentConfig
+    loop: LoopAgentConfig
+    name: str
+    parallel: ParallelAgentConfig
+    sequential: SequentialAgentConfig
+    sub_agents: _containers.RepeatedCompositeFieldContainer[AgentConfig]
+    def __init__(self, name: _Optional[str] = ..., description: _Optional[str] = ..., sub_agents: _Optional[_Iterable[_Union[AgentConfig, _Mapping]]] = ..., llm: _Optional[_Union[LlmAgentConfig, _Mapping]] = ..., sequential: _Optional[_Union[SequentialAgentConfig, _Mapping]] = ..., parallel: _Optional[_Union[ParallelAgentConfig, _Mapping]] = ..., loop: _Optional[_Union[LoopAgentConfig, _Mapping]] = ...) -> None: ...
+
+class AppConfig(_message.Message):
+    __slots__ = ["description", "name", "root_agent"]
+    DESCRIPTION_FIELD_NUMBER: _ClassVar[int]
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    ROOT_AGENT_FIELD_NUMBER: _ClassVar[int]
+    description: str
+    name: str
+    root_agent: AgentConfig
+    def __init__(self, name: _Optional[str] = ..., description: _Optional[str] = ..., root_agent: _Optional[_Union[AgentConfig, _Mapping]] = ...) -> None: ...
+
+class AppsConfig(_message.Message):
+    __slots__ = ["apps"]
+    APPS_FIELD_NUMBER: _ClassVar[int]
+    apps: _containers.RepeatedCompositeFieldContainer[AppConfig]
+    def __init__(self, apps: _Optional[_Iterable[_Union[AppConfig, _Mapping]]] = ...) -> None: ...
+
+class LlmAgentConfig(_message.Message):
+    __slots__ = ["disallow_transfer_to_parent", "disallow_transfer_to_peers", "include_contents", "instruction", "max_output_tokens", "model", "output_key", "temperature", "tools"]
+    DISALLOW_TRANSFER_TO_PARENT_FIELD_NUMBER: _ClassVar[int]
+    DISALLOW_TRANSFER_TO_PEERS_FIELD_NUMBER: _ClassVar[int]
+    INCLUDE_CONTENTS_FIELD_NUMBER: _ClassVar[int]
+    INSTRUCTION_FIELD_NUMBER: _ClassVar[int]
+    MAX_OUTPUT_TOKENS_FIELD_NUMBER: _ClassVar[int]
+    MODEL_FIELD_NUMBER: _ClassVar[int]
+    OUTPUT_KEY_FIELD_NUMBER: _ClassVar[int]
+    TEMPERATURE_FIELD_NUMBER: _ClassVar[int]
+    TOOLS_FIELD_NUMBER: _ClassVar[int]
+    disallow_transfer_to_parent: bool
+    disallow_transfer_to_peers: bool
+    include_contents: IncludeContents
+    instruction: str
+    max_output_tokens: int
+    model: str
+    output_key: str
+    temperature: float
+    tools: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, model: _Optional[str] = ..., instruction: _Optional[str] = ..., output_key: _Optional[str] = ..., disallow_transfer_to_parent: bool = ..., disallow_transfer_to_peers: bool = ..., tools: _Optional[_Iterable[str]] = ..., include_contents: _Optional[_Union[IncludeContents, str]] = ..., temperature: _Optional[float] = ..., max_output_tokens: _Optional[int] = ...) -> None: ...
+
+class LoopAgentConfig(_message.Message):
+    __slots__ = ["max_iterations"]
+    MAX_ITERATIONS_FIELD_NUMBER: _ClassVar[int]
+    max_iterations: int
+    def __init__(self, max_iterations: _Optional[int] = ...) -> None: ...
+
+class ParallelAgentConfig(_message.Message):
+    __slots__ = []
+    def __init__(self) -> None: ...
+
+class SequentialAgentConfig(_message.Message):
+    __slots__ = []
+    def __init__(self) -> None: ...
+
+class IncludeContents(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = []
