@@ -1,0 +1,85 @@
+#!/usr/bin/python3
+"""agentrunner from Python: create a session, run two messages, list artifacts.
+
+Usage: /usr/bin/python3 examples/python/client.py [--addr 127.0.0.1:50051] [--app demo]
+Uses Debian's python3-grpcio and python3-protobuf, and the stubs in gen/python.
+"""
+import argparse
+import os
+import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "gen", "python"))
+
+import grpc  # noqa: E402
+from agentrunner.v1 import content_pb2, run_pb2  # noqa: E402
+from agentrunner.service.v1 import (  # noqa: E402
+    artifact_service_pb2, artifact_service_pb2_grpc,
+    runner_service_pb2, runner_service_pb2_grpc,
+    session_service_pb2, session_service_pb2_grpc,
+)
+
+
+def run(runner, app, user, session_id, text):
+    """Sends one message and prints the stream; returns the complete events."""
+    req = runner_service_pb2.RunRequest(
+        app_name=app, user_id=user, session_id=session_id,
+        new_message=content_pb2.Content(role="user", parts=[content_pb2.Part(text=text)]),
+        run_config=run_pb2.RunConfig(streaming_mode=run_pb2.STREAMING_MODE_SSE),
+    )
+    complete = []
+    streaming = False
+    for resp in runner.Run(req, timeout=30):
+        if resp.HasField("error"):
+            print(f"\n[agent error {resp.error.code}] {resp.error.message}")
+            continue
+        ev = resp.event
+        text = "".join(p.text for p in ev.content.parts if p.HasField("text") and not p.thought)
+        if ev.partial:
+            print(text, end="", flush=True)
+            streaming = True
+            continue
+        if streaming:
+            print()
+            streaming = False
+        complete.append(ev)
+        calls = [p.function_call.name for p in ev.content.parts if p.HasField("function_call")]
+        extra = f" calls {calls}" if calls else ""
+        if ev.actions.transfer_to_agent:
+            extra += f" -> transfer to {ev.actions.transfer_to_agent}"
+        print(f"#{ev.sequence} {ev.author}: {text}{extra}")
+    return complete
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--addr", default=os.environ.get("AGENTRUNNER_ADDR", "127.0.0.1:50051"))
+    ap.add_argument("--app", default="demo")
+    ap.add_argument("--user", default="python-example")
+    args = ap.parse_args()
+
+    with grpc.insecure_channel(args.addr) as ch:
+        sessions = session_service_pb2_grpc.SessionServiceStub(ch)
+        runner = runner_service_pb2_grpc.RunnerServiceStub(ch)
+        artifacts = artifact_service_pb2_grpc.ArtifactServiceStub(ch)
+        try:
+            sess = sessions.CreateSession(
+                session_service_pb2.CreateSessionRequest(app_name=args.app, user_id=args.user), timeout=10
+            ).session
+            print(f"session {sess.session_id}")
+            first = run(runner, args.app, args.user, sess.session_id, "Hello! What can you do?")
+            second = run(runner, args.app, args.user, sess.session_id, "Tell me more.")
+            arts = artifacts.ListArtifacts(artifact_service_pb2.ListArtifactsRequest(
+                app_name=args.app, user_id=args.user, session_id=sess.session_id), timeout=10)
+            print(f"artifacts: {[a.filename for a in arts.artifacts]}")
+            got = sessions.GetSession(session_service_pb2.GetSessionRequest(
+                app_name=args.app, user_id=args.user, session_id=sess.session_id), timeout=10)
+            print(f"stored events: {len(got.events)}; answered by: "
+                  f"{first[-1].author if first else '-'}, {second[-1].author if second else '-'}")
+        except grpc.RpcError as e:
+            print(f"RPC failed: {e.code().name}: {e.details()}", file=sys.stderr)
+            return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
