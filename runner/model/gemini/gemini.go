@@ -1,0 +1,247 @@
+// Package gemini implements model.Model on Google's Gemini models through
+// google.golang.org/genai. It is the only package in agentrunner that
+// imports genai: requests and responses are converted between
+// agentrunner.v1 messages and genai types here, and nowhere else.
+//
+// The client is created from the standard environment, so any deployment
+// genai supports works without code changes:
+//
+//   - GOOGLE_API_KEY or GEMINI_API_KEY for the Gemini Developer API;
+//   - GOOGLE_GENAI_USE_VERTEXAI=true with GOOGLE_CLOUD_PROJECT and
+//     GOOGLE_CLOUD_LOCATION (and application default credentials) for
+//     Vertex AI;
+//   - GOOGLE_GEMINI_BASE_URL to send requests elsewhere, for example to a
+//     fake server in tests.
+//
+// API errors (HTTP 4xx and 5xx) are returned as *APIError. Answers the model
+// refused or cut short (a blocked prompt, a SAFETY or MAX_TOKENS stop) are
+// not Go errors: they come back as a Response with ErrorCode and
+// ErrorMessage set, which the runner records as an event.
+package gemini
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"iter"
+	"os"
+	"strings"
+
+	"google.golang.org/genai"
+
+	agentrunnerv1 "github.com/agentrunner/agentrunner/gen/go/agentrunner/v1"
+	"github.com/agentrunner/agentrunner/runner/model"
+)
+
+// Model is a Gemini model. It is safe for concurrent use.
+type Model struct {
+	client *genai.Client
+	name   string
+}
+
+var _ model.Model = (*Model)(nil)
+
+// Option configures New.
+type Option func(*options)
+
+type options struct {
+	client *genai.Client
+	config *genai.ClientConfig
+}
+
+// WithClient makes the model use c instead of creating a client. It wins
+// over WithClientConfig.
+func WithClient(c *genai.Client) Option {
+	return func(o *options) { o.client = c }
+}
+
+// WithClientConfig creates the client from cc instead of from the
+// environment alone. genai still fills fields left empty from the
+// environment. cc is copied, not modified.
+func WithClientConfig(cc genai.ClientConfig) Option {
+	return func(o *options) { o.config = &cc }
+}
+
+// New returns the Gemini model modelName, for example "gemini-2.5-flash".
+// Without options the genai client is configured from the environment; it
+// fails when no credentials are found there (see CredentialsFromEnv).
+func New(ctx context.Context, modelName string, opts ...Option) (*Model, error) {
+	if modelName == "" {
+		return nil, errors.New("gemini: empty model name")
+	}
+	var o options
+	for _, opt := range opts {
+		opt(&o)
+	}
+	client := o.client
+	if client == nil {
+		// genai writes the resolved settings back into the config it is
+		// given, so it gets a copy.
+		cc := genai.ClientConfig{}
+		if o.config != nil {
+			cc = *o.config
+		}
+		var err error
+		client, err = genai.NewClient(ctx, &cc)
+		if err != nil {
+			return nil, fmt.Errorf("gemini: create client for model %q: %w", modelName, err)
+		}
+	}
+	return &Model{client: client, name: modelName}, nil
+}
+
+// CredentialsFromEnv reports whether the environment holds what New needs to
+// reach Gemini: an API key (GOOGLE_API_KEY or GEMINI_API_KEY), or Vertex AI
+// selected (GOOGLE_GENAI_USE_VERTEXAI or GOOGLE_GENAI_USE_ENTERPRISE true)
+// with a GOOGLE_CLOUD_PROJECT. It does not check that the credentials work.
+// The server uses it to fall back to the offline model.
+func CredentialsFromEnv() bool {
+	return credentialsFrom(os.Getenv)
+}
+
+func credentialsFrom(getenv func(string) string) bool {
+	if getenv("GOOGLE_API_KEY") != "" || getenv("GEMINI_API_KEY") != "" {
+		return true
+	}
+	isTrue := func(k string) bool {
+		v := strings.ToLower(getenv(k))
+		return v == "1" || v == "true"
+	}
+	vertex := isTrue("GOOGLE_GENAI_USE_VERTEXAI") || isTrue("GOOGLE_GENAI_USE_ENTERPRISE")
+	return vertex && getenv("GOOGLE_CLOUD_PROJECT") != ""
+}
+
+// Name returns the model name given to New.
+func (m *Model) Name() string { return m.name }
+
+// Generate calls the model; see model.Model.
+//
+// With stream true, each chunk that carries text (answer or thought) is
+// yielded as a partial Response holding that chunk's text parts; function
+// calls and data parts appear only in the complete Response that ends the
+// sequence, so a consumer can never act on a partial call. The complete
+// Response aggregates all chunks: consecutive text parts merged, thought text
+// merged separately, usage from the last chunk that has it.
+func (m *Model) Generate(ctx context.Context, req *model.Request, stream bool) iter.Seq2[*model.Response, error] {
+	return func(yield func(*model.Response, error) bool) {
+		if req == nil {
+			yield(nil, errors.New("gemini: nil request"))
+			return
+		}
+		name := m.name
+		if req.Model != "" {
+			name = req.Model
+		}
+		backend := m.client.ClientConfig().Backend
+		contents := toGenaiContents(req.Contents, backend)
+		cfg := toGenaiConfig(req)
+		if !stream {
+			m.generate(ctx, name, contents, cfg, yield)
+			return
+		}
+		m.generateStream(ctx, name, contents, cfg, yield)
+	}
+}
+
+func (m *Model) generate(ctx context.Context, name string, contents []*genai.Content, cfg *genai.GenerateContentConfig, yield func(*model.Response, error) bool) {
+	var r *genai.GenerateContentResponse
+	err := guard(func() error {
+		var err error
+		r, err = m.client.Models.GenerateContent(ctx, name, contents, cfg)
+		return err
+	})
+	if err != nil {
+		yield(nil, wrapError(ctx, name, err))
+		return
+	}
+	acc := accumulator{}
+	if _, err := acc.add(r); err != nil {
+		yield(nil, fmt.Errorf("gemini model %q: %w", name, err))
+		return
+	}
+	yield(acc.response(), nil)
+}
+
+func (m *Model) generateStream(ctx context.Context, name string, contents []*genai.Content, cfg *genai.GenerateContentConfig, yield func(*model.Response, error) bool) {
+	// The stream is pulled rather than ranged over so that our consumer's
+	// code (yield) never runs inside genai's iterator: a panic in genai is
+	// then recovered by guard without ever swallowing one of the consumer's.
+	next, stop := iter.Pull2(m.client.Models.GenerateContentStream(ctx, name, contents, cfg))
+	defer stop()
+	acc := accumulator{mergeText: true}
+	for {
+		var (
+			chunk *genai.GenerateContentResponse
+			ok    bool
+		)
+		err := guard(func() error {
+			var err error
+			chunk, err, ok = next()
+			return err
+		})
+		if err != nil {
+			yield(nil, wrapError(ctx, name, err))
+			return
+		}
+		if !ok {
+			break
+		}
+		content, err := acc.add(chunk)
+		if err != nil {
+			yield(nil, fmt.Errorf("gemini model %q: %w", name, err))
+			return
+		}
+		if partial := textOnly(content); partial != nil {
+			resp := &model.Response{Content: partial, Partial: true, ModelVersion: chunk.ModelVersion}
+			if !yield(resp, nil) {
+				return
+			}
+		}
+	}
+	// Should the stream end without an error after ctx was cancelled, the
+	// chunks seen so far are not the whole answer: do not present them as
+	// the complete response.
+	if err := ctx.Err(); err != nil {
+		yield(nil, fmt.Errorf("gemini model %q: %w", name, err))
+		return
+	}
+	yield(acc.response(), nil)
+}
+
+// errClientPanic marks a panic inside the genai client, which it raises on
+// some malformed responses (a null candidate, for one).
+var errClientPanic = errors.New("genai client panicked on the response")
+
+// guard runs f, turning a panic into an error: an odd response from the
+// server must fail one call, not crash the process.
+func guard(f func() error) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("%w: %v", errClientPanic, p)
+		}
+	}()
+	return f()
+}
+
+// textOnly returns c with only its non-empty text parts, or nil if it has
+// none. An empty text part only carries a thought signature, which the
+// complete response keeps; as a partial it would show nothing.
+func textOnly(c *agentrunnerv1.Content) *agentrunnerv1.Content {
+	if c == nil {
+		return nil
+	}
+	var parts []*agentrunnerv1.Part
+	for _, p := range c.Parts {
+		if t, ok := p.Data.(*agentrunnerv1.Part_Text); ok && t.Text != "" {
+			parts = append(parts, p)
+		}
+	}
+	if len(parts) == 0 {
+		return nil
+	}
+	role := c.Role
+	if role == "" {
+		role = genai.RoleModel
+	}
+	return &agentrunnerv1.Content{Role: role, Parts: parts}
+}

@@ -1,0 +1,475 @@
+package gemini
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"iter"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"google.golang.org/genai"
+	"google.golang.org/protobuf/encoding/prototext"
+	"google.golang.org/protobuf/proto"
+
+	agentrunnerv1 "github.com/agentrunner/agentrunner/gen/go/agentrunner/v1"
+	"github.com/agentrunner/agentrunner/runner/model"
+)
+
+// collect drains seq, failing the test on an error.
+func collect(t *testing.T, seq iter.Seq2[*model.Response, error]) []*model.Response {
+	t.Helper()
+	resps, err := collectErr(seq)
+	if err != nil {
+		t.Fatalf("Generate: %v", err)
+	}
+	return resps
+}
+
+// collectErr drains seq and returns the responses before the error, and the
+// error. It checks the contract that an error ends the sequence.
+func collectErr(seq iter.Seq2[*model.Response, error]) ([]*model.Response, error) {
+	var resps []*model.Response
+	var firstErr error
+	for r, err := range seq {
+		if firstErr != nil {
+			return resps, fmt.Errorf("sequence went on after error %v", firstErr)
+		}
+		if err != nil {
+			firstErr = err
+			continue
+		}
+		resps = append(resps, r)
+	}
+	return resps, firstErr
+}
+
+// diffResponses describes how got differs from want, or returns "".
+func diffResponses(got, want []*model.Response) string {
+	var b strings.Builder
+	if len(got) != len(want) {
+		fmt.Fprintf(&b, "got %d responses, want %d\n", len(got), len(want))
+	}
+	for i := range min(len(got), len(want)) {
+		if d := diffResponse(got[i], want[i]); d != "" {
+			fmt.Fprintf(&b, "response %d: %s\n", i, d)
+		}
+	}
+	if b.Len() > 0 {
+		for i, r := range got {
+			fmt.Fprintf(&b, "got[%d] = %s\n", i, showResponse(r))
+		}
+	}
+	return b.String()
+}
+
+func diffResponse(got, want *model.Response) string {
+	var d []string
+	if got == nil || want == nil {
+		if got != want {
+			return fmt.Sprintf("got %v, want %v", got, want)
+		}
+		return ""
+	}
+	if !proto.Equal(got.Content, want.Content) {
+		d = append(d, fmt.Sprintf("content {%s}, want {%s}", prototext.Format(got.Content), prototext.Format(want.Content)))
+	}
+	if !proto.Equal(got.Usage, want.Usage) {
+		d = append(d, fmt.Sprintf("usage {%s}, want {%s}", prototext.Format(got.Usage), prototext.Format(want.Usage)))
+	}
+	check := func(name string, g, w any) {
+		if g != w {
+			d = append(d, fmt.Sprintf("%s %v, want %v", name, g, w))
+		}
+	}
+	check("Partial", got.Partial, want.Partial)
+	check("TurnComplete", got.TurnComplete, want.TurnComplete)
+	check("FinishReason", got.FinishReason, want.FinishReason)
+	check("ErrorCode", got.ErrorCode, want.ErrorCode)
+	check("ErrorMessage", got.ErrorMessage, want.ErrorMessage)
+	check("ModelVersion", got.ModelVersion, want.ModelVersion)
+	return strings.Join(d, "; ")
+}
+
+func showResponse(r *model.Response) string {
+	if r == nil {
+		return "nil"
+	}
+	return fmt.Sprintf("{partial=%v complete=%v finish=%q err=%q/%q version=%q content={%s} usage={%s}}",
+		r.Partial, r.TurnComplete, r.FinishReason, r.ErrorCode, r.ErrorMessage, r.ModelVersion,
+		prototext.Format(r.Content), prototext.Format(r.Usage))
+}
+
+func modelContent(parts ...*agentrunnerv1.Part) *agentrunnerv1.Content {
+	return &agentrunnerv1.Content{Role: "model", Parts: parts}
+}
+
+func thoughtPart(s string, sig string) *agentrunnerv1.Part {
+	p := &agentrunnerv1.Part{Data: &agentrunnerv1.Part_Text{Text: s}, Thought: true}
+	if sig != "" {
+		p.ThoughtSignature = []byte(sig)
+	}
+	return p
+}
+
+func signed(p *agentrunnerv1.Part, sig string) *agentrunnerv1.Part {
+	p.ThoughtSignature = []byte(sig)
+	return p
+}
+
+func callPart(t *testing.T, id, name string, args map[string]any) *agentrunnerv1.Part {
+	return &agentrunnerv1.Part{Data: &agentrunnerv1.Part_FunctionCall{FunctionCall: &agentrunnerv1.FunctionCall{
+		Id: id, Name: name, Args: mustStruct(t, args),
+	}}}
+}
+
+func partial(version string, parts ...*agentrunnerv1.Part) *model.Response {
+	return &model.Response{Content: modelContent(parts...), Partial: true, ModelVersion: version}
+}
+
+func usage(prompt, candidates, total int32) *agentrunnerv1.UsageMetadata {
+	return &agentrunnerv1.UsageMetadata{PromptTokenCount: prompt, CandidatesTokenCount: candidates, TotalTokenCount: total}
+}
+
+func helloRequest() *model.Request {
+	return &model.Request{Contents: []*agentrunnerv1.Content{{Role: "user", Parts: []*agentrunnerv1.Part{textPart("say hello")}}}}
+}
+
+// TestGenerate runs the real genai client against the fake for each kind of
+// answer the API gives, unary and streaming.
+func TestGenerate(t *testing.T) {
+	const v = "fake-model-001"
+	tests := []struct {
+		name   string
+		stream bool
+		reply  reply
+		want   []*model.Response
+	}{
+		{
+			name:  "plain text",
+			reply: unary(`{"candidates":[{"content":{"role":"model","parts":[{"text":"Hello"}]},"index":0,"finishReason":"STOP"}],"usageMetadata":{"promptTokenCount":3,"candidatesTokenCount":2,"totalTokenCount":5},"modelVersion":"fake-model-001","responseId":"r1"}`),
+			want: []*model.Response{{
+				Content: modelContent(textPart("Hello")), TurnComplete: true, FinishReason: "STOP",
+				Usage: usage(3, 2, 5), ModelVersion: v,
+			}},
+		},
+		{
+			// A unary response is kept as the model returned it: its two
+			// text parts are not merged.
+			name:  "function call with thoughts",
+			reply: unary(`{"candidates":[{"content":{"role":"model","parts":[{"text":"need ","thought":true},{"text":"weather","thought":true},{"functionCall":{"id":"call-1","name":"get_weather","args":{"city":"Paris"}},"thoughtSignature":"c2lnLTE="}]},"finishReason":"STOP"}],"usageMetadata":{"promptTokenCount":10,"candidatesTokenCount":4,"thoughtsTokenCount":6,"cachedContentTokenCount":1,"toolUsePromptTokenCount":2,"totalTokenCount":20},"modelVersion":"fake-model-001"}`),
+			want: []*model.Response{{
+				Content: modelContent(thoughtPart("need ", ""), thoughtPart("weather", ""),
+					signed(callPart(t, "call-1", "get_weather", map[string]any{"city": "Paris"}), "sig-1")),
+				TurnComplete: true, FinishReason: "STOP", ModelVersion: v,
+				Usage: &agentrunnerv1.UsageMetadata{PromptTokenCount: 10, CandidatesTokenCount: 4, ThoughtsTokenCount: 6, CachedContentTokenCount: 1, ToolUsePromptTokenCount: 2, TotalTokenCount: 20},
+			}},
+		},
+		{
+			name:   "stream text",
+			stream: true,
+			reply: sse(
+				`{"candidates":[{"content":{"role":"model","parts":[{"text":"Hel"}]}}],"modelVersion":"fake-model-001"}`,
+				`{"candidates":[{"content":{"role":"model","parts":[{"text":"lo, "}]}}],"usageMetadata":{"promptTokenCount":3,"totalTokenCount":3},"modelVersion":"fake-model-001"}`,
+				`{"candidates":[{"content":{"role":"model","parts":[{"text":"world"}]},"finishReason":"STOP"}],"usageMetadata":{"promptTokenCount":3,"candidatesTokenCount":3,"totalTokenCount":6},"modelVersion":"fake-model-001"}`,
+			),
+			want: []*model.Response{
+				partial(v, textPart("Hel")),
+				partial(v, textPart("lo, ")),
+				partial(v, textPart("world")),
+				{Content: modelContent(textPart("Hello, world")), TurnComplete: true, FinishReason: "STOP", Usage: usage(3, 3, 6), ModelVersion: v},
+			},
+		},
+		{
+			// Thoughts merge apart from the answer, the function call is
+			// kept whole and only in the complete response, the trailing
+			// signature on an empty text part lands on the merged text, and
+			// usage comes from the last chunk that has it.
+			name:   "stream thoughts, text and a function call",
+			stream: true,
+			reply: sse(
+				`{"candidates":[{"content":{"role":"model","parts":[{"text":"Let me ","thought":true}]}}]}`,
+				`{"candidates":[{"content":{"role":"model","parts":[{"text":"think","thought":true}]}}],"usageMetadata":{"promptTokenCount":1,"totalTokenCount":1}}`,
+				`{"candidates":[{"content":{"role":"model","parts":[{"text":"Checking"},{"text":" the"}]}}]}`,
+				`{"candidates":[{"content":{"role":"model","parts":[{"text":" weather"},{"text":"","thoughtSignature":"c2lnLTI="}]}}],"usageMetadata":{"promptTokenCount":7,"candidatesTokenCount":5,"totalTokenCount":12}}`,
+				`{"candidates":[{"content":{"role":"model","parts":[{"functionCall":{"id":"call-9","name":"get_weather","args":{"city":"Oslo"}}}]},"finishReason":"STOP"}],"modelVersion":"fake-model-002"}`,
+			),
+			want: []*model.Response{
+				partial("", thoughtPart("Let me ", "")),
+				partial("", thoughtPart("think", "")),
+				partial("", textPart("Checking"), textPart(" the")),
+				partial("", textPart(" weather")),
+				{
+					Content: modelContent(thoughtPart("Let me think", ""), signed(textPart("Checking the weather"), "sig-2"),
+						callPart(t, "call-9", "get_weather", map[string]any{"city": "Oslo"})),
+					TurnComplete: true, FinishReason: "STOP", Usage: usage(7, 5, 12), ModelVersion: "fake-model-002",
+				},
+			},
+		},
+		{
+			name:  "blocked prompt",
+			reply: unary(`{"promptFeedback":{"blockReason":"SAFETY","safetyRatings":[{"category":"HARM_CATEGORY_HARASSMENT","probability":"HIGH"}]},"usageMetadata":{"promptTokenCount":4,"totalTokenCount":4},"modelVersion":"fake-model-001"}`),
+			want: []*model.Response{{
+				TurnComplete: true, ErrorCode: "SAFETY", ErrorMessage: "the prompt was blocked (SAFETY)",
+				Usage: usage(4, 0, 4), ModelVersion: v,
+			}},
+		},
+		{
+			name:   "blocked prompt, stream",
+			stream: true,
+			reply:  sse(`{"promptFeedback":{"blockReason":"PROHIBITED_CONTENT","blockReasonMessage":"no"},"modelVersion":"fake-model-001"}`),
+			want: []*model.Response{{
+				TurnComplete: true, ErrorCode: "PROHIBITED_CONTENT", ErrorMessage: "no", ModelVersion: v,
+			}},
+		},
+		{
+			name:  "safety stop without content",
+			reply: unary(`{"candidates":[{"finishReason":"SAFETY","safetyRatings":[{"category":"HARM_CATEGORY_HARASSMENT","probability":"HIGH","blocked":true}]}]}`),
+			want: []*model.Response{{
+				Content: modelContent(), TurnComplete: true, FinishReason: "SAFETY",
+				ErrorCode: "SAFETY", ErrorMessage: "the response was stopped for safety reasons",
+			}},
+		},
+		{
+			name:   "max tokens keeps the truncated answer",
+			stream: true,
+			reply: sse(
+				`{"candidates":[{"content":{"role":"model","parts":[{"text":"The answer is"}]}}]}`,
+				// genai drops finishMessage for the Gemini Developer API, so
+				// the message is ours.
+				`{"candidates":[{"content":{"role":"model","parts":[{"text":" long"}]},"finishReason":"MAX_TOKENS","finishMessage":"ignored"}]}`,
+			),
+			want: []*model.Response{
+				partial("", textPart("The answer is")),
+				partial("", textPart(" long")),
+				{Content: modelContent(textPart("The answer is long")), TurnComplete: true, FinishReason: "MAX_TOKENS", ErrorCode: "MAX_TOKENS", ErrorMessage: "the response reached the maximum number of output tokens"},
+			},
+		},
+		{
+			name:  "no candidates",
+			reply: unary(`{"modelVersion":"fake-model-001"}`),
+			want: []*model.Response{{
+				TurnComplete: true, ErrorCode: "UNKNOWN_ERROR", ErrorMessage: "the model returned no candidates", ModelVersion: v,
+			}},
+		},
+		{
+			name:  "candidate without content",
+			reply: unary(`{"candidates":[{"finishReason":"STOP"}]}`),
+			want:  []*model.Response{{Content: modelContent(), TurnComplete: true, FinishReason: "STOP"}},
+		},
+		{
+			name:   "empty parts, stream",
+			stream: true,
+			reply:  sse(`{"candidates":[{"content":{"role":"model","parts":[]}}]}`, `{"candidates":[{"content":{"role":"model"},"finishReason":"STOP"}]}`),
+			want:   []*model.Response{{Content: modelContent(), TurnComplete: true, FinishReason: "STOP"}},
+		},
+		{
+			// Parts agentrunner.v1 cannot hold are dropped, not turned into
+			// empty text.
+			name:  "unsupported part kinds",
+			reply: unary(`{"candidates":[{"content":{"role":"model","parts":[{"executableCode":{"language":"PYTHON","code":"print(1)"}},{"text":"1"}]},"finishReason":"STOP"}]}`),
+			want:  []*model.Response{{Content: modelContent(textPart("1")), TurnComplete: true, FinishReason: "STOP"}},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			fake := newFakeGemini(t, tt.reply)
+			got := collect(t, fake.model(t, "gemini-test").Generate(t.Context(), helloRequest(), tt.stream))
+			if d := diffResponses(got, tt.want); d != "" {
+				t.Error(d)
+			}
+		})
+	}
+}
+
+// TestGenerateAPIErrors checks that HTTP errors, and an error event inside
+// a stream, come back as *APIError carrying the code and status.
+func TestGenerateAPIErrors(t *testing.T) {
+	tests := []struct {
+		name         string
+		stream       bool
+		reply        reply
+		wantPartials int
+		wantCode     int
+		wantStatus   string
+		wantRetry    bool
+		wantText     string
+	}{
+		{name: "500", reply: apiError(500, "INTERNAL", "An internal error has occurred."), wantCode: 500, wantStatus: "INTERNAL", wantRetry: true,
+			wantText: `gemini model "gemini-test": HTTP 500 INTERNAL: An internal error has occurred.`},
+		{name: "500 stream", stream: true, reply: apiError(500, "INTERNAL", "boom"), wantCode: 500, wantStatus: "INTERNAL", wantRetry: true},
+		{name: "429", reply: apiError(429, "RESOURCE_EXHAUSTED", "Resource has been exhausted (e.g. check quota)."), wantCode: 429, wantStatus: "RESOURCE_EXHAUSTED", wantRetry: true,
+			wantText: `gemini model "gemini-test": HTTP 429 RESOURCE_EXHAUSTED: Resource has been exhausted (e.g. check quota).`},
+		{name: "429 stream", stream: true, reply: apiError(429, "RESOURCE_EXHAUSTED", "quota"), wantCode: 429, wantStatus: "RESOURCE_EXHAUSTED", wantRetry: true},
+		{name: "400", reply: apiError(400, "INVALID_ARGUMENT", "Request contains an invalid argument."), wantCode: 400, wantStatus: "INVALID_ARGUMENT"},
+		{
+			name:     "not JSON",
+			reply:    func(w http.ResponseWriter, r *http.Request) { http.Error(w, "upstream down", http.StatusBadGateway) },
+			wantCode: 502, wantStatus: "502 Bad Gateway", wantRetry: true,
+		},
+		{
+			name:   "error event mid-stream",
+			stream: true,
+			reply: sse(
+				`{"candidates":[{"content":{"role":"model","parts":[{"text":"partial answer"}]}}]}`,
+				`{"error":{"code":503,"message":"The model is overloaded.","status":"UNAVAILABLE"}}`,
+			),
+			wantPartials: 1, wantCode: 503, wantStatus: "UNAVAILABLE", wantRetry: true,
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			fake := newFakeGemini(t, tt.reply)
+			got, err := collectErr(fake.model(t, "gemini-test").Generate(t.Context(), helloRequest(), tt.stream))
+			if len(got) != tt.wantPartials {
+				t.Errorf("got %d responses before the error, want %d", len(got), tt.wantPartials)
+			}
+			for _, r := range got {
+				if !r.Partial {
+					t.Errorf("complete response before the error: %s", showResponse(r))
+				}
+			}
+			var apiErr *APIError
+			if !errors.As(err, &apiErr) {
+				t.Fatalf("error %v (%T), want *APIError", err, err)
+			}
+			if apiErr.Code != tt.wantCode || apiErr.Status != tt.wantStatus || apiErr.Model != "gemini-test" {
+				t.Errorf("APIError code %d status %q model %q, want %d %q gemini-test", apiErr.Code, apiErr.Status, apiErr.Model, tt.wantCode, tt.wantStatus)
+			}
+			if apiErr.Retryable() != tt.wantRetry {
+				t.Errorf("Retryable() = %v, want %v", apiErr.Retryable(), tt.wantRetry)
+			}
+			if tt.wantText != "" && err.Error() != tt.wantText {
+				t.Errorf("error text %q, want %q", err.Error(), tt.wantText)
+			}
+			// The genai error stays reachable for callers that know it.
+			var gErr genai.APIError
+			if !errors.As(err, &gErr) || gErr.Code != tt.wantCode {
+				t.Errorf("errors.As(genai.APIError) = %v, code %d", errors.As(err, &gErr), gErr.Code)
+			}
+		})
+	}
+}
+
+// TestGenerateCancel checks that cancelling ctx aborts the HTTP call, both
+// while a stream hangs after its first chunk and while a unary call waits
+// for its answer.
+func TestGenerateCancel(t *testing.T) {
+	t.Run("stream", func(t *testing.T) {
+		hang := newBlocking(`{"candidates":[{"content":{"role":"model","parts":[{"text":"first"}]}}]}`)
+		fake := newFakeGemini(t, hang.reply)
+		ctx, cancel := context.WithCancel(t.Context())
+		defer cancel()
+
+		var got []*model.Response
+		var gotErr error
+		for r, err := range fake.model(t, "gemini-test").Generate(ctx, helloRequest(), true) {
+			if err != nil {
+				gotErr = err
+				break
+			}
+			got = append(got, r)
+			// The server now hangs; cancel while the client waits for more.
+			cancel()
+		}
+		if len(got) != 1 || !got[0].Partial {
+			t.Errorf("responses before cancel: %d, want 1 partial", len(got))
+		}
+		if !errors.Is(gotErr, context.Canceled) {
+			t.Errorf("error %v, want context.Canceled", gotErr)
+		}
+		waitClosed(t, hang.aborted, "the server never saw the request aborted")
+	})
+	t.Run("unary", func(t *testing.T) {
+		hang := newBlocking()
+		fake := newFakeGemini(t, hang.reply)
+		ctx, cancel := context.WithCancel(t.Context())
+		defer cancel()
+		go func() {
+			<-hang.started
+			cancel()
+		}()
+		_, err := collectErr(fake.model(t, "gemini-test").Generate(ctx, helloRequest(), false))
+		if !errors.Is(err, context.Canceled) {
+			t.Errorf("error %v, want context.Canceled", err)
+		}
+		waitClosed(t, hang.aborted, "the server never saw the request aborted")
+	})
+	t.Run("consumer stops early", func(t *testing.T) {
+		hang := newBlocking(`{"candidates":[{"content":{"role":"model","parts":[{"text":"first"}]}}]}`)
+		fake := newFakeGemini(t, hang.reply)
+		n := 0
+		for range fake.model(t, "gemini-test").Generate(t.Context(), helloRequest(), true) {
+			n++
+			break
+		}
+		if n != 1 {
+			t.Errorf("got %d responses, want 1", n)
+		}
+		// Breaking out of the loop must release the connection, not leave
+		// the request running until the test ends.
+		waitClosed(t, hang.aborted, "the request kept running after the consumer stopped")
+	})
+}
+
+// waitClosed waits for ch. The bound only turns a hang into a failure
+// message; nothing here depends on timing.
+func waitClosed(t *testing.T, ch <-chan struct{}, msg string) {
+	t.Helper()
+	select {
+	case <-ch:
+	case <-time.After(30 * time.Second):
+		t.Fatal(msg)
+	}
+}
+
+// TestGenerateMalformed checks that responses the genai client chokes on
+// (it panics on a null candidate) fail the call instead of the process.
+func TestGenerateMalformed(t *testing.T) {
+	tests := []struct {
+		name   string
+		stream bool
+		reply  reply
+	}{
+		{name: "null candidate", reply: unary(`{"candidates":[null]}`)},
+		{name: "null candidate, stream", stream: true, reply: sse(`{"candidates":[{"content":{"parts":[{"text":"a"}]}}]}`, `{"candidates":[null]}`)},
+		{name: "not JSON", reply: func(w http.ResponseWriter, r *http.Request) { w.Write([]byte("<html>")) }},
+		{name: "not JSON, stream", stream: true, reply: sse(`{"candidates":`)},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			fake := newFakeGemini(t, tt.reply)
+			resps, err := collectErr(fake.model(t, "gemini-test").Generate(t.Context(), helloRequest(), tt.stream))
+			if err == nil {
+				t.Fatalf("no error; responses: %v", resps)
+			}
+			for _, r := range resps {
+				if !r.Partial {
+					t.Errorf("complete response before the error: %s", showResponse(r))
+				}
+			}
+			var apiErr *APIError
+			if errors.As(err, &apiErr) {
+				t.Errorf("error %v is an *APIError; the API did not send one", err)
+			}
+			if !strings.Contains(err.Error(), `gemini model "gemini-test"`) {
+				t.Errorf("error %q does not name the model", err)
+			}
+		})
+	}
+}
+
+func TestGenerateNilRequest(t *testing.T) {
+	fake := newFakeGemini(t, unary(okBody))
+	_, err := collectErr(fake.model(t, "gemini-test").Generate(t.Context(), nil, false))
+	if err == nil {
+		t.Fatal("no error for a nil request")
+	}
+	fake.mu.Lock()
+	defer fake.mu.Unlock()
+	if len(fake.requests) != 0 {
+		t.Errorf("a nil request reached the server")
+	}
+}
