@@ -1,0 +1,265 @@
+package runner
+
+import (
+	"iter"
+	"strings"
+	"testing"
+
+	agentrunnerv1 "github.com/agentrunner/agentrunner/gen/go/agentrunner/v1"
+	"google.golang.org/protobuf/types/known/structpb"
+)
+
+func TestTreeValidation(t *testing.T) {
+	tests := []struct {
+		name  string
+		build func(t *testing.T) error
+		want  string // substring of the error
+	}{
+		{
+			name: "empty name",
+			build: func(t *testing.T) error {
+				_, err := NewAgent(AgentConfig{Run: sayAll()})
+				return err
+			},
+			want: "agent name is empty",
+		},
+		{
+			name: "reserved name",
+			build: func(t *testing.T) error {
+				_, err := NewAgent(AgentConfig{Name: "user", Run: sayAll()})
+				return err
+			},
+			want: `"user" is reserved`,
+		},
+		{
+			name: "missing run",
+			build: func(t *testing.T) error {
+				_, err := NewAgent(AgentConfig{Name: "a"})
+				return err
+			},
+			want: "Run is required",
+		},
+		{
+			name: "missing model",
+			build: func(t *testing.T) error {
+				_, err := NewLLMAgent(LLMConfig{Name: "a"})
+				return err
+			},
+			want: "Model is required",
+		},
+		{
+			name: "duplicate sibling names",
+			build: func(t *testing.T) error {
+				_, err := NewSequential(WorkflowConfig{Name: "seq", SubAgents: []Agent{mustAgent(t, "a"), mustAgent(t, "a")}})
+				return err
+			},
+			want: `duplicate agent name "a"`,
+		},
+		{
+			name: "duplicate name deep in the tree",
+			build: func(t *testing.T) error {
+				inner := must[Agent](t)(NewSequential(WorkflowConfig{Name: "inner", SubAgents: []Agent{mustAgent(t, "x")}}))
+				_, err := NewParallel(WorkflowConfig{Name: "outer", SubAgents: []Agent{inner, mustAgent(t, "x")}})
+				return err
+			},
+			want: `duplicate agent name "x"`,
+		},
+		{
+			name: "child named like its parent",
+			build: func(t *testing.T) error {
+				_, err := NewLoop(LoopConfig{Name: "a", SubAgents: []Agent{mustAgent(t, "a")}})
+				return err
+			},
+			want: `duplicate agent name "a"`,
+		},
+		{
+			name: "second parent",
+			build: func(t *testing.T) error {
+				child := mustAgent(t, "child")
+				must[Agent](t)(NewSequential(WorkflowConfig{Name: "p1", SubAgents: []Agent{child}}))
+				_, err := NewSequential(WorkflowConfig{Name: "p2", SubAgents: []Agent{child}})
+				return err
+			},
+			want: `sub-agent "child" already has parent "p1"`,
+		},
+		{
+			name: "reserved name below",
+			build: func(t *testing.T) error {
+				_, err := New(Config{AppName: "x", Store: newTestStore(t), Root: nil})
+				return err
+			},
+			want: "root agent is required",
+		},
+		{
+			name: "negative loop bound",
+			build: func(t *testing.T) error {
+				_, err := NewLoop(LoopConfig{Name: "l", MaxIterations: -1})
+				return err
+			},
+			want: "negative MaxIterations",
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			err := tc.build(t)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("got %v, want an error containing %q", err, tc.want)
+			}
+		})
+	}
+}
+
+func TestFailedConstructorLeavesChildrenFree(t *testing.T) {
+	child := mustAgent(t, "child")
+	if _, err := NewSequential(WorkflowConfig{Name: "p1", SubAgents: []Agent{child, mustAgent(t, "child")}}); err == nil {
+		t.Fatal("duplicate names accepted")
+	}
+	if _, err := NewSequential(WorkflowConfig{Name: "p2", SubAgents: []Agent{child}}); err != nil {
+		t.Fatalf("child still bound after a failed constructor: %v", err)
+	}
+}
+
+// selectionTree is
+//
+//	root (llm)
+//	├── helper (llm)
+//	├── sticky (llm, disallows transfer to parent)
+//	│   └── below_sticky (llm)
+//	├── pipeline (sequential)
+//	│   └── in_pipeline (llm)
+//	└── worker (custom)
+func selectionTree(t *testing.T) Agent {
+	below := llm(t, LLMConfig{Name: "below_sticky"})
+	sticky := llm(t, LLMConfig{Name: "sticky", DisallowTransferToParent: true, SubAgents: []Agent{below}})
+	pipeline := must[Agent](t)(NewSequential(WorkflowConfig{Name: "pipeline", SubAgents: []Agent{llm(t, LLMConfig{Name: "in_pipeline"})}}))
+	return llm(t, LLMConfig{Name: "root", SubAgents: []Agent{llm(t, LLMConfig{Name: "helper"}), sticky, pipeline, mustAgent(t, "worker")}})
+}
+
+func functionCall(id, name string) *agentrunnerv1.Content {
+	return &agentrunnerv1.Content{Role: RoleModel, Parts: []*agentrunnerv1.Part{{Data: &agentrunnerv1.Part_FunctionCall{
+		FunctionCall: &agentrunnerv1.FunctionCall{Id: id, Name: name},
+	}}}}
+}
+
+func functionResponse(id, name string) *agentrunnerv1.Content {
+	return &agentrunnerv1.Content{Role: RoleUser, Parts: []*agentrunnerv1.Part{{Data: &agentrunnerv1.Part_FunctionResponse{
+		FunctionResponse: &agentrunnerv1.FunctionResponse{Id: id, Name: name, Response: &structpb.Struct{}},
+	}}}}
+}
+
+func TestSelectAgent(t *testing.T) {
+	type hist struct {
+		author  string
+		content *agentrunnerv1.Content
+	}
+	said := func(author string) hist { return hist{author, modelText("hi from " + author)} }
+	user := hist{"user", userText("hello")}
+	tests := []struct {
+		name    string
+		history []hist
+		msg     *agentrunnerv1.Content
+		want    string
+	}{
+		{name: "new session", msg: userText("hi"), want: "root"},
+		{name: "root answered last", history: []hist{user, said("helper"), user, said("root")}, msg: userText("hi"), want: "root"},
+		{name: "transferable agent answered last", history: []hist{user, said("root"), said("helper")}, msg: userText("again"), want: "helper"},
+		{name: "last agent disallows transfer to parent", history: []hist{user, said("sticky")}, msg: userText("again"), want: "root"},
+		{name: "an ancestor disallows transfer to parent", history: []hist{user, said("below_sticky")}, msg: userText("again"), want: "root"},
+		{name: "ancestor is a workflow agent", history: []hist{user, said("in_pipeline")}, msg: userText("again"), want: "root"},
+		{name: "custom agent answered last", history: []hist{user, said("worker")}, msg: userText("again"), want: "root"},
+		{name: "non-resumable last, resumable before", history: []hist{user, said("helper"), said("worker")}, msg: userText("again"), want: "helper"},
+		{name: "unknown author skipped", history: []hist{user, said("helper"), said("gone")}, msg: userText("again"), want: "helper"},
+		{
+			name:    "function response goes to the caller",
+			history: []hist{user, {"sticky", functionCall("call-1", "lookup")}, said("helper")},
+			msg:     functionResponse("call-1", "lookup"),
+			want:    "sticky",
+		},
+		{
+			name:    "function response with unknown id falls back to the walk",
+			history: []hist{user, {"sticky", functionCall("call-1", "lookup")}, said("helper")},
+			msg:     functionResponse("call-2", "lookup"),
+			want:    "helper",
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			r, db, k := newTestRunner(t, selectionTree(t))
+			for _, h := range tc.history {
+				if _, err := db.AppendEvent(t.Context(), k, &agentrunnerv1.Event{Author: h.author, Content: h.content}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			res := mustRun(t, r, Request{UserID: k.User, SessionID: k.Session, NewMessage: tc.msg})
+			if len(res.events) != 1 || res.events[0].GetAuthor() != tc.want {
+				t.Fatalf("answered by %v, want %s", summary(res.events), tc.want)
+			}
+		})
+	}
+}
+
+// transferTo returns a run function that hands the conversation to target.
+func transferTo(target string) RunFunc {
+	return func(ctx InvocationContext) iter.Seq2[*agentrunnerv1.Event, error] {
+		return func(yield func(*agentrunnerv1.Event, error) bool) {
+			ev := say("handing over to " + target)
+			ev.Actions = &agentrunnerv1.EventActions{TransferToAgent: target}
+			yield(ev, nil)
+		}
+	}
+}
+
+// TestTransferInRun checks that the runner runs a transfer's target in the
+// same run, and what answers the next turn: the root, because a custom
+// root is never resumable, so neither is anything below it.
+func TestTransferInRun(t *testing.T) {
+	helper := llm(t, LLMConfig{Name: "helper"})
+	root := mustCustom(t, AgentConfig{Name: "root", SubAgents: []Agent{helper}, Run: transferTo("helper")})
+	r, db, k := newTestRunner(t, root)
+
+	res := mustRun(t, r, request(k, "help me"))
+	want := []string{"root: handing over to helper", "helper: I am helper #1"}
+	if got := summary(res.events); !equalStrings(got, want) {
+		t.Fatalf("first run: %q, want %q", got, want)
+	}
+	res = mustRun(t, r, request(k, "more"))
+	if got := res.events[0].GetAuthor(); got != "root" {
+		t.Fatalf("second run answered by %s, want root", got)
+	}
+
+	// Unknown targets are reported in-band.
+	bad := mustCustom(t, AgentConfig{Name: "root", Run: transferTo("nobody")})
+	r2, err := New(Config{AppName: testApp, Root: bad, Store: db})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res = mustRun(t, r2, request(k, "again"))
+	if len(res.agentErrs) != 1 || !strings.Contains(res.agentErrs[0].Error(), `transfer to unknown agent "nobody"`) {
+		t.Fatalf("agent errors %v, want one about the unknown target", res.agentErrs)
+	}
+}
+
+// TestTransferredAgentAnswersNextTurn writes the history a transfer leaves
+// (the transfer tool of LLM agents comes later) and checks that the target
+// answers the following turns.
+func TestTransferredAgentAnswersNextTurn(t *testing.T) {
+	helper := llm(t, LLMConfig{Name: "helper"})
+	root := llm(t, LLMConfig{Name: "root", SubAgents: []Agent{helper}})
+	r, db, k := newTestRunner(t, root)
+	history := []*agentrunnerv1.Event{
+		{Author: "user", Content: userText("I need help")},
+		{Author: "root", Content: modelText("transferring"), Actions: &agentrunnerv1.EventActions{TransferToAgent: "helper"}},
+		{Author: "helper", Content: modelText("helper here")},
+	}
+	for _, ev := range history {
+		if _, err := db.AppendEvent(t.Context(), k, ev); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for turn := range 2 {
+		res := mustRun(t, r, request(k, "more"))
+		if got := summary(res.events); len(got) != 1 || res.events[0].GetAuthor() != "helper" {
+			t.Fatalf("turn %d answered by %q, want helper", turn, got)
+		}
+	}
+}
