@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"os"
 	"strconv"
+	"strings"
 
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/reflect/protoreflect"
@@ -29,14 +30,18 @@ type Error struct {
 }
 
 func (e *Error) Error() string {
-	loc := e.File
-	if e.Line > 0 {
-		loc += ":" + strconv.Itoa(e.Line)
+	var parts []string
+	if e.File != "" {
+		loc := e.File
+		if e.Line > 0 {
+			loc += ":" + strconv.Itoa(e.Line)
+		}
+		parts = append(parts, loc)
 	}
 	if e.Path != "" {
-		return fmt.Sprintf("%s: %s: %s", loc, e.Path, e.Msg)
+		parts = append(parts, e.Path)
 	}
-	return fmt.Sprintf("%s: %s", loc, e.Msg)
+	return strings.Join(append(parts, e.Msg), ": ")
 }
 
 // LoadFile reads, decodes and validates an apps file.

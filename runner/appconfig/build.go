@@ -1,0 +1,96 @@
+package appconfig
+
+import (
+	"context"
+	"fmt"
+
+	agentrunnerv1 "github.com/agentrunner/agentrunner/gen/go/agentrunner/v1"
+	"github.com/agentrunner/agentrunner/runner"
+	"github.com/agentrunner/agentrunner/runner/model"
+)
+
+// ModelFactory returns the model an LLM agent calls, by the name the apps
+// file gives. It is called once per distinct name.
+type ModelFactory func(ctx context.Context, name string) (model.Model, error)
+
+// Build turns a validated config into apps ready to register. Models are
+// created through models, one per distinct name, shared by the agents that
+// name it.
+func Build(ctx context.Context, cfg *agentrunnerv1.AppsConfig, models ModelFactory) ([]runner.App, error) {
+	b := builder{models: models, cache: map[string]model.Model{}}
+	var apps []runner.App
+	for i, app := range cfg.GetApps() {
+		root, err := b.agent(ctx, app.GetRootAgent(), fmt.Sprintf("apps[%d].root_agent", i))
+		if err != nil {
+			return nil, err
+		}
+		apps = append(apps, runner.App{Name: app.GetName(), Description: app.GetDescription(), Root: root})
+	}
+	return apps, nil
+}
+
+type builder struct {
+	models ModelFactory
+	cache  map[string]model.Model
+}
+
+func (b *builder) model(ctx context.Context, name, path string) (model.Model, error) {
+	if m, ok := b.cache[name]; ok {
+		return m, nil
+	}
+	m, err := b.models(ctx, name)
+	if err != nil {
+		return nil, &Error{Path: path, Msg: fmt.Sprintf("model %q: %v", name, err)}
+	}
+	b.cache[name] = m
+	return m, nil
+}
+
+func (b *builder) agent(ctx context.Context, a *agentrunnerv1.AgentConfig, path string) (runner.Agent, error) {
+	subs := make([]runner.Agent, 0, len(a.GetSubAgents()))
+	for i, s := range a.GetSubAgents() {
+		sub, err := b.agent(ctx, s, fmt.Sprintf("%s.sub_agents[%d]", path, i))
+		if err != nil {
+			return nil, err
+		}
+		subs = append(subs, sub)
+	}
+	var (
+		ag  runner.Agent
+		err error
+	)
+	switch k := a.GetKind().(type) {
+	case *agentrunnerv1.AgentConfig_Llm:
+		m, merr := b.model(ctx, k.Llm.GetModel(), path+".llm.model")
+		if merr != nil {
+			return nil, merr
+		}
+		var gc *model.GenerateConfig
+		if k.Llm.Temperature != nil || k.Llm.GetMaxOutputTokens() > 0 {
+			gc = &model.GenerateConfig{Temperature: k.Llm.Temperature, MaxOutputTokens: k.Llm.GetMaxOutputTokens()}
+		}
+		ag, err = runner.NewLLMAgent(runner.LLMConfig{
+			Name:                     a.GetName(),
+			Description:              a.GetDescription(),
+			Model:                    m,
+			Instruction:              k.Llm.GetInstruction(),
+			GenerateConfig:           gc,
+			SubAgents:                subs,
+			DisallowTransferToParent: k.Llm.GetDisallowTransferToParent(),
+			DisallowTransferToPeers:  k.Llm.GetDisallowTransferToPeers(),
+			OutputKey:                k.Llm.GetOutputKey(),
+		})
+	case *agentrunnerv1.AgentConfig_Sequential:
+		ag, err = runner.NewSequential(runner.WorkflowConfig{Name: a.GetName(), Description: a.GetDescription(), SubAgents: subs})
+	case *agentrunnerv1.AgentConfig_Parallel:
+		ag, err = runner.NewParallel(runner.WorkflowConfig{Name: a.GetName(), Description: a.GetDescription(), SubAgents: subs})
+	case *agentrunnerv1.AgentConfig_Loop:
+		ag, err = runner.NewLoop(runner.LoopConfig{Name: a.GetName(), Description: a.GetDescription(), SubAgents: subs, MaxIterations: int(k.Loop.GetMaxIterations())})
+	default:
+		return nil, &Error{Path: path, Msg: "agent needs exactly one of llm, sequential, parallel, loop"}
+	}
+	if err != nil {
+		return nil, &Error{Path: path, Msg: err.Error()}
+	}
+	return ag, nil
+}
