@@ -88,7 +88,7 @@ func TestBuildModelError(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err = Build(t.Context(), cfg, func(context.Context, string) (model.Model, error) { return nil, errors.New("no credentials") })
-	if err == nil || !strings.Contains(err.Error(), "apps[0].root_agent.llm.model") || !strings.Contains(err.Error(), "no credentials") {
+	if err == nil || !strings.Contains(err.Error(), "apps[0].root_agent.sub_agents[0].llm.model") || !strings.Contains(err.Error(), "no credentials") {
 		t.Fatalf("error = %v", err)
 	}
 }
