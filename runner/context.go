@@ -196,9 +196,10 @@ func (inv *invocation) eventsIn(branch string) []*agentrunnerv1.Event {
 
 // visibleIn reports whether an event of branch evBranch is visible to an
 // agent running in branch. Events of the branch itself and of its ancestors
-// are; a sibling branch's are not.
+// are; a sibling branch's are not. Agents outside any branch (after a
+// parallel agent ends) see every branch.
 func visibleIn(evBranch, branch string) bool {
-	return evBranch == "" || evBranch == branch || strings.HasPrefix(branch, evBranch+".")
+	return branch == "" || evBranch == "" || evBranch == branch || strings.HasPrefix(branch, evBranch+".")
 }
 
 // invocationContext is the one implementation of InvocationContext and
