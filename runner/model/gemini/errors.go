@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strconv"
+	"strings"
 
 	"google.golang.org/genai"
 )
@@ -31,11 +33,12 @@ type APIError struct {
 }
 
 func (e *APIError) Error() string {
-	msg := e.Message
+	msg := strings.TrimSpace(e.Message)
 	if msg == "" {
 		msg = http.StatusText(e.Code)
 	}
-	status := e.Status
+	// A status taken from the HTTP status line repeats the code.
+	status := strings.TrimPrefix(e.Status, strconv.Itoa(e.Code)+" ")
 	if status == "" {
 		status = "UNKNOWN"
 	}

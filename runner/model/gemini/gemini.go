@@ -35,8 +35,9 @@ import (
 
 // Model is a Gemini model. It is safe for concurrent use.
 type Model struct {
-	client *genai.Client
-	name   string
+	client  *genai.Client
+	backend genai.Backend
+	name    string
 }
 
 var _ model.Model = (*Model)(nil)
@@ -87,7 +88,7 @@ func New(ctx context.Context, modelName string, opts ...Option) (*Model, error) 
 			return nil, fmt.Errorf("gemini: create client for model %q: %w", modelName, err)
 		}
 	}
-	return &Model{client: client, name: modelName}, nil
+	return &Model{client: client, backend: client.ClientConfig().Backend, name: modelName}, nil
 }
 
 // CredentialsFromEnv reports whether the environment holds what New needs to
@@ -132,8 +133,7 @@ func (m *Model) Generate(ctx context.Context, req *model.Request, stream bool) i
 		if req.Model != "" {
 			name = req.Model
 		}
-		backend := m.client.ClientConfig().Backend
-		contents := toGenaiContents(req.Contents, backend)
+		contents := toGenaiContents(req.Contents, m.backend)
 		cfg := toGenaiConfig(req)
 		if !stream {
 			m.generate(ctx, name, contents, cfg, yield)

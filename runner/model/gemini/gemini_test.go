@@ -308,6 +308,7 @@ func TestGenerateAPIErrors(t *testing.T) {
 			name:     "not JSON",
 			reply:    func(w http.ResponseWriter, r *http.Request) { http.Error(w, "upstream down", http.StatusBadGateway) },
 			wantCode: 502, wantStatus: "502 Bad Gateway", wantRetry: true,
+			wantText: `gemini model "gemini-test": HTTP 502 Bad Gateway: upstream down`,
 		},
 		{
 			name:   "error event mid-stream",

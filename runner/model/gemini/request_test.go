@@ -3,8 +3,10 @@ package gemini
 import (
 	"encoding/json"
 	"reflect"
+	"strings"
 	"testing"
 
+	"google.golang.org/genai"
 	"google.golang.org/protobuf/types/known/structpb"
 
 	agentrunnerv1 "github.com/agentrunner/agentrunner/gen/go/agentrunner/v1"
@@ -163,5 +165,33 @@ func TestRequestModelOverride(t *testing.T) {
 	}
 	if !reflect.DeepEqual(got.Body, want) {
 		t.Errorf("body %v, want %v", got.Body, want)
+	}
+}
+
+// TestRequestVertexKeepsDisplayName checks the one backend difference in
+// what is sent: Vertex AI accepts display_name on inline and file data.
+func TestRequestVertexKeepsDisplayName(t *testing.T) {
+	fake := newFakeGemini(t, unary(okBody))
+	m, err := New(t.Context(), "gemini-test", WithClientConfig(genai.ClientConfig{
+		APIKey: "fake-key", Backend: genai.BackendVertexAI,
+		HTTPOptions: genai.HTTPOptions{BaseURL: fake.srv.URL},
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req := &model.Request{Contents: []*agentrunnerv1.Content{{Role: "user", Parts: []*agentrunnerv1.Part{
+		{Data: &agentrunnerv1.Part_InlineData{InlineData: &agentrunnerv1.Blob{MimeType: "text/plain", Data: []byte("x"), DisplayName: "x.txt"}}},
+	}}}}
+	collect(t, m.Generate(t.Context(), req, false))
+
+	got := fake.onlyRequest(t)
+	if !strings.HasSuffix(got.Path, "/models/gemini-test:generateContent") {
+		t.Errorf("path %s", got.Path)
+	}
+	want := []any{map[string]any{"role": "user", "parts": []any{map[string]any{"inlineData": map[string]any{
+		"mimeType": "text/plain", "data": "eA==", "displayName": "x.txt",
+	}}}}}
+	if !reflect.DeepEqual(got.Body["contents"], want) {
+		t.Errorf("contents %v, want %v", got.Body["contents"], want)
 	}
 }
