@@ -1,0 +1,258 @@
+package runner
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	agentrunnerv1 "github.com/agentrunner/agentrunner/gen/go/agentrunner/v1"
+	"github.com/agentrunner/agentrunner/runner/model"
+	"github.com/agentrunner/agentrunner/store"
+	"google.golang.org/protobuf/encoding/prototext"
+)
+
+func TestRenderInstruction(t *testing.T) {
+	k := store.SessionKey{App: testApp, User: "u", Session: "s"}
+	state := map[string]any{"name": "Ada", "n": 3, "obj": map[string]any{"a": true}, "user:lang": "fr"}
+	tests := []struct {
+		instr   string
+		want    string
+		wantErr bool
+	}{
+		{instr: "no placeholders", want: "no placeholders"},
+		{instr: "Hello {name}, n={n}", want: "Hello Ada, n=3"},
+		{instr: "obj {obj} lang {user:lang}", want: `obj {"a":true} lang fr`},
+		{instr: "optional [{missing?}]", want: "optional []"},
+		{instr: "json {\"kept\": 1} and { spaced } and {not-a-key}", want: "json {\"kept\": 1} and { spaced } and {not-a-key}"},
+		{instr: "required {missing}", wantErr: true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.instr, func(t *testing.T) {
+			inv := &invocation{key: k, state: mustStruct(t, state).GetFields()}
+			ctx := &invocationContext{Context: t.Context(), inv: inv, pending: &pendingActions{}}
+			got, err := renderInstruction(tc.instr, ctx.State())
+			if tc.wantErr {
+				if !errors.Is(err, store.ErrInvalidArgument) {
+					t.Fatalf("got %q, %v; want an invalid-argument error", got, err)
+				}
+				return
+			}
+			if err != nil || got != tc.want {
+				t.Fatalf("got %q, %v; want %q", got, err, tc.want)
+			}
+		})
+	}
+}
+
+func TestHistoryContents(t *testing.T) {
+	thought := &agentrunnerv1.Part{Data: &agentrunnerv1.Part_Text{Text: "hmm"}, Thought: true}
+	events := []*agentrunnerv1.Event{
+		{Author: "user", Content: userText("hi")},
+		{Author: "me", Content: modelText("hello")},
+		{Author: "me", Content: modelText("partial"), Partial: true},
+		{Author: "other", Content: &agentrunnerv1.Content{Role: RoleModel, Parts: []*agentrunnerv1.Part{thought, textPart("I did it")}}},
+		{Author: "other", Content: functionCall("c1", "lookup")},
+		{Author: "other", Content: functionResponse("c1", "lookup")},
+		{Author: "other", Content: &agentrunnerv1.Content{Role: RoleModel, Parts: []*agentrunnerv1.Part{thought}}},
+		{Author: "me", Actions: &agentrunnerv1.EventActions{Escalate: true}},
+	}
+	got := historyContents("me", events)
+	var lines []string
+	for _, c := range got {
+		lines = append(lines, c.GetRole()+": "+strings.Join(texts(c), " | "))
+	}
+	want := []string{
+		"user: hi",
+		"model: hello",
+		"user: For context: | [other] said: I did it",
+		"user: For context: | [other] called tool `lookup` with parameters: {}",
+		"user: For context: | [other] `lookup` tool returned result: {}",
+	}
+	if !equalStrings(lines, want) {
+		t.Fatalf("got\n%s\nwant\n%s", strings.Join(lines, "\n"), strings.Join(want, "\n"))
+	}
+}
+
+func texts(c *agentrunnerv1.Content) []string {
+	var out []string
+	for _, p := range c.GetParts() {
+		out = append(out, p.GetText())
+	}
+	return out
+}
+
+func TestLLMAgentRequest(t *testing.T) {
+	m := &fakeModel{name: "fake", reply: "reviewed"}
+	reviewer := llm(t, LLMConfig{
+		Name:           "reviewer",
+		Model:          m,
+		Instruction:    "Review for {audience}.",
+		GenerateConfig: &model.GenerateConfig{MaxOutputTokens: 64},
+		OutputKey:      "review",
+	})
+	root := must[Agent](t)(NewSequential(WorkflowConfig{Name: "root", SubAgents: []Agent{mustAgent(t, "writer", "draft"), reviewer}}))
+	r, db, k := newTestRunner(t, root)
+	req := request(k, "write something")
+	req.StateDelta = mustStruct(t, map[string]any{"audience": "kids"})
+	res := mustRun(t, r, req)
+	if got, want := summary(res.events), []string{"writer: draft", "reviewer: reviewed #1"}; !equalStrings(got, want) {
+		t.Fatalf("events %q, want %q", got, want)
+	}
+	calls := m.calls()
+	if len(calls) != 1 {
+		t.Fatalf("%d model calls", len(calls))
+	}
+	c := calls[0]
+	if c.SystemInstruction != "Review for kids." || c.Config == nil || c.Config.MaxOutputTokens != 64 {
+		t.Errorf("instruction %q, config %v", c.SystemInstruction, c.Config)
+	}
+	var lines []string
+	for _, content := range c.Contents {
+		lines = append(lines, content.GetRole()+": "+strings.Join(texts(content), " | "))
+	}
+	if want := []string{"user: write something", "user: For context: | [writer] said: draft"}; !equalStrings(lines, want) {
+		t.Errorf("contents %q, want %q", lines, want)
+	}
+	ev := res.events[1]
+	if ev.GetContent().GetRole() != RoleModel || ev.GetActions().GetStateDelta().GetFields()["review"].GetStringValue() != "reviewed #1" {
+		t.Errorf("final event %v", prototext.Format(ev))
+	}
+	sess, _, _ := db.GetSession(t.Context(), k, store.GetOptions{})
+	if got := sess.GetState().GetFields()["review"].GetStringValue(); got != "reviewed #1" {
+		t.Errorf("state review = %q", got)
+	}
+
+	// The second turn (answered by the root sequence again) shows the
+	// reviewer its own earlier answer as a model turn.
+	mustRun(t, r, request(k, "again"))
+	calls = m.calls()
+	var roles []string
+	for _, content := range calls[1].Contents {
+		roles = append(roles, content.GetRole())
+	}
+	if want := []string{"user", "user", "model", "user", "user"}; !equalStrings(roles, want) {
+		t.Errorf("second call roles %q, want %q", roles, want)
+	}
+}
+
+func TestModelCallbacks(t *testing.T) {
+	setState := func(cc CallbackContext, key string) error { return cc.State().Set(key, true) }
+	tests := []struct {
+		name      string
+		before    []BeforeModelCallback
+		after     []AfterModelCallback
+		want      []string
+		wantCalls int
+		wantErrs  int
+		wantState []string
+	}{
+		{
+			name:      "before supplies the response",
+			before:    []BeforeModelCallback{func(cc CallbackContext, _ *model.Request) (*model.Response, error) { return &model.Response{Content: modelText("cached")}, setState(cc, "b") }},
+			want:      []string{"root: cached"},
+			wantState: []string{"b"},
+		},
+		{
+			name:      "before edits the request",
+			before:    []BeforeModelCallback{func(cc CallbackContext, req *model.Request) (*model.Response, error) { req.SystemInstruction = "edited"; return nil, nil }},
+			want:      []string{"root: I am root #1"},
+			wantCalls: 1,
+		},
+		{
+			name:      "after replaces the response",
+			after:     []AfterModelCallback{func(cc CallbackContext, r *model.Response) (*model.Response, error) { return &model.Response{Content: modelText("replaced")}, setState(cc, "a") }},
+			want:      []string{"root: replaced"},
+			wantCalls: 1,
+			wantState: []string{"a"},
+		},
+		{
+			name:     "before fails",
+			before:   []BeforeModelCallback{func(CallbackContext, *model.Request) (*model.Response, error) { return nil, errors.New("nope") }},
+			wantErrs: 1,
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			m := &fakeModel{name: "fake", reply: "I am root"}
+			root := llm(t, LLMConfig{Name: "root", Model: m, BeforeModelCallbacks: tc.before, AfterModelCallbacks: tc.after})
+			r, _, k := newTestRunner(t, root)
+			res := mustRun(t, r, request(k, "hi"))
+			if got := summary(res.events); !equalStrings(got, tc.want) {
+				t.Fatalf("events %q, want %q", got, tc.want)
+			}
+			if len(m.calls()) != tc.wantCalls || len(res.agentErrs) != tc.wantErrs {
+				t.Fatalf("%d calls, errors %v", len(m.calls()), res.agentErrs)
+			}
+			if tc.wantCalls > 0 && tc.before != nil && m.calls()[0].SystemInstruction != "edited" {
+				t.Errorf("model got instruction %q", m.calls()[0].SystemInstruction)
+			}
+			for _, key := range tc.wantState {
+				if _, ok := res.events[0].GetActions().GetStateDelta().GetFields()[key]; !ok {
+					t.Errorf("state %q missing from the event's delta", key)
+				}
+			}
+		})
+	}
+}
+
+func TestModelFailures(t *testing.T) {
+	tests := []struct {
+		name     string
+		respond  func(*model.Request, int) ([]*model.Response, error)
+		want     []string
+		wantCode string
+		wantErr  string
+	}{
+		{
+			name:    "call error",
+			respond: func(*model.Request, int) ([]*model.Response, error) { return nil, errors.New("503") },
+			wantErr: "model fake: 503",
+		},
+		{
+			name: "in-band error",
+			respond: func(*model.Request, int) ([]*model.Response, error) {
+				return []*model.Response{{ErrorCode: "SAFETY", ErrorMessage: "blocked"}}, nil
+			},
+			want:     []string{"root: "},
+			wantCode: "SAFETY",
+		},
+		{
+			name: "truncated",
+			respond: func(*model.Request, int) ([]*model.Response, error) {
+				return []*model.Response{{Content: modelText("half"), FinishReason: "MAX_TOKENS"}}, nil
+			},
+			want:     []string{"root: half"},
+			wantCode: "MAX_TOKENS",
+		},
+		{
+			name:    "no response",
+			respond: func(*model.Request, int) ([]*model.Response, error) { return nil, nil },
+			wantErr: "no complete response",
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			root := llm(t, LLMConfig{Name: "root", Model: &fakeModel{name: "fake", respond: tc.respond}})
+			r, _, k := newTestRunner(t, root)
+			res := mustRun(t, r, request(k, "hi"))
+			if got := summary(res.events); !equalStrings(got, tc.want) {
+				t.Fatalf("events %q, want %q", got, tc.want)
+			}
+			if tc.wantCode != "" && res.events[0].GetErrorCode() != tc.wantCode {
+				t.Errorf("error code %q, want %q", res.events[0].GetErrorCode(), tc.wantCode)
+			}
+			if tc.wantErr != "" && (len(res.agentErrs) != 1 || !strings.Contains(res.agentErrs[0].Error(), tc.wantErr)) {
+				t.Errorf("agent errors %v, want %q", res.agentErrs, tc.wantErr)
+			}
+		})
+	}
+}
+
+func TestMissingInstructionStateIsAgentError(t *testing.T) {
+	root := llm(t, LLMConfig{Name: "root", Instruction: "Hi {who}"})
+	r, _, k := newTestRunner(t, root)
+	res := mustRun(t, r, request(k, "hi"))
+	if len(res.agentErrs) != 1 || !errors.Is(res.agentErrs[0], errMissingState) {
+		t.Fatalf("errors %v", res.agentErrs)
+	}
+}
