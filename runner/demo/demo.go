@@ -1,0 +1,187 @@
+// Package demo is a small app made of custom and workflow agents, with no
+// model behind it, so that a fresh server has something to run. Its answers
+// are deterministic; only the order of the two parallel analysts' events
+// may vary.
+//
+// The tree:
+//
+//	greeter (custom)           greets, counts turns, hands over to pipeline
+//	└── pipeline (sequential)
+//	    ├── echo (custom)      repeats the message
+//	    ├── analysis (parallel)
+//	    │   ├── words (custom)   counts words   → state "words"
+//	    │   └── letters (custom) counts letters → state "letters"
+//	    ├── countdown (loop, at most 5 passes)
+//	    │   └── tick (custom)  counts down from min(words, 3), escalates at 0
+//	    └── summary (custom)   reports what the others left in state
+package demo
+
+import (
+	"fmt"
+	"iter"
+	"strings"
+	"unicode"
+
+	agentrunnerv1 "github.com/agentrunner/agentrunner/gen/go/agentrunner/v1"
+	"github.com/agentrunner/agentrunner/runner"
+)
+
+// Name is the demo app's name.
+const Name = "demo"
+
+// App returns a new instance of the demo app. Each call builds a fresh
+// tree, since an agent belongs to one tree only.
+func App() runner.App {
+	app, err := build()
+	if err != nil {
+		panic(fmt.Sprintf("demo: invalid agent tree: %v", err)) // a bug in this file
+	}
+	return app
+}
+
+func build() (runner.App, error) {
+	custom := func(name, desc string, run runner.RunFunc, subs ...runner.Agent) (runner.Agent, error) {
+		return runner.NewAgent(runner.AgentConfig{Name: name, Description: desc, Run: run, SubAgents: subs})
+	}
+	echo, err := custom("echo", "Repeats the message.", echoRun)
+	if err != nil {
+		return runner.App{}, err
+	}
+	words, err := custom("words", "Counts the words of the message.", countRun("words", countWords))
+	if err != nil {
+		return runner.App{}, err
+	}
+	letters, err := custom("letters", "Counts the letters of the message.", countRun("letters", countLetters))
+	if err != nil {
+		return runner.App{}, err
+	}
+	analysis, err := runner.NewParallel(runner.WorkflowConfig{Name: "analysis", Description: "Analyses the message in parallel branches.", SubAgents: []runner.Agent{words, letters}})
+	if err != nil {
+		return runner.App{}, err
+	}
+	tick, err := custom("tick", "Counts down by one; escalates at zero.", tickRun)
+	if err != nil {
+		return runner.App{}, err
+	}
+	countdown, err := runner.NewLoop(runner.LoopConfig{Name: "countdown", Description: "Counts down until liftoff.", MaxIterations: 5, SubAgents: []runner.Agent{tick}})
+	if err != nil {
+		return runner.App{}, err
+	}
+	summary, err := custom("summary", "Summarises the analysis.", summaryRun)
+	if err != nil {
+		return runner.App{}, err
+	}
+	pipeline, err := runner.NewSequential(runner.WorkflowConfig{Name: "pipeline", Description: "Echoes, analyses, counts down and summarises.", SubAgents: []runner.Agent{echo, analysis, countdown, summary}})
+	if err != nil {
+		return runner.App{}, err
+	}
+	greeter, err := custom("greeter", "Greets the user and hands over to the pipeline.", greeterRun, pipeline)
+	if err != nil {
+		return runner.App{}, err
+	}
+	return runner.App{Name: Name, Description: "A demo of custom and workflow agents; no model needed.", Root: greeter}, nil
+}
+
+func say(text string) *agentrunnerv1.Event {
+	return &agentrunnerv1.Event{Content: &agentrunnerv1.Content{Role: "model", Parts: []*agentrunnerv1.Part{
+		{Data: &agentrunnerv1.Part_Text{Text: text}},
+	}}}
+}
+
+// message returns the text of the user's message.
+func message(ctx runner.InvocationContext) string {
+	var sb strings.Builder
+	for _, p := range ctx.UserContent().GetParts() {
+		if t := p.GetText(); t != "" {
+			if sb.Len() > 0 {
+				sb.WriteByte(' ')
+			}
+			sb.WriteString(t)
+		}
+	}
+	return sb.String()
+}
+
+// number reads a numeric state key, 0 when missing.
+func number(ctx runner.InvocationContext, key string) int {
+	v, _ := ctx.State().Get(key)
+	return int(v.GetNumberValue())
+}
+
+// one yields a single event built by f, reporting an error instead if f
+// fails.
+func one(f func(ctx runner.InvocationContext) (*agentrunnerv1.Event, error)) runner.RunFunc {
+	return func(ctx runner.InvocationContext) iter.Seq2[*agentrunnerv1.Event, error] {
+		return func(yield func(*agentrunnerv1.Event, error) bool) {
+			ev, err := f(ctx)
+			if err != nil {
+				yield(nil, err)
+				return
+			}
+			yield(ev, nil)
+		}
+	}
+}
+
+var greeterRun = one(func(ctx runner.InvocationContext) (*agentrunnerv1.Event, error) {
+	turns := number(ctx, "turns") + 1
+	visits := number(ctx, "user:visits") + 1
+	if err := ctx.State().Set("turns", turns); err != nil {
+		return nil, err
+	}
+	if err := ctx.State().Set("user:visits", visits); err != nil {
+		return nil, err
+	}
+	ev := say(fmt.Sprintf("Hello %s! This is turn %d of this session (message %d from you in this app). Handing over to the pipeline.", ctx.UserID(), turns, visits))
+	ev.Actions = &agentrunnerv1.EventActions{TransferToAgent: "pipeline"}
+	return ev, nil
+})
+
+var echoRun = one(func(ctx runner.InvocationContext) (*agentrunnerv1.Event, error) {
+	return say(fmt.Sprintf("You said: %q", message(ctx))), nil
+})
+
+func countWords(s string) int { return len(strings.Fields(s)) }
+
+func countLetters(s string) int {
+	n := 0
+	for _, r := range s {
+		if unicode.IsLetter(r) {
+			n++
+		}
+	}
+	return n
+}
+
+func countRun(key string, count func(string) int) runner.RunFunc {
+	return one(func(ctx runner.InvocationContext) (*agentrunnerv1.Event, error) {
+		n := count(message(ctx))
+		if err := ctx.State().Set(key, n); err != nil {
+			return nil, err
+		}
+		return say(fmt.Sprintf("%d %s.", n, key)), nil
+	})
+}
+
+// tickRun keeps its count in a temp: key: it lasts for this invocation
+// only, so every run counts down afresh.
+var tickRun = one(func(ctx runner.InvocationContext) (*agentrunnerv1.Event, error) {
+	left, ok := ctx.State().Get("temp:countdown")
+	n := int(left.GetNumberValue())
+	if !ok {
+		n = min(number(ctx, "words"), 3)
+	}
+	if n <= 0 {
+		ev := say("Liftoff!")
+		ev.Actions = &agentrunnerv1.EventActions{Escalate: true}
+		return ev, nil
+	}
+	if err := ctx.State().Set("temp:countdown", n-1); err != nil {
+		return nil, err
+	}
+	return say(fmt.Sprintf("%d...", n)), nil
+})
+
+var summaryRun = one(func(ctx runner.InvocationContext) (*agentrunnerv1.Event, error) {
+	return say(fmt.Sprintf("Summary: %d words, %d letters, turn %d.", number(ctx, "words"), number(ctx, "letters"), number(ctx, "turns"))), nil
+})
