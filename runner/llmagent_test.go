@@ -147,20 +147,27 @@ func TestModelCallbacks(t *testing.T) {
 		wantState []string
 	}{
 		{
-			name:      "before supplies the response",
-			before:    []BeforeModelCallback{func(cc CallbackContext, _ *model.Request) (*model.Response, error) { return &model.Response{Content: modelText("cached")}, setState(cc, "b") }},
+			name: "before supplies the response",
+			before: []BeforeModelCallback{func(cc CallbackContext, _ *model.Request) (*model.Response, error) {
+				return &model.Response{Content: modelText("cached")}, setState(cc, "b")
+			}},
 			want:      []string{"root: cached"},
 			wantState: []string{"b"},
 		},
 		{
-			name:      "before edits the request",
-			before:    []BeforeModelCallback{func(cc CallbackContext, req *model.Request) (*model.Response, error) { req.SystemInstruction = "edited"; return nil, nil }},
+			name: "before edits the request",
+			before: []BeforeModelCallback{func(cc CallbackContext, req *model.Request) (*model.Response, error) {
+				req.SystemInstruction = "edited"
+				return nil, nil
+			}},
 			want:      []string{"root: I am root #1"},
 			wantCalls: 1,
 		},
 		{
-			name:      "after replaces the response",
-			after:     []AfterModelCallback{func(cc CallbackContext, r *model.Response) (*model.Response, error) { return &model.Response{Content: modelText("replaced")}, setState(cc, "a") }},
+			name: "after replaces the response",
+			after: []AfterModelCallback{func(cc CallbackContext, r *model.Response) (*model.Response, error) {
+				return &model.Response{Content: modelText("replaced")}, setState(cc, "a")
+			}},
 			want:      []string{"root: replaced"},
 			wantCalls: 1,
 			wantState: []string{"a"},

@@ -22,8 +22,12 @@ func TestRunRejects(t *testing.T) {
 		req  func(k store.SessionKey) Request
 		want error
 	}{
-		{name: "missing session", req: func(k store.SessionKey) Request { return request(store.SessionKey{User: k.User, Session: "nope"}, "hi") }, want: store.ErrNotFound},
-		{name: "other user's session", req: func(k store.SessionKey) Request { return request(store.SessionKey{User: "u2", Session: k.Session}, "hi") }, want: store.ErrNotFound},
+		{name: "missing session", req: func(k store.SessionKey) Request {
+			return request(store.SessionKey{User: k.User, Session: "nope"}, "hi")
+		}, want: store.ErrNotFound},
+		{name: "other user's session", req: func(k store.SessionKey) Request {
+			return request(store.SessionKey{User: "u2", Session: k.Session}, "hi")
+		}, want: store.ErrNotFound},
 		{name: "empty user", req: func(k store.SessionKey) Request { return request(store.SessionKey{Session: k.Session}, "hi") }, want: store.ErrInvalidArgument},
 		{name: "no message", req: func(k store.SessionKey) Request { return Request{UserID: k.User, SessionID: k.Session} }, want: store.ErrInvalidArgument},
 		{
