@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	agentrunnerv1 "github.com/agentrunner/agentrunner/gen/go/agentrunner/v1"
 	"github.com/agentrunner/agentrunner/runner/model"
@@ -595,4 +596,49 @@ func (f *failingStore) AppendEvent(ctx context.Context, k store.SessionKey, ev *
 		return nil, errors.New("disk full")
 	}
 	return f.Store.AppendEvent(ctx, k, ev)
+}
+
+func TestAuthorsAndBranchFilledIn(t *testing.T) {
+	root := mustCustom(t, AgentConfig{Name: "root", Run: func(ctx InvocationContext) iter.Seq2[*agentrunnerv1.Event, error] {
+		return func(yield func(*agentrunnerv1.Event, error) bool) {
+			_ = yield(&agentrunnerv1.Event{Content: modelText("mine")}, nil) &&
+				yield(&agentrunnerv1.Event{Content: userText("relayed user input")}, nil) &&
+				yield(&agentrunnerv1.Event{Author: "someone", Content: modelText("kept")}, nil) &&
+				yield(&agentrunnerv1.Event{Content: &agentrunnerv1.Content{Parts: []*agentrunnerv1.Part{textPart("no role")}}}, nil)
+		}
+	}})
+	r, _, k := newTestRunner(t, root)
+	res := mustRun(t, r, request(k, "hi"))
+	want := []string{"root: mine", "user: relayed user input", "someone: kept", "root: no role"}
+	if got := summary(res.events); !equalStrings(got, want) {
+		t.Fatalf("events %q, want %q", got, want)
+	}
+	for _, ev := range res.events {
+		if ev.GetInvocationId() != res.events[0].GetInvocationId() || !strings.HasPrefix(ev.GetInvocationId(), "e-") || ev.GetTimestamp() == nil {
+			t.Errorf("event %q: invocation %q timestamp %v", textOf(ev.Content), ev.GetInvocationId(), ev.GetTimestamp())
+		}
+	}
+}
+
+func TestSeams(t *testing.T) {
+	db := newTestStore(t)
+	k := newSession(t, db, "u1", "s1")
+	now := time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
+	n := 0
+	r := must[*Runner](t)(New(Config{
+		AppName: testApp, Root: mustAgent(t, "root", "hello"), Store: db,
+		Now:   func() time.Time { return now },
+		NewID: func() string { n++; return fmt.Sprint("id", n) },
+	}))
+	req := request(k, "hi")
+	req.Config = &agentrunnerv1.RunConfig{StreamUserEvent: true}
+	res := mustRun(t, r, req)
+	var got []string
+	for _, ev := range res.events {
+		got = append(got, ev.GetInvocationId()+" "+ev.GetId()+" "+ev.GetTimestamp().AsTime().Format(time.RFC3339))
+	}
+	want := []string{"e-id1 id2 2030-01-02T03:04:05Z", "e-id1 id3 2030-01-02T03:04:05Z"}
+	if !equalStrings(got, want) {
+		t.Fatalf("got %q, want %q", got, want)
+	}
 }
