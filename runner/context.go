@@ -14,7 +14,6 @@ import (
 	agentrunnerv1 "github.com/agentrunner/agentrunner/gen/go/agentrunner/v1"
 	"github.com/agentrunner/agentrunner/store"
 	"google.golang.org/protobuf/types/known/structpb"
-	"google.golang.org/protobuf/types/known/timestamppb"
 )
 
 // InvocationContext is what an agent runs with: the run's context.Context
@@ -507,5 +506,3 @@ func (m boundMemory) Search(ctx context.Context, query string) ([]*MemoryEntry, 
 		ExcludeSession: m.c.inv.key.Session,
 	})
 }
-
-func timestamp(r *Runner) *timestamppb.Timestamp { return timestamppb.New(r.now()) }

@@ -15,6 +15,7 @@ import (
 	"github.com/agentrunner/agentrunner/store"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/structpb"
+	"google.golang.org/protobuf/types/known/timestamppb"
 )
 
 // DefaultMaxLLMCalls is the LLM call limit of a run whose max_llm_calls is
@@ -331,8 +332,8 @@ func (r *Runner) userEvent(ctx context.Context, inv *invocation, req Request) (*
 				actions.ArtifactDelta = make(map[string]int64)
 			}
 			actions.ArtifactDelta[name] = v.GetVersion()
-			content.Parts[i] = textPart(fmt.Sprintf("[Uploaded file %q (%s, %d bytes) saved as artifact %q version %d]",
-				name, blob.GetMimeType(), len(blob.GetData()), name, v.GetVersion()))
+			content.Parts[i] = textPart(fmt.Sprintf("[Uploaded file saved as artifact %q version %d (%s, %d bytes)]",
+				name, v.GetVersion(), blob.GetMimeType(), len(blob.GetData())))
 		}
 	}
 	if actions.StateDelta != nil || actions.ArtifactDelta != nil {
@@ -340,6 +341,8 @@ func (r *Runner) userEvent(ctx context.Context, inv *invocation, req Request) (*
 	}
 	return ev, nil
 }
+
+func timestamp(r *Runner) *timestamppb.Timestamp { return timestamppb.New(r.now()) }
 
 // validateMessage checks the user message: present, with parts that all
 // carry data.

@@ -27,7 +27,9 @@ type LoopConfig struct {
 	// SubAgents are run in order, over and over.
 	SubAgents []Agent
 	// MaxIterations bounds the number of passes; 0 means no bound, so the
-	// loop runs until an event escalates or the invocation ends.
+	// loop runs until an event escalates, the invocation ends or the run's
+	// context is done: a loop without a bound whose children never
+	// escalate relies on the run's deadline.
 	MaxIterations        int
 	BeforeAgentCallbacks []BeforeAgentCallback
 	AfterAgentCallbacks  []AfterAgentCallback
