@@ -1,0 +1,355 @@
+// Package bench is `agentrunner bench`: a load benchmark that drives a
+// server through the real gRPC API with the offline model at zero latency,
+// measures what the machine allows (the fsync rate of the data directory's
+// disk and the loopback gRPC stream rate, with the same write pattern and
+// message sizes), and prints each figure beside its limit.
+package bench
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	servicev1 "github.com/agentrunner/agentrunner/gen/go/agentrunner/service/v1"
+	agentrunnerv1 "github.com/agentrunner/agentrunner/gen/go/agentrunner/v1"
+)
+
+// Options configure a bench run; Main fills them from flags.
+type Options struct {
+	Addr           string // target server; empty starts one per scenario group
+	Binary         string // agentrunner binary to start; empty means this one
+	App            string
+	DataDir        string // where started servers keep their files; empty means a temp dir
+	Concurrency    []int
+	Runs           int // runs per session in the concurrency scenarios
+	SingleRuns     int // runs in the single-session scenario
+	Lengths        []int
+	LengthRuns     int
+	StoredSessions int
+	StreamWords    int
+	Limits         bool
+	JSON           string
+}
+
+// Report is everything a bench run measured; it is also the JSON output.
+type Report struct {
+	Started time.Time `json:"started"`
+	Limits  struct {
+		FsyncSingle FsyncLimit  `json:"fsync_single"`
+		FsyncBatch  FsyncLimit  `json:"fsync_batch"`
+		BatchEvents int         `json:"batch_events"`
+		Stream      StreamLimit `json:"stream"`
+	} `json:"limits"`
+	Results []Result          `json:"results"`
+	Ratios  map[string]Target `json:"ratios"`
+}
+
+// Target is one of our figures against its limit.
+type Target struct {
+	Figure float64 `json:"figure"`
+	Limit  float64 `json:"limit"`
+	Ratio  float64 `json:"ratio"`
+	Goal   string  `json:"goal"`
+	Met    bool    `json:"met"`
+}
+
+func intList(s string) ([]int, error) {
+	var out []int
+	for f := range strings.SplitSeq(s, ",") {
+		n, err := strconv.Atoi(strings.ReplaceAll(strings.TrimSpace(f), "_", ""))
+		if err != nil || n <= 0 {
+			return nil, fmt.Errorf("bad number %q in %q", f, s)
+		}
+		out = append(out, n)
+	}
+	return out, nil
+}
+
+// Main parses args (after "bench") and runs the benchmark.
+func Main(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("agentrunner bench", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var o Options
+	var conc, lengths string
+	fs.StringVar(&o.Addr, "addr", "", "benchmark the server at this address instead of starting one (then server CPU, RSS and file figures are not measured)")
+	fs.StringVar(&o.Binary, "binary", "", "agentrunner binary to start as the server (default: this executable)")
+	fs.StringVar(&o.App, "app", "bench", "app to run; a started server serves it on the offline model")
+	fs.StringVar(&o.DataDir, "data-dir", "", "directory for the started servers' data files, whose disk is measured (default: a new temp dir, removed afterwards)")
+	fs.StringVar(&conc, "sessions", "1,16,256", "concurrent sessions of the mixed (half streaming) scenarios")
+	fs.IntVar(&o.Runs, "runs", 20, "sequential runs per session in the concurrent scenarios")
+	fs.IntVar(&o.SingleRuns, "single-runs", 300, "runs of the single-session overhead scenario")
+	fs.StringVar(&lengths, "lengths", "10,1000,100000", "session lengths (stored events) to pre-grow sessions to")
+	fs.IntVar(&o.LengthRuns, "length-runs", 100, "runs on each pre-grown session")
+	fs.IntVar(&o.StoredSessions, "stored-sessions", 100000, "sessions stored before the memory scenario (0 skips it)")
+	fs.IntVar(&o.StreamWords, "stream-words", 200, "words per answer in the streaming scenario (one partial event each)")
+	fs.BoolVar(&o.Limits, "limits", true, "measure the machine's fsync and loopback stream limits")
+	fs.StringVar(&o.JSON, "json", "", "also write the report as JSON to this file (- for stdout)")
+	fs.Usage = func() {
+		fmt.Fprintf(stderr, "Usage: agentrunner bench [flags]\n\n"+
+			"Drives agentrunner through its gRPC API with the offline model at zero latency and\n"+
+			"prints runs/s, persisted events/s, streamed messages/s, run latency and time to first\n"+
+			"event (p50/p95/p99), server CPU per run, peak RSS and bytes per stored event, each\n"+
+			"beside the limit this machine allows.\n\nFlags:\n")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	var err error
+	if o.Concurrency, err = intList(conc); err != nil {
+		return fmt.Errorf("--sessions: %w", err)
+	}
+	if o.Lengths, err = intList(lengths); err != nil {
+		return fmt.Errorf("--lengths: %w", err)
+	}
+	if o.Binary == "" && o.Addr == "" {
+		if o.Binary, err = os.Executable(); err != nil {
+			return err
+		}
+	}
+	rep, err := Run(ctx, o, stderr)
+	if err != nil {
+		return err
+	}
+	printReport(stdout, rep)
+	if o.JSON != "" {
+		b, _ := json.MarshalIndent(rep, "", "  ")
+		if o.JSON == "-" {
+			_, err = stdout.Write(append(b, '\n'))
+			return err
+		}
+		return os.WriteFile(o.JSON, append(b, '\n'), 0o644)
+	}
+	return nil
+}
+
+// progress prints a status line to w every second until stop is called.
+func progress(w io.Writer, label string, done *atomic.Int64, total int) (stop func()) {
+	quit := make(chan struct{})
+	finished := make(chan struct{})
+	start := time.Now()
+	go func() {
+		defer close(finished)
+		t := time.NewTicker(time.Second)
+		defer t.Stop()
+		for {
+			select {
+			case <-quit:
+				fmt.Fprintf(w, "\r%-60s\r", "")
+				return
+			case <-t.C:
+				fmt.Fprintf(w, "\r%s: %d/%d (%.0fs)   ", label, done.Load(), total, time.Since(start).Seconds())
+			}
+		}
+	}()
+	return func() { close(quit); <-finished }
+}
+
+// Run runs every scenario and returns the report; progress goes to w.
+func Run(ctx context.Context, o Options, w io.Writer) (*Report, error) {
+	rep := &Report{Started: time.Now().UTC(), Ratios: map[string]Target{}}
+	dir := o.DataDir
+	if dir == "" {
+		d, err := os.MkdirTemp("", "agentrunner-bench-*")
+		if err != nil {
+			return nil, err
+		}
+		defer os.RemoveAll(d)
+		dir = d
+	}
+	maxConc := 1
+	for _, c := range o.Concurrency {
+		maxConc = max(maxConc, c)
+	}
+	rep.Limits.BatchEvents = maxConc
+	if o.Limits {
+		fmt.Fprintln(w, "measuring limits: fsync of", dir, "and loopback gRPC streams")
+		// Our commits write about two pages per event: the event's leaf
+		// and its session record's leaf.
+		var err error
+		if rep.Limits.FsyncSingle, err = measureFsync(ctx, dir, 2*4096, 3*time.Second); err != nil {
+			return nil, err
+		}
+		if rep.Limits.FsyncBatch, err = measureFsync(ctx, dir, maxConc*2*4096, 3*time.Second); err != nil {
+			return nil, err
+		}
+		if rep.Limits.Stream, err = measureStream(ctx, samplePartial(), 16, 20000); err != nil {
+			return nil, err
+		}
+	}
+
+	// Group 1: the concurrency scenarios on one server.
+	err := withServer(ctx, o, dir, "load", func(c *client, srv *serverProc) error {
+		specs := []loadSpec{{name: "single session, no streaming", sessions: 1, runs: o.SingleRuns, words: 8, streaming: "none"}}
+		for _, n := range o.Concurrency {
+			specs = append(specs, loadSpec{name: fmt.Sprintf("%d sessions, mixed", n), sessions: n, runs: o.Runs, words: 8, streaming: "mixed"})
+		}
+		specs = append(specs, loadSpec{name: "16 sessions, SSE partials", sessions: 16, runs: max(1, o.Runs/2), words: o.StreamWords, streaming: "sse"})
+		for si, spec := range specs {
+			spec.sessionID = func(i int) string { return fmt.Sprintf("load-%d-%d", si, i) }
+			var created atomic.Int64
+			if err := createSessions(ctx, c, spec.sessions, spec.sessionID, &created); err != nil {
+				return err
+			}
+			res, err := measured(ctx, w, c, srv, spec)
+			if err != nil {
+				return err
+			}
+			rep.Results = append(rep.Results, res)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+
+	// Group 2: one session pre-grown to each length, each on its own
+	// server so that its file can be inspected afterwards.
+	for _, n := range o.Lengths {
+		var res Result
+		err := withServer(ctx, o, dir, fmt.Sprintf("len%d", n), func(c *client, srv *serverProc) error {
+			id := func(int) string { return "grown" }
+			var done atomic.Int64
+			if err := createSessions(ctx, c, 1, id, &done); err != nil {
+				return err
+			}
+			stop := progress(w, fmt.Sprintf("growing a session to %d events", n), &done, n+1)
+			err := growSession(ctx, c, "bench-user-0", "grown", n, &done)
+			stop()
+			if err != nil {
+				return err
+			}
+			res, err = measured(ctx, w, c, srv, loadSpec{name: fmt.Sprintf("session of %d events", n), sessions: 1, runs: o.LengthRuns, words: 8, streaming: "none", sessionID: id})
+			res.SessionLen = n
+			return err
+		})
+		if err != nil {
+			return nil, err
+		}
+		if o.Addr == "" {
+			fs, err := inspectFile(filepath.Join(dir, fmt.Sprintf("len%d", n), "agentrunner.db"))
+			if err != nil {
+				return nil, err
+			}
+			res.File = &fs
+		}
+		rep.Results = append(rep.Results, res)
+	}
+
+	// Group 3: memory with many stored sessions.
+	if o.StoredSessions > 0 {
+		var res Result
+		err := withServer(ctx, o, dir, "stored", func(c *client, srv *serverProc) error {
+			id := func(i int) string { return fmt.Sprintf("stored-%d", i) }
+			var done atomic.Int64
+			stop := progress(w, fmt.Sprintf("creating %d sessions", o.StoredSessions), &done, o.StoredSessions)
+			err := createSessions(ctx, c, o.StoredSessions, id, &done)
+			stop()
+			if err != nil {
+				return err
+			}
+			res, err = measured(ctx, w, c, srv, loadSpec{name: fmt.Sprintf("16 sessions of %d stored", o.StoredSessions), sessions: 16, runs: o.Runs, words: 8, streaming: "mixed", sessionID: id})
+			res.Stored = o.StoredSessions
+			return err
+		})
+		if err != nil {
+			return nil, err
+		}
+		rep.Results = append(rep.Results, res)
+	}
+	computeRatios(rep, o)
+	return rep, nil
+}
+
+// measured runs one scenario with a progress line and the server's CPU and
+// memory read around it.
+func measured(ctx context.Context, w io.Writer, c *client, srv *serverProc, spec loadSpec) (Result, error) {
+	var cpu0 float64
+	if srv != nil {
+		cpu0, _ = cpuSeconds(srv.cmd.Process.Pid)
+	}
+	var done atomic.Int64
+	stop := progress(w, spec.name, &done, spec.sessions*spec.runs)
+	res, err := drive(ctx, c, spec, &done)
+	stop()
+	if err != nil {
+		return res, err
+	}
+	if srv != nil {
+		pid := srv.cmd.Process.Pid
+		if cpu1, err := cpuSeconds(pid); err == nil && res.Runs > 0 {
+			res.ServerCPUPerRunMs = (cpu1 - cpu0) * 1000 / float64(res.Runs)
+		}
+		if hwm, err := memKiB(pid, "VmHWM"); err == nil {
+			res.PeakRSSMiB = float64(hwm) / 1024
+		}
+	}
+	fmt.Fprintf(w, "%-40s %8.0f runs/s  p50 %6.2f ms\n", spec.name, res.RunsPerSec, res.LatencyMs.P50)
+	return res, nil
+}
+
+// withServer runs fn against o.Addr, or against a server started for this
+// group in dir/name and stopped afterwards; the last Result fn appended
+// gets the stopped server's file statistics through the caller.
+func withServer(ctx context.Context, o Options, dir, name string, fn func(c *client, srv *serverProc) error) error {
+	addr := o.Addr
+	var srv *serverProc
+	if addr == "" {
+		sdir := filepath.Join(dir, name)
+		if err := os.MkdirAll(sdir, 0o755); err != nil {
+			return err
+		}
+		var err error
+		if srv, err = startServer(ctx, o.Binary, sdir, o.App); err != nil {
+			return err
+		}
+		defer srv.kill()
+		addr = srv.addr
+	}
+	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	if err := fn(newClient(conn, o.App), srv); err != nil {
+		if srv != nil {
+			return fmt.Errorf("%w\nserver log:\n%s", err, tail(srv.logs.String(), 2000))
+		}
+		return err
+	}
+	if srv != nil {
+		if err := srv.stop(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func tail(s string, n int) string {
+	if len(s) > n {
+		return "…" + s[len(s)-n:]
+	}
+	return s
+}
+
+// samplePartial is a partial event as the Run stream carries it, for the
+// stream limit: the same message size as the scenario's partials.
+func samplePartial() *servicev1.RunResponse {
+	return &servicev1.RunResponse{Payload: &servicev1.RunResponse_Event{Event: &agentrunnerv1.Event{
+		Id: "8f14e45fceea167a5a36dedd4bea2543", InvocationId: "e-c9f0f895fb98ab9159f51fd0297e236d",
+		Author: "answer", Timestamp: timestamppb.Now(), Partial: true,
+		Content: &agentrunnerv1.Content{Role: "model", Parts: []*agentrunnerv1.Part{{Data: &agentrunnerv1.Part_Text{Text: "w123 "}}}},
+	}}}
+}

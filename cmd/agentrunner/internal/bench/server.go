@@ -1,0 +1,199 @@
+package bench
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"go.etcd.io/bbolt"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+)
+
+// benchConfig is the apps file of a server the bench starts: one LLM agent
+// on the offline model, which answers at once, so that what is measured is
+// the service and not a model.
+const benchConfig = `apps:
+  - name: %s
+    description: Load benchmark app (offline model, zero latency).
+    root_agent:
+      name: answer
+      description: Answers with the deterministic offline model.
+      llm: { model: offline }
+`
+
+// serverProc is an agentrunner server the bench started as a child
+// process, so that its CPU time and memory can be read from /proc.
+type serverProc struct {
+	cmd  *exec.Cmd
+	addr string
+	data string
+	logs *bytes.Buffer
+}
+
+func freePort() (string, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	defer l.Close()
+	return l.Addr().String(), nil
+}
+
+// startServer runs `binary serve` on a free loopback port with a data file
+// in dir, and waits until its health check answers SERVING.
+func startServer(ctx context.Context, binary, dir, app string) (*serverProc, error) {
+	cfg := filepath.Join(dir, "apps.yaml")
+	if err := os.WriteFile(cfg, fmt.Appendf(nil, benchConfig, app), 0o600); err != nil {
+		return nil, err
+	}
+	addr, err := freePort()
+	if err != nil {
+		return nil, err
+	}
+	p := &serverProc{addr: addr, data: filepath.Join(dir, "agentrunner.db"), logs: &bytes.Buffer{}}
+	p.cmd = exec.Command(binary, "serve", "--addr", addr, "--data", p.data, "--config", cfg)
+	// Keep the environment but never a model key: the bench app must not
+	// reach a real model.
+	for _, kv := range os.Environ() {
+		if k, _, _ := strings.Cut(kv, "="); k != "GOOGLE_API_KEY" && k != "GEMINI_API_KEY" && k != "GOOGLE_GENAI_USE_VERTEXAI" {
+			p.cmd.Env = append(p.cmd.Env, kv)
+		}
+	}
+	p.cmd.Stdout, p.cmd.Stderr = p.logs, p.logs
+	if err := p.cmd.Start(); err != nil {
+		return nil, fmt.Errorf("start server: %w", err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- p.cmd.Wait() }()
+	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		p.kill()
+		return nil, err
+	}
+	defer conn.Close()
+	hc := healthpb.NewHealthClient(conn)
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		select {
+		case err := <-exited:
+			return nil, fmt.Errorf("server exited before serving (%v):\n%s", err, p.logs)
+		default:
+		}
+		cctx, cancel := context.WithTimeout(ctx, time.Second)
+		resp, err := hc.Check(cctx, &healthpb.HealthCheckRequest{})
+		cancel()
+		if err == nil && resp.GetStatus() == healthpb.HealthCheckResponse_SERVING {
+			go func() { <-exited }() // reap when it ends
+			return p, nil
+		}
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			p.kill()
+			return nil, fmt.Errorf("server at %s not serving after 30s: %v\n%s", addr, err, p.logs)
+		}
+		time.Sleep(20 * time.Millisecond) // polling a process we do not control
+	}
+}
+
+func (p *serverProc) kill() {
+	if p.cmd.Process != nil {
+		_ = p.cmd.Process.Kill()
+	}
+}
+
+// stop asks the server to shut down gracefully and waits for it to exit.
+func (p *serverProc) stop() error {
+	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		return err
+	}
+	for range 500 {
+		if err := p.cmd.Process.Signal(syscall.Signal(0)); err != nil {
+			return nil // gone
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	p.kill()
+	return fmt.Errorf("server did not stop within 10s")
+}
+
+// cpuSeconds returns the user+system CPU time the process has used.
+func cpuSeconds(pid int) (float64, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0, err
+	}
+	// Fields after the command name, which is in parentheses and may
+	// contain spaces.
+	s := string(b)
+	fields := strings.Fields(s[strings.LastIndexByte(s, ')')+2:])
+	if len(fields) < 13 {
+		return 0, fmt.Errorf("short /proc stat")
+	}
+	ut, _ := strconv.ParseFloat(fields[11], 64)
+	st, _ := strconv.ParseFloat(fields[12], 64)
+	return (ut + st) / 100, nil // USER_HZ is 100 on Linux
+}
+
+// memKiB returns a field of /proc/pid/status in KiB (VmRSS, VmHWM).
+func memKiB(pid int, field string) (int64, error) {
+	f, err := os.Open(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0, err
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		if rest, ok := strings.CutPrefix(sc.Text(), field+":"); ok {
+			return strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 10, 64)
+		}
+	}
+	return 0, fmt.Errorf("%s not in /proc/%d/status", field, pid)
+}
+
+// FileStats describes a stopped server's data file.
+type FileStats struct {
+	FileBytes int64 `json:"file_bytes"`
+	Events    int   `json:"events"`
+	// EventBytesPerEvent is the B-tree space of the events bucket (leaf,
+	// branch and overflow pages in use) per stored event.
+	EventBytesPerEvent float64 `json:"event_bytes_per_event"`
+	// FileBytesPerEvent is the whole file per stored event.
+	FileBytesPerEvent float64 `json:"file_bytes_per_event"`
+}
+
+func inspectFile(path string) (FileStats, error) {
+	st, err := os.Stat(path)
+	if err != nil {
+		return FileStats{}, err
+	}
+	db, err := bbolt.Open(path, 0o600, &bbolt.Options{ReadOnly: true, Timeout: 5 * time.Second})
+	if err != nil {
+		return FileStats{}, err
+	}
+	defer db.Close()
+	fs := FileStats{FileBytes: st.Size()}
+	err = db.View(func(tx *bbolt.Tx) error {
+		b := tx.Bucket([]byte("events"))
+		if b == nil {
+			return fmt.Errorf("no events bucket in %s", path)
+		}
+		s := b.Stats()
+		fs.Events = s.KeyN
+		if s.KeyN > 0 {
+			fs.EventBytesPerEvent = float64(s.LeafInuse+s.BranchInuse) / float64(s.KeyN)
+			fs.FileBytesPerEvent = float64(st.Size()) / float64(s.KeyN)
+		}
+		return nil
+	})
+	return fs, err
+}
