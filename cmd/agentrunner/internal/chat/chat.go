@@ -1,0 +1,373 @@
+// Package chat is the terminal client for people: `agentrunner chat` to
+// talk to an app, with answers streamed token by token under the name of the
+// agent that gives them, and `agentrunner sessions` to inspect what is
+// stored.
+package chat
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/encoding/protojson"
+	"google.golang.org/protobuf/types/known/structpb"
+
+	servicev1 "github.com/agentrunner/agentrunner/gen/go/agentrunner/service/v1"
+	agentrunnerv1 "github.com/agentrunner/agentrunner/gen/go/agentrunner/v1"
+)
+
+// DefaultAddr is where the clients look for a server when neither --addr nor
+// AGENTRUNNER_ADDR says otherwise.
+const DefaultAddr = "127.0.0.1:50051"
+
+func defaultAddr() string {
+	if a := os.Getenv("AGENTRUNNER_ADDR"); a != "" {
+		return a
+	}
+	return DefaultAddr
+}
+
+func defaultUser() string {
+	if u := os.Getenv("USER"); u != "" {
+		return u
+	}
+	return "user"
+}
+
+func dial(addr string) (*grpc.ClientConn, error) {
+	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		return nil, fmt.Errorf("connect to %s: %w", addr, err)
+	}
+	return conn, nil
+}
+
+// describe turns an RPC error into one readable line.
+func describe(err error) error {
+	if st, ok := status.FromError(err); ok {
+		if st.Code() == codes.Unavailable {
+			return fmt.Errorf("server unavailable (is `agentrunner serve` running?): %s", st.Message())
+		}
+		return fmt.Errorf("%s: %s", st.Code(), st.Message())
+	}
+	return err
+}
+
+// Main runs `agentrunner chat`; args are the arguments after "chat".
+func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("agentrunner chat", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	addr := fs.String("addr", defaultAddr(), "server address (env AGENTRUNNER_ADDR)")
+	app := fs.String("app", "demo", "app to talk to (see `grpcurl ... RunnerService/ListApps`)")
+	user := fs.String("user", defaultUser(), "user id (default $USER)")
+	session := fs.String("session", "", "session to resume; empty starts a new one")
+	history := fs.Int("history", 10, "events of a resumed session to show")
+	noStream := fs.Bool("no-stream", false, "wait for complete answers instead of streaming tokens")
+	fs.Usage = func() {
+		fmt.Fprintf(stderr, "Usage: agentrunner chat --app APP [--user U] [--session S]\n\n"+
+			"Talk to an app in the terminal. Type a message and press Enter; /quit or Ctrl-D ends.\n\nFlags:\n")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	conn, err := dial(*addr)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	c := &chat{
+		out: stdout, app: *app, user: *user, stream: !*noStream,
+		sessions: servicev1.NewSessionServiceClient(conn),
+		runner:   servicev1.NewRunnerServiceClient(conn),
+	}
+	if err := c.open(ctx, *session, *history); err != nil {
+		return describe(err)
+	}
+	in := bufio.NewScanner(stdin)
+	in.Buffer(make([]byte, 64<<10), 1<<20)
+	for {
+		fmt.Fprint(stdout, "you> ")
+		if !in.Scan() {
+			fmt.Fprintln(stdout)
+			return in.Err()
+		}
+		line := strings.TrimSpace(in.Text())
+		switch {
+		case line == "":
+			continue
+		case line == "/quit" || line == "/exit":
+			return nil
+		case line == "/session":
+			fmt.Fprintf(stdout, "session %s (app %s, user %s)\n", c.session, c.app, c.user)
+			continue
+		}
+		if err := c.send(ctx, line); err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			fmt.Fprintf(stdout, "! %v\n", describe(err))
+		}
+	}
+}
+
+type chat struct {
+	out               io.Writer
+	app, user         string
+	session           string
+	stream            bool
+	sessions          servicev1.SessionServiceClient
+	runner            servicev1.RunnerServiceClient
+	speaking, partial string // agent whose partial text is being printed
+}
+
+// open resumes the session id, or creates it (a new random one when id is
+// empty), and prints where the user is.
+func (c *chat) open(ctx context.Context, id string, history int) error {
+	if id != "" {
+		got, err := c.sessions.GetSession(ctx, &servicev1.GetSessionRequest{
+			AppName: c.app, UserId: c.user, SessionId: id, NumRecentEvents: int32(history),
+		})
+		if err == nil {
+			c.session = id
+			fmt.Fprintf(c.out, "resumed session %s of app %s (%d events)\n", id, c.app, got.GetSession().GetLastSequence())
+			for _, ev := range got.GetEvents() {
+				c.printComplete(ev, false)
+			}
+			return nil
+		}
+		if status.Code(err) != codes.NotFound {
+			return err
+		}
+	}
+	created, err := c.sessions.CreateSession(ctx, &servicev1.CreateSessionRequest{AppName: c.app, UserId: c.user, SessionId: id})
+	if err != nil {
+		return err
+	}
+	c.session = created.GetSession().GetSessionId()
+	fmt.Fprintf(c.out, "new session %s of app %s (resume with --session %s)\n", c.session, c.app, c.session)
+	return nil
+}
+
+func (c *chat) send(ctx context.Context, text string) error {
+	mode := agentrunnerv1.StreamingMode_STREAMING_MODE_NONE
+	if c.stream {
+		mode = agentrunnerv1.StreamingMode_STREAMING_MODE_SSE
+	}
+	stream, err := c.runner.Run(ctx, &servicev1.RunRequest{
+		AppName: c.app, UserId: c.user, SessionId: c.session,
+		NewMessage: &agentrunnerv1.Content{Role: "user", Parts: []*agentrunnerv1.Part{{Data: &agentrunnerv1.Part_Text{Text: text}}}},
+		RunConfig:  &agentrunnerv1.RunConfig{StreamingMode: mode},
+	})
+	if err != nil {
+		return err
+	}
+	defer c.endPartial()
+	for {
+		resp, err := stream.Recv()
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		if e := resp.GetError(); e != nil {
+			c.endPartial()
+			fmt.Fprintf(c.out, "! error from agent: %s\n", e.GetMessage())
+			continue
+		}
+		ev := resp.GetEvent()
+		if ev.GetPartial() {
+			c.printPartial(ev)
+			continue
+		}
+		c.printComplete(ev, c.partial != "" && c.speaking == ev.GetAuthor())
+	}
+}
+
+// printPartial prints streamed text as it arrives, under the agent's name.
+func (c *chat) printPartial(ev *agentrunnerv1.Event) {
+	t := text(ev, false)
+	if t == "" {
+		return
+	}
+	if c.speaking != ev.GetAuthor() {
+		c.endPartial()
+		fmt.Fprintf(c.out, "[%s] ", ev.GetAuthor())
+		c.speaking = ev.GetAuthor()
+	}
+	fmt.Fprint(c.out, t)
+	c.partial += t
+}
+
+func (c *chat) endPartial() {
+	if c.speaking != "" {
+		fmt.Fprintln(c.out)
+	}
+	c.speaking, c.partial = "", ""
+}
+
+// printComplete prints a complete event compactly; when its text was just
+// streamed, only what the stream did not show (tool calls, transfers).
+func (c *chat) printComplete(ev *agentrunnerv1.Event, streamed bool) {
+	author := ev.GetAuthor()
+	if !streamed {
+		c.endPartial()
+		if author == "user" {
+			if t := text(ev, false); t != "" {
+				fmt.Fprintf(c.out, "you> %s\n", t)
+			}
+		} else if t := text(ev, false); t != "" {
+			fmt.Fprintf(c.out, "[%s] %s\n", author, t)
+		}
+	} else {
+		c.endPartial()
+	}
+	for _, p := range ev.GetContent().GetParts() {
+		switch {
+		case p.GetFunctionCall() != nil:
+			fc := p.GetFunctionCall()
+			fmt.Fprintf(c.out, "  -> %s calls %s(%s)\n", author, fc.GetName(), compact(fc.GetArgs()))
+		case p.GetFunctionResponse() != nil:
+			fr := p.GetFunctionResponse()
+			fmt.Fprintf(c.out, "  <- %s returned %s\n", fr.GetName(), compact(fr.GetResponse()))
+		}
+	}
+	if t := ev.GetActions().GetTransferToAgent(); t != "" {
+		fmt.Fprintf(c.out, "  => %s transfers to %s\n", author, t)
+	}
+	if ev.GetActions().GetEscalate() {
+		fmt.Fprintf(c.out, "  => %s escalates\n", author)
+	}
+	if ev.GetErrorCode() != "" || ev.GetErrorMessage() != "" {
+		fmt.Fprintf(c.out, "! %s: %s %s\n", author, ev.GetErrorCode(), ev.GetErrorMessage())
+	}
+}
+
+func text(ev *agentrunnerv1.Event, thoughts bool) string {
+	var b strings.Builder
+	for _, p := range ev.GetContent().GetParts() {
+		if p.GetThought() == thoughts {
+			b.WriteString(p.GetText())
+		}
+	}
+	return b.String()
+}
+
+// compact renders a Struct as one line of JSON, cut at 120 bytes.
+func compact(s *structpb.Struct) string {
+	if s == nil {
+		return ""
+	}
+	b, err := protojson.Marshal(s)
+	if err != nil {
+		return "?"
+	}
+	var v any
+	if json.Unmarshal(b, &v) == nil {
+		b, _ = json.Marshal(v) // protojson's spacing is deliberately unstable
+	}
+	out := string(b)
+	if len(out) > 120 {
+		out = out[:117] + "..."
+	}
+	return out
+}
+
+// Sessions runs `agentrunner sessions list|show|delete`.
+func Sessions(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("agentrunner sessions", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	addr := fs.String("addr", defaultAddr(), "server address (env AGENTRUNNER_ADDR)")
+	app := fs.String("app", "demo", "app of the sessions")
+	user := fs.String("user", defaultUser(), "user id (list: empty lists every user)")
+	events := fs.Int("events", 20, "show: most recent events to print (0 for all)")
+	fs.Usage = func() {
+		fmt.Fprintf(stderr, "Usage:\n  agentrunner sessions list   [--app APP] [--user U]\n"+
+			"  agentrunner sessions show   [--app APP] [--user U] [--events N] SESSION\n"+
+			"  agentrunner sessions delete [--app APP] [--user U] SESSION\n\nFlags:\n")
+		fs.PrintDefaults()
+	}
+	if len(args) == 0 {
+		fs.Usage()
+		return errors.New("sessions: missing command (list, show or delete)")
+	}
+	cmd := args[0]
+	if err := fs.Parse(args[1:]); err != nil {
+		return err
+	}
+	conn, err := dial(*addr)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	sc := servicev1.NewSessionServiceClient(conn)
+	needID := func() (string, error) {
+		if fs.NArg() != 1 {
+			return "", fmt.Errorf("sessions %s: want one SESSION argument", cmd)
+		}
+		return fs.Arg(0), nil
+	}
+	switch cmd {
+	case "list":
+		token := ""
+		fmt.Fprintf(stdout, "%-20s %-36s %7s  %s\n", "USER", "SESSION", "EVENTS", "UPDATED")
+		for {
+			resp, err := sc.ListSessions(ctx, &servicev1.ListSessionsRequest{AppName: *app, UserId: *user, PageToken: token, PageSize: 1000})
+			if err != nil {
+				return describe(err)
+			}
+			for _, s := range resp.GetSessions() {
+				fmt.Fprintf(stdout, "%-20s %-36s %7d  %s\n", s.GetUserId(), s.GetSessionId(), s.GetLastSequence(), s.GetUpdateTime().AsTime().Local().Format(time.DateTime))
+			}
+			if token = resp.GetNextPageToken(); token == "" {
+				return nil
+			}
+		}
+	case "show":
+		id, err := needID()
+		if err != nil {
+			return err
+		}
+		got, err := sc.GetSession(ctx, &servicev1.GetSessionRequest{AppName: *app, UserId: *user, SessionId: id, NumRecentEvents: int32(*events)})
+		if err != nil {
+			return describe(err)
+		}
+		s := got.GetSession()
+		fmt.Fprintf(stdout, "session %s  app %s  user %s  events %d  updated %s\n", s.GetSessionId(), s.GetAppName(), s.GetUserId(),
+			s.GetLastSequence(), s.GetUpdateTime().AsTime().Local().Format(time.DateTime))
+		fmt.Fprintf(stdout, "state %s\n", compact(s.GetState()))
+		c := &chat{out: stdout}
+		for _, ev := range got.GetEvents() {
+			fmt.Fprintf(stdout, "#%d ", ev.GetSequence())
+			c.printComplete(ev, false)
+			if text(ev, false) == "" && len(ev.GetContent().GetParts()) == 0 {
+				fmt.Fprintf(stdout, "[%s] (state %s)\n", ev.GetAuthor(), compact(ev.GetActions().GetStateDelta()))
+			}
+		}
+		return nil
+	case "delete":
+		id, err := needID()
+		if err != nil {
+			return err
+		}
+		if _, err := sc.DeleteSession(ctx, &servicev1.DeleteSessionRequest{AppName: *app, UserId: *user, SessionId: id}); err != nil {
+			return describe(err)
+		}
+		fmt.Fprintf(stdout, "deleted session %s\n", id)
+		return nil
+	}
+	fs.Usage()
+	return fmt.Errorf("sessions: unknown command %q (want list, show or delete)", cmd)
+}
