@@ -1,0 +1,84 @@
+package server
+
+import (
+	"context"
+	"errors"
+
+	agentrunnerv1 "github.com/agentrunner/agentrunner/gen/go/agentrunner/v1"
+	"github.com/agentrunner/agentrunner/runner"
+	"github.com/agentrunner/agentrunner/store"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+)
+
+// toStatus is the one place where errors become gRPC statuses.
+//
+// An error that already carries a status (validation, or a status an agent
+// chose) passes through unchanged. Known sentinels map to their codes and
+// keep their message: store and runner messages name only what the caller
+// sent (keys, filenames, invocation ids), so they are safe and useful to
+// return. Anything else is a bug or an infrastructure failure: it is logged
+// with its detail and the client gets Internal "internal error", so that
+// paths, driver messages and the like never leak.
+func (s *Server) toStatus(ctx context.Context, err error) error {
+	if err == nil {
+		return nil
+	}
+	if _, ok := status.FromError(err); ok {
+		return err
+	}
+	if c, ok := codeOf(err); ok {
+		return status.Error(c, err.Error())
+	}
+	s.log.ErrorContext(ctx, "internal error", "method", methodOf(ctx), "err", err)
+	return status.Error(codes.Internal, "internal error")
+}
+
+// codeOf maps the known sentinel errors to codes; ok is false for errors it
+// does not know. Context errors come first: a store call cut short by a
+// cancelled client is Canceled, whatever else the error wraps.
+func codeOf(err error) (c codes.Code, ok bool) {
+	switch {
+	case errors.Is(err, context.Canceled):
+		return codes.Canceled, true
+	case errors.Is(err, context.DeadlineExceeded):
+		return codes.DeadlineExceeded, true
+	case errors.Is(err, store.ErrNotFound):
+		return codes.NotFound, true
+	case errors.Is(err, store.ErrAlreadyExists):
+		return codes.AlreadyExists, true
+	case errors.Is(err, store.ErrInvalidArgument):
+		return codes.InvalidArgument, true
+	case errors.Is(err, store.ErrClosed):
+		// The store closes only at shutdown; the client should retry
+		// against another instance or later.
+		return codes.Unavailable, true
+	case errors.Is(err, runner.ErrRunInProgress):
+		return codes.Aborted, true
+	case errors.Is(err, runner.ErrMaxLLMCalls):
+		return codes.ResourceExhausted, true
+	}
+	return codes.Unknown, false
+}
+
+// agentStatus converts an agent's error into the in-band status of a
+// RunResponse. Unlike toStatus, the message is always the agent's own: the
+// agent's failure is the caller's business (it is part of the
+// conversation), and the run goes on after it. The code is the one the
+// error carries, or Unknown.
+func agentStatus(err *runner.AgentError) *agentrunnerv1.Status {
+	c := codes.Unknown
+	if st, ok := status.FromError(err.Err); ok {
+		c = st.Code()
+	} else if known, ok := codeOf(err.Err); ok {
+		c = known
+	}
+	return &agentrunnerv1.Status{Code: int32(c), Message: err.Error()}
+}
+
+// methodOf names the RPC for logs; it is empty outside a gRPC call.
+func methodOf(ctx context.Context) string {
+	m, _ := grpc.Method(ctx)
+	return m
+}

@@ -1,0 +1,74 @@
+package server
+
+import (
+	"context"
+	"net"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/health"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	"google.golang.org/grpc/reflection"
+)
+
+// GRPCServer is a grpc.Server carrying the agentrunner services, health and
+// reflection.
+type GRPCServer struct {
+	grpc   *grpc.Server
+	health *health.Server
+}
+
+// NewGRPCServer returns a gRPC server with s's services registered, the
+// standard health service reporting SERVING for each of them and for the
+// server as a whole (""), and reflection on, so grpcurl works without proto
+// files. Messages are limited to the configured size in both directions;
+// panics in handlers become Internal; every call is logged with its method,
+// code and duration. extra options are appended, for tests.
+func NewGRPCServer(s *Server, extra ...grpc.ServerOption) *GRPCServer {
+	opts := append([]grpc.ServerOption{
+		grpc.MaxRecvMsgSize(s.maxMsg),
+		grpc.MaxSendMsgSize(s.maxMsg),
+		// Stop and GracefulStop then return only once every handler has
+		// returned, which is what makes closing the store afterwards safe.
+		grpc.WaitForHandlers(true),
+		grpc.ChainUnaryInterceptor(unaryLogging(s.log), unaryRecovery(s.log)),
+		grpc.ChainStreamInterceptor(streamLogging(s.log), streamRecovery(s.log)),
+	}, extra...)
+	gs := grpc.NewServer(opts...)
+	s.Register(gs)
+
+	hs := health.NewServer() // "" starts SERVING
+	for _, name := range ServiceNames() {
+		hs.SetServingStatus(name, healthpb.HealthCheckResponse_SERVING)
+	}
+	healthpb.RegisterHealthServer(gs, hs)
+	reflection.Register(gs)
+	return &GRPCServer{grpc: gs, health: hs}
+}
+
+// Serve accepts connections on lis until Shutdown. It returns nil after a
+// shutdown and the listener's error otherwise.
+func (g *GRPCServer) Serve(lis net.Listener) error {
+	return g.grpc.Serve(lis)
+}
+
+// Shutdown stops the server. Health turns NOT_SERVING first, so load
+// balancers stop sending calls; then in-flight calls and streams get until
+// ctx is done to finish, after which the rest are cancelled. It returns
+// ctx's error when calls had to be cancelled. When Shutdown returns, no
+// handler is running, so the store can be closed.
+func (g *GRPCServer) Shutdown(ctx context.Context) error {
+	g.health.Shutdown()
+	done := make(chan struct{})
+	go func() {
+		g.grpc.GracefulStop()
+		close(done)
+	}()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		g.grpc.Stop()
+		<-done
+		return ctx.Err()
+	}
+}

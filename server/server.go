@@ -1,0 +1,128 @@
+package server
+
+import (
+	"context"
+	"iter"
+	"log/slog"
+	"time"
+
+	agentrunnerv1 "github.com/agentrunner/agentrunner/gen/go/agentrunner/v1"
+	servicev1 "github.com/agentrunner/agentrunner/gen/go/agentrunner/service/v1"
+	"github.com/agentrunner/agentrunner/runner"
+	"github.com/agentrunner/agentrunner/store"
+	"google.golang.org/grpc"
+	"google.golang.org/protobuf/types/known/structpb"
+)
+
+// Store is the storage the session and artifact services call. Implemented
+// by *boltstore.Store. Errors wrap the store sentinels (store.ErrNotFound,
+// store.ErrAlreadyExists, store.ErrInvalidArgument, store.ErrClosed).
+type Store interface {
+	CreateSession(ctx context.Context, k store.SessionKey, state *structpb.Struct) (*agentrunnerv1.Session, error)
+	GetSession(ctx context.Context, k store.SessionKey, opts store.GetOptions) (*agentrunnerv1.Session, []*agentrunnerv1.Event, error)
+	ListSessions(ctx context.Context, app, user string, page store.Page) ([]*agentrunnerv1.Session, string, error)
+	DeleteSession(ctx context.Context, k store.SessionKey) error
+	AppendEvent(ctx context.Context, k store.SessionKey, ev *agentrunnerv1.Event) (*agentrunnerv1.Event, error)
+	ListEvents(ctx context.Context, k store.SessionKey, after uint64, page store.Page) ([]*agentrunnerv1.Event, string, error)
+
+	SaveArtifact(ctx context.Context, k store.SessionKey, filename string, part *agentrunnerv1.Part) (*agentrunnerv1.ArtifactVersion, error)
+	LoadArtifact(ctx context.Context, k store.SessionKey, filename string, version int64) (*agentrunnerv1.Part, *agentrunnerv1.ArtifactVersion, error)
+	ListArtifacts(ctx context.Context, k store.SessionKey, page store.Page) ([]*agentrunnerv1.ArtifactVersion, string, error)
+	ListArtifactVersions(ctx context.Context, k store.SessionKey, filename string, page store.Page) ([]*agentrunnerv1.ArtifactVersion, string, error)
+	DeleteArtifact(ctx context.Context, k store.SessionKey, filename string) error
+}
+
+// AppRunner runs one app. Implemented by *runner.Runner.
+//
+// Run streams the events of one run. An error that errors.As to
+// *runner.AgentError is reported in-band and the sequence goes on; any other
+// error is terminal and is the last element.
+type AppRunner interface {
+	Run(ctx context.Context, req runner.Request) iter.Seq2[*agentrunnerv1.Event, error]
+}
+
+// Apps is the set of apps the server hosts.
+type Apps interface {
+	// Lookup returns the runner of the named app.
+	Lookup(name string) (AppRunner, bool)
+	// List describes every app with its agent tree.
+	List() []*agentrunnerv1.App
+}
+
+// DefaultMaxMessageBytes bounds a single request or response message. It is
+// well above gRPC's 4 MiB default so that artifacts and inline blobs of a few
+// megabytes fit, yet small enough that one call cannot exhaust memory.
+const DefaultMaxMessageBytes = 32 << 20
+
+// Config configures New.
+type Config struct {
+	// Store holds sessions, events and artifacts. Required.
+	Store Store
+	// Apps are the apps RunnerService serves; nil serves none.
+	Apps Apps
+	// Logger receives request logs and internal errors; nil means
+	// slog.Default().
+	Logger *slog.Logger
+	// MaxRunDuration bounds one Run; zero means no limit beyond the
+	// client's own deadline.
+	MaxRunDuration time.Duration
+	// MaxMessageBytes bounds each received and sent message; zero means
+	// DefaultMaxMessageBytes.
+	MaxMessageBytes int
+}
+
+// Server implements the agentrunner gRPC services.
+type Server struct {
+	store  Store
+	apps   Apps
+	log    *slog.Logger
+	maxRun time.Duration
+	maxMsg int
+}
+
+// New returns a Server. It panics if cfg.Store is nil: that is a wiring
+// mistake, not a runtime condition.
+func New(cfg Config) *Server {
+	if cfg.Store == nil {
+		panic("server.New: Config.Store is nil")
+	}
+	if cfg.Apps == nil {
+		cfg.Apps = noApps{}
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.MaxMessageBytes <= 0 {
+		cfg.MaxMessageBytes = DefaultMaxMessageBytes
+	}
+	return &Server{
+		store:  cfg.Store,
+		apps:   cfg.Apps,
+		log:    cfg.Logger,
+		maxRun: cfg.MaxRunDuration,
+		maxMsg: cfg.MaxMessageBytes,
+	}
+}
+
+// ServiceNames returns the fully qualified names of the services Register
+// adds, as health checks and reflection know them.
+func ServiceNames() []string {
+	return []string{
+		servicev1.SessionService_ServiceDesc.ServiceName,
+		servicev1.ArtifactService_ServiceDesc.ServiceName,
+		servicev1.RunnerService_ServiceDesc.ServiceName,
+	}
+}
+
+// Register registers the three agentrunner services on r.
+func (s *Server) Register(r grpc.ServiceRegistrar) {
+	servicev1.RegisterSessionServiceServer(r, sessionService{s: s})
+	servicev1.RegisterArtifactServiceServer(r, artifactService{s: s})
+	servicev1.RegisterRunnerServiceServer(r, runnerService{s: s})
+}
+
+// noApps serves no apps: every Run is NotFound and ListApps is empty.
+type noApps struct{}
+
+func (noApps) Lookup(string) (AppRunner, bool) { return nil, false }
+func (noApps) List() []*agentrunnerv1.App      { return nil }

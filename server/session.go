@@ -1,0 +1,99 @@
+package server
+
+import (
+	"context"
+
+	servicev1 "github.com/agentrunner/agentrunner/gen/go/agentrunner/service/v1"
+	"github.com/agentrunner/agentrunner/store"
+)
+
+// sessionService implements servicev1.SessionServiceServer.
+type sessionService struct {
+	// Embedded so that an RPC added to the proto and not implemented here
+	// fails to compile rather than answering Unimplemented at run time.
+	servicev1.UnsafeSessionServiceServer
+	s *Server
+}
+
+func (h sessionService) CreateSession(ctx context.Context, req *servicev1.CreateSessionRequest) (*servicev1.CreateSessionResponse, error) {
+	k, err := validateCreateSession(req)
+	if err != nil {
+		return nil, err
+	}
+	sess, err := h.s.store.CreateSession(ctx, k, req.GetState())
+	if err != nil {
+		return nil, h.s.toStatus(ctx, err)
+	}
+	return &servicev1.CreateSessionResponse{Session: sess}, nil
+}
+
+func (h sessionService) GetSession(ctx context.Context, req *servicev1.GetSessionRequest) (*servicev1.GetSessionResponse, error) {
+	k, err := validateGetSession(req)
+	if err != nil {
+		return nil, err
+	}
+	sess, events, err := h.s.store.GetSession(ctx, k, store.GetOptions{
+		NumRecentEvents: int(req.GetNumRecentEvents()),
+		AfterSequence:   req.GetAfterSequence(),
+	})
+	if err != nil {
+		return nil, h.s.toStatus(ctx, err)
+	}
+	return &servicev1.GetSessionResponse{Session: sess, Events: events}, nil
+}
+
+func (h sessionService) ListSessions(ctx context.Context, req *servicev1.ListSessionsRequest) (*servicev1.ListSessionsResponse, error) {
+	if err := validateListSessions(req); err != nil {
+		return nil, err
+	}
+	sessions, next, err := h.s.store.ListSessions(ctx, req.GetAppName(), req.GetUserId(), page(req))
+	if err != nil {
+		return nil, h.s.toStatus(ctx, err)
+	}
+	return &servicev1.ListSessionsResponse{Sessions: sessions, NextPageToken: next}, nil
+}
+
+func (h sessionService) DeleteSession(ctx context.Context, req *servicev1.DeleteSessionRequest) (*servicev1.DeleteSessionResponse, error) {
+	k, err := sessionKey(req)
+	if err != nil {
+		return nil, err
+	}
+	if err := h.s.store.DeleteSession(ctx, k); err != nil {
+		return nil, h.s.toStatus(ctx, err)
+	}
+	return &servicev1.DeleteSessionResponse{}, nil
+}
+
+func (h sessionService) AppendEvent(ctx context.Context, req *servicev1.AppendEventRequest) (*servicev1.AppendEventResponse, error) {
+	k, err := validateAppendEvent(req)
+	if err != nil {
+		return nil, err
+	}
+	ev, err := h.s.store.AppendEvent(ctx, k, req.GetEvent())
+	if err != nil {
+		return nil, h.s.toStatus(ctx, err)
+	}
+	return &servicev1.AppendEventResponse{Event: ev}, nil
+}
+
+func (h sessionService) ListEvents(ctx context.Context, req *servicev1.ListEventsRequest) (*servicev1.ListEventsResponse, error) {
+	k, err := validateListEvents(req)
+	if err != nil {
+		return nil, err
+	}
+	events, next, err := h.s.store.ListEvents(ctx, k, req.GetAfterSequence(), page(req))
+	if err != nil {
+		return nil, h.s.toStatus(ctx, err)
+	}
+	return &servicev1.ListEventsResponse{Events: events, NextPageToken: next}, nil
+}
+
+// paged is every listing request.
+type paged interface {
+	GetPageSize() int32
+	GetPageToken() string
+}
+
+func page(r paged) store.Page {
+	return store.Page{Size: int(r.GetPageSize()), Token: r.GetPageToken()}
+}

@@ -1,0 +1,236 @@
+package server
+
+import (
+	"fmt"
+	"unicode/utf8"
+
+	agentrunnerv1 "github.com/agentrunner/agentrunner/gen/go/agentrunner/v1"
+	servicev1 "github.com/agentrunner/agentrunner/gen/go/agentrunner/service/v1"
+	"github.com/agentrunner/agentrunner/store"
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+)
+
+// Limits on identifiers. Ids become parts of storage keys and of log lines,
+// so they are bounded and must be text.
+const (
+	maxIDBytes       = 128
+	maxFilenameBytes = 1024
+)
+
+// invalid returns an InvalidArgument status whose message starts with the
+// field, and which carries a BadRequest detail so that clients can point at
+// the field without parsing the message.
+func invalid(field, format string, args ...any) error {
+	desc := fmt.Sprintf(format, args...)
+	st := status.New(codes.InvalidArgument, field+": "+desc)
+	if d, err := st.WithDetails(&errdetails.BadRequest{
+		FieldViolations: []*errdetails.BadRequest_FieldViolation{{Field: field, Description: desc}},
+	}); err == nil {
+		st = d
+	}
+	return st.Err()
+}
+
+// checkText checks a bounded UTF-8 string field; required fields must not be
+// empty.
+func checkText(field, v string, required bool, max int) error {
+	switch {
+	case v == "" && required:
+		return invalid(field, "required")
+	case len(v) > max:
+		return invalid(field, "%d bytes, longer than the limit of %d", len(v), max)
+	case !utf8.ValidString(v):
+		return invalid(field, "not valid UTF-8")
+	}
+	return nil
+}
+
+func checkID(field, v string) error { return checkText(field, v, true, maxIDBytes) }
+
+func checkOptionalID(field, v string) error { return checkText(field, v, false, maxIDBytes) }
+
+func checkFilename(v string) error { return checkText("filename", v, true, maxFilenameBytes) }
+
+func checkPageSize(n int32) error {
+	if n < 0 {
+		return invalid("page_size", "must not be negative")
+	}
+	return nil
+}
+
+// keyed is every request that addresses one session.
+type keyed interface {
+	GetAppName() string
+	GetUserId() string
+	GetSessionId() string
+}
+
+// sessionKey validates and returns the session a request addresses.
+func sessionKey(r keyed) (store.SessionKey, error) {
+	k := store.SessionKey{App: r.GetAppName(), User: r.GetUserId(), Session: r.GetSessionId()}
+	if err := checkID("app_name", k.App); err != nil {
+		return k, err
+	}
+	if err := checkID("user_id", k.User); err != nil {
+		return k, err
+	}
+	if err := checkID("session_id", k.Session); err != nil {
+		return k, err
+	}
+	return k, nil
+}
+
+func validateCreateSession(r *servicev1.CreateSessionRequest) (store.SessionKey, error) {
+	k := store.SessionKey{App: r.GetAppName(), User: r.GetUserId(), Session: r.GetSessionId()}
+	if err := checkID("app_name", k.App); err != nil {
+		return k, err
+	}
+	if err := checkID("user_id", k.User); err != nil {
+		return k, err
+	}
+	// Empty asks the store to pick a random id.
+	return k, checkOptionalID("session_id", k.Session)
+}
+
+func validateGetSession(r *servicev1.GetSessionRequest) (store.SessionKey, error) {
+	k, err := sessionKey(r)
+	if err != nil {
+		return k, err
+	}
+	if r.GetNumRecentEvents() < 0 {
+		return k, invalid("num_recent_events", "must not be negative")
+	}
+	return k, nil
+}
+
+func validateListSessions(r *servicev1.ListSessionsRequest) error {
+	if err := checkID("app_name", r.GetAppName()); err != nil {
+		return err
+	}
+	// Empty lists every user of the app.
+	if err := checkOptionalID("user_id", r.GetUserId()); err != nil {
+		return err
+	}
+	return checkPageSize(r.GetPageSize())
+}
+
+func validateAppendEvent(r *servicev1.AppendEventRequest) (store.SessionKey, error) {
+	k, err := sessionKey(r)
+	if err != nil {
+		return k, err
+	}
+	ev := r.GetEvent()
+	switch {
+	case ev == nil:
+		return k, invalid("event", "required")
+	case ev.GetPartial():
+		return k, invalid("event.partial", "partial events are streamed by Run, never stored")
+	}
+	if err := checkID("event.author", ev.GetAuthor()); err != nil {
+		return k, err
+	}
+	return k, checkContent("event.content", ev.GetContent(), false)
+}
+
+func validateListEvents(r *servicev1.ListEventsRequest) (store.SessionKey, error) {
+	k, err := sessionKey(r)
+	if err != nil {
+		return k, err
+	}
+	return k, checkPageSize(r.GetPageSize())
+}
+
+func validateSaveArtifact(r *servicev1.SaveArtifactRequest) (store.SessionKey, error) {
+	k, err := sessionKey(r)
+	if err != nil {
+		return k, err
+	}
+	if err := checkFilename(r.GetFilename()); err != nil {
+		return k, err
+	}
+	switch r.GetArtifact().GetData().(type) {
+	case *agentrunnerv1.Part_Text, *agentrunnerv1.Part_InlineData, *agentrunnerv1.Part_FileData:
+		return k, nil
+	case nil:
+		if r.GetArtifact() == nil {
+			return k, invalid("artifact", "required")
+		}
+		return k, invalid("artifact", "has no data; set text, inline_data or file_data")
+	default:
+		return k, invalid("artifact", "must hold text, inline_data or file_data")
+	}
+}
+
+func validateLoadArtifact(r *servicev1.LoadArtifactRequest) (store.SessionKey, error) {
+	k, err := sessionKey(r)
+	if err != nil {
+		return k, err
+	}
+	if err := checkFilename(r.GetFilename()); err != nil {
+		return k, err
+	}
+	if r.GetVersion() < 0 {
+		return k, invalid("version", "must not be negative; 0 loads the latest")
+	}
+	return k, nil
+}
+
+func validateListArtifacts(r *servicev1.ListArtifactsRequest) (store.SessionKey, error) {
+	k, err := sessionKey(r)
+	if err != nil {
+		return k, err
+	}
+	return k, checkPageSize(r.GetPageSize())
+}
+
+func validateListArtifactVersions(r *servicev1.ListArtifactVersionsRequest) (store.SessionKey, error) {
+	k, err := sessionKey(r)
+	if err != nil {
+		return k, err
+	}
+	if err := checkFilename(r.GetFilename()); err != nil {
+		return k, err
+	}
+	return k, checkPageSize(r.GetPageSize())
+}
+
+func validateDeleteArtifact(r *servicev1.DeleteArtifactRequest) (store.SessionKey, error) {
+	k, err := sessionKey(r)
+	if err != nil {
+		return k, err
+	}
+	return k, checkFilename(r.GetFilename())
+}
+
+func validateRunRequest(r *servicev1.RunRequest) (store.SessionKey, error) {
+	k, err := sessionKey(r)
+	if err != nil {
+		return k, err
+	}
+	if r.GetNewMessage() == nil {
+		return k, invalid("new_message", "required")
+	}
+	if err := checkContent("new_message", r.GetNewMessage(), true); err != nil {
+		return k, err
+	}
+	if r.GetRunConfig().GetMaxLlmCalls() < 0 {
+		return k, invalid("run_config.max_llm_calls", "must not be negative")
+	}
+	return k, nil
+}
+
+// checkContent checks that every part of c carries data; when needParts is
+// set, c must have at least one part.
+func checkContent(field string, c *agentrunnerv1.Content, needParts bool) error {
+	if needParts && len(c.GetParts()) == 0 {
+		return invalid(field+".parts", "at least one part is required")
+	}
+	for i, p := range c.GetParts() {
+		if p.GetData() == nil {
+			return invalid(fmt.Sprintf("%s.parts[%d]", field, i), "has no data; set text, inline_data, file_data, function_call or function_response")
+		}
+	}
+	return nil
+}
