@@ -13,8 +13,8 @@ import (
 	"sync"
 	"testing"
 
-	agentrunnerv1 "github.com/agentrunner/agentrunner/gen/go/agentrunner/v1"
 	servicev1 "github.com/agentrunner/agentrunner/gen/go/agentrunner/service/v1"
+	agentrunnerv1 "github.com/agentrunner/agentrunner/gen/go/agentrunner/v1"
 	"github.com/agentrunner/agentrunner/runner"
 	"github.com/agentrunner/agentrunner/store/boltstore"
 	"google.golang.org/genproto/googleapis/rpc/errdetails"

@@ -6,8 +6,8 @@ import (
 	"slices"
 	"strings"
 
-	agentrunnerv1 "github.com/agentrunner/agentrunner/gen/go/agentrunner/v1"
 	servicev1 "github.com/agentrunner/agentrunner/gen/go/agentrunner/service/v1"
+	agentrunnerv1 "github.com/agentrunner/agentrunner/gen/go/agentrunner/v1"
 	"github.com/agentrunner/agentrunner/runner"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"

@@ -4,8 +4,8 @@ import (
 	"fmt"
 	"unicode/utf8"
 
-	agentrunnerv1 "github.com/agentrunner/agentrunner/gen/go/agentrunner/v1"
 	servicev1 "github.com/agentrunner/agentrunner/gen/go/agentrunner/service/v1"
+	agentrunnerv1 "github.com/agentrunner/agentrunner/gen/go/agentrunner/v1"
 	"github.com/agentrunner/agentrunner/store"
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc/codes"
