@@ -1,0 +1,92 @@
+// Command agentrunner runs AI agents inside persistent conversation
+// sessions and serves them over gRPC.
+//
+//	agentrunner serve                  # the service, on 127.0.0.1:50051
+//	agentrunner chat                   # talk to an app from the terminal
+//	agentrunner sessions list|show|delete
+//	agentrunner bench                  # load benchmark
+//
+// Run `agentrunner help` or `agentrunner <command> -h` for the flags.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/agentrunner/agentrunner/cmd/agentrunner/internal/bench"
+	"github.com/agentrunner/agentrunner/cmd/agentrunner/internal/chat"
+)
+
+func main() {
+	err := run(context.Background(), os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
+	os.Exit(exitCode(err, os.Stderr))
+}
+
+// exitCode reports err and turns it into the process's exit status: 0 for
+// success and for -h, 2 for a command line that cannot work, 1 otherwise.
+func exitCode(err error, stderr io.Writer) int {
+	var usage usageError
+	switch {
+	case err == nil, errors.Is(err, flag.ErrHelp):
+		return 0
+	case errors.As(err, &usage):
+		fmt.Fprintf(stderr, "agentrunner: %v\n", err)
+		return 2
+	default:
+		fmt.Fprintf(stderr, "agentrunner: %v\n", err)
+		return 1
+	}
+}
+
+// usageError is a command line that cannot work as given.
+type usageError struct{ msg string }
+
+func (e usageError) Error() string { return e.msg }
+
+func usagef(format string, args ...any) error { return usageError{fmt.Sprintf(format, args...)} }
+
+const usage = `agentrunner runs AI agents inside persistent conversation sessions and
+serves them over gRPC.
+
+Usage:
+  agentrunner serve [flags]                 run the gRPC service
+  agentrunner chat [flags]                  talk to an app from the terminal
+  agentrunner sessions list|show|delete     inspect stored sessions
+  agentrunner bench [flags]                 load benchmark of a local server
+  agentrunner help [command]                this text, or a command's flags
+
+Run "agentrunner <command> -h" for a command's flags.
+`
+
+// run is main without the process: tests call it directly. args exclude the
+// program name. It returns when the command is done; for serve, when ctx is
+// cancelled or a SIGINT/SIGTERM arrives and the server has shut down.
+func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, usage)
+		return usagef("no command given")
+	}
+	cmd, rest := args[0], args[1:]
+	switch cmd {
+	case "serve":
+		return serve(ctx, rest, stderr)
+	case "chat":
+		return chat.Main(ctx, rest, stdin, stdout, stderr)
+	case "sessions":
+		return chat.Sessions(ctx, rest, stdout, stderr)
+	case "bench":
+		return bench.Main(ctx, rest, stdout, stderr)
+	case "help", "-h", "-help", "--help":
+		if len(rest) > 0 && rest[0] != "help" {
+			return run(ctx, []string{rest[0], "-h"}, stdin, stdout, stderr)
+		}
+		fmt.Fprint(stdout, usage)
+		return nil
+	}
+	fmt.Fprint(stderr, usage)
+	return usagef("unknown command %q", cmd)
+}

@@ -1,0 +1,249 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"flag"
+	"io"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	servicev1 "github.com/agentrunner/agentrunner/gen/go/agentrunner/service/v1"
+	"github.com/agentrunner/agentrunner/server"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+)
+
+// addrLine matches the log line serve writes once it is listening.
+var addrLine = regexp.MustCompile(`msg=serving addr=(\S+)`)
+
+// logWatcher reads a server's log stream, remembers every line and hands
+// out the bound address once it appears.
+type logWatcher struct {
+	addr chan string
+	mu   sync.Mutex
+	text strings.Builder
+	done chan struct{}
+}
+
+func watchLogs(r io.Reader) *logWatcher {
+	w := &logWatcher{addr: make(chan string, 1), done: make(chan struct{})}
+	go func() {
+		defer close(w.done)
+		sc := bufio.NewScanner(r)
+		sent := false
+		for sc.Scan() {
+			w.mu.Lock()
+			w.text.WriteString(sc.Text() + "\n")
+			w.mu.Unlock()
+			if m := addrLine.FindStringSubmatch(sc.Text()); m != nil && !sent {
+				w.addr <- m[1]
+				sent = true
+			}
+		}
+		// Keep draining after an error, so the writer never blocks.
+		io.Copy(io.Discard, r)
+	}()
+	return w
+}
+
+func (w *logWatcher) String() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.text.String()
+}
+
+// waitAddr returns the bound address, failing if it does not appear within
+// a bound or if the server ends first.
+func (w *logWatcher) waitAddr(t *testing.T, exited <-chan error) string {
+	t.Helper()
+	select {
+	case a := <-w.addr:
+		return a
+	case err := <-exited:
+		t.Fatalf("server exited before serving: %v\n%s", err, w)
+	case <-time.After(60 * time.Second):
+		t.Fatalf("no address logged within 60s:\n%s", w)
+	}
+	return ""
+}
+
+func dial(t *testing.T, addr string) *grpc.ClientConn {
+	t.Helper()
+	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	return conn
+}
+
+func checkServing(t *testing.T, conn *grpc.ClientConn) {
+	t.Helper()
+	hc := healthpb.NewHealthClient(conn)
+	for _, svc := range append([]string{""}, server.ServiceNames()...) {
+		resp, err := hc.Check(t.Context(), &healthpb.HealthCheckRequest{Service: svc})
+		if err != nil || resp.GetStatus() != healthpb.HealthCheckResponse_SERVING {
+			t.Fatalf("health of %q = %v, %v; want SERVING", svc, resp, err)
+		}
+	}
+}
+
+// startRun runs `serve args...` in-process and returns the bound address and
+// a channel with run's result.
+func startRun(t *testing.T, ctx context.Context, args ...string) (string, <-chan error, *logWatcher) {
+	t.Helper()
+	pr, pw := io.Pipe()
+	logs := watchLogs(pr)
+	exited := make(chan error, 1)
+	go func() {
+		err := run(ctx, append([]string{"serve"}, args...), strings.NewReader(""), io.Discard, pw)
+		pw.Close()
+		exited <- err
+	}()
+	return logs.waitAddr(t, exited), exited, logs
+}
+
+func TestServe(t *testing.T) {
+	data := filepath.Join(t.TempDir(), "sub", "dir", "agentrunner.db")
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	addr, exited, logs := startRun(t, ctx, "--addr", "127.0.0.1:0", "--data", data)
+	if !strings.HasPrefix(addr, "127.0.0.1:") || strings.HasSuffix(addr, ":0") {
+		t.Fatalf("logged address %q is not the bound loopback port", addr)
+	}
+
+	conn := dial(t, addr)
+	checkServing(t, conn)
+	sessions := servicev1.NewSessionServiceClient(conn)
+	if _, err := sessions.CreateSession(t.Context(), &servicev1.CreateSessionRequest{AppName: "a", UserId: "u", SessionId: "s"}); err != nil {
+		t.Fatalf("CreateSession: %v", err)
+	}
+
+	cancel()
+	select {
+	case err := <-exited:
+		if err != nil {
+			t.Fatalf("run returned %v after cancellation, want nil\n%s", err, logs)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatalf("run did not return within 30s of cancellation\n%s", logs)
+	}
+	<-logs.done
+	for _, want := range []string{"shutting down", "stopped"} {
+		if !strings.Contains(logs.String(), want) {
+			t.Errorf("logs lack %q:\n%s", want, logs)
+		}
+	}
+
+	// The store was closed: a second server opens the same file at once
+	// (bbolt's file lock would make it time out otherwise) and sees the
+	// session.
+	ctx2, cancel2 := context.WithCancel(t.Context())
+	defer cancel2()
+	addr2, exited2, _ := startRun(t, ctx2, "--addr", "127.0.0.1:0", "--data", data)
+	got, err := servicev1.NewSessionServiceClient(dial(t, addr2)).GetSession(t.Context(), &servicev1.GetSessionRequest{AppName: "a", UserId: "u", SessionId: "s"})
+	if err != nil || got.GetSession().GetSessionId() != "s" {
+		t.Fatalf("GetSession after restart: %v, %v", got, err)
+	}
+	cancel2()
+	if err := <-exited2; err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestServeEnvFallbacks(t *testing.T) {
+	dir := t.TempDir()
+	t.Setenv(envData, filepath.Join(dir, "from-env.db"))
+	t.Setenv(envAddr, "127.0.0.1:0")
+	t.Setenv(envConfig, "")
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	addr, exited, _ := startRun(t, ctx)
+	checkServing(t, dial(t, addr))
+	if _, err := os.Stat(filepath.Join(dir, "from-env.db")); err != nil {
+		t.Errorf("%s was not used: %v", envData, err)
+	}
+	cancel()
+	if err := <-exited; err != nil {
+		t.Fatal(err)
+	}
+
+	// A flag wins over its variable: this address could not be bound.
+	t.Setenv(envAddr, "256.0.0.1:1")
+	ctx, cancel = context.WithCancel(t.Context())
+	defer cancel()
+	addr, exited, _ = startRun(t, ctx, "--addr", "127.0.0.1:0")
+	checkServing(t, dial(t, addr))
+	cancel()
+	if err := <-exited; err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestServeCommandLineErrors(t *testing.T) {
+	dir := t.TempDir()
+	tests := []struct {
+		name string
+		args []string
+		env  map[string]string
+		want string
+		code int
+	}{
+		{"config flag unsupported", []string{"serve", "--config", "apps.yaml"}, nil, "not supported yet", 2},
+		{"config env unsupported", []string{"serve"}, map[string]string{envConfig: "apps.yaml"}, envConfig, 2},
+		{"bad duration", []string{"serve", "--max-run", "soon"}, nil, "invalid value", 2},
+		{"stray argument", []string{"serve", "now"}, nil, "no arguments", 2},
+		{"unknown command", []string{"serv"}, nil, `unknown command "serv"`, 2},
+		{"no command", nil, nil, "no command", 2},
+		{"unbindable address", []string{"serve", "--addr", "256.0.0.1:1", "--data", filepath.Join(dir, "x.db")}, nil, "listen", 1},
+		{"data is a directory", []string{"serve", "--addr", "127.0.0.1:0", "--data", dir}, nil, "open data file", 1},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Setenv(envConfig, "")
+			for k, v := range tc.env {
+				t.Setenv(k, v)
+			}
+			var stderr strings.Builder
+			err := run(t.Context(), tc.args, strings.NewReader(""), io.Discard, &stderr)
+			if err == nil {
+				t.Fatal("run succeeded")
+			}
+			if !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("error %q does not mention %q", err, tc.want)
+			}
+			if code := exitCode(err, io.Discard); code != tc.code {
+				t.Errorf("exit code = %d, want %d", code, tc.code)
+			}
+		})
+	}
+}
+
+func TestHelp(t *testing.T) {
+	var stderr strings.Builder
+	err := run(t.Context(), []string{"serve", "-h"}, nil, io.Discard, &stderr)
+	if !errors.Is(err, flag.ErrHelp) || exitCode(err, io.Discard) != 0 {
+		t.Fatalf("serve -h = %v", err)
+	}
+	for _, want := range []string{envAddr, envData, envConfig, defaultAddr, defaultData, "-shutdown-grace"} {
+		if !strings.Contains(stderr.String(), want) {
+			t.Errorf("serve -h does not mention %q:\n%s", want, stderr.String())
+		}
+	}
+	var stdout strings.Builder
+	if err := run(t.Context(), []string{"help"}, nil, &stdout, io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(stdout.String(), "agentrunner serve") {
+		t.Errorf("help output:\n%s", stdout.String())
+	}
+}
+

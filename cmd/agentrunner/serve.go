@@ -1,0 +1,160 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"syscall"
+	"time"
+
+	"github.com/agentrunner/agentrunner/server"
+	"github.com/agentrunner/agentrunner/store/boltstore"
+	bolterrors "go.etcd.io/bbolt/errors"
+)
+
+// Environment variables that stand in for serve's flags. The names are a
+// contract: docs and deployment scripts use them.
+const (
+	envAddr   = "AGENTRUNNER_ADDR"
+	envData   = "AGENTRUNNER_DATA"
+	envConfig = "AGENTRUNNER_CONFIG"
+)
+
+const (
+	defaultAddr = "127.0.0.1:50051"
+	// defaultData is relative to the working directory, so that the first
+	// command of the README keeps its data next to the checkout, where the
+	// user can see and delete it.
+	defaultData = "agentrunner.db"
+)
+
+const serveUsage = `Usage: agentrunner serve [flags]
+
+Serves SessionService, ArtifactService and RunnerService over gRPC, with
+health checking and reflection, storing sessions, events and artifacts in a
+bbolt file. Flags fall back to environment variables; a flag on the command
+line wins. SIGINT or SIGTERM shuts down gracefully: health turns NOT_SERVING,
+in-flight calls get --shutdown-grace to finish, and the data file is closed
+last.
+
+Flags:
+`
+
+// serveFlags are the settings of serve.
+type serveFlags struct {
+	addr, data, config string
+	maxRun, grace      time.Duration
+}
+
+func parseServeFlags(args []string, stderr io.Writer) (serveFlags, error) {
+	var f serveFlags
+	fs := flag.NewFlagSet("agentrunner serve", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprint(fs.Output(), serveUsage)
+		fs.PrintDefaults()
+	}
+	fs.StringVar(&f.addr, "addr", defaultAddr, "`host:port` to listen on; port 0 picks a free port (env "+envAddr+")")
+	fs.StringVar(&f.data, "data", defaultData, "bbolt data `file`, created if missing, relative to the working directory (env "+envData+")")
+	fs.StringVar(&f.config, "config", "", "apps `file`; not supported yet: leave unset (env "+envConfig+")")
+	fs.DurationVar(&f.maxRun, "max-run", 15*time.Minute, "longest a single Run may take; 0 means no limit")
+	fs.DurationVar(&f.grace, "shutdown-grace", 10*time.Second, "how long in-flight calls may finish at shutdown before they are cancelled")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return f, err
+		}
+		return f, usageError{err.Error()}
+	}
+	if fs.NArg() > 0 {
+		return f, usagef("serve takes no arguments, got %q", fs.Args())
+	}
+	// Environment fallbacks, for the flags not given on the command line.
+	set := map[string]bool{}
+	fs.Visit(func(fl *flag.Flag) { set[fl.Name] = true })
+	for name, env := range map[string]string{"addr": envAddr, "data": envData, "config": envConfig} {
+		if v := os.Getenv(env); v != "" && !set[name] {
+			if err := fs.Set(name, v); err != nil {
+				return f, usagef("%s: %v", env, err)
+			}
+		}
+	}
+	if f.config != "" {
+		return f, usagef("--config (or %s) %q: apps files are not supported yet; unset it", envConfig, f.config)
+	}
+	return f, nil
+}
+
+// serve runs the service until ctx is cancelled or a signal arrives.
+func serve(ctx context.Context, args []string, stderr io.Writer) (err error) {
+	f, err := parseServeFlags(args, stderr)
+	if err != nil {
+		return err
+	}
+	log := slog.New(slog.NewTextHandler(stderr, nil))
+
+	ctx, stopSignals := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	defer stopSignals()
+
+	if dir := filepath.Dir(f.data); dir != "." {
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			return fmt.Errorf("create data directory: %w", err)
+		}
+	}
+	st, err := boltstore.Open(f.data, boltstore.Options{Logger: log})
+	if errors.Is(err, bolterrors.ErrTimeout) {
+		return fmt.Errorf("open data file: %w (is another agentrunner serving from %s?)", err, f.data)
+	} else if err != nil {
+		return fmt.Errorf("open data file: %w", err)
+	}
+	// Deferred first, so it runs last: after the gRPC server has stopped
+	// and no handler can touch the store.
+	defer func() {
+		if cerr := st.Close(); cerr != nil {
+			err = errors.Join(err, fmt.Errorf("close data file: %w", cerr))
+		}
+	}()
+
+	lis, err := net.Listen("tcp", f.addr)
+	if err != nil {
+		return fmt.Errorf("listen: %w", err)
+	}
+	srv := server.NewGRPCServer(server.New(server.Config{
+		Store:          st,
+		Apps:           nil, // TODO(runner): serve runner/demo by default once it lands.
+		Logger:         log,
+		MaxRunDuration: f.maxRun,
+	}))
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(lis) }()
+	// The bound address, not the flag: with port 0 this is how callers
+	// (and tests) learn the port.
+	log.Info("serving", "addr", lis.Addr().String(), "data", f.data)
+
+	select {
+	case err := <-served:
+		// The listener failed; nothing is serving. Stop the rest.
+		_ = srv.Shutdown(context.Background())
+		return fmt.Errorf("serve: %w", err)
+	case <-ctx.Done():
+	}
+	// A second Ctrl-C now kills the process the default way.
+	stopSignals()
+	log.Info("shutting down", "grace", f.grace)
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), f.grace)
+	defer cancel()
+	if err := srv.Shutdown(sctx); err != nil {
+		log.Warn("grace period over; cancelled the calls still in flight", "err", err)
+	}
+	if err := <-served; err != nil {
+		return fmt.Errorf("serve: %w", err)
+	}
+	log.Info("stopped")
+	return nil
+}
