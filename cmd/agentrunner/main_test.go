@@ -246,4 +246,3 @@ func TestHelp(t *testing.T) {
 		t.Errorf("help output:\n%s", stdout.String())
 	}
 }
-
