@@ -1,0 +1,120 @@
+#!/usr/bin/env bash
+# .ci/walkthrough.sh: runs the grpcurl walkthrough of README.md as written,
+# against the built binary, and checks each command's output.
+#
+# The README is the script. Between <!-- walkthrough:begin --> and
+# <!-- walkthrough:end -->, every ```sh block is one grpcurl command; the
+# HTML comments just above it say what to check:
+#   <!-- expect: TEXT -->      TEXT must appear in the command's output
+#   <!-- expect-exit: N -->    the exit status (default 0; grpcurl exits
+#                              64+code on an RPC error, e.g. 69 NotFound)
+# The commands address 127.0.0.1:50051 as a reader's would; here the server
+# listens on a free loopback port and the address is rewritten. The whole
+# walkthrough runs twice against the same data file, because a reader may
+# run it twice too.
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+
+readme_addr=127.0.0.1:50051
+work=$(mktemp -d)
+server_pid=
+cleanup() {
+  if [[ -n $server_pid ]] && kill -0 "$server_pid" 2>/dev/null; then
+    kill -KILL "$server_pid" 2>/dev/null || true
+  fi
+  rm -rf "$work"
+}
+trap cleanup EXIT
+
+# grpcurl cannot be a go tool next to buf (TOOLCHAIN.md), so it is installed
+# into the repo's .tmp/bin, pinned, whatever else is on PATH.
+export GOBIN="$PWD/.tmp/bin"
+export PATH="$GOBIN:$PATH"
+go install github.com/fullstorydev/grpcurl/cmd/grpcurl@v1.9.4
+
+# Extract the steps.
+awk -v dir="$work" '
+  /<!-- walkthrough:begin -->/ { on = 1; next }
+  /<!-- walkthrough:end -->/   { on = 0; next }
+  !on { next }
+  fence && /^```/ { fence = 0; close(f); next }
+  fence { print > f; next }
+  /^<!-- expect: .* -->$/ {
+    s = $0; sub(/^<!-- expect: /, "", s); sub(/ -->$/, "", s)
+    expects = expects s "\n"; next
+  }
+  /^<!-- expect-exit: [0-9]+ -->$/ { code = $3; next }
+  /^```sh$/ {
+    n++; base = sprintf("%s/step%02d", dir, n); f = base ".sh"; fence = 1
+    printf "%s", expects > (base ".expect"); close(base ".expect")
+    print (code == "" ? 0 : code) > (base ".exit"); close(base ".exit")
+    expects = ""; code = ""
+    next
+  }
+' README.md
+steps=("$work"/step*.sh)
+if [[ ! -e ${steps[0]} ]]; then
+  echo "walkthrough: no steps found in README.md" >&2
+  exit 1
+fi
+
+# Start the server.
+go build -o "$work/agentrunner" ./cmd/agentrunner
+AGENTRUNNER_CONFIG= "$work/agentrunner" serve --addr 127.0.0.1:0 --data "$work/agentrunner.db" 2>"$work/server.log" &
+server_pid=$!
+addr=
+for _ in $(seq 300); do
+  addr=$(sed -n 's/.*msg=serving addr=\([^ ]*\).*/\1/p' "$work/server.log")
+  [[ -n $addr ]] && break
+  kill -0 "$server_pid" 2>/dev/null || { cat "$work/server.log" >&2; echo "walkthrough: server exited" >&2; exit 1; }
+  sleep 0.1 # polling a child process's log for its first line
+done
+if [[ -z $addr ]]; then
+  cat "$work/server.log" >&2
+  echo "walkthrough: server did not log its address within 30s" >&2
+  exit 1
+fi
+
+failed=0
+for round in 1 2; do
+  for s in "${steps[@]}"; do
+    base=${s%.sh}
+    cmd=$(<"$s")
+    if [[ $cmd != grpcurl* ]]; then
+      echo "walkthrough: $(basename "$s"): a walkthrough block must be one grpcurl command, got: $cmd" >&2
+      exit 1
+    fi
+    cmd=${cmd//$readme_addr/$addr}
+    want_exit=$(<"$base.exit")
+    set +e
+    out=$(eval "$cmd" 2>&1)
+    got_exit=$?
+    set -e
+    problems=()
+    [[ $got_exit == "$want_exit" ]] || problems+=("exit status $got_exit, want $want_exit")
+    while IFS= read -r want; do
+      [[ -z $want || $out == *"$want"* ]] || problems+=("output lacks: $want")
+    done <"$base.expect"
+    if ((${#problems[@]})); then
+      failed=1
+      printf 'FAIL round %d %s\n$ %s\n%s\n' "$round" "$(basename "$s")" "$cmd" "$out" >&2
+      printf '  %s\n' "${problems[@]}" >&2
+    else
+      printf 'ok   round %d %s: %s\n' "$round" "$(basename "$s")" "$(head -c 100 <<<"${cmd//$'\n'/ }")"
+    fi
+  done
+done
+
+# A graceful stop exits 0.
+kill -TERM "$server_pid"
+if ! wait "$server_pid"; then
+  echo "walkthrough: server exited non-zero after SIGTERM" >&2
+  failed=1
+fi
+server_pid=
+if ((failed)); then
+  echo "--- server log" >&2
+  cat "$work/server.log" >&2
+  exit 1
+fi
+echo "walkthrough: ${#steps[@]} README commands passed, twice"

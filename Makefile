@@ -1,0 +1,55 @@
+# The checks live in .ci/run, which CI runs and which needs only bash, Go and
+# git; these targets are shortcuts to its steps.
+SHELL := bash
+.SHELLFLAGS := -eu -o pipefail -c
+.DELETE_ON_ERROR:
+.DEFAULT_GOAL := help
+MAKEFLAGS += --no-builtin-rules
+
+BUF := go tool -modfile=tools.mod buf
+
+.PHONY: help
+help: ## Describe the targets
+	@grep -hE '^[a-zA-Z_-]+:.*?## .*$$' $(MAKEFILE_LIST) | \
+		awk 'BEGIN {FS = ":.*?## "}; {printf "%-16s %s\n", $$1, $$2}'
+
+.PHONY: build
+build: ## Build .tmp/bin/agentrunner
+	go build -o .tmp/bin/agentrunner ./cmd/agentrunner
+
+.PHONY: serve
+serve: ## Run the service on 127.0.0.1:50051 with ./agentrunner.db
+	go run ./cmd/agentrunner serve
+
+.PHONY: generate
+generate: ## Regenerate gen/ from proto/
+	$(BUF) generate
+
+.PHONY: check-generate
+check-generate: ## Fail if gen/ is not what buf generate makes
+	bash .ci/run generate
+
+.PHONY: lint
+lint: ## gofmt, go vet, import direction, buf lint and buf format
+	bash .ci/run gofmt vet deps lint
+
+.PHONY: format
+format: ## gofmt and buf format the sources in place
+	git ls-files '*.go' | grep -v '^gen/' | xargs gofmt -w
+	$(BUF) format -w
+
+.PHONY: breaking
+breaking: ## buf breaking against the previous main (BREAKING_AGAINST=<ref> to choose)
+	bash .ci/run breaking
+
+.PHONY: test
+test: ## go test -race ./...
+	bash .ci/run test
+
+.PHONY: walkthrough
+walkthrough: ## Run the README's grpcurl walkthrough against the built binary
+	bash .ci/run walkthrough
+
+.PHONY: ci
+ci: ## Everything CI runs
+	bash .ci/run
