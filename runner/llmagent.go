@@ -6,12 +6,12 @@ import (
 	"fmt"
 	"iter"
 	"regexp"
+	"slices"
 	"strings"
 
 	agentrunnerv1 "github.com/agentrunner/agentrunner/gen/go/agentrunner/v1"
 	"github.com/agentrunner/agentrunner/runner/model"
 	"github.com/agentrunner/agentrunner/store"
-	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/structpb"
 )
@@ -48,13 +48,29 @@ type LLMConfig struct {
 	// DisallowTransferToPeers keeps the agent from transferring to its
 	// siblings.
 	DisallowTransferToPeers bool
-	// OutputKey, when set, stores the text of the agent's final answer in
-	// state under this key.
-	OutputKey            string
+	// OutputKey, when set, stores the text of the agent's final answer (an
+	// answer without function calls) in state under this key.
+	OutputKey string
+	// IncludeContents selects the history sent to the model: the whole
+	// conversation visible in the agent's branch (UNSPECIFIED, DEFAULT), or
+	// only the current turn (NONE): from the latest message of the user or
+	// of another agent on, with this agent's tool calls since.
+	IncludeContents agentrunnerv1.IncludeContents
+	// Tools the model may call, with unique names. transfer_to_agent is
+	// added automatically when the agent has somewhere to transfer to (its
+	// sub-agents; its parent and peers when the parent is an LLM agent and
+	// the flags above allow), and cannot be listed here.
+	Tools                []Tool
 	BeforeAgentCallbacks []BeforeAgentCallback
 	AfterAgentCallbacks  []AfterAgentCallback
 	BeforeModelCallbacks []BeforeModelCallback
 	AfterModelCallbacks  []AfterModelCallback
+	// BeforeToolCallbacks run in order before each tool call; the first
+	// that returns a result or an error replaces the call.
+	BeforeToolCallbacks []BeforeToolCallback
+	// AfterToolCallbacks run in order after each tool call; the first that
+	// returns a result or an error replaces the call's outcome.
+	AfterToolCallbacks []AfterToolCallback
 }
 
 // llmAgent holds what only LLM agents have.
@@ -65,21 +81,51 @@ type llmAgent struct {
 	disallowTransferToParent bool
 	disallowTransferToPeers  bool
 	outputKey                string
+	includeContents          agentrunnerv1.IncludeContents
+	tools                    []Tool
 	beforeModel              []BeforeModelCallback
 	afterModel               []AfterModelCallback
+	beforeTool               []BeforeToolCallback
+	afterTool                []AfterToolCallback
 }
 
 // NewLLMAgent returns an agent that answers with a language model.
 //
-// Each turn builds a request from the session history visible in the
-// agent's branch: the user's and this agent's turns as they are, other
-// agents' turns rephrased as context ("[name] said: ..."). It calls the
-// model (streaming partial events when the run asks for SSE), and yields the
-// answer as one complete event. Every call counts against the run's
-// max_llm_calls.
+// Each step builds a request from the session history visible in the
+// agent's branch (see LLMConfig.IncludeContents): the user's and this
+// agent's turns as they are, other agents' turns rephrased as context
+// ("For context: [name] said: ..."), each function call followed by its
+// responses. It calls the model, streaming partial events when the run asks
+// for SSE, and yields the answer as one complete event. When the answer
+// calls functions, the agent runs the tools (concurrently when there are
+// several), yields their responses in one event, and takes another step.
+// The turn ends with an answer without calls, a transfer, a long-running
+// call, or tools that skip summarization. Every model call counts against
+// the run's max_llm_calls.
+//
+// A model error is delivered as an *AgentError naming the model and ends
+// the agent's turn; an answer the model refused or cut short is an event
+// with error_code and error_message.
 func NewLLMAgent(cfg LLMConfig) (Agent, error) {
 	if cfg.Model == nil {
 		return nil, fmt.Errorf("llm agent %q: Model is required", cfg.Name)
+	}
+	if _, ok := agentrunnerv1.IncludeContents_name[int32(cfg.IncludeContents)]; !ok {
+		return nil, fmt.Errorf("llm agent %q: unknown IncludeContents %d", cfg.Name, cfg.IncludeContents)
+	}
+	seen := map[string]bool{}
+	for i, t := range cfg.Tools {
+		switch {
+		case t == nil:
+			return nil, fmt.Errorf("llm agent %q: tool %d is nil", cfg.Name, i)
+		case t.Name() == "":
+			return nil, fmt.Errorf("llm agent %q: tool %d has no name", cfg.Name, i)
+		case t.Name() == ToolTransferToAgent:
+			return nil, fmt.Errorf("llm agent %q: tool name %q is reserved: the tool is added automatically when the agent has transfer targets", cfg.Name, t.Name())
+		case seen[t.Name()]:
+			return nil, fmt.Errorf("llm agent %q: duplicate tool name %q", cfg.Name, t.Name())
+		}
+		seen[t.Name()] = true
 	}
 	b := &agentBase{
 		name:        cfg.Name,
@@ -94,8 +140,12 @@ func NewLLMAgent(cfg LLMConfig) (Agent, error) {
 			disallowTransferToParent: cfg.DisallowTransferToParent,
 			disallowTransferToPeers:  cfg.DisallowTransferToPeers,
 			outputKey:                cfg.OutputKey,
+			includeContents:          cfg.IncludeContents,
+			tools:                    slices.Clone(cfg.Tools),
 			beforeModel:              cfg.BeforeModelCallbacks,
 			afterModel:               cfg.AfterModelCallbacks,
+			beforeTool:               cfg.BeforeToolCallbacks,
+			afterTool:                cfg.AfterToolCallbacks,
 		},
 	}
 	if err := b.adopt(cfg.SubAgents); err != nil {
@@ -105,45 +155,86 @@ func NewLLMAgent(cfg LLMConfig) (Agent, error) {
 	return b, nil
 }
 
-// run is the LLM agent's flow: steps until one produces a final answer.
-// Today a step is one model call; tools (a function-call answer is executed
-// and its result fed back with another step) and transfer_to_agent slot in
-// after the call.
+// run is the LLM agent's flow: a model call, then the tools it asks for,
+// and again, until the model answers without calls or the turn otherwise
+// ends.
 func (l *llmAgent) run(ctx InvocationContext) iter.Seq2[*agentrunnerv1.Event, error] {
 	return func(yield func(*agentrunnerv1.Event, error) bool) {
 		ictx := ctx.internal()
-		for !ctx.Ended() {
-			final, ok := l.step(ictx, yield)
-			if !ok || !l.needsAnotherStep(final) {
+		for !ctx.Ended() && ctx.Err() == nil {
+			tools := l.toolsFor(ictx)
+			ev, ok := l.step(ictx, tools, yield)
+			if !ok {
 				return
+			}
+			calls := functionCalls(ev.GetContent())
+			if len(calls) == 0 || ev.GetErrorCode() != "" {
+				return // a final answer, or one cut short: no tools to run
+			}
+			resp := l.callTools(ictx, tools, calls)
+			if resp != nil && !yield(resp, nil) {
+				return
+			}
+			a := resp.GetActions()
+			switch {
+			case a.GetTransferToAgent() != "":
+				return // the runner runs the target once this agent ends
+			case len(ev.GetLongRunningToolIds()) > 0:
+				return // the client answers the long-running calls in a later run
+			case a.GetSkipSummarization():
+				return // the tools' results are the answer
 			}
 		}
 	}
 }
 
-// needsAnotherStep reports whether the turn goes on after final. Function
-// calls with no tool to run are answered by the client on a later turn (the
-// runner routes the function response back to this agent), so for now the
-// turn always ends; tool execution will yield the function responses and
-// return true here.
-func (l *llmAgent) needsAnotherStep(final *agentrunnerv1.Event) bool {
-	return false
+// toolSet is what the model may call in one step.
+type toolSet struct {
+	list   []Tool
+	byName map[string]Tool
+	// transferInstruction, when not empty, lists the transfer targets.
+	transferInstruction string
+}
+
+// toolsFor returns the agent's tools for a step, with transfer_to_agent
+// when the agent has somewhere to transfer to in the runner's tree. The
+// targets come from the tree the runner serves, not from the agent's own
+// parent link, so that they are always agents the runner can find.
+func (l *llmAgent) toolsFor(ctx *invocationContext) toolSet {
+	ts := toolSet{list: slices.Clone(l.tools), byName: make(map[string]Tool, len(l.tools)+1)}
+	var t *tree
+	if ctx.inv.r != nil {
+		t = ctx.inv.r.tree
+	}
+	if targets := transferTargets(t, ctx.agent); len(targets) > 0 {
+		var parent Agent
+		if t != nil {
+			parent = t.parent[ctx.agent.Name()]
+		}
+		ts.list = append(ts.list, &transferTool{targets: targets})
+		ts.transferInstruction = transferInstruction(ctx.agent, targets, parent)
+	}
+	for _, tool := range ts.list {
+		ts.byName[tool.Name()] = tool
+	}
+	return ts
 }
 
 // step makes one model call and yields its events. It returns the complete
 // event, or ok false when the sequence must stop.
-func (l *llmAgent) step(ctx *invocationContext, yield func(*agentrunnerv1.Event, error) bool) (final *agentrunnerv1.Event, ok bool) {
+func (l *llmAgent) step(ctx *invocationContext, tools toolSet, yield func(*agentrunnerv1.Event, error) bool) (final *agentrunnerv1.Event, ok bool) {
 	fail := func(err error) (*agentrunnerv1.Event, bool) {
 		yield(nil, err)
 		return nil, false
 	}
-	req, err := l.request(ctx)
+	// Model callbacks' and request processors' state changes land in the
+	// event of this call.
+	cc := ctx.callbackContext()
+	req, err := l.request(ctx, cc, tools)
 	if err != nil {
 		return fail(err)
 	}
 
-	// Model callbacks' state changes land in the event of this call.
-	cc := ctx.callbackContext()
 	var resp *model.Response
 	for _, cb := range l.beforeModel {
 		if resp, err = cb(cc, req); err != nil {
@@ -161,13 +252,16 @@ func (l *llmAgent) step(ctx *invocationContext, yield func(*agentrunnerv1.Event,
 		stream := ctx.inv.config.GetStreamingMode() == agentrunnerv1.StreamingMode_STREAMING_MODE_SSE
 		for r, err := range l.model.Generate(ctx, req, stream) {
 			if err != nil {
+				// Whatever the model reports (an API error with its HTTP
+				// status, a transport error) is delivered in-band, naming
+				// the model, so the caller knows which one failed.
 				return fail(fmt.Errorf("model %s: %w", l.model.Name(), err))
 			}
 			if r == nil {
 				continue
 			}
 			if r.Partial {
-				if !yield(responseEvent(ctx, r), nil) {
+				if stream && !yield(responseEvent(ctx, r), nil) {
 					return nil, false
 				}
 				continue
@@ -194,8 +288,9 @@ func (l *llmAgent) step(ctx *invocationContext, yield func(*agentrunnerv1.Event,
 	}
 
 	ev := responseEvent(ctx, resp)
+	prepareCalls(ctx, tools, ev)
 	cc.pending.flushInto(ev)
-	if l.outputKey != "" && ev.ErrorCode == "" {
+	if l.outputKey != "" && ev.ErrorCode == "" && len(functionCalls(ev.Content)) == 0 {
 		if text := textOf(ev.Content); text != "" {
 			if ev.Actions == nil {
 				ev.Actions = &agentrunnerv1.EventActions{}
@@ -210,6 +305,32 @@ func (l *llmAgent) step(ctx *invocationContext, yield func(*agentrunnerv1.Event,
 		return nil, false
 	}
 	return ev, true
+}
+
+// prepareCalls gives every function call of ev an id (models need not
+// assign one, and the function response, as well as the runner's routing of
+// a response that arrives in a later run, refer to it) and lists the
+// long-running ones.
+func prepareCalls(ctx *invocationContext, tools toolSet, ev *agentrunnerv1.Event) {
+	for _, fc := range functionCalls(ev.GetContent()) {
+		if fc.Id == "" {
+			fc.Id = "call-" + ctx.inv.r.newID()
+		}
+		if t, ok := tools.byName[fc.GetName()]; ok && t.IsLongRunning() {
+			ev.LongRunningToolIds = append(ev.LongRunningToolIds, fc.Id)
+		}
+	}
+}
+
+// functionCalls returns the function calls of c, in order.
+func functionCalls(c *agentrunnerv1.Content) []*agentrunnerv1.FunctionCall {
+	var out []*agentrunnerv1.FunctionCall
+	for _, p := range c.GetParts() {
+		if fc := p.GetFunctionCall(); fc != nil {
+			out = append(out, fc)
+		}
+	}
+	return out
 }
 
 // responseEvent turns a model response into an event of the agent.
@@ -240,74 +361,42 @@ func responseEvent(ctx *invocationContext, r *model.Response) *agentrunnerv1.Eve
 	return ev
 }
 
-// request builds the model request from the instruction and the history.
-func (l *llmAgent) request(ctx *invocationContext) (*model.Request, error) {
+// request builds the model request: the instruction (with the transfer
+// targets), the history, the tools' declarations, then whatever the tools
+// add. Request processors run with cc, so that their state changes land in
+// the event of the call.
+func (l *llmAgent) request(ctx, cc *invocationContext, tools toolSet) (*model.Request, error) {
 	instr, err := renderInstruction(l.instruction, ctx.State())
 	if err != nil {
 		return nil, err
 	}
-	return &model.Request{
+	if tools.transferInstruction != "" {
+		instr = joinInstruction(instr, tools.transferInstruction)
+	}
+	events := ctx.inv.eventsIn(ctx.branch)
+	if l.includeContents == agentrunnerv1.IncludeContents_INCLUDE_CONTENTS_NONE {
+		events = currentTurn(ctx.agent.Name(), events)
+	}
+	req := &model.Request{
 		SystemInstruction: instr,
-		Contents:          historyContents(ctx.agent.Name(), ctx.inv.eventsIn(ctx.branch)),
+		Contents:          historyContents(ctx.agent.Name(), events),
 		Config:            l.genConfig,
-	}, nil
-}
-
-// historyContents returns the conversation as the agent named self sees it:
-// user turns and its own turns as they are, other agents' turns as context
-// the user relays. Partial events, events without content and thoughts of
-// other agents are left out.
-func historyContents(self string, events []*agentrunnerv1.Event) []*agentrunnerv1.Content {
-	out := make([]*agentrunnerv1.Content, 0, len(events))
-	for _, ev := range events {
-		c := ev.GetContent()
-		if ev.GetPartial() || len(c.GetParts()) == 0 {
-			continue
+	}
+	for _, t := range tools.list {
+		d := t.Declaration()
+		if d == nil {
+			d = &model.FunctionDeclaration{Name: t.Name(), Description: t.Description()}
 		}
-		if ev.GetAuthor() == self || ev.GetAuthor() == UserAuthor {
-			out = append(out, c)
-			continue
-		}
-		if oc := otherAgentContent(ev.GetAuthor(), c); oc != nil {
-			out = append(out, oc)
+		req.Tools = append(req.Tools, d)
+	}
+	for _, t := range tools.list {
+		if p, ok := t.(RequestProcessor); ok {
+			if err := p.ProcessRequest(cc, req); err != nil {
+				return nil, fmt.Errorf("tool %s: prepare request: %w", t.Name(), err)
+			}
 		}
 	}
-	return out
-}
-
-// otherAgentContent rephrases another agent's turn as user-role context.
-func otherAgentContent(author string, c *agentrunnerv1.Content) *agentrunnerv1.Content {
-	parts := []*agentrunnerv1.Part{{Data: &agentrunnerv1.Part_Text{Text: "For context:"}}}
-	for _, p := range c.GetParts() {
-		if p.GetThought() {
-			continue
-		}
-		switch d := p.GetData().(type) {
-		case *agentrunnerv1.Part_Text:
-			parts = append(parts, textPart(fmt.Sprintf("[%s] said: %s", author, d.Text)))
-		case *agentrunnerv1.Part_FunctionCall:
-			parts = append(parts, textPart(fmt.Sprintf("[%s] called tool `%s` with parameters: %s", author, d.FunctionCall.GetName(), jsonOf(d.FunctionCall.GetArgs()))))
-		case *agentrunnerv1.Part_FunctionResponse:
-			parts = append(parts, textPart(fmt.Sprintf("[%s] `%s` tool returned result: %s", author, d.FunctionResponse.GetName(), jsonOf(d.FunctionResponse.GetResponse()))))
-		default:
-			parts = append(parts, p)
-		}
-	}
-	if len(parts) == 1 {
-		return nil
-	}
-	return &agentrunnerv1.Content{Role: RoleUser, Parts: parts}
-}
-
-func jsonOf(s *structpb.Struct) string {
-	if s == nil {
-		return "{}"
-	}
-	b, err := protojson.Marshal(s)
-	if err != nil {
-		return "{}"
-	}
-	return string(b)
+	return req, nil
 }
 
 func textPart(s string) *agentrunnerv1.Part {
