@@ -15,6 +15,8 @@ import (
 	"time"
 
 	servicev1 "github.com/agentrunner/agentrunner/gen/go/agentrunner/service/v1"
+	agentrunnerv1 "github.com/agentrunner/agentrunner/gen/go/agentrunner/v1"
+	"github.com/agentrunner/agentrunner/runner/demo"
 	"github.com/agentrunner/agentrunner/server"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
@@ -127,6 +129,19 @@ func TestServe(t *testing.T) {
 		t.Fatalf("CreateSession: %v", err)
 	}
 
+	// The demo app is served by default, and runs.
+	runnerClient := servicev1.NewRunnerServiceClient(conn)
+	apps, err := runnerClient.ListApps(t.Context(), &servicev1.ListAppsRequest{})
+	if err != nil || len(apps.GetApps()) != 1 || apps.GetApps()[0].GetName() != demo.Name {
+		t.Fatalf("ListApps = %v, %v; want the demo app", apps, err)
+	}
+	if _, err := sessions.CreateSession(t.Context(), &servicev1.CreateSessionRequest{AppName: demo.Name, UserId: "u", SessionId: "s"}); err != nil {
+		t.Fatalf("CreateSession: %v", err)
+	}
+	if n := countRun(t, runnerClient, demo.Name, "hello"); n < 5 {
+		t.Errorf("the demo run streamed %d events", n)
+	}
+
 	cancel()
 	select {
 	case err := <-exited:
@@ -155,6 +170,69 @@ func TestServe(t *testing.T) {
 	}
 	cancel2()
 	if err := <-exited2; err != nil {
+		t.Fatal(err)
+	}
+}
+
+// countRun runs msg on session u/s of app and returns how many events
+// the stream carried, failing on an in-band or final error.
+func countRun(t *testing.T, c servicev1.RunnerServiceClient, app, msg string) int {
+	t.Helper()
+	stream, err := c.Run(t.Context(), &servicev1.RunRequest{AppName: app, UserId: "u", SessionId: "s",
+		NewMessage: &agentrunnerv1.Content{Parts: []*agentrunnerv1.Part{{Data: &agentrunnerv1.Part_Text{Text: msg}}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for {
+		resp, err := stream.Recv()
+		if errors.Is(err, io.EOF) {
+			return n
+		}
+		if err != nil {
+			t.Fatalf("Run: %v", err)
+		}
+		if resp.GetError() != nil {
+			t.Fatalf("Run: in-band error %v", resp.GetError())
+		}
+		n++
+	}
+}
+
+// testConfig is an apps file with one LLM app on the offline model.
+const testConfig = `apps:
+  - name: helpdesk
+    description: Answers questions.
+    root_agent:
+      name: answer
+      llm:
+        model: offline
+        instruction: Answer briefly.
+`
+
+func TestServeConfig(t *testing.T) {
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "apps.yaml")
+	if err := os.WriteFile(cfg, []byte(testConfig), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	addr, exited, _ := startRun(t, ctx, "--addr", "127.0.0.1:0", "--data", filepath.Join(dir, "a.db"), "--config", cfg)
+	conn := dial(t, addr)
+	rc := servicev1.NewRunnerServiceClient(conn)
+	apps, err := rc.ListApps(t.Context(), &servicev1.ListAppsRequest{})
+	if err != nil || len(apps.GetApps()) != 1 || apps.GetApps()[0].GetName() != "helpdesk" {
+		t.Fatalf("ListApps = %v, %v; want only helpdesk", apps, err)
+	}
+	if _, err := servicev1.NewSessionServiceClient(conn).CreateSession(t.Context(), &servicev1.CreateSessionRequest{AppName: "helpdesk", UserId: "u", SessionId: "s"}); err != nil {
+		t.Fatal(err)
+	}
+	if n := countRun(t, rc, "helpdesk", "hi"); n != 1 {
+		t.Errorf("helpdesk run streamed %d events, want 1 answer", n)
+	}
+	cancel()
+	if err := <-exited; err != nil {
 		t.Fatal(err)
 	}
 }
@@ -190,6 +268,10 @@ func TestServeEnvFallbacks(t *testing.T) {
 
 func TestServeCommandLineErrors(t *testing.T) {
 	dir := t.TempDir()
+	badConfig := filepath.Join(dir, "bad.yaml")
+	if err := os.WriteFile(badConfig, []byte(strings.ReplaceAll(testConfig, "model: offline", "modle: offline")), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	tests := []struct {
 		name string
 		args []string
@@ -197,8 +279,8 @@ func TestServeCommandLineErrors(t *testing.T) {
 		want string
 		code int
 	}{
-		{"config flag unsupported", []string{"serve", "--config", "apps.yaml"}, nil, "not supported yet", 2},
-		{"config env unsupported", []string{"serve"}, map[string]string{envConfig: "apps.yaml"}, envConfig, 2},
+		{"missing apps file", []string{"serve", "--config", filepath.Join(dir, "none.yaml"), "--data", filepath.Join(dir, "y.db")}, nil, "none.yaml", 1},
+		{"apps file from env", []string{"serve", "--data", filepath.Join(dir, "z.db")}, map[string]string{envConfig: badConfig}, "bad.yaml:7", 1},
 		{"bad duration", []string{"serve", "--max-run", "soon"}, nil, "invalid value", 2},
 		{"stray argument", []string{"serve", "now"}, nil, "no arguments", 2},
 		{"unknown command", []string{"serv"}, nil, `unknown command "serv"`, 2},
@@ -233,7 +315,7 @@ func TestHelp(t *testing.T) {
 	if !errors.Is(err, flag.ErrHelp) || exitCode(err, io.Discard) != 0 {
 		t.Fatalf("serve -h = %v", err)
 	}
-	for _, want := range []string{envAddr, envData, envConfig, defaultAddr, defaultData, "-shutdown-grace"} {
+	for _, want := range []string{envAddr, envData, envConfig, defaultAddr, defaultData, "-shutdown-grace", "demo app"} {
 		if !strings.Contains(stderr.String(), want) {
 			t.Errorf("serve -h does not mention %q:\n%s", want, stderr.String())
 		}

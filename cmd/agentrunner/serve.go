@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"time"
 
@@ -63,7 +64,7 @@ func parseServeFlags(args []string, stderr io.Writer) (serveFlags, error) {
 	}
 	fs.StringVar(&f.addr, "addr", defaultAddr, "`host:port` to listen on; port 0 picks a free port (env "+envAddr+")")
 	fs.StringVar(&f.data, "data", defaultData, "bbolt data `file`, created if missing, relative to the working directory (env "+envData+")")
-	fs.StringVar(&f.config, "config", "", "apps `file`; not supported yet: leave unset (env "+envConfig+")")
+	fs.StringVar(&f.config, "config", "", "apps `file` (YAML or JSON, schema agentrunner.v1.AppsConfig); without one the built-in demo app is served (env "+envConfig+")")
 	fs.DurationVar(&f.maxRun, "max-run", 15*time.Minute, "longest a single Run may take; 0 means no limit")
 	fs.DurationVar(&f.grace, "shutdown-grace", 10*time.Second, "how long in-flight calls may finish at shutdown before they are cancelled")
 	if err := fs.Parse(args); err != nil {
@@ -84,9 +85,6 @@ func parseServeFlags(args []string, stderr io.Writer) (serveFlags, error) {
 				return f, usagef("%s: %v", env, err)
 			}
 		}
-	}
-	if f.config != "" {
-		return f, usagef("--config (or %s) %q: apps files are not supported yet; unset it", envConfig, f.config)
 	}
 	return f, nil
 }
@@ -121,13 +119,22 @@ func serve(ctx context.Context, args []string, stderr io.Writer) (err error) {
 		}
 	}()
 
+	apps, err := loadApps(ctx, f.config, st, log)
+	if err != nil {
+		return err
+	}
+	var names []string
+	for _, a := range apps.List() {
+		names = append(names, a.GetName())
+	}
+
 	lis, err := net.Listen("tcp", f.addr)
 	if err != nil {
 		return fmt.Errorf("listen: %w", err)
 	}
 	srv := server.NewGRPCServer(server.New(server.Config{
 		Store:          st,
-		Apps:           nil, // TODO(runner): serve runner/demo by default once it lands.
+		Apps:           server.RunnerApps(apps),
 		Logger:         log,
 		MaxRunDuration: f.maxRun,
 	}))
@@ -135,7 +142,7 @@ func serve(ctx context.Context, args []string, stderr io.Writer) (err error) {
 	go func() { served <- srv.Serve(lis) }()
 	// The bound address, not the flag: with port 0 this is how callers
 	// (and tests) learn the port.
-	log.Info("serving", "addr", lis.Addr().String(), "data", f.data)
+	log.Info("serving", "addr", lis.Addr().String(), "data", f.data, "apps", strings.Join(names, ","))
 
 	select {
 	case err := <-served:

@@ -1,0 +1,66 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"strings"
+
+	"github.com/agentrunner/agentrunner/runner"
+	"github.com/agentrunner/agentrunner/runner/appconfig"
+	"github.com/agentrunner/agentrunner/runner/demo"
+	"github.com/agentrunner/agentrunner/runner/model"
+	"github.com/agentrunner/agentrunner/runner/model/gemini"
+	"github.com/agentrunner/agentrunner/runner/model/offline"
+	"github.com/agentrunner/agentrunner/store/boltstore"
+)
+
+// loadApps builds the apps serve hosts: those of the apps file when one is
+// given, else the built-in demo app, so that a fresh server has something
+// to run. An apps file that does not load or build fails the start, with
+// the file, line and path of the problem.
+func loadApps(ctx context.Context, configPath string, st *boltstore.Store, log *slog.Logger) (*runner.Apps, error) {
+	reg := runner.NewApps(runner.AppsConfig{
+		Store:  st,
+		Memory: runner.NewStoreMemory(st),
+		Logger: log,
+	})
+	var apps []runner.App
+	if configPath == "" {
+		apps = []runner.App{demo.App()}
+	} else {
+		cfg, err := appconfig.LoadFile(configPath)
+		if err != nil {
+			return nil, err
+		}
+		apps, err = appconfig.Build(ctx, cfg, modelFactory(log))
+		if err != nil {
+			return nil, fmt.Errorf("apps file %s: %w", configPath, err)
+		}
+	}
+	for _, app := range apps {
+		if _, err := reg.Register(app); err != nil {
+			return nil, err
+		}
+	}
+	return reg, nil
+}
+
+// modelFactory resolves the model names of an apps file. "offline" (or
+// "offline:<name>") is the deterministic offline model. Any other name is a
+// Gemini model when the environment holds Gemini credentials; without them
+// the offline model stands in, named "offline:<name>" and answering
+// "offline model: ...", so nobody mistakes it for the real one, and the
+// start is logged as a warning.
+func modelFactory(log *slog.Logger) appconfig.ModelFactory {
+	return func(ctx context.Context, name string) (model.Model, error) {
+		if name == offline.DefaultName || strings.HasPrefix(name, offline.DefaultName+":") {
+			return offline.New(offline.Config{Name: name}), nil
+		}
+		if !gemini.CredentialsFromEnv() {
+			log.Warn("no Gemini credentials in the environment (GOOGLE_API_KEY, GEMINI_API_KEY or Vertex AI); the offline model answers instead", "model", name)
+			return offline.New(offline.Config{Name: name}), nil
+		}
+		return gemini.New(ctx, name)
+	}
+}
