@@ -69,6 +69,10 @@ func (b *builder) agent(ctx context.Context, a *agentrunnerv1.AgentConfig, path 
 		if k.Llm.Temperature != nil || k.Llm.GetMaxOutputTokens() > 0 {
 			gc = &model.GenerateConfig{Temperature: k.Llm.Temperature, MaxOutputTokens: k.Llm.GetMaxOutputTokens()}
 		}
+		tools, terr := builtinTools(k.Llm.GetTools(), path+".llm.tools")
+		if terr != nil {
+			return nil, terr
+		}
 		ag, err = runner.NewLLMAgent(runner.LLMConfig{
 			Name:                     a.GetName(),
 			Description:              a.GetDescription(),
@@ -79,6 +83,8 @@ func (b *builder) agent(ctx context.Context, a *agentrunnerv1.AgentConfig, path 
 			DisallowTransferToParent: k.Llm.GetDisallowTransferToParent(),
 			DisallowTransferToPeers:  k.Llm.GetDisallowTransferToPeers(),
 			OutputKey:                k.Llm.GetOutputKey(),
+			IncludeContents:          k.Llm.GetIncludeContents(),
+			Tools:                    tools,
 		})
 	case *agentrunnerv1.AgentConfig_Sequential:
 		ag, err = runner.NewSequential(runner.WorkflowConfig{Name: a.GetName(), Description: a.GetDescription(), SubAgents: subs})
@@ -93,4 +99,24 @@ func (b *builder) agent(ctx context.Context, a *agentrunnerv1.AgentConfig, path 
 		return nil, &Error{Path: path, Msg: err.Error()}
 	}
 	return ag, nil
+}
+
+// builtinTools returns a fresh instance of each named built-in tool; every
+// agent gets its own. transfer_to_agent is skipped: the agent adds it by
+// itself whenever it has somewhere to transfer to.
+func builtinTools(names []string, path string) ([]runner.Tool, error) {
+	var tools []runner.Tool
+	seen := map[string]bool{}
+	for i, name := range names {
+		if name == runner.ToolTransferToAgent || seen[name] {
+			continue
+		}
+		seen[name] = true
+		t, ok := runner.BuiltinTool(name)
+		if !ok {
+			return nil, &Error{Path: fmt.Sprintf("%s[%d]", path, i), Msg: fmt.Sprintf("unknown tool %q", name)}
+		}
+		tools = append(tools, t)
+	}
+	return tools, nil
 }
