@@ -791,8 +791,10 @@ func TestLLMAgentsOnGemini(t *testing.T) {
 			},
 		},
 		{
-			name:    "model HTTP 500",
-			root:    func(t *testing.T, m model.Model) runner.Agent { return llmAgent(t, runner.LLMConfig{Name: "root", Model: m}) },
+			name: "model HTTP 500",
+			root: func(t *testing.T, m model.Model) runner.Agent {
+				return llmAgent(t, runner.LLMConfig{Name: "root", Model: m})
+			},
 			replies: []reply{httpError(http.StatusInternalServerError, "INTERNAL", "backend exploded")},
 			runs: []e2eRun{{msg: says("hi"), want: []string{
 				`error: agent root: model gemini-2.5-flash: gemini model "gemini-2.5-flash": HTTP 500 INTERNAL: backend exploded`,
@@ -805,8 +807,10 @@ func TestLLMAgentsOnGemini(t *testing.T) {
 			},
 		},
 		{
-			name:    "model HTTP 429",
-			root:    func(t *testing.T, m model.Model) runner.Agent { return llmAgent(t, runner.LLMConfig{Name: "root", Model: m}) },
+			name: "model HTTP 429",
+			root: func(t *testing.T, m model.Model) runner.Agent {
+				return llmAgent(t, runner.LLMConfig{Name: "root", Model: m})
+			},
 			replies: []reply{httpError(http.StatusTooManyRequests, "RESOURCE_EXHAUSTED", "quota exceeded")},
 			runs: []e2eRun{
 				{msg: says("hi"), want: []string{`error: HTTP 429 RESOURCE_EXHAUSTED: quota exceeded`}},
@@ -819,8 +823,10 @@ func TestLLMAgentsOnGemini(t *testing.T) {
 			},
 		},
 		{
-			name:    "an answer cut short is an event with its error code",
-			root:    func(t *testing.T, m model.Model) runner.Agent { return llmAgent(t, runner.LLMConfig{Name: "root", Model: m}) },
+			name: "an answer cut short is an event with its error code",
+			root: func(t *testing.T, m model.Model) runner.Agent {
+				return llmAgent(t, runner.LLMConfig{Name: "root", Model: m})
+			},
 			replies: []reply{answerWith("MAX_TOKENS", say("The answer is"))},
 			runs:    []e2eRun{{msg: says("hi"), want: []string{"root: The answer is [MAX_TOKENS]"}}},
 		},
