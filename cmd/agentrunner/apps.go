@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	_ "embed"
 	"fmt"
 	"log/slog"
 	"strings"
@@ -15,9 +16,15 @@ import (
 	"github.com/agentrunner/agentrunner/store/boltstore"
 )
 
+// defaultApps is the apps file used without --config: an LLM agent tree
+// that runs on the offline model when no Gemini credentials are set.
+//
+//go:embed default_apps.yaml
+var defaultApps []byte
+
 // loadApps builds the apps serve hosts: those of the apps file when one is
-// given, else the built-in demo app, so that a fresh server has something
-// to run. An apps file that does not load or build fails the start, with
+// given, else the default apps file plus the built-in demo app, so that a
+// fresh server has something to run. An apps file that does not load or build fails the start, with
 // the file, line and path of the problem.
 func loadApps(ctx context.Context, configPath string, st *boltstore.Store, log *slog.Logger) (*runner.Apps, error) {
 	reg := runner.NewApps(runner.AppsConfig{
@@ -27,7 +34,14 @@ func loadApps(ctx context.Context, configPath string, st *boltstore.Store, log *
 	})
 	var apps []runner.App
 	if configPath == "" {
-		apps = []runner.App{demo.App()}
+		cfg, err := appconfig.Parse("default_apps.yaml", defaultApps)
+		if err != nil {
+			return nil, err
+		}
+		if apps, err = appconfig.Build(ctx, cfg, modelFactory(log)); err != nil {
+			return nil, fmt.Errorf("default apps: %w", err)
+		}
+		apps = append(apps, demo.App())
 	} else {
 		cfg, err := appconfig.LoadFile(configPath)
 		if err != nil {
@@ -54,8 +68,11 @@ func loadApps(ctx context.Context, configPath string, st *boltstore.Store, log *
 // start is logged as a warning.
 func modelFactory(log *slog.Logger) appconfig.ModelFactory {
 	return func(ctx context.Context, name string) (model.Model, error) {
-		if name == offline.DefaultName || strings.HasPrefix(name, offline.DefaultName+":") {
-			return offline.New(offline.Config{Name: name}), nil
+		if name == offline.DefaultName {
+			return offline.New(offline.Config{}), nil
+		}
+		if n, ok := strings.CutPrefix(name, offline.DefaultName+":"); ok {
+			return offline.New(offline.Config{Name: n}), nil
 		}
 		if !gemini.CredentialsFromEnv() {
 			log.Warn("no Gemini credentials in the environment (GOOGLE_API_KEY, GEMINI_API_KEY or Vertex AI); the offline model answers instead", "model", name)

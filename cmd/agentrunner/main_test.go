@@ -114,6 +114,10 @@ func startRun(t *testing.T, ctx context.Context, args ...string) (string, <-chan
 }
 
 func TestServe(t *testing.T) {
+	// The default apps must not reach a real model from a developer's shell.
+	for _, k := range []string{"GOOGLE_API_KEY", "GEMINI_API_KEY", "GOOGLE_GENAI_USE_VERTEXAI", "GOOGLE_GENAI_USE_ENTERPRISE"} {
+		t.Setenv(k, "")
+	}
 	data := filepath.Join(t.TempDir(), "sub", "dir", "agentrunner.db")
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
@@ -129,11 +133,22 @@ func TestServe(t *testing.T) {
 		t.Fatalf("CreateSession: %v", err)
 	}
 
-	// The demo app is served by default, and runs.
+	// The demo app and the default config's LLM app are served by
+	// default, and run; without credentials the LLM app answers with the
+	// offline model.
 	runnerClient := servicev1.NewRunnerServiceClient(conn)
 	apps, err := runnerClient.ListApps(t.Context(), &servicev1.ListAppsRequest{})
-	if err != nil || len(apps.GetApps()) != 1 || apps.GetApps()[0].GetName() != demo.Name {
-		t.Fatalf("ListApps = %v, %v; want the demo app", apps, err)
+	if err != nil || len(apps.GetApps()) != 2 || apps.GetApps()[0].GetName() != demo.Name || apps.GetApps()[1].GetName() != "support" {
+		t.Fatalf("ListApps = %v, %v; want the demo and support apps", apps, err)
+	}
+	if m := apps.GetApps()[1].GetRootAgent().GetModel(); !strings.HasPrefix(m, "offline") {
+		t.Fatalf("support runs on %q without credentials; want the offline model", m)
+	}
+	if _, err := sessions.CreateSession(t.Context(), &servicev1.CreateSessionRequest{AppName: "support", UserId: "u", SessionId: "s"}); err != nil {
+		t.Fatalf("CreateSession: %v", err)
+	}
+	if n := countRun(t, runnerClient, "support", "hello"); n < 1 {
+		t.Errorf("the support run streamed %d events", n)
 	}
 	if _, err := sessions.CreateSession(t.Context(), &servicev1.CreateSessionRequest{AppName: demo.Name, UserId: "u", SessionId: "s"}); err != nil {
 		t.Fatalf("CreateSession: %v", err)
