@@ -1,10 +1,10 @@
 package runner
 
 import (
+	"encoding/json"
 	"fmt"
 
 	agentrunnerv1 "github.com/agentrunner/agentrunner/gen/go/agentrunner/v1"
-	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/types/known/structpb"
 )
 
@@ -183,11 +183,14 @@ func otherAgentContent(author string, c *agentrunnerv1.Content) *agentrunnerv1.C
 	return &agentrunnerv1.Content{Role: RoleUser, Parts: parts}
 }
 
+// jsonOf renders s as compact JSON with sorted keys. protojson is not used:
+// its output is deliberately unstable, and the model's prompt (and so its
+// cache) should not change from one build to the next.
 func jsonOf(s *structpb.Struct) string {
 	if s == nil {
 		return "{}"
 	}
-	b, err := protojson.Marshal(s)
+	b, err := json.Marshal(s.AsMap())
 	if err != nil {
 		return "{}"
 	}

@@ -797,7 +797,7 @@ func TestLLMAgentsOnGemini(t *testing.T) {
 			},
 			replies: []reply{httpError(http.StatusInternalServerError, "INTERNAL", "backend exploded")},
 			runs: []e2eRun{{msg: says("hi"), want: []string{
-				`error: agent root: model gemini-2.5-flash: gemini model "gemini-2.5-flash": HTTP 500 INTERNAL: backend exploded`,
+				`error: agent root: gemini model "gemini-2.5-flash": HTTP 500 INTERNAL: backend exploded`,
 			}}},
 			check: func(t *testing.T, h *harness, reqs []seenRequest, runs []runResult) {
 				var apiErr *gemini.APIError
@@ -813,7 +813,7 @@ func TestLLMAgentsOnGemini(t *testing.T) {
 			},
 			replies: []reply{httpError(http.StatusTooManyRequests, "RESOURCE_EXHAUSTED", "quota exceeded")},
 			runs: []e2eRun{
-				{msg: says("hi"), want: []string{`error: HTTP 429 RESOURCE_EXHAUSTED: quota exceeded`}},
+				{msg: says("hi"), want: []string{`error: agent root: gemini model "gemini-2.5-flash": HTTP 429 RESOURCE_EXHAUSTED: quota exceeded`}},
 			},
 			check: func(t *testing.T, h *harness, reqs []seenRequest, runs []runResult) {
 				var apiErr *gemini.APIError

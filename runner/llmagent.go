@@ -255,7 +255,10 @@ func (l *llmAgent) step(ctx *invocationContext, tools toolSet, yield func(*agent
 				// Whatever the model reports (an API error with its HTTP
 				// status, a transport error) is delivered in-band, naming
 				// the model, so the caller knows which one failed.
-				return fail(fmt.Errorf("model %s: %w", l.model.Name(), err))
+				if !strings.Contains(err.Error(), l.model.Name()) {
+					err = fmt.Errorf("model %s: %w", l.model.Name(), err)
+				}
+				return fail(err)
 			}
 			if r == nil {
 				continue
