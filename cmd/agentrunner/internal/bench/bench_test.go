@@ -68,7 +68,7 @@ func TestComputeRatios(t *testing.T) {
 	}
 	computeRatios(rep, Options{Limits: true})
 	want := map[string]bool{
-		"single_session_p50_vs_2fsync_plus_0.5ms":                true,  // 2.4 <= 2.5
+		"single_session_p50_vs_2commits_plus_0.5ms":              true,  // 2.4 <= 2.5
 		"persisted_events_per_sec_256_sessions_vs_batched_fsync": false, // 10000 < 0.6*25600
 		"partial_events_per_sec_vs_loopback_stream":              true,
 		"p50_latency_len_100000_vs_len_10":                       false, // 3 > 2.4
