@@ -23,6 +23,27 @@
 // produces. Keys prefixed "temp:" are visible to the rest of the invocation
 // and never stored.
 //
+// # LLM agents, tools and transfers
+//
+// An LLM agent builds each model request from the session: its own and the
+// user's turns as they are, other agents' turns as context ("For context:
+// [name] said: ..."), each function call followed by its responses. When
+// the model calls functions, the agent runs the Tools (NewFunctionTool
+// derives a tool's JSON schema from a Go argument type), concurrently when
+// there are several, yields their responses in one event, and calls the
+// model again. A tool's error or panic is returned to the model as
+// {"error": "..."}. A long-running tool's call ends the run; the client
+// answers it with a function response in a later Run, which the runner
+// routes back to the agent that made the call.
+//
+// An agent with somewhere to go gets the transfer_to_agent tool: its
+// sub-agents, and its parent and peers when its parent is an LLM agent and
+// DisallowTransferToParent and DisallowTransferToPeers allow. A transfer
+// ends the agent's turn and the runner runs the target in the same run.
+// The built-in exit_loop tool (ExitLoopTool) stops an enclosing loop agent,
+// and load_artifacts (LoadArtifactsTool) loads session artifacts into the
+// conversation.
+//
 // # Concurrency
 //
 // A Runner allows one run per session at a time; a second concurrent Run on
