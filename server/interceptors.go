@@ -33,13 +33,20 @@ func streamLogging(log *slog.Logger) grpc.StreamServerInterceptor {
 }
 
 // logRPC writes one line per call. Codes that mean the server failed are
-// errors; the rest, including the client's own mistakes, are info.
+// errors, the client's mistakes are info, and successful calls are debug:
+// at the default level a busy server logs what needs a look, not every
+// health check and append.
 func logRPC(ctx context.Context, log *slog.Logger, method string, start time.Time, err error) {
 	code := status.Code(err)
 	level := slog.LevelInfo
 	switch code {
+	case codes.OK:
+		level = slog.LevelDebug
 	case codes.Internal, codes.Unknown, codes.DataLoss, codes.Unavailable:
 		level = slog.LevelError
+	}
+	if !log.Enabled(ctx, level) {
+		return
 	}
 	log.LogAttrs(ctx, level, "rpc",
 		slog.String("method", method),

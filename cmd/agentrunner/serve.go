@@ -26,6 +26,8 @@ const (
 	envAddr   = "AGENTRUNNER_ADDR"
 	envData   = "AGENTRUNNER_DATA"
 	envConfig = "AGENTRUNNER_CONFIG"
+	// envLogLevel sets --log-level.
+	envLogLevel = "AGENTRUNNER_LOG_LEVEL"
 )
 
 const (
@@ -52,6 +54,7 @@ Flags:
 type serveFlags struct {
 	addr, data, config string
 	maxRun, grace      time.Duration
+	logLevel           slog.Level
 }
 
 func parseServeFlags(args []string, stderr io.Writer) (serveFlags, error) {
@@ -67,6 +70,7 @@ func parseServeFlags(args []string, stderr io.Writer) (serveFlags, error) {
 	fs.StringVar(&f.config, "config", "", "apps `file` (YAML or JSON, schema agentrunner.v1.AppsConfig); without one the built-in demo app is served (env "+envConfig+")")
 	fs.DurationVar(&f.maxRun, "max-run", 15*time.Minute, "longest a single Run may take; 0 means no limit")
 	fs.DurationVar(&f.grace, "shutdown-grace", 10*time.Second, "how long in-flight calls may finish at shutdown before they are cancelled")
+	fs.TextVar(&f.logLevel, "log-level", slog.LevelInfo, "`level` of the log: debug (every RPC), info, warn or error (env "+envLogLevel+")")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return f, err
@@ -79,7 +83,7 @@ func parseServeFlags(args []string, stderr io.Writer) (serveFlags, error) {
 	// Environment fallbacks, for the flags not given on the command line.
 	set := map[string]bool{}
 	fs.Visit(func(fl *flag.Flag) { set[fl.Name] = true })
-	for name, env := range map[string]string{"addr": envAddr, "data": envData, "config": envConfig} {
+	for name, env := range map[string]string{"addr": envAddr, "data": envData, "config": envConfig, "log-level": envLogLevel} {
 		if v := os.Getenv(env); v != "" && !set[name] {
 			if err := fs.Set(name, v); err != nil {
 				return f, usagef("%s: %v", env, err)
@@ -95,7 +99,7 @@ func serve(ctx context.Context, args []string, stderr io.Writer) (err error) {
 	if err != nil {
 		return err
 	}
-	log := slog.New(slog.NewTextHandler(stderr, nil))
+	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: f.logLevel}))
 
 	ctx, stopSignals := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stopSignals()
