@@ -59,6 +59,16 @@ type Config struct {
 	NewID func() string
 	// Logger receives run diagnostics; nil discards them.
 	Logger *slog.Logger
+	// HistoryEvents is how many of a session's most recent events a run
+	// loads: agent selection walks them and LLM agents build their
+	// requests from them. Zero means DefaultHistoryEvents; negative means
+	// every event, however long the session.
+	HistoryEvents int
+	// HistoryCacheEvents bounds the recent events kept in memory between
+	// runs (over all sessions), so that a run reads only what was appended
+	// since the last one. Zero means DefaultHistoryCacheEvents; negative
+	// turns the cache off.
+	HistoryCacheEvents int
 }
 
 // Runner runs one app's agent tree over its sessions. It is safe for
@@ -73,6 +83,7 @@ type Runner struct {
 	newID       func() string
 	log         *slog.Logger
 	active      activeRuns
+	history     *history
 }
 
 // New validates the agent tree and returns a Runner.
@@ -96,6 +107,7 @@ func New(cfg Config) (*Runner, error) {
 		newID:   cfg.NewID,
 		log:     cfg.Logger,
 		active:  activeRuns{runs: make(map[store.SessionKey]string)},
+		history: newHistory(cfg.HistoryEvents, cfg.HistoryCacheEvents),
 	}
 	if r.now == nil {
 		r.now = time.Now
@@ -169,7 +181,7 @@ func (r *Runner) run(ctx context.Context, req Request, yield func(*agentrunnerv1
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 
-	sess, events, err := r.store.GetSession(ctx, key, store.GetOptions{})
+	sess, events, err := r.history.load(ctx, r.store, key)
 	if err != nil {
 		return fmt.Errorf("load session: %w", err)
 	}
@@ -190,6 +202,14 @@ func (r *Runner) run(ctx context.Context, req Request, yield func(*agentrunnerv1
 	if inv.state == nil {
 		inv.state = make(map[string]*structpb.Value)
 	}
+	// However the run ends, what it stored is the next run's starting
+	// point (see history).
+	defer func() {
+		inv.mu.RLock()
+		events := inv.events
+		inv.mu.RUnlock()
+		r.history.put(key, sess, events)
+	}()
 
 	userEv, err := r.userEvent(ctx, inv, req)
 	if err != nil {
