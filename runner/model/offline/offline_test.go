@@ -470,11 +470,3 @@ func BenchmarkGenerateStream(b *testing.B) {
 		}
 	}
 }
-
-func TestCountWords(t *testing.T) {
-	for _, s := range []string{"", " ", "a", " a  b\tc\n", "héllo wörld", "x\u00a0y"} {
-		if got, want := countWords(s), len(strings.Fields(s)); got != want {
-			t.Errorf("countWords(%q) = %d, want %d", s, got, want)
-		}
-	}
-}
