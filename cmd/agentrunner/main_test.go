@@ -6,6 +6,7 @@ import (
 	"errors"
 	"flag"
 	"io"
+	"net/http"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -341,5 +342,28 @@ func TestHelp(t *testing.T) {
 	}
 	if !strings.Contains(stdout.String(), "agentrunner serve") {
 		t.Errorf("help output:\n%s", stdout.String())
+	}
+}
+
+func TestServeDebugAddr(t *testing.T) {
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	_, exited, logs := startRun(t, ctx, "--addr", "127.0.0.1:0", "--data", filepath.Join(t.TempDir(), "db"), "--debug-addr", "127.0.0.1:0")
+	m := regexp.MustCompile(`msg="debug server" addr=(\S+)`).FindStringSubmatch(logs.String())
+	if m == nil {
+		t.Fatalf("no debug server address logged:\n%s", logs)
+	}
+	resp, err := http.Get("http://" + m[1] + "/debug/pprof/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || !strings.Contains(string(body), "goroutine") {
+		t.Fatalf("GET /debug/pprof/ = %d:\n%s", resp.StatusCode, body)
+	}
+	cancel()
+	if err := <-exited; err != nil {
+		t.Fatal(err)
 	}
 }

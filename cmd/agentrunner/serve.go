@@ -8,6 +8,8 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"net/http"
+	"net/http/pprof"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -55,6 +57,7 @@ type serveFlags struct {
 	addr, data, config string
 	maxRun, grace      time.Duration
 	logLevel           slog.Level
+	debugAddr          string
 }
 
 func parseServeFlags(args []string, stderr io.Writer) (serveFlags, error) {
@@ -70,6 +73,7 @@ func parseServeFlags(args []string, stderr io.Writer) (serveFlags, error) {
 	fs.StringVar(&f.config, "config", "", "apps `file` (YAML or JSON, schema agentrunner.v1.AppsConfig); without one the built-in demo app is served (env "+envConfig+")")
 	fs.DurationVar(&f.maxRun, "max-run", 15*time.Minute, "longest a single Run may take; 0 means no limit")
 	fs.DurationVar(&f.grace, "shutdown-grace", 10*time.Second, "how long in-flight calls may finish at shutdown before they are cancelled")
+	fs.StringVar(&f.debugAddr, "debug-addr", "", "`host:port` for a debug HTTP server with /debug/pprof (off when empty; keep it on loopback)")
 	fs.TextVar(&f.logLevel, "log-level", slog.LevelInfo, "`level` of the log: debug (every RPC), info, warn or error (env "+envLogLevel+")")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -142,6 +146,13 @@ func serve(ctx context.Context, args []string, stderr io.Writer) (err error) {
 		Logger:         log,
 		MaxRunDuration: f.maxRun,
 	}))
+	if f.debugAddr != "" {
+		stopDebug, err := serveDebug(f.debugAddr, log)
+		if err != nil {
+			return err
+		}
+		defer stopDebug()
+	}
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(lis) }()
 	// The bound address, not the flag: with port 0 this is how callers
@@ -168,4 +179,23 @@ func serve(ctx context.Context, args []string, stderr io.Writer) (err error) {
 	}
 	log.Info("stopped")
 	return nil
+}
+
+// serveDebug serves the pprof handlers on addr, on their own mux so that
+// nothing else is exposed there.
+func serveDebug(addr string, log *slog.Logger) (stop func(), err error) {
+	lis, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("debug listen: %w", err)
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("/debug/pprof/", pprof.Index)
+	mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	hs := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	go func() { _ = hs.Serve(lis) }()
+	log.Info("debug server", "addr", lis.Addr().String())
+	return func() { _ = hs.Close() }, nil
 }
