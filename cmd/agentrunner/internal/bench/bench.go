@@ -160,6 +160,9 @@ func progress(w io.Writer, label string, done *atomic.Int64, total int) (stop fu
 // Run runs every scenario and returns the report; progress goes to w.
 func Run(ctx context.Context, o Options, w io.Writer) (*Report, error) {
 	rep := &Report{Started: time.Now().UTC(), Ratios: map[string]Target{}}
+	// Session ids carry the run's start, so that benching the same server
+	// (--addr) twice never collides with the sessions of the last run.
+	tag := strconv.FormatInt(rep.Started.UnixNano(), 36)
 	dir := o.DataDir
 	if dir == "" {
 		d, err := os.MkdirTemp("", "agentrunner-bench-*")
@@ -198,7 +201,7 @@ func Run(ctx context.Context, o Options, w io.Writer) (*Report, error) {
 		}
 		specs = append(specs, loadSpec{name: "16 sessions, SSE partials", sessions: 16, runs: max(1, o.Runs/2), words: o.StreamWords, streaming: "sse"})
 		for si, spec := range specs {
-			spec.sessionID = func(i int) string { return fmt.Sprintf("load-%d-%d", si, i) }
+			spec.sessionID = func(i int) string { return fmt.Sprintf("load-%s-%d-%d", tag, si, i) }
 			var created atomic.Int64
 			if err := createSessions(ctx, c, spec.sessions, spec.sessionID, &created); err != nil {
 				return err
@@ -220,13 +223,14 @@ func Run(ctx context.Context, o Options, w io.Writer) (*Report, error) {
 	for _, n := range o.Lengths {
 		var res Result
 		err := withServer(ctx, o, dir, fmt.Sprintf("len%d", n), func(c *client, srv *serverProc) error {
-			id := func(int) string { return "grown" }
+			grown := "grown-" + tag
+			id := func(int) string { return grown }
 			var done atomic.Int64
 			if err := createSessions(ctx, c, 1, id, &done); err != nil {
 				return err
 			}
 			stop := progress(w, fmt.Sprintf("growing a session to %d events", n), &done, n+1)
-			err := growSession(ctx, c, "bench-user-0", "grown", n, &done)
+			err := growSession(ctx, c, "bench-user-0", grown, n, &done)
 			stop()
 			if err != nil {
 				return err
@@ -252,7 +256,7 @@ func Run(ctx context.Context, o Options, w io.Writer) (*Report, error) {
 	if o.StoredSessions > 0 {
 		var res Result
 		err := withServer(ctx, o, dir, "stored", func(c *client, srv *serverProc) error {
-			id := func(i int) string { return fmt.Sprintf("stored-%d", i) }
+			id := func(i int) string { return fmt.Sprintf("stored-%s-%d", tag, i) }
 			var done atomic.Int64
 			stop := progress(w, fmt.Sprintf("creating %d sessions", o.StoredSessions), &done, o.StoredSessions)
 			err := createSessions(ctx, c, o.StoredSessions, id, &done)
