@@ -1,7 +1,7 @@
 // Command example is agentrunner from Go: create a session, run two
 // messages, list artifacts.
 //
-//	go run ./examples/go [-addr 127.0.0.1:50051] [-app demo]
+//	go run ./examples/go [-addr 127.0.0.1:50051] [-app demo] [-user U] [MESSAGE ...]
 package main
 
 import (
@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
 
@@ -27,7 +28,11 @@ func main() {
 	app := flag.String("app", "demo", "app to run")
 	user := flag.String("user", "go-example", "user id")
 	flag.Parse()
-	if err := run(*addr, *app, *user); err != nil {
+	messages := flag.Args()
+	if len(messages) == 0 {
+		messages = []string{"Hello! What can you do?", "Tell me more."}
+	}
+	if err := run(*addr, *app, *user, messages); err != nil {
 		if st, ok := status.FromError(err); ok {
 			fmt.Fprintf(os.Stderr, "RPC failed: %s: %s\n", st.Code(), st.Message())
 		} else {
@@ -44,7 +49,7 @@ func envOr(key, def string) string {
 	return def
 }
 
-func run(addr, app, user string) error {
+func run(addr, app, user string, messages []string) error {
 	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
 	if err != nil {
 		return err
@@ -62,13 +67,17 @@ func run(addr, app, user string) error {
 	}
 	id := created.GetSession().GetSessionId()
 	fmt.Println("session", id)
-	var authors []string
-	for _, msg := range []string{"Hello! What can you do?", "Tell me more."} {
-		last, err := send(ctx, runner, app, user, id, msg)
+	// The first author of each run is the agent the runner chose to answer.
+	var answered []string
+	for _, msg := range messages {
+		authors, err := send(ctx, runner, app, user, id, msg)
 		if err != nil {
 			return err
 		}
-		authors = append(authors, last)
+		if len(authors) == 0 {
+			authors = []string{"-"}
+		}
+		answered = append(answered, authors[0])
 	}
 	arts, err := artifacts.ListArtifacts(ctx, &servicev1.ListArtifactsRequest{AppName: app, UserId: user, SessionId: id})
 	if err != nil {
@@ -83,55 +92,65 @@ func run(addr, app, user string) error {
 	if err != nil {
 		return err
 	}
-	fmt.Printf("stored events: %d; answered by: %s\n", len(got.GetEvents()), strings.Join(authors, ", "))
+	fmt.Printf("stored events: %d; answered by: %s\n", len(got.GetEvents()), strings.Join(answered, ", "))
 	return nil
 }
 
-// send runs one message, prints the stream and returns the author of the
-// last complete event.
-func send(ctx context.Context, runner servicev1.RunnerServiceClient, app, user, session, text string) (string, error) {
+// send runs one message, prints the stream and returns the authors of the
+// complete events.
+func send(ctx context.Context, runner servicev1.RunnerServiceClient, app, user, session, text string) ([]string, error) {
 	stream, err := runner.Run(ctx, &servicev1.RunRequest{
 		AppName: app, UserId: user, SessionId: session,
 		NewMessage: &agentrunnerv1.Content{Role: "user", Parts: []*agentrunnerv1.Part{{Data: &agentrunnerv1.Part_Text{Text: text}}}},
 		RunConfig:  &agentrunnerv1.RunConfig{StreamingMode: agentrunnerv1.StreamingMode_STREAMING_MODE_SSE},
 	})
 	if err != nil {
-		return "", err
+		return nil, err
 	}
-	last, streaming := "-", false
+	var authors []string
+	streaming := false
 	for {
 		resp, err := stream.Recv()
+		if streaming && !resp.GetEvent().GetPartial() {
+			fmt.Println()
+			streaming = false
+		}
 		if errors.Is(err, io.EOF) {
-			return last, nil
+			return authors, nil
 		}
 		if err != nil {
-			return "", err
+			return nil, err
 		}
-		if e := resp.GetError(); e != nil {
-			fmt.Printf("\n[agent error %d] %s\n", e.GetCode(), e.GetMessage())
+		if e := resp.GetError(); e != nil { // an agent failed; the run goes on
+			fmt.Printf("[agent error %s] %s\n", codes.Code(e.GetCode()), e.GetMessage())
 			continue
 		}
 		ev := resp.GetEvent()
-		if ev.GetPartial() {
+		if ev.GetPartial() { // streamed text; the complete event follows
+			if !streaming {
+				fmt.Printf("%s (streaming): ", ev.GetAuthor())
+			}
 			fmt.Print(textOf(ev))
 			streaming = true
 			continue
 		}
-		if streaming {
-			fmt.Println()
-			streaming = false
+		authors = append(authors, ev.GetAuthor())
+		var shown []string
+		if t := textOf(ev); t != "" {
+			shown = append(shown, t)
 		}
-		extra := ""
 		for _, p := range ev.GetContent().GetParts() {
 			if fc := p.GetFunctionCall(); fc != nil {
-				extra += " calls " + fc.GetName()
+				shown = append(shown, "calls "+fc.GetName())
+			}
+			if fr := p.GetFunctionResponse(); fr != nil {
+				shown = append(shown, fr.GetName()+" returned")
 			}
 		}
 		if t := ev.GetActions().GetTransferToAgent(); t != "" {
-			extra += " -> transfer to " + t
+			shown = append(shown, "-> transfer to "+t)
 		}
-		fmt.Printf("#%d %s: %s%s\n", ev.GetSequence(), ev.GetAuthor(), textOf(ev), extra)
-		last = ev.GetAuthor()
+		fmt.Printf("#%d %s: %s\n", ev.GetSequence(), ev.GetAuthor(), strings.Join(shown, " "))
 	}
 }
 

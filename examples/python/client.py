@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """agentrunner from Python: create a session, run two messages, list artifacts.
 
-Usage: /usr/bin/python3 examples/python/client.py [--addr 127.0.0.1:50051] [--app demo]
+Usage: /usr/bin/python3 examples/python/client.py [--addr 127.0.0.1:50051] [--app demo] [--user U] [MESSAGE ...]
 Uses Debian's python3-grpcio and python3-protobuf, and the stubs in gen/python.
 """
 import argparse
@@ -18,36 +18,43 @@ from agentrunner.service.v1 import (  # noqa: E402
     session_service_pb2, session_service_pb2_grpc,
 )
 
+CODE_NAMES = {c.value[0]: c.name for c in grpc.StatusCode}
+
 
 def run(runner, app, user, session_id, text):
-    """Sends one message and prints the stream; returns the complete events."""
+    """Sends one message and prints the stream; returns the authors of the complete events."""
     req = runner_service_pb2.RunRequest(
         app_name=app, user_id=user, session_id=session_id,
         new_message=content_pb2.Content(role="user", parts=[content_pb2.Part(text=text)]),
         run_config=run_pb2.RunConfig(streaming_mode=run_pb2.STREAMING_MODE_SSE),
     )
-    complete = []
+    authors = []
     streaming = False
     for resp in runner.Run(req, timeout=30):
-        if resp.HasField("error"):
-            print(f"\n[agent error {resp.error.code}] {resp.error.message}")
+        if streaming and not (resp.HasField("event") and resp.event.partial):
+            print()
+            streaming = False
+        if resp.HasField("error"):  # an agent failed; the run goes on
+            print(f"[agent error {CODE_NAMES.get(resp.error.code, resp.error.code)}] {resp.error.message}")
             continue
         ev = resp.event
         text = "".join(p.text for p in ev.content.parts if p.HasField("text") and not p.thought)
-        if ev.partial:
+        if ev.partial:  # streamed text; the complete event follows
+            if not streaming:
+                print(f"{ev.author} (streaming): ", end="")
             print(text, end="", flush=True)
             streaming = True
             continue
-        if streaming:
-            print()
-            streaming = False
-        complete.append(ev)
-        calls = [p.function_call.name for p in ev.content.parts if p.HasField("function_call")]
-        extra = f" calls {calls}" if calls else ""
+        authors.append(ev.author)
+        shown = [text] if text else []
+        shown += [f"calls {p.function_call.name}" for p in ev.content.parts if p.HasField("function_call")]
+        shown += [f"{p.function_response.name} returned" for p in ev.content.parts if p.HasField("function_response")]
         if ev.actions.transfer_to_agent:
-            extra += f" -> transfer to {ev.actions.transfer_to_agent}"
-        print(f"#{ev.sequence} {ev.author}: {text}{extra}")
-    return complete
+            shown.append(f"-> transfer to {ev.actions.transfer_to_agent}")
+        print(f"#{ev.sequence} {ev.author}: {' '.join(shown)}")
+    if streaming:
+        print()
+    return authors
 
 
 def main():
@@ -55,6 +62,7 @@ def main():
     ap.add_argument("--addr", default=os.environ.get("AGENTRUNNER_ADDR", "127.0.0.1:50051"))
     ap.add_argument("--app", default="demo")
     ap.add_argument("--user", default="python-example")
+    ap.add_argument("messages", nargs="*", default=["Hello! What can you do?", "Tell me more."])
     args = ap.parse_args()
 
     with grpc.insecure_channel(args.addr) as ch:
@@ -66,15 +74,17 @@ def main():
                 session_service_pb2.CreateSessionRequest(app_name=args.app, user_id=args.user), timeout=10
             ).session
             print(f"session {sess.session_id}")
-            first = run(runner, args.app, args.user, sess.session_id, "Hello! What can you do?")
-            second = run(runner, args.app, args.user, sess.session_id, "Tell me more.")
+            # The first author of each run is the agent the runner chose to answer.
+            answered = []
+            for msg in args.messages:
+                authors = run(runner, args.app, args.user, sess.session_id, msg)
+                answered.append(authors[0] if authors else "-")
             arts = artifacts.ListArtifacts(artifact_service_pb2.ListArtifactsRequest(
                 app_name=args.app, user_id=args.user, session_id=sess.session_id), timeout=10)
-            print(f"artifacts: {[a.filename for a in arts.artifacts]}")
+            print(f"artifacts: [{', '.join(a.filename for a in arts.artifacts)}]")
             got = sessions.GetSession(session_service_pb2.GetSessionRequest(
                 app_name=args.app, user_id=args.user, session_id=sess.session_id), timeout=10)
-            print(f"stored events: {len(got.events)}; answered by: "
-                  f"{first[-1].author if first else '-'}, {second[-1].author if second else '-'}")
+            print(f"stored events: {len(got.events)}; answered by: {', '.join(answered)}")
         except grpc.RpcError as e:
             print(f"RPC failed: {e.code().name}: {e.details()}", file=sys.stderr)
             return 1

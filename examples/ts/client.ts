@@ -1,7 +1,7 @@
 // agentrunner from TypeScript (Node 20, Connect-ES over gRPC): create a
 // session, run two messages, list artifacts.
 //
-// Usage: npx tsx examples/ts/client.ts [--addr 127.0.0.1:50051] [--app demo]
+// Usage: npx tsx examples/ts/client.ts [--addr 127.0.0.1:50051] [--app demo] [--user U] [MESSAGE ...]
 import { Code, ConnectError, createClient } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
 import { SessionService } from "../../gen/ts/agentrunner/service/v1/session_service_pb.js";
@@ -10,14 +10,19 @@ import { ArtifactService } from "../../gen/ts/agentrunner/service/v1/artifact_se
 import type { Event } from "../../gen/ts/agentrunner/v1/event_pb.js";
 import { StreamingMode } from "../../gen/ts/agentrunner/v1/run_pb.js";
 
-function flag(name: string, fallback: string): string {
-  const i = process.argv.indexOf(`--${name}`);
-  return i >= 0 && i + 1 < process.argv.length ? process.argv[i + 1] : fallback;
+// Flags are --name value; the other arguments are the messages to send.
+const flags = new Map<string, string>();
+const messages: string[] = [];
+for (let i = 2; i < process.argv.length; i++) {
+  const a = process.argv[i];
+  if (a.startsWith("--") && i + 1 < process.argv.length) flags.set(a.slice(2), process.argv[++i]);
+  else messages.push(a);
 }
+const addr = flags.get("addr") ?? process.env.AGENTRUNNER_ADDR ?? "127.0.0.1:50051";
+const app = flags.get("app") ?? "demo";
+const user = flags.get("user") ?? "ts-example";
+if (messages.length === 0) messages.push("Hello! What can you do?", "Tell me more.");
 
-const addr = flag("addr", process.env.AGENTRUNNER_ADDR ?? "127.0.0.1:50051");
-const app = flag("app", "demo");
-const user = flag("user", "ts-example");
 const transport = createGrpcTransport({ baseUrl: `http://${addr}` });
 const sessions = createClient(SessionService, transport);
 const runner = createClient(RunnerService, transport);
@@ -25,14 +30,14 @@ const artifacts = createClient(ArtifactService, transport);
 
 function textOf(ev: Event): string {
   return (ev.content?.parts ?? [])
-    .filter((p) => p.data.case === "text" && !p.thought)
-    .map((p) => (p.data.case === "text" ? p.data.value : ""))
+    .map((p) => (p.data.case === "text" && !p.thought ? p.data.value : ""))
     .join("");
 }
 
-// run sends one message and prints the stream; it returns the complete events.
-async function run(sessionId: string, text: string): Promise<Event[]> {
-  const complete: Event[] = [];
+// run sends one message and prints the stream; it returns the authors of
+// the complete events.
+async function run(sessionId: string, text: string): Promise<string[]> {
+  const authors: string[] = [];
   let streaming = false;
   const stream = runner.run(
     {
@@ -45,28 +50,34 @@ async function run(sessionId: string, text: string): Promise<Event[]> {
     { timeoutMs: 30_000 },
   );
   for await (const resp of stream) {
+    const ev = resp.payload.case === "event" ? resp.payload.value : undefined;
+    if (streaming && !ev?.partial) {
+      process.stdout.write("\n");
+      streaming = false;
+    }
     if (resp.payload.case === "error") {
-      console.log(`\n[agent error ${resp.payload.value.code}] ${resp.payload.value.message}`);
+      // An agent failed; the run goes on.
+      console.log(`[agent error ${Code[resp.payload.value.code] ?? resp.payload.value.code}] ${resp.payload.value.message}`);
       continue;
     }
-    if (resp.payload.case !== "event") continue;
-    const ev = resp.payload.value;
+    if (!ev) continue;
     if (ev.partial) {
+      // Streamed text; the complete event follows.
+      if (!streaming) process.stdout.write(`${ev.author} (streaming): `);
       process.stdout.write(textOf(ev));
       streaming = true;
       continue;
     }
-    if (streaming) {
-      process.stdout.write("\n");
-      streaming = false;
-    }
-    complete.push(ev);
-    const calls = (ev.content?.parts ?? []).flatMap((p) => (p.data.case === "functionCall" ? [p.data.value.name] : []));
-    let extra = calls.length ? ` calls [${calls.join(", ")}]` : "";
-    if (ev.actions?.transferToAgent) extra += ` -> transfer to ${ev.actions.transferToAgent}`;
-    console.log(`#${ev.sequence} ${ev.author}: ${textOf(ev)}${extra}`);
+    authors.push(ev.author);
+    const parts = ev.content?.parts ?? [];
+    const shown = [textOf(ev)].filter((t) => t !== "");
+    for (const p of parts) if (p.data.case === "functionCall") shown.push(`calls ${p.data.value.name}`);
+    for (const p of parts) if (p.data.case === "functionResponse") shown.push(`${p.data.value.name} returned`);
+    if (ev.actions?.transferToAgent) shown.push(`-> transfer to ${ev.actions.transferToAgent}`);
+    console.log(`#${ev.sequence} ${ev.author}: ${shown.join(" ")}`);
   }
-  return complete;
+  if (streaming) process.stdout.write("\n");
+  return authors;
 }
 
 async function main(): Promise<number> {
@@ -74,14 +85,13 @@ async function main(): Promise<number> {
     const { session } = await sessions.createSession({ appName: app, userId: user }, { timeoutMs: 10_000 });
     if (!session) throw new Error("CreateSession returned no session");
     console.log(`session ${session.sessionId}`);
-    const first = await run(session.sessionId, "Hello! What can you do?");
-    const second = await run(session.sessionId, "Tell me more.");
+    // The first author of each run is the agent the runner chose to answer.
+    const answered: string[] = [];
+    for (const msg of messages) answered.push((await run(session.sessionId, msg))[0] ?? "-");
     const arts = await artifacts.listArtifacts({ appName: app, userId: user, sessionId: session.sessionId });
     console.log(`artifacts: [${arts.artifacts.map((a) => a.filename).join(", ")}]`);
     const got = await sessions.getSession({ appName: app, userId: user, sessionId: session.sessionId });
-    console.log(
-      `stored events: ${got.events.length}; answered by: ${first.at(-1)?.author ?? "-"}, ${second.at(-1)?.author ?? "-"}`,
-    );
+    console.log(`stored events: ${got.events.length}; answered by: ${answered.join(", ")}`);
     return 0;
   } catch (err) {
     const e = ConnectError.from(err);

@@ -92,6 +92,9 @@ func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io
 		sessions: servicev1.NewSessionServiceClient(conn),
 		runner:   servicev1.NewRunnerServiceClient(conn),
 	}
+	if err := c.checkApp(ctx, *addr); err != nil {
+		return describe(err)
+	}
 	if err := c.open(ctx, *session, *history); err != nil {
 		return describe(err)
 	}
@@ -110,7 +113,10 @@ func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io
 		case line == "/quit" || line == "/exit":
 			return nil
 		case line == "/session":
-			fmt.Fprintf(stdout, "session %s (app %s, user %s)\n", c.session, c.app, c.user)
+			fmt.Fprintf(stdout, "session %s (app %s, user %s; resume with --session %s)\n", c.session, c.app, c.user, c.session)
+			continue
+		case line == "/help":
+			fmt.Fprintln(stdout, "Type a message and press Enter. /session shows the session, /quit (or Ctrl-D) ends.")
 			continue
 		}
 		if err := c.send(ctx, line); err != nil {
@@ -132,6 +138,24 @@ type chat struct {
 	speaking, partial string // agent whose partial text is being printed
 }
 
+// checkApp fails with NotFound, naming the apps there are, when the server
+// does not host c.app: sessions of any app name can be stored, so without
+// this check a typo would only show at the first message.
+func (c *chat) checkApp(ctx context.Context, addr string) error {
+	resp, err := c.runner.ListApps(ctx, &servicev1.ListAppsRequest{})
+	if err != nil {
+		return err
+	}
+	var names []string
+	for _, a := range resp.GetApps() {
+		if a.GetName() == c.app {
+			return nil
+		}
+		names = append(names, a.GetName())
+	}
+	return status.Errorf(codes.NotFound, "app %q is not served by %s; it serves: %s", c.app, addr, strings.Join(names, ", "))
+}
+
 // open resumes the session id, or creates it (a new random one when id is
 // empty), and prints where the user is.
 func (c *chat) open(ctx context.Context, id string, history int) error {
@@ -143,6 +167,7 @@ func (c *chat) open(ctx context.Context, id string, history int) error {
 			c.session = id
 			fmt.Fprintf(c.out, "resumed session %s of app %s (%d events)\n", id, c.app, got.GetSession().GetLastSequence())
 			for _, ev := range got.GetEvents() {
+				fmt.Fprintf(c.out, "#%d ", ev.GetSequence())
 				c.printComplete(ev, false)
 			}
 			return nil
@@ -168,12 +193,20 @@ func (c *chat) send(ctx context.Context, text string) error {
 	stream, err := c.runner.Run(ctx, &servicev1.RunRequest{
 		AppName: c.app, UserId: c.user, SessionId: c.session,
 		NewMessage: &agentrunnerv1.Content{Role: "user", Parts: []*agentrunnerv1.Part{{Data: &agentrunnerv1.Part_Text{Text: text}}}},
-		RunConfig:  &agentrunnerv1.RunConfig{StreamingMode: mode},
+		// The user's event too, for its sequence number; its text is
+		// already on the screen.
+		RunConfig: &agentrunnerv1.RunConfig{StreamingMode: mode, StreamUserEvent: true},
 	})
 	if err != nil {
 		return err
 	}
-	defer c.endPartial()
+	var first, last uint64
+	defer func() {
+		c.endPartial()
+		if first > 0 {
+			fmt.Fprintf(c.out, "  (events #%d-#%d)\n", first, last)
+		}
+	}()
 	for {
 		resp, err := stream.Recv()
 		if errors.Is(err, io.EOF) {
@@ -184,12 +217,21 @@ func (c *chat) send(ctx context.Context, text string) error {
 		}
 		if e := resp.GetError(); e != nil {
 			c.endPartial()
-			fmt.Fprintf(c.out, "! error from agent: %s\n", e.GetMessage())
+			fmt.Fprintf(c.out, "! error from agent: %s: %s\n", codes.Code(e.GetCode()), e.GetMessage())
 			continue
 		}
 		ev := resp.GetEvent()
 		if ev.GetPartial() {
 			c.printPartial(ev)
+			continue
+		}
+		if seq := ev.GetSequence(); seq > 0 {
+			if first == 0 {
+				first = seq
+			}
+			last = seq
+		}
+		if ev.GetAuthor() == "user" {
 			continue
 		}
 		c.printComplete(ev, c.partial != "" && c.speaking == ev.GetAuthor())
@@ -304,6 +346,12 @@ func Sessions(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return errors.New("sessions: missing command (list, show or delete)")
 	}
 	cmd := args[0]
+	switch cmd {
+	case "list", "show", "delete":
+	default:
+		fs.Usage()
+		return fmt.Errorf("sessions: unknown command %q (want list, show or delete)", cmd)
+	}
 	if err := fs.Parse(args[1:]); err != nil {
 		return err
 	}
@@ -368,6 +416,5 @@ func Sessions(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		fmt.Fprintf(stdout, "deleted session %s\n", id)
 		return nil
 	}
-	fs.Usage()
-	return fmt.Errorf("sessions: unknown command %q (want list, show or delete)", cmd)
+	return fmt.Errorf("sessions: unknown command %q", cmd) // checked above
 }

@@ -1,0 +1,503 @@
+package chat_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"iter"
+	"log/slog"
+	"net"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/agentrunner/agentrunner/cmd/agentrunner/internal/chat"
+	"github.com/agentrunner/agentrunner/runner"
+	"github.com/agentrunner/agentrunner/runner/appconfig"
+	"github.com/agentrunner/agentrunner/runner/demo"
+	"github.com/agentrunner/agentrunner/runner/model"
+	"github.com/agentrunner/agentrunner/runner/model/offline"
+	"github.com/agentrunner/agentrunner/server"
+	"github.com/agentrunner/agentrunner/store/boltstore"
+)
+
+// appsYAML is the tree the tests talk to besides the demo app: a triage
+// agent that transfers billing questions (the offline model's "transfer"
+// behaviour), and an app whose model always fails.
+const appsYAML = `
+apps:
+  - name: support
+    root_agent:
+      name: triage
+      description: Routes the user.
+      llm: { model: gated, instruction: Route billing questions to billing. }
+      sub_agents:
+        - name: billing
+          description: Answers billing questions.
+          llm: { model: gated, instruction: You answer billing questions. }
+  - name: broken
+    root_agent:
+      name: fragile
+      llm: { model: failing, instruction: Fail. }
+`
+
+// gatedModel is the offline model, except that while the test holds its
+// gate, a streamed text answer stops after its partial chunks and before
+// its complete response: the partial text is then on the screen and the
+// complete event is not, which shows the chat streams.
+type gatedModel struct {
+	inner *offline.Model
+	mu    sync.Mutex
+	gate  chan struct{} // nil: open
+}
+
+// hold closes the gate until the returned release is called.
+func (m *gatedModel) hold() (release func()) {
+	ch := make(chan struct{})
+	m.mu.Lock()
+	m.gate = ch
+	m.mu.Unlock()
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			m.mu.Lock()
+			m.gate = nil
+			m.mu.Unlock()
+			close(ch)
+		})
+	}
+}
+
+func (m *gatedModel) Name() string { return m.inner.Name() }
+
+func (m *gatedModel) Generate(ctx context.Context, req *model.Request, stream bool) iter.Seq2[*model.Response, error] {
+	return func(yield func(*model.Response, error) bool) {
+		streamed := false
+		for resp, err := range m.inner.Generate(ctx, req, stream) {
+			if err == nil && resp.Partial {
+				streamed = true
+			}
+			if err == nil && streamed && !resp.Partial {
+				m.mu.Lock()
+				gate := m.gate
+				m.mu.Unlock()
+				if gate != nil {
+					select {
+					case <-gate:
+					case <-ctx.Done():
+						yield(nil, ctx.Err())
+						return
+					}
+				}
+			}
+			if !yield(resp, err) {
+				return
+			}
+		}
+	}
+}
+
+type failingModel struct{}
+
+func (failingModel) Name() string { return "failing" }
+
+func (failingModel) Generate(context.Context, *model.Request, bool) iter.Seq2[*model.Response, error] {
+	return func(yield func(*model.Response, error) bool) {
+		yield(nil, errors.New("the model is down"))
+	}
+}
+
+// startServer serves the demo app and appsYAML's apps over real gRPC on a
+// loopback port, with a bbolt store in a temporary directory.
+func startServer(t *testing.T) (addr string, gated *gatedModel) {
+	t.Helper()
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	st, err := boltstore.Open(filepath.Join(t.TempDir(), "chat.db"), boltstore.Options{Logger: log, NoSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	gated = &gatedModel{inner: offline.New(offline.Config{Name: "gated"})}
+	cfg, err := appconfig.Parse("apps.yaml", []byte(appsYAML))
+	if err != nil {
+		t.Fatal(err)
+	}
+	built, err := appconfig.Build(t.Context(), cfg, func(_ context.Context, name string) (model.Model, error) {
+		if name == "failing" {
+			return failingModel{}, nil
+		}
+		return gated, nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	apps := runner.NewApps(runner.AppsConfig{Store: st, Memory: runner.NewStoreMemory(st), Logger: log})
+	for _, app := range append(built, demo.App()) {
+		if _, err := apps.Register(app); err != nil {
+			t.Fatal(err)
+		}
+	}
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := server.NewGRPCServer(server.New(server.Config{Store: st, Apps: server.RunnerApps(apps), Logger: log}))
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(lis) }()
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if err := srv.Shutdown(ctx); err != nil {
+			t.Errorf("shutdown: %v", err)
+		}
+		if err := <-served; err != nil {
+			t.Errorf("serve: %v", err)
+		}
+		if err := st.Close(); err != nil {
+			t.Errorf("close store: %v", err)
+		}
+	})
+	return lis.Addr().String(), gated
+}
+
+// syncBuffer is an output the client writes while the test reads it.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.String()
+}
+
+// session is one run of `agentrunner chat`, typed into through a pipe.
+type session struct {
+	t        *testing.T
+	in       *io.PipeWriter
+	out, err *syncBuffer
+	done     chan error
+	result   error
+	ended    bool
+}
+
+func startChat(t *testing.T, args ...string) *session {
+	t.Helper()
+	r, w := io.Pipe()
+	s := &session{t: t, in: w, out: &syncBuffer{}, err: &syncBuffer{}, done: make(chan error, 1)}
+	go func() {
+		err := chat.Main(t.Context(), args, r, s.out, s.err)
+		r.CloseWithError(errors.New("chat ended")) // unblock a pending type
+		s.done <- err
+	}()
+	t.Cleanup(func() {
+		w.Close()
+		if !s.ended {
+			s.wait()
+		}
+	})
+	return s
+}
+
+// typeLine sends one line, as a person pressing Enter.
+func (s *session) typeLine(line string) {
+	s.t.Helper()
+	if _, err := io.WriteString(s.in, line+"\n"); err != nil {
+		s.t.Fatalf("typing %q: %v\noutput:\n%s", line, err, s.out)
+	}
+}
+
+const waitFor = 20 * time.Second
+
+// expect waits until the output matches every pattern (regexps), failing
+// after a bound.
+func (s *session) expect(patterns ...string) {
+	s.t.Helper()
+	res := make([]*regexp.Regexp, len(patterns))
+	for i, p := range patterns {
+		res[i] = regexp.MustCompile(p)
+	}
+	deadline := time.Now().Add(waitFor)
+	for {
+		out := s.out.String()
+		var missing []string
+		for _, re := range res {
+			if !re.MatchString(out) {
+				missing = append(missing, re.String())
+			}
+		}
+		if len(missing) == 0 {
+			return
+		}
+		select {
+		case err := <-s.done:
+			s.done <- err
+			s.t.Fatalf("chat ended (%v) before the output matched %q\noutput:\n%s\nstderr:\n%s", err, missing, out, s.err)
+		default:
+		}
+		if time.Now().After(deadline) {
+			s.t.Fatalf("output did not match %q within %v\noutput:\n%s\nstderr:\n%s", missing, waitFor, out, s.err)
+		}
+		time.Sleep(5 * time.Millisecond) // polling another goroutine's output
+	}
+}
+
+// wait returns what Main returned, failing if it does not return in time.
+func (s *session) wait() error {
+	s.t.Helper()
+	if s.ended {
+		return s.result
+	}
+	select {
+	case err := <-s.done:
+		s.ended, s.result = true, err
+		return err
+	case <-time.After(waitFor):
+		s.t.Fatalf("chat did not end within %v\noutput:\n%s", waitFor, s.out)
+		return nil
+	}
+}
+
+func TestChatStreamsTransfersAndResumes(t *testing.T) {
+	addr, gated := startServer(t)
+
+	c := startChat(t, "--addr", addr, "--app", "support", "--user", "ann", "--session", "s1")
+	c.expect(`new session s1 of app support \(resume with --session s1\)\n`, `you> $`)
+
+	// The triage agent transfers; billing's answer streams in partial
+	// chunks under its name before its complete event arrives.
+	release := gated.hold()
+	defer release()
+	c.typeLine("I have a billing question")
+	c.expect(
+		`  -> triage calls transfer_to_agent\(\{"agent_name":"billing"\}\)\n`,
+		`  => triage transfers to billing\n`,
+		`\[billing\] offline model: you said: I have a billing question$`,
+	)
+	if out := c.out.String(); strings.Contains(out, "(events #") {
+		t.Fatalf("the run ended before the model's complete response was released:\n%s", out)
+	}
+	release()
+	c.expect(`\[billing\] offline model: you said: I have a billing question\n  \(events #1-#4\)\nyou> $`)
+	if n := strings.Count(c.out.String(), "offline model: you said: I have a billing question"); n != 1 {
+		t.Errorf("the streamed answer was printed %d times, want once:\n%s", n, c.out)
+	}
+
+	c.typeLine("/session")
+	c.expect(`session s1 \(app support, user ann; resume with --session s1\)\n`)
+	c.typeLine("/quit")
+	if err := c.wait(); err != nil {
+		t.Fatalf("chat after /quit: %v", err)
+	}
+
+	// A new client resumes the session: the history, with its sequence
+	// numbers, then billing (the last to answer) answers directly and the
+	// new events continue the numbering.
+	c = startChat(t, "--addr", addr, "--app", "support", "--user", "ann", "--session", "s1")
+	c.expect(
+		`resumed session s1 of app support \(4 events\)\n`,
+		`#1 you> I have a billing question\n`,
+		`#2   -> triage calls transfer_to_agent`,
+		`  => triage transfers to billing\n`,
+		`#4 \[billing\] offline model: you said: I have a billing question\n`,
+		`you> $`,
+	)
+	c.typeLine("and another question")
+	c.expect(`you> \[billing\] offline model: you said: and another question\n  \(events #5-#6\)\nyou> $`)
+	if n := strings.Count(c.out.String(), "transfers to"); n != 1 {
+		t.Errorf("resumed run transferred again (%d transfer lines):\n%s", n, c.out)
+	}
+	c.in.Close() // Ctrl-D
+	if err := c.wait(); err != nil {
+		t.Fatalf("chat after end of input: %v", err)
+	}
+
+	// The store agrees.
+	var out, errOut syncBuffer
+	if err := chat.Sessions(t.Context(), []string{"show", "--addr", addr, "--app", "support", "--user", "ann", "s1"}, &out, &errOut); err != nil {
+		t.Fatalf("sessions show: %v\n%s", err, &errOut)
+	}
+	for _, want := range []string{"session s1  app support  user ann  events 6", "#5 you> and another question\n", "#6 [billing] offline model: you said: and another question\n"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("sessions show lacks %q:\n%s", want, &out)
+		}
+	}
+}
+
+func TestChatDemoAppWithoutStreaming(t *testing.T) {
+	addr, _ := startServer(t)
+	c := startChat(t, "--addr", addr, "--app", "demo", "--user", "bo", "--no-stream")
+	c.expect(`new session [0-9a-f]{32} of app demo`)
+	c.typeLine("Hello there")
+	c.expect(
+		`\[greeter\] Hello bo! This is turn 1 of this session`,
+		`  => greeter transfers to pipeline\n`,
+		`\[echo\] You said: "Hello there"\n`,
+		`  => tick escalates\n`,
+		`\[summary\] Summary: 2 words, 10 letters, turn 1.\n  \(events #1-#\d+\)\nyou> $`,
+	)
+	c.typeLine("/exit")
+	if err := c.wait(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestChatAgentErrorIsShownAndChatGoesOn(t *testing.T) {
+	addr, _ := startServer(t)
+	c := startChat(t, "--addr", addr, "--app", "broken", "--user", "cy", "--session", "b1")
+	c.typeLine("hello?")
+	c.expect(`! error from agent: Unknown: agent fragile: .*the model is down\n  \(events #1-#1\)\nyou> $`)
+	c.typeLine("still there?")
+	c.expect(`\(events #2-#2\)\nyou> $`)
+	c.typeLine("/quit")
+	if err := c.wait(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestChatUnknownApp(t *testing.T) {
+	addr, _ := startServer(t)
+	c := startChat(t, "--addr", addr, "--app", "nope", "--user", "dee")
+	err := c.wait()
+	want := `NotFound: app "nope" is not served by ` + addr + `; it serves: broken, demo, support`
+	if err == nil || err.Error() != want {
+		t.Fatalf("chat --app nope: got error %v, want %q", err, want)
+	}
+	// Nothing was created for the app that does not exist.
+	var out, errOut syncBuffer
+	if err := chat.Sessions(t.Context(), []string{"list", "--addr", addr, "--app", "nope", "--user", ""}, &out, &errOut); err != nil {
+		t.Fatal(err)
+	}
+	if lines := strings.Count(out.String(), "\n"); lines != 1 {
+		t.Errorf("sessions list --app nope shows sessions:\n%s", &out)
+	}
+}
+
+func TestChatServerDown(t *testing.T) {
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := lis.Addr().String()
+	lis.Close()
+	c := startChat(t, "--addr", addr, "--app", "demo")
+	err = c.wait()
+	if err == nil || !strings.Contains(err.Error(), "server unavailable (is `agentrunner serve` running?)") {
+		t.Fatalf("chat against no server: got %v", err)
+	}
+}
+
+func TestChatAddrFromEnvironment(t *testing.T) {
+	addr, _ := startServer(t)
+	t.Setenv("AGENTRUNNER_ADDR", addr)
+	c := startChat(t, "--app", "demo", "--user", "eve", "--session", "env1")
+	c.expect(`new session env1 of app demo`)
+	c.typeLine("/quit")
+	if err := c.wait(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestSessions(t *testing.T) {
+	addr, _ := startServer(t)
+	run := func(args ...string) (string, error) {
+		t.Helper()
+		var out, errOut syncBuffer
+		err := chat.Sessions(t.Context(), append(args[:1:1], append([]string{"--addr", addr, "--app", "demo"}, args[1:]...)...), &out, &errOut)
+		return out.String(), err
+	}
+
+	// Two sessions of fay, one of gus, made by chatting.
+	for _, s := range []struct{ user, id string }{{"fay", "f1"}, {"fay", "f2"}, {"gus", "g1"}} {
+		c := startChat(t, "--addr", addr, "--app", "demo", "--user", s.user, "--session", s.id, "--no-stream")
+		c.typeLine("hi")
+		c.expect(`\[summary\] Summary: 1 words, 2 letters, turn 1.\n  \(events #1-#8\)\n`)
+		c.typeLine("/quit")
+		if err := c.wait(); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	out, err := run("list", "--user", "fay")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !regexp.MustCompile(`(?m)^USER +SESSION +EVENTS +UPDATED\nfay +f1 +8  \S+ \S+\nfay +f2 +8  \S+ \S+\n$`).MatchString(out) {
+		t.Errorf("sessions list --user fay:\n%s", out)
+	}
+	out, err = run("list", "--user", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(out, "\n"); n != 4 || !strings.Contains(out, "gus ") {
+		t.Errorf("sessions list of every user, want a header and 3 sessions:\n%s", out)
+	}
+
+	out, err = run("show", "--user", "fay", "--events", "0", "f1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		"session f1  app demo  user fay  events 8",
+		`"turns":1`,
+		"#1 you> hi\n",
+		"#2 [greeter] Hello fay! This is turn 1",
+		"  => greeter transfers to pipeline\n",
+		"#8 [summary] Summary: 1 words, 2 letters, turn 1.\n",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("sessions show f1 lacks %q:\n%s", want, out)
+		}
+	}
+	out, err = run("show", "--user", "fay", "--events", "2", "f1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(out, "#6 ") || !strings.Contains(out, "#7 ") || !strings.Contains(out, "#8 ") {
+		t.Errorf("sessions show --events 2 should show #7 and #8 only:\n%s", out)
+	}
+
+	out, err = run("delete", "--user", "fay", "f1")
+	if err != nil || out != "deleted session f1\n" {
+		t.Fatalf("sessions delete f1: %q, %v", out, err)
+	}
+	out, err = run("list", "--user", "fay")
+	if err != nil || strings.Contains(out, "f1") || !strings.Contains(out, "f2") {
+		t.Errorf("sessions list after delete (%v):\n%s", err, out)
+	}
+
+	// What is not there is NotFound, said plainly.
+	for _, cmd := range []string{"show", "delete"} {
+		_, err = run(cmd, "--user", "fay", "f1")
+		if want := "NotFound: session demo/fay/f1: not found"; err == nil || err.Error() != want {
+			t.Errorf("sessions %s of a deleted session: got %v, want %q", cmd, err, want)
+		}
+	}
+
+	// Command lines that cannot work.
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{nil, "sessions: missing command (list, show or delete)"},
+		{[]string{"frobnicate"}, `sessions: unknown command "frobnicate" (want list, show or delete)`},
+		{[]string{"show", "--addr", addr}, "sessions show: want one SESSION argument"},
+		{[]string{"delete", "--addr", addr, "a", "b"}, "sessions delete: want one SESSION argument"},
+	} {
+		var out, errOut syncBuffer
+		err := chat.Sessions(t.Context(), tc.args, &out, &errOut)
+		if err == nil || err.Error() != tc.want {
+			t.Errorf("sessions %q: got %v, want %q", tc.args, err, tc.want)
+		}
+	}
+}
