@@ -22,12 +22,16 @@ serve: ## Run the service on 127.0.0.1:50051 with ./agentrunner.db
 	go run ./cmd/agentrunner serve
 
 .PHONY: generate
-generate: ## Regenerate gen/ from proto/
+generate: ## Regenerate gen/go from proto/ (needs only Go)
 	$(BUF) generate
 
+.PHONY: generate-clients
+generate-clients: ## Regenerate gen/python and gen/ts (needs make clients-setup)
+	$(BUF) generate --template buf.gen.clients.yaml
+
 .PHONY: check-generate
-check-generate: ## Fail if gen/ is not what buf generate makes
-	bash .ci/run generate
+check-generate: ## Fail if gen/ is not what buf generate makes (both templates)
+	bash .ci/run generate clients-generate
 
 .PHONY: lint
 lint: ## gofmt, go vet, import direction, buf lint and buf format
@@ -49,6 +53,18 @@ test: ## go test -race ./...
 .PHONY: walkthrough
 walkthrough: ## Run the README's grpcurl walkthrough against the built binary
 	bash .ci/run walkthrough
+
+.PHONY: clients-setup
+clients-setup: ## Install the apt packages and npm modules the clients need
+	bash .ci/run clients-setup
+
+.PHONY: clients
+clients: ## Type-check the TS stubs, run the Python/TS/Go examples against a server
+	bash .ci/run clients-typecheck clients
+
+.PHONY: chat-test
+chat-test: ## Drive agentrunner chat in tmux against a server
+	bash .ci/run chat
 
 .PHONY: ci
 ci: ## Everything CI runs
