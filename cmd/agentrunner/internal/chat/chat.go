@@ -69,8 +69,8 @@ func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io
 	fs := flag.NewFlagSet("agentrunner chat", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	addr := fs.String("addr", defaultAddr(), "server address (env AGENTRUNNER_ADDR)")
-	app := fs.String("app", "demo", "app to talk to (see `grpcurl ... RunnerService/ListApps`)")
-	user := fs.String("user", defaultUser(), "user id (default $USER)")
+	app := fs.String("app", "demo", "app to talk to (an app the server does not host fails, naming those it does)")
+	user := fs.String("user", defaultUser(), "user id (env USER)")
 	session := fs.String("session", "", "session to resume; empty starts a new one")
 	history := fs.Int("history", 10, "events of a resumed session to show")
 	noStream := fs.Bool("no-stream", false, "wait for complete answers instead of streaming tokens")
@@ -333,7 +333,7 @@ func Sessions(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs.SetOutput(stderr)
 	addr := fs.String("addr", defaultAddr(), "server address (env AGENTRUNNER_ADDR)")
 	app := fs.String("app", "demo", "app of the sessions")
-	user := fs.String("user", defaultUser(), "user id (list: empty lists every user)")
+	user := fs.String("user", defaultUser(), "user id, default env USER (list: empty lists every user)")
 	events := fs.Int("events", 20, "show: most recent events to print (0 for all)")
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "Usage:\n  agentrunner sessions list   [--app APP] [--user U]\n"+
@@ -348,6 +348,9 @@ func Sessions(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	cmd := args[0]
 	switch cmd {
 	case "list", "show", "delete":
+	case "-h", "-help", "--help", "help":
+		fs.Usage()
+		return flag.ErrHelp
 	default:
 		fs.Usage()
 		return fmt.Errorf("sessions: unknown command %q (want list, show or delete)", cmd)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"flag"
 	"io"
 	"iter"
 	"log/slog"
@@ -481,6 +482,13 @@ func TestSessions(t *testing.T) {
 		_, err = run(cmd, "--user", "fay", "f1")
 		if want := "NotFound: session demo/fay/f1: not found"; err == nil || err.Error() != want {
 			t.Errorf("sessions %s of a deleted session: got %v, want %q", cmd, err, want)
+		}
+	}
+
+	for _, args := range [][]string{{"-h"}, {"list", "-h"}} {
+		var out, errOut syncBuffer
+		if err := chat.Sessions(t.Context(), args, &out, &errOut); !errors.Is(err, flag.ErrHelp) || !strings.Contains(errOut.String(), "agentrunner sessions show   [--app APP]") {
+			t.Errorf("sessions %q: got %v and usage\n%s", args, err, &errOut)
 		}
 	}
 
