@@ -35,6 +35,7 @@ main_pid=$server_pid
 # every run of the support app fails in band.
 start_server broken GEMINI_API_KEY=fake-key GOOGLE_GEMINI_BASE_URL=http://127.0.0.1:1
 broken_addr=$server_addr
+broken_pid=$server_pid
 
 langs=(python ts go)
 
@@ -176,6 +177,7 @@ else
 fi
 
 stop_server "$main_pid" || fail "server did not stop cleanly"
+stop_server "$broken_pid" || fail "the broken server did not stop cleanly"
 if ((ci_failed)); then
   echo "--- server log" >&2
   cat "$ci_work/main.log" >&2
