@@ -15,6 +15,7 @@ import (
 	"github.com/agentrunner/agentrunner/runner/demo"
 	"github.com/agentrunner/agentrunner/runner/model/offline"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/protobuf/types/known/structpb"
 )
 
 // These tests run the real runner behind the real gRPC server, on a real
@@ -128,7 +129,7 @@ func TestRunWithRunner(t *testing.T) {
 				yield(say("after the error"), nil)
 		}
 	})
-	e := newEnv(t, withRunnerApps(t, llmApp, func(*testing.T) runner.App { return demo.App() }, flaky))
+	e := newEnv(t, withRunnerApps(t, llmApp, func(*testing.T) runner.App { return demo.App() }, flaky, callbackApp, loopApp, approvalApp))
 
 	tests := []struct {
 		name  string
@@ -229,6 +230,74 @@ func TestRunWithRunner(t *testing.T) {
 				}
 				if n := len(sess.GetEvents()); n != 3 {
 					t.Errorf("stored %d events, want 3", n)
+				}
+			},
+		},
+		{
+			name:  "a before-agent callback short-circuits the agent",
+			turns: []*servicev1.RunRequest{runReq("cb", "", "stop right there")},
+			check: func(t *testing.T, last runResult, _ *servicev1.GetSessionResponse) {
+				if want := []string{"cb_agent: blocked by the before callback"}; !slices.Equal(last.kinds, want) {
+					t.Errorf("stream = %q, want %q", last.kinds, want)
+				}
+			},
+		},
+		{
+			name:  "an after-agent callback appends an event",
+			turns: []*servicev1.RunRequest{runReq("cb", "", "hello")},
+			check: func(t *testing.T, last runResult, sess *servicev1.GetSessionResponse) {
+				if want := []string{"cb_agent: body", "cb_agent: appended by the after callback"}; !slices.Equal(last.kinds, want) {
+					t.Errorf("stream = %q, want %q", last.kinds, want)
+				}
+				if got := sess.GetSession().GetState().GetFields()["after_ran"].GetBoolValue(); !got {
+					t.Errorf("the after callback's state change was not stored: %v", sess.GetSession().GetState())
+				}
+			},
+		},
+		{
+			name:  "parallel children run in their own branches",
+			turns: []*servicev1.RunRequest{runReq("demo", "", "a b")},
+			check: func(t *testing.T, _ runResult, sess *servicev1.GetSessionResponse) {
+				branches := map[string]string{}
+				for _, ev := range sess.GetEvents() {
+					if a := ev.GetAuthor(); a == "words" || a == "letters" {
+						branches[a] = ev.GetBranch()
+					}
+				}
+				if !strings.HasSuffix(branches["words"], ".words") || !strings.HasSuffix(branches["letters"], ".letters") ||
+					branches["words"] == branches["letters"] {
+					t.Errorf("branches = %v, want one per parallel child", branches)
+				}
+			},
+		},
+		{
+			name:  "a loop stops when an event escalates",
+			turns: []*servicev1.RunRequest{runReq("demo", "", "count down from three")},
+			check: func(t *testing.T, last runResult, _ *servicev1.GetSessionResponse) {
+				// The countdown loop allows 5 passes; its tick counts down
+				// from min(words, 3) and escalates at zero, after 4.
+				if n := strings.Count(strings.Join(last.answers, " "), "tick"); n != 4 {
+					t.Errorf("%d ticks in %q, want 4", n, last.answers)
+				}
+			},
+		},
+		{
+			name:  "a loop stops at max iterations",
+			turns: []*servicev1.RunRequest{runReq("loop", "", "spin")},
+			check: func(t *testing.T, last runResult, _ *servicev1.GetSessionResponse) {
+				if want := []string{"spin", "spin", "spin"}; !slices.Equal(last.answers, want) {
+					t.Errorf("answers = %q, want %q", last.answers, want)
+				}
+			},
+		},
+		{
+			name: "a function response is routed to the agent that made the call",
+			turns: []*servicev1.RunRequest{runReq("approval", "", "please approve"), {AppName: "approval", UserId: "u1",
+				NewMessage: &agentrunnerv1.Content{Role: "user", Parts: []*agentrunnerv1.Part{{Data: &agentrunnerv1.Part_FunctionResponse{
+					FunctionResponse: &agentrunnerv1.FunctionResponse{Id: "approval-1", Name: "ask_manager", Response: mustStruct(t, map[string]any{"approved": true})}}}}}}},
+			check: func(t *testing.T, last runResult, _ *servicev1.GetSessionResponse) {
+				if want := []string{"asker: ask_manager answered"}; !slices.Equal(last.kinds, want) {
+					t.Errorf("stream = %q, want %q (the caller, not the root)", last.kinds, want)
 				}
 			},
 		},
@@ -409,4 +478,75 @@ func waitFor(t *testing.T, ch <-chan string, want string) {
 	case <-time.After(10 * time.Second):
 		t.Fatalf("agent for session %q did not start within 10s", want)
 	}
+}
+
+// callbackApp's agent is blocked by its before callback when the message
+// says "stop", and followed by its after callback's event otherwise.
+func callbackApp(t *testing.T) runner.App {
+	root := must[runner.Agent](t)(runner.NewAgent(runner.AgentConfig{
+		Name: "cb_agent",
+		BeforeAgentCallbacks: []runner.BeforeAgentCallback{func(ctx runner.CallbackContext) (*agentrunnerv1.Content, error) {
+			if strings.Contains(ctx.UserContent().GetParts()[0].GetText(), "stop") {
+				return say("blocked by the before callback").GetContent(), nil
+			}
+			return nil, nil
+		}},
+		Run: func(ctx runner.InvocationContext) iter.Seq2[*agentrunnerv1.Event, error] {
+			return func(yield func(*agentrunnerv1.Event, error) bool) { yield(say("body"), nil) }
+		},
+		AfterAgentCallbacks: []runner.AfterAgentCallback{func(ctx runner.CallbackContext) (*agentrunnerv1.Content, error) {
+			if err := ctx.State().Set("after_ran", true); err != nil {
+				return nil, err
+			}
+			return say("appended by the after callback").GetContent(), nil
+		}},
+	}))
+	return runner.App{Name: "cb", Root: root}
+}
+
+// loopApp loops a child that never escalates, three times at most.
+func loopApp(t *testing.T) runner.App {
+	spin := must[runner.Agent](t)(runner.NewAgent(runner.AgentConfig{Name: "spin", Run: func(runner.InvocationContext) iter.Seq2[*agentrunnerv1.Event, error] {
+		return func(yield func(*agentrunnerv1.Event, error) bool) { yield(say("again"), nil) }
+	}}))
+	root := must[runner.Agent](t)(runner.NewLoop(runner.LoopConfig{Name: "spinner", SubAgents: []runner.Agent{spin}, MaxIterations: 3}))
+	return runner.App{Name: "loop", Root: root}
+}
+
+// approvalApp's root hands over to asker, which calls a long-running tool
+// (a manager's approval) and answers once the client sends the response.
+func approvalApp(t *testing.T) runner.App {
+	asker := must[runner.Agent](t)(runner.NewAgent(runner.AgentConfig{Name: "asker", Run: func(ctx runner.InvocationContext) iter.Seq2[*agentrunnerv1.Event, error] {
+		return func(yield func(*agentrunnerv1.Event, error) bool) {
+			for _, p := range ctx.UserContent().GetParts() {
+				if fr := p.GetFunctionResponse(); fr != nil {
+					yield(say(fr.GetName()+" answered"), nil)
+					return
+				}
+			}
+			yield(&agentrunnerv1.Event{
+				Content: &agentrunnerv1.Content{Role: "model", Parts: []*agentrunnerv1.Part{{Data: &agentrunnerv1.Part_FunctionCall{
+					FunctionCall: &agentrunnerv1.FunctionCall{Id: "approval-1", Name: "ask_manager"}}}}},
+				LongRunningToolIds: []string{"approval-1"},
+			}, nil)
+		}
+	}}))
+	root := must[runner.Agent](t)(runner.NewAgent(runner.AgentConfig{Name: "front", SubAgents: []runner.Agent{asker},
+		Run: func(ctx runner.InvocationContext) iter.Seq2[*agentrunnerv1.Event, error] {
+			return func(yield func(*agentrunnerv1.Event, error) bool) {
+				ev := say("front desk: handing over")
+				ev.Actions = &agentrunnerv1.EventActions{TransferToAgent: "asker"}
+				yield(ev, nil)
+			}
+		}}))
+	return runner.App{Name: "approval", Root: root}
+}
+
+func mustStruct(t *testing.T, m map[string]any) *structpb.Struct {
+	t.Helper()
+	s, err := structpb.NewStruct(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
 }
