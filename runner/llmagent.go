@@ -178,7 +178,21 @@ func (l *llmAgent) run(ctx InvocationContext) iter.Seq2[*agentrunnerv1.Event, er
 			a := resp.GetActions()
 			switch {
 			case a.GetTransferToAgent() != "":
-				return // the runner runs the target once this agent ends
+				// The target takes over here, inside this agent's turn, as
+				// in the reference frameworks: an LLM agent in a sequence
+				// hands over to its sub-agent before the sequence goes on.
+				// (The runner follows a transfer only when nobody did.)
+				target, ok := ictx.inv.r.tree.find(a.GetTransferToAgent())
+				if !ok {
+					yield(nil, fmt.Errorf("transfer to unknown agent %q", a.GetTransferToAgent()))
+					return
+				}
+				for ev, err := range target.Run(ctx) {
+					if !yield(ev, err) {
+						return
+					}
+				}
+				return
 			case len(ev.GetLongRunningToolIds()) > 0:
 				return // the client answers the long-running calls in a later run
 			case a.GetSkipSummarization():

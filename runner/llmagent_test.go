@@ -7,6 +7,7 @@ import (
 
 	agentrunnerv1 "github.com/agentrunner/agentrunner/gen/go/agentrunner/v1"
 	"github.com/agentrunner/agentrunner/runner/model"
+	"github.com/agentrunner/agentrunner/runner/model/offline"
 	"github.com/agentrunner/agentrunner/store"
 	"google.golang.org/protobuf/encoding/prototext"
 )
@@ -261,5 +262,36 @@ func TestMissingInstructionStateIsAgentError(t *testing.T) {
 	res := mustRun(t, r, request(k, "hi"))
 	if len(res.agentErrs) != 1 || !errors.Is(res.agentErrs[0], errMissingState) {
 		t.Fatalf("errors %v", res.agentErrs)
+	}
+}
+
+// TestTransferInsideASequence checks that the target of a transfer runs at
+// once, inside the transferring agent's turn, and the sequence goes on
+// after it.
+func TestTransferInsideASequence(t *testing.T) {
+	m := offline.New(offline.Config{})
+	helper, err := NewLLMAgent(LLMConfig{Name: "helper", Description: "Helps.", Model: m})
+	if err != nil {
+		t.Fatal(err)
+	}
+	router, err := NewLLMAgent(LLMConfig{Name: "router", Description: "Routes.", Model: m, SubAgents: []Agent{helper}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	seq, err := NewSequential(WorkflowConfig{Name: "seq", SubAgents: []Agent{router, mustAgent(t, "after", "done")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, _, k := newTestRunner(t, seq)
+	res := collect(t, r.Run(t.Context(), request(k, "please transfer to helper")))
+	if res.err != nil || len(res.agentErrs) > 0 {
+		t.Fatalf("run: %v %v", res.err, res.agentErrs)
+	}
+	var authors []string
+	for _, ev := range res.events {
+		authors = append(authors, ev.GetAuthor())
+	}
+	if got, want := strings.Join(authors, " "), "router router helper after"; got != want {
+		t.Fatalf("authors = %q, want %q", got, want)
 	}
 }
