@@ -39,7 +39,10 @@
 // An agent with somewhere to go gets the transfer_to_agent tool: its
 // sub-agents, and its parent and peers when its parent is an LLM agent and
 // DisallowTransferToParent and DisallowTransferToPeers allow. A transfer
-// ends the agent's turn and the runner runs the target in the same run.
+// ends the agent's turn and the target runs at once, in the same run (a
+// sequence the agent is in goes on after it). A custom agent transfers by
+// yielding an event with actions.transfer_to_agent; the runner then runs
+// the target once the agent ends.
 // The built-in exit_loop tool (ExitLoopTool) stops an enclosing loop agent,
 // and load_artifacts (LoadArtifactsTool) loads session artifacts into the
 // conversation.

@@ -58,7 +58,7 @@ type ToolContext interface {
 	FunctionCallID() string
 	// Actions are the actions the function-response event will carry. A
 	// tool sets TransferToAgent to hand the conversation over (the agent
-	// then stops and the runner runs the target), Escalate to stop an
+	// then stops and the target runs in its place), Escalate to stop an
 	// enclosing loop agent, SkipSummarization to end the agent's turn with
 	// the tool's result instead of asking the model to summarize it. State
 	// changes are better made through State().
