@@ -2,6 +2,7 @@ package runner
 
 import (
 	"errors"
+	"fmt"
 	"iter"
 	"strings"
 	"testing"
@@ -129,8 +130,10 @@ func TestApps(t *testing.T) {
 		}},
 		{Name: "zeta", Description: "the z app", RootAgent: &agentrunnerv1.AgentInfo{
 			Name: "root", Description: "answers", Kind: agentrunnerv1.AgentKind_AGENT_KIND_LLM, Model: "fake",
+			Tools: []string{ToolTransferToAgent}, TransferTargets: []string{"helper", "again"},
 			SubAgents: []*agentrunnerv1.AgentInfo{
-				{Name: "helper", Description: "helps", Kind: agentrunnerv1.AgentKind_AGENT_KIND_LLM, Model: "fake", DisallowTransferToPeers: true},
+				{Name: "helper", Description: "helps", Kind: agentrunnerv1.AgentKind_AGENT_KIND_LLM, Model: "fake", DisallowTransferToPeers: true,
+					Tools: []string{ToolTransferToAgent}, TransferTargets: []string{"root"}},
 				{Name: "again", Kind: agentrunnerv1.AgentKind_AGENT_KIND_LOOP, MaxIterations: 2, DisallowTransferToParent: true, DisallowTransferToPeers: true,
 					SubAgents: []*agentrunnerv1.AgentInfo{{Name: "step", Kind: agentrunnerv1.AgentKind_AGENT_KIND_CUSTOM, DisallowTransferToParent: true, DisallowTransferToPeers: true}}},
 			},
@@ -142,6 +145,37 @@ func TestApps(t *testing.T) {
 	for i := range want {
 		if !proto.Equal(list[i], want[i]) {
 			t.Errorf("app %d:\n got %v\nwant %v", i, list[i], want[i])
+		}
+	}
+}
+
+func TestAgentInfoListsToolsAndTransferTargets(t *testing.T) {
+	m := &fakeModel{}
+	llm := func(name string, cfg LLMConfig) Agent {
+		t.Helper()
+		cfg.Name, cfg.Model = name, m
+		a, err := NewLLMAgent(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return a
+	}
+	billing := llm("billing", LLMConfig{Tools: []Tool{ExitLoopTool()}})
+	tech := llm("tech", LLMConfig{DisallowTransferToParent: true, DisallowTransferToPeers: true})
+	triage := llm("triage", LLMConfig{SubAgents: []Agent{billing, tech}})
+	r, _, _ := newTestRunner(t, triage)
+	info := r.Info().GetRootAgent()
+	got := func(a *agentrunnerv1.AgentInfo) string {
+		return fmt.Sprintf("%s tools=%v targets=%v", a.GetName(), a.GetTools(), a.GetTransferTargets())
+	}
+	want := []string{
+		"triage tools=[transfer_to_agent] targets=[billing tech]",
+		"billing tools=[exit_loop transfer_to_agent] targets=[triage tech]",
+		"tech tools=[] targets=[]",
+	}
+	for i, a := range []*agentrunnerv1.AgentInfo{info, info.GetSubAgents()[0], info.GetSubAgents()[1]} {
+		if got(a) != want[i] {
+			t.Errorf("info = %q, want %q", got(a), want[i])
 		}
 	}
 }

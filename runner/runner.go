@@ -129,7 +129,7 @@ func (r *Runner) Root() Agent { return r.tree.root }
 
 // Info describes the app and its agent tree.
 func (r *Runner) Info() *agentrunnerv1.App {
-	return &agentrunnerv1.App{Name: r.appName, Description: r.description, RootAgent: agentInfo(r.tree.root)}
+	return &agentrunnerv1.App{Name: r.appName, Description: r.description, RootAgent: agentInfo(r.tree, r.tree.root)}
 }
 
 // errStopped tells run's callers that the consumer stopped reading.

@@ -122,7 +122,7 @@ func (t *tree) callerOf(events []*agentrunnerv1.Event, msg *agentrunnerv1.Conten
 }
 
 // agentInfo describes the tree under a.
-func agentInfo(a Agent) *agentrunnerv1.AgentInfo {
+func agentInfo(t *tree, a Agent) *agentrunnerv1.AgentInfo {
 	b := a.base()
 	info := &agentrunnerv1.AgentInfo{
 		Name:                     b.name,
@@ -136,9 +136,18 @@ func agentInfo(a Agent) *agentrunnerv1.AgentInfo {
 		info.Model = b.llm.model.Name()
 		info.DisallowTransferToParent = b.llm.disallowTransferToParent
 		info.DisallowTransferToPeers = b.llm.disallowTransferToPeers
+		for _, tool := range b.llm.tools {
+			info.Tools = append(info.Tools, tool.Name())
+		}
+		if targets := transferTargets(t, a); len(targets) > 0 {
+			info.Tools = append(info.Tools, ToolTransferToAgent)
+			for _, target := range targets {
+				info.TransferTargets = append(info.TransferTargets, target.Name())
+			}
+		}
 	}
 	for _, c := range b.subAgents {
-		info.SubAgents = append(info.SubAgents, agentInfo(c))
+		info.SubAgents = append(info.SubAgents, agentInfo(t, c))
 	}
 	return info
 }

@@ -106,9 +106,14 @@ type AgentInfo struct {
 	// For loop agents: the iteration limit, 0 for none.
 	MaxIterations int32 `protobuf:"varint,7,opt,name=max_iterations,json=maxIterations,proto3" json:"max_iterations,omitempty"`
 	// The agent's children, in order.
-	SubAgents     []*AgentInfo `protobuf:"bytes,8,rep,name=sub_agents,json=subAgents,proto3" json:"sub_agents,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	SubAgents []*AgentInfo `protobuf:"bytes,8,rep,name=sub_agents,json=subAgents,proto3" json:"sub_agents,omitempty"`
+	// For LLM agents: the tools the model may call, by name, including
+	// transfer_to_agent when the agent has somewhere to transfer to.
+	Tools []string `protobuf:"bytes,9,rep,name=tools,proto3" json:"tools,omitempty"`
+	// For LLM agents: the agents transfer_to_agent may name.
+	TransferTargets []string `protobuf:"bytes,10,rep,name=transfer_targets,json=transferTargets,proto3" json:"transfer_targets,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
 }
 
 func (x *AgentInfo) Reset() {
@@ -197,6 +202,20 @@ func (x *AgentInfo) GetSubAgents() []*AgentInfo {
 	return nil
 }
 
+func (x *AgentInfo) GetTools() []string {
+	if x != nil {
+		return x.Tools
+	}
+	return nil
+}
+
+func (x *AgentInfo) GetTransferTargets() []string {
+	if x != nil {
+		return x.TransferTargets
+	}
+	return nil
+}
+
 // App is a named agent tree served by the runner.
 type App struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -265,7 +284,7 @@ var File_agentrunner_v1_agent_proto protoreflect.FileDescriptor
 
 const file_agentrunner_v1_agent_proto_rawDesc = "" +
 	"\n" +
-	"\x1aagentrunner/v1/agent.proto\x12\x0eagentrunner.v1\"\xe3\x02\n" +
+	"\x1aagentrunner/v1/agent.proto\x12\x0eagentrunner.v1\"\xa4\x03\n" +
 	"\tAgentInfo\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12 \n" +
 	"\vdescription\x18\x02 \x01(\tR\vdescription\x12-\n" +
@@ -275,7 +294,10 @@ const file_agentrunner_v1_agent_proto_rawDesc = "" +
 	"\x1adisallow_transfer_to_peers\x18\x06 \x01(\bR\x17disallowTransferToPeers\x12%\n" +
 	"\x0emax_iterations\x18\a \x01(\x05R\rmaxIterations\x128\n" +
 	"\n" +
-	"sub_agents\x18\b \x03(\v2\x19.agentrunner.v1.AgentInfoR\tsubAgents\"u\n" +
+	"sub_agents\x18\b \x03(\v2\x19.agentrunner.v1.AgentInfoR\tsubAgents\x12\x14\n" +
+	"\x05tools\x18\t \x03(\tR\x05tools\x12)\n" +
+	"\x10transfer_targets\x18\n" +
+	" \x03(\tR\x0ftransferTargets\"u\n" +
 	"\x03App\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12 \n" +
 	"\vdescription\x18\x02 \x01(\tR\vdescription\x128\n" +

@@ -13,7 +13,7 @@ AGENT_KIND_UNSPECIFIED: AgentKind
 DESCRIPTOR: _descriptor.FileDescriptor
 
 class AgentInfo(_message.Message):
-    __slots__ = ["description", "disallow_transfer_to_parent", "disallow_transfer_to_peers", "kind", "max_iterations", "model", "name", "sub_agents"]
+    __slots__ = ["description", "disallow_transfer_to_parent", "disallow_transfer_to_peers", "kind", "max_iterations", "model", "name", "sub_agents", "tools", "transfer_targets"]
     DESCRIPTION_FIELD_NUMBER: _ClassVar[int]
     DISALLOW_TRANSFER_TO_PARENT_FIELD_NUMBER: _ClassVar[int]
     DISALLOW_TRANSFER_TO_PEERS_FIELD_NUMBER: _ClassVar[int]
@@ -22,6 +22,8 @@ class AgentInfo(_message.Message):
     MODEL_FIELD_NUMBER: _ClassVar[int]
     NAME_FIELD_NUMBER: _ClassVar[int]
     SUB_AGENTS_FIELD_NUMBER: _ClassVar[int]
+    TOOLS_FIELD_NUMBER: _ClassVar[int]
+    TRANSFER_TARGETS_FIELD_NUMBER: _ClassVar[int]
     description: str
     disallow_transfer_to_parent: bool
     disallow_transfer_to_peers: bool
@@ -30,7 +32,9 @@ class AgentInfo(_message.Message):
     model: str
     name: str
     sub_agents: _containers.RepeatedCompositeFieldContainer[AgentInfo]
-    def __init__(self, name: _Optional[str] = ..., description: _Optional[str] = ..., kind: _Optional[_Union[AgentKind, str]] = ..., model: _Optional[str] = ..., disallow_transfer_to_parent: bool = ..., disallow_transfer_to_peers: bool = ..., max_iterations: _Optional[int] = ..., sub_agents: _Optional[_Iterable[_Union[AgentInfo, _Mapping]]] = ...) -> None: ...
+    tools: _containers.RepeatedScalarFieldContainer[str]
+    transfer_targets: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, name: _Optional[str] = ..., description: _Optional[str] = ..., kind: _Optional[_Union[AgentKind, str]] = ..., model: _Optional[str] = ..., disallow_transfer_to_parent: bool = ..., disallow_transfer_to_peers: bool = ..., max_iterations: _Optional[int] = ..., sub_agents: _Optional[_Iterable[_Union[AgentInfo, _Mapping]]] = ..., tools: _Optional[_Iterable[str]] = ..., transfer_targets: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class App(_message.Message):
     __slots__ = ["description", "name", "root_agent"]

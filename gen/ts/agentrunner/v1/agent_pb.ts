@@ -10,7 +10,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file agentrunner/v1/agent.proto.
  */
 export const file_agentrunner_v1_agent: GenFile = /*@__PURE__*/
-  fileDesc("ChphZ2VudHJ1bm5lci92MS9hZ2VudC5wcm90bxIOYWdlbnRydW5uZXIudjEi9gEKCUFnZW50SW5mbxIMCgRuYW1lGAEgASgJEhMKC2Rlc2NyaXB0aW9uGAIgASgJEicKBGtpbmQYAyABKA4yGS5hZ2VudHJ1bm5lci52MS5BZ2VudEtpbmQSDQoFbW9kZWwYBCABKAkSIwobZGlzYWxsb3dfdHJhbnNmZXJfdG9fcGFyZW50GAUgASgIEiIKGmRpc2FsbG93X3RyYW5zZmVyX3RvX3BlZXJzGAYgASgIEhYKDm1heF9pdGVyYXRpb25zGAcgASgFEi0KCnN1Yl9hZ2VudHMYCCADKAsyGS5hZ2VudHJ1bm5lci52MS5BZ2VudEluZm8iVwoDQXBwEgwKBG5hbWUYASABKAkSEwoLZGVzY3JpcHRpb24YAiABKAkSLQoKcm9vdF9hZ2VudBgDIAEoCzIZLmFnZW50cnVubmVyLnYxLkFnZW50SW5mbyqbAQoJQWdlbnRLaW5kEhoKFkFHRU5UX0tJTkRfVU5TUEVDSUZJRUQQABIVChFBR0VOVF9LSU5EX0NVU1RPTRABEhIKDkFHRU5UX0tJTkRfTExNEAISGQoVQUdFTlRfS0lORF9TRVFVRU5USUFMEAMSFwoTQUdFTlRfS0lORF9QQVJBTExFTBAEEhMKD0FHRU5UX0tJTkRfTE9PUBAFYgZwcm90bzM");
+  fileDesc("ChphZ2VudHJ1bm5lci92MS9hZ2VudC5wcm90bxIOYWdlbnRydW5uZXIudjEinwIKCUFnZW50SW5mbxIMCgRuYW1lGAEgASgJEhMKC2Rlc2NyaXB0aW9uGAIgASgJEicKBGtpbmQYAyABKA4yGS5hZ2VudHJ1bm5lci52MS5BZ2VudEtpbmQSDQoFbW9kZWwYBCABKAkSIwobZGlzYWxsb3dfdHJhbnNmZXJfdG9fcGFyZW50GAUgASgIEiIKGmRpc2FsbG93X3RyYW5zZmVyX3RvX3BlZXJzGAYgASgIEhYKDm1heF9pdGVyYXRpb25zGAcgASgFEi0KCnN1Yl9hZ2VudHMYCCADKAsyGS5hZ2VudHJ1bm5lci52MS5BZ2VudEluZm8SDQoFdG9vbHMYCSADKAkSGAoQdHJhbnNmZXJfdGFyZ2V0cxgKIAMoCSJXCgNBcHASDAoEbmFtZRgBIAEoCRITCgtkZXNjcmlwdGlvbhgCIAEoCRItCgpyb290X2FnZW50GAMgASgLMhkuYWdlbnRydW5uZXIudjEuQWdlbnRJbmZvKpsBCglBZ2VudEtpbmQSGgoWQUdFTlRfS0lORF9VTlNQRUNJRklFRBAAEhUKEUFHRU5UX0tJTkRfQ1VTVE9NEAESEgoOQUdFTlRfS0lORF9MTE0QAhIZChVBR0VOVF9LSU5EX1NFUVVFTlRJQUwQAxIXChNBR0VOVF9LSU5EX1BBUkFMTEVMEAQSEwoPQUdFTlRfS0lORF9MT09QEAViBnByb3RvMw");
 
 /**
  * AgentInfo describes one agent of an app's tree.
@@ -74,6 +74,21 @@ export type AgentInfo = Message<"agentrunner.v1.AgentInfo"> & {
    * @generated from field: repeated agentrunner.v1.AgentInfo sub_agents = 8;
    */
   subAgents: AgentInfo[];
+
+  /**
+   * For LLM agents: the tools the model may call, by name, including
+   * transfer_to_agent when the agent has somewhere to transfer to.
+   *
+   * @generated from field: repeated string tools = 9;
+   */
+  tools: string[];
+
+  /**
+   * For LLM agents: the agents transfer_to_agent may name.
+   *
+   * @generated from field: repeated string transfer_targets = 10;
+   */
+  transferTargets: string[];
 };
 
 /**
