@@ -3,6 +3,7 @@ package runner
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 
 	agentrunnerv1 "github.com/agentrunner/agentrunner/gen/go/agentrunner/v1"
 	"google.golang.org/protobuf/types/known/structpb"
@@ -126,7 +127,12 @@ func pairFunctionResponses(contents []*agentrunnerv1.Content) []*agentrunnerv1.C
 // dropIDResponses removes responses with ids from a history that has no
 // calls with ids: they answer nothing the model can see.
 func dropIDResponses(contents []*agentrunnerv1.Content) []*agentrunnerv1.Content {
-	out := contents[:0:0]
+	// The common history has no such responses: return it as it is rather
+	// than copying it on every model call.
+	if !slices.ContainsFunc(contents, hasIDFunctionParts) {
+		return contents
+	}
+	out := make([]*agentrunnerv1.Content, 0, len(contents))
 	for _, c := range contents {
 		if !hasIDFunctionParts(c) {
 			out = append(out, c)

@@ -72,9 +72,9 @@ func (h *history) load(ctx context.Context, st Store, k store.SessionKey) (*agen
 		if proto.Equal(sess.GetCreateTime(), e.created.GetCreateTime()) && sess.GetLastSequence() >= e.created.GetLastSequence() {
 			events := fresh
 			if len(fresh) == 0 || fresh[0].GetSequence() == e.created.GetLastSequence()+1 {
-				// Copy: the entry's array may be shared with a finished
-				// run's view.
-				events = append(append(make([]*agentrunnerv1.Event, 0, len(e.events)+len(fresh)+8), e.events...), fresh...)
+				// In place: take removed the entry, so this run owns its
+				// array (the run that stored it has ended).
+				events = append(e.events, fresh...)
 			}
 			return sess, h.trim(events), nil
 		}
