@@ -159,7 +159,7 @@ func countRun(key string, count func(string) int) runner.RunFunc {
 		if err := ctx.State().Set(key, n); err != nil {
 			return nil, err
 		}
-		return say(fmt.Sprintf("%d %s.", n, key)), nil
+		return say(count1(n, key) + "."), nil
 	})
 }
 
@@ -183,5 +183,14 @@ var tickRun = one(func(ctx runner.InvocationContext) (*agentrunnerv1.Event, erro
 })
 
 var summaryRun = one(func(ctx runner.InvocationContext) (*agentrunnerv1.Event, error) {
-	return say(fmt.Sprintf("Summary: %d words, %d letters, turn %d.", number(ctx, "words"), number(ctx, "letters"), number(ctx, "turns"))), nil
+	return say(fmt.Sprintf("Summary: %s, %s, turn %d.", count1(number(ctx, "words"), "words"), count1(number(ctx, "letters"), "letters"), number(ctx, "turns"))), nil
 })
+
+// count1 writes n with its plural noun, or the singular for one: "1 word",
+// "3 words".
+func count1(n int, plural string) string {
+	if n == 1 {
+		return "1 " + strings.TrimSuffix(plural, "s")
+	}
+	return fmt.Sprintf("%d %s", n, plural)
+}

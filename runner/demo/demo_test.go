@@ -52,9 +52,9 @@ func TestDemo(t *testing.T) {
 				"greeter: Hello ada! This is turn 2 of this session (message 2 from you in this app). Handing over to the pipeline.",
 				`echo: You said: "again"`,
 				"letters: 5 letters.",
-				"words: 1 words.",
+				"words: 1 word.",
 				"tick: 1...", "tick: Liftoff!",
-				"summary: Summary: 1 words, 5 letters, turn 2.",
+				"summary: Summary: 1 word, 5 letters, turn 2.",
 			},
 		},
 	}

@@ -422,7 +422,7 @@ func TestSessions(t *testing.T) {
 	for _, s := range []struct{ user, id string }{{"fay", "f1"}, {"fay", "f2"}, {"gus", "g1"}} {
 		c := startChat(t, "--addr", addr, "--app", "demo", "--user", s.user, "--session", s.id, "--no-stream")
 		c.typeLine("hi")
-		c.expect(`\[summary\] Summary: 1 words, 2 letters, turn 1.\n  \(events #1-#8\)\n`)
+		c.expect(`\[summary\] Summary: 1 word, 2 letters, turn 1.\n  \(events #1-#8\)\n`)
 		c.typeLine("/quit")
 		if err := c.wait(); err != nil {
 			t.Fatal(err)
@@ -454,7 +454,7 @@ func TestSessions(t *testing.T) {
 		"#1 you> hi\n",
 		"#2 [greeter] Hello fay! This is turn 1",
 		"  => greeter transfers to pipeline\n",
-		"#8 [summary] Summary: 1 words, 2 letters, turn 1.\n",
+		"#8 [summary] Summary: 1 word, 2 letters, turn 1.\n",
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("sessions show f1 lacks %q:\n%s", want, out)
