@@ -33,7 +33,7 @@ func exitCode(err error, stderr io.Writer) int {
 	switch {
 	case err == nil, errors.Is(err, flag.ErrHelp):
 		return 0
-	case errors.As(err, &usage):
+	case errors.As(err, &usage), errors.Is(err, chat.ErrUsage):
 		fmt.Fprintf(stderr, "agentrunner: %v\n", err)
 		return 2
 	default:

@@ -301,6 +301,8 @@ func TestServeCommandLineErrors(t *testing.T) {
 		{"stray argument", []string{"serve", "now"}, nil, "no arguments", 2},
 		{"unknown command", []string{"serv"}, nil, `unknown command "serv"`, 2},
 		{"no command", nil, nil, "no command", 2},
+		{"sessions without a command", []string{"sessions"}, nil, "missing command", 2},
+		{"sessions show without an id", []string{"sessions", "show", "--addr", "127.0.0.1:1"}, nil, "want one SESSION", 2},
 		{"unbindable address", []string{"serve", "--addr", "256.0.0.1:1", "--data", filepath.Join(dir, "x.db")}, nil, "listen", 1},
 		{"data is a directory", []string{"serve", "--addr", "127.0.0.1:0", "--data", dir}, nil, "open data file", 1},
 	}

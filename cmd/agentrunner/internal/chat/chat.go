@@ -27,6 +27,10 @@ import (
 	agentrunnerv1 "github.com/agentrunner/agentrunner/gen/go/agentrunner/v1"
 )
 
+// ErrUsage marks a command line that cannot work as given; the binary
+// exits with status 2 for it, as for its own usage errors.
+var ErrUsage = errors.New("usage error")
+
 // DefaultAddr is where the clients look for a server when neither --addr nor
 // AGENTRUNNER_ADDR says otherwise.
 const DefaultAddr = "127.0.0.1:50051"
@@ -343,7 +347,7 @@ func Sessions(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	if len(args) == 0 {
 		fs.Usage()
-		return errors.New("sessions: missing command (list, show or delete)")
+		return fmt.Errorf("sessions: missing command (list, show or delete): %w", ErrUsage)
 	}
 	cmd := args[0]
 	switch cmd {
@@ -353,7 +357,7 @@ func Sessions(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return flag.ErrHelp
 	default:
 		fs.Usage()
-		return fmt.Errorf("sessions: unknown command %q (want list, show or delete)", cmd)
+		return fmt.Errorf("sessions: unknown command %q (want list, show or delete): %w", cmd, ErrUsage)
 	}
 	if err := fs.Parse(args[1:]); err != nil {
 		return err
@@ -366,7 +370,7 @@ func Sessions(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	sc := servicev1.NewSessionServiceClient(conn)
 	needID := func() (string, error) {
 		if fs.NArg() != 1 {
-			return "", fmt.Errorf("sessions %s: want one SESSION argument", cmd)
+			return "", fmt.Errorf("sessions %s: want one SESSION argument: %w", cmd, ErrUsage)
 		}
 		return fs.Arg(0), nil
 	}

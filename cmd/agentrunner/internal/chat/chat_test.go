@@ -504,8 +504,8 @@ func TestSessions(t *testing.T) {
 	} {
 		var out, errOut syncBuffer
 		err := chat.Sessions(t.Context(), tc.args, &out, &errOut)
-		if err == nil || err.Error() != tc.want {
-			t.Errorf("sessions %q: got %v, want %q", tc.args, err, tc.want)
+		if err == nil || !strings.HasPrefix(err.Error(), tc.want) || !errors.Is(err, chat.ErrUsage) {
+			t.Errorf("sessions %q: got %v, want %q marked as a usage error", tc.args, err, tc.want)
 		}
 	}
 }
