@@ -7,7 +7,6 @@ import (
 	"io"
 	"net"
 	"os"
-	"path/filepath"
 	"sync"
 	"time"
 
@@ -191,6 +190,3 @@ func measureStream(ctx context.Context, msg proto.Message, streams, count int) (
 		MsgsPerSec:   float64(streams*count) / elapsed.Seconds(),
 	}, nil
 }
-
-// dataDirOf returns the directory holding path.
-func dataDirOf(path string) string { return filepath.Dir(path) }
