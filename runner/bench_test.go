@@ -9,14 +9,15 @@ import (
 	"testing"
 
 	agentrunnerv1 "github.com/agentrunner/agentrunner/gen/go/agentrunner/v1"
+	"github.com/agentrunner/agentrunner/runner/agent"
 	"github.com/agentrunner/agentrunner/store"
 	"github.com/agentrunner/agentrunner/store/boltstore"
 )
 
 // emitter is a custom agent yielding n small events, so that the benchmark
 // measures the runner and the store, not an agent.
-func emitter(b *testing.B, n int) Agent {
-	a, err := NewAgent(AgentConfig{Name: "root", Run: func(ctx InvocationContext) iter.Seq2[*agentrunnerv1.Event, error] {
+func emitter(b *testing.B, n int) agent.Agent {
+	a, err := agent.New(agent.Config{Name: "root", Run: func(ctx agent.InvocationContext) iter.Seq2[*agentrunnerv1.Event, error] {
 		return func(yield func(*agentrunnerv1.Event, error) bool) {
 			for i := range n {
 				if !yield(say("event "+strconv.Itoa(i)), nil) {

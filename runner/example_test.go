@@ -11,6 +11,7 @@ import (
 
 	agentrunnerv1 "github.com/agentrunner/agentrunner/gen/go/agentrunner/v1"
 	"github.com/agentrunner/agentrunner/runner"
+	"github.com/agentrunner/agentrunner/runner/agent"
 	"github.com/agentrunner/agentrunner/store"
 	"github.com/agentrunner/agentrunner/store/boltstore"
 )
@@ -33,9 +34,9 @@ func ExampleRunner_Run() {
 	}
 	defer db.Close()
 
-	echo, err := runner.NewAgent(runner.AgentConfig{
+	echo, err := agent.New(agent.Config{
 		Name: "echo",
-		Run: func(ctx runner.InvocationContext) iter.Seq2[*agentrunnerv1.Event, error] {
+		Run: func(ctx agent.InvocationContext) iter.Seq2[*agentrunnerv1.Event, error] {
 			return func(yield func(*agentrunnerv1.Event, error) bool) {
 				said := ctx.UserContent().GetParts()[0].GetText()
 				_ = ctx.State().Set("last", said) // lands in the event below
@@ -58,7 +59,7 @@ func ExampleRunner_Run() {
 	}
 	req := runner.Request{UserID: "ada", SessionID: "s1", NewMessage: text("hello")}
 	for ev, err := range r.Run(ctx, req) {
-		var agentErr *runner.AgentError
+		var agentErr *agent.AgentError
 		switch {
 		case errors.As(err, &agentErr):
 			fmt.Println("agent error:", agentErr) // in-band; the run goes on

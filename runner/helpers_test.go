@@ -2,18 +2,25 @@ package runner
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"iter"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	agentrunnerv1 "github.com/agentrunner/agentrunner/gen/go/agentrunner/v1"
+	"github.com/agentrunner/agentrunner/runner/agent"
+	"github.com/agentrunner/agentrunner/runner/agent/llmagent"
+	"github.com/agentrunner/agentrunner/runner/memory"
 	"github.com/agentrunner/agentrunner/runner/model"
 	"github.com/agentrunner/agentrunner/store"
 	"github.com/agentrunner/agentrunner/store/boltstore"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/structpb"
 )
 
 const testApp = "app"
@@ -31,10 +38,10 @@ func newTestStore(t testing.TB) *boltstore.Store {
 
 // newTestRunner returns a runner for root over a fresh store, and a session
 // key created in it.
-func newTestRunner(t testing.TB, root Agent) (*Runner, *boltstore.Store, store.SessionKey) {
+func newTestRunner(t testing.TB, root agent.Agent) (*Runner, *boltstore.Store, store.SessionKey) {
 	t.Helper()
 	db := newTestStore(t)
-	r, err := New(Config{AppName: testApp, Root: root, Store: db, Memory: NewStoreMemory(db)})
+	r, err := New(Config{AppName: testApp, Root: root, Store: db, Memory: memory.NewStoreMemory(db)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -57,7 +64,7 @@ func request(k store.SessionKey, text string) Request {
 // result is what a run produced.
 type result struct {
 	events    []*agentrunnerv1.Event
-	agentErrs []*AgentError
+	agentErrs []*agent.AgentError
 	err       error // the terminal error, if any
 }
 
@@ -69,7 +76,7 @@ func collect(t testing.TB, seq iter.Seq2[*agentrunnerv1.Event, error]) result {
 		if r.err != nil {
 			t.Fatalf("element after terminal error %v: %v, %v", r.err, ev, err)
 		}
-		var ae *AgentError
+		var ae *agent.AgentError
 		switch {
 		case errors.As(err, &ae):
 			r.agentErrs = append(r.agentErrs, ae)
@@ -118,23 +125,23 @@ func equalStrings(a, b []string) bool {
 }
 
 func userText(s string) *agentrunnerv1.Content {
-	return &agentrunnerv1.Content{Role: RoleUser, Parts: []*agentrunnerv1.Part{textPart(s)}}
+	return &agentrunnerv1.Content{Role: agent.RoleUser, Parts: []*agentrunnerv1.Part{textPart(s)}}
 }
 
 func modelText(s string) *agentrunnerv1.Content {
-	return &agentrunnerv1.Content{Role: RoleModel, Parts: []*agentrunnerv1.Part{textPart(s)}}
+	return &agentrunnerv1.Content{Role: agent.RoleModel, Parts: []*agentrunnerv1.Part{textPart(s)}}
 }
 
 func say(s string) *agentrunnerv1.Event { return &agentrunnerv1.Event{Content: modelText(s)} }
 
 // mustAgent builds a custom agent that yields the given texts.
-func mustAgent(t testing.TB, name string, texts ...string) Agent {
+func mustAgent(t testing.TB, name string, texts ...string) agent.Agent {
 	t.Helper()
-	return mustCustom(t, AgentConfig{Name: name, Run: sayAll(texts...)})
+	return mustCustom(t, agent.Config{Name: name, Run: sayAll(texts...)})
 }
 
-func sayAll(texts ...string) RunFunc {
-	return func(ctx InvocationContext) iter.Seq2[*agentrunnerv1.Event, error] {
+func sayAll(texts ...string) agent.RunFunc {
+	return func(ctx agent.InvocationContext) iter.Seq2[*agentrunnerv1.Event, error] {
 		return func(yield func(*agentrunnerv1.Event, error) bool) {
 			for _, s := range texts {
 				if !yield(say(s), nil) {
@@ -145,9 +152,9 @@ func sayAll(texts ...string) RunFunc {
 	}
 }
 
-func mustCustom(t testing.TB, cfg AgentConfig) Agent {
+func mustCustom(t testing.TB, cfg agent.Config) agent.Agent {
 	t.Helper()
-	a, err := NewAgent(cfg)
+	a, err := agent.New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -216,12 +223,12 @@ func (m *fakeModel) calls() []*model.Request {
 }
 
 // llm builds an LLM agent whose model answers "I am <name> #<n>".
-func llm(t testing.TB, cfg LLMConfig) Agent {
+func llm(t testing.TB, cfg llmagent.Config) agent.Agent {
 	t.Helper()
 	if cfg.Model == nil {
 		cfg.Model = &fakeModel{name: "fake", reply: "I am " + cfg.Name}
 	}
-	a, err := NewLLMAgent(cfg)
+	a, err := llmagent.New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -237,3 +244,32 @@ func waitClosed(t testing.TB, ch <-chan struct{}, what string) {
 		t.Fatalf("timed out waiting for %s", what)
 	}
 }
+
+func textPart(s string) *agentrunnerv1.Part {
+	return &agentrunnerv1.Part{Data: &agentrunnerv1.Part_Text{Text: s}}
+}
+
+// textOf concatenates the non-thought text parts of c.
+func textOf(c *agentrunnerv1.Content) string {
+	var sb strings.Builder
+	for _, p := range c.GetParts() {
+		if t, ok := p.GetData().(*agentrunnerv1.Part_Text); ok && !p.GetThought() {
+			sb.WriteString(t.Text)
+		}
+	}
+	return sb.String()
+}
+
+// jsonOf renders s as compact JSON with sorted keys.
+func jsonOf(s *structpb.Struct) string {
+	if s == nil {
+		return "{}"
+	}
+	b, err := json.Marshal(s.AsMap())
+	if err != nil {
+		return "{}"
+	}
+	return string(b)
+}
+
+func cloneEvent(ev *agentrunnerv1.Event) *agentrunnerv1.Event { return proto.CloneOf(ev) }

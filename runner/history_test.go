@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	agentrunnerv1 "github.com/agentrunner/agentrunner/gen/go/agentrunner/v1"
+	"github.com/agentrunner/agentrunner/runner/agent"
 	"github.com/agentrunner/agentrunner/store"
 )
 
@@ -32,12 +33,12 @@ func (c *countingStore) last() store.GetOptions {
 }
 
 // seenAgent answers with the sequences of the events it was given.
-func seenAgent(t *testing.T, seen *[][]uint64) Agent {
+func seenAgent(t *testing.T, seen *[][]uint64) agent.Agent {
 	t.Helper()
-	return mustCustom(t, AgentConfig{Name: "root", Run: func(ctx InvocationContext) iter.Seq2[*agentrunnerv1.Event, error] {
+	return mustCustom(t, agent.Config{Name: "root", Run: func(ctx agent.InvocationContext) iter.Seq2[*agentrunnerv1.Event, error] {
 		return func(yield func(*agentrunnerv1.Event, error) bool) {
 			var seqs []uint64
-			for _, ev := range ctx.Session().Events() {
+			for ev := range ctx.Session().Events().All() {
 				seqs = append(seqs, ev.GetSequence())
 			}
 			*seen = append(*seen, seqs)
@@ -120,10 +121,10 @@ func TestHistoryGapIsNotCached(t *testing.T) {
 	db := newTestStore(t)
 	var k store.SessionKey
 	first := true
-	root := mustCustom(t, AgentConfig{Name: "root", Run: func(ctx InvocationContext) iter.Seq2[*agentrunnerv1.Event, error] {
+	root := mustCustom(t, agent.Config{Name: "root", Run: func(ctx agent.InvocationContext) iter.Seq2[*agentrunnerv1.Event, error] {
 		return func(yield func(*agentrunnerv1.Event, error) bool) {
 			var seqs []uint64
-			for _, ev := range ctx.Session().Events() {
+			for ev := range ctx.Session().Events().All() {
 				seqs = append(seqs, ev.GetSequence())
 			}
 			seen = append(seen, seqs)
@@ -149,29 +150,5 @@ func TestHistoryGapIsNotCached(t *testing.T) {
 	}
 	if got := seen[1]; fmt.Sprint(got) != "[1 2 3 4]" {
 		t.Fatalf("second run saw %v; want the outside event 2 too", got)
-	}
-}
-
-func TestHistoryCacheBound(t *testing.T) {
-	h := newHistory(0, 4)
-	ev := func(seq uint64) *agentrunnerv1.Event { return &agentrunnerv1.Event{Sequence: seq} }
-	sess := &agentrunnerv1.Session{}
-	a, b := store.SessionKey{App: "a", User: "u", Session: "1"}, store.SessionKey{App: "a", User: "u", Session: "2"}
-	h.put(a, sess, []*agentrunnerv1.Event{ev(1), ev(2), ev(3)})
-	h.put(b, sess, []*agentrunnerv1.Event{ev(1), ev(2)})
-	if h.total > 4 || h.take(a) != nil {
-		t.Fatalf("total %d; the least recently used entry should have been evicted", h.total)
-	}
-	if e := h.take(b); e == nil || e.created.GetLastSequence() != 2 {
-		t.Fatalf("entry b = %v", e)
-	}
-	h.put(a, sess, []*agentrunnerv1.Event{ev(1), ev(2), ev(3), ev(4), ev(5)})
-	if h.take(a) != nil {
-		t.Fatal("an entry larger than the whole cache was kept")
-	}
-	off := newHistory(0, -1)
-	off.put(a, sess, []*agentrunnerv1.Event{ev(1)})
-	if off.take(a) != nil {
-		t.Fatal("a disabled cache kept an entry")
 	}
 }

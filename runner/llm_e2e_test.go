@@ -27,8 +27,11 @@ import (
 
 	agentrunnerv1 "github.com/agentrunner/agentrunner/gen/go/agentrunner/v1"
 	"github.com/agentrunner/agentrunner/runner"
+	"github.com/agentrunner/agentrunner/runner/agent"
+	"github.com/agentrunner/agentrunner/runner/agent/llmagent"
 	"github.com/agentrunner/agentrunner/runner/model"
 	"github.com/agentrunner/agentrunner/runner/model/gemini"
+	"github.com/agentrunner/agentrunner/runner/tool"
 	"github.com/agentrunner/agentrunner/store"
 	"github.com/agentrunner/agentrunner/store/boltstore"
 )
@@ -206,7 +209,7 @@ type harness struct {
 	k  store.SessionKey
 }
 
-func newHarness(t *testing.T, root runner.Agent) *harness {
+func newHarness(t *testing.T, root agent.Agent) *harness {
 	t.Helper()
 	db, err := boltstore.Open(filepath.Join(t.TempDir(), "agentrunner.db"), boltstore.Options{NoSync: true})
 	if err != nil {
@@ -240,7 +243,7 @@ func (h *harness) run(t *testing.T, ctx context.Context, msg *agentrunnerv1.Cont
 		if res.err != nil {
 			t.Fatalf("element after the terminal error %v", res.err)
 		}
-		var ae *runner.AgentError
+		var ae *agent.AgentError
 		switch {
 		case errors.As(err, &ae):
 			res.errs = append(res.errs, err)
@@ -437,9 +440,9 @@ func functionIDs(body map[string]any) (calls, responses []string) {
 	return calls, responses
 }
 
-func llmAgent(t *testing.T, cfg runner.LLMConfig) runner.Agent {
+func llmAgent(t *testing.T, cfg llmagent.Config) agent.Agent {
 	t.Helper()
-	a, err := runner.NewLLMAgent(cfg)
+	a, err := llmagent.New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -448,12 +451,12 @@ func llmAgent(t *testing.T, cfg runner.LLMConfig) runner.Agent {
 
 // supportTree is the issue's example: triage routes to billing and to tech;
 // tech keeps the conversation (no transfer to its parent or peers).
-func supportTree(t *testing.T, m model.Model) runner.Agent {
-	billing := llmAgent(t, runner.LLMConfig{Name: "billing", Description: "Answers billing questions.", Model: m, Instruction: "You answer billing questions."})
-	tech := llmAgent(t, runner.LLMConfig{Name: "tech", Description: "Answers technical questions.", Model: m, Instruction: "You answer technical questions.",
+func supportTree(t *testing.T, m model.Model) agent.Agent {
+	billing := llmAgent(t, llmagent.Config{Name: "billing", Description: "Answers billing questions.", Model: m, Instruction: "You answer billing questions."})
+	tech := llmAgent(t, llmagent.Config{Name: "tech", Description: "Answers technical questions.", Model: m, Instruction: "You answer technical questions.",
 		DisallowTransferToParent: true, DisallowTransferToPeers: true})
-	return llmAgent(t, runner.LLMConfig{Name: "triage", Description: "Routes the user to the right specialist.", Model: m,
-		Instruction: "Route billing questions to billing and technical ones to tech.", SubAgents: []runner.Agent{billing, tech}})
+	return llmAgent(t, llmagent.Config{Name: "triage", Description: "Routes the user to the right specialist.", Model: m,
+		Instruction: "Route billing questions to billing and technical ones to tech.", SubAgents: []agent.Agent{billing, tech}})
 }
 
 type weatherArgs struct {
@@ -468,8 +471,8 @@ type weather struct {
 
 // weatherTool reports clear skies, except in Atlantis, which it cannot
 // find; it records the city it was asked about in state.
-func weatherTool(t *testing.T) runner.Tool {
-	tool, err := runner.NewFunctionTool("get_weather", "Reports the weather in a city.", func(ctx runner.ToolContext, args weatherArgs) (weather, error) {
+func weatherTool(t *testing.T) tool.Tool {
+	wt, err := tool.NewFunction("get_weather", "Reports the weather in a city.", func(ctx tool.Context, args weatherArgs) (weather, error) {
 		if args.City == "Atlantis" {
 			return weather{}, errors.New("city not found")
 		}
@@ -481,7 +484,7 @@ func weatherTool(t *testing.T) runner.Tool {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return tool
+	return wt
 }
 
 // e2eRun is one Run of a scenario.
@@ -501,7 +504,7 @@ func TestLLMAgentsOnGemini(t *testing.T) {
 	sse := &agentrunnerv1.RunConfig{StreamingMode: agentrunnerv1.StreamingMode_STREAMING_MODE_SSE}
 	tests := []struct {
 		name    string
-		root    func(t *testing.T, m model.Model) runner.Agent
+		root    func(t *testing.T, m model.Model) agent.Agent
 		replies []reply
 		runs    []e2eRun
 		// check looks at the requests the model got and at the session.
@@ -509,8 +512,8 @@ func TestLLMAgentsOnGemini(t *testing.T) {
 	}{
 		{
 			name: "plain answer",
-			root: func(t *testing.T, m model.Model) runner.Agent {
-				return llmAgent(t, runner.LLMConfig{Name: "root", Model: m, Instruction: "Be brief, {user:name?}."})
+			root: func(t *testing.T, m model.Model) agent.Agent {
+				return llmAgent(t, llmagent.Config{Name: "root", Model: m, Instruction: "Be brief, {user:name?}."})
 			},
 			replies: []reply{answer(say("Hello there"))},
 			runs:    []e2eRun{{msg: says("hi"), want: []string{"root: Hello there"}}},
@@ -618,8 +621,8 @@ func TestLLMAgentsOnGemini(t *testing.T) {
 		},
 		{
 			name: "tool round trip",
-			root: func(t *testing.T, m model.Model) runner.Agent {
-				return llmAgent(t, runner.LLMConfig{Name: "root", Model: m, Tools: []runner.Tool{weatherTool(t)}, OutputKey: "answer"})
+			root: func(t *testing.T, m model.Model) agent.Agent {
+				return llmAgent(t, llmagent.Config{Name: "root", Model: m, Tools: []tool.Tool{weatherTool(t)}, OutputKey: "answer"})
 			},
 			replies: []reply{
 				answer(call("get_weather", map[string]any{"city": "Paris"})),
@@ -661,8 +664,8 @@ func TestLLMAgentsOnGemini(t *testing.T) {
 		},
 		{
 			name: "tool error goes back to the model",
-			root: func(t *testing.T, m model.Model) runner.Agent {
-				return llmAgent(t, runner.LLMConfig{Name: "root", Model: m, Tools: []runner.Tool{weatherTool(t)}})
+			root: func(t *testing.T, m model.Model) agent.Agent {
+				return llmAgent(t, llmagent.Config{Name: "root", Model: m, Tools: []tool.Tool{weatherTool(t)}})
 			},
 			replies: []reply{
 				answer(call("get_weather", map[string]any{"city": "Atlantis"})),
@@ -681,9 +684,9 @@ func TestLLMAgentsOnGemini(t *testing.T) {
 		},
 		{
 			name: "long-running tool resumed by a later run with its response",
-			root: func(t *testing.T, m model.Model) runner.Agent {
-				approve, err := runner.NewLongRunningFunctionTool("ask_approval", "Asks a manager to approve a refund.",
-					func(ctx runner.ToolContext, args struct {
+			root: func(t *testing.T, m model.Model) agent.Agent {
+				approve, err := tool.NewLongRunningFunction("ask_approval", "Asks a manager to approve a refund.",
+					func(ctx tool.Context, args struct {
 						Amount int `json:"amount"`
 					}) (map[string]any, error) {
 						return map[string]any{"status": "pending", "ticket": "T-1"}, nil
@@ -693,9 +696,9 @@ func TestLLMAgentsOnGemini(t *testing.T) {
 				}
 				// refunds keeps the conversation, so only the routing of
 				// function responses can bring the next run back to it.
-				refunds := llmAgent(t, runner.LLMConfig{Name: "refunds", Description: "Handles refunds.", Model: m,
-					Tools: []runner.Tool{approve}, DisallowTransferToParent: true, DisallowTransferToPeers: true})
-				return llmAgent(t, runner.LLMConfig{Name: "root", Model: m, SubAgents: []runner.Agent{refunds}})
+				refunds := llmAgent(t, llmagent.Config{Name: "refunds", Description: "Handles refunds.", Model: m,
+					Tools: []tool.Tool{approve}, DisallowTransferToParent: true, DisallowTransferToPeers: true})
+				return llmAgent(t, llmagent.Config{Name: "root", Model: m, SubAgents: []agent.Agent{refunds}})
 			},
 			replies: []reply{
 				answer(call("transfer_to_agent", map[string]any{"agent_name": "refunds"})),
@@ -737,8 +740,8 @@ func TestLLMAgentsOnGemini(t *testing.T) {
 		},
 		{
 			name: "streaming partials then one persisted complete event",
-			root: func(t *testing.T, m model.Model) runner.Agent {
-				return llmAgent(t, runner.LLMConfig{Name: "root", Model: m})
+			root: func(t *testing.T, m model.Model) agent.Agent {
+				return llmAgent(t, llmagent.Config{Name: "root", Model: m})
 			},
 			replies: []reply{chunks("Hello", ", stream", "ing world")},
 			runs: []e2eRun{{msg: says("stream please"), config: sse, want: []string{
@@ -775,8 +778,8 @@ func TestLLMAgentsOnGemini(t *testing.T) {
 		},
 		{
 			name: "output_key saves the final answer",
-			root: func(t *testing.T, m model.Model) runner.Agent {
-				return llmAgent(t, runner.LLMConfig{Name: "root", Model: m, OutputKey: "summary"})
+			root: func(t *testing.T, m model.Model) agent.Agent {
+				return llmAgent(t, llmagent.Config{Name: "root", Model: m, OutputKey: "summary"})
 			},
 			replies: []reply{answer(say("All good."))},
 			runs:    []e2eRun{{msg: says("summarise"), want: []string{"root: All good."}}},
@@ -792,8 +795,8 @@ func TestLLMAgentsOnGemini(t *testing.T) {
 		},
 		{
 			name: "model HTTP 500",
-			root: func(t *testing.T, m model.Model) runner.Agent {
-				return llmAgent(t, runner.LLMConfig{Name: "root", Model: m})
+			root: func(t *testing.T, m model.Model) agent.Agent {
+				return llmAgent(t, llmagent.Config{Name: "root", Model: m})
 			},
 			replies: []reply{httpError(http.StatusInternalServerError, "INTERNAL", "backend exploded")},
 			runs: []e2eRun{{msg: says("hi"), want: []string{
@@ -808,8 +811,8 @@ func TestLLMAgentsOnGemini(t *testing.T) {
 		},
 		{
 			name: "model HTTP 429",
-			root: func(t *testing.T, m model.Model) runner.Agent {
-				return llmAgent(t, runner.LLMConfig{Name: "root", Model: m})
+			root: func(t *testing.T, m model.Model) agent.Agent {
+				return llmAgent(t, llmagent.Config{Name: "root", Model: m})
 			},
 			replies: []reply{httpError(http.StatusTooManyRequests, "RESOURCE_EXHAUSTED", "quota exceeded")},
 			runs: []e2eRun{
@@ -824,8 +827,8 @@ func TestLLMAgentsOnGemini(t *testing.T) {
 		},
 		{
 			name: "an answer cut short is an event with its error code",
-			root: func(t *testing.T, m model.Model) runner.Agent {
-				return llmAgent(t, runner.LLMConfig{Name: "root", Model: m})
+			root: func(t *testing.T, m model.Model) agent.Agent {
+				return llmAgent(t, llmagent.Config{Name: "root", Model: m})
 			},
 			replies: []reply{answerWith("MAX_TOKENS", say("The answer is"))},
 			runs:    []e2eRun{{msg: says("hi"), want: []string{"root: The answer is [MAX_TOKENS]"}}},
@@ -873,7 +876,7 @@ func TestGeminiCancelMidStream(t *testing.T) {
 		<-r.Context().Done() // hold the stream open until the client goes away
 		close(aborted)
 	})
-	h := newHarness(t, llmAgent(t, runner.LLMConfig{Name: "root", Model: fake.model(t)}))
+	h := newHarness(t, llmAgent(t, llmagent.Config{Name: "root", Model: fake.model(t)}))
 
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()

@@ -6,92 +6,25 @@ import (
 	"testing"
 
 	agentrunnerv1 "github.com/agentrunner/agentrunner/gen/go/agentrunner/v1"
+	"github.com/agentrunner/agentrunner/runner/agent"
+	"github.com/agentrunner/agentrunner/runner/agent/llmagent"
+	"github.com/agentrunner/agentrunner/runner/agent/workflow"
 	"github.com/agentrunner/agentrunner/runner/model"
 	"github.com/agentrunner/agentrunner/runner/model/offline"
 	"github.com/agentrunner/agentrunner/store"
 	"google.golang.org/protobuf/encoding/prototext"
 )
 
-func TestRenderInstruction(t *testing.T) {
-	k := store.SessionKey{App: testApp, User: "u", Session: "s"}
-	state := map[string]any{"name": "Ada", "n": 3, "obj": map[string]any{"a": true}, "user:lang": "fr"}
-	tests := []struct {
-		instr   string
-		want    string
-		wantErr bool
-	}{
-		{instr: "no placeholders", want: "no placeholders"},
-		{instr: "Hello {name}, n={n}", want: "Hello Ada, n=3"},
-		{instr: "obj {obj} lang {user:lang}", want: `obj {"a":true} lang fr`},
-		{instr: "optional [{missing?}]", want: "optional []"},
-		{instr: "json {\"kept\": 1} and { spaced } and {not-a-key}", want: "json {\"kept\": 1} and { spaced } and {not-a-key}"},
-		{instr: "required {missing}", wantErr: true},
-	}
-	for _, tc := range tests {
-		t.Run(tc.instr, func(t *testing.T) {
-			inv := &invocation{key: k, state: mustStruct(t, state).GetFields()}
-			ctx := &invocationContext{Context: t.Context(), inv: inv, pending: &pendingActions{}}
-			got, err := renderInstruction(tc.instr, ctx.State())
-			if tc.wantErr {
-				if !errors.Is(err, store.ErrInvalidArgument) {
-					t.Fatalf("got %q, %v; want an invalid-argument error", got, err)
-				}
-				return
-			}
-			if err != nil || got != tc.want {
-				t.Fatalf("got %q, %v; want %q", got, err, tc.want)
-			}
-		})
-	}
-}
-
-func TestHistoryContents(t *testing.T) {
-	thought := &agentrunnerv1.Part{Data: &agentrunnerv1.Part_Text{Text: "hmm"}, Thought: true}
-	events := []*agentrunnerv1.Event{
-		{Author: "user", Content: userText("hi")},
-		{Author: "me", Content: modelText("hello")},
-		{Author: "me", Content: modelText("partial"), Partial: true},
-		{Author: "other", Content: &agentrunnerv1.Content{Role: RoleModel, Parts: []*agentrunnerv1.Part{thought, textPart("I did it")}}},
-		{Author: "other", Content: functionCall("c1", "lookup")},
-		{Author: "other", Content: functionResponse("c1", "lookup")},
-		{Author: "other", Content: &agentrunnerv1.Content{Role: RoleModel, Parts: []*agentrunnerv1.Part{thought}}},
-		{Author: "me", Actions: &agentrunnerv1.EventActions{Escalate: true}},
-	}
-	got := historyContents("me", events)
-	var lines []string
-	for _, c := range got {
-		lines = append(lines, c.GetRole()+": "+strings.Join(texts(c), " | "))
-	}
-	want := []string{
-		"user: hi",
-		"model: hello",
-		"user: For context: | [other] said: I did it",
-		"user: For context: | [other] called tool `lookup` with parameters: {}",
-		"user: For context: | [other] `lookup` tool returned result: {}",
-	}
-	if !equalStrings(lines, want) {
-		t.Fatalf("got\n%s\nwant\n%s", strings.Join(lines, "\n"), strings.Join(want, "\n"))
-	}
-}
-
-func texts(c *agentrunnerv1.Content) []string {
-	var out []string
-	for _, p := range c.GetParts() {
-		out = append(out, p.GetText())
-	}
-	return out
-}
-
 func TestLLMAgentRequest(t *testing.T) {
 	m := &fakeModel{name: "fake", reply: "reviewed"}
-	reviewer := llm(t, LLMConfig{
+	reviewer := llm(t, llmagent.Config{
 		Name:           "reviewer",
 		Model:          m,
 		Instruction:    "Review for {audience}.",
 		GenerateConfig: &model.GenerateConfig{MaxOutputTokens: 64},
 		OutputKey:      "review",
 	})
-	root := must[Agent](t)(NewSequential(WorkflowConfig{Name: "root", SubAgents: []Agent{mustAgent(t, "writer", "draft"), reviewer}}))
+	root := must[agent.Agent](t)(workflow.NewSequential(workflow.Config{Name: "root", SubAgents: []agent.Agent{mustAgent(t, "writer", "draft"), reviewer}}))
 	r, db, k := newTestRunner(t, root)
 	req := request(k, "write something")
 	req.StateDelta = mustStruct(t, map[string]any{"audience": "kids"})
@@ -115,7 +48,7 @@ func TestLLMAgentRequest(t *testing.T) {
 		t.Errorf("contents %q, want %q", lines, want)
 	}
 	ev := res.events[1]
-	if ev.GetContent().GetRole() != RoleModel || ev.GetActions().GetStateDelta().GetFields()["review"].GetStringValue() != "reviewed #1" {
+	if ev.GetContent().GetRole() != agent.RoleModel || ev.GetActions().GetStateDelta().GetFields()["review"].GetStringValue() != "reviewed #1" {
 		t.Errorf("final event %v", prototext.Format(ev))
 	}
 	sess, _, _ := db.GetSession(t.Context(), k, store.GetOptions{})
@@ -137,11 +70,11 @@ func TestLLMAgentRequest(t *testing.T) {
 }
 
 func TestModelCallbacks(t *testing.T) {
-	setState := func(cc CallbackContext, key string) error { return cc.State().Set(key, true) }
+	setState := func(cc agent.CallbackContext, key string) error { return cc.State().Set(key, true) }
 	tests := []struct {
 		name      string
-		before    []BeforeModelCallback
-		after     []AfterModelCallback
+		before    []llmagent.BeforeModelCallback
+		after     []llmagent.AfterModelCallback
 		want      []string
 		wantCalls int
 		wantErrs  int
@@ -149,7 +82,7 @@ func TestModelCallbacks(t *testing.T) {
 	}{
 		{
 			name: "before supplies the response",
-			before: []BeforeModelCallback{func(cc CallbackContext, _ *model.Request) (*model.Response, error) {
+			before: []llmagent.BeforeModelCallback{func(cc agent.CallbackContext, _ *model.Request) (*model.Response, error) {
 				return &model.Response{Content: modelText("cached")}, setState(cc, "b")
 			}},
 			want:      []string{"root: cached"},
@@ -157,7 +90,7 @@ func TestModelCallbacks(t *testing.T) {
 		},
 		{
 			name: "before edits the request",
-			before: []BeforeModelCallback{func(cc CallbackContext, req *model.Request) (*model.Response, error) {
+			before: []llmagent.BeforeModelCallback{func(cc agent.CallbackContext, req *model.Request) (*model.Response, error) {
 				req.SystemInstruction = "edited"
 				return nil, nil
 			}},
@@ -166,7 +99,7 @@ func TestModelCallbacks(t *testing.T) {
 		},
 		{
 			name: "after replaces the response",
-			after: []AfterModelCallback{func(cc CallbackContext, r *model.Response) (*model.Response, error) {
+			after: []llmagent.AfterModelCallback{func(cc agent.CallbackContext, r *model.Response) (*model.Response, error) {
 				return &model.Response{Content: modelText("replaced")}, setState(cc, "a")
 			}},
 			want:      []string{"root: replaced"},
@@ -175,14 +108,14 @@ func TestModelCallbacks(t *testing.T) {
 		},
 		{
 			name:     "before fails",
-			before:   []BeforeModelCallback{func(CallbackContext, *model.Request) (*model.Response, error) { return nil, errors.New("nope") }},
+			before:   []llmagent.BeforeModelCallback{func(agent.CallbackContext, *model.Request) (*model.Response, error) { return nil, errors.New("nope") }},
 			wantErrs: 1,
 		},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			m := &fakeModel{name: "fake", reply: "I am root"}
-			root := llm(t, LLMConfig{Name: "root", Model: m, BeforeModelCallbacks: tc.before, AfterModelCallbacks: tc.after})
+			root := llm(t, llmagent.Config{Name: "root", Model: m, BeforeModelCallbacks: tc.before, AfterModelCallbacks: tc.after})
 			r, _, k := newTestRunner(t, root)
 			res := mustRun(t, r, request(k, "hi"))
 			if got := summary(res.events); !equalStrings(got, tc.want) {
@@ -240,7 +173,7 @@ func TestModelFailures(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			root := llm(t, LLMConfig{Name: "root", Model: &fakeModel{name: "fake", respond: tc.respond}})
+			root := llm(t, llmagent.Config{Name: "root", Model: &fakeModel{name: "fake", respond: tc.respond}})
 			r, _, k := newTestRunner(t, root)
 			res := mustRun(t, r, request(k, "hi"))
 			if got := summary(res.events); !equalStrings(got, tc.want) {
@@ -257,10 +190,10 @@ func TestModelFailures(t *testing.T) {
 }
 
 func TestMissingInstructionStateIsAgentError(t *testing.T) {
-	root := llm(t, LLMConfig{Name: "root", Instruction: "Hi {who}"})
+	root := llm(t, llmagent.Config{Name: "root", Instruction: "Hi {who}"})
 	r, _, k := newTestRunner(t, root)
 	res := mustRun(t, r, request(k, "hi"))
-	if len(res.agentErrs) != 1 || !errors.Is(res.agentErrs[0], errMissingState) {
+	if len(res.agentErrs) != 1 || !errors.Is(res.agentErrs[0], store.ErrInvalidArgument) || !strings.Contains(res.agentErrs[0].Error(), "{who}") {
 		t.Fatalf("errors %v", res.agentErrs)
 	}
 }
@@ -270,15 +203,15 @@ func TestMissingInstructionStateIsAgentError(t *testing.T) {
 // after it.
 func TestTransferInsideASequence(t *testing.T) {
 	m := offline.New(offline.Config{})
-	helper, err := NewLLMAgent(LLMConfig{Name: "helper", Description: "Helps.", Model: m})
+	helper, err := llmagent.New(llmagent.Config{Name: "helper", Description: "Helps.", Model: m})
 	if err != nil {
 		t.Fatal(err)
 	}
-	router, err := NewLLMAgent(LLMConfig{Name: "router", Description: "Routes.", Model: m, SubAgents: []Agent{helper}})
+	router, err := llmagent.New(llmagent.Config{Name: "router", Description: "Routes.", Model: m, SubAgents: []agent.Agent{helper}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	seq, err := NewSequential(WorkflowConfig{Name: "seq", SubAgents: []Agent{router, mustAgent(t, "after", "done")}})
+	seq, err := workflow.NewSequential(workflow.Config{Name: "seq", SubAgents: []agent.Agent{router, mustAgent(t, "after", "done")}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -294,4 +227,12 @@ func TestTransferInsideASequence(t *testing.T) {
 	if got, want := strings.Join(authors, " "), "router router helper after"; got != want {
 		t.Fatalf("authors = %q, want %q", got, want)
 	}
+}
+
+func texts(c *agentrunnerv1.Content) []string {
+	var out []string
+	for _, p := range c.GetParts() {
+		out = append(out, p.GetText())
+	}
+	return out
 }

@@ -11,6 +11,9 @@ import (
 	"time"
 
 	agentrunnerv1 "github.com/agentrunner/agentrunner/gen/go/agentrunner/v1"
+	"github.com/agentrunner/agentrunner/runner/agent"
+	"github.com/agentrunner/agentrunner/runner/agent/llmagent"
+	"github.com/agentrunner/agentrunner/runner/agent/workflow"
 	"github.com/agentrunner/agentrunner/runner/model"
 	"github.com/agentrunner/agentrunner/store"
 	"google.golang.org/protobuf/proto"
@@ -74,7 +77,7 @@ func TestUserEvent(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			var seen *agentrunnerv1.Content
-			root := mustCustom(t, AgentConfig{Name: "root", Run: func(ctx InvocationContext) iter.Seq2[*agentrunnerv1.Event, error] {
+			root := mustCustom(t, agent.Config{Name: "root", Run: func(ctx agent.InvocationContext) iter.Seq2[*agentrunnerv1.Event, error] {
 				seen = ctx.UserContent()
 				return sayAll("got it")(ctx)
 			}})
@@ -141,7 +144,7 @@ func TestPartialEventsYieldedNotStored(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			r, db, k := newTestRunner(t, llm(t, LLMConfig{Name: "root", Model: m}))
+			r, db, k := newTestRunner(t, llm(t, llmagent.Config{Name: "root", Model: m}))
 			req := request(k, "hi")
 			req.Config = &agentrunnerv1.RunConfig{StreamingMode: tc.mode}
 			res := mustRun(t, r, req)
@@ -169,21 +172,21 @@ func TestPartialEventsYieldedNotStored(t *testing.T) {
 
 func TestStateDeltas(t *testing.T) {
 	var during []string // what the agent read, in order
-	read := func(ctx InvocationContext, keys ...string) {
+	read := func(ctx agent.InvocationContext, keys ...string) {
 		for _, k := range keys {
 			v, ok := ctx.State().Get(k)
 			during = append(during, fmt.Sprintf("%s=%v", k, map[bool]any{true: v.AsInterface(), false: "-"}[ok]))
 		}
 	}
-	root := mustCustom(t, AgentConfig{
+	root := mustCustom(t, agent.Config{
 		Name: "root",
-		BeforeAgentCallbacks: []BeforeAgentCallback{func(cc CallbackContext) (*agentrunnerv1.Content, error) {
+		BeforeAgentCallbacks: []agent.BeforeAgentCallback{func(cc agent.CallbackContext) (*agentrunnerv1.Content, error) {
 			if err := cc.State().Set("before", "yes"); err != nil {
 				return nil, err
 			}
 			return nil, cc.State().Set("temp:scratch", 1)
 		}},
-		Run: func(ctx InvocationContext) iter.Seq2[*agentrunnerv1.Event, error] {
+		Run: func(ctx agent.InvocationContext) iter.Seq2[*agentrunnerv1.Event, error] {
 			return func(yield func(*agentrunnerv1.Event, error) bool) {
 				read(ctx, "req", "temp:req", "before", "temp:scratch")
 				ev := say("step 1")
@@ -205,7 +208,7 @@ func TestStateDeltas(t *testing.T) {
 				_ = ctx.State().Set("late", true) // lands in a state-only event
 			}
 		},
-		AfterAgentCallbacks: []AfterAgentCallback{func(cc CallbackContext) (*agentrunnerv1.Content, error) {
+		AfterAgentCallbacks: []agent.AfterAgentCallback{func(cc agent.CallbackContext) (*agentrunnerv1.Content, error) {
 			v, _ := cc.State().Get("late")
 			return nil, cc.State().Set("after", v.GetBoolValue())
 		}},
@@ -250,7 +253,7 @@ func TestStateDeltas(t *testing.T) {
 
 	// temp: keys are gone in the next invocation.
 	during = nil
-	root2 := mustCustom(t, AgentConfig{Name: "root", Run: func(ctx InvocationContext) iter.Seq2[*agentrunnerv1.Event, error] {
+	root2 := mustCustom(t, agent.Config{Name: "root", Run: func(ctx agent.InvocationContext) iter.Seq2[*agentrunnerv1.Event, error] {
 		read(ctx, "temp:req", "temp:ev", "user:pref")
 		return sayAll("ok")(ctx)
 	}})
@@ -271,28 +274,28 @@ func mustStruct(t testing.TB, m map[string]any) *structpb.Struct {
 }
 
 func TestCallbacks(t *testing.T) {
-	content := func(s string) func(CallbackContext) (*agentrunnerv1.Content, error) {
-		return func(CallbackContext) (*agentrunnerv1.Content, error) { return modelText(s), nil }
+	content := func(s string) func(agent.CallbackContext) (*agentrunnerv1.Content, error) {
+		return func(agent.CallbackContext) (*agentrunnerv1.Content, error) { return modelText(s), nil }
 	}
-	fail := func(CallbackContext) (*agentrunnerv1.Content, error) { return nil, errors.New("callback failed") }
-	pass := func(CallbackContext) (*agentrunnerv1.Content, error) { return nil, nil }
+	fail := func(agent.CallbackContext) (*agentrunnerv1.Content, error) { return nil, errors.New("callback failed") }
+	pass := func(agent.CallbackContext) (*agentrunnerv1.Content, error) { return nil, nil }
 	tests := []struct {
 		name     string
-		before   []BeforeAgentCallback
-		after    []AfterAgentCallback
+		before   []agent.BeforeAgentCallback
+		after    []agent.AfterAgentCallback
 		want     []string
 		wantErrs int
 	}{
 		{name: "none", want: []string{"root: ran"}},
-		{name: "before passes", before: []BeforeAgentCallback{pass, pass}, want: []string{"root: ran"}},
-		{name: "before short-circuits", before: []BeforeAgentCallback{pass, content("cached"), content("never")}, after: []AfterAgentCallback{content("no after")}, want: []string{"root: cached"}},
-		{name: "before fails", before: []BeforeAgentCallback{fail}, want: nil, wantErrs: 1},
-		{name: "after appends", after: []AfterAgentCallback{pass, content("appended"), content("never")}, want: []string{"root: ran", "root: appended"}},
-		{name: "after fails", after: []AfterAgentCallback{fail}, want: []string{"root: ran"}, wantErrs: 1},
+		{name: "before passes", before: []agent.BeforeAgentCallback{pass, pass}, want: []string{"root: ran"}},
+		{name: "before short-circuits", before: []agent.BeforeAgentCallback{pass, content("cached"), content("never")}, after: []agent.AfterAgentCallback{content("no after")}, want: []string{"root: cached"}},
+		{name: "before fails", before: []agent.BeforeAgentCallback{fail}, want: nil, wantErrs: 1},
+		{name: "after appends", after: []agent.AfterAgentCallback{pass, content("appended"), content("never")}, want: []string{"root: ran", "root: appended"}},
+		{name: "after fails", after: []agent.AfterAgentCallback{fail}, want: []string{"root: ran"}, wantErrs: 1},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			root := mustCustom(t, AgentConfig{Name: "root", Run: sayAll("ran"), BeforeAgentCallbacks: tc.before, AfterAgentCallbacks: tc.after})
+			root := mustCustom(t, agent.Config{Name: "root", Run: sayAll("ran"), BeforeAgentCallbacks: tc.before, AfterAgentCallbacks: tc.after})
 			r, db, k := newTestRunner(t, root)
 			res := mustRun(t, r, request(k, "hi"))
 			if got := summary(res.events); !equalStrings(got, tc.want) {
@@ -315,18 +318,18 @@ func TestCallbacks(t *testing.T) {
 }
 
 func TestAgentErrorMidRun(t *testing.T) {
-	flaky := mustCustom(t, AgentConfig{Name: "flaky", Run: func(ctx InvocationContext) iter.Seq2[*agentrunnerv1.Event, error] {
+	flaky := mustCustom(t, agent.Config{Name: "flaky", Run: func(ctx agent.InvocationContext) iter.Seq2[*agentrunnerv1.Event, error] {
 		return func(yield func(*agentrunnerv1.Event, error) bool) {
 			_ = yield(say("before the failure"), nil) &&
 				yield(nil, errors.New("tool exploded")) &&
 				yield(say("after the failure"), nil)
 		}
 	}})
-	root := must[Agent](t)(NewSequential(WorkflowConfig{Name: "root", SubAgents: []Agent{flaky, mustAgent(t, "next", "still here")}}))
+	root := must[agent.Agent](t)(workflow.NewSequential(workflow.Config{Name: "root", SubAgents: []agent.Agent{flaky, mustAgent(t, "next", "still here")}}))
 	r, db, k := newTestRunner(t, root)
 	var order []string
 	for ev, err := range r.Run(t.Context(), request(k, "go")) {
-		var ae *AgentError
+		var ae *agent.AgentError
 		switch {
 		case errors.As(err, &ae):
 			order = append(order, "error from "+ae.Agent+": "+ae.Err.Error())
@@ -349,7 +352,7 @@ func TestAgentErrorMidRun(t *testing.T) {
 func TestCancellationStopsAgent(t *testing.T) {
 	started := make(chan struct{})
 	stopped := make(chan struct{})
-	blocker := mustCustom(t, AgentConfig{Name: "root", Run: func(ctx InvocationContext) iter.Seq2[*agentrunnerv1.Event, error] {
+	blocker := mustCustom(t, agent.Config{Name: "root", Run: func(ctx agent.InvocationContext) iter.Seq2[*agentrunnerv1.Event, error] {
 		return func(yield func(*agentrunnerv1.Event, error) bool) {
 			if ctx.UserContent().GetParts()[0].GetText() != "go" {
 				return
@@ -406,7 +409,7 @@ func TestEarlyBreakReleasesSession(t *testing.T) {
 func TestOneRunPerSession(t *testing.T) {
 	entered := make(chan struct{}, 2)
 	release := make(chan struct{})
-	root := mustCustom(t, AgentConfig{Name: "root", Run: func(ctx InvocationContext) iter.Seq2[*agentrunnerv1.Event, error] {
+	root := mustCustom(t, agent.Config{Name: "root", Run: func(ctx agent.InvocationContext) iter.Seq2[*agentrunnerv1.Event, error] {
 		return func(yield func(*agentrunnerv1.Event, error) bool) {
 			if !yield(say("start "+ctx.SessionID()), nil) {
 				return
@@ -461,7 +464,7 @@ func TestOneRunPerSession(t *testing.T) {
 func TestRunInProgressNamesInvocation(t *testing.T) {
 	release := make(chan struct{})
 	first := make(chan string, 1)
-	root := mustCustom(t, AgentConfig{Name: "root", Run: func(ctx InvocationContext) iter.Seq2[*agentrunnerv1.Event, error] {
+	root := mustCustom(t, agent.Config{Name: "root", Run: func(ctx agent.InvocationContext) iter.Seq2[*agentrunnerv1.Event, error] {
 		return func(yield func(*agentrunnerv1.Event, error) bool) {
 			first <- ctx.InvocationID()
 			<-release
@@ -497,7 +500,7 @@ func TestMaxLLMCalls(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			m := &fakeModel{name: "fake", reply: "again"}
-			loop := must[Agent](t)(NewLoop(LoopConfig{Name: "root", MaxIterations: 5, SubAgents: []Agent{llm(t, LLMConfig{Name: "chatty", Model: m})}}))
+			loop := must[agent.Agent](t)(workflow.NewLoop(workflow.LoopConfig{Name: "root", MaxIterations: 5, SubAgents: []agent.Agent{llm(t, llmagent.Config{Name: "chatty", Model: m})}}))
 			r, _, k := newTestRunner(t, loop)
 			req := request(k, "go")
 			req.Config = &agentrunnerv1.RunConfig{MaxLlmCalls: tc.max}
@@ -505,7 +508,7 @@ func TestMaxLLMCalls(t *testing.T) {
 			if got := len(res.events); got != tc.wantCalls {
 				t.Errorf("%d events, want %d", got, tc.wantCalls)
 			}
-			if got := errors.Is(res.err, ErrMaxLLMCalls); got != tc.wantErr {
+			if got := errors.Is(res.err, agent.ErrMaxLLMCalls); got != tc.wantErr {
 				t.Fatalf("terminal error %v, want ErrMaxLLMCalls: %v", res.err, tc.wantErr)
 			}
 			if len(m.calls()) != tc.wantCalls {
@@ -516,7 +519,7 @@ func TestMaxLLMCalls(t *testing.T) {
 }
 
 func TestArtifactsFromAgent(t *testing.T) {
-	root := mustCustom(t, AgentConfig{Name: "root", Run: func(ctx InvocationContext) iter.Seq2[*agentrunnerv1.Event, error] {
+	root := mustCustom(t, agent.Config{Name: "root", Run: func(ctx agent.InvocationContext) iter.Seq2[*agentrunnerv1.Event, error] {
 		return func(yield func(*agentrunnerv1.Event, error) bool) {
 			for _, name := range []string{"report.txt", "report.txt", "user:notes"} {
 				if _, err := ctx.Artifacts().Save(ctx, name, textPart("v")); err != nil {
@@ -552,15 +555,15 @@ func TestArtifactsFromAgent(t *testing.T) {
 }
 
 func TestEndInvocation(t *testing.T) {
-	ender := mustCustom(t, AgentConfig{Name: "ender", Run: func(ctx InvocationContext) iter.Seq2[*agentrunnerv1.Event, error] {
+	ender := mustCustom(t, agent.Config{Name: "ender", Run: func(ctx agent.InvocationContext) iter.Seq2[*agentrunnerv1.Event, error] {
 		return func(yield func(*agentrunnerv1.Event, error) bool) {
 			ctx.EndInvocation()
 			yield(say("that's all"), nil)
 		}
-	}, AfterAgentCallbacks: []AfterAgentCallback{func(CallbackContext) (*agentrunnerv1.Content, error) {
+	}, AfterAgentCallbacks: []agent.AfterAgentCallback{func(agent.CallbackContext) (*agentrunnerv1.Content, error) {
 		return modelText("after callbacks skipped too"), nil
 	}}})
-	root := must[Agent](t)(NewSequential(WorkflowConfig{Name: "root", SubAgents: []Agent{mustAgent(t, "a", "a"), ender, mustAgent(t, "b", "b")}}))
+	root := must[agent.Agent](t)(workflow.NewSequential(workflow.Config{Name: "root", SubAgents: []agent.Agent{mustAgent(t, "a", "a"), ender, mustAgent(t, "b", "b")}}))
 	r, _, k := newTestRunner(t, root)
 	res := mustRun(t, r, request(k, "go"))
 	if got, want := summary(res.events), []string{"a: a", "ender: that's all"}; !equalStrings(got, want) {
@@ -599,7 +602,7 @@ func (f *failingStore) AppendEvent(ctx context.Context, k store.SessionKey, ev *
 }
 
 func TestAuthorsAndBranchFilledIn(t *testing.T) {
-	root := mustCustom(t, AgentConfig{Name: "root", Run: func(ctx InvocationContext) iter.Seq2[*agentrunnerv1.Event, error] {
+	root := mustCustom(t, agent.Config{Name: "root", Run: func(ctx agent.InvocationContext) iter.Seq2[*agentrunnerv1.Event, error] {
 		return func(yield func(*agentrunnerv1.Event, error) bool) {
 			_ = yield(&agentrunnerv1.Event{Content: modelText("mine")}, nil) &&
 				yield(&agentrunnerv1.Event{Content: userText("relayed user input")}, nil) &&

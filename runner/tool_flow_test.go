@@ -8,7 +8,12 @@ import (
 	"time"
 
 	agentrunnerv1 "github.com/agentrunner/agentrunner/gen/go/agentrunner/v1"
+	"github.com/agentrunner/agentrunner/runner/agent"
+	"github.com/agentrunner/agentrunner/runner/agent/llmagent"
+	"github.com/agentrunner/agentrunner/runner/agent/workflow"
 	"github.com/agentrunner/agentrunner/runner/model"
+	"github.com/agentrunner/agentrunner/runner/tool"
+	"github.com/agentrunner/agentrunner/runner/tool/builtin"
 	"github.com/agentrunner/agentrunner/store"
 )
 
@@ -33,17 +38,17 @@ func script(contents ...*agentrunnerv1.Content) func(*model.Request, int) ([]*mo
 	}
 }
 
-func mustTool(t *testing.T, name string, fn func(ToolContext, map[string]any) (map[string]any, error)) Tool {
+func mustTool(t *testing.T, name string, fn func(tool.Context, map[string]any) (map[string]any, error)) tool.Tool {
 	t.Helper()
-	return must[Tool](t)(NewFunctionTool(name, "Test tool "+name+".", fn))
+	return must[tool.Tool](t)(tool.NewFunction(name, "Test tool "+name+".", fn))
 }
 
 func TestToolCalls(t *testing.T) {
 	fastDone := make(chan struct{})
-	slow := func(t *testing.T) Tool {
+	slow := func(t *testing.T) tool.Tool {
 		// slow returns only once fast has run: sequential calls in call
 		// order would wait here until the bound and fail.
-		return mustTool(t, "slow", func(ToolContext, map[string]any) (map[string]any, error) {
+		return mustTool(t, "slow", func(tool.Context, map[string]any) (map[string]any, error) {
 			select {
 			case <-fastDone:
 				return map[string]any{"ok": "slow"}, nil
@@ -52,31 +57,34 @@ func TestToolCalls(t *testing.T) {
 			}
 		})
 	}
-	fast := func(t *testing.T) Tool {
-		return mustTool(t, "fast", func(ToolContext, map[string]any) (map[string]any, error) {
+	fast := func(t *testing.T) tool.Tool {
+		return mustTool(t, "fast", func(tool.Context, map[string]any) (map[string]any, error) {
 			close(fastDone)
 			return map[string]any{"ok": "fast"}, nil
 		})
 	}
-	explode := func(t *testing.T) Tool {
-		return mustTool(t, "explode", func(ToolContext, map[string]any) (map[string]any, error) { panic("boom") })
+	explode := func(t *testing.T) tool.Tool {
+		return mustTool(t, "explode", func(tool.Context, map[string]any) (map[string]any, error) { panic("boom") })
 	}
 	var ranA bool
 	tests := []struct {
 		name      string
-		tools     func(t *testing.T) []Tool
-		before    []BeforeToolCallback
-		after     []AfterToolCallback
+		tools     func(t *testing.T) []tool.Tool
+		before    []llmagent.BeforeToolCallback
+		after     []llmagent.AfterToolCallback
 		script    []*agentrunnerv1.Content
 		want      []string
 		wantCalls int
-		check     func(t *testing.T, res result, db store.SessionKey, m *fakeModel)
+		// wantErrs are the in-band errors: a panic is a bug, so the caller
+		// hears of it besides the model.
+		wantErrs []string
+		check    func(t *testing.T, res result, db store.SessionKey, m *fakeModel)
 	}{
 		{
 			name:  "parallel calls run concurrently and are answered in call order; failures go to the model",
-			tools: func(t *testing.T) []Tool { return []Tool{slow(t), fast(t), explode(t)} },
+			tools: func(t *testing.T) []tool.Tool { return []tool.Tool{slow(t), fast(t), explode(t)} },
 			script: []*agentrunnerv1.Content{
-				content(RoleModel, call("1", "slow", nil), call("2", "fast", nil), call("3", "explode", nil), call("4", "nope", nil)),
+				content(agent.RoleModel, call("1", "slow", nil), call("2", "fast", nil), call("3", "explode", nil), call("4", "nope", nil)),
 				modelText("done"),
 			},
 			want: []string{
@@ -86,6 +94,7 @@ func TestToolCalls(t *testing.T) {
 				"root: done",
 			},
 			wantCalls: 2,
+			wantErrs:  []string{"agent root: tool explode panicked: boom"},
 			check: func(t *testing.T, res result, _ store.SessionKey, m *fakeModel) {
 				last := m.calls()[1].Contents
 				if got := contentLines(last[len(last)-1:]); !strings.HasPrefix(got[0], "user: response 1 ") {
@@ -95,25 +104,25 @@ func TestToolCalls(t *testing.T) {
 		},
 		{
 			name: "callbacks replace a call and an outcome",
-			tools: func(t *testing.T) []Tool {
-				return []Tool{
-					mustTool(t, "a", func(ToolContext, map[string]any) (map[string]any, error) { ranA = true; return nil, nil }),
-					mustTool(t, "b", func(ToolContext, map[string]any) (map[string]any, error) { return nil, errors.New("b failed") }),
+			tools: func(t *testing.T) []tool.Tool {
+				return []tool.Tool{
+					mustTool(t, "a", func(tool.Context, map[string]any) (map[string]any, error) { ranA = true; return nil, nil }),
+					mustTool(t, "b", func(tool.Context, map[string]any) (map[string]any, error) { return nil, errors.New("b failed") }),
 				}
 			},
-			before: []BeforeToolCallback{func(_ ToolContext, tool Tool, args map[string]any) (map[string]any, error) {
-				if tool.Name() == "a" {
+			before: []llmagent.BeforeToolCallback{func(_ tool.Context, tl tool.Tool, args map[string]any) (map[string]any, error) {
+				if tl.Name() == "a" {
 					return map[string]any{"cached": args["q"]}, nil
 				}
 				return nil, nil
 			}},
-			after: []AfterToolCallback{func(ctx ToolContext, tool Tool, _, _ map[string]any, err error) (map[string]any, error) {
+			after: []llmagent.AfterToolCallback{func(ctx tool.Context, tl tool.Tool, _, _ map[string]any, err error) (map[string]any, error) {
 				if err != nil {
 					return map[string]any{"recovered": err.Error(), "id": ctx.FunctionCallID()}, nil
 				}
 				return nil, nil
 			}},
-			script:    []*agentrunnerv1.Content{content(RoleModel, call("1", "a", map[string]any{"q": "x"}), call("2", "b", nil)), modelText("ok")},
+			script:    []*agentrunnerv1.Content{content(agent.RoleModel, call("1", "a", map[string]any{"q": "x"}), call("2", "b", nil)), modelText("ok")},
 			want:      []string{"root: call 1 a | call 2 b", `root: response 1 {"cached":"x"} | response 2 {"id":"2","recovered":"b failed"}`, "root: ok"},
 			wantCalls: 2,
 			check: func(t *testing.T, _ result, _ store.SessionKey, _ *fakeModel) {
@@ -124,21 +133,21 @@ func TestToolCalls(t *testing.T) {
 		},
 		{
 			name: "state, artifacts and actions of tools land in the response event",
-			tools: func(t *testing.T) []Tool {
-				return []Tool{
-					mustTool(t, "first", func(ctx ToolContext, _ map[string]any) (map[string]any, error) {
+			tools: func(t *testing.T) []tool.Tool {
+				return []tool.Tool{
+					mustTool(t, "first", func(ctx tool.Context, _ map[string]any) (map[string]any, error) {
 						if _, err := ctx.Artifacts().Save(ctx, "out.txt", textPart("data")); err != nil {
 							return nil, err
 						}
 						ctx.Actions().Escalate = true
 						return nil, errors.Join(ctx.State().Set("k", "first"), ctx.State().Set("only_first", 1))
 					}),
-					mustTool(t, "second", func(ctx ToolContext, _ map[string]any) (map[string]any, error) {
+					mustTool(t, "second", func(ctx tool.Context, _ map[string]any) (map[string]any, error) {
 						return nil, ctx.State().Set("k", "second")
 					}),
 				}
 			},
-			script:    []*agentrunnerv1.Content{content(RoleModel, call("1", "first", nil), call("2", "second", nil)), modelText("ok")},
+			script:    []*agentrunnerv1.Content{content(agent.RoleModel, call("1", "first", nil), call("2", "second", nil)), modelText("ok")},
 			want:      []string{"root: call 1 first | call 2 second", "root: response 1 {} | response 2 {}", "root: ok"},
 			wantCalls: 2,
 			check: func(t *testing.T, res result, _ store.SessionKey, _ *fakeModel) {
@@ -151,22 +160,22 @@ func TestToolCalls(t *testing.T) {
 		},
 		{
 			name: "a tool that skips summarization ends the turn",
-			tools: func(t *testing.T) []Tool {
-				return []Tool{mustTool(t, "final", func(ctx ToolContext, _ map[string]any) (map[string]any, error) {
+			tools: func(t *testing.T) []tool.Tool {
+				return []tool.Tool{mustTool(t, "final", func(ctx tool.Context, _ map[string]any) (map[string]any, error) {
 					ctx.Actions().SkipSummarization = true
 					return map[string]any{"answer": 42}, nil
 				})}
 			},
-			script:    []*agentrunnerv1.Content{content(RoleModel, call("1", "final", nil))},
+			script:    []*agentrunnerv1.Content{content(agent.RoleModel, call("1", "final", nil))},
 			want:      []string{"root: call 1 final", `root: response 1 {"answer":42}`},
 			wantCalls: 1,
 		},
 		{
 			name: "a long-running call without an interim result ends the turn",
-			tools: func(t *testing.T) []Tool {
-				return []Tool{must[Tool](t)(NewLongRunningFunctionTool("approve", "", func(ToolContext, struct{}) (map[string]any, error) { return nil, nil }))}
+			tools: func(t *testing.T) []tool.Tool {
+				return []tool.Tool{must[tool.Tool](t)(tool.NewLongRunningFunction("approve", "", func(tool.Context, struct{}) (map[string]any, error) { return nil, nil }))}
 			},
-			script:    []*agentrunnerv1.Content{content(RoleModel, call("", "approve", nil))},
+			script:    []*agentrunnerv1.Content{content(agent.RoleModel, call("", "approve", nil))},
 			want:      []string{"root: call call-id-3 approve"},
 			wantCalls: 1,
 			check: func(t *testing.T, res result, _ store.SessionKey, _ *fakeModel) {
@@ -179,7 +188,7 @@ func TestToolCalls(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			m := &fakeModel{name: "fake", respond: script(tc.script...)}
-			root := llm(t, LLMConfig{Name: "root", Model: m, Tools: tc.tools(t), BeforeToolCallbacks: tc.before, AfterToolCallbacks: tc.after})
+			root := llm(t, llmagent.Config{Name: "root", Model: m, Tools: tc.tools(t), BeforeToolCallbacks: tc.before, AfterToolCallbacks: tc.after})
 			db := newTestStore(t)
 			n := 0
 			r := must[*Runner](t)(New(Config{AppName: testApp, Root: root, Store: db, NewID: func() string { n++; return fmt.Sprintf("id-%d", n) }}))
@@ -188,8 +197,12 @@ func TestToolCalls(t *testing.T) {
 			if got := eventLines(res.events); !equalStrings(got, tc.want) {
 				t.Fatalf("events\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(tc.want, "\n"))
 			}
-			if len(res.agentErrs) > 0 || len(m.calls()) != tc.wantCalls {
-				t.Fatalf("%d model calls (want %d), errors %v", len(m.calls()), tc.wantCalls, res.agentErrs)
+			var errs []string
+			for _, e := range res.agentErrs {
+				errs = append(errs, e.Error())
+			}
+			if !equalStrings(errs, tc.wantErrs) || len(m.calls()) != tc.wantCalls {
+				t.Fatalf("%d model calls (want %d), errors %q (want %q)", len(m.calls()), tc.wantCalls, errs, tc.wantErrs)
 			}
 			if tc.check != nil {
 				tc.check(t, res, k, m)
@@ -199,10 +212,10 @@ func TestToolCalls(t *testing.T) {
 }
 
 func TestExitLoopStopsTheLoop(t *testing.T) {
-	m := &fakeModel{name: "fake", respond: script(modelText("pass 1"), content(RoleModel, call("x", ToolExitLoop, nil)))}
-	worker := llm(t, LLMConfig{Name: "worker", Model: m, Tools: []Tool{ExitLoopTool()}})
+	m := &fakeModel{name: "fake", respond: script(modelText("pass 1"), content(agent.RoleModel, call("x", builtin.ExitLoopName, nil)))}
+	worker := llm(t, llmagent.Config{Name: "worker", Model: m, Tools: []tool.Tool{builtin.ExitLoop()}})
 	after := mustAgent(t, "after", "never")
-	loop := must[Agent](t)(NewLoop(LoopConfig{Name: "root", MaxIterations: 5, SubAgents: []Agent{worker, after}}))
+	loop := must[agent.Agent](t)(workflow.NewLoop(workflow.LoopConfig{Name: "root", MaxIterations: 5, SubAgents: []agent.Agent{worker, after}}))
 	r, _, k := newTestRunner(t, loop)
 	res := mustRun(t, r, request(k, "go"))
 	want := []string{"worker: pass 1", "after: never", "worker: call x exit_loop", "worker: response x {}"}
@@ -223,14 +236,14 @@ func TestLoadArtifacts(t *testing.T) {
 		seen = append(seen, req)
 		switch n {
 		case 1:
-			return []*model.Response{{Content: content(RoleModel, call("1", ToolLoadArtifacts, map[string]any{"artifact_names": []any{"notes.txt", "missing.txt"}}))}}, nil
+			return []*model.Response{{Content: content(agent.RoleModel, call("1", builtin.LoadArtifactsName, map[string]any{"artifact_names": []any{"notes.txt", "missing.txt"}}))}}, nil
 		case 2:
-			return []*model.Response{{Content: content(RoleModel, call("2", ToolLoadArtifacts, map[string]any{"artifact_names": []any{"notes.txt"}}))}}, nil
+			return []*model.Response{{Content: content(agent.RoleModel, call("2", builtin.LoadArtifactsName, map[string]any{"artifact_names": []any{"notes.txt"}}))}}, nil
 		default:
 			return []*model.Response{{Content: modelText("the notes say hello")}}, nil
 		}
 	}}
-	root := llm(t, LLMConfig{Name: "root", Model: m, Tools: []Tool{LoadArtifactsTool()}})
+	root := llm(t, llmagent.Config{Name: "root", Model: m, Tools: []tool.Tool{builtin.LoadArtifacts()}})
 	r, db, k := newTestRunner(t, root)
 	blob := &agentrunnerv1.Part{Data: &agentrunnerv1.Part_InlineData{InlineData: &agentrunnerv1.Blob{MimeType: "text/plain", Data: []byte("hello")}}}
 	if _, err := db.SaveArtifact(t.Context(), k, "notes.txt", blob); err != nil {
@@ -263,14 +276,14 @@ func TestLoadArtifacts(t *testing.T) {
 
 func TestToolLoopCountsModelCalls(t *testing.T) {
 	m := &fakeModel{name: "fake", respond: func(_ *model.Request, n int) ([]*model.Response, error) {
-		return []*model.Response{{Content: content(RoleModel, call(fmt.Sprint(n), "again", nil))}}, nil
+		return []*model.Response{{Content: content(agent.RoleModel, call(fmt.Sprint(n), "again", nil))}}, nil
 	}}
-	again := mustTool(t, "again", func(ToolContext, map[string]any) (map[string]any, error) { return nil, nil })
-	r, _, k := newTestRunner(t, llm(t, LLMConfig{Name: "root", Model: m, Tools: []Tool{again}}))
+	again := mustTool(t, "again", func(tool.Context, map[string]any) (map[string]any, error) { return nil, nil })
+	r, _, k := newTestRunner(t, llm(t, llmagent.Config{Name: "root", Model: m, Tools: []tool.Tool{again}}))
 	req := request(k, "loop forever")
 	req.Config = &agentrunnerv1.RunConfig{MaxLlmCalls: 3}
 	res := collect(t, r.Run(t.Context(), req))
-	if !errors.Is(res.err, ErrMaxLLMCalls) || len(m.calls()) != 3 || len(res.events) != 6 {
+	if !errors.Is(res.err, agent.ErrMaxLLMCalls) || len(m.calls()) != 3 || len(res.events) != 6 {
 		t.Fatalf("error %v after %d calls and %d events", res.err, len(m.calls()), len(res.events))
 	}
 }

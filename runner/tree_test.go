@@ -6,6 +6,9 @@ import (
 	"testing"
 
 	agentrunnerv1 "github.com/agentrunner/agentrunner/gen/go/agentrunner/v1"
+	"github.com/agentrunner/agentrunner/runner/agent"
+	"github.com/agentrunner/agentrunner/runner/agent/llmagent"
+	"github.com/agentrunner/agentrunner/runner/agent/workflow"
 	"google.golang.org/protobuf/types/known/structpb"
 )
 
@@ -18,7 +21,7 @@ func TestTreeValidation(t *testing.T) {
 		{
 			name: "empty name",
 			build: func(t *testing.T) error {
-				_, err := NewAgent(AgentConfig{Run: sayAll()})
+				_, err := agent.New(agent.Config{Run: sayAll()})
 				return err
 			},
 			want: "agent name is empty",
@@ -26,7 +29,7 @@ func TestTreeValidation(t *testing.T) {
 		{
 			name: "reserved name",
 			build: func(t *testing.T) error {
-				_, err := NewAgent(AgentConfig{Name: "user", Run: sayAll()})
+				_, err := agent.New(agent.Config{Name: "user", Run: sayAll()})
 				return err
 			},
 			want: `"user" is reserved`,
@@ -34,7 +37,7 @@ func TestTreeValidation(t *testing.T) {
 		{
 			name: "missing run",
 			build: func(t *testing.T) error {
-				_, err := NewAgent(AgentConfig{Name: "a"})
+				_, err := agent.New(agent.Config{Name: "a"})
 				return err
 			},
 			want: "Run is required",
@@ -42,7 +45,7 @@ func TestTreeValidation(t *testing.T) {
 		{
 			name: "missing model",
 			build: func(t *testing.T) error {
-				_, err := NewLLMAgent(LLMConfig{Name: "a"})
+				_, err := llmagent.New(llmagent.Config{Name: "a"})
 				return err
 			},
 			want: "Model is required",
@@ -50,7 +53,7 @@ func TestTreeValidation(t *testing.T) {
 		{
 			name: "duplicate sibling names",
 			build: func(t *testing.T) error {
-				_, err := NewSequential(WorkflowConfig{Name: "seq", SubAgents: []Agent{mustAgent(t, "a"), mustAgent(t, "a")}})
+				_, err := workflow.NewSequential(workflow.Config{Name: "seq", SubAgents: []agent.Agent{mustAgent(t, "a"), mustAgent(t, "a")}})
 				return err
 			},
 			want: `duplicate agent name "a"`,
@@ -58,8 +61,8 @@ func TestTreeValidation(t *testing.T) {
 		{
 			name: "duplicate name deep in the tree",
 			build: func(t *testing.T) error {
-				inner := must[Agent](t)(NewSequential(WorkflowConfig{Name: "inner", SubAgents: []Agent{mustAgent(t, "x")}}))
-				_, err := NewParallel(WorkflowConfig{Name: "outer", SubAgents: []Agent{inner, mustAgent(t, "x")}})
+				inner := must[agent.Agent](t)(workflow.NewSequential(workflow.Config{Name: "inner", SubAgents: []agent.Agent{mustAgent(t, "x")}}))
+				_, err := workflow.NewParallel(workflow.Config{Name: "outer", SubAgents: []agent.Agent{inner, mustAgent(t, "x")}})
 				return err
 			},
 			want: `duplicate agent name "x"`,
@@ -67,7 +70,7 @@ func TestTreeValidation(t *testing.T) {
 		{
 			name: "child named like its parent",
 			build: func(t *testing.T) error {
-				_, err := NewLoop(LoopConfig{Name: "a", SubAgents: []Agent{mustAgent(t, "a")}})
+				_, err := workflow.NewLoop(workflow.LoopConfig{Name: "a", SubAgents: []agent.Agent{mustAgent(t, "a")}})
 				return err
 			},
 			want: `duplicate agent name "a"`,
@@ -76,8 +79,8 @@ func TestTreeValidation(t *testing.T) {
 			name: "second parent",
 			build: func(t *testing.T) error {
 				child := mustAgent(t, "child")
-				must[Agent](t)(NewSequential(WorkflowConfig{Name: "p1", SubAgents: []Agent{child}}))
-				_, err := NewSequential(WorkflowConfig{Name: "p2", SubAgents: []Agent{child}})
+				must[agent.Agent](t)(workflow.NewSequential(workflow.Config{Name: "p1", SubAgents: []agent.Agent{child}}))
+				_, err := workflow.NewSequential(workflow.Config{Name: "p2", SubAgents: []agent.Agent{child}})
 				return err
 			},
 			want: `sub-agent "child" already has parent "p1"`,
@@ -93,7 +96,7 @@ func TestTreeValidation(t *testing.T) {
 		{
 			name: "negative loop bound",
 			build: func(t *testing.T) error {
-				_, err := NewLoop(LoopConfig{Name: "l", MaxIterations: -1})
+				_, err := workflow.NewLoop(workflow.LoopConfig{Name: "l", MaxIterations: -1})
 				return err
 			},
 			want: "negative MaxIterations",
@@ -111,10 +114,10 @@ func TestTreeValidation(t *testing.T) {
 
 func TestFailedConstructorLeavesChildrenFree(t *testing.T) {
 	child := mustAgent(t, "child")
-	if _, err := NewSequential(WorkflowConfig{Name: "p1", SubAgents: []Agent{child, mustAgent(t, "child")}}); err == nil {
+	if _, err := workflow.NewSequential(workflow.Config{Name: "p1", SubAgents: []agent.Agent{child, mustAgent(t, "child")}}); err == nil {
 		t.Fatal("duplicate names accepted")
 	}
-	if _, err := NewSequential(WorkflowConfig{Name: "p2", SubAgents: []Agent{child}}); err != nil {
+	if _, err := workflow.NewSequential(workflow.Config{Name: "p2", SubAgents: []agent.Agent{child}}); err != nil {
 		t.Fatalf("child still bound after a failed constructor: %v", err)
 	}
 }
@@ -128,21 +131,21 @@ func TestFailedConstructorLeavesChildrenFree(t *testing.T) {
 //	├── pipeline (sequential)
 //	│   └── in_pipeline (llm)
 //	└── worker (custom)
-func selectionTree(t *testing.T) Agent {
-	below := llm(t, LLMConfig{Name: "below_sticky"})
-	sticky := llm(t, LLMConfig{Name: "sticky", DisallowTransferToParent: true, SubAgents: []Agent{below}})
-	pipeline := must[Agent](t)(NewSequential(WorkflowConfig{Name: "pipeline", SubAgents: []Agent{llm(t, LLMConfig{Name: "in_pipeline"})}}))
-	return llm(t, LLMConfig{Name: "root", SubAgents: []Agent{llm(t, LLMConfig{Name: "helper"}), sticky, pipeline, mustAgent(t, "worker")}})
+func selectionTree(t *testing.T) agent.Agent {
+	below := llm(t, llmagent.Config{Name: "below_sticky"})
+	sticky := llm(t, llmagent.Config{Name: "sticky", DisallowTransferToParent: true, SubAgents: []agent.Agent{below}})
+	pipeline := must[agent.Agent](t)(workflow.NewSequential(workflow.Config{Name: "pipeline", SubAgents: []agent.Agent{llm(t, llmagent.Config{Name: "in_pipeline"})}}))
+	return llm(t, llmagent.Config{Name: "root", SubAgents: []agent.Agent{llm(t, llmagent.Config{Name: "helper"}), sticky, pipeline, mustAgent(t, "worker")}})
 }
 
 func functionCall(id, name string) *agentrunnerv1.Content {
-	return &agentrunnerv1.Content{Role: RoleModel, Parts: []*agentrunnerv1.Part{{Data: &agentrunnerv1.Part_FunctionCall{
+	return &agentrunnerv1.Content{Role: agent.RoleModel, Parts: []*agentrunnerv1.Part{{Data: &agentrunnerv1.Part_FunctionCall{
 		FunctionCall: &agentrunnerv1.FunctionCall{Id: id, Name: name},
 	}}}}
 }
 
 func functionResponse(id, name string) *agentrunnerv1.Content {
-	return &agentrunnerv1.Content{Role: RoleUser, Parts: []*agentrunnerv1.Part{{Data: &agentrunnerv1.Part_FunctionResponse{
+	return &agentrunnerv1.Content{Role: agent.RoleUser, Parts: []*agentrunnerv1.Part{{Data: &agentrunnerv1.Part_FunctionResponse{
 		FunctionResponse: &agentrunnerv1.FunctionResponse{Id: id, Name: name, Response: &structpb.Struct{}},
 	}}}}
 }
@@ -199,8 +202,8 @@ func TestSelectAgent(t *testing.T) {
 }
 
 // transferTo returns a run function that hands the conversation to target.
-func transferTo(target string) RunFunc {
-	return func(ctx InvocationContext) iter.Seq2[*agentrunnerv1.Event, error] {
+func transferTo(target string) agent.RunFunc {
+	return func(ctx agent.InvocationContext) iter.Seq2[*agentrunnerv1.Event, error] {
 		return func(yield func(*agentrunnerv1.Event, error) bool) {
 			ev := say("handing over to " + target)
 			ev.Actions = &agentrunnerv1.EventActions{TransferToAgent: target}
@@ -213,8 +216,8 @@ func transferTo(target string) RunFunc {
 // same run, and what answers the next turn: the root, because a custom
 // root is never resumable, so neither is anything below it.
 func TestTransferInRun(t *testing.T) {
-	helper := llm(t, LLMConfig{Name: "helper"})
-	root := mustCustom(t, AgentConfig{Name: "root", SubAgents: []Agent{helper}, Run: transferTo("helper")})
+	helper := llm(t, llmagent.Config{Name: "helper"})
+	root := mustCustom(t, agent.Config{Name: "root", SubAgents: []agent.Agent{helper}, Run: transferTo("helper")})
 	r, db, k := newTestRunner(t, root)
 
 	res := mustRun(t, r, request(k, "help me"))
@@ -228,7 +231,7 @@ func TestTransferInRun(t *testing.T) {
 	}
 
 	// Unknown targets are reported in-band.
-	bad := mustCustom(t, AgentConfig{Name: "root", Run: transferTo("nobody")})
+	bad := mustCustom(t, agent.Config{Name: "root", Run: transferTo("nobody")})
 	r2, err := New(Config{AppName: testApp, Root: bad, Store: db})
 	if err != nil {
 		t.Fatal(err)
@@ -243,8 +246,8 @@ func TestTransferInRun(t *testing.T) {
 // (the transfer tool of LLM agents comes later) and checks that the target
 // answers the following turns.
 func TestTransferredAgentAnswersNextTurn(t *testing.T) {
-	helper := llm(t, LLMConfig{Name: "helper"})
-	root := llm(t, LLMConfig{Name: "root", SubAgents: []Agent{helper}})
+	helper := llm(t, llmagent.Config{Name: "helper"})
+	root := llm(t, llmagent.Config{Name: "root", SubAgents: []agent.Agent{helper}})
 	r, db, k := newTestRunner(t, root)
 	history := []*agentrunnerv1.Event{
 		{Author: "user", Content: userText("I need help")},

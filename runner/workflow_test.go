@@ -12,16 +12,18 @@ import (
 	"time"
 
 	agentrunnerv1 "github.com/agentrunner/agentrunner/gen/go/agentrunner/v1"
+	"github.com/agentrunner/agentrunner/runner/agent"
+	"github.com/agentrunner/agentrunner/runner/agent/workflow"
 	"github.com/agentrunner/agentrunner/store"
 )
 
 func TestSequential(t *testing.T) {
 	var seenByB []string
-	b := mustCustom(t, AgentConfig{Name: "b", Run: func(ctx InvocationContext) iter.Seq2[*agentrunnerv1.Event, error] {
-		seenByB = summary(ctx.Session().Events())
+	b := mustCustom(t, agent.Config{Name: "b", Run: func(ctx agent.InvocationContext) iter.Seq2[*agentrunnerv1.Event, error] {
+		seenByB = summary(slices.Collect(ctx.Session().Events().All()))
 		return sayAll("b1")(ctx)
 	}})
-	root := must[Agent](t)(NewSequential(WorkflowConfig{Name: "root", SubAgents: []Agent{mustAgent(t, "a", "a1", "a2"), b, mustAgent(t, "c", "c1")}}))
+	root := must[agent.Agent](t)(workflow.NewSequential(workflow.Config{Name: "root", SubAgents: []agent.Agent{mustAgent(t, "a", "a1", "a2"), b, mustAgent(t, "c", "c1")}}))
 	r, db, k := newTestRunner(t, root)
 	res := mustRun(t, r, request(k, "go"))
 	want := []string{"a: a1", "a: a2", "b: b1", "c: c1"}
@@ -44,13 +46,13 @@ func TestParallelBranches(t *testing.T) {
 	// persisted before b looks at the session: b must still not see it.
 	aDone := make(chan struct{})
 	var seenByB []string
-	a := mustCustom(t, AgentConfig{Name: "a", Run: func(ctx InvocationContext) iter.Seq2[*agentrunnerv1.Event, error] {
+	a := mustCustom(t, agent.Config{Name: "a", Run: func(ctx agent.InvocationContext) iter.Seq2[*agentrunnerv1.Event, error] {
 		return func(yield func(*agentrunnerv1.Event, error) bool) {
 			defer close(aDone)
 			yield(say("from a"), nil)
 		}
 	}})
-	b := mustCustom(t, AgentConfig{Name: "b", Run: func(ctx InvocationContext) iter.Seq2[*agentrunnerv1.Event, error] {
+	b := mustCustom(t, agent.Config{Name: "b", Run: func(ctx agent.InvocationContext) iter.Seq2[*agentrunnerv1.Event, error] {
 		return func(yield func(*agentrunnerv1.Event, error) bool) {
 			select {
 			case <-aDone:
@@ -60,23 +62,23 @@ func TestParallelBranches(t *testing.T) {
 			if !yield(say("from b"), nil) {
 				return
 			}
-			seenByB = summary(ctx.Session().Events())
+			seenByB = summary(slices.Collect(ctx.Session().Events().All()))
 		}
 	}})
 	var afterSaw []string
-	fan := must[Agent](t)(NewParallel(WorkflowConfig{
+	fan := must[agent.Agent](t)(workflow.NewParallel(workflow.Config{
 		Name:      "fan",
-		SubAgents: []Agent{a, b},
-		AfterAgentCallbacks: []AfterAgentCallback{func(cc CallbackContext) (*agentrunnerv1.Content, error) {
+		SubAgents: []agent.Agent{a, b},
+		AfterAgentCallbacks: []agent.AfterAgentCallback{func(cc agent.CallbackContext) (*agentrunnerv1.Content, error) {
 			return modelText("both done"), nil
 		}},
 	}))
 	var lastSaw []string
-	last := mustCustom(t, AgentConfig{Name: "last", Run: func(ctx InvocationContext) iter.Seq2[*agentrunnerv1.Event, error] {
-		lastSaw = summary(ctx.Session().Events())
+	last := mustCustom(t, agent.Config{Name: "last", Run: func(ctx agent.InvocationContext) iter.Seq2[*agentrunnerv1.Event, error] {
+		lastSaw = summary(slices.Collect(ctx.Session().Events().All()))
 		return sayAll("done")(ctx)
 	}})
-	root := must[Agent](t)(NewSequential(WorkflowConfig{Name: "root", SubAgents: []Agent{mustAgent(t, "intro", "intro"), fan, last}}))
+	root := must[agent.Agent](t)(workflow.NewSequential(workflow.Config{Name: "root", SubAgents: []agent.Agent{mustAgent(t, "intro", "intro"), fan, last}}))
 	r, db, k := newTestRunner(t, root)
 	res := mustRun(t, r, request(k, "go"))
 	_ = afterSaw
@@ -105,23 +107,20 @@ func TestParallelBranches(t *testing.T) {
 }
 
 func TestNestedParallelBranch(t *testing.T) {
-	inner := must[Agent](t)(NewParallel(WorkflowConfig{Name: "inner", SubAgents: []Agent{mustAgent(t, "x", "x")}}))
-	outer := must[Agent](t)(NewParallel(WorkflowConfig{Name: "outer", SubAgents: []Agent{inner}}))
+	inner := must[agent.Agent](t)(workflow.NewParallel(workflow.Config{Name: "inner", SubAgents: []agent.Agent{mustAgent(t, "x", "x")}}))
+	outer := must[agent.Agent](t)(workflow.NewParallel(workflow.Config{Name: "outer", SubAgents: []agent.Agent{inner}}))
 	r, _, k := newTestRunner(t, outer)
 	res := mustRun(t, r, request(k, "go"))
 	if len(res.events) != 1 || res.events[0].GetBranch() != "outer.inner.inner.x" {
 		t.Fatalf("events %v", res.events)
-	}
-	if !visibleIn("outer.inner", "outer.inner.inner.x") || visibleIn("outer.inner.inner.x", "outer.inner.inner.y") || visibleIn("a.b", "a.bc") {
-		t.Fatal("visibleIn")
 	}
 }
 
 // blockUntilDone is a child that yields once, closes waiting once that
 // event is persisted, then waits for its context to end; it closes exited
 // when it returns.
-func blockUntilDone(t *testing.T, name string, waiting, exited chan struct{}) Agent {
-	return mustCustom(t, AgentConfig{Name: name, Run: func(ctx InvocationContext) iter.Seq2[*agentrunnerv1.Event, error] {
+func blockUntilDone(t *testing.T, name string, waiting, exited chan struct{}) agent.Agent {
+	return mustCustom(t, agent.Config{Name: name, Run: func(ctx agent.InvocationContext) iter.Seq2[*agentrunnerv1.Event, error] {
 		return func(yield func(*agentrunnerv1.Event, error) bool) {
 			defer close(exited)
 			if !yield(say(name+" waiting"), nil) {
@@ -136,7 +135,7 @@ func blockUntilDone(t *testing.T, name string, waiting, exited chan struct{}) Ag
 
 func TestParallelStopsOnChildError(t *testing.T) {
 	waiting, exited := make(chan struct{}), make(chan struct{})
-	failing := mustCustom(t, AgentConfig{Name: "failing", Run: func(ctx InvocationContext) iter.Seq2[*agentrunnerv1.Event, error] {
+	failing := mustCustom(t, agent.Config{Name: "failing", Run: func(ctx agent.InvocationContext) iter.Seq2[*agentrunnerv1.Event, error] {
 		return func(yield func(*agentrunnerv1.Event, error) bool) {
 			// Fail only once the sibling is waiting, so that the test sees
 			// it cancelled rather than never started.
@@ -148,8 +147,8 @@ func TestParallelStopsOnChildError(t *testing.T) {
 			yield(nil, errors.New("boom"))
 		}
 	}})
-	fan := must[Agent](t)(NewParallel(WorkflowConfig{Name: "fan", SubAgents: []Agent{failing, blockUntilDone(t, "waiter", waiting, exited)}}))
-	root := must[Agent](t)(NewSequential(WorkflowConfig{Name: "root", SubAgents: []Agent{fan, mustAgent(t, "after", "after")}}))
+	fan := must[agent.Agent](t)(workflow.NewParallel(workflow.Config{Name: "fan", SubAgents: []agent.Agent{failing, blockUntilDone(t, "waiter", waiting, exited)}}))
+	root := must[agent.Agent](t)(workflow.NewSequential(workflow.Config{Name: "root", SubAgents: []agent.Agent{fan, mustAgent(t, "after", "after")}}))
 	r, _, k := newTestRunner(t, root)
 	res := mustRun(t, r, request(k, "go"))
 	waitClosed(t, exited, "the sibling to be cancelled")
@@ -165,14 +164,14 @@ func TestParallelStopLeavesNoGoroutine(t *testing.T) {
 	const children = 4
 	for _, stop := range []string{"cancel", "break"} {
 		t.Run(stop, func(t *testing.T) {
-			var subs []Agent
+			var subs []agent.Agent
 			var exits []chan struct{}
 			for i := range children {
 				e := make(chan struct{})
 				exits = append(exits, e)
 				subs = append(subs, blockUntilDone(t, fmt.Sprintf("c%d", i), make(chan struct{}), e))
 			}
-			fan := must[Agent](t)(NewParallel(WorkflowConfig{Name: "fan", SubAgents: subs}))
+			fan := must[agent.Agent](t)(workflow.NewParallel(workflow.Config{Name: "fan", SubAgents: subs}))
 			r, db, k := newTestRunner(t, fan)
 			// Warm the store up so that its own goroutines are counted.
 			if _, err := db.AppendEvent(t.Context(), k, say("warm-up")); err != nil {
@@ -228,8 +227,8 @@ func waitGoroutines(t *testing.T, n int) {
 func TestLoop(t *testing.T) {
 	// counter yields "n=<i>" and escalates when i reaches escalateAt (0:
 	// never); it keeps its count in state.
-	counter := func(t *testing.T, escalateAt int) Agent {
-		return mustCustom(t, AgentConfig{Name: "counter", Run: func(ctx InvocationContext) iter.Seq2[*agentrunnerv1.Event, error] {
+	counter := func(t *testing.T, escalateAt int) agent.Agent {
+		return mustCustom(t, agent.Config{Name: "counter", Run: func(ctx agent.InvocationContext) iter.Seq2[*agentrunnerv1.Event, error] {
 			return func(yield func(*agentrunnerv1.Event, error) bool) {
 				v, _ := ctx.State().Get("temp:n")
 				n := int(v.GetNumberValue()) + 1
@@ -259,7 +258,7 @@ func TestLoop(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			loop := must[Agent](t)(NewLoop(LoopConfig{Name: "root", MaxIterations: tc.max, SubAgents: []Agent{counter(t, tc.escalateAt), mustAgent(t, "tail", "tail")}}))
+			loop := must[agent.Agent](t)(workflow.NewLoop(workflow.LoopConfig{Name: "root", MaxIterations: tc.max, SubAgents: []agent.Agent{counter(t, tc.escalateAt), mustAgent(t, "tail", "tail")}}))
 			r, _, k := newTestRunner(t, loop)
 			res := mustRun(t, r, request(k, "go"))
 			if got := summary(res.events); !equalStrings(got, tc.want) {
@@ -270,10 +269,10 @@ func TestLoop(t *testing.T) {
 }
 
 func TestWorkflowCallbacksAndInfo(t *testing.T) {
-	seq := must[Agent](t)(NewSequential(WorkflowConfig{
+	seq := must[agent.Agent](t)(workflow.NewSequential(workflow.Config{
 		Name: "seq", Description: "in order",
-		SubAgents: []Agent{mustAgent(t, "a", "a")},
-		BeforeAgentCallbacks: []BeforeAgentCallback{func(cc CallbackContext) (*agentrunnerv1.Content, error) {
+		SubAgents: []agent.Agent{mustAgent(t, "a", "a")},
+		BeforeAgentCallbacks: []agent.BeforeAgentCallback{func(cc agent.CallbackContext) (*agentrunnerv1.Content, error) {
 			if cc.AgentName() != "seq" || !strings.HasPrefix(cc.InvocationID(), "e-") {
 				return nil, fmt.Errorf("callback context for %s/%s", cc.AgentName(), cc.InvocationID())
 			}

@@ -2,13 +2,13 @@ package server
 
 import (
 	agentrunnerv1 "github.com/agentrunner/agentrunner/gen/go/agentrunner/v1"
-	"github.com/agentrunner/agentrunner/runner"
+	"github.com/agentrunner/agentrunner/runner/apps"
 )
 
-// RunnerApps serves the apps registered in a runner.Apps registry.
-func RunnerApps(a *runner.Apps) Apps { return runnerApps{a} }
+// RunnerApps serves the apps registered in an apps.Registry.
+func RunnerApps(a *apps.Registry) Apps { return runnerApps{a} }
 
-type runnerApps struct{ apps *runner.Apps }
+type runnerApps struct{ apps *apps.Registry }
 
 func (r runnerApps) Lookup(name string) (AppRunner, bool) {
 	rn, ok := r.apps.Lookup(name)

@@ -6,6 +6,7 @@ import (
 
 	agentrunnerv1 "github.com/agentrunner/agentrunner/gen/go/agentrunner/v1"
 	"github.com/agentrunner/agentrunner/runner"
+	"github.com/agentrunner/agentrunner/runner/agent"
 	"github.com/agentrunner/agentrunner/store"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
@@ -56,7 +57,7 @@ func codeOf(err error) (c codes.Code, ok bool) {
 		return codes.Unavailable, true
 	case errors.Is(err, runner.ErrRunInProgress):
 		return codes.Aborted, true
-	case errors.Is(err, runner.ErrMaxLLMCalls):
+	case errors.Is(err, agent.ErrMaxLLMCalls):
 		return codes.ResourceExhausted, true
 	}
 	return codes.Unknown, false
@@ -67,7 +68,7 @@ func codeOf(err error) (c codes.Code, ok bool) {
 // agent's failure is the caller's business (it is part of the
 // conversation), and the run goes on after it. The code is the one the
 // error carries, or Unknown.
-func agentStatus(err *runner.AgentError) *agentrunnerv1.Status {
+func agentStatus(err *agent.AgentError) *agentrunnerv1.Status {
 	c := codes.Unknown
 	if st, ok := status.FromError(err.Err); ok {
 		c = st.Code()

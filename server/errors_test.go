@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/agentrunner/agentrunner/runner"
+	"github.com/agentrunner/agentrunner/runner/agent"
 	"github.com/agentrunner/agentrunner/store"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -28,7 +29,7 @@ func TestToStatus(t *testing.T) {
 		{"invalid argument", fmt.Errorf("malformed page_token: %w", store.ErrInvalidArgument), codes.InvalidArgument, ""},
 		{"closed", fmt.Errorf("append: %w", store.ErrClosed), codes.Unavailable, ""},
 		{"run in progress", fmt.Errorf("invocation e-1: %w", runner.ErrRunInProgress), codes.Aborted, ""},
-		{"max llm calls", fmt.Errorf("after 5: %w", runner.ErrMaxLLMCalls), codes.ResourceExhausted, ""},
+		{"max llm calls", fmt.Errorf("after 5: %w", agent.ErrMaxLLMCalls), codes.ResourceExhausted, ""},
 		{"canceled", fmt.Errorf("get session: %w", context.Canceled), codes.Canceled, ""},
 		{"deadline", fmt.Errorf("run: %w", context.DeadlineExceeded), codes.DeadlineExceeded, ""},
 		{"context wins over sentinel", fmt.Errorf("%w: %w", store.ErrNotFound, context.Canceled), codes.Canceled, ""},
@@ -72,7 +73,7 @@ func TestAgentStatus(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			got := agentStatus(&runner.AgentError{Agent: "helper", Err: tc.err})
+			got := agentStatus(&agent.AgentError{Agent: "helper", Err: tc.err})
 			if codes.Code(got.GetCode()) != tc.code {
 				t.Errorf("code = %v, want %v", codes.Code(got.GetCode()), tc.code)
 			}

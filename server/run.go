@@ -9,6 +9,7 @@ import (
 	servicev1 "github.com/agentrunner/agentrunner/gen/go/agentrunner/service/v1"
 	agentrunnerv1 "github.com/agentrunner/agentrunner/gen/go/agentrunner/v1"
 	"github.com/agentrunner/agentrunner/runner"
+	"github.com/agentrunner/agentrunner/runner/agent"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -48,7 +49,7 @@ func (h runnerService) Run(req *servicev1.RunRequest, stream grpc.ServerStreamin
 	})
 	for ev, err := range seq {
 		var resp *servicev1.RunResponse
-		if agentErr := (*runner.AgentError)(nil); errors.As(err, &agentErr) {
+		if agentErr := (*agent.AgentError)(nil); errors.As(err, &agentErr) {
 			resp = &servicev1.RunResponse{Payload: &servicev1.RunResponse_Error{Error: agentStatus(agentErr)}}
 		} else if err != nil {
 			return h.s.toStatus(ctx, err)

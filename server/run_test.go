@@ -12,6 +12,7 @@ import (
 	servicev1 "github.com/agentrunner/agentrunner/gen/go/agentrunner/service/v1"
 	agentrunnerv1 "github.com/agentrunner/agentrunner/gen/go/agentrunner/v1"
 	"github.com/agentrunner/agentrunner/runner"
+	"github.com/agentrunner/agentrunner/runner/agent"
 	"github.com/agentrunner/agentrunner/store"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/protobuf/types/known/structpb"
@@ -36,7 +37,7 @@ func scriptedApp(st Store, app string, script ...string) AppRunner {
 				case "partial":
 					ev = &agentrunnerv1.Event{Author: "bot", Partial: true, Content: text("chunk")}
 				case "agent error":
-					err = &runner.AgentError{Agent: "bot", Err: errors.New("tool exploded")}
+					err = &agent.AgentError{Agent: "bot", Err: errors.New("tool exploded")}
 				default:
 					ev, err = st.AppendEvent(ctx, k, &agentrunnerv1.Event{Author: "bot", Content: text(step)})
 				}

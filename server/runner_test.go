@@ -9,10 +9,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentrunner/agentrunner/examples/demo"
 	servicev1 "github.com/agentrunner/agentrunner/gen/go/agentrunner/service/v1"
 	agentrunnerv1 "github.com/agentrunner/agentrunner/gen/go/agentrunner/v1"
 	"github.com/agentrunner/agentrunner/runner"
-	"github.com/agentrunner/agentrunner/runner/demo"
+	"github.com/agentrunner/agentrunner/runner/agent"
+	"github.com/agentrunner/agentrunner/runner/agent/llmagent"
+	"github.com/agentrunner/agentrunner/runner/agent/workflow"
+	"github.com/agentrunner/agentrunner/runner/apps"
 	"github.com/agentrunner/agentrunner/runner/model/offline"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/protobuf/types/known/structpb"
@@ -22,9 +26,12 @@ import (
 // bbolt file: what a client of RunnerService sees.
 
 // withRunnerApps serves the apps built by build over the env's store.
-func withRunnerApps(t *testing.T, build ...func(t *testing.T) runner.App) envOption {
+func withRunnerApps(t *testing.T, build ...func(t *testing.T) apps.App) envOption {
 	return func(c *Config) {
-		reg := runner.NewApps(runner.AppsConfig{Store: c.Store.(runner.Store)})
+		reg, err := apps.NewRegistry(apps.Config{Store: c.Store.(runner.Store)})
+		if err != nil {
+			t.Fatal(err)
+		}
 		for _, b := range build {
 			if _, err := reg.Register(b(t)); err != nil {
 				t.Fatal(err)
@@ -46,13 +53,13 @@ func must[T any](t *testing.T) func(T, error) T {
 
 // llmApp is a coordinator LLM agent on the offline model with two
 // sub-agents: helper, which may hand back, and strict, which may not.
-func llmApp(t *testing.T) runner.App {
-	agent := must[runner.Agent](t)
+func llmApp(t *testing.T) apps.App {
+	mk := must[agent.Agent](t)
 	m := offline.New(offline.Config{})
-	helper := agent(runner.NewLLMAgent(runner.LLMConfig{Name: "helper", Description: "Helps.", Model: m}))
-	strict := agent(runner.NewLLMAgent(runner.LLMConfig{Name: "strict", Description: "Never hands back.", Model: m, DisallowTransferToParent: true}))
-	root := agent(runner.NewLLMAgent(runner.LLMConfig{Name: "coordinator", Description: "Routes.", Model: m, SubAgents: []runner.Agent{helper, strict}}))
-	return runner.App{Name: "llm", Root: root}
+	helper := mk(llmagent.New(llmagent.Config{Name: "helper", Description: "Helps.", Model: m}))
+	strict := mk(llmagent.New(llmagent.Config{Name: "strict", Description: "Never hands back.", Model: m, DisallowTransferToParent: true}))
+	root := mk(llmagent.New(llmagent.Config{Name: "coordinator", Description: "Routes.", Model: m, SubAgents: []agent.Agent{helper, strict}}))
+	return apps.App{Name: "llm", Root: root}
 }
 
 func say(text string) *agentrunnerv1.Event {
@@ -60,10 +67,10 @@ func say(text string) *agentrunnerv1.Event {
 }
 
 // customApp has one custom agent running body.
-func customApp(name string, body runner.RunFunc) func(t *testing.T) runner.App {
-	return func(t *testing.T) runner.App {
-		root := must[runner.Agent](t)(runner.NewAgent(runner.AgentConfig{Name: name + "_agent", Run: body}))
-		return runner.App{Name: name, Root: root}
+func customApp(name string, body agent.RunFunc) func(t *testing.T) apps.App {
+	return func(t *testing.T) apps.App {
+		root := must[agent.Agent](t)(agent.New(agent.Config{Name: name + "_agent", Run: body}))
+		return apps.App{Name: name, Root: root}
 	}
 }
 
@@ -122,14 +129,14 @@ func runReq(app, session, msg string) *servicev1.RunRequest {
 // TestRunWithRunner is the Run RPC's behaviour with the real runner, one
 // row per scenario, each on its own session.
 func TestRunWithRunner(t *testing.T) {
-	flaky := customApp("flaky", func(ctx runner.InvocationContext) iter.Seq2[*agentrunnerv1.Event, error] {
+	flaky := customApp("flaky", func(ctx agent.InvocationContext) iter.Seq2[*agentrunnerv1.Event, error] {
 		return func(yield func(*agentrunnerv1.Event, error) bool) {
 			_ = yield(say("first"), nil) &&
 				yield(nil, errors.New("tool exploded")) &&
 				yield(say("after the error"), nil)
 		}
 	})
-	e := newEnv(t, withRunnerApps(t, llmApp, func(*testing.T) runner.App { return demo.App() }, flaky, callbackApp, loopApp, approvalApp))
+	e := newEnv(t, withRunnerApps(t, llmApp, func(*testing.T) apps.App { return demo.App() }, flaky, callbackApp, loopApp, approvalApp))
 
 	tests := []struct {
 		name  string
@@ -378,7 +385,7 @@ func TestRunWithRunnerCancelAndConcurrency(t *testing.T) {
 	testCtx := t.Context()
 	entered := make(chan string, 4)
 	stopped := make(chan error, 4)
-	blocker := customApp("blocker", func(ctx runner.InvocationContext) iter.Seq2[*agentrunnerv1.Event, error] {
+	blocker := customApp("blocker", func(ctx agent.InvocationContext) iter.Seq2[*agentrunnerv1.Event, error] {
 		return func(yield func(*agentrunnerv1.Event, error) bool) {
 			if !yield(say("working on it"), nil) {
 				return
@@ -482,41 +489,41 @@ func waitFor(t *testing.T, ch <-chan string, want string) {
 
 // callbackApp's agent is blocked by its before callback when the message
 // says "stop", and followed by its after callback's event otherwise.
-func callbackApp(t *testing.T) runner.App {
-	root := must[runner.Agent](t)(runner.NewAgent(runner.AgentConfig{
+func callbackApp(t *testing.T) apps.App {
+	root := must[agent.Agent](t)(agent.New(agent.Config{
 		Name: "cb_agent",
-		BeforeAgentCallbacks: []runner.BeforeAgentCallback{func(ctx runner.CallbackContext) (*agentrunnerv1.Content, error) {
+		BeforeAgentCallbacks: []agent.BeforeAgentCallback{func(ctx agent.CallbackContext) (*agentrunnerv1.Content, error) {
 			if strings.Contains(ctx.UserContent().GetParts()[0].GetText(), "stop") {
 				return say("blocked by the before callback").GetContent(), nil
 			}
 			return nil, nil
 		}},
-		Run: func(ctx runner.InvocationContext) iter.Seq2[*agentrunnerv1.Event, error] {
+		Run: func(ctx agent.InvocationContext) iter.Seq2[*agentrunnerv1.Event, error] {
 			return func(yield func(*agentrunnerv1.Event, error) bool) { yield(say("body"), nil) }
 		},
-		AfterAgentCallbacks: []runner.AfterAgentCallback{func(ctx runner.CallbackContext) (*agentrunnerv1.Content, error) {
+		AfterAgentCallbacks: []agent.AfterAgentCallback{func(ctx agent.CallbackContext) (*agentrunnerv1.Content, error) {
 			if err := ctx.State().Set("after_ran", true); err != nil {
 				return nil, err
 			}
 			return say("appended by the after callback").GetContent(), nil
 		}},
 	}))
-	return runner.App{Name: "cb", Root: root}
+	return apps.App{Name: "cb", Root: root}
 }
 
 // loopApp loops a child that never escalates, three times at most.
-func loopApp(t *testing.T) runner.App {
-	spin := must[runner.Agent](t)(runner.NewAgent(runner.AgentConfig{Name: "spin", Run: func(runner.InvocationContext) iter.Seq2[*agentrunnerv1.Event, error] {
+func loopApp(t *testing.T) apps.App {
+	spin := must[agent.Agent](t)(agent.New(agent.Config{Name: "spin", Run: func(agent.InvocationContext) iter.Seq2[*agentrunnerv1.Event, error] {
 		return func(yield func(*agentrunnerv1.Event, error) bool) { yield(say("again"), nil) }
 	}}))
-	root := must[runner.Agent](t)(runner.NewLoop(runner.LoopConfig{Name: "spinner", SubAgents: []runner.Agent{spin}, MaxIterations: 3}))
-	return runner.App{Name: "loop", Root: root}
+	root := must[agent.Agent](t)(workflow.NewLoop(workflow.LoopConfig{Name: "spinner", SubAgents: []agent.Agent{spin}, MaxIterations: 3}))
+	return apps.App{Name: "loop", Root: root}
 }
 
 // approvalApp's root hands over to asker, which calls a long-running tool
 // (a manager's approval) and answers once the client sends the response.
-func approvalApp(t *testing.T) runner.App {
-	asker := must[runner.Agent](t)(runner.NewAgent(runner.AgentConfig{Name: "asker", Run: func(ctx runner.InvocationContext) iter.Seq2[*agentrunnerv1.Event, error] {
+func approvalApp(t *testing.T) apps.App {
+	asker := must[agent.Agent](t)(agent.New(agent.Config{Name: "asker", Run: func(ctx agent.InvocationContext) iter.Seq2[*agentrunnerv1.Event, error] {
 		return func(yield func(*agentrunnerv1.Event, error) bool) {
 			for _, p := range ctx.UserContent().GetParts() {
 				if fr := p.GetFunctionResponse(); fr != nil {
@@ -531,15 +538,15 @@ func approvalApp(t *testing.T) runner.App {
 			}, nil)
 		}
 	}}))
-	root := must[runner.Agent](t)(runner.NewAgent(runner.AgentConfig{Name: "front", SubAgents: []runner.Agent{asker},
-		Run: func(ctx runner.InvocationContext) iter.Seq2[*agentrunnerv1.Event, error] {
+	root := must[agent.Agent](t)(agent.New(agent.Config{Name: "front", SubAgents: []agent.Agent{asker},
+		Run: func(ctx agent.InvocationContext) iter.Seq2[*agentrunnerv1.Event, error] {
 			return func(yield func(*agentrunnerv1.Event, error) bool) {
 				ev := say("front desk: handing over")
 				ev.Actions = &agentrunnerv1.EventActions{TransferToAgent: "asker"}
 				yield(ev, nil)
 			}
 		}}))
-	return runner.App{Name: "approval", Root: root}
+	return apps.App{Name: "approval", Root: root}
 }
 
 func mustStruct(t *testing.T, m map[string]any) *structpb.Struct {

@@ -35,7 +35,7 @@ type Store interface {
 // AppRunner runs one app. Implemented by *runner.Runner.
 //
 // Run streams the events of one run. An error that errors.As to
-// *runner.AgentError is reported in-band and the sequence goes on; any other
+// *agent.AgentError is reported in-band and the sequence goes on; any other
 // error is terminal and is the last element.
 type AppRunner interface {
 	Run(ctx context.Context, req runner.Request) iter.Seq2[*agentrunnerv1.Event, error]

@@ -7,12 +7,13 @@ import (
 	"log/slog"
 	"strings"
 
-	"github.com/agentrunner/agentrunner/runner"
-	"github.com/agentrunner/agentrunner/runner/appconfig"
-	"github.com/agentrunner/agentrunner/runner/demo"
+	"github.com/agentrunner/agentrunner/examples/demo"
+	"github.com/agentrunner/agentrunner/runner/apps"
+	"github.com/agentrunner/agentrunner/runner/memory"
 	"github.com/agentrunner/agentrunner/runner/model"
 	"github.com/agentrunner/agentrunner/runner/model/gemini"
 	"github.com/agentrunner/agentrunner/runner/model/offline"
+	"github.com/agentrunner/agentrunner/runner/plugin"
 	"github.com/agentrunner/agentrunner/store/boltstore"
 )
 
@@ -26,33 +27,37 @@ var defaultApps []byte
 // given, else the default apps file plus the built-in demo app, so that a
 // fresh server has something to run. An apps file that does not load or build fails the start, with
 // the file, line and path of the problem.
-func loadApps(ctx context.Context, configPath string, st *boltstore.Store, log *slog.Logger) (*runner.Apps, error) {
-	reg := runner.NewApps(runner.AppsConfig{
-		Store:  st,
-		Memory: runner.NewStoreMemory(st),
-		Logger: log,
+func loadApps(ctx context.Context, configPath string, st *boltstore.Store, log *slog.Logger) (*apps.Registry, error) {
+	reg, err := apps.NewRegistry(apps.Config{
+		Store:   st,
+		Memory:  memory.NewStoreMemory(st),
+		Plugins: []plugin.Plugin{plugin.NewLogging(log)},
+		Logger:  log,
 	})
-	var apps []runner.App
+	if err != nil {
+		return nil, err
+	}
+	var served []apps.App
 	if configPath == "" {
-		cfg, err := appconfig.Parse("default_apps.yaml", defaultApps)
+		cfg, err := apps.Parse("default_apps.yaml", defaultApps)
 		if err != nil {
 			return nil, err
 		}
-		if apps, err = appconfig.Build(ctx, cfg, modelFactory(log)); err != nil {
+		if served, err = apps.Build(ctx, cfg, modelFactory(log)); err != nil {
 			return nil, fmt.Errorf("default apps: %w", err)
 		}
-		apps = append(apps, demo.App())
+		served = append(served, demo.App())
 	} else {
-		cfg, err := appconfig.LoadFile(configPath)
+		cfg, err := apps.LoadFile(configPath)
 		if err != nil {
 			return nil, err
 		}
-		apps, err = appconfig.Build(ctx, cfg, modelFactory(log))
+		served, err = apps.Build(ctx, cfg, modelFactory(log))
 		if err != nil {
 			return nil, fmt.Errorf("apps file %s: %w", configPath, err)
 		}
 	}
-	for _, app := range apps {
+	for _, app := range served {
 		if _, err := reg.Register(app); err != nil {
 			return nil, err
 		}
@@ -66,7 +71,7 @@ func loadApps(ctx context.Context, configPath string, st *boltstore.Store, log *
 // the offline model stands in, named "offline:<name>" and answering
 // "offline model: ...", so nobody mistakes it for the real one, and the
 // start is logged as a warning.
-func modelFactory(log *slog.Logger) appconfig.ModelFactory {
+func modelFactory(log *slog.Logger) apps.ModelFactory {
 	return func(ctx context.Context, name string) (model.Model, error) {
 		if name == offline.DefaultName {
 			return offline.New(offline.Config{}), nil

@@ -15,9 +15,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentrunner/agentrunner/examples/demo"
 	servicev1 "github.com/agentrunner/agentrunner/gen/go/agentrunner/service/v1"
 	agentrunnerv1 "github.com/agentrunner/agentrunner/gen/go/agentrunner/v1"
-	"github.com/agentrunner/agentrunner/runner/demo"
 	"github.com/agentrunner/agentrunner/server"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"

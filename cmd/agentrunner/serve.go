@@ -177,6 +177,10 @@ func serve(ctx context.Context, args []string, stderr io.Writer) (err error) {
 	if err := <-served; err != nil {
 		return fmt.Errorf("serve: %w", err)
 	}
+	// No run is left: the plugins can let go of what they hold.
+	if err := apps.Close(context.WithoutCancel(ctx)); err != nil {
+		log.Warn("closing plugins", "err", err)
+	}
 	log.Info("stopped")
 	return nil
 }

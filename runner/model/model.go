@@ -3,6 +3,9 @@
 // Implementations convert to and from their provider's types at their own
 // boundary: the Gemini model (package gemini) is the only code that imports
 // google.golang.org/genai.
+//
+// Imports: the generated messages only. It must not import anything else
+// of agentrunner, nor gRPC (runner/deps_test.go checks).
 package model
 
 import (

@@ -17,6 +17,10 @@
 // refused or cut short (a blocked prompt, a SAFETY or MAX_TOKENS stop) are
 // not Go errors: they come back as a Response with ErrorCode and
 // ErrorMessage set, which the runner records as an event.
+//
+// Imports: model, the generated messages and genai. It must not import the
+// runner, agents, tools, plugins, store or gRPC directly
+// (runner/deps_test.go checks).
 package gemini
 
 import (

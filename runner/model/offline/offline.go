@@ -25,6 +25,10 @@
 // Streaming yields the answer text word by word (or in Config.Chunks pieces)
 // as partial responses, then one complete response with the whole text. A
 // function call is never streamed: it comes only in the complete response.
+//
+// Imports: model and the generated messages. It must not import the
+// runner, agents, tools, plugins, store or gRPC (runner/deps_test.go
+// checks).
 package offline
 
 import (

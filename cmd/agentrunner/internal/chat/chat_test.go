@@ -17,9 +17,9 @@ import (
 	"time"
 
 	"github.com/agentrunner/agentrunner/cmd/agentrunner/internal/chat"
-	"github.com/agentrunner/agentrunner/runner"
-	"github.com/agentrunner/agentrunner/runner/appconfig"
-	"github.com/agentrunner/agentrunner/runner/demo"
+	"github.com/agentrunner/agentrunner/examples/demo"
+	"github.com/agentrunner/agentrunner/runner/apps"
+	"github.com/agentrunner/agentrunner/runner/memory"
 	"github.com/agentrunner/agentrunner/runner/model"
 	"github.com/agentrunner/agentrunner/runner/model/offline"
 	"github.com/agentrunner/agentrunner/server"
@@ -122,11 +122,11 @@ func startServer(t *testing.T) (addr string, gated *gatedModel) {
 		t.Fatal(err)
 	}
 	gated = &gatedModel{inner: offline.New(offline.Config{Name: "gated"})}
-	cfg, err := appconfig.Parse("apps.yaml", []byte(appsYAML))
+	cfg, err := apps.Parse("apps.yaml", []byte(appsYAML))
 	if err != nil {
 		t.Fatal(err)
 	}
-	built, err := appconfig.Build(t.Context(), cfg, func(_ context.Context, name string) (model.Model, error) {
+	built, err := apps.Build(t.Context(), cfg, func(_ context.Context, name string) (model.Model, error) {
 		if name == "failing" {
 			return failingModel{}, nil
 		}
@@ -135,9 +135,12 @@ func startServer(t *testing.T) (addr string, gated *gatedModel) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	apps := runner.NewApps(runner.AppsConfig{Store: st, Memory: runner.NewStoreMemory(st), Logger: log})
+	reg, err := apps.NewRegistry(apps.Config{Store: st, Memory: memory.NewStoreMemory(st), Logger: log})
+	if err != nil {
+		t.Fatal(err)
+	}
 	for _, app := range append(built, demo.App()) {
-		if _, err := apps.Register(app); err != nil {
+		if _, err := reg.Register(app); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -145,7 +148,7 @@ func startServer(t *testing.T) (addr string, gated *gatedModel) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := server.NewGRPCServer(server.New(server.Config{Store: st, Apps: server.RunnerApps(apps), Logger: log}))
+	srv := server.NewGRPCServer(server.New(server.Config{Store: st, Apps: server.RunnerApps(reg), Logger: log}))
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(lis) }()
 	t.Cleanup(func() {

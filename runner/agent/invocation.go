@@ -1,0 +1,189 @@
+package agent
+
+import (
+	"context"
+	"fmt"
+	"iter"
+	"log/slog"
+	"maps"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	agentrunnerv1 "github.com/agentrunner/agentrunner/gen/go/agentrunner/v1"
+	"github.com/agentrunner/agentrunner/runner/memory"
+	"github.com/agentrunner/agentrunner/store"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/structpb"
+)
+
+// ArtifactStore is the artifact storage an invocation's Artifacts view
+// uses. Implemented by *boltstore.Store.
+type ArtifactStore interface {
+	SaveArtifact(ctx context.Context, k store.SessionKey, filename string, part *agentrunnerv1.Part) (*agentrunnerv1.ArtifactVersion, error)
+	LoadArtifact(ctx context.Context, k store.SessionKey, filename string, version int64) (*agentrunnerv1.Part, *agentrunnerv1.ArtifactVersion, error)
+	ListArtifacts(ctx context.Context, k store.SessionKey, page store.Page) ([]*agentrunnerv1.ArtifactVersion, string, error)
+}
+
+// InvocationConfig is what the runner knows about one run when it starts.
+type InvocationConfig struct {
+	// Session addresses the session; ID identifies the run.
+	Session store.SessionKey
+	ID      string
+	// RunConfig is the run's configuration; nil means defaults.
+	RunConfig *agentrunnerv1.RunConfig
+	// MaxLLMCalls bounds the model calls of the run; negative means none.
+	MaxLLMCalls int64
+	// State is the session's merged state and Events its recent events,
+	// oldest first, as stored. The invocation takes both over: the caller
+	// must not change them afterwards.
+	State  map[string]*structpb.Value
+	Events []*agentrunnerv1.Event
+	// Tree is the agent tree the runner serves.
+	Tree *Tree
+	// Artifacts backs the Artifacts views; Memory the Memory views (nil
+	// finds nothing).
+	Artifacts ArtifactStore
+	Memory    memory.Service
+	// Hooks are the runner's plugins; nil means none.
+	Hooks Hooks
+	// NewID returns fresh ids (function-call ids); Logger receives
+	// diagnostics. Both required.
+	NewID  func() string
+	Logger *slog.Logger
+}
+
+// Invocation is the runner's side of one run: the session view every agent
+// of the run shares, which the runner updates as it persists events.
+// Agents never see it; they get InvocationContexts made from it.
+type Invocation struct {
+	cfg         InvocationConfig
+	userContent *agentrunnerv1.Content
+	llmCalls    atomic.Int64
+	ended       atomic.Bool
+	hooks       Hooks
+	log         *slog.Logger
+
+	// mu guards the session view below. The runner updates it after each
+	// persisted event; parallel branches read it concurrently.
+	mu     sync.RWMutex
+	state  map[string]*structpb.Value
+	events []*agentrunnerv1.Event
+}
+
+// NewInvocation starts the view of one run.
+func NewInvocation(cfg InvocationConfig) *Invocation {
+	if cfg.RunConfig == nil {
+		cfg.RunConfig = &agentrunnerv1.RunConfig{}
+	}
+	if cfg.State == nil {
+		cfg.State = make(map[string]*structpb.Value)
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	return &Invocation{cfg: cfg, hooks: cfg.Hooks, log: cfg.Logger, state: cfg.State, events: cfg.Events}
+}
+
+// Context returns the context agent a runs with under ctx, at the top of
+// the invocation (no branch).
+func (inv *Invocation) Context(ctx context.Context, a Agent) InvocationContext {
+	return &invocationContext{Context: ctx, inv: inv, agent: a, pending: &pendingActions{}}
+}
+
+// SetUserContent records the stored user message the run answers.
+func (inv *Invocation) SetUserContent(c *agentrunnerv1.Content) { inv.userContent = c }
+
+// Record adds a persisted event to the view: stored is the store's copy
+// (the view keeps it; nobody else may hold it), delta the state delta as
+// the agent made it, "temp:" keys included, which the store drops.
+func (inv *Invocation) Record(delta *structpb.Struct, stored *agentrunnerv1.Event) {
+	inv.mu.Lock()
+	defer inv.mu.Unlock()
+	for k, v := range delta.GetFields() {
+		if store.IsNull(v) {
+			delete(inv.state, k)
+		} else {
+			inv.state[k] = v
+		}
+	}
+	if stored != nil {
+		inv.events = append(inv.events, stored)
+	}
+}
+
+// Events returns the stored events of the view, oldest first: the ones it
+// started with and those recorded since. The caller must not change them.
+func (inv *Invocation) Events() []*agentrunnerv1.Event {
+	inv.mu.RLock()
+	defer inv.mu.RUnlock()
+	return inv.events
+}
+
+// Ended reports whether an agent ended the invocation.
+func (inv *Invocation) Ended() bool { return inv.ended.Load() }
+
+// countLLMCall records a model call and fails once the run's limit is
+// passed.
+func (inv *Invocation) countLLMCall() error {
+	n := inv.llmCalls.Add(1)
+	if max := inv.cfg.MaxLLMCalls; max >= 0 && n > max {
+		return fmt.Errorf("invocation %s: more than %d LLM calls: %w", inv.cfg.ID, max, ErrMaxLLMCalls)
+	}
+	return nil
+}
+
+func (inv *Invocation) getState(key string) (*structpb.Value, bool) {
+	inv.mu.RLock()
+	defer inv.mu.RUnlock()
+	v, ok := inv.state[key]
+	return v, ok
+}
+
+func (inv *Invocation) stateSnapshot() map[string]*structpb.Value {
+	inv.mu.RLock()
+	defer inv.mu.RUnlock()
+	return maps.Clone(inv.state)
+}
+
+// eventsIn returns the stored events visible in branch.
+func (inv *Invocation) eventsIn(branch string) []*agentrunnerv1.Event {
+	inv.mu.RLock()
+	defer inv.mu.RUnlock()
+	if branch == "" {
+		// Outside branches everything is visible: share the array. Later
+		// appends never write into the part this slice covers.
+		return inv.events[:len(inv.events):len(inv.events)]
+	}
+	out := make([]*agentrunnerv1.Event, 0, len(inv.events))
+	for _, ev := range inv.events {
+		if visibleIn(ev.GetBranch(), branch) {
+			out = append(out, ev)
+		}
+	}
+	return out
+}
+
+// visibleIn reports whether an event of branch evBranch is visible to an
+// agent running in branch. Events of the branch itself and of its ancestors
+// are; a sibling branch's are not. Agents outside any branch (after a
+// parallel agent ends) see every branch.
+func visibleIn(evBranch, branch string) bool {
+	return branch == "" || evBranch == "" || evBranch == branch || strings.HasPrefix(branch, evBranch+".")
+}
+
+// eventCopies is the Events of a session view: copies made as they are
+// read.
+type eventCopies []*agentrunnerv1.Event
+
+func (e eventCopies) Len() int                      { return len(e) }
+func (e eventCopies) At(i int) *agentrunnerv1.Event { return proto.CloneOf(e[i]) }
+func (e eventCopies) All() iter.Seq[*agentrunnerv1.Event] {
+	return func(yield func(*agentrunnerv1.Event) bool) {
+		for _, ev := range e {
+			if !yield(proto.CloneOf(ev)) {
+				return
+			}
+		}
+	}
+}

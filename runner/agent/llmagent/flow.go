@@ -1,0 +1,405 @@
+package llmagent
+
+import (
+	"fmt"
+	"iter"
+	"strings"
+
+	agentrunnerv1 "github.com/agentrunner/agentrunner/gen/go/agentrunner/v1"
+	"github.com/agentrunner/agentrunner/runner/agent"
+	"github.com/agentrunner/agentrunner/runner/internal/seal"
+	"github.com/agentrunner/agentrunner/runner/model"
+	"github.com/agentrunner/agentrunner/runner/tool"
+	"github.com/agentrunner/agentrunner/runner/tool/builtin"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/structpb"
+)
+
+// hooks are the runner's plugin hooks an LLM agent calls; *plugin.Manager
+// implements them. They are found on agent.HooksOf, so that this package
+// need not import plugin.
+type hooks interface {
+	HasBeforeModel() bool
+	BeforeModel(agent.CallbackContext, *model.Request) (*model.Response, error)
+	AfterModel(agent.CallbackContext, *model.Response) (*model.Response, error)
+	OnModelError(agent.CallbackContext, *model.Request, error) (*model.Response, error)
+	BeforeTool(tool.Context, tool.Tool, map[string]any) (map[string]any, error)
+	AfterTool(tool.Context, tool.Tool, map[string]any, map[string]any) (map[string]any, error)
+	OnToolError(tool.Context, tool.Tool, map[string]any, error) (map[string]any, error)
+}
+
+// hooksOf returns the runner's model and tool hooks, nil when it has none.
+func hooksOf(ctx agent.CallbackContext) hooks {
+	h, _ := agent.HooksOf(ctx).(hooks)
+	return h
+}
+
+// run is the LLM agent's flow: a model call, then the tools it asks for,
+// and again, until the model answers without calls or the turn otherwise
+// ends.
+func (l *llmAgent) run(ctx agent.InvocationContext) iter.Seq2[*agentrunnerv1.Event, error] {
+	return func(yield func(*agentrunnerv1.Event, error) bool) {
+		h := hooksOf(ctx)
+		for !ctx.Ended() && ctx.Err() == nil {
+			tools := l.toolsFor(ctx)
+			ev, ok := l.step(ctx, h, tools, yield)
+			if !ok {
+				return
+			}
+			calls := functionCalls(ev.GetContent())
+			if len(calls) == 0 || ev.GetErrorCode() != "" {
+				return // a final answer, or one cut short: no tools to run
+			}
+			resp, panics := l.callTools(ctx, h, tools, calls)
+			if resp != nil && !yield(resp, nil) {
+				return
+			}
+			for _, p := range panics {
+				if !yield(nil, p) {
+					return
+				}
+			}
+			if !l.goOn(ctx, ev, resp.GetActions(), yield) {
+				return
+			}
+		}
+	}
+}
+
+// goOn decides, after the tools of a step ran, whether the agent takes
+// another step. A transfer runs the target here, inside this agent's turn,
+// as in the reference frameworks: an LLM agent in a sequence hands over to
+// its sub-agent before the sequence goes on. (The runner follows a
+// transfer only when nobody did.)
+func (l *llmAgent) goOn(ctx agent.InvocationContext, ev *agentrunnerv1.Event, a *agentrunnerv1.EventActions, yield func(*agentrunnerv1.Event, error) bool) bool {
+	switch {
+	case a.GetTransferToAgent() != "":
+		target, ok := agent.TreeOf(ctx).Find(a.GetTransferToAgent())
+		if !ok {
+			yield(nil, fmt.Errorf("transfer to unknown agent %q", a.GetTransferToAgent()))
+			return false
+		}
+		for ev, err := range target.Run(ctx) {
+			if !yield(ev, err) {
+				break
+			}
+		}
+		return false
+	case len(ev.GetLongRunningToolIds()) > 0:
+		return false // the client answers the long-running calls in a later run
+	case a.GetSkipSummarization():
+		return false // the tools' results are the answer
+	}
+	return true
+}
+
+// toolSet is what the model may call in one step.
+type toolSet struct {
+	list   []tool.Tool
+	byName map[string]tool.Tool
+	// transferInstruction, when not empty, lists the transfer targets.
+	transferInstruction string
+}
+
+// toolsFor returns the agent's tools for a step, with transfer_to_agent
+// when the agent has somewhere to transfer to in the runner's tree. The
+// targets come from the tree the runner serves, not from the agent's own
+// parent link, so that they are always agents the runner can find.
+func (l *llmAgent) toolsFor(ctx agent.InvocationContext) toolSet {
+	ts := toolSet{list: l.tools, byName: make(map[string]tool.Tool, len(l.tools)+1)}
+	t := agent.TreeOf(ctx)
+	if targets := t.TransferTargets(ctx.Agent()); len(targets) > 0 {
+		transfer := builtin.NewTransfer(ctx.Agent(), targets, t.Parent(ctx.Agent()))
+		ts.list = append(ts.list[:len(ts.list):len(ts.list)], transfer)
+		ts.transferInstruction = transfer.Instruction()
+	}
+	for _, tl := range ts.list {
+		ts.byName[tl.Name()] = tl
+	}
+	return ts
+}
+
+// step makes one model call and yields its events. It returns the complete
+// event, or ok false when the sequence must stop.
+func (l *llmAgent) step(ctx agent.InvocationContext, h hooks, tools toolSet, yield func(*agentrunnerv1.Event, error) bool) (final *agentrunnerv1.Event, ok bool) {
+	// Hooks', callbacks' and request processors' state changes land in the
+	// event of this call.
+	cc := agent.NewCallbackContext(ctx)
+	req, err := l.request(ctx, cc, h, tools)
+	if err != nil {
+		yield(nil, err)
+		return nil, false
+	}
+	resp, err := l.beforeModelCall(cc, h, req)
+	if err == nil && resp == nil {
+		resp, ok, err = l.callModel(ctx, cc, h, req, yield)
+		if !ok {
+			return nil, false
+		}
+	}
+	if err == nil {
+		resp, err = l.afterModelCall(cc, h, resp)
+	}
+	if err != nil {
+		yield(nil, err)
+		return nil, false
+	}
+	ev := responseEvent(ctx, resp, false)
+	l.prepareCalls(ctx, tools, ev)
+	agent.FlushActions(cc, ev)
+	l.setOutput(ev)
+	if !yield(ev, nil) {
+		return nil, false
+	}
+	return ev, true
+}
+
+// beforeModelCall runs the before_model hooks, then the agent's
+// callbacks; a response either returns is used instead of calling the
+// model.
+func (l *llmAgent) beforeModelCall(cc agent.CallbackContext, h hooks, req *model.Request) (*model.Response, error) {
+	if h != nil {
+		if resp, err := h.BeforeModel(cc, req); resp != nil || err != nil {
+			return resp, err
+		}
+	}
+	for i, cb := range l.beforeModel {
+		var resp *model.Response
+		err := agent.Guard(cc, agent.Logger(cc), fmt.Sprintf("agent %s before_model callback %d", l.name, i), func() (e error) {
+			resp, e = cb(cc, req)
+			return e
+		})
+		if resp != nil || err != nil {
+			return resp, err
+		}
+	}
+	return nil, nil
+}
+
+// afterModelCall runs the after_model hooks, then the agent's callbacks;
+// the first response either returns replaces resp.
+func (l *llmAgent) afterModelCall(cc agent.CallbackContext, h hooks, resp *model.Response) (*model.Response, error) {
+	if h != nil {
+		if r, err := h.AfterModel(cc, resp); r != nil || err != nil {
+			return r, err
+		}
+	}
+	for i, cb := range l.afterModel {
+		var r *model.Response
+		err := agent.Guard(cc, agent.Logger(cc), fmt.Sprintf("agent %s after_model callback %d", l.name, i), func() (e error) {
+			r, e = cb(cc, resp)
+			return e
+		})
+		if err != nil {
+			return nil, err
+		}
+		if r != nil {
+			return r, nil
+		}
+	}
+	return resp, nil
+}
+
+// callModel counts and makes the call, streaming partial events when the
+// run asks for SSE, and returns the complete response. A failure goes to
+// the on_model_error hooks, which may answer in its place. ok is false
+// when the consumer stopped.
+func (l *llmAgent) callModel(ctx agent.InvocationContext, cc agent.CallbackContext, h hooks, req *model.Request, yield func(*agentrunnerv1.Event, error) bool) (resp *model.Response, ok bool, err error) {
+	if err := agent.CountModelCall(ctx); err != nil {
+		return nil, true, err
+	}
+	stream := ctx.RunConfig().GetStreamingMode() == agentrunnerv1.StreamingMode_STREAMING_MODE_SSE
+	var callErr error
+	stopped, panicked := agent.RangeGuarded(ctx, agent.Logger(ctx), "model "+l.model.Name(), l.model.Generate(ctx, req, stream), func(r *model.Response, err error) bool {
+		switch {
+		case err != nil:
+			callErr = err
+			return false
+		case r == nil:
+		case r.Partial:
+			return !stream || yield(responseEvent(ctx, r, true), nil)
+		default:
+			resp = r
+		}
+		return true
+	})
+	if stopped && callErr == nil {
+		return nil, false, nil
+	}
+	if callErr == nil {
+		callErr = panicked
+	}
+	if callErr == nil && resp == nil {
+		if callErr = ctx.Err(); callErr == nil {
+			callErr = fmt.Errorf("no complete response")
+		}
+	}
+	if callErr != nil {
+		resp, err = l.modelFailed(ctx, cc, h, req, callErr)
+	}
+	return resp, true, err
+}
+
+// modelFailed gives the on_model_error hooks a chance to answer; else the
+// error is delivered, naming the model, so that the caller knows which one
+// failed.
+func (l *llmAgent) modelFailed(ctx agent.InvocationContext, cc agent.CallbackContext, h hooks, req *model.Request, err error) (*model.Response, error) {
+	if agent.IsTerminal(ctx, err) {
+		return nil, err
+	}
+	if !strings.Contains(err.Error(), l.model.Name()) {
+		err = fmt.Errorf("model %s: %w", l.model.Name(), err)
+	}
+	if h != nil {
+		resp, herr := h.OnModelError(cc, copyRequest(req), err)
+		if herr != nil || resp != nil {
+			return resp, herr
+		}
+	}
+	return nil, err
+}
+
+// setOutput stores the text of a final answer under the output key.
+func (l *llmAgent) setOutput(ev *agentrunnerv1.Event) {
+	if l.outputKey == "" || ev.ErrorCode != "" || len(functionCalls(ev.Content)) > 0 {
+		return
+	}
+	text := textOf(ev.Content)
+	if text == "" {
+		return
+	}
+	if ev.Actions == nil {
+		ev.Actions = &agentrunnerv1.EventActions{}
+	}
+	if ev.Actions.StateDelta == nil {
+		ev.Actions.StateDelta = &structpb.Struct{Fields: map[string]*structpb.Value{}}
+	}
+	ev.Actions.StateDelta.Fields[l.outputKey] = structpb.NewStringValue(text)
+}
+
+// prepareCalls gives every function call of ev an id (models need not
+// assign one, and the function response, as well as the runner's routing of
+// a response that arrives in a later run, refer to it) and lists the
+// long-running ones.
+func (l *llmAgent) prepareCalls(ctx agent.InvocationContext, tools toolSet, ev *agentrunnerv1.Event) {
+	for _, fc := range functionCalls(ev.GetContent()) {
+		if fc.Id == "" {
+			fc.Id = "call-" + agent.NewID(ctx)
+		}
+		if t, ok := tools.byName[fc.GetName()]; ok && t.IsLongRunning() {
+			ev.LongRunningToolIds = append(ev.LongRunningToolIds, fc.Id)
+		}
+	}
+}
+
+// functionCalls returns the function calls of c, in order.
+func functionCalls(c *agentrunnerv1.Content) []*agentrunnerv1.FunctionCall {
+	var out []*agentrunnerv1.FunctionCall
+	for _, p := range c.GetParts() {
+		if fc := p.GetFunctionCall(); fc != nil {
+			out = append(out, fc)
+		}
+	}
+	return out
+}
+
+// responseEvent turns a model response into an event of the agent.
+//
+// The complete response's content is cloned, because the runner goes on to
+// change it (function-call ids). A partial's is shared: partial events are
+// only streamed, never changed, and cloning each chunk was a fifth of the
+// CPU of a streamed answer.
+func responseEvent(ctx agent.InvocationContext, r *model.Response, share bool) *agentrunnerv1.Event {
+	content := r.Content
+	switch {
+	case content == nil:
+	case !share:
+		content = proto.CloneOf(content)
+		if content.Role == "" {
+			content.Role = agent.RoleModel
+		}
+	case content.Role == "":
+		content = &agentrunnerv1.Content{Role: agent.RoleModel, Parts: content.Parts}
+	}
+	ev := &agentrunnerv1.Event{
+		Content:       content,
+		Partial:       r.Partial,
+		TurnComplete:  r.TurnComplete,
+		ErrorCode:     r.ErrorCode,
+		ErrorMessage:  r.ErrorMessage,
+		UsageMetadata: r.Usage,
+	}
+	if ev.ErrorCode == "" && r.FinishReason != "" && r.FinishReason != "STOP" && !r.Partial {
+		// A truncated or blocked answer is reported as such, so that the
+		// caller does not mistake it for a complete one.
+		ev.ErrorCode = r.FinishReason
+	}
+	// The author is the agent even though the content's role is "model".
+	ev.Author = ctx.AgentName()
+	agent.FillEvent(ctx, ev)
+	return ev
+}
+
+// request builds the model request: the instruction (with the transfer
+// targets), the history, the tools' declarations, then whatever the tools
+// add. Request processors run with cc, so that their state changes land in
+// the event of the call.
+//
+// The history's contents are the session's stored instances, shared, not
+// copied: copying a long history on every call would cost more than the
+// rest of the step. Whenever code other than the model can see the
+// request (request processors, before_model hooks or callbacks), it gets a
+// copy instead.
+func (l *llmAgent) request(ctx agent.InvocationContext, cc agent.CallbackContext, h hooks, tools toolSet) (*model.Request, error) {
+	instr, err := renderInstruction(l.instruction, ctx.State())
+	if err != nil {
+		return nil, err
+	}
+	if tools.transferInstruction != "" {
+		instr = builtin.JoinInstruction(instr, tools.transferInstruction)
+	}
+	events := agent.SharedEvents(ctx, seal.Key{})
+	if l.includeContents == agentrunnerv1.IncludeContents_INCLUDE_CONTENTS_NONE {
+		events = currentTurn(ctx.AgentName(), events)
+	}
+	req := &model.Request{
+		SystemInstruction: instr,
+		Contents:          historyContents(ctx.AgentName(), events),
+		Config:            l.genConfig,
+	}
+	for _, t := range tools.list {
+		d := t.Declaration()
+		if d == nil {
+			d = &model.FunctionDeclaration{Name: t.Name(), Description: t.Description()}
+		}
+		req.Tools = append(req.Tools, d)
+	}
+	if l.processors || len(l.beforeModel) > 0 || (h != nil && h.HasBeforeModel()) {
+		req.Contents = copyContents(req.Contents)
+	}
+	for _, t := range tools.list {
+		if p, ok := t.(tool.RequestProcessor); ok {
+			if err := p.ProcessRequest(cc, req); err != nil {
+				return nil, fmt.Errorf("tool %s: prepare request: %w", t.Name(), err)
+			}
+		}
+	}
+	return req, nil
+}
+
+// copyContents deep-copies a request's contents.
+func copyContents(cs []*agentrunnerv1.Content) []*agentrunnerv1.Content {
+	out := make([]*agentrunnerv1.Content, len(cs))
+	for i, c := range cs {
+		out[i] = proto.CloneOf(c)
+	}
+	return out
+}
+
+// copyRequest returns req with its contents copied, for hooks that see a
+// request after the call.
+func copyRequest(req *model.Request) *model.Request {
+	c := *req
+	c.Contents = copyContents(req.Contents)
+	return &c
+}

@@ -1,0 +1,143 @@
+package agent
+
+import (
+	"fmt"
+	"iter"
+
+	agentrunnerv1 "github.com/agentrunner/agentrunner/gen/go/agentrunner/v1"
+)
+
+// Hooks is the runner-wide plugin seam as the agent core calls it, around
+// every agent of every run. *plugin.Manager implements it, and the model
+// and tool hooks the LLM agent looks for. A hook that returns content or
+// an error short-circuits exactly as the agent's own callback would, and
+// the agent's callbacks of that kind are then skipped.
+type Hooks interface {
+	BeforeAgent(ctx CallbackContext) (*agentrunnerv1.Content, error)
+	AfterAgent(ctx CallbackContext) (*agentrunnerv1.Content, error)
+}
+
+// Run wraps the agent's body with the plugins' hooks and its callbacks,
+// fills in what events leave out, and recovers panics. Every agent runs
+// through here.
+func (a *base) Run(parent InvocationContext) iter.Seq2[*agentrunnerv1.Event, error] {
+	return func(yield func(*agentrunnerv1.Event, error) bool) {
+		ctx := parent.impl().forAgent(a)
+		if stop := a.runBefore(ctx, yield); stop || ctx.Ended() {
+			return
+		}
+		if !a.runBody(ctx, yield) {
+			return
+		}
+		// State set or artifacts saved after the agent's last own event
+		// still need an event to land in.
+		if ev := ctx.pending.event(ctx); ev != nil && !yield(ev, nil) {
+			return
+		}
+		if ctx.Ended() {
+			return
+		}
+		a.runAfter(ctx, yield)
+	}
+}
+
+// runBefore runs the before_agent hooks and callbacks and yields what they
+// produced: their content and state changes as one event, then their
+// error. It reports whether the agent must not run (short-circuited, or the
+// consumer stopped).
+func (a *base) runBefore(ctx *invocationContext, yield func(*agentrunnerv1.Event, error) bool) (stop bool) {
+	hooks := ctx.inv.hooks
+	if hooks == nil && len(a.before) == 0 {
+		return false
+	}
+	cc := ctx.callbackContext()
+	content, err := a.callBefore(cc, hooks)
+	if ev := cc.callbackEvent(content); ev != nil && !yield(ev, nil) {
+		return true
+	}
+	if err != nil && !yield(nil, asAgentError(ctx, a.name, err)) {
+		return true
+	}
+	return content != nil || err != nil
+}
+
+func (a *base) callBefore(cc *invocationContext, hooks Hooks) (content *agentrunnerv1.Content, err error) {
+	if hooks != nil {
+		if content, err = hooks.BeforeAgent(cc); content != nil || err != nil {
+			return content, err
+		}
+	}
+	for i, cb := range a.before {
+		err = Guard(cc, cc.inv.log, fmt.Sprintf("agent %s before_agent callback %d", a.name, i), func() (e error) {
+			content, e = cb(cc)
+			return e
+		})
+		if content != nil || err != nil {
+			return content, err
+		}
+	}
+	return nil, nil
+}
+
+// runBody ranges over the agent's body, completing its events. It reports
+// whether the consumer wants more.
+func (a *base) runBody(ctx *invocationContext, yield func(*agentrunnerv1.Event, error) bool) bool {
+	// The body is called inside the guard, so that a panic while it builds
+	// its iterator is recovered too.
+	body := func(y func(*agentrunnerv1.Event, error) bool) { a.impl(ctx)(y) }
+	stopped, panicked := RangeGuarded(ctx, ctx.inv.log, "agent "+a.name, body, func(ev *agentrunnerv1.Event, err error) bool {
+		if err != nil {
+			return yield(nil, asAgentError(ctx, a.name, err))
+		}
+		if ev == nil {
+			return true
+		}
+		ctx.fill(ev)
+		if !ev.GetPartial() && ev.GetAuthor() == a.name {
+			ctx.pending.flushInto(ev)
+		}
+		return yield(ev, nil)
+	})
+	if stopped {
+		return false
+	}
+	if panicked != nil {
+		return yield(nil, &AgentError{Agent: a.name, Err: panicked})
+	}
+	return true
+}
+
+// runAfter runs the after_agent hooks and callbacks and yields what they
+// produced.
+func (a *base) runAfter(ctx *invocationContext, yield func(*agentrunnerv1.Event, error) bool) {
+	hooks := ctx.inv.hooks
+	if hooks == nil && len(a.after) == 0 {
+		return
+	}
+	cc := ctx.callbackContext()
+	content, err := a.callAfter(cc, hooks)
+	if ev := cc.callbackEvent(content); ev != nil && !yield(ev, nil) {
+		return
+	}
+	if err != nil {
+		yield(nil, asAgentError(ctx, a.name, err))
+	}
+}
+
+func (a *base) callAfter(cc *invocationContext, hooks Hooks) (content *agentrunnerv1.Content, err error) {
+	if hooks != nil {
+		if content, err = hooks.AfterAgent(cc); content != nil || err != nil {
+			return content, err
+		}
+	}
+	for i, cb := range a.after {
+		err = Guard(cc, cc.inv.log, fmt.Sprintf("agent %s after_agent callback %d", a.name, i), func() (e error) {
+			content, e = cb(cc)
+			return e
+		})
+		if content != nil || err != nil {
+			return content, err
+		}
+	}
+	return nil, nil
+}

@@ -1,0 +1,181 @@
+package agent
+
+import (
+	"fmt"
+
+	agentrunnerv1 "github.com/agentrunner/agentrunner/gen/go/agentrunner/v1"
+)
+
+// Tree indexes an agent tree by name, with each agent's parent. It is built
+// once per runner and read-only afterwards, so it is safe for concurrent
+// use.
+type Tree struct {
+	root   Agent
+	byName map[string]Agent
+	parent map[string]Agent // absent for the root
+}
+
+// NewTree validates the tree under root (names non-empty, not "user",
+// unique; every agent reached once) and indexes it.
+func NewTree(root Agent) (*Tree, error) {
+	if root == nil {
+		return nil, fmt.Errorf("root agent is required")
+	}
+	t := &Tree{root: root, byName: make(map[string]Agent), parent: make(map[string]Agent)}
+	if err := t.index(root, nil); err != nil {
+		return nil, err
+	}
+	return t, nil
+}
+
+func (t *Tree) index(a, parent Agent) error {
+	if err := checkName(a.Name()); err != nil {
+		return err
+	}
+	if prev, ok := t.byName[a.Name()]; ok {
+		if prev == a {
+			return fmt.Errorf("agent %q appears twice in the tree; an agent may have only one parent", a.Name())
+		}
+		return fmt.Errorf("duplicate agent name %q in the tree", a.Name())
+	}
+	t.byName[a.Name()] = a
+	if parent != nil {
+		t.parent[a.Name()] = parent
+	}
+	for _, c := range a.base().subAgents {
+		if err := t.index(c, a); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Root returns the root agent.
+func (t *Tree) Root() Agent { return t.root }
+
+// Find returns the agent named name.
+func (t *Tree) Find(name string) (Agent, bool) {
+	a, ok := t.byName[name]
+	return a, ok
+}
+
+// Parent returns the parent of a; nil for the root or an agent not in the
+// tree.
+func (t *Tree) Parent(a Agent) Agent { return t.parent[a.Name()] }
+
+// resumable reports whether the runner may hand the next turn to a: it and
+// every ancestor up to the root must take part in transfers and allow
+// transfer to their parent.
+func (t *Tree) resumable(a Agent) bool {
+	for cur := a; cur != nil; cur = t.parent[cur.Name()] {
+		if !cur.base().resumable() {
+			return false
+		}
+	}
+	return true
+}
+
+// SelectAgent picks the agent that answers msg, given the session's events
+// (oldest first, the new message not among them).
+//
+// A message that carries function responses goes to the agent that made the
+// matching call. Otherwise the events are walked from the newest: user
+// events and unknown authors are skipped; the root's own event selects the
+// root; any other author is selected when resumable, and passed over (the
+// walk goes on to older events) when not. The root answers when nothing
+// qualifies.
+func (t *Tree) SelectAgent(events []*agentrunnerv1.Event, msg *agentrunnerv1.Content) Agent {
+	if a := t.callerOf(events, msg); a != nil {
+		return a
+	}
+	for i := len(events) - 1; i >= 0; i-- {
+		author := events[i].GetAuthor()
+		if author == UserAuthor {
+			continue
+		}
+		if author == t.root.Name() {
+			return t.root
+		}
+		a, ok := t.Find(author)
+		if !ok {
+			continue
+		}
+		if t.resumable(a) {
+			return a
+		}
+	}
+	return t.root
+}
+
+// callerOf returns the agent that made the function call msg's first
+// function response answers, or nil.
+func (t *Tree) callerOf(events []*agentrunnerv1.Event, msg *agentrunnerv1.Content) Agent {
+	for _, p := range msg.GetParts() {
+		id := p.GetFunctionResponse().GetId()
+		if id == "" {
+			continue
+		}
+		for i := len(events) - 1; i >= 0; i-- {
+			for _, q := range events[i].GetContent().GetParts() {
+				if q.GetFunctionCall().GetId() == id {
+					if a, ok := t.Find(events[i].GetAuthor()); ok {
+						return a
+					}
+					return nil
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// TransferTargets returns the agents a may hand the conversation over to:
+// its sub-agents, then, when both a and its parent take part in transfers,
+// the parent unless disallowed and the parent's other children unless
+// disallowed. A workflow parent is left out, with its children: handing
+// its turn to them would break the workflow's order.
+func (t *Tree) TransferTargets(a Agent) []Agent {
+	b := a.base()
+	targets := append([]Agent(nil), b.subAgents...)
+	if t == nil || b.transfers == nil {
+		return targets
+	}
+	parent, ok := t.parent[a.Name()]
+	if !ok || parent.base().transfers == nil {
+		return targets
+	}
+	if !b.transfers.DisallowTransferToParent {
+		targets = append(targets, parent)
+	}
+	if !b.transfers.DisallowTransferToPeers {
+		for _, peer := range parent.base().subAgents {
+			if peer.Name() != a.Name() {
+				targets = append(targets, peer)
+			}
+		}
+	}
+	return targets
+}
+
+// Info describes the tree under a.
+func (t *Tree) Info(a Agent) *agentrunnerv1.AgentInfo {
+	b := a.base()
+	info := &agentrunnerv1.AgentInfo{
+		Name:                     b.name,
+		Description:              b.description,
+		Kind:                     b.kind,
+		DisallowTransferToParent: true,
+		DisallowTransferToPeers:  true,
+	}
+	if b.transfers != nil {
+		info.DisallowTransferToParent = b.transfers.DisallowTransferToParent
+		info.DisallowTransferToPeers = b.transfers.DisallowTransferToPeers
+	}
+	if b.describe != nil {
+		b.describe(info, t)
+	}
+	for _, c := range b.subAgents {
+		info.SubAgents = append(info.SubAgents, t.Info(c))
+	}
+	return info
+}

@@ -1,0 +1,120 @@
+package apps
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	agentrunnerv1 "github.com/agentrunner/agentrunner/gen/go/agentrunner/v1"
+	"github.com/agentrunner/agentrunner/runner"
+	"github.com/agentrunner/agentrunner/runner/agent"
+	"github.com/agentrunner/agentrunner/runner/memory"
+	"github.com/agentrunner/agentrunner/runner/plugin"
+	"github.com/agentrunner/agentrunner/store"
+)
+
+// App is an agent tree to be served under Name.
+type App struct {
+	Name        string
+	Description string
+	Root        agent.Agent
+}
+
+// Config holds what every app's runner shares.
+type Config struct {
+	Store  runner.Store
+	Memory memory.Service
+	// Plugins are given to every app's runner, in this order.
+	Plugins []plugin.Plugin
+	// PluginCloseTimeout bounds Close; zero means
+	// runner.DefaultPluginCloseTimeout.
+	PluginCloseTimeout time.Duration
+	Now                func() time.Time
+	NewID              func() string
+	Logger             *slog.Logger
+}
+
+// Registry holds the apps a server hosts, each served by its own Runner
+// over a shared store. It is safe for concurrent use.
+type Registry struct {
+	cfg     Config
+	plugins *plugin.Manager
+	mu      sync.RWMutex
+	runners map[string]*runner.Runner
+}
+
+// NewRegistry returns an empty registry; it fails when the plugins do
+// (see plugin.NewManager).
+func NewRegistry(cfg Config) (*Registry, error) {
+	m, err := plugin.NewManager(cfg.Plugins, cfg.Logger)
+	if err != nil {
+		return nil, fmt.Errorf("apps registry: %w", err)
+	}
+	return &Registry{cfg: cfg, plugins: m, runners: make(map[string]*runner.Runner)}, nil
+}
+
+// Register validates app's tree and adds a Runner for it. A name already
+// registered is an error wrapping store.ErrAlreadyExists.
+func (g *Registry) Register(app App) (*runner.Runner, error) {
+	r, err := runner.New(runner.Config{
+		AppName:     app.Name,
+		Description: app.Description,
+		Root:        app.Root,
+		Store:       g.cfg.Store,
+		Memory:      g.cfg.Memory,
+		Plugins:     g.cfg.Plugins,
+		Now:         g.cfg.Now,
+		NewID:       g.cfg.NewID,
+		Logger:      g.cfg.Logger,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("register app: %w", err)
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if _, ok := g.runners[app.Name]; ok {
+		return nil, fmt.Errorf("register app %q: %w", app.Name, store.ErrAlreadyExists)
+	}
+	g.runners[app.Name] = r
+	return r, nil
+}
+
+// Lookup returns the Runner of the app named name.
+func (g *Registry) Lookup(name string) (*runner.Runner, bool) {
+	g.mu.RLock()
+	defer g.mu.RUnlock()
+	r, ok := g.runners[name]
+	return r, ok
+}
+
+// List describes every app, ordered by name.
+func (g *Registry) List() []*agentrunnerv1.App {
+	g.mu.RLock()
+	runners := make([]*runner.Runner, 0, len(g.runners))
+	for _, r := range g.runners {
+		runners = append(runners, r)
+	}
+	g.mu.RUnlock()
+	slices.SortFunc(runners, func(x, y *runner.Runner) int { return strings.Compare(x.AppName(), y.AppName()) })
+	out := make([]*agentrunnerv1.App, len(runners))
+	for i, r := range runners {
+		out[i] = r.Info()
+	}
+	return out
+}
+
+// Close closes the shared plugins once (the runners share them), within
+// PluginCloseTimeout. Runs must have ended.
+func (g *Registry) Close(ctx context.Context) error {
+	timeout := g.cfg.PluginCloseTimeout
+	if timeout <= 0 {
+		timeout = runner.DefaultPluginCloseTimeout
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	return g.plugins.Close(ctx)
+}

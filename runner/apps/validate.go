@@ -1,0 +1,86 @@
+package apps
+
+import (
+	"fmt"
+	"slices"
+
+	agentrunnerv1 "github.com/agentrunner/agentrunner/gen/go/agentrunner/v1"
+)
+
+// BuiltinTools are the tool names an LLM agent may list in its tools.
+// transfer_to_agent is also accepted, though it is added automatically
+// whenever the agent has somewhere to transfer to.
+var BuiltinTools = []string{"exit_loop", "load_artifacts", "transfer_to_agent"}
+
+// Validate checks what the schema alone cannot: required fields, unique app
+// names, unique agent names within a tree, exactly one kind per agent, a
+// loop with something to loop over, and known tool names. Errors are
+// *Error values with the path of the problem.
+func Validate(cfg *agentrunnerv1.AppsConfig) error {
+	if len(cfg.GetApps()) == 0 {
+		return &Error{Path: "apps", Msg: "no apps configured"}
+	}
+	apps := map[string]int{}
+	for i, app := range cfg.GetApps() {
+		path := fmt.Sprintf("apps[%d]", i)
+		if app.GetName() == "" {
+			return &Error{Path: path + ".name", Msg: "app name is required"}
+		}
+		if j, dup := apps[app.GetName()]; dup {
+			return &Error{Path: path + ".name", Msg: fmt.Sprintf("duplicate app name %q (also apps[%d])", app.GetName(), j)}
+		}
+		apps[app.GetName()] = i
+		if app.GetRootAgent() == nil {
+			return &Error{Path: path + ".root_agent", Msg: "root_agent is required"}
+		}
+		if err := validateAgent(app.GetRootAgent(), path+".root_agent", map[string]string{}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func validateAgent(a *agentrunnerv1.AgentConfig, path string, seen map[string]string) error {
+	switch name := a.GetName(); {
+	case name == "":
+		return &Error{Path: path + ".name", Msg: "agent name is required"}
+	case name == "user":
+		return &Error{Path: path + ".name", Msg: `"user" is reserved for the user's own events`}
+	case seen[name] != "":
+		return &Error{Path: path + ".name", Msg: fmt.Sprintf("duplicate agent name %q (also at %s)", name, seen[name])}
+	}
+	seen[a.GetName()] = path
+	switch k := a.GetKind().(type) {
+	case nil:
+		return &Error{Path: path, Msg: "agent needs exactly one of llm, sequential, parallel, loop"}
+	case *agentrunnerv1.AgentConfig_Llm:
+		if k.Llm.GetModel() == "" {
+			return &Error{Path: path + ".llm.model", Msg: "model is required"}
+		}
+		for i, tool := range k.Llm.GetTools() {
+			if !slices.Contains(BuiltinTools, tool) {
+				return &Error{Path: fmt.Sprintf("%s.llm.tools[%d]", path, i), Msg: fmt.Sprintf("unknown tool %q, want one of %v", tool, BuiltinTools)}
+			}
+		}
+		if t := k.Llm.Temperature; t != nil && (*t < 0 || *t > 2) {
+			return &Error{Path: path + ".llm.temperature", Msg: "temperature must be between 0 and 2"}
+		}
+	case *agentrunnerv1.AgentConfig_Loop:
+		if len(a.GetSubAgents()) == 0 {
+			return &Error{Path: path + ".sub_agents", Msg: "a loop agent needs at least one sub-agent"}
+		}
+		if k.Loop.GetMaxIterations() < 0 {
+			return &Error{Path: path + ".loop.max_iterations", Msg: "max_iterations must not be negative"}
+		}
+	case *agentrunnerv1.AgentConfig_Sequential, *agentrunnerv1.AgentConfig_Parallel:
+		if len(a.GetSubAgents()) == 0 {
+			return &Error{Path: path + ".sub_agents", Msg: "a workflow agent needs at least one sub-agent"}
+		}
+	}
+	for i, sub := range a.GetSubAgents() {
+		if err := validateAgent(sub, fmt.Sprintf("%s.sub_agents[%d]", path, i), seen); err != nil {
+			return err
+		}
+	}
+	return nil
+}

@@ -1,0 +1,77 @@
+package runner
+
+import (
+	"iter"
+	"slices"
+	"testing"
+
+	agentrunnerv1 "github.com/agentrunner/agentrunner/gen/go/agentrunner/v1"
+	"github.com/agentrunner/agentrunner/runner/agent"
+	"github.com/agentrunner/agentrunner/store"
+)
+
+// TestEventsHandedOutAreCopies checks that nobody outside the runner can
+// reach a stored or cached event: not the caller through the events Run
+// yields, not an agent through Session().Events() or through an event it
+// yielded and still holds.
+func TestEventsHandedOutAreCopies(t *testing.T) {
+	var seen [][]string
+	var kept []*agentrunnerv1.Event
+	root := mustCustom(t, agent.Config{Name: "root", Run: func(ctx agent.InvocationContext) iter.Seq2[*agentrunnerv1.Event, error] {
+		return func(yield func(*agentrunnerv1.Event, error) bool) {
+			var texts []string
+			for ev := range ctx.Session().Events().All() {
+				texts = append(texts, textOf(ev.GetContent()))
+				// Vandalise the copy: nobody else may see this.
+				ev.Content = modelText("vandalised by the agent")
+			}
+			if n := ctx.Session().Events().Len(); n > 0 {
+				ctx.Session().Events().At(n - 1).Author = "nobody"
+			}
+			seen = append(seen, texts)
+			ev := say("answer")
+			if !yield(ev, nil) {
+				return
+			}
+			// The agent still holds the event it yielded; changing it now
+			// must not change what was stored.
+			ev.Content = modelText("changed after yield")
+			kept = append(kept, ev)
+		}
+	}})
+	r, db, k := newTestRunner(t, root)
+	first := mustRun(t, r, request(k, "one"))
+	// The caller vandalises what it received.
+	for _, ev := range first.events {
+		ev.Content = modelText("vandalised by the caller")
+		ev.Author = "mallory"
+	}
+	mustRun(t, r, request(k, "two"))
+
+	if want := [][]string{{"one"}, {"one", "answer", "two"}}; len(seen) != 2 || !slices.Equal(seen[0], want[0]) || !slices.Equal(seen[1], want[1]) {
+		t.Fatalf("the agent saw %q, want %q", seen, want)
+	}
+	_, stored, err := db.GetSession(t.Context(), k, store.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, ev := range stored {
+		got = append(got, ev.GetAuthor()+": "+textOf(ev.GetContent()))
+	}
+	if want := []string{"user: one", "root: answer", "user: two", "root: answer"}; !slices.Equal(got, want) {
+		t.Fatalf("stored %q, want %q", got, want)
+	}
+}
+
+// BenchmarkHandOut measures what copying costs where events are handed
+// out: one copy per event the caller receives, and per event an agent
+// reads through Session().Events().
+func BenchmarkHandOut(b *testing.B) {
+	ev := &agentrunnerv1.Event{Id: "e1", InvocationId: "e-1", Author: "root", Sequence: 7, Content: modelText("a typical answer of a few words, say twenty of them, as a chat model would write")}
+	b.Run("clone", func(b *testing.B) {
+		for b.Loop() {
+			_ = cloneEvent(ev)
+		}
+	})
+}

@@ -1,0 +1,123 @@
+package runner
+
+import (
+	"go/parser"
+	"go/token"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+)
+
+const module = "github.com/agentrunner/agentrunner/"
+
+// importRules says, for each package under runner/ (and for store), which
+// packages of this module it must not import directly. Each package's doc
+// comment states the same rule; this test keeps the two honest. The
+// transitive rule against gRPC is .ci/run's deps step.
+var importRules = map[string][]string{
+	"runner":                  {"runner/apps", "runner/agent/llmagent", "runner/agent/workflow", "runner/model/", "server", "cmd", "examples"},
+	"runner/agent":            {"runner", "runner/agent/", "runner/tool", "runner/plugin", "runner/apps", "runner/model", "runner/internal/history", "server", "cmd", "examples"},
+	"runner/agent/llmagent":   {"runner", "runner/agent/workflow", "runner/plugin", "runner/apps", "runner/model/", "runner/internal/history", "server", "cmd", "examples"},
+	"runner/agent/workflow":   {"runner", "runner/agent/llmagent", "runner/tool", "runner/model", "runner/plugin", "runner/apps", "runner/internal/history", "server", "cmd", "examples"},
+	"runner/tool":             {"runner", "runner/agent/", "runner/plugin", "runner/apps", "runner/model/", "runner/internal/history", "server", "cmd", "examples"},
+	"runner/tool/builtin":     {"runner", "runner/agent/", "runner/plugin", "runner/apps", "runner/model/", "runner/internal/history", "server", "cmd", "examples"},
+	"runner/plugin":           {"runner", "runner/agent/", "runner/apps", "runner/model/", "runner/internal/history", "server", "cmd", "examples"},
+	"runner/memory":           {"runner", "runner/", "server", "cmd", "examples"},
+	"runner/model":            {"runner", "runner/agent", "runner/tool", "runner/plugin", "runner/memory", "runner/apps", "runner/internal/", "store", "server", "cmd", "examples"},
+	"runner/model/gemini":     {"runner", "runner/agent", "runner/agent/", "runner/tool", "runner/tool/", "runner/plugin", "runner/memory", "runner/apps", "runner/internal/", "runner/model/offline", "store", "server", "cmd", "examples"},
+	"runner/model/offline":    {"runner", "runner/agent", "runner/agent/", "runner/tool", "runner/tool/", "runner/plugin", "runner/memory", "runner/apps", "runner/internal/", "runner/model/gemini", "store", "server", "cmd", "examples"},
+	"runner/apps":             {"runner/model/", "server", "cmd", "examples"},
+	"runner/internal/history": {"runner", "runner/", "server", "cmd", "examples"},
+	"runner/internal/seal":    {""},
+	"store":                   {"runner", "server", "cmd", "examples"},
+}
+
+// forbidden reports whether imp (module-relative) falls under rule: equal
+// to it, or, for a rule ending in "/", under it.
+func forbidden(imp, rule string) bool {
+	if rule == "" {
+		return true
+	}
+	if strings.HasSuffix(rule, "/") {
+		return strings.HasPrefix(imp, rule)
+	}
+	return imp == rule
+}
+
+func TestImportRules(t *testing.T) {
+	root := ".."
+	seen := map[string]bool{}
+	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		if err != nil || !d.IsDir() {
+			return err
+		}
+		rel := filepath.ToSlash(strings.TrimPrefix(path, root+string(filepath.Separator)))
+		if !strings.HasPrefix(rel, "runner") && rel != "store" {
+			return nil
+		}
+		imports, hasGo := directImports(t, path)
+		if !hasGo {
+			return nil
+		}
+		rules, ok := importRules[rel]
+		if !ok {
+			t.Errorf("package %s has no import rule: add it to importRules and say the rule in its doc comment", rel)
+			return nil
+		}
+		seen[rel] = true
+		for _, imp := range imports {
+			if strings.HasPrefix(imp, "google.golang.org/grpc") {
+				t.Errorf("%s imports %s: gRPC lives in server and cmd", rel, imp)
+			}
+			own, ok := strings.CutPrefix(imp, module)
+			if !ok {
+				continue
+			}
+			for _, rule := range rules {
+				if forbidden(own, rule) && own != rel {
+					t.Errorf("%s must not import %s", rel, own)
+				}
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for p := range importRules {
+		if !seen[p] {
+			t.Errorf("importRules names %s, which has no Go files", p)
+		}
+	}
+}
+
+// directImports returns the imports of the non-test Go files in dir,
+// sorted, and whether it has any.
+func directImports(t *testing.T, dir string) ([]string, bool) {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	hasGo := false
+	fset := token.NewFileSet()
+	for _, e := range entries {
+		name := e.Name()
+		if e.IsDir() || !strings.HasSuffix(name, ".go") || strings.HasSuffix(name, "_test.go") {
+			continue
+		}
+		hasGo = true
+		f, err := parser.ParseFile(fset, filepath.Join(dir, name), nil, parser.ImportsOnly)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, imp := range f.Imports {
+			out = append(out, strings.Trim(imp.Path.Value, `"`))
+		}
+	}
+	slices.Sort(out)
+	return slices.Compact(out), hasGo
+}

@@ -1,0 +1,159 @@
+// Package history is the runner's cache of recent session history between
+// runs (see Cache). It is internal to the runner.
+//
+// Imports: store and the generated messages. It must not import the
+// runner or any agent package (runner/deps_test.go checks).
+package history
+
+import (
+	"container/list"
+	"context"
+	"sync"
+
+	"google.golang.org/protobuf/proto"
+
+	agentrunnerv1 "github.com/agentrunner/agentrunner/gen/go/agentrunner/v1"
+	"github.com/agentrunner/agentrunner/store"
+)
+
+// DefaultEvents is how many of a session's most recent events a run
+// loads when its window is zero.
+const DefaultEvents = 1000
+
+// DefaultCacheEvents bounds the events a Runner keeps in memory
+// between runs when its limit is zero.
+const DefaultCacheEvents = 50_000
+
+// Cache keeps the recent events of recently active sessions between
+// runs, so that a run reads from the store only what was appended since
+// the previous run of its session, not the whole history: the cost of a
+// run does not grow with the session's length.
+//
+// An entry is trusted only while the stored session still matches it: the
+// same create time (a deleted and recreated session is a different one)
+// and a last sequence at least as high as the entry's. Events appended in
+// the meantime, through AppendEvent or another server, are read after the
+// entry's last sequence. The runner serializes the runs of one session, so an
+// entry is never used by two runs at once.
+type Cache struct {
+	window int // events per session kept and handed to agents; <0 = all
+	limit  int // events kept over all sessions
+
+	mu      sync.Mutex
+	total   int
+	order   *list.List // of *historyEntry, most recently used first
+	entries map[store.SessionKey]*list.Element
+}
+
+type historyEntry struct {
+	key     store.SessionKey
+	created *agentrunnerv1.Session // create_time and last_sequence of the session when stored
+	events  []*agentrunnerv1.Event
+}
+
+// Loader is the storage a Cache reads. Implemented by *boltstore.Store.
+type Loader interface {
+	GetSession(ctx context.Context, k store.SessionKey, opts store.GetOptions) (*agentrunnerv1.Session, []*agentrunnerv1.Event, error)
+}
+
+// New returns a cache that hands out at most window events per session
+// (zero: DefaultEvents; negative: all) and keeps at most limit events over
+// all sessions (zero: DefaultCacheEvents; negative: none).
+func New(window, limit int) *Cache {
+	if window == 0 {
+		window = DefaultEvents
+	}
+	if limit == 0 {
+		limit = DefaultCacheEvents
+	}
+	return &Cache{window: window, limit: limit, order: list.New(), entries: map[store.SessionKey]*list.Element{}}
+}
+
+// Load returns the session with its state and its recent events (at most
+// window), oldest first.
+func (h *Cache) Load(ctx context.Context, st Loader, k store.SessionKey) (*agentrunnerv1.Session, []*agentrunnerv1.Event, error) {
+	opts := store.GetOptions{}
+	if h.window > 0 {
+		opts.NumRecentEvents = h.window
+	}
+	if e := h.take(k); e != nil {
+		opts.AfterSequence = e.created.GetLastSequence()
+		sess, fresh, err := st.GetSession(ctx, k, opts)
+		if err != nil {
+			return nil, nil, err
+		}
+		if proto.Equal(sess.GetCreateTime(), e.created.GetCreateTime()) && sess.GetLastSequence() >= e.created.GetLastSequence() {
+			events := fresh
+			if len(fresh) == 0 || fresh[0].GetSequence() == e.created.GetLastSequence()+1 {
+				// In place: take removed the entry, so this run owns its
+				// array (the run that stored it has ended).
+				events = append(e.events, fresh...)
+			}
+			return sess, h.trim(events), nil
+		}
+		opts.AfterSequence = 0 // a different session under the same key
+	}
+	return st.GetSession(ctx, k, opts)
+}
+
+// trim keeps the last window events.
+func (h *Cache) trim(events []*agentrunnerv1.Event) []*agentrunnerv1.Event {
+	if h.window > 0 && len(events) > h.window {
+		return events[len(events)-h.window:]
+	}
+	return events
+}
+
+// take removes and returns the entry of k, if any.
+func (h *Cache) take(k store.SessionKey) *historyEntry {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	el, ok := h.entries[k]
+	if !ok {
+		return nil
+	}
+	e := el.Value.(*historyEntry)
+	h.order.Remove(el)
+	delete(h.entries, k)
+	h.total -= len(e.events)
+	return e
+}
+
+// Put records the events of k after a run. events must all be stored;
+// sess gives the session's create time.
+func (h *Cache) Put(k store.SessionKey, sess *agentrunnerv1.Session, events []*agentrunnerv1.Event) {
+	events = h.trim(events)
+	if len(events) > h.limit {
+		return
+	}
+	last := sess.GetLastSequence()
+	for i, ev := range events {
+		// An event appended by someone else during the run (AppendEvent
+		// on a running session) is not in the view: a gap. Keeping the
+		// view would hide that event from later runs, so drop it.
+		if i > 0 && ev.GetSequence() != events[i-1].GetSequence()+1 {
+			return
+		}
+		last = ev.GetSequence()
+	}
+	e := &historyEntry{
+		key:     k,
+		created: &agentrunnerv1.Session{CreateTime: sess.GetCreateTime(), LastSequence: last},
+		events:  events,
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if el, ok := h.entries[k]; ok {
+		h.total -= len(el.Value.(*historyEntry).events)
+		h.order.Remove(el)
+	}
+	h.entries[k] = h.order.PushFront(e)
+	h.total += len(events)
+	for h.total > h.limit {
+		el := h.order.Back()
+		old := el.Value.(*historyEntry)
+		h.order.Remove(el)
+		delete(h.entries, old.key)
+		h.total -= len(old.events)
+	}
+}

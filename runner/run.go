@@ -1,0 +1,393 @@
+package runner
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"iter"
+	"sync"
+
+	agentrunnerv1 "github.com/agentrunner/agentrunner/gen/go/agentrunner/v1"
+	"github.com/agentrunner/agentrunner/runner/agent"
+	"github.com/agentrunner/agentrunner/store"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/structpb"
+	"google.golang.org/protobuf/types/known/timestamppb"
+)
+
+// Request is one Run: a user message sent to a session of the runner's app.
+type Request struct {
+	// UserID and SessionID address an existing session of the runner's app.
+	UserID, SessionID string
+	// NewMessage is the user's message. Its role is forced to "user".
+	NewMessage *agentrunnerv1.Content
+	// StateDelta is applied with the user message, before the agent runs.
+	StateDelta *structpb.Struct
+	// Config tunes the run; nil means defaults.
+	Config *agentrunnerv1.RunConfig
+}
+
+// errStopped tells run's callers that the consumer stopped reading.
+var errStopped = errors.New("consumer stopped")
+
+// Run runs one invocation: it appends req.NewMessage to the session, runs
+// the agent the selection rules pick (and the agents it transfers to), and
+// streams the events.
+//
+// Complete events are yielded after they are persisted, with their sequence
+// set; the agent does not go on until then. Each yielded event is the
+// caller's own copy: changing it changes nothing the runner keeps. Partial
+// events are yielded without being stored. The stored user event is
+// yielded first only when req.Config.stream_user_event is set. An error
+// that errors.As to *agent.AgentError is delivered in place of an event
+// and the run goes on. Any other error is terminal and the last element:
+// it wraps store.ErrNotFound for a missing session,
+// store.ErrInvalidArgument for an invalid request, ErrRunInProgress when
+// the session has a run in progress, agent.ErrMaxLLMCalls when the LLM
+// call limit is reached, or the context's error when ctx ends.
+//
+// The plugins' hooks run as package plugin describes. Stopping the
+// iteration early cancels the agents and releases the session. The
+// sequence is single-use.
+func (r *Runner) Run(ctx context.Context, req Request) iter.Seq2[*agentrunnerv1.Event, error] {
+	return func(yield func(*agentrunnerv1.Event, error) bool) {
+		if err := r.run(ctx, req, yield); err != nil && !errors.Is(err, errStopped) {
+			yield(nil, err)
+		}
+	}
+}
+
+// invocation is one run in progress, as the runner drives it.
+type invocation struct {
+	r     *Runner
+	key   store.SessionKey
+	inv   *agent.Invocation
+	hctx  agent.InvocationContext // what run-level plugin hooks get
+	first agent.Agent             // the agent selection picked
+	yield func(*agentrunnerv1.Event, error) bool
+}
+
+func (r *Runner) run(ctx context.Context, req Request, yield func(*agentrunnerv1.Event, error) bool) error {
+	key := store.SessionKey{App: r.appName, User: req.UserID, Session: req.SessionID}
+	if err := key.Validate(); err != nil {
+		return err
+	}
+	if err := validateMessage(req.NewMessage); err != nil {
+		return err
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	invID := "e-" + r.newID()
+	release, err := r.active.acquire(key, invID)
+	if err != nil {
+		return err
+	}
+	defer release()
+	// Whatever ends the run, agents still working in goroutines (parallel
+	// branches) see their context cancelled.
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+
+	sess, events, err := r.history.Load(ctx, r.store, key)
+	if err != nil {
+		return fmt.Errorf("load session: %w", err)
+	}
+	first := r.tree.SelectAgent(events, req.NewMessage)
+	inv := r.newInvocation(key, invID, sess, events, req.Config)
+	// However the run ends, what it stored is the next run's starting
+	// point (see history).
+	defer func() { r.history.Put(key, sess, inv.Events()) }()
+
+	in := &invocation{r: r, key: key, inv: inv, hctx: inv.Context(ctx, first), first: first, yield: yield}
+	err = in.run(ctx, req)
+	runErr := err
+	if errors.Is(err, errStopped) {
+		runErr = fmt.Errorf("run %s: %w", invID, context.Canceled)
+	}
+	r.plugins.AfterRun(in.hctx, runErr)
+	return err
+}
+
+// run stores the user's message, then lets before_run answer or runs the
+// agents, following transfers the agents left to the runner.
+func (in *invocation) run(ctx context.Context, req Request) error {
+	if err := in.appendUserEvent(ctx, req); err != nil {
+		return err
+	}
+	content, err := in.r.plugins.BeforeRun(in.hctx)
+	if err != nil && !in.yield(nil, &agent.AgentError{Agent: in.first.Name(), Err: err}) {
+		return errStopped
+	}
+	if content != nil {
+		ev := &agentrunnerv1.Event{Content: content, Author: in.first.Name(), InvocationId: in.hctx.InvocationID()}
+		if content.Role == "" {
+			content.Role = agent.RoleModel
+		}
+		_, err := in.emit(ctx, ev)
+		return err
+	}
+	for a := in.first; a != nil; {
+		if a, err = in.runAgent(ctx, a); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// appendUserEvent runs the on_user_message hooks, then stores the user's
+// message with the request's state delta.
+func (in *invocation) appendUserEvent(ctx context.Context, req Request) error {
+	msg := req.NewMessage
+	replaced, err := in.r.plugins.OnUserMessage(in.hctx, proto.CloneOf(msg))
+	if err == nil && replaced != nil {
+		if verr := validateMessage(replaced); verr != nil {
+			err = fmt.Errorf("replacement message: %w", verr)
+		} else {
+			msg = replaced
+		}
+	}
+	if err != nil && !in.yield(nil, &agent.AgentError{Agent: in.first.Name(), Err: err}) {
+		return errStopped
+	}
+	userEv, err := in.userEvent(ctx, msg, req.StateDelta)
+	if err != nil {
+		return err
+	}
+	stored, err := in.r.store.AppendEvent(ctx, in.key, userEv)
+	if err != nil {
+		return fmt.Errorf("append user event: %w", err)
+	}
+	in.inv.Record(req.StateDelta, stored) // with "temp:" keys, which the store dropped
+	in.inv.SetUserContent(stored.GetContent())
+	if in.hctx.RunConfig().GetStreamUserEvent() && !in.yield(proto.CloneOf(stored), nil) {
+		return errStopped
+	}
+	return nil
+}
+
+// runAgent runs one agent of the invocation to its end, persisting and
+// yielding its events. It returns the agent a transfer hands over to, if
+// any.
+func (in *invocation) runAgent(ctx context.Context, a agent.Agent) (next agent.Agent, err error) {
+	var transfer string
+	for ev, err := range a.Run(in.inv.Context(ctx, a)) {
+		if err != nil {
+			if err := in.deliver(ctx, a, err); err != nil {
+				return nil, err
+			}
+			continue
+		}
+		if ev == nil {
+			continue
+		}
+		stored, err := in.emit(ctx, ev)
+		if err != nil {
+			return nil, err
+		}
+		if t := stored.GetActions().GetTransferToAgent(); t != "" {
+			transfer = t
+		} else if stored != nil && stored.GetAuthor() == transfer {
+			transfer = "" // the target already took over inside the run
+		}
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("run %s: %w", in.hctx.InvocationID(), err)
+	}
+	if transfer == "" || in.inv.Ended() {
+		return nil, nil
+	}
+	target, ok := in.r.tree.Find(transfer)
+	if !ok {
+		if !in.yield(nil, &agent.AgentError{Agent: a.Name(), Err: fmt.Errorf("transfer to unknown agent %q", transfer)}) {
+			return nil, errStopped
+		}
+		return nil, nil
+	}
+	return target, nil
+}
+
+// deliver yields an agent's error in-band, or returns it when it ends the
+// run.
+func (in *invocation) deliver(ctx context.Context, a agent.Agent, err error) error {
+	var ae *agent.AgentError
+	switch {
+	case ctx.Err() != nil:
+		return fmt.Errorf("run %s: %w", in.hctx.InvocationID(), ctx.Err())
+	case errors.Is(err, agent.ErrMaxLLMCalls):
+		return err
+	case !errors.As(err, &ae):
+		err = &agent.AgentError{Agent: a.Name(), Err: err}
+	}
+	if !in.yield(nil, err) {
+		return errStopped
+	}
+	return nil
+}
+
+// emit completes an event, lets the on_event hooks replace it, persists it
+// when complete, and yields the caller's copy. It returns the stored event
+// (nil for a partial one).
+func (in *invocation) emit(ctx context.Context, ev *agentrunnerv1.Event) (*agentrunnerv1.Event, error) {
+	in.complete(ev, nil)
+	if ev.Partial {
+		if !in.yield(ev, nil) {
+			return nil, errStopped
+		}
+		return nil, nil
+	}
+	ev, err := in.onEvent(ev)
+	if err != nil {
+		return nil, err
+	}
+	stored, err := in.r.store.AppendEvent(ctx, in.key, ev)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, fmt.Errorf("run %s: %w", in.hctx.InvocationID(), ctx.Err())
+		}
+		return nil, fmt.Errorf("append event of agent %s: %w", ev.GetAuthor(), err)
+	}
+	in.inv.Record(ev.GetActions().GetStateDelta(), stored)
+	// The stored instance stays with the runner (the session view and the
+	// history cache); the caller gets a copy of its own.
+	if !in.yield(proto.CloneOf(stored), nil) {
+		return nil, errStopped
+	}
+	return stored, nil
+}
+
+// onEvent runs the on_event hooks on a complete event. A replacement is
+// completed from the original (author, branch, ids, time); a hook's error
+// is delivered and the original goes on.
+func (in *invocation) onEvent(ev *agentrunnerv1.Event) (*agentrunnerv1.Event, error) {
+	rep, err := in.r.plugins.OnEvent(in.hctx, ev)
+	if err != nil {
+		if !in.yield(nil, &agent.AgentError{Agent: ev.GetAuthor(), Err: err}) {
+			return nil, errStopped
+		}
+		return ev, nil
+	}
+	if rep == nil || rep == ev {
+		return ev, nil
+	}
+	rep.Partial = false // only complete events reach the hooks
+	in.complete(rep, ev)
+	return rep, nil
+}
+
+// complete fills in the ids and the time of an event, from orig where it
+// has them.
+func (in *invocation) complete(ev, orig *agentrunnerv1.Event) {
+	if ev.Author == "" {
+		ev.Author = orig.GetAuthor()
+	}
+	if ev.Branch == "" {
+		ev.Branch = orig.GetBranch()
+	}
+	if ev.Id == "" {
+		ev.Id = orig.GetId()
+	}
+	if ev.Id == "" {
+		ev.Id = in.r.newID()
+	}
+	if ev.InvocationId == "" {
+		ev.InvocationId = in.hctx.InvocationID()
+	}
+	if ev.Timestamp == nil {
+		ev.Timestamp = orig.GetTimestamp()
+	}
+	if ev.Timestamp == nil {
+		ev.Timestamp = timestamppb.New(in.r.now())
+	}
+}
+
+// userEvent builds the event of the user's message: role "user", inline
+// blobs saved as artifacts and replaced by placeholders when the run asks
+// for it, and the request's state delta.
+func (in *invocation) userEvent(ctx context.Context, msg *agentrunnerv1.Content, delta *structpb.Struct) (*agentrunnerv1.Event, error) {
+	content := proto.CloneOf(msg)
+	content.Role = agent.RoleUser
+	ev := &agentrunnerv1.Event{
+		Id:           in.r.newID(),
+		InvocationId: in.hctx.InvocationID(),
+		Author:       agent.UserAuthor,
+		Timestamp:    timestamppb.New(in.r.now()),
+		Content:      content,
+	}
+	var actions agentrunnerv1.EventActions
+	if len(delta.GetFields()) > 0 {
+		actions.StateDelta = delta
+	}
+	if in.hctx.RunConfig().GetSaveInputBlobsAsArtifacts() {
+		if err := in.saveBlobs(ctx, content, &actions); err != nil {
+			return nil, err
+		}
+	}
+	if actions.StateDelta != nil || actions.ArtifactDelta != nil {
+		ev.Actions = &actions
+	}
+	return ev, nil
+}
+
+// saveBlobs saves the message's inline blobs as artifacts and replaces each
+// with a text placeholder.
+func (in *invocation) saveBlobs(ctx context.Context, content *agentrunnerv1.Content, actions *agentrunnerv1.EventActions) error {
+	for i, p := range content.Parts {
+		blob := p.GetInlineData()
+		if blob == nil {
+			continue
+		}
+		name := blob.GetDisplayName()
+		if name == "" {
+			name = fmt.Sprintf("upload_%s_%d", in.hctx.InvocationID(), i)
+		}
+		v, err := in.r.store.SaveArtifact(ctx, in.key, name, p)
+		if err != nil {
+			return fmt.Errorf("save input blob %d as artifact %q: %w", i, name, err)
+		}
+		if actions.ArtifactDelta == nil {
+			actions.ArtifactDelta = make(map[string]int64)
+		}
+		actions.ArtifactDelta[name] = v.GetVersion()
+		content.Parts[i] = &agentrunnerv1.Part{Data: &agentrunnerv1.Part_Text{Text: fmt.Sprintf(
+			"[Uploaded file saved as artifact %q version %d (%s, %d bytes)]",
+			name, v.GetVersion(), blob.GetMimeType(), len(blob.GetData()))}}
+	}
+	return nil
+}
+
+// validateMessage checks the user message: present, with parts that all
+// carry data.
+func validateMessage(c *agentrunnerv1.Content) error {
+	if len(c.GetParts()) == 0 {
+		return fmt.Errorf("new_message has no parts: %w", store.ErrInvalidArgument)
+	}
+	for i, p := range c.Parts {
+		if p.GetData() == nil {
+			return fmt.Errorf("new_message part %d is empty: %w", i, store.ErrInvalidArgument)
+		}
+	}
+	return nil
+}
+
+// activeRuns tracks the sessions with a run in progress, so that runs on
+// one session never interleave.
+type activeRuns struct {
+	mu   sync.Mutex
+	runs map[store.SessionKey]string // session → invocation id
+}
+
+// acquire marks k as running invocation inv; release unmarks it.
+func (a *activeRuns) acquire(k store.SessionKey, inv string) (release func(), err error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if cur, ok := a.runs[k]; ok {
+		return nil, fmt.Errorf("session %s: invocation %s: %w", k, cur, ErrRunInProgress)
+	}
+	a.runs[k] = inv
+	return func() {
+		a.mu.Lock()
+		delete(a.runs, k)
+		a.mu.Unlock()
+	}, nil
+}
