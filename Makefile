@@ -54,6 +54,10 @@ test: ## go test -race ./...
 walkthrough: ## Run the README's grpcurl walkthrough against the built binary
 	bash .ci/run walkthrough
 
+.PHONY: embed
+embed: ## Run the Go embedder example (examples/embed) and check its answers
+	bash .ci/run embed
+
 .PHONY: clients-setup
 clients-setup: ## Install the apt packages and npm modules the clients need
 	bash .ci/run clients-setup

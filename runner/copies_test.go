@@ -7,6 +7,8 @@ import (
 
 	agentrunnerv1 "github.com/agentrunner/agentrunner/gen/go/agentrunner/v1"
 	"github.com/agentrunner/agentrunner/runner/agent"
+	"github.com/agentrunner/agentrunner/runner/agent/llmagent"
+	"github.com/agentrunner/agentrunner/runner/model"
 	"github.com/agentrunner/agentrunner/store"
 )
 
@@ -74,4 +76,43 @@ func BenchmarkHandOut(b *testing.B) {
 			_ = cloneEvent(ev)
 		}
 	})
+}
+
+// TestModelCallbacksSeeCopies checks that a before-model callback that
+// edits the request's history in place changes neither the session nor the
+// next request: the history it sees is a copy.
+func TestModelCallbacksSeeCopies(t *testing.T) {
+	m := &fakeModel{name: "fake", reply: "answer"}
+	root := llm(t, llmagent.Config{Name: "root", Model: m, BeforeModelCallbacks: []llmagent.BeforeModelCallback{
+		func(_ agent.CallbackContext, req *model.Request) (*model.Response, error) {
+			if len(req.Contents) > 1 {
+				return nil, nil // vandalise the first run's request only
+			}
+			for _, c := range req.Contents {
+				for _, p := range c.GetParts() {
+					p.Data = &agentrunnerv1.Part_Text{Text: "vandalised"}
+				}
+			}
+			return nil, nil
+		},
+	}})
+	r, db, k := newTestRunner(t, root)
+	mustRun(t, r, request(k, "one"))
+	mustRun(t, r, request(k, "two"))
+	_, stored, err := db.GetSession(t.Context(), k, store.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := summary(stored), []string{"user: one", "root: answer #1", "user: two", "root: answer #2"}; !slices.Equal(got, want) {
+		t.Fatalf("stored %q, want %q", got, want)
+	}
+	// The first request was the callback's to change; the second was
+	// built from the intact history kept between the runs.
+	calls := m.calls()
+	if got := contentLines(calls[0].Contents); !slices.Equal(got, []string{"user: vandalised"}) {
+		t.Fatalf("first request %q", got)
+	}
+	if got, want := contentLines(calls[1].Contents), []string{"user: one", "model: answer #1", "user: two"}; !slices.Equal(got, want) {
+		t.Fatalf("second request %q, want %q", got, want)
+	}
 }
