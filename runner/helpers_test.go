@@ -6,7 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"iter"
+	"maps"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -273,3 +275,12 @@ func jsonOf(s *structpb.Struct) string {
 }
 
 func cloneEvent(ev *agentrunnerv1.Event) *agentrunnerv1.Event { return proto.CloneOf(ev) }
+
+// keySet renders a map's keys in the order given by sortedKeys.
+func keySet[V any](m map[string]V) string {
+	return "{" + strings.Join(sortedKeys(m), ",") + "}"
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	return slices.Sorted(maps.Keys(m))
+}

@@ -119,13 +119,17 @@ func (in *invocation) run(ctx context.Context, req Request) error {
 	if err != nil && !in.yield(nil, &agent.AgentError{Agent: in.first.Name(), Err: err}) {
 		return errStopped
 	}
-	if content != nil {
-		ev := &agentrunnerv1.Event{Content: content, Author: in.first.Name(), InvocationId: in.hctx.InvocationID()}
-		if content.Role == "" {
+	// The answer, or the state the hooks changed, lands in an event of the
+	// agent that would have answered.
+	ev := &agentrunnerv1.Event{Content: content, Author: in.first.Name(), InvocationId: in.hctx.InvocationID()}
+	agent.FlushActions(in.hctx, ev)
+	if content != nil || ev.Actions != nil {
+		if content != nil && content.Role == "" {
 			content.Role = agent.RoleModel
 		}
-		_, err := in.emit(ctx, ev)
-		return err
+		if _, err := in.emit(ctx, ev); err != nil || content != nil {
+			return err
+		}
 	}
 	for a := in.first; a != nil; {
 		if a, err = in.runAgent(ctx, a); err != nil {
@@ -154,11 +158,14 @@ func (in *invocation) appendUserEvent(ctx context.Context, req Request) error {
 	if err != nil {
 		return err
 	}
+	// State the on_user_message hooks changed is stored with the message;
+	// the request's own delta wins for a key both set.
+	agent.FlushActions(in.hctx, userEv)
 	stored, err := in.r.store.AppendEvent(ctx, in.key, userEv)
 	if err != nil {
 		return fmt.Errorf("append user event: %w", err)
 	}
-	in.inv.Record(req.StateDelta, stored) // with "temp:" keys, which the store dropped
+	in.inv.Record(userEv.GetActions().GetStateDelta(), stored) // with "temp:" keys, which the store dropped
 	in.inv.SetUserContent(stored.GetContent())
 	if in.hctx.RunConfig().GetStreamUserEvent() && !in.yield(proto.CloneOf(stored), nil) {
 		return errStopped
@@ -267,12 +274,14 @@ func (in *invocation) onEvent(ev *agentrunnerv1.Event) (*agentrunnerv1.Event, er
 		}
 		return ev, nil
 	}
-	if rep == nil || rep == ev {
-		return ev, nil
+	if rep != nil && rep != ev {
+		rep.Partial = false // only complete events reach the hooks
+		in.complete(rep, ev)
+		ev = rep
 	}
-	rep.Partial = false // only complete events reach the hooks
-	in.complete(rep, ev)
-	return rep, nil
+	// State the hooks changed lands in the event they saw.
+	agent.FlushActions(in.hctx, ev)
+	return ev, nil
 }
 
 // complete fills in the ids and the time of an event, from orig where it
@@ -316,7 +325,9 @@ func (in *invocation) userEvent(ctx context.Context, msg *agentrunnerv1.Content,
 	}
 	var actions agentrunnerv1.EventActions
 	if len(delta.GetFields()) > 0 {
-		actions.StateDelta = delta
+		// A copy: hooks' changes are added to it, and the request is the
+		// caller's.
+		actions.StateDelta = proto.CloneOf(delta)
 	}
 	if in.hctx.RunConfig().GetSaveInputBlobsAsArtifacts() {
 		if err := in.saveBlobs(ctx, content, &actions); err != nil {

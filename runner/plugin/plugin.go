@@ -28,6 +28,12 @@
 //	after_tool      after each tool call that succeeded        replaces the result
 //	on_tool_error   when a tool call fails                     is the result instead of the error
 //
+// State changed through a hook's context lands in an event: the user's
+// message for on_user_message, the answer (or a state-only event of the
+// agent that would have answered) for before_run, the event itself for
+// on_event, and, as for callbacks, the agent's, model call's or tool
+// call's event for the others.
+//
 // Partial (streaming) events go through no hook. An error from on_user_message,
 // before_run or on_event is delivered and the run goes on with the
 // original message or event. A before_tool, after_tool or on_tool_error
@@ -66,7 +72,7 @@ type BeforeRunHook interface {
 
 // AfterRunHook runs when the run ends, whether it succeeded, was cut short
 // by before_run or failed; err is the run's terminal error (nil when it
-// ended normally).
+// ended normally). State it changes is not stored: the run is over.
 type AfterRunHook interface {
 	AfterRun(ctx agent.InvocationContext, err error)
 }
