@@ -1,9 +1,11 @@
 package apps
 
 import (
+	"context"
 	"errors"
 	"iter"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	agentrunnerv1 "github.com/agentrunner/agentrunner/gen/go/agentrunner/v1"
@@ -12,6 +14,7 @@ import (
 	"github.com/agentrunner/agentrunner/runner/agent/llmagent"
 	"github.com/agentrunner/agentrunner/runner/agent/workflow"
 	"github.com/agentrunner/agentrunner/runner/model/offline"
+	"github.com/agentrunner/agentrunner/runner/plugin"
 	"github.com/agentrunner/agentrunner/runner/tool/builtin"
 	"github.com/agentrunner/agentrunner/store"
 	"google.golang.org/protobuf/proto"
@@ -102,5 +105,34 @@ func must(t *testing.T) func(agent.Agent, error) agent.Agent {
 			t.Fatal(err)
 		}
 		return a
+	}
+}
+
+// closeCounter counts its closes.
+type closeCounter struct{ n *atomic.Int32 }
+
+func (closeCounter) Name() string { return "counter" }
+
+func (c closeCounter) Close(context.Context) error {
+	c.n.Add(1)
+	return nil
+}
+
+// TestRegistryClosesSharedPluginsOnce checks that the plugins every app's
+// runner shares are closed once, not once per app.
+func TestRegistryClosesSharedPluginsOnce(t *testing.T) {
+	var n atomic.Int32
+	_, db := newRegistry(t, nil)
+	reg := mustRegistry(t, Config{Store: db, Plugins: []plugin.Plugin{closeCounter{&n}}})
+	for _, name := range []string{"a", "b"} {
+		if _, err := reg.Register(App{Name: name, Root: mustAgent(t, "root")}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := reg.Close(t.Context()); err != nil || n.Load() != 1 {
+		t.Fatalf("close: %v, closed %d times", err, n.Load())
+	}
+	if _, err := NewRegistry(Config{Store: db, Plugins: []plugin.Plugin{closeCounter{&n}, closeCounter{&n}}}); err == nil {
+		t.Fatal("two plugins of one name were accepted")
 	}
 }
