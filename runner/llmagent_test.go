@@ -170,6 +170,13 @@ func TestModelFailures(t *testing.T) {
 			respond: func(*model.Request, int) ([]*model.Response, error) { return nil, nil },
 			wantErr: "no complete response",
 		},
+		{
+			// A bug in a model's stream ends the agent's turn, in-band,
+			// naming the model.
+			name:    "stream panics",
+			respond: func(*model.Request, int) ([]*model.Response, error) { panic("decoder bug") },
+			wantErr: "agent root: model fake panicked: decoder bug",
+		},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
