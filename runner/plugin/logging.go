@@ -67,18 +67,26 @@ func (l *Logging) AfterRun(ctx agent.InvocationContext, err error) {
 	s, ok := l.starts[ctx.InvocationID()]
 	delete(l.starts, ctx.InvocationID())
 	l.mu.Unlock()
+	level, msg := slog.LevelDebug, "run finished"
+	switch {
+	case err != nil && ctx.Err() == nil:
+		level, msg = slog.LevelInfo, "run failed"
+	case err != nil:
+		msg = "run cancelled"
+	}
+	// The run's context may be done; the record is still wanted.
+	lctx := context.WithoutCancel(ctx)
+	if !l.log.Enabled(lctx, level) {
+		return // nothing to build: the common case, a successful run
+	}
 	attrs := []any{"events", s.events}
 	if ok {
 		attrs = append(attrs, "duration", l.now().Sub(s.at))
 	}
-	switch {
-	case err != nil && ctx.Err() == nil:
-		l.with(ctx).InfoContext(context.WithoutCancel(ctx), "run failed", append(attrs, "err", err)...)
-	case err != nil:
-		l.with(ctx).DebugContext(context.WithoutCancel(ctx), "run cancelled", append(attrs, "err", err)...)
-	case l.log.Enabled(ctx, slog.LevelDebug):
-		l.with(ctx).DebugContext(ctx, "run finished", attrs...)
+	if err != nil {
+		attrs = append(attrs, "err", err)
 	}
+	l.with(ctx).Log(lctx, level, msg, attrs...)
 }
 
 func (l *Logging) OnModelError(ctx agent.CallbackContext, req *model.Request, err error) (*model.Response, error) {

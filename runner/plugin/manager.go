@@ -144,7 +144,7 @@ func isResult(r map[string]any) bool          { return r != nil }
 // OnUserMessage runs the on_user_message hooks; a non-nil content replaces
 // the message.
 func (m *Manager) OnUserMessage(ctx agent.InvocationContext, msg *agentrunnerv1.Content) (*agentrunnerv1.Content, error) {
-	if m == nil {
+	if m == nil || len(m.userMessage) == 0 {
 		return nil, nil
 	}
 	return first(ctx, m, "on_user_message", m.userMessage, isContent, func(h UserMessageHook) (*agentrunnerv1.Content, error) {
@@ -154,7 +154,7 @@ func (m *Manager) OnUserMessage(ctx agent.InvocationContext, msg *agentrunnerv1.
 
 // BeforeRun runs the before_run hooks; a non-nil content ends the run.
 func (m *Manager) BeforeRun(ctx agent.InvocationContext) (*agentrunnerv1.Content, error) {
-	if m == nil {
+	if m == nil || len(m.beforeRun) == 0 {
 		return nil, nil
 	}
 	return first(ctx, m, "before_run", m.beforeRun, isContent, func(h BeforeRunHook) (*agentrunnerv1.Content, error) {
@@ -164,7 +164,7 @@ func (m *Manager) BeforeRun(ctx agent.InvocationContext) (*agentrunnerv1.Content
 
 // AfterRun runs every after_run hook; panics are recovered and logged.
 func (m *Manager) AfterRun(ctx agent.InvocationContext, runErr error) {
-	if m == nil {
+	if m == nil || len(m.afterRun) == 0 {
 		return
 	}
 	for _, h := range m.afterRun {
@@ -187,7 +187,7 @@ func (m *Manager) OnEvent(ctx agent.InvocationContext, ev *agentrunnerv1.Event) 
 
 // BeforeAgent runs the before_agent hooks.
 func (m *Manager) BeforeAgent(ctx agent.CallbackContext) (*agentrunnerv1.Content, error) {
-	if m == nil {
+	if m == nil || len(m.beforeAgent) == 0 {
 		return nil, nil
 	}
 	return first(ctx, m, "before_agent", m.beforeAgent, isContent, func(h BeforeAgentHook) (*agentrunnerv1.Content, error) {
@@ -197,7 +197,7 @@ func (m *Manager) BeforeAgent(ctx agent.CallbackContext) (*agentrunnerv1.Content
 
 // AfterAgent runs the after_agent hooks.
 func (m *Manager) AfterAgent(ctx agent.CallbackContext) (*agentrunnerv1.Content, error) {
-	if m == nil {
+	if m == nil || len(m.afterAgent) == 0 {
 		return nil, nil
 	}
 	return first(ctx, m, "after_agent", m.afterAgent, isContent, func(h AfterAgentHook) (*agentrunnerv1.Content, error) {
@@ -212,7 +212,7 @@ func (m *Manager) HasBeforeModel() bool { return m != nil && len(m.beforeModel) 
 
 // BeforeModel runs the before_model hooks.
 func (m *Manager) BeforeModel(ctx agent.CallbackContext, req *model.Request) (*model.Response, error) {
-	if m == nil {
+	if m == nil || len(m.beforeModel) == 0 {
 		return nil, nil
 	}
 	return first(ctx, m, "before_model", m.beforeModel, isResponse, func(h BeforeModelHook) (*model.Response, error) {
@@ -222,7 +222,7 @@ func (m *Manager) BeforeModel(ctx agent.CallbackContext, req *model.Request) (*m
 
 // AfterModel runs the after_model hooks.
 func (m *Manager) AfterModel(ctx agent.CallbackContext, resp *model.Response) (*model.Response, error) {
-	if m == nil {
+	if m == nil || len(m.afterModel) == 0 {
 		return nil, nil
 	}
 	return first(ctx, m, "after_model", m.afterModel, isResponse, func(h AfterModelHook) (*model.Response, error) {
@@ -232,7 +232,7 @@ func (m *Manager) AfterModel(ctx agent.CallbackContext, resp *model.Response) (*
 
 // OnModelError runs the on_model_error hooks.
 func (m *Manager) OnModelError(ctx agent.CallbackContext, req *model.Request, err error) (*model.Response, error) {
-	if m == nil {
+	if m == nil || len(m.modelError) == 0 {
 		return nil, nil
 	}
 	return first(ctx, m, "on_model_error", m.modelError, isResponse, func(h ModelErrorHook) (*model.Response, error) {
@@ -242,7 +242,7 @@ func (m *Manager) OnModelError(ctx agent.CallbackContext, req *model.Request, er
 
 // BeforeTool runs the before_tool hooks.
 func (m *Manager) BeforeTool(ctx tool.Context, t tool.Tool, args map[string]any) (map[string]any, error) {
-	if m == nil {
+	if m == nil || len(m.beforeTool) == 0 {
 		return nil, nil
 	}
 	return first(ctx, m, "before_tool", m.beforeTool, isResult, func(h BeforeToolHook) (map[string]any, error) {
@@ -252,7 +252,7 @@ func (m *Manager) BeforeTool(ctx tool.Context, t tool.Tool, args map[string]any)
 
 // AfterTool runs the after_tool hooks.
 func (m *Manager) AfterTool(ctx tool.Context, t tool.Tool, args, result map[string]any) (map[string]any, error) {
-	if m == nil {
+	if m == nil || len(m.afterTool) == 0 {
 		return nil, nil
 	}
 	return first(ctx, m, "after_tool", m.afterTool, isResult, func(h AfterToolHook) (map[string]any, error) {
@@ -262,7 +262,7 @@ func (m *Manager) AfterTool(ctx tool.Context, t tool.Tool, args, result map[stri
 
 // OnToolError runs the on_tool_error hooks.
 func (m *Manager) OnToolError(ctx tool.Context, t tool.Tool, args map[string]any, err error) (map[string]any, error) {
-	if m == nil {
+	if m == nil || len(m.toolError) == 0 {
 		return nil, nil
 	}
 	return first(ctx, m, "on_tool_error", m.toolError, isResult, func(h ToolErrorHook) (map[string]any, error) {
