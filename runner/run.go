@@ -143,7 +143,7 @@ func (in *invocation) run(ctx context.Context, req Request) error {
 // message with the request's state delta.
 func (in *invocation) appendUserEvent(ctx context.Context, req Request) error {
 	msg := req.NewMessage
-	replaced, err := in.r.plugins.OnUserMessage(in.hctx, proto.CloneOf(msg))
+	replaced, err := in.r.plugins.OnUserMessage(in.hctx, msg)
 	if err == nil && replaced != nil {
 		if verr := validateMessage(replaced); verr != nil {
 			err = fmt.Errorf("replacement message: %w", verr)

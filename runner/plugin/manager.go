@@ -11,6 +11,7 @@ import (
 	"github.com/agentrunner/agentrunner/runner/agent"
 	"github.com/agentrunner/agentrunner/runner/model"
 	"github.com/agentrunner/agentrunner/runner/tool"
+	"google.golang.org/protobuf/proto"
 )
 
 // Error is a plugin hook's error (or recovered panic), as the caller
@@ -141,12 +142,13 @@ func isEvent(e *agentrunnerv1.Event) bool     { return e != nil }
 func isResponse(r *model.Response) bool       { return r != nil }
 func isResult(r map[string]any) bool          { return r != nil }
 
-// OnUserMessage runs the on_user_message hooks; a non-nil content replaces
-// the message.
+// OnUserMessage runs the on_user_message hooks on a copy of msg (it is
+// the caller's request); a non-nil content replaces the message.
 func (m *Manager) OnUserMessage(ctx agent.InvocationContext, msg *agentrunnerv1.Content) (*agentrunnerv1.Content, error) {
 	if m == nil || len(m.userMessage) == 0 {
 		return nil, nil
 	}
+	msg = proto.CloneOf(msg)
 	return first(ctx, m, "on_user_message", m.userMessage, isContent, func(h UserMessageHook) (*agentrunnerv1.Content, error) {
 		return h.OnUserMessage(ctx, msg)
 	})
