@@ -1,6 +1,7 @@
 package runner
 
 import (
+	"go/ast"
 	"go/parser"
 	"go/token"
 	"io/fs"
@@ -132,4 +133,35 @@ func directImports(t *testing.T, dir string) ([]string, string, bool) {
 	}
 	slices.Sort(out)
 	return slices.Compact(out), doc.String(), hasGo
+}
+
+// maxFuncLines bounds every function under runner/, tests included: a
+// function that does not fit on a screen does more than one thing.
+const maxFuncLines = 80
+
+func TestFunctionsAreShort(t *testing.T) {
+	fset := token.NewFileSet()
+	err := filepath.WalkDir(".", func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() || !strings.HasSuffix(path, ".go") {
+			return err
+		}
+		f, err := parser.ParseFile(fset, path, nil, parser.SkipObjectResolution)
+		if err != nil {
+			return err
+		}
+		for _, decl := range f.Decls {
+			fn, ok := decl.(*ast.FuncDecl)
+			if !ok {
+				continue
+			}
+			start, end := fset.Position(fn.Pos()).Line, fset.Position(fn.End()).Line
+			if n := end - start + 1; n > maxFuncLines {
+				t.Errorf("runner/%s:%d: %s is %d lines; split it (at most %d)", filepath.ToSlash(path), start, fn.Name.Name, n, maxFuncLines)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
 }

@@ -500,341 +500,345 @@ func says(s string) func(*testing.T, []*agentrunnerv1.Event) *agentrunnerv1.Cont
 	return func(*testing.T, []*agentrunnerv1.Event) *agentrunnerv1.Content { return userMsg(s) }
 }
 
-func TestLLMAgentsOnGemini(t *testing.T) {
-	sse := &agentrunnerv1.RunConfig{StreamingMode: agentrunnerv1.StreamingMode_STREAMING_MODE_SSE}
-	tests := []struct {
-		name    string
-		root    func(t *testing.T, m model.Model) agent.Agent
-		replies []reply
-		runs    []e2eRun
-		// check looks at the requests the model got and at the session.
-		check func(t *testing.T, h *harness, reqs []seenRequest, runs []runResult)
-	}{
-		{
-			name: "plain answer",
-			root: func(t *testing.T, m model.Model) agent.Agent {
-				return llmAgent(t, llmagent.Config{Name: "root", Model: m, Instruction: "Be brief, {user:name?}."})
-			},
-			replies: []reply{answer(say("Hello there"))},
-			runs:    []e2eRun{{msg: says("hi"), want: []string{"root: Hello there"}}},
-			check: func(t *testing.T, h *harness, reqs []seenRequest, runs []runResult) {
-				if reqs[0].Stream || !strings.HasSuffix(reqs[0].Path, "/models/"+modelName+":generateContent") {
-					t.Errorf("request to %s, stream %v", reqs[0].Path, reqs[0].Stream)
-				}
-				if got := systemInstruction(reqs[0].Body); got != "Be brief, ." {
-					t.Errorf("system instruction %q", got)
-				}
-				if got := contentLines(reqs[0].Body); !slices.Equal(got, []string{"user: hi"}) {
-					t.Errorf("contents %q", got)
-				}
-				if _, ok := reqs[0].Body["tools"]; ok {
-					t.Errorf("tools declared for an agent without tools or transfer targets: %v", reqs[0].Body["tools"])
-				}
-				ev := runs[0].events[0]
-				if u := ev.GetUsageMetadata(); u.GetTotalTokenCount() != 10 || u.GetPromptTokenCount() != 7 {
-					t.Errorf("usage %v", u)
-				}
-				if ev.GetSequence() != 2 || ev.GetContent().GetRole() != "model" || !ev.GetTurnComplete() {
-					t.Errorf("event %v", ev)
-				}
-			},
+// sseRun asks for streamed partial events.
+var sseRun = &agentrunnerv1.RunConfig{StreamingMode: agentrunnerv1.StreamingMode_STREAMING_MODE_SSE}
+
+// geminiScenarios are LLM agent trees on the real genai client against a fake Gemini: the replies it scripts, the runs, and what the requests and the session must show.
+var geminiScenarios = []struct {
+	name    string
+	root    func(t *testing.T, m model.Model) agent.Agent
+	replies []reply
+	runs    []e2eRun
+	// check looks at the requests the model got and at the session.
+	check func(t *testing.T, h *harness, reqs []seenRequest, runs []runResult)
+}{
+	{
+		name: "plain answer",
+		root: func(t *testing.T, m model.Model) agent.Agent {
+			return llmAgent(t, llmagent.Config{Name: "root", Model: m, Instruction: "Be brief, {user:name?}."})
 		},
-		{
-			name: "transfer to a sub-agent, which answers the next run",
-			root: supportTree,
-			replies: []reply{
-				answer(call("transfer_to_agent", map[string]any{"agent_name": "billing"})),
-				answer(say("Billing here: let me look at your invoice.")),
-				answer(say("Billing again: refunded.")),
-			},
-			runs: []e2eRun{
-				{msg: says("My invoice is wrong"), want: []string{
-					`triage: call transfer_to_agent{"agent_name":"billing"}`,
-					`triage: response transfer_to_agent{}`,
-					"billing: Billing here: let me look at your invoice.",
-				}},
-				{msg: says("Can I get a refund?"), want: []string{"billing: Billing again: refunded."}},
-			},
-			check: func(t *testing.T, h *harness, reqs []seenRequest, runs []runResult) {
-				if got := transferEnum(t, reqs[0].Body); !slices.Equal(got, []string{"billing", "tech"}) {
-					t.Errorf("triage's transfer targets %q", got)
-				}
-				instr := systemInstruction(reqs[0].Body)
-				for _, want := range []string{"Route billing questions", "- billing: Answers billing questions.", "- tech: Answers technical questions."} {
-					if !strings.Contains(instr, want) {
-						t.Errorf("triage's instruction lacks %q:\n%s", want, instr)
-					}
-				}
-				if got := runs[0].events[1].GetActions().GetTransferToAgent(); got != "billing" {
-					t.Errorf("function response event transfers to %q", got)
-				}
-				// billing may go back to triage or over to tech.
-				if got := transferEnum(t, reqs[1].Body); !slices.Equal(got, []string{"triage", "tech"}) {
-					t.Errorf("billing's transfer targets %q", got)
-				}
-				if instr := systemInstruction(reqs[1].Body); !strings.HasPrefix(instr, "You answer billing questions.") || !strings.Contains(instr, "triage (your parent agent)") {
-					t.Errorf("billing's instruction:\n%s", instr)
-				}
-				want := []string{
-					"user: My invoice is wrong",
-					`user: For context: | [triage] called tool ` + "`transfer_to_agent`" + ` with parameters: {"agent_name":"billing"}`,
-					"user: For context: | [triage] `transfer_to_agent` tool returned result: {}",
-				}
-				if got := contentLines(reqs[1].Body); !slices.Equal(got, want) {
-					t.Errorf("billing's contents\n%q\nwant\n%q", got, want)
-				}
-				want = append(want, "model: Billing here: let me look at your invoice.", "user: Can I get a refund?")
-				if got := contentLines(reqs[2].Body); !slices.Equal(got, want) {
-					t.Errorf("billing's second contents\n%q\nwant\n%q", got, want)
-				}
-			},
+		replies: []reply{answer(say("Hello there"))},
+		runs:    []e2eRun{{msg: says("hi"), want: []string{"root: Hello there"}}},
+		check: func(t *testing.T, h *harness, reqs []seenRequest, runs []runResult) {
+			if reqs[0].Stream || !strings.HasSuffix(reqs[0].Path, "/models/"+modelName+":generateContent") {
+				t.Errorf("request to %s, stream %v", reqs[0].Path, reqs[0].Stream)
+			}
+			if got := systemInstruction(reqs[0].Body); got != "Be brief, ." {
+				t.Errorf("system instruction %q", got)
+			}
+			if got := contentLines(reqs[0].Body); !slices.Equal(got, []string{"user: hi"}) {
+				t.Errorf("contents %q", got)
+			}
+			if _, ok := reqs[0].Body["tools"]; ok {
+				t.Errorf("tools declared for an agent without tools or transfer targets: %v", reqs[0].Body["tools"])
+			}
+			ev := runs[0].events[0]
+			if u := ev.GetUsageMetadata(); u.GetTotalTokenCount() != 10 || u.GetPromptTokenCount() != 7 {
+				t.Errorf("usage %v", u)
+			}
+			if ev.GetSequence() != 2 || ev.GetContent().GetRole() != "model" || !ev.GetTurnComplete() {
+				t.Errorf("event %v", ev)
+			}
 		},
-		{
-			name: "a sub-agent that disallows transfer to its parent, then the root answers",
-			root: supportTree,
-			replies: []reply{
-				answer(call("transfer_to_agent", map[string]any{"agent_name": "tech"})),
-				answer(say("Tech here: try turning it off and on.")),
-				answer(say("Triage again.")),
-			},
-			runs: []e2eRun{
-				{msg: says("My router is broken"), want: []string{
-					`triage: call transfer_to_agent{"agent_name":"tech"}`,
-					`triage: response transfer_to_agent{}`,
-					"tech: Tech here: try turning it off and on.",
-				}},
-				{msg: says("Thanks"), want: []string{"triage: Triage again."}},
-			},
-			check: func(t *testing.T, h *harness, reqs []seenRequest, runs []runResult) {
-				if _, ok := reqs[1].Body["tools"]; ok {
-					t.Errorf("tech has no transfer targets but declares %v", reqs[1].Body["tools"])
-				}
-				if strings.Contains(systemInstruction(reqs[1].Body), "transfer_to_agent") {
-					t.Errorf("tech's instruction mentions transfers: %s", systemInstruction(reqs[1].Body))
-				}
-				// The root sees tech's answer as context, and the new message.
-				lines := contentLines(reqs[2].Body)
-				if got := lines[len(lines)-2:]; !slices.Equal(got, []string{"user: For context: | [tech] said: Tech here: try turning it off and on.", "user: Thanks"}) {
-					t.Errorf("triage's contents end with %q", got)
-				}
-			},
+	},
+	{
+		name: "transfer to a sub-agent, which answers the next run",
+		root: supportTree,
+		replies: []reply{
+			answer(call("transfer_to_agent", map[string]any{"agent_name": "billing"})),
+			answer(say("Billing here: let me look at your invoice.")),
+			answer(say("Billing again: refunded.")),
 		},
-		{
-			name: "tool round trip",
-			root: func(t *testing.T, m model.Model) agent.Agent {
-				return llmAgent(t, llmagent.Config{Name: "root", Model: m, Tools: []tool.Tool{weatherTool(t)}, OutputKey: "answer"})
-			},
-			replies: []reply{
-				answer(call("get_weather", map[string]any{"city": "Paris"})),
-				answer(say("It is clear and 21°C in Paris.")),
-			},
-			runs: []e2eRun{{msg: says("Weather in Paris?"), want: []string{
-				`root: call get_weather{"city":"Paris"}`,
-				`root: response get_weather{"sky":"clear","temp_c":21}`,
-				"root: It is clear and 21°C in Paris.",
-			}}},
-			check: func(t *testing.T, h *harness, reqs []seenRequest, runs []runResult) {
-				decl := declarations(reqs[0].Body)["get_weather"]
-				schema := get(decl, "parametersJsonSchema")
-				if get(schema, "properties", "city", "type") != "string" || get(schema, "properties", "city", "description") != "The city to report on." ||
-					get(schema, "properties", "unit", "description") != "celsius or fahrenheit" || mustJSON(get(schema, "required")) != `["city"]` {
-					t.Errorf("get_weather declared as %s", mustJSON(decl))
-				}
-				want := []string{"user: Weather in Paris?", `model: call get_weather{"city":"Paris"}`, `user: response get_weather{"sky":"clear","temp_c":21}`}
-				if got := contentLines(reqs[1].Body); !slices.Equal(got, want) {
-					t.Errorf("second request\n%q\nwant\n%q", got, want)
-				}
-				calls, responses := functionIDs(reqs[1].Body)
-				if len(calls) != 1 || !strings.HasPrefix(calls[0], "call-") || !slices.Equal(calls, responses) {
-					t.Errorf("call ids %q, response ids %q", calls, responses)
-				}
-				resp := runs[0].events[1]
-				if resp.GetContent().GetRole() != "user" || resp.GetActions().GetStateDelta().GetFields()["last_city"].GetStringValue() != "Paris" {
-					t.Errorf("function response event %v", resp)
-				}
-				sess, _, err := h.db.GetSession(t.Context(), h.k, store.GetOptions{})
-				if err != nil {
-					t.Fatal(err)
-				}
-				state := sess.GetState().GetFields()
-				if state["last_city"].GetStringValue() != "Paris" || state["answer"].GetStringValue() != "It is clear and 21°C in Paris." {
-					t.Errorf("state %v", state)
-				}
-			},
+		runs: []e2eRun{
+			{msg: says("My invoice is wrong"), want: []string{
+				`triage: call transfer_to_agent{"agent_name":"billing"}`,
+				`triage: response transfer_to_agent{}`,
+				"billing: Billing here: let me look at your invoice.",
+			}},
+			{msg: says("Can I get a refund?"), want: []string{"billing: Billing again: refunded."}},
 		},
-		{
-			name: "tool error goes back to the model",
-			root: func(t *testing.T, m model.Model) agent.Agent {
-				return llmAgent(t, llmagent.Config{Name: "root", Model: m, Tools: []tool.Tool{weatherTool(t)}})
-			},
-			replies: []reply{
-				answer(call("get_weather", map[string]any{"city": "Atlantis"})),
-				answer(say("I could not find Atlantis.")),
-			},
-			runs: []e2eRun{{msg: says("Weather in Atlantis?"), want: []string{
-				`root: call get_weather{"city":"Atlantis"}`,
-				`root: response get_weather{"error":"city not found"}`,
-				"root: I could not find Atlantis.",
-			}}},
-			check: func(t *testing.T, h *harness, reqs []seenRequest, runs []runResult) {
-				if got := contentLines(reqs[1].Body); got[len(got)-1] != `user: response get_weather{"error":"city not found"}` {
-					t.Errorf("second request ends with %q", got[len(got)-1])
+		check: func(t *testing.T, h *harness, reqs []seenRequest, runs []runResult) {
+			if got := transferEnum(t, reqs[0].Body); !slices.Equal(got, []string{"billing", "tech"}) {
+				t.Errorf("triage's transfer targets %q", got)
+			}
+			instr := systemInstruction(reqs[0].Body)
+			for _, want := range []string{"Route billing questions", "- billing: Answers billing questions.", "- tech: Answers technical questions."} {
+				if !strings.Contains(instr, want) {
+					t.Errorf("triage's instruction lacks %q:\n%s", want, instr)
 				}
-			},
+			}
+			if got := runs[0].events[1].GetActions().GetTransferToAgent(); got != "billing" {
+				t.Errorf("function response event transfers to %q", got)
+			}
+			// billing may go back to triage or over to tech.
+			if got := transferEnum(t, reqs[1].Body); !slices.Equal(got, []string{"triage", "tech"}) {
+				t.Errorf("billing's transfer targets %q", got)
+			}
+			if instr := systemInstruction(reqs[1].Body); !strings.HasPrefix(instr, "You answer billing questions.") || !strings.Contains(instr, "triage (your parent agent)") {
+				t.Errorf("billing's instruction:\n%s", instr)
+			}
+			want := []string{
+				"user: My invoice is wrong",
+				`user: For context: | [triage] called tool ` + "`transfer_to_agent`" + ` with parameters: {"agent_name":"billing"}`,
+				"user: For context: | [triage] `transfer_to_agent` tool returned result: {}",
+			}
+			if got := contentLines(reqs[1].Body); !slices.Equal(got, want) {
+				t.Errorf("billing's contents\n%q\nwant\n%q", got, want)
+			}
+			want = append(want, "model: Billing here: let me look at your invoice.", "user: Can I get a refund?")
+			if got := contentLines(reqs[2].Body); !slices.Equal(got, want) {
+				t.Errorf("billing's second contents\n%q\nwant\n%q", got, want)
+			}
 		},
-		{
-			name: "long-running tool resumed by a later run with its response",
-			root: func(t *testing.T, m model.Model) agent.Agent {
-				approve, err := tool.NewLongRunningFunction("ask_approval", "Asks a manager to approve a refund.",
-					func(ctx tool.Context, args struct {
-						Amount int `json:"amount"`
-					}) (map[string]any, error) {
-						return map[string]any{"status": "pending", "ticket": "T-1"}, nil
-					})
-				if err != nil {
-					t.Fatal(err)
-				}
-				// refunds keeps the conversation, so only the routing of
-				// function responses can bring the next run back to it.
-				refunds := llmAgent(t, llmagent.Config{Name: "refunds", Description: "Handles refunds.", Model: m,
-					Tools: []tool.Tool{approve}, DisallowTransferToParent: true, DisallowTransferToPeers: true})
-				return llmAgent(t, llmagent.Config{Name: "root", Model: m, SubAgents: []agent.Agent{refunds}})
-			},
-			replies: []reply{
-				answer(call("transfer_to_agent", map[string]any{"agent_name": "refunds"})),
-				answer(call("ask_approval", map[string]any{"amount": 100})),
-				answer(say("Your refund of 100 is approved.")),
-			},
-			runs: []e2eRun{
-				{msg: says("Refund 100 please"), want: []string{
-					`root: call transfer_to_agent{"agent_name":"refunds"}`,
-					`root: response transfer_to_agent{}`,
-					`refunds: call ask_approval{"amount":100}`,
-					`refunds: response ask_approval{"status":"pending","ticket":"T-1"}`,
-				}},
-				{
-					msg: func(t *testing.T, prev []*agentrunnerv1.Event) *agentrunnerv1.Content {
-						return functionResponseTo(t, prev, map[string]any{"approved": true})
-					},
-					want: []string{"refunds: Your refund of 100 is approved."},
+	},
+	{
+		name: "a sub-agent that disallows transfer to its parent, then the root answers",
+		root: supportTree,
+		replies: []reply{
+			answer(call("transfer_to_agent", map[string]any{"agent_name": "tech"})),
+			answer(say("Tech here: try turning it off and on.")),
+			answer(say("Triage again.")),
+		},
+		runs: []e2eRun{
+			{msg: says("My router is broken"), want: []string{
+				`triage: call transfer_to_agent{"agent_name":"tech"}`,
+				`triage: response transfer_to_agent{}`,
+				"tech: Tech here: try turning it off and on.",
+			}},
+			{msg: says("Thanks"), want: []string{"triage: Triage again."}},
+		},
+		check: func(t *testing.T, h *harness, reqs []seenRequest, runs []runResult) {
+			if _, ok := reqs[1].Body["tools"]; ok {
+				t.Errorf("tech has no transfer targets but declares %v", reqs[1].Body["tools"])
+			}
+			if strings.Contains(systemInstruction(reqs[1].Body), "transfer_to_agent") {
+				t.Errorf("tech's instruction mentions transfers: %s", systemInstruction(reqs[1].Body))
+			}
+			// The root sees tech's answer as context, and the new message.
+			lines := contentLines(reqs[2].Body)
+			if got := lines[len(lines)-2:]; !slices.Equal(got, []string{"user: For context: | [tech] said: Tech here: try turning it off and on.", "user: Thanks"}) {
+				t.Errorf("triage's contents end with %q", got)
+			}
+		},
+	},
+	{
+		name: "tool round trip",
+		root: func(t *testing.T, m model.Model) agent.Agent {
+			return llmAgent(t, llmagent.Config{Name: "root", Model: m, Tools: []tool.Tool{weatherTool(t)}, OutputKey: "answer"})
+		},
+		replies: []reply{
+			answer(call("get_weather", map[string]any{"city": "Paris"})),
+			answer(say("It is clear and 21°C in Paris.")),
+		},
+		runs: []e2eRun{{msg: says("Weather in Paris?"), want: []string{
+			`root: call get_weather{"city":"Paris"}`,
+			`root: response get_weather{"sky":"clear","temp_c":21}`,
+			"root: It is clear and 21°C in Paris.",
+		}}},
+		check: func(t *testing.T, h *harness, reqs []seenRequest, runs []runResult) {
+			decl := declarations(reqs[0].Body)["get_weather"]
+			schema := get(decl, "parametersJsonSchema")
+			if get(schema, "properties", "city", "type") != "string" || get(schema, "properties", "city", "description") != "The city to report on." ||
+				get(schema, "properties", "unit", "description") != "celsius or fahrenheit" || mustJSON(get(schema, "required")) != `["city"]` {
+				t.Errorf("get_weather declared as %s", mustJSON(decl))
+			}
+			want := []string{"user: Weather in Paris?", `model: call get_weather{"city":"Paris"}`, `user: response get_weather{"sky":"clear","temp_c":21}`}
+			if got := contentLines(reqs[1].Body); !slices.Equal(got, want) {
+				t.Errorf("second request\n%q\nwant\n%q", got, want)
+			}
+			calls, responses := functionIDs(reqs[1].Body)
+			if len(calls) != 1 || !strings.HasPrefix(calls[0], "call-") || !slices.Equal(calls, responses) {
+				t.Errorf("call ids %q, response ids %q", calls, responses)
+			}
+			resp := runs[0].events[1]
+			if resp.GetContent().GetRole() != "user" || resp.GetActions().GetStateDelta().GetFields()["last_city"].GetStringValue() != "Paris" {
+				t.Errorf("function response event %v", resp)
+			}
+			sess, _, err := h.db.GetSession(t.Context(), h.k, store.GetOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			state := sess.GetState().GetFields()
+			if state["last_city"].GetStringValue() != "Paris" || state["answer"].GetStringValue() != "It is clear and 21°C in Paris." {
+				t.Errorf("state %v", state)
+			}
+		},
+	},
+	{
+		name: "tool error goes back to the model",
+		root: func(t *testing.T, m model.Model) agent.Agent {
+			return llmAgent(t, llmagent.Config{Name: "root", Model: m, Tools: []tool.Tool{weatherTool(t)}})
+		},
+		replies: []reply{
+			answer(call("get_weather", map[string]any{"city": "Atlantis"})),
+			answer(say("I could not find Atlantis.")),
+		},
+		runs: []e2eRun{{msg: says("Weather in Atlantis?"), want: []string{
+			`root: call get_weather{"city":"Atlantis"}`,
+			`root: response get_weather{"error":"city not found"}`,
+			"root: I could not find Atlantis.",
+		}}},
+		check: func(t *testing.T, h *harness, reqs []seenRequest, runs []runResult) {
+			if got := contentLines(reqs[1].Body); got[len(got)-1] != `user: response get_weather{"error":"city not found"}` {
+				t.Errorf("second request ends with %q", got[len(got)-1])
+			}
+		},
+	},
+	{
+		name: "long-running tool resumed by a later run with its response",
+		root: func(t *testing.T, m model.Model) agent.Agent {
+			approve, err := tool.NewLongRunningFunction("ask_approval", "Asks a manager to approve a refund.",
+				func(ctx tool.Context, args struct {
+					Amount int `json:"amount"`
+				}) (map[string]any, error) {
+					return map[string]any{"status": "pending", "ticket": "T-1"}, nil
+				})
+			if err != nil {
+				t.Fatal(err)
+			}
+			// refunds keeps the conversation, so only the routing of
+			// function responses can bring the next run back to it.
+			refunds := llmAgent(t, llmagent.Config{Name: "refunds", Description: "Handles refunds.", Model: m,
+				Tools: []tool.Tool{approve}, DisallowTransferToParent: true, DisallowTransferToPeers: true})
+			return llmAgent(t, llmagent.Config{Name: "root", Model: m, SubAgents: []agent.Agent{refunds}})
+		},
+		replies: []reply{
+			answer(call("transfer_to_agent", map[string]any{"agent_name": "refunds"})),
+			answer(call("ask_approval", map[string]any{"amount": 100})),
+			answer(say("Your refund of 100 is approved.")),
+		},
+		runs: []e2eRun{
+			{msg: says("Refund 100 please"), want: []string{
+				`root: call transfer_to_agent{"agent_name":"refunds"}`,
+				`root: response transfer_to_agent{}`,
+				`refunds: call ask_approval{"amount":100}`,
+				`refunds: response ask_approval{"status":"pending","ticket":"T-1"}`,
+			}},
+			{
+				msg: func(t *testing.T, prev []*agentrunnerv1.Event) *agentrunnerv1.Content {
+					return functionResponseTo(t, prev, map[string]any{"approved": true})
 				},
-			},
-			check: func(t *testing.T, h *harness, reqs []seenRequest, runs []runResult) {
-				callEv := runs[0].events[2]
-				ids := callEv.GetLongRunningToolIds()
-				if len(ids) != 1 || ids[0] != callEv.GetContent().GetParts()[0].GetFunctionCall().GetId() {
-					t.Errorf("long-running ids %q on %v", ids, callEv)
-				}
-				// The call and the client's response are together; the
-				// interim response gave way to the final one.
-				lines := contentLines(reqs[2].Body)
-				want := []string{`model: call ask_approval{"amount":100}`, `user: response ask_approval{"approved":true}`}
-				if len(lines) < 2 || !slices.Equal(lines[len(lines)-2:], want) {
-					t.Errorf("resumed request\n%q\nends without\n%q", lines, want)
-				}
-				calls, responses := functionIDs(reqs[2].Body)
-				if !slices.Equal(calls, responses) || !slices.Equal(calls, ids) {
-					t.Errorf("call ids %q, response ids %q, want %q", calls, responses, ids)
-				}
+				want: []string{"refunds: Your refund of 100 is approved."},
 			},
 		},
-		{
-			name: "streaming partials then one persisted complete event",
-			root: func(t *testing.T, m model.Model) agent.Agent {
-				return llmAgent(t, llmagent.Config{Name: "root", Model: m})
-			},
-			replies: []reply{chunks("Hello", ", stream", "ing world")},
-			runs: []e2eRun{{msg: says("stream please"), config: sse, want: []string{
-				"root: Hello (partial)",
-				"root: , stream (partial)",
-				"root: ing world (partial)",
-				"root: Hello, streaming world",
-			}}},
-			check: func(t *testing.T, h *harness, reqs []seenRequest, runs []runResult) {
-				if !reqs[0].Stream {
-					t.Errorf("request to %s was not streamed", reqs[0].Path)
-				}
-				for _, ev := range runs[0].events[:3] {
-					if ev.GetSequence() != 0 {
-						t.Errorf("partial event has sequence %d", ev.GetSequence())
-					}
-				}
-				final := runs[0].events[3]
-				if final.GetSequence() == 0 || final.GetUsageMetadata().GetTotalTokenCount() != 10 {
-					t.Errorf("complete event %v", final)
-				}
-				_, events, err := h.db.GetSession(t.Context(), h.k, store.GetOptions{})
-				if err != nil {
-					t.Fatal(err)
-				}
-				var stored []string
-				for _, ev := range events {
-					stored = append(stored, line(ev))
-				}
-				if want := []string{"user: stream please", "root: Hello, streaming world"}; !slices.Equal(stored, want) {
-					t.Errorf("stored %q, want %q", stored, want)
-				}
-			},
+		check: func(t *testing.T, h *harness, reqs []seenRequest, runs []runResult) {
+			callEv := runs[0].events[2]
+			ids := callEv.GetLongRunningToolIds()
+			if len(ids) != 1 || ids[0] != callEv.GetContent().GetParts()[0].GetFunctionCall().GetId() {
+				t.Errorf("long-running ids %q on %v", ids, callEv)
+			}
+			// The call and the client's response are together; the
+			// interim response gave way to the final one.
+			lines := contentLines(reqs[2].Body)
+			want := []string{`model: call ask_approval{"amount":100}`, `user: response ask_approval{"approved":true}`}
+			if len(lines) < 2 || !slices.Equal(lines[len(lines)-2:], want) {
+				t.Errorf("resumed request\n%q\nends without\n%q", lines, want)
+			}
+			calls, responses := functionIDs(reqs[2].Body)
+			if !slices.Equal(calls, responses) || !slices.Equal(calls, ids) {
+				t.Errorf("call ids %q, response ids %q, want %q", calls, responses, ids)
+			}
 		},
-		{
-			name: "output_key saves the final answer",
-			root: func(t *testing.T, m model.Model) agent.Agent {
-				return llmAgent(t, llmagent.Config{Name: "root", Model: m, OutputKey: "summary"})
-			},
-			replies: []reply{answer(say("All good."))},
-			runs:    []e2eRun{{msg: says("summarise"), want: []string{"root: All good."}}},
-			check: func(t *testing.T, h *harness, reqs []seenRequest, runs []runResult) {
-				sess, _, err := h.db.GetSession(t.Context(), h.k, store.GetOptions{})
-				if err != nil {
-					t.Fatal(err)
-				}
-				if got := sess.GetState().GetFields()["summary"].GetStringValue(); got != "All good." {
-					t.Errorf("state summary = %q", got)
-				}
-			},
+	},
+	{
+		name: "streaming partials then one persisted complete event",
+		root: func(t *testing.T, m model.Model) agent.Agent {
+			return llmAgent(t, llmagent.Config{Name: "root", Model: m})
 		},
-		{
-			name: "model HTTP 500",
-			root: func(t *testing.T, m model.Model) agent.Agent {
-				return llmAgent(t, llmagent.Config{Name: "root", Model: m})
-			},
-			replies: []reply{httpError(http.StatusInternalServerError, "INTERNAL", "backend exploded")},
-			runs: []e2eRun{{msg: says("hi"), want: []string{
-				`error: agent root: gemini model "gemini-2.5-flash": HTTP 500 INTERNAL: backend exploded`,
-			}}},
-			check: func(t *testing.T, h *harness, reqs []seenRequest, runs []runResult) {
-				var apiErr *gemini.APIError
-				if !errors.As(runs[0].errs[0], &apiErr) || apiErr.Code != 500 || !apiErr.Retryable() {
-					t.Errorf("error %v does not carry the API error", runs[0].errs[0])
+		replies: []reply{chunks("Hello", ", stream", "ing world")},
+		runs: []e2eRun{{msg: says("stream please"), config: sseRun, want: []string{
+			"root: Hello (partial)",
+			"root: , stream (partial)",
+			"root: ing world (partial)",
+			"root: Hello, streaming world",
+		}}},
+		check: func(t *testing.T, h *harness, reqs []seenRequest, runs []runResult) {
+			if !reqs[0].Stream {
+				t.Errorf("request to %s was not streamed", reqs[0].Path)
+			}
+			for _, ev := range runs[0].events[:3] {
+				if ev.GetSequence() != 0 {
+					t.Errorf("partial event has sequence %d", ev.GetSequence())
 				}
-			},
+			}
+			final := runs[0].events[3]
+			if final.GetSequence() == 0 || final.GetUsageMetadata().GetTotalTokenCount() != 10 {
+				t.Errorf("complete event %v", final)
+			}
+			_, events, err := h.db.GetSession(t.Context(), h.k, store.GetOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var stored []string
+			for _, ev := range events {
+				stored = append(stored, line(ev))
+			}
+			if want := []string{"user: stream please", "root: Hello, streaming world"}; !slices.Equal(stored, want) {
+				t.Errorf("stored %q, want %q", stored, want)
+			}
 		},
-		{
-			name: "model HTTP 429",
-			root: func(t *testing.T, m model.Model) agent.Agent {
-				return llmAgent(t, llmagent.Config{Name: "root", Model: m})
-			},
-			replies: []reply{httpError(http.StatusTooManyRequests, "RESOURCE_EXHAUSTED", "quota exceeded")},
-			runs: []e2eRun{
-				{msg: says("hi"), want: []string{`error: agent root: gemini model "gemini-2.5-flash": HTTP 429 RESOURCE_EXHAUSTED: quota exceeded`}},
-			},
-			check: func(t *testing.T, h *harness, reqs []seenRequest, runs []runResult) {
-				var apiErr *gemini.APIError
-				if !errors.As(runs[0].errs[0], &apiErr) || apiErr.Code != 429 || apiErr.Status != "RESOURCE_EXHAUSTED" {
-					t.Errorf("error %v does not carry the API error", runs[0].errs[0])
-				}
-			},
+	},
+	{
+		name: "output_key saves the final answer",
+		root: func(t *testing.T, m model.Model) agent.Agent {
+			return llmAgent(t, llmagent.Config{Name: "root", Model: m, OutputKey: "summary"})
 		},
-		{
-			name: "an answer cut short is an event with its error code",
-			root: func(t *testing.T, m model.Model) agent.Agent {
-				return llmAgent(t, llmagent.Config{Name: "root", Model: m})
-			},
-			replies: []reply{answerWith("MAX_TOKENS", say("The answer is"))},
-			runs:    []e2eRun{{msg: says("hi"), want: []string{"root: The answer is [MAX_TOKENS]"}}},
+		replies: []reply{answer(say("All good."))},
+		runs:    []e2eRun{{msg: says("summarise"), want: []string{"root: All good."}}},
+		check: func(t *testing.T, h *harness, reqs []seenRequest, runs []runResult) {
+			sess, _, err := h.db.GetSession(t.Context(), h.k, store.GetOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := sess.GetState().GetFields()["summary"].GetStringValue(); got != "All good." {
+				t.Errorf("state summary = %q", got)
+			}
 		},
-	}
-	for _, tc := range tests {
+	},
+	{
+		name: "model HTTP 500",
+		root: func(t *testing.T, m model.Model) agent.Agent {
+			return llmAgent(t, llmagent.Config{Name: "root", Model: m})
+		},
+		replies: []reply{httpError(http.StatusInternalServerError, "INTERNAL", "backend exploded")},
+		runs: []e2eRun{{msg: says("hi"), want: []string{
+			`error: agent root: gemini model "gemini-2.5-flash": HTTP 500 INTERNAL: backend exploded`,
+		}}},
+		check: func(t *testing.T, h *harness, reqs []seenRequest, runs []runResult) {
+			var apiErr *gemini.APIError
+			if !errors.As(runs[0].errs[0], &apiErr) || apiErr.Code != 500 || !apiErr.Retryable() {
+				t.Errorf("error %v does not carry the API error", runs[0].errs[0])
+			}
+		},
+	},
+	{
+		name: "model HTTP 429",
+		root: func(t *testing.T, m model.Model) agent.Agent {
+			return llmAgent(t, llmagent.Config{Name: "root", Model: m})
+		},
+		replies: []reply{httpError(http.StatusTooManyRequests, "RESOURCE_EXHAUSTED", "quota exceeded")},
+		runs: []e2eRun{
+			{msg: says("hi"), want: []string{`error: agent root: gemini model "gemini-2.5-flash": HTTP 429 RESOURCE_EXHAUSTED: quota exceeded`}},
+		},
+		check: func(t *testing.T, h *harness, reqs []seenRequest, runs []runResult) {
+			var apiErr *gemini.APIError
+			if !errors.As(runs[0].errs[0], &apiErr) || apiErr.Code != 429 || apiErr.Status != "RESOURCE_EXHAUSTED" {
+				t.Errorf("error %v does not carry the API error", runs[0].errs[0])
+			}
+		},
+	},
+	{
+		name: "an answer cut short is an event with its error code",
+		root: func(t *testing.T, m model.Model) agent.Agent {
+			return llmAgent(t, llmagent.Config{Name: "root", Model: m})
+		},
+		replies: []reply{answerWith("MAX_TOKENS", say("The answer is"))},
+		runs:    []e2eRun{{msg: says("hi"), want: []string{"root: The answer is [MAX_TOKENS]"}}},
+	},
+}
+
+func TestLLMAgentsOnGemini(t *testing.T) {
+	for _, tc := range geminiScenarios {
 		t.Run(tc.name, func(t *testing.T) {
 			fake := newFakeGemini(t, tc.replies...)
 			h := newHarness(t, tc.root(t, fake.model(t)))

@@ -170,15 +170,22 @@ func TestPartialEventsYieldedNotStored(t *testing.T) {
 	}
 }
 
-func TestStateDeltas(t *testing.T) {
-	var during []string // what the agent read, in order
-	read := func(ctx agent.InvocationContext, keys ...string) {
-		for _, k := range keys {
-			v, ok := ctx.State().Get(k)
-			during = append(during, fmt.Sprintf("%s=%v", k, map[bool]any{true: v.AsInterface(), false: "-"}[ok]))
-		}
+// stateReader records what an agent reads from state, in order.
+type stateReader struct{ during []string }
+
+func (s *stateReader) read(ctx agent.InvocationContext, keys ...string) {
+	for _, k := range keys {
+		v, ok := ctx.State().Get(k)
+		s.during = append(s.during, fmt.Sprintf("%s=%v", k, map[bool]any{true: v.AsInterface(), false: "-"}[ok]))
 	}
-	root := mustCustom(t, agent.Config{
+}
+
+// stateDeltaAgent changes state every way an agent can: in a before
+// callback (with a temp: key), in an event's delta, through State().Set
+// (including a deletion and a change after its last event), and in an
+// after callback; it records what it reads in between.
+func stateDeltaAgent(t *testing.T, read func(agent.InvocationContext, ...string)) agent.Agent {
+	return mustCustom(t, agent.Config{
 		Name: "root",
 		BeforeAgentCallbacks: []agent.BeforeAgentCallback{func(cc agent.CallbackContext) (*agentrunnerv1.Content, error) {
 			if err := cc.State().Set("before", "yes"); err != nil {
@@ -213,14 +220,20 @@ func TestStateDeltas(t *testing.T) {
 			return nil, cc.State().Set("after", v.GetBoolValue())
 		}},
 	})
+}
+
+func TestStateDeltas(t *testing.T) {
+	var sr stateReader
+	read := sr.read
+	root := stateDeltaAgent(t, read)
 	r, db, k := newTestRunner(t, root)
 	req := request(k, "hi")
 	req.StateDelta = mustStruct(t, map[string]any{"req": "r", "temp:req": "t"})
 	res := mustRun(t, r, req)
 
 	wantRead := []string{"req=r", "temp:req=t", "before=yes", "temp:scratch=1", "event=1", "temp:ev=true", "run=set"}
-	if !equalStrings(during, wantRead) {
-		t.Errorf("agent read %q, want %q", during, wantRead)
+	if !equalStrings(sr.during, wantRead) {
+		t.Errorf("agent read %q, want %q", sr.during, wantRead)
 	}
 	if got, want := len(res.events), 5; got != want { // before, step 1, step 2, late, after
 		t.Fatalf("%d events %q, want %d", got, summary(res.events), want)
@@ -252,15 +265,15 @@ func TestStateDeltas(t *testing.T) {
 	}
 
 	// temp: keys are gone in the next invocation.
-	during = nil
+	sr.during = nil
 	root2 := mustCustom(t, agent.Config{Name: "root", Run: func(ctx agent.InvocationContext) iter.Seq2[*agentrunnerv1.Event, error] {
 		read(ctx, "temp:req", "temp:ev", "user:pref")
 		return sayAll("ok")(ctx)
 	}})
 	r2 := must[*Runner](t)(New(Config{AppName: testApp, Root: root2, Store: db}))
 	mustRun(t, r2, request(k, "again"))
-	if want := []string{"temp:req=-", "temp:ev=-", "user:pref=dark"}; !equalStrings(during, want) {
-		t.Errorf("next invocation read %q, want %q", during, want)
+	if want := []string{"temp:req=-", "temp:ev=-", "user:pref=dark"}; !equalStrings(sr.during, want) {
+		t.Errorf("next invocation read %q, want %q", sr.during, want)
 	}
 }
 

@@ -43,7 +43,51 @@ func mustTool(t *testing.T, name string, fn func(tool.Context, map[string]any) (
 	return must[tool.Tool](t)(tool.NewFunction(name, "Test tool "+name+".", fn))
 }
 
-func TestToolCalls(t *testing.T) {
+// toolCallCase is one model answer calling tools: the tools, the
+// callbacks, the model's script, and what must come of it.
+type toolCallCase struct {
+	name      string
+	tools     func(t *testing.T) []tool.Tool
+	before    []llmagent.BeforeToolCallback
+	after     []llmagent.AfterToolCallback
+	script    []*agentrunnerv1.Content
+	want      []string
+	wantCalls int
+	// wantErrs are the in-band errors: a panic is a bug, so the caller
+	// hears of it besides the model.
+	wantErrs []string
+	check    func(t *testing.T, res result, db store.SessionKey, m *fakeModel)
+}
+
+// runToolCallCase runs tc on a fresh runner and store and checks it.
+func runToolCallCase(t *testing.T, tc toolCallCase) {
+	t.Helper()
+	m := &fakeModel{name: "fake", respond: script(tc.script...)}
+	root := llm(t, llmagent.Config{Name: "root", Model: m, Tools: tc.tools(t), BeforeToolCallbacks: tc.before, AfterToolCallbacks: tc.after})
+	db := newTestStore(t)
+	n := 0
+	r := must[*Runner](t)(New(Config{AppName: testApp, Root: root, Store: db, NewID: func() string { n++; return fmt.Sprintf("id-%d", n) }}))
+	k := newSession(t, db, "u1", "s1")
+	res := mustRun(t, r, request(k, "go"))
+	if got := eventLines(res.events); !equalStrings(got, tc.want) {
+		t.Fatalf("events\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(tc.want, "\n"))
+	}
+	var errs []string
+	for _, e := range res.agentErrs {
+		errs = append(errs, e.Error())
+	}
+	if !equalStrings(errs, tc.wantErrs) || len(m.calls()) != tc.wantCalls {
+		t.Fatalf("%d model calls (want %d), errors %q (want %q)", len(m.calls()), tc.wantCalls, errs, tc.wantErrs)
+	}
+	if tc.check != nil {
+		tc.check(t, res, k, m)
+	}
+}
+
+// TestToolCallsConcurrently checks that several calls of one answer run
+// concurrently and are answered in call order, and that failures, unknown
+// tools and panics go to the model.
+func TestToolCallsConcurrently(t *testing.T) {
 	fastDone := make(chan struct{})
 	slow := func(t *testing.T) tool.Tool {
 		// slow returns only once fast has run: sequential calls in call
@@ -66,148 +110,125 @@ func TestToolCalls(t *testing.T) {
 	explode := func(t *testing.T) tool.Tool {
 		return mustTool(t, "explode", func(tool.Context, map[string]any) (map[string]any, error) { panic("boom") })
 	}
+	runToolCallCase(t, toolCallCase{
+		name:  "parallel calls run concurrently and are answered in call order; failures go to the model",
+		tools: func(t *testing.T) []tool.Tool { return []tool.Tool{slow(t), fast(t), explode(t)} },
+		script: []*agentrunnerv1.Content{
+			content(agent.RoleModel, call("1", "slow", nil), call("2", "fast", nil), call("3", "explode", nil), call("4", "nope", nil)),
+			modelText("done"),
+		},
+		want: []string{
+			"root: call 1 slow | call 2 fast | call 3 explode | call 4 nope",
+			`root: response 1 {"ok":"slow"} | response 2 {"ok":"fast"} | response 3 {"error":"tool explode panicked: boom"} | ` +
+				`response 4 {"error":"tool \"nope\" not found; available tools: [\"explode\",\"fast\",\"slow\"]"}`,
+			"root: done",
+		},
+		wantCalls: 2,
+		wantErrs:  []string{"agent root: tool explode panicked: boom"},
+		check: func(t *testing.T, res result, _ store.SessionKey, m *fakeModel) {
+			last := m.calls()[1].Contents
+			if got := contentLines(last[len(last)-1:]); !strings.HasPrefix(got[0], "user: response 1 ") {
+				t.Errorf("second request ends with %q", got)
+			}
+		},
+	})
+}
+
+// TestToolCallbacks checks that before- and after-tool callbacks replace
+// a call and an outcome.
+func TestToolCallbacks(t *testing.T) {
 	var ranA bool
-	tests := []struct {
-		name      string
-		tools     func(t *testing.T) []tool.Tool
-		before    []llmagent.BeforeToolCallback
-		after     []llmagent.AfterToolCallback
-		script    []*agentrunnerv1.Content
-		want      []string
-		wantCalls int
-		// wantErrs are the in-band errors: a panic is a bug, so the caller
-		// hears of it besides the model.
-		wantErrs []string
-		check    func(t *testing.T, res result, db store.SessionKey, m *fakeModel)
-	}{
-		{
-			name:  "parallel calls run concurrently and are answered in call order; failures go to the model",
-			tools: func(t *testing.T) []tool.Tool { return []tool.Tool{slow(t), fast(t), explode(t)} },
-			script: []*agentrunnerv1.Content{
-				content(agent.RoleModel, call("1", "slow", nil), call("2", "fast", nil), call("3", "explode", nil), call("4", "nope", nil)),
-				modelText("done"),
-			},
-			want: []string{
-				"root: call 1 slow | call 2 fast | call 3 explode | call 4 nope",
-				`root: response 1 {"ok":"slow"} | response 2 {"ok":"fast"} | response 3 {"error":"tool explode panicked: boom"} | ` +
-					`response 4 {"error":"tool \"nope\" not found; available tools: [\"explode\",\"fast\",\"slow\"]"}`,
-				"root: done",
-			},
-			wantCalls: 2,
-			wantErrs:  []string{"agent root: tool explode panicked: boom"},
-			check: func(t *testing.T, res result, _ store.SessionKey, m *fakeModel) {
-				last := m.calls()[1].Contents
-				if got := contentLines(last[len(last)-1:]); !strings.HasPrefix(got[0], "user: response 1 ") {
-					t.Errorf("second request ends with %q", got)
-				}
-			},
-		},
-		{
-			name: "callbacks replace a call and an outcome",
-			tools: func(t *testing.T) []tool.Tool {
-				return []tool.Tool{
-					mustTool(t, "a", func(tool.Context, map[string]any) (map[string]any, error) { ranA = true; return nil, nil }),
-					mustTool(t, "b", func(tool.Context, map[string]any) (map[string]any, error) { return nil, errors.New("b failed") }),
-				}
-			},
-			before: []llmagent.BeforeToolCallback{func(_ tool.Context, tl tool.Tool, args map[string]any) (map[string]any, error) {
-				if tl.Name() == "a" {
-					return map[string]any{"cached": args["q"]}, nil
-				}
-				return nil, nil
-			}},
-			after: []llmagent.AfterToolCallback{func(ctx tool.Context, tl tool.Tool, _, _ map[string]any, err error) (map[string]any, error) {
-				if err != nil {
-					return map[string]any{"recovered": err.Error(), "id": ctx.FunctionCallID()}, nil
-				}
-				return nil, nil
-			}},
-			script:    []*agentrunnerv1.Content{content(agent.RoleModel, call("1", "a", map[string]any{"q": "x"}), call("2", "b", nil)), modelText("ok")},
-			want:      []string{"root: call 1 a | call 2 b", `root: response 1 {"cached":"x"} | response 2 {"id":"2","recovered":"b failed"}`, "root: ok"},
-			wantCalls: 2,
-			check: func(t *testing.T, _ result, _ store.SessionKey, _ *fakeModel) {
-				if ranA {
-					t.Error("tool a ran although its before-callback answered")
-				}
-			},
-		},
-		{
-			name: "state, artifacts and actions of tools land in the response event",
-			tools: func(t *testing.T) []tool.Tool {
-				return []tool.Tool{
-					mustTool(t, "first", func(ctx tool.Context, _ map[string]any) (map[string]any, error) {
-						if _, err := ctx.Artifacts().Save(ctx, "out.txt", textPart("data")); err != nil {
-							return nil, err
-						}
-						ctx.Actions().Escalate = true
-						return nil, errors.Join(ctx.State().Set("k", "first"), ctx.State().Set("only_first", 1))
-					}),
-					mustTool(t, "second", func(ctx tool.Context, _ map[string]any) (map[string]any, error) {
-						return nil, ctx.State().Set("k", "second")
-					}),
-				}
-			},
-			script:    []*agentrunnerv1.Content{content(agent.RoleModel, call("1", "first", nil), call("2", "second", nil)), modelText("ok")},
-			want:      []string{"root: call 1 first | call 2 second", "root: response 1 {} | response 2 {}", "root: ok"},
-			wantCalls: 2,
-			check: func(t *testing.T, res result, _ store.SessionKey, _ *fakeModel) {
-				a := res.events[1].GetActions()
-				fields := a.GetStateDelta().GetFields()
-				if fields["k"].GetStringValue() != "second" || fields["only_first"].GetNumberValue() != 1 || a.GetArtifactDelta()["out.txt"] != 1 || !a.GetEscalate() {
-					t.Errorf("actions %v", a)
-				}
-			},
-		},
-		{
-			name: "a tool that skips summarization ends the turn",
-			tools: func(t *testing.T) []tool.Tool {
-				return []tool.Tool{mustTool(t, "final", func(ctx tool.Context, _ map[string]any) (map[string]any, error) {
-					ctx.Actions().SkipSummarization = true
-					return map[string]any{"answer": 42}, nil
-				})}
-			},
-			script:    []*agentrunnerv1.Content{content(agent.RoleModel, call("1", "final", nil))},
-			want:      []string{"root: call 1 final", `root: response 1 {"answer":42}`},
-			wantCalls: 1,
-		},
-		{
-			name: "a long-running call without an interim result ends the turn",
-			tools: func(t *testing.T) []tool.Tool {
-				return []tool.Tool{must[tool.Tool](t)(tool.NewLongRunningFunction("approve", "", func(tool.Context, struct{}) (map[string]any, error) { return nil, nil }))}
-			},
-			script:    []*agentrunnerv1.Content{content(agent.RoleModel, call("", "approve", nil))},
-			want:      []string{"root: call call-id-3 approve"},
-			wantCalls: 1,
-			check: func(t *testing.T, res result, _ store.SessionKey, _ *fakeModel) {
-				if ids := res.events[0].GetLongRunningToolIds(); len(ids) != 1 || ids[0] != "call-id-3" {
-					t.Errorf("long-running ids %q", ids)
-				}
-			},
-		},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			m := &fakeModel{name: "fake", respond: script(tc.script...)}
-			root := llm(t, llmagent.Config{Name: "root", Model: m, Tools: tc.tools(t), BeforeToolCallbacks: tc.before, AfterToolCallbacks: tc.after})
-			db := newTestStore(t)
-			n := 0
-			r := must[*Runner](t)(New(Config{AppName: testApp, Root: root, Store: db, NewID: func() string { n++; return fmt.Sprintf("id-%d", n) }}))
-			k := newSession(t, db, "u1", "s1")
-			res := mustRun(t, r, request(k, "go"))
-			if got := eventLines(res.events); !equalStrings(got, tc.want) {
-				t.Fatalf("events\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(tc.want, "\n"))
+	runToolCallCase(t, toolCallCase{
+		name: "callbacks replace a call and an outcome",
+		tools: func(t *testing.T) []tool.Tool {
+			return []tool.Tool{
+				mustTool(t, "a", func(tool.Context, map[string]any) (map[string]any, error) { ranA = true; return nil, nil }),
+				mustTool(t, "b", func(tool.Context, map[string]any) (map[string]any, error) { return nil, errors.New("b failed") }),
 			}
-			var errs []string
-			for _, e := range res.agentErrs {
-				errs = append(errs, e.Error())
+		},
+		before: []llmagent.BeforeToolCallback{func(_ tool.Context, tl tool.Tool, args map[string]any) (map[string]any, error) {
+			if tl.Name() == "a" {
+				return map[string]any{"cached": args["q"]}, nil
 			}
-			if !equalStrings(errs, tc.wantErrs) || len(m.calls()) != tc.wantCalls {
-				t.Fatalf("%d model calls (want %d), errors %q (want %q)", len(m.calls()), tc.wantCalls, errs, tc.wantErrs)
+			return nil, nil
+		}},
+		after: []llmagent.AfterToolCallback{func(ctx tool.Context, tl tool.Tool, _, _ map[string]any, err error) (map[string]any, error) {
+			if err != nil {
+				return map[string]any{"recovered": err.Error(), "id": ctx.FunctionCallID()}, nil
 			}
-			if tc.check != nil {
-				tc.check(t, res, k, m)
+			return nil, nil
+		}},
+		script:    []*agentrunnerv1.Content{content(agent.RoleModel, call("1", "a", map[string]any{"q": "x"}), call("2", "b", nil)), modelText("ok")},
+		want:      []string{"root: call 1 a | call 2 b", `root: response 1 {"cached":"x"} | response 2 {"id":"2","recovered":"b failed"}`, "root: ok"},
+		wantCalls: 2,
+		check: func(t *testing.T, _ result, _ store.SessionKey, _ *fakeModel) {
+			if ranA {
+				t.Error("tool a ran although its before-callback answered")
 			}
-		})
+		},
+	})
+}
+
+// toolCallCases are tool calls whose cases need no shared state.
+var toolCallCases = []toolCallCase{
+	{
+		name: "state, artifacts and actions of tools land in the response event",
+		tools: func(t *testing.T) []tool.Tool {
+			return []tool.Tool{
+				mustTool(t, "first", func(ctx tool.Context, _ map[string]any) (map[string]any, error) {
+					if _, err := ctx.Artifacts().Save(ctx, "out.txt", textPart("data")); err != nil {
+						return nil, err
+					}
+					ctx.Actions().Escalate = true
+					return nil, errors.Join(ctx.State().Set("k", "first"), ctx.State().Set("only_first", 1))
+				}),
+				mustTool(t, "second", func(ctx tool.Context, _ map[string]any) (map[string]any, error) {
+					return nil, ctx.State().Set("k", "second")
+				}),
+			}
+		},
+		script:    []*agentrunnerv1.Content{content(agent.RoleModel, call("1", "first", nil), call("2", "second", nil)), modelText("ok")},
+		want:      []string{"root: call 1 first | call 2 second", "root: response 1 {} | response 2 {}", "root: ok"},
+		wantCalls: 2,
+		check: func(t *testing.T, res result, _ store.SessionKey, _ *fakeModel) {
+			a := res.events[1].GetActions()
+			fields := a.GetStateDelta().GetFields()
+			if fields["k"].GetStringValue() != "second" || fields["only_first"].GetNumberValue() != 1 || a.GetArtifactDelta()["out.txt"] != 1 || !a.GetEscalate() {
+				t.Errorf("actions %v", a)
+			}
+		},
+	},
+	{
+		name: "a tool that skips summarization ends the turn",
+		tools: func(t *testing.T) []tool.Tool {
+			return []tool.Tool{mustTool(t, "final", func(ctx tool.Context, _ map[string]any) (map[string]any, error) {
+				ctx.Actions().SkipSummarization = true
+				return map[string]any{"answer": 42}, nil
+			})}
+		},
+		script:    []*agentrunnerv1.Content{content(agent.RoleModel, call("1", "final", nil))},
+		want:      []string{"root: call 1 final", `root: response 1 {"answer":42}`},
+		wantCalls: 1,
+	},
+	{
+		name: "a long-running call without an interim result ends the turn",
+		tools: func(t *testing.T) []tool.Tool {
+			return []tool.Tool{must[tool.Tool](t)(tool.NewLongRunningFunction("approve", "", func(tool.Context, struct{}) (map[string]any, error) { return nil, nil }))}
+		},
+		script:    []*agentrunnerv1.Content{content(agent.RoleModel, call("", "approve", nil))},
+		want:      []string{"root: call call-id-3 approve"},
+		wantCalls: 1,
+		check: func(t *testing.T, res result, _ store.SessionKey, _ *fakeModel) {
+			if ids := res.events[0].GetLongRunningToolIds(); len(ids) != 1 || ids[0] != "call-id-3" {
+				t.Errorf("long-running ids %q", ids)
+			}
+		},
+	},
+}
+
+func TestToolCalls(t *testing.T) {
+	for _, tc := range toolCallCases {
+		t.Run(tc.name, func(t *testing.T) { runToolCallCase(t, tc) })
 	}
 }
 

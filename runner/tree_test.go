@@ -12,97 +12,99 @@ import (
 	"google.golang.org/protobuf/types/known/structpb"
 )
 
+// treeValidationCases each build an invalid tree and name the error.
+var treeValidationCases = []struct {
+	name  string
+	build func(t *testing.T) error
+	want  string // substring of the error
+}{
+	{
+		name: "empty name",
+		build: func(t *testing.T) error {
+			_, err := agent.New(agent.Config{Run: sayAll()})
+			return err
+		},
+		want: "agent name is empty",
+	},
+	{
+		name: "reserved name",
+		build: func(t *testing.T) error {
+			_, err := agent.New(agent.Config{Name: "user", Run: sayAll()})
+			return err
+		},
+		want: `"user" is reserved`,
+	},
+	{
+		name: "missing run",
+		build: func(t *testing.T) error {
+			_, err := agent.New(agent.Config{Name: "a"})
+			return err
+		},
+		want: "Run is required",
+	},
+	{
+		name: "missing model",
+		build: func(t *testing.T) error {
+			_, err := llmagent.New(llmagent.Config{Name: "a"})
+			return err
+		},
+		want: "Model is required",
+	},
+	{
+		name: "duplicate sibling names",
+		build: func(t *testing.T) error {
+			_, err := workflow.NewSequential(workflow.Config{Name: "seq", SubAgents: []agent.Agent{mustAgent(t, "a"), mustAgent(t, "a")}})
+			return err
+		},
+		want: `duplicate agent name "a"`,
+	},
+	{
+		name: "duplicate name deep in the tree",
+		build: func(t *testing.T) error {
+			inner := must[agent.Agent](t)(workflow.NewSequential(workflow.Config{Name: "inner", SubAgents: []agent.Agent{mustAgent(t, "x")}}))
+			_, err := workflow.NewParallel(workflow.Config{Name: "outer", SubAgents: []agent.Agent{inner, mustAgent(t, "x")}})
+			return err
+		},
+		want: `duplicate agent name "x"`,
+	},
+	{
+		name: "child named like its parent",
+		build: func(t *testing.T) error {
+			_, err := workflow.NewLoop(workflow.LoopConfig{Name: "a", SubAgents: []agent.Agent{mustAgent(t, "a")}})
+			return err
+		},
+		want: `duplicate agent name "a"`,
+	},
+	{
+		name: "second parent",
+		build: func(t *testing.T) error {
+			child := mustAgent(t, "child")
+			must[agent.Agent](t)(workflow.NewSequential(workflow.Config{Name: "p1", SubAgents: []agent.Agent{child}}))
+			_, err := workflow.NewSequential(workflow.Config{Name: "p2", SubAgents: []agent.Agent{child}})
+			return err
+		},
+		want: `sub-agent "child" already has parent "p1"`,
+	},
+	{
+		name: "reserved name below",
+		build: func(t *testing.T) error {
+			_, err := New(Config{AppName: "x", Store: newTestStore(t), Root: nil})
+			return err
+		},
+		want: "root agent is required",
+	},
+	{
+		name: "negative loop bound",
+		build: func(t *testing.T) error {
+			_, err := workflow.NewLoop(workflow.LoopConfig{Name: "l", MaxIterations: -1})
+			return err
+		},
+		want: "negative MaxIterations",
+	},
+}
+
 func TestTreeValidation(t *testing.T) {
-	tests := []struct {
-		name  string
-		build func(t *testing.T) error
-		want  string // substring of the error
-	}{
-		{
-			name: "empty name",
-			build: func(t *testing.T) error {
-				_, err := agent.New(agent.Config{Run: sayAll()})
-				return err
-			},
-			want: "agent name is empty",
-		},
-		{
-			name: "reserved name",
-			build: func(t *testing.T) error {
-				_, err := agent.New(agent.Config{Name: "user", Run: sayAll()})
-				return err
-			},
-			want: `"user" is reserved`,
-		},
-		{
-			name: "missing run",
-			build: func(t *testing.T) error {
-				_, err := agent.New(agent.Config{Name: "a"})
-				return err
-			},
-			want: "Run is required",
-		},
-		{
-			name: "missing model",
-			build: func(t *testing.T) error {
-				_, err := llmagent.New(llmagent.Config{Name: "a"})
-				return err
-			},
-			want: "Model is required",
-		},
-		{
-			name: "duplicate sibling names",
-			build: func(t *testing.T) error {
-				_, err := workflow.NewSequential(workflow.Config{Name: "seq", SubAgents: []agent.Agent{mustAgent(t, "a"), mustAgent(t, "a")}})
-				return err
-			},
-			want: `duplicate agent name "a"`,
-		},
-		{
-			name: "duplicate name deep in the tree",
-			build: func(t *testing.T) error {
-				inner := must[agent.Agent](t)(workflow.NewSequential(workflow.Config{Name: "inner", SubAgents: []agent.Agent{mustAgent(t, "x")}}))
-				_, err := workflow.NewParallel(workflow.Config{Name: "outer", SubAgents: []agent.Agent{inner, mustAgent(t, "x")}})
-				return err
-			},
-			want: `duplicate agent name "x"`,
-		},
-		{
-			name: "child named like its parent",
-			build: func(t *testing.T) error {
-				_, err := workflow.NewLoop(workflow.LoopConfig{Name: "a", SubAgents: []agent.Agent{mustAgent(t, "a")}})
-				return err
-			},
-			want: `duplicate agent name "a"`,
-		},
-		{
-			name: "second parent",
-			build: func(t *testing.T) error {
-				child := mustAgent(t, "child")
-				must[agent.Agent](t)(workflow.NewSequential(workflow.Config{Name: "p1", SubAgents: []agent.Agent{child}}))
-				_, err := workflow.NewSequential(workflow.Config{Name: "p2", SubAgents: []agent.Agent{child}})
-				return err
-			},
-			want: `sub-agent "child" already has parent "p1"`,
-		},
-		{
-			name: "reserved name below",
-			build: func(t *testing.T) error {
-				_, err := New(Config{AppName: "x", Store: newTestStore(t), Root: nil})
-				return err
-			},
-			want: "root agent is required",
-		},
-		{
-			name: "negative loop bound",
-			build: func(t *testing.T) error {
-				_, err := workflow.NewLoop(workflow.LoopConfig{Name: "l", MaxIterations: -1})
-				return err
-			},
-			want: "negative MaxIterations",
-		},
-	}
-	for _, tc := range tests {
+	for _, tc := range treeValidationCases {
 		t.Run(tc.name, func(t *testing.T) {
 			err := tc.build(t)
 			if err == nil || !strings.Contains(err.Error(), tc.want) {

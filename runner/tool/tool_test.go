@@ -23,67 +23,69 @@ type node struct {
 	Children []node `json:"children"`
 }
 
+// argsSchemaCases are Go argument types and the schema derived from each.
+var argsSchemaCases = []struct {
+	name    string
+	typ     reflect.Type
+	want    string
+	wantErr string
+}{
+	{
+		name: "basic types, tags and descriptions",
+		typ: reflect.TypeFor[struct {
+			Name    string   `json:"name" description:"Who to greet."`
+			Times   int      `json:"times,omitempty" jsonschema:"How often."`
+			Ratio   float64  `json:"ratio,omitempty" jsonschema:"description=A ratio, between 0 and 1."`
+			Loud    *bool    `json:"loud"`
+			Tags    []string `json:"tags,omitzero"`
+			Skipped string   `json:"-"`
+			hidden  string
+			NoTag   uint8
+		}](),
+		want: `{"properties":{"NoTag":{"type":"integer"},"loud":{"type":"boolean"},` +
+			`"name":{"description":"Who to greet.","type":"string"},` +
+			`"ratio":{"description":"A ratio, between 0 and 1.","type":"number"},` +
+			`"tags":{"items":{"type":"string"},"type":"array"},` +
+			`"times":{"description":"How often.","type":"integer"}},` +
+			`"required":["name","loud","NoTag"],"type":"object"}`,
+	},
+	{
+		name: "nested structs, maps, time, any, bytes",
+		typ: reflect.TypeFor[*struct {
+			Home   address            `json:"home"`
+			Others []*address         `json:"others,omitempty"`
+			Scores map[string]float32 `json:"scores"`
+			When   time.Time          `json:"when"`
+			Extra  any                `json:"extra,omitempty"`
+			Raw    []byte             `json:"raw,omitempty"`
+		}](),
+		want: `{"properties":{` +
+			`"extra":{},` +
+			`"home":{"properties":{"street":{"type":"string"},"zip":{"type":"string"}},"required":["street"],"type":"object"},` +
+			`"others":{"items":{"properties":{"street":{"type":"string"},"zip":{"type":"string"}},"required":["street"],"type":"object"},"type":"array"},` +
+			`"raw":{"description":"base64-encoded bytes","type":"string"},` +
+			`"scores":{"additionalProperties":{"type":"number"},"type":"object"},` +
+			`"when":{"format":"date-time","type":"string"}},` +
+			`"required":["home","scores","when"],"type":"object"}`,
+	},
+	{
+		name: "embedded fields are promoted; the outer name wins",
+		typ: reflect.TypeFor[struct {
+			Embedded
+			Tag string `json:"tag"`
+		}](),
+		want: `{"properties":{"shared":{"type":"string"},"tag":{"type":"string"}},"required":["tag","shared"],"type":"object"}`,
+	},
+	{name: "no arguments", typ: reflect.TypeFor[struct{}](), want: `{"properties":{},"type":"object"}`},
+	{name: "any object", typ: reflect.TypeFor[map[string]any](), want: `{"type":"object"}`},
+	{name: "not an object", typ: reflect.TypeFor[string](), wantErr: "want a struct"},
+	{name: "recursive", typ: reflect.TypeFor[node](), wantErr: "recursive"},
+	{name: "channel field", typ: reflect.TypeFor[struct{ C chan int }](), wantErr: "field C"},
+	{name: "map with bool keys", typ: reflect.TypeFor[struct{ M map[bool]int }](), wantErr: "map keys"},
+}
+
 func TestArgsSchema(t *testing.T) {
-	tests := []struct {
-		name    string
-		typ     reflect.Type
-		want    string
-		wantErr string
-	}{
-		{
-			name: "basic types, tags and descriptions",
-			typ: reflect.TypeFor[struct {
-				Name    string   `json:"name" description:"Who to greet."`
-				Times   int      `json:"times,omitempty" jsonschema:"How often."`
-				Ratio   float64  `json:"ratio,omitempty" jsonschema:"description=A ratio, between 0 and 1."`
-				Loud    *bool    `json:"loud"`
-				Tags    []string `json:"tags,omitzero"`
-				Skipped string   `json:"-"`
-				hidden  string
-				NoTag   uint8
-			}](),
-			want: `{"properties":{"NoTag":{"type":"integer"},"loud":{"type":"boolean"},` +
-				`"name":{"description":"Who to greet.","type":"string"},` +
-				`"ratio":{"description":"A ratio, between 0 and 1.","type":"number"},` +
-				`"tags":{"items":{"type":"string"},"type":"array"},` +
-				`"times":{"description":"How often.","type":"integer"}},` +
-				`"required":["name","loud","NoTag"],"type":"object"}`,
-		},
-		{
-			name: "nested structs, maps, time, any, bytes",
-			typ: reflect.TypeFor[*struct {
-				Home   address            `json:"home"`
-				Others []*address         `json:"others,omitempty"`
-				Scores map[string]float32 `json:"scores"`
-				When   time.Time          `json:"when"`
-				Extra  any                `json:"extra,omitempty"`
-				Raw    []byte             `json:"raw,omitempty"`
-			}](),
-			want: `{"properties":{` +
-				`"extra":{},` +
-				`"home":{"properties":{"street":{"type":"string"},"zip":{"type":"string"}},"required":["street"],"type":"object"},` +
-				`"others":{"items":{"properties":{"street":{"type":"string"},"zip":{"type":"string"}},"required":["street"],"type":"object"},"type":"array"},` +
-				`"raw":{"description":"base64-encoded bytes","type":"string"},` +
-				`"scores":{"additionalProperties":{"type":"number"},"type":"object"},` +
-				`"when":{"format":"date-time","type":"string"}},` +
-				`"required":["home","scores","when"],"type":"object"}`,
-		},
-		{
-			name: "embedded fields are promoted; the outer name wins",
-			typ: reflect.TypeFor[struct {
-				Embedded
-				Tag string `json:"tag"`
-			}](),
-			want: `{"properties":{"shared":{"type":"string"},"tag":{"type":"string"}},"required":["tag","shared"],"type":"object"}`,
-		},
-		{name: "no arguments", typ: reflect.TypeFor[struct{}](), want: `{"properties":{},"type":"object"}`},
-		{name: "any object", typ: reflect.TypeFor[map[string]any](), want: `{"type":"object"}`},
-		{name: "not an object", typ: reflect.TypeFor[string](), wantErr: "want a struct"},
-		{name: "recursive", typ: reflect.TypeFor[node](), wantErr: "recursive"},
-		{name: "channel field", typ: reflect.TypeFor[struct{ C chan int }](), wantErr: "field C"},
-		{name: "map with bool keys", typ: reflect.TypeFor[struct{ M map[bool]int }](), wantErr: "map keys"},
-	}
-	for _, tc := range tests {
+	for _, tc := range argsSchemaCases {
 		t.Run(tc.name, func(t *testing.T) {
 			schema, _, err := argsSchema(tc.typ)
 			if tc.wantErr != "" {

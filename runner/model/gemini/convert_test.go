@@ -19,7 +19,7 @@ func allParts(t *testing.T) *agentrunnerv1.Content {
 		signed(textPart(""), "sig-empty"),
 		{Data: &agentrunnerv1.Part_InlineData{InlineData: &agentrunnerv1.Blob{MimeType: "image/png", Data: []byte{0, 1, 2}, DisplayName: "a.png"}}},
 		{Data: &agentrunnerv1.Part_FileData{FileData: &agentrunnerv1.FileData{MimeType: "text/plain", FileUri: "gs://b/f.txt", DisplayName: "f"}}},
-		signed(callPart(t, "id-1", "lookup", map[string]any{"q": "x", "n": 3.5, "tags": []any{"a", nil}, "nested": map[string]any{"b": true}}), "sig-c"),
+		signed(callPart("id-1", "lookup", map[string]any{"q": "x", "n": 3.5, "tags": []any{"a", nil}, "nested": map[string]any{"b": true}}), "sig-c"),
 		{Data: &agentrunnerv1.Part_FunctionCall{FunctionCall: &agentrunnerv1.FunctionCall{Id: "id-2", Name: "no_args"}}},
 		{Data: &agentrunnerv1.Part_FunctionCall{FunctionCall: &agentrunnerv1.FunctionCall{Name: "empty_args", Args: &structpb.Struct{}}}},
 		{Data: &agentrunnerv1.Part_FunctionResponse{FunctionResponse: &agentrunnerv1.FunctionResponse{

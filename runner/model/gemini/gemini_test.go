@@ -13,6 +13,7 @@ import (
 	"google.golang.org/genai"
 	"google.golang.org/protobuf/encoding/prototext"
 	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/structpb"
 
 	agentrunnerv1 "github.com/agentrunner/agentrunner/gen/go/agentrunner/v1"
 	"github.com/agentrunner/agentrunner/runner/model"
@@ -119,10 +120,14 @@ func signed(p *agentrunnerv1.Part, sig string) *agentrunnerv1.Part {
 	return p
 }
 
-func callPart(t *testing.T, id, name string, args map[string]any) *agentrunnerv1.Part {
-	return &agentrunnerv1.Part{Data: &agentrunnerv1.Part_FunctionCall{FunctionCall: &agentrunnerv1.FunctionCall{
-		Id: id, Name: name, Args: mustStruct(t, args),
-	}}}
+// callPart builds a part of the package-level case tables, from literals:
+// arguments structpb refuses are a bug in the table, hence the panic.
+func callPart(id, name string, args map[string]any) *agentrunnerv1.Part {
+	s, err := structpb.NewStruct(args)
+	if err != nil {
+		panic(err)
+	}
+	return &agentrunnerv1.Part{Data: &agentrunnerv1.Part_FunctionCall{FunctionCall: &agentrunnerv1.FunctionCall{Id: id, Name: name, Args: s}}}
 }
 
 func partial(version string, parts ...*agentrunnerv1.Part) *model.Response {
@@ -139,141 +144,146 @@ func helloRequest() *model.Request {
 
 // TestGenerate runs the real genai client against the fake for each kind of
 // answer the API gives, unary and streaming.
+
+// fakeVersion is the model version the fake Gemini reports.
+const fakeVersion = "fake-model-001"
+
+// generateCases are Gemini replies and the responses Generate must make of them.
+var generateCases = []struct {
+	name   string
+	stream bool
+	reply  reply
+	want   []*model.Response
+}{
+	{
+		name:  "plain text",
+		reply: unary(`{"candidates":[{"content":{"role":"model","parts":[{"text":"Hello"}]},"index":0,"finishReason":"STOP"}],"usageMetadata":{"promptTokenCount":3,"candidatesTokenCount":2,"totalTokenCount":5},"modelVersion":"fake-model-001","responseId":"r1"}`),
+		want: []*model.Response{{
+			Content: modelContent(textPart("Hello")), TurnComplete: true, FinishReason: "STOP",
+			Usage: usage(3, 2, 5), ModelVersion: fakeVersion,
+		}},
+	},
+	{
+		// A unary response is kept as the model returned it: its two
+		// text parts are not merged.
+		name:  "function call with thoughts",
+		reply: unary(`{"candidates":[{"content":{"role":"model","parts":[{"text":"need ","thought":true},{"text":"weather","thought":true},{"functionCall":{"id":"call-1","name":"get_weather","args":{"city":"Paris"}},"thoughtSignature":"c2lnLTE="}]},"finishReason":"STOP"}],"usageMetadata":{"promptTokenCount":10,"candidatesTokenCount":4,"thoughtsTokenCount":6,"cachedContentTokenCount":1,"toolUsePromptTokenCount":2,"totalTokenCount":20},"modelVersion":"fake-model-001"}`),
+		want: []*model.Response{{
+			Content: modelContent(thoughtPart("need ", ""), thoughtPart("weather", ""),
+				signed(callPart("call-1", "get_weather", map[string]any{"city": "Paris"}), "sig-1")),
+			TurnComplete: true, FinishReason: "STOP", ModelVersion: fakeVersion,
+			Usage: &agentrunnerv1.UsageMetadata{PromptTokenCount: 10, CandidatesTokenCount: 4, ThoughtsTokenCount: 6, CachedContentTokenCount: 1, ToolUsePromptTokenCount: 2, TotalTokenCount: 20},
+		}},
+	},
+	{
+		name:   "stream text",
+		stream: true,
+		reply: sse(
+			`{"candidates":[{"content":{"role":"model","parts":[{"text":"Hel"}]}}],"modelVersion":"fake-model-001"}`,
+			`{"candidates":[{"content":{"role":"model","parts":[{"text":"lo, "}]}}],"usageMetadata":{"promptTokenCount":3,"totalTokenCount":3},"modelVersion":"fake-model-001"}`,
+			`{"candidates":[{"content":{"role":"model","parts":[{"text":"world"}]},"finishReason":"STOP"}],"usageMetadata":{"promptTokenCount":3,"candidatesTokenCount":3,"totalTokenCount":6},"modelVersion":"fake-model-001"}`,
+		),
+		want: []*model.Response{
+			partial(fakeVersion, textPart("Hel")),
+			partial(fakeVersion, textPart("lo, ")),
+			partial(fakeVersion, textPart("world")),
+			{Content: modelContent(textPart("Hello, world")), TurnComplete: true, FinishReason: "STOP", Usage: usage(3, 3, 6), ModelVersion: fakeVersion},
+		},
+	},
+	{
+		// Thoughts merge apart from the answer, the function call is
+		// kept whole and only in the complete response, the trailing
+		// signature on an empty text part lands on the merged text, and
+		// usage comes from the last chunk that has it.
+		name:   "stream thoughts, text and a function call",
+		stream: true,
+		reply: sse(
+			`{"candidates":[{"content":{"role":"model","parts":[{"text":"Let me ","thought":true}]}}]}`,
+			`{"candidates":[{"content":{"role":"model","parts":[{"text":"think","thought":true}]}}],"usageMetadata":{"promptTokenCount":1,"totalTokenCount":1}}`,
+			`{"candidates":[{"content":{"role":"model","parts":[{"text":"Checking"},{"text":" the"}]}}]}`,
+			`{"candidates":[{"content":{"role":"model","parts":[{"text":" weather"},{"text":"","thoughtSignature":"c2lnLTI="}]}}],"usageMetadata":{"promptTokenCount":7,"candidatesTokenCount":5,"totalTokenCount":12}}`,
+			`{"candidates":[{"content":{"role":"model","parts":[{"functionCall":{"id":"call-9","name":"get_weather","args":{"city":"Oslo"}}}]},"finishReason":"STOP"}],"modelVersion":"fake-model-002"}`,
+		),
+		want: []*model.Response{
+			partial("", thoughtPart("Let me ", "")),
+			partial("", thoughtPart("think", "")),
+			partial("", textPart("Checking"), textPart(" the")),
+			partial("", textPart(" weather")),
+			{
+				Content: modelContent(thoughtPart("Let me think", ""), signed(textPart("Checking the weather"), "sig-2"),
+					callPart("call-9", "get_weather", map[string]any{"city": "Oslo"})),
+				TurnComplete: true, FinishReason: "STOP", Usage: usage(7, 5, 12), ModelVersion: "fake-model-002",
+			},
+		},
+	},
+	{
+		name:  "blocked prompt",
+		reply: unary(`{"promptFeedback":{"blockReason":"SAFETY","safetyRatings":[{"category":"HARM_CATEGORY_HARASSMENT","probability":"HIGH"}]},"usageMetadata":{"promptTokenCount":4,"totalTokenCount":4},"modelVersion":"fake-model-001"}`),
+		want: []*model.Response{{
+			TurnComplete: true, ErrorCode: "SAFETY", ErrorMessage: "the prompt was blocked (SAFETY)",
+			Usage: usage(4, 0, 4), ModelVersion: fakeVersion,
+		}},
+	},
+	{
+		name:   "blocked prompt, stream",
+		stream: true,
+		reply:  sse(`{"promptFeedback":{"blockReason":"PROHIBITED_CONTENT","blockReasonMessage":"no"},"modelVersion":"fake-model-001"}`),
+		want: []*model.Response{{
+			TurnComplete: true, ErrorCode: "PROHIBITED_CONTENT", ErrorMessage: "no", ModelVersion: fakeVersion,
+		}},
+	},
+	{
+		name:  "safety stop without content",
+		reply: unary(`{"candidates":[{"finishReason":"SAFETY","safetyRatings":[{"category":"HARM_CATEGORY_HARASSMENT","probability":"HIGH","blocked":true}]}]}`),
+		want: []*model.Response{{
+			Content: modelContent(), TurnComplete: true, FinishReason: "SAFETY",
+			ErrorCode: "SAFETY", ErrorMessage: "the response was stopped for safety reasons",
+		}},
+	},
+	{
+		name:   "max tokens keeps the truncated answer",
+		stream: true,
+		reply: sse(
+			`{"candidates":[{"content":{"role":"model","parts":[{"text":"The answer is"}]}}]}`,
+			// genai drops finishMessage for the Gemini Developer API, so
+			// the message is ours.
+			`{"candidates":[{"content":{"role":"model","parts":[{"text":" long"}]},"finishReason":"MAX_TOKENS","finishMessage":"ignored"}]}`,
+		),
+		want: []*model.Response{
+			partial("", textPart("The answer is")),
+			partial("", textPart(" long")),
+			{Content: modelContent(textPart("The answer is long")), TurnComplete: true, FinishReason: "MAX_TOKENS", ErrorCode: "MAX_TOKENS", ErrorMessage: "the response reached the maximum number of output tokens"},
+		},
+	},
+	{
+		name:  "no candidates",
+		reply: unary(`{"modelVersion":"fake-model-001"}`),
+		want: []*model.Response{{
+			TurnComplete: true, ErrorCode: "UNKNOWN_ERROR", ErrorMessage: "the model returned no candidates", ModelVersion: fakeVersion,
+		}},
+	},
+	{
+		name:  "candidate without content",
+		reply: unary(`{"candidates":[{"finishReason":"STOP"}]}`),
+		want:  []*model.Response{{Content: modelContent(), TurnComplete: true, FinishReason: "STOP"}},
+	},
+	{
+		name:   "empty parts, stream",
+		stream: true,
+		reply:  sse(`{"candidates":[{"content":{"role":"model","parts":[]}}]}`, `{"candidates":[{"content":{"role":"model"},"finishReason":"STOP"}]}`),
+		want:   []*model.Response{{Content: modelContent(), TurnComplete: true, FinishReason: "STOP"}},
+	},
+	{
+		// Parts agentrunner.v1 cannot hold are dropped, not turned into
+		// empty text.
+		name:  "unsupported part kinds",
+		reply: unary(`{"candidates":[{"content":{"role":"model","parts":[{"executableCode":{"language":"PYTHON","code":"print(1)"}},{"text":"1"}]},"finishReason":"STOP"}]}`),
+		want:  []*model.Response{{Content: modelContent(textPart("1")), TurnComplete: true, FinishReason: "STOP"}},
+	},
+}
+
 func TestGenerate(t *testing.T) {
-	const v = "fake-model-001"
-	tests := []struct {
-		name   string
-		stream bool
-		reply  reply
-		want   []*model.Response
-	}{
-		{
-			name:  "plain text",
-			reply: unary(`{"candidates":[{"content":{"role":"model","parts":[{"text":"Hello"}]},"index":0,"finishReason":"STOP"}],"usageMetadata":{"promptTokenCount":3,"candidatesTokenCount":2,"totalTokenCount":5},"modelVersion":"fake-model-001","responseId":"r1"}`),
-			want: []*model.Response{{
-				Content: modelContent(textPart("Hello")), TurnComplete: true, FinishReason: "STOP",
-				Usage: usage(3, 2, 5), ModelVersion: v,
-			}},
-		},
-		{
-			// A unary response is kept as the model returned it: its two
-			// text parts are not merged.
-			name:  "function call with thoughts",
-			reply: unary(`{"candidates":[{"content":{"role":"model","parts":[{"text":"need ","thought":true},{"text":"weather","thought":true},{"functionCall":{"id":"call-1","name":"get_weather","args":{"city":"Paris"}},"thoughtSignature":"c2lnLTE="}]},"finishReason":"STOP"}],"usageMetadata":{"promptTokenCount":10,"candidatesTokenCount":4,"thoughtsTokenCount":6,"cachedContentTokenCount":1,"toolUsePromptTokenCount":2,"totalTokenCount":20},"modelVersion":"fake-model-001"}`),
-			want: []*model.Response{{
-				Content: modelContent(thoughtPart("need ", ""), thoughtPart("weather", ""),
-					signed(callPart(t, "call-1", "get_weather", map[string]any{"city": "Paris"}), "sig-1")),
-				TurnComplete: true, FinishReason: "STOP", ModelVersion: v,
-				Usage: &agentrunnerv1.UsageMetadata{PromptTokenCount: 10, CandidatesTokenCount: 4, ThoughtsTokenCount: 6, CachedContentTokenCount: 1, ToolUsePromptTokenCount: 2, TotalTokenCount: 20},
-			}},
-		},
-		{
-			name:   "stream text",
-			stream: true,
-			reply: sse(
-				`{"candidates":[{"content":{"role":"model","parts":[{"text":"Hel"}]}}],"modelVersion":"fake-model-001"}`,
-				`{"candidates":[{"content":{"role":"model","parts":[{"text":"lo, "}]}}],"usageMetadata":{"promptTokenCount":3,"totalTokenCount":3},"modelVersion":"fake-model-001"}`,
-				`{"candidates":[{"content":{"role":"model","parts":[{"text":"world"}]},"finishReason":"STOP"}],"usageMetadata":{"promptTokenCount":3,"candidatesTokenCount":3,"totalTokenCount":6},"modelVersion":"fake-model-001"}`,
-			),
-			want: []*model.Response{
-				partial(v, textPart("Hel")),
-				partial(v, textPart("lo, ")),
-				partial(v, textPart("world")),
-				{Content: modelContent(textPart("Hello, world")), TurnComplete: true, FinishReason: "STOP", Usage: usage(3, 3, 6), ModelVersion: v},
-			},
-		},
-		{
-			// Thoughts merge apart from the answer, the function call is
-			// kept whole and only in the complete response, the trailing
-			// signature on an empty text part lands on the merged text, and
-			// usage comes from the last chunk that has it.
-			name:   "stream thoughts, text and a function call",
-			stream: true,
-			reply: sse(
-				`{"candidates":[{"content":{"role":"model","parts":[{"text":"Let me ","thought":true}]}}]}`,
-				`{"candidates":[{"content":{"role":"model","parts":[{"text":"think","thought":true}]}}],"usageMetadata":{"promptTokenCount":1,"totalTokenCount":1}}`,
-				`{"candidates":[{"content":{"role":"model","parts":[{"text":"Checking"},{"text":" the"}]}}]}`,
-				`{"candidates":[{"content":{"role":"model","parts":[{"text":" weather"},{"text":"","thoughtSignature":"c2lnLTI="}]}}],"usageMetadata":{"promptTokenCount":7,"candidatesTokenCount":5,"totalTokenCount":12}}`,
-				`{"candidates":[{"content":{"role":"model","parts":[{"functionCall":{"id":"call-9","name":"get_weather","args":{"city":"Oslo"}}}]},"finishReason":"STOP"}],"modelVersion":"fake-model-002"}`,
-			),
-			want: []*model.Response{
-				partial("", thoughtPart("Let me ", "")),
-				partial("", thoughtPart("think", "")),
-				partial("", textPart("Checking"), textPart(" the")),
-				partial("", textPart(" weather")),
-				{
-					Content: modelContent(thoughtPart("Let me think", ""), signed(textPart("Checking the weather"), "sig-2"),
-						callPart(t, "call-9", "get_weather", map[string]any{"city": "Oslo"})),
-					TurnComplete: true, FinishReason: "STOP", Usage: usage(7, 5, 12), ModelVersion: "fake-model-002",
-				},
-			},
-		},
-		{
-			name:  "blocked prompt",
-			reply: unary(`{"promptFeedback":{"blockReason":"SAFETY","safetyRatings":[{"category":"HARM_CATEGORY_HARASSMENT","probability":"HIGH"}]},"usageMetadata":{"promptTokenCount":4,"totalTokenCount":4},"modelVersion":"fake-model-001"}`),
-			want: []*model.Response{{
-				TurnComplete: true, ErrorCode: "SAFETY", ErrorMessage: "the prompt was blocked (SAFETY)",
-				Usage: usage(4, 0, 4), ModelVersion: v,
-			}},
-		},
-		{
-			name:   "blocked prompt, stream",
-			stream: true,
-			reply:  sse(`{"promptFeedback":{"blockReason":"PROHIBITED_CONTENT","blockReasonMessage":"no"},"modelVersion":"fake-model-001"}`),
-			want: []*model.Response{{
-				TurnComplete: true, ErrorCode: "PROHIBITED_CONTENT", ErrorMessage: "no", ModelVersion: v,
-			}},
-		},
-		{
-			name:  "safety stop without content",
-			reply: unary(`{"candidates":[{"finishReason":"SAFETY","safetyRatings":[{"category":"HARM_CATEGORY_HARASSMENT","probability":"HIGH","blocked":true}]}]}`),
-			want: []*model.Response{{
-				Content: modelContent(), TurnComplete: true, FinishReason: "SAFETY",
-				ErrorCode: "SAFETY", ErrorMessage: "the response was stopped for safety reasons",
-			}},
-		},
-		{
-			name:   "max tokens keeps the truncated answer",
-			stream: true,
-			reply: sse(
-				`{"candidates":[{"content":{"role":"model","parts":[{"text":"The answer is"}]}}]}`,
-				// genai drops finishMessage for the Gemini Developer API, so
-				// the message is ours.
-				`{"candidates":[{"content":{"role":"model","parts":[{"text":" long"}]},"finishReason":"MAX_TOKENS","finishMessage":"ignored"}]}`,
-			),
-			want: []*model.Response{
-				partial("", textPart("The answer is")),
-				partial("", textPart(" long")),
-				{Content: modelContent(textPart("The answer is long")), TurnComplete: true, FinishReason: "MAX_TOKENS", ErrorCode: "MAX_TOKENS", ErrorMessage: "the response reached the maximum number of output tokens"},
-			},
-		},
-		{
-			name:  "no candidates",
-			reply: unary(`{"modelVersion":"fake-model-001"}`),
-			want: []*model.Response{{
-				TurnComplete: true, ErrorCode: "UNKNOWN_ERROR", ErrorMessage: "the model returned no candidates", ModelVersion: v,
-			}},
-		},
-		{
-			name:  "candidate without content",
-			reply: unary(`{"candidates":[{"finishReason":"STOP"}]}`),
-			want:  []*model.Response{{Content: modelContent(), TurnComplete: true, FinishReason: "STOP"}},
-		},
-		{
-			name:   "empty parts, stream",
-			stream: true,
-			reply:  sse(`{"candidates":[{"content":{"role":"model","parts":[]}}]}`, `{"candidates":[{"content":{"role":"model"},"finishReason":"STOP"}]}`),
-			want:   []*model.Response{{Content: modelContent(), TurnComplete: true, FinishReason: "STOP"}},
-		},
-		{
-			// Parts agentrunner.v1 cannot hold are dropped, not turned into
-			// empty text.
-			name:  "unsupported part kinds",
-			reply: unary(`{"candidates":[{"content":{"role":"model","parts":[{"executableCode":{"language":"PYTHON","code":"print(1)"}},{"text":"1"}]},"finishReason":"STOP"}]}`),
-			want:  []*model.Response{{Content: modelContent(textPart("1")), TurnComplete: true, FinishReason: "STOP"}},
-		},
-	}
-	for _, tt := range tests {
+	for _, tt := range generateCases {
 		t.Run(tt.name, func(t *testing.T) {
 			fake := newFakeGemini(t, tt.reply)
 			got := collect(t, fake.model(t, "gemini-test").Generate(t.Context(), helloRequest(), tt.stream))

@@ -41,10 +41,13 @@ func modelTurn(parts ...*agentrunnerv1.Part) *agentrunnerv1.Content {
 	return &agentrunnerv1.Content{Role: "model", Parts: parts}
 }
 
-func funcResponse(t *testing.T, name string, resp map[string]any) *agentrunnerv1.Part {
+// funcResponse and transferCall build parts of the package-level case
+// tables, from literals: a value structpb refuses is a bug in the table,
+// hence the panic.
+func funcResponse(name string, resp map[string]any) *agentrunnerv1.Part {
 	s, err := structpb.NewStruct(resp)
 	if err != nil {
-		t.Fatal(err)
+		panic(err)
 	}
 	return &agentrunnerv1.Part{Data: &agentrunnerv1.Part_FunctionResponse{FunctionResponse: &agentrunnerv1.FunctionResponse{Id: "c1", Name: name, Response: s}}}
 }
@@ -71,10 +74,10 @@ func replyText(s string) *agentrunnerv1.Content {
 	return modelTurn(text(s))
 }
 
-func transferCall(t *testing.T, arg, agent string) *agentrunnerv1.Content {
+func transferCall(arg, agent string) *agentrunnerv1.Content {
 	args, err := structpb.NewStruct(map[string]any{arg: agent})
 	if err != nil {
-		t.Fatal(err)
+		panic(err)
 	}
 	return modelTurn(&agentrunnerv1.Part{Data: &agentrunnerv1.Part_FunctionCall{FunctionCall: &agentrunnerv1.FunctionCall{Name: TransferTool, Args: args}}})
 }
@@ -93,144 +96,148 @@ func TestName(t *testing.T) {
 	}
 }
 
+// billing declares transfer_to_agent with billing and tech as targets.
+var billing = transferTool("billing", "tech")
+
+// answerCases are requests and the offline model's answer to each.
+var answerCases = []struct {
+	name string
+	req  *model.Request
+	want *agentrunnerv1.Content
+}{
+	{
+		name: "echo",
+		req:  &model.Request{Contents: []*agentrunnerv1.Content{user(text("hello "), text("there"))}},
+		want: replyText("offline model: you said: hello there"),
+	},
+	{
+		name: "echo the last user message",
+		req: &model.Request{Contents: []*agentrunnerv1.Content{
+			user(text("first")), modelTurn(text("offline model: you said: first")), {Parts: []*agentrunnerv1.Part{text("second")}},
+		}},
+		want: replyText("offline model: you said: second"),
+	},
+	{
+		name: "thoughts are not the user's words",
+		req:  &model.Request{Contents: []*agentrunnerv1.Content{user(&agentrunnerv1.Part{Data: &agentrunnerv1.Part_Text{Text: "hidden "}, Thought: true}, text("shown"))}},
+		want: replyText("offline model: you said: shown"),
+	},
+	{
+		name: "nothing to answer",
+		req:  &model.Request{Contents: []*agentrunnerv1.Content{nil, user()}},
+		want: replyText("offline model: there is nothing to answer"),
+	},
+	{
+		name: "only a model turn",
+		req:  &model.Request{Contents: []*agentrunnerv1.Content{modelTurn(text("hi"))}},
+		want: replyText("offline model: there is nothing to answer"),
+	},
+	{
+		name: "function response",
+		req: &model.Request{Contents: []*agentrunnerv1.Content{
+			user(text("weather?")),
+			modelTurn(&agentrunnerv1.Part{Data: &agentrunnerv1.Part_FunctionCall{FunctionCall: &agentrunnerv1.FunctionCall{Id: "c1", Name: "get_weather"}}}),
+			user(funcResponse("get_weather", map[string]any{"sky": "clear", "temp": 21, "alerts": []any{}})),
+		}},
+		want: replyText(`offline model: get_weather returned {"alerts":[],"sky":"clear","temp":21}`),
+	},
+	{
+		// 200 bytes of JSON: the 9-byte prefix and 95 two-byte runes,
+		// cut on a rune boundary.
+		name: "two function responses, long one cut",
+		req: &model.Request{Contents: []*agentrunnerv1.Content{user(
+			funcResponse("a", map[string]any{"error": "boom"}),
+			funcResponse("b", map[string]any{"blob": strings.Repeat("é", 150)}),
+		)}},
+		want: replyText(`offline model: a returned {"error":"boom"}; b returned {"blob":"` + strings.Repeat("é", 95) + "…"),
+	},
+	{
+		name: "function response wins over the transfer tool",
+		req: &model.Request{
+			Contents: []*agentrunnerv1.Content{user(text("billing please")), user(funcResponse("lookup", nil))},
+			Tools:    []*model.FunctionDeclaration{billing},
+		},
+		want: replyText("offline model: lookup returned {}"),
+	},
+	{
+		name: "transfer phrase",
+		req:  &model.Request{Contents: []*agentrunnerv1.Content{user(text("Please transfer me to the tech team"))}, Tools: []*model.FunctionDeclaration{billing}},
+		want: transferCall("agent_name", "tech"),
+	},
+	{
+		name: "transfer phrase, other case and punctuation",
+		req:  &model.Request{Contents: []*agentrunnerv1.Content{user(text("TRANSFER TO BILLING."))}, Tools: []*model.FunctionDeclaration{billing}},
+		want: transferCall("agent_name", "billing"),
+	},
+	{
+		name: "phrase wins over an earlier mention",
+		req:  &model.Request{Contents: []*agentrunnerv1.Content{user(text("not billing: transfer to tech"))}, Tools: []*model.FunctionDeclaration{billing}},
+		want: transferCall("agent_name", "tech"),
+	},
+	{
+		name: "mention",
+		req:  &model.Request{Contents: []*agentrunnerv1.Content{user(text("I have a billing question"))}, Tools: []*model.FunctionDeclaration{billing}},
+		want: transferCall("agent_name", "billing"),
+	},
+	{
+		name: "first mention wins",
+		req:  &model.Request{Contents: []*agentrunnerv1.Content{user(text("tech, or maybe billing?"))}, Tools: []*model.FunctionDeclaration{billing}},
+		want: transferCall("agent_name", "tech"),
+	},
+	{
+		name: "mention inside a word does not count",
+		req:  &model.Request{Contents: []*agentrunnerv1.Content{user(text("technology and rebilling"))}, Tools: []*model.FunctionDeclaration{billing}},
+		want: replyText("offline model: you said: technology and rebilling"),
+	},
+	{
+		name: "phrase naming an unknown agent",
+		req:  &model.Request{Contents: []*agentrunnerv1.Content{user(text("transfer to sales"))}, Tools: []*model.FunctionDeclaration{billing}},
+		want: replyText("offline model: you said: transfer to sales"),
+	},
+	{
+		name: "no transfer tool",
+		req:  &model.Request{Contents: []*agentrunnerv1.Content{user(text("transfer to billing"))}},
+		want: replyText("offline model: you said: transfer to billing"),
+	},
+	{
+		name: "tool without enum takes the phrase as is",
+		req: &model.Request{Contents: []*agentrunnerv1.Content{user(text("transfer to helpdesk"))}, Tools: []*model.FunctionDeclaration{{
+			Name: TransferTool, Parameters: map[string]any{"type": "object", "properties": map[string]any{"agent_name": map[string]any{"type": "string"}}},
+		}}},
+		want: transferCall("agent_name", "helpdesk"),
+	},
+	{
+		name: "tool declared in Go with another argument name",
+		req: &model.Request{Contents: []*agentrunnerv1.Content{user(text("ask tech"))}, Tools: []*model.FunctionDeclaration{
+			{Name: "other"},
+			{Name: TransferTool, Parameters: map[string]any{"properties": map[string]any{"target": map[string]any{"enum": []string{"tech"}}}}},
+		}},
+		want: transferCall("target", "tech"),
+	},
+	{
+		// After a transfer the target agent sees the user's message and
+		// then the transfer as context; it must answer, not transfer on.
+		name: "user message followed by context does not transfer",
+		req: &model.Request{
+			Contents: []*agentrunnerv1.Content{
+				user(text("tech or billing?")),
+				user(text("For context:"), text("[triage] called tool `transfer_to_agent` with parameters: {\"agent_name\":\"billing\"}")),
+				user(text("For context:"), text("[triage] `transfer_to_agent` tool returned result: {}")),
+			},
+			Tools: []*model.FunctionDeclaration{transferTool("tech", "triage")},
+		},
+		want: replyText("offline model: you said: tech or billing?"),
+	},
+	{
+		name: "text naming the tool does not transfer",
+		req:  &model.Request{Contents: []*agentrunnerv1.Content{user(text("[triage] called transfer_to_agent for tech"))}, Tools: []*model.FunctionDeclaration{billing}},
+		want: replyText("offline model: you said: [triage] called transfer_to_agent for tech"),
+	},
+}
+
 // TestAnswer covers what the model answers, unary.
 func TestAnswer(t *testing.T) {
-	billing := transferTool("billing", "tech")
-	tests := []struct {
-		name string
-		req  *model.Request
-		want *agentrunnerv1.Content
-	}{
-		{
-			name: "echo",
-			req:  &model.Request{Contents: []*agentrunnerv1.Content{user(text("hello "), text("there"))}},
-			want: replyText("offline model: you said: hello there"),
-		},
-		{
-			name: "echo the last user message",
-			req: &model.Request{Contents: []*agentrunnerv1.Content{
-				user(text("first")), modelTurn(text("offline model: you said: first")), {Parts: []*agentrunnerv1.Part{text("second")}},
-			}},
-			want: replyText("offline model: you said: second"),
-		},
-		{
-			name: "thoughts are not the user's words",
-			req:  &model.Request{Contents: []*agentrunnerv1.Content{user(&agentrunnerv1.Part{Data: &agentrunnerv1.Part_Text{Text: "hidden "}, Thought: true}, text("shown"))}},
-			want: replyText("offline model: you said: shown"),
-		},
-		{
-			name: "nothing to answer",
-			req:  &model.Request{Contents: []*agentrunnerv1.Content{nil, user()}},
-			want: replyText("offline model: there is nothing to answer"),
-		},
-		{
-			name: "only a model turn",
-			req:  &model.Request{Contents: []*agentrunnerv1.Content{modelTurn(text("hi"))}},
-			want: replyText("offline model: there is nothing to answer"),
-		},
-		{
-			name: "function response",
-			req: &model.Request{Contents: []*agentrunnerv1.Content{
-				user(text("weather?")),
-				modelTurn(&agentrunnerv1.Part{Data: &agentrunnerv1.Part_FunctionCall{FunctionCall: &agentrunnerv1.FunctionCall{Id: "c1", Name: "get_weather"}}}),
-				user(funcResponse(t, "get_weather", map[string]any{"sky": "clear", "temp": 21, "alerts": []any{}})),
-			}},
-			want: replyText(`offline model: get_weather returned {"alerts":[],"sky":"clear","temp":21}`),
-		},
-		{
-			// 200 bytes of JSON: the 9-byte prefix and 95 two-byte runes,
-			// cut on a rune boundary.
-			name: "two function responses, long one cut",
-			req: &model.Request{Contents: []*agentrunnerv1.Content{user(
-				funcResponse(t, "a", map[string]any{"error": "boom"}),
-				funcResponse(t, "b", map[string]any{"blob": strings.Repeat("é", 150)}),
-			)}},
-			want: replyText(`offline model: a returned {"error":"boom"}; b returned {"blob":"` + strings.Repeat("é", 95) + "…"),
-		},
-		{
-			name: "function response wins over the transfer tool",
-			req: &model.Request{
-				Contents: []*agentrunnerv1.Content{user(text("billing please")), user(funcResponse(t, "lookup", nil))},
-				Tools:    []*model.FunctionDeclaration{billing},
-			},
-			want: replyText("offline model: lookup returned {}"),
-		},
-		{
-			name: "transfer phrase",
-			req:  &model.Request{Contents: []*agentrunnerv1.Content{user(text("Please transfer me to the tech team"))}, Tools: []*model.FunctionDeclaration{billing}},
-			want: transferCall(t, "agent_name", "tech"),
-		},
-		{
-			name: "transfer phrase, other case and punctuation",
-			req:  &model.Request{Contents: []*agentrunnerv1.Content{user(text("TRANSFER TO BILLING."))}, Tools: []*model.FunctionDeclaration{billing}},
-			want: transferCall(t, "agent_name", "billing"),
-		},
-		{
-			name: "phrase wins over an earlier mention",
-			req:  &model.Request{Contents: []*agentrunnerv1.Content{user(text("not billing: transfer to tech"))}, Tools: []*model.FunctionDeclaration{billing}},
-			want: transferCall(t, "agent_name", "tech"),
-		},
-		{
-			name: "mention",
-			req:  &model.Request{Contents: []*agentrunnerv1.Content{user(text("I have a billing question"))}, Tools: []*model.FunctionDeclaration{billing}},
-			want: transferCall(t, "agent_name", "billing"),
-		},
-		{
-			name: "first mention wins",
-			req:  &model.Request{Contents: []*agentrunnerv1.Content{user(text("tech, or maybe billing?"))}, Tools: []*model.FunctionDeclaration{billing}},
-			want: transferCall(t, "agent_name", "tech"),
-		},
-		{
-			name: "mention inside a word does not count",
-			req:  &model.Request{Contents: []*agentrunnerv1.Content{user(text("technology and rebilling"))}, Tools: []*model.FunctionDeclaration{billing}},
-			want: replyText("offline model: you said: technology and rebilling"),
-		},
-		{
-			name: "phrase naming an unknown agent",
-			req:  &model.Request{Contents: []*agentrunnerv1.Content{user(text("transfer to sales"))}, Tools: []*model.FunctionDeclaration{billing}},
-			want: replyText("offline model: you said: transfer to sales"),
-		},
-		{
-			name: "no transfer tool",
-			req:  &model.Request{Contents: []*agentrunnerv1.Content{user(text("transfer to billing"))}},
-			want: replyText("offline model: you said: transfer to billing"),
-		},
-		{
-			name: "tool without enum takes the phrase as is",
-			req: &model.Request{Contents: []*agentrunnerv1.Content{user(text("transfer to helpdesk"))}, Tools: []*model.FunctionDeclaration{{
-				Name: TransferTool, Parameters: map[string]any{"type": "object", "properties": map[string]any{"agent_name": map[string]any{"type": "string"}}},
-			}}},
-			want: transferCall(t, "agent_name", "helpdesk"),
-		},
-		{
-			name: "tool declared in Go with another argument name",
-			req: &model.Request{Contents: []*agentrunnerv1.Content{user(text("ask tech"))}, Tools: []*model.FunctionDeclaration{
-				{Name: "other"},
-				{Name: TransferTool, Parameters: map[string]any{"properties": map[string]any{"target": map[string]any{"enum": []string{"tech"}}}}},
-			}},
-			want: transferCall(t, "target", "tech"),
-		},
-		{
-			// After a transfer the target agent sees the user's message and
-			// then the transfer as context; it must answer, not transfer on.
-			name: "user message followed by context does not transfer",
-			req: &model.Request{
-				Contents: []*agentrunnerv1.Content{
-					user(text("tech or billing?")),
-					user(text("For context:"), text("[triage] called tool `transfer_to_agent` with parameters: {\"agent_name\":\"billing\"}")),
-					user(text("For context:"), text("[triage] `transfer_to_agent` tool returned result: {}")),
-				},
-				Tools: []*model.FunctionDeclaration{transferTool("tech", "triage")},
-			},
-			want: replyText("offline model: you said: tech or billing?"),
-		},
-		{
-			name: "text naming the tool does not transfer",
-			req:  &model.Request{Contents: []*agentrunnerv1.Content{user(text("[triage] called transfer_to_agent for tech"))}, Tools: []*model.FunctionDeclaration{billing}},
-			want: replyText("offline model: you said: [triage] called transfer_to_agent for tech"),
-		},
-	}
-	for _, tt := range tests {
+	for _, tt := range answerCases {
 		t.Run(tt.name, func(t *testing.T) {
 			got := collect(t, New(Config{}).Generate(t.Context(), tt.req, false))
 			if len(got) != 1 {
@@ -296,7 +303,7 @@ func TestStream(t *testing.T) {
 		{
 			name:  "a transfer is not streamed",
 			req:   &model.Request{Contents: []*agentrunnerv1.Content{user(text("transfer to tech"))}, Tools: []*model.FunctionDeclaration{transferTool("tech")}},
-			final: transferCall(t, "agent_name", "tech"),
+			final: transferCall("agent_name", "tech"),
 		},
 	}
 	for _, tt := range tests {
