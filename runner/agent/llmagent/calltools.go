@@ -55,9 +55,18 @@ func (l *llmAgent) callTools(ctx agent.InvocationContext, h hooks, tools toolSet
 	} else {
 		var wg sync.WaitGroup
 		for i, fc := range calls {
-			// callTool recovers whatever the tool and its hooks do, so
-			// nothing can panic on this goroutine.
-			wg.Go(func() { outcomes[i] = l.callTool(ctx, h, tools, fc) })
+			// callTool recovers whatever the tool, its hooks and callbacks
+			// do; the guard here is for a bug of callTool itself, which
+			// on this goroutine would end the process.
+			wg.Go(func() {
+				err := agent.Guard(ctx, agent.Logger(ctx), "tool call "+fc.GetName(), func() error {
+					outcomes[i] = l.callTool(ctx, h, tools, fc)
+					return nil
+				})
+				if err != nil {
+					outcomes[i] = callOutcome{part: errorResponse(fc, err), panicked: err}
+				}
+			})
 		}
 		wg.Wait()
 	}
@@ -129,10 +138,19 @@ func (l *llmAgent) callTool(ctx agent.InvocationContext, h hooks, tools toolSet,
 		agent.Logger(ctx).WarnContext(ctx, "tool result is not JSON", "agent", ctx.AgentName(), "tool", fc.GetName(), "err", err)
 		response = &structpb.Struct{Fields: map[string]*structpb.Value{"error": structpb.NewStringValue(err.Error())}}
 	}
-	out.part = &agentrunnerv1.Part{Data: &agentrunnerv1.Part_FunctionResponse{FunctionResponse: &agentrunnerv1.FunctionResponse{
+	out.part = responsePart(fc, response)
+	return out
+}
+
+func responsePart(fc *agentrunnerv1.FunctionCall, response *structpb.Struct) *agentrunnerv1.Part {
+	return &agentrunnerv1.Part{Data: &agentrunnerv1.Part_FunctionResponse{FunctionResponse: &agentrunnerv1.FunctionResponse{
 		Id: fc.GetId(), Name: fc.GetName(), Response: response,
 	}}}
-	return out
+}
+
+// errorResponse answers fc with {"error": err}.
+func errorResponse(fc *agentrunnerv1.FunctionCall, err error) *agentrunnerv1.Part {
+	return responsePart(fc, &structpb.Struct{Fields: map[string]*structpb.Value{"error": structpb.NewStringValue(err.Error())}})
 }
 
 // responseStruct turns a call's outcome into the function response sent to
