@@ -3,6 +3,7 @@ module github.com/agentrunner/agentrunner
 go 1.26.0
 
 require (
+	github.com/google/jsonschema-go v0.4.3
 	go.etcd.io/bbolt v1.5.0
 	golang.org/x/sys v0.48.0
 	google.golang.org/genai v1.77.0

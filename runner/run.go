@@ -93,6 +93,9 @@ func (r *Runner) run(ctx context.Context, req Request, yield func(*agentrunnerv1
 	if err != nil {
 		return fmt.Errorf("load session: %w", err)
 	}
+	if err := checkResponses(events, req.NewMessage); err != nil {
+		return err
+	}
 	first := r.tree.SelectAgent(events, req.NewMessage)
 	inv := r.newInvocation(key, invID, sess, events, req.Config)
 	// However the run ends, what it stored is the next run's starting

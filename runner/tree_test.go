@@ -1,6 +1,7 @@
 package runner
 
 import (
+	"errors"
 	"iter"
 	"strings"
 	"testing"
@@ -9,6 +10,7 @@ import (
 	"github.com/agentrunner/agentrunner/runner/agent"
 	"github.com/agentrunner/agentrunner/runner/agent/llmagent"
 	"github.com/agentrunner/agentrunner/runner/agent/workflow"
+	"github.com/agentrunner/agentrunner/store"
 	"google.golang.org/protobuf/types/known/structpb"
 )
 
@@ -180,12 +182,6 @@ func TestSelectAgent(t *testing.T) {
 			msg:     functionResponse("call-1", "lookup"),
 			want:    "sticky",
 		},
-		{
-			name:    "function response with unknown id falls back to the walk",
-			history: []hist{user, {"sticky", functionCall("call-1", "lookup")}, said("helper")},
-			msg:     functionResponse("call-2", "lookup"),
-			want:    "helper",
-		},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -266,5 +262,62 @@ func TestTransferredAgentAnswersNextTurn(t *testing.T) {
 		if got := summary(res.events); len(got) != 1 || res.events[0].GetAuthor() != "helper" {
 			t.Fatalf("turn %d answered by %q, want helper", turn, got)
 		}
+	}
+}
+
+// TestFunctionResponsesMustAnswerPendingCalls checks the replies the
+// runner refuses before storing anything: a response to a call nobody
+// waits on (unknown, answered by a tool, or already answered by the user),
+// and a reply that leaves calls of its run unanswered.
+func TestFunctionResponsesMustAnswerPendingCalls(t *testing.T) {
+	call := func(ids ...string) *agentrunnerv1.Event {
+		c := &agentrunnerv1.Content{Role: agent.RoleModel}
+		for _, id := range ids {
+			c.Parts = append(c.Parts, functionCall(id, "approve").GetParts()...)
+		}
+		return &agentrunnerv1.Event{Author: "sticky", InvocationId: "e-1", Content: c, LongRunningToolIds: ids}
+	}
+	answer := func(author string, ids ...string) *agentrunnerv1.Content {
+		c := &agentrunnerv1.Content{Role: agent.RoleUser}
+		for _, id := range ids {
+			c.Parts = append(c.Parts, functionResponse(id, "approve").GetParts()...)
+		}
+		return c
+	}
+	tests := []struct {
+		name    string
+		history []*agentrunnerv1.Event
+		msg     *agentrunnerv1.Content
+		want    string // substring of the InvalidArgument error; empty when accepted
+	}{
+		{name: "unknown id", history: []*agentrunnerv1.Event{call("a")}, msg: answer("user", "zzz"), want: `["zzz"]`},
+		{name: "one of two", history: []*agentrunnerv1.Event{call("a", "b")}, msg: answer("user", "a"), want: `unanswered: ["b"]`},
+		{name: "already answered", history: []*agentrunnerv1.Event{call("a"), {Author: "user", Content: answer("user", "a")}}, msg: answer("user", "a"), want: `["a"]`},
+		{name: "an interim result does not answer", history: []*agentrunnerv1.Event{call("a"), {Author: "sticky", Content: answer("sticky", "a")}}, msg: answer("user", "a")},
+		{name: "both", history: []*agentrunnerv1.Event{call("a", "b")}, msg: answer("user", "b", "a")},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			r, db, k := newTestRunner(t, selectionTree(t))
+			for _, ev := range tc.history {
+				if _, err := db.AppendEvent(t.Context(), k, ev); err != nil {
+					t.Fatal(err)
+				}
+			}
+			res := collect(t, r.Run(t.Context(), Request{UserID: k.User, SessionID: k.Session, NewMessage: tc.msg}))
+			if tc.want == "" {
+				if res.err != nil || len(res.events) != 1 || res.events[0].GetAuthor() != "sticky" {
+					t.Fatalf("answered by %q, err %v; want sticky", summary(res.events), res.err)
+				}
+				return
+			}
+			if !errors.Is(res.err, store.ErrInvalidArgument) || !strings.Contains(res.err.Error(), tc.want) {
+				t.Fatalf("error %v, want invalid argument naming %s", res.err, tc.want)
+			}
+			sess, _, err := db.GetSession(t.Context(), k, store.GetOptions{})
+			if err != nil || sess.GetLastSequence() != uint64(len(tc.history)) {
+				t.Fatalf("something was stored: last sequence %d, %v", sess.GetLastSequence(), err)
+			}
+		})
 	}
 }

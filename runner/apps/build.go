@@ -24,6 +24,10 @@ func Build(ctx context.Context, cfg *agentrunnerv1.AppsConfig, models ModelFacto
 	b := builder{models: models, cache: map[string]model.Model{}}
 	var apps []App
 	for i, app := range cfg.GetApps() {
+		b.appTools = map[string]*agentrunnerv1.FunctionToolConfig{}
+		for _, ft := range app.GetFunctionTools() {
+			b.appTools[ft.GetName()] = ft
+		}
 		root, err := b.agent(ctx, app.GetRootAgent(), fmt.Sprintf("apps[%d].root_agent", i))
 		if err != nil {
 			return nil, err
@@ -36,6 +40,8 @@ func Build(ctx context.Context, cfg *agentrunnerv1.AppsConfig, models ModelFacto
 type builder struct {
 	models ModelFactory
 	cache  map[string]model.Model
+	// appTools are the function tools of the app being built, by name.
+	appTools map[string]*agentrunnerv1.FunctionToolConfig
 }
 
 func (b *builder) model(ctx context.Context, name, path string) (model.Model, error) {
@@ -73,7 +79,7 @@ func (b *builder) agent(ctx context.Context, a *agentrunnerv1.AgentConfig, path 
 		if k.Llm.Temperature != nil || k.Llm.GetMaxOutputTokens() > 0 {
 			gc = &model.GenerateConfig{Temperature: k.Llm.Temperature, MaxOutputTokens: k.Llm.GetMaxOutputTokens()}
 		}
-		tools, terr := builtinTools(k.Llm.GetTools(), path+".llm.tools")
+		tools, terr := b.tools(k.Llm, path+".llm")
 		if terr != nil {
 			return nil, terr
 		}
@@ -105,22 +111,47 @@ func (b *builder) agent(ctx context.Context, a *agentrunnerv1.AgentConfig, path 
 	return ag, nil
 }
 
-// builtinTools returns a fresh instance of each named built-in tool; every
-// agent gets its own. transfer_to_agent is skipped: the agent adds it by
-// itself whenever it has somewhere to transfer to.
-func builtinTools(names []string, path string) ([]tool.Tool, error) {
+// tools returns a fresh instance of each tool an LLM agent lists (a
+// built-in or one of the app's function tools) and of its own function
+// tools; every agent gets its own. transfer_to_agent is skipped: the agent
+// adds it by itself whenever it has somewhere to transfer to.
+func (b *builder) tools(llm *agentrunnerv1.LlmAgentConfig, path string) ([]tool.Tool, error) {
 	var tools []tool.Tool
 	seen := map[string]bool{}
-	for i, name := range names {
+	for i, name := range llm.GetTools() {
 		if name == builtin.TransferToAgentName || seen[name] {
 			continue
 		}
 		seen[name] = true
-		t, ok := builtin.ByName(name)
+		if t, ok := builtin.ByName(name); ok {
+			tools = append(tools, t)
+			continue
+		}
+		ft, ok := b.appTools[name]
 		if !ok {
-			return nil, &Error{Path: fmt.Sprintf("%s[%d]", path, i), Msg: fmt.Sprintf("unknown tool %q", name)}
+			return nil, &Error{Path: fmt.Sprintf("%s.tools[%d]", path, i), Msg: fmt.Sprintf("unknown tool %q", name)}
+		}
+		t, err := clientFunction(ft)
+		if err != nil {
+			return nil, &Error{Path: fmt.Sprintf("%s.tools[%d]", path, i), Msg: err.Error()}
+		}
+		tools = append(tools, t)
+	}
+	for i, ft := range llm.GetFunctionTools() {
+		t, err := clientFunction(ft)
+		if err != nil {
+			return nil, &Error{Path: fmt.Sprintf("%s.function_tools[%d]", path, i), Msg: err.Error()}
 		}
 		tools = append(tools, t)
 	}
 	return tools, nil
+}
+
+// clientFunction makes the tool a function tool declaration describes.
+func clientFunction(ft *agentrunnerv1.FunctionToolConfig) (tool.Tool, error) {
+	var response map[string]any
+	if ft.GetResponse() != nil {
+		response = ft.GetResponse().AsMap()
+	}
+	return tool.NewClientFunction(ft.GetName(), ft.GetDescription(), ft.GetParameters().AsMap(), response)
 }

@@ -79,7 +79,7 @@ func Parse(name string, data []byte) (*agentrunnerv1.AppsConfig, error) {
 		var ve *Error
 		if errors.As(err, &ve) {
 			ve.File = name
-			ve.Line = c.lines[ve.Path]
+			ve.Line = c.lineOf(ve.Path)
 		}
 		return nil, err
 	}
@@ -171,6 +171,9 @@ func (c *converter) field(n *yaml.Node, fd protoreflect.FieldDescriptor, path st
 }
 
 func (c *converter) single(n *yaml.Node, fd protoreflect.FieldDescriptor, path string) (any, error) {
+	if fd.Kind() == protoreflect.MessageKind && fd.Message().FullName() == "google.protobuf.Struct" {
+		return c.object(n, path)
+	}
 	if fd.Kind() == protoreflect.MessageKind {
 		return c.message(n, fd.Message(), path)
 	}
@@ -212,4 +215,33 @@ func (c *converter) single(n *yaml.Node, fd protoreflect.FieldDescriptor, path s
 		return nil, c.fail(n, path, "unknown value %q, want one of %v", n.Value, names)
 	}
 	return nil, c.fail(n, path, "unsupported field kind %s", fd.Kind())
+}
+
+// object decodes a free-form JSON object (a google.protobuf.Struct field,
+// such as a JSON Schema) as it is.
+func (c *converter) object(n *yaml.Node, path string) (map[string]any, error) {
+	if n.Kind != yaml.MappingNode {
+		return nil, c.fail(n, path, "want a mapping (a JSON object)")
+	}
+	var v map[string]any
+	if err := n.Decode(&v); err != nil {
+		return nil, c.fail(n, path, "not a JSON object: %v", err)
+	}
+	return v, nil
+}
+
+// lineOf returns the line of path or, for a field the file leaves out, of
+// the nearest enclosing value it has.
+func (c *converter) lineOf(path string) int {
+	for path != "" {
+		if line, ok := c.lines[path]; ok {
+			return line
+		}
+		i := strings.LastIndexAny(path, ".[")
+		if i < 0 {
+			break
+		}
+		path = path[:i]
+	}
+	return 0
 }

@@ -3,6 +3,7 @@ package apps
 import (
 	"fmt"
 	"slices"
+	"strings"
 
 	agentrunnerv1 "github.com/agentrunner/agentrunner/gen/go/agentrunner/v1"
 )
@@ -33,14 +34,55 @@ func Validate(cfg *agentrunnerv1.AppsConfig) error {
 		if app.GetRootAgent() == nil {
 			return &Error{Path: path + ".root_agent", Msg: "root_agent is required"}
 		}
-		if err := validateAgent(app.GetRootAgent(), path+".root_agent", map[string]string{}); err != nil {
+		appTools, err := validateFunctionTools(app.GetFunctionTools(), path+".function_tools", nil)
+		if err != nil {
+			return err
+		}
+		if err := validateAgent(app.GetRootAgent(), path+".root_agent", &treeScope{seen: map[string]string{}, appTools: appTools}); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-func validateAgent(a *agentrunnerv1.AgentConfig, path string, seen map[string]string) error {
+// treeScope is what the agents of one app's tree are checked against.
+type treeScope struct {
+	seen     map[string]string // agent name -> path
+	appTools map[string]bool   // the app's function tools
+}
+
+// validateFunctionTools checks function tool declarations: a name, unique
+// and not a built-in's nor one of taken, and schemas that compile. It
+// returns the names.
+func validateFunctionTools(decls []*agentrunnerv1.FunctionToolConfig, path string, taken map[string]bool) (map[string]bool, error) {
+	names := map[string]bool{}
+	for i, ft := range decls {
+		p := fmt.Sprintf("%s[%d]", path, i)
+		switch name := ft.GetName(); {
+		case name == "":
+			return nil, &Error{Path: p + ".name", Msg: "function tool name is required"}
+		case slices.Contains(BuiltinTools, name):
+			return nil, &Error{Path: p + ".name", Msg: fmt.Sprintf("%q is the name of a built-in tool", name)}
+		case names[name] || taken[name]:
+			return nil, &Error{Path: p + ".name", Msg: fmt.Sprintf("duplicate tool name %q", name)}
+		}
+		names[ft.GetName()] = true
+		if ft.GetParameters() == nil {
+			return nil, &Error{Path: p + ".parameters", Msg: "parameters (a JSON Schema of an object) is required"}
+		}
+		if _, err := clientFunction(ft); err != nil {
+			field := ".parameters"
+			if strings.Contains(err.Error(), ": response: ") {
+				field = ".response"
+			}
+			return nil, &Error{Path: p + field, Msg: err.Error()}
+		}
+	}
+	return names, nil
+}
+
+func validateAgent(a *agentrunnerv1.AgentConfig, path string, scope *treeScope) error {
+	seen := scope.seen
 	switch name := a.GetName(); {
 	case name == "":
 		return &Error{Path: path + ".name", Msg: "agent name is required"}
@@ -57,10 +99,15 @@ func validateAgent(a *agentrunnerv1.AgentConfig, path string, seen map[string]st
 		if k.Llm.GetModel() == "" {
 			return &Error{Path: path + ".llm.model", Msg: "model is required"}
 		}
+		listed := map[string]bool{}
 		for i, tool := range k.Llm.GetTools() {
-			if !slices.Contains(BuiltinTools, tool) {
-				return &Error{Path: fmt.Sprintf("%s.llm.tools[%d]", path, i), Msg: fmt.Sprintf("unknown tool %q, want one of %v", tool, BuiltinTools)}
+			if !slices.Contains(BuiltinTools, tool) && !scope.appTools[tool] {
+				return &Error{Path: fmt.Sprintf("%s.llm.tools[%d]", path, i), Msg: fmt.Sprintf("unknown tool %q, want a built-in (%v) or one of the app's function_tools", tool, BuiltinTools)}
 			}
+			listed[tool] = true
+		}
+		if _, err := validateFunctionTools(k.Llm.GetFunctionTools(), path+".llm.function_tools", listed); err != nil {
+			return err
 		}
 		if t := k.Llm.Temperature; t != nil && (*t < 0 || *t > 2) {
 			return &Error{Path: path + ".llm.temperature", Msg: "temperature must be between 0 and 2"}
@@ -78,7 +125,7 @@ func validateAgent(a *agentrunnerv1.AgentConfig, path string, seen map[string]st
 		}
 	}
 	for i, sub := range a.GetSubAgents() {
-		if err := validateAgent(sub, fmt.Sprintf("%s.sub_agents[%d]", path, i), seen); err != nil {
+		if err := validateAgent(sub, fmt.Sprintf("%s.sub_agents[%d]", path, i), scope); err != nil {
 			return err
 		}
 	}

@@ -280,15 +280,21 @@ func (l *llmAgent) setOutput(ev *agentrunnerv1.Event) {
 // prepareCalls gives every function call of ev an id (models need not
 // assign one, and the function response, as well as the runner's routing of
 // a response that arrives in a later run, refer to it) and lists the
-// long-running ones.
+// long-running ones whose arguments their tool accepts.
 func (l *llmAgent) prepareCalls(ctx agent.InvocationContext, tools toolSet, ev *agentrunnerv1.Event) {
 	for _, fc := range functionCalls(ev.GetContent()) {
 		if fc.Id == "" {
 			fc.Id = "call-" + agent.NewID(ctx)
 		}
-		if t, ok := tools.byName[fc.GetName()]; ok && t.IsLongRunning() {
-			ev.LongRunningToolIds = append(ev.LongRunningToolIds, fc.Id)
+		t, ok := tools.byName[fc.GetName()]
+		if !ok || !t.IsLongRunning() {
+			continue
 		}
+		// A call the tool would refuse is answered at once, not waited on.
+		if c, ok := t.(tool.ArgumentChecker); ok && c.CheckArgs(fc.GetArgs().AsMap()) != nil {
+			continue
+		}
+		ev.LongRunningToolIds = append(ev.LongRunningToolIds, fc.Id)
 	}
 }
 

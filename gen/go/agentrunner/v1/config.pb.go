@@ -9,6 +9,7 @@ package agentrunnerv1
 import (
 	protoreflect "google.golang.org/protobuf/reflect/protoreflect"
 	protoimpl "google.golang.org/protobuf/runtime/protoimpl"
+	structpb "google.golang.org/protobuf/types/known/structpb"
 	reflect "reflect"
 	sync "sync"
 	unsafe "unsafe"
@@ -130,7 +131,10 @@ type AppConfig struct {
 	// Human-readable description, shown by ListApps.
 	Description string `protobuf:"bytes,2,opt,name=description,proto3" json:"description,omitempty"`
 	// The root of the agent tree. Required.
-	RootAgent     *AgentConfig `protobuf:"bytes,3,opt,name=root_agent,json=rootAgent,proto3" json:"root_agent,omitempty"`
+	RootAgent *AgentConfig `protobuf:"bytes,3,opt,name=root_agent,json=rootAgent,proto3" json:"root_agent,omitempty"`
+	// Function tools the caller executes, declared once for the app: any LLM
+	// agent of the app may list them by name in its tools.
+	FunctionTools []*FunctionToolConfig `protobuf:"bytes,4,rep,name=function_tools,json=functionTools,proto3" json:"function_tools,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -182,6 +186,13 @@ func (x *AppConfig) GetDescription() string {
 func (x *AppConfig) GetRootAgent() *AgentConfig {
 	if x != nil {
 		return x.RootAgent
+	}
+	return nil
+}
+
+func (x *AppConfig) GetFunctionTools() []*FunctionToolConfig {
+	if x != nil {
+		return x.FunctionTools
 	}
 	return nil
 }
@@ -358,8 +369,10 @@ type LlmAgentConfig struct {
 	Temperature *float32 `protobuf:"fixed32,8,opt,name=temperature,proto3,oneof" json:"temperature,omitempty"`
 	// Upper bound on generated tokens; 0 leaves the model's default.
 	MaxOutputTokens int32 `protobuf:"varint,9,opt,name=max_output_tokens,json=maxOutputTokens,proto3" json:"max_output_tokens,omitempty"`
-	unknownFields   protoimpl.UnknownFields
-	sizeCache       protoimpl.SizeCache
+	// Function tools the caller executes, declared for this agent alone.
+	FunctionTools []*FunctionToolConfig `protobuf:"bytes,10,rep,name=function_tools,json=functionTools,proto3" json:"function_tools,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *LlmAgentConfig) Reset() {
@@ -455,6 +468,94 @@ func (x *LlmAgentConfig) GetMaxOutputTokens() int32 {
 	return 0
 }
 
+func (x *LlmAgentConfig) GetFunctionTools() []*FunctionToolConfig {
+	if x != nil {
+		return x.FunctionTools
+	}
+	return nil
+}
+
+// FunctionToolConfig declares a function tool that the caller executes.
+// When the model calls it with arguments that satisfy the schema, the call
+// event is stored and streamed with its id in long_running_tool_ids, and
+// the run ends waiting for it. The caller answers with a Run whose new
+// message holds a function_response for every call it waits on; the answer
+// goes to the agent that made the call, which goes on. Arguments that do
+// not satisfy the schema are answered with an error for the model, which
+// may call again; the run does not wait for them.
+type FunctionToolConfig struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Name the model calls the tool by; unique among an agent's tools.
+	// Required.
+	Name string `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	// What the tool does and when to use it, for the model.
+	Description string `protobuf:"bytes,2,opt,name=description,proto3" json:"description,omitempty"`
+	// JSON Schema of the arguments; the schema of an object. Required.
+	Parameters *structpb.Struct `protobuf:"bytes,3,opt,name=parameters,proto3" json:"parameters,omitempty"`
+	// Optional JSON Schema of the response, declared to the model.
+	Response      *structpb.Struct `protobuf:"bytes,4,opt,name=response,proto3" json:"response,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *FunctionToolConfig) Reset() {
+	*x = FunctionToolConfig{}
+	mi := &file_agentrunner_v1_config_proto_msgTypes[4]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *FunctionToolConfig) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*FunctionToolConfig) ProtoMessage() {}
+
+func (x *FunctionToolConfig) ProtoReflect() protoreflect.Message {
+	mi := &file_agentrunner_v1_config_proto_msgTypes[4]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use FunctionToolConfig.ProtoReflect.Descriptor instead.
+func (*FunctionToolConfig) Descriptor() ([]byte, []int) {
+	return file_agentrunner_v1_config_proto_rawDescGZIP(), []int{4}
+}
+
+func (x *FunctionToolConfig) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *FunctionToolConfig) GetDescription() string {
+	if x != nil {
+		return x.Description
+	}
+	return ""
+}
+
+func (x *FunctionToolConfig) GetParameters() *structpb.Struct {
+	if x != nil {
+		return x.Parameters
+	}
+	return nil
+}
+
+func (x *FunctionToolConfig) GetResponse() *structpb.Struct {
+	if x != nil {
+		return x.Response
+	}
+	return nil
+}
+
 // SequentialAgentConfig configures a sequential agent. It has no options.
 type SequentialAgentConfig struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -464,7 +565,7 @@ type SequentialAgentConfig struct {
 
 func (x *SequentialAgentConfig) Reset() {
 	*x = SequentialAgentConfig{}
-	mi := &file_agentrunner_v1_config_proto_msgTypes[4]
+	mi := &file_agentrunner_v1_config_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -476,7 +577,7 @@ func (x *SequentialAgentConfig) String() string {
 func (*SequentialAgentConfig) ProtoMessage() {}
 
 func (x *SequentialAgentConfig) ProtoReflect() protoreflect.Message {
-	mi := &file_agentrunner_v1_config_proto_msgTypes[4]
+	mi := &file_agentrunner_v1_config_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -489,7 +590,7 @@ func (x *SequentialAgentConfig) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SequentialAgentConfig.ProtoReflect.Descriptor instead.
 func (*SequentialAgentConfig) Descriptor() ([]byte, []int) {
-	return file_agentrunner_v1_config_proto_rawDescGZIP(), []int{4}
+	return file_agentrunner_v1_config_proto_rawDescGZIP(), []int{5}
 }
 
 // ParallelAgentConfig configures a parallel agent. It has no options.
@@ -501,7 +602,7 @@ type ParallelAgentConfig struct {
 
 func (x *ParallelAgentConfig) Reset() {
 	*x = ParallelAgentConfig{}
-	mi := &file_agentrunner_v1_config_proto_msgTypes[5]
+	mi := &file_agentrunner_v1_config_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -513,7 +614,7 @@ func (x *ParallelAgentConfig) String() string {
 func (*ParallelAgentConfig) ProtoMessage() {}
 
 func (x *ParallelAgentConfig) ProtoReflect() protoreflect.Message {
-	mi := &file_agentrunner_v1_config_proto_msgTypes[5]
+	mi := &file_agentrunner_v1_config_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -526,7 +627,7 @@ func (x *ParallelAgentConfig) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ParallelAgentConfig.ProtoReflect.Descriptor instead.
 func (*ParallelAgentConfig) Descriptor() ([]byte, []int) {
-	return file_agentrunner_v1_config_proto_rawDescGZIP(), []int{5}
+	return file_agentrunner_v1_config_proto_rawDescGZIP(), []int{6}
 }
 
 // LoopAgentConfig configures a loop agent.
@@ -541,7 +642,7 @@ type LoopAgentConfig struct {
 
 func (x *LoopAgentConfig) Reset() {
 	*x = LoopAgentConfig{}
-	mi := &file_agentrunner_v1_config_proto_msgTypes[6]
+	mi := &file_agentrunner_v1_config_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -553,7 +654,7 @@ func (x *LoopAgentConfig) String() string {
 func (*LoopAgentConfig) ProtoMessage() {}
 
 func (x *LoopAgentConfig) ProtoReflect() protoreflect.Message {
-	mi := &file_agentrunner_v1_config_proto_msgTypes[6]
+	mi := &file_agentrunner_v1_config_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -566,7 +667,7 @@ func (x *LoopAgentConfig) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LoopAgentConfig.ProtoReflect.Descriptor instead.
 func (*LoopAgentConfig) Descriptor() ([]byte, []int) {
-	return file_agentrunner_v1_config_proto_rawDescGZIP(), []int{6}
+	return file_agentrunner_v1_config_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *LoopAgentConfig) GetMaxIterations() int32 {
@@ -580,15 +681,16 @@ var File_agentrunner_v1_config_proto protoreflect.FileDescriptor
 
 const file_agentrunner_v1_config_proto_rawDesc = "" +
 	"\n" +
-	"\x1bagentrunner/v1/config.proto\x12\x0eagentrunner.v1\";\n" +
+	"\x1bagentrunner/v1/config.proto\x12\x0eagentrunner.v1\x1a\x1cgoogle/protobuf/struct.proto\";\n" +
 	"\n" +
 	"AppsConfig\x12-\n" +
-	"\x04apps\x18\x01 \x03(\v2\x19.agentrunner.v1.AppConfigR\x04apps\"}\n" +
+	"\x04apps\x18\x01 \x03(\v2\x19.agentrunner.v1.AppConfigR\x04apps\"\xc8\x01\n" +
 	"\tAppConfig\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12 \n" +
 	"\vdescription\x18\x02 \x01(\tR\vdescription\x12:\n" +
 	"\n" +
-	"root_agent\x18\x03 \x01(\v2\x1b.agentrunner.v1.AgentConfigR\trootAgent\"\xfe\x02\n" +
+	"root_agent\x18\x03 \x01(\v2\x1b.agentrunner.v1.AgentConfigR\trootAgent\x12I\n" +
+	"\x0efunction_tools\x18\x04 \x03(\v2\".agentrunner.v1.FunctionToolConfigR\rfunctionTools\"\xfe\x02\n" +
 	"\vAgentConfig\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12 \n" +
 	"\vdescription\x18\x02 \x01(\tR\vdescription\x12:\n" +
@@ -600,7 +702,7 @@ const file_agentrunner_v1_config_proto_rawDesc = "" +
 	"sequential\x12A\n" +
 	"\bparallel\x18\x06 \x01(\v2#.agentrunner.v1.ParallelAgentConfigH\x00R\bparallel\x125\n" +
 	"\x04loop\x18\a \x01(\v2\x1f.agentrunner.v1.LoopAgentConfigH\x00R\x04loopB\x06\n" +
-	"\x04kind\"\xa8\x03\n" +
+	"\x04kind\"\xf3\x03\n" +
 	"\x0eLlmAgentConfig\x12\x14\n" +
 	"\x05model\x18\x01 \x01(\tR\x05model\x12 \n" +
 	"\vinstruction\x18\x02 \x01(\tR\vinstruction\x12\x1d\n" +
@@ -611,8 +713,17 @@ const file_agentrunner_v1_config_proto_rawDesc = "" +
 	"\x05tools\x18\x06 \x03(\tR\x05tools\x12J\n" +
 	"\x10include_contents\x18\a \x01(\x0e2\x1f.agentrunner.v1.IncludeContentsR\x0fincludeContents\x12%\n" +
 	"\vtemperature\x18\b \x01(\x02H\x00R\vtemperature\x88\x01\x01\x12*\n" +
-	"\x11max_output_tokens\x18\t \x01(\x05R\x0fmaxOutputTokensB\x0e\n" +
-	"\f_temperature\"\x17\n" +
+	"\x11max_output_tokens\x18\t \x01(\x05R\x0fmaxOutputTokens\x12I\n" +
+	"\x0efunction_tools\x18\n" +
+	" \x03(\v2\".agentrunner.v1.FunctionToolConfigR\rfunctionToolsB\x0e\n" +
+	"\f_temperature\"\xb8\x01\n" +
+	"\x12FunctionToolConfig\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12 \n" +
+	"\vdescription\x18\x02 \x01(\tR\vdescription\x127\n" +
+	"\n" +
+	"parameters\x18\x03 \x01(\v2\x17.google.protobuf.StructR\n" +
+	"parameters\x123\n" +
+	"\bresponse\x18\x04 \x01(\v2\x17.google.protobuf.StructR\bresponse\"\x17\n" +
 	"\x15SequentialAgentConfig\"\x15\n" +
 	"\x13ParallelAgentConfig\"8\n" +
 	"\x0fLoopAgentConfig\x12%\n" +
@@ -636,31 +747,37 @@ func file_agentrunner_v1_config_proto_rawDescGZIP() []byte {
 }
 
 var file_agentrunner_v1_config_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_agentrunner_v1_config_proto_msgTypes = make([]protoimpl.MessageInfo, 7)
+var file_agentrunner_v1_config_proto_msgTypes = make([]protoimpl.MessageInfo, 8)
 var file_agentrunner_v1_config_proto_goTypes = []any{
 	(IncludeContents)(0),          // 0: agentrunner.v1.IncludeContents
 	(*AppsConfig)(nil),            // 1: agentrunner.v1.AppsConfig
 	(*AppConfig)(nil),             // 2: agentrunner.v1.AppConfig
 	(*AgentConfig)(nil),           // 3: agentrunner.v1.AgentConfig
 	(*LlmAgentConfig)(nil),        // 4: agentrunner.v1.LlmAgentConfig
-	(*SequentialAgentConfig)(nil), // 5: agentrunner.v1.SequentialAgentConfig
-	(*ParallelAgentConfig)(nil),   // 6: agentrunner.v1.ParallelAgentConfig
-	(*LoopAgentConfig)(nil),       // 7: agentrunner.v1.LoopAgentConfig
+	(*FunctionToolConfig)(nil),    // 5: agentrunner.v1.FunctionToolConfig
+	(*SequentialAgentConfig)(nil), // 6: agentrunner.v1.SequentialAgentConfig
+	(*ParallelAgentConfig)(nil),   // 7: agentrunner.v1.ParallelAgentConfig
+	(*LoopAgentConfig)(nil),       // 8: agentrunner.v1.LoopAgentConfig
+	(*structpb.Struct)(nil),       // 9: google.protobuf.Struct
 }
 var file_agentrunner_v1_config_proto_depIdxs = []int32{
-	2, // 0: agentrunner.v1.AppsConfig.apps:type_name -> agentrunner.v1.AppConfig
-	3, // 1: agentrunner.v1.AppConfig.root_agent:type_name -> agentrunner.v1.AgentConfig
-	3, // 2: agentrunner.v1.AgentConfig.sub_agents:type_name -> agentrunner.v1.AgentConfig
-	4, // 3: agentrunner.v1.AgentConfig.llm:type_name -> agentrunner.v1.LlmAgentConfig
-	5, // 4: agentrunner.v1.AgentConfig.sequential:type_name -> agentrunner.v1.SequentialAgentConfig
-	6, // 5: agentrunner.v1.AgentConfig.parallel:type_name -> agentrunner.v1.ParallelAgentConfig
-	7, // 6: agentrunner.v1.AgentConfig.loop:type_name -> agentrunner.v1.LoopAgentConfig
-	0, // 7: agentrunner.v1.LlmAgentConfig.include_contents:type_name -> agentrunner.v1.IncludeContents
-	8, // [8:8] is the sub-list for method output_type
-	8, // [8:8] is the sub-list for method input_type
-	8, // [8:8] is the sub-list for extension type_name
-	8, // [8:8] is the sub-list for extension extendee
-	0, // [0:8] is the sub-list for field type_name
+	2,  // 0: agentrunner.v1.AppsConfig.apps:type_name -> agentrunner.v1.AppConfig
+	3,  // 1: agentrunner.v1.AppConfig.root_agent:type_name -> agentrunner.v1.AgentConfig
+	5,  // 2: agentrunner.v1.AppConfig.function_tools:type_name -> agentrunner.v1.FunctionToolConfig
+	3,  // 3: agentrunner.v1.AgentConfig.sub_agents:type_name -> agentrunner.v1.AgentConfig
+	4,  // 4: agentrunner.v1.AgentConfig.llm:type_name -> agentrunner.v1.LlmAgentConfig
+	6,  // 5: agentrunner.v1.AgentConfig.sequential:type_name -> agentrunner.v1.SequentialAgentConfig
+	7,  // 6: agentrunner.v1.AgentConfig.parallel:type_name -> agentrunner.v1.ParallelAgentConfig
+	8,  // 7: agentrunner.v1.AgentConfig.loop:type_name -> agentrunner.v1.LoopAgentConfig
+	0,  // 8: agentrunner.v1.LlmAgentConfig.include_contents:type_name -> agentrunner.v1.IncludeContents
+	5,  // 9: agentrunner.v1.LlmAgentConfig.function_tools:type_name -> agentrunner.v1.FunctionToolConfig
+	9,  // 10: agentrunner.v1.FunctionToolConfig.parameters:type_name -> google.protobuf.Struct
+	9,  // 11: agentrunner.v1.FunctionToolConfig.response:type_name -> google.protobuf.Struct
+	12, // [12:12] is the sub-list for method output_type
+	12, // [12:12] is the sub-list for method input_type
+	12, // [12:12] is the sub-list for extension type_name
+	12, // [12:12] is the sub-list for extension extendee
+	0,  // [0:12] is the sub-list for field type_name
 }
 
 func init() { file_agentrunner_v1_config_proto_init() }
@@ -681,7 +798,7 @@ func file_agentrunner_v1_config_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_agentrunner_v1_config_proto_rawDesc), len(file_agentrunner_v1_config_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   7,
+			NumMessages:   8,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -1,3 +1,4 @@
+from google.protobuf import struct_pb2 as _struct_pb2
 from google.protobuf.internal import containers as _containers
 from google.protobuf.internal import enum_type_wrapper as _enum_type_wrapper
 from google.protobuf import descriptor as _descriptor
@@ -28,14 +29,16 @@ class AgentConfig(_message.Message):
     def __init__(self, name: _Optional[str] = ..., description: _Optional[str] = ..., sub_agents: _Optional[_Iterable[_Union[AgentConfig, _Mapping]]] = ..., llm: _Optional[_Union[LlmAgentConfig, _Mapping]] = ..., sequential: _Optional[_Union[SequentialAgentConfig, _Mapping]] = ..., parallel: _Optional[_Union[ParallelAgentConfig, _Mapping]] = ..., loop: _Optional[_Union[LoopAgentConfig, _Mapping]] = ...) -> None: ...
 
 class AppConfig(_message.Message):
-    __slots__ = ["description", "name", "root_agent"]
+    __slots__ = ["description", "function_tools", "name", "root_agent"]
     DESCRIPTION_FIELD_NUMBER: _ClassVar[int]
+    FUNCTION_TOOLS_FIELD_NUMBER: _ClassVar[int]
     NAME_FIELD_NUMBER: _ClassVar[int]
     ROOT_AGENT_FIELD_NUMBER: _ClassVar[int]
     description: str
+    function_tools: _containers.RepeatedCompositeFieldContainer[FunctionToolConfig]
     name: str
     root_agent: AgentConfig
-    def __init__(self, name: _Optional[str] = ..., description: _Optional[str] = ..., root_agent: _Optional[_Union[AgentConfig, _Mapping]] = ...) -> None: ...
+    def __init__(self, name: _Optional[str] = ..., description: _Optional[str] = ..., root_agent: _Optional[_Union[AgentConfig, _Mapping]] = ..., function_tools: _Optional[_Iterable[_Union[FunctionToolConfig, _Mapping]]] = ...) -> None: ...
 
 class AppsConfig(_message.Message):
     __slots__ = ["apps"]
@@ -43,10 +46,23 @@ class AppsConfig(_message.Message):
     apps: _containers.RepeatedCompositeFieldContainer[AppConfig]
     def __init__(self, apps: _Optional[_Iterable[_Union[AppConfig, _Mapping]]] = ...) -> None: ...
 
+class FunctionToolConfig(_message.Message):
+    __slots__ = ["description", "name", "parameters", "response"]
+    DESCRIPTION_FIELD_NUMBER: _ClassVar[int]
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    PARAMETERS_FIELD_NUMBER: _ClassVar[int]
+    RESPONSE_FIELD_NUMBER: _ClassVar[int]
+    description: str
+    name: str
+    parameters: _struct_pb2.Struct
+    response: _struct_pb2.Struct
+    def __init__(self, name: _Optional[str] = ..., description: _Optional[str] = ..., parameters: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., response: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ...) -> None: ...
+
 class LlmAgentConfig(_message.Message):
-    __slots__ = ["disallow_transfer_to_parent", "disallow_transfer_to_peers", "include_contents", "instruction", "max_output_tokens", "model", "output_key", "temperature", "tools"]
+    __slots__ = ["disallow_transfer_to_parent", "disallow_transfer_to_peers", "function_tools", "include_contents", "instruction", "max_output_tokens", "model", "output_key", "temperature", "tools"]
     DISALLOW_TRANSFER_TO_PARENT_FIELD_NUMBER: _ClassVar[int]
     DISALLOW_TRANSFER_TO_PEERS_FIELD_NUMBER: _ClassVar[int]
+    FUNCTION_TOOLS_FIELD_NUMBER: _ClassVar[int]
     INCLUDE_CONTENTS_FIELD_NUMBER: _ClassVar[int]
     INSTRUCTION_FIELD_NUMBER: _ClassVar[int]
     MAX_OUTPUT_TOKENS_FIELD_NUMBER: _ClassVar[int]
@@ -56,6 +72,7 @@ class LlmAgentConfig(_message.Message):
     TOOLS_FIELD_NUMBER: _ClassVar[int]
     disallow_transfer_to_parent: bool
     disallow_transfer_to_peers: bool
+    function_tools: _containers.RepeatedCompositeFieldContainer[FunctionToolConfig]
     include_contents: IncludeContents
     instruction: str
     max_output_tokens: int
@@ -63,7 +80,7 @@ class LlmAgentConfig(_message.Message):
     output_key: str
     temperature: float
     tools: _containers.RepeatedScalarFieldContainer[str]
-    def __init__(self, model: _Optional[str] = ..., instruction: _Optional[str] = ..., output_key: _Optional[str] = ..., disallow_transfer_to_parent: bool = ..., disallow_transfer_to_peers: bool = ..., tools: _Optional[_Iterable[str]] = ..., include_contents: _Optional[_Union[IncludeContents, str]] = ..., temperature: _Optional[float] = ..., max_output_tokens: _Optional[int] = ...) -> None: ...
+    def __init__(self, model: _Optional[str] = ..., instruction: _Optional[str] = ..., output_key: _Optional[str] = ..., disallow_transfer_to_parent: bool = ..., disallow_transfer_to_peers: bool = ..., tools: _Optional[_Iterable[str]] = ..., include_contents: _Optional[_Union[IncludeContents, str]] = ..., temperature: _Optional[float] = ..., max_output_tokens: _Optional[int] = ..., function_tools: _Optional[_Iterable[_Union[FunctionToolConfig, _Mapping]]] = ...) -> None: ...
 
 class LoopAgentConfig(_message.Message):
     __slots__ = ["max_iterations"]

@@ -4,13 +4,14 @@
 
 import type { GenEnum, GenFile, GenMessage } from "@bufbuild/protobuf/codegenv2";
 import { enumDesc, fileDesc, messageDesc } from "@bufbuild/protobuf/codegenv2";
-import type { Message } from "@bufbuild/protobuf";
+import { file_google_protobuf_struct } from "@bufbuild/protobuf/wkt";
+import type { JsonObject, Message } from "@bufbuild/protobuf";
 
 /**
  * Describes the file agentrunner/v1/config.proto.
  */
 export const file_agentrunner_v1_config: GenFile = /*@__PURE__*/
-  fileDesc("ChthZ2VudHJ1bm5lci92MS9jb25maWcucHJvdG8SDmFnZW50cnVubmVyLnYxIjUKCkFwcHNDb25maWcSJwoEYXBwcxgBIAMoCzIZLmFnZW50cnVubmVyLnYxLkFwcENvbmZpZyJfCglBcHBDb25maWcSDAoEbmFtZRgBIAEoCRITCgtkZXNjcmlwdGlvbhgCIAEoCRIvCgpyb290X2FnZW50GAMgASgLMhsuYWdlbnRydW5uZXIudjEuQWdlbnRDb25maWcivwIKC0FnZW50Q29uZmlnEgwKBG5hbWUYASABKAkSEwoLZGVzY3JpcHRpb24YAiABKAkSLwoKc3ViX2FnZW50cxgDIAMoCzIbLmFnZW50cnVubmVyLnYxLkFnZW50Q29uZmlnEi0KA2xsbRgEIAEoCzIeLmFnZW50cnVubmVyLnYxLkxsbUFnZW50Q29uZmlnSAASOwoKc2VxdWVudGlhbBgFIAEoCzIlLmFnZW50cnVubmVyLnYxLlNlcXVlbnRpYWxBZ2VudENvbmZpZ0gAEjcKCHBhcmFsbGVsGAYgASgLMiMuYWdlbnRydW5uZXIudjEuUGFyYWxsZWxBZ2VudENvbmZpZ0gAEi8KBGxvb3AYByABKAsyHy5hZ2VudHJ1bm5lci52MS5Mb29wQWdlbnRDb25maWdIAEIGCgRraW5kIqACCg5MbG1BZ2VudENvbmZpZxINCgVtb2RlbBgBIAEoCRITCgtpbnN0cnVjdGlvbhgCIAEoCRISCgpvdXRwdXRfa2V5GAMgASgJEiMKG2Rpc2FsbG93X3RyYW5zZmVyX3RvX3BhcmVudBgEIAEoCBIiChpkaXNhbGxvd190cmFuc2Zlcl90b19wZWVycxgFIAEoCBINCgV0b29scxgGIAMoCRI5ChBpbmNsdWRlX2NvbnRlbnRzGAcgASgOMh8uYWdlbnRydW5uZXIudjEuSW5jbHVkZUNvbnRlbnRzEhgKC3RlbXBlcmF0dXJlGAggASgCSACIAQESGQoRbWF4X291dHB1dF90b2tlbnMYCSABKAVCDgoMX3RlbXBlcmF0dXJlIhcKFVNlcXVlbnRpYWxBZ2VudENvbmZpZyIVChNQYXJhbGxlbEFnZW50Q29uZmlnIikKD0xvb3BBZ2VudENvbmZpZxIWCg5tYXhfaXRlcmF0aW9ucxgBIAEoBSpsCg9JbmNsdWRlQ29udGVudHMSIAocSU5DTFVERV9DT05URU5UU19VTlNQRUNJRklFRBAAEhwKGElOQ0xVREVfQ09OVEVOVFNfREVGQVVMVBABEhkKFUlOQ0xVREVfQ09OVEVOVFNfTk9ORRACYgZwcm90bzM");
+  fileDesc("ChthZ2VudHJ1bm5lci92MS9jb25maWcucHJvdG8SDmFnZW50cnVubmVyLnYxIjUKCkFwcHNDb25maWcSJwoEYXBwcxgBIAMoCzIZLmFnZW50cnVubmVyLnYxLkFwcENvbmZpZyKbAQoJQXBwQ29uZmlnEgwKBG5hbWUYASABKAkSEwoLZGVzY3JpcHRpb24YAiABKAkSLwoKcm9vdF9hZ2VudBgDIAEoCzIbLmFnZW50cnVubmVyLnYxLkFnZW50Q29uZmlnEjoKDmZ1bmN0aW9uX3Rvb2xzGAQgAygLMiIuYWdlbnRydW5uZXIudjEuRnVuY3Rpb25Ub29sQ29uZmlnIr8CCgtBZ2VudENvbmZpZxIMCgRuYW1lGAEgASgJEhMKC2Rlc2NyaXB0aW9uGAIgASgJEi8KCnN1Yl9hZ2VudHMYAyADKAsyGy5hZ2VudHJ1bm5lci52MS5BZ2VudENvbmZpZxItCgNsbG0YBCABKAsyHi5hZ2VudHJ1bm5lci52MS5MbG1BZ2VudENvbmZpZ0gAEjsKCnNlcXVlbnRpYWwYBSABKAsyJS5hZ2VudHJ1bm5lci52MS5TZXF1ZW50aWFsQWdlbnRDb25maWdIABI3CghwYXJhbGxlbBgGIAEoCzIjLmFnZW50cnVubmVyLnYxLlBhcmFsbGVsQWdlbnRDb25maWdIABIvCgRsb29wGAcgASgLMh8uYWdlbnRydW5uZXIudjEuTG9vcEFnZW50Q29uZmlnSABCBgoEa2luZCLcAgoOTGxtQWdlbnRDb25maWcSDQoFbW9kZWwYASABKAkSEwoLaW5zdHJ1Y3Rpb24YAiABKAkSEgoKb3V0cHV0X2tleRgDIAEoCRIjChtkaXNhbGxvd190cmFuc2Zlcl90b19wYXJlbnQYBCABKAgSIgoaZGlzYWxsb3dfdHJhbnNmZXJfdG9fcGVlcnMYBSABKAgSDQoFdG9vbHMYBiADKAkSOQoQaW5jbHVkZV9jb250ZW50cxgHIAEoDjIfLmFnZW50cnVubmVyLnYxLkluY2x1ZGVDb250ZW50cxIYCgt0ZW1wZXJhdHVyZRgIIAEoAkgAiAEBEhkKEW1heF9vdXRwdXRfdG9rZW5zGAkgASgFEjoKDmZ1bmN0aW9uX3Rvb2xzGAogAygLMiIuYWdlbnRydW5uZXIudjEuRnVuY3Rpb25Ub29sQ29uZmlnQg4KDF90ZW1wZXJhdHVyZSKPAQoSRnVuY3Rpb25Ub29sQ29uZmlnEgwKBG5hbWUYASABKAkSEwoLZGVzY3JpcHRpb24YAiABKAkSKwoKcGFyYW1ldGVycxgDIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSKQoIcmVzcG9uc2UYBCABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0IhcKFVNlcXVlbnRpYWxBZ2VudENvbmZpZyIVChNQYXJhbGxlbEFnZW50Q29uZmlnIikKD0xvb3BBZ2VudENvbmZpZxIWCg5tYXhfaXRlcmF0aW9ucxgBIAEoBSpsCg9JbmNsdWRlQ29udGVudHMSIAocSU5DTFVERV9DT05URU5UU19VTlNQRUNJRklFRBAAEhwKGElOQ0xVREVfQ09OVEVOVFNfREVGQVVMVBABEhkKFUlOQ0xVREVfQ09OVEVOVFNfTk9ORRACYgZwcm90bzM", [file_google_protobuf_struct]);
 
 /**
  * AppsConfig is the schema of the apps file the server loads at start
@@ -61,6 +62,14 @@ export type AppConfig = Message<"agentrunner.v1.AppConfig"> & {
    * @generated from field: agentrunner.v1.AgentConfig root_agent = 3;
    */
   rootAgent?: AgentConfig | undefined;
+
+  /**
+   * Function tools the caller executes, declared once for the app: any LLM
+   * agent of the app may list them by name in its tools.
+   *
+   * @generated from field: repeated agentrunner.v1.FunctionToolConfig function_tools = 4;
+   */
+  functionTools: FunctionToolConfig[];
 };
 
 /**
@@ -215,6 +224,13 @@ export type LlmAgentConfig = Message<"agentrunner.v1.LlmAgentConfig"> & {
    * @generated from field: int32 max_output_tokens = 9;
    */
   maxOutputTokens: number;
+
+  /**
+   * Function tools the caller executes, declared for this agent alone.
+   *
+   * @generated from field: repeated agentrunner.v1.FunctionToolConfig function_tools = 10;
+   */
+  functionTools: FunctionToolConfig[];
 };
 
 /**
@@ -223,6 +239,56 @@ export type LlmAgentConfig = Message<"agentrunner.v1.LlmAgentConfig"> & {
  */
 export const LlmAgentConfigSchema: GenMessage<LlmAgentConfig> = /*@__PURE__*/
   messageDesc(file_agentrunner_v1_config, 3);
+
+/**
+ * FunctionToolConfig declares a function tool that the caller executes.
+ * When the model calls it with arguments that satisfy the schema, the call
+ * event is stored and streamed with its id in long_running_tool_ids, and
+ * the run ends waiting for it. The caller answers with a Run whose new
+ * message holds a function_response for every call it waits on; the answer
+ * goes to the agent that made the call, which goes on. Arguments that do
+ * not satisfy the schema are answered with an error for the model, which
+ * may call again; the run does not wait for them.
+ *
+ * @generated from message agentrunner.v1.FunctionToolConfig
+ */
+export type FunctionToolConfig = Message<"agentrunner.v1.FunctionToolConfig"> & {
+  /**
+   * Name the model calls the tool by; unique among an agent's tools.
+   * Required.
+   *
+   * @generated from field: string name = 1;
+   */
+  name: string;
+
+  /**
+   * What the tool does and when to use it, for the model.
+   *
+   * @generated from field: string description = 2;
+   */
+  description: string;
+
+  /**
+   * JSON Schema of the arguments; the schema of an object. Required.
+   *
+   * @generated from field: google.protobuf.Struct parameters = 3;
+   */
+  parameters?: JsonObject | undefined;
+
+  /**
+   * Optional JSON Schema of the response, declared to the model.
+   *
+   * @generated from field: google.protobuf.Struct response = 4;
+   */
+  response?: JsonObject | undefined;
+};
+
+/**
+ * Describes the message agentrunner.v1.FunctionToolConfig.
+ * Use `create(FunctionToolConfigSchema)` to create a new message.
+ */
+export const FunctionToolConfigSchema: GenMessage<FunctionToolConfig> = /*@__PURE__*/
+  messageDesc(file_agentrunner_v1_config, 4);
 
 /**
  * SequentialAgentConfig configures a sequential agent. It has no options.
@@ -237,7 +303,7 @@ export type SequentialAgentConfig = Message<"agentrunner.v1.SequentialAgentConfi
  * Use `create(SequentialAgentConfigSchema)` to create a new message.
  */
 export const SequentialAgentConfigSchema: GenMessage<SequentialAgentConfig> = /*@__PURE__*/
-  messageDesc(file_agentrunner_v1_config, 4);
+  messageDesc(file_agentrunner_v1_config, 5);
 
 /**
  * ParallelAgentConfig configures a parallel agent. It has no options.
@@ -252,7 +318,7 @@ export type ParallelAgentConfig = Message<"agentrunner.v1.ParallelAgentConfig"> 
  * Use `create(ParallelAgentConfigSchema)` to create a new message.
  */
 export const ParallelAgentConfigSchema: GenMessage<ParallelAgentConfig> = /*@__PURE__*/
-  messageDesc(file_agentrunner_v1_config, 5);
+  messageDesc(file_agentrunner_v1_config, 6);
 
 /**
  * LoopAgentConfig configures a loop agent.
@@ -274,7 +340,7 @@ export type LoopAgentConfig = Message<"agentrunner.v1.LoopAgentConfig"> & {
  * Use `create(LoopAgentConfigSchema)` to create a new message.
  */
 export const LoopAgentConfigSchema: GenMessage<LoopAgentConfig> = /*@__PURE__*/
-  messageDesc(file_agentrunner_v1_config, 6);
+  messageDesc(file_agentrunner_v1_config, 7);
 
 /**
  * IncludeContents selects the history an LLM agent sends to its model.

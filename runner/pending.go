@@ -1,0 +1,77 @@
+package runner
+
+import (
+	"fmt"
+	"slices"
+
+	agentrunnerv1 "github.com/agentrunner/agentrunner/gen/go/agentrunner/v1"
+	"github.com/agentrunner/agentrunner/runner/agent"
+	"github.com/agentrunner/agentrunner/store"
+)
+
+// checkResponses checks the function responses of a new message against
+// the calls the session waits on (see pendingCalls). Every
+// response must answer one of them, and a reply must answer every call its
+// run waits on, so that the agent goes on with all of its answers. The
+// error wraps store.ErrInvalidArgument and names the ids; it comes before
+// anything is stored.
+func checkResponses(events []*agentrunnerv1.Event, msg *agentrunnerv1.Content) error {
+	var answers []string
+	for _, p := range msg.GetParts() {
+		if id := p.GetFunctionResponse().GetId(); id != "" {
+			answers = append(answers, id)
+		}
+	}
+	if len(answers) == 0 {
+		return nil
+	}
+	pending := pendingCalls(events) // call id -> invocation id
+	var unknown []string
+	runs := map[string]bool{}
+	for _, id := range answers {
+		inv, ok := pending[id]
+		if !ok {
+			unknown = append(unknown, id)
+			continue
+		}
+		runs[inv] = true
+	}
+	if len(unknown) > 0 {
+		return fmt.Errorf("function responses to calls nobody waits on (unknown or already answered): %q: %w", unknown, store.ErrInvalidArgument)
+	}
+	var missing []string
+	for id, inv := range pending {
+		if runs[inv] && !slices.Contains(answers, id) {
+			missing = append(missing, id)
+		}
+	}
+	if len(missing) > 0 {
+		slices.Sort(missing)
+		return fmt.Errorf("the reply leaves calls its run waits on unanswered: %q: %w", missing, store.ErrInvalidArgument)
+	}
+	return nil
+}
+
+// pendingCalls returns the calls of events that still wait for an
+// answer, with the invocation that made each: long-running calls (those in
+// an event's long_running_tool_ids) no user event has answered, and other
+// calls nobody has answered (a custom agent's call for the client).
+func pendingCalls(events []*agentrunnerv1.Event) map[string]string {
+	pending := map[string]string{}
+	longRunning := map[string]bool{}
+	for _, ev := range events {
+		for _, id := range ev.GetLongRunningToolIds() {
+			longRunning[id] = true
+		}
+		for _, p := range ev.GetContent().GetParts() {
+			if id := p.GetFunctionCall().GetId(); id != "" {
+				pending[id] = ev.GetInvocationId()
+			}
+			id := p.GetFunctionResponse().GetId()
+			if id != "" && (ev.GetAuthor() == agent.UserAuthor || !longRunning[id]) {
+				delete(pending, id)
+			}
+		}
+	}
+	return pending
+}
