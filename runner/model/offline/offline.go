@@ -14,6 +14,11 @@
 //     the answer is a function call to transfer_to_agent with that agent.
 //     An explicit phrase wins over a mention; among mentions the first in
 //     the text wins.
+//   - Else, if the user's message is the latest turn and says "use <tool>"
+//     or "call <tool>" for a tool the request declares (any but
+//     transfer_to_agent), the answer calls that tool, with the JSON object
+//     that follows the name as its arguments ("call get_order
+//     {"order_id": "42"}"), or none.
 //   - Otherwise it echoes the user's last message:
 //     "offline model: you said: <text>".
 //
@@ -200,6 +205,13 @@ func answer(req *model.Request) (*agentrunnerv1.Content, error) {
 	userAt, userText := lastUserText(req.Contents)
 	if userAt < 0 {
 		return textContent(ReplyPrefix + "there is nothing to answer"), nil
+	}
+	if userAt == last {
+		if call := toolCall(req.Tools, userText); call != nil {
+			return &agentrunnerv1.Content{Role: "model", Parts: []*agentrunnerv1.Part{{
+				Data: &agentrunnerv1.Part_FunctionCall{FunctionCall: call},
+			}}}, nil
+		}
 	}
 	// Only the user's newest message may trigger a transfer, and never text
 	// that names the tool itself: such text reports a transfer that already
@@ -440,4 +452,30 @@ func usage(req *model.Request, answer *agentrunnerv1.Content) *agentrunnerv1.Usa
 		CandidatesTokenCount: int32(candidates),
 		TotalTokenCount:      int32(prompt + candidates),
 	}
+}
+
+// callPhrase is "use <tool>" or "call <tool>", optionally followed by the
+// arguments as a JSON object.
+var callPhrase = regexp.MustCompile(`(?i)\b(?:use|call)\s+([A-Za-z_][\w.-]*)\s*(\{.*\})?`)
+
+// toolCall returns the call the user's message asks for with "use <tool>"
+// or "call <tool> {json args}", when the request declares that tool (any
+// but transfer_to_agent), or nil. Arguments that are not a JSON object are
+// passed as they are under "input", for the tool to refuse.
+func toolCall(tools []*model.FunctionDeclaration, text string) *agentrunnerv1.FunctionCall {
+	m := callPhrase.FindStringSubmatch(text)
+	if m == nil || m[1] == TransferTool || findTool(tools, m[1]) == nil {
+		return nil
+	}
+	args := &structpb.Struct{Fields: map[string]*structpb.Value{}}
+	if m[2] != "" {
+		var decoded map[string]any
+		if err := json.Unmarshal([]byte(m[2]), &decoded); err != nil {
+			decoded = map[string]any{"input": m[2]}
+		}
+		if s, err := structpb.NewStruct(decoded); err == nil {
+			args = s
+		}
+	}
+	return &agentrunnerv1.FunctionCall{Name: m[1], Args: args}
 }

@@ -233,6 +233,25 @@ var answerCases = []struct {
 		req:  &model.Request{Contents: []*agentrunnerv1.Content{user(text("[triage] called transfer_to_agent for tech"))}, Tools: []*model.FunctionDeclaration{billing}},
 		want: replyText("offline model: you said: [triage] called transfer_to_agent for tech"),
 	},
+	{
+		name: "use a declared tool, with arguments",
+		req: &model.Request{Tools: []*model.FunctionDeclaration{{Name: "get_order"}}, Contents: []*agentrunnerv1.Content{
+			user(text(`please call get_order {"order_id": "42"}`)),
+		}},
+		want: modelTurn(&agentrunnerv1.Part{Data: &agentrunnerv1.Part_FunctionCall{FunctionCall: &agentrunnerv1.FunctionCall{
+			Name: "get_order", Args: &structpb.Struct{Fields: map[string]*structpb.Value{"order_id": structpb.NewStringValue("42")}}}}}),
+	},
+	{
+		name: "use a declared tool, no arguments",
+		req:  &model.Request{Tools: []*model.FunctionDeclaration{{Name: "ping"}}, Contents: []*agentrunnerv1.Content{user(text("use ping"))}},
+		want: modelTurn(&agentrunnerv1.Part{Data: &agentrunnerv1.Part_FunctionCall{FunctionCall: &agentrunnerv1.FunctionCall{
+			Name: "ping", Args: &structpb.Struct{Fields: map[string]*structpb.Value{}}}}}),
+	},
+	{
+		name: "a tool the request does not declare is not called",
+		req:  &model.Request{Contents: []*agentrunnerv1.Content{user(text("use ping"))}},
+		want: replyText("offline model: you said: use ping"),
+	},
 }
 
 // TestAnswer covers what the model answers, unary.
