@@ -1,0 +1,101 @@
+package server
+
+import (
+	"context"
+	"slices"
+	"testing"
+
+	servicev1 "github.com/agentrunner/agentrunner/gen/go/agentrunner/service/v1"
+	agentrunnerv1 "github.com/agentrunner/agentrunner/gen/go/agentrunner/v1"
+	"github.com/agentrunner/agentrunner/runner/apps"
+	"github.com/agentrunner/agentrunner/runner/model"
+	"github.com/agentrunner/agentrunner/runner/model/offline"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+)
+
+// ordersApp declares get_order, a tool the client executes, in an apps
+// file, on the offline model.
+func ordersApp(t *testing.T) apps.App {
+	cfg, err := apps.Parse("apps.yaml", []byte(`
+apps:
+  - name: orders
+    function_tools:
+      - name: get_order
+        description: Looks an order up in the caller's system.
+        parameters:
+          type: object
+          properties: { order_id: { type: string, pattern: "^[0-9]+$" } }
+          required: [order_id]
+    root_agent: { name: clerk, llm: { model: offline, tools: [get_order] } }
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	built, err := apps.Build(t.Context(), cfg, func(context.Context, string) (model.Model, error) { return offline.New(offline.Config{}), nil })
+	if err != nil {
+		t.Fatal(err)
+	}
+	return built[0]
+}
+
+func answerCall(t *testing.T, id string, resp map[string]any) *servicev1.RunRequest {
+	return &servicev1.RunRequest{AppName: "orders", UserId: "u1", SessionId: "s1", NewMessage: &agentrunnerv1.Content{Role: "user", Parts: []*agentrunnerv1.Part{{
+		Data: &agentrunnerv1.Part_FunctionResponse{FunctionResponse: &agentrunnerv1.FunctionResponse{Id: id, Name: "get_order", Response: mustStruct(t, resp)}},
+	}}}}
+}
+
+// TestClientExecutedTool runs the round trip a Python or TypeScript client
+// makes: the model calls the tool, the run ends waiting with the call's id
+// in long_running_tool_ids, the client answers, and the agent goes on.
+func TestClientExecutedTool(t *testing.T) {
+	e := newEnv(t, withRunnerApps(t, ordersApp))
+	e.createSession(t, "orders", "u1", "s1")
+
+	// Arguments the schema refuses: the model gets the error at once and
+	// the run does not wait.
+	res := e.run(t, t.Context(), runReq("orders", "s1", `call get_order {"order_id": "abc"}`))
+	if want := []string{"clerk: call get_order", "clerk: response get_order", "clerk: offline model: get_order returned"}; res.status != nil || len(res.kinds) != 3 ||
+		!slices.Equal(res.kinds[:2], want[:2]) || res.events[0].GetLongRunningToolIds() != nil {
+		t.Fatalf("invalid arguments: %v %q, waiting on %q", res.status, res.kinds, res.events[0].GetLongRunningToolIds())
+	}
+
+	res = e.run(t, t.Context(), runReq("orders", "s1", `call get_order {"order_id": "42"}`))
+	if res.status != nil || !slices.Equal(res.kinds, []string{"clerk: call get_order"}) {
+		t.Fatalf("call: %v %q", res.status, res.kinds)
+	}
+	waiting := res.events[0].GetLongRunningToolIds()
+	if len(waiting) != 1 || waiting[0] != res.events[0].GetContent().GetParts()[0].GetFunctionCall().GetId() {
+		t.Fatalf("the run waits on %q", waiting)
+	}
+
+	// A reply to a call nobody waits on is refused, and nothing is stored.
+	before, err := e.sessions.GetSession(t.Context(), &servicev1.GetSessionRequest{AppName: "orders", UserId: "u1", SessionId: "s1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = collectRun(t, mustStream(t, e, answerCall(t, "no-such-call", map[string]any{"status": "shipped"})))
+	wantCode(t, err, codes.InvalidArgument, "")
+	after, err := e.sessions.GetSession(t.Context(), &servicev1.GetSessionRequest{AppName: "orders", UserId: "u1", SessionId: "s1"})
+	if err != nil || len(after.GetEvents()) != len(before.GetEvents()) {
+		t.Fatalf("a refused reply stored events: %d -> %d (%v)", len(before.GetEvents()), len(after.GetEvents()), err)
+	}
+
+	res = e.run(t, t.Context(), answerCall(t, waiting[0], map[string]any{"status": "shipped"}))
+	if want := []string{`clerk: offline model: get_order returned {"status":"shipped"}`}; res.status != nil || !slices.Equal(res.kinds, want) {
+		t.Fatalf("answer: %v %q, want %q", res.status, res.kinds, want)
+	}
+	// Answered once is answered: the same reply again is refused.
+	_, err = collectRun(t, mustStream(t, e, answerCall(t, waiting[0], map[string]any{"status": "shipped"})))
+	wantCode(t, err, codes.InvalidArgument, "")
+}
+
+// mustStream starts a Run; its outcome is read with collectRun.
+func mustStream(t *testing.T, e *env, req *servicev1.RunRequest) grpc.ServerStreamingClient[servicev1.RunResponse] {
+	t.Helper()
+	stream, err := e.runner.Run(t.Context(), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return stream
+}
