@@ -149,6 +149,31 @@ $show"
   expect_match "$what" "$err" '^RPC failed: (Unavailable|UNAVAILABLE): '
 done
 
+# Tools the client executes (the orders app's get_order): the Python and
+# TypeScript examples answer the model's calls in a loop until the run
+# waits on nothing. Arguments the schema refuses are answered at once.
+tools_client() {
+  case $1 in
+  python) /usr/bin/python3 examples/python/tools.py "${@:2}" ;;
+  ts) node_modules/.bin/tsx examples/ts/tools.ts "${@:2}" ;;
+  esac
+}
+for lang in python ts; do
+  what="$lang tools"
+  set +e
+  out=$(tools_client "$lang" --addr "$addr" --user "ci-$lang-tools" 'where is it? call get_order {"order_id": "42"}' 'call get_order {"order_id": "x"}' 2>"$ci_work/err")
+  rc=$?
+  set -e
+  echo "--- $what (exit $rc)"
+  sed 's/^/  | /' <<<"$out"
+  ((rc == 0)) || fail "$what: exit status $rc: $(<"$ci_work/err")"
+  expect_match "$what" "$out" '^#2 clerk: calls get_order .*order_id.?: ?.42.* \(waits for us\)$'
+  expect_match "$what" "$out" '^  \(client ran get_order -> .*shipped.*\)$'
+  expect_contains "$what" "$out" '#4 clerk: offline model: get_order returned {"carrier":"DHL","status":"shipped"}'
+  expect_match "$what" "$out" '^#7 clerk: get_order returned .*invalid arguments for get_order: .*does not match'
+  [[ $(grep -c 'waits for us' <<<"$out") == 1 ]] || fail "$what: the invalid call must not wait for the client"
+done
+
 # sessions list|show|delete: delete the Python client's demo session and
 # check it is gone everywhere, and that what is not there is NotFound.
 echo "--- agentrunner sessions"
