@@ -139,10 +139,10 @@ func TestServe(t *testing.T) {
 	// offline model.
 	runnerClient := servicev1.NewRunnerServiceClient(conn)
 	apps, err := runnerClient.ListApps(t.Context(), &servicev1.ListAppsRequest{})
-	if err != nil || len(apps.GetApps()) != 2 || apps.GetApps()[0].GetName() != demo.Name || apps.GetApps()[1].GetName() != "support" {
-		t.Fatalf("ListApps = %v, %v; want the demo and support apps", apps, err)
+	if err != nil || len(apps.GetApps()) != 3 || apps.GetApps()[0].GetName() != demo.Name || apps.GetApps()[1].GetName() != "orders" || apps.GetApps()[2].GetName() != "support" {
+		t.Fatalf("ListApps = %v, %v; want the demo, orders and support apps", apps, err)
 	}
-	if m := apps.GetApps()[1].GetRootAgent().GetModel(); !strings.HasPrefix(m, "offline") {
+	if m := apps.GetApps()[2].GetRootAgent().GetModel(); !strings.HasPrefix(m, "offline") {
 		t.Fatalf("support runs on %q without credentials; want the offline model", m)
 	}
 	if _, err := sessions.CreateSession(t.Context(), &servicev1.CreateSessionRequest{AppName: "support", UserId: "u", SessionId: "s"}); err != nil {
