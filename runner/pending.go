@@ -6,6 +6,7 @@ import (
 
 	agentrunnerv1 "github.com/agentrunner/agentrunner/gen/go/agentrunner/v1"
 	"github.com/agentrunner/agentrunner/runner/agent"
+	"github.com/agentrunner/agentrunner/runner/tool/builtin"
 	"github.com/agentrunner/agentrunner/store"
 )
 
@@ -66,6 +67,11 @@ func pendingCalls(events []*agentrunnerv1.Event) map[string]string {
 		for _, p := range ev.GetContent().GetParts() {
 			if id := p.GetFunctionCall().GetId(); id != "" {
 				pending[id] = ev.GetInvocationId()
+			}
+			// A call that waits for confirmation is waited on through its
+			// confirmation request, not by itself.
+			if fc := p.GetFunctionCall(); fc.GetName() == builtin.RequestConfirmationName {
+				delete(pending, fc.GetArgs().GetFields()["call_id"].GetStringValue())
 			}
 			id := p.GetFunctionResponse().GetId()
 			if id != "" && (ev.GetAuthor() == agent.UserAuthor || !longRunning[id]) {

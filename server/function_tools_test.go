@@ -3,13 +3,19 @@ package server
 import (
 	"context"
 	"slices"
+	"strings"
+	"sync/atomic"
 	"testing"
 
 	servicev1 "github.com/agentrunner/agentrunner/gen/go/agentrunner/service/v1"
 	agentrunnerv1 "github.com/agentrunner/agentrunner/gen/go/agentrunner/v1"
+	"github.com/agentrunner/agentrunner/runner/agent"
+	"github.com/agentrunner/agentrunner/runner/agent/llmagent"
 	"github.com/agentrunner/agentrunner/runner/apps"
 	"github.com/agentrunner/agentrunner/runner/model"
 	"github.com/agentrunner/agentrunner/runner/model/offline"
+	"github.com/agentrunner/agentrunner/runner/tool"
+	"github.com/agentrunner/agentrunner/runner/tool/builtin"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 )
@@ -98,4 +104,68 @@ func mustStream(t *testing.T, e *env, req *servicev1.RunRequest) grpc.ServerStre
 		t.Fatal(err)
 	}
 	return stream
+}
+
+// tellerApp's refund tool runs on the server, but only once the caller
+// confirms each call; runs counts its executions.
+func tellerApp(runs *atomic.Int32) func(t *testing.T) apps.App {
+	return func(t *testing.T) apps.App {
+		refund := must[tool.Tool](t)(tool.NewFunction("refund", "Refunds an amount.", func(_ tool.Context, args struct {
+			Amount float64 `json:"amount"`
+		}) (map[string]any, error) {
+			runs.Add(1)
+			return map[string]any{"refunded": args.Amount}, nil
+		}))
+		teller := must[agent.Agent](t)(llmagent.New(llmagent.Config{
+			Name: "teller", Model: offline.New(offline.Config{}), Tools: []tool.Tool{refund}, RequireConfirmation: []string{"refund"},
+		}))
+		return apps.App{Name: "bank", Root: teller}
+	}
+}
+
+func confirm(t *testing.T, id string, ok bool) *servicev1.RunRequest {
+	return &servicev1.RunRequest{AppName: "bank", UserId: "u1", SessionId: "s1", NewMessage: &agentrunnerv1.Content{Role: "user", Parts: []*agentrunnerv1.Part{{
+		Data: &agentrunnerv1.Part_FunctionResponse{FunctionResponse: &agentrunnerv1.FunctionResponse{
+			Id: id, Name: builtin.RequestConfirmationName, Response: mustStruct(t, map[string]any{"confirmed": ok})}},
+	}}}}
+}
+
+// TestConfirmation checks a tool that requires confirmation: the call
+// waits for the caller through a request_confirmation call; approval runs
+// it once, rejection gives the model a rejection, and a second answer to
+// the same request is refused.
+func TestConfirmation(t *testing.T) {
+	var runs atomic.Int32
+	e := newEnv(t, withRunnerApps(t, tellerApp(&runs)))
+	e.createSession(t, "bank", "u1", "s1")
+	ask := func(msg string) string {
+		t.Helper()
+		res := e.run(t, t.Context(), runReq("bank", "s1", msg))
+		if want := []string{"teller: call refund", "teller: call request_confirmation"}; res.status != nil || !slices.Equal(res.kinds, want) {
+			t.Fatalf("%s: %v %q, want %q", msg, res.status, res.kinds, want)
+		}
+		req := res.events[1]
+		args := req.GetContent().GetParts()[0].GetFunctionCall().GetArgs().AsMap()
+		if len(req.GetLongRunningToolIds()) != 1 || args["name"] != "refund" || args["call_id"] != res.events[0].GetContent().GetParts()[0].GetFunctionCall().GetId() {
+			t.Fatalf("confirmation request %v", req)
+		}
+		return req.GetLongRunningToolIds()[0]
+	}
+
+	id := ask(`call refund {"amount": 5}`)
+	if runs.Load() != 0 {
+		t.Fatal("the tool ran before it was confirmed")
+	}
+	res := e.run(t, t.Context(), confirm(t, id, true))
+	if want := []string{"teller: response refund", `teller: offline model: refund returned {"refunded":5}`}; res.status != nil || !slices.Equal(res.kinds, want) || runs.Load() != 1 {
+		t.Fatalf("approved: %v %q (ran %d times), want %q", res.status, res.kinds, runs.Load(), want)
+	}
+	_, err := collectRun(t, mustStream(t, e, confirm(t, id, true)))
+	wantCode(t, err, codes.InvalidArgument, "")
+
+	id = ask(`call refund {"amount": 7}`)
+	res = e.run(t, t.Context(), confirm(t, id, false))
+	if res.status != nil || len(res.kinds) != 2 || res.kinds[0] != "teller: response refund" || !strings.Contains(res.kinds[1], "rejected") || runs.Load() != 1 {
+		t.Fatalf("rejected: %v %q (ran %d times)", res.status, res.kinds, runs.Load())
+	}
 }

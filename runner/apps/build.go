@@ -95,6 +95,7 @@ func (b *builder) agent(ctx context.Context, a *agentrunnerv1.AgentConfig, path 
 			OutputKey:                k.Llm.GetOutputKey(),
 			IncludeContents:          k.Llm.GetIncludeContents(),
 			Tools:                    tools,
+			RequireConfirmation:      k.Llm.GetRequireConfirmation(),
 		})
 	case *agentrunnerv1.AgentConfig_Sequential:
 		ag, err = workflow.NewSequential(workflow.Config{Name: a.GetName(), Description: a.GetDescription(), SubAgents: subs})

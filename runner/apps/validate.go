@@ -106,8 +106,14 @@ func validateAgent(a *agentrunnerv1.AgentConfig, path string, scope *treeScope) 
 			}
 			listed[tool] = true
 		}
-		if _, err := validateFunctionTools(k.Llm.GetFunctionTools(), path+".llm.function_tools", listed); err != nil {
+		own, err := validateFunctionTools(k.Llm.GetFunctionTools(), path+".llm.function_tools", listed)
+		if err != nil {
 			return err
+		}
+		for i, name := range k.Llm.GetRequireConfirmation() {
+			if !listed[name] && !own[name] {
+				return &Error{Path: fmt.Sprintf("%s.llm.require_confirmation[%d]", path, i), Msg: fmt.Sprintf("%q is not one of the agent's tools", name)}
+			}
 		}
 		if t := k.Llm.Temperature; t != nil && (*t < 0 || *t > 2) {
 			return &Error{Path: path + ".llm.temperature", Msg: "temperature must be between 0 and 2"}

@@ -70,7 +70,12 @@ func (l *llmAgent) callTools(ctx agent.InvocationContext, h hooks, tools toolSet
 		}
 		wg.Wait()
 	}
+	return outcomesEvent(ctx, outcomes)
+}
 
+// outcomesEvent returns the event that answers calls with their outcomes
+// (nil when there is nothing to say), and the panics the calls recovered.
+func outcomesEvent(ctx agent.InvocationContext, outcomes []callOutcome) (*agentrunnerv1.Event, []error) {
 	var parts []*agentrunnerv1.Part
 	var panics []error
 	actions := &agentrunnerv1.EventActions{}

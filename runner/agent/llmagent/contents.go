@@ -7,6 +7,7 @@ import (
 
 	agentrunnerv1 "github.com/agentrunner/agentrunner/gen/go/agentrunner/v1"
 	"github.com/agentrunner/agentrunner/runner/agent"
+	"github.com/agentrunner/agentrunner/runner/tool/builtin"
 	"google.golang.org/protobuf/types/known/structpb"
 )
 
@@ -27,7 +28,9 @@ func historyContents(self string, events []*agentrunnerv1.Event) []*agentrunnerv
 			continue
 		}
 		if ev.GetAuthor() == self || ev.GetAuthor() == agent.UserAuthor {
-			out = append(out, c)
+			if c = withoutConfirmations(c); c != nil {
+				out = append(out, c)
+			}
 			continue
 		}
 		if oc := otherAgentContent(ev.GetAuthor(), c); oc != nil {
@@ -202,4 +205,23 @@ func jsonOf(s *structpb.Struct) string {
 		return "{}"
 	}
 	return string(b)
+}
+
+// withoutConfirmations returns c without the confirmation requests and
+// their answers, which are between the agent and the caller: the model
+// sees the call they are about, and its response once it ran. Contents
+// without any are returned as they are.
+func withoutConfirmations(c *agentrunnerv1.Content) *agentrunnerv1.Content {
+	isConfirmation := func(p *agentrunnerv1.Part) bool {
+		return p.GetFunctionCall().GetName() == builtin.RequestConfirmationName ||
+			p.GetFunctionResponse().GetName() == builtin.RequestConfirmationName
+	}
+	if !slices.ContainsFunc(c.GetParts(), isConfirmation) {
+		return c
+	}
+	kept := slices.DeleteFunc(slices.Clone(c.GetParts()), isConfirmation)
+	if len(kept) == 0 {
+		return nil
+	}
+	return &agentrunnerv1.Content{Role: c.GetRole(), Parts: kept}
 }

@@ -40,6 +40,13 @@ func hooksOf(ctx agent.CallbackContext) hooks {
 func (l *llmAgent) run(ctx agent.InvocationContext) iter.Seq2[*agentrunnerv1.Event, error] {
 	return func(yield func(*agentrunnerv1.Event, error) bool) {
 		h := hooksOf(ctx)
+		// A reply to confirmation requests: run or reject those calls
+		// first, then let the model go on with their results.
+		if ev, panics := l.confirmedCalls(ctx, h); ev != nil || panics != nil {
+			if (ev != nil && !yield(ev, nil)) || !yieldAll(panics, yield) {
+				return
+			}
+		}
 		for !ctx.Ended() && ctx.Err() == nil {
 			tools := l.toolsFor(ctx)
 			ev, ok := l.step(ctx, h, tools, yield)
@@ -50,14 +57,15 @@ func (l *llmAgent) run(ctx agent.InvocationContext) iter.Seq2[*agentrunnerv1.Eve
 			if len(calls) == 0 || ev.GetErrorCode() != "" {
 				return // a final answer, or one cut short: no tools to run
 			}
-			resp, panics := l.callTools(ctx, h, tools, calls)
-			if resp != nil && !yield(resp, nil) {
+			run, ask := l.splitConfirmations(calls)
+			resp, panics := l.callTools(ctx, h, tools, run)
+			if (resp != nil && !yield(resp, nil)) || !yieldAll(panics, yield) {
 				return
 			}
-			for _, p := range panics {
-				if !yield(nil, p) {
-					return
-				}
+			if len(ask) > 0 {
+				// The turn ends until the caller confirms or rejects.
+				yield(confirmationRequest(ctx, ask), nil)
+				return
 			}
 			if !l.goOn(ctx, ev, resp.GetActions(), yield) {
 				return
@@ -408,4 +416,15 @@ func copyRequest(req *model.Request) *model.Request {
 	c := *req
 	c.Contents = copyContents(req.Contents)
 	return &c
+}
+
+// yieldAll yields errs in order; it reports whether the consumer wants
+// more.
+func yieldAll(errs []error, yield func(*agentrunnerv1.Event, error) bool) bool {
+	for _, err := range errs {
+		if !yield(nil, err) {
+			return false
+		}
+	}
+	return true
 }

@@ -89,6 +89,14 @@ type Config struct {
 	// plugins' after_tool hooks; the first that returns a result or an
 	// error replaces the call's outcome.
 	AfterToolCallbacks []AfterToolCallback
+	// RequireConfirmation names tools (of Tools) whose calls the caller
+	// must confirm before they run. The agent then calls the reserved
+	// request_confirmation function with the original call as arguments
+	// (call_id, name, args), the call waits (long-running) and the turn
+	// ends; the caller answers with a function response {"confirmed":
+	// true} to run the call or {"confirmed": false} to reject it, and the
+	// model goes on with the call's result or the rejection.
+	RequireConfirmation []string
 }
 
 // llmAgent holds what only LLM agents have.
@@ -105,6 +113,7 @@ type llmAgent struct {
 	afterModel      []AfterModelCallback
 	beforeTool      []BeforeToolCallback
 	afterTool       []AfterToolCallback
+	confirm         map[string]bool // tools whose calls need confirmation
 }
 
 // New returns an agent that answers with a language model.
@@ -147,6 +156,12 @@ func New(cfg Config) (agent.Agent, error) {
 			l.processors = true
 		}
 	}
+	if len(cfg.RequireConfirmation) > 0 {
+		l.confirm = map[string]bool{}
+		for _, name := range cfg.RequireConfirmation {
+			l.confirm[name] = true
+		}
+	}
 	return agent.New(agent.Config{
 		Name:                 cfg.Name,
 		Description:          cfg.Description,
@@ -179,10 +194,17 @@ func checkConfig(cfg Config) error {
 			return fmt.Errorf("llm agent %q: tool %d has no name", cfg.Name, i)
 		case t.Name() == builtin.TransferToAgentName:
 			return fmt.Errorf("llm agent %q: tool name %q is reserved: the tool is added automatically when the agent has transfer targets", cfg.Name, t.Name())
+		case t.Name() == builtin.RequestConfirmationName:
+			return fmt.Errorf("llm agent %q: tool name %q is reserved for confirmation requests", cfg.Name, t.Name())
 		case seen[t.Name()]:
 			return fmt.Errorf("llm agent %q: duplicate tool name %q", cfg.Name, t.Name())
 		}
 		seen[t.Name()] = true
+	}
+	for _, name := range cfg.RequireConfirmation {
+		if !seen[name] {
+			return fmt.Errorf("llm agent %q: RequireConfirmation names %q, which is not one of its tools", cfg.Name, name)
+		}
 	}
 	return nil
 }

@@ -22,6 +22,12 @@ const (
 	ExitLoopName = "exit_loop"
 	// LoadArtifactsName loads session artifacts into the conversation.
 	LoadArtifactsName = "load_artifacts"
+	// RequestConfirmationName is the reserved function an LLM agent calls
+	// to ask the caller to confirm a call of a tool that requires it. Its
+	// arguments are the original call: "call_id", "name" and "args". The
+	// caller answers with a function response {"confirmed": true|false}.
+	// No tool may take the name, and models never see these calls.
+	RequestConfirmationName = "request_confirmation"
 )
 
 // ByName returns a new instance of the built-in tool called name:

@@ -371,8 +371,17 @@ type LlmAgentConfig struct {
 	MaxOutputTokens int32 `protobuf:"varint,9,opt,name=max_output_tokens,json=maxOutputTokens,proto3" json:"max_output_tokens,omitempty"`
 	// Function tools the caller executes, declared for this agent alone.
 	FunctionTools []*FunctionToolConfig `protobuf:"bytes,10,rep,name=function_tools,json=functionTools,proto3" json:"function_tools,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	// Names of this agent's tools (built-in or function tools) whose calls
+	// the caller must confirm before they run. The agent then calls the
+	// reserved function request_confirmation with the original call as its
+	// arguments (call_id, name, args), in an event whose
+	// long_running_tool_ids hold the request's id, and the run ends. The
+	// caller answers with a function_response to that id, {"confirmed":
+	// true} to run the call or {"confirmed": false} to reject it; the model
+	// goes on with the call's result or the rejection.
+	RequireConfirmation []string `protobuf:"bytes,11,rep,name=require_confirmation,json=requireConfirmation,proto3" json:"require_confirmation,omitempty"`
+	unknownFields       protoimpl.UnknownFields
+	sizeCache           protoimpl.SizeCache
 }
 
 func (x *LlmAgentConfig) Reset() {
@@ -471,6 +480,13 @@ func (x *LlmAgentConfig) GetMaxOutputTokens() int32 {
 func (x *LlmAgentConfig) GetFunctionTools() []*FunctionToolConfig {
 	if x != nil {
 		return x.FunctionTools
+	}
+	return nil
+}
+
+func (x *LlmAgentConfig) GetRequireConfirmation() []string {
+	if x != nil {
+		return x.RequireConfirmation
 	}
 	return nil
 }
@@ -702,7 +718,7 @@ const file_agentrunner_v1_config_proto_rawDesc = "" +
 	"sequential\x12A\n" +
 	"\bparallel\x18\x06 \x01(\v2#.agentrunner.v1.ParallelAgentConfigH\x00R\bparallel\x125\n" +
 	"\x04loop\x18\a \x01(\v2\x1f.agentrunner.v1.LoopAgentConfigH\x00R\x04loopB\x06\n" +
-	"\x04kind\"\xf3\x03\n" +
+	"\x04kind\"\xa6\x04\n" +
 	"\x0eLlmAgentConfig\x12\x14\n" +
 	"\x05model\x18\x01 \x01(\tR\x05model\x12 \n" +
 	"\vinstruction\x18\x02 \x01(\tR\vinstruction\x12\x1d\n" +
@@ -715,7 +731,8 @@ const file_agentrunner_v1_config_proto_rawDesc = "" +
 	"\vtemperature\x18\b \x01(\x02H\x00R\vtemperature\x88\x01\x01\x12*\n" +
 	"\x11max_output_tokens\x18\t \x01(\x05R\x0fmaxOutputTokens\x12I\n" +
 	"\x0efunction_tools\x18\n" +
-	" \x03(\v2\".agentrunner.v1.FunctionToolConfigR\rfunctionToolsB\x0e\n" +
+	" \x03(\v2\".agentrunner.v1.FunctionToolConfigR\rfunctionTools\x121\n" +
+	"\x14require_confirmation\x18\v \x03(\tR\x13requireConfirmationB\x0e\n" +
 	"\f_temperature\"\xb8\x01\n" +
 	"\x12FunctionToolConfig\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12 \n" +

@@ -59,7 +59,7 @@ class FunctionToolConfig(_message.Message):
     def __init__(self, name: _Optional[str] = ..., description: _Optional[str] = ..., parameters: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., response: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ...) -> None: ...
 
 class LlmAgentConfig(_message.Message):
-    __slots__ = ["disallow_transfer_to_parent", "disallow_transfer_to_peers", "function_tools", "include_contents", "instruction", "max_output_tokens", "model", "output_key", "temperature", "tools"]
+    __slots__ = ["disallow_transfer_to_parent", "disallow_transfer_to_peers", "function_tools", "include_contents", "instruction", "max_output_tokens", "model", "output_key", "require_confirmation", "temperature", "tools"]
     DISALLOW_TRANSFER_TO_PARENT_FIELD_NUMBER: _ClassVar[int]
     DISALLOW_TRANSFER_TO_PEERS_FIELD_NUMBER: _ClassVar[int]
     FUNCTION_TOOLS_FIELD_NUMBER: _ClassVar[int]
@@ -68,6 +68,7 @@ class LlmAgentConfig(_message.Message):
     MAX_OUTPUT_TOKENS_FIELD_NUMBER: _ClassVar[int]
     MODEL_FIELD_NUMBER: _ClassVar[int]
     OUTPUT_KEY_FIELD_NUMBER: _ClassVar[int]
+    REQUIRE_CONFIRMATION_FIELD_NUMBER: _ClassVar[int]
     TEMPERATURE_FIELD_NUMBER: _ClassVar[int]
     TOOLS_FIELD_NUMBER: _ClassVar[int]
     disallow_transfer_to_parent: bool
@@ -78,9 +79,10 @@ class LlmAgentConfig(_message.Message):
     max_output_tokens: int
     model: str
     output_key: str
+    require_confirmation: _containers.RepeatedScalarFieldContainer[str]
     temperature: float
     tools: _containers.RepeatedScalarFieldContainer[str]
-    def __init__(self, model: _Optional[str] = ..., instruction: _Optional[str] = ..., output_key: _Optional[str] = ..., disallow_transfer_to_parent: bool = ..., disallow_transfer_to_peers: bool = ..., tools: _Optional[_Iterable[str]] = ..., include_contents: _Optional[_Union[IncludeContents, str]] = ..., temperature: _Optional[float] = ..., max_output_tokens: _Optional[int] = ..., function_tools: _Optional[_Iterable[_Union[FunctionToolConfig, _Mapping]]] = ...) -> None: ...
+    def __init__(self, model: _Optional[str] = ..., instruction: _Optional[str] = ..., output_key: _Optional[str] = ..., disallow_transfer_to_parent: bool = ..., disallow_transfer_to_peers: bool = ..., tools: _Optional[_Iterable[str]] = ..., include_contents: _Optional[_Union[IncludeContents, str]] = ..., temperature: _Optional[float] = ..., max_output_tokens: _Optional[int] = ..., function_tools: _Optional[_Iterable[_Union[FunctionToolConfig, _Mapping]]] = ..., require_confirmation: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class LoopAgentConfig(_message.Message):
     __slots__ = ["max_iterations"]
