@@ -38,12 +38,13 @@ func loadApps(ctx context.Context, configPath string, st *boltstore.Store, log *
 		return nil, err
 	}
 	var served []apps.App
+	builder := apps.Builder{Models: modelFactory(log), Logger: log}
 	if configPath == "" {
 		cfg, err := apps.Parse("default_apps.yaml", defaultApps)
 		if err != nil {
 			return nil, err
 		}
-		if served, err = apps.Build(ctx, cfg, modelFactory(log)); err != nil {
+		if served, err = builder.Build(ctx, cfg); err != nil {
 			return nil, fmt.Errorf("default apps: %w", err)
 		}
 		served = append(served, demo.App())
@@ -52,7 +53,7 @@ func loadApps(ctx context.Context, configPath string, st *boltstore.Store, log *
 		if err != nil {
 			return nil, err
 		}
-		served, err = apps.Build(ctx, cfg, modelFactory(log))
+		served, err = builder.Build(ctx, cfg)
 		if err != nil {
 			return nil, fmt.Errorf("apps file %s: %w", configPath, err)
 		}

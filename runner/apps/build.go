@@ -2,7 +2,12 @@ package apps
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"log/slog"
+	"os"
+	"strings"
+	"time"
 
 	agentrunnerv1 "github.com/agentrunner/agentrunner/gen/go/agentrunner/v1"
 	"github.com/agentrunner/agentrunner/runner/agent"
@@ -11,37 +16,91 @@ import (
 	"github.com/agentrunner/agentrunner/runner/model"
 	"github.com/agentrunner/agentrunner/runner/tool"
 	"github.com/agentrunner/agentrunner/runner/tool/builtin"
+	"github.com/agentrunner/agentrunner/runner/tool/mcptool"
 )
 
 // ModelFactory returns the model an LLM agent calls, by the name the apps
 // file gives. It is called once per distinct name.
 type ModelFactory func(ctx context.Context, name string) (model.Model, error)
 
-// Build turns a validated config into apps ready to register. Models are
-// created through models, one per distinct name, shared by the agents that
-// name it.
+// Build turns a validated config into apps ready to register, as a
+// Builder without a logger does.
 func Build(ctx context.Context, cfg *agentrunnerv1.AppsConfig, models ModelFactory) ([]App, error) {
-	b := builder{models: models, cache: map[string]model.Model{}}
-	var apps []App
-	for i, app := range cfg.GetApps() {
-		b.appTools = map[string]*agentrunnerv1.FunctionToolConfig{}
-		for _, ft := range app.GetFunctionTools() {
-			b.appTools[ft.GetName()] = ft
-		}
-		root, err := b.agent(ctx, app.GetRootAgent(), fmt.Sprintf("apps[%d].root_agent", i))
+	return Builder{Models: models}.Build(ctx, cfg)
+}
+
+// Builder turns validated configs into apps.
+type Builder struct {
+	// Models creates the models, one per distinct name, shared by the
+	// agents that name it. Required.
+	Models ModelFactory
+	// Logger receives warnings (an optional MCP server left out); nil
+	// discards them.
+	Logger *slog.Logger
+}
+
+// Build connects each app's MCP servers and builds its agent tree. On an
+// error the connections already made are closed. Each App's Close closes
+// its connections; the registry calls it.
+func (bl Builder) Build(ctx context.Context, cfg *agentrunnerv1.AppsConfig) (apps []App, err error) {
+	log := bl.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	b := builder{models: bl.Models, cache: map[string]model.Model{}, log: log}
+	defer func() {
 		if err != nil {
-			return nil, err
+			for _, a := range apps {
+				_ = a.Close()
+			}
 		}
-		apps = append(apps, App{Name: app.GetName(), Description: app.GetDescription(), Root: root})
+	}()
+	for i, app := range cfg.GetApps() {
+		a, err := b.app(ctx, app, fmt.Sprintf("apps[%d]", i))
+		if err != nil {
+			return apps, err
+		}
+		apps = append(apps, a)
 	}
 	return apps, nil
+}
+
+// app builds one app: its MCP connections, then its tree.
+func (b *builder) app(ctx context.Context, app *agentrunnerv1.AppConfig, path string) (App, error) {
+	b.appTools = map[string]*agentrunnerv1.FunctionToolConfig{}
+	for _, ft := range app.GetFunctionTools() {
+		b.appTools[ft.GetName()] = ft
+	}
+	servers, err := b.connectMCP(ctx, app.GetMcpServers(), path+".mcp_servers")
+	closeAll := func() error {
+		var errs []error
+		for _, s := range servers {
+			errs = append(errs, s.Close())
+		}
+		return errors.Join(errs...)
+	}
+	if err != nil {
+		_ = closeAll()
+		return App{}, err
+	}
+	b.mcp = servers
+	root, err := b.agent(ctx, app.GetRootAgent(), path+".root_agent")
+	if err != nil {
+		_ = closeAll()
+		return App{}, err
+	}
+	return App{Name: app.GetName(), Description: app.GetDescription(), Root: root, closer: closeAll}, nil
 }
 
 type builder struct {
 	models ModelFactory
 	cache  map[string]model.Model
-	// appTools are the function tools of the app being built, by name.
+	log    *slog.Logger
+	// appTools are the function tools of the app being built, by name;
+	// mcp its connected MCP servers (an optional one that is down is not
+	// there).
 	appTools map[string]*agentrunnerv1.FunctionToolConfig
+	mcp      map[string]*mcptool.Server
 }
 
 func (b *builder) model(ctx context.Context, name, path string) (model.Model, error) {
@@ -145,6 +204,17 @@ func (b *builder) tools(llm *agentrunnerv1.LlmAgentConfig, path string) ([]tool.
 		}
 		tools = append(tools, t)
 	}
+	for i, ref := range llm.GetMcp() {
+		server, ok := b.mcp[ref.GetServer()]
+		if !ok {
+			continue // optional, and down at start: its tools are left out
+		}
+		ts, err := server.Tools(ref.GetTools())
+		if err != nil {
+			return nil, &Error{Path: fmt.Sprintf("%s.mcp[%d].tools", path, i), Msg: err.Error()}
+		}
+		tools = append(tools, ts...)
+	}
 	return tools, nil
 }
 
@@ -155,4 +225,55 @@ func clientFunction(ft *agentrunnerv1.FunctionToolConfig) (tool.Tool, error) {
 		response = ft.GetResponse().AsMap()
 	}
 	return tool.NewClientFunction(ft.GetName(), ft.GetDescription(), ft.GetParameters().AsMap(), response)
+}
+
+// connectMCP connects the app's MCP servers. One that cannot be reached
+// fails the build, unless it is optional: then it is left out, with a
+// warning.
+func (b *builder) connectMCP(ctx context.Context, cfgs []*agentrunnerv1.McpServerConfig, path string) (map[string]*mcptool.Server, error) {
+	servers := map[string]*mcptool.Server{}
+	for i, c := range cfgs {
+		cfg, err := mcpConfig(c)
+		if err != nil {
+			return servers, &Error{Path: fmt.Sprintf("%s[%d]", path, i), Msg: err.Error()}
+		}
+		s, err := mcptool.Connect(ctx, cfg, b.log)
+		if err != nil && c.GetOptional() {
+			b.log.WarnContext(ctx, "optional MCP server left out", "server", c.GetName(), "err", err)
+			continue
+		}
+		if err != nil {
+			return servers, &Error{Path: fmt.Sprintf("%s[%d]", path, i), Msg: err.Error()}
+		}
+		servers[c.GetName()] = s
+	}
+	return servers, nil
+}
+
+// mcpConfig reads a server's configuration, its headers from the
+// environment.
+func mcpConfig(c *agentrunnerv1.McpServerConfig) (mcptool.Config, error) {
+	cfg := mcptool.Config{Name: c.GetName(), Command: c.GetCommand(), Args: c.GetArgs(), Env: c.GetEnv(), URL: c.GetUrl()}
+	if c.GetTimeout() != "" {
+		d, err := time.ParseDuration(c.GetTimeout())
+		if err != nil || d <= 0 {
+			return cfg, fmt.Errorf("timeout %q: want a positive Go duration such as 30s", c.GetTimeout())
+		}
+		cfg.Timeout = d
+	}
+	for _, h := range c.GetHeaderEnv() {
+		name, env, ok := strings.Cut(h, "=")
+		if !ok || name == "" || env == "" {
+			return cfg, fmt.Errorf("header_env %q: want Header-Name=ENV_VAR", h)
+		}
+		v, set := os.LookupEnv(env)
+		if !set {
+			return cfg, fmt.Errorf("header %s: environment variable %s is not set", name, env)
+		}
+		if cfg.Headers == nil {
+			cfg.Headers = map[string]string{}
+		}
+		cfg.Headers[name] = v
+	}
+	return cfg, nil
 }

@@ -2,6 +2,7 @@ package apps
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"slices"
@@ -22,6 +23,18 @@ type App struct {
 	Name        string
 	Description string
 	Root        agent.Agent
+
+	// closer releases what the app holds (its MCP connections); set by
+	// Build.
+	closer func() error
+}
+
+// Close releases what the app holds: the connections to its MCP servers.
+func (a App) Close() error {
+	if a.closer == nil {
+		return nil
+	}
+	return a.closer()
 }
 
 // Config holds what every app's runner shares.
@@ -45,6 +58,7 @@ type Registry struct {
 	plugins *plugin.Manager
 	mu      sync.RWMutex
 	runners map[string]*runner.Runner
+	closers []func() error // of the registered apps
 }
 
 // NewRegistry returns an empty registry; it fails when the plugins do
@@ -80,6 +94,7 @@ func (g *Registry) Register(app App) (*runner.Runner, error) {
 		return nil, fmt.Errorf("register app %q: %w", app.Name, store.ErrAlreadyExists)
 	}
 	g.runners[app.Name] = r
+	g.closers = append(g.closers, app.Close)
 	return r, nil
 }
 
@@ -108,7 +123,8 @@ func (g *Registry) List() []*agentrunnerv1.App {
 }
 
 // Close closes the shared plugins once (the runners share them), within
-// PluginCloseTimeout. Runs must have ended.
+// PluginCloseTimeout, and what the registered apps hold (their MCP
+// connections). Runs must have ended.
 func (g *Registry) Close(ctx context.Context) error {
 	timeout := g.cfg.PluginCloseTimeout
 	if timeout <= 0 {
@@ -116,5 +132,13 @@ func (g *Registry) Close(ctx context.Context) error {
 	}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	return g.plugins.Close(ctx)
+	g.mu.Lock()
+	closers := g.closers
+	g.closers = nil
+	g.mu.Unlock()
+	errs := []error{g.plugins.Close(ctx)}
+	for _, c := range closers {
+		errs = append(errs, c())
+	}
+	return errors.Join(errs...)
 }

@@ -38,7 +38,11 @@ func Validate(cfg *agentrunnerv1.AppsConfig) error {
 		if err != nil {
 			return err
 		}
-		if err := validateAgent(app.GetRootAgent(), path+".root_agent", &treeScope{seen: map[string]string{}, appTools: appTools}); err != nil {
+		servers, err := validateMCPServers(app.GetMcpServers(), path+".mcp_servers")
+		if err != nil {
+			return err
+		}
+		if err := validateAgent(app.GetRootAgent(), path+".root_agent", &treeScope{seen: map[string]string{}, appTools: appTools, mcp: servers}); err != nil {
 			return err
 		}
 	}
@@ -49,6 +53,26 @@ func Validate(cfg *agentrunnerv1.AppsConfig) error {
 type treeScope struct {
 	seen     map[string]string // agent name -> path
 	appTools map[string]bool   // the app's function tools
+	mcp      map[string]bool   // the app's MCP servers
+}
+
+// validateMCPServers checks MCP server entries: a unique name and exactly
+// one of command and url. It returns the names.
+func validateMCPServers(servers []*agentrunnerv1.McpServerConfig, path string) (map[string]bool, error) {
+	names := map[string]bool{}
+	for i, s := range servers {
+		p := fmt.Sprintf("%s[%d]", path, i)
+		switch {
+		case s.GetName() == "":
+			return nil, &Error{Path: p + ".name", Msg: "MCP server name is required"}
+		case names[s.GetName()]:
+			return nil, &Error{Path: p + ".name", Msg: fmt.Sprintf("duplicate MCP server name %q", s.GetName())}
+		case (s.GetCommand() == "") == (s.GetUrl() == ""):
+			return nil, &Error{Path: p, Msg: "give exactly one of command (stdio) and url (streamable HTTP)"}
+		}
+		names[s.GetName()] = true
+	}
+	return names, nil
 }
 
 // validateFunctionTools checks function tool declarations: a name, unique
@@ -110,8 +134,15 @@ func validateAgent(a *agentrunnerv1.AgentConfig, path string, scope *treeScope) 
 		if err != nil {
 			return err
 		}
+		for i, ref := range k.Llm.GetMcp() {
+			if !scope.mcp[ref.GetServer()] {
+				return &Error{Path: fmt.Sprintf("%s.llm.mcp[%d].server", path, i), Msg: fmt.Sprintf("no MCP server %q in the app's mcp_servers", ref.GetServer())}
+			}
+		}
 		for i, name := range k.Llm.GetRequireConfirmation() {
-			if !listed[name] && !own[name] {
+			// MCP tools are known only once their servers are reached:
+			// llmagent.New checks those at build.
+			if !listed[name] && !own[name] && len(k.Llm.GetMcp()) == 0 {
 				return &Error{Path: fmt.Sprintf("%s.llm.require_confirmation[%d]", path, i), Msg: fmt.Sprintf("%q is not one of the agent's tools", name)}
 			}
 		}

@@ -135,6 +135,10 @@ type AppConfig struct {
 	// Function tools the caller executes, declared once for the app: any LLM
 	// agent of the app may list them by name in its tools.
 	FunctionTools []*FunctionToolConfig `protobuf:"bytes,4,rep,name=function_tools,json=functionTools,proto3" json:"function_tools,omitempty"`
+	// MCP servers whose tools the app's LLM agents may use (see
+	// LlmAgentConfig.mcp). The server connects to each at start, one client
+	// session per server and app, and closes it at shutdown.
+	McpServers    []*McpServerConfig `protobuf:"bytes,5,rep,name=mcp_servers,json=mcpServers,proto3" json:"mcp_servers,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -197,6 +201,183 @@ func (x *AppConfig) GetFunctionTools() []*FunctionToolConfig {
 	return nil
 }
 
+func (x *AppConfig) GetMcpServers() []*McpServerConfig {
+	if x != nil {
+		return x.McpServers
+	}
+	return nil
+}
+
+// McpServerConfig is an MCP server: a command run over stdio, or a
+// streamable HTTP endpoint. Exactly one of command and url is set.
+type McpServerConfig struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Name agents refer to the server by; unique in the app. Required.
+	Name string `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	// The command to run, with its arguments; it speaks MCP on stdin and
+	// stdout.
+	Command string   `protobuf:"bytes,2,opt,name=command,proto3" json:"command,omitempty"`
+	Args    []string `protobuf:"bytes,3,rep,name=args,proto3" json:"args,omitempty"`
+	// Environment of the command, "NAME=value" each, on top of the server's
+	// own environment.
+	Env []string `protobuf:"bytes,4,rep,name=env,proto3" json:"env,omitempty"`
+	// The streamable HTTP endpoint.
+	Url string `protobuf:"bytes,5,opt,name=url,proto3" json:"url,omitempty"`
+	// HTTP headers sent to the endpoint, "Header-Name=ENV_VAR" each: the value
+	// is read from that environment variable at start, so that no secret is
+	// written in the file.
+	HeaderEnv []string `protobuf:"bytes,6,rep,name=header_env,json=headerEnv,proto3" json:"header_env,omitempty"`
+	// When set, a server that cannot be reached at start is left out (its
+	// tools too) with a warning, instead of failing the start.
+	Optional bool `protobuf:"varint,7,opt,name=optional,proto3" json:"optional,omitempty"`
+	// How long a tool call may take, as a Go duration ("30s"); empty means
+	// 60s. The run's own deadline and cancellation apply too.
+	Timeout       string `protobuf:"bytes,8,opt,name=timeout,proto3" json:"timeout,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *McpServerConfig) Reset() {
+	*x = McpServerConfig{}
+	mi := &file_agentrunner_v1_config_proto_msgTypes[2]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *McpServerConfig) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*McpServerConfig) ProtoMessage() {}
+
+func (x *McpServerConfig) ProtoReflect() protoreflect.Message {
+	mi := &file_agentrunner_v1_config_proto_msgTypes[2]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use McpServerConfig.ProtoReflect.Descriptor instead.
+func (*McpServerConfig) Descriptor() ([]byte, []int) {
+	return file_agentrunner_v1_config_proto_rawDescGZIP(), []int{2}
+}
+
+func (x *McpServerConfig) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *McpServerConfig) GetCommand() string {
+	if x != nil {
+		return x.Command
+	}
+	return ""
+}
+
+func (x *McpServerConfig) GetArgs() []string {
+	if x != nil {
+		return x.Args
+	}
+	return nil
+}
+
+func (x *McpServerConfig) GetEnv() []string {
+	if x != nil {
+		return x.Env
+	}
+	return nil
+}
+
+func (x *McpServerConfig) GetUrl() string {
+	if x != nil {
+		return x.Url
+	}
+	return ""
+}
+
+func (x *McpServerConfig) GetHeaderEnv() []string {
+	if x != nil {
+		return x.HeaderEnv
+	}
+	return nil
+}
+
+func (x *McpServerConfig) GetOptional() bool {
+	if x != nil {
+		return x.Optional
+	}
+	return false
+}
+
+func (x *McpServerConfig) GetTimeout() string {
+	if x != nil {
+		return x.Timeout
+	}
+	return ""
+}
+
+// McpToolsConfig gives an LLM agent tools of one of its app's MCP servers.
+type McpToolsConfig struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The server's name in the app's mcp_servers. Required.
+	Server string `protobuf:"bytes,1,opt,name=server,proto3" json:"server,omitempty"`
+	// The tools to use, by name; empty means every tool the server lists.
+	Tools         []string `protobuf:"bytes,2,rep,name=tools,proto3" json:"tools,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *McpToolsConfig) Reset() {
+	*x = McpToolsConfig{}
+	mi := &file_agentrunner_v1_config_proto_msgTypes[3]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *McpToolsConfig) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*McpToolsConfig) ProtoMessage() {}
+
+func (x *McpToolsConfig) ProtoReflect() protoreflect.Message {
+	mi := &file_agentrunner_v1_config_proto_msgTypes[3]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use McpToolsConfig.ProtoReflect.Descriptor instead.
+func (*McpToolsConfig) Descriptor() ([]byte, []int) {
+	return file_agentrunner_v1_config_proto_rawDescGZIP(), []int{3}
+}
+
+func (x *McpToolsConfig) GetServer() string {
+	if x != nil {
+		return x.Server
+	}
+	return ""
+}
+
+func (x *McpToolsConfig) GetTools() []string {
+	if x != nil {
+		return x.Tools
+	}
+	return nil
+}
+
 // AgentConfig is one agent of a tree. Exactly one kind must be set.
 type AgentConfig struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -221,7 +402,7 @@ type AgentConfig struct {
 
 func (x *AgentConfig) Reset() {
 	*x = AgentConfig{}
-	mi := &file_agentrunner_v1_config_proto_msgTypes[2]
+	mi := &file_agentrunner_v1_config_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -233,7 +414,7 @@ func (x *AgentConfig) String() string {
 func (*AgentConfig) ProtoMessage() {}
 
 func (x *AgentConfig) ProtoReflect() protoreflect.Message {
-	mi := &file_agentrunner_v1_config_proto_msgTypes[2]
+	mi := &file_agentrunner_v1_config_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -246,7 +427,7 @@ func (x *AgentConfig) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AgentConfig.ProtoReflect.Descriptor instead.
 func (*AgentConfig) Descriptor() ([]byte, []int) {
-	return file_agentrunner_v1_config_proto_rawDescGZIP(), []int{2}
+	return file_agentrunner_v1_config_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *AgentConfig) GetName() string {
@@ -380,13 +561,15 @@ type LlmAgentConfig struct {
 	// true} to run the call or {"confirmed": false} to reject it; the model
 	// goes on with the call's result or the rejection.
 	RequireConfirmation []string `protobuf:"bytes,11,rep,name=require_confirmation,json=requireConfirmation,proto3" json:"require_confirmation,omitempty"`
-	unknownFields       protoimpl.UnknownFields
-	sizeCache           protoimpl.SizeCache
+	// Tools of the app's MCP servers the agent may call.
+	Mcp           []*McpToolsConfig `protobuf:"bytes,12,rep,name=mcp,proto3" json:"mcp,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *LlmAgentConfig) Reset() {
 	*x = LlmAgentConfig{}
-	mi := &file_agentrunner_v1_config_proto_msgTypes[3]
+	mi := &file_agentrunner_v1_config_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -398,7 +581,7 @@ func (x *LlmAgentConfig) String() string {
 func (*LlmAgentConfig) ProtoMessage() {}
 
 func (x *LlmAgentConfig) ProtoReflect() protoreflect.Message {
-	mi := &file_agentrunner_v1_config_proto_msgTypes[3]
+	mi := &file_agentrunner_v1_config_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -411,7 +594,7 @@ func (x *LlmAgentConfig) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LlmAgentConfig.ProtoReflect.Descriptor instead.
 func (*LlmAgentConfig) Descriptor() ([]byte, []int) {
-	return file_agentrunner_v1_config_proto_rawDescGZIP(), []int{3}
+	return file_agentrunner_v1_config_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *LlmAgentConfig) GetModel() string {
@@ -491,6 +674,13 @@ func (x *LlmAgentConfig) GetRequireConfirmation() []string {
 	return nil
 }
 
+func (x *LlmAgentConfig) GetMcp() []*McpToolsConfig {
+	if x != nil {
+		return x.Mcp
+	}
+	return nil
+}
+
 // FunctionToolConfig declares a function tool that the caller executes.
 // When the model calls it with arguments that satisfy the schema, the call
 // event is stored and streamed with its id in long_running_tool_ids, and
@@ -516,7 +706,7 @@ type FunctionToolConfig struct {
 
 func (x *FunctionToolConfig) Reset() {
 	*x = FunctionToolConfig{}
-	mi := &file_agentrunner_v1_config_proto_msgTypes[4]
+	mi := &file_agentrunner_v1_config_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -528,7 +718,7 @@ func (x *FunctionToolConfig) String() string {
 func (*FunctionToolConfig) ProtoMessage() {}
 
 func (x *FunctionToolConfig) ProtoReflect() protoreflect.Message {
-	mi := &file_agentrunner_v1_config_proto_msgTypes[4]
+	mi := &file_agentrunner_v1_config_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -541,7 +731,7 @@ func (x *FunctionToolConfig) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FunctionToolConfig.ProtoReflect.Descriptor instead.
 func (*FunctionToolConfig) Descriptor() ([]byte, []int) {
-	return file_agentrunner_v1_config_proto_rawDescGZIP(), []int{4}
+	return file_agentrunner_v1_config_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *FunctionToolConfig) GetName() string {
@@ -581,7 +771,7 @@ type SequentialAgentConfig struct {
 
 func (x *SequentialAgentConfig) Reset() {
 	*x = SequentialAgentConfig{}
-	mi := &file_agentrunner_v1_config_proto_msgTypes[5]
+	mi := &file_agentrunner_v1_config_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -593,7 +783,7 @@ func (x *SequentialAgentConfig) String() string {
 func (*SequentialAgentConfig) ProtoMessage() {}
 
 func (x *SequentialAgentConfig) ProtoReflect() protoreflect.Message {
-	mi := &file_agentrunner_v1_config_proto_msgTypes[5]
+	mi := &file_agentrunner_v1_config_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -606,7 +796,7 @@ func (x *SequentialAgentConfig) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SequentialAgentConfig.ProtoReflect.Descriptor instead.
 func (*SequentialAgentConfig) Descriptor() ([]byte, []int) {
-	return file_agentrunner_v1_config_proto_rawDescGZIP(), []int{5}
+	return file_agentrunner_v1_config_proto_rawDescGZIP(), []int{7}
 }
 
 // ParallelAgentConfig configures a parallel agent. It has no options.
@@ -618,7 +808,7 @@ type ParallelAgentConfig struct {
 
 func (x *ParallelAgentConfig) Reset() {
 	*x = ParallelAgentConfig{}
-	mi := &file_agentrunner_v1_config_proto_msgTypes[6]
+	mi := &file_agentrunner_v1_config_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -630,7 +820,7 @@ func (x *ParallelAgentConfig) String() string {
 func (*ParallelAgentConfig) ProtoMessage() {}
 
 func (x *ParallelAgentConfig) ProtoReflect() protoreflect.Message {
-	mi := &file_agentrunner_v1_config_proto_msgTypes[6]
+	mi := &file_agentrunner_v1_config_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -643,7 +833,7 @@ func (x *ParallelAgentConfig) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ParallelAgentConfig.ProtoReflect.Descriptor instead.
 func (*ParallelAgentConfig) Descriptor() ([]byte, []int) {
-	return file_agentrunner_v1_config_proto_rawDescGZIP(), []int{6}
+	return file_agentrunner_v1_config_proto_rawDescGZIP(), []int{8}
 }
 
 // LoopAgentConfig configures a loop agent.
@@ -658,7 +848,7 @@ type LoopAgentConfig struct {
 
 func (x *LoopAgentConfig) Reset() {
 	*x = LoopAgentConfig{}
-	mi := &file_agentrunner_v1_config_proto_msgTypes[7]
+	mi := &file_agentrunner_v1_config_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -670,7 +860,7 @@ func (x *LoopAgentConfig) String() string {
 func (*LoopAgentConfig) ProtoMessage() {}
 
 func (x *LoopAgentConfig) ProtoReflect() protoreflect.Message {
-	mi := &file_agentrunner_v1_config_proto_msgTypes[7]
+	mi := &file_agentrunner_v1_config_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -683,7 +873,7 @@ func (x *LoopAgentConfig) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LoopAgentConfig.ProtoReflect.Descriptor instead.
 func (*LoopAgentConfig) Descriptor() ([]byte, []int) {
-	return file_agentrunner_v1_config_proto_rawDescGZIP(), []int{7}
+	return file_agentrunner_v1_config_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *LoopAgentConfig) GetMaxIterations() int32 {
@@ -700,13 +890,28 @@ const file_agentrunner_v1_config_proto_rawDesc = "" +
 	"\x1bagentrunner/v1/config.proto\x12\x0eagentrunner.v1\x1a\x1cgoogle/protobuf/struct.proto\";\n" +
 	"\n" +
 	"AppsConfig\x12-\n" +
-	"\x04apps\x18\x01 \x03(\v2\x19.agentrunner.v1.AppConfigR\x04apps\"\xc8\x01\n" +
+	"\x04apps\x18\x01 \x03(\v2\x19.agentrunner.v1.AppConfigR\x04apps\"\x8a\x02\n" +
 	"\tAppConfig\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12 \n" +
 	"\vdescription\x18\x02 \x01(\tR\vdescription\x12:\n" +
 	"\n" +
 	"root_agent\x18\x03 \x01(\v2\x1b.agentrunner.v1.AgentConfigR\trootAgent\x12I\n" +
-	"\x0efunction_tools\x18\x04 \x03(\v2\".agentrunner.v1.FunctionToolConfigR\rfunctionTools\"\xfe\x02\n" +
+	"\x0efunction_tools\x18\x04 \x03(\v2\".agentrunner.v1.FunctionToolConfigR\rfunctionTools\x12@\n" +
+	"\vmcp_servers\x18\x05 \x03(\v2\x1f.agentrunner.v1.McpServerConfigR\n" +
+	"mcpServers\"\xcc\x01\n" +
+	"\x0fMcpServerConfig\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12\x18\n" +
+	"\acommand\x18\x02 \x01(\tR\acommand\x12\x12\n" +
+	"\x04args\x18\x03 \x03(\tR\x04args\x12\x10\n" +
+	"\x03env\x18\x04 \x03(\tR\x03env\x12\x10\n" +
+	"\x03url\x18\x05 \x01(\tR\x03url\x12\x1d\n" +
+	"\n" +
+	"header_env\x18\x06 \x03(\tR\theaderEnv\x12\x1a\n" +
+	"\boptional\x18\a \x01(\bR\boptional\x12\x18\n" +
+	"\atimeout\x18\b \x01(\tR\atimeout\">\n" +
+	"\x0eMcpToolsConfig\x12\x16\n" +
+	"\x06server\x18\x01 \x01(\tR\x06server\x12\x14\n" +
+	"\x05tools\x18\x02 \x03(\tR\x05tools\"\xfe\x02\n" +
 	"\vAgentConfig\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12 \n" +
 	"\vdescription\x18\x02 \x01(\tR\vdescription\x12:\n" +
@@ -718,7 +923,7 @@ const file_agentrunner_v1_config_proto_rawDesc = "" +
 	"sequential\x12A\n" +
 	"\bparallel\x18\x06 \x01(\v2#.agentrunner.v1.ParallelAgentConfigH\x00R\bparallel\x125\n" +
 	"\x04loop\x18\a \x01(\v2\x1f.agentrunner.v1.LoopAgentConfigH\x00R\x04loopB\x06\n" +
-	"\x04kind\"\xa6\x04\n" +
+	"\x04kind\"\xd8\x04\n" +
 	"\x0eLlmAgentConfig\x12\x14\n" +
 	"\x05model\x18\x01 \x01(\tR\x05model\x12 \n" +
 	"\vinstruction\x18\x02 \x01(\tR\vinstruction\x12\x1d\n" +
@@ -732,7 +937,8 @@ const file_agentrunner_v1_config_proto_rawDesc = "" +
 	"\x11max_output_tokens\x18\t \x01(\x05R\x0fmaxOutputTokens\x12I\n" +
 	"\x0efunction_tools\x18\n" +
 	" \x03(\v2\".agentrunner.v1.FunctionToolConfigR\rfunctionTools\x121\n" +
-	"\x14require_confirmation\x18\v \x03(\tR\x13requireConfirmationB\x0e\n" +
+	"\x14require_confirmation\x18\v \x03(\tR\x13requireConfirmation\x120\n" +
+	"\x03mcp\x18\f \x03(\v2\x1e.agentrunner.v1.McpToolsConfigR\x03mcpB\x0e\n" +
 	"\f_temperature\"\xb8\x01\n" +
 	"\x12FunctionToolConfig\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12 \n" +
@@ -764,37 +970,41 @@ func file_agentrunner_v1_config_proto_rawDescGZIP() []byte {
 }
 
 var file_agentrunner_v1_config_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_agentrunner_v1_config_proto_msgTypes = make([]protoimpl.MessageInfo, 8)
+var file_agentrunner_v1_config_proto_msgTypes = make([]protoimpl.MessageInfo, 10)
 var file_agentrunner_v1_config_proto_goTypes = []any{
 	(IncludeContents)(0),          // 0: agentrunner.v1.IncludeContents
 	(*AppsConfig)(nil),            // 1: agentrunner.v1.AppsConfig
 	(*AppConfig)(nil),             // 2: agentrunner.v1.AppConfig
-	(*AgentConfig)(nil),           // 3: agentrunner.v1.AgentConfig
-	(*LlmAgentConfig)(nil),        // 4: agentrunner.v1.LlmAgentConfig
-	(*FunctionToolConfig)(nil),    // 5: agentrunner.v1.FunctionToolConfig
-	(*SequentialAgentConfig)(nil), // 6: agentrunner.v1.SequentialAgentConfig
-	(*ParallelAgentConfig)(nil),   // 7: agentrunner.v1.ParallelAgentConfig
-	(*LoopAgentConfig)(nil),       // 8: agentrunner.v1.LoopAgentConfig
-	(*structpb.Struct)(nil),       // 9: google.protobuf.Struct
+	(*McpServerConfig)(nil),       // 3: agentrunner.v1.McpServerConfig
+	(*McpToolsConfig)(nil),        // 4: agentrunner.v1.McpToolsConfig
+	(*AgentConfig)(nil),           // 5: agentrunner.v1.AgentConfig
+	(*LlmAgentConfig)(nil),        // 6: agentrunner.v1.LlmAgentConfig
+	(*FunctionToolConfig)(nil),    // 7: agentrunner.v1.FunctionToolConfig
+	(*SequentialAgentConfig)(nil), // 8: agentrunner.v1.SequentialAgentConfig
+	(*ParallelAgentConfig)(nil),   // 9: agentrunner.v1.ParallelAgentConfig
+	(*LoopAgentConfig)(nil),       // 10: agentrunner.v1.LoopAgentConfig
+	(*structpb.Struct)(nil),       // 11: google.protobuf.Struct
 }
 var file_agentrunner_v1_config_proto_depIdxs = []int32{
 	2,  // 0: agentrunner.v1.AppsConfig.apps:type_name -> agentrunner.v1.AppConfig
-	3,  // 1: agentrunner.v1.AppConfig.root_agent:type_name -> agentrunner.v1.AgentConfig
-	5,  // 2: agentrunner.v1.AppConfig.function_tools:type_name -> agentrunner.v1.FunctionToolConfig
-	3,  // 3: agentrunner.v1.AgentConfig.sub_agents:type_name -> agentrunner.v1.AgentConfig
-	4,  // 4: agentrunner.v1.AgentConfig.llm:type_name -> agentrunner.v1.LlmAgentConfig
-	6,  // 5: agentrunner.v1.AgentConfig.sequential:type_name -> agentrunner.v1.SequentialAgentConfig
-	7,  // 6: agentrunner.v1.AgentConfig.parallel:type_name -> agentrunner.v1.ParallelAgentConfig
-	8,  // 7: agentrunner.v1.AgentConfig.loop:type_name -> agentrunner.v1.LoopAgentConfig
-	0,  // 8: agentrunner.v1.LlmAgentConfig.include_contents:type_name -> agentrunner.v1.IncludeContents
-	5,  // 9: agentrunner.v1.LlmAgentConfig.function_tools:type_name -> agentrunner.v1.FunctionToolConfig
-	9,  // 10: agentrunner.v1.FunctionToolConfig.parameters:type_name -> google.protobuf.Struct
-	9,  // 11: agentrunner.v1.FunctionToolConfig.response:type_name -> google.protobuf.Struct
-	12, // [12:12] is the sub-list for method output_type
-	12, // [12:12] is the sub-list for method input_type
-	12, // [12:12] is the sub-list for extension type_name
-	12, // [12:12] is the sub-list for extension extendee
-	0,  // [0:12] is the sub-list for field type_name
+	5,  // 1: agentrunner.v1.AppConfig.root_agent:type_name -> agentrunner.v1.AgentConfig
+	7,  // 2: agentrunner.v1.AppConfig.function_tools:type_name -> agentrunner.v1.FunctionToolConfig
+	3,  // 3: agentrunner.v1.AppConfig.mcp_servers:type_name -> agentrunner.v1.McpServerConfig
+	5,  // 4: agentrunner.v1.AgentConfig.sub_agents:type_name -> agentrunner.v1.AgentConfig
+	6,  // 5: agentrunner.v1.AgentConfig.llm:type_name -> agentrunner.v1.LlmAgentConfig
+	8,  // 6: agentrunner.v1.AgentConfig.sequential:type_name -> agentrunner.v1.SequentialAgentConfig
+	9,  // 7: agentrunner.v1.AgentConfig.parallel:type_name -> agentrunner.v1.ParallelAgentConfig
+	10, // 8: agentrunner.v1.AgentConfig.loop:type_name -> agentrunner.v1.LoopAgentConfig
+	0,  // 9: agentrunner.v1.LlmAgentConfig.include_contents:type_name -> agentrunner.v1.IncludeContents
+	7,  // 10: agentrunner.v1.LlmAgentConfig.function_tools:type_name -> agentrunner.v1.FunctionToolConfig
+	4,  // 11: agentrunner.v1.LlmAgentConfig.mcp:type_name -> agentrunner.v1.McpToolsConfig
+	11, // 12: agentrunner.v1.FunctionToolConfig.parameters:type_name -> google.protobuf.Struct
+	11, // 13: agentrunner.v1.FunctionToolConfig.response:type_name -> google.protobuf.Struct
+	14, // [14:14] is the sub-list for method output_type
+	14, // [14:14] is the sub-list for method input_type
+	14, // [14:14] is the sub-list for extension type_name
+	14, // [14:14] is the sub-list for extension extendee
+	0,  // [0:14] is the sub-list for field type_name
 }
 
 func init() { file_agentrunner_v1_config_proto_init() }
@@ -802,20 +1012,20 @@ func file_agentrunner_v1_config_proto_init() {
 	if File_agentrunner_v1_config_proto != nil {
 		return
 	}
-	file_agentrunner_v1_config_proto_msgTypes[2].OneofWrappers = []any{
+	file_agentrunner_v1_config_proto_msgTypes[4].OneofWrappers = []any{
 		(*AgentConfig_Llm)(nil),
 		(*AgentConfig_Sequential)(nil),
 		(*AgentConfig_Parallel)(nil),
 		(*AgentConfig_Loop)(nil),
 	}
-	file_agentrunner_v1_config_proto_msgTypes[3].OneofWrappers = []any{}
+	file_agentrunner_v1_config_proto_msgTypes[5].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_agentrunner_v1_config_proto_rawDesc), len(file_agentrunner_v1_config_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   8,
+			NumMessages:   10,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

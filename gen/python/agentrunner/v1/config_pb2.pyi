@@ -29,16 +29,18 @@ class AgentConfig(_message.Message):
     def __init__(self, name: _Optional[str] = ..., description: _Optional[str] = ..., sub_agents: _Optional[_Iterable[_Union[AgentConfig, _Mapping]]] = ..., llm: _Optional[_Union[LlmAgentConfig, _Mapping]] = ..., sequential: _Optional[_Union[SequentialAgentConfig, _Mapping]] = ..., parallel: _Optional[_Union[ParallelAgentConfig, _Mapping]] = ..., loop: _Optional[_Union[LoopAgentConfig, _Mapping]] = ...) -> None: ...
 
 class AppConfig(_message.Message):
-    __slots__ = ["description", "function_tools", "name", "root_agent"]
+    __slots__ = ["description", "function_tools", "mcp_servers", "name", "root_agent"]
     DESCRIPTION_FIELD_NUMBER: _ClassVar[int]
     FUNCTION_TOOLS_FIELD_NUMBER: _ClassVar[int]
+    MCP_SERVERS_FIELD_NUMBER: _ClassVar[int]
     NAME_FIELD_NUMBER: _ClassVar[int]
     ROOT_AGENT_FIELD_NUMBER: _ClassVar[int]
     description: str
     function_tools: _containers.RepeatedCompositeFieldContainer[FunctionToolConfig]
+    mcp_servers: _containers.RepeatedCompositeFieldContainer[McpServerConfig]
     name: str
     root_agent: AgentConfig
-    def __init__(self, name: _Optional[str] = ..., description: _Optional[str] = ..., root_agent: _Optional[_Union[AgentConfig, _Mapping]] = ..., function_tools: _Optional[_Iterable[_Union[FunctionToolConfig, _Mapping]]] = ...) -> None: ...
+    def __init__(self, name: _Optional[str] = ..., description: _Optional[str] = ..., root_agent: _Optional[_Union[AgentConfig, _Mapping]] = ..., function_tools: _Optional[_Iterable[_Union[FunctionToolConfig, _Mapping]]] = ..., mcp_servers: _Optional[_Iterable[_Union[McpServerConfig, _Mapping]]] = ...) -> None: ...
 
 class AppsConfig(_message.Message):
     __slots__ = ["apps"]
@@ -59,13 +61,14 @@ class FunctionToolConfig(_message.Message):
     def __init__(self, name: _Optional[str] = ..., description: _Optional[str] = ..., parameters: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., response: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ...) -> None: ...
 
 class LlmAgentConfig(_message.Message):
-    __slots__ = ["disallow_transfer_to_parent", "disallow_transfer_to_peers", "function_tools", "include_contents", "instruction", "max_output_tokens", "model", "output_key", "require_confirmation", "temperature", "tools"]
+    __slots__ = ["disallow_transfer_to_parent", "disallow_transfer_to_peers", "function_tools", "include_contents", "instruction", "max_output_tokens", "mcp", "model", "output_key", "require_confirmation", "temperature", "tools"]
     DISALLOW_TRANSFER_TO_PARENT_FIELD_NUMBER: _ClassVar[int]
     DISALLOW_TRANSFER_TO_PEERS_FIELD_NUMBER: _ClassVar[int]
     FUNCTION_TOOLS_FIELD_NUMBER: _ClassVar[int]
     INCLUDE_CONTENTS_FIELD_NUMBER: _ClassVar[int]
     INSTRUCTION_FIELD_NUMBER: _ClassVar[int]
     MAX_OUTPUT_TOKENS_FIELD_NUMBER: _ClassVar[int]
+    MCP_FIELD_NUMBER: _ClassVar[int]
     MODEL_FIELD_NUMBER: _ClassVar[int]
     OUTPUT_KEY_FIELD_NUMBER: _ClassVar[int]
     REQUIRE_CONFIRMATION_FIELD_NUMBER: _ClassVar[int]
@@ -77,18 +80,47 @@ class LlmAgentConfig(_message.Message):
     include_contents: IncludeContents
     instruction: str
     max_output_tokens: int
+    mcp: _containers.RepeatedCompositeFieldContainer[McpToolsConfig]
     model: str
     output_key: str
     require_confirmation: _containers.RepeatedScalarFieldContainer[str]
     temperature: float
     tools: _containers.RepeatedScalarFieldContainer[str]
-    def __init__(self, model: _Optional[str] = ..., instruction: _Optional[str] = ..., output_key: _Optional[str] = ..., disallow_transfer_to_parent: bool = ..., disallow_transfer_to_peers: bool = ..., tools: _Optional[_Iterable[str]] = ..., include_contents: _Optional[_Union[IncludeContents, str]] = ..., temperature: _Optional[float] = ..., max_output_tokens: _Optional[int] = ..., function_tools: _Optional[_Iterable[_Union[FunctionToolConfig, _Mapping]]] = ..., require_confirmation: _Optional[_Iterable[str]] = ...) -> None: ...
+    def __init__(self, model: _Optional[str] = ..., instruction: _Optional[str] = ..., output_key: _Optional[str] = ..., disallow_transfer_to_parent: bool = ..., disallow_transfer_to_peers: bool = ..., tools: _Optional[_Iterable[str]] = ..., include_contents: _Optional[_Union[IncludeContents, str]] = ..., temperature: _Optional[float] = ..., max_output_tokens: _Optional[int] = ..., function_tools: _Optional[_Iterable[_Union[FunctionToolConfig, _Mapping]]] = ..., require_confirmation: _Optional[_Iterable[str]] = ..., mcp: _Optional[_Iterable[_Union[McpToolsConfig, _Mapping]]] = ...) -> None: ...
 
 class LoopAgentConfig(_message.Message):
     __slots__ = ["max_iterations"]
     MAX_ITERATIONS_FIELD_NUMBER: _ClassVar[int]
     max_iterations: int
     def __init__(self, max_iterations: _Optional[int] = ...) -> None: ...
+
+class McpServerConfig(_message.Message):
+    __slots__ = ["args", "command", "env", "header_env", "name", "optional", "timeout", "url"]
+    ARGS_FIELD_NUMBER: _ClassVar[int]
+    COMMAND_FIELD_NUMBER: _ClassVar[int]
+    ENV_FIELD_NUMBER: _ClassVar[int]
+    HEADER_ENV_FIELD_NUMBER: _ClassVar[int]
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    OPTIONAL_FIELD_NUMBER: _ClassVar[int]
+    TIMEOUT_FIELD_NUMBER: _ClassVar[int]
+    URL_FIELD_NUMBER: _ClassVar[int]
+    args: _containers.RepeatedScalarFieldContainer[str]
+    command: str
+    env: _containers.RepeatedScalarFieldContainer[str]
+    header_env: _containers.RepeatedScalarFieldContainer[str]
+    name: str
+    optional: bool
+    timeout: str
+    url: str
+    def __init__(self, name: _Optional[str] = ..., command: _Optional[str] = ..., args: _Optional[_Iterable[str]] = ..., env: _Optional[_Iterable[str]] = ..., url: _Optional[str] = ..., header_env: _Optional[_Iterable[str]] = ..., optional: bool = ..., timeout: _Optional[str] = ...) -> None: ...
+
+class McpToolsConfig(_message.Message):
+    __slots__ = ["server", "tools"]
+    SERVER_FIELD_NUMBER: _ClassVar[int]
+    TOOLS_FIELD_NUMBER: _ClassVar[int]
+    server: str
+    tools: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, server: _Optional[str] = ..., tools: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class ParallelAgentConfig(_message.Message):
     __slots__ = []

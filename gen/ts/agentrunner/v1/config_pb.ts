@@ -11,7 +11,7 @@ import type { JsonObject, Message } from "@bufbuild/protobuf";
  * Describes the file agentrunner/v1/config.proto.
  */
 export const file_agentrunner_v1_config: GenFile = /*@__PURE__*/
-  fileDesc("ChthZ2VudHJ1bm5lci92MS9jb25maWcucHJvdG8SDmFnZW50cnVubmVyLnYxIjUKCkFwcHNDb25maWcSJwoEYXBwcxgBIAMoCzIZLmFnZW50cnVubmVyLnYxLkFwcENvbmZpZyKbAQoJQXBwQ29uZmlnEgwKBG5hbWUYASABKAkSEwoLZGVzY3JpcHRpb24YAiABKAkSLwoKcm9vdF9hZ2VudBgDIAEoCzIbLmFnZW50cnVubmVyLnYxLkFnZW50Q29uZmlnEjoKDmZ1bmN0aW9uX3Rvb2xzGAQgAygLMiIuYWdlbnRydW5uZXIudjEuRnVuY3Rpb25Ub29sQ29uZmlnIr8CCgtBZ2VudENvbmZpZxIMCgRuYW1lGAEgASgJEhMKC2Rlc2NyaXB0aW9uGAIgASgJEi8KCnN1Yl9hZ2VudHMYAyADKAsyGy5hZ2VudHJ1bm5lci52MS5BZ2VudENvbmZpZxItCgNsbG0YBCABKAsyHi5hZ2VudHJ1bm5lci52MS5MbG1BZ2VudENvbmZpZ0gAEjsKCnNlcXVlbnRpYWwYBSABKAsyJS5hZ2VudHJ1bm5lci52MS5TZXF1ZW50aWFsQWdlbnRDb25maWdIABI3CghwYXJhbGxlbBgGIAEoCzIjLmFnZW50cnVubmVyLnYxLlBhcmFsbGVsQWdlbnRDb25maWdIABIvCgRsb29wGAcgASgLMh8uYWdlbnRydW5uZXIudjEuTG9vcEFnZW50Q29uZmlnSABCBgoEa2luZCL6AgoOTGxtQWdlbnRDb25maWcSDQoFbW9kZWwYASABKAkSEwoLaW5zdHJ1Y3Rpb24YAiABKAkSEgoKb3V0cHV0X2tleRgDIAEoCRIjChtkaXNhbGxvd190cmFuc2Zlcl90b19wYXJlbnQYBCABKAgSIgoaZGlzYWxsb3dfdHJhbnNmZXJfdG9fcGVlcnMYBSABKAgSDQoFdG9vbHMYBiADKAkSOQoQaW5jbHVkZV9jb250ZW50cxgHIAEoDjIfLmFnZW50cnVubmVyLnYxLkluY2x1ZGVDb250ZW50cxIYCgt0ZW1wZXJhdHVyZRgIIAEoAkgAiAEBEhkKEW1heF9vdXRwdXRfdG9rZW5zGAkgASgFEjoKDmZ1bmN0aW9uX3Rvb2xzGAogAygLMiIuYWdlbnRydW5uZXIudjEuRnVuY3Rpb25Ub29sQ29uZmlnEhwKFHJlcXVpcmVfY29uZmlybWF0aW9uGAsgAygJQg4KDF90ZW1wZXJhdHVyZSKPAQoSRnVuY3Rpb25Ub29sQ29uZmlnEgwKBG5hbWUYASABKAkSEwoLZGVzY3JpcHRpb24YAiABKAkSKwoKcGFyYW1ldGVycxgDIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSKQoIcmVzcG9uc2UYBCABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0IhcKFVNlcXVlbnRpYWxBZ2VudENvbmZpZyIVChNQYXJhbGxlbEFnZW50Q29uZmlnIikKD0xvb3BBZ2VudENvbmZpZxIWCg5tYXhfaXRlcmF0aW9ucxgBIAEoBSpsCg9JbmNsdWRlQ29udGVudHMSIAocSU5DTFVERV9DT05URU5UU19VTlNQRUNJRklFRBAAEhwKGElOQ0xVREVfQ09OVEVOVFNfREVGQVVMVBABEhkKFUlOQ0xVREVfQ09OVEVOVFNfTk9ORRACYgZwcm90bzM", [file_google_protobuf_struct]);
+  fileDesc("ChthZ2VudHJ1bm5lci92MS9jb25maWcucHJvdG8SDmFnZW50cnVubmVyLnYxIjUKCkFwcHNDb25maWcSJwoEYXBwcxgBIAMoCzIZLmFnZW50cnVubmVyLnYxLkFwcENvbmZpZyLRAQoJQXBwQ29uZmlnEgwKBG5hbWUYASABKAkSEwoLZGVzY3JpcHRpb24YAiABKAkSLwoKcm9vdF9hZ2VudBgDIAEoCzIbLmFnZW50cnVubmVyLnYxLkFnZW50Q29uZmlnEjoKDmZ1bmN0aW9uX3Rvb2xzGAQgAygLMiIuYWdlbnRydW5uZXIudjEuRnVuY3Rpb25Ub29sQ29uZmlnEjQKC21jcF9zZXJ2ZXJzGAUgAygLMh8uYWdlbnRydW5uZXIudjEuTWNwU2VydmVyQ29uZmlnIo8BCg9NY3BTZXJ2ZXJDb25maWcSDAoEbmFtZRgBIAEoCRIPCgdjb21tYW5kGAIgASgJEgwKBGFyZ3MYAyADKAkSCwoDZW52GAQgAygJEgsKA3VybBgFIAEoCRISCgpoZWFkZXJfZW52GAYgAygJEhAKCG9wdGlvbmFsGAcgASgIEg8KB3RpbWVvdXQYCCABKAkiLwoOTWNwVG9vbHNDb25maWcSDgoGc2VydmVyGAEgASgJEg0KBXRvb2xzGAIgAygJIr8CCgtBZ2VudENvbmZpZxIMCgRuYW1lGAEgASgJEhMKC2Rlc2NyaXB0aW9uGAIgASgJEi8KCnN1Yl9hZ2VudHMYAyADKAsyGy5hZ2VudHJ1bm5lci52MS5BZ2VudENvbmZpZxItCgNsbG0YBCABKAsyHi5hZ2VudHJ1bm5lci52MS5MbG1BZ2VudENvbmZpZ0gAEjsKCnNlcXVlbnRpYWwYBSABKAsyJS5hZ2VudHJ1bm5lci52MS5TZXF1ZW50aWFsQWdlbnRDb25maWdIABI3CghwYXJhbGxlbBgGIAEoCzIjLmFnZW50cnVubmVyLnYxLlBhcmFsbGVsQWdlbnRDb25maWdIABIvCgRsb29wGAcgASgLMh8uYWdlbnRydW5uZXIudjEuTG9vcEFnZW50Q29uZmlnSABCBgoEa2luZCKnAwoOTGxtQWdlbnRDb25maWcSDQoFbW9kZWwYASABKAkSEwoLaW5zdHJ1Y3Rpb24YAiABKAkSEgoKb3V0cHV0X2tleRgDIAEoCRIjChtkaXNhbGxvd190cmFuc2Zlcl90b19wYXJlbnQYBCABKAgSIgoaZGlzYWxsb3dfdHJhbnNmZXJfdG9fcGVlcnMYBSABKAgSDQoFdG9vbHMYBiADKAkSOQoQaW5jbHVkZV9jb250ZW50cxgHIAEoDjIfLmFnZW50cnVubmVyLnYxLkluY2x1ZGVDb250ZW50cxIYCgt0ZW1wZXJhdHVyZRgIIAEoAkgAiAEBEhkKEW1heF9vdXRwdXRfdG9rZW5zGAkgASgFEjoKDmZ1bmN0aW9uX3Rvb2xzGAogAygLMiIuYWdlbnRydW5uZXIudjEuRnVuY3Rpb25Ub29sQ29uZmlnEhwKFHJlcXVpcmVfY29uZmlybWF0aW9uGAsgAygJEisKA21jcBgMIAMoCzIeLmFnZW50cnVubmVyLnYxLk1jcFRvb2xzQ29uZmlnQg4KDF90ZW1wZXJhdHVyZSKPAQoSRnVuY3Rpb25Ub29sQ29uZmlnEgwKBG5hbWUYASABKAkSEwoLZGVzY3JpcHRpb24YAiABKAkSKwoKcGFyYW1ldGVycxgDIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSKQoIcmVzcG9uc2UYBCABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0IhcKFVNlcXVlbnRpYWxBZ2VudENvbmZpZyIVChNQYXJhbGxlbEFnZW50Q29uZmlnIikKD0xvb3BBZ2VudENvbmZpZxIWCg5tYXhfaXRlcmF0aW9ucxgBIAEoBSpsCg9JbmNsdWRlQ29udGVudHMSIAocSU5DTFVERV9DT05URU5UU19VTlNQRUNJRklFRBAAEhwKGElOQ0xVREVfQ09OVEVOVFNfREVGQVVMVBABEhkKFUlOQ0xVREVfQ09OVEVOVFNfTk9ORRACYgZwcm90bzM", [file_google_protobuf_struct]);
 
 /**
  * AppsConfig is the schema of the apps file the server loads at start
@@ -70,6 +70,15 @@ export type AppConfig = Message<"agentrunner.v1.AppConfig"> & {
    * @generated from field: repeated agentrunner.v1.FunctionToolConfig function_tools = 4;
    */
   functionTools: FunctionToolConfig[];
+
+  /**
+   * MCP servers whose tools the app's LLM agents may use (see
+   * LlmAgentConfig.mcp). The server connects to each at start, one client
+   * session per server and app, and closes it at shutdown.
+   *
+   * @generated from field: repeated agentrunner.v1.McpServerConfig mcp_servers = 5;
+   */
+  mcpServers: McpServerConfig[];
 };
 
 /**
@@ -78,6 +87,109 @@ export type AppConfig = Message<"agentrunner.v1.AppConfig"> & {
  */
 export const AppConfigSchema: GenMessage<AppConfig> = /*@__PURE__*/
   messageDesc(file_agentrunner_v1_config, 1);
+
+/**
+ * McpServerConfig is an MCP server: a command run over stdio, or a
+ * streamable HTTP endpoint. Exactly one of command and url is set.
+ *
+ * @generated from message agentrunner.v1.McpServerConfig
+ */
+export type McpServerConfig = Message<"agentrunner.v1.McpServerConfig"> & {
+  /**
+   * Name agents refer to the server by; unique in the app. Required.
+   *
+   * @generated from field: string name = 1;
+   */
+  name: string;
+
+  /**
+   * The command to run, with its arguments; it speaks MCP on stdin and
+   * stdout.
+   *
+   * @generated from field: string command = 2;
+   */
+  command: string;
+
+  /**
+   * @generated from field: repeated string args = 3;
+   */
+  args: string[];
+
+  /**
+   * Environment of the command, "NAME=value" each, on top of the server's
+   * own environment.
+   *
+   * @generated from field: repeated string env = 4;
+   */
+  env: string[];
+
+  /**
+   * The streamable HTTP endpoint.
+   *
+   * @generated from field: string url = 5;
+   */
+  url: string;
+
+  /**
+   * HTTP headers sent to the endpoint, "Header-Name=ENV_VAR" each: the value
+   * is read from that environment variable at start, so that no secret is
+   * written in the file.
+   *
+   * @generated from field: repeated string header_env = 6;
+   */
+  headerEnv: string[];
+
+  /**
+   * When set, a server that cannot be reached at start is left out (its
+   * tools too) with a warning, instead of failing the start.
+   *
+   * @generated from field: bool optional = 7;
+   */
+  optional: boolean;
+
+  /**
+   * How long a tool call may take, as a Go duration ("30s"); empty means
+   * 60s. The run's own deadline and cancellation apply too.
+   *
+   * @generated from field: string timeout = 8;
+   */
+  timeout: string;
+};
+
+/**
+ * Describes the message agentrunner.v1.McpServerConfig.
+ * Use `create(McpServerConfigSchema)` to create a new message.
+ */
+export const McpServerConfigSchema: GenMessage<McpServerConfig> = /*@__PURE__*/
+  messageDesc(file_agentrunner_v1_config, 2);
+
+/**
+ * McpToolsConfig gives an LLM agent tools of one of its app's MCP servers.
+ *
+ * @generated from message agentrunner.v1.McpToolsConfig
+ */
+export type McpToolsConfig = Message<"agentrunner.v1.McpToolsConfig"> & {
+  /**
+   * The server's name in the app's mcp_servers. Required.
+   *
+   * @generated from field: string server = 1;
+   */
+  server: string;
+
+  /**
+   * The tools to use, by name; empty means every tool the server lists.
+   *
+   * @generated from field: repeated string tools = 2;
+   */
+  tools: string[];
+};
+
+/**
+ * Describes the message agentrunner.v1.McpToolsConfig.
+ * Use `create(McpToolsConfigSchema)` to create a new message.
+ */
+export const McpToolsConfigSchema: GenMessage<McpToolsConfig> = /*@__PURE__*/
+  messageDesc(file_agentrunner_v1_config, 3);
 
 /**
  * AgentConfig is one agent of a tree. Exactly one kind must be set.
@@ -151,7 +263,7 @@ export type AgentConfig = Message<"agentrunner.v1.AgentConfig"> & {
  * Use `create(AgentConfigSchema)` to create a new message.
  */
 export const AgentConfigSchema: GenMessage<AgentConfig> = /*@__PURE__*/
-  messageDesc(file_agentrunner_v1_config, 2);
+  messageDesc(file_agentrunner_v1_config, 4);
 
 /**
  * LlmAgentConfig configures an LLM agent.
@@ -245,6 +357,13 @@ export type LlmAgentConfig = Message<"agentrunner.v1.LlmAgentConfig"> & {
    * @generated from field: repeated string require_confirmation = 11;
    */
   requireConfirmation: string[];
+
+  /**
+   * Tools of the app's MCP servers the agent may call.
+   *
+   * @generated from field: repeated agentrunner.v1.McpToolsConfig mcp = 12;
+   */
+  mcp: McpToolsConfig[];
 };
 
 /**
@@ -252,7 +371,7 @@ export type LlmAgentConfig = Message<"agentrunner.v1.LlmAgentConfig"> & {
  * Use `create(LlmAgentConfigSchema)` to create a new message.
  */
 export const LlmAgentConfigSchema: GenMessage<LlmAgentConfig> = /*@__PURE__*/
-  messageDesc(file_agentrunner_v1_config, 3);
+  messageDesc(file_agentrunner_v1_config, 5);
 
 /**
  * FunctionToolConfig declares a function tool that the caller executes.
@@ -302,7 +421,7 @@ export type FunctionToolConfig = Message<"agentrunner.v1.FunctionToolConfig"> & 
  * Use `create(FunctionToolConfigSchema)` to create a new message.
  */
 export const FunctionToolConfigSchema: GenMessage<FunctionToolConfig> = /*@__PURE__*/
-  messageDesc(file_agentrunner_v1_config, 4);
+  messageDesc(file_agentrunner_v1_config, 6);
 
 /**
  * SequentialAgentConfig configures a sequential agent. It has no options.
@@ -317,7 +436,7 @@ export type SequentialAgentConfig = Message<"agentrunner.v1.SequentialAgentConfi
  * Use `create(SequentialAgentConfigSchema)` to create a new message.
  */
 export const SequentialAgentConfigSchema: GenMessage<SequentialAgentConfig> = /*@__PURE__*/
-  messageDesc(file_agentrunner_v1_config, 5);
+  messageDesc(file_agentrunner_v1_config, 7);
 
 /**
  * ParallelAgentConfig configures a parallel agent. It has no options.
@@ -332,7 +451,7 @@ export type ParallelAgentConfig = Message<"agentrunner.v1.ParallelAgentConfig"> 
  * Use `create(ParallelAgentConfigSchema)` to create a new message.
  */
 export const ParallelAgentConfigSchema: GenMessage<ParallelAgentConfig> = /*@__PURE__*/
-  messageDesc(file_agentrunner_v1_config, 6);
+  messageDesc(file_agentrunner_v1_config, 8);
 
 /**
  * LoopAgentConfig configures a loop agent.
@@ -354,7 +473,7 @@ export type LoopAgentConfig = Message<"agentrunner.v1.LoopAgentConfig"> & {
  * Use `create(LoopAgentConfigSchema)` to create a new message.
  */
 export const LoopAgentConfigSchema: GenMessage<LoopAgentConfig> = /*@__PURE__*/
-  messageDesc(file_agentrunner_v1_config, 7);
+  messageDesc(file_agentrunner_v1_config, 9);
 
 /**
  * IncludeContents selects the history an LLM agent sends to its model.
