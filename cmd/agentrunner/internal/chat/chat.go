@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -104,6 +105,7 @@ func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io
 	}
 	in := bufio.NewScanner(stdin)
 	in.Buffer(make([]byte, 64<<10), 1<<20)
+	c.in = in
 	for {
 		fmt.Fprint(stdout, "you> ")
 		if !in.Scan() {
@@ -139,7 +141,8 @@ type chat struct {
 	stream            bool
 	sessions          servicev1.SessionServiceClient
 	runner            servicev1.RunnerServiceClient
-	speaking, partial string // agent whose partial text is being printed
+	speaking, partial string         // agent whose partial text is being printed
+	in                *bufio.Scanner // the person's lines, for answering calls
 }
 
 // checkApp fails with NotFound, naming the apps there are, when the server
@@ -189,20 +192,41 @@ func (c *chat) open(ctx context.Context, id string, history int) error {
 	return nil
 }
 
+// maxAnswerRounds bounds how many times one message may wait on the
+// person (a model could call tools forever).
+const maxAnswerRounds = 10
+
+// send runs a message; when the run ends waiting on calls (a tool the
+// client executes, a confirmation), it asks the person to answer them and
+// sends the answers, until a run waits on nothing.
 func (c *chat) send(ctx context.Context, text string) error {
+	msg := &agentrunnerv1.Content{Role: "user", Parts: []*agentrunnerv1.Part{{Data: &agentrunnerv1.Part_Text{Text: text}}}}
+	for range maxAnswerRounds {
+		waiting, err := c.run(ctx, msg)
+		if err != nil || len(waiting) == 0 {
+			return err
+		}
+		if msg = c.answer(waiting); msg == nil {
+			return nil // the person gave up (end of input)
+		}
+	}
+	return nil
+}
+
+// run streams one run and returns the calls it ends waiting on.
+func (c *chat) run(ctx context.Context, msg *agentrunnerv1.Content) ([]*agentrunnerv1.FunctionCall, error) {
 	mode := agentrunnerv1.StreamingMode_STREAMING_MODE_NONE
 	if c.stream {
 		mode = agentrunnerv1.StreamingMode_STREAMING_MODE_SSE
 	}
 	stream, err := c.runner.Run(ctx, &servicev1.RunRequest{
-		AppName: c.app, UserId: c.user, SessionId: c.session,
-		NewMessage: &agentrunnerv1.Content{Role: "user", Parts: []*agentrunnerv1.Part{{Data: &agentrunnerv1.Part_Text{Text: text}}}},
+		AppName: c.app, UserId: c.user, SessionId: c.session, NewMessage: msg,
 		// The user's event too, for its sequence number; its text is
 		// already on the screen.
 		RunConfig: &agentrunnerv1.RunConfig{StreamingMode: mode, StreamUserEvent: true},
 	})
 	if err != nil {
-		return err
+		return nil, err
 	}
 	var first, last uint64
 	defer func() {
@@ -211,13 +235,14 @@ func (c *chat) send(ctx context.Context, text string) error {
 			fmt.Fprintf(c.out, "  (events #%d-#%d)\n", first, last)
 		}
 	}()
+	var waiting []*agentrunnerv1.FunctionCall
 	for {
 		resp, err := stream.Recv()
 		if errors.Is(err, io.EOF) {
-			return nil
+			return waiting, nil
 		}
 		if err != nil {
-			return err
+			return nil, err
 		}
 		if e := resp.GetError(); e != nil {
 			c.endPartial()
@@ -239,8 +264,72 @@ func (c *chat) send(ctx context.Context, text string) error {
 			continue
 		}
 		c.printComplete(ev, c.partial != "" && c.speaking == ev.GetAuthor())
+		waiting = append(waiting, waitedOn(ev)...)
 	}
 }
+
+// waitedOn returns the calls of ev the run waits on.
+func waitedOn(ev *agentrunnerv1.Event) []*agentrunnerv1.FunctionCall {
+	var out []*agentrunnerv1.FunctionCall
+	for _, p := range ev.GetContent().GetParts() {
+		if fc := p.GetFunctionCall(); fc != nil && slices.Contains(ev.GetLongRunningToolIds(), fc.GetId()) {
+			out = append(out, fc)
+		}
+	}
+	return out
+}
+
+// answer asks the person to answer each call and returns the message that
+// carries the answers, or nil at the end of input: y or n for a
+// confirmation, a JSON object for any other call.
+func (c *chat) answer(calls []*agentrunnerv1.FunctionCall) *agentrunnerv1.Content {
+	msg := &agentrunnerv1.Content{Role: "user"}
+	for _, fc := range calls {
+		resp := c.ask(fc)
+		if resp == nil {
+			return nil
+		}
+		msg.Parts = append(msg.Parts, &agentrunnerv1.Part{Data: &agentrunnerv1.Part_FunctionResponse{FunctionResponse: &agentrunnerv1.FunctionResponse{
+			Id: fc.GetId(), Name: fc.GetName(), Response: resp,
+		}}})
+	}
+	return msg
+}
+
+// ask prompts for one call's answer until it is a valid one; nil at the
+// end of input.
+func (c *chat) ask(fc *agentrunnerv1.FunctionCall) *structpb.Struct {
+	confirm := fc.GetName() == confirmationTool
+	for c.in != nil {
+		if confirm {
+			f := fc.GetArgs().GetFields()
+			fmt.Fprintf(c.out, "? confirm %s(%s) [y/n] ", f["name"].GetStringValue(), compact(f["args"].GetStructValue()))
+		} else {
+			fmt.Fprintf(c.out, "? answer %s(%s) with a JSON object: ", fc.GetName(), compact(fc.GetArgs()))
+		}
+		if !c.in.Scan() {
+			fmt.Fprintln(c.out)
+			return nil
+		}
+		line := strings.TrimSpace(c.in.Text())
+		if confirm && (line == "y" || line == "n" || line == "yes" || line == "no") {
+			return &structpb.Struct{Fields: map[string]*structpb.Value{"confirmed": structpb.NewBoolValue(line[0] == 'y')}}
+		}
+		var obj map[string]any
+		if !confirm && json.Unmarshal([]byte(line), &obj) == nil && obj != nil {
+			if s, err := structpb.NewStruct(obj); err == nil {
+				return s
+			}
+		}
+		fmt.Fprintln(c.out, "  (not an answer; try again)")
+	}
+	return nil
+}
+
+// confirmationTool is the reserved function an agent calls to ask for a
+// confirmation (builtin.RequestConfirmationName; the chat is a client and
+// keeps to the wire).
+const confirmationTool = "request_confirmation"
 
 // printPartial prints streamed text as it arrives, under the agent's name.
 func (c *chat) printPartial(ev *agentrunnerv1.Event) {

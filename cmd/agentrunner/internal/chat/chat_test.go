@@ -44,6 +44,13 @@ apps:
     root_agent:
       name: fragile
       llm: { model: failing, instruction: Fail. }
+  - name: orders
+    function_tools:
+      - name: get_order
+        parameters: { type: object, properties: { order_id: { type: string } }, required: [order_id] }
+    root_agent:
+      name: clerk
+      llm: { model: gated, tools: [get_order, exit_loop], require_confirmation: [exit_loop] }
 `
 
 // gatedModel is the offline model, except that while the test holds its
@@ -373,7 +380,7 @@ func TestChatUnknownApp(t *testing.T) {
 	addr, _ := startServer(t)
 	c := startChat(t, "--addr", addr, "--app", "nope", "--user", "dee")
 	err := c.wait()
-	want := `NotFound: app "nope" is not served by ` + addr + `; it serves: broken, demo, support`
+	want := `NotFound: app "nope" is not served by ` + addr + `; it serves: broken, demo, orders, support`
 	if err == nil || err.Error() != want {
 		t.Fatalf("chat --app nope: got error %v, want %q", err, want)
 	}
@@ -510,5 +517,28 @@ func TestSessions(t *testing.T) {
 		if err == nil || !strings.HasPrefix(err.Error(), tc.want) || !errors.Is(err, chat.ErrUsage) {
 			t.Errorf("sessions %q: got %v, want %q marked as a usage error", tc.args, err, tc.want)
 		}
+	}
+}
+
+// TestChatAnswersWaitingCalls checks that the chat asks the person to
+// answer what a run waits on: a JSON object for a tool the client
+// executes (re-asking after one that is not), y or n for a confirmation.
+func TestChatAnswersWaitingCalls(t *testing.T) {
+	addr, _ := startServer(t)
+	c := startChat(t, "--addr", addr, "--app", "orders", "--user", "di", "--no-stream")
+	c.expect(`new session [0-9a-f]{32} of app orders`)
+	c.typeLine(`call get_order {"order_id": "42"}`)
+	c.expect(`  -> clerk calls get_order\({"order_id":"42"}\)\n`, `\? answer get_order\({"order_id":"42"}\) with a JSON object: $`)
+	c.typeLine(`shipped`)
+	c.expect(`  \(not an answer; try again\)\n\? answer get_order`)
+	c.typeLine(`{"status": "shipped"}`)
+	c.expect(`\[clerk\] offline model: get_order returned {"status":"shipped"}\n  \(events #\d+-#\d+\)\nyou> $`)
+	c.typeLine(`call exit_loop`)
+	c.expect(`  -> clerk calls request_confirmation\(`, `\? confirm exit_loop\({}\) \[y/n\] $`)
+	c.typeLine(`n`)
+	c.expect(`  <- exit_loop returned {"error":"the user rejected this call; it did not run"}\n`, `you> $`)
+	c.typeLine("/quit")
+	if err := c.wait(); err != nil {
+		t.Fatal(err)
 	}
 }
