@@ -163,6 +163,14 @@ func TestConfirmation(t *testing.T) {
 	_, err := collectRun(t, mustStream(t, e, confirm(t, id, true)))
 	wantCode(t, err, codes.InvalidArgument, "")
 
+	list, err := e.runner.ListApps(t.Context(), &servicev1.ListAppsRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := list.GetApps()[0].GetRootAgent().GetToolDetails(); len(d) != 1 || d[0].GetKind() != agentrunnerv1.ToolKind_TOOL_KIND_CUSTOM || !d[0].GetRequireConfirmation() {
+		t.Fatalf("ListApps tool details %v; want refund, custom, requiring confirmation", d)
+	}
+
 	id = ask(`call refund {"amount": 7}`)
 	res = e.run(t, t.Context(), confirm(t, id, false))
 	if res.status != nil || len(res.kinds) != 2 || res.kinds[0] != "teller: response refund" || !strings.Contains(res.kinds[1], "rejected") || runs.Load() != 1 {

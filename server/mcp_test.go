@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"fmt"
+	agentrunnerv1 "github.com/agentrunner/agentrunner/gen/go/agentrunner/v1"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -141,6 +142,11 @@ func TestMCPTools(t *testing.T) {
 	var tools []string
 	for _, a := range list.GetApps() {
 		tools = append(tools, a.GetName()+": "+strings.Join(a.GetRootAgent().GetTools(), ","))
+		for _, d := range a.GetRootAgent().GetToolDetails() {
+			if d.GetKind() != agentrunnerv1.ToolKind_TOOL_KIND_MCP || d.GetParameters() == nil {
+				t.Errorf("%s: tool %v; want an MCP tool with its schema", a.GetName(), d)
+			}
+		}
 	}
 	if want := []string{"mcp: add,crash,hang", "remote: add"}; !slices.Equal(tools, want) {
 		t.Fatalf("ListApps tools %q, want %q", tools, want)

@@ -2,6 +2,8 @@ package apps
 
 import (
 	"context"
+	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -45,6 +47,17 @@ func TestFunctionToolsFromTheAppsFile(t *testing.T) {
 	info := reg.List()[0].GetRootAgent()
 	if got := strings.Join(info.GetTools(), ","); got != "get_order,exit_loop,refund" {
 		t.Fatalf("tools %q", got)
+	}
+	var details []string
+	for _, d := range info.GetToolDetails() {
+		details = append(details, fmt.Sprintf("%s %s %v", d.GetName(), d.GetKind(), d.GetParameters().AsMap()["required"]))
+	}
+	want := []string{"get_order TOOL_KIND_FUNCTION [order_id]", "exit_loop TOOL_KIND_BUILTIN <nil>", "refund TOOL_KIND_FUNCTION <nil>"}
+	if !slices.Equal(details, want) {
+		t.Fatalf("tool details %q, want %q", details, want)
+	}
+	if d := info.GetToolDetails()[0]; d.GetDescription() != "Looks an order up in the caller's system." || d.GetRequireConfirmation() {
+		t.Errorf("get_order details %v", d)
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 
+	agentrunnerv1 "github.com/agentrunner/agentrunner/gen/go/agentrunner/v1"
 	"github.com/agentrunner/agentrunner/runner/model"
 	"github.com/google/jsonschema-go/jsonschema"
 )
@@ -106,4 +107,9 @@ func (c *ClientFunction) CheckArgs(args map[string]any) error {
 // in a later Run.
 func (c *ClientFunction) Run(_ Context, args map[string]any) (map[string]any, error) {
 	return nil, c.CheckArgs(args)
+}
+
+// Kind is TOOL_KIND_FUNCTION: the caller executes it.
+func (c *ClientFunction) Kind() agentrunnerv1.ToolKind {
+	return agentrunnerv1.ToolKind_TOOL_KIND_FUNCTION
 }

@@ -197,3 +197,17 @@ func ToStruct(m map[string]any) (*structpb.Struct, error) {
 	}
 	return structpb.NewStruct(decoded)
 }
+
+// Kinded is implemented by tools that say where they run. A tool that
+// does not is Go code of the program serving the app (TOOL_KIND_CUSTOM).
+type Kinded interface {
+	Kind() agentrunnerv1.ToolKind
+}
+
+// KindOf returns where t runs.
+func KindOf(t Tool) agentrunnerv1.ToolKind {
+	if k, ok := t.(Kinded); ok {
+		return k.Kind()
+	}
+	return agentrunnerv1.ToolKind_TOOL_KIND_CUSTOM
+}

@@ -18,6 +18,7 @@ import (
 	"github.com/agentrunner/agentrunner/runner/model"
 	"github.com/agentrunner/agentrunner/runner/tool"
 	"github.com/agentrunner/agentrunner/runner/tool/builtin"
+	"google.golang.org/protobuf/types/known/structpb"
 )
 
 // BeforeModelCallback runs before each model call. Returning a response
@@ -209,21 +210,36 @@ func checkConfig(cfg Config) error {
 	return nil
 }
 
-// describe adds the model, the tools and the transfer targets to the
-// agent's AgentInfo.
+// describe adds the model, the tools (names and details) and the transfer
+// targets to the agent's AgentInfo.
 func (l *llmAgent) describe(info *agentrunnerv1.AgentInfo, t *agent.Tree) {
 	info.Model = l.model.Name()
-	for _, tl := range l.tools {
-		info.Tools = append(info.Tools, tl.Name())
-	}
-	self, ok := t.Find(l.name)
-	if !ok {
-		return
-	}
-	if targets := t.TransferTargets(self); len(targets) > 0 {
-		info.Tools = append(info.Tools, builtin.TransferToAgentName)
-		for _, target := range targets {
-			info.TransferTargets = append(info.TransferTargets, target.Name())
+	tools := l.tools
+	if self, ok := t.Find(l.name); ok {
+		if targets := t.TransferTargets(self); len(targets) > 0 {
+			tools = append(tools[:len(tools):len(tools)], builtin.NewTransfer(self, targets, t.Parent(self)))
+			for _, target := range targets {
+				info.TransferTargets = append(info.TransferTargets, target.Name())
+			}
 		}
 	}
+	for _, tl := range tools {
+		info.Tools = append(info.Tools, tl.Name())
+		info.ToolDetails = append(info.ToolDetails, l.toolInfo(tl))
+	}
+}
+
+// toolInfo describes one tool for ListApps.
+func (l *llmAgent) toolInfo(t tool.Tool) *agentrunnerv1.ToolInfo {
+	ti := &agentrunnerv1.ToolInfo{Name: t.Name(), Kind: tool.KindOf(t), Description: t.Description(), RequireConfirmation: l.confirm[t.Name()]}
+	if d := t.Declaration(); d != nil && d.Parameters != nil {
+		// A schema structpb cannot hold (it would need non-JSON values) is
+		// left out rather than failing the listing.
+		if s, err := structpb.NewStruct(d.Parameters); err == nil {
+			ti.Parameters = s
+		} else if s, err := tool.ToStruct(d.Parameters); err == nil {
+			ti.Parameters = s
+		}
+	}
+	return ti
 }

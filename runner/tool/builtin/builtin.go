@@ -47,6 +47,15 @@ func ByName(name string) (tool.Tool, bool) {
 // stops the enclosing loop agent once the calling agent has finished, and
 // skips summarization, so the agent's turn ends with the call.
 func ExitLoop() tool.Tool {
+	return builtinTool{exitLoop()}
+}
+
+// builtinTool marks a tool made with tool.NewFunction as a built-in.
+type builtinTool struct{ tool.Tool }
+
+func (builtinTool) Kind() agentrunnerv1.ToolKind { return agentrunnerv1.ToolKind_TOOL_KIND_BUILTIN }
+
+func exitLoop() tool.Tool {
 	t, err := tool.NewFunction(ExitLoopName,
 		"Exits the loop. Call this function only when you are instructed to do so.",
 		func(ctx tool.Context, _ struct{}) (map[string]any, error) {
@@ -69,6 +78,10 @@ type loadArtifactsArgs struct {
 // adds the ones it loads to the next request. The contents are not stored in
 // the session: a later turn that needs them again loads them again.
 type loadArtifactsTool struct{ tool.Tool }
+
+func (*loadArtifactsTool) Kind() agentrunnerv1.ToolKind {
+	return agentrunnerv1.ToolKind_TOOL_KIND_BUILTIN
+}
 
 // LoadArtifacts returns the load_artifacts tool. Every request of an
 // agent that has it lists the session's artifacts in the instruction; when
@@ -185,6 +198,9 @@ func NewTransfer(self agent.Agent, targets []agent.Agent, parent agent.Agent) *T
 
 func (t *Transfer) Name() string        { return TransferToAgentName }
 func (t *Transfer) IsLongRunning() bool { return false }
+
+// Kind is TOOL_KIND_BUILTIN.
+func (t *Transfer) Kind() agentrunnerv1.ToolKind { return agentrunnerv1.ToolKind_TOOL_KIND_BUILTIN }
 func (t *Transfer) Description() string {
 	return "Transfers the conversation to another agent that is better suited to answer. The instruction lists the agents available."
 }

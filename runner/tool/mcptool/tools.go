@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 
+	agentrunnerv1 "github.com/agentrunner/agentrunner/gen/go/agentrunner/v1"
 	"github.com/agentrunner/agentrunner/runner/model"
 	"github.com/agentrunner/agentrunner/runner/tool"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -56,6 +57,9 @@ type mcpTool struct {
 func (m *mcpTool) Name() string        { return m.t.Name }
 func (m *mcpTool) Description() string { return m.t.Description }
 func (m *mcpTool) IsLongRunning() bool { return false }
+
+// Kind is TOOL_KIND_MCP.
+func (m *mcpTool) Kind() agentrunnerv1.ToolKind { return agentrunnerv1.ToolKind_TOOL_KIND_MCP }
 
 func (m *mcpTool) Declaration() *model.FunctionDeclaration {
 	d := *m.decl

@@ -9,6 +9,7 @@ package agentrunnerv1
 import (
 	protoreflect "google.golang.org/protobuf/reflect/protoreflect"
 	protoimpl "google.golang.org/protobuf/runtime/protoimpl"
+	structpb "google.golang.org/protobuf/types/known/structpb"
 	reflect "reflect"
 	sync "sync"
 	unsafe "unsafe"
@@ -87,6 +88,67 @@ func (AgentKind) EnumDescriptor() ([]byte, []int) {
 	return file_agentrunner_v1_agent_proto_rawDescGZIP(), []int{0}
 }
 
+// ToolKind says where a tool runs.
+type ToolKind int32
+
+const (
+	// Not known.
+	ToolKind_TOOL_KIND_UNSPECIFIED ToolKind = 0
+	// Built into agentrunner: transfer_to_agent, exit_loop, load_artifacts.
+	ToolKind_TOOL_KIND_BUILTIN ToolKind = 1
+	// A function the caller executes: the run waits for its answer.
+	ToolKind_TOOL_KIND_FUNCTION ToolKind = 2
+	// A tool of an MCP server.
+	ToolKind_TOOL_KIND_MCP ToolKind = 3
+	// Go code of the program that serves the app.
+	ToolKind_TOOL_KIND_CUSTOM ToolKind = 4
+)
+
+// Enum value maps for ToolKind.
+var (
+	ToolKind_name = map[int32]string{
+		0: "TOOL_KIND_UNSPECIFIED",
+		1: "TOOL_KIND_BUILTIN",
+		2: "TOOL_KIND_FUNCTION",
+		3: "TOOL_KIND_MCP",
+		4: "TOOL_KIND_CUSTOM",
+	}
+	ToolKind_value = map[string]int32{
+		"TOOL_KIND_UNSPECIFIED": 0,
+		"TOOL_KIND_BUILTIN":     1,
+		"TOOL_KIND_FUNCTION":    2,
+		"TOOL_KIND_MCP":         3,
+		"TOOL_KIND_CUSTOM":      4,
+	}
+)
+
+func (x ToolKind) Enum() *ToolKind {
+	p := new(ToolKind)
+	*p = x
+	return p
+}
+
+func (x ToolKind) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (ToolKind) Descriptor() protoreflect.EnumDescriptor {
+	return file_agentrunner_v1_agent_proto_enumTypes[1].Descriptor()
+}
+
+func (ToolKind) Type() protoreflect.EnumType {
+	return &file_agentrunner_v1_agent_proto_enumTypes[1]
+}
+
+func (x ToolKind) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use ToolKind.Descriptor instead.
+func (ToolKind) EnumDescriptor() ([]byte, []int) {
+	return file_agentrunner_v1_agent_proto_rawDescGZIP(), []int{1}
+}
+
 // AgentInfo describes one agent of an app's tree.
 type AgentInfo struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -112,8 +174,11 @@ type AgentInfo struct {
 	Tools []string `protobuf:"bytes,9,rep,name=tools,proto3" json:"tools,omitempty"`
 	// For LLM agents: the agents transfer_to_agent may name.
 	TransferTargets []string `protobuf:"bytes,10,rep,name=transfer_targets,json=transferTargets,proto3" json:"transfer_targets,omitempty"`
-	unknownFields   protoimpl.UnknownFields
-	sizeCache       protoimpl.SizeCache
+	// For LLM agents: each tool of tools, in the same order, with its kind,
+	// description and the JSON Schema of its arguments.
+	ToolDetails   []*ToolInfo `protobuf:"bytes,11,rep,name=tool_details,json=toolDetails,proto3" json:"tool_details,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *AgentInfo) Reset() {
@@ -216,6 +281,95 @@ func (x *AgentInfo) GetTransferTargets() []string {
 	return nil
 }
 
+func (x *AgentInfo) GetToolDetails() []*ToolInfo {
+	if x != nil {
+		return x.ToolDetails
+	}
+	return nil
+}
+
+// ToolInfo describes a tool an LLM agent may call.
+type ToolInfo struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Name the model calls it by.
+	Name string `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	// Where the tool runs.
+	Kind ToolKind `protobuf:"varint,2,opt,name=kind,proto3,enum=agentrunner.v1.ToolKind" json:"kind,omitempty"`
+	// What the tool does, as the model reads it.
+	Description string `protobuf:"bytes,3,opt,name=description,proto3" json:"description,omitempty"`
+	// JSON Schema of the arguments; empty for a tool without any.
+	Parameters *structpb.Struct `protobuf:"bytes,4,opt,name=parameters,proto3" json:"parameters,omitempty"`
+	// True when the caller must confirm each call before it runs.
+	RequireConfirmation bool `protobuf:"varint,5,opt,name=require_confirmation,json=requireConfirmation,proto3" json:"require_confirmation,omitempty"`
+	unknownFields       protoimpl.UnknownFields
+	sizeCache           protoimpl.SizeCache
+}
+
+func (x *ToolInfo) Reset() {
+	*x = ToolInfo{}
+	mi := &file_agentrunner_v1_agent_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ToolInfo) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ToolInfo) ProtoMessage() {}
+
+func (x *ToolInfo) ProtoReflect() protoreflect.Message {
+	mi := &file_agentrunner_v1_agent_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ToolInfo.ProtoReflect.Descriptor instead.
+func (*ToolInfo) Descriptor() ([]byte, []int) {
+	return file_agentrunner_v1_agent_proto_rawDescGZIP(), []int{1}
+}
+
+func (x *ToolInfo) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *ToolInfo) GetKind() ToolKind {
+	if x != nil {
+		return x.Kind
+	}
+	return ToolKind_TOOL_KIND_UNSPECIFIED
+}
+
+func (x *ToolInfo) GetDescription() string {
+	if x != nil {
+		return x.Description
+	}
+	return ""
+}
+
+func (x *ToolInfo) GetParameters() *structpb.Struct {
+	if x != nil {
+		return x.Parameters
+	}
+	return nil
+}
+
+func (x *ToolInfo) GetRequireConfirmation() bool {
+	if x != nil {
+		return x.RequireConfirmation
+	}
+	return false
+}
+
 // App is a named agent tree served by the runner.
 type App struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -231,7 +385,7 @@ type App struct {
 
 func (x *App) Reset() {
 	*x = App{}
-	mi := &file_agentrunner_v1_agent_proto_msgTypes[1]
+	mi := &file_agentrunner_v1_agent_proto_msgTypes[2]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -243,7 +397,7 @@ func (x *App) String() string {
 func (*App) ProtoMessage() {}
 
 func (x *App) ProtoReflect() protoreflect.Message {
-	mi := &file_agentrunner_v1_agent_proto_msgTypes[1]
+	mi := &file_agentrunner_v1_agent_proto_msgTypes[2]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -256,7 +410,7 @@ func (x *App) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use App.ProtoReflect.Descriptor instead.
 func (*App) Descriptor() ([]byte, []int) {
-	return file_agentrunner_v1_agent_proto_rawDescGZIP(), []int{1}
+	return file_agentrunner_v1_agent_proto_rawDescGZIP(), []int{2}
 }
 
 func (x *App) GetName() string {
@@ -284,7 +438,7 @@ var File_agentrunner_v1_agent_proto protoreflect.FileDescriptor
 
 const file_agentrunner_v1_agent_proto_rawDesc = "" +
 	"\n" +
-	"\x1aagentrunner/v1/agent.proto\x12\x0eagentrunner.v1\"\xa4\x03\n" +
+	"\x1aagentrunner/v1/agent.proto\x12\x0eagentrunner.v1\x1a\x1cgoogle/protobuf/struct.proto\"\xe1\x03\n" +
 	"\tAgentInfo\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12 \n" +
 	"\vdescription\x18\x02 \x01(\tR\vdescription\x12-\n" +
@@ -297,7 +451,16 @@ const file_agentrunner_v1_agent_proto_rawDesc = "" +
 	"sub_agents\x18\b \x03(\v2\x19.agentrunner.v1.AgentInfoR\tsubAgents\x12\x14\n" +
 	"\x05tools\x18\t \x03(\tR\x05tools\x12)\n" +
 	"\x10transfer_targets\x18\n" +
-	" \x03(\tR\x0ftransferTargets\"u\n" +
+	" \x03(\tR\x0ftransferTargets\x12;\n" +
+	"\ftool_details\x18\v \x03(\v2\x18.agentrunner.v1.ToolInfoR\vtoolDetails\"\xda\x01\n" +
+	"\bToolInfo\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12,\n" +
+	"\x04kind\x18\x02 \x01(\x0e2\x18.agentrunner.v1.ToolKindR\x04kind\x12 \n" +
+	"\vdescription\x18\x03 \x01(\tR\vdescription\x127\n" +
+	"\n" +
+	"parameters\x18\x04 \x01(\v2\x17.google.protobuf.StructR\n" +
+	"parameters\x121\n" +
+	"\x14require_confirmation\x18\x05 \x01(\bR\x13requireConfirmation\"u\n" +
 	"\x03App\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12 \n" +
 	"\vdescription\x18\x02 \x01(\tR\vdescription\x128\n" +
@@ -309,7 +472,13 @@ const file_agentrunner_v1_agent_proto_rawDesc = "" +
 	"\x0eAGENT_KIND_LLM\x10\x02\x12\x19\n" +
 	"\x15AGENT_KIND_SEQUENTIAL\x10\x03\x12\x17\n" +
 	"\x13AGENT_KIND_PARALLEL\x10\x04\x12\x13\n" +
-	"\x0fAGENT_KIND_LOOP\x10\x05B\xc1\x01\n" +
+	"\x0fAGENT_KIND_LOOP\x10\x05*}\n" +
+	"\bToolKind\x12\x19\n" +
+	"\x15TOOL_KIND_UNSPECIFIED\x10\x00\x12\x15\n" +
+	"\x11TOOL_KIND_BUILTIN\x10\x01\x12\x16\n" +
+	"\x12TOOL_KIND_FUNCTION\x10\x02\x12\x11\n" +
+	"\rTOOL_KIND_MCP\x10\x03\x12\x14\n" +
+	"\x10TOOL_KIND_CUSTOM\x10\x04B\xc1\x01\n" +
 	"\x12com.agentrunner.v1B\n" +
 	"AgentProtoP\x01ZFgithub.com/agentrunner/agentrunner/gen/go/agentrunner/v1;agentrunnerv1\xa2\x02\x03AXX\xaa\x02\x0eAgentrunner.V1\xca\x02\x0eAgentrunner\\V1\xe2\x02\x1aAgentrunner\\V1\\GPBMetadata\xea\x02\x0fAgentrunner::V1b\x06proto3"
 
@@ -325,22 +494,28 @@ func file_agentrunner_v1_agent_proto_rawDescGZIP() []byte {
 	return file_agentrunner_v1_agent_proto_rawDescData
 }
 
-var file_agentrunner_v1_agent_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_agentrunner_v1_agent_proto_msgTypes = make([]protoimpl.MessageInfo, 2)
+var file_agentrunner_v1_agent_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
+var file_agentrunner_v1_agent_proto_msgTypes = make([]protoimpl.MessageInfo, 3)
 var file_agentrunner_v1_agent_proto_goTypes = []any{
-	(AgentKind)(0),    // 0: agentrunner.v1.AgentKind
-	(*AgentInfo)(nil), // 1: agentrunner.v1.AgentInfo
-	(*App)(nil),       // 2: agentrunner.v1.App
+	(AgentKind)(0),          // 0: agentrunner.v1.AgentKind
+	(ToolKind)(0),           // 1: agentrunner.v1.ToolKind
+	(*AgentInfo)(nil),       // 2: agentrunner.v1.AgentInfo
+	(*ToolInfo)(nil),        // 3: agentrunner.v1.ToolInfo
+	(*App)(nil),             // 4: agentrunner.v1.App
+	(*structpb.Struct)(nil), // 5: google.protobuf.Struct
 }
 var file_agentrunner_v1_agent_proto_depIdxs = []int32{
 	0, // 0: agentrunner.v1.AgentInfo.kind:type_name -> agentrunner.v1.AgentKind
-	1, // 1: agentrunner.v1.AgentInfo.sub_agents:type_name -> agentrunner.v1.AgentInfo
-	1, // 2: agentrunner.v1.App.root_agent:type_name -> agentrunner.v1.AgentInfo
-	3, // [3:3] is the sub-list for method output_type
-	3, // [3:3] is the sub-list for method input_type
-	3, // [3:3] is the sub-list for extension type_name
-	3, // [3:3] is the sub-list for extension extendee
-	0, // [0:3] is the sub-list for field type_name
+	2, // 1: agentrunner.v1.AgentInfo.sub_agents:type_name -> agentrunner.v1.AgentInfo
+	3, // 2: agentrunner.v1.AgentInfo.tool_details:type_name -> agentrunner.v1.ToolInfo
+	1, // 3: agentrunner.v1.ToolInfo.kind:type_name -> agentrunner.v1.ToolKind
+	5, // 4: agentrunner.v1.ToolInfo.parameters:type_name -> google.protobuf.Struct
+	2, // 5: agentrunner.v1.App.root_agent:type_name -> agentrunner.v1.AgentInfo
+	6, // [6:6] is the sub-list for method output_type
+	6, // [6:6] is the sub-list for method input_type
+	6, // [6:6] is the sub-list for extension type_name
+	6, // [6:6] is the sub-list for extension extendee
+	0, // [0:6] is the sub-list for field type_name
 }
 
 func init() { file_agentrunner_v1_agent_proto_init() }
@@ -353,8 +528,8 @@ func file_agentrunner_v1_agent_proto_init() {
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_agentrunner_v1_agent_proto_rawDesc), len(file_agentrunner_v1_agent_proto_rawDesc)),
-			NumEnums:      1,
-			NumMessages:   2,
+			NumEnums:      2,
+			NumMessages:   3,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -1,3 +1,4 @@
+from google.protobuf import struct_pb2 as _struct_pb2
 from google.protobuf.internal import containers as _containers
 from google.protobuf.internal import enum_type_wrapper as _enum_type_wrapper
 from google.protobuf import descriptor as _descriptor
@@ -11,9 +12,14 @@ AGENT_KIND_PARALLEL: AgentKind
 AGENT_KIND_SEQUENTIAL: AgentKind
 AGENT_KIND_UNSPECIFIED: AgentKind
 DESCRIPTOR: _descriptor.FileDescriptor
+TOOL_KIND_BUILTIN: ToolKind
+TOOL_KIND_CUSTOM: ToolKind
+TOOL_KIND_FUNCTION: ToolKind
+TOOL_KIND_MCP: ToolKind
+TOOL_KIND_UNSPECIFIED: ToolKind
 
 class AgentInfo(_message.Message):
-    __slots__ = ["description", "disallow_transfer_to_parent", "disallow_transfer_to_peers", "kind", "max_iterations", "model", "name", "sub_agents", "tools", "transfer_targets"]
+    __slots__ = ["description", "disallow_transfer_to_parent", "disallow_transfer_to_peers", "kind", "max_iterations", "model", "name", "sub_agents", "tool_details", "tools", "transfer_targets"]
     DESCRIPTION_FIELD_NUMBER: _ClassVar[int]
     DISALLOW_TRANSFER_TO_PARENT_FIELD_NUMBER: _ClassVar[int]
     DISALLOW_TRANSFER_TO_PEERS_FIELD_NUMBER: _ClassVar[int]
@@ -23,6 +29,7 @@ class AgentInfo(_message.Message):
     NAME_FIELD_NUMBER: _ClassVar[int]
     SUB_AGENTS_FIELD_NUMBER: _ClassVar[int]
     TOOLS_FIELD_NUMBER: _ClassVar[int]
+    TOOL_DETAILS_FIELD_NUMBER: _ClassVar[int]
     TRANSFER_TARGETS_FIELD_NUMBER: _ClassVar[int]
     description: str
     disallow_transfer_to_parent: bool
@@ -32,9 +39,10 @@ class AgentInfo(_message.Message):
     model: str
     name: str
     sub_agents: _containers.RepeatedCompositeFieldContainer[AgentInfo]
+    tool_details: _containers.RepeatedCompositeFieldContainer[ToolInfo]
     tools: _containers.RepeatedScalarFieldContainer[str]
     transfer_targets: _containers.RepeatedScalarFieldContainer[str]
-    def __init__(self, name: _Optional[str] = ..., description: _Optional[str] = ..., kind: _Optional[_Union[AgentKind, str]] = ..., model: _Optional[str] = ..., disallow_transfer_to_parent: bool = ..., disallow_transfer_to_peers: bool = ..., max_iterations: _Optional[int] = ..., sub_agents: _Optional[_Iterable[_Union[AgentInfo, _Mapping]]] = ..., tools: _Optional[_Iterable[str]] = ..., transfer_targets: _Optional[_Iterable[str]] = ...) -> None: ...
+    def __init__(self, name: _Optional[str] = ..., description: _Optional[str] = ..., kind: _Optional[_Union[AgentKind, str]] = ..., model: _Optional[str] = ..., disallow_transfer_to_parent: bool = ..., disallow_transfer_to_peers: bool = ..., max_iterations: _Optional[int] = ..., sub_agents: _Optional[_Iterable[_Union[AgentInfo, _Mapping]]] = ..., tools: _Optional[_Iterable[str]] = ..., transfer_targets: _Optional[_Iterable[str]] = ..., tool_details: _Optional[_Iterable[_Union[ToolInfo, _Mapping]]] = ...) -> None: ...
 
 class App(_message.Message):
     __slots__ = ["description", "name", "root_agent"]
@@ -46,5 +54,22 @@ class App(_message.Message):
     root_agent: AgentInfo
     def __init__(self, name: _Optional[str] = ..., description: _Optional[str] = ..., root_agent: _Optional[_Union[AgentInfo, _Mapping]] = ...) -> None: ...
 
+class ToolInfo(_message.Message):
+    __slots__ = ["description", "kind", "name", "parameters", "require_confirmation"]
+    DESCRIPTION_FIELD_NUMBER: _ClassVar[int]
+    KIND_FIELD_NUMBER: _ClassVar[int]
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    PARAMETERS_FIELD_NUMBER: _ClassVar[int]
+    REQUIRE_CONFIRMATION_FIELD_NUMBER: _ClassVar[int]
+    description: str
+    kind: ToolKind
+    name: str
+    parameters: _struct_pb2.Struct
+    require_confirmation: bool
+    def __init__(self, name: _Optional[str] = ..., kind: _Optional[_Union[ToolKind, str]] = ..., description: _Optional[str] = ..., parameters: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., require_confirmation: bool = ...) -> None: ...
+
 class AgentKind(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = []
+
+class ToolKind(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     __slots__ = []

@@ -4,13 +4,14 @@
 
 import type { GenEnum, GenFile, GenMessage } from "@bufbuild/protobuf/codegenv2";
 import { enumDesc, fileDesc, messageDesc } from "@bufbuild/protobuf/codegenv2";
-import type { Message } from "@bufbuild/protobuf";
+import { file_google_protobuf_struct } from "@bufbuild/protobuf/wkt";
+import type { JsonObject, Message } from "@bufbuild/protobuf";
 
 /**
  * Describes the file agentrunner/v1/agent.proto.
  */
 export const file_agentrunner_v1_agent: GenFile = /*@__PURE__*/
-  fileDesc("ChphZ2VudHJ1bm5lci92MS9hZ2VudC5wcm90bxIOYWdlbnRydW5uZXIudjEinwIKCUFnZW50SW5mbxIMCgRuYW1lGAEgASgJEhMKC2Rlc2NyaXB0aW9uGAIgASgJEicKBGtpbmQYAyABKA4yGS5hZ2VudHJ1bm5lci52MS5BZ2VudEtpbmQSDQoFbW9kZWwYBCABKAkSIwobZGlzYWxsb3dfdHJhbnNmZXJfdG9fcGFyZW50GAUgASgIEiIKGmRpc2FsbG93X3RyYW5zZmVyX3RvX3BlZXJzGAYgASgIEhYKDm1heF9pdGVyYXRpb25zGAcgASgFEi0KCnN1Yl9hZ2VudHMYCCADKAsyGS5hZ2VudHJ1bm5lci52MS5BZ2VudEluZm8SDQoFdG9vbHMYCSADKAkSGAoQdHJhbnNmZXJfdGFyZ2V0cxgKIAMoCSJXCgNBcHASDAoEbmFtZRgBIAEoCRITCgtkZXNjcmlwdGlvbhgCIAEoCRItCgpyb290X2FnZW50GAMgASgLMhkuYWdlbnRydW5uZXIudjEuQWdlbnRJbmZvKpsBCglBZ2VudEtpbmQSGgoWQUdFTlRfS0lORF9VTlNQRUNJRklFRBAAEhUKEUFHRU5UX0tJTkRfQ1VTVE9NEAESEgoOQUdFTlRfS0lORF9MTE0QAhIZChVBR0VOVF9LSU5EX1NFUVVFTlRJQUwQAxIXChNBR0VOVF9LSU5EX1BBUkFMTEVMEAQSEwoPQUdFTlRfS0lORF9MT09QEAViBnByb3RvMw");
+  fileDesc("ChphZ2VudHJ1bm5lci92MS9hZ2VudC5wcm90bxIOYWdlbnRydW5uZXIudjEizwIKCUFnZW50SW5mbxIMCgRuYW1lGAEgASgJEhMKC2Rlc2NyaXB0aW9uGAIgASgJEicKBGtpbmQYAyABKA4yGS5hZ2VudHJ1bm5lci52MS5BZ2VudEtpbmQSDQoFbW9kZWwYBCABKAkSIwobZGlzYWxsb3dfdHJhbnNmZXJfdG9fcGFyZW50GAUgASgIEiIKGmRpc2FsbG93X3RyYW5zZmVyX3RvX3BlZXJzGAYgASgIEhYKDm1heF9pdGVyYXRpb25zGAcgASgFEi0KCnN1Yl9hZ2VudHMYCCADKAsyGS5hZ2VudHJ1bm5lci52MS5BZ2VudEluZm8SDQoFdG9vbHMYCSADKAkSGAoQdHJhbnNmZXJfdGFyZ2V0cxgKIAMoCRIuCgx0b29sX2RldGFpbHMYCyADKAsyGC5hZ2VudHJ1bm5lci52MS5Ub29sSW5mbyKgAQoIVG9vbEluZm8SDAoEbmFtZRgBIAEoCRImCgRraW5kGAIgASgOMhguYWdlbnRydW5uZXIudjEuVG9vbEtpbmQSEwoLZGVzY3JpcHRpb24YAyABKAkSKwoKcGFyYW1ldGVycxgEIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSHAoUcmVxdWlyZV9jb25maXJtYXRpb24YBSABKAgiVwoDQXBwEgwKBG5hbWUYASABKAkSEwoLZGVzY3JpcHRpb24YAiABKAkSLQoKcm9vdF9hZ2VudBgDIAEoCzIZLmFnZW50cnVubmVyLnYxLkFnZW50SW5mbyqbAQoJQWdlbnRLaW5kEhoKFkFHRU5UX0tJTkRfVU5TUEVDSUZJRUQQABIVChFBR0VOVF9LSU5EX0NVU1RPTRABEhIKDkFHRU5UX0tJTkRfTExNEAISGQoVQUdFTlRfS0lORF9TRVFVRU5USUFMEAMSFwoTQUdFTlRfS0lORF9QQVJBTExFTBAEEhMKD0FHRU5UX0tJTkRfTE9PUBAFKn0KCFRvb2xLaW5kEhkKFVRPT0xfS0lORF9VTlNQRUNJRklFRBAAEhUKEVRPT0xfS0lORF9CVUlMVElOEAESFgoSVE9PTF9LSU5EX0ZVTkNUSU9OEAISEQoNVE9PTF9LSU5EX01DUBADEhQKEFRPT0xfS0lORF9DVVNUT00QBGIGcHJvdG8z", [file_google_protobuf_struct]);
 
 /**
  * AgentInfo describes one agent of an app's tree.
@@ -89,6 +90,14 @@ export type AgentInfo = Message<"agentrunner.v1.AgentInfo"> & {
    * @generated from field: repeated string transfer_targets = 10;
    */
   transferTargets: string[];
+
+  /**
+   * For LLM agents: each tool of tools, in the same order, with its kind,
+   * description and the JSON Schema of its arguments.
+   *
+   * @generated from field: repeated agentrunner.v1.ToolInfo tool_details = 11;
+   */
+  toolDetails: ToolInfo[];
 };
 
 /**
@@ -97,6 +106,55 @@ export type AgentInfo = Message<"agentrunner.v1.AgentInfo"> & {
  */
 export const AgentInfoSchema: GenMessage<AgentInfo> = /*@__PURE__*/
   messageDesc(file_agentrunner_v1_agent, 0);
+
+/**
+ * ToolInfo describes a tool an LLM agent may call.
+ *
+ * @generated from message agentrunner.v1.ToolInfo
+ */
+export type ToolInfo = Message<"agentrunner.v1.ToolInfo"> & {
+  /**
+   * Name the model calls it by.
+   *
+   * @generated from field: string name = 1;
+   */
+  name: string;
+
+  /**
+   * Where the tool runs.
+   *
+   * @generated from field: agentrunner.v1.ToolKind kind = 2;
+   */
+  kind: ToolKind;
+
+  /**
+   * What the tool does, as the model reads it.
+   *
+   * @generated from field: string description = 3;
+   */
+  description: string;
+
+  /**
+   * JSON Schema of the arguments; empty for a tool without any.
+   *
+   * @generated from field: google.protobuf.Struct parameters = 4;
+   */
+  parameters?: JsonObject | undefined;
+
+  /**
+   * True when the caller must confirm each call before it runs.
+   *
+   * @generated from field: bool require_confirmation = 5;
+   */
+  requireConfirmation: boolean;
+};
+
+/**
+ * Describes the message agentrunner.v1.ToolInfo.
+ * Use `create(ToolInfoSchema)` to create a new message.
+ */
+export const ToolInfoSchema: GenMessage<ToolInfo> = /*@__PURE__*/
+  messageDesc(file_agentrunner_v1_agent, 1);
 
 /**
  * App is a named agent tree served by the runner.
@@ -131,7 +189,7 @@ export type App = Message<"agentrunner.v1.App"> & {
  * Use `create(AppSchema)` to create a new message.
  */
 export const AppSchema: GenMessage<App> = /*@__PURE__*/
-  messageDesc(file_agentrunner_v1_agent, 1);
+  messageDesc(file_agentrunner_v1_agent, 2);
 
 /**
  * AgentKind says how an agent runs.
@@ -188,4 +246,52 @@ export enum AgentKind {
  */
 export const AgentKindSchema: GenEnum<AgentKind> = /*@__PURE__*/
   enumDesc(file_agentrunner_v1_agent, 0);
+
+/**
+ * ToolKind says where a tool runs.
+ *
+ * @generated from enum agentrunner.v1.ToolKind
+ */
+export enum ToolKind {
+  /**
+   * Not known.
+   *
+   * @generated from enum value: TOOL_KIND_UNSPECIFIED = 0;
+   */
+  UNSPECIFIED = 0,
+
+  /**
+   * Built into agentrunner: transfer_to_agent, exit_loop, load_artifacts.
+   *
+   * @generated from enum value: TOOL_KIND_BUILTIN = 1;
+   */
+  BUILTIN = 1,
+
+  /**
+   * A function the caller executes: the run waits for its answer.
+   *
+   * @generated from enum value: TOOL_KIND_FUNCTION = 2;
+   */
+  FUNCTION = 2,
+
+  /**
+   * A tool of an MCP server.
+   *
+   * @generated from enum value: TOOL_KIND_MCP = 3;
+   */
+  MCP = 3,
+
+  /**
+   * Go code of the program that serves the app.
+   *
+   * @generated from enum value: TOOL_KIND_CUSTOM = 4;
+   */
+  CUSTOM = 4,
+}
+
+/**
+ * Describes the enum agentrunner.v1.ToolKind.
+ */
+export const ToolKindSchema: GenEnum<ToolKind> = /*@__PURE__*/
+  enumDesc(file_agentrunner_v1_agent, 1);
 
