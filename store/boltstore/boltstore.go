@@ -27,23 +27,24 @@ var (
 	bucketUserState = []byte("user_state")
 	bucketArtifacts = []byte("artifacts")
 	bucketBlobs     = []byte("blobs")
+	bucketToolCalls = []byte("tool_calls")
 
-	allBuckets = [][]byte{bucketMeta, bucketSessions, bucketEvents, bucketAppState, bucketUserState, bucketArtifacts, bucketBlobs}
+	allBuckets = [][]byte{bucketMeta, bucketSessions, bucketEvents, bucketAppState, bucketUserState, bucketArtifacts, bucketBlobs, bucketToolCalls}
 
 	keySchemaVersion = []byte("schema_version")
 )
 
 // currentSchema is the layout this code reads and writes. Raise it with a
 // new entry in schemaMigrations (and a test) whenever the layout changes.
-const currentSchema = 1
+const currentSchema = 2
 
 // migration upgrades a file from schema version N to N+1 inside the open
 // transaction.
 type migration func(tx *bbolt.Tx) error
 
-// schemaMigrations[i] upgrades version i+1 to i+2. Version 1 is the first
-// layout, so the list is empty for now.
-var schemaMigrations = []migration{}
+// schemaMigrations[i] upgrades version i+1 to i+2. Version 2 added the
+// tool-call ledger (bucket tool_calls, built from the stored events).
+var schemaMigrations = []migration{migrateToolCalls}
 
 // Options configure Open. The zero value is ready to use.
 type Options struct {

@@ -100,13 +100,20 @@ func TestReopenKeepsEverything(t *testing.T) {
 }
 
 func TestSchemaVersion(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "db")
-	s, err := Open(path, Options{})
+	fresh, err := Open(filepath.Join(t.TempDir(), "fresh"), Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if v, err := s.SchemaVersion(); err != nil || v != currentSchema {
+	if v, err := fresh.SchemaVersion(); err != nil || v != currentSchema {
 		t.Fatalf("fresh file has schema %d, %v", v, err)
+	}
+	fresh.Close()
+
+	// From here on, a file of schema 1 and injected migrations.
+	path := filepath.Join(t.TempDir(), "db")
+	s, err := Open(path, Options{schema: 1})
+	if err != nil {
+		t.Fatal(err)
 	}
 	k := store.SessionKey{App: "app", User: "u", Session: "s"}
 	if _, err := s.CreateSession(t.Context(), k, nil); err != nil {
@@ -148,12 +155,12 @@ func TestSchemaVersion(t *testing.T) {
 	}
 	// A failing migration leaves the file at its old version.
 	path2 := filepath.Join(t.TempDir(), "db2")
-	s, _ = Open(path2, Options{})
+	s, _ = Open(path2, Options{schema: 1})
 	s.Close()
 	if _, err := Open(path2, Options{schema: 2, migrations: []migration{func(*bbolt.Tx) error { return errors.New("boom") }}}); err == nil {
 		t.Fatal("failed migration opened the store")
 	}
-	s, err = Open(path2, Options{})
+	s, err = Open(path2, Options{schema: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -269,6 +276,7 @@ func TestKeysGolden(t *testing.T) {
 		"user_state " + hex.EncodeToString(userStateKey("app", "user\x00x")),
 		"artifact " + hex.EncodeToString(artifactVersionKey(nk, 3)),
 		"user_artifact " + hex.EncodeToString(artifactVersionKey(artifactNameKey(k, "user:cv.pdf"), 1)),
+		"tool_call " + hex.EncodeToString(toolCallKey(sessionKey(k), "call-1")),
 		"schema " + hex.EncodeToString(binary.AppendUvarint(nil, currentSchema)),
 	}, "\n") + "\n"
 	path := filepath.Join("testdata", "keys.golden")

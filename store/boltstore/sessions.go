@@ -301,6 +301,12 @@ func (s *Store) DeleteSession(ctx context.Context, k store.SessionKey) error {
 		events := tx.Bucket(bucketEvents)
 		artifacts, blobs := tx.Bucket(bucketArtifacts), tx.Bucket(bucketBlobs)
 		evKeys := collectPrefix(events, sk)
+		calls := tx.Bucket(bucketToolCalls)
+		for _, key := range collectPrefix(calls, sk) {
+			if err := del(calls, key); err != nil {
+				return err
+			}
+		}
 		artKeys := collectPrefix(artifacts, artifactPrefix(k.App, k.User, k.Session))
 		if err := del(tx.Bucket(bucketSessions), sk); err != nil {
 			return err
@@ -385,6 +391,9 @@ func (s *Store) AppendEvent(ctx context.Context, k store.SessionKey, ev *agentru
 			return err
 		}
 		if err := put(tx.Bucket(bucketEvents), eventKey(sk, seq), b); err != nil {
+			return err
+		}
+		if err := recordToolCalls(tx, sk, seq, stored); err != nil {
 			return err
 		}
 		if err := put(tx.Bucket(bucketSessions), sk, recBytes); err != nil {

@@ -1,0 +1,155 @@
+package boltstore
+
+import (
+	"bytes"
+	"cmp"
+	"context"
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
+	"fmt"
+	"slices"
+
+	agentrunnerv1 "github.com/agentrunner/agentrunner/gen/go/agentrunner/v1"
+	"github.com/agentrunner/agentrunner/store"
+	"go.etcd.io/bbolt"
+	"google.golang.org/protobuf/proto"
+)
+
+// The tool-call ledger: bucket tool_calls, T(app, user, session, call id)
+// -> ToolCall. AppendEvent keeps it in the transaction that stores the
+// event: a function call opens an entry, its answer closes it. No extra
+// write transaction, no extra fsync.
+
+// userAuthor is the author of the caller's events (agent.UserAuthor; the
+// store does not import the runner).
+const userAuthor = "user"
+
+func toolCallKey(sk []byte, callID string) []byte {
+	return appendString(bytes.Clone(sk), callID)
+}
+
+// recordToolCalls updates the ledger of session sk with the function calls
+// and responses of ev, stored at its sequence.
+func recordToolCalls(tx *bbolt.Tx, sk []byte, seq uint64, ev *agentrunnerv1.Event) error {
+	calls := tx.Bucket(bucketToolCalls)
+	for _, p := range ev.GetContent().GetParts() {
+		if fc := p.GetFunctionCall(); fc.GetId() != "" {
+			if err := openCall(calls, sk, seq, ev, fc); err != nil {
+				return err
+			}
+		}
+		if fr := p.GetFunctionResponse(); fr.GetId() != "" {
+			if err := closeCall(calls, sk, seq, ev, fr); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func openCall(b *bbolt.Bucket, sk []byte, seq uint64, ev *agentrunnerv1.Event, fc *agentrunnerv1.FunctionCall) error {
+	key := toolCallKey(sk, fc.GetId())
+	if b.Get(key) != nil {
+		return nil // a call id is opened once; a replay changes nothing
+	}
+	rec := &agentrunnerv1.ToolCall{
+		CallId:         fc.GetId(),
+		Tool:           fc.GetName(),
+		Author:         ev.GetAuthor(),
+		InvocationId:   ev.GetInvocationId(),
+		ArgsDigest:     digest(fc.GetArgs()),
+		CallSequence:   seq,
+		CallTime:       ev.GetTimestamp(),
+		WaitsForCaller: slices.Contains(ev.GetLongRunningToolIds(), fc.GetId()),
+	}
+	return putProto(b, key, rec)
+}
+
+// closeCall records the answer to a call: any response to a call that
+// does not wait for the caller, only the caller's to one that does (an
+// agent's interim response leaves it open). A response to a call the
+// ledger does not know, or to one already closed, changes nothing.
+func closeCall(b *bbolt.Bucket, sk []byte, seq uint64, ev *agentrunnerv1.Event, fr *agentrunnerv1.FunctionResponse) error {
+	key := toolCallKey(sk, fr.GetId())
+	v := b.Get(key)
+	if v == nil {
+		return nil
+	}
+	rec := &agentrunnerv1.ToolCall{}
+	if err := proto.Unmarshal(v, rec); err != nil {
+		return fmt.Errorf("decode tool call %q: %w", fr.GetId(), err)
+	}
+	if rec.GetResponseSequence() != 0 || (rec.GetWaitsForCaller() && ev.GetAuthor() != userAuthor) {
+		return nil
+	}
+	rec.ResponseSequence = seq
+	rec.ResponseTime = ev.GetTimestamp()
+	rec.ResultDigest = digest(fr.GetResponse())
+	return putProto(b, key, rec)
+}
+
+func putProto(b *bbolt.Bucket, key []byte, m proto.Message) error {
+	v, err := proto.Marshal(m)
+	if err != nil {
+		return fmt.Errorf("marshal %T: %w", m, err)
+	}
+	return put(b, key, v)
+}
+
+// digest is the hex SHA-256 of m's deterministic encoding.
+func digest(m proto.Message) string {
+	b, err := proto.MarshalOptions{Deterministic: true}.Marshal(m)
+	if err != nil {
+		return ""
+	}
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:])
+}
+
+// ListToolCalls returns the session's tool-call ledger, in call order;
+// ErrNotFound when the session does not exist.
+func (s *Store) ListToolCalls(ctx context.Context, k store.SessionKey) ([]*agentrunnerv1.ToolCall, error) {
+	if err := validateKey(k); err != nil {
+		return nil, err
+	}
+	var out []*agentrunnerv1.ToolCall
+	err := s.view(ctx, func(tx *bbolt.Tx) error {
+		sk := sessionKey(k)
+		if _, err := getSession(tx, k, sk); err != nil {
+			return err
+		}
+		c := tx.Bucket(bucketToolCalls).Cursor()
+		for key, v := c.Seek(sk); key != nil && bytes.HasPrefix(key, sk); key, v = c.Next() {
+			rec := &agentrunnerv1.ToolCall{}
+			if err := proto.Unmarshal(v, rec); err != nil {
+				return fmt.Errorf("decode tool call: %w", err)
+			}
+			out = append(out, rec)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	slices.SortStableFunc(out, func(a, b *agentrunnerv1.ToolCall) int {
+		return cmp.Compare(a.GetCallSequence(), b.GetCallSequence())
+	})
+	return out, nil
+}
+
+// migrateToolCalls (schema 1 -> 2) builds the ledger of every stored
+// session from its events.
+func migrateToolCalls(tx *bbolt.Tx) error {
+	c := tx.Bucket(bucketEvents).Cursor()
+	for key, v := c.First(); key != nil; key, v = c.Next() {
+		ev := &agentrunnerv1.Event{}
+		if err := proto.Unmarshal(v, ev); err != nil {
+			return fmt.Errorf("decode event: %w", err)
+		}
+		if err := recordToolCalls(tx, key[:len(key)-8], binary.BigEndian.Uint64(key[len(key)-8:]), ev); err != nil {
+			return err
+		}
+	}
+	return nil
+}
