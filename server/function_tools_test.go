@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -94,6 +95,22 @@ func TestClientExecutedTool(t *testing.T) {
 	// Answered once is answered: the same reply again is refused.
 	_, err = collectRun(t, mustStream(t, e, answerCall(t, waiting[0], map[string]any{"status": "shipped"})))
 	wantCode(t, err, codes.InvalidArgument, "")
+
+	// The ledger has both calls, each answered once: the refused one by the
+	// agent, the other by the client.
+	ledger, err := e.sessions.ListToolCalls(t.Context(), &servicev1.ListToolCallsRequest{AppName: "orders", UserId: "u1", SessionId: "s1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var lines []string
+	for _, c := range ledger.GetToolCalls() {
+		lines = append(lines, fmt.Sprintf("%s waits=%v answered=%v", c.GetTool(), c.GetWaitsForCaller(), c.GetResponseSequence() > c.GetCallSequence()))
+	}
+	if want := []string{"get_order waits=false answered=true", "get_order waits=true answered=true"}; !slices.Equal(lines, want) {
+		t.Fatalf("ledger %q, want %q", lines, want)
+	}
+	_, err = e.sessions.ListToolCalls(t.Context(), &servicev1.ListToolCallsRequest{AppName: "orders", UserId: "u1"})
+	wantCode(t, err, codes.InvalidArgument, "session_id")
 }
 
 // mustStream starts a Run; its outcome is read with collectRun.

@@ -97,3 +97,15 @@ type paged interface {
 func page(r paged) store.Page {
 	return store.Page{Size: int(r.GetPageSize()), Token: r.GetPageToken()}
 }
+
+func (h sessionService) ListToolCalls(ctx context.Context, req *servicev1.ListToolCallsRequest) (*servicev1.ListToolCallsResponse, error) {
+	k, err := sessionKey(req)
+	if err != nil {
+		return nil, err
+	}
+	calls, err := h.s.store.ListToolCalls(ctx, k)
+	if err != nil {
+		return nil, h.s.toStatus(ctx, err)
+	}
+	return &servicev1.ListToolCallsResponse{ToolCalls: calls}, nil
+}

@@ -23,6 +23,116 @@ const (
 	_ = protoimpl.EnforceVersion(protoimpl.MaxVersion - 20)
 )
 
+// ListToolCallsRequest is the input of ListToolCalls.
+type ListToolCallsRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// App of the session. Required.
+	AppName string `protobuf:"bytes,1,opt,name=app_name,json=appName,proto3" json:"app_name,omitempty"`
+	// Owner of the session. Required.
+	UserId string `protobuf:"bytes,2,opt,name=user_id,json=userId,proto3" json:"user_id,omitempty"`
+	// Id of the session. Required.
+	SessionId     string `protobuf:"bytes,3,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListToolCallsRequest) Reset() {
+	*x = ListToolCallsRequest{}
+	mi := &file_agentrunner_service_v1_session_service_proto_msgTypes[0]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListToolCallsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListToolCallsRequest) ProtoMessage() {}
+
+func (x *ListToolCallsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_agentrunner_service_v1_session_service_proto_msgTypes[0]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListToolCallsRequest.ProtoReflect.Descriptor instead.
+func (*ListToolCallsRequest) Descriptor() ([]byte, []int) {
+	return file_agentrunner_service_v1_session_service_proto_rawDescGZIP(), []int{0}
+}
+
+func (x *ListToolCallsRequest) GetAppName() string {
+	if x != nil {
+		return x.AppName
+	}
+	return ""
+}
+
+func (x *ListToolCallsRequest) GetUserId() string {
+	if x != nil {
+		return x.UserId
+	}
+	return ""
+}
+
+func (x *ListToolCallsRequest) GetSessionId() string {
+	if x != nil {
+		return x.SessionId
+	}
+	return ""
+}
+
+// ListToolCallsResponse is the output of ListToolCalls.
+type ListToolCallsResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The ledger, in call order.
+	ToolCalls     []*v1.ToolCall `protobuf:"bytes,1,rep,name=tool_calls,json=toolCalls,proto3" json:"tool_calls,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListToolCallsResponse) Reset() {
+	*x = ListToolCallsResponse{}
+	mi := &file_agentrunner_service_v1_session_service_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListToolCallsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListToolCallsResponse) ProtoMessage() {}
+
+func (x *ListToolCallsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_agentrunner_service_v1_session_service_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListToolCallsResponse.ProtoReflect.Descriptor instead.
+func (*ListToolCallsResponse) Descriptor() ([]byte, []int) {
+	return file_agentrunner_service_v1_session_service_proto_rawDescGZIP(), []int{1}
+}
+
+func (x *ListToolCallsResponse) GetToolCalls() []*v1.ToolCall {
+	if x != nil {
+		return x.ToolCalls
+	}
+	return nil
+}
+
 // CreateSessionRequest is the input of CreateSession.
 type CreateSessionRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -41,7 +151,7 @@ type CreateSessionRequest struct {
 
 func (x *CreateSessionRequest) Reset() {
 	*x = CreateSessionRequest{}
-	mi := &file_agentrunner_service_v1_session_service_proto_msgTypes[0]
+	mi := &file_agentrunner_service_v1_session_service_proto_msgTypes[2]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -53,7 +163,7 @@ func (x *CreateSessionRequest) String() string {
 func (*CreateSessionRequest) ProtoMessage() {}
 
 func (x *CreateSessionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_agentrunner_service_v1_session_service_proto_msgTypes[0]
+	mi := &file_agentrunner_service_v1_session_service_proto_msgTypes[2]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -66,7 +176,7 @@ func (x *CreateSessionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateSessionRequest.ProtoReflect.Descriptor instead.
 func (*CreateSessionRequest) Descriptor() ([]byte, []int) {
-	return file_agentrunner_service_v1_session_service_proto_rawDescGZIP(), []int{0}
+	return file_agentrunner_service_v1_session_service_proto_rawDescGZIP(), []int{2}
 }
 
 func (x *CreateSessionRequest) GetAppName() string {
@@ -108,7 +218,7 @@ type CreateSessionResponse struct {
 
 func (x *CreateSessionResponse) Reset() {
 	*x = CreateSessionResponse{}
-	mi := &file_agentrunner_service_v1_session_service_proto_msgTypes[1]
+	mi := &file_agentrunner_service_v1_session_service_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -120,7 +230,7 @@ func (x *CreateSessionResponse) String() string {
 func (*CreateSessionResponse) ProtoMessage() {}
 
 func (x *CreateSessionResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_agentrunner_service_v1_session_service_proto_msgTypes[1]
+	mi := &file_agentrunner_service_v1_session_service_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -133,7 +243,7 @@ func (x *CreateSessionResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateSessionResponse.ProtoReflect.Descriptor instead.
 func (*CreateSessionResponse) Descriptor() ([]byte, []int) {
-	return file_agentrunner_service_v1_session_service_proto_rawDescGZIP(), []int{1}
+	return file_agentrunner_service_v1_session_service_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *CreateSessionResponse) GetSession() *v1.Session {
@@ -163,7 +273,7 @@ type GetSessionRequest struct {
 
 func (x *GetSessionRequest) Reset() {
 	*x = GetSessionRequest{}
-	mi := &file_agentrunner_service_v1_session_service_proto_msgTypes[2]
+	mi := &file_agentrunner_service_v1_session_service_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -175,7 +285,7 @@ func (x *GetSessionRequest) String() string {
 func (*GetSessionRequest) ProtoMessage() {}
 
 func (x *GetSessionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_agentrunner_service_v1_session_service_proto_msgTypes[2]
+	mi := &file_agentrunner_service_v1_session_service_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -188,7 +298,7 @@ func (x *GetSessionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetSessionRequest.ProtoReflect.Descriptor instead.
 func (*GetSessionRequest) Descriptor() ([]byte, []int) {
-	return file_agentrunner_service_v1_session_service_proto_rawDescGZIP(), []int{2}
+	return file_agentrunner_service_v1_session_service_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *GetSessionRequest) GetAppName() string {
@@ -239,7 +349,7 @@ type GetSessionResponse struct {
 
 func (x *GetSessionResponse) Reset() {
 	*x = GetSessionResponse{}
-	mi := &file_agentrunner_service_v1_session_service_proto_msgTypes[3]
+	mi := &file_agentrunner_service_v1_session_service_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -251,7 +361,7 @@ func (x *GetSessionResponse) String() string {
 func (*GetSessionResponse) ProtoMessage() {}
 
 func (x *GetSessionResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_agentrunner_service_v1_session_service_proto_msgTypes[3]
+	mi := &file_agentrunner_service_v1_session_service_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -264,7 +374,7 @@ func (x *GetSessionResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetSessionResponse.ProtoReflect.Descriptor instead.
 func (*GetSessionResponse) Descriptor() ([]byte, []int) {
-	return file_agentrunner_service_v1_session_service_proto_rawDescGZIP(), []int{3}
+	return file_agentrunner_service_v1_session_service_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *GetSessionResponse) GetSession() *v1.Session {
@@ -298,7 +408,7 @@ type ListSessionsRequest struct {
 
 func (x *ListSessionsRequest) Reset() {
 	*x = ListSessionsRequest{}
-	mi := &file_agentrunner_service_v1_session_service_proto_msgTypes[4]
+	mi := &file_agentrunner_service_v1_session_service_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -310,7 +420,7 @@ func (x *ListSessionsRequest) String() string {
 func (*ListSessionsRequest) ProtoMessage() {}
 
 func (x *ListSessionsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_agentrunner_service_v1_session_service_proto_msgTypes[4]
+	mi := &file_agentrunner_service_v1_session_service_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -323,7 +433,7 @@ func (x *ListSessionsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListSessionsRequest.ProtoReflect.Descriptor instead.
 func (*ListSessionsRequest) Descriptor() ([]byte, []int) {
-	return file_agentrunner_service_v1_session_service_proto_rawDescGZIP(), []int{4}
+	return file_agentrunner_service_v1_session_service_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *ListSessionsRequest) GetAppName() string {
@@ -367,7 +477,7 @@ type ListSessionsResponse struct {
 
 func (x *ListSessionsResponse) Reset() {
 	*x = ListSessionsResponse{}
-	mi := &file_agentrunner_service_v1_session_service_proto_msgTypes[5]
+	mi := &file_agentrunner_service_v1_session_service_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -379,7 +489,7 @@ func (x *ListSessionsResponse) String() string {
 func (*ListSessionsResponse) ProtoMessage() {}
 
 func (x *ListSessionsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_agentrunner_service_v1_session_service_proto_msgTypes[5]
+	mi := &file_agentrunner_service_v1_session_service_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -392,7 +502,7 @@ func (x *ListSessionsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListSessionsResponse.ProtoReflect.Descriptor instead.
 func (*ListSessionsResponse) Descriptor() ([]byte, []int) {
-	return file_agentrunner_service_v1_session_service_proto_rawDescGZIP(), []int{5}
+	return file_agentrunner_service_v1_session_service_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *ListSessionsResponse) GetSessions() []*v1.Session {
@@ -424,7 +534,7 @@ type DeleteSessionRequest struct {
 
 func (x *DeleteSessionRequest) Reset() {
 	*x = DeleteSessionRequest{}
-	mi := &file_agentrunner_service_v1_session_service_proto_msgTypes[6]
+	mi := &file_agentrunner_service_v1_session_service_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -436,7 +546,7 @@ func (x *DeleteSessionRequest) String() string {
 func (*DeleteSessionRequest) ProtoMessage() {}
 
 func (x *DeleteSessionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_agentrunner_service_v1_session_service_proto_msgTypes[6]
+	mi := &file_agentrunner_service_v1_session_service_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -449,7 +559,7 @@ func (x *DeleteSessionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteSessionRequest.ProtoReflect.Descriptor instead.
 func (*DeleteSessionRequest) Descriptor() ([]byte, []int) {
-	return file_agentrunner_service_v1_session_service_proto_rawDescGZIP(), []int{6}
+	return file_agentrunner_service_v1_session_service_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *DeleteSessionRequest) GetAppName() string {
@@ -482,7 +592,7 @@ type DeleteSessionResponse struct {
 
 func (x *DeleteSessionResponse) Reset() {
 	*x = DeleteSessionResponse{}
-	mi := &file_agentrunner_service_v1_session_service_proto_msgTypes[7]
+	mi := &file_agentrunner_service_v1_session_service_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -494,7 +604,7 @@ func (x *DeleteSessionResponse) String() string {
 func (*DeleteSessionResponse) ProtoMessage() {}
 
 func (x *DeleteSessionResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_agentrunner_service_v1_session_service_proto_msgTypes[7]
+	mi := &file_agentrunner_service_v1_session_service_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -507,7 +617,7 @@ func (x *DeleteSessionResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteSessionResponse.ProtoReflect.Descriptor instead.
 func (*DeleteSessionResponse) Descriptor() ([]byte, []int) {
-	return file_agentrunner_service_v1_session_service_proto_rawDescGZIP(), []int{7}
+	return file_agentrunner_service_v1_session_service_proto_rawDescGZIP(), []int{9}
 }
 
 // AppendEventRequest is the input of AppendEvent.
@@ -529,7 +639,7 @@ type AppendEventRequest struct {
 
 func (x *AppendEventRequest) Reset() {
 	*x = AppendEventRequest{}
-	mi := &file_agentrunner_service_v1_session_service_proto_msgTypes[8]
+	mi := &file_agentrunner_service_v1_session_service_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -541,7 +651,7 @@ func (x *AppendEventRequest) String() string {
 func (*AppendEventRequest) ProtoMessage() {}
 
 func (x *AppendEventRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_agentrunner_service_v1_session_service_proto_msgTypes[8]
+	mi := &file_agentrunner_service_v1_session_service_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -554,7 +664,7 @@ func (x *AppendEventRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AppendEventRequest.ProtoReflect.Descriptor instead.
 func (*AppendEventRequest) Descriptor() ([]byte, []int) {
-	return file_agentrunner_service_v1_session_service_proto_rawDescGZIP(), []int{8}
+	return file_agentrunner_service_v1_session_service_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *AppendEventRequest) GetAppName() string {
@@ -597,7 +707,7 @@ type AppendEventResponse struct {
 
 func (x *AppendEventResponse) Reset() {
 	*x = AppendEventResponse{}
-	mi := &file_agentrunner_service_v1_session_service_proto_msgTypes[9]
+	mi := &file_agentrunner_service_v1_session_service_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -609,7 +719,7 @@ func (x *AppendEventResponse) String() string {
 func (*AppendEventResponse) ProtoMessage() {}
 
 func (x *AppendEventResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_agentrunner_service_v1_session_service_proto_msgTypes[9]
+	mi := &file_agentrunner_service_v1_session_service_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -622,7 +732,7 @@ func (x *AppendEventResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AppendEventResponse.ProtoReflect.Descriptor instead.
 func (*AppendEventResponse) Descriptor() ([]byte, []int) {
-	return file_agentrunner_service_v1_session_service_proto_rawDescGZIP(), []int{9}
+	return file_agentrunner_service_v1_session_service_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *AppendEventResponse) GetEvent() *v1.Event {
@@ -653,7 +763,7 @@ type ListEventsRequest struct {
 
 func (x *ListEventsRequest) Reset() {
 	*x = ListEventsRequest{}
-	mi := &file_agentrunner_service_v1_session_service_proto_msgTypes[10]
+	mi := &file_agentrunner_service_v1_session_service_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -665,7 +775,7 @@ func (x *ListEventsRequest) String() string {
 func (*ListEventsRequest) ProtoMessage() {}
 
 func (x *ListEventsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_agentrunner_service_v1_session_service_proto_msgTypes[10]
+	mi := &file_agentrunner_service_v1_session_service_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -678,7 +788,7 @@ func (x *ListEventsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListEventsRequest.ProtoReflect.Descriptor instead.
 func (*ListEventsRequest) Descriptor() ([]byte, []int) {
-	return file_agentrunner_service_v1_session_service_proto_rawDescGZIP(), []int{10}
+	return file_agentrunner_service_v1_session_service_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *ListEventsRequest) GetAppName() string {
@@ -736,7 +846,7 @@ type ListEventsResponse struct {
 
 func (x *ListEventsResponse) Reset() {
 	*x = ListEventsResponse{}
-	mi := &file_agentrunner_service_v1_session_service_proto_msgTypes[11]
+	mi := &file_agentrunner_service_v1_session_service_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -748,7 +858,7 @@ func (x *ListEventsResponse) String() string {
 func (*ListEventsResponse) ProtoMessage() {}
 
 func (x *ListEventsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_agentrunner_service_v1_session_service_proto_msgTypes[11]
+	mi := &file_agentrunner_service_v1_session_service_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -761,7 +871,7 @@ func (x *ListEventsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListEventsResponse.ProtoReflect.Descriptor instead.
 func (*ListEventsResponse) Descriptor() ([]byte, []int) {
-	return file_agentrunner_service_v1_session_service_proto_rawDescGZIP(), []int{11}
+	return file_agentrunner_service_v1_session_service_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *ListEventsResponse) GetEvents() []*v1.Event {
@@ -782,7 +892,15 @@ var File_agentrunner_service_v1_session_service_proto protoreflect.FileDescripto
 
 const file_agentrunner_service_v1_session_service_proto_rawDesc = "" +
 	"\n" +
-	",agentrunner/service/v1/session_service.proto\x12\x16agentrunner.service.v1\x1a\x1aagentrunner/v1/event.proto\x1a\x1cagentrunner/v1/session.proto\x1a\x1cgoogle/protobuf/struct.proto\"\x98\x01\n" +
+	",agentrunner/service/v1/session_service.proto\x12\x16agentrunner.service.v1\x1a\x1aagentrunner/v1/event.proto\x1a\x1cagentrunner/v1/session.proto\x1a\x1eagentrunner/v1/tool_call.proto\x1a\x1cgoogle/protobuf/struct.proto\"i\n" +
+	"\x14ListToolCallsRequest\x12\x19\n" +
+	"\bapp_name\x18\x01 \x01(\tR\aappName\x12\x17\n" +
+	"\auser_id\x18\x02 \x01(\tR\x06userId\x12\x1d\n" +
+	"\n" +
+	"session_id\x18\x03 \x01(\tR\tsessionId\"P\n" +
+	"\x15ListToolCallsResponse\x127\n" +
+	"\n" +
+	"tool_calls\x18\x01 \x03(\v2\x18.agentrunner.v1.ToolCallR\ttoolCalls\"\x98\x01\n" +
 	"\x14CreateSessionRequest\x12\x19\n" +
 	"\bapp_name\x18\x01 \x01(\tR\aappName\x12\x17\n" +
 	"\auser_id\x18\x02 \x01(\tR\x06userId\x12\x1d\n" +
@@ -835,7 +953,7 @@ const file_agentrunner_service_v1_session_service_proto_rawDesc = "" +
 	"\x0eafter_sequence\x18\x06 \x01(\x04R\rafterSequence\"k\n" +
 	"\x12ListEventsResponse\x12-\n" +
 	"\x06events\x18\x01 \x03(\v2\x15.agentrunner.v1.EventR\x06events\x12&\n" +
-	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken2\x89\x05\n" +
+	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken2\xf7\x05\n" +
 	"\x0eSessionService\x12l\n" +
 	"\rCreateSession\x12,.agentrunner.service.v1.CreateSessionRequest\x1a-.agentrunner.service.v1.CreateSessionResponse\x12c\n" +
 	"\n" +
@@ -844,7 +962,8 @@ const file_agentrunner_service_v1_session_service_proto_rawDesc = "" +
 	"\rDeleteSession\x12,.agentrunner.service.v1.DeleteSessionRequest\x1a-.agentrunner.service.v1.DeleteSessionResponse\x12f\n" +
 	"\vAppendEvent\x12*.agentrunner.service.v1.AppendEventRequest\x1a+.agentrunner.service.v1.AppendEventResponse\x12c\n" +
 	"\n" +
-	"ListEvents\x12).agentrunner.service.v1.ListEventsRequest\x1a*.agentrunner.service.v1.ListEventsResponseB\xf7\x01\n" +
+	"ListEvents\x12).agentrunner.service.v1.ListEventsRequest\x1a*.agentrunner.service.v1.ListEventsResponse\x12l\n" +
+	"\rListToolCalls\x12,.agentrunner.service.v1.ListToolCallsRequest\x1a-.agentrunner.service.v1.ListToolCallsResponseB\xf7\x01\n" +
 	"\x1acom.agentrunner.service.v1B\x13SessionServiceProtoP\x01ZJgithub.com/agentrunner/agentrunner/gen/go/agentrunner/service/v1;servicev1\xa2\x02\x03ASX\xaa\x02\x16Agentrunner.Service.V1\xca\x02\x16Agentrunner\\Service\\V1\xe2\x02\"Agentrunner\\Service\\V1\\GPBMetadata\xea\x02\x18Agentrunner::Service::V1b\x06proto3"
 
 var (
@@ -859,50 +978,56 @@ func file_agentrunner_service_v1_session_service_proto_rawDescGZIP() []byte {
 	return file_agentrunner_service_v1_session_service_proto_rawDescData
 }
 
-var file_agentrunner_service_v1_session_service_proto_msgTypes = make([]protoimpl.MessageInfo, 12)
+var file_agentrunner_service_v1_session_service_proto_msgTypes = make([]protoimpl.MessageInfo, 14)
 var file_agentrunner_service_v1_session_service_proto_goTypes = []any{
-	(*CreateSessionRequest)(nil),  // 0: agentrunner.service.v1.CreateSessionRequest
-	(*CreateSessionResponse)(nil), // 1: agentrunner.service.v1.CreateSessionResponse
-	(*GetSessionRequest)(nil),     // 2: agentrunner.service.v1.GetSessionRequest
-	(*GetSessionResponse)(nil),    // 3: agentrunner.service.v1.GetSessionResponse
-	(*ListSessionsRequest)(nil),   // 4: agentrunner.service.v1.ListSessionsRequest
-	(*ListSessionsResponse)(nil),  // 5: agentrunner.service.v1.ListSessionsResponse
-	(*DeleteSessionRequest)(nil),  // 6: agentrunner.service.v1.DeleteSessionRequest
-	(*DeleteSessionResponse)(nil), // 7: agentrunner.service.v1.DeleteSessionResponse
-	(*AppendEventRequest)(nil),    // 8: agentrunner.service.v1.AppendEventRequest
-	(*AppendEventResponse)(nil),   // 9: agentrunner.service.v1.AppendEventResponse
-	(*ListEventsRequest)(nil),     // 10: agentrunner.service.v1.ListEventsRequest
-	(*ListEventsResponse)(nil),    // 11: agentrunner.service.v1.ListEventsResponse
-	(*structpb.Struct)(nil),       // 12: google.protobuf.Struct
-	(*v1.Session)(nil),            // 13: agentrunner.v1.Session
-	(*v1.Event)(nil),              // 14: agentrunner.v1.Event
+	(*ListToolCallsRequest)(nil),  // 0: agentrunner.service.v1.ListToolCallsRequest
+	(*ListToolCallsResponse)(nil), // 1: agentrunner.service.v1.ListToolCallsResponse
+	(*CreateSessionRequest)(nil),  // 2: agentrunner.service.v1.CreateSessionRequest
+	(*CreateSessionResponse)(nil), // 3: agentrunner.service.v1.CreateSessionResponse
+	(*GetSessionRequest)(nil),     // 4: agentrunner.service.v1.GetSessionRequest
+	(*GetSessionResponse)(nil),    // 5: agentrunner.service.v1.GetSessionResponse
+	(*ListSessionsRequest)(nil),   // 6: agentrunner.service.v1.ListSessionsRequest
+	(*ListSessionsResponse)(nil),  // 7: agentrunner.service.v1.ListSessionsResponse
+	(*DeleteSessionRequest)(nil),  // 8: agentrunner.service.v1.DeleteSessionRequest
+	(*DeleteSessionResponse)(nil), // 9: agentrunner.service.v1.DeleteSessionResponse
+	(*AppendEventRequest)(nil),    // 10: agentrunner.service.v1.AppendEventRequest
+	(*AppendEventResponse)(nil),   // 11: agentrunner.service.v1.AppendEventResponse
+	(*ListEventsRequest)(nil),     // 12: agentrunner.service.v1.ListEventsRequest
+	(*ListEventsResponse)(nil),    // 13: agentrunner.service.v1.ListEventsResponse
+	(*v1.ToolCall)(nil),           // 14: agentrunner.v1.ToolCall
+	(*structpb.Struct)(nil),       // 15: google.protobuf.Struct
+	(*v1.Session)(nil),            // 16: agentrunner.v1.Session
+	(*v1.Event)(nil),              // 17: agentrunner.v1.Event
 }
 var file_agentrunner_service_v1_session_service_proto_depIdxs = []int32{
-	12, // 0: agentrunner.service.v1.CreateSessionRequest.state:type_name -> google.protobuf.Struct
-	13, // 1: agentrunner.service.v1.CreateSessionResponse.session:type_name -> agentrunner.v1.Session
-	13, // 2: agentrunner.service.v1.GetSessionResponse.session:type_name -> agentrunner.v1.Session
-	14, // 3: agentrunner.service.v1.GetSessionResponse.events:type_name -> agentrunner.v1.Event
-	13, // 4: agentrunner.service.v1.ListSessionsResponse.sessions:type_name -> agentrunner.v1.Session
-	14, // 5: agentrunner.service.v1.AppendEventRequest.event:type_name -> agentrunner.v1.Event
-	14, // 6: agentrunner.service.v1.AppendEventResponse.event:type_name -> agentrunner.v1.Event
-	14, // 7: agentrunner.service.v1.ListEventsResponse.events:type_name -> agentrunner.v1.Event
-	0,  // 8: agentrunner.service.v1.SessionService.CreateSession:input_type -> agentrunner.service.v1.CreateSessionRequest
-	2,  // 9: agentrunner.service.v1.SessionService.GetSession:input_type -> agentrunner.service.v1.GetSessionRequest
-	4,  // 10: agentrunner.service.v1.SessionService.ListSessions:input_type -> agentrunner.service.v1.ListSessionsRequest
-	6,  // 11: agentrunner.service.v1.SessionService.DeleteSession:input_type -> agentrunner.service.v1.DeleteSessionRequest
-	8,  // 12: agentrunner.service.v1.SessionService.AppendEvent:input_type -> agentrunner.service.v1.AppendEventRequest
-	10, // 13: agentrunner.service.v1.SessionService.ListEvents:input_type -> agentrunner.service.v1.ListEventsRequest
-	1,  // 14: agentrunner.service.v1.SessionService.CreateSession:output_type -> agentrunner.service.v1.CreateSessionResponse
-	3,  // 15: agentrunner.service.v1.SessionService.GetSession:output_type -> agentrunner.service.v1.GetSessionResponse
-	5,  // 16: agentrunner.service.v1.SessionService.ListSessions:output_type -> agentrunner.service.v1.ListSessionsResponse
-	7,  // 17: agentrunner.service.v1.SessionService.DeleteSession:output_type -> agentrunner.service.v1.DeleteSessionResponse
-	9,  // 18: agentrunner.service.v1.SessionService.AppendEvent:output_type -> agentrunner.service.v1.AppendEventResponse
-	11, // 19: agentrunner.service.v1.SessionService.ListEvents:output_type -> agentrunner.service.v1.ListEventsResponse
-	14, // [14:20] is the sub-list for method output_type
-	8,  // [8:14] is the sub-list for method input_type
-	8,  // [8:8] is the sub-list for extension type_name
-	8,  // [8:8] is the sub-list for extension extendee
-	0,  // [0:8] is the sub-list for field type_name
+	14, // 0: agentrunner.service.v1.ListToolCallsResponse.tool_calls:type_name -> agentrunner.v1.ToolCall
+	15, // 1: agentrunner.service.v1.CreateSessionRequest.state:type_name -> google.protobuf.Struct
+	16, // 2: agentrunner.service.v1.CreateSessionResponse.session:type_name -> agentrunner.v1.Session
+	16, // 3: agentrunner.service.v1.GetSessionResponse.session:type_name -> agentrunner.v1.Session
+	17, // 4: agentrunner.service.v1.GetSessionResponse.events:type_name -> agentrunner.v1.Event
+	16, // 5: agentrunner.service.v1.ListSessionsResponse.sessions:type_name -> agentrunner.v1.Session
+	17, // 6: agentrunner.service.v1.AppendEventRequest.event:type_name -> agentrunner.v1.Event
+	17, // 7: agentrunner.service.v1.AppendEventResponse.event:type_name -> agentrunner.v1.Event
+	17, // 8: agentrunner.service.v1.ListEventsResponse.events:type_name -> agentrunner.v1.Event
+	2,  // 9: agentrunner.service.v1.SessionService.CreateSession:input_type -> agentrunner.service.v1.CreateSessionRequest
+	4,  // 10: agentrunner.service.v1.SessionService.GetSession:input_type -> agentrunner.service.v1.GetSessionRequest
+	6,  // 11: agentrunner.service.v1.SessionService.ListSessions:input_type -> agentrunner.service.v1.ListSessionsRequest
+	8,  // 12: agentrunner.service.v1.SessionService.DeleteSession:input_type -> agentrunner.service.v1.DeleteSessionRequest
+	10, // 13: agentrunner.service.v1.SessionService.AppendEvent:input_type -> agentrunner.service.v1.AppendEventRequest
+	12, // 14: agentrunner.service.v1.SessionService.ListEvents:input_type -> agentrunner.service.v1.ListEventsRequest
+	0,  // 15: agentrunner.service.v1.SessionService.ListToolCalls:input_type -> agentrunner.service.v1.ListToolCallsRequest
+	3,  // 16: agentrunner.service.v1.SessionService.CreateSession:output_type -> agentrunner.service.v1.CreateSessionResponse
+	5,  // 17: agentrunner.service.v1.SessionService.GetSession:output_type -> agentrunner.service.v1.GetSessionResponse
+	7,  // 18: agentrunner.service.v1.SessionService.ListSessions:output_type -> agentrunner.service.v1.ListSessionsResponse
+	9,  // 19: agentrunner.service.v1.SessionService.DeleteSession:output_type -> agentrunner.service.v1.DeleteSessionResponse
+	11, // 20: agentrunner.service.v1.SessionService.AppendEvent:output_type -> agentrunner.service.v1.AppendEventResponse
+	13, // 21: agentrunner.service.v1.SessionService.ListEvents:output_type -> agentrunner.service.v1.ListEventsResponse
+	1,  // 22: agentrunner.service.v1.SessionService.ListToolCalls:output_type -> agentrunner.service.v1.ListToolCallsResponse
+	16, // [16:23] is the sub-list for method output_type
+	9,  // [9:16] is the sub-list for method input_type
+	9,  // [9:9] is the sub-list for extension type_name
+	9,  // [9:9] is the sub-list for extension extendee
+	0,  // [0:9] is the sub-list for field type_name
 }
 
 func init() { file_agentrunner_service_v1_session_service_proto_init() }
@@ -916,7 +1041,7 @@ func file_agentrunner_service_v1_session_service_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_agentrunner_service_v1_session_service_proto_rawDesc), len(file_agentrunner_service_v1_session_service_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   12,
+			NumMessages:   14,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

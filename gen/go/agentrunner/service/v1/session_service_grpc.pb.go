@@ -25,6 +25,7 @@ const (
 	SessionService_DeleteSession_FullMethodName = "/agentrunner.service.v1.SessionService/DeleteSession"
 	SessionService_AppendEvent_FullMethodName   = "/agentrunner.service.v1.SessionService/AppendEvent"
 	SessionService_ListEvents_FullMethodName    = "/agentrunner.service.v1.SessionService/ListEvents"
+	SessionService_ListToolCalls_FullMethodName = "/agentrunner.service.v1.SessionService/ListToolCalls"
 )
 
 // SessionServiceClient is the client API for SessionService service.
@@ -53,6 +54,12 @@ type SessionServiceClient interface {
 	AppendEvent(ctx context.Context, in *AppendEventRequest, opts ...grpc.CallOption) (*AppendEventResponse, error)
 	// ListEvents pages through a session's events in sequence order.
 	ListEvents(ctx context.Context, in *ListEventsRequest, opts ...grpc.CallOption) (*ListEventsResponse, error)
+	// ListToolCalls returns the session's tool-call ledger in call order:
+	// every function call its agents made and whether it was answered. A
+	// call with no response_sequence was started and not finished (for
+	// example because the server stopped while the tool ran); nothing runs it
+	// again on its own.
+	ListToolCalls(ctx context.Context, in *ListToolCallsRequest, opts ...grpc.CallOption) (*ListToolCallsResponse, error)
 }
 
 type sessionServiceClient struct {
@@ -123,6 +130,16 @@ func (c *sessionServiceClient) ListEvents(ctx context.Context, in *ListEventsReq
 	return out, nil
 }
 
+func (c *sessionServiceClient) ListToolCalls(ctx context.Context, in *ListToolCallsRequest, opts ...grpc.CallOption) (*ListToolCallsResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ListToolCallsResponse)
+	err := c.cc.Invoke(ctx, SessionService_ListToolCalls_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // SessionServiceServer is the server API for SessionService service.
 // All implementations must embed UnimplementedSessionServiceServer
 // for forward compatibility.
@@ -149,6 +166,12 @@ type SessionServiceServer interface {
 	AppendEvent(context.Context, *AppendEventRequest) (*AppendEventResponse, error)
 	// ListEvents pages through a session's events in sequence order.
 	ListEvents(context.Context, *ListEventsRequest) (*ListEventsResponse, error)
+	// ListToolCalls returns the session's tool-call ledger in call order:
+	// every function call its agents made and whether it was answered. A
+	// call with no response_sequence was started and not finished (for
+	// example because the server stopped while the tool ran); nothing runs it
+	// again on its own.
+	ListToolCalls(context.Context, *ListToolCallsRequest) (*ListToolCallsResponse, error)
 	mustEmbedUnimplementedSessionServiceServer()
 }
 
@@ -176,6 +199,9 @@ func (UnimplementedSessionServiceServer) AppendEvent(context.Context, *AppendEve
 }
 func (UnimplementedSessionServiceServer) ListEvents(context.Context, *ListEventsRequest) (*ListEventsResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method ListEvents not implemented")
+}
+func (UnimplementedSessionServiceServer) ListToolCalls(context.Context, *ListToolCallsRequest) (*ListToolCallsResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ListToolCalls not implemented")
 }
 func (UnimplementedSessionServiceServer) mustEmbedUnimplementedSessionServiceServer() {}
 func (UnimplementedSessionServiceServer) testEmbeddedByValue()                        {}
@@ -306,6 +332,24 @@ func _SessionService_ListEvents_Handler(srv interface{}, ctx context.Context, de
 	return interceptor(ctx, in, info, handler)
 }
 
+func _SessionService_ListToolCalls_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ListToolCallsRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(SessionServiceServer).ListToolCalls(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: SessionService_ListToolCalls_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(SessionServiceServer).ListToolCalls(ctx, req.(*ListToolCallsRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // SessionService_ServiceDesc is the grpc.ServiceDesc for SessionService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -336,6 +380,10 @@ var SessionService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "ListEvents",
 			Handler:    _SessionService_ListEvents_Handler,
+		},
+		{
+			MethodName: "ListToolCalls",
+			Handler:    _SessionService_ListToolCalls_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},

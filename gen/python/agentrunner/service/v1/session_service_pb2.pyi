@@ -1,5 +1,6 @@
 from agentrunner.v1 import event_pb2 as _event_pb2
 from agentrunner.v1 import session_pb2 as _session_pb2
+from agentrunner.v1 import tool_call_pb2 as _tool_call_pb2
 from google.protobuf import struct_pb2 as _struct_pb2
 from google.protobuf.internal import containers as _containers
 from google.protobuf import descriptor as _descriptor
@@ -123,3 +124,19 @@ class ListSessionsResponse(_message.Message):
     next_page_token: str
     sessions: _containers.RepeatedCompositeFieldContainer[_session_pb2.Session]
     def __init__(self, sessions: _Optional[_Iterable[_Union[_session_pb2.Session, _Mapping]]] = ..., next_page_token: _Optional[str] = ...) -> None: ...
+
+class ListToolCallsRequest(_message.Message):
+    __slots__ = ["app_name", "session_id", "user_id"]
+    APP_NAME_FIELD_NUMBER: _ClassVar[int]
+    SESSION_ID_FIELD_NUMBER: _ClassVar[int]
+    USER_ID_FIELD_NUMBER: _ClassVar[int]
+    app_name: str
+    session_id: str
+    user_id: str
+    def __init__(self, app_name: _Optional[str] = ..., user_id: _Optional[str] = ..., session_id: _Optional[str] = ...) -> None: ...
+
+class ListToolCallsResponse(_message.Message):
+    __slots__ = ["tool_calls"]
+    TOOL_CALLS_FIELD_NUMBER: _ClassVar[int]
+    tool_calls: _containers.RepeatedCompositeFieldContainer[_tool_call_pb2.ToolCall]
+    def __init__(self, tool_calls: _Optional[_Iterable[_Union[_tool_call_pb2.ToolCall, _Mapping]]] = ...) -> None: ...

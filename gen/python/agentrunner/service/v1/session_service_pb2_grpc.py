@@ -47,6 +47,11 @@ class SessionServiceStub(object):
                 request_serializer=agentrunner_dot_service_dot_v1_dot_session__service__pb2.ListEventsRequest.SerializeToString,
                 response_deserializer=agentrunner_dot_service_dot_v1_dot_session__service__pb2.ListEventsResponse.FromString,
                 )
+        self.ListToolCalls = channel.unary_unary(
+                '/agentrunner.service.v1.SessionService/ListToolCalls',
+                request_serializer=agentrunner_dot_service_dot_v1_dot_session__service__pb2.ListToolCallsRequest.SerializeToString,
+                response_deserializer=agentrunner_dot_service_dot_v1_dot_session__service__pb2.ListToolCallsResponse.FromString,
+                )
 
 
 class SessionServiceServicer(object):
@@ -103,6 +108,17 @@ class SessionServiceServicer(object):
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def ListToolCalls(self, request, context):
+        """ListToolCalls returns the session's tool-call ledger in call order:
+        every function call its agents made and whether it was answered. A
+        call with no response_sequence was started and not finished (for
+        example because the server stopped while the tool ran); nothing runs it
+        again on its own.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_SessionServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -135,6 +151,11 @@ def add_SessionServiceServicer_to_server(servicer, server):
                     servicer.ListEvents,
                     request_deserializer=agentrunner_dot_service_dot_v1_dot_session__service__pb2.ListEventsRequest.FromString,
                     response_serializer=agentrunner_dot_service_dot_v1_dot_session__service__pb2.ListEventsResponse.SerializeToString,
+            ),
+            'ListToolCalls': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListToolCalls,
+                    request_deserializer=agentrunner_dot_service_dot_v1_dot_session__service__pb2.ListToolCallsRequest.FromString,
+                    response_serializer=agentrunner_dot_service_dot_v1_dot_session__service__pb2.ListToolCallsResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -248,5 +269,22 @@ class SessionService(object):
         return grpc.experimental.unary_unary(request, target, '/agentrunner.service.v1.SessionService/ListEvents',
             agentrunner_dot_service_dot_v1_dot_session__service__pb2.ListEventsRequest.SerializeToString,
             agentrunner_dot_service_dot_v1_dot_session__service__pb2.ListEventsResponse.FromString,
+            options, channel_credentials,
+            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
+
+    @staticmethod
+    def ListToolCalls(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(request, target, '/agentrunner.service.v1.SessionService/ListToolCalls',
+            agentrunner_dot_service_dot_v1_dot_session__service__pb2.ListToolCallsRequest.SerializeToString,
+            agentrunner_dot_service_dot_v1_dot_session__service__pb2.ListToolCallsResponse.FromString,
             options, channel_credentials,
             insecure, call_credentials, compression, wait_for_ready, timeout, metadata)

@@ -8,6 +8,8 @@ import type { Event } from "../../v1/event_pb.js";
 import { file_agentrunner_v1_event } from "../../v1/event_pb.js";
 import type { Session } from "../../v1/session_pb.js";
 import { file_agentrunner_v1_session } from "../../v1/session_pb.js";
+import type { ToolCall } from "../../v1/tool_call_pb.js";
+import { file_agentrunner_v1_tool_call } from "../../v1/tool_call_pb.js";
 import { file_google_protobuf_struct } from "@bufbuild/protobuf/wkt";
 import type { JsonObject, Message } from "@bufbuild/protobuf";
 
@@ -15,7 +17,63 @@ import type { JsonObject, Message } from "@bufbuild/protobuf";
  * Describes the file agentrunner/service/v1/session_service.proto.
  */
 export const file_agentrunner_service_v1_session_service: GenFile = /*@__PURE__*/
-  fileDesc("CixhZ2VudHJ1bm5lci9zZXJ2aWNlL3YxL3Nlc3Npb25fc2VydmljZS5wcm90bxIWYWdlbnRydW5uZXIuc2VydmljZS52MSJ1ChRDcmVhdGVTZXNzaW9uUmVxdWVzdBIQCghhcHBfbmFtZRgBIAEoCRIPCgd1c2VyX2lkGAIgASgJEhIKCnNlc3Npb25faWQYAyABKAkSJgoFc3RhdGUYBCABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0IkEKFUNyZWF0ZVNlc3Npb25SZXNwb25zZRIoCgdzZXNzaW9uGAEgASgLMhcuYWdlbnRydW5uZXIudjEuU2Vzc2lvbiJ9ChFHZXRTZXNzaW9uUmVxdWVzdBIQCghhcHBfbmFtZRgBIAEoCRIPCgd1c2VyX2lkGAIgASgJEhIKCnNlc3Npb25faWQYAyABKAkSGQoRbnVtX3JlY2VudF9ldmVudHMYBCABKAUSFgoOYWZ0ZXJfc2VxdWVuY2UYBSABKAQiZQoSR2V0U2Vzc2lvblJlc3BvbnNlEigKB3Nlc3Npb24YASABKAsyFy5hZ2VudHJ1bm5lci52MS5TZXNzaW9uEiUKBmV2ZW50cxgCIAMoCzIVLmFnZW50cnVubmVyLnYxLkV2ZW50Il8KE0xpc3RTZXNzaW9uc1JlcXVlc3QSEAoIYXBwX25hbWUYASABKAkSDwoHdXNlcl9pZBgCIAEoCRIRCglwYWdlX3NpemUYAyABKAUSEgoKcGFnZV90b2tlbhgEIAEoCSJaChRMaXN0U2Vzc2lvbnNSZXNwb25zZRIpCghzZXNzaW9ucxgBIAMoCzIXLmFnZW50cnVubmVyLnYxLlNlc3Npb24SFwoPbmV4dF9wYWdlX3Rva2VuGAIgASgJIk0KFERlbGV0ZVNlc3Npb25SZXF1ZXN0EhAKCGFwcF9uYW1lGAEgASgJEg8KB3VzZXJfaWQYAiABKAkSEgoKc2Vzc2lvbl9pZBgDIAEoCSIXChVEZWxldGVTZXNzaW9uUmVzcG9uc2UicQoSQXBwZW5kRXZlbnRSZXF1ZXN0EhAKCGFwcF9uYW1lGAEgASgJEg8KB3VzZXJfaWQYAiABKAkSEgoKc2Vzc2lvbl9pZBgDIAEoCRIkCgVldmVudBgEIAEoCzIVLmFnZW50cnVubmVyLnYxLkV2ZW50IjsKE0FwcGVuZEV2ZW50UmVzcG9uc2USJAoFZXZlbnQYASABKAsyFS5hZ2VudHJ1bm5lci52MS5FdmVudCKJAQoRTGlzdEV2ZW50c1JlcXVlc3QSEAoIYXBwX25hbWUYASABKAkSDwoHdXNlcl9pZBgCIAEoCRISCgpzZXNzaW9uX2lkGAMgASgJEhEKCXBhZ2Vfc2l6ZRgEIAEoBRISCgpwYWdlX3Rva2VuGAUgASgJEhYKDmFmdGVyX3NlcXVlbmNlGAYgASgEIlQKEkxpc3RFdmVudHNSZXNwb25zZRIlCgZldmVudHMYASADKAsyFS5hZ2VudHJ1bm5lci52MS5FdmVudBIXCg9uZXh0X3BhZ2VfdG9rZW4YAiABKAkyiQUKDlNlc3Npb25TZXJ2aWNlEmwKDUNyZWF0ZVNlc3Npb24SLC5hZ2VudHJ1bm5lci5zZXJ2aWNlLnYxLkNyZWF0ZVNlc3Npb25SZXF1ZXN0Gi0uYWdlbnRydW5uZXIuc2VydmljZS52MS5DcmVhdGVTZXNzaW9uUmVzcG9uc2USYwoKR2V0U2Vzc2lvbhIpLmFnZW50cnVubmVyLnNlcnZpY2UudjEuR2V0U2Vzc2lvblJlcXVlc3QaKi5hZ2VudHJ1bm5lci5zZXJ2aWNlLnYxLkdldFNlc3Npb25SZXNwb25zZRJpCgxMaXN0U2Vzc2lvbnMSKy5hZ2VudHJ1bm5lci5zZXJ2aWNlLnYxLkxpc3RTZXNzaW9uc1JlcXVlc3QaLC5hZ2VudHJ1bm5lci5zZXJ2aWNlLnYxLkxpc3RTZXNzaW9uc1Jlc3BvbnNlEmwKDURlbGV0ZVNlc3Npb24SLC5hZ2VudHJ1bm5lci5zZXJ2aWNlLnYxLkRlbGV0ZVNlc3Npb25SZXF1ZXN0Gi0uYWdlbnRydW5uZXIuc2VydmljZS52MS5EZWxldGVTZXNzaW9uUmVzcG9uc2USZgoLQXBwZW5kRXZlbnQSKi5hZ2VudHJ1bm5lci5zZXJ2aWNlLnYxLkFwcGVuZEV2ZW50UmVxdWVzdBorLmFnZW50cnVubmVyLnNlcnZpY2UudjEuQXBwZW5kRXZlbnRSZXNwb25zZRJjCgpMaXN0RXZlbnRzEikuYWdlbnRydW5uZXIuc2VydmljZS52MS5MaXN0RXZlbnRzUmVxdWVzdBoqLmFnZW50cnVubmVyLnNlcnZpY2UudjEuTGlzdEV2ZW50c1Jlc3BvbnNlYgZwcm90bzM", [file_agentrunner_v1_event, file_agentrunner_v1_session, file_google_protobuf_struct]);
+  fileDesc("CixhZ2VudHJ1bm5lci9zZXJ2aWNlL3YxL3Nlc3Npb25fc2VydmljZS5wcm90bxIWYWdlbnRydW5uZXIuc2VydmljZS52MSJNChRMaXN0VG9vbENhbGxzUmVxdWVzdBIQCghhcHBfbmFtZRgBIAEoCRIPCgd1c2VyX2lkGAIgASgJEhIKCnNlc3Npb25faWQYAyABKAkiRQoVTGlzdFRvb2xDYWxsc1Jlc3BvbnNlEiwKCnRvb2xfY2FsbHMYASADKAsyGC5hZ2VudHJ1bm5lci52MS5Ub29sQ2FsbCJ1ChRDcmVhdGVTZXNzaW9uUmVxdWVzdBIQCghhcHBfbmFtZRgBIAEoCRIPCgd1c2VyX2lkGAIgASgJEhIKCnNlc3Npb25faWQYAyABKAkSJgoFc3RhdGUYBCABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0IkEKFUNyZWF0ZVNlc3Npb25SZXNwb25zZRIoCgdzZXNzaW9uGAEgASgLMhcuYWdlbnRydW5uZXIudjEuU2Vzc2lvbiJ9ChFHZXRTZXNzaW9uUmVxdWVzdBIQCghhcHBfbmFtZRgBIAEoCRIPCgd1c2VyX2lkGAIgASgJEhIKCnNlc3Npb25faWQYAyABKAkSGQoRbnVtX3JlY2VudF9ldmVudHMYBCABKAUSFgoOYWZ0ZXJfc2VxdWVuY2UYBSABKAQiZQoSR2V0U2Vzc2lvblJlc3BvbnNlEigKB3Nlc3Npb24YASABKAsyFy5hZ2VudHJ1bm5lci52MS5TZXNzaW9uEiUKBmV2ZW50cxgCIAMoCzIVLmFnZW50cnVubmVyLnYxLkV2ZW50Il8KE0xpc3RTZXNzaW9uc1JlcXVlc3QSEAoIYXBwX25hbWUYASABKAkSDwoHdXNlcl9pZBgCIAEoCRIRCglwYWdlX3NpemUYAyABKAUSEgoKcGFnZV90b2tlbhgEIAEoCSJaChRMaXN0U2Vzc2lvbnNSZXNwb25zZRIpCghzZXNzaW9ucxgBIAMoCzIXLmFnZW50cnVubmVyLnYxLlNlc3Npb24SFwoPbmV4dF9wYWdlX3Rva2VuGAIgASgJIk0KFERlbGV0ZVNlc3Npb25SZXF1ZXN0EhAKCGFwcF9uYW1lGAEgASgJEg8KB3VzZXJfaWQYAiABKAkSEgoKc2Vzc2lvbl9pZBgDIAEoCSIXChVEZWxldGVTZXNzaW9uUmVzcG9uc2UicQoSQXBwZW5kRXZlbnRSZXF1ZXN0EhAKCGFwcF9uYW1lGAEgASgJEg8KB3VzZXJfaWQYAiABKAkSEgoKc2Vzc2lvbl9pZBgDIAEoCRIkCgVldmVudBgEIAEoCzIVLmFnZW50cnVubmVyLnYxLkV2ZW50IjsKE0FwcGVuZEV2ZW50UmVzcG9uc2USJAoFZXZlbnQYASABKAsyFS5hZ2VudHJ1bm5lci52MS5FdmVudCKJAQoRTGlzdEV2ZW50c1JlcXVlc3QSEAoIYXBwX25hbWUYASABKAkSDwoHdXNlcl9pZBgCIAEoCRISCgpzZXNzaW9uX2lkGAMgASgJEhEKCXBhZ2Vfc2l6ZRgEIAEoBRISCgpwYWdlX3Rva2VuGAUgASgJEhYKDmFmdGVyX3NlcXVlbmNlGAYgASgEIlQKEkxpc3RFdmVudHNSZXNwb25zZRIlCgZldmVudHMYASADKAsyFS5hZ2VudHJ1bm5lci52MS5FdmVudBIXCg9uZXh0X3BhZ2VfdG9rZW4YAiABKAky9wUKDlNlc3Npb25TZXJ2aWNlEmwKDUNyZWF0ZVNlc3Npb24SLC5hZ2VudHJ1bm5lci5zZXJ2aWNlLnYxLkNyZWF0ZVNlc3Npb25SZXF1ZXN0Gi0uYWdlbnRydW5uZXIuc2VydmljZS52MS5DcmVhdGVTZXNzaW9uUmVzcG9uc2USYwoKR2V0U2Vzc2lvbhIpLmFnZW50cnVubmVyLnNlcnZpY2UudjEuR2V0U2Vzc2lvblJlcXVlc3QaKi5hZ2VudHJ1bm5lci5zZXJ2aWNlLnYxLkdldFNlc3Npb25SZXNwb25zZRJpCgxMaXN0U2Vzc2lvbnMSKy5hZ2VudHJ1bm5lci5zZXJ2aWNlLnYxLkxpc3RTZXNzaW9uc1JlcXVlc3QaLC5hZ2VudHJ1bm5lci5zZXJ2aWNlLnYxLkxpc3RTZXNzaW9uc1Jlc3BvbnNlEmwKDURlbGV0ZVNlc3Npb24SLC5hZ2VudHJ1bm5lci5zZXJ2aWNlLnYxLkRlbGV0ZVNlc3Npb25SZXF1ZXN0Gi0uYWdlbnRydW5uZXIuc2VydmljZS52MS5EZWxldGVTZXNzaW9uUmVzcG9uc2USZgoLQXBwZW5kRXZlbnQSKi5hZ2VudHJ1bm5lci5zZXJ2aWNlLnYxLkFwcGVuZEV2ZW50UmVxdWVzdBorLmFnZW50cnVubmVyLnNlcnZpY2UudjEuQXBwZW5kRXZlbnRSZXNwb25zZRJjCgpMaXN0RXZlbnRzEikuYWdlbnRydW5uZXIuc2VydmljZS52MS5MaXN0RXZlbnRzUmVxdWVzdBoqLmFnZW50cnVubmVyLnNlcnZpY2UudjEuTGlzdEV2ZW50c1Jlc3BvbnNlEmwKDUxpc3RUb29sQ2FsbHMSLC5hZ2VudHJ1bm5lci5zZXJ2aWNlLnYxLkxpc3RUb29sQ2FsbHNSZXF1ZXN0Gi0uYWdlbnRydW5uZXIuc2VydmljZS52MS5MaXN0VG9vbENhbGxzUmVzcG9uc2ViBnByb3RvMw", [file_agentrunner_v1_event, file_agentrunner_v1_session, file_agentrunner_v1_tool_call, file_google_protobuf_struct]);
+
+/**
+ * ListToolCallsRequest is the input of ListToolCalls.
+ *
+ * @generated from message agentrunner.service.v1.ListToolCallsRequest
+ */
+export type ListToolCallsRequest = Message<"agentrunner.service.v1.ListToolCallsRequest"> & {
+  /**
+   * App of the session. Required.
+   *
+   * @generated from field: string app_name = 1;
+   */
+  appName: string;
+
+  /**
+   * Owner of the session. Required.
+   *
+   * @generated from field: string user_id = 2;
+   */
+  userId: string;
+
+  /**
+   * Id of the session. Required.
+   *
+   * @generated from field: string session_id = 3;
+   */
+  sessionId: string;
+};
+
+/**
+ * Describes the message agentrunner.service.v1.ListToolCallsRequest.
+ * Use `create(ListToolCallsRequestSchema)` to create a new message.
+ */
+export const ListToolCallsRequestSchema: GenMessage<ListToolCallsRequest> = /*@__PURE__*/
+  messageDesc(file_agentrunner_service_v1_session_service, 0);
+
+/**
+ * ListToolCallsResponse is the output of ListToolCalls.
+ *
+ * @generated from message agentrunner.service.v1.ListToolCallsResponse
+ */
+export type ListToolCallsResponse = Message<"agentrunner.service.v1.ListToolCallsResponse"> & {
+  /**
+   * The ledger, in call order.
+   *
+   * @generated from field: repeated agentrunner.v1.ToolCall tool_calls = 1;
+   */
+  toolCalls: ToolCall[];
+};
+
+/**
+ * Describes the message agentrunner.service.v1.ListToolCallsResponse.
+ * Use `create(ListToolCallsResponseSchema)` to create a new message.
+ */
+export const ListToolCallsResponseSchema: GenMessage<ListToolCallsResponse> = /*@__PURE__*/
+  messageDesc(file_agentrunner_service_v1_session_service, 1);
 
 /**
  * CreateSessionRequest is the input of CreateSession.
@@ -58,7 +116,7 @@ export type CreateSessionRequest = Message<"agentrunner.service.v1.CreateSession
  * Use `create(CreateSessionRequestSchema)` to create a new message.
  */
 export const CreateSessionRequestSchema: GenMessage<CreateSessionRequest> = /*@__PURE__*/
-  messageDesc(file_agentrunner_service_v1_session_service, 0);
+  messageDesc(file_agentrunner_service_v1_session_service, 2);
 
 /**
  * CreateSessionResponse is the output of CreateSession.
@@ -79,7 +137,7 @@ export type CreateSessionResponse = Message<"agentrunner.service.v1.CreateSessio
  * Use `create(CreateSessionResponseSchema)` to create a new message.
  */
 export const CreateSessionResponseSchema: GenMessage<CreateSessionResponse> = /*@__PURE__*/
-  messageDesc(file_agentrunner_service_v1_session_service, 1);
+  messageDesc(file_agentrunner_service_v1_session_service, 3);
 
 /**
  * GetSessionRequest is the input of GetSession.
@@ -129,7 +187,7 @@ export type GetSessionRequest = Message<"agentrunner.service.v1.GetSessionReques
  * Use `create(GetSessionRequestSchema)` to create a new message.
  */
 export const GetSessionRequestSchema: GenMessage<GetSessionRequest> = /*@__PURE__*/
-  messageDesc(file_agentrunner_service_v1_session_service, 2);
+  messageDesc(file_agentrunner_service_v1_session_service, 4);
 
 /**
  * GetSessionResponse is the output of GetSession.
@@ -157,7 +215,7 @@ export type GetSessionResponse = Message<"agentrunner.service.v1.GetSessionRespo
  * Use `create(GetSessionResponseSchema)` to create a new message.
  */
 export const GetSessionResponseSchema: GenMessage<GetSessionResponse> = /*@__PURE__*/
-  messageDesc(file_agentrunner_service_v1_session_service, 3);
+  messageDesc(file_agentrunner_service_v1_session_service, 5);
 
 /**
  * ListSessionsRequest is the input of ListSessions.
@@ -199,7 +257,7 @@ export type ListSessionsRequest = Message<"agentrunner.service.v1.ListSessionsRe
  * Use `create(ListSessionsRequestSchema)` to create a new message.
  */
 export const ListSessionsRequestSchema: GenMessage<ListSessionsRequest> = /*@__PURE__*/
-  messageDesc(file_agentrunner_service_v1_session_service, 4);
+  messageDesc(file_agentrunner_service_v1_session_service, 6);
 
 /**
  * ListSessionsResponse is the output of ListSessions.
@@ -227,7 +285,7 @@ export type ListSessionsResponse = Message<"agentrunner.service.v1.ListSessionsR
  * Use `create(ListSessionsResponseSchema)` to create a new message.
  */
 export const ListSessionsResponseSchema: GenMessage<ListSessionsResponse> = /*@__PURE__*/
-  messageDesc(file_agentrunner_service_v1_session_service, 5);
+  messageDesc(file_agentrunner_service_v1_session_service, 7);
 
 /**
  * DeleteSessionRequest is the input of DeleteSession.
@@ -262,7 +320,7 @@ export type DeleteSessionRequest = Message<"agentrunner.service.v1.DeleteSession
  * Use `create(DeleteSessionRequestSchema)` to create a new message.
  */
 export const DeleteSessionRequestSchema: GenMessage<DeleteSessionRequest> = /*@__PURE__*/
-  messageDesc(file_agentrunner_service_v1_session_service, 6);
+  messageDesc(file_agentrunner_service_v1_session_service, 8);
 
 /**
  * DeleteSessionResponse is the output of DeleteSession.
@@ -277,7 +335,7 @@ export type DeleteSessionResponse = Message<"agentrunner.service.v1.DeleteSessio
  * Use `create(DeleteSessionResponseSchema)` to create a new message.
  */
 export const DeleteSessionResponseSchema: GenMessage<DeleteSessionResponse> = /*@__PURE__*/
-  messageDesc(file_agentrunner_service_v1_session_service, 7);
+  messageDesc(file_agentrunner_service_v1_session_service, 9);
 
 /**
  * AppendEventRequest is the input of AppendEvent.
@@ -321,7 +379,7 @@ export type AppendEventRequest = Message<"agentrunner.service.v1.AppendEventRequ
  * Use `create(AppendEventRequestSchema)` to create a new message.
  */
 export const AppendEventRequestSchema: GenMessage<AppendEventRequest> = /*@__PURE__*/
-  messageDesc(file_agentrunner_service_v1_session_service, 8);
+  messageDesc(file_agentrunner_service_v1_session_service, 10);
 
 /**
  * AppendEventResponse is the output of AppendEvent.
@@ -343,7 +401,7 @@ export type AppendEventResponse = Message<"agentrunner.service.v1.AppendEventRes
  * Use `create(AppendEventResponseSchema)` to create a new message.
  */
 export const AppendEventResponseSchema: GenMessage<AppendEventResponse> = /*@__PURE__*/
-  messageDesc(file_agentrunner_service_v1_session_service, 9);
+  messageDesc(file_agentrunner_service_v1_session_service, 11);
 
 /**
  * ListEventsRequest is the input of ListEvents.
@@ -399,7 +457,7 @@ export type ListEventsRequest = Message<"agentrunner.service.v1.ListEventsReques
  * Use `create(ListEventsRequestSchema)` to create a new message.
  */
 export const ListEventsRequestSchema: GenMessage<ListEventsRequest> = /*@__PURE__*/
-  messageDesc(file_agentrunner_service_v1_session_service, 10);
+  messageDesc(file_agentrunner_service_v1_session_service, 12);
 
 /**
  * ListEventsResponse is the output of ListEvents.
@@ -427,7 +485,7 @@ export type ListEventsResponse = Message<"agentrunner.service.v1.ListEventsRespo
  * Use `create(ListEventsResponseSchema)` to create a new message.
  */
 export const ListEventsResponseSchema: GenMessage<ListEventsResponse> = /*@__PURE__*/
-  messageDesc(file_agentrunner_service_v1_session_service, 11);
+  messageDesc(file_agentrunner_service_v1_session_service, 13);
 
 /**
  * SessionService stores conversations: sessions, their events and their
@@ -502,6 +560,20 @@ export const SessionService: GenService<{
     methodKind: "unary";
     input: typeof ListEventsRequestSchema;
     output: typeof ListEventsResponseSchema;
+  },
+  /**
+   * ListToolCalls returns the session's tool-call ledger in call order:
+   * every function call its agents made and whether it was answered. A
+   * call with no response_sequence was started and not finished (for
+   * example because the server stopped while the tool ran); nothing runs it
+   * again on its own.
+   *
+   * @generated from rpc agentrunner.service.v1.SessionService.ListToolCalls
+   */
+  listToolCalls: {
+    methodKind: "unary";
+    input: typeof ListToolCallsRequestSchema;
+    output: typeof ListToolCallsResponseSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_agentrunner_service_v1_session_service, 0);
