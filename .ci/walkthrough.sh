@@ -3,7 +3,8 @@
 # against the built binary, and checks each command's output.
 #
 # The README is the script. Between <!-- walkthrough:begin --> and
-# <!-- walkthrough:end -->, every ```sh block is one grpcurl command; the
+# <!-- walkthrough:end -->, every ```sh block is grpcurl commands (a line
+# may keep one's output in a shell variable for the next); the
 # HTML comments just above it say what to check:
 #   <!-- expect: TEXT -->      TEXT must appear in the command's output
 #   <!-- expect-exit: N -->    the exit status (default 0; grpcurl exits
@@ -80,10 +81,15 @@ for round in 1 2; do
   for s in "${steps[@]}"; do
     base=${s%.sh}
     cmd=$(<"$s")
-    if [[ $cmd != grpcurl* ]]; then
-      echo "walkthrough: $(basename "$s"): a walkthrough block must be one grpcurl command, got: $cmd" >&2
-      exit 1
-    fi
+    # A block is grpcurl commands, one a line; a line may keep what one
+    # prints in a shell variable (NAME=$(grpcurl ... | grep ...)) for the
+    # next, as a reader answering a call by its id would.
+    while IFS= read -r line; do
+      if [[ $line != grpcurl* && ! $line =~ ^[A-Z_]+=\$\(grpcurl\  ]]; then
+        echo "walkthrough: $(basename "$s"): every line of a walkthrough block must be a grpcurl command, got: $line" >&2
+        exit 1
+      fi
+    done <<<"$cmd"
     cmd=${cmd//$readme_addr/$addr}
     want_exit=$(<"$base.exit")
     set +e

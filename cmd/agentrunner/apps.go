@@ -1,10 +1,12 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	_ "embed"
 	"fmt"
 	"log/slog"
+	"os"
 	"strings"
 
 	"github.com/agentrunner/agentrunner/examples/demo"
@@ -40,7 +42,11 @@ func loadApps(ctx context.Context, configPath string, st *boltstore.Store, log *
 	var served []apps.App
 	builder := apps.Builder{Models: modelFactory(log), Logger: log}
 	if configPath == "" {
-		cfg, err := apps.Parse("default_apps.yaml", defaultApps)
+		self, err := os.Executable()
+		if err != nil {
+			return nil, fmt.Errorf("default apps: find this binary for its MCP demo server: %w", err)
+		}
+		cfg, err := apps.Parse("default_apps.yaml", bytes.ReplaceAll(defaultApps, []byte("{{self}}"), []byte(self)))
 		if err != nil {
 			return nil, err
 		}

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentrunner/agentrunner/cmd/agentrunner/internal/mcpdemo"
 	servicev1 "github.com/agentrunner/agentrunner/gen/go/agentrunner/service/v1"
 	agentrunnerv1 "github.com/agentrunner/agentrunner/gen/go/agentrunner/v1"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -21,6 +22,14 @@ import (
 const mcpHangEnv = "AGENTRUNNER_TEST_MCP_HANG"
 
 func TestMain(m *testing.M) {
+	// The default apps run this executable as `agentrunner mcp-demo`; in
+	// tests that is the test binary, which must then be that server too.
+	if len(os.Args) > 1 && os.Args[1] == "mcp-demo" {
+		if err := mcpdemo.Main(context.Background(), nil, os.Stderr); err != nil {
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
 	if marker := os.Getenv(mcpHangEnv); marker != "" {
 		s := mcp.NewServer(&mcp.Implementation{Name: "hang", Version: "v0"}, nil)
 		mcp.AddTool(s, &mcp.Tool{Name: "hang", Description: "Starts and never ends."}, func(ctx context.Context, _ *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, any, error) {

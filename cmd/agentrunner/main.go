@@ -19,6 +19,7 @@ import (
 
 	"github.com/agentrunner/agentrunner/cmd/agentrunner/internal/bench"
 	"github.com/agentrunner/agentrunner/cmd/agentrunner/internal/chat"
+	"github.com/agentrunner/agentrunner/cmd/agentrunner/internal/mcpdemo"
 )
 
 func main() {
@@ -57,6 +58,7 @@ Usage:
   agentrunner chat [flags]                  talk to an app from the terminal
   agentrunner sessions list|show|delete     inspect stored sessions
   agentrunner bench [flags]                 load benchmark of a local server
+  agentrunner mcp-demo                      an example MCP server on stdio (the default apps use it)
   agentrunner help [command]                this text, or a command's flags
 
 Run "agentrunner <command> -h" for a command's flags.
@@ -80,6 +82,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return chat.Sessions(ctx, rest, stdout, stderr)
 	case "bench":
 		return bench.Main(ctx, rest, stdout, stderr)
+	case "mcp-demo":
+		return mcpdemo.Main(ctx, rest, stderr)
 	case "help", "-h", "-help", "--help":
 		if len(rest) > 0 && rest[0] != "help" {
 			return run(ctx, []string{rest[0], "-h"}, stdin, stdout, stderr)
