@@ -37,4 +37,11 @@ func TestConfirmationIsBetweenAgentAndCaller(t *testing.T) {
 	if _, err := llmagent.New(llmagent.Config{Name: "x", Model: m, RequireConfirmation: []string{"nope"}}); err == nil {
 		t.Fatal("RequireConfirmation of a tool the agent does not have was accepted")
 	}
+	client, err := tool.NewClientFunction("approve", "", map[string]any{"type": "object"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := llmagent.New(llmagent.Config{Name: "y", Model: m, Tools: []tool.Tool{client}, RequireConfirmation: []string{"approve"}}); err == nil || !strings.Contains(err.Error(), "caller executes") {
+		t.Fatalf("confirmation of a tool the caller executes: %v", err)
+	}
 }

@@ -211,3 +211,11 @@ func KindOf(t Tool) agentrunnerv1.ToolKind {
 	}
 	return agentrunnerv1.ToolKind_TOOL_KIND_CUSTOM
 }
+
+// IdempotencyKey is the key a tool with side effects should pass on to
+// the system it acts on: the same for every execution of the same call
+// (app, user, session, invocation and call id), so that a retried call
+// is recognised there. MCP tools send it in the request's _meta.
+func IdempotencyKey(ctx Context) string {
+	return ctx.AppName() + "/" + ctx.UserID() + "/" + ctx.SessionID() + "/" + ctx.InvocationID() + "/" + ctx.FunctionCallID()
+}

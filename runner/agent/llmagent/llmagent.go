@@ -207,6 +207,11 @@ func checkConfig(cfg Config) error {
 			return fmt.Errorf("llm agent %q: RequireConfirmation names %q, which is not one of its tools", cfg.Name, name)
 		}
 	}
+	for _, t := range cfg.Tools {
+		if tool.KindOf(t) == agentrunnerv1.ToolKind_TOOL_KIND_FUNCTION && slices.Contains(cfg.RequireConfirmation, t.Name()) {
+			return fmt.Errorf("llm agent %q: %q is a tool the caller executes: it needs no confirmation, the caller decides when it answers", cfg.Name, t.Name())
+		}
+	}
 	return nil
 }
 

@@ -69,8 +69,7 @@ func (m *mcpTool) Declaration() *model.FunctionDeclaration {
 // Run calls the tool. Its idempotency key is the session, the invocation
 // and the call id, the same however often the same call is sent.
 func (m *mcpTool) Run(ctx tool.Context, args map[string]any) (map[string]any, error) {
-	key := strings.Join([]string{ctx.AppName(), ctx.UserID(), ctx.SessionID(), ctx.InvocationID(), ctx.FunctionCallID()}, "/")
-	res, err := m.s.call(ctx, m.t.Name, args, key)
+	res, err := m.s.call(ctx, m.t.Name, args, tool.IdempotencyKey(ctx))
 	if err != nil {
 		return nil, err
 	}
