@@ -71,3 +71,10 @@ func SharedEvents(ctx InvocationContext, _ seal.Key) []*agentrunnerv1.Event {
 	ic := ctx.impl()
 	return ic.inv.eventsIn(ic.branch)
 }
+
+// SharedUserContent returns the stored user message the run answers, not a
+// copy; sealed like SharedEvents, for the LLM agent, which looks at it at
+// the start of every turn.
+func SharedUserContent(ctx InvocationContext, _ seal.Key) *agentrunnerv1.Content {
+	return ctx.impl().inv.userContent
+}

@@ -32,6 +32,11 @@ func toolCallKey(sk []byte, callID string) []byte {
 // recordToolCalls updates the ledger of session sk with the function calls
 // and responses of ev, stored at its sequence.
 func recordToolCalls(tx *bbolt.Tx, sk []byte, seq uint64, ev *agentrunnerv1.Event) error {
+	// Most events carry no function part: they cost not even a bucket
+	// lookup in the committer, which every session's writes go through.
+	if !slices.ContainsFunc(ev.GetContent().GetParts(), isFunctionPart) {
+		return nil
+	}
 	calls := tx.Bucket(bucketToolCalls)
 	for _, p := range ev.GetContent().GetParts() {
 		if fc := p.GetFunctionCall(); fc.GetId() != "" {
@@ -152,4 +157,8 @@ func migrateToolCalls(tx *bbolt.Tx) error {
 		}
 	}
 	return nil
+}
+
+func isFunctionPart(p *agentrunnerv1.Part) bool {
+	return p.GetFunctionCall().GetId() != "" || p.GetFunctionResponse().GetId() != ""
 }

@@ -61,7 +61,7 @@ func confirmationRequest(ctx agent.InvocationContext, ask []*agentrunnerv1.Funct
 func (l *llmAgent) confirmedCalls(ctx agent.InvocationContext, h hooks) (*agentrunnerv1.Event, []error) {
 	var outcomes []callOutcome
 	var tools toolSet
-	for _, p := range ctx.UserContent().GetParts() {
+	for _, p := range agent.SharedUserContent(ctx, seal.Key{}).GetParts() {
 		fr := p.GetFunctionResponse()
 		if fr.GetName() != builtin.RequestConfirmationName {
 			continue

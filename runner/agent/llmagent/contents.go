@@ -212,10 +212,8 @@ func jsonOf(s *structpb.Struct) string {
 // sees the call they are about, and its response once it ran. Contents
 // without any are returned as they are.
 func withoutConfirmations(c *agentrunnerv1.Content) *agentrunnerv1.Content {
-	isConfirmation := func(p *agentrunnerv1.Part) bool {
-		return p.GetFunctionCall().GetName() == builtin.RequestConfirmationName ||
-			p.GetFunctionResponse().GetName() == builtin.RequestConfirmationName
-	}
+	// This runs on every event of the history on every model call: look at
+	// the parts' types before anything else.
 	if !slices.ContainsFunc(c.GetParts(), isConfirmation) {
 		return c
 	}
@@ -224,4 +222,14 @@ func withoutConfirmations(c *agentrunnerv1.Content) *agentrunnerv1.Content {
 		return nil
 	}
 	return &agentrunnerv1.Content{Role: c.GetRole(), Parts: kept}
+}
+
+func isConfirmation(p *agentrunnerv1.Part) bool {
+	switch d := p.Data.(type) {
+	case *agentrunnerv1.Part_FunctionCall:
+		return d.FunctionCall.GetName() == builtin.RequestConfirmationName
+	case *agentrunnerv1.Part_FunctionResponse:
+		return d.FunctionResponse.GetName() == builtin.RequestConfirmationName
+	}
+	return false
 }

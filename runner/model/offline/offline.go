@@ -463,6 +463,11 @@ var callPhrase = regexp.MustCompile(`(?i)\b(?:use|call)\s+([A-Za-z_][\w.-]*)\s*(
 // but transfer_to_agent), or nil. Arguments that are not a JSON object are
 // passed as they are under "input", for the tool to refuse.
 func toolCall(tools []*model.FunctionDeclaration, text string) *agentrunnerv1.FunctionCall {
+	// The phrase is looked for only when there is a tool to call: the
+	// regular expression costs more than the rest of an answer.
+	if !slices.ContainsFunc(tools, func(d *model.FunctionDeclaration) bool { return d.Name != TransferTool }) {
+		return nil
+	}
 	m := callPhrase.FindStringSubmatch(text)
 	if m == nil || m[1] == TransferTool || findTool(tools, m[1]) == nil {
 		return nil
