@@ -26,6 +26,7 @@ var importRules = map[string][]string{
 	"runner/tool":             {"runner", "runner/agent/", "runner/plugin", "runner/apps", "runner/model/", "runner/internal/history", "server", "cmd", "examples"},
 	"runner/tool/builtin":     {"runner", "runner/agent/", "runner/plugin", "runner/apps", "runner/model/", "runner/internal/history", "server", "cmd", "examples"},
 	"runner/tool/mcptool":     {"runner", "runner/agent/", "runner/plugin", "runner/apps", "runner/model/", "runner/internal/history", "server", "cmd", "examples"},
+	"runner/plugin/telemetry": {"runner", "runner/agent/", "runner/apps", "runner/model/", "runner/internal/history", "server", "cmd", "examples"},
 	"runner/plugin":           {"runner", "runner/agent/", "runner/apps", "runner/model/", "runner/internal/history", "server", "cmd", "examples"},
 	"runner/memory":           {"runner", "runner/", "server", "cmd", "examples"},
 	"runner/model":            {"runner", "runner/agent", "runner/tool", "runner/plugin", "runner/memory", "runner/apps", "runner/internal/", "store", "server", "cmd", "examples"},

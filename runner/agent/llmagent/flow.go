@@ -377,6 +377,9 @@ func (l *llmAgent) request(ctx agent.InvocationContext, cc agent.CallbackContext
 		events = currentTurn(ctx.AgentName(), events)
 	}
 	req := &model.Request{
+		// The model's own name: hooks (telemetry) read which model is
+		// called; the model answers to it as to an empty one.
+		Model:             l.model.Name(),
 		SystemInstruction: instr,
 		Contents:          historyContents(ctx.AgentName(), events),
 		Config:            l.genConfig,
