@@ -29,11 +29,11 @@ var defaultApps []byte
 // given, else the default apps file plus the built-in demo app, so that a
 // fresh server has something to run. An apps file that does not load or build fails the start, with
 // the file, line and path of the problem.
-func loadApps(ctx context.Context, configPath string, st *boltstore.Store, log *slog.Logger) (*apps.Registry, error) {
+func loadApps(ctx context.Context, configPath string, st *boltstore.Store, log *slog.Logger, extra ...plugin.Plugin) (*apps.Registry, error) {
 	reg, err := apps.NewRegistry(apps.Config{
 		Store:   st,
 		Memory:  memory.NewStoreMemory(st),
-		Plugins: []plugin.Plugin{plugin.NewLogging(log)},
+		Plugins: append([]plugin.Plugin{plugin.NewLogging(log)}, extra...),
 		Logger:  log,
 	})
 	if err != nil {

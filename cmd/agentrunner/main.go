@@ -59,6 +59,7 @@ Usage:
   agentrunner sessions list|show|delete     inspect stored sessions
   agentrunner bench [flags]                 load benchmark of a local server
   agentrunner mcp-demo                      an example MCP server on stdio (the default apps use it)
+  agentrunner version                       version, commit and build time (also --version)
   agentrunner help [command]                this text, or a command's flags
 
 Run "agentrunner <command> -h" for a command's flags.
@@ -84,6 +85,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return bench.Main(ctx, rest, stdout, stderr)
 	case "mcp-demo":
 		return mcpdemo.Main(ctx, rest, stderr)
+	case "version", "--version", "-version":
+		return printVersion(stdout)
 	case "help", "-h", "-help", "--help":
 		if len(rest) > 0 && rest[0] != "help" {
 			return run(ctx, []string{rest[0], "-h"}, stdin, stdout, stderr)

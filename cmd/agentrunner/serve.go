@@ -127,7 +127,20 @@ func serve(ctx context.Context, args []string, stderr io.Writer) (err error) {
 		}
 	}()
 
-	apps, err := loadApps(ctx, f.config, st, log)
+	tr, err := setupTracing(ctx, log)
+	if err != nil {
+		return err
+	}
+	// Runs once the server has stopped (and before the store closes): the
+	// spans of the last runs are flushed when no handler is left.
+	defer func() {
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		if terr := tr.shutdown(sctx); terr != nil {
+			log.Warn("flushing traces", "err", terr)
+		}
+	}()
+	apps, err := loadApps(ctx, f.config, st, log, tr.plugins...)
 	if err != nil {
 		return err
 	}
@@ -145,7 +158,7 @@ func serve(ctx context.Context, args []string, stderr io.Writer) (err error) {
 		Apps:           server.RunnerApps(apps),
 		Logger:         log,
 		MaxRunDuration: f.maxRun,
-	}))
+	}), tr.options...)
 	if f.debugAddr != "" {
 		stopDebug, err := serveDebug(f.debugAddr, log)
 		if err != nil {
