@@ -33,7 +33,11 @@ func TestTelemetrySpans(t *testing.T) {
 	}}
 	triage := llm(t, llmagent.Config{Name: "triage", Model: triageModel, SubAgents: []agent.Agent{billing}})
 	db := newTestStore(t)
-	r := must[*Runner](t)(New(Config{AppName: testApp, Root: triage, Store: db, Plugins: []plugin.Plugin{telemetry.New(telemetry.Config{TracerProvider: tp})}}))
+	tel, err := telemetry.New(telemetry.Config{TracerProvider: tp})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := must[*Runner](t)(New(Config{AppName: testApp, Root: triage, Store: db, Plugins: []plugin.Plugin{tel}}))
 	k := newSession(t, db, "u1", "s1")
 	mustRun(t, r, request(k, "my invoice is wrong"))
 

@@ -29,7 +29,8 @@ const (
 	envData   = "AGENTRUNNER_DATA"
 	envConfig = "AGENTRUNNER_CONFIG"
 	// envLogLevel sets --log-level.
-	envLogLevel = "AGENTRUNNER_LOG_LEVEL"
+	envLogLevel    = "AGENTRUNNER_LOG_LEVEL"
+	envMetricsAddr = "AGENTRUNNER_METRICS_ADDR"
 )
 
 const (
@@ -58,6 +59,7 @@ type serveFlags struct {
 	maxRun, grace      time.Duration
 	logLevel           slog.Level
 	debugAddr          string
+	metricsAddr        string
 }
 
 func parseServeFlags(args []string, stderr io.Writer) (serveFlags, error) {
@@ -73,6 +75,7 @@ func parseServeFlags(args []string, stderr io.Writer) (serveFlags, error) {
 	fs.StringVar(&f.config, "config", "", "apps `file` (YAML or JSON, schema agentrunner.v1.AppsConfig); without one the built-in demo app is served (env "+envConfig+")")
 	fs.DurationVar(&f.maxRun, "max-run", 15*time.Minute, "longest a single Run may take; 0 means no limit")
 	fs.DurationVar(&f.grace, "shutdown-grace", 10*time.Second, "how long in-flight calls may finish at shutdown before they are cancelled")
+	fs.StringVar(&f.metricsAddr, "metrics-addr", "", "`host:port` serving Prometheus metrics at /metrics (off when empty; env "+envMetricsAddr+")")
 	fs.StringVar(&f.debugAddr, "debug-addr", "", "`host:port` for a debug HTTP server with /debug/pprof (off when empty; keep it on loopback)")
 	fs.TextVar(&f.logLevel, "log-level", slog.LevelInfo, "`level` of the log: debug (every RPC), info, warn or error (env "+envLogLevel+")")
 	if err := fs.Parse(args); err != nil {
@@ -87,7 +90,7 @@ func parseServeFlags(args []string, stderr io.Writer) (serveFlags, error) {
 	// Environment fallbacks, for the flags not given on the command line.
 	set := map[string]bool{}
 	fs.Visit(func(fl *flag.Flag) { set[fl.Name] = true })
-	for name, env := range map[string]string{"addr": envAddr, "data": envData, "config": envConfig, "log-level": envLogLevel} {
+	for name, env := range map[string]string{"addr": envAddr, "data": envData, "config": envConfig, "log-level": envLogLevel, "metrics-addr": envMetricsAddr} {
 		if v := os.Getenv(env); v != "" && !set[name] {
 			if err := fs.Set(name, v); err != nil {
 				return f, usagef("%s: %v", env, err)
@@ -113,7 +116,14 @@ func serve(ctx context.Context, args []string, stderr io.Writer) (err error) {
 			return fmt.Errorf("create data directory: %w", err)
 		}
 	}
-	st, err := boltstore.Open(f.data, boltstore.Options{Logger: log})
+	tr, err := setupTelemetry(ctx, log, f.metricsAddr, f.data)
+	if err != nil {
+		return err
+	}
+	st, err := boltstore.Open(f.data, boltstore.Options{Logger: log, OnCommit: tr.onCommit})
+	if err != nil {
+		_ = tr.shutdown(context.WithoutCancel(ctx))
+	}
 	if errors.Is(err, bolterrors.ErrTimeout) {
 		return fmt.Errorf("open data file: %w (is another agentrunner serving from %s?)", err, f.data)
 	} else if err != nil {
@@ -127,12 +137,9 @@ func serve(ctx context.Context, args []string, stderr io.Writer) (err error) {
 		}
 	}()
 
-	tr, err := setupTracing(ctx, log)
-	if err != nil {
-		return err
-	}
 	// Runs once the server has stopped (and before the store closes): the
-	// spans of the last runs are flushed when no handler is left.
+	// spans and metrics of the last runs are flushed when no handler is
+	// left.
 	defer func() {
 		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 		defer cancel()

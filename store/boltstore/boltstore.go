@@ -64,6 +64,10 @@ type Options struct {
 	NewID func() string
 	// Logger receives operational messages; nil means slog.Default().
 	Logger *slog.Logger
+	// OnCommit, when set, is told of every commit: how long it took
+	// (fsync included) and how many writes it carried. It runs on the
+	// committer and must be quick (a metric).
+	OnCommit func(d time.Duration, writes int)
 
 	migrations []migration // for tests; nil means schemaMigrations
 	schema     int         // for tests; zero means currentSchema
@@ -278,6 +282,7 @@ func (s *Store) commitLoop() {
 func (s *Store) commit(batch []*writeOp) {
 	errs := make([]error, len(batch))
 	var aborted error
+	start := time.Now()
 	err := s.db.Update(func(tx *bbolt.Tx) error {
 		for i, op := range batch {
 			errs[i] = op.fn(tx)
@@ -297,6 +302,9 @@ func (s *Store) commit(batch []*writeOp) {
 			s.commit([]*writeOp{op})
 		}
 		return
+	}
+	if s.opts.OnCommit != nil && err == nil {
+		s.opts.OnCommit(time.Since(start), len(batch))
 	}
 	for i, op := range batch {
 		if err != nil {

@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	agentrunnerv1 "github.com/agentrunner/agentrunner/gen/go/agentrunner/v1"
 	"github.com/agentrunner/agentrunner/store"
@@ -155,5 +156,30 @@ func TestToolCallLedgerMigration(t *testing.T) {
 	}
 	if got, want := ledgerLines(t, s, k), []string{"c1 lookup bot #2->#3", "c2 approve bot #2->#4 waits"}; strings.Join(got, "|") != strings.Join(want, "|") {
 		t.Fatalf("migrated ledger %q, want %q", got, want)
+	}
+}
+
+// TestOnCommit checks the commit hook: every acknowledged write is in one
+// reported commit.
+func TestOnCommit(t *testing.T) {
+	var commits, writes int
+	s, _ := newTestStore(t, Options{OnCommit: func(d time.Duration, n int) {
+		commits++
+		writes += n
+		if d <= 0 {
+			t.Errorf("commit took %v", d)
+		}
+	}})
+	k := store.SessionKey{App: "app", User: "u", Session: "s"}
+	if _, err := s.CreateSession(t.Context(), k, nil); err != nil {
+		t.Fatal(err)
+	}
+	for range 3 {
+		if _, err := s.AppendEvent(t.Context(), k, &agentrunnerv1.Event{Author: "bot"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if writes != 4 || commits < 1 || commits > 4 {
+		t.Fatalf("%d commits carried %d writes; want the 4 writes", commits, writes)
 	}
 }

@@ -1,4 +1,5 @@
-// Package telemetry is the plugin that traces runs with OpenTelemetry,
+// Package telemetry is the plugin that traces and measures runs with
+// OpenTelemetry,
 // following the GenAI semantic conventions (semconv v1.40.0): a span per
 // run (its run and session ids), inside it invoke_agent per agent turn,
 // chat per model call (provider, request and response model, finish
@@ -16,6 +17,7 @@ package telemetry
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"sync"
 
@@ -25,8 +27,10 @@ import (
 	"github.com/agentrunner/agentrunner/runner/tool"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/metric"
 	semconv "go.opentelemetry.io/otel/semconv/v1.40.0"
 	"go.opentelemetry.io/otel/trace"
+	"go.opentelemetry.io/otel/trace/noop"
 	"google.golang.org/protobuf/encoding/protojson"
 )
 
@@ -39,18 +43,23 @@ const (
 	AppKey   = attribute.Key("agentrunner.app")
 )
 
-// Config configures the plugin.
+// Config configures the plugin. At least one provider is needed.
 type Config struct {
-	// TracerProvider makes the tracer. Required.
+	// TracerProvider makes the tracer; nil records no spans.
 	TracerProvider trace.TracerProvider
+	// MeterProvider makes the instruments (runs started and ended by
+	// status, their duration, runs in progress, model call duration and
+	// token usage, tool calls by outcome); nil records no metrics.
+	MeterProvider metric.MeterProvider
 	// CaptureContent records the messages sent to and received from models
 	// and tools (OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT).
 	CaptureContent bool
 }
 
-// Plugin traces runs. It is safe for concurrent use.
+// Plugin traces and measures runs. It is safe for concurrent use.
 type Plugin struct {
 	tracer  trace.Tracer
+	meters  *meters // nil: no metrics
 	capture bool
 
 	mu    sync.Mutex
@@ -58,12 +67,24 @@ type Plugin struct {
 }
 
 // New returns the telemetry plugin.
-func New(cfg Config) *Plugin {
-	return &Plugin{
-		tracer:  cfg.TracerProvider.Tracer("github.com/agentrunner/agentrunner/runner"),
+func New(cfg Config) (*Plugin, error) {
+	tp := cfg.TracerProvider
+	if tp == nil {
+		tp = noop.NewTracerProvider()
+	}
+	p := &Plugin{
+		tracer:  tp.Tracer("github.com/agentrunner/agentrunner/runner"),
 		capture: cfg.CaptureContent,
 		spans:   map[string]trace.Span{},
 	}
+	if cfg.MeterProvider != nil {
+		m, err := newMeters(cfg.MeterProvider)
+		if err != nil {
+			return nil, fmt.Errorf("telemetry instruments: %w", err)
+		}
+		p.meters = m
+	}
+	return p, nil
 }
 
 func (p *Plugin) Name() string { return Name }
@@ -129,6 +150,9 @@ func (p *Plugin) BeforeRun(ctx agent.InvocationContext) (*agentrunnerv1.Content,
 		AppKey.String(ctx.AppName()),
 	))
 	p.open(runKey(ctx), span)
+	if p.meters != nil {
+		p.meters.runStarted(ctx)
+	}
 	return nil, nil
 }
 
@@ -137,6 +161,9 @@ func (p *Plugin) AfterRun(ctx agent.InvocationContext, err error) {
 	// run left waiting) end with the run.
 	for _, s := range p.takeRest(runKey(ctx)) {
 		s.End()
+	}
+	if p.meters != nil {
+		p.meters.runEnded(ctx, err)
 	}
 	span := p.take(runKey(ctx))
 	if span == nil {
@@ -184,10 +211,16 @@ func (p *Plugin) BeforeModel(ctx agent.CallbackContext, req *model.Request) (*mo
 		span.SetAttributes(attribute.String("gen_ai.input.messages", contentsJSON(req.Contents)))
 	}
 	p.open(spanKey(ctx, "model", ""), span)
+	if p.meters != nil {
+		p.meters.start(spanKey(ctx, "model", ""), req.Model)
+	}
 	return nil, nil
 }
 
 func (p *Plugin) AfterModel(ctx agent.CallbackContext, resp *model.Response) (*model.Response, error) {
+	if p.meters != nil {
+		p.meters.modelCallEnded(ctx, spanKey(ctx, "model", ""), resp.Usage.GetPromptTokenCount(), resp.Usage.GetCandidatesTokenCount(), nil)
+	}
 	span := p.take(spanKey(ctx, "model", ""))
 	if span == nil {
 		return nil, nil
@@ -208,6 +241,9 @@ func (p *Plugin) AfterModel(ctx agent.CallbackContext, resp *model.Response) (*m
 }
 
 func (p *Plugin) OnModelError(ctx agent.CallbackContext, _ *model.Request, err error) (*model.Response, error) {
+	if p.meters != nil {
+		p.meters.modelCallEnded(ctx, spanKey(ctx, "model", ""), 0, 0, err)
+	}
 	if span := p.take(spanKey(ctx, "model", "")); span != nil {
 		span.RecordError(err)
 		span.SetStatus(codes.Error, err.Error())
@@ -235,14 +271,20 @@ func (p *Plugin) BeforeTool(ctx tool.Context, t tool.Tool, args map[string]any) 
 	return nil, nil
 }
 
-func (p *Plugin) AfterTool(ctx tool.Context, _ tool.Tool, _, _ map[string]any) (map[string]any, error) {
+func (p *Plugin) AfterTool(ctx tool.Context, t tool.Tool, _, _ map[string]any) (map[string]any, error) {
+	if p.meters != nil {
+		p.meters.toolCallEnded(ctx, t.Name(), "ok")
+	}
 	if span := p.take(spanKey(ctx, "tool", ctx.FunctionCallID())); span != nil {
 		span.End()
 	}
 	return nil, nil
 }
 
-func (p *Plugin) OnToolError(ctx tool.Context, _ tool.Tool, _ map[string]any, err error) (map[string]any, error) {
+func (p *Plugin) OnToolError(ctx tool.Context, t tool.Tool, _ map[string]any, err error) (map[string]any, error) {
+	if p.meters != nil {
+		p.meters.toolCallEnded(ctx, t.Name(), "error")
+	}
 	if span := p.take(spanKey(ctx, "tool", ctx.FunctionCallID())); span != nil {
 		span.RecordError(err)
 		span.SetStatus(codes.Error, err.Error())
