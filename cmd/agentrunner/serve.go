@@ -17,9 +17,11 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/agentrunner/agentrunner/runner/apps"
 	"github.com/agentrunner/agentrunner/server"
 	"github.com/agentrunner/agentrunner/store/boltstore"
 	bolterrors "go.etcd.io/bbolt/errors"
+	"google.golang.org/grpc"
 )
 
 // Environment variables that stand in for serve's flags. The names are a
@@ -120,14 +122,10 @@ func serve(ctx context.Context, args []string, stderr io.Writer) (err error) {
 	if err != nil {
 		return err
 	}
-	st, err := boltstore.Open(f.data, boltstore.Options{Logger: log, OnCommit: tr.onCommit})
+	st, err := openStore(f.data, log, tr.onCommit)
 	if err != nil {
 		_ = tr.shutdown(context.WithoutCancel(ctx))
-	}
-	if errors.Is(err, bolterrors.ErrTimeout) {
-		return fmt.Errorf("open data file: %w (is another agentrunner serving from %s?)", err, f.data)
-	} else if err != nil {
-		return fmt.Errorf("open data file: %w", err)
+		return err
 	}
 	// Deferred first, so it runs last: after the gRPC server has stopped
 	// and no handler can touch the store.
@@ -151,21 +149,6 @@ func serve(ctx context.Context, args []string, stderr io.Writer) (err error) {
 	if err != nil {
 		return err
 	}
-	var names []string
-	for _, a := range apps.List() {
-		names = append(names, a.GetName())
-	}
-
-	lis, err := net.Listen("tcp", f.addr)
-	if err != nil {
-		return fmt.Errorf("listen: %w", err)
-	}
-	srv := server.NewGRPCServer(server.New(server.Config{
-		Store:          st,
-		Apps:           server.RunnerApps(apps),
-		Logger:         log,
-		MaxRunDuration: f.maxRun,
-	}), tr.options...)
 	if f.debugAddr != "" {
 		stopDebug, err := serveDebug(f.debugAddr, log)
 		if err != nil {
@@ -173,11 +156,10 @@ func serve(ctx context.Context, args []string, stderr io.Writer) (err error) {
 		}
 		defer stopDebug()
 	}
-	served := make(chan error, 1)
-	go func() { served <- srv.Serve(lis) }()
-	// The bound address, not the flag: with port 0 this is how callers
-	// (and tests) learn the port.
-	log.Info("serving", "addr", lis.Addr().String(), "data", f.data, "apps", strings.Join(names, ","))
+	srv, served, err := listenAndServe(f, st, apps, tr.options, log)
+	if err != nil {
+		return err
+	}
 
 	select {
 	case err := <-served:
@@ -188,8 +170,25 @@ func serve(ctx context.Context, args []string, stderr io.Writer) (err error) {
 	}
 	// A second Ctrl-C now kills the process the default way.
 	stopSignals()
-	log.Info("shutting down", "grace", f.grace)
-	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), f.grace)
+	return shutdown(ctx, srv, served, apps, f.grace, log)
+}
+
+// openStore opens the data file, saying so when another server holds it.
+func openStore(path string, log *slog.Logger, onCommit func(time.Duration, int)) (*boltstore.Store, error) {
+	st, err := boltstore.Open(path, boltstore.Options{Logger: log, OnCommit: onCommit})
+	if errors.Is(err, bolterrors.ErrTimeout) {
+		return nil, fmt.Errorf("open data file: %w (is another agentrunner serving from %s?)", err, path)
+	} else if err != nil {
+		return nil, fmt.Errorf("open data file: %w", err)
+	}
+	return st, nil
+}
+
+// shutdown stops the server gracefully within grace (then cancels what is
+// left), waits for it, and closes what the apps hold.
+func shutdown(ctx context.Context, srv *server.GRPCServer, served <-chan error, apps *apps.Registry, grace time.Duration, log *slog.Logger) error {
+	log.Info("shutting down", "grace", grace)
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), grace)
 	defer cancel()
 	if err := srv.Shutdown(sctx); err != nil {
 		log.Warn("grace period over; cancelled the calls still in flight", "err", err)
@@ -222,4 +221,27 @@ func serveDebug(addr string, log *slog.Logger) (stop func(), err error) {
 	go func() { _ = hs.Serve(lis) }()
 	log.Info("debug server", "addr", lis.Addr().String())
 	return func() { _ = hs.Close() }, nil
+}
+
+// listenAndServe starts the gRPC server on f.addr and logs the bound
+// address: with port 0 that line is how callers (and tests) learn it.
+func listenAndServe(f serveFlags, st *boltstore.Store, reg *apps.Registry, opts []grpc.ServerOption, log *slog.Logger) (*server.GRPCServer, <-chan error, error) {
+	lis, err := net.Listen("tcp", f.addr)
+	if err != nil {
+		return nil, nil, fmt.Errorf("listen: %w", err)
+	}
+	srv := server.NewGRPCServer(server.New(server.Config{
+		Store:          st,
+		Apps:           server.RunnerApps(reg),
+		Logger:         log,
+		MaxRunDuration: f.maxRun,
+	}), opts...)
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(lis) }()
+	var names []string
+	for _, a := range reg.List() {
+		names = append(names, a.GetName())
+	}
+	log.Info("serving", "addr", lis.Addr().String(), "data", f.data, "apps", strings.Join(names, ","))
+	return srv, served, nil
 }

@@ -465,42 +465,13 @@ func Sessions(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	switch cmd {
 	case "list":
-		token := ""
-		fmt.Fprintf(stdout, "%-20s %-36s %7s  %s\n", "USER", "SESSION", "EVENTS", "UPDATED")
-		for {
-			resp, err := sc.ListSessions(ctx, &servicev1.ListSessionsRequest{AppName: *app, UserId: *user, PageToken: token, PageSize: 1000})
-			if err != nil {
-				return describe(err)
-			}
-			for _, s := range resp.GetSessions() {
-				fmt.Fprintf(stdout, "%-20s %-36s %7d  %s\n", s.GetUserId(), s.GetSessionId(), s.GetLastSequence(), s.GetUpdateTime().AsTime().Local().Format(time.DateTime))
-			}
-			if token = resp.GetNextPageToken(); token == "" {
-				return nil
-			}
-		}
+		return listSessions(ctx, sc, stdout, *app, *user)
 	case "show":
 		id, err := needID()
 		if err != nil {
 			return err
 		}
-		got, err := sc.GetSession(ctx, &servicev1.GetSessionRequest{AppName: *app, UserId: *user, SessionId: id, NumRecentEvents: int32(*events)})
-		if err != nil {
-			return describe(err)
-		}
-		s := got.GetSession()
-		fmt.Fprintf(stdout, "session %s  app %s  user %s  events %d  updated %s\n", s.GetSessionId(), s.GetAppName(), s.GetUserId(),
-			s.GetLastSequence(), s.GetUpdateTime().AsTime().Local().Format(time.DateTime))
-		fmt.Fprintf(stdout, "state %s\n", compact(s.GetState()))
-		c := &chat{out: stdout}
-		for _, ev := range got.GetEvents() {
-			fmt.Fprintf(stdout, "#%d ", ev.GetSequence())
-			c.printComplete(ev, false)
-			if text(ev, false) == "" && len(ev.GetContent().GetParts()) == 0 {
-				fmt.Fprintf(stdout, "[%s] (state %s)\n", ev.GetAuthor(), compact(ev.GetActions().GetStateDelta()))
-			}
-		}
-		return nil
+		return showSession(ctx, sc, stdout, &servicev1.GetSessionRequest{AppName: *app, UserId: *user, SessionId: id, NumRecentEvents: int32(*events)})
 	case "delete":
 		id, err := needID()
 		if err != nil {
@@ -513,4 +484,54 @@ func Sessions(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return nil
 	}
 	return fmt.Errorf("sessions: unknown command %q", cmd) // checked above
+}
+
+// listSessions prints the sessions of app (and user, unless empty), page
+// by page.
+func listSessions(ctx context.Context, sc servicev1.SessionServiceClient, stdout io.Writer, app, user string) error {
+	token := ""
+	fmt.Fprintf(stdout, "%-20s %-36s %7s  %s\n", "USER", "SESSION", "EVENTS", "UPDATED")
+	for {
+		resp, err := sc.ListSessions(ctx, &servicev1.ListSessionsRequest{AppName: app, UserId: user, PageToken: token, PageSize: 1000})
+		if err != nil {
+			return describe(err)
+		}
+		for _, s := range resp.GetSessions() {
+			fmt.Fprintf(stdout, "%-20s %-36s %7d  %s\n", s.GetUserId(), s.GetSessionId(), s.GetLastSequence(), s.GetUpdateTime().AsTime().Local().Format(time.DateTime))
+		}
+		if token = resp.GetNextPageToken(); token == "" {
+			return nil
+		}
+	}
+}
+
+// showSession prints a session, its most recent events, and the tool
+// calls of its ledger that were started and never answered.
+func showSession(ctx context.Context, sc servicev1.SessionServiceClient, stdout io.Writer, req *servicev1.GetSessionRequest) error {
+	got, err := sc.GetSession(ctx, req)
+	if err != nil {
+		return describe(err)
+	}
+	s := got.GetSession()
+	fmt.Fprintf(stdout, "session %s  app %s  user %s  events %d  updated %s\n", s.GetSessionId(), s.GetAppName(), s.GetUserId(),
+		s.GetLastSequence(), s.GetUpdateTime().AsTime().Local().Format(time.DateTime))
+	fmt.Fprintf(stdout, "state %s\n", compact(s.GetState()))
+	c := &chat{out: stdout}
+	for _, ev := range got.GetEvents() {
+		fmt.Fprintf(stdout, "#%d ", ev.GetSequence())
+		c.printComplete(ev, false)
+		if text(ev, false) == "" && len(ev.GetContent().GetParts()) == 0 {
+			fmt.Fprintf(stdout, "[%s] (state %s)\n", ev.GetAuthor(), compact(ev.GetActions().GetStateDelta()))
+		}
+	}
+	ledger, err := sc.ListToolCalls(ctx, &servicev1.ListToolCallsRequest{AppName: req.GetAppName(), UserId: req.GetUserId(), SessionId: req.GetSessionId()})
+	if err != nil {
+		return describe(err)
+	}
+	for _, tc := range ledger.GetToolCalls() {
+		if tc.GetResponseSequence() == 0 {
+			fmt.Fprintf(stdout, "open call #%d %s %s (started, not answered)\n", tc.GetCallSequence(), tc.GetTool(), tc.GetCallId())
+		}
+	}
+	return nil
 }
