@@ -3,6 +3,7 @@ package telemetry
 import (
 	"context"
 	"errors"
+	"strings"
 	"sync"
 	"time"
 
@@ -109,6 +110,15 @@ func (m *meters) runEnded(ctx agent.InvocationContext, err error) {
 	if d, _, ok := m.since(runKey(ctx)); ok {
 		m.runDuration.Record(c, d, attrs)
 	}
+	// Calls whose end never came (the caller stopped reading) are
+	// forgotten with their run.
+	m.mu.Lock()
+	for k := range m.starts {
+		if strings.HasPrefix(k, runKey(ctx)+"\x00") {
+			delete(m.starts, k)
+		}
+	}
+	m.mu.Unlock()
 }
 
 func (m *meters) modelCallEnded(ctx context.Context, key string, input, output int32, err error) {
