@@ -123,6 +123,14 @@ type Store interface {
 	AppendEvent(ctx context.Context, k SessionKey, ev *agentrunnerv1.Event) (*agentrunnerv1.Event, error)
 	// ListEvents pages through events with sequence > after, oldest first.
 	ListEvents(ctx context.Context, k SessionKey, after uint64, page Page) ([]*agentrunnerv1.Event, string, error)
+	// ListToolCalls returns the session's tool-call ledger in call order:
+	// every function call (with an id) its events made, closed by the
+	// event that answered it, kept by AppendEvent in the same transaction
+	// as the event. A call listed in its event's long_running_tool_ids
+	// waits for the caller: only a "user" event's response closes it. A
+	// second answer changes nothing. DeleteSession deletes the ledger.
+	// Returns ErrNotFound.
+	ListToolCalls(ctx context.Context, k SessionKey) ([]*agentrunnerv1.ToolCall, error)
 
 	// SaveArtifact stores a new version of an artifact of an existing
 	// session; "user:" filenames are shared by all of the user's sessions.

@@ -10,6 +10,7 @@ package storetest
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 
@@ -49,6 +50,7 @@ func Run(t *testing.T, open Open) {
 		{"ListArtifactsPages", testListArtifactsPages},
 		{"DeleteArtifact", testDeleteArtifact},
 		{"ConcurrentAppends", testConcurrentAppends},
+		{"ToolCallLedger", testToolCallLedger},
 		{"MalformedPageTokens", testMalformedPageTokens},
 		{"Closed", testClosed},
 	}
@@ -766,4 +768,51 @@ func testClosed(t *testing.T, s store.Store) {
 	wantErr(t, err, store.ErrClosed, "AppendEvent after Close")
 	_, _, err = s.GetSession(t.Context(), k, store.GetOptions{})
 	wantErr(t, err, store.ErrClosed, "GetSession after Close")
+}
+
+func funcPart(call bool, id, name string) *agentrunnerv1.Part {
+	if call {
+		return &agentrunnerv1.Part{Data: &agentrunnerv1.Part_FunctionCall{FunctionCall: &agentrunnerv1.FunctionCall{Id: id, Name: name}}}
+	}
+	return &agentrunnerv1.Part{Data: &agentrunnerv1.Part_FunctionResponse{FunctionResponse: &agentrunnerv1.FunctionResponse{Id: id, Name: name}}}
+}
+
+// testToolCallLedger: calls open with their event, answers close them (a
+// waiting call only by the user's), second answers change nothing, and the
+// ledger goes with its session.
+func testToolCallLedger(t *testing.T, s store.Store) {
+	k := key("app", "u", "s")
+	create(t, s, k, nil)
+	events := []*agentrunnerv1.Event{
+		{Author: "bot", LongRunningToolIds: []string{"b"}, Content: &agentrunnerv1.Content{Parts: []*agentrunnerv1.Part{funcPart(true, "a", "lookup"), funcPart(true, "b", "approve")}}},
+		{Author: "bot", Content: &agentrunnerv1.Content{Parts: []*agentrunnerv1.Part{funcPart(false, "a", "lookup"), funcPart(false, "b", "approve")}}},
+		{Author: "user", Content: &agentrunnerv1.Content{Parts: []*agentrunnerv1.Part{funcPart(false, "b", "approve"), funcPart(false, "a", "lookup")}}},
+	}
+	for _, ev := range events {
+		if _, err := s.AppendEvent(t.Context(), k, ev); err != nil {
+			t.Fatal(err)
+		}
+	}
+	calls, err := s.ListToolCalls(t.Context(), k)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, c := range calls {
+		got = append(got, fmt.Sprintf("%s %s #%d->#%d waits=%v", c.GetCallId(), c.GetTool(), c.GetCallSequence(), c.GetResponseSequence(), c.GetWaitsForCaller()))
+	}
+	want := []string{"a lookup #1->#2 waits=false", "b approve #1->#3 waits=true"}
+	if strings.Join(got, "|") != strings.Join(want, "|") {
+		t.Fatalf("ledger %q, want %q", got, want)
+	}
+	if err := s.DeleteSession(t.Context(), k); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.ListToolCalls(t.Context(), k); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("ledger of a deleted session: %v", err)
+	}
+	create(t, s, k, nil)
+	if calls, err := s.ListToolCalls(t.Context(), k); err != nil || len(calls) != 0 {
+		t.Fatalf("a recreated session has %d ledger entries, %v", len(calls), err)
+	}
 }
