@@ -55,12 +55,6 @@ func TreeOf(ctx CallbackContext) *Tree { return ctx.impl().inv.cfg.Tree }
 // agent looks on it for the model and tool hooks.
 func HooksOf(ctx CallbackContext) Hooks { return ctx.impl().inv.hooks }
 
-// AsAgentError wraps err as an in-band error of ctx's agent, unless it is
-// one already or ends the run (see IsTerminal).
-func AsAgentError(ctx CallbackContext, err error) error {
-	return asAgentError(ctx, ctx.AgentName(), err)
-}
-
 // SharedEvents returns the stored events visible in ctx's branch, oldest
 // first: the instances the runner's history cache holds, not copies. It is
 // sealed (only code under runner/ can make a seal.Key) and is for the LLM
