@@ -12,6 +12,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"go.opentelemetry.io/otel/exporters/otlp/otlpmetric/otlpmetricgrpc"
+	"go.opentelemetry.io/otel/exporters/otlp/otlpmetric/otlpmetrichttp"
 	otelprom "go.opentelemetry.io/otel/exporters/prometheus"
 	"go.opentelemetry.io/otel/metric"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
@@ -31,15 +33,32 @@ type metrics struct {
 	onCommit func(d time.Duration, writes int)
 }
 
-// setupMetrics makes the meter provider and the store's instruments, the
-// data file's size among them, read from the file when scraped.
-func setupMetrics(dataPath string) (*metrics, *prometheus.Registry, error) {
-	reg := prometheus.NewRegistry()
-	exp, err := otelprom.New(otelprom.WithRegisterer(reg))
-	if err != nil {
-		return nil, nil, fmt.Errorf("prometheus exporter: %w", err)
+// setupMetrics makes the meter provider, read by Prometheus (the returned
+// registry, when prom is set) and exported over OTLP (when the standard
+// environment asks for it), and the store's instruments, the data file's
+// size among them. It returns nil when neither reads metrics.
+func setupMetrics(ctx context.Context, dataPath string, prom bool) (*metrics, *prometheus.Registry, error) {
+	var opts []sdkmetric.Option
+	var reg *prometheus.Registry
+	if prom {
+		reg = prometheus.NewRegistry()
+		exp, err := otelprom.New(otelprom.WithRegisterer(reg))
+		if err != nil {
+			return nil, nil, fmt.Errorf("prometheus exporter: %w", err)
+		}
+		opts = append(opts, sdkmetric.WithReader(exp))
 	}
-	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(exp))
+	if os.Getenv("OTEL_EXPORTER_OTLP_ENDPOINT") != "" || os.Getenv("OTEL_EXPORTER_OTLP_METRICS_ENDPOINT") != "" {
+		exp, err := otlpMetricExporter(ctx)
+		if err != nil {
+			return nil, nil, err
+		}
+		opts = append(opts, sdkmetric.WithReader(sdkmetric.NewPeriodicReader(exp)))
+	}
+	if len(opts) == 0 {
+		return nil, nil, nil
+	}
+	mp := sdkmetric.NewMeterProvider(opts...)
 	m := mp.Meter("github.com/agentrunner/agentrunner/store")
 	commits, err1 := m.Float64Histogram(metricCommitDuration, metric.WithDescription("How long store commits take, fsync included."), metric.WithUnit("s"))
 	writes, err2 := m.Int64Histogram(metricCommitWrites, metric.WithDescription("Writes per store commit (shared fsyncs)."), metric.WithUnit("{write}"))
@@ -75,4 +94,27 @@ func serveMetrics(addr string, reg *prometheus.Registry, log *slog.Logger) (stop
 	go func() { _ = hs.Serve(lis) }()
 	log.Info("metrics server", "addr", lis.Addr().String())
 	return func() { _ = hs.Close() }, nil
+}
+
+// otlpMetricExporter exports metrics over OTLP, with the protocol the
+// environment names (grpc, or the default http/protobuf).
+func otlpMetricExporter(ctx context.Context) (sdkmetric.Exporter, error) {
+	protocol := os.Getenv("OTEL_EXPORTER_OTLP_METRICS_PROTOCOL")
+	if protocol == "" {
+		protocol = os.Getenv("OTEL_EXPORTER_OTLP_PROTOCOL")
+	}
+	var exp sdkmetric.Exporter
+	var err error
+	switch protocol {
+	case "grpc":
+		exp, err = otlpmetricgrpc.New(ctx)
+	case "", "http/protobuf":
+		exp, err = otlpmetrichttp.New(ctx)
+	default:
+		return nil, fmt.Errorf("OTEL_EXPORTER_OTLP_PROTOCOL %q: want grpc or http/protobuf", protocol)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("otlp metric exporter: %w", err)
+	}
+	return exp, nil
 }

@@ -11,7 +11,6 @@ import (
 
 	"github.com/agentrunner/agentrunner/runner/plugin"
 	"github.com/agentrunner/agentrunner/runner/plugin/telemetry"
-	"github.com/prometheus/client_golang/prometheus"
 	"go.opentelemetry.io/contrib/instrumentation/google.golang.org/grpc/otelgrpc"
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracegrpc"
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
@@ -43,13 +42,12 @@ func setupTelemetry(ctx context.Context, log *slog.Logger, metricsAddr, dataPath
 	if err != nil {
 		return none, err
 	}
-	var m *metrics
+	m, reg, err := setupMetrics(ctx, dataPath, metricsAddr != "")
+	if err != nil {
+		return none, err
+	}
 	stopMetrics := func() {}
-	if metricsAddr != "" {
-		var reg *prometheus.Registry
-		if m, reg, err = setupMetrics(dataPath); err != nil {
-			return none, err
-		}
+	if reg != nil {
 		if stopMetrics, err = serveMetrics(metricsAddr, reg, log); err != nil {
 			return none, err
 		}

@@ -12,6 +12,7 @@ import (
 
 	servicev1 "github.com/agentrunner/agentrunner/gen/go/agentrunner/service/v1"
 	agentrunnerv1 "github.com/agentrunner/agentrunner/gen/go/agentrunner/v1"
+	collectormetrics "go.opentelemetry.io/proto/otlp/collector/metrics/v1"
 	collectortrace "go.opentelemetry.io/proto/otlp/collector/trace/v1"
 	"google.golang.org/protobuf/proto"
 )
@@ -19,12 +20,17 @@ import (
 // otlpReceiver is a local OTLP/HTTP trace receiver: it keeps the names of
 // the spans it is sent.
 type otlpReceiver struct {
-	mu    sync.Mutex
-	names []string
+	mu      sync.Mutex
+	names   []string
+	metrics []string
 }
 
 func (r *otlpReceiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	body, err := io.ReadAll(req.Body)
+	if err == nil && req.URL.Path == "/v1/metrics" {
+		r.serveMetrics(w, body)
+		return
+	}
 	if err != nil || req.URL.Path != "/v1/traces" {
 		http.Error(w, "bad request", http.StatusBadRequest)
 		return
@@ -49,8 +55,8 @@ func (r *otlpReceiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 }
 
 // TestServeExportsTraces serves with the standard OTLP environment set and
-// checks that a run's spans, under the RPC's, reach a local receiver by
-// the time the server has shut down.
+// checks that a run's spans, under the RPC's, and the metrics reach a local
+// receiver by the time the server has shut down.
 func TestServeExportsTraces(t *testing.T) {
 	for _, k := range []string{"GOOGLE_API_KEY", "GEMINI_API_KEY", "GOOGLE_GENAI_USE_VERTEXAI", "GOOGLE_GENAI_USE_ENTERPRISE"} {
 		t.Setenv(k, "")
@@ -83,9 +89,35 @@ func TestServeExportsTraces(t *testing.T) {
 	}
 	recv.mu.Lock()
 	defer recv.mu.Unlock()
+	for _, want := range []string{"agentrunner.runs.ended", "gen_ai.client.token.usage", "agentrunner.store.commit.duration"} {
+		if !slices.Contains(recv.metrics, want) {
+			t.Errorf("no metric %q exported among %q", want, recv.metrics)
+		}
+	}
 	for _, want := range []string{"agentrunner.service.v1.RunnerService/Run", "invoke_agent support", "invoke_agent triage", "chat gemini-2.5-flash"} {
 		if !slices.Contains(recv.names, want) && !(want == "chat gemini-2.5-flash" && slices.Contains(recv.names, "chat offline:gemini-2.5-flash")) {
 			t.Errorf("no span %q among %q", want, recv.names)
 		}
 	}
+}
+
+// serveMetrics keeps the names of the metrics it is sent.
+func (r *otlpReceiver) serveMetrics(w http.ResponseWriter, body []byte) {
+	var export collectormetrics.ExportMetricsServiceRequest
+	if err := proto.Unmarshal(body, &export); err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
+	r.mu.Lock()
+	for _, rm := range export.GetResourceMetrics() {
+		for _, sm := range rm.GetScopeMetrics() {
+			for _, m := range sm.GetMetrics() {
+				r.metrics = append(r.metrics, m.GetName())
+			}
+		}
+	}
+	r.mu.Unlock()
+	w.Header().Set("Content-Type", "application/x-protobuf")
+	out, _ := proto.Marshal(&collectormetrics.ExportMetricsServiceResponse{})
+	_, _ = w.Write(out)
 }
