@@ -167,3 +167,58 @@ func BenchmarkStoreMemorySearch(b *testing.B) {
 		}
 	}
 }
+
+// pagedLister hands out the sessions of a real store one per page, and
+// gives two of them the same update time, so that the search must read
+// every page and break the tie by id.
+type pagedLister struct{ *boltstore.Store }
+
+func (p pagedLister) ListSessions(ctx context.Context, app, user string, page store.Page) ([]*agentrunnerv1.Session, string, error) {
+	all, _, err := p.Store.ListSessions(ctx, app, user, store.Page{Size: store.MaxPageSize})
+	if err != nil {
+		return nil, "", err
+	}
+	i := 0
+	if page.Token != "" {
+		if _, err := fmt.Sscanf(page.Token, "%d", &i); err != nil {
+			return nil, "", err
+		}
+	}
+	if i >= len(all) {
+		return nil, "", nil
+	}
+	s := all[i]
+	if s.GetSessionId() != "c" {
+		s.UpdateTime = all[0].GetUpdateTime() // a and b tie
+	}
+	next := ""
+	if i+1 < len(all) {
+		next = fmt.Sprint(i + 1)
+	}
+	return []*agentrunnerv1.Session{s}, next, nil
+}
+
+func TestStoreMemoryPagesTiesAndThoughts(t *testing.T) {
+	db := newStore(t)
+	t0 := time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC)
+	fill(t, db, map[store.SessionKey][]turn{
+		{App: "app", User: "u1", Session: "b"}: {{"user", "rain in b", t0}},
+		{App: "app", User: "u1", Session: "a"}: {{"user", "rain in a", t0}},
+		{App: "app", User: "u1", Session: "c"}: {{"user", "rain in c", t0.Add(-time.Hour)}},
+	})
+	// A thought that mentions the word is not a match.
+	thought := &agentrunnerv1.Event{Author: "bot", Content: &agentrunnerv1.Content{Parts: []*agentrunnerv1.Part{{Data: &agentrunnerv1.Part_Text{Text: "rain?"}, Thought: true}}}, Timestamp: timestamppb.New(t0.Add(-2 * time.Hour))}
+	if _, err := db.AppendEvent(t.Context(), store.SessionKey{App: "app", User: "u1", Session: "c"}, thought); err != nil {
+		t.Fatal(err)
+	}
+	got, err := NewStoreMemory(pagedLister{db}).Search(t.Context(), Query{App: "app", User: "u1", Query: "rain"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"a user: rain in a", "b user: rain in b", "c user: rain in c"}; !slices.Equal(lines(got), want) {
+		t.Fatalf("got %q, want %q (every page, ties by id, no thoughts)", lines(got), want)
+	}
+	if got, err := NewStoreMemory(db).Search(t.Context(), Query{App: "app", User: "u1", Query: ""}); err != nil || got != nil {
+		t.Fatalf("an empty query found %v, %v", got, err)
+	}
+}
