@@ -919,8 +919,8 @@ func TestGeminiCancelMidStream(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(events) != 1 || events[0].GetAuthor() != "user" {
-		t.Errorf("stored %d events, want only the user's message", len(events))
+	if len(events) != 2 || events[0].GetAuthor() != "user" || events[1].GetErrorCode() != "CANCELLED" || events[1].GetContent() != nil {
+		t.Errorf("stored %v, want only the user's message and the event that says the run was cancelled", events)
 	}
 	waitNoGoroutines(t, "agentrunner/agentrunner/runner.", "agentrunner/runner/model/gemini.", "google.golang.org/genai.")
 }

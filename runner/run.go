@@ -5,7 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"iter"
-	"sync"
+	"time"
 
 	agentrunnerv1 "github.com/agentrunner/agentrunner/gen/go/agentrunner/v1"
 	"github.com/agentrunner/agentrunner/runner/agent"
@@ -25,6 +25,25 @@ type Request struct {
 	StateDelta *structpb.Struct
 	// Config tunes the run; nil means defaults.
 	Config *agentrunnerv1.RunConfig
+	// RequestID, when set, makes the request idempotent within its
+	// session: a request with the same id and payload gets the first
+	// one's run; with another payload it is refused (store.ErrAlreadyExists
+	// naming the run).
+	RequestID string
+	// Strategy says what happens when the session has an active run;
+	// unspecified means MULTITASK_STRATEGY_REJECT.
+	Strategy agentrunnerv1.MultitaskStrategy
+	// OnDisconnect says what happens when the reader that started the run
+	// stops before it ends; unspecified means ON_DISCONNECT_CANCEL.
+	OnDisconnect agentrunnerv1.OnDisconnect
+	// Timeout bounds the run from its start; zero means no bound. The
+	// run's own deadline: the caller's context bounds only its reading.
+	Timeout time.Duration
+}
+
+// input is the payload a request_id covers.
+func (req Request) input() *agentrunnerv1.RunInput {
+	return &agentrunnerv1.RunInput{NewMessage: req.NewMessage, StateDelta: req.StateDelta, RunConfig: req.Config}
 }
 
 // errStopped tells run's callers that the consumer stopped reading.
@@ -32,27 +51,41 @@ var errStopped = errors.New("consumer stopped")
 
 // Run runs one invocation: it appends req.NewMessage to the session, runs
 // the agent the selection rules pick (and the agents it transfers to), and
-// streams the events.
+// streams the events. It is Stream without the run records.
 //
 // Complete events are yielded after they are persisted, with their sequence
-// set; the agent does not go on until then. Each yielded event is the
-// caller's own copy: changing it changes nothing the runner keeps. Partial
-// events are yielded without being stored. The stored user event is
-// yielded first only when req.Config.stream_user_event is set. An error
-// that errors.As to *agent.AgentError is delivered in place of an event
-// and the run goes on. Any other error is terminal and the last element:
-// it wraps store.ErrNotFound for a missing session,
-// store.ErrInvalidArgument for an invalid request, ErrRunInProgress when
-// the session has a run in progress, agent.ErrMaxLLMCalls when the LLM
-// call limit is reached, or the context's error when ctx ends.
+// set. Each yielded event is the caller's own copy: changing it changes
+// nothing the runner keeps. Partial events are yielded without being
+// stored. The stored user event is yielded first only when
+// req.Config.stream_user_event is set. An error that errors.As to
+// *agent.AgentError is delivered in place of an event and the run goes on.
+// Any other error is terminal and the last element: it wraps
+// store.ErrNotFound for a missing session, store.ErrInvalidArgument for an
+// invalid request, ErrRunInProgress when the session has a run in progress,
+// agent.ErrMaxLLMCalls when the LLM call limit is reached, or
+// context.Canceled or context.DeadlineExceeded when the run was cancelled
+// or timed out.
 //
 // The plugins' hooks run as package plugin describes. Stopping the
-// iteration early cancels the agents and releases the session. The
-// sequence is single-use.
+// iteration early cancels the run (unless req.OnDisconnect says to go on)
+// and returns once it has released the session. The sequence is
+// single-use.
 func (r *Runner) Run(ctx context.Context, req Request) iter.Seq2[*agentrunnerv1.Event, error] {
 	return func(yield func(*agentrunnerv1.Event, error) bool) {
-		if err := r.run(ctx, req, yield); err != nil && !errors.Is(err, errStopped) {
-			yield(nil, err)
+		for u, err := range r.Stream(ctx, req) {
+			switch {
+			case err != nil:
+				yield(nil, err)
+				return
+			case u.Err != nil:
+				if !yield(nil, u.Err) {
+					return
+				}
+			case u.Event != nil:
+				if !yield(u.Event, nil) {
+					return
+				}
+			}
 		}
 	}
 }
@@ -60,56 +93,19 @@ func (r *Runner) Run(ctx context.Context, req Request) iter.Seq2[*agentrunnerv1.
 // invocation is one run in progress, as the runner drives it.
 type invocation struct {
 	r     *Runner
+	lr    *liveRun
+	prep  *prepared
 	key   store.SessionKey
 	inv   *agent.Invocation
 	hctx  agent.InvocationContext // what run-level plugin hooks get
 	first agent.Agent             // the agent selection picked
-	yield func(*agentrunnerv1.Event, error) bool
-}
-
-func (r *Runner) run(ctx context.Context, req Request, yield func(*agentrunnerv1.Event, error) bool) error {
-	key := store.SessionKey{App: r.appName, User: req.UserID, Session: req.SessionID}
-	if err := key.Validate(); err != nil {
-		return err
-	}
-	if err := validateMessage(req.NewMessage); err != nil {
-		return err
-	}
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	invID := "e-" + r.newID()
-	release, err := r.active.acquire(key, invID)
-	if err != nil {
-		return err
-	}
-	defer release()
-	// Whatever ends the run, agents still working in goroutines (parallel
-	// branches) see their context cancelled.
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-
-	sess, events, err := r.history.Load(ctx, r.store, key)
-	if err != nil {
-		return fmt.Errorf("load session: %w", err)
-	}
-	if err := checkResponses(events, req.NewMessage); err != nil {
-		return err
-	}
-	first := r.tree.SelectAgent(events, req.NewMessage)
-	inv := r.newInvocation(key, invID, sess, events, req.Config)
-	// However the run ends, what it stored is the next run's starting
-	// point (see history).
-	defer func() { r.history.Put(key, sess, inv.Events()) }()
-
-	in := &invocation{r: r, key: key, inv: inv, hctx: inv.Context(ctx, first), first: first, yield: yield}
-	err = in.run(ctx, req)
-	runErr := err
-	if errors.Is(err, errStopped) {
-		runErr = fmt.Errorf("run %s: %w", invID, context.Canceled)
-	}
-	r.plugins.AfterRun(in.hctx, runErr)
-	return err
+	// current is the agent whose events are being stored; a run that is
+	// cancelled stores its last event in its name.
+	current agent.Agent
+	yield   func(*agentrunnerv1.Event, error) bool
+	// recordWritten reports that the record is in the store with this
+	// execution's status; until then the next event carries it.
+	recordWritten bool
 }
 
 // run stores the user's message, then lets before_run answer or runs the
@@ -164,13 +160,17 @@ func (in *invocation) appendUserEvent(ctx context.Context, req Request) error {
 	// State the on_user_message hooks changed is stored with the message;
 	// the request's own delta wins for a key both set.
 	agent.FlushActions(in.hctx, userEv)
-	stored, err := in.r.store.AppendEvent(ctx, in.key, userEv)
+	stored, err := in.append(ctx, userEv)
 	if err != nil {
 		return fmt.Errorf("append user event: %w", err)
 	}
 	in.inv.Record(userEv.GetActions().GetStateDelta(), stored) // with "temp:" keys, which the store dropped
 	in.inv.SetUserContent(stored.GetContent())
-	if in.hctx.RunConfig().GetStreamUserEvent() && !in.yield(proto.CloneOf(stored), nil) {
+	if !in.hctx.RunConfig().GetStreamUserEvent() {
+		in.lr.publish(Update{Event: stored, attachOnly: true})
+		return nil
+	}
+	if !in.yield(stored, nil) {
 		return errStopped
 	}
 	return nil
@@ -181,6 +181,7 @@ func (in *invocation) appendUserEvent(ctx context.Context, req Request) error {
 // any.
 func (in *invocation) runAgent(ctx context.Context, a agent.Agent) (next agent.Agent, err error) {
 	var transfer string
+	in.current = a
 	for ev, err := range a.Run(in.inv.Context(ctx, a)) {
 		if err != nil {
 			if err := in.deliver(ctx, a, err); err != nil {
@@ -250,7 +251,7 @@ func (in *invocation) emit(ctx context.Context, ev *agentrunnerv1.Event) (*agent
 	if err != nil {
 		return nil, err
 	}
-	stored, err := in.r.store.AppendEvent(ctx, in.key, ev)
+	stored, err := in.append(ctx, ev)
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, fmt.Errorf("run %s: %w", in.hctx.InvocationID(), ctx.Err())
@@ -259,11 +260,29 @@ func (in *invocation) emit(ctx context.Context, ev *agentrunnerv1.Event) (*agent
 	}
 	in.inv.Record(ev.GetActions().GetStateDelta(), stored)
 	// The stored instance stays with the runner (the session view and the
-	// history cache); the caller gets a copy of its own.
-	if !in.yield(proto.CloneOf(stored), nil) {
+	// history cache); each reader of the run gets a copy of its own.
+	if !in.yield(stored, nil) {
 		return nil, errStopped
 	}
 	return stored, nil
+}
+
+// append stores a complete event. The first event an execution stores
+// carries the run record, in the same transaction: the user message of a
+// new run, or the first event of a resumed one.
+func (in *invocation) append(ctx context.Context, ev *agentrunnerv1.Event) (*agentrunnerv1.Event, error) {
+	var stored *agentrunnerv1.Event
+	var err error
+	if in.recordWritten {
+		stored, err = in.r.store.AppendEvent(ctx, in.key, ev)
+	} else {
+		stored, _, err = in.r.store.AppendRunEvent(ctx, in.key, ev, in.lr.record())
+		in.recordWritten = err == nil
+	}
+	if err == nil {
+		in.lr.noteStored(stored)
+	}
+	return stored, err
 }
 
 // onEvent runs the on_event hooks on a complete event. A replacement is
@@ -382,26 +401,4 @@ func validateMessage(c *agentrunnerv1.Content) error {
 		}
 	}
 	return nil
-}
-
-// activeRuns tracks the sessions with a run in progress, so that runs on
-// one session never interleave.
-type activeRuns struct {
-	mu   sync.Mutex
-	runs map[store.SessionKey]string // session → invocation id
-}
-
-// acquire marks k as running invocation inv; release unmarks it.
-func (a *activeRuns) acquire(k store.SessionKey, inv string) (release func(), err error) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	if cur, ok := a.runs[k]; ok {
-		return nil, fmt.Errorf("session %s: invocation %s: %w", k, cur, ErrRunInProgress)
-	}
-	a.runs[k] = inv
-	return func() {
-		a.mu.Lock()
-		delete(a.runs, k)
-		a.mu.Unlock()
-	}, nil
 }

@@ -48,6 +48,14 @@ type Store interface {
 	AppendEvent(ctx context.Context, k store.SessionKey, ev *agentrunnerv1.Event) (*agentrunnerv1.Event, error)
 	// The artifact methods back the agents' Artifacts views.
 	agent.ArtifactStore
+	// Run records (see store.RunStore).
+	store.RunStore
+	// ListEvents pages through a session's events; attachers replay runs
+	// with it.
+	ListEvents(ctx context.Context, k store.SessionKey, after uint64, page store.Page) ([]*agentrunnerv1.Event, string, error)
+	// ListToolCalls returns the session's tool-call ledger; a resumed run
+	// reads it to find the calls a crash left in doubt.
+	ListToolCalls(ctx context.Context, k store.SessionKey) ([]*agentrunnerv1.ToolCall, error)
 }
 
 // Config configures a Runner.
@@ -103,7 +111,7 @@ type Runner struct {
 	now          func() time.Time
 	newID        func() string
 	log          *slog.Logger
-	active       activeRuns
+	runs         runs
 	history      *history.Cache
 }
 
@@ -137,7 +145,7 @@ func New(cfg Config) (*Runner, error) {
 		now:          cfg.Now,
 		newID:        cfg.NewID,
 		log:          cfg.Logger,
-		active:       activeRuns{runs: make(map[store.SessionKey]string)},
+		runs:         runs{sessions: make(map[store.SessionKey]*sessionRuns), byID: make(map[string]*liveRun)},
 		history:      history.New(cfg.HistoryEvents, cfg.HistoryCacheEvents),
 	}
 	if r.now == nil {
@@ -193,7 +201,7 @@ func maxLLMCalls(cfg *agentrunnerv1.RunConfig) int64 {
 }
 
 // newInvocation starts the session view of a run.
-func (r *Runner) newInvocation(key store.SessionKey, id string, sess *agentrunnerv1.Session, events []*agentrunnerv1.Event, cfg *agentrunnerv1.RunConfig) *agent.Invocation {
+func (r *Runner) newInvocation(key store.SessionKey, id string, sess *agentrunnerv1.Session, events []*agentrunnerv1.Event, cfg *agentrunnerv1.RunConfig, retry []string) *agent.Invocation {
 	var hooks agent.Hooks
 	if r.plugins.Len() > 0 {
 		hooks = r.plugins
@@ -215,5 +223,6 @@ func (r *Runner) newInvocation(key store.SessionKey, id string, sess *agentrunne
 		Hooks:       hooks,
 		NewID:       r.newID,
 		Logger:      r.log,
+		RetryCalls:  retry,
 	})
 }

@@ -398,8 +398,11 @@ func TestCancellationStopsAgent(t *testing.T) {
 		t.Fatalf("events %q", got)
 	}
 	_, events, _ := db.GetSession(t.Context(), k, store.GetOptions{})
-	if got := summary(events); !equalStrings(got, []string{"user: go", "root: first"}) {
-		t.Fatalf("stored %q: the acknowledged event must stay", got)
+	if got := summary(events); !equalStrings(got, []string{"user: go", "root: first", "root: "}) {
+		t.Fatalf("stored %q: the acknowledged event must stay, then the one that says the run was cancelled", got)
+	}
+	if last := events[len(events)-1]; last.GetErrorCode() != "CANCELLED" || last.GetInvocationId() != events[0].GetInvocationId() {
+		t.Errorf("last stored event %v, want the run's CANCELLED event", last)
 	}
 	// The session is free again.
 	res = collect(t, r.Run(t.Context(), request(k, "again")))
@@ -603,15 +606,28 @@ type failingStore struct {
 	failAfter int
 }
 
-func (f *failingStore) AppendEvent(ctx context.Context, k store.SessionKey, ev *agentrunnerv1.Event) (*agentrunnerv1.Event, error) {
+func (f *failingStore) fail() error {
 	f.mu.Lock()
+	defer f.mu.Unlock()
 	f.failAfter--
-	n := f.failAfter
-	f.mu.Unlock()
-	if n < 0 {
-		return nil, errors.New("disk full")
+	if f.failAfter < 0 {
+		return errors.New("disk full")
+	}
+	return nil
+}
+
+func (f *failingStore) AppendEvent(ctx context.Context, k store.SessionKey, ev *agentrunnerv1.Event) (*agentrunnerv1.Event, error) {
+	if err := f.fail(); err != nil {
+		return nil, err
 	}
 	return f.Store.AppendEvent(ctx, k, ev)
+}
+
+func (f *failingStore) AppendRunEvent(ctx context.Context, k store.SessionKey, ev *agentrunnerv1.Event, run *agentrunnerv1.Run) (*agentrunnerv1.Event, *agentrunnerv1.Run, error) {
+	if err := f.fail(); err != nil {
+		return nil, nil, err
+	}
+	return f.Store.AppendRunEvent(ctx, k, ev, run)
 }
 
 func TestAuthorsAndBranchFilledIn(t *testing.T) {

@@ -57,6 +57,11 @@ func codeOf(err error) (c codes.Code, ok bool) {
 		return codes.Unavailable, true
 	case errors.Is(err, runner.ErrRunInProgress):
 		return codes.Aborted, true
+	case errors.Is(err, runner.ErrShuttingDown):
+		// Another instance, or this one after its restart, takes it.
+		return codes.Unavailable, true
+	case errors.Is(err, runner.ErrNotResumable):
+		return codes.FailedPrecondition, true
 	case errors.Is(err, agent.ErrMaxLLMCalls):
 		return codes.ResourceExhausted, true
 	}

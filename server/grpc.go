@@ -51,6 +51,11 @@ func (g *GRPCServer) Serve(lis net.Listener) error {
 	return g.grpc.Serve(lis)
 }
 
+// NotServing turns health NOT_SERVING, so that load balancers stop
+// sending new calls, while the server goes on serving those that come
+// (the start of a drain).
+func (g *GRPCServer) NotServing() { g.health.Shutdown() }
+
 // Shutdown stops the server. Health turns NOT_SERVING first, so load
 // balancers stop sending calls; then in-flight calls and streams get until
 // ctx is done to finish, after which the rest are cancelled. It returns

@@ -16,6 +16,8 @@ import (
 	servicev1 "github.com/agentrunner/agentrunner/gen/go/agentrunner/service/v1"
 	agentrunnerv1 "github.com/agentrunner/agentrunner/gen/go/agentrunner/v1"
 	"github.com/agentrunner/agentrunner/runner"
+	"github.com/agentrunner/agentrunner/runner/agent"
+	"github.com/agentrunner/agentrunner/store"
 	"github.com/agentrunner/agentrunner/store/boltstore"
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc"
@@ -34,6 +36,7 @@ type env struct {
 	artifacts servicev1.ArtifactServiceClient
 	runner    servicev1.RunnerServiceClient
 	logs      *syncBuffer
+	closeFn   func()
 }
 
 type envOption func(*Config)
@@ -56,6 +59,13 @@ func newEnv(t *testing.T, opts ...envOption) *env {
 	for _, o := range opts {
 		o(&cfg)
 	}
+	return startEnv(t, st, cfg, logs)
+}
+
+// startEnv serves cfg on a loopback port and connects clients to it. The
+// server and the store close at the end of the test, or at env.close.
+func startEnv(t *testing.T, st *boltstore.Store, cfg Config, logs *syncBuffer) *env {
+	t.Helper()
 	g := NewGRPCServer(New(cfg))
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -68,7 +78,16 @@ func newEnv(t *testing.T, opts ...envOption) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() {
+	e := &env{
+		store:     st,
+		grpc:      g,
+		conn:      conn,
+		sessions:  servicev1.NewSessionServiceClient(conn),
+		artifacts: servicev1.NewArtifactServiceClient(conn),
+		runner:    servicev1.NewRunnerServiceClient(conn),
+		logs:      logs,
+	}
+	e.closeFn = sync.OnceFunc(func() {
 		conn.Close()
 		if err := g.Shutdown(context.Background()); err != nil {
 			t.Errorf("shutdown: %v", err)
@@ -80,16 +99,12 @@ func newEnv(t *testing.T, opts ...envOption) *env {
 			t.Errorf("close store: %v", err)
 		}
 	})
-	return &env{
-		store:     st,
-		grpc:      g,
-		conn:      conn,
-		sessions:  servicev1.NewSessionServiceClient(conn),
-		artifacts: servicev1.NewArtifactServiceClient(conn),
-		runner:    servicev1.NewRunnerServiceClient(conn),
-		logs:      logs,
-	}
+	t.Cleanup(e.closeFn)
+	return e
 }
+
+// close stops the server and closes the store before the test ends.
+func (e *env) close(*testing.T) { e.closeFn() }
 
 // createSession creates app/user/id through the API.
 func (e *env) createSession(t *testing.T, app, user, id string) *agentrunnerv1.Session {
@@ -163,12 +178,62 @@ func (f fakeApps) List() []*agentrunnerv1.App {
 	return apps
 }
 
-// runFunc is an AppRunner made of a function.
+// runFunc is an AppRunner made of a function that streams a run's events;
+// it keeps no run records.
 type runFunc func(ctx context.Context, req runner.Request) iter.Seq2[*agentrunnerv1.Event, error]
 
-func (f runFunc) Run(ctx context.Context, req runner.Request) iter.Seq2[*agentrunnerv1.Event, error] {
-	return f(ctx, req)
+func (f runFunc) Stream(ctx context.Context, req runner.Request) iter.Seq2[runner.Update, error] {
+	return func(yield func(runner.Update, error) bool) {
+		// As the runner does: Timeout bounds the run.
+		if req.Timeout > 0 {
+			var cancel context.CancelFunc
+			ctx, cancel = context.WithTimeout(ctx, req.Timeout)
+			defer cancel()
+		}
+		for ev, err := range f(ctx, req) {
+			var agentErr *agent.AgentError
+			switch {
+			case errors.As(err, &agentErr):
+				if !yield(runner.Update{Err: err}, nil) {
+					return
+				}
+			case err != nil:
+				yield(runner.Update{}, err)
+				return
+			case !yield(runner.Update{Event: ev}, nil):
+				return
+			}
+		}
+	}
 }
+
+var errNoRecords = errors.New("runFunc keeps no run records")
+
+func (f runFunc) Start(context.Context, runner.Request) (*agentrunnerv1.Run, error) {
+	return nil, errNoRecords
+}
+
+func (f runFunc) Attach(context.Context, string, uint64) iter.Seq2[runner.Update, error] {
+	return func(yield func(runner.Update, error) bool) { yield(runner.Update{}, errNoRecords) }
+}
+
+func (f runFunc) Resume(context.Context, runner.ResumeRequest) iter.Seq2[runner.Update, error] {
+	return func(yield func(runner.Update, error) bool) { yield(runner.Update{}, errNoRecords) }
+}
+
+func (f runFunc) GetRun(context.Context, string) (*agentrunnerv1.Run, error) {
+	return nil, errNoRecords
+}
+
+func (f runFunc) ListRuns(context.Context, string, string, store.Page) ([]*agentrunnerv1.Run, string, error) {
+	return nil, "", errNoRecords
+}
+
+func (f runFunc) Cancel(context.Context, string) (*agentrunnerv1.Run, error) {
+	return nil, errNoRecords
+}
+
+func (f runFunc) HasLiveRun(string) bool { return false }
 
 // collectRun reads a Run stream to its end and returns the responses and
 // the final status.
@@ -184,6 +249,19 @@ func collectRun(t *testing.T, stream grpc.ServerStreamingClient[servicev1.RunRes
 			return out, err
 		}
 		out = append(out, resp)
+	}
+}
+
+// nextEvent reads a Run stream up to its next event, past run records.
+func nextEvent(stream grpc.ServerStreamingClient[servicev1.RunResponse]) (*agentrunnerv1.Event, error) {
+	for {
+		resp, err := stream.Recv()
+		if err != nil {
+			return nil, err
+		}
+		if ev := resp.GetEvent(); ev != nil {
+			return ev, nil
+		}
 	}
 }
 

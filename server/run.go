@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"errors"
+	"iter"
 	"slices"
 	"strings"
 
@@ -10,6 +11,7 @@ import (
 	agentrunnerv1 "github.com/agentrunner/agentrunner/gen/go/agentrunner/v1"
 	"github.com/agentrunner/agentrunner/runner"
 	"github.com/agentrunner/agentrunner/runner/agent"
+	"github.com/agentrunner/agentrunner/store"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -22,9 +24,10 @@ type runnerService struct {
 	s *Server
 }
 
-// Run streams one run. The runner's context derives from the stream's, so
-// a client that cancels or goes away cancels the agents; a failed Send
-// stops the iteration, which tells the runner to stop too.
+// Run streams one run: its record, its events, its record with the final
+// status. The run's own context does not derive from the stream's: when
+// the client goes away, on_disconnect decides whether the run is cancelled
+// (and the RPC returns once the session is free) or goes on alone.
 func (h runnerService) Run(req *servicev1.RunRequest, stream grpc.ServerStreamingServer[servicev1.RunResponse]) error {
 	k, err := validateRunRequest(req)
 	if err != nil {
@@ -32,35 +35,176 @@ func (h runnerService) Run(req *servicev1.RunRequest, stream grpc.ServerStreamin
 	}
 	app, ok := h.s.apps.Lookup(k.App)
 	if !ok {
-		return status.Errorf(codes.NotFound, "app %q is not served here; ListApps shows the apps that are", k.App)
+		return unknownApp(k.App)
 	}
-	ctx := stream.Context()
-	if h.s.maxRun > 0 {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, h.s.maxRun)
-		defer cancel()
+	rr := h.s.runnerRequest(req)
+	rr.OnDisconnect = req.GetOnDisconnect()
+	return h.s.send(stream, app.Stream(stream.Context(), rr))
+}
+
+// StartRun admits a run and returns its record; the run goes on alone.
+func (h runnerService) StartRun(ctx context.Context, req *servicev1.StartRunRequest) (*servicev1.StartRunResponse, error) {
+	// The same checks as Run's: the fields are the same.
+	asRun := &servicev1.RunRequest{
+		AppName: req.GetAppName(), UserId: req.GetUserId(), SessionId: req.GetSessionId(),
+		NewMessage: req.GetNewMessage(), StateDelta: req.GetStateDelta(), RunConfig: req.GetRunConfig(),
+		RequestId: req.GetRequestId(), MultitaskStrategy: req.GetMultitaskStrategy(),
 	}
-	seq := app.Run(ctx, runner.Request{
-		UserID:     k.User,
-		SessionID:  k.Session,
+	k, err := validateRunRequest(asRun)
+	if err != nil {
+		return nil, err
+	}
+	app, ok := h.s.apps.Lookup(k.App)
+	if !ok {
+		return nil, unknownApp(k.App)
+	}
+	rr := h.s.runnerRequest(asRun)
+	rr.OnDisconnect = agentrunnerv1.OnDisconnect_ON_DISCONNECT_CONTINUE
+	run, err := app.Start(ctx, rr)
+	if err != nil {
+		return nil, h.s.toStatus(ctx, err)
+	}
+	return &servicev1.StartRunResponse{Run: run}, nil
+}
+
+// runnerRequest converts a validated RunRequest.
+func (s *Server) runnerRequest(req *servicev1.RunRequest) runner.Request {
+	return runner.Request{
+		UserID:     req.GetUserId(),
+		SessionID:  req.GetSessionId(),
 		NewMessage: req.GetNewMessage(),
 		StateDelta: req.GetStateDelta(),
 		Config:     req.GetRunConfig(),
-	})
-	for ev, err := range seq {
+		RequestID:  req.GetRequestId(),
+		Strategy:   req.GetMultitaskStrategy(),
+		Timeout:    s.maxRun,
+	}
+}
+
+// GetRun returns a run's record.
+func (h runnerService) GetRun(ctx context.Context, req *servicev1.GetRunRequest) (*servicev1.GetRunResponse, error) {
+	app, err := h.s.runApp(ctx, req.GetRunId())
+	if err != nil {
+		return nil, err
+	}
+	run, err := app.GetRun(ctx, req.GetRunId())
+	if err != nil {
+		return nil, h.s.toStatus(ctx, err)
+	}
+	return &servicev1.GetRunResponse{Run: run}, nil
+}
+
+// ListRuns lists a session's runs, newest first.
+func (h runnerService) ListRuns(ctx context.Context, req *servicev1.ListRunsRequest) (*servicev1.ListRunsResponse, error) {
+	k, err := sessionKey(req)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkPageSize(req.GetPageSize()); err != nil {
+		return nil, err
+	}
+	app, ok := h.s.apps.Lookup(k.App)
+	if !ok {
+		return nil, unknownApp(k.App)
+	}
+	runs, next, err := app.ListRuns(ctx, k.User, k.Session, store.Page{Size: int(req.GetPageSize()), Token: req.GetPageToken()})
+	if err != nil {
+		return nil, h.s.toStatus(ctx, err)
+	}
+	return &servicev1.ListRunsResponse{Runs: runs, NextPageToken: next}, nil
+}
+
+// CancelRun cancels a run and returns its record once that took effect.
+func (h runnerService) CancelRun(ctx context.Context, req *servicev1.CancelRunRequest) (*servicev1.CancelRunResponse, error) {
+	app, err := h.s.runApp(ctx, req.GetRunId())
+	if err != nil {
+		return nil, err
+	}
+	run, err := app.Cancel(ctx, req.GetRunId())
+	if err != nil {
+		return nil, h.s.toStatus(ctx, err)
+	}
+	return &servicev1.CancelRunResponse{Run: run}, nil
+}
+
+// AttachRun follows a run from any client.
+func (h runnerService) AttachRun(req *servicev1.AttachRunRequest, stream grpc.ServerStreamingServer[servicev1.RunResponse]) error {
+	app, err := h.s.runApp(stream.Context(), req.GetRunId())
+	if err != nil {
+		return err
+	}
+	return h.s.send(stream, app.Attach(stream.Context(), req.GetRunId(), req.GetAfterSequence()))
+}
+
+// ResumeRun continues an interrupted run, or answers one that waits.
+func (h runnerService) ResumeRun(req *servicev1.ResumeRunRequest, stream grpc.ServerStreamingServer[servicev1.RunResponse]) error {
+	if err := validateResumeRun(req); err != nil {
+		return err
+	}
+	app, err := h.s.runApp(stream.Context(), req.GetRunId())
+	if err != nil {
+		return err
+	}
+	return h.s.send(stream, app.Resume(stream.Context(), runner.ResumeRequest{
+		RunID:        req.GetRunId(),
+		Answers:      req.GetAnswers(),
+		RetryCallIDs: req.GetRetryCallIds(),
+		OnDisconnect: req.GetOnDisconnect(),
+		Timeout:      h.s.maxRun,
+	}))
+}
+
+// runApp returns the runner of the app a run belongs to: one that has it
+// live, or the one its stored record names.
+func (s *Server) runApp(ctx context.Context, runID string) (AppRunner, error) {
+	if err := checkID("run_id", runID); err != nil {
+		return nil, err
+	}
+	for _, a := range s.apps.List() {
+		if app, ok := s.apps.Lookup(a.GetName()); ok && app.HasLiveRun(runID) {
+			return app, nil
+		}
+	}
+	rec, err := s.store.GetRun(ctx, runID)
+	if err != nil {
+		return nil, s.toStatus(ctx, err)
+	}
+	app, ok := s.apps.Lookup(rec.GetAppName())
+	if !ok {
+		return nil, status.Errorf(codes.NotFound, "run %s belongs to app %q, which is not served here", runID, rec.GetAppName())
+	}
+	return app, nil
+}
+
+// send streams a run's updates. A terminal error ends the RPC with its
+// status; a failed Send ends it too (the runner's reader stops, and the
+// run's on_disconnect applies).
+func (s *Server) send(stream grpc.ServerStreamingServer[servicev1.RunResponse], seq iter.Seq2[runner.Update, error]) error {
+	ctx := stream.Context()
+	for u, err := range seq {
 		var resp *servicev1.RunResponse
-		if agentErr := (*agent.AgentError)(nil); errors.As(err, &agentErr) {
+		var agentErr *agent.AgentError
+		switch {
+		case err != nil:
+			return s.toStatus(ctx, err)
+		case errors.As(u.Err, &agentErr):
 			resp = &servicev1.RunResponse{Payload: &servicev1.RunResponse_Error{Error: agentStatus(agentErr)}}
-		} else if err != nil {
-			return h.s.toStatus(ctx, err)
-		} else {
-			resp = &servicev1.RunResponse{Payload: &servicev1.RunResponse_Event{Event: ev}}
+		case u.Err != nil:
+			resp = &servicev1.RunResponse{Payload: &servicev1.RunResponse_Error{Error: agentStatus(&agent.AgentError{Err: u.Err})}}
+		case u.Run != nil:
+			resp = &servicev1.RunResponse{Payload: &servicev1.RunResponse_Run{Run: u.Run}}
+		default:
+			resp = &servicev1.RunResponse{Payload: &servicev1.RunResponse_Event{Event: u.Event}}
 		}
 		if err := stream.Send(resp); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+func unknownApp(name string) error {
+	return status.Errorf(codes.NotFound, "app %q is not served here; ListApps shows the apps that are", name)
 }
 
 func (h runnerService) ListApps(ctx context.Context, _ *servicev1.ListAppsRequest) (*servicev1.ListAppsResponse, error) {

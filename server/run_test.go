@@ -188,7 +188,7 @@ func TestRunClientCancel(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := stream.Recv(); err != nil {
+	if _, err := nextEvent(stream); err != nil {
 		t.Fatalf("first event: %v", err)
 	}
 	<-started

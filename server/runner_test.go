@@ -81,6 +81,7 @@ type runResult struct {
 	kinds   []string // "author: text" per complete event, "partial", "error"
 	status  error
 	answers []string // authors of complete non-user events
+	runs    []*agentrunnerv1.Run
 }
 
 func (e *env) run(t *testing.T, ctx context.Context, req *servicev1.RunRequest) runResult {
@@ -93,6 +94,8 @@ func (e *env) run(t *testing.T, ctx context.Context, req *servicev1.RunRequest) 
 	res := runResult{status: err}
 	for _, r := range resps {
 		switch {
+		case r.GetRun() != nil:
+			res.runs = append(res.runs, r.GetRun())
 		case r.GetError() != nil:
 			res.errors = append(res.errors, r.GetError())
 			res.kinds = append(res.kinds, "error")
@@ -409,7 +412,7 @@ func TestRunWithRunnerCancelAndConcurrency(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	first, err := stream.Recv()
+	first, err := nextEvent(stream)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -419,8 +422,8 @@ func TestRunWithRunnerCancelAndConcurrency(t *testing.T) {
 	// run in progress.
 	res := e.run(t, t.Context(), runReq("blocker", "busy", "me too"))
 	wantCode(t, res.status, codes.Aborted, "")
-	if msg := statusMessage(res.status); !strings.Contains(msg, first.GetEvent().GetInvocationId()) {
-		t.Errorf("Aborted message %q does not name invocation %s", msg, first.GetEvent().GetInvocationId())
+	if msg := statusMessage(res.status); !strings.Contains(msg, first.GetInvocationId()) {
+		t.Errorf("Aborted message %q does not name run %s", msg, first.GetInvocationId())
 	}
 	// Another session is not blocked.
 	otherCtx, cancelOther := context.WithCancel(t.Context())
@@ -429,7 +432,7 @@ func TestRunWithRunnerCancelAndConcurrency(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := other.Recv(); err != nil {
+	if _, err := nextEvent(other); err != nil {
 		t.Fatalf("run on another session: %v", err)
 	}
 	waitFor(t, entered, "other")
@@ -452,8 +455,8 @@ func TestRunWithRunnerCancelAndConcurrency(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !slices.ContainsFunc(got.GetEvents(), func(ev *agentrunnerv1.Event) bool { return ev.GetId() == first.GetEvent().GetId() }) {
-		t.Errorf("acknowledged event %s is not stored", first.GetEvent().GetId())
+	if !slices.ContainsFunc(got.GetEvents(), func(ev *agentrunnerv1.Event) bool { return ev.GetId() == first.GetId() }) {
+		t.Errorf("acknowledged event %s is not stored", first.GetId())
 	}
 	deadline := time.Now().Add(10 * time.Second)
 	for {
@@ -462,12 +465,14 @@ func TestRunWithRunnerCancelAndConcurrency(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		_, err = s.Recv()
-		rcancel()
+		_, err = nextEvent(s)
 		if err == nil {
+			waitFor(t, entered, "busy")
+			rcancel()
 			<-stopped
 			break
 		}
+		rcancel()
 		if time.Now().After(deadline) {
 			t.Fatalf("session still busy 10s after the cancelled run: %v", err)
 		}

@@ -26,6 +26,8 @@ type Store interface {
 	ListEvents(ctx context.Context, k store.SessionKey, after uint64, page store.Page) ([]*agentrunnerv1.Event, string, error)
 	// ListToolCalls returns a session's tool-call ledger in call order.
 	ListToolCalls(ctx context.Context, k store.SessionKey) ([]*agentrunnerv1.ToolCall, error)
+	// GetRun finds a stored run record by id (which app it belongs to).
+	GetRun(ctx context.Context, runID string) (*agentrunnerv1.Run, error)
 
 	SaveArtifact(ctx context.Context, k store.SessionKey, filename string, part *agentrunnerv1.Part) (*agentrunnerv1.ArtifactVersion, error)
 	LoadArtifact(ctx context.Context, k store.SessionKey, filename string, version int64) (*agentrunnerv1.Part, *agentrunnerv1.ArtifactVersion, error)
@@ -34,13 +36,23 @@ type Store interface {
 	DeleteArtifact(ctx context.Context, k store.SessionKey, filename string) error
 }
 
-// AppRunner runs one app. Implemented by *runner.Runner.
+// AppRunner runs one app and keeps its runs. Implemented by
+// *runner.Runner; the methods are documented there.
 //
-// Run streams the events of one run. An error that errors.As to
-// *agent.AgentError is reported in-band and the sequence goes on; any other
-// error is terminal and is the last element.
+// Stream, Attach and Resume stream a run: its record first and last, its
+// events between. An Update.Err (an *agent.AgentError) is reported in-band
+// and the sequence goes on; an error element is terminal and the last.
 type AppRunner interface {
-	Run(ctx context.Context, req runner.Request) iter.Seq2[*agentrunnerv1.Event, error]
+	Stream(ctx context.Context, req runner.Request) iter.Seq2[runner.Update, error]
+	Start(ctx context.Context, req runner.Request) (*agentrunnerv1.Run, error)
+	Attach(ctx context.Context, runID string, after uint64) iter.Seq2[runner.Update, error]
+	Resume(ctx context.Context, req runner.ResumeRequest) iter.Seq2[runner.Update, error]
+	GetRun(ctx context.Context, runID string) (*agentrunnerv1.Run, error)
+	ListRuns(ctx context.Context, userID, sessionID string, page store.Page) ([]*agentrunnerv1.Run, string, error)
+	Cancel(ctx context.Context, runID string) (*agentrunnerv1.Run, error)
+	// HasLiveRun reports whether the run is pending or running in this
+	// process (its record may not be stored yet).
+	HasLiveRun(runID string) bool
 }
 
 // Apps is the set of apps the server hosts.

@@ -215,10 +215,42 @@ func validateRunRequest(r *servicev1.RunRequest) (store.SessionKey, error) {
 	if err := checkContent("new_message", r.GetNewMessage(), true); err != nil {
 		return k, err
 	}
-	if r.GetRunConfig().GetMaxLlmCalls() < 0 {
-		return k, invalid("run_config.max_llm_calls", "must not be negative")
+	if err := checkOptionalID("request_id", r.GetRequestId()); err != nil {
+		return k, err
+	}
+	if _, ok := agentrunnerv1.MultitaskStrategy_name[int32(r.GetMultitaskStrategy())]; !ok {
+		return k, invalid("multitask_strategy", "%d is not a MultitaskStrategy", r.GetMultitaskStrategy())
+	}
+	if _, ok := agentrunnerv1.OnDisconnect_name[int32(r.GetOnDisconnect())]; !ok {
+		return k, invalid("on_disconnect", "%d is not an OnDisconnect", r.GetOnDisconnect())
 	}
 	return k, nil
+}
+
+// validateResumeRun checks a ResumeRun request.
+func validateResumeRun(r *servicev1.ResumeRunRequest) error {
+	if err := checkID("run_id", r.GetRunId()); err != nil {
+		return err
+	}
+	if r.GetAnswers() != nil {
+		if err := checkContent("answers", r.GetAnswers(), true); err != nil {
+			return err
+		}
+		for i, p := range r.GetAnswers().GetParts() {
+			if p.GetFunctionResponse().GetId() == "" {
+				return invalid(fmt.Sprintf("answers.parts[%d]", i), "must be a function_response with the id of the call it answers")
+			}
+		}
+	}
+	for i, id := range r.GetRetryCallIds() {
+		if err := checkID(fmt.Sprintf("retry_call_ids[%d]", i), id); err != nil {
+			return err
+		}
+	}
+	if _, ok := agentrunnerv1.OnDisconnect_name[int32(r.GetOnDisconnect())]; !ok {
+		return invalid("on_disconnect", "%d is not an OnDisconnect", r.GetOnDisconnect())
+	}
+	return nil
 }
 
 // checkContent checks that every part of c carries data; when needParts is

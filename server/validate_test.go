@@ -55,9 +55,15 @@ func TestValidateRunRequest(t *testing.T) {
 		{"empty part", func(r *servicev1.RunRequest) {
 			r.NewMessage.Parts = append(r.NewMessage.Parts, &agentrunnerv1.Part{})
 		}, "new_message.parts[1]"},
-		{"negative max_llm_calls", func(r *servicev1.RunRequest) {
-			r.RunConfig = &agentrunnerv1.RunConfig{MaxLlmCalls: -1}
-		}, "run_config.max_llm_calls"},
+		{"unknown multitask_strategy", func(r *servicev1.RunRequest) {
+			r.MultitaskStrategy = 99
+		}, "multitask_strategy"},
+		{"unknown on_disconnect", func(r *servicev1.RunRequest) {
+			r.OnDisconnect = 7
+		}, "on_disconnect"},
+		{"long request_id", func(r *servicev1.RunRequest) {
+			r.RequestId = strings.Repeat("r", 129)
+		}, "request_id"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -145,6 +145,56 @@ type Store interface {
 	// DeleteArtifact deletes every version of an artifact.
 	DeleteArtifact(ctx context.Context, k SessionKey, filename string) error
 
-	// Close releases the store. Calls after Close return ErrClosed.
+	RunStore
+
+	// Close releases the store, first writing what PutRunLater queued.
+	// Calls after Close return ErrClosed.
 	Close() error
+}
+
+// RunStore keeps run records (agentrunner.v1.Run): one per run, keyed by
+// its session and run_id, listed newest first by create_time. A record's
+// create_time never changes once written. Records go with their session
+// (DeleteSession deletes them).
+//
+// A run's request_id is unique within its session: writing a record whose
+// request_id another run of the session holds is ErrAlreadyExists, and the
+// error names that run.
+type RunStore interface {
+	// AppendRunEvent appends ev as AppendEvent does and, in the same
+	// transaction, writes run with last_sequence set to the event's
+	// sequence (and first_sequence too when it is zero). It returns the
+	// stored event and the stored run, copies of their own. The session
+	// must exist (ErrNotFound); run must belong to it (ErrInvalidArgument).
+	AppendRunEvent(ctx context.Context, k SessionKey, ev *agentrunnerv1.Event, run *agentrunnerv1.Run) (*agentrunnerv1.Event, *agentrunnerv1.Run, error)
+	// PutRun durably writes a run record on its own: a pending run, or a
+	// status change that stores no event. The session must exist
+	// (ErrNotFound).
+	PutRun(ctx context.Context, run *agentrunnerv1.Run) error
+	// PutRunLater queues a run record, typically a run's final status,
+	// and returns at once: it is written with the store's next commit, or
+	// on its own after a short delay, so that it costs no fsync of its
+	// own. Reads see it at once. A crash before it is written loses it;
+	// the record then shows the state written before (a run still
+	// RUNNING, which recovery marks INTERRUPTED). A record of a session
+	// deleted meanwhile is dropped.
+	PutRunLater(run *agentrunnerv1.Run)
+	// GetRun returns a run by id; ErrNotFound when there is none.
+	GetRun(ctx context.Context, runID string) (*agentrunnerv1.Run, error)
+	// FindRunByRequest returns the session's run with the request_id;
+	// ErrNotFound when there is none.
+	FindRunByRequest(ctx context.Context, k SessionKey, requestID string) (*agentrunnerv1.Run, error)
+	// ListRuns pages through a session's runs, newest first. Returns
+	// ErrNotFound for a missing session.
+	ListRuns(ctx context.Context, k SessionKey, page Page) ([]*agentrunnerv1.Run, string, error)
+	// ListUnfinishedRuns returns every run of the store whose status is
+	// RUN_STATUS_PENDING or RUN_STATUS_RUNNING, oldest first (by
+	// create_time): what a restart must recover. It reads an index of
+	// those runs, not every record.
+	ListUnfinishedRuns(ctx context.Context) ([]*agentrunnerv1.Run, error)
+}
+
+// RunKey returns the key of the session a run belongs to.
+func RunKey(r *agentrunnerv1.Run) SessionKey {
+	return SessionKey{App: r.GetAppName(), User: r.GetUserId(), Session: r.GetSessionId()}
 }

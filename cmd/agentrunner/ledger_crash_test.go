@@ -2,7 +2,9 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -47,10 +49,13 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
-// TestKill9WhileAToolRuns kills the server while an MCP tool runs: after a
-// restart the ledger shows the call started and not finished, and nothing
-// ran it again.
-func TestKill9WhileAToolRuns(t *testing.T) {
+// TestKill9WhileRunsRun kills the server while 48 runs wait in an MCP
+// tool and 16 have ended: after a restart no run is left RUNNING (the
+// ended ones are SUCCEEDED, or INTERRUPTED when the kill beat their lazily
+// written final record), the ledger shows each call started and not
+// finished, nothing ran a tool again, and ResumeRun settles every run:
+// the call in doubt waits for its caller, whose answer ends the run.
+func TestKill9WhileRunsRun(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs the binary")
 	}
@@ -59,52 +64,112 @@ func TestKill9WhileAToolRuns(t *testing.T) {
 	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
-	exe, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
-	marker := filepath.Join(dir, "started")
-	config := filepath.Join(dir, "apps.yaml")
-	if err := os.WriteFile(config, fmt.Appendf(nil, `
-apps:
-  - name: tools
-    mcp_servers: [{ name: slow, command: %q, env: ["%s=%s"] }]
-    root_agent: { name: worker, llm: { model: offline, mcp: [{ server: slow }] } }
-`, exe, mcpHangEnv, marker), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	config, marker := hangConfig(t, dir)
 	data := filepath.Join(dir, "agentrunner.db")
 	p := startBinary(t, bin, "--addr", "127.0.0.1:0", "--data", data, "--config", config)
 	conn := dial(t, p.addr)
-	key := &servicev1.ListToolCallsRequest{AppName: "tools", UserId: "u", SessionId: "s"}
-	if _, err := servicev1.NewSessionServiceClient(conn).CreateSession(t.Context(), &servicev1.CreateSessionRequest{AppName: "tools", UserId: "u", SessionId: "s"}); err != nil {
-		t.Fatal(err)
+	rc, sc := servicev1.NewRunnerServiceClient(conn), servicev1.NewSessionServiceClient(conn)
+	const hanging, finished = 48, 16
+	var ended, waiting []string
+	for i := range finished {
+		session := fmt.Sprintf("f%d", i)
+		createSession(t, sc, "tools", session)
+		rec := runToEnd(t, rc, &servicev1.RunRequest{AppName: "tools", UserId: "u", SessionId: session, NewMessage: userText("hello")})
+		ended = append(ended, rec.GetRunId())
 	}
-	stream, err := servicev1.NewRunnerServiceClient(conn).Run(t.Context(), &servicev1.RunRequest{AppName: "tools", UserId: "u", SessionId: "s",
-		NewMessage: &agentrunnerv1.Content{Role: "user", Parts: []*agentrunnerv1.Part{{Data: &agentrunnerv1.Part_Text{Text: "call hang"}}}}})
-	if err != nil {
-		t.Fatal(err)
+	for i := range hanging {
+		session := fmt.Sprintf("h%d", i)
+		createSession(t, sc, "tools", session)
+		started, err := rc.StartRun(t.Context(), &servicev1.StartRunRequest{AppName: "tools", UserId: "u", SessionId: session, NewMessage: userText("call hang")})
+		if err != nil {
+			t.Fatal(err)
+		}
+		waiting = append(waiting, started.GetRun().GetRunId())
 	}
-	if resp, err := stream.Recv(); err != nil || resp.GetEvent().GetContent().GetParts()[0].GetFunctionCall().GetName() != "hang" {
-		t.Fatalf("first event %v, %v; want the call", resp, err)
-	}
-	waitForLines(t, marker, 1)
+	waitForLines(t, marker, hanging)
 	if err := p.cmd.Process.Kill(); err != nil {
 		t.Fatal(err)
 	}
 	<-p.exited
 
 	p = startBinary(t, bin, "--addr", "127.0.0.1:0", "--data", data, "--config", config)
-	ledger, err := servicev1.NewSessionServiceClient(dial(t, p.addr)).ListToolCalls(t.Context(), key)
+	conn = dial(t, p.addr)
+	rc, sc = servicev1.NewRunnerServiceClient(conn), servicev1.NewSessionServiceClient(conn)
+	for _, id := range ended {
+		rec := getRecord(t, rc, id)
+		switch rec.GetStatus() {
+		case agentrunnerv1.RunStatus_RUN_STATUS_SUCCEEDED:
+		case agentrunnerv1.RunStatus_RUN_STATUS_INTERRUPTED:
+			// Its answer is stored: resuming finds nothing left to do.
+			if got := resumeToEnd(t, rc, &servicev1.ResumeRunRequest{RunId: id}); got.GetStatus() != agentrunnerv1.RunStatus_RUN_STATUS_SUCCEEDED || got.GetLastSequence() != rec.GetLastSequence() {
+				t.Errorf("resumed ended run %v, want SUCCEEDED with no new event (was %v)", got, rec)
+			}
+		default:
+			t.Errorf("run %s that ended before the kill is %v after it", id, rec.GetStatus())
+		}
+	}
+	for i, id := range waiting {
+		settleInDoubt(t, rc, sc, fmt.Sprintf("h%d", i), id)
+	}
+	if n := countLines(t, marker); n != hanging {
+		t.Fatalf("the tool started %d times; want %d, once per run", n, hanging)
+	}
+}
+
+// settleInDoubt checks a run the kill cut off in its hang call and
+// settles it: resume stops at the call in doubt, the answer ends the run.
+func settleInDoubt(t *testing.T, rc servicev1.RunnerServiceClient, sc servicev1.SessionServiceClient, session, id string) {
+	t.Helper()
+	if rec := getRecord(t, rc, id); rec.GetStatus() != agentrunnerv1.RunStatus_RUN_STATUS_INTERRUPTED {
+		t.Fatalf("run %s cut off in a tool is %v after the restart, want INTERRUPTED", id, rec.GetStatus())
+	}
+	ledger, err := sc.ListToolCalls(t.Context(), &servicev1.ListToolCallsRequest{AppName: "tools", UserId: "u", SessionId: session})
 	if err != nil {
 		t.Fatal(err)
 	}
 	calls := ledger.GetToolCalls()
 	if len(calls) != 1 || calls[0].GetTool() != "hang" || calls[0].GetCallSequence() == 0 || calls[0].GetResponseSequence() != 0 {
-		t.Fatalf("ledger after restart %v; want hang started and not finished", calls)
+		t.Fatalf("ledger of %s after restart %v; want hang started and not finished", session, calls)
 	}
-	if n := countLines(t, marker); n != 1 {
-		t.Fatalf("the tool started %d times", n)
+	call := calls[0].GetCallId()
+	rec := resumeToEnd(t, rc, &servicev1.ResumeRunRequest{RunId: id})
+	if rec.GetStatus() != agentrunnerv1.RunStatus_RUN_STATUS_INPUT_REQUIRED || len(rec.GetPendingCallIds()) != 1 || rec.GetPendingCallIds()[0] != call {
+		t.Fatalf("resume of %s = %v; want INPUT_REQUIRED on %s", id, rec, call)
+	}
+	answer := &agentrunnerv1.Content{Role: "user", Parts: []*agentrunnerv1.Part{{Data: &agentrunnerv1.Part_FunctionResponse{FunctionResponse: &agentrunnerv1.FunctionResponse{Id: call, Name: "hang"}}}}}
+	if rec := resumeToEnd(t, rc, &servicev1.ResumeRunRequest{RunId: id, Answers: answer}); rec.GetStatus() != agentrunnerv1.RunStatus_RUN_STATUS_SUCCEEDED {
+		t.Fatalf("answered %s = %v; want SUCCEEDED", id, rec)
+	}
+}
+
+func getRecord(t *testing.T, rc servicev1.RunnerServiceClient, id string) *agentrunnerv1.Run {
+	t.Helper()
+	resp, err := rc.GetRun(t.Context(), &servicev1.GetRunRequest{RunId: id})
+	if err != nil {
+		t.Fatalf("GetRun(%s): %v", id, err)
+	}
+	return resp.GetRun()
+}
+
+// resumeToEnd resumes a run and returns the stream's last record.
+func resumeToEnd(t *testing.T, rc servicev1.RunnerServiceClient, req *servicev1.ResumeRunRequest) *agentrunnerv1.Run {
+	t.Helper()
+	stream, err := rc.ResumeRun(t.Context(), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var last *agentrunnerv1.Run
+	for {
+		resp, err := stream.Recv()
+		if errors.Is(err, io.EOF) {
+			return last
+		}
+		if err != nil {
+			t.Fatalf("ResumeRun(%s): %v", req.GetRunId(), err)
+		}
+		if r := resp.GetRun(); r != nil {
+			last = r
+		}
 	}
 }
 

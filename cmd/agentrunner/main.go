@@ -4,6 +4,7 @@
 //	agentrunner serve                  # the service, on 127.0.0.1:50051
 //	agentrunner chat                   # talk to an app from the terminal
 //	agentrunner sessions list|show|delete
+//	agentrunner runs list|get|cancel|attach|resume
 //	agentrunner bench                  # load benchmark
 //
 // Run `agentrunner help` or `agentrunner <command> -h` for the flags.
@@ -57,6 +58,8 @@ Usage:
   agentrunner serve [flags]                 run the gRPC service
   agentrunner chat [flags]                  talk to an app from the terminal
   agentrunner sessions list|show|delete     inspect stored sessions
+  agentrunner runs list|get|cancel|attach|resume
+                                            inspect, follow, cancel and resume runs
   agentrunner bench [flags]                 load benchmark of a local server
   agentrunner mcp-demo                      an example MCP server on stdio (the default apps use it)
   agentrunner version                       version, commit and build time (also --version)
@@ -81,6 +84,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return chat.Main(ctx, rest, stdin, stdout, stderr)
 	case "sessions":
 		return chat.Sessions(ctx, rest, stdout, stderr)
+	case "runs":
+		return runsCommand(ctx, rest, stdout, stderr)
 	case "bench":
 		return bench.Main(ctx, rest, stdout, stderr)
 	case "mcp-demo":

@@ -59,6 +59,7 @@ Flags:
 type serveFlags struct {
 	addr, data, config string
 	maxRun, grace      time.Duration
+	drain              time.Duration
 	logLevel           slog.Level
 	debugAddr          string
 	metricsAddr        string
@@ -77,6 +78,7 @@ func parseServeFlags(args []string, stderr io.Writer) (serveFlags, error) {
 	fs.StringVar(&f.config, "config", "", "apps `file` (YAML or JSON, schema agentrunner.v1.AppsConfig); without one the built-in demo app is served (env "+envConfig+")")
 	fs.DurationVar(&f.maxRun, "max-run", 15*time.Minute, "longest a single Run may take; 0 means no limit")
 	fs.DurationVar(&f.grace, "shutdown-grace", 10*time.Second, "how long in-flight calls may finish at shutdown before they are cancelled")
+	fs.DurationVar(&f.drain, "drain-timeout", 30*time.Second, "at shutdown, how long runs in progress may finish before they are stopped and marked RUN_STATUS_INTERRUPTED (ResumeRun continues them after a restart)")
 	fs.StringVar(&f.metricsAddr, "metrics-addr", "", "`host:port` serving Prometheus metrics at /metrics (off when empty; env "+envMetricsAddr+")")
 	fs.StringVar(&f.debugAddr, "debug-addr", "", "`host:port` for a debug HTTP server with /debug/pprof (off when empty; keep it on loopback)")
 	fs.TextVar(&f.logLevel, "log-level", slog.LevelInfo, "`level` of the log: debug (every RPC), info, warn or error (env "+envLogLevel+")")
@@ -149,6 +151,9 @@ func serve(ctx context.Context, args []string, stderr io.Writer) (err error) {
 	if err != nil {
 		return err
 	}
+	if err := recoverRuns(ctx, apps, log); err != nil {
+		return err
+	}
 	if f.debugAddr != "" {
 		stopDebug, err := serveDebug(f.debugAddr, log)
 		if err != nil {
@@ -170,7 +175,7 @@ func serve(ctx context.Context, args []string, stderr io.Writer) (err error) {
 	}
 	// A second Ctrl-C now kills the process the default way.
 	stopSignals()
-	return shutdown(ctx, srv, served, apps, f.grace, log)
+	return shutdown(ctx, srv, served, apps, f, log)
 }
 
 // openStore opens the data file, saying so when another server holds it.
@@ -184,11 +189,15 @@ func openStore(path string, log *slog.Logger, onCommit func(time.Duration, int))
 	return st, nil
 }
 
-// shutdown stops the server gracefully within grace (then cancels what is
-// left), waits for it, and closes what the apps hold.
-func shutdown(ctx context.Context, srv *server.GRPCServer, served <-chan error, apps *apps.Registry, grace time.Duration, log *slog.Logger) error {
-	log.Info("shutting down", "grace", grace)
-	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), grace)
+// shutdown drains the runs (health NOT_SERVING, new runs refused, runs in
+// progress get f.drain to end), then stops the server gracefully within
+// f.grace (then cancels what is left), waits for it, and closes what the
+// apps hold.
+func shutdown(ctx context.Context, srv *server.GRPCServer, served <-chan error, apps *apps.Registry, f serveFlags, log *slog.Logger) error {
+	log.Info("shutting down", "drain", f.drain, "grace", f.grace)
+	srv.NotServing()
+	drainRuns(context.WithoutCancel(ctx), apps, f.drain, log)
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), f.grace)
 	defer cancel()
 	if err := srv.Shutdown(sctx); err != nil {
 		log.Warn("grace period over; cancelled the calls still in flight", "err", err)

@@ -51,6 +51,9 @@ type InvocationConfig struct {
 	// diagnostics. Both required.
 	NewID  func() string
 	Logger *slog.Logger
+	// RetryCalls are calls of the session a resumed run runs again because
+	// its caller asked: calls a crash left started and unfinished.
+	RetryCalls []string
 }
 
 // Invocation is the runner's side of one run: the session view every agent

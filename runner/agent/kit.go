@@ -72,3 +72,10 @@ func SharedEvents(ctx InvocationContext, _ seal.Key) []*agentrunnerv1.Event {
 func SharedUserContent(ctx InvocationContext, _ seal.Key) *agentrunnerv1.Content {
 	return ctx.impl().inv.userContent
 }
+
+// RetryCalls returns the ids of the calls the run was asked to run again
+// (see InvocationConfig.RetryCalls); sealed like SharedEvents, for the LLM
+// agent, which runs those of its own calls before its next step.
+func RetryCalls(ctx InvocationContext, _ seal.Key) []string {
+	return ctx.impl().inv.cfg.RetryCalls
+}

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"google.golang.org/protobuf/types/known/structpb"
+	"google.golang.org/protobuf/types/known/timestamppb"
 
 	agentrunnerv1 "github.com/agentrunner/agentrunner/gen/go/agentrunner/v1"
 	"github.com/agentrunner/agentrunner/store"
@@ -189,4 +190,123 @@ func BenchmarkListSessionsFirstPage(b *testing.B) {
 			}
 		})
 	}
+}
+
+// benchRun is a typical running record: timestamps, a request id, usage.
+func benchRun(k store.SessionKey, id string) *agentrunnerv1.Run {
+	now := timestamppb.Now()
+	return &agentrunnerv1.Run{
+		RunId: id, AppName: k.App, UserId: k.User, SessionId: k.Session,
+		Status:     agentrunnerv1.RunStatus_RUN_STATUS_RUNNING,
+		CreateTime: now, StartTime: now,
+		RequestId:         "req-" + id,
+		RequestDigest:     "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08",
+		Usage:             &agentrunnerv1.UsageMetadata{PromptTokenCount: 812, CandidatesTokenCount: 54, TotalTokenCount: 866},
+		MultitaskStrategy: agentrunnerv1.MultitaskStrategy_MULTITASK_STRATEGY_REJECT,
+		OnDisconnect:      agentrunnerv1.OnDisconnect_ON_DISCONNECT_CANCEL,
+	}
+}
+
+// appendFunc appends ev to k, with the run record of k's run when withRun.
+func appendFunc(s *Store, withRun bool) func(b *testing.B, k store.SessionKey, ev *agentrunnerv1.Event, run *agentrunnerv1.Run) error {
+	return func(b *testing.B, k store.SessionKey, ev *agentrunnerv1.Event, run *agentrunnerv1.Run) error {
+		if withRun {
+			_, _, err := s.AppendRunEvent(b.Context(), k, ev, run)
+			return err
+		}
+		_, err := s.AppendEvent(b.Context(), k, ev)
+		return err
+	}
+}
+
+// BenchmarkAppendRunEvent compares durable appends (fsync on) of an event
+// alone (AppendEvent) with appends that also write the event's run record
+// and its indexes in the same transaction (AppendRunEvent): one appender
+// on a file holding 1,000 other sessions and their runs, and 256 sessions
+// appending at once. The nosync variant shows the CPU the record adds,
+// which the fsync hides otherwise; pages/op counts the pages each commit
+// writes before its one fsync.
+func BenchmarkAppendRunEvent(b *testing.B) {
+	for _, withRun := range []bool{false, true} {
+		name := map[bool]string{false: "AppendEvent", true: "AppendRunEvent"}[withRun]
+		b.Run(name+"/serial", func(b *testing.B) { benchAppendSerial(b, withRun, false) })
+		b.Run(name+"/serial-nosync", func(b *testing.B) { benchAppendSerial(b, withRun, true) })
+		b.Run(name+"/sessions=256", func(b *testing.B) { benchAppendSessions(b, withRun, 256) })
+	}
+}
+
+func benchAppendSerial(b *testing.B, withRun, noSync bool) {
+	path := filepath.Join(b.TempDir(), "db")
+	k := store.SessionKey{App: "app", User: "u", Session: "s"}
+	run := benchRun(k, "e-1")
+	grow(b, path, func(s *Store) {
+		for i := range 1000 {
+			ok := store.SessionKey{App: "app", User: fmt.Sprint("u", i%16), Session: fmt.Sprint("other", i)}
+			if _, err := s.CreateSession(b.Context(), ok, nil); err != nil {
+				b.Fatal(err)
+			}
+			for range 3 {
+				if _, _, err := s.AppendRunEvent(b.Context(), ok, benchEvent(), benchRun(ok, fmt.Sprint("e-other", i))); err != nil {
+					b.Fatal(err)
+				}
+			}
+		}
+		if _, err := s.CreateSession(b.Context(), k, nil); err != nil {
+			b.Fatal(err)
+		}
+		if err := s.PutRun(b.Context(), run); err != nil {
+			b.Fatal(err)
+		}
+	})
+	s, err := Open(path, Options{NoSync: noSync})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	add, ev := appendFunc(s, withRun), benchEvent()
+	before := s.db.Stats().TxStats
+	b.ReportAllocs()
+	for b.Loop() {
+		if err := add(b, k, ev, run); err != nil {
+			b.Fatal(err)
+		}
+	}
+	after := s.db.Stats().TxStats
+	b.ReportMetric(float64(after.GetWrite()-before.GetWrite())/float64(b.N), "pages/op")
+}
+
+func benchAppendSessions(b *testing.B, withRun bool, sessions int) {
+	s, _ := newTestStore(b, Options{})
+	keys := make([]store.SessionKey, sessions)
+	runs := make([]*agentrunnerv1.Run, sessions)
+	for i := range keys {
+		keys[i] = store.SessionKey{App: "app", User: fmt.Sprint("u", i%16), Session: fmt.Sprint("s", i)}
+		if _, err := s.CreateSession(b.Context(), keys[i], nil); err != nil {
+			b.Fatal(err)
+		}
+		runs[i] = benchRun(keys[i], fmt.Sprint("e-", i))
+		if err := s.PutRun(b.Context(), runs[i]); err != nil {
+			b.Fatal(err)
+		}
+	}
+	add, ev := appendFunc(s, withRun), benchEvent()
+	var next atomic.Int64
+	b.ReportAllocs()
+	b.ResetTimer()
+	var wg sync.WaitGroup
+	for i := range sessions {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for next.Add(1) <= int64(b.N) {
+				if err := add(b, keys[i], ev, runs[i]); err != nil {
+					b.Error(err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	b.StopTimer()
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "appends/s")
 }

@@ -20,31 +20,38 @@ import (
 // Bucket names. Every bucket is created by Open; a missing one afterwards is
 // corruption.
 var (
-	bucketMeta      = []byte("meta")
-	bucketSessions  = []byte("sessions")
-	bucketEvents    = []byte("events")
-	bucketAppState  = []byte("app_state")
-	bucketUserState = []byte("user_state")
-	bucketArtifacts = []byte("artifacts")
-	bucketBlobs     = []byte("blobs")
-	bucketToolCalls = []byte("tool_calls")
+	bucketMeta       = []byte("meta")
+	bucketSessions   = []byte("sessions")
+	bucketEvents     = []byte("events")
+	bucketAppState   = []byte("app_state")
+	bucketUserState  = []byte("user_state")
+	bucketArtifacts  = []byte("artifacts")
+	bucketBlobs      = []byte("blobs")
+	bucketToolCalls  = []byte("tool_calls")
+	bucketRuns       = []byte("runs")
+	bucketRunIDs     = []byte("run_ids")
+	bucketRunReqs    = []byte("run_requests")
+	bucketUnfinished = []byte("unfinished_runs")
 
-	allBuckets = [][]byte{bucketMeta, bucketSessions, bucketEvents, bucketAppState, bucketUserState, bucketArtifacts, bucketBlobs, bucketToolCalls}
+	allBuckets = [][]byte{bucketMeta, bucketSessions, bucketEvents, bucketAppState, bucketUserState, bucketArtifacts, bucketBlobs, bucketToolCalls,
+		bucketRuns, bucketRunIDs, bucketRunReqs, bucketUnfinished}
 
 	keySchemaVersion = []byte("schema_version")
 )
 
 // currentSchema is the layout this code reads and writes. Raise it with a
 // new entry in schemaMigrations (and a test) whenever the layout changes.
-const currentSchema = 2
+const currentSchema = 3
 
 // migration upgrades a file from schema version N to N+1 inside the open
 // transaction.
 type migration func(tx *bbolt.Tx) error
 
 // schemaMigrations[i] upgrades version i+1 to i+2. Version 2 added the
-// tool-call ledger (bucket tool_calls, built from the stored events).
-var schemaMigrations = []migration{migrateToolCalls}
+// tool-call ledger (bucket tool_calls, built from the stored events);
+// version 3 the run records (buckets runs, run_ids, run_requests and
+// unfinished_runs, see migrateRuns).
+var schemaMigrations = []migration{migrateToolCalls, migrateRuns}
 
 // Options configure Open. The zero value is ready to use.
 type Options struct {
@@ -65,19 +72,26 @@ type Options struct {
 	// Logger receives operational messages; nil means slog.Default().
 	Logger *slog.Logger
 	// OnCommit, when set, is told of every commit: how long it took
-	// (fsync included) and how many writes it carried. It runs on the
-	// committer and must be quick (a metric).
+	// (fsync included) and how many writes it carried, run records queued
+	// by PutRunLater included. It runs on the committer and must be quick
+	// (a metric).
 	OnCommit func(d time.Duration, writes int)
 
-	migrations []migration // for tests; nil means schemaMigrations
-	schema     int         // for tests; zero means currentSchema
+	migrations []migration   // for tests; nil means schemaMigrations
+	schema     int           // for tests; zero means currentSchema
+	laterDelay time.Duration // for tests; zero means defaultLaterDelay
 }
+
+// defaultLaterDelay is how long a record queued by PutRunLater waits for
+// another write to carry it before the committer writes it on its own.
+const defaultLaterDelay = 20 * time.Millisecond
 
 // Store is a store.Store on one bbolt file. It is safe for concurrent use.
 type Store struct {
 	db    *bbolt.DB
 	opts  Options
 	ops   chan *writeOp
+	later runQueue // records PutRunLater queued, not yet committed
 	quit  chan struct{}
 	done  chan struct{}
 	close sync.Once
@@ -109,6 +123,9 @@ func Open(path string, opts Options) (*Store, error) {
 	if opts.schema == 0 {
 		opts.schema = currentSchema
 	}
+	if opts.laterDelay <= 0 {
+		opts.laterDelay = defaultLaterDelay
+	}
 	db, err := bbolt.Open(path, 0o600, &bbolt.Options{
 		Timeout: opts.Timeout,
 		NoSync:  opts.NoSync,
@@ -131,6 +148,7 @@ func Open(path string, opts Options) (*Store, error) {
 		quit: make(chan struct{}),
 		done: make(chan struct{}),
 	}
+	s.later.init()
 	go s.commitLoop()
 	return s, nil
 }
@@ -176,7 +194,8 @@ func (s *Store) SchemaVersion() (int, error) {
 }
 
 // Close stops accepting writes, waits for the committer to finish the
-// writes it has taken, and closes the file.
+// writes it has taken and to write the run records PutRunLater queued,
+// and closes the file.
 func (s *Store) Close() error {
 	var err error
 	s.close.Do(func() {
@@ -254,36 +273,75 @@ func (s *Store) write(ctx context.Context, fn func(tx *bbolt.Tx) error) error {
 
 // commitLoop is the single writer. It takes one write, then every write
 // already waiting (up to MaxBatch), and commits them together: the batch
-// grows with the load while the fsync runs, with no timer.
+// grows with the load while the fsync runs, with no timer. Run records
+// queued by PutRunLater ride along with the next commit; when no write
+// comes, a timer armed by the first queued record commits them alone.
 func (s *Store) commitLoop() {
 	defer close(s.done)
 	batch := make([]*writeOp, 0, s.opts.MaxBatch)
+	timer := time.NewTimer(time.Hour)
+	timer.Stop()
+	var armed <-chan time.Time // timer.C while the timer runs, else nil
 	for {
 		batch = batch[:0]
 		select {
 		case op := <-s.ops:
-			batch = append(batch, op)
-		case <-s.quit:
-			return
-		}
-	drain:
-		for len(batch) < s.opts.MaxBatch {
-			select {
-			case op := <-s.ops:
-				batch = append(batch, op)
-			default:
-				break drain
+			batch = s.drain(append(batch, op))
+		case <-s.later.kick:
+			if armed == nil {
+				timer.Reset(s.opts.laterDelay)
+				armed = timer.C
 			}
+			continue
+		case <-armed:
+			armed = nil // commit what is queued, on its own
+		case <-s.quit:
+			s.later.close()
+			s.commit(nil)
+			return
 		}
 		s.commit(batch)
 	}
 }
 
+// drain adds every write already waiting to batch, up to MaxBatch.
+func (s *Store) drain(batch []*writeOp) []*writeOp {
+	for len(batch) < s.opts.MaxBatch {
+		select {
+		case op := <-s.ops:
+			batch = append(batch, op)
+		default:
+			return batch
+		}
+	}
+	return batch
+}
+
+// commit writes the queued run records and then batch in one transaction
+// and tells every write its outcome. The queued records come first, so
+// that a write of the same run in batch wins; reads stop overlaying them
+// once they are committed, before any write of batch is acknowledged.
 func (s *Store) commit(batch []*writeOp) {
+	queued := s.later.take()
+	errs := s.commitBatch(batch, queued)
+	s.later.written()
+	for i, op := range batch {
+		op.done <- errs[i]
+	}
+}
+
+// commitBatch runs one transaction and returns the outcome of each write.
+func (s *Store) commitBatch(batch []*writeOp, queued []*runWrite) []error {
 	errs := make([]error, len(batch))
+	if len(batch) == 0 && len(queued) == 0 {
+		return errs
+	}
 	var aborted error
 	start := time.Now()
 	err := s.db.Update(func(tx *bbolt.Tx) error {
+		if aborted = s.writeQueued(tx, queued); aborted != nil {
+			return aborted
+		}
 		for i, op := range batch {
 			errs[i] = op.fn(tx)
 			var ae abortError
@@ -294,25 +352,31 @@ func (s *Store) commit(batch []*writeOp) {
 		}
 		return nil
 	})
-	if aborted != nil && len(batch) > 1 {
+	if aborted != nil && len(batch)+len(queued) > 1 {
 		// One write failed half-way; give every write its own transaction
 		// so that the others are not lost with it.
 		s.opts.Logger.Warn("batch aborted, retrying writes one by one", "err", aborted)
-		for _, op := range batch {
-			s.commit([]*writeOp{op})
+		for _, q := range queued {
+			s.commitBatch(nil, []*runWrite{q})
 		}
-		return
-	}
-	if s.opts.OnCommit != nil && err == nil {
-		s.opts.OnCommit(time.Since(start), len(batch))
-	}
-	for i, op := range batch {
-		if err != nil {
-			op.done <- fmt.Errorf("commit: %w", err)
-		} else {
-			op.done <- errs[i]
+		for i, op := range batch {
+			errs[i] = s.commitBatch([]*writeOp{op}, nil)[0]
 		}
+		return errs
 	}
+	if err != nil {
+		for _, q := range queued {
+			s.opts.Logger.Error("queued run record lost", "run", q.rec.GetRunId(), "err", err)
+		}
+		for i := range errs {
+			errs[i] = fmt.Errorf("commit: %w", err)
+		}
+		return errs
+	}
+	if s.opts.OnCommit != nil {
+		s.opts.OnCommit(time.Since(start), len(batch)+len(queued))
+	}
+	return errs
 }
 
 func randomID() string {

@@ -46,6 +46,7 @@ func checkFile(t testing.TB, path string) {
 		for err := range tx.Check() {
 			return err
 		}
+		checkRunIndexes(t, tx)
 		return nil
 	}); err != nil {
 		t.Fatalf("consistency check: %v", err)
@@ -121,28 +122,29 @@ func TestSchemaVersion(t *testing.T) {
 	}
 	s.Close()
 
-	// A newer binary migrates the file with its migrations, in order.
-	var ran []string
-	migrations := []migration{
-		func(tx *bbolt.Tx) error {
-			ran = append(ran, "1->2")
-			_, err := tx.CreateBucketIfNotExists([]byte("v2_bucket"))
-			return err
-		},
-		func(tx *bbolt.Tx) error {
-			ran = append(ran, "2->3")
-			if tx.Bucket([]byte("v2_bucket")) == nil {
-				return errors.New("migration 2->3 ran before 1->2")
+	// A newer binary (one schema ahead of this one) migrates the file with
+	// its migrations, in order.
+	newer := currentSchema + 1
+	var ran, want []string
+	var migrations []migration
+	for v := 1; v < newer; v++ {
+		step := fmt.Sprintf("%d->%d", v, v+1)
+		want = append(want, step)
+		migrations = append(migrations, func(tx *bbolt.Tx) error {
+			if len(ran) != v-1 {
+				return fmt.Errorf("migration %s ran after %v", step, ran)
 			}
-			return nil
-		},
+			ran = append(ran, step)
+			_, err := tx.CreateBucketIfNotExists([]byte("v" + step))
+			return err
+		})
 	}
-	s, err = Open(path, Options{migrations: migrations, schema: 3})
+	s, err = Open(path, Options{migrations: migrations, schema: newer})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if v, _ := s.SchemaVersion(); v != 3 || strings.Join(ran, ",") != "1->2,2->3" {
-		t.Fatalf("schema %d after migrations %v", v, ran)
+	if v, _ := s.SchemaVersion(); v != newer || strings.Join(ran, ",") != strings.Join(want, ",") {
+		t.Fatalf("schema %d after migrations %v, want %d after %v", v, ran, newer, want)
 	}
 	if _, _, err := s.GetSession(t.Context(), k, store.GetOptions{}); err != nil {
 		t.Fatalf("data lost in migration: %v", err)
@@ -277,6 +279,10 @@ func TestKeysGolden(t *testing.T) {
 		"artifact " + hex.EncodeToString(artifactVersionKey(nk, 3)),
 		"user_artifact " + hex.EncodeToString(artifactVersionKey(artifactNameKey(k, "user:cv.pdf"), 1)),
 		"tool_call " + hex.EncodeToString(toolCallKey(sessionKey(k), "call-1")),
+		"run " + hex.EncodeToString(runKey(sessionKey(k), 1_700_000_000_123456789, "e-1")),
+		"run_before_1970 " + hex.EncodeToString(runKey(sessionKey(k), -1, "e-0")),
+		"run_id " + hex.EncodeToString(runIDKey("e-1")),
+		"run_request " + hex.EncodeToString(runRequestKey(sessionKey(k), "req\x001")),
 		"schema " + hex.EncodeToString(binary.AppendUvarint(nil, currentSchema)),
 	}, "\n") + "\n"
 	path := filepath.Join("testdata", "keys.golden")

@@ -1,22 +1,29 @@
 // Package boltstore is the embedded store of agentrunner: sessions, events,
-// scoped state and versioned artifacts in one bbolt file.
+// scoped state, versioned artifacts and run records in one bbolt file.
 //
 // # Layout
 //
 // A few flat buckets with order-preserving tuple keys (see keys.go). Values
 // are protobuf-encoded agentrunner.v1 messages.
 //
-//	meta       "schema_version"                       -> uvarint (currentSchema)
-//	sessions   T(app, user, session)                  -> Session: session-scoped state, times, last_sequence
-//	events     T(app, user, session) U(seq)           -> Event; seq = 1, 2, 3, ... per session
-//	app_state  T(app)                                 -> Struct of "app:" keys
-//	user_state T(app, user)                           -> Struct of "user:" keys
-//	artifacts  T(app, user, session|"", name) R(ver)  -> ArtifactVersion; session "" holds "user:" names
-//	blobs      same key as artifacts                  -> Part (the content as saved)
+//	meta            "schema_version"                          -> uvarint (currentSchema)
+//	sessions        T(app, user, session)                     -> Session: session-scoped state, times, last_sequence
+//	events          T(app, user, session) U(seq)              -> Event; seq = 1, 2, 3, ... per session
+//	app_state       T(app)                                    -> Struct of "app:" keys
+//	user_state      T(app, user)                              -> Struct of "user:" keys
+//	artifacts       T(app, user, session|"", name) R(ver)     -> ArtifactVersion; session "" holds "user:" names
+//	blobs           same key as artifacts                     -> Part (the content as saved)
+//	tool_calls      T(app, user, session, call_id)            -> ToolCall: the session's tool-call ledger
+//	runs            T(app, user, session) N(create) T(run_id) -> Run; a run keeps the key of its first write
+//	run_ids         T(run_id)                                 -> runs key
+//	run_requests    T(app, user, session, request_id)         -> runs key: request ids are unique per session
+//	unfinished_runs runs key                                  -> empty, while the run is PENDING or RUNNING
 //
 // T(...) encodes strings so that byte order is tuple order and a tuple's
 // encoding is a prefix of every longer tuple that starts with it; U is a
 // big-endian uint64 and R(v) is U(^v), so the newest version sorts first.
+// N(t) is U of t in Unix nanoseconds with the sign bit flipped, so that
+// byte order is time order before 1970 too.
 //
 // # Costs
 //
@@ -26,6 +33,13 @@
 // from the end of the session's event range, after-sequence a forward walk
 // from a seek, and listings seek to a cursor kept in the page token.
 //
+// An append with a run record (AppendRunEvent) writes the record and its
+// index entries in the event's transaction: a few more keys, no extra
+// commit. Runs are listed newest first by a reverse walk of the session's
+// runs range; GetRun is two lookups (run_ids, runs); recovery reads only
+// unfinished_runs, never every record. DeleteSession removes a session's
+// runs and their index entries with the rest.
+//
 // # Writes
 //
 // Every write goes through one committer goroutine that takes all writes
@@ -33,4 +47,12 @@
 // concurrent sessions share fsyncs (group commit) while a lone writer pays
 // exactly one commit and no timer. A write is acknowledged only after its
 // transaction is committed and synced.
+//
+// PutRunLater is the exception: it queues a run record (a run's final
+// status) and returns at once. The committer writes the queue at the start
+// of its next transaction, before that transaction's own writes, so that a
+// later synchronous write of the same run wins; with no write coming, a
+// timer (20 ms) commits the queue on its own, and Close writes it before
+// closing. Reads overlay the queue until the file shows it, and a record
+// of a session deleted meanwhile is dropped.
 package boltstore

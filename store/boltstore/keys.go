@@ -113,6 +113,41 @@ func versionFromKey(key []byte) int64 {
 	return int64(^binary.BigEndian.Uint64(key[len(key)-8:]))
 }
 
+// runKey is T(app, user, session) U(create_time) T(run_id): a session's
+// runs in creation order, ties broken by id. The time is Unix nanoseconds
+// with the sign bit flipped, so that byte order is time order on both
+// sides of 1970.
+func runKey(sk []byte, createNanos int64, runID string) []byte {
+	b := make([]byte, 0, len(sk)+8+len(runID)+2)
+	return appendString(appendUint64(append(b, sk...), uint64(createNanos)^1<<63), runID)
+}
+
+// runNanos returns the create time a run key of session sk holds.
+func runNanos(key, sk []byte) int64 {
+	return int64(binary.BigEndian.Uint64(key[len(sk):]) ^ 1<<63)
+}
+
+// runIDOfKey returns the run id a run key of session sk ends with.
+func runIDOfKey(key, sk []byte) (string, error) {
+	if len(key) < len(sk)+8 {
+		return "", errors.New("short run key")
+	}
+	id, rest, err := readString(key[len(sk)+8:])
+	if err == nil && len(rest) != 0 {
+		err = errors.New("trailing bytes in run key")
+	}
+	return id, err
+}
+
+// runIDKey is T(run_id), the key of the run_ids index.
+func runIDKey(runID string) []byte { return appendString(nil, runID) }
+
+// runRequestKey is T(app, user, session, request_id), the key of the
+// run_requests index.
+func runRequestKey(sk []byte, requestID string) []byte {
+	return appendString(bytes.Clone(sk), requestID)
+}
+
 // Page tokens are the URL-safe base64 of a key or a number; they are opaque
 // to clients and checked against the listing they continue.
 

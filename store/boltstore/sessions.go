@@ -56,7 +56,7 @@ func (s *Store) CreateSession(ctx context.Context, k store.SessionKey, state *st
 		if err != nil {
 			return fmt.Errorf("marshal session: %w", err)
 		}
-		appState, userState, err := s.applyShared(tx, k, true, appDelta, userDelta)
+		appState, userState, err := applyShared(tx, k, true, appDelta, userDelta)
 		if err != nil {
 			return err
 		}
@@ -75,7 +75,7 @@ func (s *Store) CreateSession(ctx context.Context, k store.SessionKey, state *st
 // applyShared applies the app and user parts of a delta and returns the
 // resulting shared states. Its writes come last in every caller's write
 // function, after all checks, and it marshals before it writes.
-func (s *Store) applyShared(tx *bbolt.Tx, k store.SessionKey, needShared bool, appDelta, userDelta map[string]*structpb.Value) (appState, userState *structpb.Struct, err error) {
+func applyShared(tx *bbolt.Tx, k store.SessionKey, needShared bool, appDelta, userDelta map[string]*structpb.Value) (appState, userState *structpb.Struct, err error) {
 	appB, userB := tx.Bucket(bucketAppState), tx.Bucket(bucketUserState)
 	if len(appDelta) == 0 && len(userDelta) == 0 && !needShared {
 		return nil, nil, nil // the common append: nothing shared to read or write
@@ -286,7 +286,10 @@ func (s *Store) ListSessions(ctx context.Context, app, user string, page store.P
 	return out, next, nil
 }
 
-// DeleteSession implements store.Store.
+// DeleteSession implements store.Store. It deletes the session's run
+// records and their index entries too. A record of the session that
+// PutRunLater queued before is written first and deleted with the rest;
+// one queued later finds no session and is dropped.
 func (s *Store) DeleteSession(ctx context.Context, k store.SessionKey) error {
 	if err := validateKey(k); err != nil {
 		return err
@@ -294,6 +297,10 @@ func (s *Store) DeleteSession(ctx context.Context, k store.SessionKey) error {
 	return s.write(ctx, func(tx *bbolt.Tx) error {
 		sk := sessionKey(k)
 		if _, err := getSession(tx, k, sk); err != nil {
+			return err
+		}
+		runs, err := collectRuns(tx, sk)
+		if err != nil {
 			return err
 		}
 		// Collect the keys first and delete afterwards: deleting while a
@@ -309,6 +316,9 @@ func (s *Store) DeleteSession(ctx context.Context, k store.SessionKey) error {
 		}
 		artKeys := collectPrefix(artifacts, artifactPrefix(k.App, k.User, k.Session))
 		if err := del(tx.Bucket(bucketSessions), sk); err != nil {
+			return err
+		}
+		if err := runs.delete(tx); err != nil {
 			return err
 		}
 		for _, key := range evKeys {
@@ -339,32 +349,9 @@ func collectPrefix(b *bbolt.Bucket, prefix []byte) [][]byte {
 
 // AppendEvent implements store.Store.
 func (s *Store) AppendEvent(ctx context.Context, k store.SessionKey, ev *agentrunnerv1.Event) (*agentrunnerv1.Event, error) {
-	if err := validateKey(k); err != nil {
-		return nil, err
-	}
-	switch {
-	case ev == nil:
-		return nil, fmt.Errorf("event is missing: %w", store.ErrInvalidArgument)
-	case ev.GetPartial():
-		return nil, fmt.Errorf("event is partial; partial events are never stored: %w", store.ErrInvalidArgument)
-	}
-	stored := proto.CloneOf(ev)
-	stored.Sequence = 0
-	if stored.Id == "" {
-		stored.Id = s.opts.NewID()
-	}
-	if stored.Timestamp == nil {
-		stored.Timestamp = timestamppb.New(s.opts.Now())
-	}
-	if a := stored.GetActions(); a != nil {
-		a.StateDelta = store.WithoutTemp(a.StateDelta)
-	}
-	sessDelta, appDelta, userDelta := store.SplitDelta(stored.GetActions().GetStateDelta())
-	// Marshal outside the transaction: the committer is a single
-	// goroutine, so work done here runs in parallel across sessions.
-	evBytes, err := proto.Marshal(stored)
+	w, err := s.prepareEvent(k, ev)
 	if err != nil {
-		return nil, fmt.Errorf("marshal event: %w", err)
+		return nil, err
 	}
 	err = s.write(ctx, func(tx *bbolt.Tx) error {
 		sk := sessionKey(k)
@@ -372,40 +359,93 @@ func (s *Store) AppendEvent(ctx context.Context, k store.SessionKey, ev *agentru
 		if err != nil {
 			return err
 		}
-		seq := rec.LastSequence + 1
-		rec.LastSequence = seq
-		rec.UpdateTime = stored.Timestamp
-		if rec.State == nil {
-			rec.State = &structpb.Struct{}
-		}
-		store.ApplyDelta(rec.State, sessDelta)
-		recBytes, err := proto.Marshal(rec)
-		if err != nil {
-			return fmt.Errorf("marshal session: %w", err)
-		}
-		// Full slice expression: appending must not write into evBytes,
-		// which a retry of this function reuses.
-		b := protowire.AppendTag(evBytes[:len(evBytes):len(evBytes)], eventSequenceField, protowire.VarintType)
-		b = protowire.AppendVarint(b, seq)
-		if _, _, err := s.applyShared(tx, k, false, appDelta, userDelta); err != nil {
-			return err
-		}
-		if err := put(tx.Bucket(bucketEvents), eventKey(sk, seq), b); err != nil {
-			return err
-		}
-		if err := recordToolCalls(tx, sk, seq, stored); err != nil {
-			return err
-		}
-		if err := put(tx.Bucket(bucketSessions), sk, recBytes); err != nil {
-			return err
-		}
-		stored.Sequence = seq
-		return nil
+		// A retry of the transaction overwrites the sequence; w.bytes
+		// was encoded without it.
+		w.stored.Sequence, err = appendEventTx(tx, k, sk, rec, w)
+		return err
 	})
 	if err != nil {
 		return nil, err
 	}
-	return stored, nil
+	return w.stored, nil
+}
+
+// eventWrite is an event ready to be appended: checked, completed and
+// encoded outside the write transaction. It is passed by value: a write
+// function captures it without a heap allocation of its own.
+type eventWrite struct {
+	stored                         *agentrunnerv1.Event // the copy returned, without its sequence
+	bytes                          []byte               // stored's encoding
+	sessDelta, appDelta, userDelta map[string]*structpb.Value
+}
+
+// prepareEvent checks an event to append and makes its stored copy: id
+// and timestamp set, "temp:" keys removed, encoded.
+func (s *Store) prepareEvent(k store.SessionKey, ev *agentrunnerv1.Event) (eventWrite, error) {
+	if err := validateKey(k); err != nil {
+		return eventWrite{}, err
+	}
+	switch {
+	case ev == nil:
+		return eventWrite{}, fmt.Errorf("event is missing: %w", store.ErrInvalidArgument)
+	case ev.GetPartial():
+		return eventWrite{}, fmt.Errorf("event is partial; partial events are never stored: %w", store.ErrInvalidArgument)
+	}
+	w := eventWrite{stored: proto.CloneOf(ev)}
+	w.stored.Sequence = 0
+	if w.stored.Id == "" {
+		w.stored.Id = s.opts.NewID()
+	}
+	if w.stored.Timestamp == nil {
+		w.stored.Timestamp = timestamppb.New(s.opts.Now())
+	}
+	if a := w.stored.GetActions(); a != nil {
+		a.StateDelta = store.WithoutTemp(a.StateDelta)
+	}
+	w.sessDelta, w.appDelta, w.userDelta = store.SplitDelta(w.stored.GetActions().GetStateDelta())
+	// Marshal outside the transaction: the committer is a single
+	// goroutine, so work done here runs in parallel across sessions.
+	var err error
+	if w.bytes, err = proto.Marshal(w.stored); err != nil {
+		return eventWrite{}, fmt.Errorf("marshal event: %w", err)
+	}
+	return w, nil
+}
+
+// appendEventTx appends w to session k (key sk, record rec, read in tx)
+// and returns its sequence. Everything that can fail for a reason other
+// than a bbolt write fails before it writes.
+func appendEventTx(tx *bbolt.Tx, k store.SessionKey, sk []byte, rec *agentrunnerv1.Session, w eventWrite) (uint64, error) {
+	seq := rec.LastSequence + 1
+	rec.LastSequence = seq
+	rec.UpdateTime = w.stored.Timestamp
+	if rec.State == nil {
+		rec.State = &structpb.Struct{}
+	}
+	store.ApplyDelta(rec.State, w.sessDelta)
+	recBytes, err := proto.Marshal(rec)
+	if err != nil {
+		return 0, fmt.Errorf("marshal session: %w", err)
+	}
+	// Full slice expression: appending must not write into w.bytes, which
+	// a retry of the transaction reuses.
+	b := protowire.AppendTag(w.bytes[:len(w.bytes):len(w.bytes)], eventSequenceField, protowire.VarintType)
+	b = protowire.AppendVarint(b, seq)
+	if _, _, err := applyShared(tx, k, false, w.appDelta, w.userDelta); err != nil {
+		return 0, err
+	}
+	if err := put(tx.Bucket(bucketEvents), eventKey(sk, seq), b); err != nil {
+		return 0, err
+	}
+	if err := recordToolCalls(tx, sk, seq, w.stored); err != nil {
+		// The event is written already: a failure here must not let the
+		// rest of the batch commit with half of this append.
+		return 0, abortError{err}
+	}
+	if err := put(tx.Bucket(bucketSessions), sk, recBytes); err != nil {
+		return 0, err
+	}
+	return seq, nil
 }
 
 // ListEvents implements store.Store.

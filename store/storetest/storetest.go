@@ -1,6 +1,6 @@
 // Package storetest is the conformance suite every store.Store
-// implementation runs: the session, event, state-scope and artifact
-// semantics that the runner and the gRPC API rely on.
+// implementation runs: the session, event, state-scope, artifact and run
+// record semantics that the runner and the gRPC API rely on.
 //
 //	func TestConformance(t *testing.T) {
 //		storetest.Run(t, func(t *testing.T) store.Store { return openMyStore(t) })
@@ -13,9 +13,11 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/structpb"
+	"google.golang.org/protobuf/types/known/timestamppb"
 
 	agentrunnerv1 "github.com/agentrunner/agentrunner/gen/go/agentrunner/v1"
 	"github.com/agentrunner/agentrunner/store"
@@ -52,7 +54,20 @@ func Run(t *testing.T, open Open) {
 		{"ConcurrentAppends", testConcurrentAppends},
 		{"ToolCallLedger", testToolCallLedger},
 		{"MalformedPageTokens", testMalformedPageTokens},
+		{"RunAppendRunEvent", testRunAppendRunEvent},
+		{"RunPutAndGet", testRunPutAndGet},
+		{"RunListPages", testRunListPages},
+		{"RunRequestIDUnique", testRunRequestIDUnique},
+		{"RunFindByRequest", testRunFindByRequest},
+		{"RunUnfinished", testRunUnfinished},
+		{"RunPutLater", testRunPutLater},
+		{"RunPutLaterOrder", testRunPutLaterOrder},
+		{"RunDeleteCascades", testRunDeleteCascades},
+		{"RunNotFound", testRunNotFound},
+		{"RunInvalid", testRunInvalid},
+		{"RunConcurrent", testRunConcurrent},
 		{"Closed", testClosed},
+		{"RunClosed", testRunClosed},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -770,6 +785,35 @@ func testClosed(t *testing.T, s store.Store) {
 	wantErr(t, err, store.ErrClosed, "GetSession after Close")
 }
 
+// testRunClosed: every run method after Close returns ErrClosed, and
+// PutRunLater neither panics nor blocks.
+func testRunClosed(t *testing.T, s store.Store) {
+	ctx := t.Context()
+	k := key("app", "u", "closed")
+	create(t, s, k, nil)
+	run := runRec(k, "e-1", 0, agentrunnerv1.RunStatus_RUN_STATUS_RUNNING)
+	run.RequestId = "r1"
+	putRun(t, s, run)
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s.PutRunLater(run)
+	calls := []struct {
+		name string
+		call func() error
+	}{
+		{"PutRun", func() error { return s.PutRun(ctx, run) }},
+		{"AppendRunEvent", func() error { _, _, err := s.AppendRunEvent(ctx, k, textEvent("a", "x", nil), run); return err }},
+		{"GetRun", func() error { _, err := s.GetRun(ctx, "e-1"); return err }},
+		{"FindRunByRequest", func() error { _, err := s.FindRunByRequest(ctx, k, "r1"); return err }},
+		{"ListRuns", func() error { _, _, err := s.ListRuns(ctx, k, store.Page{}); return err }},
+		{"ListUnfinishedRuns", func() error { _, err := s.ListUnfinishedRuns(ctx); return err }},
+	}
+	for _, c := range calls {
+		wantErr(t, c.call(), store.ErrClosed, c.name+" after Close")
+	}
+}
+
 func funcPart(call bool, id, name string) *agentrunnerv1.Part {
 	if call {
 		return &agentrunnerv1.Part{Data: &agentrunnerv1.Part_FunctionCall{FunctionCall: &agentrunnerv1.FunctionCall{Id: id, Name: name}}}
@@ -815,4 +859,643 @@ func testToolCallLedger(t *testing.T, s store.Store) {
 	if calls, err := s.ListToolCalls(t.Context(), k); err != nil || len(calls) != 0 {
 		t.Fatalf("a recreated session has %d ledger entries, %v", len(calls), err)
 	}
+}
+
+// Run records.
+
+var (
+	runPending   = agentrunnerv1.RunStatus_RUN_STATUS_PENDING
+	runRunning   = agentrunnerv1.RunStatus_RUN_STATUS_RUNNING
+	runInput     = agentrunnerv1.RunStatus_RUN_STATUS_INPUT_REQUIRED
+	runSucceeded = agentrunnerv1.RunStatus_RUN_STATUS_SUCCEEDED
+	runFailed    = agentrunnerv1.RunStatus_RUN_STATUS_FAILED
+	runCancelled = agentrunnerv1.RunStatus_RUN_STATUS_CANCELLED
+)
+
+// runEpoch is the create_time of the runs the tests make, plus minutes.
+var runEpoch = time.Date(2025, 3, 4, 5, 6, 7, 890, time.UTC)
+
+func runRec(k store.SessionKey, id string, minute int, status agentrunnerv1.RunStatus) *agentrunnerv1.Run {
+	return &agentrunnerv1.Run{
+		RunId: id, AppName: k.App, UserId: k.User, SessionId: k.Session,
+		Status:     status,
+		CreateTime: timestamppb.New(runEpoch.Add(time.Duration(minute) * time.Minute)),
+	}
+}
+
+// withStatus returns a copy of run with another status.
+func withStatus(run *agentrunnerv1.Run, st agentrunnerv1.RunStatus) *agentrunnerv1.Run {
+	out := proto.CloneOf(run)
+	out.Status = st
+	return out
+}
+
+func putRun(t *testing.T, s store.Store, run *agentrunnerv1.Run) {
+	t.Helper()
+	if err := s.PutRun(t.Context(), run); err != nil {
+		t.Fatalf("PutRun(%s): %v", run.GetRunId(), err)
+	}
+}
+
+func getRun(t *testing.T, s store.Store, id string) *agentrunnerv1.Run {
+	t.Helper()
+	run, err := s.GetRun(t.Context(), id)
+	if err != nil {
+		t.Fatalf("GetRun(%s): %v", id, err)
+	}
+	return run
+}
+
+func appendRun(t *testing.T, s store.Store, k store.SessionKey, ev *agentrunnerv1.Event, run *agentrunnerv1.Run) (*agentrunnerv1.Event, *agentrunnerv1.Run) {
+	t.Helper()
+	gotEv, gotRun, err := s.AppendRunEvent(t.Context(), k, ev, run)
+	if err != nil {
+		t.Fatalf("AppendRunEvent(%s): %v", run.GetRunId(), err)
+	}
+	return gotEv, gotRun
+}
+
+func runIDs(runs []*agentrunnerv1.Run) string {
+	ids := make([]string, len(runs))
+	for i, r := range runs {
+		ids[i] = r.GetRunId()
+	}
+	return strings.Join(ids, " ")
+}
+
+func unfinishedIDs(t *testing.T, s store.Store) string {
+	t.Helper()
+	runs, err := s.ListUnfinishedRuns(t.Context())
+	if err != nil {
+		t.Fatalf("ListUnfinishedRuns: %v", err)
+	}
+	return runIDs(runs)
+}
+
+func wantRun(t *testing.T, got, want *agentrunnerv1.Run, what string) {
+	t.Helper()
+	if !proto.Equal(got, want) {
+		t.Fatalf("%s:\n got %v\nwant %v", what, got, want)
+	}
+}
+
+// testRunAppendRunEvent: the event is stored as AppendEvent stores it,
+// the run with the event's sequence as last_sequence (and as
+// first_sequence when it had none), both in one write.
+func testRunAppendRunEvent(t *testing.T, s store.Store) {
+	k := key("app", "u", "runs")
+	create(t, s, k, nil)
+	appendEv(t, s, k, textEvent("user", "before the run", nil))
+	run := runRec(k, "e-1", 0, runRunning)
+	run.RequestId, run.StartTime = "r1", timestamppb.New(runEpoch.Add(time.Second))
+	ev := textEvent("agent", "hello", map[string]any{"topic": "tea", "temp:x": 1})
+	ev.InvocationId = "e-1"
+	evBefore, runBefore := proto.Clone(ev), proto.Clone(run)
+	gotEv, gotRun := appendRun(t, s, k, ev, run)
+	if !proto.Equal(ev, evBefore) || !proto.Equal(run, runBefore) {
+		t.Fatal("AppendRunEvent modified its input")
+	}
+	if gotEv.GetSequence() != 2 || gotEv.GetId() == "" || gotEv.GetTimestamp() == nil {
+		t.Fatalf("stored event: sequence %d, id %q, timestamp %v", gotEv.GetSequence(), gotEv.GetId(), gotEv.GetTimestamp())
+	}
+	if _, ok := gotEv.GetActions().GetStateDelta().GetFields()["temp:x"]; ok {
+		t.Fatal("stored event keeps a temp: key")
+	}
+	want := proto.CloneOf(run)
+	want.FirstSequence, want.LastSequence = 2, 2
+	wantRun(t, gotRun, want, "returned run")
+	wantRun(t, getRun(t, s, "e-1"), want, "GetRun")
+	sess, evs := get(t, s, k, store.GetOptions{})
+	if len(evs) != 2 || !proto.Equal(evs[1], gotEv) || stateOf(sess)["topic"] != "tea" {
+		t.Fatalf("session after AppendRunEvent: %d events, state %v", len(evs), stateOf(sess))
+	}
+	// A later event moves last_sequence only.
+	gotEv2, gotRun2 := appendRun(t, s, k, textEvent("agent", "more", nil), gotRun)
+	if gotEv2.GetSequence() != 3 || gotRun2.GetFirstSequence() != 2 || gotRun2.GetLastSequence() != 3 {
+		t.Fatalf("second append: event %d, run %d..%d", gotEv2.GetSequence(), gotRun2.GetFirstSequence(), gotRun2.GetLastSequence())
+	}
+	// The returned run is a copy of its own.
+	gotRun2.Status = runFailed
+	if got := getRun(t, s, "e-1"); got.GetStatus() != runRunning || got.GetLastSequence() != 3 {
+		t.Fatalf("stored run is %v after the returned copy changed", got)
+	}
+}
+
+func fullRun(k store.SessionKey) *agentrunnerv1.Run {
+	run := runRec(k, "e-full", 0, runPending)
+	run.StartTime = timestamppb.New(runEpoch.Add(time.Second))
+	run.EndTime = timestamppb.New(runEpoch.Add(time.Minute))
+	run.FirstSequence, run.LastSequence = 4, 9
+	run.Error = &agentrunnerv1.Status{Code: 13, Message: "boom"}
+	run.RequestId, run.RequestDigest = "req-1", "abc123"
+	run.PendingCallIds = []string{"c1", "c2"}
+	run.Usage = &agentrunnerv1.UsageMetadata{PromptTokenCount: 10, CandidatesTokenCount: 5, TotalTokenCount: 15}
+	run.MultitaskStrategy = agentrunnerv1.MultitaskStrategy_MULTITASK_STRATEGY_ENQUEUE
+	run.OnDisconnect = agentrunnerv1.OnDisconnect_ON_DISCONNECT_CONTINUE
+	delta, _ := structpb.NewStruct(map[string]any{"k": "v"})
+	run.Input = &agentrunnerv1.RunInput{
+		NewMessage: &agentrunnerv1.Content{Role: "user", Parts: []*agentrunnerv1.Part{{Data: &agentrunnerv1.Part_Text{Text: "hi"}}}},
+		StateDelta: delta,
+		RunConfig:  &agentrunnerv1.RunConfig{MaxLlmCalls: 3},
+	}
+	return run
+}
+
+// testRunPutAndGet: every field round-trips; a rewrite replaces the
+// record but never its create_time.
+func testRunPutAndGet(t *testing.T, s store.Store) {
+	k := key("app", "u", "put")
+	create(t, s, k, nil)
+	run := fullRun(k)
+	before := proto.Clone(run)
+	putRun(t, s, run)
+	if !proto.Equal(run, before) {
+		t.Fatal("PutRun modified its input")
+	}
+	got := getRun(t, s, "e-full")
+	wantRun(t, got, run, "GetRun")
+	got.Status = runFailed
+	wantRun(t, getRun(t, s, "e-full"), run, "GetRun after its result changed")
+
+	next := withStatus(run, runRunning)
+	next.Input = nil
+	next.CreateTime = timestamppb.New(runEpoch.Add(time.Hour))
+	putRun(t, s, next)
+	want := proto.CloneOf(next)
+	want.CreateTime = run.GetCreateTime()
+	wantRun(t, getRun(t, s, "e-full"), want, "rewritten run (create_time kept)")
+	list, _, err := s.ListRuns(t.Context(), k, store.Page{})
+	if err != nil || len(list) != 1 {
+		t.Fatalf("ListRuns after a rewrite = %s, %v", runIDs(list), err)
+	}
+	wantRun(t, list[0], want, "listed run")
+}
+
+// testRunListPages: newest first by create_time, page after page, and
+// only the session's own runs.
+func testRunListPages(t *testing.T, s store.Store) {
+	ctx := t.Context()
+	k, neighbour := key("app", "u", "list"), key("app", "u", "list2")
+	create(t, s, k, nil)
+	create(t, s, neighbour, nil)
+	for _, m := range []int{5, 1, 3, 0, 6, 2, 4} {
+		putRun(t, s, runRec(k, fmt.Sprint("e-", m), m, runSucceeded))
+	}
+	putRun(t, s, runRec(neighbour, "n-1", 10, runSucceeded))
+	putRun(t, s, runRec(neighbour, "n-2", -10, runSucceeded))
+	for _, size := range []int{1, 3, 7, 100} {
+		var all []string
+		page := store.Page{Size: size}
+		for n := 0; ; n++ {
+			if n > 8 {
+				t.Fatalf("ListRuns(size %d) does not terminate", size)
+			}
+			list, next, err := s.ListRuns(ctx, k, page)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(list) > size {
+				t.Fatalf("page of %d runs, size %d", len(list), size)
+			}
+			all = append(all, runIDs(list))
+			if next == "" {
+				break
+			}
+			page.Token = next
+		}
+		if got := strings.Join(strings.Fields(strings.Join(all, " ")), " "); got != "e-6 e-5 e-4 e-3 e-2 e-1 e-0" {
+			t.Fatalf("ListRuns(size %d) = %s", size, got)
+		}
+	}
+	empty := key("app", "u", "empty")
+	create(t, s, empty, nil)
+	if list, next, err := s.ListRuns(ctx, empty, store.Page{}); err != nil || len(list) != 0 || next != "" {
+		t.Fatalf("ListRuns(no runs) = %s, %q, %v", runIDs(list), next, err)
+	}
+	_, _, err := s.ListRuns(ctx, k, store.Page{Token: "!!not base64"})
+	wantErr(t, err, store.ErrInvalidArgument, "ListRuns(garbage token)")
+	_, next, err := s.ListRuns(ctx, neighbour, store.Page{Size: 1})
+	if err != nil || next == "" {
+		t.Fatalf("neighbour's first page: %q, %v", next, err)
+	}
+	_, _, err = s.ListRuns(ctx, k, store.Page{Token: next})
+	wantErr(t, err, store.ErrInvalidArgument, "ListRuns(token of another session)")
+}
+
+// testRunRequestIDUnique: a run may rewrite its request_id; another run of
+// the session may not claim it (and the error names the holder) until the
+// holder gives it up. Other sessions are independent.
+func testRunRequestIDUnique(t *testing.T, s store.Store) {
+	ctx := t.Context()
+	k, other := key("app", "u", "req"), key("app", "u", "req-other")
+	create(t, s, k, nil)
+	create(t, s, other, nil)
+	a := runRec(k, "e-a", 0, runRunning)
+	a.RequestId = "r1"
+	putRun(t, s, a)
+	putRun(t, s, withStatus(a, runSucceeded))
+	b := runRec(k, "e-b", 1, runPending)
+	b.RequestId = "r1"
+	err := s.PutRun(ctx, b)
+	wantErr(t, err, store.ErrAlreadyExists, "PutRun of a second run with request_id r1")
+	if !strings.Contains(err.Error(), "e-a") {
+		t.Fatalf("error %q does not name the run holding the request_id", err)
+	}
+	_, err = s.GetRun(ctx, "e-b")
+	wantErr(t, err, store.ErrNotFound, "GetRun of the refused run")
+	_, _, err = s.AppendRunEvent(ctx, k, textEvent("agent", "x", nil), b)
+	wantErr(t, err, store.ErrAlreadyExists, "AppendRunEvent of a second run with request_id r1")
+	if sess, evs := get(t, s, k, store.GetOptions{}); len(evs) != 0 || sess.GetLastSequence() != 0 {
+		t.Fatalf("a refused AppendRunEvent stored %d events", len(evs))
+	}
+	// Another session has request ids of its own.
+	ob := runRec(other, "e-ob", 1, runPending)
+	ob.RequestId = "r1"
+	putRun(t, s, ob)
+	// Once e-a gives r1 up, e-b can take it.
+	a2 := withStatus(a, runSucceeded)
+	a2.RequestId = "r2"
+	putRun(t, s, a2)
+	putRun(t, s, b)
+	for req, want := range map[string]string{"r1": "e-b", "r2": "e-a"} {
+		got, err := s.FindRunByRequest(ctx, k, req)
+		if err != nil || got.GetRunId() != want {
+			t.Fatalf("FindRunByRequest(%s) = %v, %v; want %s", req, got, err, want)
+		}
+	}
+	// A run id is one run: another session cannot reuse it.
+	if err := s.PutRun(ctx, runRec(other, "e-a", 2, runPending)); err == nil {
+		t.Fatal("PutRun reused the run id of another session's run")
+	}
+	if got := getRun(t, s, "e-a"); got.GetSessionId() != k.Session || got.GetRequestId() != "r2" {
+		t.Fatalf("e-a is now %v", got)
+	}
+}
+
+func testRunFindByRequest(t *testing.T, s store.Store) {
+	ctx := t.Context()
+	k1, k2 := key("app", "u", "find1"), key("app", "u", "find2")
+	create(t, s, k1, nil)
+	create(t, s, k2, nil)
+	for _, r := range []struct {
+		k       store.SessionKey
+		id, req string
+	}{{k1, "e-1", "r1"}, {k1, "e-2", "r2"}, {k1, "e-3", ""}, {k2, "e-4", "r1"}} {
+		run := runRec(r.k, r.id, 0, runSucceeded)
+		run.RequestId = r.req
+		putRun(t, s, run)
+	}
+	tests := []struct {
+		k       store.SessionKey
+		req     string
+		want    string
+		wantErr error
+	}{
+		{k1, "r1", "e-1", nil},
+		{k1, "r2", "e-2", nil},
+		{k2, "r1", "e-4", nil},
+		{k2, "r2", "", store.ErrNotFound},
+		{k1, "r1-suffix", "", store.ErrNotFound},
+		{key("app", "u", "missing"), "r1", "", store.ErrNotFound},
+		{k1, "", "", store.ErrInvalidArgument},
+		{key("app", "", "find1"), "r1", "", store.ErrInvalidArgument},
+	}
+	for _, tc := range tests {
+		got, err := s.FindRunByRequest(ctx, tc.k, tc.req)
+		if tc.wantErr != nil {
+			wantErr(t, err, tc.wantErr, fmt.Sprintf("FindRunByRequest(%s, %q)", tc.k, tc.req))
+			continue
+		}
+		if err != nil || got.GetRunId() != tc.want || got.GetRequestId() != tc.req {
+			t.Errorf("FindRunByRequest(%s, %q) = %v, %v; want %s", tc.k, tc.req, got, err, tc.want)
+		}
+	}
+}
+
+// testRunUnfinished: ListUnfinishedRuns lists exactly the pending and
+// running runs of every session, oldest first, as last written.
+func testRunUnfinished(t *testing.T, s store.Store) {
+	k1, k2 := key("app", "u", "unf1"), key("app2", "v", "unf2")
+	create(t, s, k1, nil)
+	create(t, s, k2, nil)
+	a, b, c := runRec(k1, "e-a", 2, runPending), runRec(k2, "e-b", 1, runRunning), runRec(k1, "e-c", 3, runInput)
+	put := func(r *agentrunnerv1.Run) func() { return func() { putRun(t, s, r) } }
+	appendWith := func(k store.SessionKey, r *agentrunnerv1.Run) func() {
+		return func() { appendRun(t, s, k, textEvent("agent", "x", nil), r) }
+	}
+	steps := []struct {
+		name string
+		do   func()
+		want string
+	}{
+		{"a pending", put(a), "e-a"},
+		{"b running", put(b), "e-b e-a"},
+		{"c waits for input", put(c), "e-b e-a"},
+		{"a starts with an event", appendWith(k1, withStatus(a, runRunning)), "e-b e-a"},
+		{"a succeeds", put(withStatus(a, runSucceeded)), "e-b"},
+		{"c resumes", put(withStatus(c, runRunning)), "e-b e-c"},
+		{"b fails with an event", appendWith(k2, withStatus(b, runFailed)), "e-c"},
+		{"c is cancelled", put(withStatus(c, runCancelled)), ""},
+		{"a runs again", put(withStatus(a, runRunning)), "e-a"},
+	}
+	last := withStatus(a, runRunning)
+	for _, st := range steps {
+		st.do()
+		if got := unfinishedIDs(t, s); got != st.want {
+			t.Fatalf("after %q: unfinished runs %q, want %q", st.name, got, st.want)
+		}
+	}
+	runs, err := s.ListUnfinishedRuns(t.Context())
+	if err != nil || len(runs) != 1 {
+		t.Fatalf("unfinished runs %v, %v", runs, err)
+	}
+	wantRun(t, runs[0], last, "unfinished run as listed")
+}
+
+// testRunPutLater: a queued record is seen at once by every read (one of
+// a run known only from the queue included), and a later queued record of
+// the run replaces it.
+func testRunPutLater(t *testing.T, s store.Store) {
+	ctx := t.Context()
+	k := key("app", "u", "later")
+	create(t, s, k, nil)
+	a := runRec(k, "e-a", 0, runRunning)
+	a.RequestId = "ra"
+	putRun(t, s, a)
+	fin := withStatus(a, runSucceeded)
+	fin.EndTime = timestamppb.New(runEpoch.Add(time.Minute))
+	s.PutRunLater(fin)
+	queued := proto.CloneOf(fin)
+	fin.Status = runFailed // the store keeps its own copy
+	wantRun(t, getRun(t, s, "e-a"), queued, "GetRun of a queued record")
+	if got, err := s.FindRunByRequest(ctx, k, "ra"); err != nil || got.GetStatus() != runSucceeded {
+		t.Fatalf("FindRunByRequest of a queued record = %v, %v", got, err)
+	}
+	if got := unfinishedIDs(t, s); got != "" {
+		t.Fatalf("unfinished runs %q after the queued final record", got)
+	}
+	n := runRec(k, "e-n", 5, runPending)
+	n.RequestId = "rn"
+	s.PutRunLater(n)
+	s.PutRunLater(withStatus(n, runRunning))
+	s.PutRunLater(runRec(k, "e-m", 7, runSucceeded))
+	for _, size := range []int{1, 2, 10} {
+		if got := listAll(t, s, k, size); got != "e-m:SUCCEEDED e-n:RUNNING e-a:SUCCEEDED" {
+			t.Fatalf("ListRuns(size %d) with queued records = %s", size, got)
+		}
+	}
+	if got := unfinishedIDs(t, s); got != "e-n" {
+		t.Fatalf("unfinished runs %q, want the queued e-n", got)
+	}
+	if got, err := s.FindRunByRequest(ctx, k, "rn"); err != nil || got.GetRunId() != "e-n" {
+		t.Fatalf("FindRunByRequest of a queued run = %v, %v", got, err)
+	}
+	// A queued record that gives its request_id up no longer holds it.
+	noReq := withStatus(a, runCancelled)
+	noReq.RequestId = ""
+	s.PutRunLater(noReq)
+	_, err := s.FindRunByRequest(ctx, k, "ra")
+	wantErr(t, err, store.ErrNotFound, "FindRunByRequest of a request_id the queued record gave up")
+}
+
+// listAll pages through a session's runs and renders them as "id:STATUS".
+func listAll(t *testing.T, s store.Store, k store.SessionKey, size int) string {
+	t.Helper()
+	var out []string
+	page := store.Page{Size: size}
+	for n := 0; ; n++ {
+		if n > 20 {
+			t.Fatal("ListRuns does not terminate")
+		}
+		list, next, err := s.ListRuns(t.Context(), k, page)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range list {
+			out = append(out, r.GetRunId()+":"+strings.TrimPrefix(r.GetStatus().String(), "RUN_STATUS_"))
+		}
+		if next == "" {
+			return strings.Join(out, " ")
+		}
+		page.Token = next
+	}
+}
+
+// testRunPutLaterOrder: a synchronous write after a queued record wins,
+// now and after later commits; a queued record of a deleted session is
+// dropped.
+func testRunPutLaterOrder(t *testing.T, s store.Store) {
+	ctx := t.Context()
+	k := key("app", "u", "later")
+	create(t, s, k, nil)
+	s.PutRunLater(runRec(k, "e-n", 5, runRunning))
+	putRun(t, s, runRec(k, "e-n", 5, runCancelled))
+	for range 2 {
+		if got := getRun(t, s, "e-n"); got.GetStatus() != runCancelled {
+			t.Fatalf("e-n is %v after a synchronous write", got.GetStatus())
+		}
+		putRun(t, s, runRec(k, "e-other", 1, runSucceeded)) // another commit
+	}
+	gone := key("app", "u", "gone")
+	create(t, s, gone, nil)
+	s.PutRunLater(runRec(gone, "e-g1", 0, runRunning))
+	if err := s.DeleteSession(ctx, gone); err != nil {
+		t.Fatal(err)
+	}
+	s.PutRunLater(runRec(gone, "e-g2", 0, runRunning))
+	for range 2 {
+		for _, id := range []string{"e-g1", "e-g2"} {
+			_, err := s.GetRun(ctx, id)
+			wantErr(t, err, store.ErrNotFound, "GetRun of a queued record of a deleted session")
+		}
+		if got := unfinishedIDs(t, s); got != "" {
+			t.Fatalf("unfinished runs %q after the session was deleted", got)
+		}
+		putRun(t, s, runRec(k, "e-other", 1, runSucceeded)) // another commit
+	}
+}
+
+// testRunDeleteCascades: DeleteSession deletes the session's runs, their
+// request ids and their place among the unfinished runs.
+func testRunDeleteCascades(t *testing.T, s store.Store) {
+	ctx := t.Context()
+	k, keep := key("app", "u", "doomed"), key("app", "u", "kept")
+	create(t, s, k, nil)
+	create(t, s, keep, nil)
+	r1 := runRec(k, "e-1", 0, runPending)
+	r1.RequestId = "r1"
+	putRun(t, s, r1)
+	appendRun(t, s, k, textEvent("agent", "x", nil), runRec(k, "e-2", 1, runRunning))
+	putRun(t, s, runRec(k, "e-3", 2, runSucceeded))
+	s.PutRunLater(runRec(k, "e-5", 4, runRunning))
+	kept := runRec(keep, "e-4", 3, runRunning)
+	kept.RequestId = "r1"
+	putRun(t, s, kept)
+	if err := s.DeleteSession(ctx, k); err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []string{"e-1", "e-2", "e-3", "e-5"} {
+		_, err := s.GetRun(ctx, id)
+		wantErr(t, err, store.ErrNotFound, "GetRun("+id+") after DeleteSession")
+	}
+	_, _, err := s.ListRuns(ctx, k, store.Page{})
+	wantErr(t, err, store.ErrNotFound, "ListRuns after DeleteSession")
+	_, err = s.FindRunByRequest(ctx, k, "r1")
+	wantErr(t, err, store.ErrNotFound, "FindRunByRequest after DeleteSession")
+	if got := unfinishedIDs(t, s); got != "e-4" {
+		t.Fatalf("unfinished runs %q after DeleteSession, want the other session's e-4", got)
+	}
+	if got, err := s.FindRunByRequest(ctx, keep, "r1"); err != nil || got.GetRunId() != "e-4" {
+		t.Fatalf("other session's run = %v, %v", got, err)
+	}
+	// A recreated session starts without runs; ids and request ids are free.
+	create(t, s, k, nil)
+	if list, _, err := s.ListRuns(ctx, k, store.Page{}); err != nil || len(list) != 0 {
+		t.Fatalf("recreated session lists %s, %v", runIDs(list), err)
+	}
+	again := runRec(k, "e-1", 9, runPending)
+	again.RequestId = "r1"
+	putRun(t, s, again)
+	wantRun(t, getRun(t, s, "e-1"), again, "a new run with a deleted run's id")
+}
+
+func testRunNotFound(t *testing.T, s store.Store) {
+	ctx := t.Context()
+	k, missing := key("app", "u", "exists"), key("app", "u", "missing")
+	create(t, s, k, nil)
+	run := runRec(missing, "e-m", 0, runRunning)
+	calls := []struct {
+		name string
+		call func() error
+	}{
+		{"GetRun of an unknown id", func() error { _, err := s.GetRun(ctx, "e-none"); return err }},
+		{"PutRun in a missing session", func() error { return s.PutRun(ctx, run) }},
+		{"AppendRunEvent in a missing session", func() error {
+			_, _, err := s.AppendRunEvent(ctx, missing, textEvent("a", "x", nil), run)
+			return err
+		}},
+		{"ListRuns of a missing session", func() error { _, _, err := s.ListRuns(ctx, missing, store.Page{}); return err }},
+		{"FindRunByRequest in a missing session", func() error { _, err := s.FindRunByRequest(ctx, missing, "r"); return err }},
+		{"FindRunByRequest of an unknown request", func() error { _, err := s.FindRunByRequest(ctx, k, "r"); return err }},
+		{"GetRun of a run queued in a missing session", func() error {
+			s.PutRunLater(run)
+			_, err := s.GetRun(ctx, "e-m")
+			return err
+		}},
+	}
+	for _, c := range calls {
+		wantErr(t, c.call(), store.ErrNotFound, c.name)
+	}
+}
+
+func testRunInvalid(t *testing.T, s store.Store) {
+	ctx := t.Context()
+	k, other := key("app", "u", "inv"), key("app", "u", "inv2")
+	create(t, s, k, nil)
+	create(t, s, other, nil)
+	edit := func(f func(r *agentrunnerv1.Run)) *agentrunnerv1.Run {
+		r := runRec(k, "e-1", 0, runRunning)
+		f(r)
+		return r
+	}
+	badRuns := map[string]*agentrunnerv1.Run{
+		"nil run":             nil,
+		"empty run_id":        edit(func(r *agentrunnerv1.Run) { r.RunId = "" }),
+		"empty app_name":      edit(func(r *agentrunnerv1.Run) { r.AppName = "" }),
+		"empty user_id":       edit(func(r *agentrunnerv1.Run) { r.UserId = "" }),
+		"empty session_id":    edit(func(r *agentrunnerv1.Run) { r.SessionId = "" }),
+		"missing create_time": edit(func(r *agentrunnerv1.Run) { r.CreateTime = nil }),
+		"invalid create_time": edit(func(r *agentrunnerv1.Run) { r.CreateTime.Nanos = -1 }),
+	}
+	for name, run := range badRuns {
+		wantErr(t, s.PutRun(ctx, run), store.ErrInvalidArgument, "PutRun with "+name)
+		_, _, err := s.AppendRunEvent(ctx, k, textEvent("a", "x", nil), run)
+		wantErr(t, err, store.ErrInvalidArgument, "AppendRunEvent with "+name)
+	}
+	good := runRec(k, "e-1", 0, runRunning)
+	partial := textEvent("a", "x", nil)
+	partial.Partial = true
+	appends := map[string]func() error{
+		"a run of another session": func() error {
+			_, _, err := s.AppendRunEvent(ctx, k, textEvent("a", "x", nil), runRec(other, "e-1", 0, runRunning))
+			return err
+		},
+		"a nil event":     func() error { _, _, err := s.AppendRunEvent(ctx, k, nil, good); return err },
+		"a partial event": func() error { _, _, err := s.AppendRunEvent(ctx, k, partial, good); return err },
+	}
+	for name, call := range appends {
+		wantErr(t, call(), store.ErrInvalidArgument, "AppendRunEvent with "+name)
+	}
+	if _, evs := get(t, s, k, store.GetOptions{}); len(evs) != 0 {
+		t.Fatalf("refused AppendRunEvent calls stored %d events", len(evs))
+	}
+	if _, err := s.GetRun(ctx, "e-1"); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("a refused run was stored: %v", err)
+	}
+	_, err := s.GetRun(ctx, "")
+	wantErr(t, err, store.ErrInvalidArgument, "GetRun(\"\")")
+	_, _, err = s.ListRuns(ctx, key("", "u", "inv"), store.Page{})
+	wantErr(t, err, store.ErrInvalidArgument, "ListRuns with an empty app")
+}
+
+// testRunConcurrent: sessions run one run after another, all at once;
+// every record ends as last written, with its own range of events.
+func testRunConcurrent(t *testing.T, s store.Store) {
+	const sessions, runs, events = 6, 3, 4
+	var wg sync.WaitGroup
+	errs := make(chan error, sessions)
+	for i := range sessions {
+		k := key("app", "u", fmt.Sprint("conc", i))
+		create(t, s, k, nil)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for r := range runs {
+				if err := runOnce(t, s, k, fmt.Sprintf("e-%d-%d", i, r), r, events); err != nil {
+					errs <- err
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	for i := range sessions {
+		list, _, err := s.ListRuns(t.Context(), key("app", "u", fmt.Sprint("conc", i)), store.Page{})
+		if err != nil || runIDs(list) != fmt.Sprintf("e-%d-2 e-%d-1 e-%d-0", i, i, i) {
+			t.Fatalf("session %d runs %s, %v", i, runIDs(list), err)
+		}
+		for r, run := range list {
+			n := uint64(runs - 1 - r)
+			if run.GetStatus() != runSucceeded || run.GetFirstSequence() != n*events+1 || run.GetLastSequence() != (n+1)*events {
+				t.Fatalf("run %s ended as %v", run.GetRunId(), run)
+			}
+		}
+	}
+	if got := unfinishedIDs(t, s); got != "" {
+		t.Fatalf("unfinished runs %q after every run ended", got)
+	}
+}
+
+// runOnce stores a run as the runner does: pending, its events with the
+// running record, and its final record queued.
+func runOnce(t *testing.T, s store.Store, k store.SessionKey, id string, minute, events int) error {
+	run := runRec(k, id, minute, runPending)
+	if err := s.PutRun(t.Context(), run); err != nil {
+		return err
+	}
+	run.Status = runRunning
+	for j := range events {
+		ev := textEvent("agent", fmt.Sprint(j), nil)
+		ev.InvocationId = id
+		var err error
+		if _, run, err = s.AppendRunEvent(t.Context(), k, ev, run); err != nil {
+			return err
+		}
+	}
+	s.PutRunLater(withStatus(run, runSucceeded))
+	return nil
 }

@@ -105,3 +105,47 @@ func confirmedCall(ctx agent.InvocationContext, id string) *agentrunnerv1.Functi
 	}
 	return call
 }
+
+// retriedCalls runs the calls of this agent that a resumed run was asked
+// to run again (agent.RetryCalls): calls a crash left started and never
+// finished. A call that has a response by now is not run. It returns the
+// event with their responses, nil when there is none to run.
+func (l *llmAgent) retriedCalls(ctx agent.InvocationContext, h hooks) (*agentrunnerv1.Event, []error) {
+	ids := agent.RetryCalls(ctx, seal.Key{})
+	if len(ids) == 0 {
+		return nil, nil
+	}
+	var outcomes []callOutcome
+	var tools toolSet
+	for _, id := range ids {
+		fc := unansweredCall(ctx, id)
+		if fc == nil {
+			continue
+		}
+		if tools.byName == nil {
+			tools = l.toolsFor(ctx)
+		}
+		outcomes = append(outcomes, l.callTool(ctx, h, tools, fc))
+	}
+	if len(outcomes) == 0 {
+		return nil, nil
+	}
+	return outcomesEvent(ctx, outcomes)
+}
+
+// unansweredCall returns this agent's call with the id, nil when it made
+// none or the call has a response.
+func unansweredCall(ctx agent.InvocationContext, id string) *agentrunnerv1.FunctionCall {
+	var call *agentrunnerv1.FunctionCall
+	for _, ev := range agent.SharedEvents(ctx, seal.Key{}) {
+		for _, p := range ev.GetContent().GetParts() {
+			if fc := p.GetFunctionCall(); fc.GetId() == id && ev.GetAuthor() == ctx.AgentName() {
+				call = fc
+			}
+			if call != nil && p.GetFunctionResponse().GetId() == id {
+				return nil
+			}
+		}
+	}
+	return call
+}

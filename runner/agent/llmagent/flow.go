@@ -47,6 +47,12 @@ func (l *llmAgent) run(ctx agent.InvocationContext) iter.Seq2[*agentrunnerv1.Eve
 				return
 			}
 		}
+		// A resumed run asked to run again calls a crash cut off.
+		if ev, panics := l.retriedCalls(ctx, h); ev != nil || panics != nil {
+			if (ev != nil && !yield(ev, nil)) || !yieldAll(panics, yield) {
+				return
+			}
+		}
 		for !ctx.Ended() && ctx.Err() == nil {
 			tools := l.toolsFor(ctx)
 			ev, ok := l.step(ctx, h, tools, yield)

@@ -10,6 +10,8 @@ import (
 	protoreflect "google.golang.org/protobuf/reflect/protoreflect"
 	protoimpl "google.golang.org/protobuf/runtime/protoimpl"
 	anypb "google.golang.org/protobuf/types/known/anypb"
+	structpb "google.golang.org/protobuf/types/known/structpb"
+	timestamppb "google.golang.org/protobuf/types/known/timestamppb"
 	reflect "reflect"
 	sync "sync"
 	unsafe "unsafe"
@@ -74,6 +76,195 @@ func (x StreamingMode) Number() protoreflect.EnumNumber {
 // Deprecated: Use StreamingMode.Descriptor instead.
 func (StreamingMode) EnumDescriptor() ([]byte, []int) {
 	return file_agentrunner_v1_run_proto_rawDescGZIP(), []int{0}
+}
+
+// RunStatus is where a run is in its life.
+type RunStatus int32
+
+const (
+	// Not set.
+	RunStatus_RUN_STATUS_UNSPECIFIED RunStatus = 0
+	// Admitted and waiting for the session's active run to end.
+	RunStatus_RUN_STATUS_PENDING RunStatus = 1
+	// Running.
+	RunStatus_RUN_STATUS_RUNNING RunStatus = 2
+	// Ended waiting on the caller: a client-executed tool, a confirmation, or
+	// a tool call a crash left in doubt (pending_call_ids names them).
+	RunStatus_RUN_STATUS_INPUT_REQUIRED RunStatus = 3
+	// Ended normally.
+	RunStatus_RUN_STATUS_SUCCEEDED RunStatus = 4
+	// Ended with an error (see error).
+	RunStatus_RUN_STATUS_FAILED RunStatus = 5
+	// Cancelled by CancelRun, by its caller going away, or by a run that
+	// interrupted it.
+	RunStatus_RUN_STATUS_CANCELLED RunStatus = 6
+	// Cut off by a crash or a shutdown; ResumeRun continues it.
+	RunStatus_RUN_STATUS_INTERRUPTED RunStatus = 7
+)
+
+// Enum value maps for RunStatus.
+var (
+	RunStatus_name = map[int32]string{
+		0: "RUN_STATUS_UNSPECIFIED",
+		1: "RUN_STATUS_PENDING",
+		2: "RUN_STATUS_RUNNING",
+		3: "RUN_STATUS_INPUT_REQUIRED",
+		4: "RUN_STATUS_SUCCEEDED",
+		5: "RUN_STATUS_FAILED",
+		6: "RUN_STATUS_CANCELLED",
+		7: "RUN_STATUS_INTERRUPTED",
+	}
+	RunStatus_value = map[string]int32{
+		"RUN_STATUS_UNSPECIFIED":    0,
+		"RUN_STATUS_PENDING":        1,
+		"RUN_STATUS_RUNNING":        2,
+		"RUN_STATUS_INPUT_REQUIRED": 3,
+		"RUN_STATUS_SUCCEEDED":      4,
+		"RUN_STATUS_FAILED":         5,
+		"RUN_STATUS_CANCELLED":      6,
+		"RUN_STATUS_INTERRUPTED":    7,
+	}
+)
+
+func (x RunStatus) Enum() *RunStatus {
+	p := new(RunStatus)
+	*p = x
+	return p
+}
+
+func (x RunStatus) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (RunStatus) Descriptor() protoreflect.EnumDescriptor {
+	return file_agentrunner_v1_run_proto_enumTypes[1].Descriptor()
+}
+
+func (RunStatus) Type() protoreflect.EnumType {
+	return &file_agentrunner_v1_run_proto_enumTypes[1]
+}
+
+func (x RunStatus) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use RunStatus.Descriptor instead.
+func (RunStatus) EnumDescriptor() ([]byte, []int) {
+	return file_agentrunner_v1_run_proto_rawDescGZIP(), []int{1}
+}
+
+// MultitaskStrategy says what a new run does when its session already has
+// an active run.
+type MultitaskStrategy int32
+
+const (
+	// Not set: the same as MULTITASK_STRATEGY_REJECT.
+	MultitaskStrategy_MULTITASK_STRATEGY_UNSPECIFIED MultitaskStrategy = 0
+	// Refused with ABORTED naming the active run.
+	MultitaskStrategy_MULTITASK_STRATEGY_REJECT MultitaskStrategy = 1
+	// Pending: runs after the active one (and those queued before it), in
+	// order, even across a restart.
+	MultitaskStrategy_MULTITASK_STRATEGY_ENQUEUE MultitaskStrategy = 2
+	// The active run is cancelled once its current event is stored, then the
+	// new run runs.
+	MultitaskStrategy_MULTITASK_STRATEGY_INTERRUPT MultitaskStrategy = 3
+)
+
+// Enum value maps for MultitaskStrategy.
+var (
+	MultitaskStrategy_name = map[int32]string{
+		0: "MULTITASK_STRATEGY_UNSPECIFIED",
+		1: "MULTITASK_STRATEGY_REJECT",
+		2: "MULTITASK_STRATEGY_ENQUEUE",
+		3: "MULTITASK_STRATEGY_INTERRUPT",
+	}
+	MultitaskStrategy_value = map[string]int32{
+		"MULTITASK_STRATEGY_UNSPECIFIED": 0,
+		"MULTITASK_STRATEGY_REJECT":      1,
+		"MULTITASK_STRATEGY_ENQUEUE":     2,
+		"MULTITASK_STRATEGY_INTERRUPT":   3,
+	}
+)
+
+func (x MultitaskStrategy) Enum() *MultitaskStrategy {
+	p := new(MultitaskStrategy)
+	*p = x
+	return p
+}
+
+func (x MultitaskStrategy) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (MultitaskStrategy) Descriptor() protoreflect.EnumDescriptor {
+	return file_agentrunner_v1_run_proto_enumTypes[2].Descriptor()
+}
+
+func (MultitaskStrategy) Type() protoreflect.EnumType {
+	return &file_agentrunner_v1_run_proto_enumTypes[2]
+}
+
+func (x MultitaskStrategy) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use MultitaskStrategy.Descriptor instead.
+func (MultitaskStrategy) EnumDescriptor() ([]byte, []int) {
+	return file_agentrunner_v1_run_proto_rawDescGZIP(), []int{2}
+}
+
+// OnDisconnect says what a run does when the stream that started it goes
+// away before it ends.
+type OnDisconnect int32
+
+const (
+	// Not set: the same as ON_DISCONNECT_CANCEL.
+	OnDisconnect_ON_DISCONNECT_UNSPECIFIED OnDisconnect = 0
+	// The run is cancelled.
+	OnDisconnect_ON_DISCONNECT_CANCEL OnDisconnect = 1
+	// The run goes on without a reader; AttachRun follows it.
+	OnDisconnect_ON_DISCONNECT_CONTINUE OnDisconnect = 2
+)
+
+// Enum value maps for OnDisconnect.
+var (
+	OnDisconnect_name = map[int32]string{
+		0: "ON_DISCONNECT_UNSPECIFIED",
+		1: "ON_DISCONNECT_CANCEL",
+		2: "ON_DISCONNECT_CONTINUE",
+	}
+	OnDisconnect_value = map[string]int32{
+		"ON_DISCONNECT_UNSPECIFIED": 0,
+		"ON_DISCONNECT_CANCEL":      1,
+		"ON_DISCONNECT_CONTINUE":    2,
+	}
+)
+
+func (x OnDisconnect) Enum() *OnDisconnect {
+	p := new(OnDisconnect)
+	*p = x
+	return p
+}
+
+func (x OnDisconnect) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (OnDisconnect) Descriptor() protoreflect.EnumDescriptor {
+	return file_agentrunner_v1_run_proto_enumTypes[3].Descriptor()
+}
+
+func (OnDisconnect) Type() protoreflect.EnumType {
+	return &file_agentrunner_v1_run_proto_enumTypes[3]
+}
+
+func (x OnDisconnect) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use OnDisconnect.Descriptor instead.
+func (OnDisconnect) EnumDescriptor() ([]byte, []int) {
+	return file_agentrunner_v1_run_proto_rawDescGZIP(), []int{3}
 }
 
 // RunConfig tunes one Run.
@@ -218,11 +409,273 @@ func (x *Status) GetDetails() []*anypb.Any {
 	return nil
 }
 
+// Run is one run of an app on a session: a user message and everything the
+// agents did to answer it. Its id is the invocation id of its events.
+type Run struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Unique id of the run; every event the run stores carries it as its
+	// invocation_id.
+	RunId string `protobuf:"bytes,1,opt,name=run_id,json=runId,proto3" json:"run_id,omitempty"`
+	// The session the run belongs to.
+	AppName   string `protobuf:"bytes,2,opt,name=app_name,json=appName,proto3" json:"app_name,omitempty"`
+	UserId    string `protobuf:"bytes,3,opt,name=user_id,json=userId,proto3" json:"user_id,omitempty"`
+	SessionId string `protobuf:"bytes,4,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
+	// Where the run is in its life.
+	Status RunStatus `protobuf:"varint,5,opt,name=status,proto3,enum=agentrunner.v1.RunStatus" json:"status,omitempty"`
+	// When the run was admitted, started (its user message stored) and ended.
+	CreateTime *timestamppb.Timestamp `protobuf:"bytes,6,opt,name=create_time,json=createTime,proto3" json:"create_time,omitempty"`
+	StartTime  *timestamppb.Timestamp `protobuf:"bytes,7,opt,name=start_time,json=startTime,proto3" json:"start_time,omitempty"`
+	EndTime    *timestamppb.Timestamp `protobuf:"bytes,8,opt,name=end_time,json=endTime,proto3" json:"end_time,omitempty"`
+	// The sequences of the run's first and last stored events (zero before
+	// it has stored any); the run's events are exactly those in this range.
+	FirstSequence uint64 `protobuf:"varint,9,opt,name=first_sequence,json=firstSequence,proto3" json:"first_sequence,omitempty"`
+	LastSequence  uint64 `protobuf:"varint,10,opt,name=last_sequence,json=lastSequence,proto3" json:"last_sequence,omitempty"`
+	// Why the run failed, was cancelled or was interrupted.
+	Error *Status `protobuf:"bytes,11,opt,name=error,proto3" json:"error,omitempty"`
+	// The caller's idempotency key, when it gave one.
+	RequestId string `protobuf:"bytes,12,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"`
+	// The calls the run waits on when it is RUN_STATUS_INPUT_REQUIRED.
+	PendingCallIds []string `protobuf:"bytes,13,rep,name=pending_call_ids,json=pendingCallIds,proto3" json:"pending_call_ids,omitempty"`
+	// Token usage summed over the run's model calls.
+	Usage *UsageMetadata `protobuf:"bytes,14,opt,name=usage,proto3" json:"usage,omitempty"`
+	// How the run was admitted and what it does when its caller goes away.
+	MultitaskStrategy MultitaskStrategy `protobuf:"varint,15,opt,name=multitask_strategy,json=multitaskStrategy,proto3,enum=agentrunner.v1.MultitaskStrategy" json:"multitask_strategy,omitempty"`
+	OnDisconnect      OnDisconnect      `protobuf:"varint,16,opt,name=on_disconnect,json=onDisconnect,proto3,enum=agentrunner.v1.OnDisconnect" json:"on_disconnect,omitempty"`
+	// The request of a pending run, kept until the run starts so that it
+	// survives a restart; empty once the user message is stored.
+	Input *RunInput `protobuf:"bytes,17,opt,name=input,proto3" json:"input,omitempty"`
+	// SHA-256 of the request's payload (message, state delta, run config),
+	// hex: a retry with the same request_id must send the same payload.
+	RequestDigest string `protobuf:"bytes,18,opt,name=request_digest,json=requestDigest,proto3" json:"request_digest,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Run) Reset() {
+	*x = Run{}
+	mi := &file_agentrunner_v1_run_proto_msgTypes[2]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Run) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Run) ProtoMessage() {}
+
+func (x *Run) ProtoReflect() protoreflect.Message {
+	mi := &file_agentrunner_v1_run_proto_msgTypes[2]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Run.ProtoReflect.Descriptor instead.
+func (*Run) Descriptor() ([]byte, []int) {
+	return file_agentrunner_v1_run_proto_rawDescGZIP(), []int{2}
+}
+
+func (x *Run) GetRunId() string {
+	if x != nil {
+		return x.RunId
+	}
+	return ""
+}
+
+func (x *Run) GetAppName() string {
+	if x != nil {
+		return x.AppName
+	}
+	return ""
+}
+
+func (x *Run) GetUserId() string {
+	if x != nil {
+		return x.UserId
+	}
+	return ""
+}
+
+func (x *Run) GetSessionId() string {
+	if x != nil {
+		return x.SessionId
+	}
+	return ""
+}
+
+func (x *Run) GetStatus() RunStatus {
+	if x != nil {
+		return x.Status
+	}
+	return RunStatus_RUN_STATUS_UNSPECIFIED
+}
+
+func (x *Run) GetCreateTime() *timestamppb.Timestamp {
+	if x != nil {
+		return x.CreateTime
+	}
+	return nil
+}
+
+func (x *Run) GetStartTime() *timestamppb.Timestamp {
+	if x != nil {
+		return x.StartTime
+	}
+	return nil
+}
+
+func (x *Run) GetEndTime() *timestamppb.Timestamp {
+	if x != nil {
+		return x.EndTime
+	}
+	return nil
+}
+
+func (x *Run) GetFirstSequence() uint64 {
+	if x != nil {
+		return x.FirstSequence
+	}
+	return 0
+}
+
+func (x *Run) GetLastSequence() uint64 {
+	if x != nil {
+		return x.LastSequence
+	}
+	return 0
+}
+
+func (x *Run) GetError() *Status {
+	if x != nil {
+		return x.Error
+	}
+	return nil
+}
+
+func (x *Run) GetRequestId() string {
+	if x != nil {
+		return x.RequestId
+	}
+	return ""
+}
+
+func (x *Run) GetPendingCallIds() []string {
+	if x != nil {
+		return x.PendingCallIds
+	}
+	return nil
+}
+
+func (x *Run) GetUsage() *UsageMetadata {
+	if x != nil {
+		return x.Usage
+	}
+	return nil
+}
+
+func (x *Run) GetMultitaskStrategy() MultitaskStrategy {
+	if x != nil {
+		return x.MultitaskStrategy
+	}
+	return MultitaskStrategy_MULTITASK_STRATEGY_UNSPECIFIED
+}
+
+func (x *Run) GetOnDisconnect() OnDisconnect {
+	if x != nil {
+		return x.OnDisconnect
+	}
+	return OnDisconnect_ON_DISCONNECT_UNSPECIFIED
+}
+
+func (x *Run) GetInput() *RunInput {
+	if x != nil {
+		return x.Input
+	}
+	return nil
+}
+
+func (x *Run) GetRequestDigest() string {
+	if x != nil {
+		return x.RequestDigest
+	}
+	return ""
+}
+
+// RunInput is what a run was asked to do.
+type RunInput struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The user's message.
+	NewMessage *Content `protobuf:"bytes,1,opt,name=new_message,json=newMessage,proto3" json:"new_message,omitempty"`
+	// State changes applied with the message.
+	StateDelta *structpb.Struct `protobuf:"bytes,2,opt,name=state_delta,json=stateDelta,proto3" json:"state_delta,omitempty"`
+	// Options of the run.
+	RunConfig     *RunConfig `protobuf:"bytes,3,opt,name=run_config,json=runConfig,proto3" json:"run_config,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RunInput) Reset() {
+	*x = RunInput{}
+	mi := &file_agentrunner_v1_run_proto_msgTypes[3]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RunInput) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RunInput) ProtoMessage() {}
+
+func (x *RunInput) ProtoReflect() protoreflect.Message {
+	mi := &file_agentrunner_v1_run_proto_msgTypes[3]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RunInput.ProtoReflect.Descriptor instead.
+func (*RunInput) Descriptor() ([]byte, []int) {
+	return file_agentrunner_v1_run_proto_rawDescGZIP(), []int{3}
+}
+
+func (x *RunInput) GetNewMessage() *Content {
+	if x != nil {
+		return x.NewMessage
+	}
+	return nil
+}
+
+func (x *RunInput) GetStateDelta() *structpb.Struct {
+	if x != nil {
+		return x.StateDelta
+	}
+	return nil
+}
+
+func (x *RunInput) GetRunConfig() *RunConfig {
+	if x != nil {
+		return x.RunConfig
+	}
+	return nil
+}
+
 var File_agentrunner_v1_run_proto protoreflect.FileDescriptor
 
 const file_agentrunner_v1_run_proto_rawDesc = "" +
 	"\n" +
-	"\x18agentrunner/v1/run.proto\x12\x0eagentrunner.v1\x1a\x19google/protobuf/any.proto\"\xe3\x01\n" +
+	"\x18agentrunner/v1/run.proto\x12\x0eagentrunner.v1\x1a\x1cagentrunner/v1/content.proto\x1a\x1aagentrunner/v1/event.proto\x1a\x19google/protobuf/any.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xe3\x01\n" +
 	"\tRunConfig\x12@\n" +
 	"\x1dsave_input_blobs_as_artifacts\x18\x01 \x01(\bR\x19saveInputBlobsAsArtifacts\x12\"\n" +
 	"\rmax_llm_calls\x18\x02 \x01(\x05R\vmaxLlmCalls\x12*\n" +
@@ -231,11 +684,60 @@ const file_agentrunner_v1_run_proto_rawDesc = "" +
 	"\x06Status\x12\x12\n" +
 	"\x04code\x18\x01 \x01(\x05R\x04code\x12\x18\n" +
 	"\amessage\x18\x02 \x01(\tR\amessage\x12.\n" +
-	"\adetails\x18\x03 \x03(\v2\x14.google.protobuf.AnyR\adetails*`\n" +
+	"\adetails\x18\x03 \x03(\v2\x14.google.protobuf.AnyR\adetails\"\xb5\x06\n" +
+	"\x03Run\x12\x15\n" +
+	"\x06run_id\x18\x01 \x01(\tR\x05runId\x12\x19\n" +
+	"\bapp_name\x18\x02 \x01(\tR\aappName\x12\x17\n" +
+	"\auser_id\x18\x03 \x01(\tR\x06userId\x12\x1d\n" +
+	"\n" +
+	"session_id\x18\x04 \x01(\tR\tsessionId\x121\n" +
+	"\x06status\x18\x05 \x01(\x0e2\x19.agentrunner.v1.RunStatusR\x06status\x12;\n" +
+	"\vcreate_time\x18\x06 \x01(\v2\x1a.google.protobuf.TimestampR\n" +
+	"createTime\x129\n" +
+	"\n" +
+	"start_time\x18\a \x01(\v2\x1a.google.protobuf.TimestampR\tstartTime\x125\n" +
+	"\bend_time\x18\b \x01(\v2\x1a.google.protobuf.TimestampR\aendTime\x12%\n" +
+	"\x0efirst_sequence\x18\t \x01(\x04R\rfirstSequence\x12#\n" +
+	"\rlast_sequence\x18\n" +
+	" \x01(\x04R\flastSequence\x12,\n" +
+	"\x05error\x18\v \x01(\v2\x16.agentrunner.v1.StatusR\x05error\x12\x1d\n" +
+	"\n" +
+	"request_id\x18\f \x01(\tR\trequestId\x12(\n" +
+	"\x10pending_call_ids\x18\r \x03(\tR\x0ependingCallIds\x123\n" +
+	"\x05usage\x18\x0e \x01(\v2\x1d.agentrunner.v1.UsageMetadataR\x05usage\x12P\n" +
+	"\x12multitask_strategy\x18\x0f \x01(\x0e2!.agentrunner.v1.MultitaskStrategyR\x11multitaskStrategy\x12A\n" +
+	"\ron_disconnect\x18\x10 \x01(\x0e2\x1c.agentrunner.v1.OnDisconnectR\fonDisconnect\x12.\n" +
+	"\x05input\x18\x11 \x01(\v2\x18.agentrunner.v1.RunInputR\x05input\x12%\n" +
+	"\x0erequest_digest\x18\x12 \x01(\tR\rrequestDigest\"\xb8\x01\n" +
+	"\bRunInput\x128\n" +
+	"\vnew_message\x18\x01 \x01(\v2\x17.agentrunner.v1.ContentR\n" +
+	"newMessage\x128\n" +
+	"\vstate_delta\x18\x02 \x01(\v2\x17.google.protobuf.StructR\n" +
+	"stateDelta\x128\n" +
+	"\n" +
+	"run_config\x18\x03 \x01(\v2\x19.agentrunner.v1.RunConfigR\trunConfig*`\n" +
 	"\rStreamingMode\x12\x1e\n" +
 	"\x1aSTREAMING_MODE_UNSPECIFIED\x10\x00\x12\x17\n" +
 	"\x13STREAMING_MODE_NONE\x10\x01\x12\x16\n" +
-	"\x12STREAMING_MODE_SSE\x10\x02B\xbf\x01\n" +
+	"\x12STREAMING_MODE_SSE\x10\x02*\xdd\x01\n" +
+	"\tRunStatus\x12\x1a\n" +
+	"\x16RUN_STATUS_UNSPECIFIED\x10\x00\x12\x16\n" +
+	"\x12RUN_STATUS_PENDING\x10\x01\x12\x16\n" +
+	"\x12RUN_STATUS_RUNNING\x10\x02\x12\x1d\n" +
+	"\x19RUN_STATUS_INPUT_REQUIRED\x10\x03\x12\x18\n" +
+	"\x14RUN_STATUS_SUCCEEDED\x10\x04\x12\x15\n" +
+	"\x11RUN_STATUS_FAILED\x10\x05\x12\x18\n" +
+	"\x14RUN_STATUS_CANCELLED\x10\x06\x12\x1a\n" +
+	"\x16RUN_STATUS_INTERRUPTED\x10\a*\x98\x01\n" +
+	"\x11MultitaskStrategy\x12\"\n" +
+	"\x1eMULTITASK_STRATEGY_UNSPECIFIED\x10\x00\x12\x1d\n" +
+	"\x19MULTITASK_STRATEGY_REJECT\x10\x01\x12\x1e\n" +
+	"\x1aMULTITASK_STRATEGY_ENQUEUE\x10\x02\x12 \n" +
+	"\x1cMULTITASK_STRATEGY_INTERRUPT\x10\x03*c\n" +
+	"\fOnDisconnect\x12\x1d\n" +
+	"\x19ON_DISCONNECT_UNSPECIFIED\x10\x00\x12\x18\n" +
+	"\x14ON_DISCONNECT_CANCEL\x10\x01\x12\x1a\n" +
+	"\x16ON_DISCONNECT_CONTINUE\x10\x02B\xbf\x01\n" +
 	"\x12com.agentrunner.v1B\bRunProtoP\x01ZFgithub.com/agentrunner/agentrunner/gen/go/agentrunner/v1;agentrunnerv1\xa2\x02\x03AXX\xaa\x02\x0eAgentrunner.V1\xca\x02\x0eAgentrunner\\V1\xe2\x02\x1aAgentrunner\\V1\\GPBMetadata\xea\x02\x0fAgentrunner::V1b\x06proto3"
 
 var (
@@ -250,22 +752,43 @@ func file_agentrunner_v1_run_proto_rawDescGZIP() []byte {
 	return file_agentrunner_v1_run_proto_rawDescData
 }
 
-var file_agentrunner_v1_run_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_agentrunner_v1_run_proto_msgTypes = make([]protoimpl.MessageInfo, 2)
+var file_agentrunner_v1_run_proto_enumTypes = make([]protoimpl.EnumInfo, 4)
+var file_agentrunner_v1_run_proto_msgTypes = make([]protoimpl.MessageInfo, 4)
 var file_agentrunner_v1_run_proto_goTypes = []any{
-	(StreamingMode)(0), // 0: agentrunner.v1.StreamingMode
-	(*RunConfig)(nil),  // 1: agentrunner.v1.RunConfig
-	(*Status)(nil),     // 2: agentrunner.v1.Status
-	(*anypb.Any)(nil),  // 3: google.protobuf.Any
+	(StreamingMode)(0),            // 0: agentrunner.v1.StreamingMode
+	(RunStatus)(0),                // 1: agentrunner.v1.RunStatus
+	(MultitaskStrategy)(0),        // 2: agentrunner.v1.MultitaskStrategy
+	(OnDisconnect)(0),             // 3: agentrunner.v1.OnDisconnect
+	(*RunConfig)(nil),             // 4: agentrunner.v1.RunConfig
+	(*Status)(nil),                // 5: agentrunner.v1.Status
+	(*Run)(nil),                   // 6: agentrunner.v1.Run
+	(*RunInput)(nil),              // 7: agentrunner.v1.RunInput
+	(*anypb.Any)(nil),             // 8: google.protobuf.Any
+	(*timestamppb.Timestamp)(nil), // 9: google.protobuf.Timestamp
+	(*UsageMetadata)(nil),         // 10: agentrunner.v1.UsageMetadata
+	(*Content)(nil),               // 11: agentrunner.v1.Content
+	(*structpb.Struct)(nil),       // 12: google.protobuf.Struct
 }
 var file_agentrunner_v1_run_proto_depIdxs = []int32{
-	0, // 0: agentrunner.v1.RunConfig.streaming_mode:type_name -> agentrunner.v1.StreamingMode
-	3, // 1: agentrunner.v1.Status.details:type_name -> google.protobuf.Any
-	2, // [2:2] is the sub-list for method output_type
-	2, // [2:2] is the sub-list for method input_type
-	2, // [2:2] is the sub-list for extension type_name
-	2, // [2:2] is the sub-list for extension extendee
-	0, // [0:2] is the sub-list for field type_name
+	0,  // 0: agentrunner.v1.RunConfig.streaming_mode:type_name -> agentrunner.v1.StreamingMode
+	8,  // 1: agentrunner.v1.Status.details:type_name -> google.protobuf.Any
+	1,  // 2: agentrunner.v1.Run.status:type_name -> agentrunner.v1.RunStatus
+	9,  // 3: agentrunner.v1.Run.create_time:type_name -> google.protobuf.Timestamp
+	9,  // 4: agentrunner.v1.Run.start_time:type_name -> google.protobuf.Timestamp
+	9,  // 5: agentrunner.v1.Run.end_time:type_name -> google.protobuf.Timestamp
+	5,  // 6: agentrunner.v1.Run.error:type_name -> agentrunner.v1.Status
+	10, // 7: agentrunner.v1.Run.usage:type_name -> agentrunner.v1.UsageMetadata
+	2,  // 8: agentrunner.v1.Run.multitask_strategy:type_name -> agentrunner.v1.MultitaskStrategy
+	3,  // 9: agentrunner.v1.Run.on_disconnect:type_name -> agentrunner.v1.OnDisconnect
+	7,  // 10: agentrunner.v1.Run.input:type_name -> agentrunner.v1.RunInput
+	11, // 11: agentrunner.v1.RunInput.new_message:type_name -> agentrunner.v1.Content
+	12, // 12: agentrunner.v1.RunInput.state_delta:type_name -> google.protobuf.Struct
+	4,  // 13: agentrunner.v1.RunInput.run_config:type_name -> agentrunner.v1.RunConfig
+	14, // [14:14] is the sub-list for method output_type
+	14, // [14:14] is the sub-list for method input_type
+	14, // [14:14] is the sub-list for extension type_name
+	14, // [14:14] is the sub-list for extension extendee
+	0,  // [0:14] is the sub-list for field type_name
 }
 
 func init() { file_agentrunner_v1_run_proto_init() }
@@ -273,13 +796,15 @@ func file_agentrunner_v1_run_proto_init() {
 	if File_agentrunner_v1_run_proto != nil {
 		return
 	}
+	file_agentrunner_v1_content_proto_init()
+	file_agentrunner_v1_event_proto_init()
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_agentrunner_v1_run_proto_rawDesc), len(file_agentrunner_v1_run_proto_rawDesc)),
-			NumEnums:      1,
-			NumMessages:   2,
+			NumEnums:      4,
+			NumMessages:   4,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

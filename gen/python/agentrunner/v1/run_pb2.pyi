@@ -1,4 +1,8 @@
+from agentrunner.v1 import content_pb2 as _content_pb2
+from agentrunner.v1 import event_pb2 as _event_pb2
 from google.protobuf import any_pb2 as _any_pb2
+from google.protobuf import struct_pb2 as _struct_pb2
+from google.protobuf import timestamp_pb2 as _timestamp_pb2
 from google.protobuf.internal import containers as _containers
 from google.protobuf.internal import enum_type_wrapper as _enum_type_wrapper
 from google.protobuf import descriptor as _descriptor
@@ -6,9 +10,64 @@ from google.protobuf import message as _message
 from typing import ClassVar as _ClassVar, Iterable as _Iterable, Mapping as _Mapping, Optional as _Optional, Union as _Union
 
 DESCRIPTOR: _descriptor.FileDescriptor
+MULTITASK_STRATEGY_ENQUEUE: MultitaskStrategy
+MULTITASK_STRATEGY_INTERRUPT: MultitaskStrategy
+MULTITASK_STRATEGY_REJECT: MultitaskStrategy
+MULTITASK_STRATEGY_UNSPECIFIED: MultitaskStrategy
+ON_DISCONNECT_CANCEL: OnDisconnect
+ON_DISCONNECT_CONTINUE: OnDisconnect
+ON_DISCONNECT_UNSPECIFIED: OnDisconnect
+RUN_STATUS_CANCELLED: RunStatus
+RUN_STATUS_FAILED: RunStatus
+RUN_STATUS_INPUT_REQUIRED: RunStatus
+RUN_STATUS_INTERRUPTED: RunStatus
+RUN_STATUS_PENDING: RunStatus
+RUN_STATUS_RUNNING: RunStatus
+RUN_STATUS_SUCCEEDED: RunStatus
+RUN_STATUS_UNSPECIFIED: RunStatus
 STREAMING_MODE_NONE: StreamingMode
 STREAMING_MODE_SSE: StreamingMode
 STREAMING_MODE_UNSPECIFIED: StreamingMode
+
+class Run(_message.Message):
+    __slots__ = ["app_name", "create_time", "end_time", "error", "first_sequence", "input", "last_sequence", "multitask_strategy", "on_disconnect", "pending_call_ids", "request_digest", "request_id", "run_id", "session_id", "start_time", "status", "usage", "user_id"]
+    APP_NAME_FIELD_NUMBER: _ClassVar[int]
+    CREATE_TIME_FIELD_NUMBER: _ClassVar[int]
+    END_TIME_FIELD_NUMBER: _ClassVar[int]
+    ERROR_FIELD_NUMBER: _ClassVar[int]
+    FIRST_SEQUENCE_FIELD_NUMBER: _ClassVar[int]
+    INPUT_FIELD_NUMBER: _ClassVar[int]
+    LAST_SEQUENCE_FIELD_NUMBER: _ClassVar[int]
+    MULTITASK_STRATEGY_FIELD_NUMBER: _ClassVar[int]
+    ON_DISCONNECT_FIELD_NUMBER: _ClassVar[int]
+    PENDING_CALL_IDS_FIELD_NUMBER: _ClassVar[int]
+    REQUEST_DIGEST_FIELD_NUMBER: _ClassVar[int]
+    REQUEST_ID_FIELD_NUMBER: _ClassVar[int]
+    RUN_ID_FIELD_NUMBER: _ClassVar[int]
+    SESSION_ID_FIELD_NUMBER: _ClassVar[int]
+    START_TIME_FIELD_NUMBER: _ClassVar[int]
+    STATUS_FIELD_NUMBER: _ClassVar[int]
+    USAGE_FIELD_NUMBER: _ClassVar[int]
+    USER_ID_FIELD_NUMBER: _ClassVar[int]
+    app_name: str
+    create_time: _timestamp_pb2.Timestamp
+    end_time: _timestamp_pb2.Timestamp
+    error: Status
+    first_sequence: int
+    input: RunInput
+    last_sequence: int
+    multitask_strategy: MultitaskStrategy
+    on_disconnect: OnDisconnect
+    pending_call_ids: _containers.RepeatedScalarFieldContainer[str]
+    request_digest: str
+    request_id: str
+    run_id: str
+    session_id: str
+    start_time: _timestamp_pb2.Timestamp
+    status: RunStatus
+    usage: _event_pb2.UsageMetadata
+    user_id: str
+    def __init__(self, run_id: _Optional[str] = ..., app_name: _Optional[str] = ..., user_id: _Optional[str] = ..., session_id: _Optional[str] = ..., status: _Optional[_Union[RunStatus, str]] = ..., create_time: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., start_time: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., end_time: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., first_sequence: _Optional[int] = ..., last_sequence: _Optional[int] = ..., error: _Optional[_Union[Status, _Mapping]] = ..., request_id: _Optional[str] = ..., pending_call_ids: _Optional[_Iterable[str]] = ..., usage: _Optional[_Union[_event_pb2.UsageMetadata, _Mapping]] = ..., multitask_strategy: _Optional[_Union[MultitaskStrategy, str]] = ..., on_disconnect: _Optional[_Union[OnDisconnect, str]] = ..., input: _Optional[_Union[RunInput, _Mapping]] = ..., request_digest: _Optional[str] = ...) -> None: ...
 
 class RunConfig(_message.Message):
     __slots__ = ["max_llm_calls", "save_input_blobs_as_artifacts", "stream_user_event", "streaming_mode"]
@@ -22,6 +81,16 @@ class RunConfig(_message.Message):
     streaming_mode: StreamingMode
     def __init__(self, save_input_blobs_as_artifacts: bool = ..., max_llm_calls: _Optional[int] = ..., stream_user_event: bool = ..., streaming_mode: _Optional[_Union[StreamingMode, str]] = ...) -> None: ...
 
+class RunInput(_message.Message):
+    __slots__ = ["new_message", "run_config", "state_delta"]
+    NEW_MESSAGE_FIELD_NUMBER: _ClassVar[int]
+    RUN_CONFIG_FIELD_NUMBER: _ClassVar[int]
+    STATE_DELTA_FIELD_NUMBER: _ClassVar[int]
+    new_message: _content_pb2.Content
+    run_config: RunConfig
+    state_delta: _struct_pb2.Struct
+    def __init__(self, new_message: _Optional[_Union[_content_pb2.Content, _Mapping]] = ..., state_delta: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., run_config: _Optional[_Union[RunConfig, _Mapping]] = ...) -> None: ...
+
 class Status(_message.Message):
     __slots__ = ["code", "details", "message"]
     CODE_FIELD_NUMBER: _ClassVar[int]
@@ -33,4 +102,13 @@ class Status(_message.Message):
     def __init__(self, code: _Optional[int] = ..., message: _Optional[str] = ..., details: _Optional[_Iterable[_Union[_any_pb2.Any, _Mapping]]] = ...) -> None: ...
 
 class StreamingMode(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = []
+
+class RunStatus(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = []
+
+class MultitaskStrategy(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = []
+
+class OnDisconnect(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     __slots__ = []

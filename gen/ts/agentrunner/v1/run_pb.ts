@@ -4,15 +4,19 @@
 
 import type { GenEnum, GenFile, GenMessage } from "@bufbuild/protobuf/codegenv2";
 import { enumDesc, fileDesc, messageDesc } from "@bufbuild/protobuf/codegenv2";
-import type { Any } from "@bufbuild/protobuf/wkt";
-import { file_google_protobuf_any } from "@bufbuild/protobuf/wkt";
-import type { Message } from "@bufbuild/protobuf";
+import type { Content } from "./content_pb.js";
+import { file_agentrunner_v1_content } from "./content_pb.js";
+import type { UsageMetadata } from "./event_pb.js";
+import { file_agentrunner_v1_event } from "./event_pb.js";
+import type { Any, Timestamp } from "@bufbuild/protobuf/wkt";
+import { file_google_protobuf_any, file_google_protobuf_struct, file_google_protobuf_timestamp } from "@bufbuild/protobuf/wkt";
+import type { JsonObject, Message } from "@bufbuild/protobuf";
 
 /**
  * Describes the file agentrunner/v1/run.proto.
  */
 export const file_agentrunner_v1_run: GenFile = /*@__PURE__*/
-  fileDesc("ChhhZ2VudHJ1bm5lci92MS9ydW4ucHJvdG8SDmFnZW50cnVubmVyLnYxIpsBCglSdW5Db25maWcSJQodc2F2ZV9pbnB1dF9ibG9ic19hc19hcnRpZmFjdHMYASABKAgSFQoNbWF4X2xsbV9jYWxscxgCIAEoBRIZChFzdHJlYW1fdXNlcl9ldmVudBgDIAEoCBI1Cg5zdHJlYW1pbmdfbW9kZRgEIAEoDjIdLmFnZW50cnVubmVyLnYxLlN0cmVhbWluZ01vZGUiTgoGU3RhdHVzEgwKBGNvZGUYASABKAUSDwoHbWVzc2FnZRgCIAEoCRIlCgdkZXRhaWxzGAMgAygLMhQuZ29vZ2xlLnByb3RvYnVmLkFueSpgCg1TdHJlYW1pbmdNb2RlEh4KGlNUUkVBTUlOR19NT0RFX1VOU1BFQ0lGSUVEEAASFwoTU1RSRUFNSU5HX01PREVfTk9ORRABEhYKElNUUkVBTUlOR19NT0RFX1NTRRACYgZwcm90bzM", [file_google_protobuf_any]);
+  fileDesc("ChhhZ2VudHJ1bm5lci92MS9ydW4ucHJvdG8SDmFnZW50cnVubmVyLnYxIpsBCglSdW5Db25maWcSJQodc2F2ZV9pbnB1dF9ibG9ic19hc19hcnRpZmFjdHMYASABKAgSFQoNbWF4X2xsbV9jYWxscxgCIAEoBRIZChFzdHJlYW1fdXNlcl9ldmVudBgDIAEoCBI1Cg5zdHJlYW1pbmdfbW9kZRgEIAEoDjIdLmFnZW50cnVubmVyLnYxLlN0cmVhbWluZ01vZGUiTgoGU3RhdHVzEgwKBGNvZGUYASABKAUSDwoHbWVzc2FnZRgCIAEoCRIlCgdkZXRhaWxzGAMgAygLMhQuZ29vZ2xlLnByb3RvYnVmLkFueSLtBAoDUnVuEg4KBnJ1bl9pZBgBIAEoCRIQCghhcHBfbmFtZRgCIAEoCRIPCgd1c2VyX2lkGAMgASgJEhIKCnNlc3Npb25faWQYBCABKAkSKQoGc3RhdHVzGAUgASgOMhkuYWdlbnRydW5uZXIudjEuUnVuU3RhdHVzEi8KC2NyZWF0ZV90aW1lGAYgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIuCgpzdGFydF90aW1lGAcgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIsCghlbmRfdGltZRgIIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASFgoOZmlyc3Rfc2VxdWVuY2UYCSABKAQSFQoNbGFzdF9zZXF1ZW5jZRgKIAEoBBIlCgVlcnJvchgLIAEoCzIWLmFnZW50cnVubmVyLnYxLlN0YXR1cxISCgpyZXF1ZXN0X2lkGAwgASgJEhgKEHBlbmRpbmdfY2FsbF9pZHMYDSADKAkSLAoFdXNhZ2UYDiABKAsyHS5hZ2VudHJ1bm5lci52MS5Vc2FnZU1ldGFkYXRhEj0KEm11bHRpdGFza19zdHJhdGVneRgPIAEoDjIhLmFnZW50cnVubmVyLnYxLk11bHRpdGFza1N0cmF0ZWd5EjMKDW9uX2Rpc2Nvbm5lY3QYECABKA4yHC5hZ2VudHJ1bm5lci52MS5PbkRpc2Nvbm5lY3QSJwoFaW5wdXQYESABKAsyGC5hZ2VudHJ1bm5lci52MS5SdW5JbnB1dBIWCg5yZXF1ZXN0X2RpZ2VzdBgSIAEoCSKVAQoIUnVuSW5wdXQSLAoLbmV3X21lc3NhZ2UYASABKAsyFy5hZ2VudHJ1bm5lci52MS5Db250ZW50EiwKC3N0YXRlX2RlbHRhGAIgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBItCgpydW5fY29uZmlnGAMgASgLMhkuYWdlbnRydW5uZXIudjEuUnVuQ29uZmlnKmAKDVN0cmVhbWluZ01vZGUSHgoaU1RSRUFNSU5HX01PREVfVU5TUEVDSUZJRUQQABIXChNTVFJFQU1JTkdfTU9ERV9OT05FEAESFgoSU1RSRUFNSU5HX01PREVfU1NFEAIq3QEKCVJ1blN0YXR1cxIaChZSVU5fU1RBVFVTX1VOU1BFQ0lGSUVEEAASFgoSUlVOX1NUQVRVU19QRU5ESU5HEAESFgoSUlVOX1NUQVRVU19SVU5OSU5HEAISHQoZUlVOX1NUQVRVU19JTlBVVF9SRVFVSVJFRBADEhgKFFJVTl9TVEFUVVNfU1VDQ0VFREVEEAQSFQoRUlVOX1NUQVRVU19GQUlMRUQQBRIYChRSVU5fU1RBVFVTX0NBTkNFTExFRBAGEhoKFlJVTl9TVEFUVVNfSU5URVJSVVBURUQQByqYAQoRTXVsdGl0YXNrU3RyYXRlZ3kSIgoeTVVMVElUQVNLX1NUUkFURUdZX1VOU1BFQ0lGSUVEEAASHQoZTVVMVElUQVNLX1NUUkFURUdZX1JFSkVDVBABEh4KGk1VTFRJVEFTS19TVFJBVEVHWV9FTlFVRVVFEAISIAocTVVMVElUQVNLX1NUUkFURUdZX0lOVEVSUlVQVBADKmMKDE9uRGlzY29ubmVjdBIdChlPTl9ESVNDT05ORUNUX1VOU1BFQ0lGSUVEEAASGAoUT05fRElTQ09OTkVDVF9DQU5DRUwQARIaChZPTl9ESVNDT05ORUNUX0NPTlRJTlVFEAJiBnByb3RvMw", [file_agentrunner_v1_content, file_agentrunner_v1_event, file_google_protobuf_any, file_google_protobuf_struct, file_google_protobuf_timestamp]);
 
 /**
  * RunConfig tunes one Run.
@@ -97,6 +101,174 @@ export const StatusSchema: GenMessage<Status> = /*@__PURE__*/
   messageDesc(file_agentrunner_v1_run, 1);
 
 /**
+ * Run is one run of an app on a session: a user message and everything the
+ * agents did to answer it. Its id is the invocation id of its events.
+ *
+ * @generated from message agentrunner.v1.Run
+ */
+export type Run = Message<"agentrunner.v1.Run"> & {
+  /**
+   * Unique id of the run; every event the run stores carries it as its
+   * invocation_id.
+   *
+   * @generated from field: string run_id = 1;
+   */
+  runId: string;
+
+  /**
+   * The session the run belongs to.
+   *
+   * @generated from field: string app_name = 2;
+   */
+  appName: string;
+
+  /**
+   * @generated from field: string user_id = 3;
+   */
+  userId: string;
+
+  /**
+   * @generated from field: string session_id = 4;
+   */
+  sessionId: string;
+
+  /**
+   * Where the run is in its life.
+   *
+   * @generated from field: agentrunner.v1.RunStatus status = 5;
+   */
+  status: RunStatus;
+
+  /**
+   * When the run was admitted, started (its user message stored) and ended.
+   *
+   * @generated from field: google.protobuf.Timestamp create_time = 6;
+   */
+  createTime?: Timestamp | undefined;
+
+  /**
+   * @generated from field: google.protobuf.Timestamp start_time = 7;
+   */
+  startTime?: Timestamp | undefined;
+
+  /**
+   * @generated from field: google.protobuf.Timestamp end_time = 8;
+   */
+  endTime?: Timestamp | undefined;
+
+  /**
+   * The sequences of the run's first and last stored events (zero before
+   * it has stored any); the run's events are exactly those in this range.
+   *
+   * @generated from field: uint64 first_sequence = 9;
+   */
+  firstSequence: bigint;
+
+  /**
+   * @generated from field: uint64 last_sequence = 10;
+   */
+  lastSequence: bigint;
+
+  /**
+   * Why the run failed, was cancelled or was interrupted.
+   *
+   * @generated from field: agentrunner.v1.Status error = 11;
+   */
+  error?: Status | undefined;
+
+  /**
+   * The caller's idempotency key, when it gave one.
+   *
+   * @generated from field: string request_id = 12;
+   */
+  requestId: string;
+
+  /**
+   * The calls the run waits on when it is RUN_STATUS_INPUT_REQUIRED.
+   *
+   * @generated from field: repeated string pending_call_ids = 13;
+   */
+  pendingCallIds: string[];
+
+  /**
+   * Token usage summed over the run's model calls.
+   *
+   * @generated from field: agentrunner.v1.UsageMetadata usage = 14;
+   */
+  usage?: UsageMetadata | undefined;
+
+  /**
+   * How the run was admitted and what it does when its caller goes away.
+   *
+   * @generated from field: agentrunner.v1.MultitaskStrategy multitask_strategy = 15;
+   */
+  multitaskStrategy: MultitaskStrategy;
+
+  /**
+   * @generated from field: agentrunner.v1.OnDisconnect on_disconnect = 16;
+   */
+  onDisconnect: OnDisconnect;
+
+  /**
+   * The request of a pending run, kept until the run starts so that it
+   * survives a restart; empty once the user message is stored.
+   *
+   * @generated from field: agentrunner.v1.RunInput input = 17;
+   */
+  input?: RunInput | undefined;
+
+  /**
+   * SHA-256 of the request's payload (message, state delta, run config),
+   * hex: a retry with the same request_id must send the same payload.
+   *
+   * @generated from field: string request_digest = 18;
+   */
+  requestDigest: string;
+};
+
+/**
+ * Describes the message agentrunner.v1.Run.
+ * Use `create(RunSchema)` to create a new message.
+ */
+export const RunSchema: GenMessage<Run> = /*@__PURE__*/
+  messageDesc(file_agentrunner_v1_run, 2);
+
+/**
+ * RunInput is what a run was asked to do.
+ *
+ * @generated from message agentrunner.v1.RunInput
+ */
+export type RunInput = Message<"agentrunner.v1.RunInput"> & {
+  /**
+   * The user's message.
+   *
+   * @generated from field: agentrunner.v1.Content new_message = 1;
+   */
+  newMessage?: Content | undefined;
+
+  /**
+   * State changes applied with the message.
+   *
+   * @generated from field: google.protobuf.Struct state_delta = 2;
+   */
+  stateDelta?: JsonObject | undefined;
+
+  /**
+   * Options of the run.
+   *
+   * @generated from field: agentrunner.v1.RunConfig run_config = 3;
+   */
+  runConfig?: RunConfig | undefined;
+};
+
+/**
+ * Describes the message agentrunner.v1.RunInput.
+ * Use `create(RunInputSchema)` to create a new message.
+ */
+export const RunInputSchema: GenMessage<RunInput> = /*@__PURE__*/
+  messageDesc(file_agentrunner_v1_run, 3);
+
+/**
  * StreamingMode selects how model output reaches the Run stream.
  *
  * @generated from enum agentrunner.v1.StreamingMode
@@ -130,4 +302,154 @@ export enum StreamingMode {
  */
 export const StreamingModeSchema: GenEnum<StreamingMode> = /*@__PURE__*/
   enumDesc(file_agentrunner_v1_run, 0);
+
+/**
+ * RunStatus is where a run is in its life.
+ *
+ * @generated from enum agentrunner.v1.RunStatus
+ */
+export enum RunStatus {
+  /**
+   * Not set.
+   *
+   * @generated from enum value: RUN_STATUS_UNSPECIFIED = 0;
+   */
+  UNSPECIFIED = 0,
+
+  /**
+   * Admitted and waiting for the session's active run to end.
+   *
+   * @generated from enum value: RUN_STATUS_PENDING = 1;
+   */
+  PENDING = 1,
+
+  /**
+   * Running.
+   *
+   * @generated from enum value: RUN_STATUS_RUNNING = 2;
+   */
+  RUNNING = 2,
+
+  /**
+   * Ended waiting on the caller: a client-executed tool, a confirmation, or
+   * a tool call a crash left in doubt (pending_call_ids names them).
+   *
+   * @generated from enum value: RUN_STATUS_INPUT_REQUIRED = 3;
+   */
+  INPUT_REQUIRED = 3,
+
+  /**
+   * Ended normally.
+   *
+   * @generated from enum value: RUN_STATUS_SUCCEEDED = 4;
+   */
+  SUCCEEDED = 4,
+
+  /**
+   * Ended with an error (see error).
+   *
+   * @generated from enum value: RUN_STATUS_FAILED = 5;
+   */
+  FAILED = 5,
+
+  /**
+   * Cancelled by CancelRun, by its caller going away, or by a run that
+   * interrupted it.
+   *
+   * @generated from enum value: RUN_STATUS_CANCELLED = 6;
+   */
+  CANCELLED = 6,
+
+  /**
+   * Cut off by a crash or a shutdown; ResumeRun continues it.
+   *
+   * @generated from enum value: RUN_STATUS_INTERRUPTED = 7;
+   */
+  INTERRUPTED = 7,
+}
+
+/**
+ * Describes the enum agentrunner.v1.RunStatus.
+ */
+export const RunStatusSchema: GenEnum<RunStatus> = /*@__PURE__*/
+  enumDesc(file_agentrunner_v1_run, 1);
+
+/**
+ * MultitaskStrategy says what a new run does when its session already has
+ * an active run.
+ *
+ * @generated from enum agentrunner.v1.MultitaskStrategy
+ */
+export enum MultitaskStrategy {
+  /**
+   * Not set: the same as MULTITASK_STRATEGY_REJECT.
+   *
+   * @generated from enum value: MULTITASK_STRATEGY_UNSPECIFIED = 0;
+   */
+  UNSPECIFIED = 0,
+
+  /**
+   * Refused with ABORTED naming the active run.
+   *
+   * @generated from enum value: MULTITASK_STRATEGY_REJECT = 1;
+   */
+  REJECT = 1,
+
+  /**
+   * Pending: runs after the active one (and those queued before it), in
+   * order, even across a restart.
+   *
+   * @generated from enum value: MULTITASK_STRATEGY_ENQUEUE = 2;
+   */
+  ENQUEUE = 2,
+
+  /**
+   * The active run is cancelled once its current event is stored, then the
+   * new run runs.
+   *
+   * @generated from enum value: MULTITASK_STRATEGY_INTERRUPT = 3;
+   */
+  INTERRUPT = 3,
+}
+
+/**
+ * Describes the enum agentrunner.v1.MultitaskStrategy.
+ */
+export const MultitaskStrategySchema: GenEnum<MultitaskStrategy> = /*@__PURE__*/
+  enumDesc(file_agentrunner_v1_run, 2);
+
+/**
+ * OnDisconnect says what a run does when the stream that started it goes
+ * away before it ends.
+ *
+ * @generated from enum agentrunner.v1.OnDisconnect
+ */
+export enum OnDisconnect {
+  /**
+   * Not set: the same as ON_DISCONNECT_CANCEL.
+   *
+   * @generated from enum value: ON_DISCONNECT_UNSPECIFIED = 0;
+   */
+  UNSPECIFIED = 0,
+
+  /**
+   * The run is cancelled.
+   *
+   * @generated from enum value: ON_DISCONNECT_CANCEL = 1;
+   */
+  CANCEL = 1,
+
+  /**
+   * The run goes on without a reader; AttachRun follows it.
+   *
+   * @generated from enum value: ON_DISCONNECT_CONTINUE = 2;
+   */
+  CONTINUE = 2,
+}
+
+/**
+ * Describes the enum agentrunner.v1.OnDisconnect.
+ */
+export const OnDisconnectSchema: GenEnum<OnDisconnect> = /*@__PURE__*/
+  enumDesc(file_agentrunner_v1_run, 3);
 

@@ -38,7 +38,17 @@ type RunRequest struct {
 	// the agent already sees them.
 	StateDelta *structpb.Struct `protobuf:"bytes,5,opt,name=state_delta,json=stateDelta,proto3" json:"state_delta,omitempty"`
 	// Options for this run.
-	RunConfig     *v1.RunConfig `protobuf:"bytes,6,opt,name=run_config,json=runConfig,proto3" json:"run_config,omitempty"`
+	RunConfig *v1.RunConfig `protobuf:"bytes,6,opt,name=run_config,json=runConfig,proto3" json:"run_config,omitempty"`
+	// Idempotency key: a second request with the same request_id on the same
+	// session and the same payload gets the first one's run (Run attaches to
+	// it); with a different payload it is ALREADY_EXISTS naming the run.
+	RequestId string `protobuf:"bytes,7,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"`
+	// What to do when the session already has an active run; unset means
+	// MULTITASK_STRATEGY_REJECT.
+	MultitaskStrategy v1.MultitaskStrategy `protobuf:"varint,8,opt,name=multitask_strategy,json=multitaskStrategy,proto3,enum=agentrunner.v1.MultitaskStrategy" json:"multitask_strategy,omitempty"`
+	// What to do when this stream goes away before the run ends; unset means
+	// ON_DISCONNECT_CANCEL.
+	OnDisconnect  v1.OnDisconnect `protobuf:"varint,9,opt,name=on_disconnect,json=onDisconnect,proto3,enum=agentrunner.v1.OnDisconnect" json:"on_disconnect,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -115,6 +125,624 @@ func (x *RunRequest) GetRunConfig() *v1.RunConfig {
 	return nil
 }
 
+func (x *RunRequest) GetRequestId() string {
+	if x != nil {
+		return x.RequestId
+	}
+	return ""
+}
+
+func (x *RunRequest) GetMultitaskStrategy() v1.MultitaskStrategy {
+	if x != nil {
+		return x.MultitaskStrategy
+	}
+	return v1.MultitaskStrategy(0)
+}
+
+func (x *RunRequest) GetOnDisconnect() v1.OnDisconnect {
+	if x != nil {
+		return x.OnDisconnect
+	}
+	return v1.OnDisconnect(0)
+}
+
+// StartRunRequest is the input of StartRun: the same fields as RunRequest.
+// on_disconnect does not apply: nothing reads the run it starts.
+type StartRunRequest struct {
+	state             protoimpl.MessageState `protogen:"open.v1"`
+	AppName           string                 `protobuf:"bytes,1,opt,name=app_name,json=appName,proto3" json:"app_name,omitempty"`
+	UserId            string                 `protobuf:"bytes,2,opt,name=user_id,json=userId,proto3" json:"user_id,omitempty"`
+	SessionId         string                 `protobuf:"bytes,3,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
+	NewMessage        *v1.Content            `protobuf:"bytes,4,opt,name=new_message,json=newMessage,proto3" json:"new_message,omitempty"`
+	StateDelta        *structpb.Struct       `protobuf:"bytes,5,opt,name=state_delta,json=stateDelta,proto3" json:"state_delta,omitempty"`
+	RunConfig         *v1.RunConfig          `protobuf:"bytes,6,opt,name=run_config,json=runConfig,proto3" json:"run_config,omitempty"`
+	RequestId         string                 `protobuf:"bytes,7,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"`
+	MultitaskStrategy v1.MultitaskStrategy   `protobuf:"varint,8,opt,name=multitask_strategy,json=multitaskStrategy,proto3,enum=agentrunner.v1.MultitaskStrategy" json:"multitask_strategy,omitempty"`
+	unknownFields     protoimpl.UnknownFields
+	sizeCache         protoimpl.SizeCache
+}
+
+func (x *StartRunRequest) Reset() {
+	*x = StartRunRequest{}
+	mi := &file_agentrunner_service_v1_runner_service_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *StartRunRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*StartRunRequest) ProtoMessage() {}
+
+func (x *StartRunRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_agentrunner_service_v1_runner_service_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use StartRunRequest.ProtoReflect.Descriptor instead.
+func (*StartRunRequest) Descriptor() ([]byte, []int) {
+	return file_agentrunner_service_v1_runner_service_proto_rawDescGZIP(), []int{1}
+}
+
+func (x *StartRunRequest) GetAppName() string {
+	if x != nil {
+		return x.AppName
+	}
+	return ""
+}
+
+func (x *StartRunRequest) GetUserId() string {
+	if x != nil {
+		return x.UserId
+	}
+	return ""
+}
+
+func (x *StartRunRequest) GetSessionId() string {
+	if x != nil {
+		return x.SessionId
+	}
+	return ""
+}
+
+func (x *StartRunRequest) GetNewMessage() *v1.Content {
+	if x != nil {
+		return x.NewMessage
+	}
+	return nil
+}
+
+func (x *StartRunRequest) GetStateDelta() *structpb.Struct {
+	if x != nil {
+		return x.StateDelta
+	}
+	return nil
+}
+
+func (x *StartRunRequest) GetRunConfig() *v1.RunConfig {
+	if x != nil {
+		return x.RunConfig
+	}
+	return nil
+}
+
+func (x *StartRunRequest) GetRequestId() string {
+	if x != nil {
+		return x.RequestId
+	}
+	return ""
+}
+
+func (x *StartRunRequest) GetMultitaskStrategy() v1.MultitaskStrategy {
+	if x != nil {
+		return x.MultitaskStrategy
+	}
+	return v1.MultitaskStrategy(0)
+}
+
+// StartRunResponse is the output of StartRun.
+type StartRunResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The run as admitted: RUN_STATUS_PENDING or RUN_STATUS_RUNNING (or, for
+	// a repeated request_id, the earlier run as it is now).
+	Run           *v1.Run `protobuf:"bytes,1,opt,name=run,proto3" json:"run,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *StartRunResponse) Reset() {
+	*x = StartRunResponse{}
+	mi := &file_agentrunner_service_v1_runner_service_proto_msgTypes[2]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *StartRunResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*StartRunResponse) ProtoMessage() {}
+
+func (x *StartRunResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_agentrunner_service_v1_runner_service_proto_msgTypes[2]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use StartRunResponse.ProtoReflect.Descriptor instead.
+func (*StartRunResponse) Descriptor() ([]byte, []int) {
+	return file_agentrunner_service_v1_runner_service_proto_rawDescGZIP(), []int{2}
+}
+
+func (x *StartRunResponse) GetRun() *v1.Run {
+	if x != nil {
+		return x.Run
+	}
+	return nil
+}
+
+// GetRunRequest is the input of GetRun.
+type GetRunRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The run. Required.
+	RunId         string `protobuf:"bytes,1,opt,name=run_id,json=runId,proto3" json:"run_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetRunRequest) Reset() {
+	*x = GetRunRequest{}
+	mi := &file_agentrunner_service_v1_runner_service_proto_msgTypes[3]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetRunRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetRunRequest) ProtoMessage() {}
+
+func (x *GetRunRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_agentrunner_service_v1_runner_service_proto_msgTypes[3]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetRunRequest.ProtoReflect.Descriptor instead.
+func (*GetRunRequest) Descriptor() ([]byte, []int) {
+	return file_agentrunner_service_v1_runner_service_proto_rawDescGZIP(), []int{3}
+}
+
+func (x *GetRunRequest) GetRunId() string {
+	if x != nil {
+		return x.RunId
+	}
+	return ""
+}
+
+// GetRunResponse is the output of GetRun.
+type GetRunResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Run           *v1.Run                `protobuf:"bytes,1,opt,name=run,proto3" json:"run,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetRunResponse) Reset() {
+	*x = GetRunResponse{}
+	mi := &file_agentrunner_service_v1_runner_service_proto_msgTypes[4]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetRunResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetRunResponse) ProtoMessage() {}
+
+func (x *GetRunResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_agentrunner_service_v1_runner_service_proto_msgTypes[4]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetRunResponse.ProtoReflect.Descriptor instead.
+func (*GetRunResponse) Descriptor() ([]byte, []int) {
+	return file_agentrunner_service_v1_runner_service_proto_rawDescGZIP(), []int{4}
+}
+
+func (x *GetRunResponse) GetRun() *v1.Run {
+	if x != nil {
+		return x.Run
+	}
+	return nil
+}
+
+// ListRunsRequest is the input of ListRuns.
+type ListRunsRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The session whose runs to list. Required.
+	AppName   string `protobuf:"bytes,1,opt,name=app_name,json=appName,proto3" json:"app_name,omitempty"`
+	UserId    string `protobuf:"bytes,2,opt,name=user_id,json=userId,proto3" json:"user_id,omitempty"`
+	SessionId string `protobuf:"bytes,3,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
+	// Maximum runs to return; 0 means 100, at most 1000.
+	PageSize int32 `protobuf:"varint,4,opt,name=page_size,json=pageSize,proto3" json:"page_size,omitempty"`
+	// next_page_token of a previous response.
+	PageToken     string `protobuf:"bytes,5,opt,name=page_token,json=pageToken,proto3" json:"page_token,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListRunsRequest) Reset() {
+	*x = ListRunsRequest{}
+	mi := &file_agentrunner_service_v1_runner_service_proto_msgTypes[5]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListRunsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListRunsRequest) ProtoMessage() {}
+
+func (x *ListRunsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_agentrunner_service_v1_runner_service_proto_msgTypes[5]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListRunsRequest.ProtoReflect.Descriptor instead.
+func (*ListRunsRequest) Descriptor() ([]byte, []int) {
+	return file_agentrunner_service_v1_runner_service_proto_rawDescGZIP(), []int{5}
+}
+
+func (x *ListRunsRequest) GetAppName() string {
+	if x != nil {
+		return x.AppName
+	}
+	return ""
+}
+
+func (x *ListRunsRequest) GetUserId() string {
+	if x != nil {
+		return x.UserId
+	}
+	return ""
+}
+
+func (x *ListRunsRequest) GetSessionId() string {
+	if x != nil {
+		return x.SessionId
+	}
+	return ""
+}
+
+func (x *ListRunsRequest) GetPageSize() int32 {
+	if x != nil {
+		return x.PageSize
+	}
+	return 0
+}
+
+func (x *ListRunsRequest) GetPageToken() string {
+	if x != nil {
+		return x.PageToken
+	}
+	return ""
+}
+
+// ListRunsResponse is the output of ListRuns.
+type ListRunsResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Newest first.
+	Runs []*v1.Run `protobuf:"bytes,1,rep,name=runs,proto3" json:"runs,omitempty"`
+	// Continues the listing; empty at the end.
+	NextPageToken string `protobuf:"bytes,2,opt,name=next_page_token,json=nextPageToken,proto3" json:"next_page_token,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListRunsResponse) Reset() {
+	*x = ListRunsResponse{}
+	mi := &file_agentrunner_service_v1_runner_service_proto_msgTypes[6]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListRunsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListRunsResponse) ProtoMessage() {}
+
+func (x *ListRunsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_agentrunner_service_v1_runner_service_proto_msgTypes[6]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListRunsResponse.ProtoReflect.Descriptor instead.
+func (*ListRunsResponse) Descriptor() ([]byte, []int) {
+	return file_agentrunner_service_v1_runner_service_proto_rawDescGZIP(), []int{6}
+}
+
+func (x *ListRunsResponse) GetRuns() []*v1.Run {
+	if x != nil {
+		return x.Runs
+	}
+	return nil
+}
+
+func (x *ListRunsResponse) GetNextPageToken() string {
+	if x != nil {
+		return x.NextPageToken
+	}
+	return ""
+}
+
+// CancelRunRequest is the input of CancelRun.
+type CancelRunRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The run. Required.
+	RunId         string `protobuf:"bytes,1,opt,name=run_id,json=runId,proto3" json:"run_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CancelRunRequest) Reset() {
+	*x = CancelRunRequest{}
+	mi := &file_agentrunner_service_v1_runner_service_proto_msgTypes[7]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CancelRunRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CancelRunRequest) ProtoMessage() {}
+
+func (x *CancelRunRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_agentrunner_service_v1_runner_service_proto_msgTypes[7]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CancelRunRequest.ProtoReflect.Descriptor instead.
+func (*CancelRunRequest) Descriptor() ([]byte, []int) {
+	return file_agentrunner_service_v1_runner_service_proto_rawDescGZIP(), []int{7}
+}
+
+func (x *CancelRunRequest) GetRunId() string {
+	if x != nil {
+		return x.RunId
+	}
+	return ""
+}
+
+// CancelRunResponse is the output of CancelRun.
+type CancelRunResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The run as it is after the cancellation took effect.
+	Run           *v1.Run `protobuf:"bytes,1,opt,name=run,proto3" json:"run,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CancelRunResponse) Reset() {
+	*x = CancelRunResponse{}
+	mi := &file_agentrunner_service_v1_runner_service_proto_msgTypes[8]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CancelRunResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CancelRunResponse) ProtoMessage() {}
+
+func (x *CancelRunResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_agentrunner_service_v1_runner_service_proto_msgTypes[8]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CancelRunResponse.ProtoReflect.Descriptor instead.
+func (*CancelRunResponse) Descriptor() ([]byte, []int) {
+	return file_agentrunner_service_v1_runner_service_proto_rawDescGZIP(), []int{8}
+}
+
+func (x *CancelRunResponse) GetRun() *v1.Run {
+	if x != nil {
+		return x.Run
+	}
+	return nil
+}
+
+// AttachRunRequest is the input of AttachRun.
+type AttachRunRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The run. Required.
+	RunId string `protobuf:"bytes,1,opt,name=run_id,json=runId,proto3" json:"run_id,omitempty"`
+	// Only stored events with a greater sequence are replayed; zero replays
+	// every event of the run.
+	AfterSequence uint64 `protobuf:"varint,2,opt,name=after_sequence,json=afterSequence,proto3" json:"after_sequence,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AttachRunRequest) Reset() {
+	*x = AttachRunRequest{}
+	mi := &file_agentrunner_service_v1_runner_service_proto_msgTypes[9]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AttachRunRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AttachRunRequest) ProtoMessage() {}
+
+func (x *AttachRunRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_agentrunner_service_v1_runner_service_proto_msgTypes[9]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AttachRunRequest.ProtoReflect.Descriptor instead.
+func (*AttachRunRequest) Descriptor() ([]byte, []int) {
+	return file_agentrunner_service_v1_runner_service_proto_rawDescGZIP(), []int{9}
+}
+
+func (x *AttachRunRequest) GetRunId() string {
+	if x != nil {
+		return x.RunId
+	}
+	return ""
+}
+
+func (x *AttachRunRequest) GetAfterSequence() uint64 {
+	if x != nil {
+		return x.AfterSequence
+	}
+	return 0
+}
+
+// ResumeRunRequest is the input of ResumeRun.
+type ResumeRunRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// An interrupted run, or one waiting on calls a crash left in doubt.
+	// Required.
+	RunId string `protobuf:"bytes,1,opt,name=run_id,json=runId,proto3" json:"run_id,omitempty"`
+	// function_response parts answering calls the run waits on.
+	Answers *v1.Content `protobuf:"bytes,2,opt,name=answers,proto3" json:"answers,omitempty"`
+	// Calls the run waits on that are to be run again.
+	RetryCallIds []string `protobuf:"bytes,3,rep,name=retry_call_ids,json=retryCallIds,proto3" json:"retry_call_ids,omitempty"`
+	// What to do when this stream goes away before the run ends.
+	OnDisconnect  v1.OnDisconnect `protobuf:"varint,4,opt,name=on_disconnect,json=onDisconnect,proto3,enum=agentrunner.v1.OnDisconnect" json:"on_disconnect,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ResumeRunRequest) Reset() {
+	*x = ResumeRunRequest{}
+	mi := &file_agentrunner_service_v1_runner_service_proto_msgTypes[10]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ResumeRunRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ResumeRunRequest) ProtoMessage() {}
+
+func (x *ResumeRunRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_agentrunner_service_v1_runner_service_proto_msgTypes[10]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ResumeRunRequest.ProtoReflect.Descriptor instead.
+func (*ResumeRunRequest) Descriptor() ([]byte, []int) {
+	return file_agentrunner_service_v1_runner_service_proto_rawDescGZIP(), []int{10}
+}
+
+func (x *ResumeRunRequest) GetRunId() string {
+	if x != nil {
+		return x.RunId
+	}
+	return ""
+}
+
+func (x *ResumeRunRequest) GetAnswers() *v1.Content {
+	if x != nil {
+		return x.Answers
+	}
+	return nil
+}
+
+func (x *ResumeRunRequest) GetRetryCallIds() []string {
+	if x != nil {
+		return x.RetryCallIds
+	}
+	return nil
+}
+
+func (x *ResumeRunRequest) GetOnDisconnect() v1.OnDisconnect {
+	if x != nil {
+		return x.OnDisconnect
+	}
+	return v1.OnDisconnect(0)
+}
+
 // RunResponse is one message of the Run stream.
 type RunResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -124,6 +752,7 @@ type RunResponse struct {
 	//
 	//	*RunResponse_Event
 	//	*RunResponse_Error
+	//	*RunResponse_Run
 	Payload       isRunResponse_Payload `protobuf_oneof:"payload"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -131,7 +760,7 @@ type RunResponse struct {
 
 func (x *RunResponse) Reset() {
 	*x = RunResponse{}
-	mi := &file_agentrunner_service_v1_runner_service_proto_msgTypes[1]
+	mi := &file_agentrunner_service_v1_runner_service_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -143,7 +772,7 @@ func (x *RunResponse) String() string {
 func (*RunResponse) ProtoMessage() {}
 
 func (x *RunResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_agentrunner_service_v1_runner_service_proto_msgTypes[1]
+	mi := &file_agentrunner_service_v1_runner_service_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -156,7 +785,7 @@ func (x *RunResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RunResponse.ProtoReflect.Descriptor instead.
 func (*RunResponse) Descriptor() ([]byte, []int) {
-	return file_agentrunner_service_v1_runner_service_proto_rawDescGZIP(), []int{1}
+	return file_agentrunner_service_v1_runner_service_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *RunResponse) GetPayload() isRunResponse_Payload {
@@ -184,6 +813,15 @@ func (x *RunResponse) GetError() *v1.Status {
 	return nil
 }
 
+func (x *RunResponse) GetRun() *v1.Run {
+	if x != nil {
+		if x, ok := x.Payload.(*RunResponse_Run); ok {
+			return x.Run
+		}
+	}
+	return nil
+}
+
 type isRunResponse_Payload interface {
 	isRunResponse_Payload()
 }
@@ -198,9 +836,17 @@ type RunResponse_Error struct {
 	Error *v1.Status `protobuf:"bytes,2,opt,name=error,proto3,oneof"`
 }
 
+type RunResponse_Run struct {
+	// The run record: the first message of every run stream, and the last,
+	// with the final status.
+	Run *v1.Run `protobuf:"bytes,3,opt,name=run,proto3,oneof"`
+}
+
 func (*RunResponse_Event) isRunResponse_Payload() {}
 
 func (*RunResponse_Error) isRunResponse_Payload() {}
+
+func (*RunResponse_Run) isRunResponse_Payload() {}
 
 // ListAppsRequest is the input of ListApps.
 type ListAppsRequest struct {
@@ -211,7 +857,7 @@ type ListAppsRequest struct {
 
 func (x *ListAppsRequest) Reset() {
 	*x = ListAppsRequest{}
-	mi := &file_agentrunner_service_v1_runner_service_proto_msgTypes[2]
+	mi := &file_agentrunner_service_v1_runner_service_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -223,7 +869,7 @@ func (x *ListAppsRequest) String() string {
 func (*ListAppsRequest) ProtoMessage() {}
 
 func (x *ListAppsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_agentrunner_service_v1_runner_service_proto_msgTypes[2]
+	mi := &file_agentrunner_service_v1_runner_service_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -236,7 +882,7 @@ func (x *ListAppsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListAppsRequest.ProtoReflect.Descriptor instead.
 func (*ListAppsRequest) Descriptor() ([]byte, []int) {
-	return file_agentrunner_service_v1_runner_service_proto_rawDescGZIP(), []int{2}
+	return file_agentrunner_service_v1_runner_service_proto_rawDescGZIP(), []int{12}
 }
 
 // ListAppsResponse is the output of ListApps.
@@ -250,7 +896,7 @@ type ListAppsResponse struct {
 
 func (x *ListAppsResponse) Reset() {
 	*x = ListAppsResponse{}
-	mi := &file_agentrunner_service_v1_runner_service_proto_msgTypes[3]
+	mi := &file_agentrunner_service_v1_runner_service_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -262,7 +908,7 @@ func (x *ListAppsResponse) String() string {
 func (*ListAppsResponse) ProtoMessage() {}
 
 func (x *ListAppsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_agentrunner_service_v1_runner_service_proto_msgTypes[3]
+	mi := &file_agentrunner_service_v1_runner_service_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -275,7 +921,7 @@ func (x *ListAppsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListAppsResponse.ProtoReflect.Descriptor instead.
 func (*ListAppsResponse) Descriptor() ([]byte, []int) {
-	return file_agentrunner_service_v1_runner_service_proto_rawDescGZIP(), []int{3}
+	return file_agentrunner_service_v1_runner_service_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *ListAppsResponse) GetApps() []*v1.App {
@@ -289,7 +935,7 @@ var File_agentrunner_service_v1_runner_service_proto protoreflect.FileDescriptor
 
 const file_agentrunner_service_v1_runner_service_proto_rawDesc = "" +
 	"\n" +
-	"+agentrunner/service/v1/runner_service.proto\x12\x16agentrunner.service.v1\x1a\x1aagentrunner/v1/agent.proto\x1a\x1cagentrunner/v1/content.proto\x1a\x1aagentrunner/v1/event.proto\x1a\x18agentrunner/v1/run.proto\x1a\x1cgoogle/protobuf/struct.proto\"\x8d\x02\n" +
+	"+agentrunner/service/v1/runner_service.proto\x12\x16agentrunner.service.v1\x1a\x1aagentrunner/v1/agent.proto\x1a\x1cagentrunner/v1/content.proto\x1a\x1aagentrunner/v1/event.proto\x1a\x18agentrunner/v1/run.proto\x1a\x1cgoogle/protobuf/struct.proto\"\xc1\x03\n" +
 	"\n" +
 	"RunRequest\x12\x19\n" +
 	"\bapp_name\x18\x01 \x01(\tR\aappName\x12\x17\n" +
@@ -301,17 +947,71 @@ const file_agentrunner_service_v1_runner_service_proto_rawDesc = "" +
 	"\vstate_delta\x18\x05 \x01(\v2\x17.google.protobuf.StructR\n" +
 	"stateDelta\x128\n" +
 	"\n" +
-	"run_config\x18\x06 \x01(\v2\x19.agentrunner.v1.RunConfigR\trunConfig\"w\n" +
+	"run_config\x18\x06 \x01(\v2\x19.agentrunner.v1.RunConfigR\trunConfig\x12\x1d\n" +
+	"\n" +
+	"request_id\x18\a \x01(\tR\trequestId\x12P\n" +
+	"\x12multitask_strategy\x18\b \x01(\x0e2!.agentrunner.v1.MultitaskStrategyR\x11multitaskStrategy\x12A\n" +
+	"\ron_disconnect\x18\t \x01(\x0e2\x1c.agentrunner.v1.OnDisconnectR\fonDisconnect\"\x83\x03\n" +
+	"\x0fStartRunRequest\x12\x19\n" +
+	"\bapp_name\x18\x01 \x01(\tR\aappName\x12\x17\n" +
+	"\auser_id\x18\x02 \x01(\tR\x06userId\x12\x1d\n" +
+	"\n" +
+	"session_id\x18\x03 \x01(\tR\tsessionId\x128\n" +
+	"\vnew_message\x18\x04 \x01(\v2\x17.agentrunner.v1.ContentR\n" +
+	"newMessage\x128\n" +
+	"\vstate_delta\x18\x05 \x01(\v2\x17.google.protobuf.StructR\n" +
+	"stateDelta\x128\n" +
+	"\n" +
+	"run_config\x18\x06 \x01(\v2\x19.agentrunner.v1.RunConfigR\trunConfig\x12\x1d\n" +
+	"\n" +
+	"request_id\x18\a \x01(\tR\trequestId\x12P\n" +
+	"\x12multitask_strategy\x18\b \x01(\x0e2!.agentrunner.v1.MultitaskStrategyR\x11multitaskStrategy\"9\n" +
+	"\x10StartRunResponse\x12%\n" +
+	"\x03run\x18\x01 \x01(\v2\x13.agentrunner.v1.RunR\x03run\"&\n" +
+	"\rGetRunRequest\x12\x15\n" +
+	"\x06run_id\x18\x01 \x01(\tR\x05runId\"7\n" +
+	"\x0eGetRunResponse\x12%\n" +
+	"\x03run\x18\x01 \x01(\v2\x13.agentrunner.v1.RunR\x03run\"\xa0\x01\n" +
+	"\x0fListRunsRequest\x12\x19\n" +
+	"\bapp_name\x18\x01 \x01(\tR\aappName\x12\x17\n" +
+	"\auser_id\x18\x02 \x01(\tR\x06userId\x12\x1d\n" +
+	"\n" +
+	"session_id\x18\x03 \x01(\tR\tsessionId\x12\x1b\n" +
+	"\tpage_size\x18\x04 \x01(\x05R\bpageSize\x12\x1d\n" +
+	"\n" +
+	"page_token\x18\x05 \x01(\tR\tpageToken\"c\n" +
+	"\x10ListRunsResponse\x12'\n" +
+	"\x04runs\x18\x01 \x03(\v2\x13.agentrunner.v1.RunR\x04runs\x12&\n" +
+	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\")\n" +
+	"\x10CancelRunRequest\x12\x15\n" +
+	"\x06run_id\x18\x01 \x01(\tR\x05runId\":\n" +
+	"\x11CancelRunResponse\x12%\n" +
+	"\x03run\x18\x01 \x01(\v2\x13.agentrunner.v1.RunR\x03run\"P\n" +
+	"\x10AttachRunRequest\x12\x15\n" +
+	"\x06run_id\x18\x01 \x01(\tR\x05runId\x12%\n" +
+	"\x0eafter_sequence\x18\x02 \x01(\x04R\rafterSequence\"\xc5\x01\n" +
+	"\x10ResumeRunRequest\x12\x15\n" +
+	"\x06run_id\x18\x01 \x01(\tR\x05runId\x121\n" +
+	"\aanswers\x18\x02 \x01(\v2\x17.agentrunner.v1.ContentR\aanswers\x12$\n" +
+	"\x0eretry_call_ids\x18\x03 \x03(\tR\fretryCallIds\x12A\n" +
+	"\ron_disconnect\x18\x04 \x01(\x0e2\x1c.agentrunner.v1.OnDisconnectR\fonDisconnect\"\xa0\x01\n" +
 	"\vRunResponse\x12-\n" +
 	"\x05event\x18\x01 \x01(\v2\x15.agentrunner.v1.EventH\x00R\x05event\x12.\n" +
-	"\x05error\x18\x02 \x01(\v2\x16.agentrunner.v1.StatusH\x00R\x05errorB\t\n" +
+	"\x05error\x18\x02 \x01(\v2\x16.agentrunner.v1.StatusH\x00R\x05error\x12'\n" +
+	"\x03run\x18\x03 \x01(\v2\x13.agentrunner.v1.RunH\x00R\x03runB\t\n" +
 	"\apayload\"\x11\n" +
 	"\x0fListAppsRequest\";\n" +
 	"\x10ListAppsResponse\x12'\n" +
-	"\x04apps\x18\x01 \x03(\v2\x13.agentrunner.v1.AppR\x04apps2\xc0\x01\n" +
+	"\x04apps\x18\x01 \x03(\v2\x13.agentrunner.v1.AppR\x04apps2\xf5\x05\n" +
 	"\rRunnerService\x12P\n" +
 	"\x03Run\x12\".agentrunner.service.v1.RunRequest\x1a#.agentrunner.service.v1.RunResponse0\x01\x12]\n" +
-	"\bListApps\x12'.agentrunner.service.v1.ListAppsRequest\x1a(.agentrunner.service.v1.ListAppsResponseB\xf6\x01\n" +
+	"\bListApps\x12'.agentrunner.service.v1.ListAppsRequest\x1a(.agentrunner.service.v1.ListAppsResponse\x12]\n" +
+	"\bStartRun\x12'.agentrunner.service.v1.StartRunRequest\x1a(.agentrunner.service.v1.StartRunResponse\x12W\n" +
+	"\x06GetRun\x12%.agentrunner.service.v1.GetRunRequest\x1a&.agentrunner.service.v1.GetRunResponse\x12]\n" +
+	"\bListRuns\x12'.agentrunner.service.v1.ListRunsRequest\x1a(.agentrunner.service.v1.ListRunsResponse\x12`\n" +
+	"\tCancelRun\x12(.agentrunner.service.v1.CancelRunRequest\x1a).agentrunner.service.v1.CancelRunResponse\x12\\\n" +
+	"\tAttachRun\x12(.agentrunner.service.v1.AttachRunRequest\x1a#.agentrunner.service.v1.RunResponse0\x01\x12\\\n" +
+	"\tResumeRun\x12(.agentrunner.service.v1.ResumeRunRequest\x1a#.agentrunner.service.v1.RunResponse0\x01B\xf6\x01\n" +
 	"\x1acom.agentrunner.service.v1B\x12RunnerServiceProtoP\x01ZJgithub.com/agentrunner/agentrunner/gen/go/agentrunner/service/v1;servicev1\xa2\x02\x03ASX\xaa\x02\x16Agentrunner.Service.V1\xca\x02\x16Agentrunner\\Service\\V1\xe2\x02\"Agentrunner\\Service\\V1\\GPBMetadata\xea\x02\x18Agentrunner::Service::V1b\x06proto3"
 
 var (
@@ -326,35 +1026,73 @@ func file_agentrunner_service_v1_runner_service_proto_rawDescGZIP() []byte {
 	return file_agentrunner_service_v1_runner_service_proto_rawDescData
 }
 
-var file_agentrunner_service_v1_runner_service_proto_msgTypes = make([]protoimpl.MessageInfo, 4)
+var file_agentrunner_service_v1_runner_service_proto_msgTypes = make([]protoimpl.MessageInfo, 14)
 var file_agentrunner_service_v1_runner_service_proto_goTypes = []any{
-	(*RunRequest)(nil),       // 0: agentrunner.service.v1.RunRequest
-	(*RunResponse)(nil),      // 1: agentrunner.service.v1.RunResponse
-	(*ListAppsRequest)(nil),  // 2: agentrunner.service.v1.ListAppsRequest
-	(*ListAppsResponse)(nil), // 3: agentrunner.service.v1.ListAppsResponse
-	(*v1.Content)(nil),       // 4: agentrunner.v1.Content
-	(*structpb.Struct)(nil),  // 5: google.protobuf.Struct
-	(*v1.RunConfig)(nil),     // 6: agentrunner.v1.RunConfig
-	(*v1.Event)(nil),         // 7: agentrunner.v1.Event
-	(*v1.Status)(nil),        // 8: agentrunner.v1.Status
-	(*v1.App)(nil),           // 9: agentrunner.v1.App
+	(*RunRequest)(nil),        // 0: agentrunner.service.v1.RunRequest
+	(*StartRunRequest)(nil),   // 1: agentrunner.service.v1.StartRunRequest
+	(*StartRunResponse)(nil),  // 2: agentrunner.service.v1.StartRunResponse
+	(*GetRunRequest)(nil),     // 3: agentrunner.service.v1.GetRunRequest
+	(*GetRunResponse)(nil),    // 4: agentrunner.service.v1.GetRunResponse
+	(*ListRunsRequest)(nil),   // 5: agentrunner.service.v1.ListRunsRequest
+	(*ListRunsResponse)(nil),  // 6: agentrunner.service.v1.ListRunsResponse
+	(*CancelRunRequest)(nil),  // 7: agentrunner.service.v1.CancelRunRequest
+	(*CancelRunResponse)(nil), // 8: agentrunner.service.v1.CancelRunResponse
+	(*AttachRunRequest)(nil),  // 9: agentrunner.service.v1.AttachRunRequest
+	(*ResumeRunRequest)(nil),  // 10: agentrunner.service.v1.ResumeRunRequest
+	(*RunResponse)(nil),       // 11: agentrunner.service.v1.RunResponse
+	(*ListAppsRequest)(nil),   // 12: agentrunner.service.v1.ListAppsRequest
+	(*ListAppsResponse)(nil),  // 13: agentrunner.service.v1.ListAppsResponse
+	(*v1.Content)(nil),        // 14: agentrunner.v1.Content
+	(*structpb.Struct)(nil),   // 15: google.protobuf.Struct
+	(*v1.RunConfig)(nil),      // 16: agentrunner.v1.RunConfig
+	(v1.MultitaskStrategy)(0), // 17: agentrunner.v1.MultitaskStrategy
+	(v1.OnDisconnect)(0),      // 18: agentrunner.v1.OnDisconnect
+	(*v1.Run)(nil),            // 19: agentrunner.v1.Run
+	(*v1.Event)(nil),          // 20: agentrunner.v1.Event
+	(*v1.Status)(nil),         // 21: agentrunner.v1.Status
+	(*v1.App)(nil),            // 22: agentrunner.v1.App
 }
 var file_agentrunner_service_v1_runner_service_proto_depIdxs = []int32{
-	4, // 0: agentrunner.service.v1.RunRequest.new_message:type_name -> agentrunner.v1.Content
-	5, // 1: agentrunner.service.v1.RunRequest.state_delta:type_name -> google.protobuf.Struct
-	6, // 2: agentrunner.service.v1.RunRequest.run_config:type_name -> agentrunner.v1.RunConfig
-	7, // 3: agentrunner.service.v1.RunResponse.event:type_name -> agentrunner.v1.Event
-	8, // 4: agentrunner.service.v1.RunResponse.error:type_name -> agentrunner.v1.Status
-	9, // 5: agentrunner.service.v1.ListAppsResponse.apps:type_name -> agentrunner.v1.App
-	0, // 6: agentrunner.service.v1.RunnerService.Run:input_type -> agentrunner.service.v1.RunRequest
-	2, // 7: agentrunner.service.v1.RunnerService.ListApps:input_type -> agentrunner.service.v1.ListAppsRequest
-	1, // 8: agentrunner.service.v1.RunnerService.Run:output_type -> agentrunner.service.v1.RunResponse
-	3, // 9: agentrunner.service.v1.RunnerService.ListApps:output_type -> agentrunner.service.v1.ListAppsResponse
-	8, // [8:10] is the sub-list for method output_type
-	6, // [6:8] is the sub-list for method input_type
-	6, // [6:6] is the sub-list for extension type_name
-	6, // [6:6] is the sub-list for extension extendee
-	0, // [0:6] is the sub-list for field type_name
+	14, // 0: agentrunner.service.v1.RunRequest.new_message:type_name -> agentrunner.v1.Content
+	15, // 1: agentrunner.service.v1.RunRequest.state_delta:type_name -> google.protobuf.Struct
+	16, // 2: agentrunner.service.v1.RunRequest.run_config:type_name -> agentrunner.v1.RunConfig
+	17, // 3: agentrunner.service.v1.RunRequest.multitask_strategy:type_name -> agentrunner.v1.MultitaskStrategy
+	18, // 4: agentrunner.service.v1.RunRequest.on_disconnect:type_name -> agentrunner.v1.OnDisconnect
+	14, // 5: agentrunner.service.v1.StartRunRequest.new_message:type_name -> agentrunner.v1.Content
+	15, // 6: agentrunner.service.v1.StartRunRequest.state_delta:type_name -> google.protobuf.Struct
+	16, // 7: agentrunner.service.v1.StartRunRequest.run_config:type_name -> agentrunner.v1.RunConfig
+	17, // 8: agentrunner.service.v1.StartRunRequest.multitask_strategy:type_name -> agentrunner.v1.MultitaskStrategy
+	19, // 9: agentrunner.service.v1.StartRunResponse.run:type_name -> agentrunner.v1.Run
+	19, // 10: agentrunner.service.v1.GetRunResponse.run:type_name -> agentrunner.v1.Run
+	19, // 11: agentrunner.service.v1.ListRunsResponse.runs:type_name -> agentrunner.v1.Run
+	19, // 12: agentrunner.service.v1.CancelRunResponse.run:type_name -> agentrunner.v1.Run
+	14, // 13: agentrunner.service.v1.ResumeRunRequest.answers:type_name -> agentrunner.v1.Content
+	18, // 14: agentrunner.service.v1.ResumeRunRequest.on_disconnect:type_name -> agentrunner.v1.OnDisconnect
+	20, // 15: agentrunner.service.v1.RunResponse.event:type_name -> agentrunner.v1.Event
+	21, // 16: agentrunner.service.v1.RunResponse.error:type_name -> agentrunner.v1.Status
+	19, // 17: agentrunner.service.v1.RunResponse.run:type_name -> agentrunner.v1.Run
+	22, // 18: agentrunner.service.v1.ListAppsResponse.apps:type_name -> agentrunner.v1.App
+	0,  // 19: agentrunner.service.v1.RunnerService.Run:input_type -> agentrunner.service.v1.RunRequest
+	12, // 20: agentrunner.service.v1.RunnerService.ListApps:input_type -> agentrunner.service.v1.ListAppsRequest
+	1,  // 21: agentrunner.service.v1.RunnerService.StartRun:input_type -> agentrunner.service.v1.StartRunRequest
+	3,  // 22: agentrunner.service.v1.RunnerService.GetRun:input_type -> agentrunner.service.v1.GetRunRequest
+	5,  // 23: agentrunner.service.v1.RunnerService.ListRuns:input_type -> agentrunner.service.v1.ListRunsRequest
+	7,  // 24: agentrunner.service.v1.RunnerService.CancelRun:input_type -> agentrunner.service.v1.CancelRunRequest
+	9,  // 25: agentrunner.service.v1.RunnerService.AttachRun:input_type -> agentrunner.service.v1.AttachRunRequest
+	10, // 26: agentrunner.service.v1.RunnerService.ResumeRun:input_type -> agentrunner.service.v1.ResumeRunRequest
+	11, // 27: agentrunner.service.v1.RunnerService.Run:output_type -> agentrunner.service.v1.RunResponse
+	13, // 28: agentrunner.service.v1.RunnerService.ListApps:output_type -> agentrunner.service.v1.ListAppsResponse
+	2,  // 29: agentrunner.service.v1.RunnerService.StartRun:output_type -> agentrunner.service.v1.StartRunResponse
+	4,  // 30: agentrunner.service.v1.RunnerService.GetRun:output_type -> agentrunner.service.v1.GetRunResponse
+	6,  // 31: agentrunner.service.v1.RunnerService.ListRuns:output_type -> agentrunner.service.v1.ListRunsResponse
+	8,  // 32: agentrunner.service.v1.RunnerService.CancelRun:output_type -> agentrunner.service.v1.CancelRunResponse
+	11, // 33: agentrunner.service.v1.RunnerService.AttachRun:output_type -> agentrunner.service.v1.RunResponse
+	11, // 34: agentrunner.service.v1.RunnerService.ResumeRun:output_type -> agentrunner.service.v1.RunResponse
+	27, // [27:35] is the sub-list for method output_type
+	19, // [19:27] is the sub-list for method input_type
+	19, // [19:19] is the sub-list for extension type_name
+	19, // [19:19] is the sub-list for extension extendee
+	0,  // [0:19] is the sub-list for field type_name
 }
 
 func init() { file_agentrunner_service_v1_runner_service_proto_init() }
@@ -362,9 +1100,10 @@ func file_agentrunner_service_v1_runner_service_proto_init() {
 	if File_agentrunner_service_v1_runner_service_proto != nil {
 		return
 	}
-	file_agentrunner_service_v1_runner_service_proto_msgTypes[1].OneofWrappers = []any{
+	file_agentrunner_service_v1_runner_service_proto_msgTypes[11].OneofWrappers = []any{
 		(*RunResponse_Event)(nil),
 		(*RunResponse_Error)(nil),
+		(*RunResponse_Run)(nil),
 	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
@@ -372,7 +1111,7 @@ func file_agentrunner_service_v1_runner_service_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_agentrunner_service_v1_runner_service_proto_rawDesc), len(file_agentrunner_service_v1_runner_service_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   4,
+			NumMessages:   14,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

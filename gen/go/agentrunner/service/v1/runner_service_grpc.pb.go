@@ -19,8 +19,14 @@ import (
 const _ = grpc.SupportPackageIsVersion9
 
 const (
-	RunnerService_Run_FullMethodName      = "/agentrunner.service.v1.RunnerService/Run"
-	RunnerService_ListApps_FullMethodName = "/agentrunner.service.v1.RunnerService/ListApps"
+	RunnerService_Run_FullMethodName       = "/agentrunner.service.v1.RunnerService/Run"
+	RunnerService_ListApps_FullMethodName  = "/agentrunner.service.v1.RunnerService/ListApps"
+	RunnerService_StartRun_FullMethodName  = "/agentrunner.service.v1.RunnerService/StartRun"
+	RunnerService_GetRun_FullMethodName    = "/agentrunner.service.v1.RunnerService/GetRun"
+	RunnerService_ListRuns_FullMethodName  = "/agentrunner.service.v1.RunnerService/ListRuns"
+	RunnerService_CancelRun_FullMethodName = "/agentrunner.service.v1.RunnerService/CancelRun"
+	RunnerService_AttachRun_FullMethodName = "/agentrunner.service.v1.RunnerService/AttachRun"
+	RunnerService_ResumeRun_FullMethodName = "/agentrunner.service.v1.RunnerService/ResumeRun"
 )
 
 // RunnerServiceClient is the client API for RunnerService service.
@@ -38,6 +44,29 @@ type RunnerServiceClient interface {
 	Run(ctx context.Context, in *RunRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[RunResponse], error)
 	// ListApps returns every app the server hosts with its agent tree.
 	ListApps(ctx context.Context, in *ListAppsRequest, opts ...grpc.CallOption) (*ListAppsResponse, error)
+	// StartRun admits a run like Run and returns its record at once; the run
+	// goes on in the background (AttachRun follows it).
+	StartRun(ctx context.Context, in *StartRunRequest, opts ...grpc.CallOption) (*StartRunResponse, error)
+	// GetRun returns a run's record.
+	GetRun(ctx context.Context, in *GetRunRequest, opts ...grpc.CallOption) (*GetRunResponse, error)
+	// ListRuns lists one session's runs, newest first.
+	ListRuns(ctx context.Context, in *ListRunsRequest, opts ...grpc.CallOption) (*ListRunsResponse, error)
+	// CancelRun cancels a pending or running run and returns its record. The
+	// run stores an event saying so and ends RUN_STATUS_CANCELLED; a run that
+	// has already ended is returned as it is.
+	CancelRun(ctx context.Context, in *CancelRunRequest, opts ...grpc.CallOption) (*CancelRunResponse, error)
+	// AttachRun streams a run from any client, during the run or after it:
+	// the run record, the run's stored events after after_sequence, then
+	// (while it runs) its events live, partial ones included, and last the
+	// record with the final status.
+	AttachRun(ctx context.Context, in *AttachRunRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[RunResponse], error)
+	// ResumeRun continues a run cut off by a crash or shutdown
+	// (RUN_STATUS_INTERRUPTED) from its last stored event, and streams like
+	// Run. Tool calls with a stored response are not run again; calls that
+	// started and never finished are never run again silently: the run ends
+	// RUN_STATUS_INPUT_REQUIRED naming them, and a second ResumeRun answers
+	// them (answers) or asks to run them again (retry_call_ids).
+	ResumeRun(ctx context.Context, in *ResumeRunRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[RunResponse], error)
 }
 
 type runnerServiceClient struct {
@@ -77,6 +106,84 @@ func (c *runnerServiceClient) ListApps(ctx context.Context, in *ListAppsRequest,
 	return out, nil
 }
 
+func (c *runnerServiceClient) StartRun(ctx context.Context, in *StartRunRequest, opts ...grpc.CallOption) (*StartRunResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(StartRunResponse)
+	err := c.cc.Invoke(ctx, RunnerService_StartRun_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *runnerServiceClient) GetRun(ctx context.Context, in *GetRunRequest, opts ...grpc.CallOption) (*GetRunResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(GetRunResponse)
+	err := c.cc.Invoke(ctx, RunnerService_GetRun_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *runnerServiceClient) ListRuns(ctx context.Context, in *ListRunsRequest, opts ...grpc.CallOption) (*ListRunsResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ListRunsResponse)
+	err := c.cc.Invoke(ctx, RunnerService_ListRuns_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *runnerServiceClient) CancelRun(ctx context.Context, in *CancelRunRequest, opts ...grpc.CallOption) (*CancelRunResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(CancelRunResponse)
+	err := c.cc.Invoke(ctx, RunnerService_CancelRun_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *runnerServiceClient) AttachRun(ctx context.Context, in *AttachRunRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[RunResponse], error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	stream, err := c.cc.NewStream(ctx, &RunnerService_ServiceDesc.Streams[1], RunnerService_AttachRun_FullMethodName, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	x := &grpc.GenericClientStream[AttachRunRequest, RunResponse]{ClientStream: stream}
+	if err := x.ClientStream.SendMsg(in); err != nil {
+		return nil, err
+	}
+	if err := x.ClientStream.CloseSend(); err != nil {
+		return nil, err
+	}
+	return x, nil
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type RunnerService_AttachRunClient = grpc.ServerStreamingClient[RunResponse]
+
+func (c *runnerServiceClient) ResumeRun(ctx context.Context, in *ResumeRunRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[RunResponse], error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	stream, err := c.cc.NewStream(ctx, &RunnerService_ServiceDesc.Streams[2], RunnerService_ResumeRun_FullMethodName, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	x := &grpc.GenericClientStream[ResumeRunRequest, RunResponse]{ClientStream: stream}
+	if err := x.ClientStream.SendMsg(in); err != nil {
+		return nil, err
+	}
+	if err := x.ClientStream.CloseSend(); err != nil {
+		return nil, err
+	}
+	return x, nil
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type RunnerService_ResumeRunClient = grpc.ServerStreamingClient[RunResponse]
+
 // RunnerServiceServer is the server API for RunnerService service.
 // All implementations must embed UnimplementedRunnerServiceServer
 // for forward compatibility.
@@ -92,6 +199,29 @@ type RunnerServiceServer interface {
 	Run(*RunRequest, grpc.ServerStreamingServer[RunResponse]) error
 	// ListApps returns every app the server hosts with its agent tree.
 	ListApps(context.Context, *ListAppsRequest) (*ListAppsResponse, error)
+	// StartRun admits a run like Run and returns its record at once; the run
+	// goes on in the background (AttachRun follows it).
+	StartRun(context.Context, *StartRunRequest) (*StartRunResponse, error)
+	// GetRun returns a run's record.
+	GetRun(context.Context, *GetRunRequest) (*GetRunResponse, error)
+	// ListRuns lists one session's runs, newest first.
+	ListRuns(context.Context, *ListRunsRequest) (*ListRunsResponse, error)
+	// CancelRun cancels a pending or running run and returns its record. The
+	// run stores an event saying so and ends RUN_STATUS_CANCELLED; a run that
+	// has already ended is returned as it is.
+	CancelRun(context.Context, *CancelRunRequest) (*CancelRunResponse, error)
+	// AttachRun streams a run from any client, during the run or after it:
+	// the run record, the run's stored events after after_sequence, then
+	// (while it runs) its events live, partial ones included, and last the
+	// record with the final status.
+	AttachRun(*AttachRunRequest, grpc.ServerStreamingServer[RunResponse]) error
+	// ResumeRun continues a run cut off by a crash or shutdown
+	// (RUN_STATUS_INTERRUPTED) from its last stored event, and streams like
+	// Run. Tool calls with a stored response are not run again; calls that
+	// started and never finished are never run again silently: the run ends
+	// RUN_STATUS_INPUT_REQUIRED naming them, and a second ResumeRun answers
+	// them (answers) or asks to run them again (retry_call_ids).
+	ResumeRun(*ResumeRunRequest, grpc.ServerStreamingServer[RunResponse]) error
 	mustEmbedUnimplementedRunnerServiceServer()
 }
 
@@ -107,6 +237,24 @@ func (UnimplementedRunnerServiceServer) Run(*RunRequest, grpc.ServerStreamingSer
 }
 func (UnimplementedRunnerServiceServer) ListApps(context.Context, *ListAppsRequest) (*ListAppsResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method ListApps not implemented")
+}
+func (UnimplementedRunnerServiceServer) StartRun(context.Context, *StartRunRequest) (*StartRunResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method StartRun not implemented")
+}
+func (UnimplementedRunnerServiceServer) GetRun(context.Context, *GetRunRequest) (*GetRunResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method GetRun not implemented")
+}
+func (UnimplementedRunnerServiceServer) ListRuns(context.Context, *ListRunsRequest) (*ListRunsResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ListRuns not implemented")
+}
+func (UnimplementedRunnerServiceServer) CancelRun(context.Context, *CancelRunRequest) (*CancelRunResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method CancelRun not implemented")
+}
+func (UnimplementedRunnerServiceServer) AttachRun(*AttachRunRequest, grpc.ServerStreamingServer[RunResponse]) error {
+	return status.Error(codes.Unimplemented, "method AttachRun not implemented")
+}
+func (UnimplementedRunnerServiceServer) ResumeRun(*ResumeRunRequest, grpc.ServerStreamingServer[RunResponse]) error {
+	return status.Error(codes.Unimplemented, "method ResumeRun not implemented")
 }
 func (UnimplementedRunnerServiceServer) mustEmbedUnimplementedRunnerServiceServer() {}
 func (UnimplementedRunnerServiceServer) testEmbeddedByValue()                       {}
@@ -158,6 +306,100 @@ func _RunnerService_ListApps_Handler(srv interface{}, ctx context.Context, dec f
 	return interceptor(ctx, in, info, handler)
 }
 
+func _RunnerService_StartRun_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(StartRunRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(RunnerServiceServer).StartRun(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: RunnerService_StartRun_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(RunnerServiceServer).StartRun(ctx, req.(*StartRunRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _RunnerService_GetRun_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(GetRunRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(RunnerServiceServer).GetRun(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: RunnerService_GetRun_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(RunnerServiceServer).GetRun(ctx, req.(*GetRunRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _RunnerService_ListRuns_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ListRunsRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(RunnerServiceServer).ListRuns(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: RunnerService_ListRuns_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(RunnerServiceServer).ListRuns(ctx, req.(*ListRunsRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _RunnerService_CancelRun_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(CancelRunRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(RunnerServiceServer).CancelRun(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: RunnerService_CancelRun_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(RunnerServiceServer).CancelRun(ctx, req.(*CancelRunRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _RunnerService_AttachRun_Handler(srv interface{}, stream grpc.ServerStream) error {
+	m := new(AttachRunRequest)
+	if err := stream.RecvMsg(m); err != nil {
+		return err
+	}
+	return srv.(RunnerServiceServer).AttachRun(m, &grpc.GenericServerStream[AttachRunRequest, RunResponse]{ServerStream: stream})
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type RunnerService_AttachRunServer = grpc.ServerStreamingServer[RunResponse]
+
+func _RunnerService_ResumeRun_Handler(srv interface{}, stream grpc.ServerStream) error {
+	m := new(ResumeRunRequest)
+	if err := stream.RecvMsg(m); err != nil {
+		return err
+	}
+	return srv.(RunnerServiceServer).ResumeRun(m, &grpc.GenericServerStream[ResumeRunRequest, RunResponse]{ServerStream: stream})
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type RunnerService_ResumeRunServer = grpc.ServerStreamingServer[RunResponse]
+
 // RunnerService_ServiceDesc is the grpc.ServiceDesc for RunnerService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -169,11 +411,37 @@ var RunnerService_ServiceDesc = grpc.ServiceDesc{
 			MethodName: "ListApps",
 			Handler:    _RunnerService_ListApps_Handler,
 		},
+		{
+			MethodName: "StartRun",
+			Handler:    _RunnerService_StartRun_Handler,
+		},
+		{
+			MethodName: "GetRun",
+			Handler:    _RunnerService_GetRun_Handler,
+		},
+		{
+			MethodName: "ListRuns",
+			Handler:    _RunnerService_ListRuns_Handler,
+		},
+		{
+			MethodName: "CancelRun",
+			Handler:    _RunnerService_CancelRun_Handler,
+		},
 	},
 	Streams: []grpc.StreamDesc{
 		{
 			StreamName:    "Run",
 			Handler:       _RunnerService_Run_Handler,
+			ServerStreams: true,
+		},
+		{
+			StreamName:    "AttachRun",
+			Handler:       _RunnerService_AttachRun_Handler,
+			ServerStreams: true,
+		},
+		{
+			StreamName:    "ResumeRun",
+			Handler:       _RunnerService_ResumeRun_Handler,
 			ServerStreams: true,
 		},
 	},

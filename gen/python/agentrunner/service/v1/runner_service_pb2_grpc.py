@@ -25,6 +25,36 @@ class RunnerServiceStub(object):
                 request_serializer=agentrunner_dot_service_dot_v1_dot_runner__service__pb2.ListAppsRequest.SerializeToString,
                 response_deserializer=agentrunner_dot_service_dot_v1_dot_runner__service__pb2.ListAppsResponse.FromString,
                 )
+        self.StartRun = channel.unary_unary(
+                '/agentrunner.service.v1.RunnerService/StartRun',
+                request_serializer=agentrunner_dot_service_dot_v1_dot_runner__service__pb2.StartRunRequest.SerializeToString,
+                response_deserializer=agentrunner_dot_service_dot_v1_dot_runner__service__pb2.StartRunResponse.FromString,
+                )
+        self.GetRun = channel.unary_unary(
+                '/agentrunner.service.v1.RunnerService/GetRun',
+                request_serializer=agentrunner_dot_service_dot_v1_dot_runner__service__pb2.GetRunRequest.SerializeToString,
+                response_deserializer=agentrunner_dot_service_dot_v1_dot_runner__service__pb2.GetRunResponse.FromString,
+                )
+        self.ListRuns = channel.unary_unary(
+                '/agentrunner.service.v1.RunnerService/ListRuns',
+                request_serializer=agentrunner_dot_service_dot_v1_dot_runner__service__pb2.ListRunsRequest.SerializeToString,
+                response_deserializer=agentrunner_dot_service_dot_v1_dot_runner__service__pb2.ListRunsResponse.FromString,
+                )
+        self.CancelRun = channel.unary_unary(
+                '/agentrunner.service.v1.RunnerService/CancelRun',
+                request_serializer=agentrunner_dot_service_dot_v1_dot_runner__service__pb2.CancelRunRequest.SerializeToString,
+                response_deserializer=agentrunner_dot_service_dot_v1_dot_runner__service__pb2.CancelRunResponse.FromString,
+                )
+        self.AttachRun = channel.unary_stream(
+                '/agentrunner.service.v1.RunnerService/AttachRun',
+                request_serializer=agentrunner_dot_service_dot_v1_dot_runner__service__pb2.AttachRunRequest.SerializeToString,
+                response_deserializer=agentrunner_dot_service_dot_v1_dot_runner__service__pb2.RunResponse.FromString,
+                )
+        self.ResumeRun = channel.unary_stream(
+                '/agentrunner.service.v1.RunnerService/ResumeRun',
+                request_serializer=agentrunner_dot_service_dot_v1_dot_runner__service__pb2.ResumeRunRequest.SerializeToString,
+                response_deserializer=agentrunner_dot_service_dot_v1_dot_runner__service__pb2.RunResponse.FromString,
+                )
 
 
 class RunnerServiceServicer(object):
@@ -50,6 +80,59 @@ class RunnerServiceServicer(object):
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def StartRun(self, request, context):
+        """StartRun admits a run like Run and returns its record at once; the run
+        goes on in the background (AttachRun follows it).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def GetRun(self, request, context):
+        """GetRun returns a run's record.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ListRuns(self, request, context):
+        """ListRuns lists one session's runs, newest first.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def CancelRun(self, request, context):
+        """CancelRun cancels a pending or running run and returns its record. The
+        run stores an event saying so and ends RUN_STATUS_CANCELLED; a run that
+        has already ended is returned as it is.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def AttachRun(self, request, context):
+        """AttachRun streams a run from any client, during the run or after it:
+        the run record, the run's stored events after after_sequence, then
+        (while it runs) its events live, partial ones included, and last the
+        record with the final status.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ResumeRun(self, request, context):
+        """ResumeRun continues a run cut off by a crash or shutdown
+        (RUN_STATUS_INTERRUPTED) from its last stored event, and streams like
+        Run. Tool calls with a stored response are not run again; calls that
+        started and never finished are never run again silently: the run ends
+        RUN_STATUS_INPUT_REQUIRED naming them, and a second ResumeRun answers
+        them (answers) or asks to run them again (retry_call_ids).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_RunnerServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -62,6 +145,36 @@ def add_RunnerServiceServicer_to_server(servicer, server):
                     servicer.ListApps,
                     request_deserializer=agentrunner_dot_service_dot_v1_dot_runner__service__pb2.ListAppsRequest.FromString,
                     response_serializer=agentrunner_dot_service_dot_v1_dot_runner__service__pb2.ListAppsResponse.SerializeToString,
+            ),
+            'StartRun': grpc.unary_unary_rpc_method_handler(
+                    servicer.StartRun,
+                    request_deserializer=agentrunner_dot_service_dot_v1_dot_runner__service__pb2.StartRunRequest.FromString,
+                    response_serializer=agentrunner_dot_service_dot_v1_dot_runner__service__pb2.StartRunResponse.SerializeToString,
+            ),
+            'GetRun': grpc.unary_unary_rpc_method_handler(
+                    servicer.GetRun,
+                    request_deserializer=agentrunner_dot_service_dot_v1_dot_runner__service__pb2.GetRunRequest.FromString,
+                    response_serializer=agentrunner_dot_service_dot_v1_dot_runner__service__pb2.GetRunResponse.SerializeToString,
+            ),
+            'ListRuns': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListRuns,
+                    request_deserializer=agentrunner_dot_service_dot_v1_dot_runner__service__pb2.ListRunsRequest.FromString,
+                    response_serializer=agentrunner_dot_service_dot_v1_dot_runner__service__pb2.ListRunsResponse.SerializeToString,
+            ),
+            'CancelRun': grpc.unary_unary_rpc_method_handler(
+                    servicer.CancelRun,
+                    request_deserializer=agentrunner_dot_service_dot_v1_dot_runner__service__pb2.CancelRunRequest.FromString,
+                    response_serializer=agentrunner_dot_service_dot_v1_dot_runner__service__pb2.CancelRunResponse.SerializeToString,
+            ),
+            'AttachRun': grpc.unary_stream_rpc_method_handler(
+                    servicer.AttachRun,
+                    request_deserializer=agentrunner_dot_service_dot_v1_dot_runner__service__pb2.AttachRunRequest.FromString,
+                    response_serializer=agentrunner_dot_service_dot_v1_dot_runner__service__pb2.RunResponse.SerializeToString,
+            ),
+            'ResumeRun': grpc.unary_stream_rpc_method_handler(
+                    servicer.ResumeRun,
+                    request_deserializer=agentrunner_dot_service_dot_v1_dot_runner__service__pb2.ResumeRunRequest.FromString,
+                    response_serializer=agentrunner_dot_service_dot_v1_dot_runner__service__pb2.RunResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -105,5 +218,107 @@ class RunnerService(object):
         return grpc.experimental.unary_unary(request, target, '/agentrunner.service.v1.RunnerService/ListApps',
             agentrunner_dot_service_dot_v1_dot_runner__service__pb2.ListAppsRequest.SerializeToString,
             agentrunner_dot_service_dot_v1_dot_runner__service__pb2.ListAppsResponse.FromString,
+            options, channel_credentials,
+            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
+
+    @staticmethod
+    def StartRun(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(request, target, '/agentrunner.service.v1.RunnerService/StartRun',
+            agentrunner_dot_service_dot_v1_dot_runner__service__pb2.StartRunRequest.SerializeToString,
+            agentrunner_dot_service_dot_v1_dot_runner__service__pb2.StartRunResponse.FromString,
+            options, channel_credentials,
+            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
+
+    @staticmethod
+    def GetRun(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(request, target, '/agentrunner.service.v1.RunnerService/GetRun',
+            agentrunner_dot_service_dot_v1_dot_runner__service__pb2.GetRunRequest.SerializeToString,
+            agentrunner_dot_service_dot_v1_dot_runner__service__pb2.GetRunResponse.FromString,
+            options, channel_credentials,
+            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
+
+    @staticmethod
+    def ListRuns(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(request, target, '/agentrunner.service.v1.RunnerService/ListRuns',
+            agentrunner_dot_service_dot_v1_dot_runner__service__pb2.ListRunsRequest.SerializeToString,
+            agentrunner_dot_service_dot_v1_dot_runner__service__pb2.ListRunsResponse.FromString,
+            options, channel_credentials,
+            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
+
+    @staticmethod
+    def CancelRun(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(request, target, '/agentrunner.service.v1.RunnerService/CancelRun',
+            agentrunner_dot_service_dot_v1_dot_runner__service__pb2.CancelRunRequest.SerializeToString,
+            agentrunner_dot_service_dot_v1_dot_runner__service__pb2.CancelRunResponse.FromString,
+            options, channel_credentials,
+            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
+
+    @staticmethod
+    def AttachRun(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_stream(request, target, '/agentrunner.service.v1.RunnerService/AttachRun',
+            agentrunner_dot_service_dot_v1_dot_runner__service__pb2.AttachRunRequest.SerializeToString,
+            agentrunner_dot_service_dot_v1_dot_runner__service__pb2.RunResponse.FromString,
+            options, channel_credentials,
+            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
+
+    @staticmethod
+    def ResumeRun(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_stream(request, target, '/agentrunner.service.v1.RunnerService/ResumeRun',
+            agentrunner_dot_service_dot_v1_dot_runner__service__pb2.ResumeRunRequest.SerializeToString,
+            agentrunner_dot_service_dot_v1_dot_runner__service__pb2.RunResponse.FromString,
             options, channel_credentials,
             insecure, call_credentials, compression, wait_for_ready, timeout, metadata)

@@ -10,7 +10,7 @@ import type { Content } from "../../v1/content_pb.js";
 import { file_agentrunner_v1_content } from "../../v1/content_pb.js";
 import type { Event } from "../../v1/event_pb.js";
 import { file_agentrunner_v1_event } from "../../v1/event_pb.js";
-import type { RunConfig, Status } from "../../v1/run_pb.js";
+import type { MultitaskStrategy, OnDisconnect, Run, RunConfig, Status } from "../../v1/run_pb.js";
 import { file_agentrunner_v1_run } from "../../v1/run_pb.js";
 import { file_google_protobuf_struct } from "@bufbuild/protobuf/wkt";
 import type { JsonObject, Message } from "@bufbuild/protobuf";
@@ -19,7 +19,7 @@ import type { JsonObject, Message } from "@bufbuild/protobuf";
  * Describes the file agentrunner/service/v1/runner_service.proto.
  */
 export const file_agentrunner_service_v1_runner_service: GenFile = /*@__PURE__*/
-  fileDesc("CithZ2VudHJ1bm5lci9zZXJ2aWNlL3YxL3J1bm5lcl9zZXJ2aWNlLnByb3RvEhZhZ2VudHJ1bm5lci5zZXJ2aWNlLnYxIs4BCgpSdW5SZXF1ZXN0EhAKCGFwcF9uYW1lGAEgASgJEg8KB3VzZXJfaWQYAiABKAkSEgoKc2Vzc2lvbl9pZBgDIAEoCRIsCgtuZXdfbWVzc2FnZRgEIAEoCzIXLmFnZW50cnVubmVyLnYxLkNvbnRlbnQSLAoLc3RhdGVfZGVsdGEYBSABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0Ei0KCnJ1bl9jb25maWcYBiABKAsyGS5hZ2VudHJ1bm5lci52MS5SdW5Db25maWciaQoLUnVuUmVzcG9uc2USJgoFZXZlbnQYASABKAsyFS5hZ2VudHJ1bm5lci52MS5FdmVudEgAEicKBWVycm9yGAIgASgLMhYuYWdlbnRydW5uZXIudjEuU3RhdHVzSABCCQoHcGF5bG9hZCIRCg9MaXN0QXBwc1JlcXVlc3QiNQoQTGlzdEFwcHNSZXNwb25zZRIhCgRhcHBzGAEgAygLMhMuYWdlbnRydW5uZXIudjEuQXBwMsABCg1SdW5uZXJTZXJ2aWNlElAKA1J1bhIiLmFnZW50cnVubmVyLnNlcnZpY2UudjEuUnVuUmVxdWVzdBojLmFnZW50cnVubmVyLnNlcnZpY2UudjEuUnVuUmVzcG9uc2UwARJdCghMaXN0QXBwcxInLmFnZW50cnVubmVyLnNlcnZpY2UudjEuTGlzdEFwcHNSZXF1ZXN0GiguYWdlbnRydW5uZXIuc2VydmljZS52MS5MaXN0QXBwc1Jlc3BvbnNlYgZwcm90bzM", [file_agentrunner_v1_agent, file_agentrunner_v1_content, file_agentrunner_v1_event, file_agentrunner_v1_run, file_google_protobuf_struct]);
+  fileDesc("CithZ2VudHJ1bm5lci9zZXJ2aWNlL3YxL3J1bm5lcl9zZXJ2aWNlLnByb3RvEhZhZ2VudHJ1bm5lci5zZXJ2aWNlLnYxItYCCgpSdW5SZXF1ZXN0EhAKCGFwcF9uYW1lGAEgASgJEg8KB3VzZXJfaWQYAiABKAkSEgoKc2Vzc2lvbl9pZBgDIAEoCRIsCgtuZXdfbWVzc2FnZRgEIAEoCzIXLmFnZW50cnVubmVyLnYxLkNvbnRlbnQSLAoLc3RhdGVfZGVsdGEYBSABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0Ei0KCnJ1bl9jb25maWcYBiABKAsyGS5hZ2VudHJ1bm5lci52MS5SdW5Db25maWcSEgoKcmVxdWVzdF9pZBgHIAEoCRI9ChJtdWx0aXRhc2tfc3RyYXRlZ3kYCCABKA4yIS5hZ2VudHJ1bm5lci52MS5NdWx0aXRhc2tTdHJhdGVneRIzCg1vbl9kaXNjb25uZWN0GAkgASgOMhwuYWdlbnRydW5uZXIudjEuT25EaXNjb25uZWN0IqYCCg9TdGFydFJ1blJlcXVlc3QSEAoIYXBwX25hbWUYASABKAkSDwoHdXNlcl9pZBgCIAEoCRISCgpzZXNzaW9uX2lkGAMgASgJEiwKC25ld19tZXNzYWdlGAQgASgLMhcuYWdlbnRydW5uZXIudjEuQ29udGVudBIsCgtzdGF0ZV9kZWx0YRgFIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSLQoKcnVuX2NvbmZpZxgGIAEoCzIZLmFnZW50cnVubmVyLnYxLlJ1bkNvbmZpZxISCgpyZXF1ZXN0X2lkGAcgASgJEj0KEm11bHRpdGFza19zdHJhdGVneRgIIAEoDjIhLmFnZW50cnVubmVyLnYxLk11bHRpdGFza1N0cmF0ZWd5IjQKEFN0YXJ0UnVuUmVzcG9uc2USIAoDcnVuGAEgASgLMhMuYWdlbnRydW5uZXIudjEuUnVuIh8KDUdldFJ1blJlcXVlc3QSDgoGcnVuX2lkGAEgASgJIjIKDkdldFJ1blJlc3BvbnNlEiAKA3J1bhgBIAEoCzITLmFnZW50cnVubmVyLnYxLlJ1biJvCg9MaXN0UnVuc1JlcXVlc3QSEAoIYXBwX25hbWUYASABKAkSDwoHdXNlcl9pZBgCIAEoCRISCgpzZXNzaW9uX2lkGAMgASgJEhEKCXBhZ2Vfc2l6ZRgEIAEoBRISCgpwYWdlX3Rva2VuGAUgASgJIk4KEExpc3RSdW5zUmVzcG9uc2USIQoEcnVucxgBIAMoCzITLmFnZW50cnVubmVyLnYxLlJ1bhIXCg9uZXh0X3BhZ2VfdG9rZW4YAiABKAkiIgoQQ2FuY2VsUnVuUmVxdWVzdBIOCgZydW5faWQYASABKAkiNQoRQ2FuY2VsUnVuUmVzcG9uc2USIAoDcnVuGAEgASgLMhMuYWdlbnRydW5uZXIudjEuUnVuIjoKEEF0dGFjaFJ1blJlcXVlc3QSDgoGcnVuX2lkGAEgASgJEhYKDmFmdGVyX3NlcXVlbmNlGAIgASgEIpkBChBSZXN1bWVSdW5SZXF1ZXN0Eg4KBnJ1bl9pZBgBIAEoCRIoCgdhbnN3ZXJzGAIgASgLMhcuYWdlbnRydW5uZXIudjEuQ29udGVudBIWCg5yZXRyeV9jYWxsX2lkcxgDIAMoCRIzCg1vbl9kaXNjb25uZWN0GAQgASgOMhwuYWdlbnRydW5uZXIudjEuT25EaXNjb25uZWN0Io0BCgtSdW5SZXNwb25zZRImCgVldmVudBgBIAEoCzIVLmFnZW50cnVubmVyLnYxLkV2ZW50SAASJwoFZXJyb3IYAiABKAsyFi5hZ2VudHJ1bm5lci52MS5TdGF0dXNIABIiCgNydW4YAyABKAsyEy5hZ2VudHJ1bm5lci52MS5SdW5IAEIJCgdwYXlsb2FkIhEKD0xpc3RBcHBzUmVxdWVzdCI1ChBMaXN0QXBwc1Jlc3BvbnNlEiEKBGFwcHMYASADKAsyEy5hZ2VudHJ1bm5lci52MS5BcHAy9QUKDVJ1bm5lclNlcnZpY2USUAoDUnVuEiIuYWdlbnRydW5uZXIuc2VydmljZS52MS5SdW5SZXF1ZXN0GiMuYWdlbnRydW5uZXIuc2VydmljZS52MS5SdW5SZXNwb25zZTABEl0KCExpc3RBcHBzEicuYWdlbnRydW5uZXIuc2VydmljZS52MS5MaXN0QXBwc1JlcXVlc3QaKC5hZ2VudHJ1bm5lci5zZXJ2aWNlLnYxLkxpc3RBcHBzUmVzcG9uc2USXQoIU3RhcnRSdW4SJy5hZ2VudHJ1bm5lci5zZXJ2aWNlLnYxLlN0YXJ0UnVuUmVxdWVzdBooLmFnZW50cnVubmVyLnNlcnZpY2UudjEuU3RhcnRSdW5SZXNwb25zZRJXCgZHZXRSdW4SJS5hZ2VudHJ1bm5lci5zZXJ2aWNlLnYxLkdldFJ1blJlcXVlc3QaJi5hZ2VudHJ1bm5lci5zZXJ2aWNlLnYxLkdldFJ1blJlc3BvbnNlEl0KCExpc3RSdW5zEicuYWdlbnRydW5uZXIuc2VydmljZS52MS5MaXN0UnVuc1JlcXVlc3QaKC5hZ2VudHJ1bm5lci5zZXJ2aWNlLnYxLkxpc3RSdW5zUmVzcG9uc2USYAoJQ2FuY2VsUnVuEiguYWdlbnRydW5uZXIuc2VydmljZS52MS5DYW5jZWxSdW5SZXF1ZXN0GikuYWdlbnRydW5uZXIuc2VydmljZS52MS5DYW5jZWxSdW5SZXNwb25zZRJcCglBdHRhY2hSdW4SKC5hZ2VudHJ1bm5lci5zZXJ2aWNlLnYxLkF0dGFjaFJ1blJlcXVlc3QaIy5hZ2VudHJ1bm5lci5zZXJ2aWNlLnYxLlJ1blJlc3BvbnNlMAESXAoJUmVzdW1lUnVuEiguYWdlbnRydW5uZXIuc2VydmljZS52MS5SZXN1bWVSdW5SZXF1ZXN0GiMuYWdlbnRydW5uZXIuc2VydmljZS52MS5SdW5SZXNwb25zZTABYgZwcm90bzM", [file_agentrunner_v1_agent, file_agentrunner_v1_content, file_agentrunner_v1_event, file_agentrunner_v1_run, file_google_protobuf_struct]);
 
 /**
  * RunRequest is the input of Run.
@@ -69,6 +69,31 @@ export type RunRequest = Message<"agentrunner.service.v1.RunRequest"> & {
    * @generated from field: agentrunner.v1.RunConfig run_config = 6;
    */
   runConfig?: RunConfig | undefined;
+
+  /**
+   * Idempotency key: a second request with the same request_id on the same
+   * session and the same payload gets the first one's run (Run attaches to
+   * it); with a different payload it is ALREADY_EXISTS naming the run.
+   *
+   * @generated from field: string request_id = 7;
+   */
+  requestId: string;
+
+  /**
+   * What to do when the session already has an active run; unset means
+   * MULTITASK_STRATEGY_REJECT.
+   *
+   * @generated from field: agentrunner.v1.MultitaskStrategy multitask_strategy = 8;
+   */
+  multitaskStrategy: MultitaskStrategy;
+
+  /**
+   * What to do when this stream goes away before the run ends; unset means
+   * ON_DISCONNECT_CANCEL.
+   *
+   * @generated from field: agentrunner.v1.OnDisconnect on_disconnect = 9;
+   */
+  onDisconnect: OnDisconnect;
 };
 
 /**
@@ -77,6 +102,310 @@ export type RunRequest = Message<"agentrunner.service.v1.RunRequest"> & {
  */
 export const RunRequestSchema: GenMessage<RunRequest> = /*@__PURE__*/
   messageDesc(file_agentrunner_service_v1_runner_service, 0);
+
+/**
+ * StartRunRequest is the input of StartRun: the same fields as RunRequest.
+ * on_disconnect does not apply: nothing reads the run it starts.
+ *
+ * @generated from message agentrunner.service.v1.StartRunRequest
+ */
+export type StartRunRequest = Message<"agentrunner.service.v1.StartRunRequest"> & {
+  /**
+   * @generated from field: string app_name = 1;
+   */
+  appName: string;
+
+  /**
+   * @generated from field: string user_id = 2;
+   */
+  userId: string;
+
+  /**
+   * @generated from field: string session_id = 3;
+   */
+  sessionId: string;
+
+  /**
+   * @generated from field: agentrunner.v1.Content new_message = 4;
+   */
+  newMessage?: Content | undefined;
+
+  /**
+   * @generated from field: google.protobuf.Struct state_delta = 5;
+   */
+  stateDelta?: JsonObject | undefined;
+
+  /**
+   * @generated from field: agentrunner.v1.RunConfig run_config = 6;
+   */
+  runConfig?: RunConfig | undefined;
+
+  /**
+   * @generated from field: string request_id = 7;
+   */
+  requestId: string;
+
+  /**
+   * @generated from field: agentrunner.v1.MultitaskStrategy multitask_strategy = 8;
+   */
+  multitaskStrategy: MultitaskStrategy;
+};
+
+/**
+ * Describes the message agentrunner.service.v1.StartRunRequest.
+ * Use `create(StartRunRequestSchema)` to create a new message.
+ */
+export const StartRunRequestSchema: GenMessage<StartRunRequest> = /*@__PURE__*/
+  messageDesc(file_agentrunner_service_v1_runner_service, 1);
+
+/**
+ * StartRunResponse is the output of StartRun.
+ *
+ * @generated from message agentrunner.service.v1.StartRunResponse
+ */
+export type StartRunResponse = Message<"agentrunner.service.v1.StartRunResponse"> & {
+  /**
+   * The run as admitted: RUN_STATUS_PENDING or RUN_STATUS_RUNNING (or, for
+   * a repeated request_id, the earlier run as it is now).
+   *
+   * @generated from field: agentrunner.v1.Run run = 1;
+   */
+  run?: Run | undefined;
+};
+
+/**
+ * Describes the message agentrunner.service.v1.StartRunResponse.
+ * Use `create(StartRunResponseSchema)` to create a new message.
+ */
+export const StartRunResponseSchema: GenMessage<StartRunResponse> = /*@__PURE__*/
+  messageDesc(file_agentrunner_service_v1_runner_service, 2);
+
+/**
+ * GetRunRequest is the input of GetRun.
+ *
+ * @generated from message agentrunner.service.v1.GetRunRequest
+ */
+export type GetRunRequest = Message<"agentrunner.service.v1.GetRunRequest"> & {
+  /**
+   * The run. Required.
+   *
+   * @generated from field: string run_id = 1;
+   */
+  runId: string;
+};
+
+/**
+ * Describes the message agentrunner.service.v1.GetRunRequest.
+ * Use `create(GetRunRequestSchema)` to create a new message.
+ */
+export const GetRunRequestSchema: GenMessage<GetRunRequest> = /*@__PURE__*/
+  messageDesc(file_agentrunner_service_v1_runner_service, 3);
+
+/**
+ * GetRunResponse is the output of GetRun.
+ *
+ * @generated from message agentrunner.service.v1.GetRunResponse
+ */
+export type GetRunResponse = Message<"agentrunner.service.v1.GetRunResponse"> & {
+  /**
+   * @generated from field: agentrunner.v1.Run run = 1;
+   */
+  run?: Run | undefined;
+};
+
+/**
+ * Describes the message agentrunner.service.v1.GetRunResponse.
+ * Use `create(GetRunResponseSchema)` to create a new message.
+ */
+export const GetRunResponseSchema: GenMessage<GetRunResponse> = /*@__PURE__*/
+  messageDesc(file_agentrunner_service_v1_runner_service, 4);
+
+/**
+ * ListRunsRequest is the input of ListRuns.
+ *
+ * @generated from message agentrunner.service.v1.ListRunsRequest
+ */
+export type ListRunsRequest = Message<"agentrunner.service.v1.ListRunsRequest"> & {
+  /**
+   * The session whose runs to list. Required.
+   *
+   * @generated from field: string app_name = 1;
+   */
+  appName: string;
+
+  /**
+   * @generated from field: string user_id = 2;
+   */
+  userId: string;
+
+  /**
+   * @generated from field: string session_id = 3;
+   */
+  sessionId: string;
+
+  /**
+   * Maximum runs to return; 0 means 100, at most 1000.
+   *
+   * @generated from field: int32 page_size = 4;
+   */
+  pageSize: number;
+
+  /**
+   * next_page_token of a previous response.
+   *
+   * @generated from field: string page_token = 5;
+   */
+  pageToken: string;
+};
+
+/**
+ * Describes the message agentrunner.service.v1.ListRunsRequest.
+ * Use `create(ListRunsRequestSchema)` to create a new message.
+ */
+export const ListRunsRequestSchema: GenMessage<ListRunsRequest> = /*@__PURE__*/
+  messageDesc(file_agentrunner_service_v1_runner_service, 5);
+
+/**
+ * ListRunsResponse is the output of ListRuns.
+ *
+ * @generated from message agentrunner.service.v1.ListRunsResponse
+ */
+export type ListRunsResponse = Message<"agentrunner.service.v1.ListRunsResponse"> & {
+  /**
+   * Newest first.
+   *
+   * @generated from field: repeated agentrunner.v1.Run runs = 1;
+   */
+  runs: Run[];
+
+  /**
+   * Continues the listing; empty at the end.
+   *
+   * @generated from field: string next_page_token = 2;
+   */
+  nextPageToken: string;
+};
+
+/**
+ * Describes the message agentrunner.service.v1.ListRunsResponse.
+ * Use `create(ListRunsResponseSchema)` to create a new message.
+ */
+export const ListRunsResponseSchema: GenMessage<ListRunsResponse> = /*@__PURE__*/
+  messageDesc(file_agentrunner_service_v1_runner_service, 6);
+
+/**
+ * CancelRunRequest is the input of CancelRun.
+ *
+ * @generated from message agentrunner.service.v1.CancelRunRequest
+ */
+export type CancelRunRequest = Message<"agentrunner.service.v1.CancelRunRequest"> & {
+  /**
+   * The run. Required.
+   *
+   * @generated from field: string run_id = 1;
+   */
+  runId: string;
+};
+
+/**
+ * Describes the message agentrunner.service.v1.CancelRunRequest.
+ * Use `create(CancelRunRequestSchema)` to create a new message.
+ */
+export const CancelRunRequestSchema: GenMessage<CancelRunRequest> = /*@__PURE__*/
+  messageDesc(file_agentrunner_service_v1_runner_service, 7);
+
+/**
+ * CancelRunResponse is the output of CancelRun.
+ *
+ * @generated from message agentrunner.service.v1.CancelRunResponse
+ */
+export type CancelRunResponse = Message<"agentrunner.service.v1.CancelRunResponse"> & {
+  /**
+   * The run as it is after the cancellation took effect.
+   *
+   * @generated from field: agentrunner.v1.Run run = 1;
+   */
+  run?: Run | undefined;
+};
+
+/**
+ * Describes the message agentrunner.service.v1.CancelRunResponse.
+ * Use `create(CancelRunResponseSchema)` to create a new message.
+ */
+export const CancelRunResponseSchema: GenMessage<CancelRunResponse> = /*@__PURE__*/
+  messageDesc(file_agentrunner_service_v1_runner_service, 8);
+
+/**
+ * AttachRunRequest is the input of AttachRun.
+ *
+ * @generated from message agentrunner.service.v1.AttachRunRequest
+ */
+export type AttachRunRequest = Message<"agentrunner.service.v1.AttachRunRequest"> & {
+  /**
+   * The run. Required.
+   *
+   * @generated from field: string run_id = 1;
+   */
+  runId: string;
+
+  /**
+   * Only stored events with a greater sequence are replayed; zero replays
+   * every event of the run.
+   *
+   * @generated from field: uint64 after_sequence = 2;
+   */
+  afterSequence: bigint;
+};
+
+/**
+ * Describes the message agentrunner.service.v1.AttachRunRequest.
+ * Use `create(AttachRunRequestSchema)` to create a new message.
+ */
+export const AttachRunRequestSchema: GenMessage<AttachRunRequest> = /*@__PURE__*/
+  messageDesc(file_agentrunner_service_v1_runner_service, 9);
+
+/**
+ * ResumeRunRequest is the input of ResumeRun.
+ *
+ * @generated from message agentrunner.service.v1.ResumeRunRequest
+ */
+export type ResumeRunRequest = Message<"agentrunner.service.v1.ResumeRunRequest"> & {
+  /**
+   * An interrupted run, or one waiting on calls a crash left in doubt.
+   * Required.
+   *
+   * @generated from field: string run_id = 1;
+   */
+  runId: string;
+
+  /**
+   * function_response parts answering calls the run waits on.
+   *
+   * @generated from field: agentrunner.v1.Content answers = 2;
+   */
+  answers?: Content | undefined;
+
+  /**
+   * Calls the run waits on that are to be run again.
+   *
+   * @generated from field: repeated string retry_call_ids = 3;
+   */
+  retryCallIds: string[];
+
+  /**
+   * What to do when this stream goes away before the run ends.
+   *
+   * @generated from field: agentrunner.v1.OnDisconnect on_disconnect = 4;
+   */
+  onDisconnect: OnDisconnect;
+};
+
+/**
+ * Describes the message agentrunner.service.v1.ResumeRunRequest.
+ * Use `create(ResumeRunRequestSchema)` to create a new message.
+ */
+export const ResumeRunRequestSchema: GenMessage<ResumeRunRequest> = /*@__PURE__*/
+  messageDesc(file_agentrunner_service_v1_runner_service, 10);
 
 /**
  * RunResponse is one message of the Run stream.
@@ -105,6 +434,15 @@ export type RunResponse = Message<"agentrunner.service.v1.RunResponse"> & {
      */
     value: Status;
     case: "error";
+  } | {
+    /**
+     * The run record: the first message of every run stream, and the last,
+     * with the final status.
+     *
+     * @generated from field: agentrunner.v1.Run run = 3;
+     */
+    value: Run;
+    case: "run";
   } | { case: undefined; value?: undefined };
 };
 
@@ -113,7 +451,7 @@ export type RunResponse = Message<"agentrunner.service.v1.RunResponse"> & {
  * Use `create(RunResponseSchema)` to create a new message.
  */
 export const RunResponseSchema: GenMessage<RunResponse> = /*@__PURE__*/
-  messageDesc(file_agentrunner_service_v1_runner_service, 1);
+  messageDesc(file_agentrunner_service_v1_runner_service, 11);
 
 /**
  * ListAppsRequest is the input of ListApps.
@@ -128,7 +466,7 @@ export type ListAppsRequest = Message<"agentrunner.service.v1.ListAppsRequest"> 
  * Use `create(ListAppsRequestSchema)` to create a new message.
  */
 export const ListAppsRequestSchema: GenMessage<ListAppsRequest> = /*@__PURE__*/
-  messageDesc(file_agentrunner_service_v1_runner_service, 2);
+  messageDesc(file_agentrunner_service_v1_runner_service, 12);
 
 /**
  * ListAppsResponse is the output of ListApps.
@@ -149,7 +487,7 @@ export type ListAppsResponse = Message<"agentrunner.service.v1.ListAppsResponse"
  * Use `create(ListAppsResponseSchema)` to create a new message.
  */
 export const ListAppsResponseSchema: GenMessage<ListAppsResponse> = /*@__PURE__*/
-  messageDesc(file_agentrunner_service_v1_runner_service, 3);
+  messageDesc(file_agentrunner_service_v1_runner_service, 13);
 
 /**
  * RunnerService runs the agents of the apps the server hosts.
@@ -181,6 +519,77 @@ export const RunnerService: GenService<{
     methodKind: "unary";
     input: typeof ListAppsRequestSchema;
     output: typeof ListAppsResponseSchema;
+  },
+  /**
+   * StartRun admits a run like Run and returns its record at once; the run
+   * goes on in the background (AttachRun follows it).
+   *
+   * @generated from rpc agentrunner.service.v1.RunnerService.StartRun
+   */
+  startRun: {
+    methodKind: "unary";
+    input: typeof StartRunRequestSchema;
+    output: typeof StartRunResponseSchema;
+  },
+  /**
+   * GetRun returns a run's record.
+   *
+   * @generated from rpc agentrunner.service.v1.RunnerService.GetRun
+   */
+  getRun: {
+    methodKind: "unary";
+    input: typeof GetRunRequestSchema;
+    output: typeof GetRunResponseSchema;
+  },
+  /**
+   * ListRuns lists one session's runs, newest first.
+   *
+   * @generated from rpc agentrunner.service.v1.RunnerService.ListRuns
+   */
+  listRuns: {
+    methodKind: "unary";
+    input: typeof ListRunsRequestSchema;
+    output: typeof ListRunsResponseSchema;
+  },
+  /**
+   * CancelRun cancels a pending or running run and returns its record. The
+   * run stores an event saying so and ends RUN_STATUS_CANCELLED; a run that
+   * has already ended is returned as it is.
+   *
+   * @generated from rpc agentrunner.service.v1.RunnerService.CancelRun
+   */
+  cancelRun: {
+    methodKind: "unary";
+    input: typeof CancelRunRequestSchema;
+    output: typeof CancelRunResponseSchema;
+  },
+  /**
+   * AttachRun streams a run from any client, during the run or after it:
+   * the run record, the run's stored events after after_sequence, then
+   * (while it runs) its events live, partial ones included, and last the
+   * record with the final status.
+   *
+   * @generated from rpc agentrunner.service.v1.RunnerService.AttachRun
+   */
+  attachRun: {
+    methodKind: "server_streaming";
+    input: typeof AttachRunRequestSchema;
+    output: typeof RunResponseSchema;
+  },
+  /**
+   * ResumeRun continues a run cut off by a crash or shutdown
+   * (RUN_STATUS_INTERRUPTED) from its last stored event, and streams like
+   * Run. Tool calls with a stored response are not run again; calls that
+   * started and never finished are never run again silently: the run ends
+   * RUN_STATUS_INPUT_REQUIRED naming them, and a second ResumeRun answers
+   * them (answers) or asks to run them again (retry_call_ids).
+   *
+   * @generated from rpc agentrunner.service.v1.RunnerService.ResumeRun
+   */
+  resumeRun: {
+    methodKind: "server_streaming";
+    input: typeof ResumeRunRequestSchema;
+    output: typeof RunResponseSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_agentrunner_service_v1_runner_service, 0);

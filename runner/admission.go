@@ -1,0 +1,336 @@
+package runner
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	agentrunnerv1 "github.com/agentrunner/agentrunner/gen/go/agentrunner/v1"
+	"github.com/agentrunner/agentrunner/store"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/timestamppb"
+)
+
+// DefaultCancelWait bounds how long a run refused by a busy session waits
+// when the session's run is already cancelled and unwinding (its caller
+// went away, or it was cancelled), instead of being refused at once.
+const DefaultCancelWait = 5 * time.Second
+
+// Causes a run's context is cancelled with. Each wraps context.Canceled,
+// so that callers see a cancellation.
+var (
+	// ErrCancelled: CancelRun.
+	ErrCancelled = fmt.Errorf("cancelled by request: %w", context.Canceled)
+	// errDisconnected: the reader that started the run went away.
+	errDisconnected = fmt.Errorf("cancelled: the caller went away: %w", context.Canceled)
+	// ErrShuttingDown: the server is shutting down; the run is
+	// interrupted and can be resumed.
+	ErrShuttingDown = errors.New("the server is shutting down")
+	// ErrNotResumable: ResumeRun on a run that is not interrupted or
+	// waiting on input.
+	ErrNotResumable = errors.New("run cannot be resumed")
+)
+
+// interruptedBy is the cause a run is cancelled with when another run
+// interrupts it (MULTITASK_STRATEGY_INTERRUPT).
+func interruptedBy(runID string) error {
+	return fmt.Errorf("cancelled: interrupted by run %s: %w", runID, context.Canceled)
+}
+
+// runs is the runner's registry of live runs: the active run and the queue
+// of every session that has one, and the live runs by id.
+type runs struct {
+	mu       sync.Mutex
+	sessions map[store.SessionKey]*sessionRuns
+	byID     map[string]*liveRun
+	draining bool
+	wg       sync.WaitGroup // executions in progress
+}
+
+// sessionRuns is one session's active run and the runs queued after it.
+type sessionRuns struct {
+	active *liveRun
+	queue  []*liveRun
+}
+
+func (s *sessionRuns) busy() bool { return s != nil && (s.active != nil || len(s.queue) > 0) }
+
+// admitted is what admission decided: a new live run (fresh), an earlier
+// live run with the same request_id, or the record of an earlier run with
+// it that has ended.
+type admitted struct {
+	live  *liveRun
+	ended *agentrunnerv1.Run
+	fresh bool
+	// prep is the prepared execution of a fresh run that starts at once.
+	prep *prepared
+}
+
+// admit applies the session's admission policy to a request. A fresh run
+// that can start at once is prepared here (session loaded, request checked
+// against it) so that a request that cannot run fails before anything is
+// streamed or stored; it is started by the caller with r.launch.
+func (r *Runner) admit(ctx context.Context, req Request) (admitted, error) {
+	key := store.SessionKey{App: r.appName, User: req.UserID, Session: req.SessionID}
+	if err := r.checkRequest(ctx, key, req); err != nil {
+		return admitted{}, err
+	}
+	digest := ""
+	if req.RequestID != "" {
+		digest = inputDigest(req.input())
+	}
+	for waited := false; ; waited = true {
+		r.runs.mu.Lock()
+		a, wait, err := r.admitLocked(ctx, key, req, digest, waited)
+		r.runs.mu.Unlock()
+		if err != nil || wait == nil {
+			if err == nil && a.fresh {
+				return r.settle(ctx, a)
+			}
+			return a, err
+		}
+		// The session's run is unwinding after a cancel: wait for it,
+		// bounded, then try again once.
+		t := time.NewTimer(DefaultCancelWait)
+		select {
+		case <-wait:
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return admitted{}, ctx.Err()
+		}
+		t.Stop()
+	}
+}
+
+// checkRequest validates what can be checked before admission.
+func (r *Runner) checkRequest(ctx context.Context, key store.SessionKey, req Request) error {
+	if err := key.Validate(); err != nil {
+		return err
+	}
+	if err := validateMessage(req.NewMessage); err != nil {
+		return err
+	}
+	switch req.Strategy {
+	case agentrunnerv1.MultitaskStrategy_MULTITASK_STRATEGY_UNSPECIFIED, agentrunnerv1.MultitaskStrategy_MULTITASK_STRATEGY_REJECT,
+		agentrunnerv1.MultitaskStrategy_MULTITASK_STRATEGY_ENQUEUE, agentrunnerv1.MultitaskStrategy_MULTITASK_STRATEGY_INTERRUPT:
+	default:
+		return fmt.Errorf("multitask_strategy %d is unknown: %w", req.Strategy, store.ErrInvalidArgument)
+	}
+	return ctx.Err()
+}
+
+// admitLocked decides under r.runs.mu. It returns a channel to wait on
+// when the session's active run is unwinding and the request would
+// otherwise be refused.
+func (r *Runner) admitLocked(ctx context.Context, key store.SessionKey, req Request, digest string, waited bool) (admitted, <-chan struct{}, error) {
+	if r.runs.draining {
+		return admitted{}, nil, fmt.Errorf("run on session %s: %w", key, ErrShuttingDown)
+	}
+	if req.RequestID != "" {
+		if a, err := r.byRequestLocked(ctx, key, req.RequestID, digest); err != nil || a.live != nil || a.ended != nil {
+			return a, nil, err
+		}
+	}
+	sr := r.runs.sessions[key]
+	busy := sr.busy()
+	switch req.Strategy {
+	case agentrunnerv1.MultitaskStrategy_MULTITASK_STRATEGY_ENQUEUE:
+	case agentrunnerv1.MultitaskStrategy_MULTITASK_STRATEGY_INTERRUPT:
+	default:
+		if busy {
+			if !waited && len(sr.queue) == 0 && sr.active.cancelling() {
+				return admitted{}, sr.active.done, nil
+			}
+			return admitted{}, nil, fmt.Errorf("session %s: run %s: %w", key, sr.blocker().id, ErrRunInProgress)
+		}
+	}
+	lr := r.newRun(ctx, key, req, digest)
+	if sr == nil {
+		sr = &sessionRuns{}
+		r.runs.sessions[key] = sr
+	}
+	r.runs.byID[lr.id] = lr
+	switch {
+	case !busy:
+		sr.active = lr
+		lr.started = true
+	case req.Strategy == agentrunnerv1.MultitaskStrategy_MULTITASK_STRATEGY_INTERRUPT:
+		sr.queue = append([]*liveRun{lr}, sr.queue...)
+		if sr.active != nil {
+			sr.active.cancel(interruptedBy(lr.id))
+		}
+	default:
+		sr.queue = append(sr.queue, lr)
+	}
+	return admitted{live: lr, fresh: true}, nil, nil
+}
+
+// blocker is the run a refused request is told about.
+func (s *sessionRuns) blocker() *liveRun {
+	if s.active != nil {
+		return s.active
+	}
+	return s.queue[0]
+}
+
+// byRequestLocked finds the run a request_id already names, live or
+// stored. A different payload is ErrAlreadyExists.
+func (r *Runner) byRequestLocked(ctx context.Context, key store.SessionKey, requestID, digest string) (admitted, error) {
+	var rec *agentrunnerv1.Run
+	var live *liveRun
+	for _, lr := range r.runs.byID {
+		if lr.key == key && lr.req.RequestID == requestID {
+			live, rec = lr, lr.record()
+			break
+		}
+	}
+	if live == nil {
+		found, err := r.store.FindRunByRequest(ctx, key, requestID)
+		switch {
+		case errors.Is(err, store.ErrNotFound):
+			return admitted{}, nil
+		case err != nil:
+			return admitted{}, fmt.Errorf("find run of request_id %q: %w", requestID, err)
+		}
+		rec = found
+	}
+	if rec.GetRequestDigest() != digest {
+		return admitted{}, fmt.Errorf("request_id %q is run %s, which was sent with a different payload: %w", requestID, rec.GetRunId(), store.ErrAlreadyExists)
+	}
+	if live != nil {
+		return admitted{live: live}, nil
+	}
+	return admitted{ended: rec}, nil
+}
+
+// newRun makes the live run of an admitted request. Its context is the
+// run's own: it keeps ctx's values (trace spans) but not its cancellation.
+func (r *Runner) newRun(ctx context.Context, key store.SessionKey, req Request, digest string) *liveRun {
+	now := timestamppb.New(r.now())
+	rec := &agentrunnerv1.Run{
+		RunId:             "e-" + r.newID(),
+		AppName:           key.App,
+		UserId:            key.User,
+		SessionId:         key.Session,
+		Status:            agentrunnerv1.RunStatus_RUN_STATUS_PENDING,
+		CreateTime:        now,
+		RequestId:         req.RequestID,
+		RequestDigest:     digest,
+		MultitaskStrategy: req.Strategy,
+		OnDisconnect:      req.OnDisconnect,
+	}
+	lr := newLiveRun(key, rec, req)
+	lr.ctx, lr.cancel = context.WithCancelCause(context.WithoutCancel(ctx))
+	return lr
+}
+
+// settle finishes the admission of a fresh run outside the lock: a run
+// that starts at once is prepared; a queued one has its pending record
+// stored before the caller hears of it, so that it survives a restart.
+func (r *Runner) settle(ctx context.Context, a admitted) (admitted, error) {
+	lr := a.live
+	if lr.started {
+		lr.markQueued(nil)
+		lr.update(startRecord(r.now()))
+		p, err := r.prepare(ctx, lr)
+		if err != nil {
+			lr.finish(lr.record(), err)
+			r.release(lr)
+			return admitted{}, err
+		}
+		a.prep = p
+		return a, nil
+	}
+	rec := lr.record()
+	rec.Input = lr.req.input()
+	err := r.store.PutRun(ctx, rec)
+	lr.persisted = err == nil
+	lr.markQueued(err)
+	if err != nil {
+		// A run the queue already started sees the error and ends itself.
+		r.runs.mu.Lock()
+		started := lr.started
+		r.runs.mu.Unlock()
+		if !started {
+			lr.finish(lr.record(), err)
+			r.release(lr)
+		}
+		return admitted{}, fmt.Errorf("queue run: %w", err)
+	}
+	return a, nil
+}
+
+// startRecord marks a record running from now.
+func startRecord(now time.Time) func(*agentrunnerv1.Run) {
+	return func(rec *agentrunnerv1.Run) {
+		rec.Status = agentrunnerv1.RunStatus_RUN_STATUS_RUNNING
+		rec.StartTime = timestamppb.New(now)
+		rec.Input = nil
+	}
+}
+
+// release removes an ended run from the registry and starts the next run
+// of its session, if one is queued.
+func (r *Runner) release(lr *liveRun) {
+	r.runs.mu.Lock()
+	defer r.runs.mu.Unlock()
+	delete(r.runs.byID, lr.id)
+	sr := r.runs.sessions[lr.key]
+	if sr == nil {
+		return
+	}
+	if sr.active == lr {
+		sr.active = nil
+	}
+	for i, q := range sr.queue {
+		if q == lr {
+			sr.queue = append(sr.queue[:i], sr.queue[i+1:]...)
+			break
+		}
+	}
+	if sr.active == nil && len(sr.queue) > 0 && !r.runs.draining {
+		next := sr.queue[0]
+		sr.queue = sr.queue[1:]
+		sr.active = next
+		next.started = true
+		r.launchLocked(next, nil)
+	}
+	if !sr.busy() {
+		delete(r.runs.sessions, lr.key)
+	}
+}
+
+// launch starts the execution of an admitted run in its own goroutine.
+func (r *Runner) launch(lr *liveRun, p *prepared) {
+	r.runs.mu.Lock()
+	defer r.runs.mu.Unlock()
+	r.launchLocked(lr, p)
+}
+
+func (r *Runner) launchLocked(lr *liveRun, p *prepared) {
+	r.runs.wg.Add(1)
+	go func() {
+		defer r.runs.wg.Done()
+		r.execute(lr, p)
+	}()
+}
+
+// lookup returns the live run with the id, or nil.
+func (r *Runner) lookup(id string) *liveRun {
+	r.runs.mu.Lock()
+	defer r.runs.mu.Unlock()
+	return r.runs.byID[id]
+}
+
+// inputDigest is the SHA-256 of a request's payload, in a deterministic
+// encoding.
+func inputDigest(in *agentrunnerv1.RunInput) string {
+	b, _ := proto.MarshalOptions{Deterministic: true}.Marshal(in)
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:])
+}

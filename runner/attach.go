@@ -1,0 +1,332 @@
+package runner
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"iter"
+
+	agentrunnerv1 "github.com/agentrunner/agentrunner/gen/go/agentrunner/v1"
+	"github.com/agentrunner/agentrunner/store"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/timestamppb"
+)
+
+// Stream runs one invocation as Run does, and streams it with its record:
+// the first element is the run record (Update.Run), then the run's events
+// and in-band errors, and last the record with the final status; a
+// terminal error, if the run has one, follows it. A request the session
+// cannot take (missing session, invalid request, busy session under
+// MULTITASK_STRATEGY_REJECT, a repeated request_id with another payload)
+// is a terminal error before any record.
+//
+// The run goes on in its own goroutine and never waits for its reader.
+// When the reader stops early or ctx ends, the run is cancelled
+// (ON_DISCONNECT_CANCEL, the default) and Stream returns once it has
+// released the session, or it goes on alone (ON_DISCONNECT_CONTINUE). A
+// request_id that names an earlier run streams that run as AttachRun does.
+func (r *Runner) Stream(ctx context.Context, req Request) iter.Seq2[Update, error] {
+	return func(yield func(Update, error) bool) {
+		a, err := r.admit(ctx, req)
+		if err != nil {
+			yield(Update{}, err)
+			return
+		}
+		switch {
+		case a.ended != nil:
+			r.replayStored(ctx, a.ended, 0, yield)
+		case !a.fresh:
+			if r.follow(ctx, a.live, 0, false, yield) == contextEnded {
+				yield(Update{}, fmt.Errorf("run %s: %w", a.live.id, ctx.Err()))
+			}
+		default:
+			if a.live.started {
+				r.launch(a.live, a.prep)
+			}
+			r.leave(ctx, a.live, r.follow(ctx, a.live, 0, true, yield), req.OnDisconnect, yield)
+		}
+	}
+}
+
+// Start admits a run as Stream does and returns its record at once; the
+// run goes on in the background and Attach follows it. A request_id that
+// names an earlier run returns that run as it is now.
+func (r *Runner) Start(ctx context.Context, req Request) (*agentrunnerv1.Run, error) {
+	a, err := r.admit(ctx, req)
+	switch {
+	case err != nil:
+		return nil, err
+	case a.ended != nil:
+		return a.ended, nil
+	case a.fresh && a.live.started:
+		r.launch(a.live, a.prep)
+	}
+	return a.live.record(), nil
+}
+
+// Attach streams a run of the runner's app from any reader, during the
+// run or after it: the record, the run's stored events with a sequence
+// greater than after, then (while it runs) what it produces live, partial
+// events and in-band errors included, and last the record with the final
+// status. Every stored event arrives once, in order. Stopping early
+// changes nothing for the run. An unknown run is store.ErrNotFound.
+func (r *Runner) Attach(ctx context.Context, runID string, after uint64) iter.Seq2[Update, error] {
+	return func(yield func(Update, error) bool) {
+		if lr := r.lookup(runID); lr != nil {
+			if r.follow(ctx, lr, after, false, yield) == contextEnded {
+				yield(Update{}, fmt.Errorf("attach run %s: %w", runID, ctx.Err()))
+			}
+			return
+		}
+		rec, err := r.GetRun(ctx, runID)
+		if err != nil {
+			yield(Update{}, err)
+			return
+		}
+		r.replayStored(ctx, rec, after, yield)
+	}
+}
+
+// follow streams a live run to a reader. The run's primary reader (the
+// stream that started it) gets everything from the start; an attacher
+// gets the stored events after `after` that the run produced before it
+// came, then everything live.
+func (r *Runner) follow(ctx context.Context, lr *liveRun, after uint64, primary bool, yield func(Update, error) bool) followed {
+	_, rec, _, _ := lr.snapshot(0)
+	if !yield(Update{Run: proto.CloneOf(rec)}, nil) {
+		return readerStopped
+	}
+	liveFrom := 0
+	if !primary {
+		lr.mu.Lock()
+		base := lr.baseSeq
+		liveFrom = len(lr.log)
+		lr.mu.Unlock()
+		// A resumed run's earlier events are in the store only.
+		if base > after && !r.replayEvents(ctx, lr.key, lr.id, after, base, yield) {
+			return readerStopped
+		}
+	}
+	return r.followLog(ctx, lr, after, liveFrom, primary, yield)
+}
+
+// followLog yields the run's log from the start, waiting for more until
+// the run ends, then the final record and the terminal error. Items
+// before liveFrom are history to an attacher: only their stored events
+// after `after` are sent.
+func (r *Runner) followLog(ctx context.Context, lr *liveRun, after uint64, liveFrom int, primary bool, yield func(Update, error) bool) followed {
+	next := 0
+	for {
+		items, rec, ended, changed := lr.snapshot(next)
+		for _, u := range items {
+			i := next
+			next++
+			if !sendItem(u, i < liveFrom, after, primary, yield) {
+				return readerStopped
+			}
+		}
+		if ended && len(items) == 0 {
+			if !yield(Update{Run: proto.CloneOf(rec)}, nil) {
+				return readerStopped
+			}
+			if lr.err != nil {
+				yield(Update{}, lr.err)
+			}
+			return followedToEnd
+		}
+		if len(items) > 0 {
+			continue // the run may have ended meanwhile: look again
+		}
+		select {
+		case <-changed:
+		case <-ctx.Done():
+			return contextEnded
+		}
+	}
+}
+
+// sendItem yields one log item to a reader, unless the reader must not
+// get it: an event stored at or before `after`, or (in an attacher's
+// history) anything but a stored event. Every reader gets its own copy of
+// a stored event (the log holds the runner's instance); a partial event
+// is the primary reader's own.
+func sendItem(u Update, history bool, after uint64, primary bool, yield func(Update, error) bool) bool {
+	ev := u.Event
+	stored := ev != nil && !ev.GetPartial()
+	switch {
+	case primary && u.attachOnly:
+		return true
+	case stored && ev.GetSequence() <= after:
+		return true
+	case history && !stored:
+		return true
+	case stored || (!primary && ev != nil):
+		u.Event = proto.CloneOf(ev)
+	}
+	return yield(u, nil)
+}
+
+// replayStored streams a run that is not live from the store: the record,
+// its events after `after`, the record again.
+func (r *Runner) replayStored(ctx context.Context, rec *agentrunnerv1.Run, after uint64, yield func(Update, error) bool) {
+	if !yield(Update{Run: rec}, nil) {
+		return
+	}
+	if rec.GetLastSequence() > after && !r.replayEvents(ctx, store.RunKey(rec), rec.GetRunId(), after, rec.GetLastSequence(), yield) {
+		return
+	}
+	yield(Update{Run: proto.CloneOf(rec)}, nil)
+}
+
+// replayPage is how many events a replay reads at a time.
+const replayPage = 500
+
+// replayEvents yields the run's stored events with after < sequence <=
+// last, reading the store a page at a time.
+func (r *Runner) replayEvents(ctx context.Context, k store.SessionKey, runID string, after, last uint64, yield func(Update, error) bool) bool {
+	for after < last {
+		evs, _, err := r.store.ListEvents(ctx, k, after, store.Page{Size: replayPage})
+		if err != nil {
+			yield(Update{}, fmt.Errorf("replay run %s: %w", runID, err))
+			return false
+		}
+		if len(evs) == 0 {
+			return true
+		}
+		for _, ev := range evs {
+			if ev.GetSequence() > last {
+				return true
+			}
+			after = ev.GetSequence()
+			if ev.GetInvocationId() == runID && !yield(Update{Event: ev}, nil) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// GetRun returns the record of a run of the runner's app, live or stored.
+func (r *Runner) GetRun(ctx context.Context, runID string) (*agentrunnerv1.Run, error) {
+	if lr := r.lookup(runID); lr != nil {
+		return lr.record(), nil
+	}
+	rec, err := r.store.GetRun(ctx, runID)
+	if err != nil {
+		return nil, err
+	}
+	if rec.GetAppName() != r.appName {
+		return nil, fmt.Errorf("run %s: %w", runID, store.ErrNotFound)
+	}
+	return rec, nil
+}
+
+// ListRuns pages through a session's runs, newest first, with the live
+// state of those still running.
+func (r *Runner) ListRuns(ctx context.Context, userID, sessionID string, page store.Page) ([]*agentrunnerv1.Run, string, error) {
+	k := store.SessionKey{App: r.appName, User: userID, Session: sessionID}
+	if err := k.Validate(); err != nil {
+		return nil, "", err
+	}
+	recs, next, err := r.store.ListRuns(ctx, k, page)
+	if err != nil {
+		return nil, "", err
+	}
+	for i, rec := range recs {
+		if lr := r.lookup(rec.GetRunId()); lr != nil {
+			recs[i] = lr.record()
+		}
+	}
+	return recs, next, nil
+}
+
+// Cancel cancels a run and returns its record once the cancellation took
+// effect: a running run stores an event saying so and ends
+// RUN_STATUS_CANCELLED; a pending one leaves the queue. A run that has
+// ended is returned as it is.
+func (r *Runner) Cancel(ctx context.Context, runID string) (*agentrunnerv1.Run, error) {
+	lr := r.lookup(runID)
+	if lr == nil {
+		return r.GetRun(ctx, runID)
+	}
+	if rec, ok := r.cancelQueued(ctx, lr, ErrCancelled); ok {
+		return rec, nil
+	}
+	lr.cancel(ErrCancelled)
+	select {
+	case <-lr.done:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	return lr.record(), nil
+}
+
+// leave ends the primary reader's part in a run. A reader that stopped
+// before the run ended cancels it (unless on_disconnect says to go on) and
+// returns once the run has released its session; a reader whose context
+// ended also gets the terminal error that says so.
+func (r *Runner) leave(ctx context.Context, lr *liveRun, how followed, policy agentrunnerv1.OnDisconnect, yield func(Update, error) bool) {
+	if how == followedToEnd {
+		return
+	}
+	if policy != agentrunnerv1.OnDisconnect_ON_DISCONNECT_CONTINUE {
+		if _, ok := r.cancelQueued(ctx, lr, errDisconnected); !ok {
+			lr.cancel(errDisconnected)
+			<-lr.done
+		}
+	}
+	if how == contextEnded {
+		yield(Update{}, fmt.Errorf("run %s: %w", lr.id, ctx.Err()))
+	}
+}
+
+// followed is how a reader's following of a live run ended.
+type followed int
+
+const (
+	followedToEnd followed = iota
+	readerStopped          // yield returned false: nothing more may be yielded
+	contextEnded           // the reader's context ended
+)
+
+// cancelQueued takes a run that has not started out of its session's
+// queue and stores it cancelled with cause; ok is false when the run has
+// started.
+func (r *Runner) cancelQueued(ctx context.Context, lr *liveRun, cause error) (*agentrunnerv1.Run, bool) {
+	r.runs.mu.Lock()
+	started := lr.started
+	if !started {
+		lr.started = true // the queue will never start it now
+		if sr := r.runs.sessions[lr.key]; sr != nil {
+			for i, q := range sr.queue {
+				if q == lr {
+					sr.queue = append(sr.queue[:i], sr.queue[i+1:]...)
+					break
+				}
+			}
+		}
+	}
+	r.runs.mu.Unlock()
+	if started {
+		return nil, false
+	}
+	<-lr.queued
+	rec := lr.record()
+	rec.Status = agentrunnerv1.RunStatus_RUN_STATUS_CANCELLED
+	rec.Error = &agentrunnerv1.Status{Code: codeCanceled, Message: cause.Error()}
+	rec.Input = nil
+	rec.EndTime = timestamppb.New(r.now())
+	if lr.persisted {
+		if err := r.store.PutRun(context.WithoutCancel(ctx), rec); err != nil && !errors.Is(err, store.ErrNotFound) {
+			r.log.Error("store a cancelled pending run", "run", lr.id, "err", err)
+		}
+	}
+	lr.cancel(cause)
+	r.release(lr)
+	lr.finish(rec, fmt.Errorf("run %s: %w", lr.id, cause))
+	return rec, true
+}
+
+// HasLiveRun reports whether the run is pending or running in this
+// process.
+func (r *Runner) HasLiveRun(runID string) bool { return r.lookup(runID) != nil }

@@ -1,0 +1,186 @@
+package runner
+
+import (
+	"context"
+	"sync"
+
+	agentrunnerv1 "github.com/agentrunner/agentrunner/gen/go/agentrunner/v1"
+	"github.com/agentrunner/agentrunner/store"
+	"google.golang.org/protobuf/proto"
+)
+
+// Update is one element of a run stream. Exactly one field is set: Run for
+// the run record (the first element and the last, with the final status),
+// Event for a partial or complete event, Err for an agent's error that is
+// reported in-band (an *agent.AgentError), after which the run goes on.
+type Update struct {
+	Run   *agentrunnerv1.Run
+	Event *agentrunnerv1.Event
+	Err   error
+
+	// attachOnly marks the run's user event when its config does not
+	// stream it: attachers get every stored event of the run, the stream
+	// that started it gets what it asked for.
+	attachOnly bool
+}
+
+// liveRun is a run this process admitted and has not finished: pending or
+// running. It keeps the log of what the run produced, so that any number of
+// readers (the stream that started it, attachers) follow it at their own
+// pace while the run never waits for them.
+type liveRun struct {
+	id  string
+	key store.SessionKey
+	req Request
+	// resume is set when this execution continues an interrupted run.
+	resume *ResumeRequest
+
+	// ctx is the run's own context: it outlives the stream that started
+	// the run (ON_DISCONNECT_CONTINUE, StartRun), and cancel ends it with
+	// a cause (see cancelCause).
+	ctx    context.Context
+	cancel context.CancelCauseFunc
+
+	mu sync.Mutex
+	// rec is the current record; clones leave.
+	rec *agentrunnerv1.Run
+	// log holds every update of this execution in order. Complete events
+	// are in it only once stored.
+	log []Update
+	// baseSeq is the run's last stored sequence before this execution
+	// began (a resumed run's earlier events are read from the store).
+	baseSeq uint64
+	// changed is closed and replaced whenever log, rec or done change.
+	changed chan struct{}
+	// done is closed when the run has ended and its final record is in rec.
+	done chan struct{}
+	// started reports that the run left the queue (guarded by the
+	// runner's registry lock).
+	started bool
+	// queued is closed once a queued run's pending record is stored;
+	// queueErr says whether that failed. Nil for a run that never queued.
+	queued   chan struct{}
+	queueErr error
+	// persisted reports that the record was stored before the run started
+	// (a queued or resumed run), so that its end must be stored too.
+	persisted bool
+	// err is the run's terminal error, set before done is closed.
+	err error
+}
+
+func newLiveRun(key store.SessionKey, rec *agentrunnerv1.Run, req Request) *liveRun {
+	return &liveRun{
+		id:      rec.GetRunId(),
+		key:     key,
+		req:     req,
+		rec:     rec,
+		changed: make(chan struct{}),
+		done:    make(chan struct{}),
+		queued:  make(chan struct{}),
+	}
+}
+
+// markQueued opens the gate of a queued run: its pending record is stored
+// (err nil), or could not be.
+func (lr *liveRun) markQueued(err error) {
+	lr.queueErr = err
+	close(lr.queued)
+}
+
+// record returns a copy of the current record.
+func (lr *liveRun) record() *agentrunnerv1.Run {
+	lr.mu.Lock()
+	defer lr.mu.Unlock()
+	return proto.CloneOf(lr.rec)
+}
+
+// update changes the record under the lock and wakes the readers.
+func (lr *liveRun) update(fn func(rec *agentrunnerv1.Run)) {
+	lr.mu.Lock()
+	fn(lr.rec)
+	lr.wakeLocked()
+	lr.mu.Unlock()
+}
+
+func (lr *liveRun) wakeLocked() {
+	close(lr.changed)
+	lr.changed = make(chan struct{})
+}
+
+// publish appends an update to the log and wakes the readers.
+func (lr *liveRun) publish(u Update) {
+	lr.mu.Lock()
+	defer lr.mu.Unlock()
+	lr.log = append(lr.log, u)
+	lr.wakeLocked()
+}
+
+// noteStored moves the record's sequences and usage totals past an event
+// the run stored.
+func (lr *liveRun) noteStored(ev *agentrunnerv1.Event) {
+	lr.mu.Lock()
+	defer lr.mu.Unlock()
+	if lr.rec.FirstSequence == 0 {
+		lr.rec.FirstSequence = ev.GetSequence()
+	}
+	lr.rec.LastSequence = ev.GetSequence()
+	addUsage(lr.rec, ev.GetUsageMetadata())
+}
+
+// finish records the final record and the terminal error, and ends the
+// run for its readers. Only the first call counts.
+func (lr *liveRun) finish(rec *agentrunnerv1.Run, err error) {
+	lr.mu.Lock()
+	defer lr.mu.Unlock()
+	if lr.ended() {
+		return
+	}
+	lr.rec = rec
+	lr.err = err
+	close(lr.done)
+	lr.wakeLocked()
+}
+
+// ended reports whether the run has ended.
+func (lr *liveRun) ended() bool {
+	select {
+	case <-lr.done:
+		return true
+	default:
+		return false
+	}
+}
+
+// cancelling reports whether the run was told to stop and is unwinding.
+func (lr *liveRun) cancelling() bool {
+	return lr.ctx != nil && lr.ctx.Err() != nil && !lr.ended()
+}
+
+// snapshot returns the log from index from on, the current record, whether
+// the run has ended, and the channel that is closed at the next change.
+func (lr *liveRun) snapshot(from int) ([]Update, *agentrunnerv1.Run, bool, <-chan struct{}) {
+	lr.mu.Lock()
+	defer lr.mu.Unlock()
+	var items []Update
+	if from < len(lr.log) {
+		items = lr.log[from:len(lr.log):len(lr.log)]
+	}
+	return items, lr.rec, lr.ended(), lr.changed
+}
+
+// addUsage adds an event's token counts to the run's totals.
+func addUsage(rec *agentrunnerv1.Run, u *agentrunnerv1.UsageMetadata) {
+	if u == nil {
+		return
+	}
+	if rec.Usage == nil {
+		rec.Usage = &agentrunnerv1.UsageMetadata{}
+	}
+	t := rec.Usage
+	t.PromptTokenCount += u.GetPromptTokenCount()
+	t.CandidatesTokenCount += u.GetCandidatesTokenCount()
+	t.ThoughtsTokenCount += u.GetThoughtsTokenCount()
+	t.CachedContentTokenCount += u.GetCachedContentTokenCount()
+	t.ToolUsePromptTokenCount += u.GetToolUsePromptTokenCount()
+	t.TotalTokenCount += u.GetTotalTokenCount()
+}

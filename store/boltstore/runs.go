@@ -1,0 +1,830 @@
+package boltstore
+
+import (
+	"bytes"
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	"go.etcd.io/bbolt"
+	"google.golang.org/protobuf/encoding/protowire"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	agentrunnerv1 "github.com/agentrunner/agentrunner/gen/go/agentrunner/v1"
+	"github.com/agentrunner/agentrunner/store"
+)
+
+// Run records: bucket runs, T(app, user, session) U(create_time)
+// T(run_id) -> Run, and three indexes that every write of a record keeps
+// in its own transaction:
+//
+//	run_ids         T(run_id)                           -> runs key
+//	run_requests    T(app, user, session, request_id)   -> runs key
+//	unfinished_runs runs key                            -> empty, while the status is PENDING or RUNNING
+//
+// A record keeps the key of its first write: a rewrite finds it through
+// run_ids, and keeps the stored create_time.
+
+// Field numbers of Run that the store reads or appends without decoding or
+// encoding the whole record (protobuf keeps the last occurrence of a
+// scalar; see eventSequenceField).
+const (
+	runFirstSequenceField = 9
+	runLastSequenceField  = 10
+	runRequestIDField     = 12
+)
+
+// unfinished reports whether a run of this status is listed by
+// ListUnfinishedRuns.
+func unfinished(st agentrunnerv1.RunStatus) bool {
+	return st == agentrunnerv1.RunStatus_RUN_STATUS_PENDING || st == agentrunnerv1.RunStatus_RUN_STATUS_RUNNING
+}
+
+// runWrite is a run record ready to be written: checked and encoded
+// outside the write transaction. Nothing changes it afterwards; it may be
+// shared by the queue and the reads that overlay it.
+type runWrite struct {
+	rec   *agentrunnerv1.Run // a copy of its own
+	sk    []byte             // its session's key
+	key   []byte             // its runs key by its own create_time
+	bytes []byte             // rec's encoding
+}
+
+func prepareRun(run *agentrunnerv1.Run) (*runWrite, error) {
+	switch {
+	case run == nil:
+		return nil, fmt.Errorf("run is missing: %w", store.ErrInvalidArgument)
+	case run.GetRunId() == "":
+		return nil, fmt.Errorf("run_id is empty: %w", store.ErrInvalidArgument)
+	}
+	k := store.RunKey(run)
+	if err := validateKey(k); err != nil {
+		return nil, fmt.Errorf("run %s: %w", run.GetRunId(), err)
+	}
+	if err := checkParts(run.GetRunId(), run.GetRequestId()); err != nil {
+		return nil, err
+	}
+	nanos, err := createNanos(run.GetCreateTime())
+	if err != nil {
+		return nil, fmt.Errorf("run %s: %w", run.GetRunId(), err)
+	}
+	w := &runWrite{rec: proto.CloneOf(run), sk: sessionKey(k)}
+	w.key = runKey(w.sk, nanos, run.GetRunId())
+	if w.bytes, err = proto.Marshal(w.rec); err != nil {
+		return nil, fmt.Errorf("marshal run %s: %w", run.GetRunId(), err)
+	}
+	return w, nil
+}
+
+// createNanos returns a create_time as Unix nanoseconds; it must be set
+// and representable.
+func createNanos(ts *timestamppb.Timestamp) (int64, error) {
+	if ts == nil {
+		return 0, fmt.Errorf("create_time is missing: %w", store.ErrInvalidArgument)
+	}
+	if err := ts.CheckValid(); err != nil {
+		return 0, fmt.Errorf("create_time: %v: %w", err, store.ErrInvalidArgument)
+	}
+	t := ts.AsTime()
+	n := t.UnixNano()
+	if !time.Unix(0, n).Equal(t) {
+		return 0, fmt.Errorf("create_time %s is out of range: %w", t, store.ErrInvalidArgument)
+	}
+	return n, nil
+}
+
+// runPlan is what writing a record changes, worked out in the write
+// transaction before anything is written.
+type runPlan struct {
+	w          *runWrite
+	key        []byte                 // where the record goes: the stored record's key when there is one
+	bytes      []byte                 // the encoding to store, before sequences are set
+	createTime *timestamppb.Timestamp // the stored create_time when w's differs, else nil
+	newRun     bool                   // no record yet: run_ids gets an entry
+	putReq     []byte                 // run_requests entry to add
+	delReq     []byte                 // run_requests entry of the record's old request_id, to delete
+	unfinished int                    // +1: add to unfinished_runs, -1: remove, 0: leave
+}
+
+// planRun checks a write of w (whose session exists) and plans it. The
+// run id must not be another session's, and the request_id not another
+// run's (ErrAlreadyExists).
+func planRun(tx *bbolt.Tx, w *runWrite) (*runPlan, error) {
+	p := &runPlan{w: w, key: w.key, bytes: w.bytes}
+	var oldReq string
+	if stored := tx.Bucket(bucketRunIDs).Get(runIDKey(w.rec.GetRunId())); stored == nil {
+		p.newRun = true
+	} else {
+		if !bytes.HasPrefix(stored, w.sk) {
+			return nil, fmt.Errorf("run_id %s is a run of another session: %w", w.rec.GetRunId(), store.ErrAlreadyExists)
+		}
+		p.key = bytes.Clone(stored)
+		oldReq = requestIDOf(tx.Bucket(bucketRuns).Get(p.key))
+		if !bytes.Equal(p.key, w.key) {
+			if err := p.keepCreateTime(); err != nil {
+				return nil, err
+			}
+		}
+	}
+	if err := p.planRequest(tx.Bucket(bucketRunReqs), oldReq); err != nil {
+		return nil, err
+	}
+	has := exists(tx.Bucket(bucketUnfinished), p.key)
+	switch want := unfinished(w.rec.GetStatus()); {
+	case want && !has:
+		p.unfinished = 1
+	case !want && has:
+		p.unfinished = -1
+	}
+	return p, nil
+}
+
+// keepCreateTime re-encodes the record with the create_time of its key:
+// a record's create_time never changes once written.
+func (p *runPlan) keepCreateTime() error {
+	p.createTime = timestamppb.New(time.Unix(0, runNanos(p.key, p.w.sk)))
+	rec := proto.CloneOf(p.w.rec)
+	rec.CreateTime = p.createTime
+	var err error
+	if p.bytes, err = proto.Marshal(rec); err != nil {
+		return fmt.Errorf("marshal run %s: %w", rec.GetRunId(), err)
+	}
+	return nil
+}
+
+// planRequest claims the record's request_id in the session and releases
+// the one it held before, oldReq.
+func (p *runPlan) planRequest(reqs *bbolt.Bucket, oldReq string) error {
+	if req := p.w.rec.GetRequestId(); req != "" {
+		rk := runRequestKey(p.w.sk, req)
+		switch holder := reqs.Get(rk); {
+		case holder == nil:
+			p.putReq = rk
+		case !bytes.Equal(holder, p.key):
+			other, err := runIDOfKey(holder, p.w.sk)
+			if err != nil {
+				return fmt.Errorf("run_requests entry of %q: %w", req, err)
+			}
+			return fmt.Errorf("request_id %q is held by run %s: %w", req, other, store.ErrAlreadyExists)
+		}
+	}
+	if oldReq != "" && oldReq != p.w.rec.GetRequestId() {
+		if rk := runRequestKey(p.w.sk, oldReq); bytes.Equal(reqs.Get(rk), p.key) {
+			p.delReq = rk
+		}
+	}
+	return nil
+}
+
+// apply writes the planned record and its index entries; a seq other than
+// zero is stored as last_sequence (and as first_sequence when that is
+// zero). It fails only with an abortError.
+func (p *runPlan) apply(tx *bbolt.Tx, seq uint64) error {
+	v := p.bytes
+	if seq != 0 {
+		v = appendSequences(v, p.w.rec.GetFirstSequence() == 0, seq)
+	}
+	if err := put(tx.Bucket(bucketRuns), p.key, v); err != nil {
+		return err
+	}
+	if p.newRun {
+		if err := put(tx.Bucket(bucketRunIDs), runIDKey(p.w.rec.GetRunId()), p.key); err != nil {
+			return err
+		}
+	}
+	reqs, unf := tx.Bucket(bucketRunReqs), tx.Bucket(bucketUnfinished)
+	if p.putReq != nil {
+		if err := put(reqs, p.putReq, p.key); err != nil {
+			return err
+		}
+	}
+	if p.delReq != nil {
+		if err := del(reqs, p.delReq); err != nil {
+			return err
+		}
+	}
+	switch p.unfinished {
+	case 1:
+		return put(unf, p.key, []byte{})
+	case -1:
+		return del(unf, p.key)
+	}
+	return nil
+}
+
+// appendSequences appends last_sequence, and first_sequence when first,
+// to an encoded Run. It never writes into b's array, which a retry of the
+// transaction reuses.
+func appendSequences(b []byte, first bool, seq uint64) []byte {
+	b = b[:len(b):len(b)]
+	if first {
+		b = protowire.AppendTag(b, runFirstSequenceField, protowire.VarintType)
+		b = protowire.AppendVarint(b, seq)
+	}
+	b = protowire.AppendTag(b, runLastSequenceField, protowire.VarintType)
+	return protowire.AppendVarint(b, seq)
+}
+
+// requestIDOf reads the request_id of an encoded Run without decoding
+// the rest of it.
+func requestIDOf(v []byte) string {
+	var id string
+	for len(v) > 0 {
+		num, typ, n := protowire.ConsumeTag(v)
+		if n < 0 {
+			return id
+		}
+		v = v[n:]
+		if num == runRequestIDField && typ == protowire.BytesType {
+			b, m := protowire.ConsumeBytes(v)
+			if m < 0 {
+				return id
+			}
+			id, v = string(b), v[m:]
+			continue
+		}
+		m := protowire.ConsumeFieldValue(num, typ, v)
+		if m < 0 {
+			return id
+		}
+		v = v[m:]
+	}
+	return id
+}
+
+// exists reports whether b holds key (whatever its value, even empty).
+func exists(b *bbolt.Bucket, key []byte) bool {
+	k, _ := b.Cursor().Seek(key)
+	return bytes.Equal(k, key)
+}
+
+func decodeRun(v []byte) (*agentrunnerv1.Run, error) {
+	rec := &agentrunnerv1.Run{}
+	if err := proto.Unmarshal(v, rec); err != nil {
+		return nil, fmt.Errorf("decode run: %w", err)
+	}
+	return rec, nil
+}
+
+// getRunAt decodes the record an index entry names.
+func getRunAt(tx *bbolt.Tx, key []byte) (*agentrunnerv1.Run, error) {
+	v := tx.Bucket(bucketRuns).Get(key)
+	if v == nil {
+		return nil, errors.New("a run index names a missing run record")
+	}
+	return decodeRun(v)
+}
+
+// putRunTx writes a record on its own; its session must exist.
+func putRunTx(tx *bbolt.Tx, w *runWrite) error {
+	if tx.Bucket(bucketSessions).Get(w.sk) == nil {
+		return fmt.Errorf("session %s: %w", store.RunKey(w.rec), store.ErrNotFound)
+	}
+	p, err := planRun(tx, w)
+	if err != nil {
+		return err
+	}
+	return p.apply(tx, 0)
+}
+
+// AppendRunEvent implements store.RunStore.
+func (s *Store) AppendRunEvent(ctx context.Context, k store.SessionKey, ev *agentrunnerv1.Event, run *agentrunnerv1.Run) (*agentrunnerv1.Event, *agentrunnerv1.Run, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, nil, err
+	}
+	ew, err := s.prepareEvent(k, ev)
+	if err != nil {
+		return nil, nil, err
+	}
+	rw, err := prepareRun(run)
+	if err != nil {
+		return nil, nil, err
+	}
+	if rk := store.RunKey(run); rk != k {
+		return nil, nil, fmt.Errorf("run %s belongs to session %s, not %s: %w", run.GetRunId(), rk, k, store.ErrInvalidArgument)
+	}
+	var (
+		seq        uint64
+		createTime *timestamppb.Timestamp
+	)
+	err = s.write(ctx, func(tx *bbolt.Tx) error {
+		sess, err := getSession(tx, k, rw.sk)
+		if err != nil {
+			return err
+		}
+		p, err := planRun(tx, rw)
+		if err != nil {
+			return err
+		}
+		if seq, err = appendEventTx(tx, k, rw.sk, sess, ew); err != nil {
+			return err
+		}
+		createTime = p.createTime
+		return p.apply(tx, seq)
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	ew.stored.Sequence = seq
+	out := rw.rec // the write is done: nothing shares rw any more
+	out.LastSequence = seq
+	if out.FirstSequence == 0 {
+		out.FirstSequence = seq
+	}
+	if createTime != nil {
+		out.CreateTime = createTime
+	}
+	return ew.stored, out, nil
+}
+
+// PutRun implements store.RunStore.
+func (s *Store) PutRun(ctx context.Context, run *agentrunnerv1.Run) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	w, err := prepareRun(run)
+	if err != nil {
+		return err
+	}
+	return s.write(ctx, func(tx *bbolt.Tx) error { return putRunTx(tx, w) })
+}
+
+// PutRunLater implements store.RunStore. A record that can never be
+// written (see PutRun), or one queued after Close, is logged and dropped.
+func (s *Store) PutRunLater(run *agentrunnerv1.Run) {
+	w, err := prepareRun(run)
+	if err != nil {
+		s.opts.Logger.Error("run record not queued", "run", run.GetRunId(), "err", err)
+		return
+	}
+	if !s.later.add(w) {
+		s.opts.Logger.Error("run record not queued", "run", run.GetRunId(), "err", store.ErrClosed)
+	}
+}
+
+// writeQueued writes the records PutRunLater queued, in the committer's
+// transaction. A record that cannot be written is logged and skipped (one
+// of a deleted session is dropped quietly); only a failed bbolt write,
+// returned, aborts the transaction.
+func (s *Store) writeQueued(tx *bbolt.Tx, queued []*runWrite) error {
+	for _, w := range queued {
+		err := putRunTx(tx, w)
+		var ae abortError
+		switch {
+		case err == nil:
+		case errors.As(err, &ae):
+			return ae.err
+		case errors.Is(err, store.ErrNotFound):
+			s.opts.Logger.Debug("queued run record dropped: its session is gone", "run", w.rec.GetRunId(), "err", err)
+		default:
+			s.opts.Logger.Error("queued run record not written", "run", w.rec.GetRunId(), "err", err)
+		}
+	}
+	return nil
+}
+
+// GetRun implements store.RunStore.
+func (s *Store) GetRun(ctx context.Context, runID string) (*agentrunnerv1.Run, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if runID == "" {
+		return nil, fmt.Errorf("run_id is empty: %w", store.ErrInvalidArgument)
+	}
+	if err := checkParts(runID); err != nil {
+		return nil, err
+	}
+	queued := s.later.get(runID)
+	var out *agentrunnerv1.Run
+	err := s.view(ctx, func(tx *bbolt.Tx) error {
+		if queued != nil {
+			if _, rec, ok := resolveQueued(tx, queued); ok {
+				out = proto.CloneOf(rec)
+				return nil
+			}
+		}
+		key := tx.Bucket(bucketRunIDs).Get(runIDKey(runID))
+		if key == nil {
+			return fmt.Errorf("run %s: %w", runID, store.ErrNotFound)
+		}
+		var err error
+		out, err = getRunAt(tx, key)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// FindRunByRequest implements store.RunStore.
+func (s *Store) FindRunByRequest(ctx context.Context, k store.SessionKey, requestID string) (*agentrunnerv1.Run, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if err := validateKey(k); err != nil {
+		return nil, err
+	}
+	if requestID == "" {
+		return nil, fmt.Errorf("request_id is empty: %w", store.ErrInvalidArgument)
+	}
+	if err := checkParts(requestID); err != nil {
+		return nil, err
+	}
+	sk := sessionKey(k)
+	queued := s.later.ofSession(sk)
+	var out *agentrunnerv1.Run
+	err := s.view(ctx, func(tx *bbolt.Tx) error {
+		if tx.Bucket(bucketSessions).Get(sk) == nil {
+			return fmt.Errorf("session %s: %w", k, store.ErrNotFound)
+		}
+		var err error
+		if out, err = findByRequest(tx, sk, requestID, queued); err == nil && out == nil {
+			err = fmt.Errorf("request_id %q in session %s: %w", requestID, k, store.ErrNotFound)
+		}
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// findByRequest returns the run of session sk that holds requestID, with
+// the session's queued records overlaid; nil when there is none.
+func findByRequest(tx *bbolt.Tx, sk []byte, requestID string, queued map[string]*runWrite) (*agentrunnerv1.Run, error) {
+	if holder := tx.Bucket(bucketRunReqs).Get(runRequestKey(sk, requestID)); holder != nil {
+		id, err := runIDOfKey(holder, sk)
+		if err != nil {
+			return nil, fmt.Errorf("run_requests entry of %q: %w", requestID, err)
+		}
+		w := queued[id]
+		if w == nil {
+			return getRunAt(tx, holder)
+		}
+		if w.rec.GetRequestId() == requestID {
+			return placeQueued(w, holder), nil
+		}
+		// The queued record gives the request_id up.
+	}
+	for _, w := range queued {
+		if w.rec.GetRequestId() != requestID {
+			continue
+		}
+		if _, rec, ok := resolveQueued(tx, w); ok {
+			return proto.CloneOf(rec), nil
+		}
+	}
+	return nil, nil
+}
+
+// resolveQueued returns a queued record as it is to be stored: under the
+// key of the run's stored record, with its create_time. ok is false when
+// it is not to be stored: its session is gone, or its run id is another
+// session's. The record returned may be the queue's own.
+func resolveQueued(tx *bbolt.Tx, w *runWrite) (key []byte, rec *agentrunnerv1.Run, ok bool) {
+	if tx.Bucket(bucketSessions).Get(w.sk) == nil {
+		return nil, nil, false
+	}
+	stored := tx.Bucket(bucketRunIDs).Get(runIDKey(w.rec.GetRunId()))
+	switch {
+	case stored == nil || bytes.Equal(stored, w.key):
+		return w.key, w.rec, true
+	case !bytes.HasPrefix(stored, w.sk):
+		return nil, nil, false
+	}
+	return stored, placeQueued(w, stored), true
+}
+
+// placeQueued returns a copy of a queued record for the stored record at
+// key (of the same run): with the create_time of key.
+func placeQueued(w *runWrite, key []byte) *agentrunnerv1.Run {
+	rec := proto.CloneOf(w.rec)
+	if !bytes.Equal(key, w.key) {
+		rec.CreateTime = timestamppb.New(time.Unix(0, runNanos(key, w.sk)))
+	}
+	return rec
+}
+
+// ListRuns implements store.RunStore. The page token is the key of the
+// last run listed.
+func (s *Store) ListRuns(ctx context.Context, k store.SessionKey, page store.Page) ([]*agentrunnerv1.Run, string, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, "", err
+	}
+	if err := validateKey(k); err != nil {
+		return nil, "", err
+	}
+	sk := sessionKey(k)
+	bound, err := runsPageBound(sk, page.Token)
+	if err != nil {
+		return nil, "", err
+	}
+	queued := s.later.ofSession(sk)
+	var (
+		out  []*agentrunnerv1.Run
+		next string
+	)
+	err = s.view(ctx, func(tx *bbolt.Tx) error {
+		if tx.Bucket(bucketSessions).Get(sk) == nil {
+			return fmt.Errorf("session %s: %w", k, store.ErrNotFound)
+		}
+		var err error
+		out, next, err = listRunsTx(tx, sk, bound, queued, page.Limit())
+		return err
+	})
+	if err != nil {
+		return nil, "", err
+	}
+	return out, next, nil
+}
+
+// runsPageBound returns the key a page of session sk's runs starts
+// before: past every run of the session for the first page.
+func runsPageBound(sk []byte, token string) ([]byte, error) {
+	if token == "" {
+		return successor(sk), nil
+	}
+	tok, err := decodeToken(token)
+	if err != nil {
+		return nil, err
+	}
+	if !bytes.HasPrefix(tok, sk) || len(tok) < len(sk)+8+2 {
+		return nil, fmt.Errorf("page_token belongs to another listing: %w", store.ErrInvalidArgument)
+	}
+	return tok, nil
+}
+
+// placedRun is a record with the key it is (or is to be) stored under.
+type placedRun struct {
+	key []byte
+	rec *agentrunnerv1.Run
+}
+
+// listRunsTx walks session sk's runs back from bound, merging in the
+// queued records of runs not stored yet and replacing stored records by
+// their queued ones.
+func listRunsTx(tx *bbolt.Tx, sk, bound []byte, queued map[string]*runWrite, limit int) ([]*agentrunnerv1.Run, string, error) {
+	fresh := freshRuns(tx, queued, bound)
+	c := tx.Bucket(bucketRuns).Cursor()
+	key, v := seekBefore(c, bound)
+	var (
+		out  []*agentrunnerv1.Run
+		last []byte
+	)
+	for {
+		stored := key != nil && bytes.HasPrefix(key, sk)
+		switch {
+		case !stored && len(fresh) == 0:
+			return out, "", nil
+		case len(out) == limit:
+			return out, encodeToken(last), nil
+		case len(fresh) > 0 && (!stored || bytes.Compare(fresh[0].key, key) > 0):
+			out = append(out, proto.CloneOf(fresh[0].rec))
+			last, fresh = fresh[0].key, fresh[1:]
+			continue
+		}
+		rec, err := decodeRun(v)
+		if err != nil {
+			return nil, "", err
+		}
+		if w := queued[rec.GetRunId()]; w != nil {
+			rec = placeQueued(w, key)
+		}
+		out = append(out, rec)
+		last = key
+		key, v = c.Prev()
+	}
+}
+
+// freshRuns returns the queued records that have no stored record and
+// sort before bound, newest first.
+func freshRuns(tx *bbolt.Tx, queued map[string]*runWrite, bound []byte) []placedRun {
+	var out []placedRun
+	ids := tx.Bucket(bucketRunIDs)
+	for _, w := range queued {
+		if bytes.Compare(w.key, bound) < 0 && ids.Get(runIDKey(w.rec.GetRunId())) == nil {
+			out = append(out, placedRun{key: w.key, rec: w.rec})
+		}
+	}
+	slices.SortFunc(out, func(a, b placedRun) int { return bytes.Compare(b.key, a.key) })
+	return out
+}
+
+// seekBefore positions c on the last key before bound.
+func seekBefore(c *bbolt.Cursor, bound []byte) (key, value []byte) {
+	if k, _ := c.Seek(bound); k == nil {
+		return c.Last()
+	}
+	return c.Prev()
+}
+
+// ListUnfinishedRuns implements store.RunStore.
+func (s *Store) ListUnfinishedRuns(ctx context.Context) ([]*agentrunnerv1.Run, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	queued := s.later.all()
+	var placed []placedRun
+	err := s.view(ctx, func(tx *bbolt.Tx) error {
+		var err error
+		placed, err = unfinishedTx(tx, queued)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	slices.SortFunc(placed, func(a, b placedRun) int {
+		ta, tb := a.rec.GetCreateTime(), b.rec.GetCreateTime()
+		return cmp.Or(cmp.Compare(ta.GetSeconds(), tb.GetSeconds()), cmp.Compare(ta.GetNanos(), tb.GetNanos()), bytes.Compare(a.key, b.key))
+	})
+	out := make([]*agentrunnerv1.Run, len(placed))
+	for i, p := range placed {
+		out[i] = p.rec
+	}
+	return out, nil
+}
+
+// unfinishedTx reads the runs the unfinished_runs index names, with the
+// queued records overlaid: a queued record replaces its run's, and lists
+// it only when its own status is unfinished.
+func unfinishedTx(tx *bbolt.Tx, queued map[string]*runWrite) ([]placedRun, error) {
+	var out []placedRun
+	c := tx.Bucket(bucketUnfinished).Cursor()
+	for key, _ := c.First(); key != nil; key, _ = c.Next() {
+		rec, err := getRunAt(tx, key)
+		if err != nil {
+			return nil, err
+		}
+		if w := queued[rec.GetRunId()]; w == nil || !bytes.HasPrefix(key, w.sk) {
+			out = append(out, placedRun{key: bytes.Clone(key), rec: rec})
+		}
+	}
+	for _, w := range queued {
+		if !unfinished(w.rec.GetStatus()) {
+			continue
+		}
+		if key, rec, ok := resolveQueued(tx, w); ok {
+			out = append(out, placedRun{key: bytes.Clone(key), rec: proto.CloneOf(rec)})
+		}
+	}
+	return out, nil
+}
+
+// sessionRuns are the keys of a session's run records and of their
+// index entries.
+type sessionRuns struct{ runs, ids, reqs [][]byte }
+
+// collectRuns collects the keys DeleteSession deletes with session sk.
+func collectRuns(tx *bbolt.Tx, sk []byte) (*sessionRuns, error) {
+	r := &sessionRuns{
+		runs: collectPrefix(tx.Bucket(bucketRuns), sk),
+		reqs: collectPrefix(tx.Bucket(bucketRunReqs), sk),
+	}
+	ids := tx.Bucket(bucketRunIDs)
+	for _, key := range r.runs {
+		id, err := runIDOfKey(key, sk)
+		if err != nil {
+			return nil, fmt.Errorf("run key: %w", err)
+		}
+		if ik := runIDKey(id); bytes.Equal(ids.Get(ik), key) {
+			r.ids = append(r.ids, ik)
+		}
+	}
+	return r, nil
+}
+
+func (r *sessionRuns) delete(tx *bbolt.Tx) error {
+	runs, unf := tx.Bucket(bucketRuns), tx.Bucket(bucketUnfinished)
+	for _, key := range r.runs {
+		if err := del(runs, key); err != nil {
+			return err
+		}
+		if err := del(unf, key); err != nil { // a no-op for a finished run
+			return err
+		}
+	}
+	for _, b := range []struct {
+		bucket *bbolt.Bucket
+		keys   [][]byte
+	}{{tx.Bucket(bucketRunIDs), r.ids}, {tx.Bucket(bucketRunReqs), r.reqs}} {
+		for _, key := range b.keys {
+			if err := del(b.bucket, key); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// migrateRuns (schema 2 -> 3) has nothing to convert: the run buckets
+// start empty, and Open creates every bucket before it migrates.
+func migrateRuns(*bbolt.Tx) error { return nil }
+
+// runQueue holds the records PutRunLater queued until the committer has
+// written them: pending until a commit takes them, writing while that
+// commit runs. Reads overlay both, pending first, taking their copy
+// before they open their transaction: a record leaves the queue only once
+// a transaction opened after that sees it.
+type runQueue struct {
+	mu      sync.Mutex
+	pending map[string]*runWrite // by run id
+	writing map[string]*runWrite // by run id
+	closed  bool
+	kick    chan struct{} // tells the committer that records are pending
+}
+
+func (q *runQueue) init() {
+	q.pending = map[string]*runWrite{}
+	q.kick = make(chan struct{}, 1)
+}
+
+// add queues w in place of any pending record of its run; false once the
+// queue is closed.
+func (q *runQueue) add(w *runWrite) bool {
+	q.mu.Lock()
+	if q.closed {
+		q.mu.Unlock()
+		return false
+	}
+	q.pending[w.rec.GetRunId()] = w
+	q.mu.Unlock()
+	select {
+	case q.kick <- struct{}{}:
+	default: // a kick is on its way already
+	}
+	return true
+}
+
+// take moves the pending records to writing and returns them.
+func (q *runQueue) take() []*runWrite {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if len(q.pending) == 0 {
+		return nil
+	}
+	out := make([]*runWrite, 0, len(q.pending))
+	for _, w := range q.pending {
+		out = append(out, w)
+	}
+	q.writing, q.pending = q.pending, map[string]*runWrite{}
+	return out
+}
+
+// written forgets the records take returned: they are committed (or
+// lost, and logged).
+func (q *runQueue) written() {
+	q.mu.Lock()
+	q.writing = nil
+	q.mu.Unlock()
+}
+
+// close refuses records from now on.
+func (q *runQueue) close() {
+	q.mu.Lock()
+	q.closed = true
+	q.mu.Unlock()
+}
+
+// get returns the queued record of a run, or nil.
+func (q *runQueue) get(runID string) *runWrite {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if w := q.pending[runID]; w != nil {
+		return w
+	}
+	return q.writing[runID]
+}
+
+// all returns every queued record by run id, the newest of each run.
+func (q *runQueue) all() map[string]*runWrite { return q.filter(nil) }
+
+// ofSession returns the queued records of session sk by run id.
+func (q *runQueue) ofSession(sk []byte) map[string]*runWrite {
+	return q.filter(sk)
+}
+
+func (q *runQueue) filter(sk []byte) map[string]*runWrite {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if len(q.pending)+len(q.writing) == 0 {
+		return nil
+	}
+	out := make(map[string]*runWrite, len(q.pending)+len(q.writing))
+	for _, m := range []map[string]*runWrite{q.writing, q.pending} {
+		for id, w := range m {
+			out[id] = w
+		}
+	}
+	for id, w := range out {
+		if sk != nil && !bytes.Equal(w.sk, sk) {
+			delete(out, id)
+		}
+	}
+	return out
+}

@@ -1,0 +1,595 @@
+package boltstore
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"log/slog"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"go.etcd.io/bbolt"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/reflect/protoreflect"
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	agentrunnerv1 "github.com/agentrunner/agentrunner/gen/go/agentrunner/v1"
+	"github.com/agentrunner/agentrunner/store"
+)
+
+var testEpoch = time.Date(2025, 3, 4, 5, 6, 7, 0, time.UTC)
+
+func testRun(k store.SessionKey, id string, minute int, st agentrunnerv1.RunStatus) *agentrunnerv1.Run {
+	return &agentrunnerv1.Run{
+		RunId: id, AppName: k.App, UserId: k.User, SessionId: k.Session, Status: st,
+		CreateTime: timestamppb.New(testEpoch.Add(time.Duration(minute) * time.Minute)),
+	}
+}
+
+// checkRunIndexes checks, on the raw file, that every run record is
+// where its fields say and that the indexes name exactly what they must:
+// run_ids every record, run_requests every request_id, unfinished_runs
+// every pending or running run.
+func checkRunIndexes(t testing.TB, tx *bbolt.Tx) {
+	t.Helper()
+	want := map[string]map[string]string{"run_ids": {}, "run_requests": {}, "unfinished_runs": {}}
+	err := tx.Bucket(bucketRuns).ForEach(func(key, v []byte) error {
+		rec := &agentrunnerv1.Run{}
+		if err := proto.Unmarshal(v, rec); err != nil {
+			return err
+		}
+		sk := sessionKey(store.RunKey(rec))
+		if tx.Bucket(bucketSessions).Get(sk) == nil {
+			return fmt.Errorf("run %s outlives its session", rec.GetRunId())
+		}
+		if wk := runKey(sk, rec.GetCreateTime().AsTime().UnixNano(), rec.GetRunId()); !bytes.Equal(key, wk) {
+			return fmt.Errorf("run %s stored at %x, its fields say %x", rec.GetRunId(), key, wk)
+		}
+		want["run_ids"][string(runIDKey(rec.GetRunId()))] = string(key)
+		if rec.GetRequestId() != "" {
+			want["run_requests"][string(runRequestKey(sk, rec.GetRequestId()))] = string(key)
+		}
+		if unfinished(rec.GetStatus()) {
+			want["unfinished_runs"][string(key)] = ""
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatalf("run records: %v", err)
+	}
+	for name, entries := range want {
+		got := map[string]string{}
+		_ = tx.Bucket([]byte(name)).ForEach(func(k, v []byte) error {
+			got[string(k)] = string(v)
+			return nil
+		})
+		if fmt.Sprint(got) != fmt.Sprint(entries) {
+			t.Fatalf("index %s holds %q, want %q", name, got, entries)
+		}
+	}
+}
+
+// rawRun reads a record from the file, past the queue of PutRunLater.
+func rawRun(t testing.TB, s *Store, id string) *agentrunnerv1.Run {
+	t.Helper()
+	var rec *agentrunnerv1.Run
+	err := s.db.View(func(tx *bbolt.Tx) error {
+		key := tx.Bucket(bucketRunIDs).Get(runIDKey(id))
+		if key == nil {
+			return nil
+		}
+		var err error
+		rec, err = getRunAt(tx, key)
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rec
+}
+
+func TestRunFieldNumbers(t *testing.T) {
+	run := (&agentrunnerv1.Run{}).ProtoReflect().Descriptor().Fields()
+	ev := (&agentrunnerv1.Event{}).ProtoReflect().Descriptor().Fields()
+	for _, tc := range []struct {
+		field protoreflect.FieldDescriptor
+		want  int
+	}{
+		{run.ByName("first_sequence"), runFirstSequenceField},
+		{run.ByName("last_sequence"), runLastSequenceField},
+		{run.ByName("request_id"), runRequestIDField},
+		{ev.ByName("sequence"), eventSequenceField},
+	} {
+		if tc.field == nil || int(tc.field.Number()) != tc.want {
+			t.Errorf("field %v: the store writes it as number %d", tc.field, tc.want)
+		}
+	}
+}
+
+func TestRunKeys(t *testing.T) {
+	sk := sessionKey(store.SessionKey{App: "a", User: "u\x00", Session: "s"})
+	// In creation order, across 1970; ties by run id.
+	keys := []struct {
+		nanos int64
+		id    string
+	}{{-5e18, "z"}, {-1, "a"}, {0, "a"}, {0, "a\x00"}, {0, "b"}, {1, ""}, {1_700_000_000_000_000_000, "x"}, {5e18, "a"}}
+	for i, k := range keys {
+		key := runKey(sk, k.nanos, k.id)
+		if id, err := runIDOfKey(key, sk); err != nil || id != k.id || runNanos(key, sk) != k.nanos {
+			t.Errorf("key %x decodes to %q, %d, %v; want %q, %d", key, id, runNanos(key, sk), err, k.id, k.nanos)
+		}
+		if !bytes.HasPrefix(key, sk) {
+			t.Errorf("key %x is outside its session", key)
+		}
+		if i > 0 {
+			if prev := runKey(sk, keys[i-1].nanos, keys[i-1].id); bytes.Compare(prev, key) >= 0 {
+				t.Errorf("key of %v does not sort before %v", keys[i-1], k)
+			}
+		}
+	}
+	if _, err := runIDOfKey(append(runKey(sk, 0, "a"), 'x'), sk); err == nil {
+		t.Error("a key with trailing bytes decoded")
+	}
+	for _, v := range [][]byte{nil, mustMarshal(t, &agentrunnerv1.Run{RunId: "x", RequestId: "r\x00q", Status: 2}), append(mustMarshal(t, &agentrunnerv1.Run{RequestId: "old"}), mustMarshal(t, &agentrunnerv1.Run{RequestId: "new", Usage: &agentrunnerv1.UsageMetadata{TotalTokenCount: 3}})...)} {
+		want := &agentrunnerv1.Run{}
+		_ = proto.Unmarshal(v, want)
+		if got := requestIDOf(v); got != want.GetRequestId() {
+			t.Errorf("requestIDOf(%x) = %q, want %q", v, got, want.GetRequestId())
+		}
+	}
+}
+
+func mustMarshal(t *testing.T, m proto.Message) []byte {
+	b, err := proto.Marshal(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// TestPutRunLaterDurableAfterClose: Close writes the queue; a reopened
+// store reads it from the file.
+func TestPutRunLaterDurableAfterClose(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "db")
+	s, err := Open(path, Options{laterDelay: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	k := store.SessionKey{App: "app", User: "u", Session: "s"}
+	if _, err := s.CreateSession(t.Context(), k, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.PutRun(t.Context(), testRun(k, "e-a", 0, agentrunnerv1.RunStatus_RUN_STATUS_RUNNING)); err != nil {
+		t.Fatal(err)
+	}
+	s.PutRunLater(testRun(k, "e-a", 0, agentrunnerv1.RunStatus_RUN_STATUS_SUCCEEDED))
+	s.PutRunLater(testRun(k, "e-b", 1, agentrunnerv1.RunStatus_RUN_STATUS_PENDING))
+	if rec := rawRun(t, s, "e-a"); rec.GetStatus() != agentrunnerv1.RunStatus_RUN_STATUS_RUNNING {
+		t.Fatalf("queued record written before Close (delay 1h): %v", rec)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	checkFile(t, path)
+	s, err = Open(path, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if rec, err := s.GetRun(t.Context(), "e-a"); err != nil || rec.GetStatus() != agentrunnerv1.RunStatus_RUN_STATUS_SUCCEEDED {
+		t.Fatalf("e-a after reopen: %v, %v", rec, err)
+	}
+	runs, err := s.ListUnfinishedRuns(t.Context())
+	if err != nil || len(runs) != 1 || runs[0].GetRunId() != "e-b" {
+		t.Fatalf("unfinished runs after reopen: %v, %v", runs, err)
+	}
+}
+
+// TestPutRunLaterCommits: a queued record rides along with the next
+// commit, and without one the committer writes it after the delay, in a
+// commit of its own.
+func TestPutRunLaterCommits(t *testing.T) {
+	k := store.SessionKey{App: "app", User: "u", Session: "s"}
+	var mu sync.Mutex
+	var writes []int
+	onCommit := func(_ time.Duration, n int) {
+		mu.Lock()
+		writes = append(writes, n)
+		mu.Unlock()
+	}
+	commits := func() (string, int) {
+		mu.Lock()
+		defer mu.Unlock()
+		return fmt.Sprint(writes), len(writes)
+	}
+	for _, tc := range []struct {
+		name  string
+		delay time.Duration
+		other bool // another write comes
+		want  string
+	}{
+		{"rides along", time.Hour, true, "[1 2]"},
+		{"alone after the delay", 5 * time.Millisecond, false, "[1 1]"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			mu.Lock()
+			writes = nil
+			mu.Unlock()
+			s, _ := newTestStore(t, Options{laterDelay: tc.delay, OnCommit: onCommit})
+			if _, err := s.CreateSession(t.Context(), k, nil); err != nil {
+				t.Fatal(err)
+			}
+			start := time.Now()
+			s.PutRunLater(testRun(k, "e-1", 0, agentrunnerv1.RunStatus_RUN_STATUS_SUCCEEDED))
+			if tc.other {
+				if _, err := s.CreateSession(t.Context(), store.SessionKey{App: "app", User: "u", Session: "t"}, nil); err != nil {
+					t.Fatal(err)
+				}
+			}
+			for rawRun(t, s, "e-1") == nil {
+				if time.Since(start) > 5*time.Second {
+					t.Fatal("queued record never written")
+				}
+				time.Sleep(time.Millisecond)
+			}
+			if !tc.other && time.Since(start) < tc.delay {
+				t.Fatalf("written after %v, before the delay %v", time.Since(start), tc.delay)
+			}
+			// OnCommit runs just after the commit that the file shows.
+			got, n := commits()
+			for ; n < 2 && time.Since(start) < 5*time.Second; got, n = commits() {
+				time.Sleep(time.Millisecond)
+			}
+			if got != tc.want {
+				t.Fatalf("commits carried %s writes, want %s", got, tc.want)
+			}
+		})
+	}
+}
+
+// TestPutRunLaterNeverGoesBack: while records of a run are queued and
+// written one after another, a reader never sees an older one after a
+// newer one (a record leaves the overlay only once the file shows it).
+func TestPutRunLaterNeverGoesBack(t *testing.T) {
+	s, _ := newTestStore(t, Options{laterDelay: time.Microsecond, NoSync: true})
+	k := store.SessionKey{App: "app", User: "u", Session: "s"}
+	if _, err := s.CreateSession(t.Context(), k, nil); err != nil {
+		t.Fatal(err)
+	}
+	const n = 300
+	run := testRun(k, "e-1", 0, agentrunnerv1.RunStatus_RUN_STATUS_RUNNING)
+	s.PutRunLater(run)
+	done := make(chan struct{})
+	errs := make(chan error, 1)
+	go func() {
+		defer close(errs)
+		var last uint64
+		for {
+			select {
+			case <-done:
+				return
+			default:
+			}
+			rec, err := s.GetRun(t.Context(), "e-1")
+			if err == nil && rec.GetLastSequence() < last {
+				err = fmt.Errorf("read last_sequence %d after %d", rec.GetLastSequence(), last)
+			}
+			if err != nil {
+				errs <- err
+				return
+			}
+			last = rec.GetLastSequence()
+		}
+	}()
+	for i := 1; i <= n; i++ {
+		run.LastSequence = uint64(i)
+		s.PutRunLater(run)
+		if i%50 == 0 { // some synchronous writes in between
+			if _, err := s.CreateSession(t.Context(), store.SessionKey{App: "app", User: "u", Session: fmt.Sprint("x", i)}, nil); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	close(done)
+	if err := <-errs; err != nil {
+		t.Fatal(err)
+	}
+	if rec, err := s.GetRun(t.Context(), "e-1"); err != nil || rec.GetLastSequence() != n {
+		t.Fatalf("final record %v, %v", rec, err)
+	}
+}
+
+// TestPutRunLaterLogs: records that cannot be written are logged, not
+// lost silently.
+func TestPutRunLaterLogs(t *testing.T) {
+	var buf syncBuffer
+	log := slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	s, _ := newTestStore(t, Options{laterDelay: time.Hour, Logger: log})
+	k := store.SessionKey{App: "app", User: "u", Session: "s"}
+	if _, err := s.CreateSession(t.Context(), k, nil); err != nil {
+		t.Fatal(err)
+	}
+	held := testRun(k, "e-held", 0, agentrunnerv1.RunStatus_RUN_STATUS_RUNNING)
+	held.RequestId = "r1"
+	if err := s.PutRun(t.Context(), held); err != nil {
+		t.Fatal(err)
+	}
+	claim := testRun(k, "e-claim", 1, agentrunnerv1.RunStatus_RUN_STATUS_SUCCEEDED)
+	claim.RequestId = "r1"
+	s.PutRunLater(claim)
+	s.PutRunLater(testRun(store.SessionKey{App: "app", User: "u", Session: "gone"}, "e-gone", 0, agentrunnerv1.RunStatus_RUN_STATUS_SUCCEEDED))
+	s.PutRunLater(nil)
+	s.PutRunLater(testRun(k, "", 0, agentrunnerv1.RunStatus_RUN_STATUS_SUCCEEDED))
+	if _, err := s.CreateSession(t.Context(), store.SessionKey{App: "app", User: "u", Session: "t"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	logged := buf.String()
+	for _, want := range []string{
+		`level=ERROR msg="queued run record not written" run=e-claim err="request_id \"r1\" is held by run e-held: already exists"`,
+		`level=DEBUG msg="queued run record dropped: its session is gone" run=e-gone`,
+		`level=ERROR msg="run record not queued" run="" err="run is missing: invalid argument"`,
+		`level=ERROR msg="run record not queued" run="" err="run_id is empty: invalid argument"`,
+	} {
+		if !strings.Contains(logged, want) {
+			t.Errorf("log lacks %s\nlog:\n%s", want, logged)
+		}
+	}
+	if rec := rawRun(t, s, "e-claim"); rec != nil {
+		t.Fatalf("the refused record was written: %v", rec)
+	}
+	if _, err := s.GetRun(t.Context(), "e-claim"); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("the refused record is still overlaid: %v", err)
+	}
+}
+
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// TestQueuedRunsSurviveAbortedBatch: when a write of the batch aborts,
+// the queued records are written in a transaction of their own.
+func TestQueuedRunsSurviveAbortedBatch(t *testing.T) {
+	s, _ := newTestStore(t, Options{laterDelay: time.Hour})
+	k := store.SessionKey{App: "app", User: "u", Session: "s"}
+	if _, err := s.CreateSession(t.Context(), k, nil); err != nil {
+		t.Fatal(err)
+	}
+	w, err := prepareRun(testRun(k, "e-1", 0, agentrunnerv1.RunStatus_RUN_STATUS_RUNNING))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Queue directly: no kick, so the committer's timer stays out of it.
+	s.later.mu.Lock()
+	s.later.pending["e-1"] = w
+	s.later.mu.Unlock()
+	good, bad := make(chan error, 1), make(chan error, 1)
+	s.commit([]*writeOp{
+		{fn: func(tx *bbolt.Tx) error { return put(tx.Bucket(bucketMeta), []byte("k"), []byte("v")) }, done: good},
+		{fn: func(tx *bbolt.Tx) error { return put(tx.Bucket(bucketMeta), nil, []byte("v")) }, done: bad},
+	})
+	if err := <-good; err != nil {
+		t.Fatal(err)
+	}
+	if err := <-bad; err == nil {
+		t.Fatal("aborting write reported success")
+	}
+	if rec := rawRun(t, s, "e-1"); rec.GetStatus() != agentrunnerv1.RunStatus_RUN_STATUS_RUNNING {
+		t.Fatalf("queued record after an aborted batch: %v", rec)
+	}
+	if got := s.later.all(); len(got) != 0 {
+		t.Fatalf("records still queued after their commit: %v", got)
+	}
+}
+
+// TestRunIndexesAfterRewrites drives the cases that move index entries
+// and checks the raw indexes after each.
+func TestRunIndexesAfterRewrites(t *testing.T) {
+	s, _ := newTestStore(t, Options{laterDelay: time.Hour})
+	ctx := t.Context()
+	k, k2 := store.SessionKey{App: "app", User: "u", Session: "s"}, store.SessionKey{App: "app", User: "u", Session: "s2"}
+	for _, key := range []store.SessionKey{k, k2} {
+		if _, err := s.CreateSession(ctx, key, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	a := testRun(k, "e-a", 0, agentrunnerv1.RunStatus_RUN_STATUS_PENDING)
+	a.RequestId = "r1"
+	moved := proto.CloneOf(a)
+	moved.CreateTime = timestamppb.New(testEpoch.Add(time.Hour))
+	moved.Status = agentrunnerv1.RunStatus_RUN_STATUS_RUNNING
+	renamed := proto.CloneOf(a)
+	renamed.RequestId, renamed.Status = "r2", agentrunnerv1.RunStatus_RUN_STATUS_SUCCEEDED
+	b := testRun(k2, "e-b", 1, agentrunnerv1.RunStatus_RUN_STATUS_RUNNING)
+	steps := []struct {
+		name string
+		do   func() error
+	}{
+		{"pending with a request", func() error { return s.PutRun(ctx, a) }},
+		{"rewritten with another create_time", func() error {
+			if err := s.PutRun(ctx, moved); err != nil {
+				return err
+			}
+			if rec := rawRun(t, s, "e-a"); !proto.Equal(rec.GetCreateTime(), a.GetCreateTime()) || rec.GetStatus() != moved.GetStatus() {
+				return fmt.Errorf("stored as %v", rec)
+			}
+			return nil
+		}},
+		{"request renamed, finished", func() error { return s.PutRun(ctx, renamed) }},
+		{"request dropped", func() error { return s.PutRun(ctx, testRun(k, "e-a", 0, agentrunnerv1.RunStatus_RUN_STATUS_RUNNING)) }},
+		{"another session's run", func() error {
+			_, _, err := s.AppendRunEvent(ctx, k2, &agentrunnerv1.Event{Author: "a"}, b)
+			return err
+		}},
+		{"queued and flushed", func() error {
+			s.PutRunLater(testRun(k, "e-c", 2, agentrunnerv1.RunStatus_RUN_STATUS_PENDING))
+			return s.PutRun(ctx, testRun(k2, "e-d", 3, agentrunnerv1.RunStatus_RUN_STATUS_FAILED))
+		}},
+		{"session deleted", func() error { return s.DeleteSession(ctx, k) }},
+	}
+	for _, st := range steps {
+		if err := st.do(); err != nil {
+			t.Fatalf("%s: %v", st.name, err)
+		}
+		if err := s.db.View(func(tx *bbolt.Tx) error { checkRunIndexes(t, tx); return nil }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var n int
+	_ = s.db.View(func(tx *bbolt.Tx) error { n = tx.Bucket(bucketRuns).Stats().KeyN; return nil })
+	if n != 2 {
+		t.Fatalf("%d run records left, want the 2 of %s", n, k2)
+	}
+}
+
+// TestRunsMigration: a schema 2 file (no run buckets) opens as schema 3
+// with its data, and takes run records.
+func TestRunsMigration(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "db")
+	s, err := Open(path, Options{schema: 2, migrations: schemaMigrations[:1]})
+	if err != nil {
+		t.Fatal(err)
+	}
+	k := store.SessionKey{App: "app", User: "u", Session: "s"}
+	if _, err := s.CreateSession(t.Context(), k, nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.AppendEvent(t.Context(), k, &agentrunnerv1.Event{Author: "a"}); err != nil {
+		t.Fatal(err)
+	}
+	// Make it a true schema 2 file: no run buckets.
+	err = s.db.Update(func(tx *bbolt.Tx) error {
+		for _, b := range [][]byte{bucketRuns, bucketRunIDs, bucketRunReqs, bucketUnfinished} {
+			if err := tx.DeleteBucket(b); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	s, err = Open(path, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if v, _ := s.SchemaVersion(); v != 3 {
+		t.Fatalf("schema %d after open, want 3", v)
+	}
+	if _, evs, err := s.GetSession(t.Context(), k, store.GetOptions{}); err != nil || len(evs) != 1 {
+		t.Fatalf("session after migration: %d events, %v", len(evs), err)
+	}
+	if runs, err := s.ListUnfinishedRuns(t.Context()); err != nil || len(runs) != 0 {
+		t.Fatalf("unfinished runs of a migrated file: %v, %v", runs, err)
+	}
+	if _, run, err := s.AppendRunEvent(t.Context(), k, &agentrunnerv1.Event{Author: "a"}, testRun(k, "e-1", 0, agentrunnerv1.RunStatus_RUN_STATUS_RUNNING)); err != nil || run.GetFirstSequence() != 2 {
+		t.Fatalf("AppendRunEvent on a migrated file: %v, %v", run, err)
+	}
+}
+
+// TestQueuedRecordVisibleWhileCommitting: while the transaction that
+// writes a queued record runs, a read (whose transaction cannot see it
+// yet) still gets it from the queue.
+func TestQueuedRecordVisibleWhileCommitting(t *testing.T) {
+	s, _ := newTestStore(t, Options{laterDelay: time.Hour})
+	k := store.SessionKey{App: "app", User: "u", Session: "s"}
+	if _, err := s.CreateSession(t.Context(), k, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.PutRun(t.Context(), testRun(k, "e-1", 0, agentrunnerv1.RunStatus_RUN_STATUS_RUNNING)); err != nil {
+		t.Fatal(err)
+	}
+	w, err := prepareRun(testRun(k, "e-1", 0, agentrunnerv1.RunStatus_RUN_STATUS_SUCCEEDED))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.later.mu.Lock()
+	s.later.pending["e-1"] = w // no kick: the commit below takes it
+	s.later.mu.Unlock()
+	type read struct{ file, store *agentrunnerv1.Run }
+	var got read
+	done := make(chan error, 1)
+	s.commit([]*writeOp{{done: done, fn: func(*bbolt.Tx) error {
+		reads := make(chan read, 1)
+		go func() {
+			rec, _ := s.GetRun(t.Context(), "e-1")
+			reads <- read{file: rawRun(t, s, "e-1"), store: rec}
+		}()
+		select {
+		case got = <-reads:
+			return nil
+		case <-time.After(5 * time.Second):
+			return errors.New("read blocked by the write transaction")
+		}
+	}}})
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if got.file.GetStatus() != agentrunnerv1.RunStatus_RUN_STATUS_RUNNING {
+		t.Fatalf("the file showed %v before the commit", got.file.GetStatus())
+	}
+	if got.store.GetStatus() != agentrunnerv1.RunStatus_RUN_STATUS_SUCCEEDED {
+		t.Fatalf("GetRun during the commit = %v, want the queued record", got.store)
+	}
+}
+
+// TestRunCreateTimes: a create_time before 1970 sorts before later ones;
+// one that nanoseconds since 1970 cannot hold is refused.
+func TestRunCreateTimes(t *testing.T) {
+	s, _ := newTestStore(t, Options{})
+	k := store.SessionKey{App: "app", User: "u", Session: "s"}
+	if _, err := s.CreateSession(t.Context(), k, nil); err != nil {
+		t.Fatal(err)
+	}
+	for id, at := range map[string]time.Time{
+		"e-1900": time.Date(1900, 1, 1, 0, 0, 0, 0, time.UTC),
+		"e-1969": time.Date(1969, 12, 31, 23, 59, 59, 999_999_999, time.UTC),
+		"e-1970": time.Unix(0, 0),
+		"e-2200": time.Date(2200, 1, 1, 0, 0, 0, 0, time.UTC),
+	} {
+		run := testRun(k, id, 0, agentrunnerv1.RunStatus_RUN_STATUS_PENDING)
+		run.CreateTime = timestamppb.New(at)
+		if err := s.PutRun(t.Context(), run); err != nil {
+			t.Fatal(err)
+		}
+	}
+	list, _, err := s.ListRuns(t.Context(), k, store.Page{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	for _, r := range list {
+		ids = append(ids, r.GetRunId())
+	}
+	if strings.Join(ids, " ") != "e-2200 e-1970 e-1969 e-1900" {
+		t.Fatalf("ListRuns order %v", ids)
+	}
+	unf, err := s.ListUnfinishedRuns(t.Context())
+	if err != nil || len(unf) != 4 || unf[0].GetRunId() != "e-1900" || unf[3].GetRunId() != "e-2200" {
+		t.Fatalf("ListUnfinishedRuns = %v, %v", unf, err)
+	}
+	for _, at := range []time.Time{time.Date(3000, 1, 1, 0, 0, 0, 0, time.UTC), time.Date(1600, 1, 1, 0, 0, 0, 0, time.UTC)} {
+		run := testRun(k, "e-far", 0, agentrunnerv1.RunStatus_RUN_STATUS_PENDING)
+		run.CreateTime = timestamppb.New(at)
+		if err := s.PutRun(t.Context(), run); !errors.Is(err, store.ErrInvalidArgument) {
+			t.Errorf("PutRun with create_time %v: %v, want invalid argument", at, err)
+		}
+	}
+}
