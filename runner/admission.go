@@ -66,6 +66,10 @@ type admitted struct {
 	live  *liveRun
 	ended *agentrunnerv1.Run
 	fresh bool
+	// now reports that a fresh run became the session's active run at
+	// admission: it starts at once instead of queueing. (lr.started may
+	// change under the registry lock once the run is released.)
+	now bool
 	// prep is the prepared execution of a fresh run that starts at once.
 	prep *prepared
 }
@@ -155,10 +159,12 @@ func (r *Runner) admitLocked(ctx context.Context, key store.SessionKey, req Requ
 		r.runs.sessions[key] = sr
 	}
 	r.runs.byID[lr.id] = lr
+	a := admitted{live: lr, fresh: true}
 	switch {
 	case !busy:
 		sr.active = lr
 		lr.started = true
+		a.now = true
 	case req.Strategy == agentrunnerv1.MultitaskStrategy_MULTITASK_STRATEGY_INTERRUPT:
 		sr.queue = append([]*liveRun{lr}, sr.queue...)
 		if sr.active != nil {
@@ -167,7 +173,7 @@ func (r *Runner) admitLocked(ctx context.Context, key store.SessionKey, req Requ
 	default:
 		sr.queue = append(sr.queue, lr)
 	}
-	return admitted{live: lr, fresh: true}, nil, nil
+	return a, nil, nil
 }
 
 // blocker is the run a refused request is told about.
@@ -234,7 +240,7 @@ func (r *Runner) newRun(ctx context.Context, key store.SessionKey, req Request, 
 // stored before the caller hears of it, so that it survives a restart.
 func (r *Runner) settle(ctx context.Context, a admitted) (admitted, error) {
 	lr := a.live
-	if lr.started {
+	if a.now {
 		lr.markQueued(nil)
 		lr.update(startRecord(r.now()))
 		p, err := r.prepare(ctx, lr)

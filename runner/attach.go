@@ -40,7 +40,7 @@ func (r *Runner) Stream(ctx context.Context, req Request) iter.Seq2[Update, erro
 				yield(Update{}, fmt.Errorf("run %s: %w", a.live.id, ctx.Err()))
 			}
 		default:
-			if a.live.started {
+			if a.now {
 				r.launch(a.live, a.prep)
 			}
 			r.leave(ctx, a.live, r.follow(ctx, a.live, 0, true, yield), req.OnDisconnect, yield)
@@ -58,7 +58,7 @@ func (r *Runner) Start(ctx context.Context, req Request) (*agentrunnerv1.Run, er
 		return nil, err
 	case a.ended != nil:
 		return a.ended, nil
-	case a.fresh && a.live.started:
+	case a.fresh && a.now:
 		r.launch(a.live, a.prep)
 	}
 	return a.live.record(), nil
@@ -92,8 +92,7 @@ func (r *Runner) Attach(ctx context.Context, runID string, after uint64) iter.Se
 // gets the stored events after `after` that the run produced before it
 // came, then everything live.
 func (r *Runner) follow(ctx context.Context, lr *liveRun, after uint64, primary bool, yield func(Update, error) bool) followed {
-	_, rec, _, _ := lr.snapshot(0)
-	if !yield(Update{Run: proto.CloneOf(rec)}, nil) {
+	if !yield(Update{Run: lr.record()}, nil) {
 		return readerStopped
 	}
 	liveFrom := 0
@@ -126,7 +125,7 @@ func (r *Runner) followLog(ctx context.Context, lr *liveRun, after uint64, liveF
 			}
 		}
 		if ended && len(items) == 0 {
-			if !yield(Update{Run: proto.CloneOf(rec)}, nil) {
+			if !yield(Update{Run: rec}, nil) {
 				return readerStopped
 			}
 			if lr.err != nil {

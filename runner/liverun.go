@@ -32,8 +32,10 @@ type liveRun struct {
 	id  string
 	key store.SessionKey
 	req Request
-	// resume is set when this execution continues an interrupted run.
-	resume *ResumeRequest
+	// resume is set when this execution continues an interrupted run, and
+	// resumedFrom is the status the run had then.
+	resume      *ResumeRequest
+	resumedFrom agentrunnerv1.RunStatus
 
 	// ctx is the run's own context: it outlives the stream that started
 	// the run (ON_DISCONNECT_CONTINUE, StartRun), and cancel ends it with
@@ -156,8 +158,9 @@ func (lr *liveRun) cancelling() bool {
 	return lr.ctx != nil && lr.ctx.Err() != nil && !lr.ended()
 }
 
-// snapshot returns the log from index from on, the current record, whether
-// the run has ended, and the channel that is closed at the next change.
+// snapshot returns the log from index from on, a copy of the final record
+// once the run has ended (else nil), whether it has, and the channel that
+// is closed at the next change.
 func (lr *liveRun) snapshot(from int) ([]Update, *agentrunnerv1.Run, bool, <-chan struct{}) {
 	lr.mu.Lock()
 	defer lr.mu.Unlock()
@@ -165,7 +168,14 @@ func (lr *liveRun) snapshot(from int) ([]Update, *agentrunnerv1.Run, bool, <-cha
 	if from < len(lr.log) {
 		items = lr.log[from:len(lr.log):len(lr.log)]
 	}
-	return items, lr.rec, lr.ended(), lr.changed
+	// The record of a running run changes with every stored event: a
+	// reader gets its own copy of the final one only.
+	var final *agentrunnerv1.Run
+	ended := lr.ended()
+	if ended {
+		final = proto.CloneOf(lr.rec)
+	}
+	return items, final, ended, lr.changed
 }
 
 // addUsage adds an event's token counts to the run's totals.

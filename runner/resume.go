@@ -76,6 +76,7 @@ func (r *Runner) admitResume(ctx context.Context, req ResumeRequest) (*liveRun, 
 	rec.EndTime, rec.Error, rec.PendingCallIds = nil, nil, nil
 	lr := newLiveRun(key, rec, Request{UserID: key.User, SessionID: key.Session, OnDisconnect: req.OnDisconnect, Timeout: req.Timeout})
 	lr.resume = &req
+	lr.resumedFrom = orig.GetStatus()
 	lr.baseSeq = rec.GetLastSequence()
 	lr.persisted = true
 	lr.ctx, lr.cancel = context.WithCancelCause(context.WithoutCancel(ctx))
@@ -109,10 +110,11 @@ func (r *Runner) admitResume(ctx context.Context, req ResumeRequest) (*liveRun, 
 // where the run goes on.
 func (r *Runner) prepareResume(ctx context.Context, lr *liveRun, sess *agentrunnerv1.Session, events []*agentrunnerv1.Event) (*prepared, error) {
 	rq := lr.resume
-	// A run goes on where it stopped only while nothing came after it:
-	// else its events would land after another run's, whose answers or
-	// new message already changed what the run would do.
-	if last := sess.GetLastSequence(); last > lr.baseSeq {
+	// A run that waits on its caller is answered only while nothing came
+	// after it: else the answers would land after another run's events,
+	// whose message already changed what the run was asked. An interrupted
+	// run may go on after a queued run that ran meanwhile.
+	if last := sess.GetLastSequence(); last > lr.baseSeq && lr.resumedFrom == agentrunnerv1.RunStatus_RUN_STATUS_INPUT_REQUIRED {
 		return nil, fmt.Errorf("run %s ended at event %d and the session has moved on to %d: %w", lr.id, lr.baseSeq, last, ErrNotResumable)
 	}
 	inDoubt, err := r.inDoubtCalls(ctx, lr)
