@@ -121,6 +121,9 @@ func send(ctx context.Context, runner servicev1.RunnerServiceClient, app, user, 
 		if err != nil {
 			return nil, err
 		}
+		if resp.GetRun() != nil { // the run record, first and last; see GetRun
+			continue
+		}
 		if e := resp.GetError(); e != nil { // an agent failed; the run goes on
 			fmt.Printf("[agent error %s] %s\n", codes.Code(e.GetCode()), e.GetMessage())
 			continue

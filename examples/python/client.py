@@ -34,6 +34,8 @@ def run(runner, app, user, session_id, text):
         if streaming and not (resp.HasField("event") and resp.event.partial):
             print()
             streaming = False
+        if resp.HasField("run"):  # the run record, first and last; see GetRun
+            continue
         if resp.HasField("error"):  # an agent failed; the run goes on
             print(f"[agent error {CODE_NAMES.get(resp.error.code, resp.error.code)}] {resp.error.message}")
             continue

@@ -39,6 +39,8 @@ def run(runner, app, user, session_id, message):
     req = runner_service_pb2.RunRequest(app_name=app, user_id=user, session_id=session_id, new_message=message)
     waiting = []
     for resp in runner.Run(req, timeout=30):
+        if resp.HasField("run"):  # the run record, first and last
+            continue
         if resp.HasField("error"):
             print(f"[agent error {resp.error.code}] {resp.error.message}")
             continue

@@ -244,6 +244,9 @@ func (c *chat) run(ctx context.Context, msg *agentrunnerv1.Content) ([]*agentrun
 		if err != nil {
 			return nil, err
 		}
+		if resp.GetRun() != nil { // the run record, first and last
+			continue
+		}
 		if e := resp.GetError(); e != nil {
 			c.endPartial()
 			fmt.Fprintf(c.out, "! error from agent: %s: %s\n", codes.Code(e.GetCode()), e.GetMessage())
