@@ -1,6 +1,7 @@
 package runner
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -132,7 +133,7 @@ func (r *Runner) finalize(ctx context.Context, in *invocation, err error) (*agen
 		rec := lr.record()
 		rec.EndTime = timestamppb.New(r.now())
 		rec.Status = agentrunnerv1.RunStatus_RUN_STATUS_SUCCEEDED
-		if ids := waitingCalls(in.inv.Events(), lr.id); len(ids) > 0 {
+		if ids := waitingCalls(in.inv.Events(), rec); len(ids) > 0 {
 			rec.Status = agentrunnerv1.RunStatus_RUN_STATUS_INPUT_REQUIRED
 			rec.PendingCallIds = ids
 		}
@@ -213,12 +214,16 @@ func (r *Runner) failRecord(rec *agentrunnerv1.Run, err error) *agentrunnerv1.Ru
 	return rec
 }
 
-// waitingCalls returns the calls run id made that still wait for the
-// caller, sorted.
-func waitingCalls(events []*agentrunnerv1.Event, id string) []string {
+// waitingCalls returns the calls the run made that still wait for the
+// caller, sorted. Only the events from the run's first on can hold them:
+// the scan costs the run's length, not the session's.
+func waitingCalls(events []*agentrunnerv1.Event, rec *agentrunnerv1.Run) []string {
+	from, _ := slices.BinarySearchFunc(events, rec.GetFirstSequence(), func(ev *agentrunnerv1.Event, seq uint64) int {
+		return cmp.Compare(ev.GetSequence(), seq)
+	})
 	var ids []string
-	for call, inv := range pendingCalls(events) {
-		if inv == id {
+	for call, inv := range pendingCalls(events[from:]) {
+		if inv == rec.GetRunId() {
 			ids = append(ids, call)
 		}
 	}

@@ -121,7 +121,7 @@ func (r *Runner) prepareResume(ctx context.Context, lr *liveRun, sess *agentrunn
 	if err != nil {
 		return nil, err
 	}
-	waiting := waitingCalls(events, lr.id)
+	waiting := waitingCalls(events, lr.rec)
 	var answered []string
 	for _, part := range rq.Answers.GetParts() {
 		id := part.GetFunctionResponse().GetId()

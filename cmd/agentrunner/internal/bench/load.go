@@ -102,6 +102,11 @@ func (c *client) run(ctx context.Context, user, session, text string, sse bool) 
 		if err != nil {
 			return runStats{}, err
 		}
+		if resp.GetRun() != nil {
+			// The run record, first and last: not an event, and not
+			// counted, so that figures compare with earlier releases.
+			continue
+		}
 		if st.msgs == 0 {
 			st.first = time.Since(start)
 		}
