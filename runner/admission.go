@@ -229,6 +229,7 @@ func (r *Runner) newRun(ctx context.Context, key store.SessionKey, req Request, 
 		RequestDigest:     digest,
 		MultitaskStrategy: req.Strategy,
 		OnDisconnect:      req.OnDisconnect,
+		Input:             configOnly(req.input()),
 	}
 	lr := newLiveRun(key, rec, req)
 	lr.ctx, lr.cancel = context.WithCancelCause(context.WithoutCancel(ctx))
@@ -276,8 +277,17 @@ func startRecord(now time.Time) func(*agentrunnerv1.Run) {
 	return func(rec *agentrunnerv1.Run) {
 		rec.Status = agentrunnerv1.RunStatus_RUN_STATUS_RUNNING
 		rec.StartTime = timestamppb.New(now)
-		rec.Input = nil
+		rec.Input = configOnly(rec.GetInput())
 	}
+}
+
+// configOnly is what a started run keeps of its input: the run config,
+// which ResumeRun goes on with (the message is a stored event by then).
+func configOnly(in *agentrunnerv1.RunInput) *agentrunnerv1.RunInput {
+	if in.GetRunConfig() == nil {
+		return nil
+	}
+	return &agentrunnerv1.RunInput{RunConfig: in.GetRunConfig()}
 }
 
 // release removes an ended run from the registry and starts the next run

@@ -153,7 +153,7 @@ func (r *Runner) prepareResume(ctx context.Context, lr *liveRun, sess *agentrunn
 	default:
 		p.first, p.answered = r.resumeAgent(events, lr.id)
 	}
-	p.inv = r.newInvocation(lr.key, lr.id, sess, events, nil, rq.RetryCallIDs)
+	p.inv = r.newInvocation(lr.key, lr.id, sess, events, lr.rec.GetInput().GetRunConfig(), rq.RetryCallIDs)
 	p.inv.SetUserContent(userMessageOf(events, lr.rec.GetFirstSequence()))
 	return p, nil
 }

@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"errors"
+	"fmt"
 	"iter"
 	"log/slog"
 	"path/filepath"
@@ -65,7 +66,11 @@ func (g *gateApp) app(t *testing.T) apps.App {
 			case <-testCtx.Done():
 				return
 			}
-			yield(say("done "+msg), nil)
+			done := "done " + msg
+			if n := ctx.RunConfig().GetMaxLlmCalls(); n != 0 {
+				done += fmt.Sprintf(" (max_llm_calls %d)", n)
+			}
+			yield(say(done), nil)
 		}
 	})(t)
 }
@@ -460,7 +465,13 @@ func TestRunsSurviveRestart(t *testing.T) {
 	g := newGate()
 	e, reg := newEnvAt(t, path, g.app)
 	e.createSession(t, "gate", "u1", "s1")
-	running := e.startRun(t, "s1", "running", 0)
+	// Its run config goes with it through the restart into the resumed run.
+	started, err := e.runner.StartRun(t.Context(), &servicev1.StartRunRequest{AppName: "gate", UserId: "u1", SessionId: "s1", NewMessage: text("running"),
+		RunConfig: &agentrunnerv1.RunConfig{MaxLlmCalls: 7}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	running := started.GetRun()
 	g.waitEntered(t, "running")
 	queued := e.startRun(t, "s1", "queued", agentrunnerv1.MultitaskStrategy_MULTITASK_STRATEGY_ENQUEUE)
 	expired, cancel := context.WithCancel(t.Context())
@@ -494,6 +505,9 @@ func TestRunsSurviveRestart(t *testing.T) {
 	}
 	if res.final(t).GetFirstSequence() != rec.GetFirstSequence() || res.final(t).GetLastSequence() <= rec.GetLastSequence() {
 		t.Errorf("resumed record %v does not extend %v", res.final(t), rec)
+	}
+	if !slices.Contains(res.kinds, "gate_agent: done running (max_llm_calls 7)") {
+		t.Errorf("resumed run %q did not keep its run config", res.kinds)
 	}
 	_, err = collectRun(t, must[servicev1.RunnerService_ResumeRunClient](t)(e2.runner.ResumeRun(t.Context(), &servicev1.ResumeRunRequest{RunId: running.GetRunId()})))
 	wantCode(t, err, codes.FailedPrecondition, "")

@@ -442,7 +442,8 @@ type Run struct {
 	MultitaskStrategy MultitaskStrategy `protobuf:"varint,15,opt,name=multitask_strategy,json=multitaskStrategy,proto3,enum=agentrunner.v1.MultitaskStrategy" json:"multitask_strategy,omitempty"`
 	OnDisconnect      OnDisconnect      `protobuf:"varint,16,opt,name=on_disconnect,json=onDisconnect,proto3,enum=agentrunner.v1.OnDisconnect" json:"on_disconnect,omitempty"`
 	// The request of a pending run, kept until the run starts so that it
-	// survives a restart; empty once the user message is stored.
+	// survives a restart. Once the user message is stored only run_config
+	// stays: ResumeRun continues the run with it.
 	Input *RunInput `protobuf:"bytes,17,opt,name=input,proto3" json:"input,omitempty"`
 	// SHA-256 of the request's payload (message, state delta, run config),
 	// hex: a retry with the same request_id must send the same payload.

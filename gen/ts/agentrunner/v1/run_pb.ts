@@ -211,7 +211,8 @@ export type Run = Message<"agentrunner.v1.Run"> & {
 
   /**
    * The request of a pending run, kept until the run starts so that it
-   * survives a restart; empty once the user message is stored.
+   * survives a restart. Once the user message is stored only run_config
+   * stays: ResumeRun continues the run with it.
    *
    * @generated from field: agentrunner.v1.RunInput input = 17;
    */
