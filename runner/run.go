@@ -184,6 +184,10 @@ func (in *invocation) runAgent(ctx context.Context, a agent.Agent) (next agent.A
 	in.current = a
 	for ev, err := range a.Run(in.inv.Context(ctx, a)) {
 		if err != nil {
+			var ae *agent.AgentError
+			if transfer != "" && errors.As(err, &ae) && in.under(transfer, ae.Agent) {
+				transfer = "" // the target ran inside the turn, and failed
+			}
 			if err := in.deliver(ctx, a, err); err != nil {
 				return nil, err
 			}
@@ -198,8 +202,11 @@ func (in *invocation) runAgent(ctx context.Context, a agent.Agent) (next agent.A
 		}
 		if t := stored.GetActions().GetTransferToAgent(); t != "" {
 			transfer = t
-		} else if stored != nil && stored.GetAuthor() == transfer {
-			transfer = "" // the target already took over inside the run
+		} else if transfer != "" && stored != nil && in.under(transfer, stored.GetAuthor()) {
+			// The target already took over inside the turn: it, or an
+			// agent under it (a workflow target writes no event of its
+			// own), wrote this.
+			transfer = ""
 		}
 	}
 	if err := ctx.Err(); err != nil {
@@ -216,6 +223,19 @@ func (in *invocation) runAgent(ctx context.Context, a agent.Agent) (next agent.A
 		return nil, nil
 	}
 	return target, nil
+}
+
+// under reports whether the agent named name is target or one of its
+// descendants.
+func (in *invocation) under(target, name string) bool {
+	a, ok := in.r.tree.Find(name)
+	for ok && a != nil {
+		if a.Name() == target {
+			return true
+		}
+		a = in.r.tree.Parent(a)
+	}
+	return false
 }
 
 // deliver yields an agent's error in-band, or returns it when it ends the
