@@ -18,10 +18,17 @@ import (
 // anything is stored.
 func checkResponses(events []*agentrunnerv1.Event, msg *agentrunnerv1.Content) error {
 	var answers []string
-	for _, p := range msg.GetParts() {
-		if id := p.GetFunctionResponse().GetId(); id != "" {
-			answers = append(answers, id)
+	for i, p := range msg.GetParts() {
+		fr := p.GetFunctionResponse()
+		if fr == nil {
+			continue
 		}
+		if fr.GetId() == "" {
+			// It would answer nothing, and the model would be sent a
+			// result without its call.
+			return fmt.Errorf("new_message.parts[%d].function_response: id is empty; give the id of the call it answers: %w", i, store.ErrInvalidArgument)
+		}
+		answers = append(answers, fr.GetId())
 	}
 	if len(answers) == 0 {
 		return nil

@@ -83,6 +83,12 @@ func TestClientExecutedTool(t *testing.T) {
 	}
 	_, err = collectRun(t, mustStream(t, e, answerCall(t, "no-such-call", map[string]any{"status": "shipped"})))
 	wantCode(t, err, codes.InvalidArgument, "")
+	// So is one without a call id: it would answer nothing.
+	_, err = collectRun(t, mustStream(t, e, answerCall(t, "", map[string]any{"status": "shipped"})))
+	wantCode(t, err, codes.InvalidArgument, "")
+	if !strings.Contains(statusMessage(err), "function_response: id is empty") {
+		t.Errorf("reply without a call id refused with %q, want it to say the id is empty", statusMessage(err))
+	}
 	after, err := e.sessions.GetSession(t.Context(), &servicev1.GetSessionRequest{AppName: "orders", UserId: "u1", SessionId: "s1"})
 	if err != nil || len(after.GetEvents()) != len(before.GetEvents()) {
 		t.Fatalf("a refused reply stored events: %d -> %d (%v)", len(before.GetEvents()), len(after.GetEvents()), err)
