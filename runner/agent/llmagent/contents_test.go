@@ -1,7 +1,9 @@
 package llmagent
 
 import (
+	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -23,10 +25,22 @@ func TestRenderInstruction(t *testing.T) {
 		{instr: "optional [{missing?}]", want: "optional []"},
 		{instr: "json {\"kept\": 1} and { spaced } and {not-a-key}", want: "json {\"kept\": 1} and { spaced } and {not-a-key}"},
 		{instr: "required {missing}", wantErr: true},
+		{instr: "notes: {artifact.notes.txt}", want: "notes: buy {milk}"},
+		{instr: "user file {artifact.user:profile}", want: "user file likes tea"},
+		{instr: "image {artifact.photo.png}", want: "image [artifact photo.png: image/png, 3 bytes]"},
+		{instr: "linked {artifact.doc}", want: "linked [artifact doc: application/pdf at gs://b/doc.pdf]"},
+		{instr: "optional [{artifact.none?}]", want: "optional []"},
+		{instr: "required {artifact.none}", wantErr: true},
+	}
+	arts := fakeArtifacts{
+		"notes.txt":    textPart("buy {milk}"), // not rendered again
+		"user:profile": textPart("likes tea"),
+		"photo.png":    {Data: &agentrunnerv1.Part_InlineData{InlineData: &agentrunnerv1.Blob{MimeType: "image/png", Data: []byte{1, 2, 3}}}},
+		"doc":          {Data: &agentrunnerv1.Part_FileData{FileData: &agentrunnerv1.FileData{MimeType: "application/pdf", FileUri: "gs://b/doc.pdf"}}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.instr, func(t *testing.T) {
-			got, err := renderInstruction(tc.instr, newMapState(t, state))
+			got, err := renderInstruction(t.Context(), tc.instr, newMapState(t, state), arts)
 			if tc.wantErr {
 				if !errors.Is(err, store.ErrInvalidArgument) {
 					t.Fatalf("got %q, %v; want an invalid-argument error", got, err)
@@ -38,6 +52,25 @@ func TestRenderInstruction(t *testing.T) {
 			}
 		})
 	}
+}
+
+// fakeArtifacts holds the latest version of each artifact.
+type fakeArtifacts map[string]*agentrunnerv1.Part
+
+func (f fakeArtifacts) Save(context.Context, string, *agentrunnerv1.Part) (int64, error) {
+	return 0, errors.New("read-only")
+}
+
+func (f fakeArtifacts) Load(_ context.Context, name string, version int64) (*agentrunnerv1.Part, error) {
+	p, ok := f[name]
+	if !ok || version != 0 {
+		return nil, fmt.Errorf("artifact %s: %w", name, store.ErrNotFound)
+	}
+	return p, nil
+}
+
+func (f fakeArtifacts) List(context.Context) ([]*agentrunnerv1.ArtifactVersion, error) {
+	return nil, nil
 }
 
 func TestHistoryContents(t *testing.T) {

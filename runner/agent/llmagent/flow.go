@@ -371,7 +371,7 @@ func responseEvent(ctx agent.InvocationContext, r *model.Response, share bool) *
 // request (request processors, before_model hooks or callbacks), it gets a
 // copy instead.
 func (l *llmAgent) request(ctx agent.InvocationContext, cc agent.CallbackContext, h hooks, tools toolSet) (*model.Request, error) {
-	instr, err := renderInstruction(l.instruction, ctx.State())
+	instr, err := renderInstruction(ctx, l.instruction, ctx.State(), ctx.Artifacts())
 	if err != nil {
 		return nil, err
 	}

@@ -1,6 +1,7 @@
 package llmagent
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -29,14 +30,23 @@ func textOf(c *agentrunnerv1.Content) string {
 }
 
 // placeholder matches {name} and {name?} where name is a state key,
-// optionally scoped.
-var placeholder = regexp.MustCompile(`\{((?:app:|user:|temp:)?[A-Za-z_][A-Za-z0-9_]*)(\?)?\}`)
+// optionally scoped, or artifact.FILENAME.
+var placeholder = regexp.MustCompile(`\{(artifact\.[^{}?\s]+|(?:app:|user:|temp:)?[A-Za-z_][A-Za-z0-9_]*)(\?)?\}`)
 
 // errMissingState is wrapped by instruction errors naming a missing key.
 var errMissingState = errors.New("state key missing")
 
-// renderInstruction fills {key} placeholders from state.
-func renderInstruction(instr string, state agent.State) (string, error) {
+// errMissingArtifact is wrapped by instruction errors naming a missing
+// artifact.
+var errMissingArtifact = errors.New("artifact missing")
+
+// artifactPrefix starts a placeholder filled from an artifact.
+const artifactPrefix = "artifact."
+
+// renderInstruction fills {key} placeholders from state and
+// {artifact.NAME} ones from the latest version of the session's artifact.
+// One pass: text that a placeholder brings in is not rendered again.
+func renderInstruction(ctx context.Context, instr string, state agent.State, arts agent.Artifacts) (string, error) {
 	if !strings.Contains(instr, "{") {
 		return instr, nil
 	}
@@ -44,6 +54,13 @@ func renderInstruction(instr string, state agent.State) (string, error) {
 	out := placeholder.ReplaceAllStringFunc(instr, func(m string) string {
 		sub := placeholder.FindStringSubmatch(m)
 		key, optional := sub[1], sub[2] == "?"
+		if name, ok := strings.CutPrefix(key, artifactPrefix); ok {
+			text, aerr := artifactText(ctx, arts, name, optional)
+			if aerr != nil && err == nil {
+				err = aerr
+			}
+			return text
+		}
 		v, ok := state.Get(key)
 		if !ok {
 			if !optional && err == nil {
@@ -61,4 +78,31 @@ func renderInstruction(instr string, state agent.State) (string, error) {
 		return string(b)
 	})
 	return out, err
+}
+
+// artifactText is what {artifact.NAME} becomes: the text of a text
+// artifact, a short description of any other.
+func artifactText(ctx context.Context, arts agent.Artifacts, name string, optional bool) (string, error) {
+	var part *agentrunnerv1.Part
+	err := store.ErrNotFound // a context without artifacts has none
+	if arts != nil {
+		part, err = arts.Load(ctx, name, 0)
+	}
+	switch {
+	case errors.Is(err, store.ErrNotFound) && optional:
+		return "", nil
+	case errors.Is(err, store.ErrNotFound):
+		return "", fmt.Errorf("instruction placeholder {artifact.%s}: %w: %w", name, errMissingArtifact, store.ErrInvalidArgument)
+	case err != nil:
+		return "", fmt.Errorf("instruction placeholder {artifact.%s}: %w", name, err)
+	}
+	switch d := part.GetData().(type) {
+	case *agentrunnerv1.Part_Text:
+		return d.Text, nil
+	case *agentrunnerv1.Part_InlineData:
+		return fmt.Sprintf("[artifact %s: %s, %d bytes]", name, d.InlineData.GetMimeType(), len(d.InlineData.GetData())), nil
+	case *agentrunnerv1.Part_FileData:
+		return fmt.Sprintf("[artifact %s: %s at %s]", name, d.FileData.GetMimeType(), d.FileData.GetFileUri()), nil
+	}
+	return fmt.Sprintf("[artifact %s]", name), nil
 }
