@@ -2,6 +2,7 @@ package server
 
 import (
 	"fmt"
+	"unicode"
 	"unicode/utf8"
 
 	servicev1 "github.com/agentrunner/agentrunner/gen/go/agentrunner/service/v1"
@@ -10,6 +11,8 @@ import (
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/types/known/structpb"
+	"google.golang.org/protobuf/types/known/timestamppb"
 )
 
 // Limits on identifiers. Ids become parts of storage keys and of log lines,
@@ -43,6 +46,45 @@ func checkText(field, v string, required bool, max int) error {
 		return invalid(field, "%d bytes, longer than the limit of %d", len(v), max)
 	case !utf8.ValidString(v):
 		return invalid(field, "not valid UTF-8")
+	}
+	if r, ok := controlRune(v); ok {
+		// Ids and names reach logs and terminals, where NUL, ESC or a
+		// newline would forge or garble lines.
+		return invalid(field, "contains the control character U+%04X", r)
+	}
+	return nil
+}
+
+// controlRune returns the first control character of v, if any.
+func controlRune(v string) (rune, bool) {
+	for _, r := range v {
+		if unicode.IsControl(r) {
+			return r, true
+		}
+	}
+	return 0, false
+}
+
+// checkStateKeys checks the keys of a state map: they are names, stored as
+// keys and shown in logs, so they follow the rules of ids (any length a
+// key may have, though).
+func checkStateKeys(field string, st *structpb.Struct) error {
+	for key := range st.GetFields() {
+		if err := checkText(field, key, true, maxFilenameBytes); err != nil {
+			return invalid(field, "key %q: %s", key, status.Convert(err).Message())
+		}
+	}
+	return nil
+}
+
+// checkTimestamp refuses a timestamp protobuf cannot represent: it would be
+// stored, and every JSON reader of the session would then fail.
+func checkTimestamp(field string, ts *timestamppb.Timestamp) error {
+	if ts == nil {
+		return nil
+	}
+	if err := ts.CheckValid(); err != nil {
+		return invalid(field, "%v", err)
 	}
 	return nil
 }
@@ -91,7 +133,10 @@ func validateCreateSession(r *servicev1.CreateSessionRequest) (store.SessionKey,
 		return k, err
 	}
 	// Empty asks the store to pick a random id.
-	return k, checkOptionalID("session_id", k.Session)
+	if err := checkOptionalID("session_id", k.Session); err != nil {
+		return k, err
+	}
+	return k, checkStateKeys("state", r.GetState())
 }
 
 func validateGetSession(r *servicev1.GetSessionRequest) (store.SessionKey, error) {
@@ -129,6 +174,15 @@ func validateAppendEvent(r *servicev1.AppendEventRequest) (store.SessionKey, err
 		return k, invalid("event.partial", "partial events are streamed by Run, never stored")
 	}
 	if err := checkID("event.author", ev.GetAuthor()); err != nil {
+		return k, err
+	}
+	if err := checkOptionalID("event.id", ev.GetId()); err != nil {
+		return k, err
+	}
+	if err := checkTimestamp("event.timestamp", ev.GetTimestamp()); err != nil {
+		return k, err
+	}
+	if err := checkStateKeys("event.actions.state_delta", ev.GetActions().GetStateDelta()); err != nil {
 		return k, err
 	}
 	return k, checkContent("event.content", ev.GetContent(), false)
@@ -216,6 +270,9 @@ func validateRunRequest(r *servicev1.RunRequest) (store.SessionKey, error) {
 		return k, err
 	}
 	if err := checkOptionalID("request_id", r.GetRequestId()); err != nil {
+		return k, err
+	}
+	if err := checkStateKeys("state_delta", r.GetStateDelta()); err != nil {
 		return k, err
 	}
 	if _, ok := agentrunnerv1.MultitaskStrategy_name[int32(r.GetMultitaskStrategy())]; !ok {
