@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -20,6 +19,7 @@ import (
 	"google.golang.org/protobuf/types/known/structpb"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
+	"github.com/agentrunner/agentrunner/cmd/agentrunner/internal/chat"
 	servicev1 "github.com/agentrunner/agentrunner/gen/go/agentrunner/service/v1"
 	agentrunnerv1 "github.com/agentrunner/agentrunner/gen/go/agentrunner/v1"
 )
@@ -578,25 +578,12 @@ func eventText(ev *agentrunnerv1.Event) string {
 	return b.String()
 }
 
-// compactJSON renders a Struct as one line of JSON, cut at 120 bytes.
-// protojson's spacing is deliberately unstable, so it is removed.
+// compactJSON is chat.Compact, with "{}" for no arguments.
 func compactJSON(s *structpb.Struct) string {
 	if s == nil {
 		return "{}"
 	}
-	b, err := protojson.Marshal(s)
-	if err != nil {
-		return "?"
-	}
-	var v any
-	if json.Unmarshal(b, &v) == nil {
-		b, _ = json.Marshal(v)
-	}
-	out := string(b)
-	if len(out) > 120 {
-		out = out[:117] + "..."
-	}
-	return out
+	return chat.Compact(s)
 }
 
 func shortStatus(s agentrunnerv1.RunStatus) string {

@@ -306,9 +306,9 @@ func (c *chat) ask(fc *agentrunnerv1.FunctionCall) *structpb.Struct {
 	for c.in != nil {
 		if confirm {
 			f := fc.GetArgs().GetFields()
-			fmt.Fprintf(c.out, "? confirm %s(%s) [y/n] ", f["name"].GetStringValue(), compact(f["args"].GetStructValue()))
+			fmt.Fprintf(c.out, "? confirm %s(%s) [y/n] ", f["name"].GetStringValue(), Compact(f["args"].GetStructValue()))
 		} else {
-			fmt.Fprintf(c.out, "? answer %s(%s) with a JSON object: ", fc.GetName(), compact(fc.GetArgs()))
+			fmt.Fprintf(c.out, "? answer %s(%s) with a JSON object: ", fc.GetName(), Compact(fc.GetArgs()))
 		}
 		if !c.in.Scan() {
 			fmt.Fprintln(c.out)
@@ -376,10 +376,10 @@ func (c *chat) printComplete(ev *agentrunnerv1.Event, streamed bool) {
 		switch {
 		case p.GetFunctionCall() != nil:
 			fc := p.GetFunctionCall()
-			fmt.Fprintf(c.out, "  -> %s calls %s(%s)\n", author, fc.GetName(), compact(fc.GetArgs()))
+			fmt.Fprintf(c.out, "  -> %s calls %s(%s)\n", author, fc.GetName(), Compact(fc.GetArgs()))
 		case p.GetFunctionResponse() != nil:
 			fr := p.GetFunctionResponse()
-			fmt.Fprintf(c.out, "  <- %s returned %s\n", fr.GetName(), compact(fr.GetResponse()))
+			fmt.Fprintf(c.out, "  <- %s returned %s\n", fr.GetName(), Compact(fr.GetResponse()))
 		}
 	}
 	if t := ev.GetActions().GetTransferToAgent(); t != "" {
@@ -403,8 +403,9 @@ func text(ev *agentrunnerv1.Event, thoughts bool) string {
 	return b.String()
 }
 
-// compact renders a Struct as one line of JSON, cut at 120 bytes.
-func compact(s *structpb.Struct) string {
+// Compact renders a Struct as one line of JSON, cut at 120 bytes; nil is
+// empty. `agentrunner runs` prints with it too.
+func Compact(s *structpb.Struct) string {
 	if s == nil {
 		return ""
 	}
@@ -518,13 +519,13 @@ func showSession(ctx context.Context, sc servicev1.SessionServiceClient, stdout 
 	s := got.GetSession()
 	fmt.Fprintf(stdout, "session %s  app %s  user %s  events %d  updated %s\n", s.GetSessionId(), s.GetAppName(), s.GetUserId(),
 		s.GetLastSequence(), s.GetUpdateTime().AsTime().Local().Format(time.DateTime))
-	fmt.Fprintf(stdout, "state %s\n", compact(s.GetState()))
+	fmt.Fprintf(stdout, "state %s\n", Compact(s.GetState()))
 	c := &chat{out: stdout}
 	for _, ev := range got.GetEvents() {
 		fmt.Fprintf(stdout, "#%d ", ev.GetSequence())
 		c.printComplete(ev, false)
 		if text(ev, false) == "" && len(ev.GetContent().GetParts()) == 0 {
-			fmt.Fprintf(stdout, "[%s] (state %s)\n", ev.GetAuthor(), compact(ev.GetActions().GetStateDelta()))
+			fmt.Fprintf(stdout, "[%s] (state %s)\n", ev.GetAuthor(), Compact(ev.GetActions().GetStateDelta()))
 		}
 	}
 	ledger, err := sc.ListToolCalls(ctx, &servicev1.ListToolCallsRequest{AppName: req.GetAppName(), UserId: req.GetUserId(), SessionId: req.GetSessionId()})
