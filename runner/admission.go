@@ -6,10 +6,12 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"runtime/debug"
 	"sync"
 	"time"
 
 	agentrunnerv1 "github.com/agentrunner/agentrunner/gen/go/agentrunner/v1"
+	"github.com/agentrunner/agentrunner/runner/agent"
 	"github.com/agentrunner/agentrunner/store"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/timestamppb"
@@ -332,8 +334,32 @@ func (r *Runner) launchLocked(lr *liveRun, p *prepared) {
 	r.runs.wg.Add(1)
 	go func() {
 		defer r.runs.wg.Done()
+		defer r.recoverRun(lr)
 		r.execute(lr, p)
 	}()
+}
+
+// recoverRun keeps a panic in the runner's own code around a run (its
+// record, the registry) from killing the process: a run no longer lives on
+// its stream's goroutine, where the gRPC recovery caught it. The run ends
+// FAILED for its readers and its session is freed. (Panics in agents,
+// tools and plugins are caught nearer, by runGuarded and agent.Guard.)
+func (r *Runner) recoverRun(lr *liveRun) {
+	v := recover()
+	if v == nil {
+		return
+	}
+	err := &agent.PanicError{Where: "runner", Value: v}
+	r.log.Error("panic recovered", "where", "runner", "run", lr.id, "panic", v, "stack", string(debug.Stack()))
+	rec := r.failRecord(lr.record(), err)
+	func() {
+		// Best effort: the store may be what panicked. Left RUNNING, the
+		// record is marked INTERRUPTED at the next start.
+		defer func() { _ = recover() }()
+		r.store.PutRunLater(rec)
+	}()
+	r.release(lr)
+	lr.finish(rec, err)
 }
 
 // lookup returns the live run with the id, or nil.
