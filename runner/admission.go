@@ -221,7 +221,7 @@ func (r *Runner) byRequestLocked(ctx context.Context, key store.SessionKey, requ
 func (r *Runner) newRun(ctx context.Context, key store.SessionKey, req Request, digest string) *liveRun {
 	now := timestamppb.New(r.now())
 	rec := &agentrunnerv1.Run{
-		RunId:             "e-" + r.newID(),
+		RunId:             r.newRunID(),
 		AppName:           key.App,
 		UserId:            key.User,
 		SessionId:         key.Session,

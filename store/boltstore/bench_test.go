@@ -310,3 +310,86 @@ func benchAppendSessions(b *testing.B, withRun bool, sessions int) {
 	b.StopTimer()
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "appends/s")
 }
+
+// BenchmarkRunLifecycle measures what one run writes: the user message
+// with the new run's record, the answer, and the final record queued to
+// ride the next commit. "events-only" writes the same two events without
+// any record, as the runner did before runs had records. sessions=256
+// runs 256 sessions at once with fsync on, each holding 40 runs already;
+// serial-nosync runs one session without fsync, which shows the CPU of
+// a commit. Run ids are time-ordered, as the runner makes them.
+func BenchmarkRunLifecycle(b *testing.B) {
+	for _, withRun := range []bool{false, true} {
+		name := map[bool]string{false: "events-only", true: "with-records"}[withRun]
+		b.Run(name+"/sessions=256", func(b *testing.B) { benchLifecycle(b, withRun, 256) })
+		b.Run(name+"/serial-nosync", func(b *testing.B) { benchLifecycle(b, withRun, 1) })
+	}
+}
+
+func benchLifecycle(b *testing.B, withRun bool, sessions int) {
+	path := filepath.Join(b.TempDir(), "db")
+	keys := make([]store.SessionKey, sessions)
+	var ids atomic.Int64
+	oneRun := func(s *Store, k store.SessionKey) error {
+		ev := benchEvent()
+		if !withRun {
+			if _, err := s.AppendEvent(b.Context(), k, ev); err != nil {
+				return err
+			}
+			_, err := s.AppendEvent(b.Context(), k, ev)
+			return err
+		}
+		run := benchRun(k, fmt.Sprintf("e-%016x", ids.Add(1)))
+		run.RequestId = ""
+		if _, _, err := s.AppendRunEvent(b.Context(), k, ev, run); err != nil {
+			return err
+		}
+		if _, err := s.AppendEvent(b.Context(), k, ev); err != nil {
+			return err
+		}
+		run.Status = agentrunnerv1.RunStatus_RUN_STATUS_SUCCEEDED
+		run.EndTime = timestamppb.Now()
+		s.PutRunLater(run)
+		return nil
+	}
+	grow(b, path, func(s *Store) {
+		for i := range keys {
+			keys[i] = store.SessionKey{App: "app", User: fmt.Sprint("u", i%16), Session: fmt.Sprint("s", i)}
+			if _, err := s.CreateSession(b.Context(), keys[i], nil); err != nil {
+				b.Fatal(err)
+			}
+			for range 40 {
+				if err := oneRun(s, keys[i]); err != nil {
+					b.Fatal(err)
+				}
+			}
+		}
+	})
+	s, err := Open(path, Options{NoSync: sessions == 1})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	var next atomic.Int64
+	before := s.db.Stats().TxStats
+	b.ReportAllocs()
+	b.ResetTimer()
+	var wg sync.WaitGroup
+	for i := range sessions {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for next.Add(1) <= int64(b.N) {
+				if err := oneRun(s, keys[i]); err != nil {
+					b.Error(err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	b.StopTimer()
+	after := s.db.Stats().TxStats
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "runs/s")
+	b.ReportMetric(float64(after.GetWrite()-before.GetWrite())/float64(b.N), "pages/op")
+}

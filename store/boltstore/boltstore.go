@@ -28,20 +28,19 @@ var (
 	bucketArtifacts  = []byte("artifacts")
 	bucketBlobs      = []byte("blobs")
 	bucketToolCalls  = []byte("tool_calls")
-	bucketRuns       = []byte("runs")
 	bucketRunIDs     = []byte("run_ids")
 	bucketRunReqs    = []byte("run_requests")
 	bucketUnfinished = []byte("unfinished_runs")
 
 	allBuckets = [][]byte{bucketMeta, bucketSessions, bucketEvents, bucketAppState, bucketUserState, bucketArtifacts, bucketBlobs, bucketToolCalls,
-		bucketRuns, bucketRunIDs, bucketRunReqs, bucketUnfinished}
+		bucketRunIDs, bucketRunReqs, bucketUnfinished}
 
 	keySchemaVersion = []byte("schema_version")
 )
 
 // currentSchema is the layout this code reads and writes. Raise it with a
 // new entry in schemaMigrations (and a test) whenever the layout changes.
-const currentSchema = 3
+const currentSchema = 4
 
 // migration upgrades a file from schema version N to N+1 inside the open
 // transaction.
@@ -50,8 +49,9 @@ type migration func(tx *bbolt.Tx) error
 // schemaMigrations[i] upgrades version i+1 to i+2. Version 2 added the
 // tool-call ledger (bucket tool_calls, built from the stored events);
 // version 3 the run records (buckets runs, run_ids, run_requests and
-// unfinished_runs, see migrateRuns).
-var schemaMigrations = []migration{migrateToolCalls, migrateRuns}
+// unfinished_runs, see migrateRuns); version 4 moved the records from
+// runs into events (migrateRunsIntoEvents).
+var schemaMigrations = []migration{migrateToolCalls, migrateRuns, migrateRunsIntoEvents}
 
 // Options configure Open. The zero value is ready to use.
 type Options struct {

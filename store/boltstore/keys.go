@@ -113,26 +113,35 @@ func versionFromKey(key []byte) int64 {
 	return int64(^binary.BigEndian.Uint64(key[len(key)-8:]))
 }
 
-// runKey is T(app, user, session) U(create_time) T(run_id): a session's
-// runs in creation order, ties broken by id. The time is Unix nanoseconds
-// with the sign bit flipped, so that byte order is time order on both
-// sides of 1970.
-func runKey(sk []byte, createNanos int64, runID string) []byte {
-	b := make([]byte, 0, len(sk)+8+len(runID)+2)
-	return appendString(appendUint64(append(b, sk...), uint64(createNanos)^1<<63), runID)
+// runKey is T(app, user, session) U(anchor) U(create_time) T(run_id), a
+// key of the events bucket: a run's record sits among its session's
+// events, right after event number anchor (the session's last sequence
+// when the record was first written), so that the writes of a run touch
+// the pages its events do. Event keys are T(app, user, session) U(seq),
+// shorter than any run key (isRunKey). Records of one anchor are in
+// creation order, ties broken by id. The time is Unix nanoseconds with
+// the sign bit flipped, so that byte order is time order on both sides
+// of 1970.
+func runKey(sk []byte, anchor uint64, createNanos int64, runID string) []byte {
+	b := make([]byte, 0, len(sk)+16+len(runID)+2)
+	return appendString(appendUint64(appendUint64(append(b, sk...), anchor), uint64(createNanos)^1<<63), runID)
 }
+
+// isRunKey reports whether a key of session sk in the events bucket is a
+// run record's rather than an event's.
+func isRunKey(key, sk []byte) bool { return len(key) > len(sk)+8 }
 
 // runNanos returns the create time a run key of session sk holds.
 func runNanos(key, sk []byte) int64 {
-	return int64(binary.BigEndian.Uint64(key[len(sk):]) ^ 1<<63)
+	return int64(binary.BigEndian.Uint64(key[len(sk)+8:]) ^ 1<<63)
 }
 
 // runIDOfKey returns the run id a run key of session sk ends with.
 func runIDOfKey(key, sk []byte) (string, error) {
-	if len(key) < len(sk)+8 {
+	if len(key) < len(sk)+16 {
 		return "", errors.New("short run key")
 	}
-	id, rest, err := readString(key[len(sk)+8:])
+	id, rest, err := readString(key[len(sk)+16:])
 	if err == nil && len(rest) != 0 {
 		err = errors.New("trailing bytes in run key")
 	}

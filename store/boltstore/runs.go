@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"cmp"
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"slices"
@@ -19,16 +20,21 @@ import (
 	"github.com/agentrunner/agentrunner/store"
 )
 
-// Run records: bucket runs, T(app, user, session) U(create_time)
-// T(run_id) -> Run, and three indexes that every write of a record keeps
-// in its own transaction:
+// Run records live in the events bucket, among their session's events
+// (see runKey): T(app, user, session) U(anchor) U(create_time) T(run_id)
+// -> Run. Three indexes that every write of a record keeps in its own
+// transaction:
 //
-//	run_ids         T(run_id)                           -> runs key
-//	run_requests    T(app, user, session, request_id)   -> runs key
-//	unfinished_runs runs key                            -> empty, while the status is PENDING or RUNNING
+//	run_ids         T(run_id)                           -> run key
+//	run_requests    T(app, user, session, request_id)   -> run key
+//	unfinished_runs run key                             -> empty, while the status is PENDING or RUNNING
 //
 // A record keeps the key of its first write: a rewrite finds it through
-// run_ids, and keeps the stored create_time.
+// run_ids, and keeps the stored create_time. Sharing the events' pages is
+// what keeps records cheap: a run's records are written in the commits
+// that write its events, so they mostly dirty the pages those events
+// dirty anyway; a bucket of their own cost each commit a page per session
+// more (BenchmarkRunLifecycle).
 
 // Field numbers of Run that the store reads or appends without decoding or
 // encoding the whole record (protobuf keeps the last occurrence of a
@@ -37,6 +43,9 @@ const (
 	runFirstSequenceField = 9
 	runLastSequenceField  = 10
 	runRequestIDField     = 12
+	// sessionLastSequenceField is Session.last_sequence, the anchor of a
+	// record written on its own.
+	sessionLastSequenceField = 7
 )
 
 // unfinished reports whether a run of this status is listed by
@@ -51,8 +60,14 @@ func unfinished(st agentrunnerv1.RunStatus) bool {
 type runWrite struct {
 	rec   *agentrunnerv1.Run // a copy of its own
 	sk    []byte             // its session's key
-	key   []byte             // its runs key by its own create_time
+	nanos int64              // its create_time in Unix nanoseconds
 	bytes []byte             // rec's encoding
+}
+
+// newKey is the key of w's record when it is first written while its
+// session's last sequence is anchor.
+func (w *runWrite) newKey(anchor uint64) []byte {
+	return runKey(w.sk, anchor, w.nanos, w.rec.GetRunId())
 }
 
 func prepareRun(run *agentrunnerv1.Run) (*runWrite, error) {
@@ -73,8 +88,7 @@ func prepareRun(run *agentrunnerv1.Run) (*runWrite, error) {
 	if err != nil {
 		return nil, fmt.Errorf("run %s: %w", run.GetRunId(), err)
 	}
-	w := &runWrite{rec: proto.CloneOf(run), sk: sessionKey(k)}
-	w.key = runKey(w.sk, nanos, run.GetRunId())
+	w := &runWrite{rec: proto.CloneOf(run), sk: sessionKey(k), nanos: nanos}
 	if w.bytes, err = proto.Marshal(w.rec); err != nil {
 		return nil, fmt.Errorf("marshal run %s: %w", run.GetRunId(), err)
 	}
@@ -111,21 +125,22 @@ type runPlan struct {
 	unfinished int                    // +1: add to unfinished_runs, -1: remove, 0: leave
 }
 
-// planRun checks a write of w (whose session exists) and plans it. The
-// run id must not be another session's, and the request_id not another
-// run's (ErrAlreadyExists).
-func planRun(tx *bbolt.Tx, w *runWrite) (*runPlan, error) {
-	p := &runPlan{w: w, key: w.key, bytes: w.bytes}
+// planRun checks a write of w (whose session exists, with last sequence
+// anchor) and plans it. The run id must not be another session's, and the
+// request_id not another run's (ErrAlreadyExists).
+func planRun(tx *bbolt.Tx, w *runWrite, anchor uint64) (*runPlan, error) {
+	p := &runPlan{w: w, bytes: w.bytes}
 	var oldReq string
 	if stored := tx.Bucket(bucketRunIDs).Get(runIDKey(w.rec.GetRunId())); stored == nil {
 		p.newRun = true
+		p.key = w.newKey(anchor)
 	} else {
 		if !bytes.HasPrefix(stored, w.sk) {
 			return nil, fmt.Errorf("run_id %s is a run of another session: %w", w.rec.GetRunId(), store.ErrAlreadyExists)
 		}
 		p.key = bytes.Clone(stored)
-		oldReq = requestIDOf(tx.Bucket(bucketRuns).Get(p.key))
-		if !bytes.Equal(p.key, w.key) {
+		oldReq = requestIDOf(tx.Bucket(bucketEvents).Get(p.key))
+		if runNanos(p.key, w.sk) != w.nanos {
 			if err := p.keepCreateTime(); err != nil {
 				return nil, err
 			}
@@ -189,7 +204,7 @@ func (p *runPlan) apply(tx *bbolt.Tx, seq uint64) error {
 	if seq != 0 {
 		v = appendSequences(v, p.w.rec.GetFirstSequence() == 0, seq)
 	}
-	if err := put(tx.Bucket(bucketRuns), p.key, v); err != nil {
+	if err := put(tx.Bucket(bucketEvents), p.key, v); err != nil {
 		return err
 	}
 	if p.newRun {
@@ -228,6 +243,33 @@ func appendSequences(b []byte, first bool, seq uint64) []byte {
 	}
 	b = protowire.AppendTag(b, runLastSequenceField, protowire.VarintType)
 	return protowire.AppendVarint(b, seq)
+}
+
+// lastSequenceOf reads the last_sequence of an encoded Session without
+// decoding the rest of it (the last occurrence wins, as in protobuf).
+func lastSequenceOf(v []byte) uint64 {
+	var seq uint64
+	for len(v) > 0 {
+		num, typ, n := protowire.ConsumeTag(v)
+		if n < 0 {
+			return seq
+		}
+		v = v[n:]
+		if num == sessionLastSequenceField && typ == protowire.VarintType {
+			x, m := protowire.ConsumeVarint(v)
+			if m < 0 {
+				return seq
+			}
+			seq, v = x, v[m:]
+			continue
+		}
+		m := protowire.ConsumeFieldValue(num, typ, v)
+		if m < 0 {
+			return seq
+		}
+		v = v[m:]
+	}
+	return seq
 }
 
 // requestIDOf reads the request_id of an encoded Run without decoding
@@ -273,7 +315,7 @@ func decodeRun(v []byte) (*agentrunnerv1.Run, error) {
 
 // getRunAt decodes the record an index entry names.
 func getRunAt(tx *bbolt.Tx, key []byte) (*agentrunnerv1.Run, error) {
-	v := tx.Bucket(bucketRuns).Get(key)
+	v := tx.Bucket(bucketEvents).Get(key)
 	if v == nil {
 		return nil, errors.New("a run index names a missing run record")
 	}
@@ -282,10 +324,11 @@ func getRunAt(tx *bbolt.Tx, key []byte) (*agentrunnerv1.Run, error) {
 
 // putRunTx writes a record on its own; its session must exist.
 func putRunTx(tx *bbolt.Tx, w *runWrite) error {
-	if tx.Bucket(bucketSessions).Get(w.sk) == nil {
+	sess := tx.Bucket(bucketSessions).Get(w.sk)
+	if sess == nil {
 		return fmt.Errorf("session %s: %w", store.RunKey(w.rec), store.ErrNotFound)
 	}
-	p, err := planRun(tx, w)
+	p, err := planRun(tx, w, lastSequenceOf(sess))
 	if err != nil {
 		return err
 	}
@@ -317,7 +360,7 @@ func (s *Store) AppendRunEvent(ctx context.Context, k store.SessionKey, ev *agen
 		if err != nil {
 			return err
 		}
-		p, err := planRun(tx, rw)
+		p, err := planRun(tx, rw, sess.GetLastSequence())
 		if err != nil {
 			return err
 		}
@@ -488,15 +531,18 @@ func findByRequest(tx *bbolt.Tx, sk []byte, requestID string, queued map[string]
 // it is not to be stored: its session is gone, or its run id is another
 // session's. The record returned may be the queue's own.
 func resolveQueued(tx *bbolt.Tx, w *runWrite) (key []byte, rec *agentrunnerv1.Run, ok bool) {
-	if tx.Bucket(bucketSessions).Get(w.sk) == nil {
+	sess := tx.Bucket(bucketSessions).Get(w.sk)
+	if sess == nil {
 		return nil, nil, false
 	}
 	stored := tx.Bucket(bucketRunIDs).Get(runIDKey(w.rec.GetRunId()))
 	switch {
-	case stored == nil || bytes.Equal(stored, w.key):
-		return w.key, w.rec, true
+	case stored == nil:
+		return w.newKey(lastSequenceOf(sess)), w.rec, true
 	case !bytes.HasPrefix(stored, w.sk):
 		return nil, nil, false
+	case runNanos(stored, w.sk) == w.nanos:
+		return stored, w.rec, true
 	}
 	return stored, placeQueued(w, stored), true
 }
@@ -505,7 +551,7 @@ func resolveQueued(tx *bbolt.Tx, w *runWrite) (key []byte, rec *agentrunnerv1.Ru
 // key (of the same run): with the create_time of key.
 func placeQueued(w *runWrite, key []byte) *agentrunnerv1.Run {
 	rec := proto.CloneOf(w.rec)
-	if !bytes.Equal(key, w.key) {
+	if runNanos(key, w.sk) != w.nanos {
 		rec.CreateTime = timestamppb.New(time.Unix(0, runNanos(key, w.sk)))
 	}
 	return rec
@@ -531,11 +577,13 @@ func (s *Store) ListRuns(ctx context.Context, k store.SessionKey, page store.Pag
 		next string
 	)
 	err = s.view(ctx, func(tx *bbolt.Tx) error {
-		if tx.Bucket(bucketSessions).Get(sk) == nil {
+		sess := tx.Bucket(bucketSessions).Get(sk)
+		if sess == nil {
 			return fmt.Errorf("session %s: %w", k, store.ErrNotFound)
 		}
+		fresh := freshRuns(tx, queued, lastSequenceOf(sess), bound)
 		var err error
-		out, next, err = listRunsTx(tx, sk, bound, queued, page.Limit())
+		out, next, err = listRunsTx(tx, sk, bound, fresh, queued, page.Limit())
 		return err
 	})
 	if err != nil {
@@ -554,7 +602,7 @@ func runsPageBound(sk []byte, token string) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	if !bytes.HasPrefix(tok, sk) || len(tok) < len(sk)+8+2 {
+	if !bytes.HasPrefix(tok, sk) || len(tok) < len(sk)+16+2 {
 		return nil, fmt.Errorf("page_token belongs to another listing: %w", store.ErrInvalidArgument)
 	}
 	return tok, nil
@@ -566,13 +614,14 @@ type placedRun struct {
 	rec *agentrunnerv1.Run
 }
 
-// listRunsTx walks session sk's runs back from bound, merging in the
-// queued records of runs not stored yet and replacing stored records by
-// their queued ones.
-func listRunsTx(tx *bbolt.Tx, sk, bound []byte, queued map[string]*runWrite, limit int) ([]*agentrunnerv1.Run, string, error) {
-	fresh := freshRuns(tx, queued, bound)
-	c := tx.Bucket(bucketRuns).Cursor()
+// listRunsTx walks session sk's runs back from bound, merging in fresh
+// (the queued records of runs not stored yet) and replacing stored
+// records by their queued ones. It steps over the session's events, which
+// share the key range: a page costs the events between its runs too.
+func listRunsTx(tx *bbolt.Tx, sk, bound []byte, fresh []placedRun, queued map[string]*runWrite, limit int) ([]*agentrunnerv1.Run, string, error) {
+	c := tx.Bucket(bucketEvents).Cursor()
 	key, v := seekBefore(c, bound)
+	key, v = prevRun(c, sk, key, v)
 	var (
 		out  []*agentrunnerv1.Run
 		last []byte
@@ -599,17 +648,31 @@ func listRunsTx(tx *bbolt.Tx, sk, bound []byte, queued map[string]*runWrite, lim
 		out = append(out, rec)
 		last = key
 		key, v = c.Prev()
+		key, v = prevRun(c, sk, key, v)
 	}
 }
 
-// freshRuns returns the queued records that have no stored record and
-// sort before bound, newest first.
-func freshRuns(tx *bbolt.Tx, queued map[string]*runWrite, bound []byte) []placedRun {
+// prevRun steps c back from key over the events of session sk to the
+// nearest run record; it returns key when that is one, or not sk's.
+func prevRun(c *bbolt.Cursor, sk, key, value []byte) ([]byte, []byte) {
+	for key != nil && bytes.HasPrefix(key, sk) && !isRunKey(key, sk) {
+		key, value = c.Prev()
+	}
+	return key, value
+}
+
+// freshRuns returns the queued records (of one session, whose last
+// sequence is anchor) that have no stored record and sort before bound,
+// newest first.
+func freshRuns(tx *bbolt.Tx, queued map[string]*runWrite, anchor uint64, bound []byte) []placedRun {
 	var out []placedRun
 	ids := tx.Bucket(bucketRunIDs)
 	for _, w := range queued {
-		if bytes.Compare(w.key, bound) < 0 && ids.Get(runIDKey(w.rec.GetRunId())) == nil {
-			out = append(out, placedRun{key: w.key, rec: w.rec})
+		if ids.Get(runIDKey(w.rec.GetRunId())) != nil {
+			continue
+		}
+		if key := w.newKey(anchor); bytes.Compare(key, bound) < 0 {
+			out = append(out, placedRun{key: key, rec: w.rec})
 		}
 	}
 	slices.SortFunc(out, func(a, b placedRun) int { return bytes.Compare(b.key, a.key) })
@@ -680,14 +743,16 @@ func unfinishedTx(tx *bbolt.Tx, queued map[string]*runWrite) ([]placedRun, error
 // index entries.
 type sessionRuns struct{ runs, ids, reqs [][]byte }
 
-// collectRuns collects the keys DeleteSession deletes with session sk.
-func collectRuns(tx *bbolt.Tx, sk []byte) (*sessionRuns, error) {
-	r := &sessionRuns{
-		runs: collectPrefix(tx.Bucket(bucketRuns), sk),
-		reqs: collectPrefix(tx.Bucket(bucketRunReqs), sk),
-	}
+// collectRuns collects the keys DeleteSession deletes with session sk,
+// whose keys in the events bucket are evKeys.
+func collectRuns(tx *bbolt.Tx, sk []byte, evKeys [][]byte) (*sessionRuns, error) {
+	r := &sessionRuns{reqs: collectPrefix(tx.Bucket(bucketRunReqs), sk)}
 	ids := tx.Bucket(bucketRunIDs)
-	for _, key := range r.runs {
+	for _, key := range evKeys {
+		if !isRunKey(key, sk) {
+			continue
+		}
+		r.runs = append(r.runs, key)
 		id, err := runIDOfKey(key, sk)
 		if err != nil {
 			return nil, fmt.Errorf("run key: %w", err)
@@ -699,22 +764,15 @@ func collectRuns(tx *bbolt.Tx, sk []byte) (*sessionRuns, error) {
 	return r, nil
 }
 
+// delete deletes the index entries of the session's runs; the records
+// go with the session's events.
 func (r *sessionRuns) delete(tx *bbolt.Tx) error {
-	runs, unf := tx.Bucket(bucketRuns), tx.Bucket(bucketUnfinished)
-	for _, key := range r.runs {
-		if err := del(runs, key); err != nil {
-			return err
-		}
-		if err := del(unf, key); err != nil { // a no-op for a finished run
-			return err
-		}
-	}
 	for _, b := range []struct {
 		bucket *bbolt.Bucket
 		keys   [][]byte
-	}{{tx.Bucket(bucketRunIDs), r.ids}, {tx.Bucket(bucketRunReqs), r.reqs}} {
+	}{{tx.Bucket(bucketUnfinished), r.runs}, {tx.Bucket(bucketRunIDs), r.ids}, {tx.Bucket(bucketRunReqs), r.reqs}} {
 		for _, key := range b.keys {
-			if err := del(b.bucket, key); err != nil {
+			if err := del(b.bucket, key); err != nil { // a no-op for a finished run in unfinished_runs
 				return err
 			}
 		}
@@ -725,6 +783,76 @@ func (r *sessionRuns) delete(tx *bbolt.Tx) error {
 // migrateRuns (schema 2 -> 3) has nothing to convert: the run buckets
 // start empty, and Open creates every bucket before it migrates.
 func migrateRuns(*bbolt.Tx) error { return nil }
+
+// bucketRunsV3 held the run records of schema 3, keyed
+// T(app, user, session) U(create_time) T(run_id).
+var bucketRunsV3 = []byte("runs")
+
+// migrateRunsIntoEvents (schema 3 -> 4) moves every record of bucket runs
+// into the events bucket, anchored after its first event (or, for a run
+// that has none, after its session's last), points the indexes at the new
+// keys, and drops bucket runs.
+func migrateRunsIntoEvents(tx *bbolt.Tx) error {
+	old := tx.Bucket(bucketRunsV3)
+	if old == nil {
+		return nil
+	}
+	var keys, values [][]byte
+	c := old.Cursor()
+	for k, v := c.First(); k != nil; k, v = c.Next() {
+		keys, values = append(keys, bytes.Clone(k)), append(values, bytes.Clone(v))
+	}
+	for i, oldKey := range keys {
+		if err := moveRunRecord(tx, oldKey, values[i]); err != nil {
+			return err
+		}
+	}
+	return tx.DeleteBucket(bucketRunsV3)
+}
+
+// moveRunRecord moves one schema 3 record to its schema 4 key.
+func moveRunRecord(tx *bbolt.Tx, oldKey, v []byte) error {
+	rec, err := decodeRun(v)
+	if err != nil {
+		return err
+	}
+	sk := sessionKey(store.RunKey(rec))
+	if !bytes.HasPrefix(oldKey, sk) || len(oldKey) < len(sk)+8 {
+		return fmt.Errorf("run %s: its key is not under its session", rec.GetRunId())
+	}
+	nanos := int64(binary.BigEndian.Uint64(oldKey[len(sk):]) ^ 1<<63)
+	anchor := rec.GetFirstSequence()
+	if anchor > 0 {
+		anchor-- // right after the event before its first, as a new run's record
+	} else {
+		anchor = lastSequenceOf(tx.Bucket(bucketSessions).Get(sk))
+	}
+	key := runKey(sk, anchor, nanos, rec.GetRunId())
+	if err := tx.Bucket(bucketEvents).Put(key, v); err != nil {
+		return err
+	}
+	if ids := tx.Bucket(bucketRunIDs); bytes.Equal(ids.Get(runIDKey(rec.GetRunId())), oldKey) {
+		if err := ids.Put(runIDKey(rec.GetRunId()), key); err != nil {
+			return err
+		}
+	}
+	if req := rec.GetRequestId(); req != "" {
+		reqs := tx.Bucket(bucketRunReqs)
+		if rk := runRequestKey(sk, req); bytes.Equal(reqs.Get(rk), oldKey) {
+			if err := reqs.Put(rk, key); err != nil {
+				return err
+			}
+		}
+	}
+	unf := tx.Bucket(bucketUnfinished)
+	if !exists(unf, oldKey) {
+		return nil
+	}
+	if err := unf.Delete(oldKey); err != nil {
+		return err
+	}
+	return unf.Put(key, []byte{})
+}
 
 // runQueue holds the records PutRunLater queued until the committer has
 // written them: pending until a commit takes them, writing while that

@@ -36,7 +36,7 @@ func testRun(k store.SessionKey, id string, minute int, st agentrunnerv1.RunStat
 func checkRunIndexes(t testing.TB, tx *bbolt.Tx) {
 	t.Helper()
 	want := map[string]map[string]string{"run_ids": {}, "run_requests": {}, "unfinished_runs": {}}
-	err := tx.Bucket(bucketRuns).ForEach(func(key, v []byte) error {
+	err := forEachRunRecord(tx, func(key, v []byte) error {
 		rec := &agentrunnerv1.Run{}
 		if err := proto.Unmarshal(v, rec); err != nil {
 			return err
@@ -45,8 +45,11 @@ func checkRunIndexes(t testing.TB, tx *bbolt.Tx) {
 		if tx.Bucket(bucketSessions).Get(sk) == nil {
 			return fmt.Errorf("run %s outlives its session", rec.GetRunId())
 		}
-		if wk := runKey(sk, rec.GetCreateTime().AsTime().UnixNano(), rec.GetRunId()); !bytes.Equal(key, wk) {
-			return fmt.Errorf("run %s stored at %x, its fields say %x", rec.GetRunId(), key, wk)
+		if !bytes.HasPrefix(key, sk) || !isRunKey(key, sk) {
+			return fmt.Errorf("run %s stored at %x, outside its session %x", rec.GetRunId(), key, sk)
+		}
+		if id, err := runIDOfKey(key, sk); err != nil || id != rec.GetRunId() || runNanos(key, sk) != rec.GetCreateTime().AsTime().UnixNano() {
+			return fmt.Errorf("run %s stored at %x, which says %q, %d (%v)", rec.GetRunId(), key, id, runNanos(key, sk), err)
 		}
 		want["run_ids"][string(runIDKey(rec.GetRunId()))] = string(key)
 		if rec.GetRequestId() != "" {
@@ -70,6 +73,24 @@ func checkRunIndexes(t testing.TB, tx *bbolt.Tx) {
 			t.Fatalf("index %s holds %q, want %q", name, got, entries)
 		}
 	}
+}
+
+// forEachRunRecord calls fn with every run record of the file: the keys
+// of the events bucket that are not T(app, user, session) U(seq).
+func forEachRunRecord(tx *bbolt.Tx, fn func(key, v []byte) error) error {
+	return tx.Bucket(bucketEvents).ForEach(func(key, v []byte) error {
+		rest := key
+		for range 3 {
+			var err error
+			if _, rest, err = readString(rest); err != nil {
+				return fmt.Errorf("events key %x: %w", key, err)
+			}
+		}
+		if len(rest) == 8 {
+			return nil
+		}
+		return fn(key, v)
+	})
 }
 
 // rawRun reads a record from the file, past the queue of PutRunLater.
@@ -111,26 +132,31 @@ func TestRunFieldNumbers(t *testing.T) {
 
 func TestRunKeys(t *testing.T) {
 	sk := sessionKey(store.SessionKey{App: "a", User: "u\x00", Session: "s"})
-	// In creation order, across 1970; ties by run id.
+	// By anchor, then in creation order across 1970, ties by run id; each
+	// right after the event it is anchored on and before the next.
 	keys := []struct {
-		nanos int64
-		id    string
-	}{{-5e18, "z"}, {-1, "a"}, {0, "a"}, {0, "a\x00"}, {0, "b"}, {1, ""}, {1_700_000_000_000_000_000, "x"}, {5e18, "a"}}
+		anchor uint64
+		nanos  int64
+		id     string
+	}{{0, 5e18, "a"}, {1, -5e18, "z"}, {1, -1, "a"}, {1, 0, "a"}, {1, 0, "a\x00"}, {1, 0, "b"}, {1, 1, ""}, {1, 1_700_000_000_000_000_000, "x"}, {1, 5e18, "a"}, {1 << 40, -1, "a"}}
 	for i, k := range keys {
-		key := runKey(sk, k.nanos, k.id)
+		key := runKey(sk, k.anchor, k.nanos, k.id)
 		if id, err := runIDOfKey(key, sk); err != nil || id != k.id || runNanos(key, sk) != k.nanos {
 			t.Errorf("key %x decodes to %q, %d, %v; want %q, %d", key, id, runNanos(key, sk), err, k.id, k.nanos)
 		}
-		if !bytes.HasPrefix(key, sk) {
-			t.Errorf("key %x is outside its session", key)
+		if !bytes.HasPrefix(key, sk) || !isRunKey(key, sk) || isRunKey(eventKey(sk, k.anchor), sk) {
+			t.Errorf("key %x is outside its session, or taken for an event", key)
+		}
+		if ev := eventKey(sk, k.anchor); bytes.Compare(ev, key) >= 0 || bytes.Compare(key, eventKey(sk, k.anchor+1)) >= 0 {
+			t.Errorf("key of %v is not between events %d and %d", k, k.anchor, k.anchor+1)
 		}
 		if i > 0 {
-			if prev := runKey(sk, keys[i-1].nanos, keys[i-1].id); bytes.Compare(prev, key) >= 0 {
+			if prev := runKey(sk, keys[i-1].anchor, keys[i-1].nanos, keys[i-1].id); bytes.Compare(prev, key) >= 0 {
 				t.Errorf("key of %v does not sort before %v", keys[i-1], k)
 			}
 		}
 	}
-	if _, err := runIDOfKey(append(runKey(sk, 0, "a"), 'x'), sk); err == nil {
+	if _, err := runIDOfKey(append(runKey(sk, 0, 0, "a"), 'x'), sk); err == nil {
 		t.Error("a key with trailing bytes decoded")
 	}
 	for _, v := range [][]byte{nil, mustMarshal(t, &agentrunnerv1.Run{RunId: "x", RequestId: "r\x00q", Status: 2}), append(mustMarshal(t, &agentrunnerv1.Run{RequestId: "old"}), mustMarshal(t, &agentrunnerv1.Run{RequestId: "new", Usage: &agentrunnerv1.UsageMetadata{TotalTokenCount: 3}})...)} {
@@ -451,7 +477,9 @@ func TestRunIndexesAfterRewrites(t *testing.T) {
 		}
 	}
 	var n int
-	_ = s.db.View(func(tx *bbolt.Tx) error { n = tx.Bucket(bucketRuns).Stats().KeyN; return nil })
+	_ = s.db.View(func(tx *bbolt.Tx) error {
+		return forEachRunRecord(tx, func([]byte, []byte) error { n++; return nil })
+	})
 	if n != 2 {
 		t.Fatalf("%d run records left, want the 2 of %s", n, k2)
 	}
@@ -474,7 +502,7 @@ func TestRunsMigration(t *testing.T) {
 	}
 	// Make it a true schema 2 file: no run buckets.
 	err = s.db.Update(func(tx *bbolt.Tx) error {
-		for _, b := range [][]byte{bucketRuns, bucketRunIDs, bucketRunReqs, bucketUnfinished} {
+		for _, b := range [][]byte{bucketRunIDs, bucketRunReqs, bucketUnfinished} {
 			if err := tx.DeleteBucket(b); err != nil {
 				return err
 			}
@@ -490,8 +518,8 @@ func TestRunsMigration(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	if v, _ := s.SchemaVersion(); v != 3 {
-		t.Fatalf("schema %d after open, want 3", v)
+	if v, _ := s.SchemaVersion(); v != currentSchema {
+		t.Fatalf("schema %d after open, want %d", v, currentSchema)
 	}
 	if _, evs, err := s.GetSession(t.Context(), k, store.GetOptions{}); err != nil || len(evs) != 1 {
 		t.Fatalf("session after migration: %d events, %v", len(evs), err)
@@ -592,4 +620,127 @@ func TestRunCreateTimes(t *testing.T) {
 			t.Errorf("PutRun with create_time %v: %v, want invalid argument", at, err)
 		}
 	}
+}
+
+// TestRunsIntoEventsMigration: a schema 3 file, whose records sit in
+// bucket runs under T(app, user, session) U(create_time) T(run_id), opens
+// as schema 4 with every record in the events bucket, the indexes
+// pointing at the new keys, and every read answering as before.
+func TestRunsIntoEventsMigration(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "db")
+	s, err := Open(path, Options{schema: 3, migrations: schemaMigrations[:2]})
+	if err != nil {
+		t.Fatal(err)
+	}
+	k, k2 := store.SessionKey{App: "app", User: "u", Session: "s"}, store.SessionKey{App: "app", User: "u", Session: "t"}
+	for _, key := range []store.SessionKey{k, k2} {
+		if _, err := s.CreateSession(t.Context(), key, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for range 3 {
+		if _, err := s.AppendEvent(t.Context(), k, &agentrunnerv1.Event{Author: "a"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	done := testRun(k, "e-done", 1, agentrunnerv1.RunStatus_RUN_STATUS_SUCCEEDED)
+	done.FirstSequence, done.LastSequence, done.RequestId = 2, 3, "ra"
+	queued := testRun(k, "e-queued", 2, agentrunnerv1.RunStatus_RUN_STATUS_PENDING)
+	queued.RequestId = "rq"
+	running := testRun(k2, "e-running", 0, agentrunnerv1.RunStatus_RUN_STATUS_RUNNING)
+	err = s.db.Update(func(tx *bbolt.Tx) error {
+		runs, err := tx.CreateBucket(bucketRunsV3)
+		if err != nil {
+			return err
+		}
+		for _, rec := range []*agentrunnerv1.Run{done, queued, running} {
+			sk := sessionKey(store.RunKey(rec))
+			oldKey := appendString(appendUint64(bytes.Clone(sk), uint64(rec.GetCreateTime().AsTime().UnixNano())^1<<63), rec.GetRunId())
+			puts := []struct {
+				b    *bbolt.Bucket
+				k, v []byte
+			}{{runs, oldKey, mustMarshal(t, rec)}, {tx.Bucket(bucketRunIDs), runIDKey(rec.GetRunId()), oldKey}}
+			if rec.GetRequestId() != "" {
+				puts = append(puts, struct {
+					b    *bbolt.Bucket
+					k, v []byte
+				}{tx.Bucket(bucketRunReqs), runRequestKey(sk, rec.GetRequestId()), oldKey})
+			}
+			if unfinished(rec.GetStatus()) {
+				puts = append(puts, struct {
+					b    *bbolt.Bucket
+					k, v []byte
+				}{tx.Bucket(bucketUnfinished), oldKey, []byte{}})
+			}
+			for _, p := range puts {
+				if err := p.b.Put(p.k, p.v); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+
+	s, err = Open(path, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if v, _ := s.SchemaVersion(); v != currentSchema {
+		t.Fatalf("schema %d after open, want %d", v, currentSchema)
+	}
+	_ = s.db.View(func(tx *bbolt.Tx) error {
+		if tx.Bucket(bucketRunsV3) != nil {
+			t.Error("bucket runs is still there")
+		}
+		checkRunIndexes(t, tx)
+		return nil
+	})
+	for _, want := range []*agentrunnerv1.Run{done, queued, running} {
+		wantSameRun(t, getRunOf(t, s, want.GetRunId()), want)
+	}
+	if list, _, err := s.ListRuns(t.Context(), k, store.Page{}); err != nil || runIDList(list) != "e-queued e-done" {
+		t.Fatalf("ListRuns after migration = %s, %v", runIDList(list), err)
+	}
+	if got, err := s.FindRunByRequest(t.Context(), k, "ra"); err != nil || got.GetRunId() != "e-done" {
+		t.Fatalf("FindRunByRequest(ra) after migration = %v, %v", got, err)
+	}
+	if list, err := s.ListUnfinishedRuns(t.Context()); err != nil || runIDList(list) != "e-running e-queued" {
+		t.Fatalf("ListUnfinishedRuns after migration = %s, %v", runIDList(list), err)
+	}
+	if _, evs, err := s.GetSession(t.Context(), k, store.GetOptions{}); err != nil || len(evs) != 3 {
+		t.Fatalf("session after migration: %d events, %v", len(evs), err)
+	}
+	if err := s.DeleteSession(t.Context(), k); err != nil {
+		t.Fatal(err)
+	}
+	_ = s.db.View(func(tx *bbolt.Tx) error { checkRunIndexes(t, tx); return nil })
+}
+
+func getRunOf(t *testing.T, s *Store, id string) *agentrunnerv1.Run {
+	t.Helper()
+	r, err := s.GetRun(t.Context(), id)
+	if err != nil {
+		t.Fatalf("GetRun(%s): %v", id, err)
+	}
+	return r
+}
+
+func wantSameRun(t *testing.T, got, want *agentrunnerv1.Run) {
+	t.Helper()
+	if !proto.Equal(got, want) {
+		t.Errorf("run %s = %v, want %v", want.GetRunId(), got, want)
+	}
+}
+
+func runIDList(list []*agentrunnerv1.Run) string {
+	ids := make([]string, len(list))
+	for i, r := range list {
+		ids[i] = r.GetRunId()
+	}
+	return strings.Join(ids, " ")
 }

@@ -187,6 +187,9 @@ func (s *Store) GetSession(ctx context.Context, k store.SessionKey, opts store.G
 			events = make([]*agentrunnerv1.Event, n)
 			i := len(events)
 			for key, v := c.Seek(eventKey(sk, rec.LastSequence)); key != nil && i > 0 && bytes.HasPrefix(key, sk); key, v = c.Prev() {
+				if isRunKey(key, sk) {
+					continue
+				}
 				if seqOf(key) <= opts.AfterSequence {
 					break
 				}
@@ -201,6 +204,9 @@ func (s *Store) GetSession(ctx context.Context, k store.SessionKey, opts store.G
 			return nil
 		}
 		for key, v := c.Seek(eventKey(sk, opts.AfterSequence+1)); key != nil && bytes.HasPrefix(key, sk); key, v = c.Next() {
+			if isRunKey(key, sk) {
+				continue
+			}
 			ev, err := decodeEvent(v)
 			if err != nil {
 				return err
@@ -299,15 +305,15 @@ func (s *Store) DeleteSession(ctx context.Context, k store.SessionKey) error {
 		if _, err := getSession(tx, k, sk); err != nil {
 			return err
 		}
-		runs, err := collectRuns(tx, sk)
-		if err != nil {
-			return err
-		}
 		// Collect the keys first and delete afterwards: deleting while a
 		// cursor walks can skip keys (etcd-io/bbolt#146).
 		events := tx.Bucket(bucketEvents)
 		artifacts, blobs := tx.Bucket(bucketArtifacts), tx.Bucket(bucketBlobs)
 		evKeys := collectPrefix(events, sk)
+		runs, err := collectRuns(tx, sk, evKeys)
+		if err != nil {
+			return err
+		}
 		calls := tx.Bucket(bucketToolCalls)
 		for _, key := range collectPrefix(calls, sk) {
 			if err := del(calls, key); err != nil {
@@ -475,6 +481,9 @@ func (s *Store) ListEvents(ctx context.Context, k store.SessionKey, after uint64
 		}
 		c := tx.Bucket(bucketEvents).Cursor()
 		for key, v := c.Seek(eventKey(sk, after+1)); key != nil && bytes.HasPrefix(key, sk); key, v = c.Next() {
+			if isRunKey(key, sk) {
+				continue
+			}
 			if len(out) == limit {
 				next = encodeToken(appendUint64(nil, out[len(out)-1].Sequence))
 				return nil
