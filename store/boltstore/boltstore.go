@@ -230,6 +230,9 @@ func (s *Store) view(ctx context.Context, fn func(tx *bbolt.Tx) error) error {
 type writeOp struct {
 	fn   func(tx *bbolt.Tx) error
 	done chan error
+	// sk is the key of the session the write appends to, if any: the
+	// run records queued for that session ride along (see commit).
+	sk []byte
 }
 
 type abortError struct{ err error }
@@ -257,10 +260,15 @@ func del(b *bbolt.Bucket, k []byte) error {
 // after the write was handed over, so that a reported failure never hides
 // a committed write.
 func (s *Store) write(ctx context.Context, fn func(tx *bbolt.Tx) error) error {
+	return s.writeSession(ctx, nil, fn)
+}
+
+// writeSession is write for a write to session sk.
+func (s *Store) writeSession(ctx context.Context, sk []byte, fn func(tx *bbolt.Tx) error) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	op := &writeOp{fn: fn, done: make(chan error, 1)}
+	op := &writeOp{fn: fn, done: make(chan error, 1), sk: sk}
 	select {
 	case s.ops <- op:
 	case <-s.quit:
@@ -273,34 +281,40 @@ func (s *Store) write(ctx context.Context, fn func(tx *bbolt.Tx) error) error {
 
 // commitLoop is the single writer. It takes one write, then every write
 // already waiting (up to MaxBatch), and commits them together: the batch
-// grows with the load while the fsync runs, with no timer. Run records
-// queued by PutRunLater ride along with the next commit; when no write
-// comes, a timer armed by the first queued record commits them alone.
+// grows with the load while the fsync runs, with no timer. A run record
+// queued by PutRunLater rides along with the next write to its session,
+// whose pages that write dirties anyway; when none comes within
+// laterDelay, the first commit after that takes it, or a timer commits it
+// alone.
 func (s *Store) commitLoop() {
 	defer close(s.done)
 	batch := make([]*writeOp, 0, s.opts.MaxBatch)
 	timer := time.NewTimer(time.Hour)
 	timer.Stop()
 	var armed <-chan time.Time // timer.C while the timer runs, else nil
+	arm := func() {
+		if due, ok := s.later.nextDue(s.opts.laterDelay); ok && armed == nil {
+			timer.Reset(max(time.Until(due), 0))
+			armed = timer.C
+		}
+	}
 	for {
 		batch = batch[:0]
 		select {
 		case op := <-s.ops:
 			batch = s.drain(append(batch, op))
 		case <-s.later.kick:
-			if armed == nil {
-				timer.Reset(s.opts.laterDelay)
-				armed = timer.C
-			}
+			arm()
 			continue
 		case <-armed:
-			armed = nil // commit what is queued, on its own
+			armed = nil // commit what is due, on its own
 		case <-s.quit:
 			s.later.close()
-			s.commit(nil)
+			s.commit(nil, true)
 			return
 		}
-		s.commit(batch)
+		s.commit(batch, false)
+		arm()
 	}
 }
 
@@ -317,12 +331,19 @@ func (s *Store) drain(batch []*writeOp) []*writeOp {
 	return batch
 }
 
-// commit writes the queued run records and then batch in one transaction
-// and tells every write its outcome. The queued records come first, so
-// that a write of the same run in batch wins; reads stop overlaying them
-// once they are committed, before any write of batch is acknowledged.
-func (s *Store) commit(batch []*writeOp) {
-	queued := s.later.take()
+// commit writes queued run records and then batch in one transaction and
+// tells every write its outcome: every queued record with all, else those
+// of the sessions batch writes to and those queued laterDelay ago. The
+// queued records come first, so that a write of the same run in batch
+// wins; reads stop overlaying them once they are committed, before any
+// write of batch is acknowledged.
+func (s *Store) commit(batch []*writeOp, all bool) {
+	var queued []*runWrite
+	if all {
+		queued = s.later.take(nil, time.Time{})
+	} else {
+		queued = s.later.take(batch, time.Now().Add(-s.opts.laterDelay))
+	}
 	errs := s.commitBatch(batch, queued)
 	s.later.written()
 	for i, op := range batch {

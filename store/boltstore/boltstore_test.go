@@ -198,7 +198,7 @@ func TestFailedWriteDoesNotSinkTheBatch(t *testing.T) {
 		}
 		batch = append(batch, &writeOp{fn: fn, done: results[i]})
 	}
-	s.commit(batch)
+	s.commit(batch, false)
 	if err := <-results[0]; err != nil {
 		t.Fatal(err)
 	}

@@ -62,6 +62,9 @@ type runWrite struct {
 	sk    []byte             // its session's key
 	nanos int64              // its create_time in Unix nanoseconds
 	bytes []byte             // rec's encoding
+	// queuedAt is when PutRunLater first queued a record of the run
+	// (set under the queue's lock).
+	queuedAt time.Time
 }
 
 // newKey is the key of w's record when it is first written while its
@@ -355,7 +358,7 @@ func (s *Store) AppendRunEvent(ctx context.Context, k store.SessionKey, ev *agen
 		seq        uint64
 		createTime *timestamppb.Timestamp
 	)
-	err = s.write(ctx, func(tx *bbolt.Tx) error {
+	err = s.writeSession(ctx, rw.sk, func(tx *bbolt.Tx) error {
 		sess, err := getSession(tx, k, rw.sk)
 		if err != nil {
 			return err
@@ -394,7 +397,7 @@ func (s *Store) PutRun(ctx context.Context, run *agentrunnerv1.Run) error {
 	if err != nil {
 		return err
 	}
-	return s.write(ctx, func(tx *bbolt.Tx) error { return putRunTx(tx, w) })
+	return s.writeSession(ctx, w.sk, func(tx *bbolt.Tx) error { return putRunTx(tx, w) })
 }
 
 // PutRunLater implements store.RunStore. A record that can never be
@@ -873,12 +876,18 @@ func (q *runQueue) init() {
 }
 
 // add queues w in place of any pending record of its run; false once the
-// queue is closed.
+// queue is closed. A replacement keeps the time its run was first queued
+// at, so that rewrites never hold a record back past its delay.
 func (q *runQueue) add(w *runWrite) bool {
+	now := time.Now()
 	q.mu.Lock()
 	if q.closed {
 		q.mu.Unlock()
 		return false
+	}
+	w.queuedAt = now
+	if old := q.pending[w.rec.GetRunId()]; old != nil {
+		w.queuedAt = old.queuedAt
 	}
 	q.pending[w.rec.GetRunId()] = w
 	q.mu.Unlock()
@@ -889,19 +898,51 @@ func (q *runQueue) add(w *runWrite) bool {
 	return true
 }
 
-// take moves the pending records to writing and returns them.
-func (q *runQueue) take() []*runWrite {
+// take moves to writing, and returns, the pending records of the
+// sessions batch writes to and those queued at or before dueBy; every
+// pending record when batch is nil and dueBy is zero.
+func (q *runQueue) take(batch []*writeOp, dueBy time.Time) []*runWrite {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	if len(q.pending) == 0 {
 		return nil
 	}
-	out := make([]*runWrite, 0, len(q.pending))
-	for _, w := range q.pending {
-		out = append(out, w)
+	var sessions map[string]bool
+	for _, op := range batch {
+		if op.sk != nil {
+			if sessions == nil {
+				sessions = make(map[string]bool, len(batch))
+			}
+			sessions[string(op.sk)] = true
+		}
 	}
-	q.writing, q.pending = q.pending, map[string]*runWrite{}
+	all := batch == nil && dueBy.IsZero()
+	var out []*runWrite
+	for id, w := range q.pending {
+		if all || sessions[string(w.sk)] || !w.queuedAt.After(dueBy) {
+			out = append(out, w)
+			if q.writing == nil {
+				q.writing = map[string]*runWrite{}
+			}
+			q.writing[id] = w
+			delete(q.pending, id)
+		}
+	}
 	return out
+}
+
+// nextDue returns when the oldest pending record has waited delay; false
+// when none is pending.
+func (q *runQueue) nextDue(delay time.Duration) (time.Time, bool) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	var oldest time.Time
+	for _, w := range q.pending {
+		if oldest.IsZero() || w.queuedAt.Before(oldest) {
+			oldest = w.queuedAt
+		}
+	}
+	return oldest.Add(delay), !oldest.IsZero()
 }
 
 // written forgets the records take returned: they are committed (or

@@ -215,8 +215,8 @@ func TestPutRunLaterDurableAfterClose(t *testing.T) {
 }
 
 // TestPutRunLaterCommits: a queued record rides along with the next
-// commit, and without one the committer writes it after the delay, in a
-// commit of its own.
+// write to its session, not with another session's; without one the
+// committer writes it after the delay, in a commit of its own.
 func TestPutRunLaterCommits(t *testing.T) {
 	k := store.SessionKey{App: "app", User: "u", Session: "s"}
 	var mu sync.Mutex
@@ -237,8 +237,8 @@ func TestPutRunLaterCommits(t *testing.T) {
 		other bool // another write comes
 		want  string
 	}{
-		{"rides along", time.Hour, true, "[1 2]"},
-		{"alone after the delay", 5 * time.Millisecond, false, "[1 1]"},
+		{"rides along", time.Hour, true, "[1 1 2]"},
+		{"alone after the delay", 5 * time.Millisecond, false, "[1 1 1]"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			mu.Lock()
@@ -250,8 +250,15 @@ func TestPutRunLaterCommits(t *testing.T) {
 			}
 			start := time.Now()
 			s.PutRunLater(testRun(k, "e-1", 0, agentrunnerv1.RunStatus_RUN_STATUS_SUCCEEDED))
+			// Another session's write leaves it queued.
+			if _, err := s.CreateSession(t.Context(), store.SessionKey{App: "app", User: "u", Session: "t"}, nil); err != nil {
+				t.Fatal(err)
+			}
+			if tc.delay == time.Hour && rawRun(t, s, "e-1") != nil {
+				t.Fatal("another session's write carried the queued record")
+			}
 			if tc.other {
-				if _, err := s.CreateSession(t.Context(), store.SessionKey{App: "app", User: "u", Session: "t"}, nil); err != nil {
+				if _, err := s.AppendEvent(t.Context(), k, &agentrunnerv1.Event{Author: "a"}); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -266,7 +273,7 @@ func TestPutRunLaterCommits(t *testing.T) {
 			}
 			// OnCommit runs just after the commit that the file shows.
 			got, n := commits()
-			for ; n < 2 && time.Since(start) < 5*time.Second; got, n = commits() {
+			for ; n < 3 && time.Since(start) < 5*time.Second; got, n = commits() {
 				time.Sleep(time.Millisecond)
 			}
 			if got != tc.want {
@@ -349,8 +356,12 @@ func TestPutRunLaterLogs(t *testing.T) {
 	s.PutRunLater(testRun(store.SessionKey{App: "app", User: "u", Session: "gone"}, "e-gone", 0, agentrunnerv1.RunStatus_RUN_STATUS_SUCCEEDED))
 	s.PutRunLater(nil)
 	s.PutRunLater(testRun(k, "", 0, agentrunnerv1.RunStatus_RUN_STATUS_SUCCEEDED))
-	if _, err := s.CreateSession(t.Context(), store.SessionKey{App: "app", User: "u", Session: "t"}, nil); err != nil {
+	// Writes to their sessions carry them (one that fails included).
+	if _, err := s.AppendEvent(t.Context(), k, &agentrunnerv1.Event{Author: "a"}); err != nil {
 		t.Fatal(err)
+	}
+	if _, err := s.AppendEvent(t.Context(), store.SessionKey{App: "app", User: "u", Session: "gone"}, &agentrunnerv1.Event{Author: "a"}); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("append to a missing session: %v", err)
 	}
 	logged := buf.String()
 	for _, want := range []string{
@@ -408,7 +419,7 @@ func TestQueuedRunsSurviveAbortedBatch(t *testing.T) {
 	s.commit([]*writeOp{
 		{fn: func(tx *bbolt.Tx) error { return put(tx.Bucket(bucketMeta), []byte("k"), []byte("v")) }, done: good},
 		{fn: func(tx *bbolt.Tx) error { return put(tx.Bucket(bucketMeta), nil, []byte("v")) }, done: bad},
-	})
+	}, false)
 	if err := <-good; err != nil {
 		t.Fatal(err)
 	}
@@ -566,7 +577,7 @@ func TestQueuedRecordVisibleWhileCommitting(t *testing.T) {
 		case <-time.After(5 * time.Second):
 			return errors.New("read blocked by the write transaction")
 		}
-	}}})
+	}}}, false)
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}

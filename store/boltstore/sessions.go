@@ -300,8 +300,10 @@ func (s *Store) DeleteSession(ctx context.Context, k store.SessionKey) error {
 	if err := validateKey(k); err != nil {
 		return err
 	}
-	return s.write(ctx, func(tx *bbolt.Tx) error {
-		sk := sessionKey(k)
+	// A write to the session: its queued records ride along, so that
+	// none outlives it (to surface in a session recreated later).
+	sk := sessionKey(k)
+	return s.writeSession(ctx, sk, func(tx *bbolt.Tx) error {
 		if _, err := getSession(tx, k, sk); err != nil {
 			return err
 		}
@@ -359,8 +361,8 @@ func (s *Store) AppendEvent(ctx context.Context, k store.SessionKey, ev *agentru
 	if err != nil {
 		return nil, err
 	}
-	err = s.write(ctx, func(tx *bbolt.Tx) error {
-		sk := sessionKey(k)
+	sk := sessionKey(k)
+	err = s.writeSession(ctx, sk, func(tx *bbolt.Tx) error {
 		rec, err := getSession(tx, k, sk)
 		if err != nil {
 			return err
