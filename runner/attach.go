@@ -114,9 +114,11 @@ func (r *Runner) follow(ctx context.Context, lr *liveRun, after uint64, primary 
 // before liveFrom are history to an attacher: only their stored events
 // after `after` are sent.
 func (r *Runner) followLog(ctx context.Context, lr *liveRun, after uint64, liveFrom int, primary bool, yield func(Update, error) bool) followed {
+	wake := lr.subscribe()
+	defer lr.unsubscribe(wake)
 	next := 0
 	for {
-		items, rec, ended, changed := lr.snapshot(next)
+		items, rec, ended := lr.snapshot(next)
 		for _, u := range items {
 			i := next
 			next++
@@ -137,7 +139,7 @@ func (r *Runner) followLog(ctx context.Context, lr *liveRun, after uint64, liveF
 			continue // the run may have ended meanwhile: look again
 		}
 		select {
-		case <-changed:
+		case <-wake:
 		case <-ctx.Done():
 			return contextEnded
 		}

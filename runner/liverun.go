@@ -2,6 +2,7 @@ package runner
 
 import (
 	"context"
+	"slices"
 	"sync"
 
 	agentrunnerv1 "github.com/agentrunner/agentrunner/gen/go/agentrunner/v1"
@@ -13,6 +14,8 @@ import (
 // the run record (the first element and the last, with the final status),
 // Event for a partial or complete event, Err for an agent's error that is
 // reported in-band (an *agent.AgentError), after which the run goes on.
+// A reader owns the events it gets; the final record is shared by every
+// reader of the run and must not be changed.
 type Update struct {
 	Run   *agentrunnerv1.Run
 	Event *agentrunnerv1.Event
@@ -52,8 +55,10 @@ type liveRun struct {
 	// baseSeq is the run's last stored sequence before this execution
 	// began (a resumed run's earlier events are read from the store).
 	baseSeq uint64
-	// changed is closed and replaced whenever log, rec or done change.
-	changed chan struct{}
+	// readers holds a channel (capacity 1) per reader following the
+	// run, which every change of log, rec or done fills: a wake-up costs
+	// no allocation, and a spurious one only a look at the log.
+	readers []chan struct{}
 	// done is closed when the run has ended and its final record is in rec.
 	done chan struct{}
 	// started reports that the run left the queue (guarded by the
@@ -76,7 +81,7 @@ func newLiveRun(key store.SessionKey, rec *agentrunnerv1.Run, req Request) *live
 		key:     key,
 		req:     req,
 		rec:     rec,
-		changed: make(chan struct{}),
+		log:     make([]Update, 0, 4), // the user event, an answer, a call and its response
 		done:    make(chan struct{}),
 		queued:  make(chan struct{}),
 	}
@@ -105,8 +110,30 @@ func (lr *liveRun) update(fn func(rec *agentrunnerv1.Run)) {
 }
 
 func (lr *liveRun) wakeLocked() {
-	close(lr.changed)
-	lr.changed = make(chan struct{})
+	for _, c := range lr.readers {
+		select {
+		case c <- struct{}{}:
+		default: // a wake-up is pending already
+		}
+	}
+}
+
+// subscribe returns a new reader's channel, which wakes it at every
+// change from now on; unsubscribe it when done.
+func (lr *liveRun) subscribe() chan struct{} {
+	c := make(chan struct{}, 1)
+	lr.mu.Lock()
+	lr.readers = append(lr.readers, c)
+	lr.mu.Unlock()
+	return c
+}
+
+func (lr *liveRun) unsubscribe(c chan struct{}) {
+	lr.mu.Lock()
+	defer lr.mu.Unlock()
+	if i := slices.Index(lr.readers, c); i >= 0 {
+		lr.readers = slices.Delete(lr.readers, i, i+1)
+	}
 }
 
 // publish appends an update to the log and wakes the readers.
@@ -158,24 +185,22 @@ func (lr *liveRun) cancelling() bool {
 	return lr.ctx != nil && lr.ctx.Err() != nil && !lr.ended()
 }
 
-// snapshot returns the log from index from on, a copy of the final record
-// once the run has ended (else nil), whether it has, and the channel that
-// is closed at the next change.
-func (lr *liveRun) snapshot(from int) ([]Update, *agentrunnerv1.Run, bool, <-chan struct{}) {
+// snapshot returns the log from index from on, the final record once the
+// run has ended (else nil; it is never changed, and readers share it),
+// and whether it has.
+func (lr *liveRun) snapshot(from int) ([]Update, *agentrunnerv1.Run, bool) {
 	lr.mu.Lock()
 	defer lr.mu.Unlock()
 	var items []Update
 	if from < len(lr.log) {
 		items = lr.log[from:len(lr.log):len(lr.log)]
 	}
-	// The record of a running run changes with every stored event: a
-	// reader gets its own copy of the final one only.
 	var final *agentrunnerv1.Run
 	ended := lr.ended()
 	if ended {
-		final = proto.CloneOf(lr.rec)
+		final = lr.rec
 	}
-	return items, final, ended, lr.changed
+	return items, final, ended
 }
 
 // addUsage adds an event's token counts to the run's totals.

@@ -296,7 +296,10 @@ func (in *invocation) append(ctx context.Context, ev *agentrunnerv1.Event) (*age
 	if in.recordWritten {
 		stored, err = in.r.store.AppendEvent(ctx, in.key, ev)
 	} else {
-		stored, _, err = in.r.store.AppendRunEvent(ctx, in.key, ev, in.lr.record())
+		// No copy: while the run runs, only this goroutine changes the
+		// record (noteStored, under the lock, after this returns), and
+		// the store does not keep what it is given.
+		stored, _, err = in.r.store.AppendRunEvent(ctx, in.key, ev, in.lr.rec)
 		in.recordWritten = err == nil
 	}
 	if err == nil {

@@ -7,6 +7,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"hash/maphash"
 	"slices"
 	"sync"
 	"time"
@@ -43,6 +44,7 @@ const (
 	runFirstSequenceField = 9
 	runLastSequenceField  = 10
 	runRequestIDField     = 12
+	runStatusField        = 5
 	// sessionLastSequenceField is Session.last_sequence, the anchor of a
 	// record written on its own.
 	sessionLastSequenceField = 7
@@ -62,9 +64,10 @@ type runWrite struct {
 	sk    []byte             // its session's key
 	nanos int64              // its create_time in Unix nanoseconds
 	bytes []byte             // rec's encoding
-	// queuedAt is when PutRunLater first queued a record of the run
-	// (set under the queue's lock).
+	// queuedAt is when PutRunLater first queued a record of the run, and
+	// skHash the hash of sk (both set under the queue's lock).
 	queuedAt time.Time
+	skHash   uint64
 }
 
 // newKey is the key of w's record when it is first written while its
@@ -133,7 +136,10 @@ type runPlan struct {
 // request_id not another run's (ErrAlreadyExists).
 func planRun(tx *bbolt.Tx, w *runWrite, anchor uint64) (*runPlan, error) {
 	p := &runPlan{w: w, bytes: w.bytes}
-	var oldReq string
+	var (
+		oldReq string
+		has    bool // the run is in unfinished_runs: its stored status is unfinished
+	)
 	if stored := tx.Bucket(bucketRunIDs).Get(runIDKey(w.rec.GetRunId())); stored == nil {
 		p.newRun = true
 		p.key = w.newKey(anchor)
@@ -142,7 +148,9 @@ func planRun(tx *bbolt.Tx, w *runWrite, anchor uint64) (*runPlan, error) {
 			return nil, fmt.Errorf("run_id %s is a run of another session: %w", w.rec.GetRunId(), store.ErrAlreadyExists)
 		}
 		p.key = bytes.Clone(stored)
-		oldReq = requestIDOf(tx.Bucket(bucketEvents).Get(p.key))
+		var st agentrunnerv1.RunStatus
+		oldReq, st = requestAndStatusOf(tx.Bucket(bucketEvents).Get(p.key))
+		has = unfinished(st)
 		if runNanos(p.key, w.sk) != w.nanos {
 			if err := p.keepCreateTime(); err != nil {
 				return nil, err
@@ -152,7 +160,6 @@ func planRun(tx *bbolt.Tx, w *runWrite, anchor uint64) (*runPlan, error) {
 	if err := p.planRequest(tx.Bucket(bucketRunReqs), oldReq); err != nil {
 		return nil, err
 	}
-	has := exists(tx.Bucket(bucketUnfinished), p.key)
 	switch want := unfinished(w.rec.GetStatus()); {
 	case want && !has:
 		p.unfinished = 1
@@ -275,31 +282,44 @@ func lastSequenceOf(v []byte) uint64 {
 	return seq
 }
 
-// requestIDOf reads the request_id of an encoded Run without decoding
-// the rest of it.
-func requestIDOf(v []byte) string {
-	var id string
+// requestAndStatusOf reads the request_id and the status of an encoded
+// Run without decoding the rest of it (the last occurrence of each wins,
+// as in protobuf). unfinished_runs holds a run exactly when its stored
+// status is unfinished, so the status read here spares a lookup there.
+func requestAndStatusOf(v []byte) (string, agentrunnerv1.RunStatus) {
+	var (
+		id string
+		st agentrunnerv1.RunStatus
+	)
 	for len(v) > 0 {
 		num, typ, n := protowire.ConsumeTag(v)
 		if n < 0 {
-			return id
+			return id, st
 		}
 		v = v[n:]
-		if num == runRequestIDField && typ == protowire.BytesType {
+		switch {
+		case num == runRequestIDField && typ == protowire.BytesType:
 			b, m := protowire.ConsumeBytes(v)
 			if m < 0 {
-				return id
+				return id, st
 			}
 			id, v = string(b), v[m:]
+			continue
+		case num == runStatusField && typ == protowire.VarintType:
+			x, m := protowire.ConsumeVarint(v)
+			if m < 0 {
+				return id, st
+			}
+			st, v = agentrunnerv1.RunStatus(int32(x)), v[m:]
 			continue
 		}
 		m := protowire.ConsumeFieldValue(num, typ, v)
 		if m < 0 {
-			return id
+			return id, st
 		}
 		v = v[m:]
 	}
-	return id
+	return id, st
 }
 
 // exists reports whether b holds key (whatever its value, even empty).
@@ -868,12 +888,20 @@ type runQueue struct {
 	writing map[string]*runWrite // by run id
 	closed  bool
 	kick    chan struct{} // tells the committer that records are pending
+	// seed hashes session keys; inBatch is take's set of the hashes of
+	// a batch's sessions, kept to spare an allocation per commit.
+	seed    maphash.Seed
+	inBatch map[uint64]struct{}
 }
 
 func (q *runQueue) init() {
 	q.pending = map[string]*runWrite{}
 	q.kick = make(chan struct{}, 1)
+	q.seed = maphash.MakeSeed()
 }
+
+// skHash is the hash take compares sessions by.
+func skHash(seed maphash.Seed, sk []byte) uint64 { return maphash.Bytes(seed, sk) }
 
 // add queues w in place of any pending record of its run; false once the
 // queue is closed. A replacement keeps the time its run was first queued
@@ -885,7 +913,7 @@ func (q *runQueue) add(w *runWrite) bool {
 		q.mu.Unlock()
 		return false
 	}
-	w.queuedAt = now
+	w.queuedAt, w.skHash = now, skHash(q.seed, w.sk)
 	if old := q.pending[w.rec.GetRunId()]; old != nil {
 		w.queuedAt = old.queuedAt
 	}
@@ -900,26 +928,29 @@ func (q *runQueue) add(w *runWrite) bool {
 
 // take moves to writing, and returns, the pending records of the
 // sessions batch writes to and those queued at or before dueBy; every
-// pending record when batch is nil and dueBy is zero.
+// pending record when batch is nil and dueBy is zero. Sessions are
+// compared by a hash of their key (see skHash): a collision only lets a
+// record ride along early.
 func (q *runQueue) take(batch []*writeOp, dueBy time.Time) []*runWrite {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	if len(q.pending) == 0 {
 		return nil
 	}
-	var sessions map[string]bool
+	if q.inBatch == nil {
+		q.inBatch = map[uint64]struct{}{}
+	}
+	clear(q.inBatch)
 	for _, op := range batch {
 		if op.sk != nil {
-			if sessions == nil {
-				sessions = make(map[string]bool, len(batch))
-			}
-			sessions[string(op.sk)] = true
+			q.inBatch[skHash(q.seed, op.sk)] = struct{}{}
 		}
 	}
 	all := batch == nil && dueBy.IsZero()
 	var out []*runWrite
 	for id, w := range q.pending {
-		if all || sessions[string(w.sk)] || !w.queuedAt.After(dueBy) {
+		_, rides := q.inBatch[w.skHash]
+		if all || rides || !w.queuedAt.After(dueBy) {
 			out = append(out, w)
 			if q.writing == nil {
 				q.writing = map[string]*runWrite{}

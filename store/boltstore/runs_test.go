@@ -122,6 +122,7 @@ func TestRunFieldNumbers(t *testing.T) {
 		{run.ByName("first_sequence"), runFirstSequenceField},
 		{run.ByName("last_sequence"), runLastSequenceField},
 		{run.ByName("request_id"), runRequestIDField},
+		{run.ByName("status"), runStatusField},
 		{ev.ByName("sequence"), eventSequenceField},
 	} {
 		if tc.field == nil || int(tc.field.Number()) != tc.want {
@@ -159,11 +160,16 @@ func TestRunKeys(t *testing.T) {
 	if _, err := runIDOfKey(append(runKey(sk, 0, 0, "a"), 'x'), sk); err == nil {
 		t.Error("a key with trailing bytes decoded")
 	}
-	for _, v := range [][]byte{nil, mustMarshal(t, &agentrunnerv1.Run{RunId: "x", RequestId: "r\x00q", Status: 2}), append(mustMarshal(t, &agentrunnerv1.Run{RequestId: "old"}), mustMarshal(t, &agentrunnerv1.Run{RequestId: "new", Usage: &agentrunnerv1.UsageMetadata{TotalTokenCount: 3}})...)} {
+	for _, v := range [][]byte{
+		nil,
+		mustMarshal(t, &agentrunnerv1.Run{RunId: "x", RequestId: "r\x00q", Status: 2}),
+		append(mustMarshal(t, &agentrunnerv1.Run{RequestId: "old", Status: 1}), mustMarshal(t, &agentrunnerv1.Run{RequestId: "new", Status: 4, Usage: &agentrunnerv1.UsageMetadata{TotalTokenCount: 3}})...),
+		appendSequences(mustMarshal(t, &agentrunnerv1.Run{Status: 3, Error: &agentrunnerv1.Status{Message: "x"}}), true, 7),
+	} {
 		want := &agentrunnerv1.Run{}
 		_ = proto.Unmarshal(v, want)
-		if got := requestIDOf(v); got != want.GetRequestId() {
-			t.Errorf("requestIDOf(%x) = %q, want %q", v, got, want.GetRequestId())
+		if id, st := requestAndStatusOf(v); id != want.GetRequestId() || st != want.GetStatus() {
+			t.Errorf("requestAndStatusOf(%x) = %q, %v; want %q, %v", v, id, st, want.GetRequestId(), want.GetStatus())
 		}
 	}
 }
