@@ -10,9 +10,12 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"go.etcd.io/bbolt"
+	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/structpb"
+	"google.golang.org/protobuf/types/known/timestamppb"
 
 	agentrunnerv1 "github.com/agentrunner/agentrunner/gen/go/agentrunner/v1"
 	"github.com/agentrunner/agentrunner/store"
@@ -300,5 +303,47 @@ func TestKeysGolden(t *testing.T) {
 	}
 	if got != string(want) {
 		t.Fatalf("key format changed:\n got: %s\nwant: %s", got, want)
+	}
+}
+
+// TestPatchSessionMatchesDecode: the append of an event that changes no
+// session state rewrites last_sequence and update_time in the encoding;
+// the record must decode to what decoding, setting both and encoding
+// gives, whatever the record held before (state, repeated or missing
+// fields, timestamps before 1970).
+func TestPatchSessionMatchesDecode(t *testing.T) {
+	state, _ := structpb.NewStruct(map[string]any{"topic": "billing", "n": 3, "nested": map[string]any{"a": []any{1, "x"}}})
+	full := &agentrunnerv1.Session{
+		AppName: "app", UserId: "u", SessionId: "s", State: state,
+		CreateTime: timestamppb.New(time.Unix(1_700_000_000, 5)), UpdateTime: timestamppb.New(time.Unix(1_700_000_100, 0)), LastSequence: 41,
+	}
+	twice := append(mustMarshal(t, &agentrunnerv1.Session{LastSequence: 9, UpdateTime: timestamppb.New(time.Unix(1, 1))}), mustMarshal(t, full)...)
+	for name, sv := range map[string][]byte{
+		"full":               mustMarshal(t, full),
+		"empty":              nil,
+		"fields twice":       twice,
+		"no update_time yet": mustMarshal(t, &agentrunnerv1.Session{AppName: "app", LastSequence: 1}),
+	} {
+		for _, ts := range []*timestamppb.Timestamp{timestamppb.New(time.Unix(1_800_000_000, 999_999_999)), timestamppb.New(time.Unix(-5, 7)), {}} {
+			got, err := patchSession(sv, 42, ts)
+			if err != nil {
+				t.Fatalf("%s: %v", name, err)
+			}
+			want := &agentrunnerv1.Session{}
+			if err := proto.Unmarshal(sv, want); err != nil {
+				t.Fatal(err)
+			}
+			want.LastSequence, want.UpdateTime = 42, ts
+			dec := &agentrunnerv1.Session{}
+			if err := proto.Unmarshal(got, dec); err != nil {
+				t.Fatalf("%s: patched record does not decode: %v", name, err)
+			}
+			if !proto.Equal(dec, want) || lastSequenceOf(got) != 42 {
+				t.Fatalf("%s at %v: patched record decodes to %v, want %v", name, ts.AsTime(), dec, want)
+			}
+		}
+	}
+	if _, err := patchSession([]byte{0x0a, 0x05, 'a'}, 1, timestamppb.Now()); err == nil {
+		t.Fatal("a truncated record was patched")
 	}
 }

@@ -46,8 +46,10 @@ const (
 	runRequestIDField     = 12
 	runStatusField        = 5
 	// sessionLastSequenceField is Session.last_sequence, the anchor of a
-	// record written on its own.
+	// record written on its own; it and sessionUpdateTimeField are the
+	// fields an append rewrites (patchSession).
 	sessionLastSequenceField = 7
+	sessionUpdateTimeField   = 6
 )
 
 // unfinished reports whether a run of this status is listed by
@@ -379,15 +381,15 @@ func (s *Store) AppendRunEvent(ctx context.Context, k store.SessionKey, ev *agen
 		createTime *timestamppb.Timestamp
 	)
 	err = s.writeSession(ctx, rw.sk, func(tx *bbolt.Tx) error {
-		sess, err := getSession(tx, k, rw.sk)
+		sv := tx.Bucket(bucketSessions).Get(rw.sk)
+		if sv == nil {
+			return fmt.Errorf("session %s: %w", k, store.ErrNotFound)
+		}
+		p, err := planRun(tx, rw, lastSequenceOf(sv))
 		if err != nil {
 			return err
 		}
-		p, err := planRun(tx, rw, sess.GetLastSequence())
-		if err != nil {
-			return err
-		}
-		if seq, err = appendEventTx(tx, k, rw.sk, sess, ew); err != nil {
+		if seq, err = appendEventTx(tx, k, rw.sk, sv, ew); err != nil {
 			return err
 		}
 		createTime = p.createTime

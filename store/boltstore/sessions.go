@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
+	"errors"
 	"fmt"
 
 	"go.etcd.io/bbolt"
@@ -363,13 +364,14 @@ func (s *Store) AppendEvent(ctx context.Context, k store.SessionKey, ev *agentru
 	}
 	sk := sessionKey(k)
 	err = s.writeSession(ctx, sk, func(tx *bbolt.Tx) error {
-		rec, err := getSession(tx, k, sk)
-		if err != nil {
-			return err
+		sv := tx.Bucket(bucketSessions).Get(sk)
+		if sv == nil {
+			return fmt.Errorf("session %s: %w", k, store.ErrNotFound)
 		}
 		// A retry of the transaction overwrites the sequence; w.bytes
 		// was encoded without it.
-		w.stored.Sequence, err = appendEventTx(tx, k, sk, rec, w)
+		var err error
+		w.stored.Sequence, err = appendEventTx(tx, k, sk, sv, w)
 		return err
 	})
 	if err != nil {
@@ -420,20 +422,14 @@ func (s *Store) prepareEvent(k store.SessionKey, ev *agentrunnerv1.Event) (event
 	return w, nil
 }
 
-// appendEventTx appends w to session k (key sk, record rec, read in tx)
-// and returns its sequence. Everything that can fail for a reason other
-// than a bbolt write fails before it writes.
-func appendEventTx(tx *bbolt.Tx, k store.SessionKey, sk []byte, rec *agentrunnerv1.Session, w eventWrite) (uint64, error) {
-	seq := rec.LastSequence + 1
-	rec.LastSequence = seq
-	rec.UpdateTime = w.stored.Timestamp
-	if rec.State == nil {
-		rec.State = &structpb.Struct{}
-	}
-	store.ApplyDelta(rec.State, w.sessDelta)
-	recBytes, err := proto.Marshal(rec)
+// appendEventTx appends w to session k (key sk, whose stored record is
+// sv, read in tx) and returns its sequence. Everything that can fail for a
+// reason other than a bbolt write fails before it writes.
+func appendEventTx(tx *bbolt.Tx, k store.SessionKey, sk, sv []byte, w eventWrite) (uint64, error) {
+	seq := lastSequenceOf(sv) + 1
+	recBytes, err := nextSession(sv, seq, w)
 	if err != nil {
-		return 0, fmt.Errorf("marshal session: %w", err)
+		return 0, fmt.Errorf("session %s: %w", k, err)
 	}
 	// Full slice expression: appending must not write into w.bytes, which
 	// a retry of the transaction reuses.
@@ -454,6 +450,62 @@ func appendEventTx(tx *bbolt.Tx, k store.SessionKey, sk []byte, rec *agentrunner
 		return 0, err
 	}
 	return seq, nil
+}
+
+// nextSession returns the session record sv after an append of w with
+// sequence seq: last_sequence and update_time set, and w's session-scoped
+// state changes applied. Most events change no session state; their
+// append rewrites the two fields in the encoding (protobuf allows fields
+// in any order) instead of decoding and encoding the whole record, state
+// included, in the committer, the one goroutine every write waits on.
+func nextSession(sv []byte, seq uint64, w eventWrite) ([]byte, error) {
+	ts := w.stored.GetTimestamp()
+	if len(w.sessDelta) == 0 {
+		return patchSession(sv, seq, ts)
+	}
+	rec := &agentrunnerv1.Session{}
+	if err := proto.Unmarshal(sv, rec); err != nil {
+		return nil, fmt.Errorf("decode session: %w", err)
+	}
+	rec.LastSequence, rec.UpdateTime = seq, ts
+	if rec.State == nil {
+		rec.State = &structpb.Struct{}
+	}
+	store.ApplyDelta(rec.State, w.sessDelta)
+	b, err := proto.Marshal(rec)
+	if err != nil {
+		return nil, fmt.Errorf("marshal session: %w", err)
+	}
+	return b, nil
+}
+
+// patchSession copies the encoded session sv without its last_sequence
+// and update_time fields, and appends them with the values given.
+func patchSession(sv []byte, seq uint64, ts *timestamppb.Timestamp) ([]byte, error) {
+	out := make([]byte, 0, len(sv)+32)
+	for v := sv; len(v) > 0; {
+		num, typ, n := protowire.ConsumeTag(v)
+		if n < 0 {
+			return nil, errors.New("corrupt session record")
+		}
+		m := protowire.ConsumeFieldValue(num, typ, v[n:])
+		if m < 0 {
+			return nil, errors.New("corrupt session record")
+		}
+		if num != sessionLastSequenceField && num != sessionUpdateTimeField {
+			out = append(out, v[:n+m]...)
+		}
+		v = v[n+m:]
+	}
+	var t []byte // a Timestamp: seconds = 1, nanos = 2, zero values left out
+	if sec := ts.GetSeconds(); sec != 0 {
+		t = protowire.AppendVarint(protowire.AppendTag(t, 1, protowire.VarintType), uint64(sec))
+	}
+	if ns := ts.GetNanos(); ns != 0 {
+		t = protowire.AppendVarint(protowire.AppendTag(t, 2, protowire.VarintType), uint64(int64(ns)))
+	}
+	out = protowire.AppendBytes(protowire.AppendTag(out, sessionUpdateTimeField, protowire.BytesType), t)
+	return protowire.AppendVarint(protowire.AppendTag(out, sessionLastSequenceField, protowire.VarintType), seq), nil
 }
 
 // ListEvents implements store.Store.
