@@ -77,13 +77,13 @@ type liveRun struct {
 
 func newLiveRun(key store.SessionKey, rec *agentrunnerv1.Run, req Request) *liveRun {
 	return &liveRun{
-		id:      rec.GetRunId(),
-		key:     key,
-		req:     req,
-		rec:     rec,
-		log:     make([]Update, 0, 4), // the user event, an answer, a call and its response
-		done:    make(chan struct{}),
-		queued:  make(chan struct{}),
+		id:     rec.GetRunId(),
+		key:    key,
+		req:    req,
+		rec:    rec,
+		log:    make([]Update, 0, 4), // the user event, an answer, a call and its response
+		done:   make(chan struct{}),
+		queued: make(chan struct{}),
 	}
 }
 
