@@ -30,8 +30,11 @@ func NewGRPCServer(s *Server, extra ...grpc.ServerOption) *GRPCServer {
 		// Stop and GracefulStop then return only once every handler has
 		// returned, which is what makes closing the store afterwards safe.
 		grpc.WaitForHandlers(true),
-		grpc.ChainUnaryInterceptor(unaryLogging(s.log), unaryRecovery(s.log)),
-		grpc.ChainStreamInterceptor(streamLogging(s.log), streamRecovery(s.log)),
+		// Requests that do not decode are InvalidArgument, not Internal
+		// (see requestCodec).
+		grpc.ForceServerCodecV2(newRequestCodec()),
+		grpc.ChainUnaryInterceptor(unaryLogging(s.log), unaryRecovery(s.log), decodeUnary()),
+		grpc.ChainStreamInterceptor(streamLogging(s.log), streamRecovery(s.log), decodeStream()),
 	}, extra...)
 	gs := grpc.NewServer(opts...)
 	s.Register(gs)

@@ -1,0 +1,106 @@
+package server
+
+import (
+	"context"
+	"strings"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/encoding"
+	"google.golang.org/grpc/mem"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/encoding/protowire"
+	"google.golang.org/protobuf/proto"
+)
+
+// grpc-go turns any error of its codec's Unmarshal into Internal, before
+// a handler or an interceptor sees the request: a request with invalid
+// UTF-8 in a string, or nested past the decoder's limit, would reach the
+// client as a server fault. requestCodec keeps grpc-go's proto codec but
+// does not fail there: it leaves the message empty, marked with the
+// decoder's error in an unknown field, and the interceptors (decodeUnary,
+// decodeStream) refuse a marked request with InvalidArgument. The
+// generated code stays as it is.
+
+// decodeErrorField is the field number of the mark: the largest a field
+// can have, which no agentrunner message uses. A client sending it itself
+// gets what it asked for, an InvalidArgument.
+const decodeErrorField = protowire.MaxValidNumber
+
+// requestCodec is the proto codec with decode errors deferred to the
+// interceptors.
+type requestCodec struct{ base encoding.CodecV2 }
+
+func newRequestCodec() requestCodec { return requestCodec{base: encoding.GetCodecV2("proto")} }
+
+func (c requestCodec) Name() string { return c.base.Name() }
+
+func (c requestCodec) Marshal(v any) (mem.BufferSlice, error) { return c.base.Marshal(v) }
+
+func (c requestCodec) Unmarshal(data mem.BufferSlice, v any) error {
+	err := c.base.Unmarshal(data, v)
+	m, ok := v.(proto.Message)
+	if err == nil || !ok {
+		return err
+	}
+	proto.Reset(m)
+	mark := protowire.AppendTag(nil, decodeErrorField, protowire.BytesType)
+	m.ProtoReflect().SetUnknown(protowire.AppendString(mark, err.Error()))
+	return nil
+}
+
+// decodeError returns the InvalidArgument a request marked by
+// requestCodec stands for, or nil.
+func decodeError(req any) error {
+	m, ok := req.(proto.Message)
+	if !ok {
+		return nil
+	}
+	for u := m.ProtoReflect().GetUnknown(); len(u) > 0; {
+		num, typ, n := protowire.ConsumeTag(u)
+		if n < 0 {
+			return nil
+		}
+		u = u[n:]
+		if num == decodeErrorField && typ == protowire.BytesType {
+			msg, _ := protowire.ConsumeString(u)
+			// The decoder's words name the Go package; the client needs
+			// what was wrong.
+			msg = strings.TrimPrefix(msg, "proto: ")
+			return status.Errorf(codes.InvalidArgument, "the request could not be decoded: %s", msg)
+		}
+		m := protowire.ConsumeFieldValue(num, typ, u)
+		if m < 0 {
+			return nil
+		}
+		u = u[m:]
+	}
+	return nil
+}
+
+// decodeUnary refuses a request requestCodec could not decode.
+func decodeUnary() grpc.UnaryServerInterceptor {
+	return func(ctx context.Context, req any, _ *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
+		if err := decodeError(req); err != nil {
+			return nil, err
+		}
+		return handler(ctx, req)
+	}
+}
+
+// decodeStream refuses, on the stream, each message requestCodec could
+// not decode.
+func decodeStream() grpc.StreamServerInterceptor {
+	return func(srv any, ss grpc.ServerStream, _ *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
+		return handler(srv, decodingStream{ss})
+	}
+}
+
+type decodingStream struct{ grpc.ServerStream }
+
+func (s decodingStream) RecvMsg(m any) error {
+	if err := s.ServerStream.RecvMsg(m); err != nil {
+		return err
+	}
+	return decodeError(m)
+}
