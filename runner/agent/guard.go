@@ -5,6 +5,7 @@ import (
 	"iter"
 	"log/slog"
 	"runtime/debug"
+	"strings"
 )
 
 // RangeGuarded ranges over seq and hands every element to yield, like a
@@ -43,6 +44,17 @@ func Guard(ctx context.Context, log *slog.Logger, where string, fn func() error)
 	defer func() {
 		if p := recover(); p != nil {
 			err = recovered(ctx, log, where, p)
+		}
+	}()
+	return fn()
+}
+
+// GuardNamed is Guard for a caller on a hot path: the parts of where are
+// joined only if fn panics, so a call that does not panic builds no name.
+func GuardNamed(ctx context.Context, log *slog.Logger, fn func() error, where ...string) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = recovered(ctx, log, strings.Join(where, ""), p)
 		}
 	}()
 	return fn()

@@ -123,10 +123,10 @@ func first[H, R any](ctx context.Context, m *Manager, hook string, hs []hooked[H
 	var zero R
 	for _, h := range hs {
 		var r R
-		err := agent.Guard(ctx, m.log, "plugin "+h.name+" "+hook, func() (e error) {
+		err := agent.GuardNamed(ctx, m.log, func() (e error) {
 			r, e = call(h.hook)
 			return e
-		})
+		}, "plugin ", h.name, " ", hook)
 		if err != nil {
 			return zero, &Error{Plugin: h.name, Hook: hook, Err: err}
 		}
@@ -170,10 +170,10 @@ func (m *Manager) AfterRun(ctx agent.InvocationContext, runErr error) {
 		return
 	}
 	for _, h := range m.afterRun {
-		_ = agent.Guard(ctx, m.log, "plugin "+h.name+" after_run", func() error {
+		_ = agent.GuardNamed(ctx, m.log, func() error {
 			h.hook.AfterRun(ctx, runErr)
 			return nil
-		})
+		}, "plugin ", h.name, " after_run")
 	}
 }
 

@@ -293,7 +293,10 @@ func (s *Store) commitLoop() {
 	timer.Stop()
 	var armed <-chan time.Time // timer.C while the timer runs, else nil
 	arm := func() {
-		if due, ok := s.later.nextDue(s.opts.laterDelay); ok && armed == nil {
+		if armed != nil {
+			return // it fires for the oldest record, or earlier; arm looks again then
+		}
+		if due, ok := s.later.nextDue(s.opts.laterDelay); ok {
 			timer.Reset(max(time.Until(due), 0))
 			armed = timer.C
 		}
