@@ -70,6 +70,11 @@ type GetOptions struct {
 	NumRecentEvents int
 	// AfterSequence keeps only events with a greater sequence.
 	AfterSequence uint64
+	// MaxBytes, when positive, bounds the size of the events returned
+	// (see ItemBytes): the newest events that fit are kept and older ones
+	// left out. Events are numbered 1..last_sequence without gaps, so a
+	// caller tells what was left out by the first sequence it got.
+	MaxBytes int
 }
 
 // Page selects one page of a listing.
@@ -79,7 +84,17 @@ type Page struct {
 	Size int
 	// Token continues a previous listing; empty starts at the beginning.
 	Token string
+	// MaxBytes, when positive, bounds the size of the page's items (see
+	// ItemBytes): the page ends before the item that would pass it, and
+	// the listing goes on with the next page. A page holds at least one
+	// item, however large, so that a listing always moves on.
+	MaxBytes int
 }
+
+// ItemBytes is what an item of encoded size n adds to a page or a
+// response: its encoding and its framing as a repeated field (a tag and a
+// length, 6 bytes for an item of up to 256 MiB), rounded up.
+func ItemBytes(n int) int { return n + 8 }
 
 // Page size bounds shared by every listing.
 const (

@@ -54,6 +54,9 @@ func (s *Store) SaveArtifact(ctx context.Context, k store.SessionKey, filename s
 	if err != nil {
 		return nil, fmt.Errorf("marshal artifact: %w", err)
 	}
+	if err := checkSize("artifact "+filename, len(blob), s.opts.MaxItemBytes); err != nil {
+		return nil, err
+	}
 	meta := &agentrunnerv1.ArtifactVersion{
 		Filename:   filename,
 		MimeType:   mime,

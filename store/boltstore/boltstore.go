@@ -76,6 +76,12 @@ type Options struct {
 	// by PutRunLater included. It runs on the committer and must be quick
 	// (a metric).
 	OnCommit func(d time.Duration, writes int)
+	// MaxItemBytes, when positive, bounds the encoded size of every item
+	// the store keeps: an event, a session's own state, an app's or a
+	// user's state, an artifact version. A write that would pass it is
+	// refused (ErrInvalidArgument, naming the limit), so that every item
+	// can be read back in a message of the size the server allows.
+	MaxItemBytes int
 
 	migrations []migration   // for tests; nil means schemaMigrations
 	schema     int           // for tests; zero means currentSchema
@@ -401,6 +407,15 @@ func (s *Store) commitBatch(batch []*writeOp, queued []*runWrite) []error {
 		s.opts.OnCommit(time.Since(start), len(batch)+len(queued))
 	}
 	return errs
+}
+
+// checkSize refuses an item of n encoded bytes over limit (none when
+// limit is zero).
+func checkSize(what string, n, limit int) error {
+	if limit > 0 && n > limit {
+		return fmt.Errorf("%s of %d bytes exceeds the limit of %d bytes: %w", what, n, limit, store.ErrInvalidArgument)
+	}
+	return nil
 }
 
 func randomID() string {

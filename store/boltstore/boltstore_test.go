@@ -347,3 +347,59 @@ func TestPatchSessionMatchesDecode(t *testing.T) {
 		t.Fatal("a truncated record was patched")
 	}
 }
+
+// TestMaxItemBytes: an event, a session state, an app or user state or
+// an artifact over MaxItemBytes is refused with ErrInvalidArgument naming
+// the limit, and nothing of the write is kept.
+func TestMaxItemBytes(t *testing.T) {
+	s, _ := newTestStore(t, Options{MaxItemBytes: 4096})
+	ctx := t.Context()
+	k := store.SessionKey{App: "app", User: "u", Session: "s"}
+	big := strings.Repeat("x", 5000)
+	wantRefused := func(what string, err error) {
+		t.Helper()
+		if !errors.Is(err, store.ErrInvalidArgument) || !strings.Contains(err.Error(), "limit of 4096 bytes") {
+			t.Fatalf("%s: %v, want ErrInvalidArgument naming the limit", what, err)
+		}
+	}
+	_, err := s.CreateSession(ctx, k, mustStructT(t, map[string]any{"note": big}))
+	wantRefused("CreateSession with a large state", err)
+	if _, err := s.CreateSession(ctx, k, nil); err != nil {
+		t.Fatalf("CreateSession after the refused one: %v", err)
+	}
+	text := func(s string) *agentrunnerv1.Event {
+		return &agentrunnerv1.Event{Author: "a", Content: &agentrunnerv1.Content{Parts: []*agentrunnerv1.Part{{Data: &agentrunnerv1.Part_Text{Text: s}}}}}
+	}
+	_, err = s.AppendEvent(ctx, k, text(big))
+	wantRefused("a large event", err)
+	for _, delta := range []string{"note", "app:note", "user:note"} {
+		// Each write alone fits; the state it grows would not.
+		for i := range 2 {
+			ev := text("ok")
+			ev.Actions = &agentrunnerv1.EventActions{StateDelta: mustStructT(t, map[string]any{fmt.Sprint(delta, i): strings.Repeat("y", 2500)})}
+			_, err = s.AppendEvent(ctx, k, ev)
+			if i == 0 && err != nil {
+				t.Fatalf("%s: first delta: %v", delta, err)
+			}
+		}
+		wantRefused("a delta growing "+delta+" past the limit", err)
+	}
+	_, err = s.SaveArtifact(ctx, k, "a.txt", &agentrunnerv1.Part{Data: &agentrunnerv1.Part_Text{Text: big}})
+	wantRefused("a large artifact", err)
+	sess, evs, err := s.GetSession(ctx, k, store.GetOptions{})
+	if err != nil || len(evs) != 3 || sess.GetLastSequence() != 3 {
+		t.Fatalf("session after the refused writes: %d events (last %d), %v; want the 3 that fit", len(evs), sess.GetLastSequence(), err)
+	}
+	if _, ok := sess.GetState().GetFields()["note1"]; ok {
+		t.Fatal("a refused delta was applied")
+	}
+}
+
+func mustStructT(t *testing.T, m map[string]any) *structpb.Struct {
+	t.Helper()
+	st, err := structpb.NewStruct(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st
+}

@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"slices"
 
 	"go.etcd.io/bbolt"
 	"google.golang.org/protobuf/encoding/protowire"
@@ -57,7 +58,10 @@ func (s *Store) CreateSession(ctx context.Context, k store.SessionKey, state *st
 		if err != nil {
 			return fmt.Errorf("marshal session: %w", err)
 		}
-		appState, userState, err := applyShared(tx, k, true, appDelta, userDelta)
+		if err := checkSize("session state", len(recBytes), s.opts.MaxItemBytes); err != nil {
+			return err
+		}
+		appState, userState, err := applyShared(tx, k, true, appDelta, userDelta, s.opts.MaxItemBytes)
 		if err != nil {
 			return err
 		}
@@ -76,7 +80,7 @@ func (s *Store) CreateSession(ctx context.Context, k store.SessionKey, state *st
 // applyShared applies the app and user parts of a delta and returns the
 // resulting shared states. Its writes come last in every caller's write
 // function, after all checks, and it marshals before it writes.
-func applyShared(tx *bbolt.Tx, k store.SessionKey, needShared bool, appDelta, userDelta map[string]*structpb.Value) (appState, userState *structpb.Struct, err error) {
+func applyShared(tx *bbolt.Tx, k store.SessionKey, needShared bool, appDelta, userDelta map[string]*structpb.Value, limit int) (appState, userState *structpb.Struct, err error) {
 	appB, userB := tx.Bucket(bucketAppState), tx.Bucket(bucketUserState)
 	if len(appDelta) == 0 && len(userDelta) == 0 && !needShared {
 		return nil, nil, nil // the common append: nothing shared to read or write
@@ -98,6 +102,12 @@ func applyShared(tx *bbolt.Tx, k store.SessionKey, needShared bool, appDelta, us
 		if userBytes, err = proto.Marshal(userState); err != nil {
 			return nil, nil, fmt.Errorf("marshal user state: %w", err)
 		}
+	}
+	if err := checkSize("app state", len(appBytes), limit); err != nil {
+		return nil, nil, err
+	}
+	if err := checkSize("user state", len(userBytes), limit); err != nil {
+		return nil, nil, err
 	}
 	if appBytes != nil {
 		if err := put(appB, ak, appBytes); err != nil {
@@ -180,46 +190,58 @@ func (s *Store) GetSession(ctx context.Context, k store.SessionKey, opts store.G
 			return err
 		}
 		sess = mergeState(rec, appState, userState)
-		c := tx.Bucket(bucketEvents).Cursor()
-		if opts.NumRecentEvents > 0 {
-			// Walk back from the session's last event; the slice is
-			// filled from its end so it comes out oldest first.
-			n := min(uint64(opts.NumRecentEvents), rec.LastSequence-min(opts.AfterSequence, rec.LastSequence))
-			events = make([]*agentrunnerv1.Event, n)
-			i := len(events)
-			for key, v := c.Seek(eventKey(sk, rec.LastSequence)); key != nil && i > 0 && bytes.HasPrefix(key, sk); key, v = c.Prev() {
-				if isRunKey(key, sk) {
-					continue
-				}
-				if seqOf(key) <= opts.AfterSequence {
-					break
-				}
-				ev, err := decodeEvent(v)
-				if err != nil {
-					return err
-				}
-				i--
-				events[i] = ev
-			}
-			events = events[i:]
-			return nil
-		}
+		events, err = sessionEvents(tx.Bucket(bucketEvents).Cursor(), sk, rec.LastSequence, opts)
+		return err
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	return sess, events, nil
+}
+
+// sessionEvents reads the events GetSession returns for opts, of session
+// sk whose last sequence is last. With a count or a byte bound it walks
+// back from the newest event, so that what it keeps is the newest.
+func sessionEvents(c *bbolt.Cursor, sk []byte, last uint64, opts store.GetOptions) ([]*agentrunnerv1.Event, error) {
+	var events []*agentrunnerv1.Event
+	if opts.NumRecentEvents <= 0 && opts.MaxBytes <= 0 {
 		for key, v := c.Seek(eventKey(sk, opts.AfterSequence+1)); key != nil && bytes.HasPrefix(key, sk); key, v = c.Next() {
 			if isRunKey(key, sk) {
 				continue
 			}
 			ev, err := decodeEvent(v)
 			if err != nil {
-				return err
+				return nil, err
 			}
 			events = append(events, ev)
 		}
-		return nil
-	})
-	if err != nil {
-		return nil, nil, err
+		return events, nil
 	}
-	return sess, events, nil
+	n := last - min(opts.AfterSequence, last)
+	if opts.NumRecentEvents > 0 {
+		n = min(n, uint64(opts.NumRecentEvents))
+	}
+	budget := opts.MaxBytes
+	for key, v := c.Seek(eventKey(sk, last)); key != nil && uint64(len(events)) < n && bytes.HasPrefix(key, sk); key, v = c.Prev() {
+		if isRunKey(key, sk) {
+			continue
+		}
+		if seqOf(key) <= opts.AfterSequence {
+			break
+		}
+		if opts.MaxBytes > 0 {
+			if budget -= store.ItemBytes(len(v)); budget < 0 {
+				break
+			}
+		}
+		ev, err := decodeEvent(v)
+		if err != nil {
+			return nil, err
+		}
+		events = append(events, ev)
+	}
+	slices.Reverse(events) // oldest first
+	return events, nil
 }
 
 func seqOf(eventKey []byte) uint64 { return binary.BigEndian.Uint64(eventKey[len(eventKey)-8:]) }
@@ -267,6 +289,7 @@ func (s *Store) ListSessions(ctx context.Context, app, user string, page store.P
 		}
 		userStates := map[string]*structpb.Struct{}
 		c := tx.Bucket(bucketSessions).Cursor()
+		size := 0
 		for key, v := c.Seek(start); key != nil && bytes.HasPrefix(key, prefix); key, v = c.Next() {
 			if len(out) == limit {
 				next = encodeToken(sessionKey(store.SessionKey{App: app, User: out[len(out)-1].UserId, Session: out[len(out)-1].SessionId}))
@@ -283,7 +306,14 @@ func (s *Store) ListSessions(ctx context.Context, app, user string, page store.P
 				}
 				userStates[rec.UserId] = us
 			}
-			out = append(out, mergeState(rec, appState, us))
+			merged := mergeState(rec, appState, us)
+			// The merged state counts: app and user state come with
+			// every session of the page.
+			if size += store.ItemBytes(proto.Size(merged)); page.MaxBytes > 0 && size > page.MaxBytes && len(out) > 0 {
+				next = encodeToken(sessionKey(store.SessionKey{App: app, User: out[len(out)-1].UserId, Session: out[len(out)-1].SessionId}))
+				return nil
+			}
+			out = append(out, merged)
 		}
 		return nil
 	})
@@ -387,6 +417,7 @@ type eventWrite struct {
 	stored                         *agentrunnerv1.Event // the copy returned, without its sequence
 	bytes                          []byte               // stored's encoding
 	sessDelta, appDelta, userDelta map[string]*structpb.Value
+	limit                          int // the store's MaxItemBytes
 }
 
 // prepareEvent checks an event to append and makes its stored copy: id
@@ -419,6 +450,11 @@ func (s *Store) prepareEvent(k store.SessionKey, ev *agentrunnerv1.Event) (event
 	if w.bytes, err = proto.Marshal(w.stored); err != nil {
 		return eventWrite{}, fmt.Errorf("marshal event: %w", err)
 	}
+	// The sequence, appended in the committer, adds at most 11 bytes.
+	if err := checkSize("event", len(w.bytes)+11, s.opts.MaxItemBytes); err != nil {
+		return eventWrite{}, err
+	}
+	w.limit = s.opts.MaxItemBytes
 	return w, nil
 }
 
@@ -435,7 +471,7 @@ func appendEventTx(tx *bbolt.Tx, k store.SessionKey, sk, sv []byte, w eventWrite
 	// a retry of the transaction reuses.
 	b := protowire.AppendTag(w.bytes[:len(w.bytes):len(w.bytes)], eventSequenceField, protowire.VarintType)
 	b = protowire.AppendVarint(b, seq)
-	if _, _, err := applyShared(tx, k, false, w.appDelta, w.userDelta); err != nil {
+	if _, _, err := applyShared(tx, k, false, w.appDelta, w.userDelta, w.limit); err != nil {
 		return 0, err
 	}
 	if err := put(tx.Bucket(bucketEvents), eventKey(sk, seq), b); err != nil {
@@ -475,6 +511,9 @@ func nextSession(sv []byte, seq uint64, w eventWrite) ([]byte, error) {
 	b, err := proto.Marshal(rec)
 	if err != nil {
 		return nil, fmt.Errorf("marshal session: %w", err)
+	}
+	if err := checkSize("session state", len(b), w.limit); err != nil {
+		return nil, err
 	}
 	return b, nil
 }
@@ -534,11 +573,13 @@ func (s *Store) ListEvents(ctx context.Context, k store.SessionKey, after uint64
 			return err
 		}
 		c := tx.Bucket(bucketEvents).Cursor()
+		size := 0
 		for key, v := c.Seek(eventKey(sk, after+1)); key != nil && bytes.HasPrefix(key, sk); key, v = c.Next() {
 			if isRunKey(key, sk) {
 				continue
 			}
-			if len(out) == limit {
+			size += store.ItemBytes(len(v))
+			if len(out) == limit || (page.MaxBytes > 0 && size > page.MaxBytes && len(out) > 0) {
 				next = encodeToken(appendUint64(nil, out[len(out)-1].Sequence))
 				return nil
 			}

@@ -68,6 +68,8 @@ func Run(t *testing.T, open Open) {
 		{"RunConcurrent", testRunConcurrent},
 		{"Closed", testClosed},
 		{"RunClosed", testRunClosed},
+		{"PagesBoundedByBytes", testPagesBoundedByBytes},
+		{"GetSessionBoundedByBytes", testGetSessionBoundedByBytes},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -1498,4 +1500,123 @@ func runOnce(t *testing.T, s store.Store, k store.SessionKey, id string, minute,
 	}
 	s.PutRunLater(withStatus(run, runSucceeded))
 	return nil
+}
+
+// sizedEvent is an event of about n bytes encoded.
+func sizedEvent(i, n int) *agentrunnerv1.Event {
+	return textEvent("agent", fmt.Sprintf("%04d ", i)+strings.Repeat("x", n), nil)
+}
+
+// testPagesBoundedByBytes: ListEvents and ListSessions pages end before
+// the item that would pass MaxBytes, hold at least one item however
+// large, and together list everything once, in order.
+func testPagesBoundedByBytes(t *testing.T, s store.Store) {
+	ctx := t.Context()
+	k := key("app", "u", "big")
+	create(t, s, k, nil)
+	sizes := []int{3000, 500, 9000, 200, 200, 200, 4000, 12000, 100}
+	for i, n := range sizes {
+		appendEv(t, s, k, sizedEvent(i, n))
+	}
+	const budget = 8000
+	var got []uint64
+	page := store.Page{Size: 100, MaxBytes: budget}
+	for n := 0; ; n++ {
+		if n > len(sizes) {
+			t.Fatal("ListEvents with MaxBytes does not terminate")
+		}
+		evs, next, err := s.ListEvents(ctx, k, 0, page)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(evs) == 0 {
+			t.Fatalf("empty page before the end (token %q)", page.Token)
+		}
+		size := 0
+		for _, ev := range evs {
+			size += store.ItemBytes(proto.Size(ev))
+			got = append(got, ev.GetSequence())
+		}
+		if len(evs) > 1 && size > budget {
+			t.Fatalf("page of %d events and %d bytes, over the bound %d", len(evs), size, budget)
+		}
+		if next == "" {
+			break
+		}
+		page.Token = next
+	}
+	if fmt.Sprint(got) != "[1 2 3 4 5 6 7 8 9]" {
+		t.Fatalf("pages listed sequences %v", got)
+	}
+	// A page that may hold more does: the first page takes 3000 and 500.
+	evs, _, err := s.ListEvents(ctx, k, 0, store.Page{MaxBytes: budget})
+	if err != nil || len(evs) != 2 {
+		t.Fatalf("first page = %d events, %v; want 2", len(evs), err)
+	}
+
+	for i := range 5 {
+		create(t, s, key("sized", "u", fmt.Sprint("s", i)), map[string]any{"blob": strings.Repeat("y", 3000)})
+	}
+	var ids []string
+	page = store.Page{MaxBytes: 7000}
+	for n := 0; ; n++ {
+		if n > 5 {
+			t.Fatal("ListSessions with MaxBytes does not terminate")
+		}
+		list, next, err := s.ListSessions(ctx, "sized", "", page)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(list) != 2 && next != "" {
+			t.Fatalf("page of %d sessions of ~3 KB under a 7000-byte bound, want 2", len(list))
+		}
+		for _, sess := range list {
+			ids = append(ids, sess.GetSessionId())
+		}
+		if next == "" {
+			break
+		}
+		page.Token = next
+	}
+	if strings.Join(ids, " ") != "s0 s1 s2 s3 s4" {
+		t.Fatalf("sessions listed: %v", ids)
+	}
+}
+
+// testGetSessionBoundedByBytes: GetSession with MaxBytes returns the
+// newest events that fit, within a count and after a sequence too.
+func testGetSessionBoundedByBytes(t *testing.T, s store.Store) {
+	ctx := t.Context()
+	k := key("app", "u", "getbig")
+	create(t, s, k, nil)
+	for i := range 10 {
+		appendEv(t, s, k, sizedEvent(i, 1000))
+	}
+	seqs := func(opts store.GetOptions) string {
+		t.Helper()
+		_, evs, err := s.GetSession(ctx, k, opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := make([]string, len(evs))
+		for i, ev := range evs {
+			out[i] = fmt.Sprint(ev.GetSequence())
+		}
+		return strings.Join(out, " ")
+	}
+	for _, tc := range []struct {
+		opts store.GetOptions
+		want string
+	}{
+		{store.GetOptions{MaxBytes: 3500}, "8 9 10"},
+		{store.GetOptions{MaxBytes: 3500, NumRecentEvents: 2}, "9 10"},
+		{store.GetOptions{MaxBytes: 3500, AfterSequence: 9}, "10"},
+		{store.GetOptions{MaxBytes: 100}, ""},
+		{store.GetOptions{MaxBytes: 1 << 20}, "1 2 3 4 5 6 7 8 9 10"},
+		{store.GetOptions{NumRecentEvents: 3}, "8 9 10"},
+	} {
+		if got := seqs(tc.opts); got != tc.want {
+			t.Errorf("GetSession(%+v) = events %q, want %q", tc.opts, got, tc.want)
+		}
+	}
 }
