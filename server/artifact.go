@@ -42,7 +42,7 @@ func (h artifactService) ListArtifacts(ctx context.Context, req *servicev1.ListA
 	if err != nil {
 		return nil, err
 	}
-	arts, next, err := h.s.store.ListArtifacts(ctx, k, page(req))
+	arts, next, err := h.s.store.ListArtifacts(ctx, k, page(req, h.s.maxMsg))
 	if err != nil {
 		return nil, h.s.toStatus(ctx, err)
 	}
@@ -54,7 +54,7 @@ func (h artifactService) ListArtifactVersions(ctx context.Context, req *servicev
 	if err != nil {
 		return nil, err
 	}
-	versions, next, err := h.s.store.ListArtifactVersions(ctx, k, req.GetFilename(), page(req))
+	versions, next, err := h.s.store.ListArtifactVersions(ctx, k, req.GetFilename(), page(req, h.s.maxMsg))
 	if err != nil {
 		return nil, h.s.toStatus(ctx, err)
 	}

@@ -74,7 +74,8 @@ func startEnv(t *testing.T, st *boltstore.Store, cfg Config, logs *syncBuffer) *
 	served := make(chan error, 1)
 	go func() { served <- g.Serve(lis) }()
 
-	conn, err := grpc.NewClient(lis.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()))
+	conn, err := grpc.NewClient(lis.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()),
+		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(DefaultMaxMessageBytes)))
 	if err != nil {
 		t.Fatal(err)
 	}

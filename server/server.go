@@ -68,6 +68,22 @@ type Apps interface {
 // megabytes fit, yet small enough that one call cannot exhaust memory.
 const DefaultMaxMessageBytes = 32 << 20
 
+// responseSlack is what a response needs besides its listed items (a
+// session record's fields, a page token, framing): a page of items is
+// bounded to the message limit less this.
+const responseSlack = 64 << 10
+
+// MaxItemBytes is the largest item (an event, a state, an artifact) a
+// store behind a server with message limit maxMsg may keep: one that
+// still fits, alone, in a response of the limit. cmd/agentrunner gives
+// it to the store (boltstore.Options.MaxItemBytes).
+func MaxItemBytes(maxMsg int) int {
+	if maxMsg <= 0 {
+		maxMsg = DefaultMaxMessageBytes
+	}
+	return maxMsg - responseSlack
+}
+
 // Config configures New.
 type Config struct {
 	// Store holds sessions, events and artifacts. Required.

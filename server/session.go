@@ -3,7 +3,10 @@ package server
 import (
 	"context"
 
+	"google.golang.org/protobuf/proto"
+
 	servicev1 "github.com/agentrunner/agentrunner/gen/go/agentrunner/service/v1"
+	agentrunnerv1 "github.com/agentrunner/agentrunner/gen/go/agentrunner/v1"
 	"github.com/agentrunner/agentrunner/store"
 )
 
@@ -32,21 +35,45 @@ func (h sessionService) GetSession(ctx context.Context, req *servicev1.GetSessio
 	if err != nil {
 		return nil, err
 	}
-	sess, events, err := h.s.store.GetSession(ctx, k, store.GetOptions{
+	opts := store.GetOptions{
 		NumRecentEvents: int(req.GetNumRecentEvents()),
 		AfterSequence:   req.GetAfterSequence(),
-	})
+		MaxBytes:        h.s.maxMsg - responseSlack,
+	}
+	sess, events, err := h.s.store.GetSession(ctx, k, opts)
 	if err != nil {
 		return nil, h.s.toStatus(ctx, err)
 	}
-	return &servicev1.GetSessionResponse{Session: sess, Events: events}, nil
+	// The session's merged state shares the message with the events:
+	// when both do not fit, the oldest events go.
+	room := h.s.maxMsg - responseSlack - proto.Size(sess)
+	size := 0
+	for _, ev := range events {
+		size += store.ItemBytes(proto.Size(ev))
+	}
+	for len(events) > 0 && size > room {
+		size -= store.ItemBytes(proto.Size(events[0]))
+		events = events[1:]
+	}
+	return &servicev1.GetSessionResponse{Session: sess, Events: events, OmittedEvents: selected(sess, opts) - uint64(len(events))}, nil
+}
+
+// selected is how many events opts selects of sess, whose events are
+// numbered 1..last_sequence without gaps.
+func selected(sess *agentrunnerv1.Session, opts store.GetOptions) uint64 {
+	last := sess.GetLastSequence()
+	n := last - min(opts.AfterSequence, last)
+	if opts.NumRecentEvents > 0 {
+		n = min(n, uint64(opts.NumRecentEvents))
+	}
+	return n
 }
 
 func (h sessionService) ListSessions(ctx context.Context, req *servicev1.ListSessionsRequest) (*servicev1.ListSessionsResponse, error) {
 	if err := validateListSessions(req); err != nil {
 		return nil, err
 	}
-	sessions, next, err := h.s.store.ListSessions(ctx, req.GetAppName(), req.GetUserId(), page(req))
+	sessions, next, err := h.s.store.ListSessions(ctx, req.GetAppName(), req.GetUserId(), page(req, h.s.maxMsg))
 	if err != nil {
 		return nil, h.s.toStatus(ctx, err)
 	}
@@ -81,7 +108,7 @@ func (h sessionService) ListEvents(ctx context.Context, req *servicev1.ListEvent
 	if err != nil {
 		return nil, err
 	}
-	events, next, err := h.s.store.ListEvents(ctx, k, req.GetAfterSequence(), page(req))
+	events, next, err := h.s.store.ListEvents(ctx, k, req.GetAfterSequence(), page(req, h.s.maxMsg))
 	if err != nil {
 		return nil, h.s.toStatus(ctx, err)
 	}
@@ -94,8 +121,10 @@ type paged interface {
 	GetPageToken() string
 }
 
-func page(r paged) store.Page {
-	return store.Page{Size: int(r.GetPageSize()), Token: r.GetPageToken()}
+// page is the store page of a listing request, bounded by bytes so that
+// the response fits in a message of the limit maxMsg.
+func page(r paged, maxMsg int) store.Page {
+	return store.Page{Size: int(r.GetPageSize()), Token: r.GetPageToken(), MaxBytes: maxMsg - responseSlack}
 }
 
 func (h sessionService) ListToolCalls(ctx context.Context, req *servicev1.ListToolCallsRequest) (*servicev1.ListToolCallsResponse, error) {

@@ -180,7 +180,8 @@ func serve(ctx context.Context, args []string, stderr io.Writer) (err error) {
 
 // openStore opens the data file, saying so when another server holds it.
 func openStore(path string, log *slog.Logger, onCommit func(time.Duration, int)) (*boltstore.Store, error) {
-	st, err := boltstore.Open(path, boltstore.Options{Logger: log, OnCommit: onCommit})
+	// Every item the store keeps fits, alone, in one response message.
+	st, err := boltstore.Open(path, boltstore.Options{Logger: log, OnCommit: onCommit, MaxItemBytes: server.MaxItemBytes(server.DefaultMaxMessageBytes)})
 	if errors.Is(err, bolterrors.ErrTimeout) {
 		return nil, fmt.Errorf("open data file: %w (is another agentrunner serving from %s?)", err, path)
 	} else if err != nil {

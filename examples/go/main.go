@@ -50,7 +50,10 @@ func envOr(key, def string) string {
 }
 
 func run(addr, app, user string, messages []string) error {
-	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	// The server sends responses of up to 32 MiB (a page of a large
+	// session); gRPC's default would refuse anything above 4 MiB.
+	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()),
+		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(32<<20)))
 	if err != nil {
 		return err
 	}

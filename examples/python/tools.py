@@ -77,7 +77,9 @@ def main():
     ap.add_argument("--user", default="python-tools")
     ap.add_argument("messages", nargs="*", default=['Where is my order? call get_order {"order_id": "42"}'])
     args = ap.parse_args()
-    with grpc.insecure_channel(args.addr) as ch:
+    # The server sends responses of up to 32 MiB (a page of a large session);
+    # gRPC's default would refuse anything above 4 MiB.
+    with grpc.insecure_channel(args.addr, options=[("grpc.max_receive_message_length", 32 << 20)]) as ch:
         sessions = session_service_pb2_grpc.SessionServiceStub(ch)
         runner = runner_service_pb2_grpc.RunnerServiceStub(ch)
         try:

@@ -51,11 +51,33 @@ func defaultUser() string {
 }
 
 func dial(addr string) (*grpc.ClientConn, error) {
-	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	conn, err := grpc.NewClient(addr, DialOptions()...)
 	if err != nil {
 		return nil, fmt.Errorf("connect to %s: %w", addr, err)
 	}
 	return conn, nil
+}
+
+// MaxMessageBytes is the largest response the client takes: the server's
+// limit (server.DefaultMaxMessageBytes), well above gRPC's 4 MiB default,
+// so that a page or a session as large as the server sends is read.
+const MaxMessageBytes = 32 << 20
+
+// DialOptions are the options of every connection the command line
+// makes.
+func DialOptions() []grpc.DialOption {
+	return []grpc.DialOption{
+		grpc.WithTransportCredentials(insecure.NewCredentials()),
+		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(MaxMessageBytes)),
+	}
+}
+
+// printOmitted says that older events of a session did not fit in one
+// response and were left out.
+func printOmitted(out io.Writer, n uint64) {
+	if n > 0 {
+		fmt.Fprintf(out, "(%d older events left out: the session is larger than one message; ListEvents pages through all of them)\n", n)
+	}
 }
 
 // describe turns an RPC error into one readable line.
@@ -173,6 +195,7 @@ func (c *chat) open(ctx context.Context, id string, history int) error {
 		if err == nil {
 			c.session = id
 			fmt.Fprintf(c.out, "resumed session %s of app %s (%d events)\n", id, c.app, got.GetSession().GetLastSequence())
+			printOmitted(c.out, got.GetOmittedEvents())
 			for _, ev := range got.GetEvents() {
 				fmt.Fprintf(c.out, "#%d ", ev.GetSequence())
 				c.printComplete(ev, false)
@@ -520,6 +543,7 @@ func showSession(ctx context.Context, sc servicev1.SessionServiceClient, stdout 
 	fmt.Fprintf(stdout, "session %s  app %s  user %s  events %d  updated %s\n", s.GetSessionId(), s.GetAppName(), s.GetUserId(),
 		s.GetLastSequence(), s.GetUpdateTime().AsTime().Local().Format(time.DateTime))
 	fmt.Fprintf(stdout, "state %s\n", Compact(s.GetState()))
+	printOmitted(stdout, got.GetOmittedEvents())
 	c := &chat{out: stdout}
 	for _, ev := range got.GetEvents() {
 		fmt.Fprintf(stdout, "#%d ", ev.GetSequence())

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"flag"
+	"fmt"
 	"io"
 	"iter"
 	"log/slog"
@@ -18,11 +19,13 @@ import (
 
 	"github.com/agentrunner/agentrunner/cmd/agentrunner/internal/chat"
 	"github.com/agentrunner/agentrunner/examples/demo"
+	agentrunnerv1 "github.com/agentrunner/agentrunner/gen/go/agentrunner/v1"
 	"github.com/agentrunner/agentrunner/runner/apps"
 	"github.com/agentrunner/agentrunner/runner/memory"
 	"github.com/agentrunner/agentrunner/runner/model"
 	"github.com/agentrunner/agentrunner/runner/model/offline"
 	"github.com/agentrunner/agentrunner/server"
+	"github.com/agentrunner/agentrunner/store"
 	"github.com/agentrunner/agentrunner/store/boltstore"
 )
 
@@ -537,6 +540,66 @@ func TestChatAnswersWaitingCalls(t *testing.T) {
 	c.expect(`  -> clerk calls request_confirmation\(`, `\? confirm exit_loop\({}\) \[y/n\] $`)
 	c.typeLine(`n`)
 	c.expect(`  <- exit_loop returned {"error":"the user rejected this call; it did not run"}\n`, `you> $`)
+	c.typeLine("/quit")
+	if err := c.wait(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestLargerThanAMessage: `sessions show` and a resumed chat work on a
+// session whose events do not fit in one response (40 MiB, past the
+// server's 32 MiB and gRPC's 4 MiB default): they print the newest events
+// that fit and say how many older ones were left out.
+func TestLargerThanAMessage(t *testing.T) {
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	st, err := boltstore.Open(filepath.Join(t.TempDir(), "big.db"), boltstore.Options{Logger: log, NoSync: true, MaxItemBytes: server.MaxItemBytes(server.DefaultMaxMessageBytes)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg, err := apps.NewRegistry(apps.Config{Store: st, Logger: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := reg.Register(demo.App()); err != nil {
+		t.Fatal(err)
+	}
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := server.NewGRPCServer(server.New(server.Config{Store: st, Apps: server.RunnerApps(reg), Logger: log}))
+	go func() { _ = srv.Serve(lis) }()
+	t.Cleanup(func() {
+		_ = srv.Shutdown(context.Background())
+		_ = st.Close()
+	})
+	addr := lis.Addr().String()
+	k := store.SessionKey{App: "demo", User: "fay", Session: "big"}
+	if _, err := st.CreateSession(t.Context(), k, nil); err != nil {
+		t.Fatal(err)
+	}
+	const n = 40
+	for i := range n {
+		ev := &agentrunnerv1.Event{Author: "greeter", Content: &agentrunnerv1.Content{Role: "model", Parts: []*agentrunnerv1.Part{{Data: &agentrunnerv1.Part_Text{Text: fmt.Sprintf("part %d ", i+1) + strings.Repeat("z", 1<<20)}}}}}
+		if _, err := st.AppendEvent(t.Context(), k, ev); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var out, errOut syncBuffer
+	if err := chat.Sessions(t.Context(), []string{"show", "--addr", addr, "--app", "demo", "--user", "fay", "--events", "0", "big"}, &out, &errOut); err != nil {
+		t.Fatalf("sessions show on a 40 MiB session: %v (%s)", err, errOut.String())
+	}
+	shown := out.String()
+	omitted := regexp.MustCompile(`\((\d+) older events left out`).FindStringSubmatch(shown)
+	if omitted == nil || !strings.Contains(shown, fmt.Sprintf("#%d [greeter] part %d ", n, n)) {
+		t.Fatalf("sessions show: no note of the events left out, or not the newest event:\n%.300s", shown)
+	}
+	if first := fmt.Sprintf("#%s [greeter]", omitted[1]); strings.Contains(shown, first+" ") {
+		t.Fatalf("sessions show printed event %s, which it says it left out", omitted[1])
+	}
+
+	c := startChat(t, "--addr", addr, "--app", "demo", "--user", "fay", "--session", "big", "--history", "0", "--no-stream")
+	c.expect(`resumed session big of app demo \(40 events\)\n\(\d+ older events left out`)
 	c.typeLine("/quit")
 	if err := c.wait(); err != nil {
 		t.Fatal(err)

@@ -341,8 +341,15 @@ type GetSessionResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// The session with its merged state.
 	Session *v1.Session `protobuf:"bytes,1,opt,name=session,proto3" json:"session,omitempty"`
-	// The selected events, oldest first.
-	Events        []*v1.Event `protobuf:"bytes,2,rep,name=events,proto3" json:"events,omitempty"`
+	// The selected events, oldest first. When they do not all fit in one
+	// response message, these are the newest that do (see omitted_events).
+	Events []*v1.Event `protobuf:"bytes,2,rep,name=events,proto3" json:"events,omitempty"`
+	// How many of the selected events were left out, the oldest ones,
+	// because the response would have passed the server's message size
+	// limit. Zero when events holds every selected event. Page through all
+	// of them with ListEvents (after_sequence as in this request, then
+	// next_page_token): its pages are bounded by bytes too.
+	OmittedEvents uint64 `protobuf:"varint,3,opt,name=omitted_events,json=omittedEvents,proto3" json:"omitted_events,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -389,6 +396,13 @@ func (x *GetSessionResponse) GetEvents() []*v1.Event {
 		return x.Events
 	}
 	return nil
+}
+
+func (x *GetSessionResponse) GetOmittedEvents() uint64 {
+	if x != nil {
+		return x.OmittedEvents
+	}
+	return 0
 }
 
 // ListSessionsRequest is the input of ListSessions.
@@ -915,10 +929,11 @@ const file_agentrunner_service_v1_session_service_proto_rawDesc = "" +
 	"\n" +
 	"session_id\x18\x03 \x01(\tR\tsessionId\x12*\n" +
 	"\x11num_recent_events\x18\x04 \x01(\x05R\x0fnumRecentEvents\x12%\n" +
-	"\x0eafter_sequence\x18\x05 \x01(\x04R\rafterSequence\"v\n" +
+	"\x0eafter_sequence\x18\x05 \x01(\x04R\rafterSequence\"\x9d\x01\n" +
 	"\x12GetSessionResponse\x121\n" +
 	"\asession\x18\x01 \x01(\v2\x17.agentrunner.v1.SessionR\asession\x12-\n" +
-	"\x06events\x18\x02 \x03(\v2\x15.agentrunner.v1.EventR\x06events\"\x85\x01\n" +
+	"\x06events\x18\x02 \x03(\v2\x15.agentrunner.v1.EventR\x06events\x12%\n" +
+	"\x0eomitted_events\x18\x03 \x01(\x04R\romittedEvents\"\x85\x01\n" +
 	"\x13ListSessionsRequest\x12\x19\n" +
 	"\bapp_name\x18\x01 \x01(\tR\aappName\x12\x17\n" +
 	"\auser_id\x18\x02 \x01(\tR\x06userId\x12\x1b\n" +

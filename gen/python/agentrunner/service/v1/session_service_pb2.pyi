@@ -74,12 +74,14 @@ class GetSessionRequest(_message.Message):
     def __init__(self, app_name: _Optional[str] = ..., user_id: _Optional[str] = ..., session_id: _Optional[str] = ..., num_recent_events: _Optional[int] = ..., after_sequence: _Optional[int] = ...) -> None: ...
 
 class GetSessionResponse(_message.Message):
-    __slots__ = ["events", "session"]
+    __slots__ = ["events", "omitted_events", "session"]
     EVENTS_FIELD_NUMBER: _ClassVar[int]
+    OMITTED_EVENTS_FIELD_NUMBER: _ClassVar[int]
     SESSION_FIELD_NUMBER: _ClassVar[int]
     events: _containers.RepeatedCompositeFieldContainer[_event_pb2.Event]
+    omitted_events: int
     session: _session_pb2.Session
-    def __init__(self, session: _Optional[_Union[_session_pb2.Session, _Mapping]] = ..., events: _Optional[_Iterable[_Union[_event_pb2.Event, _Mapping]]] = ...) -> None: ...
+    def __init__(self, session: _Optional[_Union[_session_pb2.Session, _Mapping]] = ..., events: _Optional[_Iterable[_Union[_event_pb2.Event, _Mapping]]] = ..., omitted_events: _Optional[int] = ...) -> None: ...
 
 class ListEventsRequest(_message.Message):
     __slots__ = ["after_sequence", "app_name", "page_size", "page_token", "session_id", "user_id"]
