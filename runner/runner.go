@@ -31,6 +31,10 @@ const DefaultHistoryEvents = history.DefaultEvents
 // between runs when Config.HistoryCacheEvents is zero.
 const DefaultHistoryCacheEvents = history.DefaultCacheEvents
 
+// DefaultHistoryCacheBytes bounds the encoded size of those events when
+// Config.HistoryCacheBytes is zero.
+const DefaultHistoryCacheBytes = history.DefaultCacheBytes
+
 // DefaultPluginCloseTimeout bounds Close when Config.PluginCloseTimeout is
 // zero.
 const DefaultPluginCloseTimeout = 5 * time.Second
@@ -98,6 +102,9 @@ type Config struct {
 	// since the last one. Zero means DefaultHistoryCacheEvents; negative
 	// turns the cache off.
 	HistoryCacheEvents int
+	// HistoryCacheBytes bounds the encoded size of those events too. Zero
+	// means DefaultHistoryCacheBytes; negative turns the cache off.
+	HistoryCacheBytes int
 }
 
 // Runner runs one app's agent tree over its sessions. It is safe for
@@ -149,7 +156,7 @@ func New(cfg Config) (*Runner, error) {
 		newID:        cfg.NewID,
 		log:          cfg.Logger,
 		runs:         runs{sessions: make(map[store.SessionKey]*sessionRuns), byID: make(map[string]*liveRun)},
-		history:      history.New(cfg.HistoryEvents, cfg.HistoryCacheEvents),
+		history:      history.New(cfg.HistoryEvents, cfg.HistoryCacheEvents, cfg.HistoryCacheBytes),
 	}
 	if r.now == nil {
 		r.now = time.Now

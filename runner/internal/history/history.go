@@ -24,6 +24,12 @@ const DefaultEvents = 1000
 // between runs when its limit is zero.
 const DefaultCacheEvents = 50_000
 
+// DefaultCacheBytes bounds the encoded size of the events a Runner keeps
+// in memory between runs when its byte limit is zero: a count alone lets
+// a few sessions of large events (images, documents, tool results) fill
+// the heap.
+const DefaultCacheBytes = 64 << 20
+
 // Cache keeps the recent events of recently active sessions between
 // runs, so that a run reads from the store only what was appended since
 // the previous run of its session, not the whole history: the cost of a
@@ -36,11 +42,13 @@ const DefaultCacheEvents = 50_000
 // entry's last sequence. The runner serializes the runs of one session, so an
 // entry is never used by two runs at once.
 type Cache struct {
-	window int // events per session kept and handed to agents; <0 = all
-	limit  int // events kept over all sessions
+	window   int // events per session kept and handed to agents; <0 = all
+	limit    int // events kept over all sessions
+	maxBytes int // encoded bytes of the events kept over all sessions
 
 	mu      sync.Mutex
 	total   int
+	bytes   int
 	order   *list.List // of *historyEntry, most recently used first
 	entries map[store.SessionKey]*list.Element
 }
@@ -49,6 +57,7 @@ type historyEntry struct {
 	key     store.SessionKey
 	created *agentrunnerv1.Session // create_time and last_sequence of the session when stored
 	events  []*agentrunnerv1.Event
+	bytes   int // the events' encoded size
 }
 
 // Loader is the storage a Cache reads. Implemented by *boltstore.Store.
@@ -58,15 +67,27 @@ type Loader interface {
 
 // New returns a cache that hands out at most window events per session
 // (zero: DefaultEvents; negative: all) and keeps at most limit events over
-// all sessions (zero: DefaultCacheEvents; negative: none).
-func New(window, limit int) *Cache {
+// all sessions (zero: DefaultCacheEvents; negative: none), of at most
+// maxBytes encoded bytes (zero: DefaultCacheBytes; negative: none).
+func New(window, limit, maxBytes int) *Cache {
 	if window == 0 {
 		window = DefaultEvents
 	}
 	if limit == 0 {
 		limit = DefaultCacheEvents
 	}
-	return &Cache{window: window, limit: limit, order: list.New(), entries: map[store.SessionKey]*list.Element{}}
+	if maxBytes == 0 {
+		maxBytes = DefaultCacheBytes
+	}
+	return &Cache{window: window, limit: limit, maxBytes: maxBytes, order: list.New(), entries: map[store.SessionKey]*list.Element{}}
+}
+
+// sizeOf is an event's encoded size. The events a run holds were encoded
+// by the store or are decoded from it, and never change afterwards: the
+// size protobuf cached then is reused, so that a Put costs nothing per
+// event it has seen before.
+func sizeOf(ev *agentrunnerv1.Event) int {
+	return proto.MarshalOptions{UseCachedSize: true}.Size(ev)
 }
 
 // Load returns the session with its state and its recent events (at most
@@ -116,6 +137,7 @@ func (h *Cache) take(k store.SessionKey) *historyEntry {
 	h.order.Remove(el)
 	delete(h.entries, k)
 	h.total -= len(e.events)
+	h.bytes -= e.bytes
 	return e
 }
 
@@ -123,7 +145,14 @@ func (h *Cache) take(k store.SessionKey) *historyEntry {
 // sess gives the session's create time.
 func (h *Cache) Put(k store.SessionKey, sess *agentrunnerv1.Session, events []*agentrunnerv1.Event) {
 	events = h.trim(events)
-	if len(events) > h.limit {
+	if len(events) > h.limit || h.maxBytes < 0 {
+		return
+	}
+	size := 0
+	for _, ev := range events {
+		size += sizeOf(ev)
+	}
+	if size > h.maxBytes {
 		return
 	}
 	last := sess.GetLastSequence()
@@ -140,20 +169,24 @@ func (h *Cache) Put(k store.SessionKey, sess *agentrunnerv1.Session, events []*a
 		key:     k,
 		created: &agentrunnerv1.Session{CreateTime: sess.GetCreateTime(), LastSequence: last},
 		events:  events,
+		bytes:   size,
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if el, ok := h.entries[k]; ok {
 		h.total -= len(el.Value.(*historyEntry).events)
+		h.bytes -= el.Value.(*historyEntry).bytes
 		h.order.Remove(el)
 	}
 	h.entries[k] = h.order.PushFront(e)
 	h.total += len(events)
-	for h.total > h.limit {
+	h.bytes += size
+	for h.total > h.limit || h.bytes > h.maxBytes {
 		el := h.order.Back()
 		old := el.Value.(*historyEntry)
 		h.order.Remove(el)
 		delete(h.entries, old.key)
 		h.total -= len(old.events)
+		h.bytes -= old.bytes
 	}
 }
