@@ -43,7 +43,9 @@ func TestHistoryCacheBytes(t *testing.T) {
 		return &agentrunnerv1.Event{Sequence: seq, Content: &agentrunnerv1.Content{Parts: []*agentrunnerv1.Part{{Data: &agentrunnerv1.Part_Text{Text: strings.Repeat("x", 3000)}}}}}
 	}
 	sess := &agentrunnerv1.Session{}
-	k := func(i int) store.SessionKey { return store.SessionKey{App: "a", User: "u", Session: string(rune('a' + i))} }
+	k := func(i int) store.SessionKey {
+		return store.SessionKey{App: "a", User: "u", Session: string(rune('a' + i))}
+	}
 	for i := range 5 {
 		h.Put(k(i), sess, []*agentrunnerv1.Event{big(1), big(2)}) // about 6 KB each
 		if h.bytes > bound {
