@@ -239,9 +239,10 @@ func (r *Runner) newInvocation(key store.SessionKey, id string, sess *agentrunne
 	})
 }
 
-// runIDEncoding is base32 with the digits first, in lower case: it keeps
-// byte order, so that ids encoding a time sort by it.
-var runIDEncoding = base32.NewEncoding("0123456789abcdefghijklmnopqrstuv").WithPadding(base32.NoPadding)
+// runIDEncoding is base32 with the digits first (RFC 4648 "base32hex"):
+// it keeps byte order, so that ids encoding a time sort by it, and uses
+// the characters of rand.Text, which scripts match run ids with.
+var runIDEncoding = base32.HexEncoding.WithPadding(base32.NoPadding)
 
 // newRunID returns "e-" and 26 characters: the creation time in
 // milliseconds (48 bits) and 80 random bits. Ids of runs created in
