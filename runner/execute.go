@@ -83,6 +83,9 @@ func (r *Runner) execute(lr *liveRun, p *prepared) {
 			return
 		}
 	}
+	if lr.resume == nil { // a resumed run waited for no queue since its start
+		ctx = agent.WithRunTimes(ctx, lr.times())
+	}
 	in := &invocation{r: r, lr: lr, prep: p, key: lr.key, inv: p.inv, hctx: p.inv.Context(ctx, p.first), first: p.first, current: p.first, yield: lr.yieldFunc()}
 	err := in.runGuarded(ctx)
 	r.plugins.AfterRun(in.hctx, err)

@@ -6,6 +6,7 @@ import (
 	"sync"
 
 	agentrunnerv1 "github.com/agentrunner/agentrunner/gen/go/agentrunner/v1"
+	"github.com/agentrunner/agentrunner/runner/agent"
 	"github.com/agentrunner/agentrunner/store"
 	"google.golang.org/protobuf/proto"
 )
@@ -99,6 +100,13 @@ func (lr *liveRun) record() *agentrunnerv1.Run {
 	lr.mu.Lock()
 	defer lr.mu.Unlock()
 	return proto.CloneOf(lr.rec)
+}
+
+// times returns when the run was created and when it started.
+func (lr *liveRun) times() agent.RunTimes {
+	lr.mu.Lock()
+	defer lr.mu.Unlock()
+	return agent.RunTimes{Created: lr.rec.GetCreateTime().AsTime(), Started: lr.rec.GetStartTime().AsTime()}
 }
 
 // update changes the record under the lock and wakes the readers.

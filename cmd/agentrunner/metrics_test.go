@@ -53,7 +53,7 @@ func TestServeMetrics(t *testing.T) {
 	}
 	text := string(body)
 	for _, name := range []string{
-		"agentrunner_runs_started", "agentrunner_runs_ended", "agentrunner_run_duration", "agentrunner_runs_active",
+		"agentrunner_runs_started", "agentrunner_runs_ended", "agentrunner_run_duration", "agentrunner_runs_active", "agentrunner_run_queue_wait",
 		"gen_ai_client_operation_duration", "gen_ai_client_token_usage", "agentrunner_tool_calls",
 		"agentrunner_store_commit_duration", "agentrunner_store_commit_writes", "agentrunner_store_file_size",
 		"rpc_server_call_duration",

@@ -3,6 +3,7 @@ package agent
 import (
 	"context"
 	"iter"
+	"time"
 
 	agentrunnerv1 "github.com/agentrunner/agentrunner/gen/go/agentrunner/v1"
 	"github.com/agentrunner/agentrunner/runner/memory"
@@ -133,4 +134,26 @@ type Artifacts interface {
 type Memory interface {
 	// Search returns past turns that match query.
 	Search(ctx context.Context, query string) ([]*memory.Entry, error)
+}
+
+// RunTimes are when a run was created and when it started: their
+// difference is the time it waited for its session (a run queued behind
+// another, MULTITASK_STRATEGY_ENQUEUE). The runner puts them in the
+// context of every invocation it runs (WithRunTimes); plugins that
+// measure read them (RunTimesOf).
+type RunTimes struct {
+	Created, Started time.Time
+}
+
+type runTimesKey struct{}
+
+// WithRunTimes returns ctx carrying t.
+func WithRunTimes(ctx context.Context, t RunTimes) context.Context {
+	return context.WithValue(ctx, runTimesKey{}, t)
+}
+
+// RunTimesOf returns the run times ctx carries, if any.
+func RunTimesOf(ctx context.Context) (RunTimes, bool) {
+	t, ok := ctx.Value(runTimesKey{}).(RunTimes)
+	return t, ok
 }

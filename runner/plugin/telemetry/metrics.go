@@ -20,6 +20,7 @@ const (
 	MetricRunsEnded    = "agentrunner.runs.ended"
 	MetricRunDuration  = "agentrunner.run.duration"
 	MetricRunsActive   = "agentrunner.runs.active"
+	MetricQueueWait    = "agentrunner.run.queue_wait"
 	MetricToolCalls    = "agentrunner.tool.calls"
 	MetricModelCalls   = "gen_ai.client.operation.duration"
 	MetricTokenUsage   = "gen_ai.client.token.usage"
@@ -35,6 +36,7 @@ type meters struct {
 	started, ended, tools metric.Int64Counter
 	active                metric.Int64UpDownCounter
 	runDuration, calls    metric.Float64Histogram
+	queueWait             metric.Float64Histogram
 	tokens                metric.Int64Histogram
 
 	mu     sync.Mutex
@@ -59,6 +61,8 @@ func newMeters(mp metric.MeterProvider) (*meters, error) {
 	ms.ended, err = m.Int64Counter(MetricRunsEnded, metric.WithDescription("Runs ended, by status."), metric.WithUnit("{run}"))
 	must(err)
 	ms.active, err = m.Int64UpDownCounter(MetricRunsActive, metric.WithDescription("Runs in progress."), metric.WithUnit("{run}"))
+	must(err)
+	ms.queueWait, err = m.Float64Histogram(MetricQueueWait, metric.WithDescription("How long runs wait for their session (a run queued behind another) before they start."), metric.WithUnit("s"))
 	must(err)
 	ms.runDuration, err = m.Float64Histogram(MetricRunDuration, metric.WithDescription("How long runs take, by status."), metric.WithUnit("s"))
 	must(err)
@@ -91,6 +95,9 @@ func (m *meters) runStarted(ctx agent.InvocationContext) {
 	app := metric.WithAttributes(AppKey.String(ctx.AppName()))
 	m.started.Add(ctx, 1, app)
 	m.active.Add(ctx, 1, app)
+	if t, ok := agent.RunTimesOf(ctx); ok && !t.Created.IsZero() && !t.Started.IsZero() {
+		m.queueWait.Record(ctx, max(t.Started.Sub(t.Created), 0).Seconds(), app)
+	}
 	m.start(runKey(ctx), "")
 }
 
