@@ -43,6 +43,21 @@ func TestMain(m *testing.M) {
 			<-ctx.Done()
 			return nil, nil, ctx.Err()
 		})
+		// nap is a tool that takes a moment and ends: a run still going
+		// when a drain starts, that the drain lets finish.
+		mcp.AddTool(s, &mcp.Tool{Name: "nap", Description: "Works 300ms, then answers."}, func(ctx context.Context, _ *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, any, error) {
+			f, err := os.OpenFile(marker, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o600)
+			if err == nil {
+				fmt.Fprintln(f, "started")
+				f.Close()
+			}
+			select {
+			case <-time.After(300 * time.Millisecond):
+				return nil, map[string]any{"rested": true}, nil
+			case <-ctx.Done():
+				return nil, nil, ctx.Err()
+			}
+		})
 		_ = s.Run(context.Background(), &mcp.StdioTransport{})
 		os.Exit(0)
 	}
