@@ -207,10 +207,20 @@ func (m *Manager) AfterAgent(ctx agent.CallbackContext) (*agentrunnerv1.Content,
 	})
 }
 
-// HasBeforeModel reports whether any plugin sees model requests before
-// the call, so that the LLM agent copies a request only when someone can
-// see it.
-func (m *Manager) HasBeforeModel() bool { return m != nil && len(m.beforeModel) > 0 }
+// HasBeforeModel reports whether any plugin may change model requests
+// before the call, so that the LLM agent copies a request only when
+// someone can change it: hooks that are RequestObservers only read it.
+func (m *Manager) HasBeforeModel() bool {
+	if m == nil {
+		return false
+	}
+	for _, h := range m.beforeModel {
+		if _, ok := h.hook.(RequestObserver); !ok {
+			return true
+		}
+	}
+	return false
+}
 
 // BeforeModel runs the before_model hooks.
 func (m *Manager) BeforeModel(ctx agent.CallbackContext, req *model.Request) (*model.Response, error) {

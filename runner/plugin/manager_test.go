@@ -187,3 +187,40 @@ func respText(r *model.Response) string {
 	}
 	return strings.Join(s, "")
 }
+
+// observer reads model requests only.
+type observer struct{ name string }
+
+func (o observer) Name() string { return o.name }
+func (observer) BeforeModel(agent.CallbackContext, *model.Request) (*model.Response, error) {
+	return nil, nil
+}
+func (observer) ObservesRequestsOnly() {}
+
+// TestHasBeforeModelIgnoresObservers: only a before_model hook that may
+// change the request makes the LLM agent copy the history; observers
+// (telemetry) do not.
+func TestHasBeforeModelIgnoresObservers(t *testing.T) {
+	obs, err := NewManager([]Plugin{observer{"o1"}, observer{"o2"}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if obs.HasBeforeModel() {
+		t.Fatal("observers alone make the agent copy requests")
+	}
+	mixed, err := NewManager([]Plugin{observer{"o1"}, changer{name: "c"}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !mixed.HasBeforeModel() {
+		t.Fatal("a hook that may change the request does not make the agent copy it")
+	}
+}
+
+// changer is a before_model hook without the observer mark.
+type changer struct{ name string }
+
+func (c changer) Name() string { return c.name }
+func (changer) BeforeModel(agent.CallbackContext, *model.Request) (*model.Response, error) {
+	return nil, nil
+}

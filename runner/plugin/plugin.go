@@ -101,6 +101,15 @@ type BeforeModelHook interface {
 	BeforeModel(ctx agent.CallbackContext, req *model.Request) (*model.Response, error)
 }
 
+// RequestObserver marks a BeforeModelHook that only reads the request
+// (tracing, metrics, logging): it must not change it. Before a model call
+// the LLM agent copies the request's contents, the session's whole
+// history, only for hooks that may change them; an observer sees the
+// agent's own.
+type RequestObserver interface {
+	ObservesRequestsOnly()
+}
+
 // AfterModelHook runs after every complete model response.
 type AfterModelHook interface {
 	AfterModel(ctx agent.CallbackContext, resp *model.Response) (*model.Response, error)

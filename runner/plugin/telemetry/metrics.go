@@ -3,7 +3,6 @@ package telemetry
 import (
 	"context"
 	"errors"
-	"strings"
 	"sync"
 	"time"
 
@@ -39,8 +38,30 @@ type meters struct {
 	queueWait             metric.Float64Histogram
 	tokens                metric.Int64Histogram
 
-	mu     sync.Mutex
-	starts map[string]started // by span key
+	starts *runIndex[started] // by span key
+	sets   attrSets
+}
+
+// attrSets caches the attribute options of measurements by what they
+// are made of: an attribute set is sorted and hashed when it is built,
+// once per distinct set this way instead of once per measurement. The
+// sets are few: apps, statuses, models, tools and outcomes come from the
+// configuration.
+type attrSets struct{ m sync.Map } // attrKey -> metric.MeasurementOption
+
+// attrKey names a set: its kind and up to two values.
+type attrKey struct{ kind, a, b string }
+
+func (c *attrSets) get(k attrKey, attrs func() []attribute.KeyValue) metric.MeasurementOption {
+	if o, ok := c.m.Load(k); ok {
+		return o.(metric.MeasurementOption)
+	}
+	o, _ := c.m.LoadOrStore(k, metric.WithAttributeSet(attribute.NewSet(attrs()...)))
+	return o.(metric.MeasurementOption)
+}
+
+func (m *meters) appSet(app string) metric.MeasurementOption {
+	return m.sets.get(attrKey{kind: "app", a: app}, func() []attribute.KeyValue { return []attribute.KeyValue{AppKey.String(app)} })
 }
 
 // started is when a run or call started, and its model for a call.
@@ -54,7 +75,7 @@ func newMeters(mp metric.MeterProvider) (*meters, error) {
 	m := mp.Meter("github.com/agentrunner/agentrunner/runner")
 	var errs []error
 	must := func(err error) { errs = append(errs, err) }
-	ms := &meters{starts: map[string]started{}}
+	ms := &meters{starts: newRunIndex[started]()}
 	var err error
 	ms.started, err = m.Int64Counter(MetricRunsStarted, metric.WithDescription("Runs started."), metric.WithUnit("{run}"))
 	must(err)
@@ -76,23 +97,18 @@ func newMeters(mp metric.MeterProvider) (*meters, error) {
 }
 
 func (m *meters) start(key, model string) {
-	m.mu.Lock()
-	m.starts[key] = started{at: time.Now(), model: model}
-	m.mu.Unlock()
+	m.starts.put(key, started{at: time.Now(), model: model})
 }
 
 // since returns the seconds since key started and its model, and forgets
 // it.
 func (m *meters) since(key string) (float64, string, bool) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	s, ok := m.starts[key]
-	delete(m.starts, key)
+	s, ok := m.starts.take(key)
 	return time.Since(s.at).Seconds(), s.model, ok
 }
 
 func (m *meters) runStarted(ctx agent.InvocationContext) {
-	app := metric.WithAttributes(AppKey.String(ctx.AppName()))
+	app := m.appSet(ctx.AppName())
 	m.started.Add(ctx, 1, app)
 	m.active.Add(ctx, 1, app)
 	if t, ok := agent.RunTimesOf(ctx); ok && !t.Created.IsZero() && !t.Started.IsZero() {
@@ -111,21 +127,18 @@ func (m *meters) runEnded(ctx agent.InvocationContext, err error) {
 	}
 	// The run's context may be done; the measurement is still wanted.
 	c := context.WithoutCancel(ctx)
-	attrs := metric.WithAttributes(AppKey.String(ctx.AppName()), statusKey.String(status))
+	app := ctx.AppName()
+	attrs := m.sets.get(attrKey{kind: "status", a: app, b: status}, func() []attribute.KeyValue {
+		return []attribute.KeyValue{AppKey.String(app), statusKey.String(status)}
+	})
 	m.ended.Add(c, 1, attrs)
-	m.active.Add(c, -1, metric.WithAttributes(AppKey.String(ctx.AppName())))
+	m.active.Add(c, -1, m.appSet(app))
 	if d, _, ok := m.since(runKey(ctx)); ok {
 		m.runDuration.Record(c, d, attrs)
 	}
 	// Calls whose end never came (the caller stopped reading) are
 	// forgotten with their run.
-	m.mu.Lock()
-	for k := range m.starts {
-		if strings.HasPrefix(k, runKey(ctx)+"\x00") {
-			delete(m.starts, k)
-		}
-	}
-	m.mu.Unlock()
+	m.starts.drop(runKey(ctx))
 }
 
 func (m *meters) modelCallEnded(ctx context.Context, key string, input, output int32, err error) {
@@ -133,17 +146,31 @@ func (m *meters) modelCallEnded(ctx context.Context, key string, input, output i
 	if !ok {
 		return
 	}
-	attrs := []attribute.KeyValue{semconv.GenAIOperationNameChat, semconv.GenAIRequestModel(model)}
+	failed := ""
 	if err != nil {
-		attrs = append(attrs, attribute.String("error.type", "model_error"))
+		failed = "model_error"
 	}
-	m.calls.Record(ctx, d, metric.WithAttributes(attrs...))
+	m.calls.Record(ctx, d, m.sets.get(attrKey{kind: "call", a: model, b: failed}, func() []attribute.KeyValue {
+		attrs := []attribute.KeyValue{semconv.GenAIOperationNameChat, semconv.GenAIRequestModel(model)}
+		if failed != "" {
+			attrs = append(attrs, attribute.String("error.type", failed))
+		}
+		return attrs
+	}))
 	if err == nil {
-		m.tokens.Record(ctx, int64(input), metric.WithAttributes(semconv.GenAIOperationNameChat, semconv.GenAIRequestModel(model), semconv.GenAITokenTypeInput))
-		m.tokens.Record(ctx, int64(output), metric.WithAttributes(semconv.GenAIOperationNameChat, semconv.GenAIRequestModel(model), semconv.GenAITokenTypeOutput))
+		for _, t := range []struct {
+			n   int32
+			typ attribute.KeyValue
+		}{{input, semconv.GenAITokenTypeInput}, {output, semconv.GenAITokenTypeOutput}} {
+			m.tokens.Record(ctx, int64(t.n), m.sets.get(attrKey{kind: "tokens", a: model, b: t.typ.Value.AsString()}, func() []attribute.KeyValue {
+				return []attribute.KeyValue{semconv.GenAIOperationNameChat, semconv.GenAIRequestModel(model), t.typ}
+			}))
+		}
 	}
 }
 
 func (m *meters) toolCallEnded(ctx context.Context, tool, outcome string) {
-	m.tools.Add(ctx, 1, metric.WithAttributes(semconv.GenAIToolName(tool), outcomeKey.String(outcome)))
+	m.tools.Add(ctx, 1, m.sets.get(attrKey{kind: "tool", a: tool, b: outcome}, func() []attribute.KeyValue {
+		return []attribute.KeyValue{semconv.GenAIToolName(tool), outcomeKey.String(outcome)}
+	}))
 }

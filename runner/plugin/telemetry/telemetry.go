@@ -19,7 +19,6 @@ import (
 	"context"
 	"fmt"
 	"strings"
-	"sync"
 
 	agentrunnerv1 "github.com/agentrunner/agentrunner/gen/go/agentrunner/v1"
 	"github.com/agentrunner/agentrunner/runner/agent"
@@ -62,8 +61,7 @@ type Plugin struct {
 	meters  *meters // nil: no metrics
 	capture bool
 
-	mu    sync.Mutex
-	spans map[string]trace.Span // by spanKey
+	spans *runIndex[trace.Span] // by spanKey
 }
 
 // New returns the telemetry plugin.
@@ -75,7 +73,7 @@ func New(cfg Config) (*Plugin, error) {
 	p := &Plugin{
 		tracer:  tp.Tracer("github.com/agentrunner/agentrunner/runner"),
 		capture: cfg.CaptureContent,
-		spans:   map[string]trace.Span{},
+		spans:   newRunIndex[trace.Span](),
 	}
 	if cfg.MeterProvider != nil {
 		m, err := newMeters(cfg.MeterProvider)
@@ -89,6 +87,11 @@ func New(cfg Config) (*Plugin, error) {
 
 func (p *Plugin) Name() string { return Name }
 
+// ObservesRequestsOnly marks the plugin a plugin.RequestObserver: it
+// reads model requests and never changes them, so the LLM agent need not
+// copy a request's history for it.
+func (p *Plugin) ObservesRequestsOnly() {}
+
 // spanKey names an open span: of a run, of an agent turn, of a model or
 // tool call.
 func spanKey(ctx agent.ReadonlyContext, kind, id string) string {
@@ -97,38 +100,26 @@ func spanKey(ctx agent.ReadonlyContext, kind, id string) string {
 
 func runKey(ctx agent.ReadonlyContext) string { return ctx.InvocationID() }
 
-func (p *Plugin) open(key string, span trace.Span) {
-	p.mu.Lock()
-	p.spans[key] = span
-	p.mu.Unlock()
-}
+func (p *Plugin) open(key string, span trace.Span) { p.spans.put(key, span) }
 
 func (p *Plugin) take(key string) trace.Span {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	s := p.spans[key]
-	delete(p.spans, key)
+	s, _ := p.spans.take(key)
 	return s
 }
 
 // takeRest removes and returns the open spans of a run but its own.
 func (p *Plugin) takeRest(run string) []trace.Span {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	var out []trace.Span
-	for k, s := range p.spans {
-		if strings.HasPrefix(k, run+"\x00") {
-			out = append(out, s)
-			delete(p.spans, k)
-		}
+	s, ok := p.spans.take(run)
+	rest := p.spans.drop(run)
+	if ok {
+		p.spans.put(run, s) // the run's own span stays for AfterRun to end
 	}
-	return out
+	return rest
 }
 
 func (p *Plugin) peek(key string) trace.Span {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.spans[key]
+	s, _ := p.spans.get(key)
+	return s
 }
 
 // under returns ctx carrying the span of key as the parent of new spans:
