@@ -11,6 +11,7 @@ trap stop_servers EXIT
 
 go build -o "$ci_work/embed" ./examples/embed
 go build -o "$ci_work/example-go" ./examples/go
+: >"$ci_work/embed.log" # exists before the first look below, whenever the job starts
 "$ci_work/embed" -addr 127.0.0.1:0 -data "$ci_work/embed.db" 2>"$ci_work/embed.log" &
 pid=$!
 ci_server_pids+=("$pid")

@@ -21,6 +21,9 @@ start_server() {
   local name=$1
   shift
   local log=$ci_work/$name.log
+  # Created here: the background job's redirection may come after the
+  # first look at the log below.
+  : >"$log"
   env -u GOOGLE_API_KEY -u GEMINI_API_KEY -u GOOGLE_GENAI_USE_VERTEXAI -u GOOGLE_GENAI_USE_ENTERPRISE \
     -u GOOGLE_GEMINI_BASE_URL -u AGENTRUNNER_CONFIG -u AGENTRUNNER_ADDR -u AGENTRUNNER_DATA "$@" \
     "$ci_bin" serve --addr 127.0.0.1:0 --data "$ci_work/$name.db" 2>"$log" &
