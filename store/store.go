@@ -168,7 +168,9 @@ type Store interface {
 }
 
 // RunStore keeps run records (agentrunner.v1.Run): one per run, keyed by
-// its session and run_id, listed newest first by create_time. A record's
+// its session and run_id, listed newest first: by the point of the
+// session's history where the record was first written (a run created
+// later is first written later), then by create_time. A record's
 // create_time never changes once written. Records go with their session
 // (DeleteSession deletes them).
 //

@@ -9,15 +9,16 @@
 //	meta            "schema_version"                          -> uvarint (currentSchema)
 //	sessions        T(app, user, session)                     -> Session: session-scoped state, times, last_sequence
 //	events          T(app, user, session) U(seq)              -> Event; seq = 1, 2, 3, ... per session
+//	                T(app, user, session) U(anchor) N(create) T(run_id)
+//	                                                          -> Run, among its session's events (after event anchor)
 //	app_state       T(app)                                    -> Struct of "app:" keys
 //	user_state      T(app, user)                              -> Struct of "user:" keys
 //	artifacts       T(app, user, session|"", name) R(ver)     -> ArtifactVersion; session "" holds "user:" names
 //	blobs           same key as artifacts                     -> Part (the content as saved)
 //	tool_calls      T(app, user, session, call_id)            -> ToolCall: the session's tool-call ledger
-//	runs            T(app, user, session) N(create) T(run_id) -> Run; a run keeps the key of its first write
-//	run_ids         T(run_id)                                 -> runs key
-//	run_requests    T(app, user, session, request_id)         -> runs key: request ids are unique per session
-//	unfinished_runs runs key                                  -> empty, while the run is PENDING or RUNNING
+//	run_ids         T(run_id)                                 -> run key; a run keeps the key of its first write
+//	run_requests    T(app, user, session, request_id)         -> run key: request ids are unique per session
+//	unfinished_runs run key                                   -> empty, while the run is PENDING or RUNNING
 //
 // T(...) encodes strings so that byte order is tuple order and a tuple's
 // encoding is a prefix of every longer tuple that starts with it; U is a
@@ -35,10 +36,16 @@
 //
 // An append with a run record (AppendRunEvent) writes the record and its
 // index entries in the event's transaction: a few more keys, no extra
-// commit. Runs are listed newest first by a reverse walk of the session's
-// runs range; GetRun is two lookups (run_ids, runs); recovery reads only
+// commit. A record's anchor is its session's last sequence when the
+// record was first written, so it lands on the page the session's next
+// events go to and costs mostly no page of its own; run ids are
+// time-ordered, so run_ids grows at its end. Runs are listed newest first
+// by a reverse walk of the session's key range that steps over its
+// events; GetRun is two lookups (run_ids, events); recovery reads only
 // unfinished_runs, never every record. DeleteSession removes a session's
-// runs and their index entries with the rest.
+// runs and their index entries with the rest. An append that changes no
+// session state rewrites two fields of the session record's encoding
+// instead of decoding and re-encoding it.
 //
 // # Writes
 //
@@ -49,10 +56,11 @@
 // transaction is committed and synced.
 //
 // PutRunLater is the exception: it queues a run record (a run's final
-// status) and returns at once. The committer writes the queue at the start
-// of its next transaction, before that transaction's own writes, so that a
-// later synchronous write of the same run wins; with no write coming, a
-// timer (20 ms) commits the queue on its own, and Close writes it before
-// closing. Reads overlay the queue until the file shows it, and a record
+// status) and returns at once. The committer writes a queued record with
+// the next write to its session (whose pages that write dirties anyway),
+// at the start of that transaction, so that a later synchronous write of
+// the same run wins; a record that waited 20 ms goes with whatever commit
+// comes next, or a timer commits it alone, and Close writes the queue
+// before closing. Reads overlay the queue until the file shows it, and a record
 // of a session deleted meanwhile is dropped.
 package boltstore
