@@ -14,20 +14,28 @@ import (
 
 	servicev1 "github.com/agentrunner/agentrunner/gen/go/agentrunner/service/v1"
 	agentrunnerv1 "github.com/agentrunner/agentrunner/gen/go/agentrunner/v1"
+	"github.com/agentrunner/agentrunner/runner/agent"
+	"github.com/agentrunner/agentrunner/runner/agent/llmagent"
+	"github.com/agentrunner/agentrunner/runner/apps"
+	"github.com/agentrunner/agentrunner/runner/tool"
 	"github.com/agentrunner/agentrunner/store"
 	"github.com/agentrunner/agentrunner/store/boltstore"
 )
 
 // newLimitedEnv serves a store that keeps no item larger than a response
 // can carry, as cmd/agentrunner configures it.
-func newLimitedEnv(t *testing.T) *env {
+func newLimitedEnv(t *testing.T, opts ...envOption) *env {
 	t.Helper()
 	st, err := boltstore.Open(filepath.Join(t.TempDir(), "agentrunner.db"), boltstore.Options{MaxItemBytes: MaxItemBytes(DefaultMaxMessageBytes)})
 	if err != nil {
 		t.Fatal(err)
 	}
 	logs := &syncBuffer{}
-	return startEnv(t, st, Config{Store: st, Logger: slog.New(slog.NewTextHandler(logs, nil))}, logs)
+	cfg := Config{Store: st, Logger: slog.New(slog.NewTextHandler(logs, nil))}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	return startEnv(t, st, cfg, logs)
 }
 
 func bigText(i, n int) *agentrunnerv1.Event {
@@ -155,5 +163,43 @@ func TestItemLargerThanAMessageIsRefused(t *testing.T) {
 	}
 	if _, err := e.sessions.GetSession(ctx, &servicev1.GetSessionRequest{AppName: "app", UserId: "u", SessionId: "t"}); status.Code(err) != codes.NotFound {
 		t.Fatalf("the refused session exists: %v", err)
+	}
+}
+
+// TestToolResultLargerThanAMessage: a tool whose result could not be read
+// back in one message ends its run with a clear error naming the limit;
+// nothing half-written stays, and the session takes the next run.
+func TestToolResultLargerThanAMessage(t *testing.T) {
+	huge := func(tool.Context, struct{}) (map[string]any, error) {
+		return map[string]any{"blob": strings.Repeat("h", MaxItemBytes(DefaultMaxMessageBytes)+10)}, nil
+	}
+	app := func(t *testing.T) apps.App {
+		a := must[agent.Agent](t)(llmagent.New(llmagent.Config{Name: "worker", Model: toolModel{call: "huge"}, Tools: []tool.Tool{mustTool(t, "huge", huge)}}))
+		return apps.App{Name: "big", Root: a}
+	}
+	e := newLimitedEnv(t, withRunnerApps(t, app))
+	ctx := t.Context()
+	e.createSession(t, "big", "u", "s")
+	res := e.run(t, ctx, &servicev1.RunRequest{AppName: "big", UserId: "u", SessionId: "s", NewMessage: text("go")})
+	msg := fmt.Sprint(res.status, res.errors)
+	if !strings.Contains(msg, "exceeds the limit of") {
+		t.Fatalf("run with a tool result past the limit: status %v, in-band errors %v; want the limit named", res.status, res.errors)
+	}
+	t.Logf("outcome: status %v, in-band %v", res.status, res.errors)
+	if last := res.runs[len(res.runs)-1]; last.GetStatus() != agentrunnerv1.RunStatus_RUN_STATUS_FAILED {
+		t.Errorf("final record %v, want FAILED", last)
+	}
+	got, err := e.sessions.GetSession(ctx, &servicev1.GetSessionRequest{AppName: "big", UserId: "u", SessionId: "s"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, ev := range got.GetEvents() {
+		if proto.Size(ev) > MaxItemBytes(DefaultMaxMessageBytes) {
+			t.Fatalf("an event of %d bytes was stored", proto.Size(ev))
+		}
+	}
+	// The session goes on: the next run starts (and meets the same tool).
+	if again := e.run(t, ctx, &servicev1.RunRequest{AppName: "big", UserId: "u", SessionId: "s", NewMessage: text("again")}); len(again.runs) == 0 {
+		t.Fatalf("the next run did not start: %v", again.status)
 	}
 }
