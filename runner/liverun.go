@@ -161,7 +161,21 @@ func (lr *liveRun) noteStored(ev *agentrunnerv1.Event) {
 		lr.rec.FirstSequence = ev.GetSequence()
 	}
 	lr.rec.LastSequence = ev.GetSequence()
-	addUsage(lr.rec, ev.GetUsageMetadata())
+	addEventUsage(lr.rec, ev)
+}
+
+// addEventUsage adds a stored event's token counts to the run's totals,
+// overall and of the event's author.
+func addEventUsage(rec *agentrunnerv1.Run, ev *agentrunnerv1.Event) {
+	u := ev.GetUsageMetadata()
+	if u == nil {
+		return
+	}
+	rec.Usage = store.AddUsage(rec.Usage, u)
+	if rec.UsageByAgent == nil {
+		rec.UsageByAgent = map[string]*agentrunnerv1.UsageMetadata{}
+	}
+	rec.UsageByAgent[ev.GetAuthor()] = store.AddUsage(rec.UsageByAgent[ev.GetAuthor()], u)
 }
 
 // finish records the final record and the terminal error, and ends the
@@ -209,21 +223,4 @@ func (lr *liveRun) snapshot(from int) ([]Update, *agentrunnerv1.Run, bool) {
 		final = lr.rec
 	}
 	return items, final, ended
-}
-
-// addUsage adds an event's token counts to the run's totals.
-func addUsage(rec *agentrunnerv1.Run, u *agentrunnerv1.UsageMetadata) {
-	if u == nil {
-		return
-	}
-	if rec.Usage == nil {
-		rec.Usage = &agentrunnerv1.UsageMetadata{}
-	}
-	t := rec.Usage
-	t.PromptTokenCount += u.GetPromptTokenCount()
-	t.CandidatesTokenCount += u.GetCandidatesTokenCount()
-	t.ThoughtsTokenCount += u.GetThoughtsTokenCount()
-	t.CachedContentTokenCount += u.GetCachedContentTokenCount()
-	t.ToolUsePromptTokenCount += u.GetToolUsePromptTokenCount()
-	t.TotalTokenCount += u.GetTotalTokenCount()
 }

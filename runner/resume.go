@@ -284,12 +284,12 @@ func (r *Runner) Recover(ctx context.Context) (interrupted, requeued int, err er
 func (r *Runner) markInterrupted(ctx context.Context, rec *agentrunnerv1.Run) error {
 	key := store.RunKey(rec)
 	author := r.tree.Root().Name()
-	rec.Usage = nil
+	rec.Usage, rec.UsageByAgent = nil, nil // counted again from what is stored
 	err := r.scanRun(ctx, rec, func(ev *agentrunnerv1.Event) {
 		if ev.GetAuthor() != agent.UserAuthor {
 			author = ev.GetAuthor()
 		}
-		addUsage(rec, ev.GetUsageMetadata())
+		addEventUsage(rec, ev)
 	})
 	if errors.Is(err, store.ErrNotFound) {
 		return nil // the session is gone, and its runs with it

@@ -5,6 +5,8 @@ import (
 
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/structpb"
+
+	agentrunnerv1 "github.com/agentrunner/agentrunner/gen/go/agentrunner/v1"
 )
 
 // Scope names where a state key lives.
@@ -114,4 +116,22 @@ func WithoutTemp(delta *structpb.Struct) *structpb.Struct {
 		}
 	}
 	return out
+}
+
+// AddUsage adds u's token counts to total, allocating total when it is
+// nil, and returns it. Totals of sessions and runs are kept this way.
+func AddUsage(total, u *agentrunnerv1.UsageMetadata) *agentrunnerv1.UsageMetadata {
+	if u == nil {
+		return total
+	}
+	if total == nil {
+		total = &agentrunnerv1.UsageMetadata{}
+	}
+	total.PromptTokenCount += u.GetPromptTokenCount()
+	total.CandidatesTokenCount += u.GetCandidatesTokenCount()
+	total.ThoughtsTokenCount += u.GetThoughtsTokenCount()
+	total.CachedContentTokenCount += u.GetCachedContentTokenCount()
+	total.ToolUsePromptTokenCount += u.GetToolUsePromptTokenCount()
+	total.TotalTokenCount += u.GetTotalTokenCount()
+	return total
 }

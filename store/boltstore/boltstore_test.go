@@ -316,8 +316,9 @@ func TestPatchSessionMatchesDecode(t *testing.T) {
 	full := &agentrunnerv1.Session{
 		AppName: "app", UserId: "u", SessionId: "s", State: state,
 		CreateTime: timestamppb.New(time.Unix(1_700_000_000, 5)), UpdateTime: timestamppb.New(time.Unix(1_700_000_100, 0)), LastSequence: 41,
+		Usage: &agentrunnerv1.UsageMetadata{PromptTokenCount: 100, CandidatesTokenCount: 20, TotalTokenCount: 120},
 	}
-	twice := append(mustMarshal(t, &agentrunnerv1.Session{LastSequence: 9, UpdateTime: timestamppb.New(time.Unix(1, 1))}), mustMarshal(t, full)...)
+	twice := append(mustMarshal(t, &agentrunnerv1.Session{LastSequence: 9, UpdateTime: timestamppb.New(time.Unix(1, 1)), Usage: &agentrunnerv1.UsageMetadata{ThoughtsTokenCount: 5}}), mustMarshal(t, full)...)
 	for name, sv := range map[string][]byte{
 		"full":               mustMarshal(t, full),
 		"empty":              nil,
@@ -325,7 +326,8 @@ func TestPatchSessionMatchesDecode(t *testing.T) {
 		"no update_time yet": mustMarshal(t, &agentrunnerv1.Session{AppName: "app", LastSequence: 1}),
 	} {
 		for _, ts := range []*timestamppb.Timestamp{timestamppb.New(time.Unix(1_800_000_000, 999_999_999)), timestamppb.New(time.Unix(-5, 7)), {}} {
-			got, err := patchSession(sv, 42, ts)
+			usage := &agentrunnerv1.UsageMetadata{PromptTokenCount: 7, TotalTokenCount: 9}
+			got, err := patchSession(sv, 42, ts, usage)
 			if err != nil {
 				t.Fatalf("%s: %v", name, err)
 			}
@@ -334,6 +336,7 @@ func TestPatchSessionMatchesDecode(t *testing.T) {
 				t.Fatal(err)
 			}
 			want.LastSequence, want.UpdateTime = 42, ts
+			want.Usage = store.AddUsage(want.Usage, usage)
 			dec := &agentrunnerv1.Session{}
 			if err := proto.Unmarshal(got, dec); err != nil {
 				t.Fatalf("%s: patched record does not decode: %v", name, err)
@@ -343,7 +346,7 @@ func TestPatchSessionMatchesDecode(t *testing.T) {
 			}
 		}
 	}
-	if _, err := patchSession([]byte{0x0a, 0x05, 'a'}, 1, timestamppb.Now()); err == nil {
+	if _, err := patchSession([]byte{0x0a, 0x05, 'a'}, 1, timestamppb.Now(), nil); err == nil {
 		t.Fatal("a truncated record was patched")
 	}
 }

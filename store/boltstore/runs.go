@@ -50,6 +50,7 @@ const (
 	// fields an append rewrites (patchSession).
 	sessionLastSequenceField = 7
 	sessionUpdateTimeField   = 6
+	sessionUsageField        = 8
 )
 
 // unfinished reports whether a run of this status is listed by

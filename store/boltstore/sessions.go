@@ -497,13 +497,14 @@ func appendEventTx(tx *bbolt.Tx, k store.SessionKey, sk, sv []byte, w eventWrite
 func nextSession(sv []byte, seq uint64, w eventWrite) ([]byte, error) {
 	ts := w.stored.GetTimestamp()
 	if len(w.sessDelta) == 0 {
-		return patchSession(sv, seq, ts)
+		return patchSession(sv, seq, ts, w.stored.GetUsageMetadata())
 	}
 	rec := &agentrunnerv1.Session{}
 	if err := proto.Unmarshal(sv, rec); err != nil {
 		return nil, fmt.Errorf("decode session: %w", err)
 	}
 	rec.LastSequence, rec.UpdateTime = seq, ts
+	rec.Usage = store.AddUsage(rec.Usage, w.stored.GetUsageMetadata())
 	if rec.State == nil {
 		rec.State = &structpb.Struct{}
 	}
@@ -519,9 +520,11 @@ func nextSession(sv []byte, seq uint64, w eventWrite) ([]byte, error) {
 }
 
 // patchSession copies the encoded session sv without its last_sequence
-// and update_time fields, and appends them with the values given.
-func patchSession(sv []byte, seq uint64, ts *timestamppb.Timestamp) ([]byte, error) {
-	out := make([]byte, 0, len(sv)+32)
+// and update_time fields, and appends them with the values given; with
+// usage, the session's usage total too (decoded alone: a few varints).
+func patchSession(sv []byte, seq uint64, ts *timestamppb.Timestamp, usage *agentrunnerv1.UsageMetadata) ([]byte, error) {
+	out := make([]byte, 0, len(sv)+48)
+	var total []byte // the usage field's occurrences, which protobuf merges
 	for v := sv; len(v) > 0; {
 		num, typ, n := protowire.ConsumeTag(v)
 		if n < 0 {
@@ -531,10 +534,25 @@ func patchSession(sv []byte, seq uint64, ts *timestamppb.Timestamp) ([]byte, err
 		if m < 0 {
 			return nil, errors.New("corrupt session record")
 		}
-		if num != sessionLastSequenceField && num != sessionUpdateTimeField {
+		switch {
+		case num == sessionLastSequenceField || num == sessionUpdateTimeField:
+		case num == sessionUsageField && usage != nil:
+			total = append(total, v[:n+m]...)
+		default:
 			out = append(out, v[:n+m]...)
 		}
 		v = v[n+m:]
+	}
+	if usage != nil {
+		sum := &agentrunnerv1.Session{}
+		if err := proto.Unmarshal(total, sum); err != nil {
+			return nil, fmt.Errorf("decode session usage: %w", err)
+		}
+		u, err := proto.Marshal(store.AddUsage(sum.Usage, usage))
+		if err != nil {
+			return nil, fmt.Errorf("encode session usage: %w", err)
+		}
+		out = protowire.AppendBytes(protowire.AppendTag(out, sessionUsageField, protowire.BytesType), u)
 	}
 	var t []byte // a Timestamp: seconds = 1, nanos = 2, zero values left out
 	if sec := ts.GetSeconds(); sec != 0 {

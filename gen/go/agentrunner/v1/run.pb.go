@@ -448,6 +448,8 @@ type Run struct {
 	// SHA-256 of the request's payload (message, state delta, run config),
 	// hex: a retry with the same request_id must send the same payload.
 	RequestDigest string `protobuf:"bytes,18,opt,name=request_digest,json=requestDigest,proto3" json:"request_digest,omitempty"`
+	// usage split by the agent that made the calls (the events' author).
+	UsageByAgent  map[string]*UsageMetadata `protobuf:"bytes,19,rep,name=usage_by_agent,json=usageByAgent,proto3" json:"usage_by_agent,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -608,6 +610,13 @@ func (x *Run) GetRequestDigest() string {
 	return ""
 }
 
+func (x *Run) GetUsageByAgent() map[string]*UsageMetadata {
+	if x != nil {
+		return x.UsageByAgent
+	}
+	return nil
+}
+
 // RunInput is what a run was asked to do.
 type RunInput struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -685,7 +694,7 @@ const file_agentrunner_v1_run_proto_rawDesc = "" +
 	"\x06Status\x12\x12\n" +
 	"\x04code\x18\x01 \x01(\x05R\x04code\x12\x18\n" +
 	"\amessage\x18\x02 \x01(\tR\amessage\x12.\n" +
-	"\adetails\x18\x03 \x03(\v2\x14.google.protobuf.AnyR\adetails\"\xb5\x06\n" +
+	"\adetails\x18\x03 \x03(\v2\x14.google.protobuf.AnyR\adetails\"\xe2\a\n" +
 	"\x03Run\x12\x15\n" +
 	"\x06run_id\x18\x01 \x01(\tR\x05runId\x12\x19\n" +
 	"\bapp_name\x18\x02 \x01(\tR\aappName\x12\x17\n" +
@@ -709,7 +718,11 @@ const file_agentrunner_v1_run_proto_rawDesc = "" +
 	"\x12multitask_strategy\x18\x0f \x01(\x0e2!.agentrunner.v1.MultitaskStrategyR\x11multitaskStrategy\x12A\n" +
 	"\ron_disconnect\x18\x10 \x01(\x0e2\x1c.agentrunner.v1.OnDisconnectR\fonDisconnect\x12.\n" +
 	"\x05input\x18\x11 \x01(\v2\x18.agentrunner.v1.RunInputR\x05input\x12%\n" +
-	"\x0erequest_digest\x18\x12 \x01(\tR\rrequestDigest\"\xb8\x01\n" +
+	"\x0erequest_digest\x18\x12 \x01(\tR\rrequestDigest\x12K\n" +
+	"\x0eusage_by_agent\x18\x13 \x03(\v2%.agentrunner.v1.Run.UsageByAgentEntryR\fusageByAgent\x1a^\n" +
+	"\x11UsageByAgentEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x123\n" +
+	"\x05value\x18\x02 \x01(\v2\x1d.agentrunner.v1.UsageMetadataR\x05value:\x028\x01\"\xb8\x01\n" +
 	"\bRunInput\x128\n" +
 	"\vnew_message\x18\x01 \x01(\v2\x17.agentrunner.v1.ContentR\n" +
 	"newMessage\x128\n" +
@@ -754,7 +767,7 @@ func file_agentrunner_v1_run_proto_rawDescGZIP() []byte {
 }
 
 var file_agentrunner_v1_run_proto_enumTypes = make([]protoimpl.EnumInfo, 4)
-var file_agentrunner_v1_run_proto_msgTypes = make([]protoimpl.MessageInfo, 4)
+var file_agentrunner_v1_run_proto_msgTypes = make([]protoimpl.MessageInfo, 5)
 var file_agentrunner_v1_run_proto_goTypes = []any{
 	(StreamingMode)(0),            // 0: agentrunner.v1.StreamingMode
 	(RunStatus)(0),                // 1: agentrunner.v1.RunStatus
@@ -764,32 +777,35 @@ var file_agentrunner_v1_run_proto_goTypes = []any{
 	(*Status)(nil),                // 5: agentrunner.v1.Status
 	(*Run)(nil),                   // 6: agentrunner.v1.Run
 	(*RunInput)(nil),              // 7: agentrunner.v1.RunInput
-	(*anypb.Any)(nil),             // 8: google.protobuf.Any
-	(*timestamppb.Timestamp)(nil), // 9: google.protobuf.Timestamp
-	(*UsageMetadata)(nil),         // 10: agentrunner.v1.UsageMetadata
-	(*Content)(nil),               // 11: agentrunner.v1.Content
-	(*structpb.Struct)(nil),       // 12: google.protobuf.Struct
+	nil,                           // 8: agentrunner.v1.Run.UsageByAgentEntry
+	(*anypb.Any)(nil),             // 9: google.protobuf.Any
+	(*timestamppb.Timestamp)(nil), // 10: google.protobuf.Timestamp
+	(*UsageMetadata)(nil),         // 11: agentrunner.v1.UsageMetadata
+	(*Content)(nil),               // 12: agentrunner.v1.Content
+	(*structpb.Struct)(nil),       // 13: google.protobuf.Struct
 }
 var file_agentrunner_v1_run_proto_depIdxs = []int32{
 	0,  // 0: agentrunner.v1.RunConfig.streaming_mode:type_name -> agentrunner.v1.StreamingMode
-	8,  // 1: agentrunner.v1.Status.details:type_name -> google.protobuf.Any
+	9,  // 1: agentrunner.v1.Status.details:type_name -> google.protobuf.Any
 	1,  // 2: agentrunner.v1.Run.status:type_name -> agentrunner.v1.RunStatus
-	9,  // 3: agentrunner.v1.Run.create_time:type_name -> google.protobuf.Timestamp
-	9,  // 4: agentrunner.v1.Run.start_time:type_name -> google.protobuf.Timestamp
-	9,  // 5: agentrunner.v1.Run.end_time:type_name -> google.protobuf.Timestamp
+	10, // 3: agentrunner.v1.Run.create_time:type_name -> google.protobuf.Timestamp
+	10, // 4: agentrunner.v1.Run.start_time:type_name -> google.protobuf.Timestamp
+	10, // 5: agentrunner.v1.Run.end_time:type_name -> google.protobuf.Timestamp
 	5,  // 6: agentrunner.v1.Run.error:type_name -> agentrunner.v1.Status
-	10, // 7: agentrunner.v1.Run.usage:type_name -> agentrunner.v1.UsageMetadata
+	11, // 7: agentrunner.v1.Run.usage:type_name -> agentrunner.v1.UsageMetadata
 	2,  // 8: agentrunner.v1.Run.multitask_strategy:type_name -> agentrunner.v1.MultitaskStrategy
 	3,  // 9: agentrunner.v1.Run.on_disconnect:type_name -> agentrunner.v1.OnDisconnect
 	7,  // 10: agentrunner.v1.Run.input:type_name -> agentrunner.v1.RunInput
-	11, // 11: agentrunner.v1.RunInput.new_message:type_name -> agentrunner.v1.Content
-	12, // 12: agentrunner.v1.RunInput.state_delta:type_name -> google.protobuf.Struct
-	4,  // 13: agentrunner.v1.RunInput.run_config:type_name -> agentrunner.v1.RunConfig
-	14, // [14:14] is the sub-list for method output_type
-	14, // [14:14] is the sub-list for method input_type
-	14, // [14:14] is the sub-list for extension type_name
-	14, // [14:14] is the sub-list for extension extendee
-	0,  // [0:14] is the sub-list for field type_name
+	8,  // 11: agentrunner.v1.Run.usage_by_agent:type_name -> agentrunner.v1.Run.UsageByAgentEntry
+	12, // 12: agentrunner.v1.RunInput.new_message:type_name -> agentrunner.v1.Content
+	13, // 13: agentrunner.v1.RunInput.state_delta:type_name -> google.protobuf.Struct
+	4,  // 14: agentrunner.v1.RunInput.run_config:type_name -> agentrunner.v1.RunConfig
+	11, // 15: agentrunner.v1.Run.UsageByAgentEntry.value:type_name -> agentrunner.v1.UsageMetadata
+	16, // [16:16] is the sub-list for method output_type
+	16, // [16:16] is the sub-list for method input_type
+	16, // [16:16] is the sub-list for extension type_name
+	16, // [16:16] is the sub-list for extension extendee
+	0,  // [0:16] is the sub-list for field type_name
 }
 
 func init() { file_agentrunner_v1_run_proto_init() }
@@ -805,7 +821,7 @@ func file_agentrunner_v1_run_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_agentrunner_v1_run_proto_rawDesc), len(file_agentrunner_v1_run_proto_rawDesc)),
 			NumEnums:      4,
-			NumMessages:   4,
+			NumMessages:   5,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -42,7 +42,10 @@ type Session struct {
 	// When an event was last appended (the creation time if none was).
 	UpdateTime *timestamppb.Timestamp `protobuf:"bytes,6,opt,name=update_time,json=updateTime,proto3" json:"update_time,omitempty"`
 	// Sequence number of the last stored event; 0 when the session has none.
-	LastSequence  uint64 `protobuf:"varint,7,opt,name=last_sequence,json=lastSequence,proto3" json:"last_sequence,omitempty"`
+	LastSequence uint64 `protobuf:"varint,7,opt,name=last_sequence,json=lastSequence,proto3" json:"last_sequence,omitempty"`
+	// Token usage summed over every stored event of the session (their
+	// usage_metadata), kept as events are appended.
+	Usage         *UsageMetadata `protobuf:"bytes,8,opt,name=usage,proto3" json:"usage,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -126,11 +129,18 @@ func (x *Session) GetLastSequence() uint64 {
 	return 0
 }
 
+func (x *Session) GetUsage() *UsageMetadata {
+	if x != nil {
+		return x.Usage
+	}
+	return nil
+}
+
 var File_agentrunner_v1_session_proto protoreflect.FileDescriptor
 
 const file_agentrunner_v1_session_proto_rawDesc = "" +
 	"\n" +
-	"\x1cagentrunner/v1/session.proto\x12\x0eagentrunner.v1\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xaa\x02\n" +
+	"\x1cagentrunner/v1/session.proto\x12\x0eagentrunner.v1\x1a\x1aagentrunner/v1/event.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xdf\x02\n" +
 	"\aSession\x12\x19\n" +
 	"\bapp_name\x18\x01 \x01(\tR\aappName\x12\x17\n" +
 	"\auser_id\x18\x02 \x01(\tR\x06userId\x12\x1d\n" +
@@ -141,7 +151,8 @@ const file_agentrunner_v1_session_proto_rawDesc = "" +
 	"createTime\x12;\n" +
 	"\vupdate_time\x18\x06 \x01(\v2\x1a.google.protobuf.TimestampR\n" +
 	"updateTime\x12#\n" +
-	"\rlast_sequence\x18\a \x01(\x04R\flastSequenceB\xc3\x01\n" +
+	"\rlast_sequence\x18\a \x01(\x04R\flastSequence\x123\n" +
+	"\x05usage\x18\b \x01(\v2\x1d.agentrunner.v1.UsageMetadataR\x05usageB\xc3\x01\n" +
 	"\x12com.agentrunner.v1B\fSessionProtoP\x01ZFgithub.com/agentrunner/agentrunner/gen/go/agentrunner/v1;agentrunnerv1\xa2\x02\x03AXX\xaa\x02\x0eAgentrunner.V1\xca\x02\x0eAgentrunner\\V1\xe2\x02\x1aAgentrunner\\V1\\GPBMetadata\xea\x02\x0fAgentrunner::V1b\x06proto3"
 
 var (
@@ -161,16 +172,18 @@ var file_agentrunner_v1_session_proto_goTypes = []any{
 	(*Session)(nil),               // 0: agentrunner.v1.Session
 	(*structpb.Struct)(nil),       // 1: google.protobuf.Struct
 	(*timestamppb.Timestamp)(nil), // 2: google.protobuf.Timestamp
+	(*UsageMetadata)(nil),         // 3: agentrunner.v1.UsageMetadata
 }
 var file_agentrunner_v1_session_proto_depIdxs = []int32{
 	1, // 0: agentrunner.v1.Session.state:type_name -> google.protobuf.Struct
 	2, // 1: agentrunner.v1.Session.create_time:type_name -> google.protobuf.Timestamp
 	2, // 2: agentrunner.v1.Session.update_time:type_name -> google.protobuf.Timestamp
-	3, // [3:3] is the sub-list for method output_type
-	3, // [3:3] is the sub-list for method input_type
-	3, // [3:3] is the sub-list for extension type_name
-	3, // [3:3] is the sub-list for extension extendee
-	0, // [0:3] is the sub-list for field type_name
+	3, // 3: agentrunner.v1.Session.usage:type_name -> agentrunner.v1.UsageMetadata
+	4, // [4:4] is the sub-list for method output_type
+	4, // [4:4] is the sub-list for method input_type
+	4, // [4:4] is the sub-list for extension type_name
+	4, // [4:4] is the sub-list for extension extendee
+	0, // [0:4] is the sub-list for field type_name
 }
 
 func init() { file_agentrunner_v1_session_proto_init() }
@@ -178,6 +191,7 @@ func file_agentrunner_v1_session_proto_init() {
 	if File_agentrunner_v1_session_proto != nil {
 		return
 	}
+	file_agentrunner_v1_event_proto_init()
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{

@@ -4,6 +4,8 @@
 
 import type { GenFile, GenMessage } from "@bufbuild/protobuf/codegenv2";
 import { fileDesc, messageDesc } from "@bufbuild/protobuf/codegenv2";
+import type { UsageMetadata } from "./event_pb.js";
+import { file_agentrunner_v1_event } from "./event_pb.js";
 import type { Timestamp } from "@bufbuild/protobuf/wkt";
 import { file_google_protobuf_struct, file_google_protobuf_timestamp } from "@bufbuild/protobuf/wkt";
 import type { JsonObject, Message } from "@bufbuild/protobuf";
@@ -12,7 +14,7 @@ import type { JsonObject, Message } from "@bufbuild/protobuf";
  * Describes the file agentrunner/v1/session.proto.
  */
 export const file_agentrunner_v1_session: GenFile = /*@__PURE__*/
-  fileDesc("ChxhZ2VudHJ1bm5lci92MS9zZXNzaW9uLnByb3RvEg5hZ2VudHJ1bm5lci52MSLhAQoHU2Vzc2lvbhIQCghhcHBfbmFtZRgBIAEoCRIPCgd1c2VyX2lkGAIgASgJEhIKCnNlc3Npb25faWQYAyABKAkSJgoFc3RhdGUYBCABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0Ei8KC2NyZWF0ZV90aW1lGAUgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIvCgt1cGRhdGVfdGltZRgGIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASFQoNbGFzdF9zZXF1ZW5jZRgHIAEoBGIGcHJvdG8z", [file_google_protobuf_struct, file_google_protobuf_timestamp]);
+  fileDesc("ChxhZ2VudHJ1bm5lci92MS9zZXNzaW9uLnByb3RvEg5hZ2VudHJ1bm5lci52MSKPAgoHU2Vzc2lvbhIQCghhcHBfbmFtZRgBIAEoCRIPCgd1c2VyX2lkGAIgASgJEhIKCnNlc3Npb25faWQYAyABKAkSJgoFc3RhdGUYBCABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0Ei8KC2NyZWF0ZV90aW1lGAUgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIvCgt1cGRhdGVfdGltZRgGIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASFQoNbGFzdF9zZXF1ZW5jZRgHIAEoBBIsCgV1c2FnZRgIIAEoCzIdLmFnZW50cnVubmVyLnYxLlVzYWdlTWV0YWRhdGFiBnByb3RvMw", [file_agentrunner_v1_event, file_google_protobuf_struct, file_google_protobuf_timestamp]);
 
 /**
  * Session is one conversation between a user and an app. Its events are
@@ -71,6 +73,14 @@ export type Session = Message<"agentrunner.v1.Session"> & {
    * @generated from field: uint64 last_sequence = 7;
    */
   lastSequence: bigint;
+
+  /**
+   * Token usage summed over every stored event of the session (their
+   * usage_metadata), kept as events are appended.
+   *
+   * @generated from field: agentrunner.v1.UsageMetadata usage = 8;
+   */
+  usage?: UsageMetadata | undefined;
 };
 
 /**
