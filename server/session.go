@@ -96,7 +96,9 @@ func (h sessionService) AppendEvent(ctx context.Context, req *servicev1.AppendEv
 	if err != nil {
 		return nil, err
 	}
-	ev, err := h.s.store.AppendEvent(ctx, k, req.GetEvent())
+	// An event id the session holds already is a retry (the same
+	// content: the stored event is the answer) or a conflict.
+	ev, _, err := h.s.store.AppendEventOnce(ctx, k, req.GetEvent())
 	if err != nil {
 		return nil, h.s.toStatus(ctx, err)
 	}

@@ -136,6 +136,15 @@ type Store interface {
 	// modified. Partial events are rejected with ErrInvalidArgument; a
 	// missing session is ErrNotFound.
 	AppendEvent(ctx context.Context, k SessionKey, ev *agentrunnerv1.Event) (*agentrunnerv1.Event, error)
+	// AppendEventOnce appends ev as AppendEvent does, unless the session
+	// already holds an event with ev's id (a caller's retry, a replay):
+	// then an event of the same content (every field but the sequence,
+	// and the timestamp when ev has none) is returned as stored, with
+	// existed true, and one of other content is ErrAlreadyExists naming
+	// its sequence. An empty id always appends. The id is looked for among
+	// the session's events, with no index: the runner, whose event ids
+	// are fresh, appends with AppendEvent and pays nothing for it.
+	AppendEventOnce(ctx context.Context, k SessionKey, ev *agentrunnerv1.Event) (stored *agentrunnerv1.Event, existed bool, err error)
 	// ListEvents pages through events with sequence > after, oldest first.
 	ListEvents(ctx context.Context, k SessionKey, after uint64, page Page) ([]*agentrunnerv1.Event, string, error)
 	// ListToolCalls returns the session's tool-call ledger in call order:

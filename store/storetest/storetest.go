@@ -70,6 +70,7 @@ func Run(t *testing.T, open Open) {
 		{"RunClosed", testRunClosed},
 		{"PagesBoundedByBytes", testPagesBoundedByBytes},
 		{"GetSessionBoundedByBytes", testGetSessionBoundedByBytes},
+		{"AppendEventOnce", testAppendEventOnce},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -1619,4 +1620,55 @@ func testGetSessionBoundedByBytes(t *testing.T, s store.Store) {
 			t.Errorf("GetSession(%+v) = events %q, want %q", tc.opts, got, tc.want)
 		}
 	}
+}
+
+// testAppendEventOnce: an id the session holds is a retry (same content:
+// the stored event, nothing appended) or a conflict (ErrAlreadyExists),
+// whoever appended the first (AppendEvent included); an empty id always
+// appends, and the same id in another session is another event.
+func testAppendEventOnce(t *testing.T, s store.Store) {
+	ctx := t.Context()
+	k, other := key("app", "u", "once"), key("app", "u", "once2")
+	create(t, s, k, nil)
+	create(t, s, other, nil)
+	first := textEvent("agent", "hello", map[string]any{"n": 1})
+	first.Id = "ev-1"
+	stored, existed, err := s.AppendEventOnce(ctx, k, first)
+	if err != nil || existed || stored.GetSequence() != 1 {
+		t.Fatalf("first append = seq %d, existed %v, %v", stored.GetSequence(), existed, err)
+	}
+	appendEv(t, s, k, textEvent("agent", "between", nil))
+	again, existed, err := s.AppendEventOnce(ctx, k, proto.CloneOf(first))
+	if err != nil || !existed || again.GetSequence() != 1 || !proto.Equal(again, stored) {
+		t.Fatalf("retry = %v, existed %v, %v; want the stored event", again, existed, err)
+	}
+	changed := proto.CloneOf(first)
+	changed.Content.Parts[0].Data = &agentrunnerv1.Part_Text{Text: "hello!"}
+	_, _, err = s.AppendEventOnce(ctx, k, changed)
+	wantErr(t, err, store.ErrAlreadyExists, "AppendEventOnce(same id, other content)")
+	// An id AppendEvent stored is found too.
+	plain := textEvent("agent", "plain", nil)
+	plain.Id = "ev-plain"
+	appendEv(t, s, k, plain)
+	copied := proto.CloneOf(plain)
+	copied.Author = "someone else"
+	_, _, err = s.AppendEventOnce(ctx, k, copied)
+	wantErr(t, err, store.ErrAlreadyExists, "AppendEventOnce(an AppendEvent id, other content)")
+	if _, existed, err := s.AppendEventOnce(ctx, other, proto.CloneOf(first)); err != nil || existed {
+		t.Fatalf("the same id in another session: existed %v, %v", existed, err)
+	}
+	for range 2 {
+		if _, existed, err := s.AppendEventOnce(ctx, k, textEvent("agent", "no id", nil)); err != nil || existed {
+			t.Fatalf("an event without id: existed %v, %v", existed, err)
+		}
+	}
+	_, evs, err := s.GetSession(ctx, k, store.GetOptions{})
+	if err != nil || len(evs) != 5 {
+		t.Fatalf("session holds %d events, %v; want 5", len(evs), err)
+	}
+	if sess, _, _ := s.GetSession(ctx, k, store.GetOptions{}); sess.GetState().GetFields()["n"].GetNumberValue() != 1 {
+		t.Fatal("a retry applied its state delta again, or the first did not")
+	}
+	_, _, err = s.AppendEventOnce(ctx, key("app", "u", "missing"), proto.CloneOf(first))
+	wantErr(t, err, store.ErrNotFound, "AppendEventOnce(missing session)")
 }

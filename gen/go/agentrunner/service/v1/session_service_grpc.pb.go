@@ -50,7 +50,10 @@ type SessionServiceClient interface {
 	DeleteSession(ctx context.Context, in *DeleteSessionRequest, opts ...grpc.CallOption) (*DeleteSessionResponse, error)
 	// AppendEvent appends a complete event to a session and applies its state
 	// delta, in one durable transaction. The store assigns the sequence.
-	// Partial events are rejected with INVALID_ARGUMENT.
+	// Partial events are rejected with INVALID_ARGUMENT. An event id is
+	// stored once per session: sending an event whose id the session holds
+	// again with the same content (a retry) returns the stored event and
+	// appends nothing; other content under that id is ALREADY_EXISTS.
 	AppendEvent(ctx context.Context, in *AppendEventRequest, opts ...grpc.CallOption) (*AppendEventResponse, error)
 	// ListEvents pages through a session's events in sequence order.
 	ListEvents(ctx context.Context, in *ListEventsRequest, opts ...grpc.CallOption) (*ListEventsResponse, error)
@@ -162,7 +165,10 @@ type SessionServiceServer interface {
 	DeleteSession(context.Context, *DeleteSessionRequest) (*DeleteSessionResponse, error)
 	// AppendEvent appends a complete event to a session and applies its state
 	// delta, in one durable transaction. The store assigns the sequence.
-	// Partial events are rejected with INVALID_ARGUMENT.
+	// Partial events are rejected with INVALID_ARGUMENT. An event id is
+	// stored once per session: sending an event whose id the session holds
+	// again with the same content (a retry) returns the stored event and
+	// appends nothing; other content under that id is ALREADY_EXISTS.
 	AppendEvent(context.Context, *AppendEventRequest) (*AppendEventResponse, error)
 	// ListEvents pages through a session's events in sequence order.
 	ListEvents(context.Context, *ListEventsRequest) (*ListEventsResponse, error)

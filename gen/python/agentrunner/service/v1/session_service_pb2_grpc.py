@@ -95,7 +95,10 @@ class SessionServiceServicer(object):
     def AppendEvent(self, request, context):
         """AppendEvent appends a complete event to a session and applies its state
         delta, in one durable transaction. The store assigns the sequence.
-        Partial events are rejected with INVALID_ARGUMENT.
+        Partial events are rejected with INVALID_ARGUMENT. An event id is
+        stored once per session: sending an event whose id the session holds
+        again with the same content (a retry) returns the stored event and
+        appends nothing; other content under that id is ALREADY_EXISTS.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')

@@ -554,7 +554,10 @@ export const SessionService: GenService<{
   /**
    * AppendEvent appends a complete event to a session and applies its state
    * delta, in one durable transaction. The store assigns the sequence.
-   * Partial events are rejected with INVALID_ARGUMENT.
+   * Partial events are rejected with INVALID_ARGUMENT. An event id is
+   * stored once per session: sending an event whose id the session holds
+   * again with the same content (a retry) returns the stored event and
+   * appends nothing; other content under that id is ALREADY_EXISTS.
    *
    * @generated from rpc agentrunner.service.v1.SessionService.AppendEvent
    */
