@@ -393,3 +393,36 @@ func benchLifecycle(b *testing.B, withRun bool, sessions int) {
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "runs/s")
 	b.ReportMetric(float64(after.GetWrite()-before.GetWrite())/float64(b.N), "pages/op")
 }
+
+// BenchmarkAppendEventOnce measures an append with a caller's id, which
+// searches the session's events for the id, on sessions of 10 and
+// 100,000 events (fsync on).
+func BenchmarkAppendEventOnce(b *testing.B) {
+	for _, n := range []int{10, 100_000} {
+		b.Run(fmt.Sprint("events=", n), func(b *testing.B) {
+			path := filepath.Join(b.TempDir(), "db")
+			k := store.SessionKey{App: "app", User: "u", Session: "s"}
+			grow(b, path, func(s *Store) {
+				if _, err := s.CreateSession(b.Context(), k, nil); err != nil {
+					b.Fatal(err)
+				}
+				appendMany(b, s, k, n)
+			})
+			s, err := Open(path, Options{})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer s.Close()
+			i := 0
+			b.ReportAllocs()
+			for b.Loop() {
+				ev := benchEvent()
+				ev.Id = fmt.Sprint("client-", i)
+				i++
+				if _, existed, err := s.AppendEventOnce(b.Context(), k, ev); err != nil || existed {
+					b.Fatal(existed, err)
+				}
+			}
+		})
+	}
+}
