@@ -547,7 +547,7 @@ func TestChatAnswersWaitingCalls(t *testing.T) {
 }
 
 // TestLargerThanAMessage: `sessions show` and a resumed chat work on a
-// session whose events do not fit in one response (40 MiB, past the
+// session whose events do not fit in one response (200 MiB, past the
 // server's 32 MiB and gRPC's 4 MiB default): they print the newest events
 // that fit and say how many older ones were left out.
 func TestLargerThanAMessage(t *testing.T) {
@@ -578,7 +578,7 @@ func TestLargerThanAMessage(t *testing.T) {
 	if _, err := st.CreateSession(t.Context(), k, nil); err != nil {
 		t.Fatal(err)
 	}
-	const n = 40
+	const n = 200
 	for i := range n {
 		ev := &agentrunnerv1.Event{Author: "greeter", Content: &agentrunnerv1.Content{Role: "model", Parts: []*agentrunnerv1.Part{{Data: &agentrunnerv1.Part_Text{Text: fmt.Sprintf("part %d ", i+1) + strings.Repeat("z", 1<<20)}}}}}
 		if _, err := st.AppendEvent(t.Context(), k, ev); err != nil {
@@ -587,7 +587,7 @@ func TestLargerThanAMessage(t *testing.T) {
 	}
 	var out, errOut syncBuffer
 	if err := chat.Sessions(t.Context(), []string{"show", "--addr", addr, "--app", "demo", "--user", "fay", "--events", "0", "big"}, &out, &errOut); err != nil {
-		t.Fatalf("sessions show on a 40 MiB session: %v (%s)", err, errOut.String())
+		t.Fatalf("sessions show on a 200 MiB session: %v (%s)", err, errOut.String())
 	}
 	shown := out.String()
 	omitted := regexp.MustCompile(`\((\d+) older events left out`).FindStringSubmatch(shown)
@@ -599,7 +599,7 @@ func TestLargerThanAMessage(t *testing.T) {
 	}
 
 	c := startChat(t, "--addr", addr, "--app", "demo", "--user", "fay", "--session", "big", "--history", "0", "--no-stream")
-	c.expect(`resumed session big of app demo \(40 events\)\n\(\d+ older events left out`)
+	c.expect(`resumed session big of app demo \(200 events\)\n\(\d+ older events left out`)
 	c.typeLine("/quit")
 	if err := c.wait(); err != nil {
 		t.Fatal(err)
