@@ -4,6 +4,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"strconv"
 	"strings"
 
 	"github.com/openai/openai-go/v3"
@@ -39,10 +40,10 @@ func (m *Model) toParams(name string, req *model.Request, stream bool) (openai.C
 		return p, nil
 	}
 	if c.Temperature != nil {
-		p.Temperature = openai.Float(float64(*c.Temperature))
+		p.Temperature = openai.Float(widen(*c.Temperature))
 	}
 	if c.TopP != nil {
-		p.TopP = openai.Float(float64(*c.TopP))
+		p.TopP = openai.Float(widen(*c.TopP))
 	}
 	if c.MaxOutputTokens > 0 {
 		// OpenAI's reasoning models refuse max_tokens; older servers that
@@ -237,4 +238,14 @@ func structToMap(s *structpb.Struct) map[string]any {
 		return map[string]any{}
 	}
 	return s.AsMap()
+}
+
+// widen converts a setting to float64 by its shortest decimal form, so that
+// a temperature of 0.2 is sent as 0.2, not as 0.20000000298023224.
+func widen(f float32) float64 {
+	v, err := strconv.ParseFloat(strconv.FormatFloat(float64(f), 'g', -1, 32), 64)
+	if err != nil {
+		return float64(f)
+	}
+	return v
 }

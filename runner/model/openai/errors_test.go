@@ -34,7 +34,9 @@ func TestErrors(t *testing.T) {
 		{name: "500", reply: apiError(500, "server_error", "boom"), wantCode: model.CodeUnavailable, wantRetry: true, wantText: `openai model "gpt-test": HTTP 500: boom`},
 		{name: "503 stream", stream: true, reply: apiError(503, "server_error", "overloaded"), wantCode: model.CodeUnavailable, wantRetry: true},
 		{name: "504", reply: apiError(504, "timeout", "gateway timeout"), wantCode: model.CodeDeadlineExceeded, wantRetry: true},
-		{name: "502 not JSON", reply: func(w http.ResponseWriter, r *http.Request) { http.Error(w, "<html>bad gateway</html>", http.StatusBadGateway) },
+		{name: "502 not JSON", reply: func(w http.ResponseWriter, r *http.Request) {
+			http.Error(w, "<html>bad gateway</html>", http.StatusBadGateway)
+		},
 			wantCode: model.CodeUnavailable, wantRetry: true, wantText: "HTTP 502"},
 		{name: "401", reply: apiError(401, "invalid_request_error", "Incorrect API key provided"), wantCode: model.CodePermissionDenied, wantText: "Incorrect API key"},
 		{name: "403", reply: apiError(403, "permission_error", "no access"), wantCode: model.CodePermissionDenied},
