@@ -30,11 +30,23 @@ var importRules = map[string][]string{
 	"runner/plugin":           {"runner", "runner/agent/", "runner/apps", "runner/model/", "runner/internal/history", "server", "cmd", "examples"},
 	"runner/memory":           {"runner", "runner/", "server", "cmd", "examples"},
 	"runner/model":            {"runner", "runner/agent", "runner/tool", "runner/plugin", "runner/memory", "runner/apps", "runner/internal/", "store", "server", "cmd", "examples"},
-	"runner/model/gemini":     {"runner", "runner/agent", "runner/agent/", "runner/tool", "runner/tool/", "runner/plugin", "runner/memory", "runner/apps", "runner/internal/", "runner/model/offline", "store", "server", "cmd", "examples"},
-	"runner/model/offline":    {"runner", "runner/agent", "runner/agent/", "runner/tool", "runner/tool/", "runner/plugin", "runner/memory", "runner/apps", "runner/internal/", "runner/model/gemini", "store", "server", "cmd", "examples"},
+	"runner/model/gemini":     {"runner", "runner/agent", "runner/agent/", "runner/tool", "runner/tool/", "runner/plugin", "runner/memory", "runner/apps", "runner/internal/", "runner/model/offline", "runner/model/openai", "runner/model/anthropic", "runner/model/retry", "store", "server", "cmd", "examples"},
+	"runner/model/offline":    {"runner", "runner/agent", "runner/agent/", "runner/tool", "runner/tool/", "runner/plugin", "runner/memory", "runner/apps", "runner/internal/", "runner/model/gemini", "runner/model/openai", "runner/model/anthropic", "runner/model/retry", "store", "server", "cmd", "examples"},
+	"runner/model/openai":     {"runner", "runner/agent", "runner/agent/", "runner/tool", "runner/tool/", "runner/plugin", "runner/memory", "runner/apps", "runner/internal/", "runner/model/offline", "runner/model/gemini", "runner/model/anthropic", "runner/model/retry", "store", "server", "cmd", "examples"},
+	"runner/model/anthropic":  {"runner", "runner/agent", "runner/agent/", "runner/tool", "runner/tool/", "runner/plugin", "runner/memory", "runner/apps", "runner/internal/", "runner/model/offline", "runner/model/gemini", "runner/model/openai", "runner/model/retry", "store", "server", "cmd", "examples"},
+	"runner/model/retry":      {"runner", "runner/agent", "runner/agent/", "runner/tool", "runner/tool/", "runner/plugin", "runner/memory", "runner/apps", "runner/internal/", "runner/model/offline", "runner/model/gemini", "runner/model/openai", "runner/model/anthropic", "store", "server", "cmd", "examples"},
 	"runner/apps":             {"runner/model/", "server", "cmd", "examples"},
 	"runner/internal/history": {"runner", "runner/", "server", "cmd", "examples"},
 	"runner/internal/seal":    {""},
+}
+
+// sdkOwners names, for each model provider's SDK, the one package that may
+// import it: the provider converts to and from the SDK's types at its own
+// boundary, so nothing else depends on them.
+var sdkOwners = map[string]string{
+	"google.golang.org/genai":                "runner/model/gemini",
+	"github.com/openai/openai-go":            "runner/model/openai",
+	"github.com/anthropics/anthropic-sdk-go": "runner/model/anthropic",
 }
 
 // storeRule holds for store and every package under it: storage never
@@ -82,6 +94,11 @@ func TestImportRules(t *testing.T) {
 		for _, imp := range imports {
 			if strings.HasPrefix(imp, "google.golang.org/grpc") {
 				t.Errorf("%s imports %s: gRPC lives in server and cmd", rel, imp)
+			}
+			for sdk, owner := range sdkOwners {
+				if strings.HasPrefix(imp, sdk) && rel != owner {
+					t.Errorf("%s imports %s: only %s may import that SDK", rel, imp, owner)
+				}
 			}
 			own, ok := strings.CutPrefix(imp, module)
 			if !ok {

@@ -15,6 +15,7 @@ import (
 	"github.com/agentrunner/agentrunner/runner/model"
 	"github.com/agentrunner/agentrunner/runner/model/gemini"
 	"github.com/agentrunner/agentrunner/runner/model/offline"
+	"github.com/agentrunner/agentrunner/runner/model/retry"
 	"github.com/agentrunner/agentrunner/runner/plugin"
 	"github.com/agentrunner/agentrunner/store/boltstore"
 )
@@ -77,7 +78,9 @@ func loadApps(ctx context.Context, configPath string, st *boltstore.Store, log *
 // Gemini model when the environment holds Gemini credentials; without them
 // the offline model stands in, named "offline:<name>" and answering
 // "offline model: ...", so nobody mistakes it for the real one, and the
-// start is logged as a warning.
+// start is logged as a warning. A Gemini model is wrapped in the retry
+// package's default policy (3 attempts, backoff from 1s, Retry-After
+// honoured).
 func modelFactory(log *slog.Logger) apps.ModelFactory {
 	return func(ctx context.Context, name string) (model.Model, error) {
 		if name == offline.DefaultName {
@@ -90,6 +93,13 @@ func modelFactory(log *slog.Logger) apps.ModelFactory {
 			log.Warn("no Gemini credentials in the environment (GOOGLE_API_KEY, GEMINI_API_KEY or Vertex AI); the offline model answers instead", "model", name)
 			return offline.New(offline.Config{Name: name}), nil
 		}
-		return gemini.New(ctx, name)
+		g, err := gemini.New(ctx, name)
+		if err != nil {
+			return nil, err
+		}
+		// A 429 or a passing 503 is retried, with backoff, rather than
+		// failing the turn; what still fails ends in band with a stable
+		// code (RESOURCE_EXHAUSTED, UNAVAILABLE, ...).
+		return retry.New(retry.Config{Primary: retry.Target{Model: g}, Logger: log})
 	}
 }

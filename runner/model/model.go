@@ -1,8 +1,9 @@
 // Package model defines the small interface the runner's LLM agents call a
 // language model through, and the request and response shapes it takes.
 // Implementations convert to and from their provider's types at their own
-// boundary: the Gemini model (package gemini) is the only code that imports
-// google.golang.org/genai.
+// boundary: each provider package (gemini, openai, anthropic) is the only
+// code that imports its SDK. A failed call is classified as an *Error with
+// a stable code (errors.go), which the retry package acts on.
 //
 // Imports: the generated messages only. It must not import anything else
 // of agentrunner, nor gRPC (runner/deps_test.go checks).

@@ -7,8 +7,11 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"time"
 
 	"google.golang.org/genai"
+
+	"github.com/agentrunner/agentrunner/runner/model"
 )
 
 // APIError is an error response from the Gemini API: an HTTP error status,
@@ -56,25 +59,65 @@ func (e *APIError) Retryable() bool {
 }
 
 // wrapError turns an error from the genai client into one that reads clearly
-// and keeps what callers branch on: an *APIError for API error responses, and
-// ctx.Err() in the chain when the call was cancelled, whatever error the
-// transport happened to report for the aborted read.
+// and keeps what callers branch on: a *model.Error with the stable code
+// (and, for API error responses, an *APIError inside), and ctx.Err() in the
+// chain when the call was cancelled, whatever error the transport happened
+// to report for the aborted read.
 func wrapError(ctx context.Context, modelName string, err error) error {
 	if err == nil {
 		return nil
 	}
 	var apiErr genai.APIError
 	if errors.As(err, &apiErr) {
-		return newAPIError(modelName, apiErr, err)
+		return classified(newAPIError(modelName, apiErr, err))
 	}
 	var apiErrPtr *genai.APIError
 	if errors.As(err, &apiErrPtr) && apiErrPtr != nil {
-		return newAPIError(modelName, *apiErrPtr, err)
+		return classified(newAPIError(modelName, *apiErrPtr, err))
 	}
-	if ctxErr := ctx.Err(); ctxErr != nil && !errors.Is(err, ctxErr) {
+	if ctxErr := ctx.Err(); ctxErr != nil {
+		if errors.Is(err, ctxErr) {
+			return fmt.Errorf("gemini model %q: %w", modelName, err)
+		}
 		return fmt.Errorf("gemini model %q: %w (%v)", modelName, ctxErr, err)
 	}
-	return fmt.Errorf("gemini model %q: %w", modelName, err)
+	return unexpected(fmt.Errorf("gemini model %q: %w", modelName, err))
+}
+
+// unexpected classifies an error that is neither the API's nor the
+// caller's: a dropped connection, a body that does not decode, a panic in
+// genai over an odd answer. Each is a fault of that attempt, which a later
+// one may not repeat.
+func unexpected(err error) *model.Error {
+	me := model.Classify(err)
+	if me.Code == model.CodeUnavailable {
+		me.Retryable = true
+	}
+	return me
+}
+
+// classified returns e as a *model.Error, which the retry package acts on;
+// errors.As still finds the *APIError inside.
+func classified(e *APIError) *model.Error {
+	me := model.HTTPError(e.Code, nil, time.Time{}, e)
+	me.RetryAfter = retryDelay(e.Details)
+	return me
+}
+
+// retryDelay reads the wait a 429 asks for from its google.rpc.RetryInfo
+// detail ("retryDelay": "37s"), which is where the Gemini API says it
+// rather than in a Retry-After header.
+func retryDelay(details []map[string]any) time.Duration {
+	for _, d := range details {
+		if t, _ := d["@type"].(string); !strings.HasSuffix(t, "google.rpc.RetryInfo") {
+			continue
+		}
+		s, _ := d["retryDelay"].(string)
+		if v, err := time.ParseDuration(s); err == nil && v > 0 {
+			return v
+		}
+	}
+	return 0
 }
 
 func newAPIError(modelName string, e genai.APIError, wrapped error) *APIError {

@@ -13,7 +13,8 @@
 //   - GOOGLE_GEMINI_BASE_URL to send requests elsewhere, for example to a
 //     fake server in tests.
 //
-// API errors (HTTP 4xx and 5xx) are returned as *APIError. Answers the model
+// Failed calls are returned as a *model.Error with a stable code, and API
+// errors (HTTP 4xx and 5xx) as an *APIError inside it. Answers the model
 // refused or cut short (a blocked prompt, a SAFETY or MAX_TOKENS stop) are
 // not Go errors: they come back as a Response with ErrorCode and
 // ErrorMessage set, which the runner records as an event.
@@ -160,7 +161,7 @@ func (m *Model) generate(ctx context.Context, name string, contents []*genai.Con
 	}
 	acc := accumulator{}
 	if _, err := acc.add(r); err != nil {
-		yield(nil, fmt.Errorf("gemini model %q: %w", name, err))
+		yield(nil, unexpected(fmt.Errorf("gemini model %q: %w", name, err)))
 		return
 	}
 	yield(acc.response(), nil)
@@ -192,7 +193,7 @@ func (m *Model) generateStream(ctx context.Context, name string, contents []*gen
 		}
 		content, err := acc.add(chunk)
 		if err != nil {
-			yield(nil, fmt.Errorf("gemini model %q: %w", name, err))
+			yield(nil, unexpected(fmt.Errorf("gemini model %q: %w", name, err)))
 			return
 		}
 		if partial := textOnly(content); partial != nil {

@@ -1,0 +1,144 @@
+package openai
+
+import (
+	"testing"
+
+	agentrunnerv1 "github.com/agentrunner/agentrunner/gen/go/agentrunner/v1"
+	"github.com/agentrunner/agentrunner/runner/model"
+)
+
+const fakeVersion = "gpt-fake-2026-01-01"
+
+// generateCases are Chat Completions answers and the responses Generate
+// must make of them.
+var generateCases = []struct {
+	name   string
+	stream bool
+	reply  reply
+	want   []*model.Response
+}{
+	{
+		name:  "text",
+		reply: unary(`{"id":"c1","object":"chat.completion","created":1,"model":"gpt-fake-2026-01-01","choices":[{"index":0,"message":{"role":"assistant","content":"Hello!","refusal":null},"finish_reason":"stop","logprobs":null}],"usage":{"prompt_tokens":9,"completion_tokens":3,"total_tokens":12}}`),
+		want: []*model.Response{{
+			Content: modelContent(text("Hello!")), TurnComplete: true, FinishReason: "STOP", ModelVersion: fakeVersion,
+			Usage: &agentrunnerv1.UsageMetadata{PromptTokenCount: 9, CandidatesTokenCount: 3, TotalTokenCount: 12},
+		}},
+	},
+	{
+		// Reasoning tokens move from the completion count to thoughts;
+		// cached tokens stay inside the prompt count.
+		name:  "usage details",
+		reply: unary(`{"id":"c1","object":"chat.completion","created":1,"model":"o-fake","choices":[{"index":0,"message":{"role":"assistant","content":"42"},"finish_reason":"stop"}],"usage":{"prompt_tokens":100,"completion_tokens":30,"total_tokens":130,"prompt_tokens_details":{"cached_tokens":64},"completion_tokens_details":{"reasoning_tokens":20}}}`),
+		want: []*model.Response{{
+			Content: modelContent(text("42")), TurnComplete: true, FinishReason: "STOP", ModelVersion: "o-fake",
+			Usage: &agentrunnerv1.UsageMetadata{PromptTokenCount: 100, CandidatesTokenCount: 10, ThoughtsTokenCount: 20, CachedContentTokenCount: 64, TotalTokenCount: 130},
+		}},
+	},
+	{
+		name:  "parallel tool calls",
+		reply: unary(`{"id":"c2","object":"chat.completion","created":1,"model":"gpt-fake-2026-01-01","choices":[{"index":0,"message":{"role":"assistant","content":null,"tool_calls":[{"id":"call_a","type":"function","function":{"name":"get_weather","arguments":"{\"city\":\"Paris\"}"}},{"id":"call_b","type":"function","function":{"name":"get_weather","arguments":"{\"city\":\"Oslo\"}"}}]},"finish_reason":"tool_calls"}],"usage":{"prompt_tokens":20,"completion_tokens":10,"total_tokens":30}}`),
+		want: []*model.Response{{
+			Content: modelContent(
+				call("call_a", "get_weather", map[string]any{"city": "Paris"}),
+				call("call_b", "get_weather", map[string]any{"city": "Oslo"})),
+			TurnComplete: true, FinishReason: "STOP", ModelVersion: fakeVersion,
+			Usage: &agentrunnerv1.UsageMetadata{PromptTokenCount: 20, CandidatesTokenCount: 10, TotalTokenCount: 30},
+		}},
+	},
+	{
+		name:   "stream text",
+		stream: true,
+		reply: sse(
+			`{"id":"c3","object":"chat.completion.chunk","created":1,"model":"gpt-fake-2026-01-01","choices":[{"index":0,"delta":{"role":"assistant","content":""},"finish_reason":null}]}`,
+			`{"id":"c3","object":"chat.completion.chunk","created":1,"model":"gpt-fake-2026-01-01","choices":[{"index":0,"delta":{"content":"Hel"},"finish_reason":null}]}`,
+			`{"id":"c3","object":"chat.completion.chunk","created":1,"model":"gpt-fake-2026-01-01","choices":[{"index":0,"delta":{"content":"lo, world"},"finish_reason":null}]}`,
+			`{"id":"c3","object":"chat.completion.chunk","created":1,"model":"gpt-fake-2026-01-01","choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}`,
+			`{"id":"c3","object":"chat.completion.chunk","created":1,"model":"gpt-fake-2026-01-01","choices":[],"usage":{"prompt_tokens":5,"completion_tokens":4,"total_tokens":9}}`,
+		),
+		want: []*model.Response{
+			partial(fakeVersion, "Hel"),
+			partial(fakeVersion, "lo, world"),
+			{
+				Content: modelContent(text("Hello, world")), TurnComplete: true, FinishReason: "STOP", ModelVersion: fakeVersion,
+				Usage: &agentrunnerv1.UsageMetadata{PromptTokenCount: 5, CandidatesTokenCount: 4, TotalTokenCount: 9},
+			},
+		},
+	},
+	{
+		// Parallel calls arrive interleaved by index, their arguments in
+		// pieces; only the complete response carries them, whole.
+		name:   "stream parallel tool calls",
+		stream: true,
+		reply: sse(
+			`{"id":"c4","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{"role":"assistant","content":"Checking."},"finish_reason":null}]}`,
+			`{"id":"c4","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"call_1","type":"function","function":{"name":"get_weather","arguments":""}}]},"finish_reason":null}]}`,
+			`{"id":"c4","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{"tool_calls":[{"index":1,"id":"call_2","type":"function","function":{"name":"get_time","arguments":"{\"tz\":"}}]},"finish_reason":null}]}`,
+			`{"id":"c4","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"function":{"arguments":"{\"city\":"}}]},"finish_reason":null}]}`,
+			`{"id":"c4","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"function":{"arguments":"\"Oslo\"}"}},{"index":1,"function":{"arguments":"\"CET\"}"}}]},"finish_reason":null}]}`,
+			`{"id":"c4","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{},"finish_reason":"tool_calls"}]}`,
+		),
+		want: []*model.Response{
+			partial("m", "Checking."),
+			{
+				Content: modelContent(text("Checking."),
+					call("call_1", "get_weather", map[string]any{"city": "Oslo"}),
+					call("call_2", "get_time", map[string]any{"tz": "CET"})),
+				TurnComplete: true, FinishReason: "STOP", ModelVersion: "m",
+			},
+		},
+	},
+	{
+		name:   "length keeps the truncated answer",
+		stream: true,
+		reply: sse(
+			`{"id":"c5","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{"content":"The answer is"},"finish_reason":null}]}`,
+			`{"id":"c5","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{},"finish_reason":"length"}]}`,
+		),
+		want: []*model.Response{
+			partial("m", "The answer is"),
+			{Content: modelContent(text("The answer is")), TurnComplete: true, FinishReason: "MAX_TOKENS", ModelVersion: "m",
+				ErrorCode: "MAX_TOKENS", ErrorMessage: "maximum number of output tokens"},
+		},
+	},
+	{
+		name:  "content filter",
+		reply: unary(`{"id":"c6","object":"chat.completion","created":1,"model":"m","choices":[{"index":0,"message":{"role":"assistant","content":""},"finish_reason":"content_filter"}]}`),
+		want: []*model.Response{{Content: modelContent(), TurnComplete: true, FinishReason: "SAFETY", ModelVersion: "m",
+			ErrorCode: "SAFETY", ErrorMessage: "content filter"}},
+	},
+	{
+		name:  "refusal",
+		reply: unary(`{"id":"c7","object":"chat.completion","created":1,"model":"m","choices":[{"index":0,"message":{"role":"assistant","content":null,"refusal":"I can't help with that."},"finish_reason":"stop"}]}`),
+		want: []*model.Response{{Content: modelContent(text("I can't help with that.")), TurnComplete: true, FinishReason: "SAFETY", ModelVersion: "m",
+			ErrorCode: "SAFETY", ErrorMessage: "the model refused: I can't help with that."}},
+	},
+	{
+		name:  "malformed call arguments",
+		reply: unary(`{"id":"c8","object":"chat.completion","created":1,"model":"m","choices":[{"index":0,"message":{"role":"assistant","content":null,"tool_calls":[{"id":"call_x","type":"function","function":{"name":"f","arguments":"{not json"}}]},"finish_reason":"tool_calls"}]}`),
+		want: []*model.Response{{Content: modelContent(), TurnComplete: true, FinishReason: "MALFORMED_FUNCTION_CALL", ModelVersion: "m",
+			ErrorCode: "MALFORMED_FUNCTION_CALL", ErrorMessage: `call to "f" are not a JSON object`}},
+	},
+}
+
+func TestGenerate(t *testing.T) {
+	for _, tt := range generateCases {
+		t.Run(tt.name, func(t *testing.T) {
+			fake := newFake(t, tt.reply)
+			got := collect(t, fake.model(t, "gpt-test").Generate(t.Context(), helloRequest(), tt.stream))
+			if d := diffResponses(got, tt.want); d != "" {
+				t.Error(d)
+			}
+			reqs := fake.seen()
+			if len(reqs) != 1 {
+				t.Fatalf("fake saw %d requests, want 1", len(reqs))
+			}
+			if reqs[0].Path != "/v1/chat/completions" || reqs[0].Auth != "Bearer fake-key" {
+				t.Errorf("request %s with Authorization %q, want /v1/chat/completions with the Config's key", reqs[0].Path, reqs[0].Auth)
+			}
+			if got := reqs[0].Body["stream"]; (got == true) != tt.stream {
+				t.Errorf("body stream = %v, want %v", got, tt.stream)
+			}
+		})
+	}
+}

@@ -1,0 +1,230 @@
+package openai
+
+import (
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/openai/openai-go/v3"
+	"google.golang.org/protobuf/types/known/structpb"
+
+	agentrunnerv1 "github.com/agentrunner/agentrunner/gen/go/agentrunner/v1"
+	"github.com/agentrunner/agentrunner/runner/model"
+)
+
+// Finish reasons are reported in Gemini's words, which the runner and its
+// callers already know: "STOP" is a normal end (a tool call included),
+// anything else is an answer cut short and becomes the event's error code.
+const (
+	finishStop      = "STOP"
+	finishMaxTokens = "MAX_TOKENS"
+	finishSafety    = "SAFETY"
+	// finishMalformedCall is Gemini's name for a function call whose
+	// arguments are not valid JSON.
+	finishMalformedCall = "MALFORMED_FUNCTION_CALL"
+)
+
+// accumulator builds the complete Response of a call from one completion
+// or from every chunk of a stream. Only the first choice is read: the
+// runner continues one conversation.
+type accumulator struct {
+	text      strings.Builder
+	refusal   strings.Builder
+	calls     []*toolCall
+	finish    string
+	usage     *openai.CompletionUsage
+	model     string
+	sawChoice bool
+}
+
+// toolCall is one function call being assembled. A stream sends its id
+// and name once and its arguments in pieces, keyed by index; parallel
+// calls have distinct indexes.
+type toolCall struct {
+	index int64
+	id    string
+	name  string
+	args  strings.Builder
+}
+
+// addCompletion records a unary answer.
+func (a *accumulator) addCompletion(c *openai.ChatCompletion) {
+	a.model = c.Model
+	if c.JSON.Usage.Valid() {
+		a.usage = &c.Usage
+	}
+	if len(c.Choices) == 0 {
+		return
+	}
+	a.sawChoice = true
+	ch := c.Choices[0]
+	a.finish = ch.FinishReason
+	a.text.WriteString(ch.Message.Content)
+	a.refusal.WriteString(ch.Message.Refusal)
+	for i, tc := range ch.Message.ToolCalls {
+		if tc.Type != "" && tc.Type != "function" {
+			continue // custom tools are never declared by us
+		}
+		call := &toolCall{index: int64(i), id: tc.ID, name: tc.Function.Name}
+		call.args.WriteString(tc.Function.Arguments)
+		a.calls = append(a.calls, call)
+	}
+}
+
+// addChunk records one streamed chunk and returns the answer text it
+// carries, which the caller streams as a partial.
+func (a *accumulator) addChunk(c *openai.ChatCompletionChunk) string {
+	if c.Model != "" {
+		a.model = c.Model
+	}
+	if c.JSON.Usage.Valid() {
+		// Sent once, in a last chunk with no choices.
+		u := c.Usage
+		a.usage = &u
+	}
+	var text string
+	for _, ch := range c.Choices {
+		if ch.Index != 0 {
+			continue
+		}
+		a.sawChoice = true
+		if ch.FinishReason != "" {
+			a.finish = ch.FinishReason
+		}
+		text = ch.Delta.Content
+		a.text.WriteString(text)
+		a.refusal.WriteString(ch.Delta.Refusal)
+		for _, d := range ch.Delta.ToolCalls {
+			call := a.call(d.Index)
+			if d.ID != "" {
+				call.id = d.ID
+			}
+			if d.Function.Name != "" {
+				call.name = d.Function.Name
+			}
+			call.args.WriteString(d.Function.Arguments)
+		}
+	}
+	return text
+}
+
+func (a *accumulator) call(index int64) *toolCall {
+	for _, c := range a.calls {
+		if c.index == index {
+			return c
+		}
+	}
+	c := &toolCall{index: index}
+	a.calls = append(a.calls, c)
+	return c
+}
+
+// response returns the complete Response, or an error when there is none
+// to give: no choice at all is a broken answer, and a later attempt may do
+// better.
+func (a *accumulator) response() (*model.Response, error) {
+	if !a.sawChoice {
+		return nil, model.Unavailable("the API returned no choices")
+	}
+	resp := &model.Response{
+		TurnComplete: true,
+		FinishReason: finishReason(a.finish),
+		Usage:        toUsage(a.usage),
+		ModelVersion: a.model,
+	}
+	content := &agentrunnerv1.Content{Role: "model"}
+	if a.text.Len() > 0 {
+		content.Parts = append(content.Parts, textPart(a.text.String()))
+	}
+	if a.refusal.Len() > 0 {
+		content.Parts = append(content.Parts, textPart(a.refusal.String()))
+		resp.FinishReason = finishSafety
+		resp.ErrorCode, resp.ErrorMessage = finishSafety, "the model refused: "+a.refusal.String()
+	}
+	slices.SortStableFunc(a.calls, func(x, y *toolCall) int { return int(x.index - y.index) })
+	for _, c := range a.calls {
+		p, err := callPart(c)
+		if err != nil {
+			resp.FinishReason = finishMalformedCall
+			resp.ErrorCode, resp.ErrorMessage = finishMalformedCall, err.Error()
+			continue
+		}
+		content.Parts = append(content.Parts, p)
+	}
+	resp.Content = content
+	if resp.ErrorCode == "" && resp.FinishReason != "" && resp.FinishReason != finishStop {
+		resp.ErrorCode = resp.FinishReason
+		resp.ErrorMessage = describeFinish(a.finish)
+	}
+	return resp, nil
+}
+
+// callPart converts an assembled call. Arguments that are not a JSON
+// object are the model's mistake, reported in band like Gemini's
+// MALFORMED_FUNCTION_CALL rather than passed to a tool.
+func callPart(c *toolCall) (*agentrunnerv1.Part, error) {
+	args := map[string]any{}
+	if raw := strings.TrimSpace(c.args.String()); raw != "" {
+		if err := json.Unmarshal([]byte(raw), &args); err != nil {
+			return nil, fmt.Errorf("the arguments of the call to %q are not a JSON object: %v", c.name, err)
+		}
+	}
+	s, err := structpb.NewStruct(args)
+	if err != nil {
+		return nil, fmt.Errorf("the arguments of the call to %q: %v", c.name, err)
+	}
+	return &agentrunnerv1.Part{Data: &agentrunnerv1.Part_FunctionCall{FunctionCall: &agentrunnerv1.FunctionCall{
+		Id: c.id, Name: c.name, Args: s,
+	}}}, nil
+}
+
+func textPart(s string) *agentrunnerv1.Part {
+	return &agentrunnerv1.Part{Data: &agentrunnerv1.Part_Text{Text: s}}
+}
+
+// finishReason maps OpenAI's finish reasons to Gemini's; a reason it does
+// not know is kept, upper-cased, so that it still reads as a code.
+func finishReason(r string) string {
+	switch r {
+	case "":
+		return ""
+	case "stop", "tool_calls", "function_call":
+		return finishStop
+	case "length":
+		return finishMaxTokens
+	case "content_filter":
+		return finishSafety
+	default:
+		return strings.ToUpper(r)
+	}
+}
+
+func describeFinish(r string) string {
+	switch r {
+	case "length":
+		return "the response reached the maximum number of output tokens"
+	case "content_filter":
+		return "the response was stopped by the provider's content filter"
+	default:
+		return fmt.Sprintf("the model stopped early (%s)", r)
+	}
+}
+
+// toUsage converts token counts. OpenAI counts reasoning tokens inside
+// completion_tokens; Gemini, whose fields these are, counts thoughts apart,
+// so they are moved to thoughts. Cached prompt tokens stay inside the
+// prompt count, as Gemini's cached_content_token_count does.
+func toUsage(u *openai.CompletionUsage) *agentrunnerv1.UsageMetadata {
+	if u == nil {
+		return nil
+	}
+	reasoning := u.CompletionTokensDetails.ReasoningTokens
+	return &agentrunnerv1.UsageMetadata{
+		PromptTokenCount:        int32(u.PromptTokens),
+		CandidatesTokenCount:    int32(u.CompletionTokens - reasoning),
+		ThoughtsTokenCount:      int32(reasoning),
+		CachedContentTokenCount: int32(u.PromptTokensDetails.CachedTokens),
+		TotalTokenCount:         int32(u.TotalTokens),
+	}
+}

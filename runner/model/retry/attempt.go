@@ -1,0 +1,125 @@
+package retry
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/agentrunner/agentrunner/runner/model"
+)
+
+// errCallTimeout is the cause of an attempt's context when the policy's
+// call timeout ends it, which tells it apart from the caller's own
+// deadline.
+var errCallTimeout = errors.New("call timeout")
+
+// outcome is how the attempts at one model ended: done (a complete
+// response went out, or the consumer stopped), the caller's context ended
+// (callerErr), or a failure (err), with partials out or not.
+type outcome struct {
+	done      bool
+	callerErr error
+	err       *model.Error
+	streamed  bool
+	attempts  int
+}
+
+// run makes the attempts at one model.
+func (m *Model) run(ctx context.Context, t Target, req *model.Request, stream bool, yield func(*model.Response, error) bool) outcome {
+	p := t.Policy
+	start := m.clock.Now()
+	for n := 1; ; n++ {
+		out := m.attempt(ctx, t, req, stream, yield)
+		out.attempts = n
+		if out.done || out.callerErr != nil || out.streamed {
+			return out
+		}
+		if !out.err.Retryable || n >= p.MaxAttempts {
+			return out
+		}
+		wait := m.backoff(p, n, out.err.RetryAfter)
+		if m.clock.Now().Add(wait).Sub(start) > p.MaxTotal {
+			m.log.WarnContext(ctx, "model call failed; no retry, the wait would exceed the retry time limit",
+				"model", t.Model.Name(), "attempt", n, "code", out.err.Code, "wait", wait, "max_total", p.MaxTotal, "err", out.err)
+			return out
+		}
+		m.log.WarnContext(ctx, "model call failed; retrying",
+			"model", t.Model.Name(), "attempt", n, "max_attempts", p.MaxAttempts,
+			"code", out.err.Code, "wait", wait, "retry_after", out.err.RetryAfter, "err", out.err)
+		if err := m.clock.Sleep(ctx, wait); err != nil {
+			return outcome{callerErr: fmt.Errorf("model %q: waiting to retry: %w", t.Model.Name(), err), attempts: n}
+		}
+	}
+}
+
+// backoff is the wait after failed attempt n (1-based): the exponential
+// backoff capped at MaxBackoff, its upper half randomised so that clients
+// failing together do not retry together, and never less than the
+// provider's Retry-After.
+func (m *Model) backoff(p Policy, n int, retryAfter time.Duration) time.Duration {
+	d := p.InitialBackoff
+	for i := 1; i < n && d < p.MaxBackoff; i++ {
+		d *= 2
+	}
+	d = min(d, p.MaxBackoff)
+	d = d/2 + time.Duration(m.jitter()*float64(d/2))
+	return max(d, retryAfter)
+}
+
+// attempt makes one call, forwarding partials and the complete response
+// to the consumer as they come.
+func (m *Model) attempt(ctx context.Context, t Target, req *model.Request, stream bool, yield func(*model.Response, error) bool) outcome {
+	actx, cancel := ctx, context.CancelFunc(func() {})
+	if t.Policy.CallTimeout > 0 {
+		actx, cancel = context.WithTimeoutCause(ctx, t.Policy.CallTimeout, errCallTimeout)
+	}
+	defer cancel()
+	var (
+		out     outcome
+		callErr error
+	)
+	for r, err := range t.Model.Generate(actx, req, stream) {
+		if err != nil {
+			callErr = err
+			break
+		}
+		if r == nil {
+			continue
+		}
+		if r.Partial {
+			out.streamed = true
+			if !yield(r, nil) {
+				return outcome{done: true}
+			}
+			continue
+		}
+		// The complete response ends the call, whatever the model might
+		// still send.
+		yield(r, nil)
+		return outcome{done: true}
+	}
+	if err := ctx.Err(); err != nil {
+		switch {
+		case callErr == nil:
+			callErr = fmt.Errorf("model %q: %w", t.Model.Name(), err)
+		case !errors.Is(callErr, err):
+			callErr = fmt.Errorf("model %q: %w (%v)", t.Model.Name(), err, callErr)
+		}
+		return outcome{callerErr: callErr}
+	}
+	out.err = classify(actx, t, callErr)
+	return out
+}
+
+// classify names what ended an attempt that gave no complete response.
+func classify(actx context.Context, t Target, err error) *model.Error {
+	if context.Cause(actx) == errCallTimeout {
+		return &model.Error{Code: model.CodeDeadlineExceeded, Retryable: true,
+			Err: fmt.Errorf("model %q: no complete answer within the call timeout of %v", t.Model.Name(), t.Policy.CallTimeout)}
+	}
+	if err == nil {
+		return model.Unavailable("model %q: the call ended without a complete response", t.Model.Name())
+	}
+	return model.Classify(err)
+}

@@ -1,0 +1,223 @@
+// Package retry wraps models with retries, per-call timeouts and fallback
+// models, so that a rate limit or a passing outage of one provider does not
+// fail the turn.
+//
+// A call is retried when it failed with a retryable *model.Error (429, 5xx,
+// a dropped connection, a malformed answer, a call timeout), with
+// exponential backoff and jitter, never sooner than the provider's
+// Retry-After, and within the policy's bounds on attempts and time. It is
+// retried only while nothing of it has been streamed to the caller: once a
+// partial is out, a second attempt would show the caller a different
+// answer after the start of the first. Then the fallback models are tried
+// in order, each with its own policy. When all have failed, the call ends
+// with one complete in-band Response carrying a stable model.Code* error
+// code and what each model reported, never a bare Go error: the runner
+// records it as an event and the session goes on. Only the caller's own
+// cancellation ends the sequence with a Go error.
+//
+// Every retry and every fallback is logged.
+//
+// Imports: model and the generated messages. It must not import the
+// runner, agents, tools, plugins, store, any provider package or gRPC
+// (runner/deps_test.go checks).
+package retry
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"iter"
+	"log/slog"
+	"math/rand/v2"
+	"strings"
+	"time"
+
+	"github.com/agentrunner/agentrunner/runner/model"
+)
+
+// Policy bounds the attempts at one model. Zero fields take the defaults
+// noted.
+type Policy struct {
+	// MaxAttempts counts the first attempt too; default 3. One means no
+	// retry.
+	MaxAttempts int
+	// InitialBackoff is the wait before the second attempt, before jitter;
+	// default 1s. Each further wait doubles, up to MaxBackoff.
+	InitialBackoff time.Duration
+	// MaxBackoff caps a wait computed from the backoff; default 30s. A
+	// longer Retry-After is still honoured, within MaxTotal.
+	MaxBackoff time.Duration
+	// MaxTotal bounds the time from the first attempt at this model to the
+	// start of the last; default 2m. A wait that would end beyond it is not
+	// made: the next model is tried instead.
+	MaxTotal time.Duration
+	// CallTimeout bounds each attempt, streaming included; zero means
+	// none. An attempt that runs out is a DEADLINE_EXCEEDED failure, which
+	// is retried like an outage.
+	CallTimeout time.Duration
+}
+
+func (p Policy) withDefaults() Policy {
+	if p.MaxAttempts <= 0 {
+		p.MaxAttempts = 3
+	}
+	if p.InitialBackoff <= 0 {
+		p.InitialBackoff = time.Second
+	}
+	if p.MaxBackoff <= 0 {
+		p.MaxBackoff = 30 * time.Second
+	}
+	if p.MaxTotal <= 0 {
+		p.MaxTotal = 2 * time.Minute
+	}
+	return p
+}
+
+// Target is a model and the policy its calls are made under.
+type Target struct {
+	Model  model.Model
+	Policy Policy
+}
+
+// Clock is the time the waits are measured and made in. Tests pass one
+// that does not sleep.
+type Clock interface {
+	Now() time.Time
+	// Sleep waits for d, or until ctx ends, when it returns ctx's error.
+	Sleep(ctx context.Context, d time.Duration) error
+}
+
+// Config configures New.
+type Config struct {
+	// Primary is the model called first. Required.
+	Primary Target
+	// Fallbacks are tried in order once Primary has failed.
+	Fallbacks []Target
+	// Logger receives a record per retry and per fallback; nil discards.
+	Logger *slog.Logger
+	// Clock defaults to the real one.
+	Clock Clock
+	// Jitter returns a number in [0, 1) that scales the random half of
+	// each wait; nil means math/rand/v2.
+	Jitter func() float64
+}
+
+// Model is a model with retries and fallbacks. It is safe for concurrent
+// use when its models are.
+type Model struct {
+	targets []Target
+	log     *slog.Logger
+	clock   Clock
+	jitter  func() float64
+}
+
+var _ model.Model = (*Model)(nil)
+
+// New returns the wrapped model.
+func New(cfg Config) (*Model, error) {
+	if cfg.Primary.Model == nil {
+		return nil, errors.New("retry: no primary model")
+	}
+	m := &Model{log: cfg.Logger, clock: cfg.Clock, jitter: cfg.Jitter}
+	for i, t := range append([]Target{cfg.Primary}, cfg.Fallbacks...) {
+		if t.Model == nil {
+			return nil, fmt.Errorf("retry: fallback %d has no model", i)
+		}
+		t.Policy = t.Policy.withDefaults()
+		m.targets = append(m.targets, t)
+	}
+	if m.log == nil {
+		m.log = slog.New(slog.DiscardHandler)
+	}
+	if m.clock == nil {
+		m.clock = realClock{}
+	}
+	if m.jitter == nil {
+		m.jitter = rand.Float64
+	}
+	return m, nil
+}
+
+// Name returns the primary model's name.
+func (m *Model) Name() string { return m.targets[0].Model.Name() }
+
+// failure is how one model's attempts ended.
+type failure struct {
+	model    string
+	attempts int
+	err      *model.Error
+}
+
+// Generate calls the primary model, retrying and falling back as the
+// package doc says; see model.Model for the sequence it yields.
+func (m *Model) Generate(ctx context.Context, req *model.Request, stream bool) iter.Seq2[*model.Response, error] {
+	return func(yield func(*model.Response, error) bool) {
+		if req == nil {
+			yield(nil, errors.New("retry: nil request"))
+			return
+		}
+		var failures []failure
+		for i, t := range m.targets {
+			r := req
+			if i > 0 && req.Model != "" {
+				// An override names the primary's model; a fallback
+				// is called by its own name.
+				c := *req
+				c.Model = ""
+				r = &c
+			}
+			out := m.run(ctx, t, r, stream, yield)
+			switch {
+			case out.done:
+				return
+			case out.callerErr != nil:
+				yield(nil, out.callerErr)
+				return
+			}
+			failures = append(failures, failure{model: t.Model.Name(), attempts: out.attempts, err: out.err})
+			if out.streamed {
+				// Part of an answer is out: no other model may add to
+				// it.
+				break
+			}
+			if i+1 < len(m.targets) {
+				m.log.WarnContext(ctx, "model failed; trying the fallback model",
+					"model", t.Model.Name(), "fallback", m.targets[i+1].Model.Name(),
+					"code", out.err.Code, "attempts", out.attempts, "err", out.err)
+			}
+		}
+		resp := failed(failures)
+		m.log.ErrorContext(ctx, "model call failed", "model", m.Name(), "code", resp.ErrorCode, "err", resp.ErrorMessage)
+		yield(resp, nil)
+	}
+}
+
+// failed is the in-band answer once every model has failed. Its code is
+// that of the last failure, the one a retry of the whole turn would meet
+// first; the message says what happened to each model.
+func failed(fs []failure) *model.Response {
+	msgs := make([]string, 0, len(fs))
+	for _, f := range fs {
+		msgs = append(msgs, fmt.Sprintf("%s: %s after %d attempt(s): %v", f.model, f.err.Code, f.attempts, f.err))
+	}
+	return &model.Response{
+		TurnComplete: true,
+		ErrorCode:    fs[len(fs)-1].err.Code,
+		ErrorMessage: strings.Join(msgs, "; "),
+	}
+}
+
+type realClock struct{}
+
+func (realClock) Now() time.Time { return time.Now() }
+
+func (realClock) Sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
