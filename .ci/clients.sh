@@ -135,12 +135,14 @@ $show"
   expect_match "$what" "$err" '^RPC failed: (NotFound|NOT_FOUND): app "nope" is not served here'
   [[ $out != *"stored events"* ]] || fail "$what: went on after the failure"
 
-  # An agent that fails: the error arrives in band, the run goes on.
+  # A model that cannot be reached: retried, then the failure arrives in
+  # band as a stored event with a stable code (UNAVAILABLE), never
+  # Unknown, and the run ends normally.
   run_client "$lang agent error" "$lang" --addr "$broken_addr" --app support --user "$user" "hello?"
   what="$lang agent error"
   ((rc == 0)) || fail "$what: exit status $rc"
-  expect_match "$what" "$out" '^\[agent error (UNKNOWN|Unknown)\] agent triage: gemini model "gemini-2.5-flash": .*connection refused'
-  expect_match "$what" "$out" '^stored events: 1; answered by: -$'
+  expect_match "$what" "$out" '^#2 triage: \[UNAVAILABLE\] .*connection refused'
+  expect_match "$what" "$out" '^stored events: 2; answered by: triage$'
 
   # No server at all.
   run_client "$lang no server" "$lang" --addr 127.0.0.1:1 --app demo --user "$user"

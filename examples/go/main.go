@@ -156,6 +156,9 @@ func send(ctx context.Context, runner servicev1.RunnerServiceClient, app, user, 
 		if t := ev.GetActions().GetTransferToAgent(); t != "" {
 			shown = append(shown, "-> transfer to "+t)
 		}
+		if c := ev.GetErrorCode(); c != "" { // the model or a tool failed; the event says how
+			shown = append(shown, "["+c+"] "+ev.GetErrorMessage())
+		}
 		fmt.Printf("#%d %s: %s\n", ev.GetSequence(), ev.GetAuthor(), strings.Join(shown, " "))
 	}
 }

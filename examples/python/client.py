@@ -53,6 +53,8 @@ def run(runner, app, user, session_id, text):
         shown += [f"{p.function_response.name} returned" for p in ev.content.parts if p.HasField("function_response")]
         if ev.actions.transfer_to_agent:
             shown.append(f"-> transfer to {ev.actions.transfer_to_agent}")
+        if ev.error_code:  # the model or a tool failed; the event says how
+            shown.append(f"[{ev.error_code}] {ev.error_message}")
         print(f"#{ev.sequence} {ev.author}: {' '.join(shown)}")
     if streaming:
         print()

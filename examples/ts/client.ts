@@ -74,6 +74,8 @@ async function run(sessionId: string, text: string): Promise<string[]> {
     for (const p of parts) if (p.data.case === "functionCall") shown.push(`calls ${p.data.value.name}`);
     for (const p of parts) if (p.data.case === "functionResponse") shown.push(`${p.data.value.name} returned`);
     if (ev.actions?.transferToAgent) shown.push(`-> transfer to ${ev.actions.transferToAgent}`);
+    // The model or a tool failed; the event says how.
+    if (ev.errorCode) shown.push(`[${ev.errorCode}] ${ev.errorMessage}`);
     console.log(`#${ev.sequence} ${ev.author}: ${shown.join(" ")}`);
   }
   if (streaming) process.stdout.write("\n");
