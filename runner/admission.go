@@ -118,6 +118,9 @@ func (r *Runner) checkRequest(ctx context.Context, key store.SessionKey, req Req
 	if err := key.Validate(); err != nil {
 		return err
 	}
+	if err := r.available(); err != nil {
+		return err
+	}
 	if err := validateMessage(req.NewMessage); err != nil {
 		return err
 	}
@@ -128,6 +131,15 @@ func (r *Runner) checkRequest(ctx context.Context, key store.SessionKey, req Req
 		return fmt.Errorf("multitask_strategy %d is unknown: %w", req.Strategy, store.ErrInvalidArgument)
 	}
 	return ctx.Err()
+}
+
+// available refuses every run of an app that cannot run, before anything
+// is stored.
+func (r *Runner) available() error {
+	if r.unavailable == "" {
+		return nil
+	}
+	return fmt.Errorf("app %s cannot run: %s: %w", r.appName, r.unavailable, ErrAppUnavailable)
 }
 
 // admitLocked decides under r.runs.mu. It returns a channel to wait on

@@ -53,6 +53,9 @@ func (r *Runner) Resume(ctx context.Context, req ResumeRequest) iter.Seq2[Update
 // admitResume makes a resumed run the active run of its session and
 // prepares it.
 func (r *Runner) admitResume(ctx context.Context, req ResumeRequest) (*liveRun, *prepared, error) {
+	if err := r.available(); err != nil {
+		return nil, nil, err
+	}
 	if r.lookup(req.RunID) != nil {
 		return nil, nil, fmt.Errorf("run %s is pending or running: %w", req.RunID, ErrNotResumable)
 	}

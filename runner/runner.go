@@ -43,6 +43,10 @@ const DefaultPluginCloseTimeout = 5 * time.Second
 // is requested on a session that already has one in progress.
 var ErrRunInProgress = errors.New("a run is already in progress on this session")
 
+// ErrAppUnavailable is a run refused because its app cannot run (see
+// Config.Unavailable); the error's text says what to set.
+var ErrAppUnavailable = errors.New("app unavailable")
+
 // Store is the storage a Runner needs. Implemented by *boltstore.Store.
 type Store interface {
 	// GetSession returns the session with merged state and its events,
@@ -70,6 +74,10 @@ type Config struct {
 	AppName string
 	// Description says what the app does, for ListApps.
 	Description string
+	// Unavailable says why the app cannot run, empty when it can: a model
+	// it uses has no credentials. Its runs are refused with
+	// ErrAppUnavailable, and ListApps shows the reason.
+	Unavailable string
 	// Root is the root of the app's agent tree; it answers new sessions.
 	// Required.
 	Root agent.Agent
@@ -112,6 +120,7 @@ type Config struct {
 type Runner struct {
 	appName      string
 	description  string
+	unavailable  string
 	tree         *agent.Tree
 	store        Store
 	memory       memory.Service
@@ -147,6 +156,7 @@ func New(cfg Config) (*Runner, error) {
 	r := &Runner{
 		appName:      cfg.AppName,
 		description:  cfg.Description,
+		unavailable:  cfg.Unavailable,
 		tree:         t,
 		store:        cfg.Store,
 		memory:       cfg.Memory,
@@ -180,7 +190,7 @@ func (r *Runner) Root() agent.Agent { return r.tree.Root() }
 
 // Info describes the app and its agent tree.
 func (r *Runner) Info() *agentrunnerv1.App {
-	return &agentrunnerv1.App{Name: r.appName, Description: r.description, RootAgent: r.tree.Info(r.tree.Root())}
+	return &agentrunnerv1.App{Name: r.appName, Description: r.description, RootAgent: r.tree.Info(r.tree.Root()), UnavailableReason: r.unavailable}
 }
 
 // Close closes the plugins that hold resources, waiting at most the

@@ -60,7 +60,7 @@ func codeOf(err error) (c codes.Code, ok bool) {
 	case errors.Is(err, runner.ErrShuttingDown):
 		// Another instance, or this one after its restart, takes it.
 		return codes.Unavailable, true
-	case errors.Is(err, runner.ErrNotResumable):
+	case errors.Is(err, runner.ErrNotResumable), errors.Is(err, runner.ErrAppUnavailable):
 		return codes.FailedPrecondition, true
 	case errors.Is(err, agent.ErrMaxLLMCalls):
 		return codes.ResourceExhausted, true

@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"iter"
 	"log/slog"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -84,12 +86,18 @@ func (b *builder) app(ctx context.Context, app *agentrunnerv1.AppConfig, path st
 		return App{}, err
 	}
 	b.mcp = servers
+	b.missing = nil
 	root, err := b.agent(ctx, app.GetRootAgent(), path+".root_agent")
 	if err != nil {
 		_ = closeAll()
 		return App{}, err
 	}
-	return App{Name: app.GetName(), Description: app.GetDescription(), Root: root, closer: closeAll}, nil
+	a := App{Name: app.GetName(), Description: app.GetDescription(), Root: root, closer: closeAll}
+	if len(b.missing) > 0 {
+		a.Unavailable = strings.Join(b.missing, "; ")
+		b.log.Warn("app unavailable: a model it uses has no credentials; its runs fail with FAILED_PRECONDITION until the server restarts with them", "app", a.Name, "reason", a.Unavailable)
+	}
+	return a, nil
 }
 
 type builder struct {
@@ -101,18 +109,49 @@ type builder struct {
 	// there).
 	appTools map[string]*agentrunnerv1.FunctionToolConfig
 	mcp      map[string]*mcptool.Server
+	// missing are the credentials the app being built lacks, one reason
+	// per model.
+	missing []string
 }
 
+// model returns the model named name, made once per Build. A model
+// without credentials does not fail the build: the app is served as
+// unavailable with the reason, and the agent holds a stand-in that fails
+// every call the same way.
 func (b *builder) model(ctx context.Context, name, path string) (model.Model, error) {
-	if m, ok := b.cache[name]; ok {
-		return m, nil
+	m, ok := b.cache[name]
+	if !ok {
+		var err error
+		m, err = b.models(ctx, name)
+		var ce *model.CredentialsError
+		switch {
+		case errors.As(err, &ce):
+			m = noCredentials{name: name, err: err}
+		case err != nil:
+			return nil, &Error{Path: path, Msg: fmt.Sprintf("model %q: %v", name, err)}
+		}
+		b.cache[name] = m
 	}
-	m, err := b.models(ctx, name)
-	if err != nil {
-		return nil, &Error{Path: path, Msg: fmt.Sprintf("model %q: %v", name, err)}
+	if nc, ok := m.(noCredentials); ok && !slices.Contains(b.missing, nc.err.Error()) {
+		b.missing = append(b.missing, nc.err.Error())
 	}
-	b.cache[name] = m
 	return m, nil
+}
+
+// noCredentials stands in for a model whose credentials are missing. The
+// runner refuses runs of its app before they start; a run queued before a
+// restart without the credentials still ends in band, with what to set.
+type noCredentials struct {
+	name string
+	err  error
+}
+
+func (n noCredentials) Name() string { return n.name }
+
+func (n noCredentials) Generate(context.Context, *model.Request, bool) iter.Seq2[*model.Response, error] {
+	return func(yield func(*model.Response, error) bool) {
+		yield(nil, &model.Error{Code: model.CodePermissionDenied, Err: n.err})
+	}
 }
 
 func (b *builder) agent(ctx context.Context, a *agentrunnerv1.AgentConfig, path string) (agent.Agent, error) {

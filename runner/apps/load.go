@@ -40,17 +40,17 @@ func (e *Error) Error() string {
 }
 
 // LoadFile reads, decodes and validates an apps file.
-func LoadFile(path string) (*agentrunnerv1.AppsConfig, error) {
+func LoadFile(path string, opts ...Option) (*agentrunnerv1.AppsConfig, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("read apps file: %w", err)
 	}
-	return Parse(path, data)
+	return Parse(path, data, opts...)
 }
 
 // Parse decodes and validates an apps document; name is used in errors.
 // JSON is accepted as the YAML subset it is.
-func Parse(name string, data []byte) (*agentrunnerv1.AppsConfig, error) {
+func Parse(name string, data []byte, opts ...Option) (*agentrunnerv1.AppsConfig, error) {
 	var doc yaml.Node
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	if err := dec.Decode(&doc); err != nil {
@@ -75,7 +75,7 @@ func Parse(name string, data []byte) (*agentrunnerv1.AppsConfig, error) {
 	if err := protojson.Unmarshal(js, cfg); err != nil {
 		return nil, &Error{File: name, Msg: err.Error()}
 	}
-	if err := Validate(cfg); err != nil {
+	if err := Validate(cfg, opts...); err != nil {
 		var ve *Error
 		if errors.As(err, &ve) {
 			ve.File = name

@@ -23,6 +23,10 @@ type App struct {
 	Name        string
 	Description string
 	Root        agent.Agent
+	// Unavailable says why the app cannot run (a model without
+	// credentials), empty when it can. Runs of the app are refused with
+	// runner.ErrAppUnavailable and the reason.
+	Unavailable string
 
 	// closer releases what the app holds (its MCP connections); set by
 	// Build.
@@ -77,6 +81,7 @@ func (g *Registry) Register(app App) (*runner.Runner, error) {
 	r, err := runner.New(runner.Config{
 		AppName:     app.Name,
 		Description: app.Description,
+		Unavailable: app.Unavailable,
 		Root:        app.Root,
 		Store:       g.cfg.Store,
 		Memory:      g.cfg.Memory,

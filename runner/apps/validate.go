@@ -15,11 +15,21 @@ var BuiltinTools = []string{"exit_loop", "load_artifacts", "transfer_to_agent"}
 
 // Validate checks what the schema alone cannot: required fields, unique app
 // names, unique agent names within a tree, exactly one kind per agent, a
-// loop with something to loop over, and known tool names. Errors are
-// *Error values with the path of the problem.
-func Validate(cfg *agentrunnerv1.AppsConfig) error {
+// loop with something to loop over, known tool names, and a models section
+// whose entries name known providers and whose names the agents' models
+// and fallbacks refer to (see UndeclaredModels). Errors are *Error values
+// with the path of the problem.
+func Validate(cfg *agentrunnerv1.AppsConfig, opts ...Option) error {
+	var o options
+	for _, opt := range opts {
+		opt(&o)
+	}
 	if len(cfg.GetApps()) == 0 {
 		return &Error{Path: "apps", Msg: "no apps configured"}
+	}
+	models, err := validateModels(cfg.GetModels(), o)
+	if err != nil {
+		return err
 	}
 	apps := map[string]int{}
 	for i, app := range cfg.GetApps() {
@@ -42,7 +52,7 @@ func Validate(cfg *agentrunnerv1.AppsConfig) error {
 		if err != nil {
 			return err
 		}
-		if err := validateAgent(app.GetRootAgent(), path+".root_agent", &treeScope{seen: map[string]string{}, appTools: appTools, mcp: servers}); err != nil {
+		if err := validateAgent(app.GetRootAgent(), path+".root_agent", &treeScope{seen: map[string]string{}, appTools: appTools, mcp: servers, models: models, opts: o}); err != nil {
 			return err
 		}
 	}
@@ -54,6 +64,8 @@ type treeScope struct {
 	seen     map[string]string // agent name -> path
 	appTools map[string]bool   // the app's function tools
 	mcp      map[string]bool   // the app's MCP servers
+	models   map[string]bool   // the file's declared models
+	opts     options
 }
 
 // validateMCPServers checks MCP server entries: a unique name and exactly
@@ -122,6 +134,9 @@ func validateAgent(a *agentrunnerv1.AgentConfig, path string, scope *treeScope) 
 	case *agentrunnerv1.AgentConfig_Llm:
 		if k.Llm.GetModel() == "" {
 			return &Error{Path: path + ".llm.model", Msg: "model is required"}
+		}
+		if err := checkModelRef(k.Llm.GetModel(), path+".llm.model", scope.models, scope.opts); err != nil {
+			return err
 		}
 		listed := map[string]bool{}
 		for i, tool := range k.Llm.GetTools() {

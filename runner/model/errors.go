@@ -54,6 +54,21 @@ func (e *Error) Error() string {
 // Unwrap returns the provider's error.
 func (e *Error) Unwrap() error { return e.Err }
 
+// CredentialsError is a model that cannot be called because the server's
+// environment lacks its credentials. It is found at start, so that the
+// apps using the model are served as unavailable with its text as the
+// reason, rather than failing each run in band.
+type CredentialsError struct {
+	// Model is the name agents use; Provider the provider's name.
+	Model, Provider string
+	// Set says what to set, for example "OPENAI_API_KEY".
+	Set string
+}
+
+func (e *CredentialsError) Error() string {
+	return fmt.Sprintf("model %s (%s) needs %s set", e.Model, e.Provider, e.Set)
+}
+
 // HTTPError classifies an HTTP error status of a provider's API: 429 is
 // RESOURCE_EXHAUSTED, 408 and 504 DEADLINE_EXCEEDED, other 5xx (and the
 // 529 "overloaded" some providers send) UNAVAILABLE, all retryable; 401 and

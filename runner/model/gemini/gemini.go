@@ -68,6 +68,15 @@ func WithClientConfig(cc genai.ClientConfig) Option {
 	return func(o *options) { o.config = &cc }
 }
 
+// WithAPIKey makes the model call the Gemini API with key, at baseURL when
+// it is not empty, whatever the environment says about Vertex AI: an apps
+// file's model entry that names its own key variable means that key.
+func WithAPIKey(key, baseURL string) Option {
+	return func(o *options) {
+		o.config = &genai.ClientConfig{APIKey: key, Backend: genai.BackendGeminiAPI, HTTPOptions: genai.HTTPOptions{BaseURL: baseURL}}
+	}
+}
+
 // New returns the Gemini model modelName, for example "gemini-2.5-flash".
 // Without options the genai client is configured from the environment; it
 // fails when no credentials are found there (see CredentialsFromEnv).

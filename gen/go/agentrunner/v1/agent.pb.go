@@ -378,9 +378,15 @@ type App struct {
 	// Human-readable description of the app.
 	Description string `protobuf:"bytes,2,opt,name=description,proto3" json:"description,omitempty"`
 	// The root of the agent tree: the agent that answers a new session.
-	RootAgent     *AgentInfo `protobuf:"bytes,3,opt,name=root_agent,json=rootAgent,proto3" json:"root_agent,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	RootAgent *AgentInfo `protobuf:"bytes,3,opt,name=root_agent,json=rootAgent,proto3" json:"root_agent,omitempty"`
+	// Why the app cannot run, empty when it can: a model it uses has no
+	// credentials in the server's environment, for example "model
+	// \"gpt-4o\" (openai) needs OPENAI_API_KEY set". Runs on such an app fail
+	// with FAILED_PRECONDITION and this reason until the server restarts
+	// with the credentials.
+	UnavailableReason string `protobuf:"bytes,4,opt,name=unavailable_reason,json=unavailableReason,proto3" json:"unavailable_reason,omitempty"`
+	unknownFields     protoimpl.UnknownFields
+	sizeCache         protoimpl.SizeCache
 }
 
 func (x *App) Reset() {
@@ -434,6 +440,13 @@ func (x *App) GetRootAgent() *AgentInfo {
 	return nil
 }
 
+func (x *App) GetUnavailableReason() string {
+	if x != nil {
+		return x.UnavailableReason
+	}
+	return ""
+}
+
 var File_agentrunner_v1_agent_proto protoreflect.FileDescriptor
 
 const file_agentrunner_v1_agent_proto_rawDesc = "" +
@@ -460,12 +473,13 @@ const file_agentrunner_v1_agent_proto_rawDesc = "" +
 	"\n" +
 	"parameters\x18\x04 \x01(\v2\x17.google.protobuf.StructR\n" +
 	"parameters\x121\n" +
-	"\x14require_confirmation\x18\x05 \x01(\bR\x13requireConfirmation\"u\n" +
+	"\x14require_confirmation\x18\x05 \x01(\bR\x13requireConfirmation\"\xa4\x01\n" +
 	"\x03App\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12 \n" +
 	"\vdescription\x18\x02 \x01(\tR\vdescription\x128\n" +
 	"\n" +
-	"root_agent\x18\x03 \x01(\v2\x19.agentrunner.v1.AgentInfoR\trootAgent*\x9b\x01\n" +
+	"root_agent\x18\x03 \x01(\v2\x19.agentrunner.v1.AgentInfoR\trootAgent\x12-\n" +
+	"\x12unavailable_reason\x18\x04 \x01(\tR\x11unavailableReason*\x9b\x01\n" +
 	"\tAgentKind\x12\x1a\n" +
 	"\x16AGENT_KIND_UNSPECIFIED\x10\x00\x12\x15\n" +
 	"\x11AGENT_KIND_CUSTOM\x10\x01\x12\x12\n" +

@@ -81,7 +81,12 @@ func (IncludeContents) EnumDescriptor() ([]byte, []int) {
 type AppsConfig struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// The apps to serve; names must be unique.
-	Apps          []*AppConfig `protobuf:"bytes,1,rep,name=apps,proto3" json:"apps,omitempty"`
+	Apps []*AppConfig `protobuf:"bytes,1,rep,name=apps,proto3" json:"apps,omitempty"`
+	// Models the agents of every app may name in LlmAgentConfig.model, each
+	// mapped to a provider. A model name not declared here must be a Gemini
+	// model name ("gemini-2.5-flash", "models/...", "projects/..."), which
+	// runs on Gemini as before; any other name is a config error.
+	Models        []*ModelConfig `protobuf:"bytes,2,rep,name=models,proto3" json:"models,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -123,6 +128,216 @@ func (x *AppsConfig) GetApps() []*AppConfig {
 	return nil
 }
 
+func (x *AppsConfig) GetModels() []*ModelConfig {
+	if x != nil {
+		return x.Models
+	}
+	return nil
+}
+
+// ModelConfig maps a name agents refer to onto a provider's model.
+type ModelConfig struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The name agents give in LlmAgentConfig.model; unique. Required.
+	Name string `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	// "gemini" (the Gemini API or Vertex AI, through genai's standard
+	// environment: GOOGLE_API_KEY or GEMINI_API_KEY, or
+	// GOOGLE_GENAI_USE_VERTEXAI with GOOGLE_CLOUD_PROJECT), "openai" (Chat
+	// Completions: OpenAI, Azure OpenAI, Ollama, vLLM, LiteLLM through
+	// base_url), "anthropic" (the Messages API) or "offline" (the
+	// deterministic model that needs nothing). Required.
+	Provider string `protobuf:"bytes,2,opt,name=provider,proto3" json:"provider,omitempty"`
+	// The provider's model id, for example "gpt-4o" or "claude-sonnet-4-5";
+	// empty means name.
+	Model string `protobuf:"bytes,3,opt,name=model,proto3" json:"model,omitempty"`
+	// Where the provider's API is, for OpenAI-compatible servers and
+	// proxies; empty means the provider's own endpoint. Not for gemini.
+	BaseUrl string `protobuf:"bytes,4,opt,name=base_url,json=baseUrl,proto3" json:"base_url,omitempty"`
+	// The environment variable holding the API key. Empty means the
+	// provider's usual one: OPENAI_API_KEY, ANTHROPIC_API_KEY (gemini reads
+	// genai's environment and takes none). An openai model with a base_url
+	// and no api_key_env sends no key (a local Ollama needs none). When the
+	// variable is unset at start, the apps that use the model are
+	// unavailable, with the reason, until the server restarts with it set.
+	ApiKeyEnv string `protobuf:"bytes,5,opt,name=api_key_env,json=apiKeyEnv,proto3" json:"api_key_env,omitempty"`
+	// How long one call may take, streaming included, as a Go duration
+	// ("60s"); empty means no bound beyond the run's own deadline. A call
+	// that runs out is retried like an outage.
+	Timeout string `protobuf:"bytes,6,opt,name=timeout,proto3" json:"timeout,omitempty"`
+	// How failed calls are retried: 429s, 5xxs, dropped connections and
+	// timeouts, and only while nothing of the call has been streamed.
+	Retry *RetryConfig `protobuf:"bytes,7,opt,name=retry,proto3" json:"retry,omitempty"`
+	// Models (names of other entries here) tried in order when this one's
+	// retries are exhausted, each under its own retry policy.
+	Fallbacks     []string `protobuf:"bytes,8,rep,name=fallbacks,proto3" json:"fallbacks,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ModelConfig) Reset() {
+	*x = ModelConfig{}
+	mi := &file_agentrunner_v1_config_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ModelConfig) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ModelConfig) ProtoMessage() {}
+
+func (x *ModelConfig) ProtoReflect() protoreflect.Message {
+	mi := &file_agentrunner_v1_config_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ModelConfig.ProtoReflect.Descriptor instead.
+func (*ModelConfig) Descriptor() ([]byte, []int) {
+	return file_agentrunner_v1_config_proto_rawDescGZIP(), []int{1}
+}
+
+func (x *ModelConfig) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *ModelConfig) GetProvider() string {
+	if x != nil {
+		return x.Provider
+	}
+	return ""
+}
+
+func (x *ModelConfig) GetModel() string {
+	if x != nil {
+		return x.Model
+	}
+	return ""
+}
+
+func (x *ModelConfig) GetBaseUrl() string {
+	if x != nil {
+		return x.BaseUrl
+	}
+	return ""
+}
+
+func (x *ModelConfig) GetApiKeyEnv() string {
+	if x != nil {
+		return x.ApiKeyEnv
+	}
+	return ""
+}
+
+func (x *ModelConfig) GetTimeout() string {
+	if x != nil {
+		return x.Timeout
+	}
+	return ""
+}
+
+func (x *ModelConfig) GetRetry() *RetryConfig {
+	if x != nil {
+		return x.Retry
+	}
+	return nil
+}
+
+func (x *ModelConfig) GetFallbacks() []string {
+	if x != nil {
+		return x.Fallbacks
+	}
+	return nil
+}
+
+// RetryConfig bounds the attempts at one model. Unset fields take the
+// defaults noted.
+type RetryConfig struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Attempts in all, the first included; 0 means 3, 1 means no retry.
+	MaxAttempts int32 `protobuf:"varint,1,opt,name=max_attempts,json=maxAttempts,proto3" json:"max_attempts,omitempty"`
+	// Wait before the second attempt, doubled for each further one, with
+	// jitter, as a Go duration; empty means "1s". A Retry-After the provider
+	// sends is honoured instead.
+	InitialBackoff string `protobuf:"bytes,2,opt,name=initial_backoff,json=initialBackoff,proto3" json:"initial_backoff,omitempty"`
+	// Cap on one computed wait; empty means "30s".
+	MaxBackoff string `protobuf:"bytes,3,opt,name=max_backoff,json=maxBackoff,proto3" json:"max_backoff,omitempty"`
+	// Bound on the time from the first attempt to the start of the last;
+	// empty means "2m". A wait that would end beyond it is not made: the
+	// next fallback is tried.
+	MaxElapsed    string `protobuf:"bytes,4,opt,name=max_elapsed,json=maxElapsed,proto3" json:"max_elapsed,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RetryConfig) Reset() {
+	*x = RetryConfig{}
+	mi := &file_agentrunner_v1_config_proto_msgTypes[2]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RetryConfig) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RetryConfig) ProtoMessage() {}
+
+func (x *RetryConfig) ProtoReflect() protoreflect.Message {
+	mi := &file_agentrunner_v1_config_proto_msgTypes[2]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RetryConfig.ProtoReflect.Descriptor instead.
+func (*RetryConfig) Descriptor() ([]byte, []int) {
+	return file_agentrunner_v1_config_proto_rawDescGZIP(), []int{2}
+}
+
+func (x *RetryConfig) GetMaxAttempts() int32 {
+	if x != nil {
+		return x.MaxAttempts
+	}
+	return 0
+}
+
+func (x *RetryConfig) GetInitialBackoff() string {
+	if x != nil {
+		return x.InitialBackoff
+	}
+	return ""
+}
+
+func (x *RetryConfig) GetMaxBackoff() string {
+	if x != nil {
+		return x.MaxBackoff
+	}
+	return ""
+}
+
+func (x *RetryConfig) GetMaxElapsed() string {
+	if x != nil {
+		return x.MaxElapsed
+	}
+	return ""
+}
+
 // AppConfig is one app: a name and an agent tree.
 type AppConfig struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -145,7 +360,7 @@ type AppConfig struct {
 
 func (x *AppConfig) Reset() {
 	*x = AppConfig{}
-	mi := &file_agentrunner_v1_config_proto_msgTypes[1]
+	mi := &file_agentrunner_v1_config_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -157,7 +372,7 @@ func (x *AppConfig) String() string {
 func (*AppConfig) ProtoMessage() {}
 
 func (x *AppConfig) ProtoReflect() protoreflect.Message {
-	mi := &file_agentrunner_v1_config_proto_msgTypes[1]
+	mi := &file_agentrunner_v1_config_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -170,7 +385,7 @@ func (x *AppConfig) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AppConfig.ProtoReflect.Descriptor instead.
 func (*AppConfig) Descriptor() ([]byte, []int) {
-	return file_agentrunner_v1_config_proto_rawDescGZIP(), []int{1}
+	return file_agentrunner_v1_config_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *AppConfig) GetName() string {
@@ -239,7 +454,7 @@ type McpServerConfig struct {
 
 func (x *McpServerConfig) Reset() {
 	*x = McpServerConfig{}
-	mi := &file_agentrunner_v1_config_proto_msgTypes[2]
+	mi := &file_agentrunner_v1_config_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -251,7 +466,7 @@ func (x *McpServerConfig) String() string {
 func (*McpServerConfig) ProtoMessage() {}
 
 func (x *McpServerConfig) ProtoReflect() protoreflect.Message {
-	mi := &file_agentrunner_v1_config_proto_msgTypes[2]
+	mi := &file_agentrunner_v1_config_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -264,7 +479,7 @@ func (x *McpServerConfig) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use McpServerConfig.ProtoReflect.Descriptor instead.
 func (*McpServerConfig) Descriptor() ([]byte, []int) {
-	return file_agentrunner_v1_config_proto_rawDescGZIP(), []int{2}
+	return file_agentrunner_v1_config_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *McpServerConfig) GetName() string {
@@ -336,7 +551,7 @@ type McpToolsConfig struct {
 
 func (x *McpToolsConfig) Reset() {
 	*x = McpToolsConfig{}
-	mi := &file_agentrunner_v1_config_proto_msgTypes[3]
+	mi := &file_agentrunner_v1_config_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -348,7 +563,7 @@ func (x *McpToolsConfig) String() string {
 func (*McpToolsConfig) ProtoMessage() {}
 
 func (x *McpToolsConfig) ProtoReflect() protoreflect.Message {
-	mi := &file_agentrunner_v1_config_proto_msgTypes[3]
+	mi := &file_agentrunner_v1_config_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -361,7 +576,7 @@ func (x *McpToolsConfig) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use McpToolsConfig.ProtoReflect.Descriptor instead.
 func (*McpToolsConfig) Descriptor() ([]byte, []int) {
-	return file_agentrunner_v1_config_proto_rawDescGZIP(), []int{3}
+	return file_agentrunner_v1_config_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *McpToolsConfig) GetServer() string {
@@ -402,7 +617,7 @@ type AgentConfig struct {
 
 func (x *AgentConfig) Reset() {
 	*x = AgentConfig{}
-	mi := &file_agentrunner_v1_config_proto_msgTypes[4]
+	mi := &file_agentrunner_v1_config_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -414,7 +629,7 @@ func (x *AgentConfig) String() string {
 func (*AgentConfig) ProtoMessage() {}
 
 func (x *AgentConfig) ProtoReflect() protoreflect.Message {
-	mi := &file_agentrunner_v1_config_proto_msgTypes[4]
+	mi := &file_agentrunner_v1_config_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -427,7 +642,7 @@ func (x *AgentConfig) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AgentConfig.ProtoReflect.Descriptor instead.
 func (*AgentConfig) Descriptor() ([]byte, []int) {
-	return file_agentrunner_v1_config_proto_rawDescGZIP(), []int{4}
+	return file_agentrunner_v1_config_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *AgentConfig) GetName() string {
@@ -569,7 +784,7 @@ type LlmAgentConfig struct {
 
 func (x *LlmAgentConfig) Reset() {
 	*x = LlmAgentConfig{}
-	mi := &file_agentrunner_v1_config_proto_msgTypes[5]
+	mi := &file_agentrunner_v1_config_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -581,7 +796,7 @@ func (x *LlmAgentConfig) String() string {
 func (*LlmAgentConfig) ProtoMessage() {}
 
 func (x *LlmAgentConfig) ProtoReflect() protoreflect.Message {
-	mi := &file_agentrunner_v1_config_proto_msgTypes[5]
+	mi := &file_agentrunner_v1_config_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -594,7 +809,7 @@ func (x *LlmAgentConfig) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LlmAgentConfig.ProtoReflect.Descriptor instead.
 func (*LlmAgentConfig) Descriptor() ([]byte, []int) {
-	return file_agentrunner_v1_config_proto_rawDescGZIP(), []int{5}
+	return file_agentrunner_v1_config_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *LlmAgentConfig) GetModel() string {
@@ -706,7 +921,7 @@ type FunctionToolConfig struct {
 
 func (x *FunctionToolConfig) Reset() {
 	*x = FunctionToolConfig{}
-	mi := &file_agentrunner_v1_config_proto_msgTypes[6]
+	mi := &file_agentrunner_v1_config_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -718,7 +933,7 @@ func (x *FunctionToolConfig) String() string {
 func (*FunctionToolConfig) ProtoMessage() {}
 
 func (x *FunctionToolConfig) ProtoReflect() protoreflect.Message {
-	mi := &file_agentrunner_v1_config_proto_msgTypes[6]
+	mi := &file_agentrunner_v1_config_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -731,7 +946,7 @@ func (x *FunctionToolConfig) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FunctionToolConfig.ProtoReflect.Descriptor instead.
 func (*FunctionToolConfig) Descriptor() ([]byte, []int) {
-	return file_agentrunner_v1_config_proto_rawDescGZIP(), []int{6}
+	return file_agentrunner_v1_config_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *FunctionToolConfig) GetName() string {
@@ -771,7 +986,7 @@ type SequentialAgentConfig struct {
 
 func (x *SequentialAgentConfig) Reset() {
 	*x = SequentialAgentConfig{}
-	mi := &file_agentrunner_v1_config_proto_msgTypes[7]
+	mi := &file_agentrunner_v1_config_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -783,7 +998,7 @@ func (x *SequentialAgentConfig) String() string {
 func (*SequentialAgentConfig) ProtoMessage() {}
 
 func (x *SequentialAgentConfig) ProtoReflect() protoreflect.Message {
-	mi := &file_agentrunner_v1_config_proto_msgTypes[7]
+	mi := &file_agentrunner_v1_config_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -796,7 +1011,7 @@ func (x *SequentialAgentConfig) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SequentialAgentConfig.ProtoReflect.Descriptor instead.
 func (*SequentialAgentConfig) Descriptor() ([]byte, []int) {
-	return file_agentrunner_v1_config_proto_rawDescGZIP(), []int{7}
+	return file_agentrunner_v1_config_proto_rawDescGZIP(), []int{9}
 }
 
 // ParallelAgentConfig configures a parallel agent. It has no options.
@@ -808,7 +1023,7 @@ type ParallelAgentConfig struct {
 
 func (x *ParallelAgentConfig) Reset() {
 	*x = ParallelAgentConfig{}
-	mi := &file_agentrunner_v1_config_proto_msgTypes[8]
+	mi := &file_agentrunner_v1_config_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -820,7 +1035,7 @@ func (x *ParallelAgentConfig) String() string {
 func (*ParallelAgentConfig) ProtoMessage() {}
 
 func (x *ParallelAgentConfig) ProtoReflect() protoreflect.Message {
-	mi := &file_agentrunner_v1_config_proto_msgTypes[8]
+	mi := &file_agentrunner_v1_config_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -833,7 +1048,7 @@ func (x *ParallelAgentConfig) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ParallelAgentConfig.ProtoReflect.Descriptor instead.
 func (*ParallelAgentConfig) Descriptor() ([]byte, []int) {
-	return file_agentrunner_v1_config_proto_rawDescGZIP(), []int{8}
+	return file_agentrunner_v1_config_proto_rawDescGZIP(), []int{10}
 }
 
 // LoopAgentConfig configures a loop agent.
@@ -848,7 +1063,7 @@ type LoopAgentConfig struct {
 
 func (x *LoopAgentConfig) Reset() {
 	*x = LoopAgentConfig{}
-	mi := &file_agentrunner_v1_config_proto_msgTypes[9]
+	mi := &file_agentrunner_v1_config_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -860,7 +1075,7 @@ func (x *LoopAgentConfig) String() string {
 func (*LoopAgentConfig) ProtoMessage() {}
 
 func (x *LoopAgentConfig) ProtoReflect() protoreflect.Message {
-	mi := &file_agentrunner_v1_config_proto_msgTypes[9]
+	mi := &file_agentrunner_v1_config_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -873,7 +1088,7 @@ func (x *LoopAgentConfig) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LoopAgentConfig.ProtoReflect.Descriptor instead.
 func (*LoopAgentConfig) Descriptor() ([]byte, []int) {
-	return file_agentrunner_v1_config_proto_rawDescGZIP(), []int{9}
+	return file_agentrunner_v1_config_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *LoopAgentConfig) GetMaxIterations() int32 {
@@ -887,10 +1102,27 @@ var File_agentrunner_v1_config_proto protoreflect.FileDescriptor
 
 const file_agentrunner_v1_config_proto_rawDesc = "" +
 	"\n" +
-	"\x1bagentrunner/v1/config.proto\x12\x0eagentrunner.v1\x1a\x1cgoogle/protobuf/struct.proto\";\n" +
+	"\x1bagentrunner/v1/config.proto\x12\x0eagentrunner.v1\x1a\x1cgoogle/protobuf/struct.proto\"p\n" +
 	"\n" +
 	"AppsConfig\x12-\n" +
-	"\x04apps\x18\x01 \x03(\v2\x19.agentrunner.v1.AppConfigR\x04apps\"\x8a\x02\n" +
+	"\x04apps\x18\x01 \x03(\v2\x19.agentrunner.v1.AppConfigR\x04apps\x123\n" +
+	"\x06models\x18\x02 \x03(\v2\x1b.agentrunner.v1.ModelConfigR\x06models\"\xf9\x01\n" +
+	"\vModelConfig\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12\x1a\n" +
+	"\bprovider\x18\x02 \x01(\tR\bprovider\x12\x14\n" +
+	"\x05model\x18\x03 \x01(\tR\x05model\x12\x19\n" +
+	"\bbase_url\x18\x04 \x01(\tR\abaseUrl\x12\x1e\n" +
+	"\vapi_key_env\x18\x05 \x01(\tR\tapiKeyEnv\x12\x18\n" +
+	"\atimeout\x18\x06 \x01(\tR\atimeout\x121\n" +
+	"\x05retry\x18\a \x01(\v2\x1b.agentrunner.v1.RetryConfigR\x05retry\x12\x1c\n" +
+	"\tfallbacks\x18\b \x03(\tR\tfallbacks\"\x9b\x01\n" +
+	"\vRetryConfig\x12!\n" +
+	"\fmax_attempts\x18\x01 \x01(\x05R\vmaxAttempts\x12'\n" +
+	"\x0finitial_backoff\x18\x02 \x01(\tR\x0einitialBackoff\x12\x1f\n" +
+	"\vmax_backoff\x18\x03 \x01(\tR\n" +
+	"maxBackoff\x12\x1f\n" +
+	"\vmax_elapsed\x18\x04 \x01(\tR\n" +
+	"maxElapsed\"\x8a\x02\n" +
 	"\tAppConfig\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12 \n" +
 	"\vdescription\x18\x02 \x01(\tR\vdescription\x12:\n" +
@@ -970,41 +1202,45 @@ func file_agentrunner_v1_config_proto_rawDescGZIP() []byte {
 }
 
 var file_agentrunner_v1_config_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_agentrunner_v1_config_proto_msgTypes = make([]protoimpl.MessageInfo, 10)
+var file_agentrunner_v1_config_proto_msgTypes = make([]protoimpl.MessageInfo, 12)
 var file_agentrunner_v1_config_proto_goTypes = []any{
 	(IncludeContents)(0),          // 0: agentrunner.v1.IncludeContents
 	(*AppsConfig)(nil),            // 1: agentrunner.v1.AppsConfig
-	(*AppConfig)(nil),             // 2: agentrunner.v1.AppConfig
-	(*McpServerConfig)(nil),       // 3: agentrunner.v1.McpServerConfig
-	(*McpToolsConfig)(nil),        // 4: agentrunner.v1.McpToolsConfig
-	(*AgentConfig)(nil),           // 5: agentrunner.v1.AgentConfig
-	(*LlmAgentConfig)(nil),        // 6: agentrunner.v1.LlmAgentConfig
-	(*FunctionToolConfig)(nil),    // 7: agentrunner.v1.FunctionToolConfig
-	(*SequentialAgentConfig)(nil), // 8: agentrunner.v1.SequentialAgentConfig
-	(*ParallelAgentConfig)(nil),   // 9: agentrunner.v1.ParallelAgentConfig
-	(*LoopAgentConfig)(nil),       // 10: agentrunner.v1.LoopAgentConfig
-	(*structpb.Struct)(nil),       // 11: google.protobuf.Struct
+	(*ModelConfig)(nil),           // 2: agentrunner.v1.ModelConfig
+	(*RetryConfig)(nil),           // 3: agentrunner.v1.RetryConfig
+	(*AppConfig)(nil),             // 4: agentrunner.v1.AppConfig
+	(*McpServerConfig)(nil),       // 5: agentrunner.v1.McpServerConfig
+	(*McpToolsConfig)(nil),        // 6: agentrunner.v1.McpToolsConfig
+	(*AgentConfig)(nil),           // 7: agentrunner.v1.AgentConfig
+	(*LlmAgentConfig)(nil),        // 8: agentrunner.v1.LlmAgentConfig
+	(*FunctionToolConfig)(nil),    // 9: agentrunner.v1.FunctionToolConfig
+	(*SequentialAgentConfig)(nil), // 10: agentrunner.v1.SequentialAgentConfig
+	(*ParallelAgentConfig)(nil),   // 11: agentrunner.v1.ParallelAgentConfig
+	(*LoopAgentConfig)(nil),       // 12: agentrunner.v1.LoopAgentConfig
+	(*structpb.Struct)(nil),       // 13: google.protobuf.Struct
 }
 var file_agentrunner_v1_config_proto_depIdxs = []int32{
-	2,  // 0: agentrunner.v1.AppsConfig.apps:type_name -> agentrunner.v1.AppConfig
-	5,  // 1: agentrunner.v1.AppConfig.root_agent:type_name -> agentrunner.v1.AgentConfig
-	7,  // 2: agentrunner.v1.AppConfig.function_tools:type_name -> agentrunner.v1.FunctionToolConfig
-	3,  // 3: agentrunner.v1.AppConfig.mcp_servers:type_name -> agentrunner.v1.McpServerConfig
-	5,  // 4: agentrunner.v1.AgentConfig.sub_agents:type_name -> agentrunner.v1.AgentConfig
-	6,  // 5: agentrunner.v1.AgentConfig.llm:type_name -> agentrunner.v1.LlmAgentConfig
-	8,  // 6: agentrunner.v1.AgentConfig.sequential:type_name -> agentrunner.v1.SequentialAgentConfig
-	9,  // 7: agentrunner.v1.AgentConfig.parallel:type_name -> agentrunner.v1.ParallelAgentConfig
-	10, // 8: agentrunner.v1.AgentConfig.loop:type_name -> agentrunner.v1.LoopAgentConfig
-	0,  // 9: agentrunner.v1.LlmAgentConfig.include_contents:type_name -> agentrunner.v1.IncludeContents
-	7,  // 10: agentrunner.v1.LlmAgentConfig.function_tools:type_name -> agentrunner.v1.FunctionToolConfig
-	4,  // 11: agentrunner.v1.LlmAgentConfig.mcp:type_name -> agentrunner.v1.McpToolsConfig
-	11, // 12: agentrunner.v1.FunctionToolConfig.parameters:type_name -> google.protobuf.Struct
-	11, // 13: agentrunner.v1.FunctionToolConfig.response:type_name -> google.protobuf.Struct
-	14, // [14:14] is the sub-list for method output_type
-	14, // [14:14] is the sub-list for method input_type
-	14, // [14:14] is the sub-list for extension type_name
-	14, // [14:14] is the sub-list for extension extendee
-	0,  // [0:14] is the sub-list for field type_name
+	4,  // 0: agentrunner.v1.AppsConfig.apps:type_name -> agentrunner.v1.AppConfig
+	2,  // 1: agentrunner.v1.AppsConfig.models:type_name -> agentrunner.v1.ModelConfig
+	3,  // 2: agentrunner.v1.ModelConfig.retry:type_name -> agentrunner.v1.RetryConfig
+	7,  // 3: agentrunner.v1.AppConfig.root_agent:type_name -> agentrunner.v1.AgentConfig
+	9,  // 4: agentrunner.v1.AppConfig.function_tools:type_name -> agentrunner.v1.FunctionToolConfig
+	5,  // 5: agentrunner.v1.AppConfig.mcp_servers:type_name -> agentrunner.v1.McpServerConfig
+	7,  // 6: agentrunner.v1.AgentConfig.sub_agents:type_name -> agentrunner.v1.AgentConfig
+	8,  // 7: agentrunner.v1.AgentConfig.llm:type_name -> agentrunner.v1.LlmAgentConfig
+	10, // 8: agentrunner.v1.AgentConfig.sequential:type_name -> agentrunner.v1.SequentialAgentConfig
+	11, // 9: agentrunner.v1.AgentConfig.parallel:type_name -> agentrunner.v1.ParallelAgentConfig
+	12, // 10: agentrunner.v1.AgentConfig.loop:type_name -> agentrunner.v1.LoopAgentConfig
+	0,  // 11: agentrunner.v1.LlmAgentConfig.include_contents:type_name -> agentrunner.v1.IncludeContents
+	9,  // 12: agentrunner.v1.LlmAgentConfig.function_tools:type_name -> agentrunner.v1.FunctionToolConfig
+	6,  // 13: agentrunner.v1.LlmAgentConfig.mcp:type_name -> agentrunner.v1.McpToolsConfig
+	13, // 14: agentrunner.v1.FunctionToolConfig.parameters:type_name -> google.protobuf.Struct
+	13, // 15: agentrunner.v1.FunctionToolConfig.response:type_name -> google.protobuf.Struct
+	16, // [16:16] is the sub-list for method output_type
+	16, // [16:16] is the sub-list for method input_type
+	16, // [16:16] is the sub-list for extension type_name
+	16, // [16:16] is the sub-list for extension extendee
+	0,  // [0:16] is the sub-list for field type_name
 }
 
 func init() { file_agentrunner_v1_config_proto_init() }
@@ -1012,20 +1248,20 @@ func file_agentrunner_v1_config_proto_init() {
 	if File_agentrunner_v1_config_proto != nil {
 		return
 	}
-	file_agentrunner_v1_config_proto_msgTypes[4].OneofWrappers = []any{
+	file_agentrunner_v1_config_proto_msgTypes[6].OneofWrappers = []any{
 		(*AgentConfig_Llm)(nil),
 		(*AgentConfig_Sequential)(nil),
 		(*AgentConfig_Parallel)(nil),
 		(*AgentConfig_Loop)(nil),
 	}
-	file_agentrunner_v1_config_proto_msgTypes[5].OneofWrappers = []any{}
+	file_agentrunner_v1_config_proto_msgTypes[7].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_agentrunner_v1_config_proto_rawDesc), len(file_agentrunner_v1_config_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   10,
+			NumMessages:   12,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -43,10 +43,12 @@ class AppConfig(_message.Message):
     def __init__(self, name: _Optional[str] = ..., description: _Optional[str] = ..., root_agent: _Optional[_Union[AgentConfig, _Mapping]] = ..., function_tools: _Optional[_Iterable[_Union[FunctionToolConfig, _Mapping]]] = ..., mcp_servers: _Optional[_Iterable[_Union[McpServerConfig, _Mapping]]] = ...) -> None: ...
 
 class AppsConfig(_message.Message):
-    __slots__ = ["apps"]
+    __slots__ = ["apps", "models"]
     APPS_FIELD_NUMBER: _ClassVar[int]
+    MODELS_FIELD_NUMBER: _ClassVar[int]
     apps: _containers.RepeatedCompositeFieldContainer[AppConfig]
-    def __init__(self, apps: _Optional[_Iterable[_Union[AppConfig, _Mapping]]] = ...) -> None: ...
+    models: _containers.RepeatedCompositeFieldContainer[ModelConfig]
+    def __init__(self, apps: _Optional[_Iterable[_Union[AppConfig, _Mapping]]] = ..., models: _Optional[_Iterable[_Union[ModelConfig, _Mapping]]] = ...) -> None: ...
 
 class FunctionToolConfig(_message.Message):
     __slots__ = ["description", "name", "parameters", "response"]
@@ -122,9 +124,41 @@ class McpToolsConfig(_message.Message):
     tools: _containers.RepeatedScalarFieldContainer[str]
     def __init__(self, server: _Optional[str] = ..., tools: _Optional[_Iterable[str]] = ...) -> None: ...
 
+class ModelConfig(_message.Message):
+    __slots__ = ["api_key_env", "base_url", "fallbacks", "model", "name", "provider", "retry", "timeout"]
+    API_KEY_ENV_FIELD_NUMBER: _ClassVar[int]
+    BASE_URL_FIELD_NUMBER: _ClassVar[int]
+    FALLBACKS_FIELD_NUMBER: _ClassVar[int]
+    MODEL_FIELD_NUMBER: _ClassVar[int]
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    PROVIDER_FIELD_NUMBER: _ClassVar[int]
+    RETRY_FIELD_NUMBER: _ClassVar[int]
+    TIMEOUT_FIELD_NUMBER: _ClassVar[int]
+    api_key_env: str
+    base_url: str
+    fallbacks: _containers.RepeatedScalarFieldContainer[str]
+    model: str
+    name: str
+    provider: str
+    retry: RetryConfig
+    timeout: str
+    def __init__(self, name: _Optional[str] = ..., provider: _Optional[str] = ..., model: _Optional[str] = ..., base_url: _Optional[str] = ..., api_key_env: _Optional[str] = ..., timeout: _Optional[str] = ..., retry: _Optional[_Union[RetryConfig, _Mapping]] = ..., fallbacks: _Optional[_Iterable[str]] = ...) -> None: ...
+
 class ParallelAgentConfig(_message.Message):
     __slots__ = []
     def __init__(self) -> None: ...
+
+class RetryConfig(_message.Message):
+    __slots__ = ["initial_backoff", "max_attempts", "max_backoff", "max_elapsed"]
+    INITIAL_BACKOFF_FIELD_NUMBER: _ClassVar[int]
+    MAX_ATTEMPTS_FIELD_NUMBER: _ClassVar[int]
+    MAX_BACKOFF_FIELD_NUMBER: _ClassVar[int]
+    MAX_ELAPSED_FIELD_NUMBER: _ClassVar[int]
+    initial_backoff: str
+    max_attempts: int
+    max_backoff: str
+    max_elapsed: str
+    def __init__(self, max_attempts: _Optional[int] = ..., initial_backoff: _Optional[str] = ..., max_backoff: _Optional[str] = ..., max_elapsed: _Optional[str] = ...) -> None: ...
 
 class SequentialAgentConfig(_message.Message):
     __slots__ = []

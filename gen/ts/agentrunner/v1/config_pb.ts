@@ -11,7 +11,7 @@ import type { JsonObject, Message } from "@bufbuild/protobuf";
  * Describes the file agentrunner/v1/config.proto.
  */
 export const file_agentrunner_v1_config: GenFile = /*@__PURE__*/
-  fileDesc("ChthZ2VudHJ1bm5lci92MS9jb25maWcucHJvdG8SDmFnZW50cnVubmVyLnYxIjUKCkFwcHNDb25maWcSJwoEYXBwcxgBIAMoCzIZLmFnZW50cnVubmVyLnYxLkFwcENvbmZpZyLRAQoJQXBwQ29uZmlnEgwKBG5hbWUYASABKAkSEwoLZGVzY3JpcHRpb24YAiABKAkSLwoKcm9vdF9hZ2VudBgDIAEoCzIbLmFnZW50cnVubmVyLnYxLkFnZW50Q29uZmlnEjoKDmZ1bmN0aW9uX3Rvb2xzGAQgAygLMiIuYWdlbnRydW5uZXIudjEuRnVuY3Rpb25Ub29sQ29uZmlnEjQKC21jcF9zZXJ2ZXJzGAUgAygLMh8uYWdlbnRydW5uZXIudjEuTWNwU2VydmVyQ29uZmlnIo8BCg9NY3BTZXJ2ZXJDb25maWcSDAoEbmFtZRgBIAEoCRIPCgdjb21tYW5kGAIgASgJEgwKBGFyZ3MYAyADKAkSCwoDZW52GAQgAygJEgsKA3VybBgFIAEoCRISCgpoZWFkZXJfZW52GAYgAygJEhAKCG9wdGlvbmFsGAcgASgIEg8KB3RpbWVvdXQYCCABKAkiLwoOTWNwVG9vbHNDb25maWcSDgoGc2VydmVyGAEgASgJEg0KBXRvb2xzGAIgAygJIr8CCgtBZ2VudENvbmZpZxIMCgRuYW1lGAEgASgJEhMKC2Rlc2NyaXB0aW9uGAIgASgJEi8KCnN1Yl9hZ2VudHMYAyADKAsyGy5hZ2VudHJ1bm5lci52MS5BZ2VudENvbmZpZxItCgNsbG0YBCABKAsyHi5hZ2VudHJ1bm5lci52MS5MbG1BZ2VudENvbmZpZ0gAEjsKCnNlcXVlbnRpYWwYBSABKAsyJS5hZ2VudHJ1bm5lci52MS5TZXF1ZW50aWFsQWdlbnRDb25maWdIABI3CghwYXJhbGxlbBgGIAEoCzIjLmFnZW50cnVubmVyLnYxLlBhcmFsbGVsQWdlbnRDb25maWdIABIvCgRsb29wGAcgASgLMh8uYWdlbnRydW5uZXIudjEuTG9vcEFnZW50Q29uZmlnSABCBgoEa2luZCKnAwoOTGxtQWdlbnRDb25maWcSDQoFbW9kZWwYASABKAkSEwoLaW5zdHJ1Y3Rpb24YAiABKAkSEgoKb3V0cHV0X2tleRgDIAEoCRIjChtkaXNhbGxvd190cmFuc2Zlcl90b19wYXJlbnQYBCABKAgSIgoaZGlzYWxsb3dfdHJhbnNmZXJfdG9fcGVlcnMYBSABKAgSDQoFdG9vbHMYBiADKAkSOQoQaW5jbHVkZV9jb250ZW50cxgHIAEoDjIfLmFnZW50cnVubmVyLnYxLkluY2x1ZGVDb250ZW50cxIYCgt0ZW1wZXJhdHVyZRgIIAEoAkgAiAEBEhkKEW1heF9vdXRwdXRfdG9rZW5zGAkgASgFEjoKDmZ1bmN0aW9uX3Rvb2xzGAogAygLMiIuYWdlbnRydW5uZXIudjEuRnVuY3Rpb25Ub29sQ29uZmlnEhwKFHJlcXVpcmVfY29uZmlybWF0aW9uGAsgAygJEisKA21jcBgMIAMoCzIeLmFnZW50cnVubmVyLnYxLk1jcFRvb2xzQ29uZmlnQg4KDF90ZW1wZXJhdHVyZSKPAQoSRnVuY3Rpb25Ub29sQ29uZmlnEgwKBG5hbWUYASABKAkSEwoLZGVzY3JpcHRpb24YAiABKAkSKwoKcGFyYW1ldGVycxgDIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSKQoIcmVzcG9uc2UYBCABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0IhcKFVNlcXVlbnRpYWxBZ2VudENvbmZpZyIVChNQYXJhbGxlbEFnZW50Q29uZmlnIikKD0xvb3BBZ2VudENvbmZpZxIWCg5tYXhfaXRlcmF0aW9ucxgBIAEoBSpsCg9JbmNsdWRlQ29udGVudHMSIAocSU5DTFVERV9DT05URU5UU19VTlNQRUNJRklFRBAAEhwKGElOQ0xVREVfQ09OVEVOVFNfREVGQVVMVBABEhkKFUlOQ0xVREVfQ09OVEVOVFNfTk9ORRACYgZwcm90bzM", [file_google_protobuf_struct]);
+  fileDesc("ChthZ2VudHJ1bm5lci92MS9jb25maWcucHJvdG8SDmFnZW50cnVubmVyLnYxImIKCkFwcHNDb25maWcSJwoEYXBwcxgBIAMoCzIZLmFnZW50cnVubmVyLnYxLkFwcENvbmZpZxIrCgZtb2RlbHMYAiADKAsyGy5hZ2VudHJ1bm5lci52MS5Nb2RlbENvbmZpZyKzAQoLTW9kZWxDb25maWcSDAoEbmFtZRgBIAEoCRIQCghwcm92aWRlchgCIAEoCRINCgVtb2RlbBgDIAEoCRIQCghiYXNlX3VybBgEIAEoCRITCgthcGlfa2V5X2VudhgFIAEoCRIPCgd0aW1lb3V0GAYgASgJEioKBXJldHJ5GAcgASgLMhsuYWdlbnRydW5uZXIudjEuUmV0cnlDb25maWcSEQoJZmFsbGJhY2tzGAggAygJImYKC1JldHJ5Q29uZmlnEhQKDG1heF9hdHRlbXB0cxgBIAEoBRIXCg9pbml0aWFsX2JhY2tvZmYYAiABKAkSEwoLbWF4X2JhY2tvZmYYAyABKAkSEwoLbWF4X2VsYXBzZWQYBCABKAki0QEKCUFwcENvbmZpZxIMCgRuYW1lGAEgASgJEhMKC2Rlc2NyaXB0aW9uGAIgASgJEi8KCnJvb3RfYWdlbnQYAyABKAsyGy5hZ2VudHJ1bm5lci52MS5BZ2VudENvbmZpZxI6Cg5mdW5jdGlvbl90b29scxgEIAMoCzIiLmFnZW50cnVubmVyLnYxLkZ1bmN0aW9uVG9vbENvbmZpZxI0CgttY3Bfc2VydmVycxgFIAMoCzIfLmFnZW50cnVubmVyLnYxLk1jcFNlcnZlckNvbmZpZyKPAQoPTWNwU2VydmVyQ29uZmlnEgwKBG5hbWUYASABKAkSDwoHY29tbWFuZBgCIAEoCRIMCgRhcmdzGAMgAygJEgsKA2VudhgEIAMoCRILCgN1cmwYBSABKAkSEgoKaGVhZGVyX2VudhgGIAMoCRIQCghvcHRpb25hbBgHIAEoCBIPCgd0aW1lb3V0GAggASgJIi8KDk1jcFRvb2xzQ29uZmlnEg4KBnNlcnZlchgBIAEoCRINCgV0b29scxgCIAMoCSK/AgoLQWdlbnRDb25maWcSDAoEbmFtZRgBIAEoCRITCgtkZXNjcmlwdGlvbhgCIAEoCRIvCgpzdWJfYWdlbnRzGAMgAygLMhsuYWdlbnRydW5uZXIudjEuQWdlbnRDb25maWcSLQoDbGxtGAQgASgLMh4uYWdlbnRydW5uZXIudjEuTGxtQWdlbnRDb25maWdIABI7CgpzZXF1ZW50aWFsGAUgASgLMiUuYWdlbnRydW5uZXIudjEuU2VxdWVudGlhbEFnZW50Q29uZmlnSAASNwoIcGFyYWxsZWwYBiABKAsyIy5hZ2VudHJ1bm5lci52MS5QYXJhbGxlbEFnZW50Q29uZmlnSAASLwoEbG9vcBgHIAEoCzIfLmFnZW50cnVubmVyLnYxLkxvb3BBZ2VudENvbmZpZ0gAQgYKBGtpbmQipwMKDkxsbUFnZW50Q29uZmlnEg0KBW1vZGVsGAEgASgJEhMKC2luc3RydWN0aW9uGAIgASgJEhIKCm91dHB1dF9rZXkYAyABKAkSIwobZGlzYWxsb3dfdHJhbnNmZXJfdG9fcGFyZW50GAQgASgIEiIKGmRpc2FsbG93X3RyYW5zZmVyX3RvX3BlZXJzGAUgASgIEg0KBXRvb2xzGAYgAygJEjkKEGluY2x1ZGVfY29udGVudHMYByABKA4yHy5hZ2VudHJ1bm5lci52MS5JbmNsdWRlQ29udGVudHMSGAoLdGVtcGVyYXR1cmUYCCABKAJIAIgBARIZChFtYXhfb3V0cHV0X3Rva2VucxgJIAEoBRI6Cg5mdW5jdGlvbl90b29scxgKIAMoCzIiLmFnZW50cnVubmVyLnYxLkZ1bmN0aW9uVG9vbENvbmZpZxIcChRyZXF1aXJlX2NvbmZpcm1hdGlvbhgLIAMoCRIrCgNtY3AYDCADKAsyHi5hZ2VudHJ1bm5lci52MS5NY3BUb29sc0NvbmZpZ0IOCgxfdGVtcGVyYXR1cmUijwEKEkZ1bmN0aW9uVG9vbENvbmZpZxIMCgRuYW1lGAEgASgJEhMKC2Rlc2NyaXB0aW9uGAIgASgJEisKCnBhcmFtZXRlcnMYAyABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0EikKCHJlc3BvbnNlGAQgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdCIXChVTZXF1ZW50aWFsQWdlbnRDb25maWciFQoTUGFyYWxsZWxBZ2VudENvbmZpZyIpCg9Mb29wQWdlbnRDb25maWcSFgoObWF4X2l0ZXJhdGlvbnMYASABKAUqbAoPSW5jbHVkZUNvbnRlbnRzEiAKHElOQ0xVREVfQ09OVEVOVFNfVU5TUEVDSUZJRUQQABIcChhJTkNMVURFX0NPTlRFTlRTX0RFRkFVTFQQARIZChVJTkNMVURFX0NPTlRFTlRTX05PTkUQAmIGcHJvdG8z", [file_google_protobuf_struct]);
 
 /**
  * AppsConfig is the schema of the apps file the server loads at start
@@ -27,6 +27,16 @@ export type AppsConfig = Message<"agentrunner.v1.AppsConfig"> & {
    * @generated from field: repeated agentrunner.v1.AppConfig apps = 1;
    */
   apps: AppConfig[];
+
+  /**
+   * Models the agents of every app may name in LlmAgentConfig.model, each
+   * mapped to a provider. A model name not declared here must be a Gemini
+   * model name ("gemini-2.5-flash", "models/...", "projects/..."), which
+   * runs on Gemini as before; any other name is a config error.
+   *
+   * @generated from field: repeated agentrunner.v1.ModelConfig models = 2;
+   */
+  models: ModelConfig[];
 };
 
 /**
@@ -35,6 +45,139 @@ export type AppsConfig = Message<"agentrunner.v1.AppsConfig"> & {
  */
 export const AppsConfigSchema: GenMessage<AppsConfig> = /*@__PURE__*/
   messageDesc(file_agentrunner_v1_config, 0);
+
+/**
+ * ModelConfig maps a name agents refer to onto a provider's model.
+ *
+ * @generated from message agentrunner.v1.ModelConfig
+ */
+export type ModelConfig = Message<"agentrunner.v1.ModelConfig"> & {
+  /**
+   * The name agents give in LlmAgentConfig.model; unique. Required.
+   *
+   * @generated from field: string name = 1;
+   */
+  name: string;
+
+  /**
+   * "gemini" (the Gemini API or Vertex AI, through genai's standard
+   * environment: GOOGLE_API_KEY or GEMINI_API_KEY, or
+   * GOOGLE_GENAI_USE_VERTEXAI with GOOGLE_CLOUD_PROJECT), "openai" (Chat
+   * Completions: OpenAI, Azure OpenAI, Ollama, vLLM, LiteLLM through
+   * base_url), "anthropic" (the Messages API) or "offline" (the
+   * deterministic model that needs nothing). Required.
+   *
+   * @generated from field: string provider = 2;
+   */
+  provider: string;
+
+  /**
+   * The provider's model id, for example "gpt-4o" or "claude-sonnet-4-5";
+   * empty means name.
+   *
+   * @generated from field: string model = 3;
+   */
+  model: string;
+
+  /**
+   * Where the provider's API is, for OpenAI-compatible servers and
+   * proxies; empty means the provider's own endpoint. Not for gemini.
+   *
+   * @generated from field: string base_url = 4;
+   */
+  baseUrl: string;
+
+  /**
+   * The environment variable holding the API key. Empty means the
+   * provider's usual one: OPENAI_API_KEY, ANTHROPIC_API_KEY (gemini reads
+   * genai's environment and takes none). An openai model with a base_url
+   * and no api_key_env sends no key (a local Ollama needs none). When the
+   * variable is unset at start, the apps that use the model are
+   * unavailable, with the reason, until the server restarts with it set.
+   *
+   * @generated from field: string api_key_env = 5;
+   */
+  apiKeyEnv: string;
+
+  /**
+   * How long one call may take, streaming included, as a Go duration
+   * ("60s"); empty means no bound beyond the run's own deadline. A call
+   * that runs out is retried like an outage.
+   *
+   * @generated from field: string timeout = 6;
+   */
+  timeout: string;
+
+  /**
+   * How failed calls are retried: 429s, 5xxs, dropped connections and
+   * timeouts, and only while nothing of the call has been streamed.
+   *
+   * @generated from field: agentrunner.v1.RetryConfig retry = 7;
+   */
+  retry?: RetryConfig | undefined;
+
+  /**
+   * Models (names of other entries here) tried in order when this one's
+   * retries are exhausted, each under its own retry policy.
+   *
+   * @generated from field: repeated string fallbacks = 8;
+   */
+  fallbacks: string[];
+};
+
+/**
+ * Describes the message agentrunner.v1.ModelConfig.
+ * Use `create(ModelConfigSchema)` to create a new message.
+ */
+export const ModelConfigSchema: GenMessage<ModelConfig> = /*@__PURE__*/
+  messageDesc(file_agentrunner_v1_config, 1);
+
+/**
+ * RetryConfig bounds the attempts at one model. Unset fields take the
+ * defaults noted.
+ *
+ * @generated from message agentrunner.v1.RetryConfig
+ */
+export type RetryConfig = Message<"agentrunner.v1.RetryConfig"> & {
+  /**
+   * Attempts in all, the first included; 0 means 3, 1 means no retry.
+   *
+   * @generated from field: int32 max_attempts = 1;
+   */
+  maxAttempts: number;
+
+  /**
+   * Wait before the second attempt, doubled for each further one, with
+   * jitter, as a Go duration; empty means "1s". A Retry-After the provider
+   * sends is honoured instead.
+   *
+   * @generated from field: string initial_backoff = 2;
+   */
+  initialBackoff: string;
+
+  /**
+   * Cap on one computed wait; empty means "30s".
+   *
+   * @generated from field: string max_backoff = 3;
+   */
+  maxBackoff: string;
+
+  /**
+   * Bound on the time from the first attempt to the start of the last;
+   * empty means "2m". A wait that would end beyond it is not made: the
+   * next fallback is tried.
+   *
+   * @generated from field: string max_elapsed = 4;
+   */
+  maxElapsed: string;
+};
+
+/**
+ * Describes the message agentrunner.v1.RetryConfig.
+ * Use `create(RetryConfigSchema)` to create a new message.
+ */
+export const RetryConfigSchema: GenMessage<RetryConfig> = /*@__PURE__*/
+  messageDesc(file_agentrunner_v1_config, 2);
 
 /**
  * AppConfig is one app: a name and an agent tree.
@@ -86,7 +229,7 @@ export type AppConfig = Message<"agentrunner.v1.AppConfig"> & {
  * Use `create(AppConfigSchema)` to create a new message.
  */
 export const AppConfigSchema: GenMessage<AppConfig> = /*@__PURE__*/
-  messageDesc(file_agentrunner_v1_config, 1);
+  messageDesc(file_agentrunner_v1_config, 3);
 
 /**
  * McpServerConfig is an MCP server: a command run over stdio, or a
@@ -161,7 +304,7 @@ export type McpServerConfig = Message<"agentrunner.v1.McpServerConfig"> & {
  * Use `create(McpServerConfigSchema)` to create a new message.
  */
 export const McpServerConfigSchema: GenMessage<McpServerConfig> = /*@__PURE__*/
-  messageDesc(file_agentrunner_v1_config, 2);
+  messageDesc(file_agentrunner_v1_config, 4);
 
 /**
  * McpToolsConfig gives an LLM agent tools of one of its app's MCP servers.
@@ -189,7 +332,7 @@ export type McpToolsConfig = Message<"agentrunner.v1.McpToolsConfig"> & {
  * Use `create(McpToolsConfigSchema)` to create a new message.
  */
 export const McpToolsConfigSchema: GenMessage<McpToolsConfig> = /*@__PURE__*/
-  messageDesc(file_agentrunner_v1_config, 3);
+  messageDesc(file_agentrunner_v1_config, 5);
 
 /**
  * AgentConfig is one agent of a tree. Exactly one kind must be set.
@@ -263,7 +406,7 @@ export type AgentConfig = Message<"agentrunner.v1.AgentConfig"> & {
  * Use `create(AgentConfigSchema)` to create a new message.
  */
 export const AgentConfigSchema: GenMessage<AgentConfig> = /*@__PURE__*/
-  messageDesc(file_agentrunner_v1_config, 4);
+  messageDesc(file_agentrunner_v1_config, 6);
 
 /**
  * LlmAgentConfig configures an LLM agent.
@@ -371,7 +514,7 @@ export type LlmAgentConfig = Message<"agentrunner.v1.LlmAgentConfig"> & {
  * Use `create(LlmAgentConfigSchema)` to create a new message.
  */
 export const LlmAgentConfigSchema: GenMessage<LlmAgentConfig> = /*@__PURE__*/
-  messageDesc(file_agentrunner_v1_config, 5);
+  messageDesc(file_agentrunner_v1_config, 7);
 
 /**
  * FunctionToolConfig declares a function tool that the caller executes.
@@ -421,7 +564,7 @@ export type FunctionToolConfig = Message<"agentrunner.v1.FunctionToolConfig"> & 
  * Use `create(FunctionToolConfigSchema)` to create a new message.
  */
 export const FunctionToolConfigSchema: GenMessage<FunctionToolConfig> = /*@__PURE__*/
-  messageDesc(file_agentrunner_v1_config, 6);
+  messageDesc(file_agentrunner_v1_config, 8);
 
 /**
  * SequentialAgentConfig configures a sequential agent. It has no options.
@@ -436,7 +579,7 @@ export type SequentialAgentConfig = Message<"agentrunner.v1.SequentialAgentConfi
  * Use `create(SequentialAgentConfigSchema)` to create a new message.
  */
 export const SequentialAgentConfigSchema: GenMessage<SequentialAgentConfig> = /*@__PURE__*/
-  messageDesc(file_agentrunner_v1_config, 7);
+  messageDesc(file_agentrunner_v1_config, 9);
 
 /**
  * ParallelAgentConfig configures a parallel agent. It has no options.
@@ -451,7 +594,7 @@ export type ParallelAgentConfig = Message<"agentrunner.v1.ParallelAgentConfig"> 
  * Use `create(ParallelAgentConfigSchema)` to create a new message.
  */
 export const ParallelAgentConfigSchema: GenMessage<ParallelAgentConfig> = /*@__PURE__*/
-  messageDesc(file_agentrunner_v1_config, 8);
+  messageDesc(file_agentrunner_v1_config, 10);
 
 /**
  * LoopAgentConfig configures a loop agent.
@@ -473,7 +616,7 @@ export type LoopAgentConfig = Message<"agentrunner.v1.LoopAgentConfig"> & {
  * Use `create(LoopAgentConfigSchema)` to create a new message.
  */
 export const LoopAgentConfigSchema: GenMessage<LoopAgentConfig> = /*@__PURE__*/
-  messageDesc(file_agentrunner_v1_config, 9);
+  messageDesc(file_agentrunner_v1_config, 11);
 
 /**
  * IncludeContents selects the history an LLM agent sends to its model.

@@ -1,0 +1,118 @@
+package apps
+
+import (
+	"fmt"
+	"net/url"
+	"regexp"
+	"slices"
+	"strings"
+	"time"
+
+	agentrunnerv1 "github.com/agentrunner/agentrunner/gen/go/agentrunner/v1"
+)
+
+// Providers are the provider names a models entry may give. They match
+// runner/model/providers, which cmd hands the builder (a test in cmd
+// checks that the two lists agree).
+var Providers = []string{"gemini", "openai", "anthropic", "offline"}
+
+// Option changes what Parse and Validate accept.
+type Option func(*options)
+
+type options struct {
+	undeclared     func(string) bool
+	undeclaredWant string
+}
+
+// UndeclaredModels makes a model name that no models entry declares an
+// error unless ok accepts it; want says, in the error, what such names
+// look like. Without it any name is accepted and left to the
+// ModelFactory. The server passes the names its factory takes for Gemini
+// and offline, so that "model: gpt-4o" without an entry fails at start
+// with its file and line, not at its first call.
+func UndeclaredModels(ok func(name string) bool, want string) Option {
+	return func(o *options) { o.undeclared, o.undeclaredWant = ok, want }
+}
+
+var envName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+
+// validateModels checks the models section and returns the declared
+// names.
+func validateModels(models []*agentrunnerv1.ModelConfig, o options) (map[string]bool, error) {
+	names := map[string]bool{}
+	for i, m := range models {
+		p := fmt.Sprintf("models[%d]", i)
+		switch name := m.GetName(); {
+		case name == "":
+			return nil, &Error{Path: p + ".name", Msg: "model name is required"}
+		case name == "offline" || strings.HasPrefix(name, "offline:"):
+			return nil, &Error{Path: p + ".name", Msg: fmt.Sprintf("%q is reserved for the offline model", name)}
+		case names[name]:
+			return nil, &Error{Path: p + ".name", Msg: fmt.Sprintf("duplicate model name %q", name)}
+		}
+		names[m.GetName()] = true
+		if err := validateModel(m, p); err != nil {
+			return nil, err
+		}
+	}
+	for i, m := range models {
+		for j, fb := range m.GetFallbacks() {
+			p := fmt.Sprintf("models[%d].fallbacks[%d]", i, j)
+			switch {
+			case fb == m.GetName():
+				return nil, &Error{Path: p, Msg: "a model cannot be its own fallback"}
+			case slices.Contains(m.GetFallbacks()[:j], fb):
+				return nil, &Error{Path: p, Msg: fmt.Sprintf("fallback %q given twice", fb)}
+			case !names[fb] && !isOffline(fb) && (o.undeclared == nil || !o.undeclared(fb)):
+				return nil, &Error{Path: p, Msg: fmt.Sprintf("no model %q in models", fb)}
+			}
+		}
+	}
+	return names, nil
+}
+
+// validateModel checks one entry's fields.
+func validateModel(m *agentrunnerv1.ModelConfig, p string) error {
+	if !slices.Contains(Providers, m.GetProvider()) {
+		return &Error{Path: p + ".provider", Msg: fmt.Sprintf("unknown provider %q, want one of %v", m.GetProvider(), Providers)}
+	}
+	if u := m.GetBaseUrl(); u != "" {
+		parsed, err := url.Parse(u)
+		if err != nil || (parsed.Scheme != "http" && parsed.Scheme != "https") || parsed.Host == "" {
+			return &Error{Path: p + ".base_url", Msg: fmt.Sprintf("want an http or https URL, got %q", u)}
+		}
+	}
+	if e := m.GetApiKeyEnv(); e != "" && !envName.MatchString(e) {
+		return &Error{Path: p + ".api_key_env", Msg: fmt.Sprintf("want the name of an environment variable (not the key itself), got %q", e)}
+	}
+	durations := []struct{ field, value string }{
+		{"timeout", m.GetTimeout()},
+		{"retry.initial_backoff", m.GetRetry().GetInitialBackoff()},
+		{"retry.max_backoff", m.GetRetry().GetMaxBackoff()},
+		{"retry.max_elapsed", m.GetRetry().GetMaxElapsed()},
+	}
+	for _, d := range durations {
+		if d.value == "" {
+			continue
+		}
+		if v, err := time.ParseDuration(d.value); err != nil || v <= 0 {
+			return &Error{Path: p + "." + d.field, Msg: fmt.Sprintf("want a positive Go duration such as \"30s\", got %q", d.value)}
+		}
+	}
+	if m.GetRetry().GetMaxAttempts() < 0 {
+		return &Error{Path: p + ".retry.max_attempts", Msg: "must not be negative"}
+	}
+	return nil
+}
+
+// checkModelRef checks an agent's model name against the models section.
+func checkModelRef(name, path string, declared map[string]bool, o options) error {
+	if declared[name] || isOffline(name) || o.undeclared == nil || o.undeclared(name) {
+		return nil
+	}
+	return &Error{Path: path, Msg: fmt.Sprintf("model %q is not declared in models and is not %s: declare it, for example models: [{name: %s, provider: openai}]", name, o.undeclaredWant, name)}
+}
+
+func isOffline(name string) bool {
+	return name == "offline" || strings.HasPrefix(name, "offline:")
+}
