@@ -106,3 +106,33 @@ func TestServeRefusesUndeclaredModel(t *testing.T) {
 		t.Errorf("exit code %d, want 1", code)
 	}
 }
+
+// TestReadmeModelsExample loads the README's models example as the server
+// would, without any key set: it must parse, and its app must come out
+// unavailable for the reason the README gives.
+func TestReadmeModelsExample(t *testing.T) {
+	readme, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, block, ok := strings.Cut(string(readme), "```yaml\nmodels:")
+	block, _, _ = strings.Cut(block, "```")
+	if !ok || block == "" {
+		t.Fatal("README has no ```yaml block starting with models:")
+	}
+	cfg, err := apps.Parse("README.md", []byte("models:"+block), apps.UndeclaredModels(providers.IsGeminiName, "a Gemini model name"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []string{"GOOGLE_API_KEY", "GEMINI_API_KEY", "GOOGLE_GENAI_USE_VERTEXAI", "GOOGLE_GENAI_USE_ENTERPRISE"} {
+		t.Setenv(k, "")
+	}
+	f := providers.New(providers.Options{Models: cfg.GetModels(), Getenv: func(string) string { return "" }})
+	built, err := apps.Build(t.Context(), cfg, f.Model)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "model gpt (openai) needs OPENAI_API_KEY set"; len(built) != 1 || built[0].Unavailable != want {
+		t.Fatalf("built %d apps, unavailable %q; want writer unavailable with %q", len(built), built[0].Unavailable, want)
+	}
+}
