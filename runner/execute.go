@@ -121,9 +121,16 @@ func (in *invocation) runGuarded(ctx context.Context) (err error) {
 		}
 	}()
 	if in.lr.resume != nil {
-		return in.resume(ctx)
+		err = in.resume(ctx)
+	} else {
+		err = in.run(ctx, in.lr.req)
 	}
-	return in.run(ctx, in.lr.req)
+	if err == nil {
+		// The run's last step: a summarizer that panics is caught here
+		// like any agent.
+		err = in.compact(ctx)
+	}
+	return err
 }
 
 // finalize decides how the run ended, stores the final record (with the

@@ -76,7 +76,44 @@ func TestHistoryLoadsOnlyWhatIsNew(t *testing.T) {
 	}
 	run() // loads 1..5 (5 is the outside event), then adds 6 and 7
 	run()
-	want := [][]uint64{{1}, {1, 2, 3}, {1, 2, 3, 4, 5, 6}, {3, 4, 5, 6, 7, 8}} // the window of 5, then this run's events
+	// The window bounds what is read, never what agents see.
+	want := [][]uint64{{1}, {1, 2, 3}, {1, 2, 3, 4, 5, 6}, {1, 2, 3, 4, 5, 6, 7, 8}}
+	if fmt.Sprint(seen) != fmt.Sprint(want) {
+		t.Fatalf("agents saw %v, want %v", seen, want)
+	}
+}
+
+// TestHistoryNeverCut: a run on a session longer than the window, with
+// nothing in the cache, still hands its agents every event; once a
+// compaction covers the older ones, it hands them the compaction and what
+// follows it.
+func TestHistoryNeverCut(t *testing.T) {
+	var seen [][]uint64
+	db := newTestStore(t)
+	k := newSession(t, db, "u1", "s1")
+	for i := range 8 {
+		if _, err := db.AppendEvent(t.Context(), k, &agentrunnerv1.Event{Author: "root", Content: &agentrunnerv1.Content{Role: "model", Parts: []*agentrunnerv1.Part{textPart(fmt.Sprint("old ", i))}}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	runFresh := func() {
+		t.Helper()
+		r, err := New(Config{AppName: testApp, Root: seenAgent(t, &seen), Store: db, HistoryEvents: 3})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res := collect(t, r.Run(t.Context(), request(k, "hi"))); res.err != nil {
+			t.Fatal(res.err)
+		}
+	}
+	runFresh() // sees 1..9 (9 is its user message), adds 10
+	compaction := &agentrunnerv1.Event{Author: "user", Actions: &agentrunnerv1.EventActions{Compaction: &agentrunnerv1.EventCompaction{
+		StartSequence: 1, EndSequence: 6, Summary: &agentrunnerv1.Content{Role: "model", Parts: []*agentrunnerv1.Part{textPart("earlier")}}}}}
+	if _, err := db.AppendEvent(t.Context(), k, compaction); err != nil { // 11
+		t.Fatal(err)
+	}
+	runFresh() // 7..11, then its message 12
+	want := [][]uint64{{1, 2, 3, 4, 5, 6, 7, 8, 9}, {7, 8, 9, 10, 11, 12}}
 	if fmt.Sprint(seen) != fmt.Sprint(want) {
 		t.Fatalf("agents saw %v, want %v", seen, want)
 	}

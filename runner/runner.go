@@ -24,7 +24,7 @@ import (
 const DefaultMaxLLMCalls = 500
 
 // DefaultHistoryEvents is how many of a session's most recent events a run
-// loads when Config.HistoryEvents is zero.
+// reads first when Config.HistoryEvents is zero.
 const DefaultHistoryEvents = history.DefaultEvents
 
 // DefaultHistoryCacheEvents bounds the events a Runner keeps in memory
@@ -101,9 +101,10 @@ type Config struct {
 	// Runs are logged by plugin.Logging, when it is among the plugins.
 	Logger *slog.Logger
 	// HistoryEvents is how many of a session's most recent events a run
-	// loads: agent selection walks them and LLM agents build their
-	// requests from them. Zero means DefaultHistoryEvents; negative means
-	// every event, however long the session.
+	// reads first when its session is not cached. A run always loads every
+	// event after the session's newest compaction (see Compaction): when
+	// those recent events do not reach back that far, it reads the rest.
+	// Zero means DefaultHistoryEvents; negative reads everything at once.
 	HistoryEvents int
 	// HistoryCacheEvents bounds the recent events kept in memory between
 	// runs (over all sessions), so that a run reads only what was appended
@@ -113,6 +114,9 @@ type Config struct {
 	// HistoryCacheBytes bounds the encoded size of those events too. Zero
 	// means DefaultHistoryCacheBytes; negative turns the cache off.
 	HistoryCacheBytes int
+	// Compaction condenses long sessions' older events into summaries
+	// (see Compaction); the zero value compacts nothing.
+	Compaction Compaction
 }
 
 // Runner runs one app's agent tree over its sessions. It is safe for
@@ -121,6 +125,7 @@ type Runner struct {
 	appName      string
 	description  string
 	unavailable  string
+	compaction   Compaction
 	tree         *agent.Tree
 	store        Store
 	memory       memory.Service
@@ -157,6 +162,7 @@ func New(cfg Config) (*Runner, error) {
 		appName:      cfg.AppName,
 		description:  cfg.Description,
 		unavailable:  cfg.Unavailable,
+		compaction:   cfg.Compaction,
 		tree:         t,
 		store:        cfg.Store,
 		memory:       cfg.Memory,

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	agentrunnerv1 "github.com/agentrunner/agentrunner/gen/go/agentrunner/v1"
+	"github.com/agentrunner/agentrunner/runner"
 	"github.com/agentrunner/agentrunner/runner/agent"
 	"github.com/agentrunner/agentrunner/runner/agent/llmagent"
 	"github.com/agentrunner/agentrunner/runner/agent/workflow"
@@ -92,12 +93,58 @@ func (b *builder) app(ctx context.Context, app *agentrunnerv1.AppConfig, path st
 		_ = closeAll()
 		return App{}, err
 	}
-	a := App{Name: app.GetName(), Description: app.GetDescription(), Root: root, closer: closeAll}
+	compaction, err := b.compaction(ctx, app, path)
+	if err != nil {
+		_ = closeAll()
+		return App{}, err
+	}
+	a := App{Name: app.GetName(), Description: app.GetDescription(), Root: root, Compaction: compaction, closer: closeAll}
 	if len(b.missing) > 0 {
 		a.Unavailable = strings.Join(b.missing, "; ")
 		b.log.Warn("app unavailable: a model it uses has no credentials; its runs fail with FAILED_PRECONDITION until the server restarts with them", "app", a.Name, "reason", a.Unavailable)
 	}
 	return a, nil
+}
+
+// compaction builds the app's compaction settings. The summarizer is the
+// configured model or that of the app's first LLM agent; an app without
+// either compacts nothing.
+func (b *builder) compaction(ctx context.Context, app *agentrunnerv1.AppConfig, path string) (runner.Compaction, error) {
+	cc := app.GetCompaction()
+	c := runner.Compaction{
+		Instruction:    cc.GetInstruction(),
+		Interval:       int(cc.GetInterval()),
+		Overlap:        int(cc.GetOverlap()),
+		TokenThreshold: int(cc.GetTokenThreshold()),
+		MaxEvents:      int(cc.GetMaxEvents()),
+	}
+	name, field := cc.GetModel(), path+".compaction.model"
+	if name == "" {
+		name, field = firstModel(app.GetRootAgent()), path+".root_agent"
+	}
+	if name == "" {
+		return c, nil
+	}
+	m, err := b.model(ctx, name, field)
+	if err != nil {
+		return c, err
+	}
+	c.Summarizer = m
+	return c, nil
+}
+
+// firstModel is the model of the first LLM agent of the tree, depth
+// first, or "".
+func firstModel(a *agentrunnerv1.AgentConfig) string {
+	if m := a.GetLlm().GetModel(); m != "" {
+		return m
+	}
+	for _, sub := range a.GetSubAgents() {
+		if m := firstModel(sub); m != "" {
+			return m
+		}
+	}
+	return ""
 }
 
 type builder struct {

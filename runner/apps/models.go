@@ -116,3 +116,39 @@ func checkModelRef(name, path string, declared map[string]bool, o options) error
 func isOffline(name string) bool {
 	return name == "offline" || strings.HasPrefix(name, "offline:")
 }
+
+// validateCompaction checks an app's compaction settings: counts that
+// make sense together, and a summarizer to write the summaries.
+func validateCompaction(app *agentrunnerv1.AppConfig, path string, declared map[string]bool, o options) error {
+	cc := app.GetCompaction()
+	if cc == nil {
+		return nil
+	}
+	p := path + ".compaction"
+	switch {
+	case cc.GetInterval() < 0:
+		return &Error{Path: p + ".interval", Msg: "must not be negative"}
+	case cc.GetOverlap() < 0:
+		return &Error{Path: p + ".overlap", Msg: "must not be negative"}
+	case cc.GetInterval() > 0 && cc.GetOverlap() >= cc.GetInterval():
+		return &Error{Path: p + ".overlap", Msg: fmt.Sprintf("must be less than interval (%d): the runs it keeps verbatim come out of those compacted", cc.GetInterval())}
+	case cc.GetTokenThreshold() < 0:
+		return &Error{Path: p + ".token_threshold", Msg: "must not be negative"}
+	case cc.GetMaxEvents() < -1:
+		return &Error{Path: p + ".max_events", Msg: "want a positive cap, 0 for the default (1000) or -1 for none"}
+	}
+	if m := cc.GetModel(); m != "" {
+		return checkModelRef(m, p+".model", declared, o)
+	}
+	if !hasLLMAgent(app.GetRootAgent()) {
+		return &Error{Path: p + ".model", Msg: "the app has no LLM agent whose model could summarize: name a model"}
+	}
+	return nil
+}
+
+func hasLLMAgent(a *agentrunnerv1.AgentConfig) bool {
+	if a.GetLlm() != nil {
+		return true
+	}
+	return slices.ContainsFunc(a.GetSubAgents(), hasLLMAgent)
+}

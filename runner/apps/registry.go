@@ -27,6 +27,9 @@ type App struct {
 	// credentials), empty when it can. Runs of the app are refused with
 	// runner.ErrAppUnavailable and the reason.
 	Unavailable string
+	// Compaction condenses the app's long sessions (see
+	// runner.Compaction).
+	Compaction runner.Compaction
 
 	// closer releases what the app holds (its MCP connections); set by
 	// Build.
@@ -82,6 +85,7 @@ func (g *Registry) Register(app App) (*runner.Runner, error) {
 		AppName:     app.Name,
 		Description: app.Description,
 		Unavailable: app.Unavailable,
+		Compaction:  app.Compaction,
 		Root:        app.Root,
 		Store:       g.cfg.Store,
 		Memory:      g.cfg.Memory,

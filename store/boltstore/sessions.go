@@ -496,12 +496,20 @@ func appendEventTx(tx *bbolt.Tx, k store.SessionKey, sk, sv []byte, w eventWrite
 // included, in the committer, the one goroutine every write waits on.
 func nextSession(sv []byte, seq uint64, w eventWrite) ([]byte, error) {
 	ts := w.stored.GetTimestamp()
-	if len(w.sessDelta) == 0 {
+	compaction := w.stored.GetActions().GetCompaction()
+	if len(w.sessDelta) == 0 && compaction == nil {
 		return patchSession(sv, seq, ts, w.stored.GetUsageMetadata())
 	}
 	rec := &agentrunnerv1.Session{}
 	if err := proto.Unmarshal(sv, rec); err != nil {
 		return nil, fmt.Errorf("decode session: %w", err)
+	}
+	if compaction != nil {
+		// A compaction summarizes events before it: known, stored ones.
+		if start, end := compaction.GetStartSequence(), compaction.GetEndSequence(); start == 0 || start > end || end >= seq {
+			return nil, fmt.Errorf("actions.compaction: range %d..%d must be within the session's earlier events (1..%d): %w", start, end, seq-1, store.ErrInvalidArgument)
+		}
+		rec.CompactedSequence = max(rec.CompactedSequence, compaction.GetEndSequence())
 	}
 	rec.LastSequence, rec.UpdateTime = seq, ts
 	rec.Usage = store.AddUsage(rec.Usage, w.stored.GetUsageMetadata())

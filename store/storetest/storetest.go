@@ -71,6 +71,7 @@ func Run(t *testing.T, open Open) {
 		{"PagesBoundedByBytes", testPagesBoundedByBytes},
 		{"GetSessionBoundedByBytes", testGetSessionBoundedByBytes},
 		{"AppendEventOnce", testAppendEventOnce},
+		{"Compaction", testCompaction},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -1671,4 +1672,45 @@ func testAppendEventOnce(t *testing.T, s store.Store) {
 	}
 	_, _, err = s.AppendEventOnce(ctx, key("app", "u", "missing"), proto.CloneOf(first))
 	wantErr(t, err, store.ErrNotFound, "AppendEventOnce(missing session)")
+}
+
+// testCompaction: a compaction event moves the session's
+// compacted_sequence to the end of its range (never back), keeps every
+// event readable, and one whose range is not within the earlier events is
+// refused without writing anything.
+func testCompaction(t *testing.T, s store.Store) {
+	k := key("app", "u", "compact")
+	create(t, s, k, nil)
+	for i := range 6 {
+		appendEv(t, s, k, textEvent("agent", fmt.Sprint("m", i+1), nil))
+	}
+	compaction := func(start, end uint64) *agentrunnerv1.Event {
+		return &agentrunnerv1.Event{Author: "user", Actions: &agentrunnerv1.EventActions{Compaction: &agentrunnerv1.EventCompaction{
+			StartSequence: start, EndSequence: end,
+			Summary: &agentrunnerv1.Content{Role: "model", Parts: []*agentrunnerv1.Part{{Data: &agentrunnerv1.Part_Text{Text: "summary"}}}},
+		}}}
+	}
+	for _, bad := range [][2]uint64{{0, 3}, {4, 3}, {1, 7}, {1, 99}} {
+		_, err := s.AppendEvent(t.Context(), k, compaction(bad[0], bad[1]))
+		if !errors.Is(err, store.ErrInvalidArgument) {
+			t.Fatalf("compaction %d..%d: err = %v, want ErrInvalidArgument", bad[0], bad[1], err)
+		}
+	}
+	if sess, _ := get(t, s, k, store.GetOptions{}); sess.GetLastSequence() != 6 || sess.GetCompactedSequence() != 0 {
+		t.Fatalf("refused compactions changed the session: last %d, compacted %d", sess.GetLastSequence(), sess.GetCompactedSequence())
+	}
+	appendEv(t, s, k, compaction(1, 4))
+	appendEv(t, s, k, textEvent("agent", "m8", nil))
+	sess, evs := get(t, s, k, store.GetOptions{})
+	if sess.GetCompactedSequence() != 4 || len(evs) != 8 {
+		t.Fatalf("after compaction 1..4: compacted %d, %d events", sess.GetCompactedSequence(), len(evs))
+	}
+	if c := evs[6].GetActions().GetCompaction(); c.GetEndSequence() != 4 || c.GetSummary().GetParts()[0].GetText() != "summary" {
+		t.Fatalf("stored compaction = %v", c)
+	}
+	// An older range appended later does not move it back.
+	appendEv(t, s, k, compaction(1, 2))
+	if sess, _ := get(t, s, k, store.GetOptions{}); sess.GetCompactedSequence() != 4 {
+		t.Fatalf("compacted_sequence went back to %d", sess.GetCompactedSequence())
+	}
 }

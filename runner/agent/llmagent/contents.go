@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"strings"
 
 	agentrunnerv1 "github.com/agentrunner/agentrunner/gen/go/agentrunner/v1"
 	"github.com/agentrunner/agentrunner/runner/agent"
@@ -38,6 +39,52 @@ func historyContents(self string, events []*agentrunnerv1.Event) []*agentrunnerv
 		}
 	}
 	return pairFunctionResponses(out)
+}
+
+// SummaryPrefix starts the content that stands, in a model request, for
+// the events a compaction covers.
+const SummaryPrefix = "Summary of the conversation so far:\n"
+
+// withSummary returns events as the model sees them once compacted: the
+// newest compaction's summary first, as a user-role content, then the
+// events after its range. The runner loads only those (see the history
+// cache); compaction events themselves carry no conversation and are left
+// out. A session never compacted is returned as it is, without a copy.
+func withSummary(events []*agentrunnerv1.Event) []*agentrunnerv1.Event {
+	newest := -1
+	for i := len(events) - 1; i >= 0; i-- {
+		if events[i].GetActions().GetCompaction() != nil {
+			newest = i
+			break
+		}
+	}
+	if newest < 0 {
+		return events
+	}
+	c := events[newest].GetActions().GetCompaction()
+	out := make([]*agentrunnerv1.Event, 0, len(events))
+	out = append(out, &agentrunnerv1.Event{
+		Author:   agent.UserAuthor,
+		Sequence: c.GetStartSequence(),
+		Content:  &agentrunnerv1.Content{Role: agent.RoleUser, Parts: []*agentrunnerv1.Part{textPart(SummaryPrefix + contentText(c.GetSummary()))}},
+	})
+	for _, ev := range events {
+		if ev.GetActions().GetCompaction() == nil && ev.GetSequence() > c.GetEndSequence() {
+			out = append(out, ev)
+		}
+	}
+	return out
+}
+
+// contentText joins the text parts of c, thoughts left out.
+func contentText(c *agentrunnerv1.Content) string {
+	var parts []string
+	for _, p := range c.GetParts() {
+		if t := p.GetText(); t != "" && !p.GetThought() {
+			parts = append(parts, t)
+		}
+	}
+	return strings.Join(parts, "\n")
 }
 
 // currentTurn returns the events of the current turn for an agent that

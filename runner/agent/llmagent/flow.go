@@ -378,7 +378,7 @@ func (l *llmAgent) request(ctx agent.InvocationContext, cc agent.CallbackContext
 	if tools.transferInstruction != "" {
 		instr = builtin.JoinInstruction(instr, tools.transferInstruction)
 	}
-	events := agent.SharedEvents(ctx, seal.Key{})
+	events := withSummary(agent.SharedEvents(ctx, seal.Key{}))
 	if l.includeContents == agentrunnerv1.IncludeContents_INCLUDE_CONTENTS_NONE {
 		events = currentTurn(ctx.AgentName(), events)
 	}

@@ -16,8 +16,9 @@ import (
 	"github.com/agentrunner/agentrunner/store"
 )
 
-// DefaultEvents is how many of a session's most recent events a run
-// loads when its window is zero.
+// DefaultEvents is how many of a session's most recent events a cold
+// load reads first when its window is zero; it reads more when they do not
+// reach back to the newest compaction.
 const DefaultEvents = 1000
 
 // DefaultCacheEvents bounds the events a Runner keeps in memory
@@ -42,7 +43,7 @@ const DefaultCacheBytes = 64 << 20
 // entry's last sequence. The runner serializes the runs of one session, so an
 // entry is never used by two runs at once.
 type Cache struct {
-	window   int // events per session kept and handed to agents; <0 = all
+	window   int // recent events a cold load reads first; <0 = all
 	limit    int // events kept over all sessions
 	maxBytes int // encoded bytes of the events kept over all sessions
 
@@ -65,8 +66,8 @@ type Loader interface {
 	GetSession(ctx context.Context, k store.SessionKey, opts store.GetOptions) (*agentrunnerv1.Session, []*agentrunnerv1.Event, error)
 }
 
-// New returns a cache that hands out at most window events per session
-// (zero: DefaultEvents; negative: all) and keeps at most limit events over
+// New returns a cache whose cold loads read window recent events first
+// (zero: DefaultEvents; negative: all at once) and that keeps at most limit events over
 // all sessions (zero: DefaultCacheEvents; negative: none), of at most
 // maxBytes encoded bytes (zero: DefaultCacheBytes; negative: none).
 func New(window, limit, maxBytes int) *Cache {
@@ -90,39 +91,72 @@ func sizeOf(ev *agentrunnerv1.Event) int {
 	return proto.MarshalOptions{UseCachedSize: true}.Size(ev)
 }
 
-// Load returns the session with its state and its recent events (at most
-// window), oldest first.
+// Load returns the session with its state and the events its agents
+// see, oldest first: every event after the range of the session's newest
+// compaction (that compaction's event among them), or every event when
+// nothing was compacted. A history is never cut: when the window's recent
+// events do not reach back that far, the rest is read too.
 func (h *Cache) Load(ctx context.Context, st Loader, k store.SessionKey) (*agentrunnerv1.Session, []*agentrunnerv1.Event, error) {
 	opts := store.GetOptions{}
 	if h.window > 0 {
 		opts.NumRecentEvents = h.window
 	}
 	if e := h.take(k); e != nil {
-		opts.AfterSequence = e.created.GetLastSequence()
-		sess, fresh, err := st.GetSession(ctx, k, opts)
-		if err != nil {
+		sess, events, ok, err := h.extend(ctx, st, k, e, opts)
+		if err != nil || ok {
+			return sess, events, err
+		}
+		// A different session under the same key: read it afresh.
+	}
+	sess, events, err := st.GetSession(ctx, k, opts)
+	if err != nil {
+		return nil, nil, err
+	}
+	if len(events) > 0 && events[0].GetSequence() > sess.GetCompactedSequence()+1 {
+		// The window ends short of the newest compaction (or of the
+		// session's start): read everything the agents must see.
+		if sess, events, err = st.GetSession(ctx, k, store.GetOptions{AfterSequence: sess.GetCompactedSequence()}); err != nil {
 			return nil, nil, err
 		}
-		if proto.Equal(sess.GetCreateTime(), e.created.GetCreateTime()) && sess.GetLastSequence() >= e.created.GetLastSequence() {
-			events := fresh
-			if len(fresh) == 0 || fresh[0].GetSequence() == e.created.GetLastSequence()+1 {
-				// In place: take removed the entry, so this run owns its
-				// array (the run that stored it has ended).
-				events = append(e.events, fresh...)
-			}
-			return sess, h.trim(events), nil
-		}
-		opts.AfterSequence = 0 // a different session under the same key
 	}
-	return st.GetSession(ctx, k, opts)
+	return sess, trim(events), nil
 }
 
-// trim keeps the last window events.
-func (h *Cache) trim(events []*agentrunnerv1.Event) []*agentrunnerv1.Event {
-	if h.window > 0 && len(events) > h.window {
-		return events[len(events)-h.window:]
+// extend reads what was appended after the cached entry e; ok is false
+// when the stored session is no longer the one e was taken from.
+func (h *Cache) extend(ctx context.Context, st Loader, k store.SessionKey, e *historyEntry, opts store.GetOptions) (*agentrunnerv1.Session, []*agentrunnerv1.Event, bool, error) {
+	opts.AfterSequence = e.created.GetLastSequence()
+	opts.NumRecentEvents = 0 // everything since: the entry ends where they start
+	sess, fresh, err := st.GetSession(ctx, k, opts)
+	if err != nil {
+		return nil, nil, false, err
 	}
-	return events
+	if !proto.Equal(sess.GetCreateTime(), e.created.GetCreateTime()) || sess.GetLastSequence() < e.created.GetLastSequence() {
+		return nil, nil, false, nil
+	}
+	// In place: take removed the entry, so this run owns its array (the
+	// run that stored it has ended).
+	return sess, trim(append(e.events, fresh...)), true, nil
+}
+
+// trim drops the events the newest compaction among events covers: its
+// summary stands for them.
+func trim(events []*agentrunnerv1.Event) []*agentrunnerv1.Event {
+	var end uint64
+	for i := len(events) - 1; i >= 0; i-- {
+		if c := events[i].GetActions().GetCompaction(); c != nil {
+			end = c.GetEndSequence()
+			break
+		}
+	}
+	if end == 0 || len(events) == 0 || events[0].GetSequence() > end {
+		return events
+	}
+	i := 0
+	for i < len(events) && events[i].GetSequence() <= end {
+		i++
+	}
+	return events[i:]
 }
 
 // take removes and returns the entry of k, if any.
@@ -144,7 +178,7 @@ func (h *Cache) take(k store.SessionKey) *historyEntry {
 // Put records the events of k after a run. events must all be stored;
 // sess gives the session's create time.
 func (h *Cache) Put(k store.SessionKey, sess *agentrunnerv1.Session, events []*agentrunnerv1.Event) {
-	events = h.trim(events)
+	events = trim(events)
 	if len(events) > h.limit || h.maxBytes < 0 {
 		return
 	}

@@ -381,7 +381,7 @@ type App struct {
 	RootAgent *AgentInfo `protobuf:"bytes,3,opt,name=root_agent,json=rootAgent,proto3" json:"root_agent,omitempty"`
 	// Why the app cannot run, empty when it can: a model it uses has no
 	// credentials in the server's environment, for example "model
-	// \"gpt-4o\" (openai) needs OPENAI_API_KEY set". Runs on such an app fail
+	// gpt-4o (openai) needs OPENAI_API_KEY set". Runs on such an app fail
 	// with FAILED_PRECONDITION and this reason until the server restarts
 	// with the credentials.
 	UnavailableReason string `protobuf:"bytes,4,opt,name=unavailable_reason,json=unavailableReason,proto3" json:"unavailable_reason,omitempty"`

@@ -353,7 +353,11 @@ type AppConfig struct {
 	// MCP servers whose tools the app's LLM agents may use (see
 	// LlmAgentConfig.mcp). The server connects to each at start, one client
 	// session per server and app, and closes it at shutdown.
-	McpServers    []*McpServerConfig `protobuf:"bytes,5,rep,name=mcp_servers,json=mcpServers,proto3" json:"mcp_servers,omitempty"`
+	McpServers []*McpServerConfig `protobuf:"bytes,5,rep,name=mcp_servers,json=mcpServers,proto3" json:"mcp_servers,omitempty"`
+	// When and how the app's long sessions are compacted. Unset, a session
+	// is compacted only when its uncompacted history passes the runner's
+	// hard cap (see CompactionConfig.max_events).
+	Compaction    *CompactionConfig `protobuf:"bytes,6,opt,name=compaction,proto3" json:"compaction,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -423,6 +427,120 @@ func (x *AppConfig) GetMcpServers() []*McpServerConfig {
 	return nil
 }
 
+func (x *AppConfig) GetCompaction() *CompactionConfig {
+	if x != nil {
+		return x.Compaction
+	}
+	return nil
+}
+
+// CompactionConfig makes a summarizing model condense the older events of
+// a session into one compaction event, which the agents' model requests
+// carry in place of the events it covers. Compaction runs at the end of a
+// run, as its last step, and its event is streamed like any other. A
+// range never covers a function call still waiting for its response (a
+// long-running tool, a confirmation, an input request): the range ends
+// before it.
+type CompactionConfig struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Compact once this many runs have added events since the last
+	// compaction; 0 turns the interval trigger off.
+	Interval int32 `protobuf:"varint,1,opt,name=interval,proto3" json:"interval,omitempty"`
+	// Runs, at the end of a compacted stretch, left verbatim (not covered by
+	// the summary), so that the model still sees the latest exchanges word
+	// for word. Must be less than interval.
+	Overlap int32 `protobuf:"varint,2,opt,name=overlap,proto3" json:"overlap,omitempty"`
+	// Compact when a model call's prompt reached this many tokens (as the
+	// model reported them); 0 turns the token trigger off. The last overlap
+	// runs (at least the last one) stay verbatim.
+	TokenThreshold int32 `protobuf:"varint,3,opt,name=token_threshold,json=tokenThreshold,proto3" json:"token_threshold,omitempty"`
+	// The model (a name as in LlmAgentConfig.model) that writes the
+	// summaries; empty means the model of the app's first LLM agent.
+	Model string `protobuf:"bytes,4,opt,name=model,proto3" json:"model,omitempty"`
+	// What the summarizer is told; empty means a built-in instruction that
+	// asks for the facts, decisions, open questions and user preferences.
+	Instruction string `protobuf:"bytes,5,opt,name=instruction,proto3" json:"instruction,omitempty"`
+	// The hard cap: a session whose uncompacted events pass it is compacted
+	// at the end of its next run whatever the triggers above say, and a
+	// warning is logged. 0 means 1000; -1 turns the cap off (agents then see
+	// the whole history however long it grows).
+	MaxEvents     int32 `protobuf:"varint,6,opt,name=max_events,json=maxEvents,proto3" json:"max_events,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CompactionConfig) Reset() {
+	*x = CompactionConfig{}
+	mi := &file_agentrunner_v1_config_proto_msgTypes[4]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CompactionConfig) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CompactionConfig) ProtoMessage() {}
+
+func (x *CompactionConfig) ProtoReflect() protoreflect.Message {
+	mi := &file_agentrunner_v1_config_proto_msgTypes[4]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CompactionConfig.ProtoReflect.Descriptor instead.
+func (*CompactionConfig) Descriptor() ([]byte, []int) {
+	return file_agentrunner_v1_config_proto_rawDescGZIP(), []int{4}
+}
+
+func (x *CompactionConfig) GetInterval() int32 {
+	if x != nil {
+		return x.Interval
+	}
+	return 0
+}
+
+func (x *CompactionConfig) GetOverlap() int32 {
+	if x != nil {
+		return x.Overlap
+	}
+	return 0
+}
+
+func (x *CompactionConfig) GetTokenThreshold() int32 {
+	if x != nil {
+		return x.TokenThreshold
+	}
+	return 0
+}
+
+func (x *CompactionConfig) GetModel() string {
+	if x != nil {
+		return x.Model
+	}
+	return ""
+}
+
+func (x *CompactionConfig) GetInstruction() string {
+	if x != nil {
+		return x.Instruction
+	}
+	return ""
+}
+
+func (x *CompactionConfig) GetMaxEvents() int32 {
+	if x != nil {
+		return x.MaxEvents
+	}
+	return 0
+}
+
 // McpServerConfig is an MCP server: a command run over stdio, or a
 // streamable HTTP endpoint. Exactly one of command and url is set.
 type McpServerConfig struct {
@@ -454,7 +572,7 @@ type McpServerConfig struct {
 
 func (x *McpServerConfig) Reset() {
 	*x = McpServerConfig{}
-	mi := &file_agentrunner_v1_config_proto_msgTypes[4]
+	mi := &file_agentrunner_v1_config_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -466,7 +584,7 @@ func (x *McpServerConfig) String() string {
 func (*McpServerConfig) ProtoMessage() {}
 
 func (x *McpServerConfig) ProtoReflect() protoreflect.Message {
-	mi := &file_agentrunner_v1_config_proto_msgTypes[4]
+	mi := &file_agentrunner_v1_config_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -479,7 +597,7 @@ func (x *McpServerConfig) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use McpServerConfig.ProtoReflect.Descriptor instead.
 func (*McpServerConfig) Descriptor() ([]byte, []int) {
-	return file_agentrunner_v1_config_proto_rawDescGZIP(), []int{4}
+	return file_agentrunner_v1_config_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *McpServerConfig) GetName() string {
@@ -551,7 +669,7 @@ type McpToolsConfig struct {
 
 func (x *McpToolsConfig) Reset() {
 	*x = McpToolsConfig{}
-	mi := &file_agentrunner_v1_config_proto_msgTypes[5]
+	mi := &file_agentrunner_v1_config_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -563,7 +681,7 @@ func (x *McpToolsConfig) String() string {
 func (*McpToolsConfig) ProtoMessage() {}
 
 func (x *McpToolsConfig) ProtoReflect() protoreflect.Message {
-	mi := &file_agentrunner_v1_config_proto_msgTypes[5]
+	mi := &file_agentrunner_v1_config_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -576,7 +694,7 @@ func (x *McpToolsConfig) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use McpToolsConfig.ProtoReflect.Descriptor instead.
 func (*McpToolsConfig) Descriptor() ([]byte, []int) {
-	return file_agentrunner_v1_config_proto_rawDescGZIP(), []int{5}
+	return file_agentrunner_v1_config_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *McpToolsConfig) GetServer() string {
@@ -617,7 +735,7 @@ type AgentConfig struct {
 
 func (x *AgentConfig) Reset() {
 	*x = AgentConfig{}
-	mi := &file_agentrunner_v1_config_proto_msgTypes[6]
+	mi := &file_agentrunner_v1_config_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -629,7 +747,7 @@ func (x *AgentConfig) String() string {
 func (*AgentConfig) ProtoMessage() {}
 
 func (x *AgentConfig) ProtoReflect() protoreflect.Message {
-	mi := &file_agentrunner_v1_config_proto_msgTypes[6]
+	mi := &file_agentrunner_v1_config_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -642,7 +760,7 @@ func (x *AgentConfig) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AgentConfig.ProtoReflect.Descriptor instead.
 func (*AgentConfig) Descriptor() ([]byte, []int) {
-	return file_agentrunner_v1_config_proto_rawDescGZIP(), []int{6}
+	return file_agentrunner_v1_config_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *AgentConfig) GetName() string {
@@ -784,7 +902,7 @@ type LlmAgentConfig struct {
 
 func (x *LlmAgentConfig) Reset() {
 	*x = LlmAgentConfig{}
-	mi := &file_agentrunner_v1_config_proto_msgTypes[7]
+	mi := &file_agentrunner_v1_config_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -796,7 +914,7 @@ func (x *LlmAgentConfig) String() string {
 func (*LlmAgentConfig) ProtoMessage() {}
 
 func (x *LlmAgentConfig) ProtoReflect() protoreflect.Message {
-	mi := &file_agentrunner_v1_config_proto_msgTypes[7]
+	mi := &file_agentrunner_v1_config_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -809,7 +927,7 @@ func (x *LlmAgentConfig) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LlmAgentConfig.ProtoReflect.Descriptor instead.
 func (*LlmAgentConfig) Descriptor() ([]byte, []int) {
-	return file_agentrunner_v1_config_proto_rawDescGZIP(), []int{7}
+	return file_agentrunner_v1_config_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *LlmAgentConfig) GetModel() string {
@@ -921,7 +1039,7 @@ type FunctionToolConfig struct {
 
 func (x *FunctionToolConfig) Reset() {
 	*x = FunctionToolConfig{}
-	mi := &file_agentrunner_v1_config_proto_msgTypes[8]
+	mi := &file_agentrunner_v1_config_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -933,7 +1051,7 @@ func (x *FunctionToolConfig) String() string {
 func (*FunctionToolConfig) ProtoMessage() {}
 
 func (x *FunctionToolConfig) ProtoReflect() protoreflect.Message {
-	mi := &file_agentrunner_v1_config_proto_msgTypes[8]
+	mi := &file_agentrunner_v1_config_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -946,7 +1064,7 @@ func (x *FunctionToolConfig) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FunctionToolConfig.ProtoReflect.Descriptor instead.
 func (*FunctionToolConfig) Descriptor() ([]byte, []int) {
-	return file_agentrunner_v1_config_proto_rawDescGZIP(), []int{8}
+	return file_agentrunner_v1_config_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *FunctionToolConfig) GetName() string {
@@ -986,7 +1104,7 @@ type SequentialAgentConfig struct {
 
 func (x *SequentialAgentConfig) Reset() {
 	*x = SequentialAgentConfig{}
-	mi := &file_agentrunner_v1_config_proto_msgTypes[9]
+	mi := &file_agentrunner_v1_config_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -998,7 +1116,7 @@ func (x *SequentialAgentConfig) String() string {
 func (*SequentialAgentConfig) ProtoMessage() {}
 
 func (x *SequentialAgentConfig) ProtoReflect() protoreflect.Message {
-	mi := &file_agentrunner_v1_config_proto_msgTypes[9]
+	mi := &file_agentrunner_v1_config_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1011,7 +1129,7 @@ func (x *SequentialAgentConfig) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SequentialAgentConfig.ProtoReflect.Descriptor instead.
 func (*SequentialAgentConfig) Descriptor() ([]byte, []int) {
-	return file_agentrunner_v1_config_proto_rawDescGZIP(), []int{9}
+	return file_agentrunner_v1_config_proto_rawDescGZIP(), []int{10}
 }
 
 // ParallelAgentConfig configures a parallel agent. It has no options.
@@ -1023,7 +1141,7 @@ type ParallelAgentConfig struct {
 
 func (x *ParallelAgentConfig) Reset() {
 	*x = ParallelAgentConfig{}
-	mi := &file_agentrunner_v1_config_proto_msgTypes[10]
+	mi := &file_agentrunner_v1_config_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1035,7 +1153,7 @@ func (x *ParallelAgentConfig) String() string {
 func (*ParallelAgentConfig) ProtoMessage() {}
 
 func (x *ParallelAgentConfig) ProtoReflect() protoreflect.Message {
-	mi := &file_agentrunner_v1_config_proto_msgTypes[10]
+	mi := &file_agentrunner_v1_config_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1048,7 +1166,7 @@ func (x *ParallelAgentConfig) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ParallelAgentConfig.ProtoReflect.Descriptor instead.
 func (*ParallelAgentConfig) Descriptor() ([]byte, []int) {
-	return file_agentrunner_v1_config_proto_rawDescGZIP(), []int{10}
+	return file_agentrunner_v1_config_proto_rawDescGZIP(), []int{11}
 }
 
 // LoopAgentConfig configures a loop agent.
@@ -1063,7 +1181,7 @@ type LoopAgentConfig struct {
 
 func (x *LoopAgentConfig) Reset() {
 	*x = LoopAgentConfig{}
-	mi := &file_agentrunner_v1_config_proto_msgTypes[11]
+	mi := &file_agentrunner_v1_config_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1075,7 +1193,7 @@ func (x *LoopAgentConfig) String() string {
 func (*LoopAgentConfig) ProtoMessage() {}
 
 func (x *LoopAgentConfig) ProtoReflect() protoreflect.Message {
-	mi := &file_agentrunner_v1_config_proto_msgTypes[11]
+	mi := &file_agentrunner_v1_config_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1088,7 +1206,7 @@ func (x *LoopAgentConfig) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LoopAgentConfig.ProtoReflect.Descriptor instead.
 func (*LoopAgentConfig) Descriptor() ([]byte, []int) {
-	return file_agentrunner_v1_config_proto_rawDescGZIP(), []int{11}
+	return file_agentrunner_v1_config_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *LoopAgentConfig) GetMaxIterations() int32 {
@@ -1122,7 +1240,7 @@ const file_agentrunner_v1_config_proto_rawDesc = "" +
 	"\vmax_backoff\x18\x03 \x01(\tR\n" +
 	"maxBackoff\x12\x1f\n" +
 	"\vmax_elapsed\x18\x04 \x01(\tR\n" +
-	"maxElapsed\"\x8a\x02\n" +
+	"maxElapsed\"\xcc\x02\n" +
 	"\tAppConfig\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12 \n" +
 	"\vdescription\x18\x02 \x01(\tR\vdescription\x12:\n" +
@@ -1130,7 +1248,18 @@ const file_agentrunner_v1_config_proto_rawDesc = "" +
 	"root_agent\x18\x03 \x01(\v2\x1b.agentrunner.v1.AgentConfigR\trootAgent\x12I\n" +
 	"\x0efunction_tools\x18\x04 \x03(\v2\".agentrunner.v1.FunctionToolConfigR\rfunctionTools\x12@\n" +
 	"\vmcp_servers\x18\x05 \x03(\v2\x1f.agentrunner.v1.McpServerConfigR\n" +
-	"mcpServers\"\xcc\x01\n" +
+	"mcpServers\x12@\n" +
+	"\n" +
+	"compaction\x18\x06 \x01(\v2 .agentrunner.v1.CompactionConfigR\n" +
+	"compaction\"\xc8\x01\n" +
+	"\x10CompactionConfig\x12\x1a\n" +
+	"\binterval\x18\x01 \x01(\x05R\binterval\x12\x18\n" +
+	"\aoverlap\x18\x02 \x01(\x05R\aoverlap\x12'\n" +
+	"\x0ftoken_threshold\x18\x03 \x01(\x05R\x0etokenThreshold\x12\x14\n" +
+	"\x05model\x18\x04 \x01(\tR\x05model\x12 \n" +
+	"\vinstruction\x18\x05 \x01(\tR\vinstruction\x12\x1d\n" +
+	"\n" +
+	"max_events\x18\x06 \x01(\x05R\tmaxEvents\"\xcc\x01\n" +
 	"\x0fMcpServerConfig\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x18\n" +
 	"\acommand\x18\x02 \x01(\tR\acommand\x12\x12\n" +
@@ -1202,45 +1331,47 @@ func file_agentrunner_v1_config_proto_rawDescGZIP() []byte {
 }
 
 var file_agentrunner_v1_config_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_agentrunner_v1_config_proto_msgTypes = make([]protoimpl.MessageInfo, 12)
+var file_agentrunner_v1_config_proto_msgTypes = make([]protoimpl.MessageInfo, 13)
 var file_agentrunner_v1_config_proto_goTypes = []any{
 	(IncludeContents)(0),          // 0: agentrunner.v1.IncludeContents
 	(*AppsConfig)(nil),            // 1: agentrunner.v1.AppsConfig
 	(*ModelConfig)(nil),           // 2: agentrunner.v1.ModelConfig
 	(*RetryConfig)(nil),           // 3: agentrunner.v1.RetryConfig
 	(*AppConfig)(nil),             // 4: agentrunner.v1.AppConfig
-	(*McpServerConfig)(nil),       // 5: agentrunner.v1.McpServerConfig
-	(*McpToolsConfig)(nil),        // 6: agentrunner.v1.McpToolsConfig
-	(*AgentConfig)(nil),           // 7: agentrunner.v1.AgentConfig
-	(*LlmAgentConfig)(nil),        // 8: agentrunner.v1.LlmAgentConfig
-	(*FunctionToolConfig)(nil),    // 9: agentrunner.v1.FunctionToolConfig
-	(*SequentialAgentConfig)(nil), // 10: agentrunner.v1.SequentialAgentConfig
-	(*ParallelAgentConfig)(nil),   // 11: agentrunner.v1.ParallelAgentConfig
-	(*LoopAgentConfig)(nil),       // 12: agentrunner.v1.LoopAgentConfig
-	(*structpb.Struct)(nil),       // 13: google.protobuf.Struct
+	(*CompactionConfig)(nil),      // 5: agentrunner.v1.CompactionConfig
+	(*McpServerConfig)(nil),       // 6: agentrunner.v1.McpServerConfig
+	(*McpToolsConfig)(nil),        // 7: agentrunner.v1.McpToolsConfig
+	(*AgentConfig)(nil),           // 8: agentrunner.v1.AgentConfig
+	(*LlmAgentConfig)(nil),        // 9: agentrunner.v1.LlmAgentConfig
+	(*FunctionToolConfig)(nil),    // 10: agentrunner.v1.FunctionToolConfig
+	(*SequentialAgentConfig)(nil), // 11: agentrunner.v1.SequentialAgentConfig
+	(*ParallelAgentConfig)(nil),   // 12: agentrunner.v1.ParallelAgentConfig
+	(*LoopAgentConfig)(nil),       // 13: agentrunner.v1.LoopAgentConfig
+	(*structpb.Struct)(nil),       // 14: google.protobuf.Struct
 }
 var file_agentrunner_v1_config_proto_depIdxs = []int32{
 	4,  // 0: agentrunner.v1.AppsConfig.apps:type_name -> agentrunner.v1.AppConfig
 	2,  // 1: agentrunner.v1.AppsConfig.models:type_name -> agentrunner.v1.ModelConfig
 	3,  // 2: agentrunner.v1.ModelConfig.retry:type_name -> agentrunner.v1.RetryConfig
-	7,  // 3: agentrunner.v1.AppConfig.root_agent:type_name -> agentrunner.v1.AgentConfig
-	9,  // 4: agentrunner.v1.AppConfig.function_tools:type_name -> agentrunner.v1.FunctionToolConfig
-	5,  // 5: agentrunner.v1.AppConfig.mcp_servers:type_name -> agentrunner.v1.McpServerConfig
-	7,  // 6: agentrunner.v1.AgentConfig.sub_agents:type_name -> agentrunner.v1.AgentConfig
-	8,  // 7: agentrunner.v1.AgentConfig.llm:type_name -> agentrunner.v1.LlmAgentConfig
-	10, // 8: agentrunner.v1.AgentConfig.sequential:type_name -> agentrunner.v1.SequentialAgentConfig
-	11, // 9: agentrunner.v1.AgentConfig.parallel:type_name -> agentrunner.v1.ParallelAgentConfig
-	12, // 10: agentrunner.v1.AgentConfig.loop:type_name -> agentrunner.v1.LoopAgentConfig
-	0,  // 11: agentrunner.v1.LlmAgentConfig.include_contents:type_name -> agentrunner.v1.IncludeContents
-	9,  // 12: agentrunner.v1.LlmAgentConfig.function_tools:type_name -> agentrunner.v1.FunctionToolConfig
-	6,  // 13: agentrunner.v1.LlmAgentConfig.mcp:type_name -> agentrunner.v1.McpToolsConfig
-	13, // 14: agentrunner.v1.FunctionToolConfig.parameters:type_name -> google.protobuf.Struct
-	13, // 15: agentrunner.v1.FunctionToolConfig.response:type_name -> google.protobuf.Struct
-	16, // [16:16] is the sub-list for method output_type
-	16, // [16:16] is the sub-list for method input_type
-	16, // [16:16] is the sub-list for extension type_name
-	16, // [16:16] is the sub-list for extension extendee
-	0,  // [0:16] is the sub-list for field type_name
+	8,  // 3: agentrunner.v1.AppConfig.root_agent:type_name -> agentrunner.v1.AgentConfig
+	10, // 4: agentrunner.v1.AppConfig.function_tools:type_name -> agentrunner.v1.FunctionToolConfig
+	6,  // 5: agentrunner.v1.AppConfig.mcp_servers:type_name -> agentrunner.v1.McpServerConfig
+	5,  // 6: agentrunner.v1.AppConfig.compaction:type_name -> agentrunner.v1.CompactionConfig
+	8,  // 7: agentrunner.v1.AgentConfig.sub_agents:type_name -> agentrunner.v1.AgentConfig
+	9,  // 8: agentrunner.v1.AgentConfig.llm:type_name -> agentrunner.v1.LlmAgentConfig
+	11, // 9: agentrunner.v1.AgentConfig.sequential:type_name -> agentrunner.v1.SequentialAgentConfig
+	12, // 10: agentrunner.v1.AgentConfig.parallel:type_name -> agentrunner.v1.ParallelAgentConfig
+	13, // 11: agentrunner.v1.AgentConfig.loop:type_name -> agentrunner.v1.LoopAgentConfig
+	0,  // 12: agentrunner.v1.LlmAgentConfig.include_contents:type_name -> agentrunner.v1.IncludeContents
+	10, // 13: agentrunner.v1.LlmAgentConfig.function_tools:type_name -> agentrunner.v1.FunctionToolConfig
+	7,  // 14: agentrunner.v1.LlmAgentConfig.mcp:type_name -> agentrunner.v1.McpToolsConfig
+	14, // 15: agentrunner.v1.FunctionToolConfig.parameters:type_name -> google.protobuf.Struct
+	14, // 16: agentrunner.v1.FunctionToolConfig.response:type_name -> google.protobuf.Struct
+	17, // [17:17] is the sub-list for method output_type
+	17, // [17:17] is the sub-list for method input_type
+	17, // [17:17] is the sub-list for extension type_name
+	17, // [17:17] is the sub-list for extension extendee
+	0,  // [0:17] is the sub-list for field type_name
 }
 
 func init() { file_agentrunner_v1_config_proto_init() }
@@ -1248,20 +1379,20 @@ func file_agentrunner_v1_config_proto_init() {
 	if File_agentrunner_v1_config_proto != nil {
 		return
 	}
-	file_agentrunner_v1_config_proto_msgTypes[6].OneofWrappers = []any{
+	file_agentrunner_v1_config_proto_msgTypes[7].OneofWrappers = []any{
 		(*AgentConfig_Llm)(nil),
 		(*AgentConfig_Sequential)(nil),
 		(*AgentConfig_Parallel)(nil),
 		(*AgentConfig_Loop)(nil),
 	}
-	file_agentrunner_v1_config_proto_msgTypes[7].OneofWrappers = []any{}
+	file_agentrunner_v1_config_proto_msgTypes[8].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_agentrunner_v1_config_proto_rawDesc), len(file_agentrunner_v1_config_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   12,
+			NumMessages:   13,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

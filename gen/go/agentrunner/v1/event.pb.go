@@ -211,8 +211,13 @@ type EventActions struct {
 	// True when a tool result should be shown as is, without asking the model
 	// to summarize it.
 	SkipSummarization bool `protobuf:"varint,5,opt,name=skip_summarization,json=skipSummarization,proto3" json:"skip_summarization,omitempty"`
-	unknownFields     protoimpl.UnknownFields
-	sizeCache         protoimpl.SizeCache
+	// Set on a compaction event: a summary that stands, in the requests
+	// built for the agents' models, for the events it covers. The covered
+	// events stay stored and are still returned by GetSession and
+	// ListEvents.
+	Compaction    *EventCompaction `protobuf:"bytes,6,opt,name=compaction,proto3" json:"compaction,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *EventActions) Reset() {
@@ -280,6 +285,79 @@ func (x *EventActions) GetSkipSummarization() bool {
 	return false
 }
 
+func (x *EventActions) GetCompaction() *EventCompaction {
+	if x != nil {
+		return x.Compaction
+	}
+	return nil
+}
+
+// EventCompaction is a summary of a range of a session's events.
+type EventCompaction struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The first and last sequence of the events the summary covers. A newer
+	// compaction's range starts where the one before it started, its
+	// summary taking the older one in, so that one summary stands for all
+	// that was compacted.
+	StartSequence uint64 `protobuf:"varint,1,opt,name=start_sequence,json=startSequence,proto3" json:"start_sequence,omitempty"`
+	EndSequence   uint64 `protobuf:"varint,2,opt,name=end_sequence,json=endSequence,proto3" json:"end_sequence,omitempty"`
+	// The summary, as the summarizing model wrote it.
+	Summary       *Content `protobuf:"bytes,3,opt,name=summary,proto3" json:"summary,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *EventCompaction) Reset() {
+	*x = EventCompaction{}
+	mi := &file_agentrunner_v1_event_proto_msgTypes[2]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *EventCompaction) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*EventCompaction) ProtoMessage() {}
+
+func (x *EventCompaction) ProtoReflect() protoreflect.Message {
+	mi := &file_agentrunner_v1_event_proto_msgTypes[2]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use EventCompaction.ProtoReflect.Descriptor instead.
+func (*EventCompaction) Descriptor() ([]byte, []int) {
+	return file_agentrunner_v1_event_proto_rawDescGZIP(), []int{2}
+}
+
+func (x *EventCompaction) GetStartSequence() uint64 {
+	if x != nil {
+		return x.StartSequence
+	}
+	return 0
+}
+
+func (x *EventCompaction) GetEndSequence() uint64 {
+	if x != nil {
+		return x.EndSequence
+	}
+	return 0
+}
+
+func (x *EventCompaction) GetSummary() *Content {
+	if x != nil {
+		return x.Summary
+	}
+	return nil
+}
+
 // UsageMetadata counts the tokens of one model call.
 type UsageMetadata struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -301,7 +379,7 @@ type UsageMetadata struct {
 
 func (x *UsageMetadata) Reset() {
 	*x = UsageMetadata{}
-	mi := &file_agentrunner_v1_event_proto_msgTypes[2]
+	mi := &file_agentrunner_v1_event_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -313,7 +391,7 @@ func (x *UsageMetadata) String() string {
 func (*UsageMetadata) ProtoMessage() {}
 
 func (x *UsageMetadata) ProtoReflect() protoreflect.Message {
-	mi := &file_agentrunner_v1_event_proto_msgTypes[2]
+	mi := &file_agentrunner_v1_event_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -326,7 +404,7 @@ func (x *UsageMetadata) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UsageMetadata.ProtoReflect.Descriptor instead.
 func (*UsageMetadata) Descriptor() ([]byte, []int) {
-	return file_agentrunner_v1_event_proto_rawDescGZIP(), []int{2}
+	return file_agentrunner_v1_event_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *UsageMetadata) GetPromptTokenCount() int32 {
@@ -392,17 +470,24 @@ const file_agentrunner_v1_event_proto_rawDesc = "" +
 	"\rerror_message\x18\v \x01(\tR\ferrorMessage\x126\n" +
 	"\aactions\x18\f \x01(\v2\x1c.agentrunner.v1.EventActionsR\aactions\x121\n" +
 	"\x15long_running_tool_ids\x18\r \x03(\tR\x12longRunningToolIds\x12D\n" +
-	"\x0eusage_metadata\x18\x0e \x01(\v2\x1d.agentrunner.v1.UsageMetadataR\rusageMetadata\"\xd9\x02\n" +
+	"\x0eusage_metadata\x18\x0e \x01(\v2\x1d.agentrunner.v1.UsageMetadataR\rusageMetadata\"\x9a\x03\n" +
 	"\fEventActions\x128\n" +
 	"\vstate_delta\x18\x01 \x01(\v2\x17.google.protobuf.StructR\n" +
 	"stateDelta\x12V\n" +
 	"\x0eartifact_delta\x18\x02 \x03(\v2/.agentrunner.v1.EventActions.ArtifactDeltaEntryR\rartifactDelta\x12*\n" +
 	"\x11transfer_to_agent\x18\x03 \x01(\tR\x0ftransferToAgent\x12\x1a\n" +
 	"\bescalate\x18\x04 \x01(\bR\bescalate\x12-\n" +
-	"\x12skip_summarization\x18\x05 \x01(\bR\x11skipSummarization\x1a@\n" +
+	"\x12skip_summarization\x18\x05 \x01(\bR\x11skipSummarization\x12?\n" +
+	"\n" +
+	"compaction\x18\x06 \x01(\v2\x1f.agentrunner.v1.EventCompactionR\n" +
+	"compaction\x1a@\n" +
 	"\x12ArtifactDeltaEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\x03R\x05value:\x028\x01\"\xcc\x02\n" +
+	"\x05value\x18\x02 \x01(\x03R\x05value:\x028\x01\"\x8e\x01\n" +
+	"\x0fEventCompaction\x12%\n" +
+	"\x0estart_sequence\x18\x01 \x01(\x04R\rstartSequence\x12!\n" +
+	"\fend_sequence\x18\x02 \x01(\x04R\vendSequence\x121\n" +
+	"\asummary\x18\x03 \x01(\v2\x17.agentrunner.v1.ContentR\asummary\"\xcc\x02\n" +
 	"\rUsageMetadata\x12,\n" +
 	"\x12prompt_token_count\x18\x01 \x01(\x05R\x10promptTokenCount\x124\n" +
 	"\x16candidates_token_count\x18\x02 \x01(\x05R\x14candidatesTokenCount\x120\n" +
@@ -425,28 +510,31 @@ func file_agentrunner_v1_event_proto_rawDescGZIP() []byte {
 	return file_agentrunner_v1_event_proto_rawDescData
 }
 
-var file_agentrunner_v1_event_proto_msgTypes = make([]protoimpl.MessageInfo, 4)
+var file_agentrunner_v1_event_proto_msgTypes = make([]protoimpl.MessageInfo, 5)
 var file_agentrunner_v1_event_proto_goTypes = []any{
 	(*Event)(nil),                 // 0: agentrunner.v1.Event
 	(*EventActions)(nil),          // 1: agentrunner.v1.EventActions
-	(*UsageMetadata)(nil),         // 2: agentrunner.v1.UsageMetadata
-	nil,                           // 3: agentrunner.v1.EventActions.ArtifactDeltaEntry
-	(*timestamppb.Timestamp)(nil), // 4: google.protobuf.Timestamp
-	(*Content)(nil),               // 5: agentrunner.v1.Content
-	(*structpb.Struct)(nil),       // 6: google.protobuf.Struct
+	(*EventCompaction)(nil),       // 2: agentrunner.v1.EventCompaction
+	(*UsageMetadata)(nil),         // 3: agentrunner.v1.UsageMetadata
+	nil,                           // 4: agentrunner.v1.EventActions.ArtifactDeltaEntry
+	(*timestamppb.Timestamp)(nil), // 5: google.protobuf.Timestamp
+	(*Content)(nil),               // 6: agentrunner.v1.Content
+	(*structpb.Struct)(nil),       // 7: google.protobuf.Struct
 }
 var file_agentrunner_v1_event_proto_depIdxs = []int32{
-	4, // 0: agentrunner.v1.Event.timestamp:type_name -> google.protobuf.Timestamp
-	5, // 1: agentrunner.v1.Event.content:type_name -> agentrunner.v1.Content
+	5, // 0: agentrunner.v1.Event.timestamp:type_name -> google.protobuf.Timestamp
+	6, // 1: agentrunner.v1.Event.content:type_name -> agentrunner.v1.Content
 	1, // 2: agentrunner.v1.Event.actions:type_name -> agentrunner.v1.EventActions
-	2, // 3: agentrunner.v1.Event.usage_metadata:type_name -> agentrunner.v1.UsageMetadata
-	6, // 4: agentrunner.v1.EventActions.state_delta:type_name -> google.protobuf.Struct
-	3, // 5: agentrunner.v1.EventActions.artifact_delta:type_name -> agentrunner.v1.EventActions.ArtifactDeltaEntry
-	6, // [6:6] is the sub-list for method output_type
-	6, // [6:6] is the sub-list for method input_type
-	6, // [6:6] is the sub-list for extension type_name
-	6, // [6:6] is the sub-list for extension extendee
-	0, // [0:6] is the sub-list for field type_name
+	3, // 3: agentrunner.v1.Event.usage_metadata:type_name -> agentrunner.v1.UsageMetadata
+	7, // 4: agentrunner.v1.EventActions.state_delta:type_name -> google.protobuf.Struct
+	4, // 5: agentrunner.v1.EventActions.artifact_delta:type_name -> agentrunner.v1.EventActions.ArtifactDeltaEntry
+	2, // 6: agentrunner.v1.EventActions.compaction:type_name -> agentrunner.v1.EventCompaction
+	6, // 7: agentrunner.v1.EventCompaction.summary:type_name -> agentrunner.v1.Content
+	8, // [8:8] is the sub-list for method output_type
+	8, // [8:8] is the sub-list for method input_type
+	8, // [8:8] is the sub-list for extension type_name
+	8, // [8:8] is the sub-list for extension extendee
+	0, // [0:8] is the sub-list for field type_name
 }
 
 func init() { file_agentrunner_v1_event_proto_init() }
@@ -461,7 +549,7 @@ func file_agentrunner_v1_event_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_agentrunner_v1_event_proto_rawDesc), len(file_agentrunner_v1_event_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   4,
+			NumMessages:   5,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -45,9 +45,13 @@ type Session struct {
 	LastSequence uint64 `protobuf:"varint,7,opt,name=last_sequence,json=lastSequence,proto3" json:"last_sequence,omitempty"`
 	// Token usage summed over every stored event of the session (their
 	// usage_metadata), kept as events are appended.
-	Usage         *UsageMetadata `protobuf:"bytes,8,opt,name=usage,proto3" json:"usage,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Usage *UsageMetadata `protobuf:"bytes,8,opt,name=usage,proto3" json:"usage,omitempty"`
+	// The last sequence covered by the session's newest compaction event:
+	// its agents see that compaction's summary in place of the events up
+	// to here. Zero when nothing was compacted.
+	CompactedSequence uint64 `protobuf:"varint,9,opt,name=compacted_sequence,json=compactedSequence,proto3" json:"compacted_sequence,omitempty"`
+	unknownFields     protoimpl.UnknownFields
+	sizeCache         protoimpl.SizeCache
 }
 
 func (x *Session) Reset() {
@@ -136,11 +140,18 @@ func (x *Session) GetUsage() *UsageMetadata {
 	return nil
 }
 
+func (x *Session) GetCompactedSequence() uint64 {
+	if x != nil {
+		return x.CompactedSequence
+	}
+	return 0
+}
+
 var File_agentrunner_v1_session_proto protoreflect.FileDescriptor
 
 const file_agentrunner_v1_session_proto_rawDesc = "" +
 	"\n" +
-	"\x1cagentrunner/v1/session.proto\x12\x0eagentrunner.v1\x1a\x1aagentrunner/v1/event.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xdf\x02\n" +
+	"\x1cagentrunner/v1/session.proto\x12\x0eagentrunner.v1\x1a\x1aagentrunner/v1/event.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\x8e\x03\n" +
 	"\aSession\x12\x19\n" +
 	"\bapp_name\x18\x01 \x01(\tR\aappName\x12\x17\n" +
 	"\auser_id\x18\x02 \x01(\tR\x06userId\x12\x1d\n" +
@@ -152,7 +163,8 @@ const file_agentrunner_v1_session_proto_rawDesc = "" +
 	"\vupdate_time\x18\x06 \x01(\v2\x1a.google.protobuf.TimestampR\n" +
 	"updateTime\x12#\n" +
 	"\rlast_sequence\x18\a \x01(\x04R\flastSequence\x123\n" +
-	"\x05usage\x18\b \x01(\v2\x1d.agentrunner.v1.UsageMetadataR\x05usageB\xc3\x01\n" +
+	"\x05usage\x18\b \x01(\v2\x1d.agentrunner.v1.UsageMetadataR\x05usage\x12-\n" +
+	"\x12compacted_sequence\x18\t \x01(\x04R\x11compactedSequenceB\xc3\x01\n" +
 	"\x12com.agentrunner.v1B\fSessionProtoP\x01ZFgithub.com/agentrunner/agentrunner/gen/go/agentrunner/v1;agentrunnerv1\xa2\x02\x03AXX\xaa\x02\x0eAgentrunner.V1\xca\x02\x0eAgentrunner\\V1\xe2\x02\x1aAgentrunner\\V1\\GPBMetadata\xea\x02\x0fAgentrunner::V1b\x06proto3"
 
 var (

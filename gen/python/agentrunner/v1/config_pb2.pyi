@@ -29,18 +29,20 @@ class AgentConfig(_message.Message):
     def __init__(self, name: _Optional[str] = ..., description: _Optional[str] = ..., sub_agents: _Optional[_Iterable[_Union[AgentConfig, _Mapping]]] = ..., llm: _Optional[_Union[LlmAgentConfig, _Mapping]] = ..., sequential: _Optional[_Union[SequentialAgentConfig, _Mapping]] = ..., parallel: _Optional[_Union[ParallelAgentConfig, _Mapping]] = ..., loop: _Optional[_Union[LoopAgentConfig, _Mapping]] = ...) -> None: ...
 
 class AppConfig(_message.Message):
-    __slots__ = ["description", "function_tools", "mcp_servers", "name", "root_agent"]
+    __slots__ = ["compaction", "description", "function_tools", "mcp_servers", "name", "root_agent"]
+    COMPACTION_FIELD_NUMBER: _ClassVar[int]
     DESCRIPTION_FIELD_NUMBER: _ClassVar[int]
     FUNCTION_TOOLS_FIELD_NUMBER: _ClassVar[int]
     MCP_SERVERS_FIELD_NUMBER: _ClassVar[int]
     NAME_FIELD_NUMBER: _ClassVar[int]
     ROOT_AGENT_FIELD_NUMBER: _ClassVar[int]
+    compaction: CompactionConfig
     description: str
     function_tools: _containers.RepeatedCompositeFieldContainer[FunctionToolConfig]
     mcp_servers: _containers.RepeatedCompositeFieldContainer[McpServerConfig]
     name: str
     root_agent: AgentConfig
-    def __init__(self, name: _Optional[str] = ..., description: _Optional[str] = ..., root_agent: _Optional[_Union[AgentConfig, _Mapping]] = ..., function_tools: _Optional[_Iterable[_Union[FunctionToolConfig, _Mapping]]] = ..., mcp_servers: _Optional[_Iterable[_Union[McpServerConfig, _Mapping]]] = ...) -> None: ...
+    def __init__(self, name: _Optional[str] = ..., description: _Optional[str] = ..., root_agent: _Optional[_Union[AgentConfig, _Mapping]] = ..., function_tools: _Optional[_Iterable[_Union[FunctionToolConfig, _Mapping]]] = ..., mcp_servers: _Optional[_Iterable[_Union[McpServerConfig, _Mapping]]] = ..., compaction: _Optional[_Union[CompactionConfig, _Mapping]] = ...) -> None: ...
 
 class AppsConfig(_message.Message):
     __slots__ = ["apps", "models"]
@@ -49,6 +51,22 @@ class AppsConfig(_message.Message):
     apps: _containers.RepeatedCompositeFieldContainer[AppConfig]
     models: _containers.RepeatedCompositeFieldContainer[ModelConfig]
     def __init__(self, apps: _Optional[_Iterable[_Union[AppConfig, _Mapping]]] = ..., models: _Optional[_Iterable[_Union[ModelConfig, _Mapping]]] = ...) -> None: ...
+
+class CompactionConfig(_message.Message):
+    __slots__ = ["instruction", "interval", "max_events", "model", "overlap", "token_threshold"]
+    INSTRUCTION_FIELD_NUMBER: _ClassVar[int]
+    INTERVAL_FIELD_NUMBER: _ClassVar[int]
+    MAX_EVENTS_FIELD_NUMBER: _ClassVar[int]
+    MODEL_FIELD_NUMBER: _ClassVar[int]
+    OVERLAP_FIELD_NUMBER: _ClassVar[int]
+    TOKEN_THRESHOLD_FIELD_NUMBER: _ClassVar[int]
+    instruction: str
+    interval: int
+    max_events: int
+    model: str
+    overlap: int
+    token_threshold: int
+    def __init__(self, interval: _Optional[int] = ..., overlap: _Optional[int] = ..., token_threshold: _Optional[int] = ..., model: _Optional[str] = ..., instruction: _Optional[str] = ..., max_events: _Optional[int] = ...) -> None: ...
 
 class FunctionToolConfig(_message.Message):
     __slots__ = ["description", "name", "parameters", "response"]

@@ -41,7 +41,7 @@ class Event(_message.Message):
     def __init__(self, id: _Optional[str] = ..., invocation_id: _Optional[str] = ..., author: _Optional[str] = ..., branch: _Optional[str] = ..., timestamp: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., sequence: _Optional[int] = ..., content: _Optional[_Union[_content_pb2.Content, _Mapping]] = ..., partial: bool = ..., turn_complete: bool = ..., error_code: _Optional[str] = ..., error_message: _Optional[str] = ..., actions: _Optional[_Union[EventActions, _Mapping]] = ..., long_running_tool_ids: _Optional[_Iterable[str]] = ..., usage_metadata: _Optional[_Union[UsageMetadata, _Mapping]] = ...) -> None: ...
 
 class EventActions(_message.Message):
-    __slots__ = ["artifact_delta", "escalate", "skip_summarization", "state_delta", "transfer_to_agent"]
+    __slots__ = ["artifact_delta", "compaction", "escalate", "skip_summarization", "state_delta", "transfer_to_agent"]
     class ArtifactDeltaEntry(_message.Message):
         __slots__ = ["key", "value"]
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -50,16 +50,28 @@ class EventActions(_message.Message):
         value: int
         def __init__(self, key: _Optional[str] = ..., value: _Optional[int] = ...) -> None: ...
     ARTIFACT_DELTA_FIELD_NUMBER: _ClassVar[int]
+    COMPACTION_FIELD_NUMBER: _ClassVar[int]
     ESCALATE_FIELD_NUMBER: _ClassVar[int]
     SKIP_SUMMARIZATION_FIELD_NUMBER: _ClassVar[int]
     STATE_DELTA_FIELD_NUMBER: _ClassVar[int]
     TRANSFER_TO_AGENT_FIELD_NUMBER: _ClassVar[int]
     artifact_delta: _containers.ScalarMap[str, int]
+    compaction: EventCompaction
     escalate: bool
     skip_summarization: bool
     state_delta: _struct_pb2.Struct
     transfer_to_agent: str
-    def __init__(self, state_delta: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., artifact_delta: _Optional[_Mapping[str, int]] = ..., transfer_to_agent: _Optional[str] = ..., escalate: bool = ..., skip_summarization: bool = ...) -> None: ...
+    def __init__(self, state_delta: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., artifact_delta: _Optional[_Mapping[str, int]] = ..., transfer_to_agent: _Optional[str] = ..., escalate: bool = ..., skip_summarization: bool = ..., compaction: _Optional[_Union[EventCompaction, _Mapping]] = ...) -> None: ...
+
+class EventCompaction(_message.Message):
+    __slots__ = ["end_sequence", "start_sequence", "summary"]
+    END_SEQUENCE_FIELD_NUMBER: _ClassVar[int]
+    START_SEQUENCE_FIELD_NUMBER: _ClassVar[int]
+    SUMMARY_FIELD_NUMBER: _ClassVar[int]
+    end_sequence: int
+    start_sequence: int
+    summary: _content_pb2.Content
+    def __init__(self, start_sequence: _Optional[int] = ..., end_sequence: _Optional[int] = ..., summary: _Optional[_Union[_content_pb2.Content, _Mapping]] = ...) -> None: ...
 
 class UsageMetadata(_message.Message):
     __slots__ = ["cached_content_token_count", "candidates_token_count", "prompt_token_count", "thoughts_token_count", "tool_use_prompt_token_count", "total_token_count"]

@@ -14,7 +14,7 @@ import type { JsonObject, Message } from "@bufbuild/protobuf";
  * Describes the file agentrunner/v1/event.proto.
  */
 export const file_agentrunner_v1_event: GenFile = /*@__PURE__*/
-  fileDesc("ChphZ2VudHJ1bm5lci92MS9ldmVudC5wcm90bxIOYWdlbnRydW5uZXIudjEijQMKBUV2ZW50EgoKAmlkGAEgASgJEhUKDWludm9jYXRpb25faWQYAiABKAkSDgoGYXV0aG9yGAMgASgJEg4KBmJyYW5jaBgEIAEoCRItCgl0aW1lc3RhbXAYBSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEhAKCHNlcXVlbmNlGAYgASgEEigKB2NvbnRlbnQYByABKAsyFy5hZ2VudHJ1bm5lci52MS5Db250ZW50Eg8KB3BhcnRpYWwYCCABKAgSFQoNdHVybl9jb21wbGV0ZRgJIAEoCBISCgplcnJvcl9jb2RlGAogASgJEhUKDWVycm9yX21lc3NhZ2UYCyABKAkSLQoHYWN0aW9ucxgMIAEoCzIcLmFnZW50cnVubmVyLnYxLkV2ZW50QWN0aW9ucxIdChVsb25nX3J1bm5pbmdfdG9vbF9pZHMYDSADKAkSNQoOdXNhZ2VfbWV0YWRhdGEYDiABKAsyHS5hZ2VudHJ1bm5lci52MS5Vc2FnZU1ldGFkYXRhIoQCCgxFdmVudEFjdGlvbnMSLAoLc3RhdGVfZGVsdGEYASABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0EkcKDmFydGlmYWN0X2RlbHRhGAIgAygLMi8uYWdlbnRydW5uZXIudjEuRXZlbnRBY3Rpb25zLkFydGlmYWN0RGVsdGFFbnRyeRIZChF0cmFuc2Zlcl90b19hZ2VudBgDIAEoCRIQCghlc2NhbGF0ZRgEIAEoCBIaChJza2lwX3N1bW1hcml6YXRpb24YBSABKAgaNAoSQXJ0aWZhY3REZWx0YUVudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoAzoCOAEizQEKDVVzYWdlTWV0YWRhdGESGgoScHJvbXB0X3Rva2VuX2NvdW50GAEgASgFEh4KFmNhbmRpZGF0ZXNfdG9rZW5fY291bnQYAiABKAUSHAoUdGhvdWdodHNfdG9rZW5fY291bnQYAyABKAUSIgoaY2FjaGVkX2NvbnRlbnRfdG9rZW5fY291bnQYBCABKAUSIwobdG9vbF91c2VfcHJvbXB0X3Rva2VuX2NvdW50GAUgASgFEhkKEXRvdGFsX3Rva2VuX2NvdW50GAYgASgFYgZwcm90bzM", [file_agentrunner_v1_content, file_google_protobuf_struct, file_google_protobuf_timestamp]);
+  fileDesc("ChphZ2VudHJ1bm5lci92MS9ldmVudC5wcm90bxIOYWdlbnRydW5uZXIudjEijQMKBUV2ZW50EgoKAmlkGAEgASgJEhUKDWludm9jYXRpb25faWQYAiABKAkSDgoGYXV0aG9yGAMgASgJEg4KBmJyYW5jaBgEIAEoCRItCgl0aW1lc3RhbXAYBSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEhAKCHNlcXVlbmNlGAYgASgEEigKB2NvbnRlbnQYByABKAsyFy5hZ2VudHJ1bm5lci52MS5Db250ZW50Eg8KB3BhcnRpYWwYCCABKAgSFQoNdHVybl9jb21wbGV0ZRgJIAEoCBISCgplcnJvcl9jb2RlGAogASgJEhUKDWVycm9yX21lc3NhZ2UYCyABKAkSLQoHYWN0aW9ucxgMIAEoCzIcLmFnZW50cnVubmVyLnYxLkV2ZW50QWN0aW9ucxIdChVsb25nX3J1bm5pbmdfdG9vbF9pZHMYDSADKAkSNQoOdXNhZ2VfbWV0YWRhdGEYDiABKAsyHS5hZ2VudHJ1bm5lci52MS5Vc2FnZU1ldGFkYXRhIrkCCgxFdmVudEFjdGlvbnMSLAoLc3RhdGVfZGVsdGEYASABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0EkcKDmFydGlmYWN0X2RlbHRhGAIgAygLMi8uYWdlbnRydW5uZXIudjEuRXZlbnRBY3Rpb25zLkFydGlmYWN0RGVsdGFFbnRyeRIZChF0cmFuc2Zlcl90b19hZ2VudBgDIAEoCRIQCghlc2NhbGF0ZRgEIAEoCBIaChJza2lwX3N1bW1hcml6YXRpb24YBSABKAgSMwoKY29tcGFjdGlvbhgGIAEoCzIfLmFnZW50cnVubmVyLnYxLkV2ZW50Q29tcGFjdGlvbho0ChJBcnRpZmFjdERlbHRhRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgDOgI4ASJpCg9FdmVudENvbXBhY3Rpb24SFgoOc3RhcnRfc2VxdWVuY2UYASABKAQSFAoMZW5kX3NlcXVlbmNlGAIgASgEEigKB3N1bW1hcnkYAyABKAsyFy5hZ2VudHJ1bm5lci52MS5Db250ZW50Is0BCg1Vc2FnZU1ldGFkYXRhEhoKEnByb21wdF90b2tlbl9jb3VudBgBIAEoBRIeChZjYW5kaWRhdGVzX3Rva2VuX2NvdW50GAIgASgFEhwKFHRob3VnaHRzX3Rva2VuX2NvdW50GAMgASgFEiIKGmNhY2hlZF9jb250ZW50X3Rva2VuX2NvdW50GAQgASgFEiMKG3Rvb2xfdXNlX3Byb21wdF90b2tlbl9jb3VudBgFIAEoBRIZChF0b3RhbF90b2tlbl9jb3VudBgGIAEoBWIGcHJvdG8z", [file_agentrunner_v1_content, file_google_protobuf_struct, file_google_protobuf_timestamp]);
 
 /**
  * Event is one entry in a session's history: a user message, a model answer,
@@ -180,6 +180,16 @@ export type EventActions = Message<"agentrunner.v1.EventActions"> & {
    * @generated from field: bool skip_summarization = 5;
    */
   skipSummarization: boolean;
+
+  /**
+   * Set on a compaction event: a summary that stands, in the requests
+   * built for the agents' models, for the events it covers. The covered
+   * events stay stored and are still returned by GetSession and
+   * ListEvents.
+   *
+   * @generated from field: agentrunner.v1.EventCompaction compaction = 6;
+   */
+  compaction?: EventCompaction | undefined;
 };
 
 /**
@@ -188,6 +198,42 @@ export type EventActions = Message<"agentrunner.v1.EventActions"> & {
  */
 export const EventActionsSchema: GenMessage<EventActions> = /*@__PURE__*/
   messageDesc(file_agentrunner_v1_event, 1);
+
+/**
+ * EventCompaction is a summary of a range of a session's events.
+ *
+ * @generated from message agentrunner.v1.EventCompaction
+ */
+export type EventCompaction = Message<"agentrunner.v1.EventCompaction"> & {
+  /**
+   * The first and last sequence of the events the summary covers. A newer
+   * compaction's range starts where the one before it started, its
+   * summary taking the older one in, so that one summary stands for all
+   * that was compacted.
+   *
+   * @generated from field: uint64 start_sequence = 1;
+   */
+  startSequence: bigint;
+
+  /**
+   * @generated from field: uint64 end_sequence = 2;
+   */
+  endSequence: bigint;
+
+  /**
+   * The summary, as the summarizing model wrote it.
+   *
+   * @generated from field: agentrunner.v1.Content summary = 3;
+   */
+  summary?: Content | undefined;
+};
+
+/**
+ * Describes the message agentrunner.v1.EventCompaction.
+ * Use `create(EventCompactionSchema)` to create a new message.
+ */
+export const EventCompactionSchema: GenMessage<EventCompaction> = /*@__PURE__*/
+  messageDesc(file_agentrunner_v1_event, 2);
 
 /**
  * UsageMetadata counts the tokens of one model call.
@@ -243,5 +289,5 @@ export type UsageMetadata = Message<"agentrunner.v1.UsageMetadata"> & {
  * Use `create(UsageMetadataSchema)` to create a new message.
  */
 export const UsageMetadataSchema: GenMessage<UsageMetadata> = /*@__PURE__*/
-  messageDesc(file_agentrunner_v1_event, 2);
+  messageDesc(file_agentrunner_v1_event, 3);
 

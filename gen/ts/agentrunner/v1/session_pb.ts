@@ -14,7 +14,7 @@ import type { JsonObject, Message } from "@bufbuild/protobuf";
  * Describes the file agentrunner/v1/session.proto.
  */
 export const file_agentrunner_v1_session: GenFile = /*@__PURE__*/
-  fileDesc("ChxhZ2VudHJ1bm5lci92MS9zZXNzaW9uLnByb3RvEg5hZ2VudHJ1bm5lci52MSKPAgoHU2Vzc2lvbhIQCghhcHBfbmFtZRgBIAEoCRIPCgd1c2VyX2lkGAIgASgJEhIKCnNlc3Npb25faWQYAyABKAkSJgoFc3RhdGUYBCABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0Ei8KC2NyZWF0ZV90aW1lGAUgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIvCgt1cGRhdGVfdGltZRgGIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASFQoNbGFzdF9zZXF1ZW5jZRgHIAEoBBIsCgV1c2FnZRgIIAEoCzIdLmFnZW50cnVubmVyLnYxLlVzYWdlTWV0YWRhdGFiBnByb3RvMw", [file_agentrunner_v1_event, file_google_protobuf_struct, file_google_protobuf_timestamp]);
+  fileDesc("ChxhZ2VudHJ1bm5lci92MS9zZXNzaW9uLnByb3RvEg5hZ2VudHJ1bm5lci52MSKrAgoHU2Vzc2lvbhIQCghhcHBfbmFtZRgBIAEoCRIPCgd1c2VyX2lkGAIgASgJEhIKCnNlc3Npb25faWQYAyABKAkSJgoFc3RhdGUYBCABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0Ei8KC2NyZWF0ZV90aW1lGAUgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIvCgt1cGRhdGVfdGltZRgGIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASFQoNbGFzdF9zZXF1ZW5jZRgHIAEoBBIsCgV1c2FnZRgIIAEoCzIdLmFnZW50cnVubmVyLnYxLlVzYWdlTWV0YWRhdGESGgoSY29tcGFjdGVkX3NlcXVlbmNlGAkgASgEYgZwcm90bzM", [file_agentrunner_v1_event, file_google_protobuf_struct, file_google_protobuf_timestamp]);
 
 /**
  * Session is one conversation between a user and an app. Its events are
@@ -81,6 +81,15 @@ export type Session = Message<"agentrunner.v1.Session"> & {
    * @generated from field: agentrunner.v1.UsageMetadata usage = 8;
    */
   usage?: UsageMetadata | undefined;
+
+  /**
+   * The last sequence covered by the session's newest compaction event:
+   * its agents see that compaction's summary in place of the events up
+   * to here. Zero when nothing was compacted.
+   *
+   * @generated from field: uint64 compacted_sequence = 9;
+   */
+  compactedSequence: bigint;
 };
 
 /**

@@ -1,0 +1,295 @@
+package runner
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+
+	agentrunnerv1 "github.com/agentrunner/agentrunner/gen/go/agentrunner/v1"
+	"github.com/agentrunner/agentrunner/runner/agent"
+	"github.com/agentrunner/agentrunner/runner/model"
+	"google.golang.org/protobuf/types/known/structpb"
+)
+
+// DefaultCompactionMaxEvents is the hard cap on a session's uncompacted
+// events when Compaction.MaxEvents is zero.
+const DefaultCompactionMaxEvents = 1000
+
+// compactionChunk bounds the events one summarizer call reads: a longer
+// stretch is summarized in chunks, each call taking the summary so far in.
+const compactionChunk = 500
+
+// DefaultCompactionInstruction is what the summarizer is told when the app
+// gives no instruction of its own.
+const DefaultCompactionInstruction = "You condense a conversation between a user and AI agents so that the agents can go on without the original. " +
+	"Write a concise summary that keeps every fact the user gave, every decision and result, the tools called and what they returned when it matters, " +
+	"open questions and the user's preferences. If a summary of the earlier conversation is given, fold it in: your summary replaces it. " +
+	"Answer with the summary alone."
+
+// Compaction configures how a Runner condenses the older events of long
+// sessions into compaction events (see EventCompaction), which LLM agents
+// read in place of the events they cover. Compaction runs at the end of a
+// run that ended without error, as its last step; its event is stored and
+// streamed like any other. The stored events are never removed.
+type Compaction struct {
+	// Summarizer writes the summaries. Nil turns compaction off: agents
+	// then see the whole history, however long.
+	Summarizer model.Model
+	// Instruction is the summarizer's system instruction; empty means
+	// DefaultCompactionInstruction.
+	Instruction string
+	// Interval compacts once this many runs have stored events since the
+	// last compaction; zero turns the trigger off.
+	Interval int
+	// Overlap is how many of the latest runs stay verbatim after a
+	// compaction; less than Interval.
+	Overlap int
+	// TokenThreshold compacts when a model call of the run reported a
+	// prompt of at least this many tokens; zero turns the trigger off.
+	TokenThreshold int
+	// MaxEvents is the hard cap: more uncompacted events than this are
+	// compacted whatever the triggers say, with a warning. Zero means
+	// DefaultCompactionMaxEvents; negative turns the cap off.
+	MaxEvents int
+}
+
+// compactionPlan is the stretch a compaction covers.
+type compactionPlan struct {
+	prev       *agentrunnerv1.EventCompaction // the newest compaction, or nil
+	start, end uint64                         // the new range
+	events     []*agentrunnerv1.Event         // to summarize: after prev's range, up to end
+	reason     string
+}
+
+// planCompaction decides whether the session view events (everything
+// after the newest compaction's range, the run's own events included)
+// needs a compaction, and over which range. runID is the run that just
+// ended.
+func (c Compaction) planCompaction(events []*agentrunnerv1.Event, runID string) *compactionPlan {
+	p := &compactionPlan{}
+	var open []*agentrunnerv1.Event // the uncompacted events
+	for _, ev := range events {
+		if cc := ev.GetActions().GetCompaction(); cc != nil {
+			if p.prev == nil || cc.GetEndSequence() >= p.prev.GetEndSequence() {
+				p.prev = cc
+			}
+			continue
+		}
+		if ev.GetSequence() > p.prev.GetEndSequence() {
+			open = append(open, ev)
+		}
+	}
+	runs := runBounds(open)
+	keep := c.Overlap
+	switch {
+	case c.Interval > 0 && len(runs) >= c.Interval:
+		p.reason = fmt.Sprintf("%d runs since the last compaction (interval %d)", len(runs), c.Interval)
+	case c.TokenThreshold > 0 && promptTokens(open, runID) >= c.TokenThreshold:
+		p.reason = fmt.Sprintf("a prompt of %d tokens (threshold %d)", promptTokens(open, runID), c.TokenThreshold)
+		keep = max(keep, 1)
+	case c.maxEvents() > 0 && len(open) > c.maxEvents():
+		p.reason = fmt.Sprintf("%d uncompacted events, over the cap of %d", len(open), c.maxEvents())
+		keep = max(keep, 1)
+	default:
+		return nil
+	}
+	if len(runs) <= keep {
+		return nil
+	}
+	covered := open[:runs[len(runs)-keep-1]]
+	covered = beforeOpenCalls(covered)
+	if len(covered) == 0 {
+		return nil
+	}
+	p.events = covered
+	p.start, p.end = covered[0].GetSequence(), covered[len(covered)-1].GetSequence()
+	if p.prev != nil {
+		p.start = p.prev.GetStartSequence()
+	}
+	return p
+}
+
+func (c Compaction) maxEvents() int {
+	if c.MaxEvents == 0 {
+		return DefaultCompactionMaxEvents
+	}
+	return c.MaxEvents
+}
+
+// runBounds returns, for each run that stored events, the index in events
+// just past its last event, in order. Events of one run are contiguous
+// (a session runs one run at a time); an event appended from outside a
+// run counts as a run of its own.
+func runBounds(events []*agentrunnerv1.Event) []int {
+	var bounds []int
+	for i, ev := range events {
+		if i+1 == len(events) || events[i+1].GetInvocationId() != ev.GetInvocationId() || ev.GetInvocationId() == "" {
+			bounds = append(bounds, i+1)
+		}
+	}
+	return bounds
+}
+
+// promptTokens is the largest prompt a model call of run runID reported.
+func promptTokens(events []*agentrunnerv1.Event, runID string) int {
+	n := 0
+	for _, ev := range events {
+		if ev.GetInvocationId() == runID {
+			n = max(n, int(ev.GetUsageMetadata().GetPromptTokenCount()))
+		}
+	}
+	return n
+}
+
+// beforeOpenCalls cuts events before the first function call that no
+// response among them answers: a long-running tool, a confirmation or an
+// input request still waiting must stay where the model and the caller's
+// answer can find it.
+func beforeOpenCalls(events []*agentrunnerv1.Event) []*agentrunnerv1.Event {
+	answered := map[string]bool{}
+	for _, ev := range events {
+		for _, part := range ev.GetContent().GetParts() {
+			if id := part.GetFunctionResponse().GetId(); id != "" {
+				answered[id] = true
+			}
+		}
+	}
+	for i, ev := range events {
+		for _, part := range ev.GetContent().GetParts() {
+			if id := part.GetFunctionCall().GetId(); id != "" && !answered[id] {
+				return events[:i]
+			}
+		}
+	}
+	return events
+}
+
+// compact runs at the end of a run: when the session's uncompacted events
+// call for it, the summarizer condenses them and the compaction event is
+// stored and streamed. A summarizer that fails costs the run nothing: the
+// failure is logged and the next run tries again.
+func (in *invocation) compact(ctx context.Context) error {
+	c := in.r.compaction
+	events := in.inv.Events()
+	if c.Summarizer == nil {
+		if n := c.maxEvents(); n > 0 && len(events) > n {
+			in.r.log.Warn("session history passes the compaction cap, and the app has no summarizer: its agents see every event", "session", in.key.Session, "events", len(events), "cap", n)
+		}
+		return nil
+	}
+	p := c.planCompaction(events, in.lr.id)
+	if p == nil {
+		return nil
+	}
+	summary, err := c.summarize(ctx, p)
+	if err != nil {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		in.r.log.Warn("compaction failed; the next run tries again", "session", in.key.Session, "run", in.lr.id, "reason", p.reason, "err", err)
+		return nil
+	}
+	log := in.r.log.Info
+	if strings.Contains(p.reason, "cap") {
+		log = in.r.log.Warn
+	}
+	log("compacting session history", "session", in.key.Session, "run", in.lr.id, "reason", p.reason, "start", p.start, "end", p.end, "summarized", len(p.events))
+	ev := &agentrunnerv1.Event{Author: agent.UserAuthor, Actions: &agentrunnerv1.EventActions{Compaction: &agentrunnerv1.EventCompaction{
+		StartSequence: p.start, EndSequence: p.end, Summary: summary,
+	}}}
+	_, err = in.emit(ctx, ev)
+	return err
+}
+
+// summarize condenses p's events, in chunks, each call folding the
+// summary so far in.
+func (c Compaction) summarize(ctx context.Context, p *compactionPlan) (*agentrunnerv1.Content, error) {
+	summary := p.prev.GetSummary()
+	for events := p.events; len(events) > 0; {
+		n := min(len(events), compactionChunk)
+		var err error
+		if summary, err = c.summarizeChunk(ctx, summary, events[:n]); err != nil {
+			return nil, err
+		}
+		events = events[n:]
+	}
+	return summary, nil
+}
+
+// summarizeChunk makes one summarizer call.
+func (c Compaction) summarizeChunk(ctx context.Context, prev *agentrunnerv1.Content, events []*agentrunnerv1.Event) (*agentrunnerv1.Content, error) {
+	var b strings.Builder
+	if text := contentText(prev); text != "" {
+		b.WriteString("Summary of the earlier conversation:\n" + text + "\n\n")
+	}
+	b.WriteString("The conversation since:\n")
+	for _, ev := range events {
+		writeTranscript(&b, ev)
+	}
+	b.WriteString("\nSummarize the conversation above.")
+	instr := c.Instruction
+	if instr == "" {
+		instr = DefaultCompactionInstruction
+	}
+	req := &model.Request{SystemInstruction: instr, Contents: []*agentrunnerv1.Content{{Role: agent.RoleUser, Parts: []*agentrunnerv1.Part{{Data: &agentrunnerv1.Part_Text{Text: b.String()}}}}}}
+	var out *agentrunnerv1.Content
+	for resp, err := range c.Summarizer.Generate(ctx, req, false) {
+		if err != nil {
+			return nil, err
+		}
+		if resp.ErrorCode != "" {
+			return nil, fmt.Errorf("summarizer: %s: %s", resp.ErrorCode, resp.ErrorMessage)
+		}
+		out = resp.Content
+	}
+	text := contentText(out)
+	if text == "" {
+		return nil, errors.New("summarizer returned no text")
+	}
+	return &agentrunnerv1.Content{Role: "model", Parts: []*agentrunnerv1.Part{{Data: &agentrunnerv1.Part_Text{Text: text}}}}, nil
+}
+
+// contentText joins the non-thought text parts of c.
+func contentText(c *agentrunnerv1.Content) string {
+	var parts []string
+	for _, p := range c.GetParts() {
+		if t := p.GetText(); t != "" && !p.GetThought() {
+			parts = append(parts, t)
+		}
+	}
+	return strings.Join(parts, "\n")
+}
+
+// writeTranscript writes one event as lines of a transcript the
+// summarizer reads.
+func writeTranscript(b *strings.Builder, ev *agentrunnerv1.Event) {
+	who := "[" + ev.GetAuthor() + "]"
+	if ev.GetErrorCode() != "" {
+		fmt.Fprintf(b, "%s failed: %s %s\n", who, ev.GetErrorCode(), ev.GetErrorMessage())
+	}
+	for _, p := range ev.GetContent().GetParts() {
+		switch {
+		case p.GetThought():
+		case p.GetText() != "":
+			fmt.Fprintf(b, "%s said: %s\n", who, p.GetText())
+		case p.GetFunctionCall() != nil:
+			fmt.Fprintf(b, "%s called tool `%s` with %s\n", who, p.GetFunctionCall().GetName(), jsonText(p.GetFunctionCall().GetArgs()))
+		case p.GetFunctionResponse() != nil:
+			fmt.Fprintf(b, "%s tool `%s` returned %s\n", who, p.GetFunctionResponse().GetName(), jsonText(p.GetFunctionResponse().GetResponse()))
+		case p.GetInlineData() != nil || p.GetFileData() != nil:
+			fmt.Fprintf(b, "%s attached a file\n", who)
+		}
+	}
+}
+
+// jsonText renders a struct as compact JSON with sorted keys, for the
+// transcript.
+func jsonText(s *structpb.Struct) string {
+	out, err := json.Marshal(s.AsMap())
+	if err != nil {
+		return "{}"
+	}
+	return string(out)
+}
