@@ -21,6 +21,13 @@ const DefaultCompactionMaxEvents = 1000
 // stretch is summarized in chunks, each call taking the summary so far in.
 const compactionChunk = 500
 
+// maxSummaryBytes bounds a summary's text; the summarizer is asked for
+// at most summaryTokens tokens, and a longer answer is cut.
+const (
+	maxSummaryBytes = 32 << 10
+	summaryTokens   = 4096
+)
+
 // DefaultCompactionInstruction is what the summarizer is told when the app
 // gives no instruction of its own.
 const DefaultCompactionInstruction = "You condense a conversation between a user and AI agents so that the agents can go on without the original. " +
@@ -69,37 +76,61 @@ type compactionPlan struct {
 // ended.
 func (c Compaction) planCompaction(events []*agentrunnerv1.Event, runID string) *compactionPlan {
 	p := &compactionPlan{}
-	var open []*agentrunnerv1.Event // the uncompacted events
-	for _, ev := range events {
-		if cc := ev.GetActions().GetCompaction(); cc != nil {
-			if p.prev == nil || cc.GetEndSequence() >= p.prev.GetEndSequence() {
-				p.prev = cc
-			}
-			continue
-		}
-		if ev.GetSequence() > p.prev.GetEndSequence() {
-			open = append(open, ev)
+	// Most runs compact nothing: decide that from counts, without
+	// copying the history.
+	first := len(events) // index of the first uncompacted event
+	for i := len(events) - 1; i >= 0; i-- {
+		if cc := events[i].GetActions().GetCompaction(); cc != nil {
+			p.prev = cc
+			break
 		}
 	}
-	runs := runBounds(open)
-	keep := c.Overlap
+	for i, ev := range events {
+		if ev.GetSequence() > p.prev.GetEndSequence() {
+			first = i
+			break
+		}
+	}
+	open := events[first:]
+	keep, n, runs := c.Overlap, 0, 0
+	for i, ev := range open {
+		if ev.GetActions().GetCompaction() != nil {
+			continue
+		}
+		n++
+		if i+1 == len(open) || open[i+1].GetInvocationId() != ev.GetInvocationId() || ev.GetInvocationId() == "" {
+			runs++
+		}
+	}
 	switch {
-	case c.Interval > 0 && len(runs) >= c.Interval:
-		p.reason = fmt.Sprintf("%d runs since the last compaction (interval %d)", len(runs), c.Interval)
+	case c.Interval > 0 && runs >= c.Interval:
+		p.reason = fmt.Sprintf("%d runs since the last compaction (interval %d)", runs, c.Interval)
 	case c.TokenThreshold > 0 && promptTokens(open, runID) >= c.TokenThreshold:
 		p.reason = fmt.Sprintf("a prompt of %d tokens (threshold %d)", promptTokens(open, runID), c.TokenThreshold)
 		keep = max(keep, 1)
-	case c.maxEvents() > 0 && len(open) > c.maxEvents():
-		p.reason = fmt.Sprintf("%d uncompacted events, over the cap of %d", len(open), c.maxEvents())
+	case c.maxEvents() > 0 && n > c.maxEvents():
+		p.reason = fmt.Sprintf("%d uncompacted events, over the cap of %d", n, c.maxEvents())
 		keep = max(keep, 1)
 	default:
 		return nil
 	}
+	return p.cover(open, keep)
+}
+
+// cover fills in the plan's range: the uncompacted events open but the
+// last keep runs, cut before any call still waiting for its response.
+func (p *compactionPlan) cover(open []*agentrunnerv1.Event, keep int) *compactionPlan {
+	var events []*agentrunnerv1.Event
+	for _, ev := range open {
+		if ev.GetActions().GetCompaction() == nil {
+			events = append(events, ev)
+		}
+	}
+	runs := runBounds(events)
 	if len(runs) <= keep {
 		return nil
 	}
-	covered := open[:runs[len(runs)-keep-1]]
-	covered = beforeOpenCalls(covered)
+	covered := beforeOpenCalls(events[:runs[len(runs)-keep-1]])
 	if len(covered) == 0 {
 		return nil
 	}
@@ -233,7 +264,7 @@ func (c Compaction) summarizeChunk(ctx context.Context, prev *agentrunnerv1.Cont
 	if instr == "" {
 		instr = DefaultCompactionInstruction
 	}
-	req := &model.Request{SystemInstruction: instr, Contents: []*agentrunnerv1.Content{{Role: agent.RoleUser, Parts: []*agentrunnerv1.Part{{Data: &agentrunnerv1.Part_Text{Text: b.String()}}}}}}
+	req := &model.Request{SystemInstruction: instr, Config: &model.GenerateConfig{MaxOutputTokens: summaryTokens}, Contents: []*agentrunnerv1.Content{{Role: agent.RoleUser, Parts: []*agentrunnerv1.Part{{Data: &agentrunnerv1.Part_Text{Text: b.String()}}}}}}
 	var out *agentrunnerv1.Content
 	for resp, err := range c.Summarizer.Generate(ctx, req, false) {
 		if err != nil {
@@ -247,6 +278,11 @@ func (c Compaction) summarizeChunk(ctx context.Context, prev *agentrunnerv1.Cont
 	text := contentText(out)
 	if text == "" {
 		return nil, errors.New("summarizer returned no text")
+	}
+	if len(text) > maxSummaryBytes {
+		// Every later request carries the summary, and the next
+		// summary folds it in: a runaway one must not grow with them.
+		text = strings.ToValidUTF8(text[:maxSummaryBytes], "")
 	}
 	return &agentrunnerv1.Content{Role: "model", Parts: []*agentrunnerv1.Part{{Data: &agentrunnerv1.Part_Text{Text: text}}}}, nil
 }

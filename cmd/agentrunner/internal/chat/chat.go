@@ -411,6 +411,9 @@ func (c *chat) printComplete(ev *agentrunnerv1.Event, streamed bool) {
 	if ev.GetActions().GetEscalate() {
 		fmt.Fprintf(c.out, "  => %s escalates\n", author)
 	}
+	if cp := ev.GetActions().GetCompaction(); cp != nil {
+		fmt.Fprintf(c.out, "  (events #%d-#%d compacted: agents now read a summary of them)\n", cp.GetStartSequence(), cp.GetEndSequence())
+	}
 	if ev.GetErrorCode() != "" || ev.GetErrorMessage() != "" {
 		fmt.Fprintf(c.out, "! %s: %s %s\n", author, ev.GetErrorCode(), ev.GetErrorMessage())
 	}
