@@ -542,9 +542,11 @@ func patchSession(sv []byte, seq uint64, ts *timestamppb.Timestamp, usage *agent
 		if m < 0 {
 			return nil, errors.New("corrupt session record")
 		}
+		// A field of the wrong wire type is an unknown field to protobuf,
+		// kept as it is: so here (found by FuzzPatchSession).
 		switch {
-		case num == sessionLastSequenceField || num == sessionUpdateTimeField:
-		case num == sessionUsageField && usage != nil:
+		case num == sessionLastSequenceField && typ == protowire.VarintType, num == sessionUpdateTimeField && typ == protowire.BytesType:
+		case num == sessionUsageField && typ == protowire.BytesType && usage != nil:
 			total = append(total, v[:n+m]...)
 		default:
 			out = append(out, v[:n+m]...)
