@@ -20,27 +20,31 @@ import (
 // Bucket names. Every bucket is created by Open; a missing one afterwards is
 // corruption.
 var (
-	bucketMeta       = []byte("meta")
-	bucketSessions   = []byte("sessions")
-	bucketEvents     = []byte("events")
-	bucketAppState   = []byte("app_state")
-	bucketUserState  = []byte("user_state")
-	bucketArtifacts  = []byte("artifacts")
-	bucketBlobs      = []byte("blobs")
-	bucketToolCalls  = []byte("tool_calls")
-	bucketRunIDs     = []byte("run_ids")
-	bucketRunReqs    = []byte("run_requests")
-	bucketUnfinished = []byte("unfinished_runs")
+	bucketMeta        = []byte("meta")
+	bucketSessions    = []byte("sessions")
+	bucketEvents      = []byte("events")
+	bucketAppState    = []byte("app_state")
+	bucketUserState   = []byte("user_state")
+	bucketArtifacts   = []byte("artifacts")
+	bucketBlobs       = []byte("blobs")
+	bucketToolCalls   = []byte("tool_calls")
+	bucketRunIDs      = []byte("run_ids")
+	bucketRunReqs     = []byte("run_requests")
+	bucketUnfinished  = []byte("unfinished_runs")
+	bucketMemSessions = []byte("memory_sessions")
+	bucketMemPostings = []byte("memory_postings")
+	bucketMemEvents   = []byte("memory_events")
+	bucketMemUsers    = []byte("memory_users")
 
 	allBuckets = [][]byte{bucketMeta, bucketSessions, bucketEvents, bucketAppState, bucketUserState, bucketArtifacts, bucketBlobs, bucketToolCalls,
-		bucketRunIDs, bucketRunReqs, bucketUnfinished}
+		bucketRunIDs, bucketRunReqs, bucketUnfinished, bucketMemSessions, bucketMemPostings, bucketMemEvents, bucketMemUsers}
 
 	keySchemaVersion = []byte("schema_version")
 )
 
 // currentSchema is the layout this code reads and writes. Raise it with a
 // new entry in schemaMigrations (and a test) whenever the layout changes.
-const currentSchema = 4
+const currentSchema = 5
 
 // migration upgrades a file from schema version N to N+1 inside the open
 // transaction.
@@ -50,8 +54,23 @@ type migration func(tx *bbolt.Tx) error
 // tool-call ledger (bucket tool_calls, built from the stored events);
 // version 3 the run records (buckets runs, run_ids, run_requests and
 // unfinished_runs, see migrateRuns); version 4 moved the records from
-// runs into events (migrateRunsIntoEvents).
-var schemaMigrations = []migration{migrateToolCalls, migrateRuns, migrateRunsIntoEvents}
+// runs into events (migrateRunsIntoEvents); version 5 added the memory
+// index (migrateMemory).
+var schemaMigrations = []migration{migrateToolCalls, migrateRuns, migrateRunsIntoEvents, migrateMemory}
+
+// migrateMemory adds the memory buckets (memory.go), empty: no session of
+// an older file is in memory. Open creates them before it migrates; the
+// version is raised all the same so that an older binary, which would
+// append to a session in memory without indexing and delete one without
+// removing its postings, refuses the file.
+func migrateMemory(tx *bbolt.Tx) error {
+	for _, name := range [][]byte{bucketMemSessions, bucketMemPostings, bucketMemEvents, bucketMemUsers} {
+		if _, err := tx.CreateBucketIfNotExists(name); err != nil {
+			return fmt.Errorf("create bucket %s: %w", name, err)
+		}
+	}
+	return nil
+}
 
 // Options configure Open. The zero value is ready to use.
 type Options struct {

@@ -19,6 +19,11 @@
 //	run_ids         T(run_id)                                 -> run key; a run keeps the key of its first write
 //	run_requests    T(app, user, session, request_id)         -> run key: request ids are unique per session
 //	unfinished_runs run key                                   -> empty, while the run is PENDING or RUNNING
+//	memory_sessions T(app, user, session)                     -> empty: the session is in memory
+//	memory_postings T(app, user, term) U(^time) T(session) U(seq)
+//	                                                          -> uvarint: the term's count in the event
+//	memory_events   T(app, user, session) U(seq)              -> U(^time) T(term)...: the event's postings
+//	memory_users    T(app, user)                              -> uvarint: the user's indexed events
 //
 // T(...) encodes strings so that byte order is tuple order and a tuple's
 // encoding is a prefix of every longer tuple that starts with it; U is a
@@ -46,6 +51,13 @@
 // runs and their index entries with the rest. An append that changes no
 // session state rewrites two fields of the session record's encoding
 // instead of decoding and re-encoding it.
+//
+// Memory (memory.go) is an inverted index per app and user over the
+// sessions added to it (IndexSession): an append to such a session writes
+// one posting per distinct term of the event's text in its own
+// transaction; an append to any other session pays one lookup. A search
+// seeks to the postings of its terms and reads the page's events, never
+// a session's history. DeleteSession removes the session's postings.
 //
 // # Writes
 //

@@ -354,6 +354,9 @@ func (s *Store) DeleteSession(ctx context.Context, k store.SessionKey) error {
 			}
 		}
 		artKeys := collectPrefix(artifacts, artifactPrefix(k.App, k.User, k.Session))
+		if err := unindexSession(tx, k, sk); err != nil {
+			return err
+		}
 		if err := del(tx.Bucket(bucketSessions), sk); err != nil {
 			return err
 		}
@@ -480,6 +483,9 @@ func appendEventTx(tx *bbolt.Tx, k store.SessionKey, sk, sv []byte, w eventWrite
 	if err := recordToolCalls(tx, sk, seq, w.stored); err != nil {
 		// The event is written already: a failure here must not let the
 		// rest of the batch commit with half of this append.
+		return 0, abortError{err}
+	}
+	if err := indexAppended(tx, k, sk, seq, w.stored); err != nil {
 		return 0, abortError{err}
 	}
 	if err := put(tx.Bucket(bucketSessions), sk, recBytes); err != nil {
