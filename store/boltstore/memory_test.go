@@ -63,7 +63,9 @@ func search(t *testing.T, s *Store, q store.MemoryQuery) string {
 func TestMemoryIndex(t *testing.T) {
 	s, _ := newTestStore(t, Options{})
 	t0 := time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC)
-	k := func(app, user, id string) store.SessionKey { return store.SessionKey{App: app, User: user, Session: id} }
+	k := func(app, user, id string) store.SessionKey {
+		return store.SessionKey{App: app, User: user, Session: id}
+	}
 	memSession(t, s, k("app", "u1", "a"), true, t0, "My dog is called Rex", "the weather is sunny")
 	memSession(t, s, k("app", "u1", "b"), true, t0.Add(time.Hour), "Rex likes the park", "dog food brands")
 	memSession(t, s, k("app", "u1", "hidden"), false, t0, "Rex dog secret")
