@@ -29,7 +29,7 @@ var defaultApps []byte
 func loadApps(ctx context.Context, configPath string, st *boltstore.Store, log *slog.Logger, extra ...plugin.Plugin) (*apps.Registry, error) {
 	reg, err := apps.NewRegistry(apps.Config{
 		Store:   st,
-		Memory:  memory.NewStoreMemory(st),
+		Memory:  memory.NewIndex(st),
 		Plugins: append([]plugin.Plugin{plugin.NewLogging(log)}, extra...),
 		Logger:  log,
 	})
