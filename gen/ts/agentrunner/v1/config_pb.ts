@@ -11,7 +11,7 @@ import type { JsonObject, Message } from "@bufbuild/protobuf";
  * Describes the file agentrunner/v1/config.proto.
  */
 export const file_agentrunner_v1_config: GenFile = /*@__PURE__*/
-  fileDesc("ChthZ2VudHJ1bm5lci92MS9jb25maWcucHJvdG8SDmFnZW50cnVubmVyLnYxImIKCkFwcHNDb25maWcSJwoEYXBwcxgBIAMoCzIZLmFnZW50cnVubmVyLnYxLkFwcENvbmZpZxIrCgZtb2RlbHMYAiADKAsyGy5hZ2VudHJ1bm5lci52MS5Nb2RlbENvbmZpZyKzAQoLTW9kZWxDb25maWcSDAoEbmFtZRgBIAEoCRIQCghwcm92aWRlchgCIAEoCRINCgVtb2RlbBgDIAEoCRIQCghiYXNlX3VybBgEIAEoCRITCgthcGlfa2V5X2VudhgFIAEoCRIPCgd0aW1lb3V0GAYgASgJEioKBXJldHJ5GAcgASgLMhsuYWdlbnRydW5uZXIudjEuUmV0cnlDb25maWcSEQoJZmFsbGJhY2tzGAggAygJImYKC1JldHJ5Q29uZmlnEhQKDG1heF9hdHRlbXB0cxgBIAEoBRIXCg9pbml0aWFsX2JhY2tvZmYYAiABKAkSEwoLbWF4X2JhY2tvZmYYAyABKAkSEwoLbWF4X2VsYXBzZWQYBCABKAkihwIKCUFwcENvbmZpZxIMCgRuYW1lGAEgASgJEhMKC2Rlc2NyaXB0aW9uGAIgASgJEi8KCnJvb3RfYWdlbnQYAyABKAsyGy5hZ2VudHJ1bm5lci52MS5BZ2VudENvbmZpZxI6Cg5mdW5jdGlvbl90b29scxgEIAMoCzIiLmFnZW50cnVubmVyLnYxLkZ1bmN0aW9uVG9vbENvbmZpZxI0CgttY3Bfc2VydmVycxgFIAMoCzIfLmFnZW50cnVubmVyLnYxLk1jcFNlcnZlckNvbmZpZxI0Cgpjb21wYWN0aW9uGAYgASgLMiAuYWdlbnRydW5uZXIudjEuQ29tcGFjdGlvbkNvbmZpZyKGAQoQQ29tcGFjdGlvbkNvbmZpZxIQCghpbnRlcnZhbBgBIAEoBRIPCgdvdmVybGFwGAIgASgFEhcKD3Rva2VuX3RocmVzaG9sZBgDIAEoBRINCgVtb2RlbBgEIAEoCRITCgtpbnN0cnVjdGlvbhgFIAEoCRISCgptYXhfZXZlbnRzGAYgASgFIo8BCg9NY3BTZXJ2ZXJDb25maWcSDAoEbmFtZRgBIAEoCRIPCgdjb21tYW5kGAIgASgJEgwKBGFyZ3MYAyADKAkSCwoDZW52GAQgAygJEgsKA3VybBgFIAEoCRISCgpoZWFkZXJfZW52GAYgAygJEhAKCG9wdGlvbmFsGAcgASgIEg8KB3RpbWVvdXQYCCABKAkiLwoOTWNwVG9vbHNDb25maWcSDgoGc2VydmVyGAEgASgJEg0KBXRvb2xzGAIgAygJIr8CCgtBZ2VudENvbmZpZxIMCgRuYW1lGAEgASgJEhMKC2Rlc2NyaXB0aW9uGAIgASgJEi8KCnN1Yl9hZ2VudHMYAyADKAsyGy5hZ2VudHJ1bm5lci52MS5BZ2VudENvbmZpZxItCgNsbG0YBCABKAsyHi5hZ2VudHJ1bm5lci52MS5MbG1BZ2VudENvbmZpZ0gAEjsKCnNlcXVlbnRpYWwYBSABKAsyJS5hZ2VudHJ1bm5lci52MS5TZXF1ZW50aWFsQWdlbnRDb25maWdIABI3CghwYXJhbGxlbBgGIAEoCzIjLmFnZW50cnVubmVyLnYxLlBhcmFsbGVsQWdlbnRDb25maWdIABIvCgRsb29wGAcgASgLMh8uYWdlbnRydW5uZXIudjEuTG9vcEFnZW50Q29uZmlnSABCBgoEa2luZCKnAwoOTGxtQWdlbnRDb25maWcSDQoFbW9kZWwYASABKAkSEwoLaW5zdHJ1Y3Rpb24YAiABKAkSEgoKb3V0cHV0X2tleRgDIAEoCRIjChtkaXNhbGxvd190cmFuc2Zlcl90b19wYXJlbnQYBCABKAgSIgoaZGlzYWxsb3dfdHJhbnNmZXJfdG9fcGVlcnMYBSABKAgSDQoFdG9vbHMYBiADKAkSOQoQaW5jbHVkZV9jb250ZW50cxgHIAEoDjIfLmFnZW50cnVubmVyLnYxLkluY2x1ZGVDb250ZW50cxIYCgt0ZW1wZXJhdHVyZRgIIAEoAkgAiAEBEhkKEW1heF9vdXRwdXRfdG9rZW5zGAkgASgFEjoKDmZ1bmN0aW9uX3Rvb2xzGAogAygLMiIuYWdlbnRydW5uZXIudjEuRnVuY3Rpb25Ub29sQ29uZmlnEhwKFHJlcXVpcmVfY29uZmlybWF0aW9uGAsgAygJEisKA21jcBgMIAMoCzIeLmFnZW50cnVubmVyLnYxLk1jcFRvb2xzQ29uZmlnQg4KDF90ZW1wZXJhdHVyZSKPAQoSRnVuY3Rpb25Ub29sQ29uZmlnEgwKBG5hbWUYASABKAkSEwoLZGVzY3JpcHRpb24YAiABKAkSKwoKcGFyYW1ldGVycxgDIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSKQoIcmVzcG9uc2UYBCABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0IhcKFVNlcXVlbnRpYWxBZ2VudENvbmZpZyIVChNQYXJhbGxlbEFnZW50Q29uZmlnIikKD0xvb3BBZ2VudENvbmZpZxIWCg5tYXhfaXRlcmF0aW9ucxgBIAEoBSpsCg9JbmNsdWRlQ29udGVudHMSIAocSU5DTFVERV9DT05URU5UU19VTlNQRUNJRklFRBAAEhwKGElOQ0xVREVfQ09OVEVOVFNfREVGQVVMVBABEhkKFUlOQ0xVREVfQ09OVEVOVFNfTk9ORRACYgZwcm90bzM", [file_google_protobuf_struct]);
+  fileDesc("ChthZ2VudHJ1bm5lci92MS9jb25maWcucHJvdG8SDmFnZW50cnVubmVyLnYxImIKCkFwcHNDb25maWcSJwoEYXBwcxgBIAMoCzIZLmFnZW50cnVubmVyLnYxLkFwcENvbmZpZxIrCgZtb2RlbHMYAiADKAsyGy5hZ2VudHJ1bm5lci52MS5Nb2RlbENvbmZpZyKzAQoLTW9kZWxDb25maWcSDAoEbmFtZRgBIAEoCRIQCghwcm92aWRlchgCIAEoCRINCgVtb2RlbBgDIAEoCRIQCghiYXNlX3VybBgEIAEoCRITCgthcGlfa2V5X2VudhgFIAEoCRIPCgd0aW1lb3V0GAYgASgJEioKBXJldHJ5GAcgASgLMhsuYWdlbnRydW5uZXIudjEuUmV0cnlDb25maWcSEQoJZmFsbGJhY2tzGAggAygJImYKC1JldHJ5Q29uZmlnEhQKDG1heF9hdHRlbXB0cxgBIAEoBRIXCg9pbml0aWFsX2JhY2tvZmYYAiABKAkSEwoLbWF4X2JhY2tvZmYYAyABKAkSEwoLbWF4X2VsYXBzZWQYBCABKAkitQIKCUFwcENvbmZpZxIMCgRuYW1lGAEgASgJEhMKC2Rlc2NyaXB0aW9uGAIgASgJEi8KCnJvb3RfYWdlbnQYAyABKAsyGy5hZ2VudHJ1bm5lci52MS5BZ2VudENvbmZpZxI6Cg5mdW5jdGlvbl90b29scxgEIAMoCzIiLmFnZW50cnVubmVyLnYxLkZ1bmN0aW9uVG9vbENvbmZpZxI0CgttY3Bfc2VydmVycxgFIAMoCzIfLmFnZW50cnVubmVyLnYxLk1jcFNlcnZlckNvbmZpZxI0Cgpjb21wYWN0aW9uGAYgASgLMiAuYWdlbnRydW5uZXIudjEuQ29tcGFjdGlvbkNvbmZpZxIsCgZtZW1vcnkYByABKAsyHC5hZ2VudHJ1bm5lci52MS5NZW1vcnlDb25maWciJAoMTWVtb3J5Q29uZmlnEhQKDGFkZF9zZXNzaW9ucxgBIAEoCCKGAQoQQ29tcGFjdGlvbkNvbmZpZxIQCghpbnRlcnZhbBgBIAEoBRIPCgdvdmVybGFwGAIgASgFEhcKD3Rva2VuX3RocmVzaG9sZBgDIAEoBRINCgVtb2RlbBgEIAEoCRITCgtpbnN0cnVjdGlvbhgFIAEoCRISCgptYXhfZXZlbnRzGAYgASgFIo8BCg9NY3BTZXJ2ZXJDb25maWcSDAoEbmFtZRgBIAEoCRIPCgdjb21tYW5kGAIgASgJEgwKBGFyZ3MYAyADKAkSCwoDZW52GAQgAygJEgsKA3VybBgFIAEoCRISCgpoZWFkZXJfZW52GAYgAygJEhAKCG9wdGlvbmFsGAcgASgIEg8KB3RpbWVvdXQYCCABKAkiLwoOTWNwVG9vbHNDb25maWcSDgoGc2VydmVyGAEgASgJEg0KBXRvb2xzGAIgAygJIr8CCgtBZ2VudENvbmZpZxIMCgRuYW1lGAEgASgJEhMKC2Rlc2NyaXB0aW9uGAIgASgJEi8KCnN1Yl9hZ2VudHMYAyADKAsyGy5hZ2VudHJ1bm5lci52MS5BZ2VudENvbmZpZxItCgNsbG0YBCABKAsyHi5hZ2VudHJ1bm5lci52MS5MbG1BZ2VudENvbmZpZ0gAEjsKCnNlcXVlbnRpYWwYBSABKAsyJS5hZ2VudHJ1bm5lci52MS5TZXF1ZW50aWFsQWdlbnRDb25maWdIABI3CghwYXJhbGxlbBgGIAEoCzIjLmFnZW50cnVubmVyLnYxLlBhcmFsbGVsQWdlbnRDb25maWdIABIvCgRsb29wGAcgASgLMh8uYWdlbnRydW5uZXIudjEuTG9vcEFnZW50Q29uZmlnSABCBgoEa2luZCKnAwoOTGxtQWdlbnRDb25maWcSDQoFbW9kZWwYASABKAkSEwoLaW5zdHJ1Y3Rpb24YAiABKAkSEgoKb3V0cHV0X2tleRgDIAEoCRIjChtkaXNhbGxvd190cmFuc2Zlcl90b19wYXJlbnQYBCABKAgSIgoaZGlzYWxsb3dfdHJhbnNmZXJfdG9fcGVlcnMYBSABKAgSDQoFdG9vbHMYBiADKAkSOQoQaW5jbHVkZV9jb250ZW50cxgHIAEoDjIfLmFnZW50cnVubmVyLnYxLkluY2x1ZGVDb250ZW50cxIYCgt0ZW1wZXJhdHVyZRgIIAEoAkgAiAEBEhkKEW1heF9vdXRwdXRfdG9rZW5zGAkgASgFEjoKDmZ1bmN0aW9uX3Rvb2xzGAogAygLMiIuYWdlbnRydW5uZXIudjEuRnVuY3Rpb25Ub29sQ29uZmlnEhwKFHJlcXVpcmVfY29uZmlybWF0aW9uGAsgAygJEisKA21jcBgMIAMoCzIeLmFnZW50cnVubmVyLnYxLk1jcFRvb2xzQ29uZmlnQg4KDF90ZW1wZXJhdHVyZSKPAQoSRnVuY3Rpb25Ub29sQ29uZmlnEgwKBG5hbWUYASABKAkSEwoLZGVzY3JpcHRpb24YAiABKAkSKwoKcGFyYW1ldGVycxgDIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSKQoIcmVzcG9uc2UYBCABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0IhcKFVNlcXVlbnRpYWxBZ2VudENvbmZpZyIVChNQYXJhbGxlbEFnZW50Q29uZmlnIikKD0xvb3BBZ2VudENvbmZpZxIWCg5tYXhfaXRlcmF0aW9ucxgBIAEoBSpsCg9JbmNsdWRlQ29udGVudHMSIAocSU5DTFVERV9DT05URU5UU19VTlNQRUNJRklFRBAAEhwKGElOQ0xVREVfQ09OVEVOVFNfREVGQVVMVBABEhkKFUlOQ0xVREVfQ09OVEVOVFNfTk9ORRACYgZwcm90bzM", [file_google_protobuf_struct]);
 
 /**
  * AppsConfig is the schema of the apps file the server loads at start
@@ -231,6 +231,14 @@ export type AppConfig = Message<"agentrunner.v1.AppConfig"> & {
    * @generated from field: agentrunner.v1.CompactionConfig compaction = 6;
    */
   compaction?: CompactionConfig | undefined;
+
+  /**
+   * Long-term memory of the app's sessions (see MemoryService). Unset, a
+   * session is in memory only once AddSessionToMemory added it.
+   *
+   * @generated from field: agentrunner.v1.MemoryConfig memory = 7;
+   */
+  memory?: MemoryConfig | undefined;
 };
 
 /**
@@ -239,6 +247,30 @@ export type AppConfig = Message<"agentrunner.v1.AppConfig"> & {
  */
 export const AppConfigSchema: GenMessage<AppConfig> = /*@__PURE__*/
   messageDesc(file_agentrunner_v1_config, 3);
+
+/**
+ * MemoryConfig says how the app's sessions get into long-term memory,
+ * which the load_memory and preload_memory tools and SearchMemory read.
+ *
+ * @generated from message agentrunner.v1.MemoryConfig
+ */
+export type MemoryConfig = Message<"agentrunner.v1.MemoryConfig"> & {
+  /**
+   * Add each session to memory after each of its complete events, so that
+   * everything said in the app can be found from the user's other
+   * sessions. Adding a session already in memory only checks it.
+   *
+   * @generated from field: bool add_sessions = 1;
+   */
+  addSessions: boolean;
+};
+
+/**
+ * Describes the message agentrunner.v1.MemoryConfig.
+ * Use `create(MemoryConfigSchema)` to create a new message.
+ */
+export const MemoryConfigSchema: GenMessage<MemoryConfig> = /*@__PURE__*/
+  messageDesc(file_agentrunner_v1_config, 4);
 
 /**
  * CompactionConfig makes a summarizing model condense the older events of
@@ -310,7 +342,7 @@ export type CompactionConfig = Message<"agentrunner.v1.CompactionConfig"> & {
  * Use `create(CompactionConfigSchema)` to create a new message.
  */
 export const CompactionConfigSchema: GenMessage<CompactionConfig> = /*@__PURE__*/
-  messageDesc(file_agentrunner_v1_config, 4);
+  messageDesc(file_agentrunner_v1_config, 5);
 
 /**
  * McpServerConfig is an MCP server: a command run over stdio, or a
@@ -385,7 +417,7 @@ export type McpServerConfig = Message<"agentrunner.v1.McpServerConfig"> & {
  * Use `create(McpServerConfigSchema)` to create a new message.
  */
 export const McpServerConfigSchema: GenMessage<McpServerConfig> = /*@__PURE__*/
-  messageDesc(file_agentrunner_v1_config, 5);
+  messageDesc(file_agentrunner_v1_config, 6);
 
 /**
  * McpToolsConfig gives an LLM agent tools of one of its app's MCP servers.
@@ -413,7 +445,7 @@ export type McpToolsConfig = Message<"agentrunner.v1.McpToolsConfig"> & {
  * Use `create(McpToolsConfigSchema)` to create a new message.
  */
 export const McpToolsConfigSchema: GenMessage<McpToolsConfig> = /*@__PURE__*/
-  messageDesc(file_agentrunner_v1_config, 6);
+  messageDesc(file_agentrunner_v1_config, 7);
 
 /**
  * AgentConfig is one agent of a tree. Exactly one kind must be set.
@@ -487,7 +519,7 @@ export type AgentConfig = Message<"agentrunner.v1.AgentConfig"> & {
  * Use `create(AgentConfigSchema)` to create a new message.
  */
 export const AgentConfigSchema: GenMessage<AgentConfig> = /*@__PURE__*/
-  messageDesc(file_agentrunner_v1_config, 7);
+  messageDesc(file_agentrunner_v1_config, 8);
 
 /**
  * LlmAgentConfig configures an LLM agent.
@@ -533,8 +565,11 @@ export type LlmAgentConfig = Message<"agentrunner.v1.LlmAgentConfig"> & {
 
   /**
    * Built-in tools the agent may call, by name: "exit_loop",
-   * "load_artifacts". transfer_to_agent is added automatically when the
-   * agent has valid transfer targets.
+   * "load_artifacts", "load_memory" (the model searches the user's memory
+   * with a query), "preload_memory" (memories relevant to the user's
+   * latest message are added to each model request; the model does not
+   * see it as a function). transfer_to_agent is added automatically when
+   * the agent has valid transfer targets.
    *
    * @generated from field: repeated string tools = 6;
    */
@@ -595,7 +630,7 @@ export type LlmAgentConfig = Message<"agentrunner.v1.LlmAgentConfig"> & {
  * Use `create(LlmAgentConfigSchema)` to create a new message.
  */
 export const LlmAgentConfigSchema: GenMessage<LlmAgentConfig> = /*@__PURE__*/
-  messageDesc(file_agentrunner_v1_config, 8);
+  messageDesc(file_agentrunner_v1_config, 9);
 
 /**
  * FunctionToolConfig declares a function tool that the caller executes.
@@ -645,7 +680,7 @@ export type FunctionToolConfig = Message<"agentrunner.v1.FunctionToolConfig"> & 
  * Use `create(FunctionToolConfigSchema)` to create a new message.
  */
 export const FunctionToolConfigSchema: GenMessage<FunctionToolConfig> = /*@__PURE__*/
-  messageDesc(file_agentrunner_v1_config, 9);
+  messageDesc(file_agentrunner_v1_config, 10);
 
 /**
  * SequentialAgentConfig configures a sequential agent. It has no options.
@@ -660,7 +695,7 @@ export type SequentialAgentConfig = Message<"agentrunner.v1.SequentialAgentConfi
  * Use `create(SequentialAgentConfigSchema)` to create a new message.
  */
 export const SequentialAgentConfigSchema: GenMessage<SequentialAgentConfig> = /*@__PURE__*/
-  messageDesc(file_agentrunner_v1_config, 10);
+  messageDesc(file_agentrunner_v1_config, 11);
 
 /**
  * ParallelAgentConfig configures a parallel agent. It has no options.
@@ -675,7 +710,7 @@ export type ParallelAgentConfig = Message<"agentrunner.v1.ParallelAgentConfig"> 
  * Use `create(ParallelAgentConfigSchema)` to create a new message.
  */
 export const ParallelAgentConfigSchema: GenMessage<ParallelAgentConfig> = /*@__PURE__*/
-  messageDesc(file_agentrunner_v1_config, 11);
+  messageDesc(file_agentrunner_v1_config, 12);
 
 /**
  * LoopAgentConfig configures a loop agent.
@@ -697,7 +732,7 @@ export type LoopAgentConfig = Message<"agentrunner.v1.LoopAgentConfig"> & {
  * Use `create(LoopAgentConfigSchema)` to create a new message.
  */
 export const LoopAgentConfigSchema: GenMessage<LoopAgentConfig> = /*@__PURE__*/
-  messageDesc(file_agentrunner_v1_config, 12);
+  messageDesc(file_agentrunner_v1_config, 13);
 
 /**
  * IncludeContents selects the history an LLM agent sends to its model.
