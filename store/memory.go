@@ -18,8 +18,8 @@ type MemoryQuery struct {
 	// ExcludeSession, when set, leaves that session out (the current one,
 	// which an agent sees already).
 	ExcludeSession string
-	// Page bounds the hits (Size, capped at MaxPageSize) and continues a
-	// previous search (Token); MaxBytes is not used.
+	// Page bounds the hits (Size, capped at MaxPageSize; MaxBytes, their
+	// events' encoded size) and continues a previous search (Token).
 	Page Page
 }
 

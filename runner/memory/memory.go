@@ -47,6 +47,10 @@ type Query struct {
 	Limit int
 	// PageToken continues a previous search with the same query.
 	PageToken string
+	// MaxBytes, when positive, bounds the encoded size of the entries'
+	// events: the page ends before the entry that would pass it (a page
+	// holds at least one).
+	MaxBytes int
 }
 
 // DefaultLimit bounds a search that sets no Limit.
@@ -94,7 +98,7 @@ func (m *Index) Search(ctx context.Context, q Query) ([]*Entry, string, error) {
 	}
 	hits, next, err := m.store.SearchMemory(ctx, store.MemoryQuery{
 		App: q.App, User: q.User, Text: q.Query, ExcludeSession: q.ExcludeSession,
-		Page: store.Page{Size: limit, Token: q.PageToken},
+		Page: store.Page{Size: limit, Token: q.PageToken, MaxBytes: q.MaxBytes},
 	})
 	if err != nil {
 		return nil, "", err

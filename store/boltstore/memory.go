@@ -322,6 +322,7 @@ func loadHits(tx *bbolt.Tx, q store.MemoryQuery, hits []memHit, fp []byte) ([]st
 	limit := q.Page.Limit()
 	events := tx.Bucket(bucketEvents)
 	var out []store.MemoryHit
+	size := 0
 	for i, h := range hits {
 		if len(out) == limit {
 			return out, encodeMemToken(hits[i-1], fp), nil
@@ -330,6 +331,10 @@ func loadHits(tx *bbolt.Tx, q store.MemoryQuery, hits []memHit, fp []byte) ([]st
 		v := events.Get(eventKey(sessionKey(k), h.seq))
 		if v == nil {
 			continue // not expected: postings go with their session
+		}
+		size += store.ItemBytes(len(v) + len(h.session) + 32) // the event, its session id, score and framing
+		if q.Page.MaxBytes > 0 && size > q.Page.MaxBytes && len(out) > 0 {
+			return out, encodeMemToken(hits[i-1], fp), nil
 		}
 		ev, err := decodeEvent(v)
 		if err != nil {
