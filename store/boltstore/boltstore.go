@@ -33,11 +33,11 @@ var (
 	bucketUnfinished  = []byte("unfinished_runs")
 	bucketMemSessions = []byte("memory_sessions")
 	bucketMemPostings = []byte("memory_postings")
-	bucketMemEvents   = []byte("memory_events")
-	bucketMemUsers    = []byte("memory_users")
+	bucketMemPending  = []byte("memory_pending")
 
 	allBuckets = [][]byte{bucketMeta, bucketSessions, bucketEvents, bucketAppState, bucketUserState, bucketArtifacts, bucketBlobs, bucketToolCalls,
-		bucketRunIDs, bucketRunReqs, bucketUnfinished, bucketMemSessions, bucketMemPostings, bucketMemEvents, bucketMemUsers}
+		bucketRunIDs, bucketRunReqs, bucketUnfinished, bucketMemSessions, bucketMemPostings,
+		bucketMemPending}
 
 	keySchemaVersion = []byte("schema_version")
 )
@@ -64,7 +64,7 @@ var schemaMigrations = []migration{migrateToolCalls, migrateRuns, migrateRunsInt
 // append to a session in memory without indexing and delete one without
 // removing its postings, refuses the file.
 func migrateMemory(tx *bbolt.Tx) error {
-	for _, name := range [][]byte{bucketMemSessions, bucketMemPostings, bucketMemEvents, bucketMemUsers} {
+	for _, name := range [][]byte{bucketMemSessions, bucketMemPostings, bucketMemPending} {
 		if _, err := tx.CreateBucketIfNotExists(name); err != nil {
 			return fmt.Errorf("create bucket %s: %w", name, err)
 		}
@@ -105,7 +105,13 @@ type Options struct {
 	migrations []migration   // for tests; nil means schemaMigrations
 	schema     int           // for tests; zero means currentSchema
 	laterDelay time.Duration // for tests; zero means defaultLaterDelay
+	mergeDelay time.Duration // for tests; zero means defaultMergeDelay
 }
+
+// defaultMergeDelay is how often pending memory records are moved into
+// postings (see memory.go): seldom enough that a merge carries many
+// events, whose postings of the same term then share pages.
+const defaultMergeDelay = time.Second
 
 // defaultLaterDelay is how long a record queued by PutRunLater waits for
 // another write to carry it before the committer writes it on its own.
@@ -119,7 +125,9 @@ type Store struct {
 	later runQueue // records PutRunLater queued, not yet committed
 	quit  chan struct{}
 	done  chan struct{}
-	close sync.Once
+	// mergeDone is closed when mergeLoop has returned.
+	mergeDone chan struct{}
+	close     sync.Once
 }
 
 var _ store.Store = (*Store)(nil)
@@ -151,6 +159,9 @@ func Open(path string, opts Options) (*Store, error) {
 	if opts.laterDelay <= 0 {
 		opts.laterDelay = defaultLaterDelay
 	}
+	if opts.mergeDelay <= 0 {
+		opts.mergeDelay = defaultMergeDelay
+	}
 	db, err := bbolt.Open(path, 0o600, &bbolt.Options{
 		Timeout: opts.Timeout,
 		NoSync:  opts.NoSync,
@@ -172,9 +183,12 @@ func Open(path string, opts Options) (*Store, error) {
 		ops:  make(chan *writeOp),
 		quit: make(chan struct{}),
 		done: make(chan struct{}),
+
+		mergeDone: make(chan struct{}),
 	}
 	s.later.init()
 	go s.commitLoop()
+	go s.mergeLoop()
 	return s, nil
 }
 
@@ -226,6 +240,7 @@ func (s *Store) Close() error {
 	s.close.Do(func() {
 		close(s.quit)
 		<-s.done
+		<-s.mergeDone
 		err = s.db.Close()
 	})
 	return err

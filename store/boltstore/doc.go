@@ -20,10 +20,10 @@
 //	run_requests    T(app, user, session, request_id)         -> run key: request ids are unique per session
 //	unfinished_runs run key                                   -> empty, while the run is PENDING or RUNNING
 //	memory_sessions T(app, user, session)                     -> empty: the session is in memory
+//	memory_pending  T(app, user)                              -> uvarint: the user's indexed events
+//	                T(app, user) U(^time) T(session) U(seq)   -> empty: the event is not in postings yet
 //	memory_postings T(app, user, term) U(^time) T(session) U(seq)
 //	                                                          -> uvarint: the term's count in the event
-//	memory_events   T(app, user, session) U(seq)              -> U(^time) T(term)...: the event's postings
-//	memory_users    T(app, user)                              -> uvarint: the user's indexed events
 //
 // T(...) encodes strings so that byte order is tuple order and a tuple's
 // encoding is a prefix of every longer tuple that starts with it; U is a
@@ -54,10 +54,12 @@
 //
 // Memory (memory.go) is an inverted index per app and user over the
 // sessions added to it (IndexSession): an append to such a session writes
-// one posting per distinct term of the event's text in its own
-// transaction; an append to any other session pays one lookup. A search
-// seeks to the postings of its terms and reads the page's events, never
-// a session's history. DeleteSession removes the session's postings.
+// a pending key and its user's count, side by side; an append to any
+// other session pays one lookup. A merger moves pending events into
+// postings about once a second, in batches, in commits of its own. A
+// search seeks to the postings of its terms, reads the user's pending
+// events and the page's events, never a session's history. DeleteSession
+// removes the session's postings and pending keys.
 //
 // # Writes
 //

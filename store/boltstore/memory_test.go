@@ -83,6 +83,11 @@ func TestMemoryIndex(t *testing.T) {
 		t.Fatalf("search without a: %q, want %q", got, want)
 	}
 	q.ExcludeSession = ""
+	// Merged into postings, the index answers the same.
+	mergeAll(t, s)
+	if got, want := search(t, s, q), "a#1 b#2 b#1"; got != want {
+		t.Fatalf("search after merge: %q, want %q", got, want)
+	}
 
 	// An append after the add is indexed in its own transaction.
 	if _, err := s.AppendEvent(t.Context(), k("app", "u1", "b"), memEvent("bot", "Zanzibar trip", t0.Add(2*time.Hour))); err != nil {
@@ -106,7 +111,25 @@ func TestMemoryIndex(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	countKeys(t, s, map[string]int{"memory_postings": 8, "memory_events": 2, "memory_sessions": 2, "memory_users": 2})
+	mergeAll(t, s)
+	// What is left is the other user's and the other app's: 4 terms
+	// each, and their users' counts.
+	countKeys(t, s, map[string]int{"memory_postings": 8, "memory_pending": 2, "memory_sessions": 2})
+}
+
+// mergeAll moves every pending memory record into postings, as the
+// merger does in the background.
+func mergeAll(t *testing.T, s *Store) {
+	t.Helper()
+	for {
+		n, err := s.mergeMemory(t.Context())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n == 0 {
+			return
+		}
+	}
 }
 
 // countKeys checks the number of keys of buckets: what is left of
@@ -160,12 +183,25 @@ func TestMemoryPages(t *testing.T) {
 	if pages != 3 || len(seen) != 25 || !seen["s#25"] {
 		t.Fatalf("%d pages, %d hits", pages, len(seen))
 	}
+	// A token stays good when the events it pages through are merged
+	// into postings meanwhile.
+	q.Page.Token = ""
+	_, tok, err := s.SearchMemory(t.Context(), q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mergeAll(t, s)
+	q.Page.Token = tok
+	hits, _, err := s.SearchMemory(t.Context(), q)
+	if err != nil || hitLines(hits) != "s#15 s#14 s#13 s#12 s#11 s#10 s#9 s#8 s#7 s#6" {
+		t.Fatalf("second page after merge: %q, %v", hitLines(hits), err)
+	}
 	// Newest first: all tie on "apple".
-	hits, tok, _ := s.SearchMemory(t.Context(), store.MemoryQuery{App: "app", User: "u", Text: "apple", Page: store.Page{Size: 2}})
+	hits, tok, _ = s.SearchMemory(t.Context(), store.MemoryQuery{App: "app", User: "u", Text: "apple", Page: store.Page{Size: 2}})
 	if hitLines(hits) != "s#25 s#24" {
 		t.Fatalf("first page %q", hitLines(hits))
 	}
-	_, _, err := s.SearchMemory(t.Context(), store.MemoryQuery{App: "app", User: "u", Text: "pear", Page: store.Page{Token: tok}})
+	_, _, err = s.SearchMemory(t.Context(), store.MemoryQuery{App: "app", User: "u", Text: "pear", Page: store.Page{Token: tok}})
 	if !errors.Is(err, store.ErrInvalidArgument) {
 		t.Fatalf("token of another search: %v", err)
 	}
@@ -191,7 +227,7 @@ func TestMemoryMigration(t *testing.T) {
 	k := store.SessionKey{App: "app", User: "u", Session: "s"}
 	memSession(t, s, k, false, time.Now(), "kept words")
 	err = s.db.Update(func(tx *bbolt.Tx) error {
-		for _, b := range [][]byte{bucketMemSessions, bucketMemPostings, bucketMemEvents, bucketMemUsers} {
+		for _, b := range [][]byte{bucketMemSessions, bucketMemPostings, bucketMemPending} {
 			if err := tx.DeleteBucket(b); err != nil {
 				return err
 			}
