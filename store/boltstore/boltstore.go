@@ -33,11 +33,11 @@ var (
 	bucketUnfinished  = []byte("unfinished_runs")
 	bucketMemSessions = []byte("memory_sessions")
 	bucketMemPostings = []byte("memory_postings")
-	bucketMemPending  = []byte("memory_pending")
+	bucketMemUsers    = []byte("memory_users")
 
 	allBuckets = [][]byte{bucketMeta, bucketSessions, bucketEvents, bucketAppState, bucketUserState, bucketArtifacts, bucketBlobs, bucketToolCalls,
 		bucketRunIDs, bucketRunReqs, bucketUnfinished, bucketMemSessions, bucketMemPostings,
-		bucketMemPending}
+		bucketMemUsers}
 
 	keySchemaVersion = []byte("schema_version")
 )
@@ -64,7 +64,7 @@ var schemaMigrations = []migration{migrateToolCalls, migrateRuns, migrateRunsInt
 // append to a session in memory without indexing and delete one without
 // removing its postings, refuses the file.
 func migrateMemory(tx *bbolt.Tx) error {
-	for _, name := range [][]byte{bucketMemSessions, bucketMemPostings, bucketMemPending} {
+	for _, name := range [][]byte{bucketMemSessions, bucketMemPostings, bucketMemUsers} {
 		if _, err := tx.CreateBucketIfNotExists(name); err != nil {
 			return fmt.Errorf("create bucket %s: %w", name, err)
 		}
@@ -123,6 +123,7 @@ type Store struct {
 	opts  Options
 	ops   chan *writeOp
 	later runQueue // records PutRunLater queued, not yet committed
+	mem   memState // sessions in memory with events to merge (memory.go)
 	quit  chan struct{}
 	done  chan struct{}
 	// mergeDone is closed when mergeLoop has returned.
@@ -187,6 +188,11 @@ func Open(path string, opts Options) (*Store, error) {
 		mergeDone: make(chan struct{}),
 	}
 	s.later.init()
+	s.mem.init()
+	if err := db.View(func(tx *bbolt.Tx) error { return recoverMemory(tx, &s.mem) }); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("open %s: %w", path, err)
+	}
 	go s.commitLoop()
 	go s.mergeLoop()
 	return s, nil

@@ -288,7 +288,6 @@ func TestKeysGolden(t *testing.T) {
 		"run_id " + hex.EncodeToString(runIDKey("e-1")),
 		"run_request " + hex.EncodeToString(runRequestKey(sessionKey(k), "req\x001")),
 		"memory_posting " + hex.EncodeToString(postingKey(userStateKey("app", "user\x00x"), "rex", memEventID)),
-		"memory_pending " + hex.EncodeToString(append(userStateKey("app", "user\x00x"), memEventID...)),
 		"schema " + hex.EncodeToString(binary.AppendUvarint(nil, currentSchema)),
 	}, "\n") + "\n"
 	path := filepath.Join("testdata", "keys.golden")

@@ -11,6 +11,7 @@ import (
 	"math"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"go.etcd.io/bbolt"
@@ -23,43 +24,172 @@ import (
 // sessions added to memory, so that a search reads the postings of its
 // terms and never the user's history.
 //
-//	memory_sessions T(app, user, session)             -> empty: the session is in memory
-//	memory_pending  T(app, user)                      -> uvarint: the user's indexed events (N, for idf)
-//	                T(app, user) U(^time) T(session) U(seq)
-//	                                                  -> empty: the event is not in postings yet
+//	memory_sessions T(app, user, session)             -> uvarint: the watermark, the last
+//	                                                     sequence whose events have postings
 //	memory_postings T(app, user, term) U(^time) T(session) U(seq)
 //	                                                  -> uvarint: the term's count in the event
+//	memory_users    T(app, user)                      -> uvarint: the user's events with postings (N, for idf)
 //
 // time is the event's timestamp in Unix nanoseconds with the sign bit
 // flipped; ^time makes a term's postings newest first, so that the
 // MaxPostingsPerTerm cap keeps the newest. U(^time) T(session) U(seq) is
 // an event's id in the index.
 //
-// Why pending: an append to a session in memory writes one small key and
-// the user's count, side by side (the user's newest pending key follows
-// the count), not one posting per term scattered over the postings tree,
-// which would dirty a page per term and double the append's commit. The
-// merger (mergeLoop) reads pending events, splits them into terms and
-// writes their postings in batches, where postings of the same term
-// share pages, in commits of its own. A search reads the user's pending
-// events as well as the postings, so an event is found as soon as its
-// append returns.
+// Why a watermark: an append to a session in memory writes nothing for
+// memory. Writing a posting per term would dirty a page per term and
+// double the append's commit; even one pending key costs the commit a
+// page or three. The append only tells the store's memState, once it is
+// committed, that the session has events past its watermark (dirty).
+// The merger (mergeLoop) reads those events, splits them into terms and
+// writes their postings and the new watermark in batches, where postings
+// of the same term share pages, in commits of its own. A search reads the
+// user's dirty sessions' events past their watermarks as well as the
+// postings, so an event is found as soon as its append returns. After a
+// crash, Open finds the dirty sessions again: their last sequence is
+// past their watermark.
 //
 // The terms of an event are store.MemoryTerms of store.MemoryText: the
-// merger and DeleteSession compute them again from the stored event, so
-// they are part of the file format (a change needs a schema migration
-// that rebuilds the postings).
+// merger, the search and DeleteSession compute them from the stored
+// event, so they are part of the file format (a change needs a schema
+// migration that rebuilds the postings).
 
 // MaxPostingsPerTerm bounds the postings a search reads for one term (and
-// the pending events it reads): a term in more of the user's events than
-// this ranks only the newest, and counts as in this many for its weight.
+// the not yet merged events it reads): a term in more of the user's
+// events than this ranks only the newest, and weighs as if it were in
+// this many.
 const MaxPostingsPerTerm = 5000
 
-// IndexSession adds session k to memory: its events so far are indexed
-// now, in one transaction, and every event appended to it later in the
-// append's own transaction. Adding a session already in memory only reads
-// (no write, no fsync), so a caller may add a session after every event.
-// Returns ErrNotFound for a missing session.
+// memState is the in-process part of memory: the sessions in memory that
+// hold events past their watermark. It is rebuilt from the file by Open.
+type memState struct {
+	mu sync.Mutex
+	// dirty holds the sessions with events to merge; inflight those a
+	// merge has taken and not yet committed. Both are keyed by
+	// T(app, user), then session id.
+	dirty, inflight map[string]map[string]store.SessionKey
+}
+
+func (m *memState) init() {
+	m.dirty = make(map[string]map[string]store.SessionKey)
+	m.inflight = make(map[string]map[string]store.SessionKey)
+}
+
+func addKey(set map[string]map[string]store.SessionKey, k store.SessionKey) {
+	u := string(userStateKey(k.App, k.User))
+	if set[u] == nil {
+		set[u] = make(map[string]store.SessionKey)
+	}
+	set[u][k.Session] = k
+}
+
+func removeKey(set map[string]map[string]store.SessionKey, k store.SessionKey) {
+	u := string(userStateKey(k.App, k.User))
+	delete(set[u], k.Session)
+	if len(set[u]) == 0 {
+		delete(set, u)
+	}
+}
+
+// markDirty notes that session k has events past its watermark.
+func (m *memState) markDirty(k store.SessionKey) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	addKey(m.dirty, k)
+}
+
+// take moves up to max dirty sessions to inflight and returns them.
+func (m *memState) take(max int) []store.SessionKey {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var out []store.SessionKey
+	for _, sessions := range m.dirty {
+		for _, k := range sessions {
+			if len(out) == max {
+				return out
+			}
+			out = append(out, k)
+		}
+	}
+	for _, k := range out {
+		removeKey(m.dirty, k)
+		addKey(m.inflight, k)
+	}
+	return out
+}
+
+// finish ends the merge of keys, committed or not: again are dirty still.
+func (m *memState) finish(keys, again []store.SessionKey) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, k := range keys {
+		removeKey(m.inflight, k)
+	}
+	for _, k := range again {
+		addKey(m.dirty, k)
+	}
+}
+
+// sessionsOf returns the ids of the user's dirty and inflight sessions.
+func (m *memState) sessionsOf(user []byte) []string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var out []string
+	for id := range m.dirty[string(user)] {
+		out = append(out, id)
+	}
+	for id := range m.inflight[string(user)] {
+		out = append(out, id)
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
+// forget drops a deleted session.
+func (m *memState) forget(k store.SessionKey) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	removeKey(m.dirty, k)
+}
+
+// recoverMemory finds the sessions in memory whose events passed their
+// watermark before the last close (or crash).
+func recoverMemory(tx *bbolt.Tx, m *memState) error {
+	sessions := tx.Bucket(bucketSessions)
+	return tx.Bucket(bucketMemSessions).ForEach(func(sk, v []byte) error {
+		wm, _ := binary.Uvarint(v)
+		sv := sessions.Get(sk)
+		if sv == nil || lastSequenceOf(sv) <= wm {
+			return nil
+		}
+		k, err := parseSessionKey(sk)
+		if err != nil {
+			return fmt.Errorf("memory session key: %w", err)
+		}
+		addKey(m.dirty, k)
+		return nil
+	})
+}
+
+func parseSessionKey(sk []byte) (store.SessionKey, error) {
+	var parts [3]string
+	rest := sk
+	for i := range parts {
+		var err error
+		if parts[i], rest, err = readString(rest); err != nil {
+			return store.SessionKey{}, err
+		}
+	}
+	if len(rest) != 0 {
+		return store.SessionKey{}, errors.New("trailing bytes in session key")
+	}
+	return store.SessionKey{App: parts[0], User: parts[1], Session: parts[2]}, nil
+}
+
+// IndexSession adds session k to memory: the merger indexes its events
+// so far soon after, and every event appended to it later (a search finds
+// them at once). Adding a session already in memory only reads (no write,
+// no fsync), so a caller may add a session after every event. Returns
+// ErrNotFound for a missing session.
 func (s *Store) IndexSession(ctx context.Context, k store.SessionKey) error {
 	if err := validateKey(k); err != nil {
 		return err
@@ -84,60 +214,17 @@ func (s *Store) IndexSession(ctx context.Context, k store.SessionKey) error {
 		if marks.Get(sk) != nil {
 			return nil // added by a concurrent call
 		}
-		if err := indexStoredEvents(tx, k, sk); err != nil {
-			return abortError{err}
-		}
-		return put(marks, sk, nil)
+		tx.OnCommit(func() { s.mem.markDirty(k) })
+		return put(marks, sk, binary.AppendUvarint(nil, 0))
 	})
 }
 
-// indexStoredEvents indexes the events session k holds.
-func indexStoredEvents(tx *bbolt.Tx, k store.SessionKey, sk []byte) error {
-	return eachEvent(tx, sk, func(seq uint64, ev *agentrunnerv1.Event) error {
-		return indexEvent(tx, k, seq, ev)
-	})
-}
-
-// eachEvent calls fn with each event of session sk, decoded.
-func eachEvent(tx *bbolt.Tx, sk []byte, fn func(seq uint64, ev *agentrunnerv1.Event) error) error {
-	c := tx.Bucket(bucketEvents).Cursor()
-	for key, v := c.Seek(sk); key != nil && bytes.HasPrefix(key, sk); key, v = c.Next() {
-		if isRunKey(key, sk) {
-			continue
-		}
-		ev, err := decodeEvent(v)
-		if err != nil {
-			return err
-		}
-		if err := fn(seqOf(key), ev); err != nil {
-			return err
-		}
+// indexAppended notes, once tx commits, that session sk got an event to
+// index when it is in memory. Sessions not in memory pay one lookup.
+func indexAppended(tx *bbolt.Tx, k store.SessionKey, sk []byte, mem *memState) {
+	if mem != nil && tx.Bucket(bucketMemSessions).Get(sk) != nil {
+		tx.OnCommit(func() { mem.markDirty(k) })
 	}
-	return nil
-}
-
-// indexAppended indexes an event appended to session sk when the session
-// is in memory. Sessions not in memory pay one lookup.
-func indexAppended(tx *bbolt.Tx, k store.SessionKey, sk []byte, seq uint64, ev *agentrunnerv1.Event) error {
-	if tx.Bucket(bucketMemSessions).Get(sk) == nil {
-		return nil
-	}
-	return indexEvent(tx, k, seq, ev)
-}
-
-// indexEvent records event seq of session k as pending, when it has text.
-// Splitting the text into terms is left to the merger: the committer,
-// which every write waits on, only writes two keys.
-func indexEvent(tx *bbolt.Tx, k store.SessionKey, seq uint64, ev *agentrunnerv1.Event) error {
-	if !hasMemoryText(ev) {
-		return nil
-	}
-	user := userStateKey(k.App, k.User)
-	pending := tx.Bucket(bucketMemPending)
-	if err := put(pending, append(bytes.Clone(user), eventID(ev, k.Session, seq)...), nil); err != nil {
-		return err
-	}
-	return addIndexed(pending, user, 1)
 }
 
 // hasMemoryText reports whether store.MemoryText(ev) is not empty.
@@ -163,57 +250,235 @@ func postingKey(user []byte, term string, id []byte) []byte {
 	return append(appendString(append(b, user...), term), id...)
 }
 
-// addIndexed adds d to the count of the user's indexed events.
-func addIndexed(pending *bbolt.Bucket, user []byte, d int64) error {
-	n, _ := binary.Uvarint(pending.Get(user))
+// addIndexed adds d to the count of the user's events with postings.
+func addIndexed(users *bbolt.Bucket, user []byte, d int64) error {
+	n, _ := binary.Uvarint(users.Get(user))
 	next := int64(n) + d
 	if next <= 0 {
-		return del(pending, user)
+		return del(users, user)
 	}
-	return put(pending, user, binary.AppendUvarint(nil, uint64(next)))
+	return put(users, user, binary.AppendUvarint(nil, uint64(next)))
 }
 
-// unindexSession removes session k from memory: its mark, and its events'
-// pending keys and postings. It runs in DeleteSession's transaction.
-func unindexSession(tx *bbolt.Tx, k store.SessionKey, sk []byte) error {
-	marks := tx.Bucket(bucketMemSessions)
-	if marks.Get(sk) == nil {
-		return nil
-	}
-	user := userStateKey(k.App, k.User)
-	// Collect first, delete afterwards: the cursor walks the events.
-	var pendingKeys, postingKeys [][]byte
-	err := eachEvent(tx, sk, func(seq uint64, ev *agentrunnerv1.Event) error {
-		if !hasMemoryText(ev) {
+// eachEventAfter calls fn with each event of session sk after sequence
+// after, decoded, until fn returns false.
+func eachEventAfter(tx *bbolt.Tx, sk []byte, after uint64, fn func(seq uint64, ev *agentrunnerv1.Event) bool) error {
+	c := tx.Bucket(bucketEvents).Cursor()
+	for key, v := c.Seek(eventKey(sk, after+1)); key != nil && bytes.HasPrefix(key, sk); key, v = c.Next() {
+		if isRunKey(key, sk) {
+			continue
+		}
+		ev, err := decodeEvent(v)
+		if err != nil {
+			return err
+		}
+		if !fn(seqOf(key), ev) {
 			return nil
 		}
-		id := eventID(ev, k.Session, seq)
-		// The event is pending or has postings; deleting what is not
-		// there is a no-op.
-		pendingKeys = append(pendingKeys, append(bytes.Clone(user), id...))
-		for t := range store.MemoryTerms(store.MemoryText(ev)) {
-			postingKeys = append(postingKeys, postingKey(user, t, id))
-		}
+	}
+	return nil
+}
+
+// unindexSession removes session k from memory: its mark and its events'
+// postings. It runs in DeleteSession's transaction.
+func (s *Store) unindexSession(tx *bbolt.Tx, k store.SessionKey, sk []byte) error {
+	marks := tx.Bucket(bucketMemSessions)
+	mark := marks.Get(sk)
+	if mark == nil {
 		return nil
+	}
+	wm, _ := binary.Uvarint(mark)
+	user := userStateKey(k.App, k.User)
+	// Collect first, delete afterwards: the cursor walks the events.
+	var keys [][]byte
+	events := 0
+	err := eachEventAfter(tx, sk, 0, func(seq uint64, ev *agentrunnerv1.Event) bool {
+		if seq > wm {
+			return false // no postings yet
+		}
+		if hasMemoryText(ev) {
+			events++
+			id := eventID(ev, k.Session, seq)
+			for t := range store.MemoryTerms(store.MemoryText(ev)) {
+				keys = append(keys, postingKey(user, t, id))
+			}
+		}
+		return true
 	})
 	if err != nil {
 		return abortError{fmt.Errorf("memory of session %s: %w", k, err)}
 	}
-	pending, postings := tx.Bucket(bucketMemPending), tx.Bucket(bucketMemPostings)
-	for _, key := range pendingKeys {
-		if err := del(pending, key); err != nil {
-			return err
-		}
-	}
-	for _, key := range postingKeys {
+	postings := tx.Bucket(bucketMemPostings)
+	for _, key := range keys {
 		if err := del(postings, key); err != nil {
 			return err
 		}
 	}
-	if err := addIndexed(pending, user, -int64(len(pendingKeys))); err != nil {
+	if err := addIndexed(tx.Bucket(bucketMemUsers), user, -int64(events)); err != nil {
 		return err
 	}
+	tx.OnCommit(func() { s.mem.forget(k) })
 	return del(marks, sk)
+}
+
+// Merge bounds: a merge takes up to mergeSessions dirty sessions and
+// writes the postings of up to mergeEvents of their events, in one commit
+// of some thousands of postings.
+const (
+	mergeSessions = 256
+	mergeEvents   = 1024
+)
+
+// mergeLoop merges every mergeDelay until Close.
+func (s *Store) mergeLoop() {
+	defer close(s.mergeDone)
+	t := time.NewTicker(s.opts.mergeDelay)
+	defer t.Stop()
+	for {
+		select {
+		case <-s.quit:
+			return
+		case <-t.C:
+		}
+		for {
+			more, err := s.mergeMemory(context.Background())
+			if err != nil {
+				if !errors.Is(err, store.ErrClosed) {
+					s.opts.Logger.Error("merge memory postings", "err", err)
+				}
+				break
+			}
+			if !more {
+				break
+			}
+		}
+	}
+}
+
+// mergeMemory writes the postings of dirty sessions' events past their
+// watermarks, one batch, and reports whether sessions are dirty still.
+func (s *Store) mergeMemory(ctx context.Context) (bool, error) {
+	keys := s.mem.take(mergeSessions)
+	if len(keys) == 0 {
+		return false, nil
+	}
+	var again []store.SessionKey
+	err := s.write(ctx, func(tx *bbolt.Tx) error {
+		var err error
+		again, err = mergeSessionsTx(tx, keys)
+		return err
+	})
+	if err != nil {
+		again = keys
+	}
+	s.mem.finish(keys, again)
+	return len(again) > 0, err
+}
+
+// mergeSessionsTx writes the postings of keys' events past their
+// watermarks, at most mergeEvents of them, and moves the watermarks. It
+// returns the sessions it did not finish.
+func mergeSessionsTx(tx *bbolt.Tx, keys []store.SessionKey) ([]store.SessionKey, error) {
+	type kv struct{ key, val []byte }
+	var posts []kv
+	var again []store.SessionKey
+	marks, users := tx.Bucket(bucketMemSessions), tx.Bucket(bucketMemUsers)
+	budget := mergeEvents
+	for _, k := range keys {
+		sk := sessionKey(k)
+		mark := marks.Get(sk)
+		if mark == nil {
+			continue // deleted meanwhile
+		}
+		if budget == 0 {
+			again = append(again, k)
+			continue
+		}
+		wm, _ := binary.Uvarint(mark)
+		user, last, n := userStateKey(k.App, k.User), wm, 0
+		err := eachEventAfter(tx, sk, wm, func(seq uint64, ev *agentrunnerv1.Event) bool {
+			if budget == 0 {
+				again = append(again, k)
+				return false
+			}
+			budget--
+			last = seq
+			if hasMemoryText(ev) {
+				n++
+				id := eventID(ev, k.Session, seq)
+				for t, count := range store.MemoryTerms(store.MemoryText(ev)) {
+					posts = append(posts, kv{postingKey(user, t, id), binary.AppendUvarint(nil, uint64(count))})
+				}
+			}
+			return true
+		})
+		if err != nil {
+			return nil, fmt.Errorf("memory of session %s: %w", k, err)
+		}
+		if err := put(marks, sk, binary.AppendUvarint(nil, last)); err != nil {
+			return nil, err
+		}
+		if err := addIndexed(users, user, int64(n)); err != nil {
+			return nil, err
+		}
+	}
+	// In key order, postings of one term go to the same pages one after
+	// the other.
+	slices.SortFunc(posts, func(a, b kv) int { return bytes.Compare(a.key, b.key) })
+	postings := tx.Bucket(bucketMemPostings)
+	for _, p := range posts {
+		if err := put(postings, p.key, p.val); err != nil {
+			return nil, err
+		}
+	}
+	return again, nil
+}
+
+// unmerged returns, for each of terms, the events of the user's dirty
+// sessions past their watermarks that hold it, reading at most
+// MaxPostingsPerTerm events, and how many events it read.
+func unmerged(tx *bbolt.Tx, user []byte, sessions []string, terms map[string]int, exclude string) (map[string][]posting, int, error) {
+	found := make(map[string][]posting, len(terms))
+	marks := tx.Bucket(bucketMemSessions)
+	read := 0
+	for _, id := range sessions {
+		if id == exclude {
+			continue
+		}
+		sk := appendString(bytes.Clone(user), id)
+		mark := marks.Get(sk)
+		if mark == nil {
+			continue
+		}
+		wm, _ := binary.Uvarint(mark)
+		err := eachEventAfter(tx, sk, wm, func(seq uint64, ev *agentrunnerv1.Event) bool {
+			if read == MaxPostingsPerTerm {
+				return false
+			}
+			if !hasMemoryText(ev) {
+				return true
+			}
+			read++
+			eid := eventID(ev, id, seq)
+			for t, count := range store.MemoryTerms(store.MemoryText(ev)) {
+				if _, ok := terms[t]; ok {
+					found[t] = append(found[t], posting{eid, uint64(count)})
+				}
+			}
+			return true
+		})
+		if err != nil {
+			return nil, 0, err
+		}
+	}
+	return found, read, nil
+}
+
+// posting is one event holding a term: its id (memHit.id) and the term's
+// count in it.
+type posting struct {
+	id []byte
+	tf uint64
 }
 
 // memHit is a search candidate: one event and its score. id is the
@@ -264,8 +529,15 @@ func (s *Store) SearchMemory(ctx context.Context, q store.MemoryQuery) ([]store.
 	}
 	var out []store.MemoryHit
 	var next string
+	// The dirty sessions are read before the transaction begins: a
+	// session a merge committed before it is no longer dirty, and the
+	// transaction sees that merge's postings.
+	dirty := s.mem.sessionsOf(userStateKey(q.App, q.User))
 	err := s.view(ctx, func(tx *bbolt.Tx) error {
-		hits := scoreHits(tx, q, terms)
+		hits, err := scoreHits(tx, q, terms, dirty)
+		if err != nil {
+			return err
+		}
 		if after != nil {
 			i, _ := slices.BinarySearchFunc(hits, *after, func(h, a memHit) int {
 				if h.compare(a) <= 0 {
@@ -275,7 +547,6 @@ func (s *Store) SearchMemory(ctx context.Context, q store.MemoryQuery) ([]store.
 			})
 			hits = hits[i:]
 		}
-		var err error
 		out, next, err = loadHits(tx, q, hits, fp)
 		return err
 	})
@@ -285,31 +556,25 @@ func (s *Store) SearchMemory(ctx context.Context, q store.MemoryQuery) ([]store.
 	return out, next, nil
 }
 
-// posting is one event holding a term: its id (memHit.id), referring to
-// the transaction's memory, and the term's count in it.
-type posting struct {
-	id []byte
-	tf uint64
-}
-
-// scoreHits reads the postings of terms, and the user's pending records,
-// and returns the scored hits, best first.
-func scoreHits(tx *bbolt.Tx, q store.MemoryQuery, terms map[string]int) []memHit {
+// scoreHits reads the postings of terms, and the events of the user's
+// dirty sessions not merged yet, and returns the scored hits, best first.
+func scoreHits(tx *bbolt.Tx, q store.MemoryQuery, terms map[string]int, dirty []string) ([]memHit, error) {
 	user := userStateKey(q.App, q.User)
-	total, _ := binary.Uvarint(tx.Bucket(bucketMemPending).Get(user))
+	found, read, err := unmerged(tx, user, dirty, terms, q.ExcludeSession)
+	if err != nil {
+		return nil, err
+	}
+	total, _ := binary.Uvarint(tx.Bucket(bucketMemUsers).Get(user))
+	total += uint64(read)
 	var excluded []byte
 	if q.ExcludeSession != "" {
 		excluded = appendString(nil, q.ExcludeSession)
 	}
-	keep := func(id []byte) bool {
-		return len(id) > 8 && (excluded == nil || !bytes.HasPrefix(id[8:], excluded))
-	}
-	found := pendingPostings(tx, user, terms, keep)
 	c := tx.Bucket(bucketMemPostings).Cursor()
 	for t := range terms {
 		prefix := appendString(bytes.Clone(user), t)
 		for key, v := c.Seek(prefix); key != nil && bytes.HasPrefix(key, prefix) && len(found[t]) < MaxPostingsPerTerm; key, v = c.Next() {
-			if id := key[len(prefix):]; keep(id) {
+			if id := key[len(prefix):]; len(id) > 8 && (excluded == nil || !bytes.HasPrefix(id[8:], excluded)) {
 				tf, _ := binary.Uvarint(v)
 				found[t] = append(found[t], posting{id, max(tf, 1)})
 			}
@@ -330,47 +595,7 @@ func scoreHits(tx *bbolt.Tx, q store.MemoryQuery, terms map[string]int) []memHit
 		}
 	}
 	slices.SortFunc(hits, memHit.compare)
-	return hits
-}
-
-// pendingPostings returns, for each of terms, the user's pending events
-// that hold it; it reads at most MaxPostingsPerTerm of them, the newest.
-func pendingPostings(tx *bbolt.Tx, user []byte, terms map[string]int, keep func([]byte) bool) map[string][]posting {
-	found := make(map[string][]posting, len(terms))
-	c := tx.Bucket(bucketMemPending).Cursor()
-	events := tx.Bucket(bucketEvents)
-	n := 0
-	for key, _ := c.Seek(user); key != nil && bytes.HasPrefix(key, user) && n < MaxPostingsPerTerm; key, _ = c.Next() {
-		id := key[len(user):]
-		if !keep(id) { // the user's count, or the excluded session
-			continue
-		}
-		n++
-		ev, ok := pendingEvent(events, user, id)
-		if !ok {
-			continue // not expected: pending keys go with their session
-		}
-		for t, count := range store.MemoryTerms(store.MemoryText(ev)) {
-			if _, ok := terms[t]; ok {
-				found[t] = append(found[t], posting{id, uint64(count)})
-			}
-		}
-	}
-	return found
-}
-
-// pendingEvent reads the event a pending key of user names by its id.
-func pendingEvent(events *bbolt.Bucket, user, id []byte) (*agentrunnerv1.Event, bool) {
-	session, seq, ok := parseID(string(id))
-	if !ok {
-		return nil, false
-	}
-	v := events.Get(eventKey(appendString(bytes.Clone(user), session), seq))
-	if v == nil {
-		return nil, false
-	}
-	ev, err := decodeEvent(v)
-	return ev, err == nil
+	return hits, nil
 }
 
 // parseID reads the session and sequence of a hit id.
@@ -456,123 +681,4 @@ func decodeMemToken(tok string, fp []byte) (memHit, error) {
 		return memHit{}, errMemToken
 	}
 	return h, nil
-}
-
-// mergeBatch bounds the pending events one merge moves into postings:
-// a commit of some thousands of postings.
-const mergeBatch = 512
-
-// mergeLoop moves pending events into postings every mergeDelay, in
-// batches, until Close.
-func (s *Store) mergeLoop() {
-	defer close(s.mergeDone)
-	t := time.NewTicker(s.opts.mergeDelay)
-	defer t.Stop()
-	for {
-		select {
-		case <-s.quit:
-			return
-		case <-t.C:
-		}
-		for {
-			n, err := s.mergeMemory(context.Background())
-			if err != nil {
-				if !errors.Is(err, store.ErrClosed) {
-					s.opts.Logger.Error("merge memory postings", "err", err)
-				}
-				break
-			}
-			if n < mergeBatch {
-				break
-			}
-		}
-	}
-}
-
-// mergeMemory moves up to mergeBatch pending events into postings and
-// returns how many it moved. With nothing pending it only reads.
-func (s *Store) mergeMemory(ctx context.Context) (int, error) {
-	var pending bool
-	err := s.view(ctx, func(tx *bbolt.Tx) error {
-		_, _, pending = firstPending(tx.Bucket(bucketMemPending).Cursor())
-		return nil
-	})
-	if err != nil || !pending {
-		return 0, err
-	}
-	var n int
-	err = s.write(ctx, func(tx *bbolt.Tx) error {
-		var err error
-		n, err = mergePending(tx, mergeBatch)
-		return err
-	})
-	return n, err
-}
-
-// firstPending positions c on the first pending event key (past the
-// users' counts) and returns its user and id.
-func firstPending(c *bbolt.Cursor) (user, id []byte, ok bool) {
-	for key, _ := c.First(); key != nil; key, _ = c.Next() {
-		if user, id, err := splitPendingKey(key); err == nil && len(id) > 0 {
-			return user, id, true
-		}
-	}
-	return nil, nil, false
-}
-
-// mergePending moves the first max pending events into postings, which
-// it writes in key order. Merged events are those the next search finds
-// in postings instead: the move is one transaction.
-func mergePending(tx *bbolt.Tx, max int) (int, error) {
-	type kv struct{ key, val []byte }
-	var done, posts []kv
-	events := tx.Bucket(bucketEvents)
-	c := tx.Bucket(bucketMemPending).Cursor()
-	for key, _ := c.First(); key != nil && len(done) < max; key, _ = c.Next() {
-		user, id, err := splitPendingKey(key)
-		if err != nil {
-			return 0, abortError{err}
-		}
-		if len(id) == 0 {
-			continue // a user's count
-		}
-		done = append(done, kv{key: bytes.Clone(key)})
-		ev, ok := pendingEvent(events, user, id)
-		if !ok {
-			continue // its session is gone: nothing to index
-		}
-		for t, count := range store.MemoryTerms(store.MemoryText(ev)) {
-			posts = append(posts, kv{postingKey(user, t, id), binary.AppendUvarint(nil, uint64(count))})
-		}
-	}
-	slices.SortFunc(posts, func(a, b kv) int { return bytes.Compare(a.key, b.key) })
-	postings, pending := tx.Bucket(bucketMemPostings), tx.Bucket(bucketMemPending)
-	for _, p := range posts {
-		if err := put(postings, p.key, p.val); err != nil {
-			return 0, err
-		}
-	}
-	for _, p := range done {
-		if err := del(pending, p.key); err != nil {
-			return 0, err
-		}
-	}
-	return len(done), nil
-}
-
-// splitPendingKey splits a key of memory_pending into T(app, user) and
-// the event id, empty for the user's count.
-func splitPendingKey(key []byte) (user, id []byte, err error) {
-	_, rest, err := readString(key)
-	if err == nil {
-		_, rest, err = readString(rest)
-	}
-	if err != nil {
-		return nil, nil, fmt.Errorf("pending memory key: %w", err)
-	}
-	user, id = key[:len(key)-len(rest)], rest
-	if _, _, ok := parseID(string(id)); len(id) > 0 && !ok {
-		return nil, nil, errors.New("pending memory key: bad event id")
-	}
-	return user, id, nil
 }

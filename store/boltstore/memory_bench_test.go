@@ -18,8 +18,8 @@ import (
 )
 
 // BenchmarkMemoryAppend compares durable appends (fsync on) to a session
-// in memory (a pending key and a count written in the append's
-// transaction, postings by the merger) with appends to one that is not, on a file holding 1,000 other sessions (in memory
+// in memory (nothing written for memory in the append's transaction,
+// postings by the merger) with appends to one that is not, on a file holding 1,000 other sessions (in memory
 // too when the session is): one appender, one without fsync (the CPU the
 // index adds, which the fsync hides otherwise), and 256 sessions at once.
 // pages/op counts the pages written per append, merges included.
@@ -63,11 +63,11 @@ func benchMemoryAppendSerial(b *testing.B, indexed, noSync bool) {
 	// The merges of the events appended, which the loop may not have
 	// waited for: pages/op counts what memory costs the disk in all.
 	for {
-		n, err := s.mergeMemory(b.Context())
+		more, err := s.mergeMemory(b.Context())
 		if err != nil {
 			b.Fatal(err)
 		}
-		if n == 0 {
+		if !more {
 			break
 		}
 	}

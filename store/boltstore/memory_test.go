@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"path/filepath"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -114,19 +116,19 @@ func TestMemoryIndex(t *testing.T) {
 	mergeAll(t, s)
 	// What is left is the other user's and the other app's: 4 terms
 	// each, and their users' counts.
-	countKeys(t, s, map[string]int{"memory_postings": 8, "memory_pending": 2, "memory_sessions": 2})
+	countKeys(t, s, map[string]int{"memory_postings": 8, "memory_users": 2, "memory_sessions": 2})
 }
 
-// mergeAll moves every pending memory record into postings, as the
+// mergeAll writes the postings of every event not merged yet, as the
 // merger does in the background.
 func mergeAll(t *testing.T, s *Store) {
 	t.Helper()
 	for {
-		n, err := s.mergeMemory(t.Context())
+		more, err := s.mergeMemory(t.Context())
 		if err != nil {
 			t.Fatal(err)
 		}
-		if n == 0 {
+		if !more {
 			return
 		}
 	}
@@ -227,7 +229,7 @@ func TestMemoryMigration(t *testing.T) {
 	k := store.SessionKey{App: "app", User: "u", Session: "s"}
 	memSession(t, s, k, false, time.Now(), "kept words")
 	err = s.db.Update(func(tx *bbolt.Tx) error {
-		for _, b := range [][]byte{bucketMemSessions, bucketMemPostings, bucketMemPending} {
+		for _, b := range [][]byte{bucketMemSessions, bucketMemPostings, bucketMemUsers} {
 			if err := tx.DeleteBucket(b); err != nil {
 				return err
 			}
@@ -251,5 +253,79 @@ func TestMemoryMigration(t *testing.T) {
 	}
 	if got := search(t, s, store.MemoryQuery{App: "app", User: "u", Text: "words"}); got != "s#1" {
 		t.Fatalf("search after migration: %q", got)
+	}
+}
+
+// TestMemoryRecover: events appended to a session in memory and not
+// merged when the store closed are found after it reopens, and merged.
+func TestMemoryRecover(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "db")
+	s, err := Open(path, Options{mergeDelay: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	k := store.SessionKey{App: "app", User: "u", Session: "s"}
+	memSession(t, s, k, true, time.Now(), "first walrus")
+	if _, err := s.AppendEvent(t.Context(), k, memEvent("user", "second walrus", time.Now())); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	s, err = Open(path, Options{mergeDelay: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	q := store.MemoryQuery{App: "app", User: "u", Text: "walrus"}
+	if got := search(t, s, q); got != "s#2 s#1" {
+		t.Fatalf("after reopen: %q", got)
+	}
+	mergeAll(t, s)
+	countKeys(t, s, map[string]int{"memory_postings": 4})
+	if got := search(t, s, q); got != "s#2 s#1" {
+		t.Fatalf("after merge: %q", got)
+	}
+}
+
+// TestMemoryConcurrent: while appends, merges and searches run at once,
+// every search finds every event whose append returned before it began.
+func TestMemoryConcurrent(t *testing.T) {
+	s, _ := newTestStore(t, Options{NoSync: true, mergeDelay: time.Millisecond})
+	const sessions, events = 4, 50
+	var appended [sessions]atomic.Int64
+	var wg sync.WaitGroup
+	for i := range sessions {
+		k := store.SessionKey{App: "app", User: "u", Session: fmt.Sprint("s", i)}
+		memSession(t, s, k, true, time.Now())
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range events {
+				if _, err := s.AppendEvent(t.Context(), k, memEvent("user", "needle", time.Now())); err != nil {
+					t.Error(err)
+					return
+				}
+				appended[i].Add(1)
+			}
+		}()
+	}
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	for stop := false; !stop; {
+		select {
+		case <-done:
+			stop = true
+		default:
+		}
+		var want int64
+		for i := range appended {
+			want += appended[i].Load()
+		}
+		hits, _, err := s.SearchMemory(t.Context(), store.MemoryQuery{App: "app", User: "u", Text: "needle", Page: store.Page{Size: store.MaxPageSize}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if int64(len(hits)) < want {
+			t.Fatalf("search found %d events, %d were appended before it began", len(hits), want)
+		}
 	}
 }
