@@ -102,10 +102,11 @@ func (m *memState) take(max int) []store.SessionKey {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	var out []store.SessionKey
+collect:
 	for _, sessions := range m.dirty {
 		for _, k := range sessions {
 			if len(out) == max {
-				return out
+				break collect
 			}
 			out = append(out, k)
 		}
@@ -117,8 +118,9 @@ func (m *memState) take(max int) []store.SessionKey {
 	return out
 }
 
-// finish ends the merge of keys, committed or not: again are dirty still.
-func (m *memState) finish(keys, again []store.SessionKey) {
+// finish ends the merge of keys, committed or not: again are dirty
+// still. It reports whether any session is dirty.
+func (m *memState) finish(keys, again []store.SessionKey) bool {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	for _, k := range keys {
@@ -127,6 +129,7 @@ func (m *memState) finish(keys, again []store.SessionKey) {
 	for _, k := range again {
 		addKey(m.dirty, k)
 	}
+	return len(m.dirty) > 0
 }
 
 // sessionsOf returns the ids of the user's dirty and inflight sessions.
@@ -356,7 +359,8 @@ func (s *Store) mergeLoop() {
 }
 
 // mergeMemory writes the postings of dirty sessions' events past their
-// watermarks, one batch, and reports whether sessions are dirty still.
+// watermarks, one batch, and reports whether sessions are dirty still
+// (the rest of the batch, or sessions appended to meanwhile).
 func (s *Store) mergeMemory(ctx context.Context) (bool, error) {
 	keys := s.mem.take(mergeSessions)
 	if len(keys) == 0 {
@@ -371,8 +375,7 @@ func (s *Store) mergeMemory(ctx context.Context) (bool, error) {
 	if err != nil {
 		again = keys
 	}
-	s.mem.finish(keys, again)
-	return len(again) > 0, err
+	return s.mem.finish(keys, again), err
 }
 
 // mergeSessionsTx writes the postings of keys' events past their

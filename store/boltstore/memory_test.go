@@ -329,3 +329,27 @@ func TestMemoryConcurrent(t *testing.T) {
 		}
 	}
 }
+
+// TestMemoryMergeBatches: more dirty sessions than one merge takes are
+// merged by successive merges, which then report nothing left.
+func TestMemoryMergeBatches(t *testing.T) {
+	s, _ := newTestStore(t, Options{NoSync: true, mergeDelay: time.Hour})
+	n := mergeSessions + 10
+	for i := range n {
+		memSession(t, s, store.SessionKey{App: "app", User: "u", Session: fmt.Sprint("s", i)}, true, time.Now(), "kiwi")
+	}
+	merges := 0
+	for more := true; more; merges++ {
+		var err error
+		if more, err = s.mergeMemory(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		if merges > 3 {
+			t.Fatal("merging does not end")
+		}
+	}
+	countKeys(t, s, map[string]int{"memory_postings": n})
+	if merges != 2 {
+		t.Errorf("%d merges, want 2", merges)
+	}
+}
