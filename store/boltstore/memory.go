@@ -3,6 +3,7 @@ package boltstore
 import (
 	"bytes"
 	"cmp"
+	"container/heap"
 	"context"
 	"crypto/sha256"
 	"encoding/binary"
@@ -57,7 +58,7 @@ import (
 // the not yet merged events it reads): a term in more of the user's
 // events than this ranks only the newest, and weighs as if it were in
 // this many.
-const MaxPostingsPerTerm = 5000
+const MaxPostingsPerTerm = 2000
 
 // memState is the in-process part of memory: the sessions in memory that
 // hold events past their watermark. It is rebuilt from the file by Open.
@@ -541,16 +542,10 @@ func (s *Store) SearchMemory(ctx context.Context, q store.MemoryQuery) ([]store.
 		if err != nil {
 			return err
 		}
-		if after != nil {
-			i, _ := slices.BinarySearchFunc(hits, *after, func(h, a memHit) int {
-				if h.compare(a) <= 0 {
-					return -1
-				}
-				return 1
-			})
-			hits = hits[i:]
-		}
-		out, next, err = loadHits(tx, q, hits, fp)
+		// A page needs its hits and whether one follows: the best
+		// limit+1 after the token, not the whole list sorted.
+		top, more := best(hits, after, q.Page.Limit()+1)
+		out, next, err = loadHits(tx, q, top, more, fp)
 		return err
 	})
 	if err != nil {
@@ -560,7 +555,8 @@ func (s *Store) SearchMemory(ctx context.Context, q store.MemoryQuery) ([]store.
 }
 
 // scoreHits reads the postings of terms, and the events of the user's
-// dirty sessions not merged yet, and returns the scored hits, best first.
+// dirty sessions not merged yet, and returns the scored hits, in no
+// order.
 func scoreHits(tx *bbolt.Tx, q store.MemoryQuery, terms map[string]int, dirty []string) ([]memHit, error) {
 	user := userStateKey(q.App, q.User)
 	found, read, err := unmerged(tx, user, dirty, terms, q.ExcludeSession)
@@ -575,6 +571,9 @@ func scoreHits(tx *bbolt.Tx, q store.MemoryQuery, terms map[string]int, dirty []
 	}
 	c := tx.Bucket(bucketMemPostings).Cursor()
 	for t := range terms {
+		if found[t] == nil {
+			found[t] = make([]posting, 0, 256)
+		}
 		prefix := appendString(bytes.Clone(user), t)
 		for key, v := c.Seek(prefix); key != nil && bytes.HasPrefix(key, prefix) && len(found[t]) < MaxPostingsPerTerm; key, v = c.Next() {
 			if id := key[len(prefix):]; len(id) > 8 && (excluded == nil || !bytes.HasPrefix(id[8:], excluded)) {
@@ -583,8 +582,12 @@ func scoreHits(tx *bbolt.Tx, q store.MemoryQuery, terms map[string]int, dirty []
 			}
 		}
 	}
-	index := make(map[string]int)
-	var hits []memHit
+	n := 0
+	for _, ps := range found {
+		n += len(ps)
+	}
+	index := make(map[string]int, n)
+	hits := make([]memHit, 0, n)
 	for _, ps := range found {
 		idf := math.Log(1 + float64(max(total, uint64(len(ps))))/float64(max(len(ps), 1)))
 		for _, p := range ps {
@@ -597,7 +600,6 @@ func scoreHits(tx *bbolt.Tx, q store.MemoryQuery, terms map[string]int, dirty []
 			hits[i].score += (1 + math.Log(float64(p.tf))) * idf
 		}
 	}
-	slices.SortFunc(hits, memHit.compare)
 	return hits, nil
 }
 
@@ -613,9 +615,48 @@ func parseID(id string) (string, uint64, bool) {
 	return session, binary.BigEndian.Uint64(rest), true
 }
 
-// loadHits reads the events of the first page of hits and the token of
-// the next page.
-func loadHits(tx *bbolt.Tx, q store.MemoryQuery, hits []memHit, fp []byte) ([]store.MemoryHit, string, error) {
+// best returns the best n hits ranked after after (all, when nil), best
+// first, and whether more hits follow them.
+func best(hits []memHit, after *memHit, n int) ([]memHit, bool) {
+	h := &hitHeap{}
+	more := false
+	for _, c := range hits {
+		if after != nil && c.compare(*after) <= 0 {
+			continue
+		}
+		if len(*h) < n {
+			heap.Push(h, c)
+			continue
+		}
+		more = true
+		if c.compare((*h)[0]) < 0 { // better than the worst kept
+			(*h)[0] = c
+			heap.Fix(h, 0)
+		}
+	}
+	top := []memHit(*h)
+	slices.SortFunc(top, memHit.compare)
+	return top, more
+}
+
+// hitHeap keeps the worst hit on top.
+type hitHeap []memHit
+
+func (h hitHeap) Len() int           { return len(h) }
+func (h hitHeap) Less(i, j int) bool { return h[i].compare(h[j]) > 0 }
+func (h hitHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
+func (h *hitHeap) Push(x any)        { *h = append(*h, x.(memHit)) }
+func (h *hitHeap) Pop() any {
+	old := *h
+	x := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return x
+}
+
+// loadHits reads the events of the first page of hits, the best ones in
+// order, and the token of the next page: more says hits follow those
+// given.
+func loadHits(tx *bbolt.Tx, q store.MemoryQuery, hits []memHit, more bool, fp []byte) ([]store.MemoryHit, string, error) {
 	limit := q.Page.Limit()
 	events := tx.Bucket(bucketEvents)
 	var out []store.MemoryHit
@@ -642,6 +683,9 @@ func loadHits(tx *bbolt.Tx, q store.MemoryQuery, hits []memHit, fp []byte) ([]st
 			return nil, "", err
 		}
 		out = append(out, store.MemoryHit{SessionID: session, Event: ev, Score: h.score})
+	}
+	if more && len(hits) > 0 {
+		return out, encodeMemToken(hits[len(hits)-1], fp), nil
 	}
 	return out, "", nil
 }
