@@ -120,8 +120,8 @@ collect:
 }
 
 // finish ends the merge of keys, committed or not: again are dirty
-// still. It reports whether any session is dirty.
-func (m *memState) finish(keys, again []store.SessionKey) bool {
+// still.
+func (m *memState) finish(keys, again []store.SessionKey) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	for _, k := range keys {
@@ -130,7 +130,6 @@ func (m *memState) finish(keys, again []store.SessionKey) bool {
 	for _, k := range again {
 		addKey(m.dirty, k)
 	}
-	return len(m.dirty) > 0
 }
 
 // sessionsOf returns the ids of the user's dirty and inflight sessions.
@@ -360,8 +359,8 @@ func (s *Store) mergeLoop() {
 }
 
 // mergeMemory writes the postings of dirty sessions' events past their
-// watermarks, one batch, and reports whether sessions are dirty still
-// (the rest of the batch, or sessions appended to meanwhile).
+// watermarks, one batch, and reports whether it left work it could have
+// done (a full batch).
 func (s *Store) mergeMemory(ctx context.Context) (bool, error) {
 	keys := s.mem.take(mergeSessions)
 	if len(keys) == 0 {
@@ -376,7 +375,11 @@ func (s *Store) mergeMemory(ctx context.Context) (bool, error) {
 	if err != nil {
 		again = keys
 	}
-	return s.mem.finish(keys, again), err
+	s.mem.finish(keys, again)
+	// Only a full batch goes on at once: sessions appended to during the
+	// merge wait for the next tick, so that a busy session is merged in
+	// batches, not event by event.
+	return len(again) > 0 || len(keys) == mergeSessions, err
 }
 
 // mergeSessionsTx writes the postings of keys' events past their
