@@ -26,15 +26,14 @@ import (
 // terms and never the user's history.
 //
 //	memory_sessions T(app, user, session)             -> uvarint: the watermark, the last
-//	                                                     sequence whose events have postings
-//	memory_postings T(app, user, term) U(^time) T(session) U(seq)
-//	                                                  -> uvarint: the term's count in the event
+//	                                                     sequence whose events have postings;
+//	                                                     uvarints: the merges that hold them
+//	memory_postings T(app, user, term) U(^merge)      -> postings (memseg.go)
 //	memory_users    T(app, user)                      -> uvarint: the user's events with postings (N, for idf)
 //
-// time is the event's timestamp in Unix nanoseconds with the sign bit
-// flipped; ^time makes a term's postings newest first, so that the
-// MaxPostingsPerTerm cap keeps the newest. U(^time) T(session) U(seq) is
-// an event's id in the index.
+// An event's id in the index is U(^time) T(session) U(seq); time is its
+// timestamp in Unix nanoseconds with the sign bit flipped, so that ids
+// order newest first.
 //
 // Why a watermark: an append to a session in memory writes nothing for
 // memory. Writing a posting per term would dirty a page per term and
@@ -56,8 +55,8 @@ import (
 
 // MaxPostingsPerTerm bounds the postings a search reads for one term (and
 // the not yet merged events it reads): a term in more of the user's
-// events than this ranks only the newest, and weighs as if it were in
-// this many.
+// events than this ranks only those of the latest merges, and weighs as
+// if it were in this many.
 const MaxPostingsPerTerm = 2000
 
 // memState is the in-process part of memory: the sessions in memory that
@@ -247,12 +246,6 @@ func eventID(ev *agentrunnerv1.Event, session string, seq uint64) []byte {
 
 func flipNanos(n int64) uint64 { return uint64(n) ^ 1<<63 }
 
-// postingKey is T(app, user, term) + id; user is T(app, user).
-func postingKey(user []byte, term string, id []byte) []byte {
-	b := make([]byte, 0, len(user)+len(term)+2+len(id))
-	return append(appendString(append(b, user...), term), id...)
-}
-
 // addIndexed adds d to the count of the user's events with postings.
 func addIndexed(users *bbolt.Bucket, user []byte, d int64) error {
 	n, _ := binary.Uvarint(users.Get(user))
@@ -282,51 +275,9 @@ func eachEventAfter(tx *bbolt.Tx, sk []byte, after uint64, fn func(seq uint64, e
 	return nil
 }
 
-// unindexSession removes session k from memory: its mark and its events'
-// postings. It runs in DeleteSession's transaction.
-func (s *Store) unindexSession(tx *bbolt.Tx, k store.SessionKey, sk []byte) error {
-	marks := tx.Bucket(bucketMemSessions)
-	mark := marks.Get(sk)
-	if mark == nil {
-		return nil
-	}
-	wm, _ := binary.Uvarint(mark)
-	user := userStateKey(k.App, k.User)
-	// Collect first, delete afterwards: the cursor walks the events.
-	var keys [][]byte
-	events := 0
-	err := eachEventAfter(tx, sk, 0, func(seq uint64, ev *agentrunnerv1.Event) bool {
-		if seq > wm {
-			return false // no postings yet
-		}
-		if hasMemoryText(ev) {
-			events++
-			id := eventID(ev, k.Session, seq)
-			for t := range store.MemoryTerms(store.MemoryText(ev)) {
-				keys = append(keys, postingKey(user, t, id))
-			}
-		}
-		return true
-	})
-	if err != nil {
-		return abortError{fmt.Errorf("memory of session %s: %w", k, err)}
-	}
-	postings := tx.Bucket(bucketMemPostings)
-	for _, key := range keys {
-		if err := del(postings, key); err != nil {
-			return err
-		}
-	}
-	if err := addIndexed(tx.Bucket(bucketMemUsers), user, -int64(events)); err != nil {
-		return err
-	}
-	tx.OnCommit(func() { s.mem.forget(k) })
-	return del(marks, sk)
-}
-
 // Merge bounds: a merge takes up to mergeSessions dirty sessions and
 // writes the postings of up to mergeEvents of their events, in one commit
-// of some thousands of postings.
+// of a segment per user and term it meets.
 const (
 	mergeSessions = 256
 	mergeEvents   = 1024
@@ -380,65 +331,6 @@ func (s *Store) mergeMemory(ctx context.Context) (bool, error) {
 	// merge wait for the next tick, so that a busy session is merged in
 	// batches, not event by event.
 	return len(again) > 0 || len(keys) == mergeSessions, err
-}
-
-// mergeSessionsTx writes the postings of keys' events past their
-// watermarks, at most mergeEvents of them, and moves the watermarks. It
-// returns the sessions it did not finish.
-func mergeSessionsTx(tx *bbolt.Tx, keys []store.SessionKey) ([]store.SessionKey, error) {
-	type kv struct{ key, val []byte }
-	var posts []kv
-	var again []store.SessionKey
-	marks, users := tx.Bucket(bucketMemSessions), tx.Bucket(bucketMemUsers)
-	budget := mergeEvents
-	for _, k := range keys {
-		sk := sessionKey(k)
-		mark := marks.Get(sk)
-		if mark == nil {
-			continue // deleted meanwhile
-		}
-		if budget == 0 {
-			again = append(again, k)
-			continue
-		}
-		wm, _ := binary.Uvarint(mark)
-		user, last, n := userStateKey(k.App, k.User), wm, 0
-		err := eachEventAfter(tx, sk, wm, func(seq uint64, ev *agentrunnerv1.Event) bool {
-			if budget == 0 {
-				again = append(again, k)
-				return false
-			}
-			budget--
-			last = seq
-			if hasMemoryText(ev) {
-				n++
-				id := eventID(ev, k.Session, seq)
-				for t, count := range store.MemoryTerms(store.MemoryText(ev)) {
-					posts = append(posts, kv{postingKey(user, t, id), binary.AppendUvarint(nil, uint64(count))})
-				}
-			}
-			return true
-		})
-		if err != nil {
-			return nil, fmt.Errorf("memory of session %s: %w", k, err)
-		}
-		if err := put(marks, sk, binary.AppendUvarint(nil, last)); err != nil {
-			return nil, err
-		}
-		if err := addIndexed(users, user, int64(n)); err != nil {
-			return nil, err
-		}
-	}
-	// In key order, postings of one term go to the same pages one after
-	// the other.
-	slices.SortFunc(posts, func(a, b kv) int { return bytes.Compare(a.key, b.key) })
-	postings := tx.Bucket(bucketMemPostings)
-	for _, p := range posts {
-		if err := put(postings, p.key, p.val); err != nil {
-			return nil, err
-		}
-	}
-	return again, nil
 }
 
 // unmerged returns, for each of terms, the events of the user's dirty
@@ -572,17 +464,14 @@ func scoreHits(tx *bbolt.Tx, q store.MemoryQuery, terms map[string]int, dirty []
 	if q.ExcludeSession != "" {
 		excluded = appendString(nil, q.ExcludeSession)
 	}
+	keep := func(id []byte) bool { return excluded == nil || !bytes.HasPrefix(id[8:], excluded) }
 	c := tx.Bucket(bucketMemPostings).Cursor()
 	for t := range terms {
 		if found[t] == nil {
 			found[t] = make([]posting, 0, 256)
 		}
-		prefix := appendString(bytes.Clone(user), t)
-		for key, v := c.Seek(prefix); key != nil && bytes.HasPrefix(key, prefix) && len(found[t]) < MaxPostingsPerTerm; key, v = c.Next() {
-			if id := key[len(prefix):]; len(id) > 8 && (excluded == nil || !bytes.HasPrefix(id[8:], excluded)) {
-				tf, _ := binary.Uvarint(v)
-				found[t] = append(found[t], posting{id, max(tf, 1)})
-			}
+		if found[t], err = termPostings(c, appendString(bytes.Clone(user), t), found[t], keep); err != nil {
+			return nil, err
 		}
 	}
 	n := 0
