@@ -70,7 +70,6 @@ func (bl Builder) Build(ctx context.Context, cfg *agentrunnerv1.AppsConfig) (app
 
 // app builds one app: its MCP connections, then its tree.
 func (b *builder) app(ctx context.Context, app *agentrunnerv1.AppConfig, path string) (App, error) {
-	b.contextCache = contextCache(app.GetContextCache())
 	b.appTools = map[string]*agentrunnerv1.FunctionToolConfig{}
 	for _, ft := range app.GetFunctionTools() {
 		b.appTools[ft.GetName()] = ft
@@ -161,9 +160,6 @@ type builder struct {
 	// missing are the credentials the app being built lacks, one reason
 	// per model.
 	missing []string
-	// contextCache is the context caching of the app being built, nil
-	// for none.
-	contextCache *model.ContextCache
 }
 
 // model returns the model named name, made once per Build. A model
@@ -187,50 +183,7 @@ func (b *builder) model(ctx context.Context, name, path string) (model.Model, er
 	if nc, ok := m.(noCredentials); ok && !slices.Contains(b.missing, nc.err.Error()) {
 		b.missing = append(b.missing, nc.err.Error())
 	}
-	if b.contextCache != nil {
-		return b.cached(m, name), nil
-	}
 	return m, nil
-}
-
-// contextCache returns the settings of cc with its defaults, nil for an
-// app without one.
-func contextCache(cc *agentrunnerv1.ContextCacheConfig) *model.ContextCache {
-	if cc == nil {
-		return nil
-	}
-	c := &model.ContextCache{Intervals: int(cc.GetCacheIntervals()), TTL: time.Duration(cc.GetTtlSeconds()) * time.Second, MinTokens: int(cc.GetMinTokens())}
-	if c.Intervals <= 0 {
-		c.Intervals = 10
-	}
-	if c.TTL <= 0 {
-		c.TTL = 30 * time.Minute
-	}
-	if c.MinTokens <= 0 {
-		c.MinTokens = 4096
-	}
-	return c
-}
-
-// cached returns model m of the app being built with its context
-// caching, made once per app and model; a model that cannot cache is
-// returned as it is, and says so once per settings.
-func (b *builder) cached(m model.Model, name string) model.Model {
-	// Apps with other settings get their own.
-	key := fmt.Sprintf("%s\x00context cache %+v", name, *b.contextCache)
-	if c, ok := b.cache[key]; ok {
-		return c
-	}
-	cached := m
-	if c, ok := m.(model.Cacher); ok {
-		cached = c.WithContextCache(*b.contextCache)
-	}
-	// A Cacher none of whose parts can cache returns itself.
-	if cached == m {
-		b.log.Info("context caching is configured, but this model cannot cache; its requests go uncached", "model", name)
-	}
-	b.cache[key] = cached
-	return cached
 }
 
 // noCredentials stands in for a model whose credentials are missing. The

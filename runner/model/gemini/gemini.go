@@ -43,15 +43,9 @@ type Model struct {
 	client  *genai.Client
 	backend genai.Backend
 	name    string
-	// cache, when set, keeps the front of requests in Gemini's cached
-	// contents (WithContextCache).
-	cache *contextCache
 }
 
-var (
-	_ model.Model  = (*Model)(nil)
-	_ model.Cacher = (*Model)(nil)
-)
+var _ model.Model = (*Model)(nil)
 
 // Option configures New.
 type Option func(*options)
@@ -155,9 +149,6 @@ func (m *Model) Generate(ctx context.Context, req *model.Request, stream bool) i
 		}
 		contents := toGenaiContents(req.Contents, m.backend)
 		cfg := toGenaiConfig(req)
-		if m.cache != nil {
-			contents, cfg = m.cache.apply(ctx, m.client, name, contents, cfg)
-		}
 		if !stream {
 			m.generate(ctx, name, contents, cfg, yield)
 			return

@@ -29,7 +29,6 @@ import (
 	"iter"
 	"log/slog"
 	"math/rand/v2"
-	"slices"
 	"strings"
 	"time"
 
@@ -221,23 +220,4 @@ func (realClock) Sleep(ctx context.Context, d time.Duration) error {
 	case <-ctx.Done():
 		return ctx.Err()
 	}
-}
-
-// WithContextCache implements model.Cacher: the returned model's targets
-// that can cache do, with c; the others are called as before. It returns
-// m itself when none of its targets can cache, so that callers can tell.
-func (m *Model) WithContextCache(c model.ContextCache) model.Model {
-	cp := *m
-	cp.targets = slices.Clone(m.targets)
-	any := false
-	for i, t := range cp.targets {
-		if cm, ok := t.Model.(model.Cacher); ok {
-			cp.targets[i].Model = cm.WithContextCache(c)
-			any = true
-		}
-	}
-	if !any {
-		return m
-	}
-	return &cp
 }

@@ -9,6 +9,7 @@ package agentrunnerv1
 import (
 	protoreflect "google.golang.org/protobuf/reflect/protoreflect"
 	protoimpl "google.golang.org/protobuf/runtime/protoimpl"
+	durationpb "google.golang.org/protobuf/types/known/durationpb"
 	structpb "google.golang.org/protobuf/types/known/structpb"
 	reflect "reflect"
 	sync "sync"
@@ -465,9 +466,8 @@ type ContextCacheConfig struct {
 	// How many model calls may reuse one cache before a new one is made
 	// over the longer conversation; 0 means 10.
 	CacheIntervals int32 `protobuf:"varint,1,opt,name=cache_intervals,json=cacheIntervals,proto3" json:"cache_intervals,omitempty"`
-	// How long Gemini keeps a cache, in seconds; 0 means 1800 (30
-	// minutes).
-	TtlSeconds int32 `protobuf:"varint,2,opt,name=ttl_seconds,json=ttlSeconds,proto3" json:"ttl_seconds,omitempty"`
+	// How long Gemini keeps a cache; unset means 30 minutes.
+	Ttl *durationpb.Duration `protobuf:"bytes,2,opt,name=ttl,proto3" json:"ttl,omitempty"`
 	// Cache only a front of at least this many tokens (estimated at four
 	// characters a token); 0 means 4096, about what Gemini requires.
 	MinTokens     int32 `protobuf:"varint,3,opt,name=min_tokens,json=minTokens,proto3" json:"min_tokens,omitempty"`
@@ -512,11 +512,11 @@ func (x *ContextCacheConfig) GetCacheIntervals() int32 {
 	return 0
 }
 
-func (x *ContextCacheConfig) GetTtlSeconds() int32 {
+func (x *ContextCacheConfig) GetTtl() *durationpb.Duration {
 	if x != nil {
-		return x.TtlSeconds
+		return x.Ttl
 	}
-	return 0
+	return nil
 }
 
 func (x *ContextCacheConfig) GetMinTokens() int32 {
@@ -1364,7 +1364,7 @@ var File_agentrunner_v1_config_proto protoreflect.FileDescriptor
 
 const file_agentrunner_v1_config_proto_rawDesc = "" +
 	"\n" +
-	"\x1bagentrunner/v1/config.proto\x12\x0eagentrunner.v1\x1a\x1cgoogle/protobuf/struct.proto\"p\n" +
+	"\x1bagentrunner/v1/config.proto\x12\x0eagentrunner.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1cgoogle/protobuf/struct.proto\"p\n" +
 	"\n" +
 	"AppsConfig\x12-\n" +
 	"\x04apps\x18\x01 \x03(\v2\x19.agentrunner.v1.AppConfigR\x04apps\x123\n" +
@@ -1397,11 +1397,10 @@ const file_agentrunner_v1_config_proto_rawDesc = "" +
 	"compaction\x18\x06 \x01(\v2 .agentrunner.v1.CompactionConfigR\n" +
 	"compaction\x124\n" +
 	"\x06memory\x18\a \x01(\v2\x1c.agentrunner.v1.MemoryConfigR\x06memory\x12G\n" +
-	"\rcontext_cache\x18\b \x01(\v2\".agentrunner.v1.ContextCacheConfigR\fcontextCache\"}\n" +
+	"\rcontext_cache\x18\b \x01(\v2\".agentrunner.v1.ContextCacheConfigR\fcontextCache\"\x89\x01\n" +
 	"\x12ContextCacheConfig\x12'\n" +
-	"\x0fcache_intervals\x18\x01 \x01(\x05R\x0ecacheIntervals\x12\x1f\n" +
-	"\vttl_seconds\x18\x02 \x01(\x05R\n" +
-	"ttlSeconds\x12\x1d\n" +
+	"\x0fcache_intervals\x18\x01 \x01(\x05R\x0ecacheIntervals\x12+\n" +
+	"\x03ttl\x18\x02 \x01(\v2\x19.google.protobuf.DurationR\x03ttl\x12\x1d\n" +
 	"\n" +
 	"min_tokens\x18\x03 \x01(\x05R\tminTokens\"1\n" +
 	"\fMemoryConfig\x12!\n" +
@@ -1503,7 +1502,8 @@ var file_agentrunner_v1_config_proto_goTypes = []any{
 	(*SequentialAgentConfig)(nil), // 13: agentrunner.v1.SequentialAgentConfig
 	(*ParallelAgentConfig)(nil),   // 14: agentrunner.v1.ParallelAgentConfig
 	(*LoopAgentConfig)(nil),       // 15: agentrunner.v1.LoopAgentConfig
-	(*structpb.Struct)(nil),       // 16: google.protobuf.Struct
+	(*durationpb.Duration)(nil),   // 16: google.protobuf.Duration
+	(*structpb.Struct)(nil),       // 17: google.protobuf.Struct
 }
 var file_agentrunner_v1_config_proto_depIdxs = []int32{
 	4,  // 0: agentrunner.v1.AppsConfig.apps:type_name -> agentrunner.v1.AppConfig
@@ -1515,21 +1515,22 @@ var file_agentrunner_v1_config_proto_depIdxs = []int32{
 	7,  // 6: agentrunner.v1.AppConfig.compaction:type_name -> agentrunner.v1.CompactionConfig
 	6,  // 7: agentrunner.v1.AppConfig.memory:type_name -> agentrunner.v1.MemoryConfig
 	5,  // 8: agentrunner.v1.AppConfig.context_cache:type_name -> agentrunner.v1.ContextCacheConfig
-	10, // 9: agentrunner.v1.AgentConfig.sub_agents:type_name -> agentrunner.v1.AgentConfig
-	11, // 10: agentrunner.v1.AgentConfig.llm:type_name -> agentrunner.v1.LlmAgentConfig
-	13, // 11: agentrunner.v1.AgentConfig.sequential:type_name -> agentrunner.v1.SequentialAgentConfig
-	14, // 12: agentrunner.v1.AgentConfig.parallel:type_name -> agentrunner.v1.ParallelAgentConfig
-	15, // 13: agentrunner.v1.AgentConfig.loop:type_name -> agentrunner.v1.LoopAgentConfig
-	0,  // 14: agentrunner.v1.LlmAgentConfig.include_contents:type_name -> agentrunner.v1.IncludeContents
-	12, // 15: agentrunner.v1.LlmAgentConfig.function_tools:type_name -> agentrunner.v1.FunctionToolConfig
-	9,  // 16: agentrunner.v1.LlmAgentConfig.mcp:type_name -> agentrunner.v1.McpToolsConfig
-	16, // 17: agentrunner.v1.FunctionToolConfig.parameters:type_name -> google.protobuf.Struct
-	16, // 18: agentrunner.v1.FunctionToolConfig.response:type_name -> google.protobuf.Struct
-	19, // [19:19] is the sub-list for method output_type
-	19, // [19:19] is the sub-list for method input_type
-	19, // [19:19] is the sub-list for extension type_name
-	19, // [19:19] is the sub-list for extension extendee
-	0,  // [0:19] is the sub-list for field type_name
+	16, // 9: agentrunner.v1.ContextCacheConfig.ttl:type_name -> google.protobuf.Duration
+	10, // 10: agentrunner.v1.AgentConfig.sub_agents:type_name -> agentrunner.v1.AgentConfig
+	11, // 11: agentrunner.v1.AgentConfig.llm:type_name -> agentrunner.v1.LlmAgentConfig
+	13, // 12: agentrunner.v1.AgentConfig.sequential:type_name -> agentrunner.v1.SequentialAgentConfig
+	14, // 13: agentrunner.v1.AgentConfig.parallel:type_name -> agentrunner.v1.ParallelAgentConfig
+	15, // 14: agentrunner.v1.AgentConfig.loop:type_name -> agentrunner.v1.LoopAgentConfig
+	0,  // 15: agentrunner.v1.LlmAgentConfig.include_contents:type_name -> agentrunner.v1.IncludeContents
+	12, // 16: agentrunner.v1.LlmAgentConfig.function_tools:type_name -> agentrunner.v1.FunctionToolConfig
+	9,  // 17: agentrunner.v1.LlmAgentConfig.mcp:type_name -> agentrunner.v1.McpToolsConfig
+	17, // 18: agentrunner.v1.FunctionToolConfig.parameters:type_name -> google.protobuf.Struct
+	17, // 19: agentrunner.v1.FunctionToolConfig.response:type_name -> google.protobuf.Struct
+	20, // [20:20] is the sub-list for method output_type
+	20, // [20:20] is the sub-list for method input_type
+	20, // [20:20] is the sub-list for extension type_name
+	20, // [20:20] is the sub-list for extension extendee
+	0,  // [0:20] is the sub-list for field type_name
 }
 
 func init() { file_agentrunner_v1_config_proto_init() }

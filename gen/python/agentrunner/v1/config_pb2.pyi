@@ -1,3 +1,4 @@
+from google.protobuf import duration_pb2 as _duration_pb2
 from google.protobuf import struct_pb2 as _struct_pb2
 from google.protobuf.internal import containers as _containers
 from google.protobuf.internal import enum_type_wrapper as _enum_type_wrapper
@@ -73,14 +74,14 @@ class CompactionConfig(_message.Message):
     def __init__(self, interval: _Optional[int] = ..., overlap: _Optional[int] = ..., token_threshold: _Optional[int] = ..., model: _Optional[str] = ..., instruction: _Optional[str] = ..., max_events: _Optional[int] = ...) -> None: ...
 
 class ContextCacheConfig(_message.Message):
-    __slots__ = ["cache_intervals", "min_tokens", "ttl_seconds"]
+    __slots__ = ["cache_intervals", "min_tokens", "ttl"]
     CACHE_INTERVALS_FIELD_NUMBER: _ClassVar[int]
     MIN_TOKENS_FIELD_NUMBER: _ClassVar[int]
-    TTL_SECONDS_FIELD_NUMBER: _ClassVar[int]
+    TTL_FIELD_NUMBER: _ClassVar[int]
     cache_intervals: int
     min_tokens: int
-    ttl_seconds: int
-    def __init__(self, cache_intervals: _Optional[int] = ..., ttl_seconds: _Optional[int] = ..., min_tokens: _Optional[int] = ...) -> None: ...
+    ttl: _duration_pb2.Duration
+    def __init__(self, cache_intervals: _Optional[int] = ..., ttl: _Optional[_Union[_duration_pb2.Duration, _Mapping]] = ..., min_tokens: _Optional[int] = ...) -> None: ...
 
 class FunctionToolConfig(_message.Message):
     __slots__ = ["description", "name", "parameters", "response"]
