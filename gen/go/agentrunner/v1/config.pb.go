@@ -9,7 +9,6 @@ package agentrunnerv1
 import (
 	protoreflect "google.golang.org/protobuf/reflect/protoreflect"
 	protoimpl "google.golang.org/protobuf/runtime/protoimpl"
-	durationpb "google.golang.org/protobuf/types/known/durationpb"
 	structpb "google.golang.org/protobuf/types/known/structpb"
 	reflect "reflect"
 	sync "sync"
@@ -361,10 +360,7 @@ type AppConfig struct {
 	Compaction *CompactionConfig `protobuf:"bytes,6,opt,name=compaction,proto3" json:"compaction,omitempty"`
 	// Long-term memory of the app's sessions (see MemoryService). Unset, a
 	// session is in memory only once AddSessionToMemory added it.
-	Memory *MemoryConfig `protobuf:"bytes,7,opt,name=memory,proto3" json:"memory,omitempty"`
-	// Context caching of the app's model requests (see ContextCacheConfig).
-	// Unset, nothing is cached.
-	ContextCache  *ContextCacheConfig `protobuf:"bytes,8,opt,name=context_cache,json=contextCache,proto3" json:"context_cache,omitempty"`
+	Memory        *MemoryConfig `protobuf:"bytes,7,opt,name=memory,proto3" json:"memory,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -448,84 +444,6 @@ func (x *AppConfig) GetMemory() *MemoryConfig {
 	return nil
 }
 
-func (x *AppConfig) GetContextCache() *ContextCacheConfig {
-	if x != nil {
-		return x.ContextCache
-	}
-	return nil
-}
-
-// ContextCacheConfig makes the app's Gemini models keep the stable front
-// of their requests (system instruction, tools and the conversation but
-// its newest turn) in Gemini's cached contents, so that later calls send
-// and pay for only what follows it. Models that cannot cache (other
-// providers, the offline model) say so in one log line at start and call
-// as usual.
-type ContextCacheConfig struct {
-	state protoimpl.MessageState `protogen:"open.v1"`
-	// How many model calls may reuse one cache before a new one is made
-	// over the longer conversation; 0 means 10.
-	CacheIntervals int32 `protobuf:"varint,1,opt,name=cache_intervals,json=cacheIntervals,proto3" json:"cache_intervals,omitempty"`
-	// How long Gemini keeps a cache; unset means 30 minutes.
-	Ttl *durationpb.Duration `protobuf:"bytes,2,opt,name=ttl,proto3" json:"ttl,omitempty"`
-	// Cache only a front of at least this many tokens (estimated at four
-	// characters a token); 0 means 4096, about what Gemini requires.
-	MinTokens     int32 `protobuf:"varint,3,opt,name=min_tokens,json=minTokens,proto3" json:"min_tokens,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
-}
-
-func (x *ContextCacheConfig) Reset() {
-	*x = ContextCacheConfig{}
-	mi := &file_agentrunner_v1_config_proto_msgTypes[4]
-	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-	ms.StoreMessageInfo(mi)
-}
-
-func (x *ContextCacheConfig) String() string {
-	return protoimpl.X.MessageStringOf(x)
-}
-
-func (*ContextCacheConfig) ProtoMessage() {}
-
-func (x *ContextCacheConfig) ProtoReflect() protoreflect.Message {
-	mi := &file_agentrunner_v1_config_proto_msgTypes[4]
-	if x != nil {
-		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-		if ms.LoadMessageInfo() == nil {
-			ms.StoreMessageInfo(mi)
-		}
-		return ms
-	}
-	return mi.MessageOf(x)
-}
-
-// Deprecated: Use ContextCacheConfig.ProtoReflect.Descriptor instead.
-func (*ContextCacheConfig) Descriptor() ([]byte, []int) {
-	return file_agentrunner_v1_config_proto_rawDescGZIP(), []int{4}
-}
-
-func (x *ContextCacheConfig) GetCacheIntervals() int32 {
-	if x != nil {
-		return x.CacheIntervals
-	}
-	return 0
-}
-
-func (x *ContextCacheConfig) GetTtl() *durationpb.Duration {
-	if x != nil {
-		return x.Ttl
-	}
-	return nil
-}
-
-func (x *ContextCacheConfig) GetMinTokens() int32 {
-	if x != nil {
-		return x.MinTokens
-	}
-	return 0
-}
-
 // MemoryConfig says how the app's sessions get into long-term memory,
 // which the load_memory and preload_memory tools and SearchMemory read.
 type MemoryConfig struct {
@@ -540,7 +458,7 @@ type MemoryConfig struct {
 
 func (x *MemoryConfig) Reset() {
 	*x = MemoryConfig{}
-	mi := &file_agentrunner_v1_config_proto_msgTypes[5]
+	mi := &file_agentrunner_v1_config_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -552,7 +470,7 @@ func (x *MemoryConfig) String() string {
 func (*MemoryConfig) ProtoMessage() {}
 
 func (x *MemoryConfig) ProtoReflect() protoreflect.Message {
-	mi := &file_agentrunner_v1_config_proto_msgTypes[5]
+	mi := &file_agentrunner_v1_config_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -565,7 +483,7 @@ func (x *MemoryConfig) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MemoryConfig.ProtoReflect.Descriptor instead.
 func (*MemoryConfig) Descriptor() ([]byte, []int) {
-	return file_agentrunner_v1_config_proto_rawDescGZIP(), []int{5}
+	return file_agentrunner_v1_config_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *MemoryConfig) GetAddSessions() bool {
@@ -612,7 +530,7 @@ type CompactionConfig struct {
 
 func (x *CompactionConfig) Reset() {
 	*x = CompactionConfig{}
-	mi := &file_agentrunner_v1_config_proto_msgTypes[6]
+	mi := &file_agentrunner_v1_config_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -624,7 +542,7 @@ func (x *CompactionConfig) String() string {
 func (*CompactionConfig) ProtoMessage() {}
 
 func (x *CompactionConfig) ProtoReflect() protoreflect.Message {
-	mi := &file_agentrunner_v1_config_proto_msgTypes[6]
+	mi := &file_agentrunner_v1_config_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -637,7 +555,7 @@ func (x *CompactionConfig) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CompactionConfig.ProtoReflect.Descriptor instead.
 func (*CompactionConfig) Descriptor() ([]byte, []int) {
-	return file_agentrunner_v1_config_proto_rawDescGZIP(), []int{6}
+	return file_agentrunner_v1_config_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *CompactionConfig) GetInterval() int32 {
@@ -713,7 +631,7 @@ type McpServerConfig struct {
 
 func (x *McpServerConfig) Reset() {
 	*x = McpServerConfig{}
-	mi := &file_agentrunner_v1_config_proto_msgTypes[7]
+	mi := &file_agentrunner_v1_config_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -725,7 +643,7 @@ func (x *McpServerConfig) String() string {
 func (*McpServerConfig) ProtoMessage() {}
 
 func (x *McpServerConfig) ProtoReflect() protoreflect.Message {
-	mi := &file_agentrunner_v1_config_proto_msgTypes[7]
+	mi := &file_agentrunner_v1_config_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -738,7 +656,7 @@ func (x *McpServerConfig) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use McpServerConfig.ProtoReflect.Descriptor instead.
 func (*McpServerConfig) Descriptor() ([]byte, []int) {
-	return file_agentrunner_v1_config_proto_rawDescGZIP(), []int{7}
+	return file_agentrunner_v1_config_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *McpServerConfig) GetName() string {
@@ -810,7 +728,7 @@ type McpToolsConfig struct {
 
 func (x *McpToolsConfig) Reset() {
 	*x = McpToolsConfig{}
-	mi := &file_agentrunner_v1_config_proto_msgTypes[8]
+	mi := &file_agentrunner_v1_config_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -822,7 +740,7 @@ func (x *McpToolsConfig) String() string {
 func (*McpToolsConfig) ProtoMessage() {}
 
 func (x *McpToolsConfig) ProtoReflect() protoreflect.Message {
-	mi := &file_agentrunner_v1_config_proto_msgTypes[8]
+	mi := &file_agentrunner_v1_config_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -835,7 +753,7 @@ func (x *McpToolsConfig) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use McpToolsConfig.ProtoReflect.Descriptor instead.
 func (*McpToolsConfig) Descriptor() ([]byte, []int) {
-	return file_agentrunner_v1_config_proto_rawDescGZIP(), []int{8}
+	return file_agentrunner_v1_config_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *McpToolsConfig) GetServer() string {
@@ -876,7 +794,7 @@ type AgentConfig struct {
 
 func (x *AgentConfig) Reset() {
 	*x = AgentConfig{}
-	mi := &file_agentrunner_v1_config_proto_msgTypes[9]
+	mi := &file_agentrunner_v1_config_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -888,7 +806,7 @@ func (x *AgentConfig) String() string {
 func (*AgentConfig) ProtoMessage() {}
 
 func (x *AgentConfig) ProtoReflect() protoreflect.Message {
-	mi := &file_agentrunner_v1_config_proto_msgTypes[9]
+	mi := &file_agentrunner_v1_config_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -901,7 +819,7 @@ func (x *AgentConfig) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AgentConfig.ProtoReflect.Descriptor instead.
 func (*AgentConfig) Descriptor() ([]byte, []int) {
-	return file_agentrunner_v1_config_proto_rawDescGZIP(), []int{9}
+	return file_agentrunner_v1_config_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *AgentConfig) GetName() string {
@@ -1046,7 +964,7 @@ type LlmAgentConfig struct {
 
 func (x *LlmAgentConfig) Reset() {
 	*x = LlmAgentConfig{}
-	mi := &file_agentrunner_v1_config_proto_msgTypes[10]
+	mi := &file_agentrunner_v1_config_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1058,7 +976,7 @@ func (x *LlmAgentConfig) String() string {
 func (*LlmAgentConfig) ProtoMessage() {}
 
 func (x *LlmAgentConfig) ProtoReflect() protoreflect.Message {
-	mi := &file_agentrunner_v1_config_proto_msgTypes[10]
+	mi := &file_agentrunner_v1_config_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1071,7 +989,7 @@ func (x *LlmAgentConfig) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LlmAgentConfig.ProtoReflect.Descriptor instead.
 func (*LlmAgentConfig) Descriptor() ([]byte, []int) {
-	return file_agentrunner_v1_config_proto_rawDescGZIP(), []int{10}
+	return file_agentrunner_v1_config_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *LlmAgentConfig) GetModel() string {
@@ -1183,7 +1101,7 @@ type FunctionToolConfig struct {
 
 func (x *FunctionToolConfig) Reset() {
 	*x = FunctionToolConfig{}
-	mi := &file_agentrunner_v1_config_proto_msgTypes[11]
+	mi := &file_agentrunner_v1_config_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1195,7 +1113,7 @@ func (x *FunctionToolConfig) String() string {
 func (*FunctionToolConfig) ProtoMessage() {}
 
 func (x *FunctionToolConfig) ProtoReflect() protoreflect.Message {
-	mi := &file_agentrunner_v1_config_proto_msgTypes[11]
+	mi := &file_agentrunner_v1_config_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1208,7 +1126,7 @@ func (x *FunctionToolConfig) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FunctionToolConfig.ProtoReflect.Descriptor instead.
 func (*FunctionToolConfig) Descriptor() ([]byte, []int) {
-	return file_agentrunner_v1_config_proto_rawDescGZIP(), []int{11}
+	return file_agentrunner_v1_config_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *FunctionToolConfig) GetName() string {
@@ -1248,7 +1166,7 @@ type SequentialAgentConfig struct {
 
 func (x *SequentialAgentConfig) Reset() {
 	*x = SequentialAgentConfig{}
-	mi := &file_agentrunner_v1_config_proto_msgTypes[12]
+	mi := &file_agentrunner_v1_config_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1260,7 +1178,7 @@ func (x *SequentialAgentConfig) String() string {
 func (*SequentialAgentConfig) ProtoMessage() {}
 
 func (x *SequentialAgentConfig) ProtoReflect() protoreflect.Message {
-	mi := &file_agentrunner_v1_config_proto_msgTypes[12]
+	mi := &file_agentrunner_v1_config_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1273,7 +1191,7 @@ func (x *SequentialAgentConfig) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SequentialAgentConfig.ProtoReflect.Descriptor instead.
 func (*SequentialAgentConfig) Descriptor() ([]byte, []int) {
-	return file_agentrunner_v1_config_proto_rawDescGZIP(), []int{12}
+	return file_agentrunner_v1_config_proto_rawDescGZIP(), []int{11}
 }
 
 // ParallelAgentConfig configures a parallel agent. It has no options.
@@ -1285,7 +1203,7 @@ type ParallelAgentConfig struct {
 
 func (x *ParallelAgentConfig) Reset() {
 	*x = ParallelAgentConfig{}
-	mi := &file_agentrunner_v1_config_proto_msgTypes[13]
+	mi := &file_agentrunner_v1_config_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1297,7 +1215,7 @@ func (x *ParallelAgentConfig) String() string {
 func (*ParallelAgentConfig) ProtoMessage() {}
 
 func (x *ParallelAgentConfig) ProtoReflect() protoreflect.Message {
-	mi := &file_agentrunner_v1_config_proto_msgTypes[13]
+	mi := &file_agentrunner_v1_config_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1310,7 +1228,7 @@ func (x *ParallelAgentConfig) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ParallelAgentConfig.ProtoReflect.Descriptor instead.
 func (*ParallelAgentConfig) Descriptor() ([]byte, []int) {
-	return file_agentrunner_v1_config_proto_rawDescGZIP(), []int{13}
+	return file_agentrunner_v1_config_proto_rawDescGZIP(), []int{12}
 }
 
 // LoopAgentConfig configures a loop agent.
@@ -1325,7 +1243,7 @@ type LoopAgentConfig struct {
 
 func (x *LoopAgentConfig) Reset() {
 	*x = LoopAgentConfig{}
-	mi := &file_agentrunner_v1_config_proto_msgTypes[14]
+	mi := &file_agentrunner_v1_config_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1337,7 +1255,7 @@ func (x *LoopAgentConfig) String() string {
 func (*LoopAgentConfig) ProtoMessage() {}
 
 func (x *LoopAgentConfig) ProtoReflect() protoreflect.Message {
-	mi := &file_agentrunner_v1_config_proto_msgTypes[14]
+	mi := &file_agentrunner_v1_config_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1350,7 +1268,7 @@ func (x *LoopAgentConfig) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LoopAgentConfig.ProtoReflect.Descriptor instead.
 func (*LoopAgentConfig) Descriptor() ([]byte, []int) {
-	return file_agentrunner_v1_config_proto_rawDescGZIP(), []int{14}
+	return file_agentrunner_v1_config_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *LoopAgentConfig) GetMaxIterations() int32 {
@@ -1364,7 +1282,7 @@ var File_agentrunner_v1_config_proto protoreflect.FileDescriptor
 
 const file_agentrunner_v1_config_proto_rawDesc = "" +
 	"\n" +
-	"\x1bagentrunner/v1/config.proto\x12\x0eagentrunner.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1cgoogle/protobuf/struct.proto\"p\n" +
+	"\x1bagentrunner/v1/config.proto\x12\x0eagentrunner.v1\x1a\x1cgoogle/protobuf/struct.proto\"p\n" +
 	"\n" +
 	"AppsConfig\x12-\n" +
 	"\x04apps\x18\x01 \x03(\v2\x19.agentrunner.v1.AppConfigR\x04apps\x123\n" +
@@ -1384,7 +1302,7 @@ const file_agentrunner_v1_config_proto_rawDesc = "" +
 	"\vmax_backoff\x18\x03 \x01(\tR\n" +
 	"maxBackoff\x12\x1f\n" +
 	"\vmax_elapsed\x18\x04 \x01(\tR\n" +
-	"maxElapsed\"\xcb\x03\n" +
+	"maxElapsed\"\x82\x03\n" +
 	"\tAppConfig\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12 \n" +
 	"\vdescription\x18\x02 \x01(\tR\vdescription\x12:\n" +
@@ -1396,13 +1314,7 @@ const file_agentrunner_v1_config_proto_rawDesc = "" +
 	"\n" +
 	"compaction\x18\x06 \x01(\v2 .agentrunner.v1.CompactionConfigR\n" +
 	"compaction\x124\n" +
-	"\x06memory\x18\a \x01(\v2\x1c.agentrunner.v1.MemoryConfigR\x06memory\x12G\n" +
-	"\rcontext_cache\x18\b \x01(\v2\".agentrunner.v1.ContextCacheConfigR\fcontextCache\"\x89\x01\n" +
-	"\x12ContextCacheConfig\x12'\n" +
-	"\x0fcache_intervals\x18\x01 \x01(\x05R\x0ecacheIntervals\x12+\n" +
-	"\x03ttl\x18\x02 \x01(\v2\x19.google.protobuf.DurationR\x03ttl\x12\x1d\n" +
-	"\n" +
-	"min_tokens\x18\x03 \x01(\x05R\tminTokens\"1\n" +
+	"\x06memory\x18\a \x01(\v2\x1c.agentrunner.v1.MemoryConfigR\x06memory\"1\n" +
 	"\fMemoryConfig\x12!\n" +
 	"\fadd_sessions\x18\x01 \x01(\bR\vaddSessions\"\xc8\x01\n" +
 	"\x10CompactionConfig\x12\x1a\n" +
@@ -1484,53 +1396,49 @@ func file_agentrunner_v1_config_proto_rawDescGZIP() []byte {
 }
 
 var file_agentrunner_v1_config_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_agentrunner_v1_config_proto_msgTypes = make([]protoimpl.MessageInfo, 15)
+var file_agentrunner_v1_config_proto_msgTypes = make([]protoimpl.MessageInfo, 14)
 var file_agentrunner_v1_config_proto_goTypes = []any{
 	(IncludeContents)(0),          // 0: agentrunner.v1.IncludeContents
 	(*AppsConfig)(nil),            // 1: agentrunner.v1.AppsConfig
 	(*ModelConfig)(nil),           // 2: agentrunner.v1.ModelConfig
 	(*RetryConfig)(nil),           // 3: agentrunner.v1.RetryConfig
 	(*AppConfig)(nil),             // 4: agentrunner.v1.AppConfig
-	(*ContextCacheConfig)(nil),    // 5: agentrunner.v1.ContextCacheConfig
-	(*MemoryConfig)(nil),          // 6: agentrunner.v1.MemoryConfig
-	(*CompactionConfig)(nil),      // 7: agentrunner.v1.CompactionConfig
-	(*McpServerConfig)(nil),       // 8: agentrunner.v1.McpServerConfig
-	(*McpToolsConfig)(nil),        // 9: agentrunner.v1.McpToolsConfig
-	(*AgentConfig)(nil),           // 10: agentrunner.v1.AgentConfig
-	(*LlmAgentConfig)(nil),        // 11: agentrunner.v1.LlmAgentConfig
-	(*FunctionToolConfig)(nil),    // 12: agentrunner.v1.FunctionToolConfig
-	(*SequentialAgentConfig)(nil), // 13: agentrunner.v1.SequentialAgentConfig
-	(*ParallelAgentConfig)(nil),   // 14: agentrunner.v1.ParallelAgentConfig
-	(*LoopAgentConfig)(nil),       // 15: agentrunner.v1.LoopAgentConfig
-	(*durationpb.Duration)(nil),   // 16: google.protobuf.Duration
-	(*structpb.Struct)(nil),       // 17: google.protobuf.Struct
+	(*MemoryConfig)(nil),          // 5: agentrunner.v1.MemoryConfig
+	(*CompactionConfig)(nil),      // 6: agentrunner.v1.CompactionConfig
+	(*McpServerConfig)(nil),       // 7: agentrunner.v1.McpServerConfig
+	(*McpToolsConfig)(nil),        // 8: agentrunner.v1.McpToolsConfig
+	(*AgentConfig)(nil),           // 9: agentrunner.v1.AgentConfig
+	(*LlmAgentConfig)(nil),        // 10: agentrunner.v1.LlmAgentConfig
+	(*FunctionToolConfig)(nil),    // 11: agentrunner.v1.FunctionToolConfig
+	(*SequentialAgentConfig)(nil), // 12: agentrunner.v1.SequentialAgentConfig
+	(*ParallelAgentConfig)(nil),   // 13: agentrunner.v1.ParallelAgentConfig
+	(*LoopAgentConfig)(nil),       // 14: agentrunner.v1.LoopAgentConfig
+	(*structpb.Struct)(nil),       // 15: google.protobuf.Struct
 }
 var file_agentrunner_v1_config_proto_depIdxs = []int32{
 	4,  // 0: agentrunner.v1.AppsConfig.apps:type_name -> agentrunner.v1.AppConfig
 	2,  // 1: agentrunner.v1.AppsConfig.models:type_name -> agentrunner.v1.ModelConfig
 	3,  // 2: agentrunner.v1.ModelConfig.retry:type_name -> agentrunner.v1.RetryConfig
-	10, // 3: agentrunner.v1.AppConfig.root_agent:type_name -> agentrunner.v1.AgentConfig
-	12, // 4: agentrunner.v1.AppConfig.function_tools:type_name -> agentrunner.v1.FunctionToolConfig
-	8,  // 5: agentrunner.v1.AppConfig.mcp_servers:type_name -> agentrunner.v1.McpServerConfig
-	7,  // 6: agentrunner.v1.AppConfig.compaction:type_name -> agentrunner.v1.CompactionConfig
-	6,  // 7: agentrunner.v1.AppConfig.memory:type_name -> agentrunner.v1.MemoryConfig
-	5,  // 8: agentrunner.v1.AppConfig.context_cache:type_name -> agentrunner.v1.ContextCacheConfig
-	16, // 9: agentrunner.v1.ContextCacheConfig.ttl:type_name -> google.protobuf.Duration
-	10, // 10: agentrunner.v1.AgentConfig.sub_agents:type_name -> agentrunner.v1.AgentConfig
-	11, // 11: agentrunner.v1.AgentConfig.llm:type_name -> agentrunner.v1.LlmAgentConfig
-	13, // 12: agentrunner.v1.AgentConfig.sequential:type_name -> agentrunner.v1.SequentialAgentConfig
-	14, // 13: agentrunner.v1.AgentConfig.parallel:type_name -> agentrunner.v1.ParallelAgentConfig
-	15, // 14: agentrunner.v1.AgentConfig.loop:type_name -> agentrunner.v1.LoopAgentConfig
-	0,  // 15: agentrunner.v1.LlmAgentConfig.include_contents:type_name -> agentrunner.v1.IncludeContents
-	12, // 16: agentrunner.v1.LlmAgentConfig.function_tools:type_name -> agentrunner.v1.FunctionToolConfig
-	9,  // 17: agentrunner.v1.LlmAgentConfig.mcp:type_name -> agentrunner.v1.McpToolsConfig
-	17, // 18: agentrunner.v1.FunctionToolConfig.parameters:type_name -> google.protobuf.Struct
-	17, // 19: agentrunner.v1.FunctionToolConfig.response:type_name -> google.protobuf.Struct
-	20, // [20:20] is the sub-list for method output_type
-	20, // [20:20] is the sub-list for method input_type
-	20, // [20:20] is the sub-list for extension type_name
-	20, // [20:20] is the sub-list for extension extendee
-	0,  // [0:20] is the sub-list for field type_name
+	9,  // 3: agentrunner.v1.AppConfig.root_agent:type_name -> agentrunner.v1.AgentConfig
+	11, // 4: agentrunner.v1.AppConfig.function_tools:type_name -> agentrunner.v1.FunctionToolConfig
+	7,  // 5: agentrunner.v1.AppConfig.mcp_servers:type_name -> agentrunner.v1.McpServerConfig
+	6,  // 6: agentrunner.v1.AppConfig.compaction:type_name -> agentrunner.v1.CompactionConfig
+	5,  // 7: agentrunner.v1.AppConfig.memory:type_name -> agentrunner.v1.MemoryConfig
+	9,  // 8: agentrunner.v1.AgentConfig.sub_agents:type_name -> agentrunner.v1.AgentConfig
+	10, // 9: agentrunner.v1.AgentConfig.llm:type_name -> agentrunner.v1.LlmAgentConfig
+	12, // 10: agentrunner.v1.AgentConfig.sequential:type_name -> agentrunner.v1.SequentialAgentConfig
+	13, // 11: agentrunner.v1.AgentConfig.parallel:type_name -> agentrunner.v1.ParallelAgentConfig
+	14, // 12: agentrunner.v1.AgentConfig.loop:type_name -> agentrunner.v1.LoopAgentConfig
+	0,  // 13: agentrunner.v1.LlmAgentConfig.include_contents:type_name -> agentrunner.v1.IncludeContents
+	11, // 14: agentrunner.v1.LlmAgentConfig.function_tools:type_name -> agentrunner.v1.FunctionToolConfig
+	8,  // 15: agentrunner.v1.LlmAgentConfig.mcp:type_name -> agentrunner.v1.McpToolsConfig
+	15, // 16: agentrunner.v1.FunctionToolConfig.parameters:type_name -> google.protobuf.Struct
+	15, // 17: agentrunner.v1.FunctionToolConfig.response:type_name -> google.protobuf.Struct
+	18, // [18:18] is the sub-list for method output_type
+	18, // [18:18] is the sub-list for method input_type
+	18, // [18:18] is the sub-list for extension type_name
+	18, // [18:18] is the sub-list for extension extendee
+	0,  // [0:18] is the sub-list for field type_name
 }
 
 func init() { file_agentrunner_v1_config_proto_init() }
@@ -1538,20 +1446,20 @@ func file_agentrunner_v1_config_proto_init() {
 	if File_agentrunner_v1_config_proto != nil {
 		return
 	}
-	file_agentrunner_v1_config_proto_msgTypes[9].OneofWrappers = []any{
+	file_agentrunner_v1_config_proto_msgTypes[8].OneofWrappers = []any{
 		(*AgentConfig_Llm)(nil),
 		(*AgentConfig_Sequential)(nil),
 		(*AgentConfig_Parallel)(nil),
 		(*AgentConfig_Loop)(nil),
 	}
-	file_agentrunner_v1_config_proto_msgTypes[10].OneofWrappers = []any{}
+	file_agentrunner_v1_config_proto_msgTypes[9].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_agentrunner_v1_config_proto_rawDesc), len(file_agentrunner_v1_config_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   15,
+			NumMessages:   14,
 			NumExtensions: 0,
 			NumServices:   0,
 		},
