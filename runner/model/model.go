@@ -13,6 +13,8 @@ import (
 	"context"
 	"iter"
 
+	"google.golang.org/protobuf/types/known/structpb"
+
 	agentrunnerv1 "github.com/agentrunner/agentrunner/gen/go/agentrunner/v1"
 )
 
@@ -89,4 +91,16 @@ type Response struct {
 	Usage *agentrunnerv1.UsageMetadata
 	// ModelVersion reported by the model.
 	ModelVersion string
+	// Citations are the sources the answer quotes, when the model reports
+	// them.
+	Citations *agentrunnerv1.CitationMetadata
+	// Grounding is how the answer was grounded, as the JSON of Gemini's
+	// GroundingMetadata.
+	Grounding *structpb.Struct
+	// CustomMetadata is what an after_model callback or plugin attaches;
+	// it is kept on the event.
+	CustomMetadata *structpb.Struct
+	// Interrupted marks a response cut off after part of it was streamed:
+	// Content holds what arrived, ErrorCode why it stopped.
+	Interrupted bool
 }

@@ -342,12 +342,18 @@ func responseEvent(ctx agent.InvocationContext, r *model.Response, share bool) *
 		content = &agentrunnerv1.Content{Role: agent.RoleModel, Parts: content.Parts}
 	}
 	ev := &agentrunnerv1.Event{
-		Content:       content,
-		Partial:       r.Partial,
-		TurnComplete:  r.TurnComplete,
-		ErrorCode:     r.ErrorCode,
-		ErrorMessage:  r.ErrorMessage,
-		UsageMetadata: r.Usage,
+		Content:           content,
+		Partial:           r.Partial,
+		TurnComplete:      r.TurnComplete,
+		ErrorCode:         r.ErrorCode,
+		ErrorMessage:      r.ErrorMessage,
+		UsageMetadata:     r.Usage,
+		FinishReason:      r.FinishReason,
+		ModelVersion:      r.ModelVersion,
+		CitationMetadata:  r.Citations,
+		GroundingMetadata: r.Grounding,
+		CustomMetadata:    r.CustomMetadata,
+		Interrupted:       r.Interrupted,
 	}
 	if ev.ErrorCode == "" && r.FinishReason != "" && r.FinishReason != "STOP" && !r.Partial {
 		// A truncated or blocked answer is reported as such, so that the
