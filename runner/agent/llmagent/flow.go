@@ -395,6 +395,7 @@ func (l *llmAgent) request(ctx agent.InvocationContext, cc agent.CallbackContext
 		SystemInstruction: instr,
 		Contents:          historyContents(ctx.AgentName(), events),
 		Config:            l.genConfig,
+		Cache:             l.cache,
 	}
 	for _, t := range tools.list {
 		d := t.Declaration()
@@ -430,6 +431,10 @@ func copyContents(cs []*agentrunnerv1.Content) []*agentrunnerv1.Content {
 func copyRequest(req *model.Request) *model.Request {
 	c := *req
 	c.Contents = copyContents(req.Contents)
+	if req.Cache != nil {
+		cc := *req.Cache
+		c.Cache = &cc
+	}
 	return &c
 }
 

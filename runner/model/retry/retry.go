@@ -147,6 +147,13 @@ func New(cfg Config) (*Model, error) {
 // Name returns the primary model's name.
 func (m *Model) Name() string { return m.targets[0].Model.Name() }
 
+// CachesContext reports whether the primary model uses context caching;
+// a fallback that does not sends its requests whole.
+func (m *Model) CachesContext() bool {
+	c, ok := m.targets[0].Model.(model.ContextCacher)
+	return ok && c.CachesContext()
+}
+
 // failure is how one model's attempts ended.
 type failure struct {
 	model    string
