@@ -211,4 +211,3 @@ func checkCacheStep(t *testing.T, st cacheStep, reqs []fakeRequest, instr string
 }
 
 func get(m map[string]any, k string) any { return m[k] }
-
