@@ -169,9 +169,12 @@ const migrationLock int64 = 0x61676e7472756e // "agntrun"
 // Migrate applies the embedded migrations the database lacks, each in a
 // transaction of its own, holding an advisory lock so that concurrent
 // callers (replicas starting together) apply each exactly once. It
-// returns the names applied. A database that records a migration this
+// returns the names applied; log (nil: slog.Default()) says each. A database that records a migration this
 // binary does not know was migrated by a newer one: refused.
 func Migrate(ctx context.Context, pool *pgxpool.Pool, log *slog.Logger) ([]string, error) {
+	if log == nil {
+		log = slog.Default()
+	}
 	all, err := migrations()
 	if err != nil {
 		return nil, fmt.Errorf("embedded migrations: %w", err)

@@ -1,10 +1,16 @@
 package pgstore_test
 
 import (
-	"context"
+	"errors"
+	"fmt"
 	"os"
+	"strings"
+	"sync"
 	"testing"
 
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	agentrunnerv1 "github.com/agentrunner/agentrunner/gen/go/agentrunner/v1"
 	"github.com/agentrunner/agentrunner/store"
 	"github.com/agentrunner/agentrunner/store/pgstore"
 	"github.com/agentrunner/agentrunner/store/pgstore/pgtest"
@@ -17,10 +23,10 @@ var pg pgtest.Shared
 
 func TestMain(m *testing.M) { os.Exit(pgtest.Main(m, &pg)) }
 
-// open opens a store on a new database of the test cluster.
-func open(t *testing.T, opts pgstore.Options) *pgstore.Store {
+// openURL opens a store on the database at url, closed when t ends.
+func openURL(t *testing.T, url string) *pgstore.Store {
 	t.Helper()
-	s, err := pgstore.Open(t.Context(), pg.URL(t), opts)
+	s, err := pgstore.Open(t.Context(), url, pgstore.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -29,7 +35,137 @@ func open(t *testing.T, opts pgstore.Options) *pgstore.Store {
 }
 
 func TestConformance(t *testing.T) {
-	storetest.Run(t, func(t *testing.T) store.Store { return open(t, pgstore.Options{}) })
+	storetest.Run(t, func(t *testing.T) store.Store { return openURL(t, pg.URL(t)) })
 }
 
-var _ = context.Background
+// TestMigrateConcurrently: replicas that start together on an empty
+// database apply each migration once (the advisory lock), and a second
+// Migrate applies nothing.
+func TestMigrateConcurrently(t *testing.T) {
+	url := pg.URL(t)
+	const replicas = 4
+	var wg sync.WaitGroup
+	errs := make(chan error, replicas)
+	for range replicas {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			s, err := pgstore.Open(t.Context(), url, pgstore.Options{})
+			if err == nil {
+				err = s.Close()
+			}
+			errs <- err
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	pool, err := pgxpool.New(t.Context(), url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pool.Close()
+	var rows, version int
+	if err := pool.QueryRow(t.Context(), "SELECT count(*), max(version) FROM schema_migrations").Scan(&rows, &version); err != nil {
+		t.Fatal(err)
+	}
+	if rows != version || version < 1 {
+		t.Fatalf("schema_migrations holds %d rows up to version %d", rows, version)
+	}
+	applied, err := pgstore.Migrate(t.Context(), pool, nil)
+	if err != nil || len(applied) != 0 {
+		t.Fatalf("second Migrate applied %v, %v", applied, err)
+	}
+}
+
+// TestNewerSchemaRefused: a database migrated by a newer binary is not
+// opened.
+func TestNewerSchemaRefused(t *testing.T) {
+	url := pg.URL(t)
+	s := openURL(t, url)
+	v, err := s.SchemaVersion(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Pool().Exec(t.Context(), "INSERT INTO schema_migrations (version, name) VALUES ($1, 'from_the_future.sql')", v+1); err != nil {
+		t.Fatal(err)
+	}
+	_, err = pgstore.Open(t.Context(), url, pgstore.Options{})
+	if err == nil || !strings.Contains(err.Error(), "newer than this binary") {
+		t.Fatalf("Open of a database at a newer schema: %v", err)
+	}
+}
+
+// TestAppendsAcrossStores: two stores on one database (two replicas)
+// appending to the same sessions at once keep every session's sequences
+// dense and unique: the session row lock, not process memory, orders
+// appends.
+func TestAppendsAcrossStores(t *testing.T) {
+	url := pg.URL(t)
+	a, b := openURL(t, url), openURL(t, url)
+	ctx := t.Context()
+	const sessions, perWriter = 4, 20
+	for i := range sessions {
+		if _, err := a.CreateSession(ctx, key(i), nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var wg sync.WaitGroup
+	errs := make(chan error, 2*sessions)
+	for i := range sessions {
+		for _, s := range []*pgstore.Store{a, b} {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for j := range perWriter {
+					ev := &agentrunnerv1.Event{Author: "agent", Content: &agentrunnerv1.Content{Parts: []*agentrunnerv1.Part{{Data: &agentrunnerv1.Part_Text{Text: fmt.Sprint(j)}}}}}
+					if _, err := s.AppendEvent(ctx, key(i), ev); err != nil {
+						errs <- err
+						return
+					}
+				}
+			}()
+		}
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	for i := range sessions {
+		sess, evs, err := b.GetSession(ctx, key(i), store.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(evs) != 2*perWriter || sess.GetLastSequence() != 2*perWriter {
+			t.Fatalf("session %d: %d events, last_sequence %d", i, len(evs), sess.GetLastSequence())
+		}
+		for j, ev := range evs {
+			if ev.GetSequence() != uint64(j+1) {
+				t.Fatalf("session %d: event %d has sequence %d", i, j, ev.GetSequence())
+			}
+		}
+	}
+}
+
+func key(i int) store.SessionKey {
+	return store.SessionKey{App: "app", User: "u", Session: fmt.Sprint("s", i)}
+}
+
+// TestKeysPostgresCannotHold: strings text columns cannot hold are
+// refused as invalid arguments, not database errors.
+func TestKeysPostgresCannotHold(t *testing.T) {
+	s := openURL(t, pg.URL(t))
+	for _, k := range []store.SessionKey{
+		{App: "a\x00b", User: "u", Session: "s"},
+		{App: "a", User: "u\xff", Session: "s"},
+	} {
+		if _, err := s.CreateSession(t.Context(), k, nil); !errors.Is(err, store.ErrInvalidArgument) {
+			t.Errorf("CreateSession(%q) = %v, want invalid argument", k, err)
+		}
+	}
+}
