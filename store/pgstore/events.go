@@ -84,15 +84,22 @@ func (s *Store) AppendEvent(ctx context.Context, k store.SessionKey, ev *agentru
 }
 
 // lockSession reads session k's record and locks its row for the rest of
-// tx: the appends of a session wait for each other here.
+// tx: the appends of a session wait for each other here. An append under
+// a lease (store.WithLease) is refused here once the lease was taken.
 func lockSession(ctx context.Context, tx pgx.Tx, k store.SessionKey) (*agentrunnerv1.Session, error) {
-	var b []byte
-	err := tx.QueryRow(ctx, "SELECT record FROM sessions WHERE app_name = $1 AND user_id = $2 AND session_id = $3 FOR UPDATE",
-		k.App, k.User, k.Session).Scan(&b)
+	var (
+		b     []byte
+		token int64
+	)
+	err := tx.QueryRow(ctx, "SELECT record, lease_token FROM sessions WHERE app_name = $1 AND user_id = $2 AND session_id = $3 FOR UPDATE",
+		k.App, k.User, k.Session).Scan(&b, &token)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, fmt.Errorf("session %s: %w", k, store.ErrNotFound)
 	} else if err != nil {
 		return nil, fmt.Errorf("lock session %s: %w", k, err)
+	}
+	if err := checkFence(ctx, k, token); err != nil {
+		return nil, err
 	}
 	return decodeSession(b)
 }

@@ -275,7 +275,7 @@ func (s *Store) mapErr(err error) error {
 	}
 	var pe *pgconn.PgError
 	switch {
-	case errors.Is(err, store.ErrNotFound), errors.Is(err, store.ErrAlreadyExists), errors.Is(err, store.ErrInvalidArgument):
+	case errors.Is(err, store.ErrNotFound), errors.Is(err, store.ErrAlreadyExists), errors.Is(err, store.ErrInvalidArgument), errors.Is(err, store.ErrFenced):
 		return err
 	case s.closed.Load():
 		return fmt.Errorf("%w: %v", store.ErrClosed, err)
