@@ -28,6 +28,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -51,6 +52,8 @@ type Cluster struct {
 	bin    string   // the directory of pg_ctl
 	asUser []string // the command prefix that runs as the unprivileged user, if any
 	port   int
+	// watchdog stops the server should this process die without Stop.
+	watchdog *exec.Cmd
 }
 
 // Start initializes and starts a cluster in a new temporary directory.
@@ -80,7 +83,32 @@ func Start(opts Options) (*Cluster, error) {
 		os.RemoveAll(dir)
 		return nil, err
 	}
+	if err := c.watch(); err != nil {
+		return nil, errors.Join(err, c.Stop())
+	}
 	return c, nil
+}
+
+// watch starts a shell that waits for this process to end and then stops
+// the server and removes its directory: a test binary killed by a
+// timeout, or ended by a panic, never reaches Stop, and a server left
+// running would hold its port and memory on a shared machine. It runs in
+// a session of its own, out of reach of signals to the test's process
+// group. Stop ends it first.
+func (c *Cluster) watch() error {
+	const script = `pid=$1 dir=$2; shift 2
+while kill -0 "$pid" 2>/dev/null; do sleep 1; done
+"$@" >/dev/null 2>&1
+rm -rf "$dir"`
+	stop := append(slices.Clone(c.asUser), filepath.Join(c.bin, "pg_ctl"), "-D", c.data(), "-m", "immediate", "stop")
+	args := append([]string{"-c", script, "pgtest-watchdog", strconv.Itoa(os.Getpid()), c.dir}, stop...)
+	c.watchdog = exec.Command("/bin/sh", args...)
+	c.watchdog.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	if err := c.watchdog.Start(); err != nil {
+		c.watchdog = nil
+		return fmt.Errorf("start the cluster's watchdog: %w", err)
+	}
+	return nil
 }
 
 // findBin returns the directory of Debian's server binaries: that of
@@ -193,6 +221,11 @@ func lastLines(b []byte, n int) string {
 // Stop stops the server at once (pg_ctl stop -m immediate: nothing it
 // holds needs keeping) and removes its directory.
 func (c *Cluster) Stop() error {
+	if c.watchdog != nil {
+		_ = c.watchdog.Process.Kill()
+		_ = c.watchdog.Wait() // killed: its status says so
+		c.watchdog = nil
+	}
 	err := c.run(60*time.Second, filepath.Join(c.bin, "pg_ctl"), "-D", c.data(), "-m", "immediate", "-w", "stop")
 	return errors.Join(err, os.RemoveAll(c.dir))
 }
