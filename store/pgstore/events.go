@@ -48,6 +48,11 @@ func (s *Store) prepareEvent(k store.SessionKey, ev *agentrunnerv1.Event) (event
 	if err := checkText(w.stored.Id); err != nil {
 		return eventWrite{}, fmt.Errorf("event id: %w", err)
 	}
+	for _, id := range callIDs(w.stored) {
+		if err := checkText(id); err != nil {
+			return eventWrite{}, fmt.Errorf("function call id: %w", err)
+		}
+	}
 	if w.stored.Timestamp == nil {
 		w.stored.Timestamp = timestamppb.New(s.opts.Now())
 	}
@@ -68,6 +73,13 @@ func (s *Store) AppendEvent(ctx context.Context, k store.SessionKey, ev *agentru
 	if err != nil {
 		return nil, err
 	}
+	if !w.shared() {
+		p := &pipeWrite{k: k, ev: &w}
+		if err := s.pipelined(ctx, p); err != nil {
+			return nil, err
+		}
+		return p.stored, nil
+	}
 	var out *agentrunnerv1.Event
 	err = s.inTx(ctx, func(tx pgx.Tx) error {
 		sess, err := lockSession(ctx, tx, k)
@@ -83,6 +95,11 @@ func (s *Store) AppendEvent(ctx context.Context, k store.SessionKey, ev *agentru
 	return out, nil
 }
 
+// shared reports whether the event changes "app:" or "user:" state:
+// then it is appended by a transaction of single statements (appendTx),
+// else pipelined (pipeline.go).
+func (w *eventWrite) shared() bool { return len(w.appDelta)+len(w.userDelta) > 0 }
+
 // lockSession reads session k's record and locks its row for the rest of
 // tx: the appends of a session wait for each other here. An append under
 // a lease (store.WithLease) is refused here once the lease was taken.
@@ -91,8 +108,8 @@ func lockSession(ctx context.Context, tx pgx.Tx, k store.SessionKey) (*agentrunn
 		b     []byte
 		token int64
 	)
-	err := tx.QueryRow(ctx, "SELECT record, lease_token FROM sessions WHERE app_name = $1 AND user_id = $2 AND session_id = $3 FOR UPDATE",
-		k.App, k.User, k.Session).Scan(&b, &token)
+	var last int64
+	err := tx.QueryRow(ctx, sqlLockSession, k.App, k.User, k.Session).Scan(&b, &token, &last)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, fmt.Errorf("session %s: %w", k, store.ErrNotFound)
 	} else if err != nil {
@@ -121,16 +138,14 @@ func (s *Store) appendTx(ctx context.Context, tx pgx.Tx, k store.SessionKey, ses
 	if _, _, err := s.applyShared(ctx, tx, k, false, w.appDelta, w.userDelta); err != nil {
 		return nil, err
 	}
-	_, err = tx.Exec(ctx, `INSERT INTO events (app_name, user_id, session_id, sequence, event_id, event_time, record)
-		VALUES ($1, $2, $3, $4, $5, $6, $7)`, k.App, k.User, k.Session, int64(seq), stored.GetId(), stored.GetTimestamp().AsTime(), evBytes)
+	_, err = tx.Exec(ctx, sqlInsertEvent, k.App, k.User, k.Session, int64(seq), stored.GetId(), stored.GetTimestamp().AsTime(), evBytes)
 	if err != nil {
 		return nil, fmt.Errorf("insert event: %w", err)
 	}
 	if err := recordToolCalls(ctx, tx, k, seq, stored); err != nil {
 		return nil, err
 	}
-	_, err = tx.Exec(ctx, "UPDATE sessions SET record = $4, last_sequence = $5 WHERE app_name = $1 AND user_id = $2 AND session_id = $3",
-		k.App, k.User, k.Session, recBytes, int64(seq))
+	_, err = tx.Exec(ctx, sqlUpdateSession, k.App, k.User, k.Session, recBytes, int64(seq))
 	if err != nil {
 		return nil, fmt.Errorf("update session: %w", err)
 	}
@@ -180,6 +195,16 @@ func (s *Store) AppendEventOnce(ctx context.Context, k store.SessionKey, ev *age
 	if err != nil {
 		return nil, false, err
 	}
+	if !w.shared() {
+		p := &pipeWrite{k: k, ev: &w, onceID: ev.GetId()}
+		if err := s.pipelined(ctx, p); err != nil {
+			return nil, false, err
+		}
+		if p.found != nil {
+			return duplicate(p.found, ev, w)
+		}
+		return p.stored, false, nil
+	}
 	var (
 		out   *agentrunnerv1.Event
 		found []byte
@@ -189,8 +214,7 @@ func (s *Store) AppendEventOnce(ctx context.Context, k store.SessionKey, ev *age
 		if err != nil {
 			return err
 		}
-		err = tx.QueryRow(ctx, `SELECT record FROM events WHERE app_name = $1 AND user_id = $2 AND session_id = $3 AND event_id = $4
-			ORDER BY sequence LIMIT 1`, k.App, k.User, k.Session, ev.GetId()).Scan(&found)
+		err = tx.QueryRow(ctx, sqlFindEventID, k.App, k.User, k.Session, ev.GetId()).Scan(&found)
 		switch {
 		case err == nil:
 			return nil
@@ -274,93 +298,115 @@ func (s *Store) ListEvents(ctx context.Context, k store.SessionKey, after uint64
 // The tool-call ledger: table tool_calls, kept by the append transaction.
 // A function call opens an entry, its answer closes it.
 
+// SQL of the ledger, shared by the transaction and the pipelined paths.
+const (
+	// sqlKnownCalls reads the session's entries of some call ids ($4).
+	sqlKnownCalls = "SELECT call_id, record FROM tool_calls WHERE app_name = $1 AND user_id = $2 AND session_id = $3 AND call_id = ANY($4)"
+	// sqlPutCall writes an entry.
+	sqlPutCall = `INSERT INTO tool_calls (app_name, user_id, session_id, call_id, call_sequence, record) VALUES ($1, $2, $3, $4, $5, $6)
+		ON CONFLICT (app_name, user_id, session_id, call_id) DO UPDATE SET record = excluded.record`
+)
+
+// callIDs returns the ids of ev's function calls and responses; nil for
+// most events, which carry none.
+func callIDs(ev *agentrunnerv1.Event) []string {
+	var ids []string
+	for _, p := range ev.GetContent().GetParts() {
+		if id := p.GetFunctionCall().GetId(); id != "" {
+			ids = append(ids, id)
+		}
+		if id := p.GetFunctionResponse().GetId(); id != "" {
+			ids = append(ids, id)
+		}
+	}
+	return ids
+}
+
+// scanKnownCalls reads the result of sqlKnownCalls.
+func scanKnownCalls(rows pgx.Rows) (map[string]*agentrunnerv1.ToolCall, error) {
+	known := map[string]*agentrunnerv1.ToolCall{}
+	var (
+		id string
+		b  []byte
+	)
+	_, err := pgx.ForEachRow(rows, []any{&id, &b}, func() error {
+		rec := &agentrunnerv1.ToolCall{}
+		if err := proto.Unmarshal(b, rec); err != nil {
+			return fmt.Errorf("decode tool call %q: %w", id, err)
+		}
+		known[id] = rec
+		return nil
+	})
+	return known, err
+}
+
+// ledgerChanges applies ev, stored at seq, to the ledger entries known
+// (those of its call ids, changed in place) and returns the arguments of
+// sqlPutCall for every entry it opens or closes. A call id is opened
+// once (a replay changes nothing). An answer closes a call that does not
+// wait for the caller, and one that does only when the caller ("user")
+// gives it (an agent's interim response leaves it open); an answer to a
+// call unknown or closed changes nothing.
+func ledgerChanges(k store.SessionKey, known map[string]*agentrunnerv1.ToolCall, seq uint64, ev *agentrunnerv1.Event) ([][]any, error) {
+	var order []string
+	changed := map[string]bool{}
+	mark := func(id string) {
+		if !changed[id] {
+			changed[id] = true
+			order = append(order, id)
+		}
+	}
+	for _, p := range ev.GetContent().GetParts() {
+		if fc := p.GetFunctionCall(); fc.GetId() != "" && known[fc.GetId()] == nil {
+			known[fc.GetId()] = &agentrunnerv1.ToolCall{
+				CallId: fc.GetId(), Tool: fc.GetName(), Author: ev.GetAuthor(), InvocationId: ev.GetInvocationId(),
+				ArgsDigest: digest(fc.GetArgs()), CallSequence: seq, CallTime: ev.GetTimestamp(),
+				WaitsForCaller: slices.Contains(ev.GetLongRunningToolIds(), fc.GetId()),
+			}
+			mark(fc.GetId())
+		}
+		fr := p.GetFunctionResponse()
+		rec := known[fr.GetId()]
+		if fr.GetId() == "" || rec == nil || rec.GetResponseSequence() != 0 || (rec.GetWaitsForCaller() && ev.GetAuthor() != userAuthor) {
+			continue
+		}
+		rec.ResponseSequence, rec.ResponseTime, rec.ResultDigest = seq, ev.GetTimestamp(), digest(fr.GetResponse())
+		mark(fr.GetId())
+	}
+	out := make([][]any, 0, len(order))
+	for _, id := range order {
+		b, err := proto.Marshal(known[id])
+		if err != nil {
+			return nil, fmt.Errorf("marshal tool call: %w", err)
+		}
+		out = append(out, []any{k.App, k.User, k.Session, id, int64(known[id].GetCallSequence()), b})
+	}
+	return out, nil
+}
+
 // recordToolCalls updates the ledger of session k with the function calls
 // and responses of ev, stored at its sequence.
 func recordToolCalls(ctx context.Context, tx pgx.Tx, k store.SessionKey, seq uint64, ev *agentrunnerv1.Event) error {
-	// Most events carry no function part: they cost no statement.
-	if !slices.ContainsFunc(ev.GetContent().GetParts(), isFunctionPart) {
-		return nil
+	ids := callIDs(ev)
+	if len(ids) == 0 {
+		return nil // most events: no statement
 	}
-	for _, p := range ev.GetContent().GetParts() {
-		if fc := p.GetFunctionCall(); fc.GetId() != "" {
-			if err := openCall(ctx, tx, k, seq, ev, fc); err != nil {
-				return err
-			}
+	rows, err := tx.Query(ctx, sqlKnownCalls, k.App, k.User, k.Session, ids)
+	if err != nil {
+		return fmt.Errorf("read tool calls: %w", err)
+	}
+	known, err := scanKnownCalls(rows)
+	if err != nil {
+		return fmt.Errorf("read tool calls: %w", err)
+	}
+	puts, err := ledgerChanges(k, known, seq, ev)
+	if err != nil {
+		return err
+	}
+	for _, args := range puts {
+		if _, err := tx.Exec(ctx, sqlPutCall, args...); err != nil {
+			return fmt.Errorf("write tool call %q: %w", args[3], err)
 		}
-		if fr := p.GetFunctionResponse(); fr.GetId() != "" {
-			if err := closeCall(ctx, tx, k, seq, ev, fr); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
-}
-
-func isFunctionPart(p *agentrunnerv1.Part) bool {
-	return p.GetFunctionCall().GetId() != "" || p.GetFunctionResponse().GetId() != ""
-}
-
-// openCall opens a ledger entry; a call id is opened once, so a replay
-// changes nothing.
-func openCall(ctx context.Context, tx pgx.Tx, k store.SessionKey, seq uint64, ev *agentrunnerv1.Event, fc *agentrunnerv1.FunctionCall) error {
-	if err := checkText(fc.GetId()); err != nil {
-		return fmt.Errorf("function call id: %w", err)
-	}
-	rec := &agentrunnerv1.ToolCall{
-		CallId:         fc.GetId(),
-		Tool:           fc.GetName(),
-		Author:         ev.GetAuthor(),
-		InvocationId:   ev.GetInvocationId(),
-		ArgsDigest:     digest(fc.GetArgs()),
-		CallSequence:   seq,
-		CallTime:       ev.GetTimestamp(),
-		WaitsForCaller: slices.Contains(ev.GetLongRunningToolIds(), fc.GetId()),
-	}
-	b, err := proto.Marshal(rec)
-	if err != nil {
-		return fmt.Errorf("marshal tool call: %w", err)
-	}
-	_, err = tx.Exec(ctx, `INSERT INTO tool_calls (app_name, user_id, session_id, call_id, call_sequence, record)
-		VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT DO NOTHING`, k.App, k.User, k.Session, fc.GetId(), int64(seq), b)
-	if err != nil {
-		return fmt.Errorf("open tool call %q: %w", fc.GetId(), err)
-	}
-	return nil
-}
-
-// closeCall records the answer to a call: any response to a call that
-// does not wait for the caller, only the caller's to one that does (an
-// agent's interim response leaves it open). A response to a call the
-// ledger does not know, or to one already closed, changes nothing.
-func closeCall(ctx context.Context, tx pgx.Tx, k store.SessionKey, seq uint64, ev *agentrunnerv1.Event, fr *agentrunnerv1.FunctionResponse) error {
-	if checkText(fr.GetId()) != nil {
-		return nil // no call of that id was ever opened
-	}
-	var b []byte
-	err := tx.QueryRow(ctx, "SELECT record FROM tool_calls WHERE app_name = $1 AND user_id = $2 AND session_id = $3 AND call_id = $4",
-		k.App, k.User, k.Session, fr.GetId()).Scan(&b)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return nil
-	} else if err != nil {
-		return fmt.Errorf("read tool call %q: %w", fr.GetId(), err)
-	}
-	rec := &agentrunnerv1.ToolCall{}
-	if err := proto.Unmarshal(b, rec); err != nil {
-		return fmt.Errorf("decode tool call %q: %w", fr.GetId(), err)
-	}
-	if rec.GetResponseSequence() != 0 || (rec.GetWaitsForCaller() && ev.GetAuthor() != userAuthor) {
-		return nil
-	}
-	rec.ResponseSequence = seq
-	rec.ResponseTime = ev.GetTimestamp()
-	rec.ResultDigest = digest(fr.GetResponse())
-	if b, err = proto.Marshal(rec); err != nil {
-		return fmt.Errorf("marshal tool call: %w", err)
-	}
-	_, err = tx.Exec(ctx, "UPDATE tool_calls SET record = $5 WHERE app_name = $1 AND user_id = $2 AND session_id = $3 AND call_id = $4",
-		k.App, k.User, k.Session, fr.GetId(), b)
-	if err != nil {
-		return fmt.Errorf("close tool call %q: %w", fr.GetId(), err)
 	}
 	return nil
 }

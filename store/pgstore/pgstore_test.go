@@ -3,6 +3,7 @@ package pgstore_test
 import (
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"strings"
 	"sync"
@@ -28,13 +29,16 @@ func TestMain(m *testing.M) { os.Exit(pgtest.Main(m, &pg)) }
 // openURL opens a store on the database at url, closed when t ends.
 func openURL(t *testing.T, url string) *pgstore.Store {
 	t.Helper()
-	s, err := pgstore.Open(t.Context(), url, pgstore.Options{})
+	s, err := pgstore.Open(t.Context(), url, pgstore.Options{Logger: quiet})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = s.Close() })
 	return s
 }
+
+// quiet is the tests' logger: migrations applied are no news here.
+var quiet = slog.New(slog.DiscardHandler)
 
 func TestConformance(t *testing.T) {
 	storetest.Run(t, func(t *testing.T) store.Store { return openURL(t, pg.URL(t)) })
@@ -248,4 +252,13 @@ func wantFenced(t *testing.T, err error, what string) {
 	if !errors.Is(err, store.ErrFenced) {
 		t.Fatalf("%s by a stale writer: %v, want ErrFenced", what, err)
 	}
+}
+
+// openBench opens a store on a new database for a benchmark.
+func openBench(b *testing.B) (*pgstore.Store, error) {
+	s, err := pgstore.Open(b.Context(), pg.URL(b), pgstore.Options{Logger: quiet})
+	if err == nil {
+		b.Cleanup(func() { _ = s.Close() })
+	}
+	return s, err
 }

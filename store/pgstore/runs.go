@@ -66,12 +66,51 @@ func createNanos(ts *timestamppb.Timestamp) (int64, error) {
 	return n, nil
 }
 
-// putRunTx writes w's record in tx, which holds its session's row lock
-// (the session's last sequence is anchor); a seq other than zero is
-// stored as last_sequence (and as first_sequence when that is zero). It
-// returns the record as stored. The run id must not be another
-// session's, and the request_id not another run's (ErrAlreadyExists).
-func putRunTx(ctx context.Context, tx pgx.Tx, w *runWrite, anchor, seq uint64) (*agentrunnerv1.Run, error) {
+// SQL of a run record's write, shared by the transaction and the
+// pipelined paths (pipeline.go).
+const (
+	// sqlRunOf reads the stored run of an id, locking it.
+	sqlRunOf = "SELECT app_name, user_id, session_id, create_nanos FROM runs WHERE run_id = $1 FOR UPDATE"
+	// sqlRequestHolder reads the other run of a session holding a request_id.
+	sqlRequestHolder = "SELECT run_id FROM runs WHERE app_name = $1 AND user_id = $2 AND session_id = $3 AND request_id = $4 AND run_id <> $5"
+	// sqlPutRun writes a record; a rewrite keeps its anchor and create_nanos.
+	sqlPutRun = `INSERT INTO runs (run_id, app_name, user_id, session_id, anchor, create_nanos, request_id, unfinished, record)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
+		ON CONFLICT (run_id) DO UPDATE SET request_id = excluded.request_id, unfinished = excluded.unfinished, record = excluded.record`
+)
+
+// storedRun is what a write reads of the stored record of its run id.
+type storedRun struct {
+	found     bool
+	key       store.SessionKey
+	nanos     int64
+	reqHolder string // the other run holding the request_id, if any
+}
+
+// scan reads the result of sqlRunOf.
+func (r *storedRun) scan(row pgx.Row) error {
+	err := row.Scan(&r.key.App, &r.key.User, &r.key.Session, &r.nanos)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil
+	}
+	r.found = err == nil
+	return err
+}
+
+// scanHolder reads the result of sqlRequestHolder.
+func (r *storedRun) scanHolder(row pgx.Row) error {
+	if err := row.Scan(&r.reqHolder); err != nil && !errors.Is(err, pgx.ErrNoRows) {
+		return err
+	}
+	return nil
+}
+
+// plan returns the record w writes over stored, and the arguments of
+// sqlPutRun for it (its session's last sequence being anchor); a seq
+// other than zero is stored as last_sequence (and as first_sequence when
+// that is zero). The run id must not be another session's, and the
+// request_id not another run's (ErrAlreadyExists).
+func (w *runWrite) plan(stored storedRun, anchor, seq uint64) (*agentrunnerv1.Run, []any, error) {
 	rec := proto.CloneOf(w.rec)
 	if seq != 0 {
 		rec.LastSequence = seq
@@ -79,58 +118,49 @@ func putRunTx(ctx context.Context, tx pgx.Tx, w *runWrite, anchor, seq uint64) (
 			rec.FirstSequence = seq
 		}
 	}
-	var app, user, sess string
-	var nanos int64
-	err := tx.QueryRow(ctx, "SELECT app_name, user_id, session_id, create_nanos FROM runs WHERE run_id = $1 FOR UPDATE",
-		rec.GetRunId()).Scan(&app, &user, &sess, &nanos)
 	switch {
-	case errors.Is(err, pgx.ErrNoRows):
-	case err != nil:
-		return nil, fmt.Errorf("read run %s: %w", rec.GetRunId(), err)
-	case (store.SessionKey{App: app, User: user, Session: sess}) != w.k:
-		return nil, fmt.Errorf("run_id %s is a run of another session: %w", rec.GetRunId(), store.ErrAlreadyExists)
-	case nanos != w.nanos:
+	case !stored.found:
+	case stored.key != w.k:
+		return nil, nil, fmt.Errorf("run_id %s is a run of another session: %w", rec.GetRunId(), store.ErrAlreadyExists)
+	case stored.nanos != w.nanos:
 		// A record's create_time never changes once written.
-		rec.CreateTime = timestamppb.New(time.Unix(0, nanos))
+		rec.CreateTime = timestamppb.New(time.Unix(0, stored.nanos))
 	}
 	var req *string
 	if r := rec.GetRequestId(); r != "" {
-		req = &r
-		var holder string
-		err := tx.QueryRow(ctx, "SELECT run_id FROM runs WHERE app_name = $1 AND user_id = $2 AND session_id = $3 AND request_id = $4 AND run_id <> $5",
-			w.k.App, w.k.User, w.k.Session, r, rec.GetRunId()).Scan(&holder)
-		if err == nil {
-			return nil, fmt.Errorf("request_id %q is held by run %s: %w", r, holder, store.ErrAlreadyExists)
-		} else if !errors.Is(err, pgx.ErrNoRows) {
-			return nil, fmt.Errorf("read request_id %q: %w", r, err)
+		if stored.reqHolder != "" {
+			return nil, nil, fmt.Errorf("request_id %q is held by run %s: %w", r, stored.reqHolder, store.ErrAlreadyExists)
 		}
+		req = &r
 	}
 	b, err := proto.Marshal(rec)
 	if err != nil {
-		return nil, fmt.Errorf("marshal run %s: %w", rec.GetRunId(), err)
+		return nil, nil, fmt.Errorf("marshal run %s: %w", rec.GetRunId(), err)
 	}
-	_, err = tx.Exec(ctx, `INSERT INTO runs (run_id, app_name, user_id, session_id, anchor, create_nanos, request_id, unfinished, record)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
-		ON CONFLICT (run_id) DO UPDATE SET request_id = excluded.request_id, unfinished = excluded.unfinished, record = excluded.record`,
-		rec.GetRunId(), w.k.App, w.k.User, w.k.Session, int64(anchor), w.nanos, req, unfinished(rec.GetStatus()), b)
+	return rec, []any{rec.GetRunId(), w.k.App, w.k.User, w.k.Session, int64(anchor), w.nanos, req, unfinished(rec.GetStatus()), b}, nil
+}
+
+// putRunTx writes w's record in tx, which holds its session's row lock
+// (the session's last sequence is anchor), and returns it as stored (see
+// runWrite.plan).
+func putRunTx(ctx context.Context, tx pgx.Tx, w *runWrite, anchor, seq uint64) (*agentrunnerv1.Run, error) {
+	var stored storedRun
+	if err := stored.scan(tx.QueryRow(ctx, sqlRunOf, w.rec.GetRunId())); err != nil {
+		return nil, fmt.Errorf("read run %s: %w", w.rec.GetRunId(), err)
+	}
+	if r := w.rec.GetRequestId(); r != "" {
+		if err := stored.scanHolder(tx.QueryRow(ctx, sqlRequestHolder, w.k.App, w.k.User, w.k.Session, r, w.rec.GetRunId())); err != nil {
+			return nil, fmt.Errorf("read request_id %q: %w", r, err)
+		}
+	}
+	rec, args, err := w.plan(stored, anchor, seq)
 	if err != nil {
+		return nil, err
+	}
+	if _, err := tx.Exec(ctx, sqlPutRun, args...); err != nil {
 		return nil, fmt.Errorf("write run %s: %w", rec.GetRunId(), err)
 	}
 	return rec, nil
-}
-
-// lockSessionSeq locks session k's row for the rest of tx and returns
-// its last sequence.
-func lockSessionSeq(ctx context.Context, tx pgx.Tx, k store.SessionKey) (uint64, error) {
-	var last int64
-	err := tx.QueryRow(ctx, "SELECT last_sequence FROM sessions WHERE app_name = $1 AND user_id = $2 AND session_id = $3 FOR UPDATE",
-		k.App, k.User, k.Session).Scan(&last)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return 0, fmt.Errorf("session %s: %w", k, store.ErrNotFound)
-	} else if err != nil {
-		return 0, fmt.Errorf("lock session %s: %w", k, err)
-	}
-	return uint64(last), nil
 }
 
 // AppendRunEvent implements store.RunStore.
@@ -148,6 +178,13 @@ func (s *Store) AppendRunEvent(ctx context.Context, k store.SessionKey, ev *agen
 	}
 	if rw.k != k {
 		return nil, nil, fmt.Errorf("run %s belongs to session %s, not %s: %w", run.GetRunId(), rw.k, k, store.ErrInvalidArgument)
+	}
+	if !ew.shared() {
+		p := &pipeWrite{k: k, ev: &ew, run: rw}
+		if err := s.pipelined(ctx, p); err != nil {
+			return nil, nil, err
+		}
+		return p.stored, p.storedRun, nil
 	}
 	var (
 		outEv  *agentrunnerv1.Event
@@ -185,19 +222,7 @@ func (s *Store) PutRun(ctx context.Context, run *agentrunnerv1.Run) error {
 // putRun writes a record on its own; lazy skips waiting for the WAL
 // flush (PutRunLater).
 func (s *Store) putRun(ctx context.Context, w *runWrite, lazy bool) error {
-	return s.inTx(ctx, func(tx pgx.Tx) error {
-		if lazy {
-			if _, err := tx.Exec(ctx, "SET LOCAL synchronous_commit TO OFF"); err != nil {
-				return fmt.Errorf("set synchronous_commit: %w", err)
-			}
-		}
-		anchor, err := lockSessionSeq(ctx, tx, w.k)
-		if err != nil {
-			return err
-		}
-		_, err = putRunTx(ctx, tx, w, anchor, 0)
-		return err
-	})
+	return s.pipelined(ctx, &pipeWrite{k: w.k, run: w, lazy: lazy})
 }
 
 // PutRunLater implements store.RunStore. The record is written before it
