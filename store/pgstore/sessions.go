@@ -357,17 +357,15 @@ func (s *Store) ListSessions(ctx context.Context, app, user string, page store.P
 			return nil, "", fmt.Errorf("page_token belongs to another listing: %w", store.ErrInvalidArgument)
 		}
 	}
+	// With a user, a plain equality: the scan is of the user's key range.
+	userCond := "($2 = '' OR s.user_id = $2)"
+	if user != "" {
+		userCond = "s.user_id = $2"
+	}
 	q := `SELECT s.record, u.state FROM sessions s
 		LEFT JOIN user_state u ON u.app_name = s.app_name AND u.user_id = s.user_id
-		WHERE s.app_name = $1 AND ($2 = '' OR s.user_id = $2) AND (s.user_id, s.session_id) > ($3, $4)
+		WHERE s.app_name = $1 AND ` + userCond + ` AND (s.user_id, s.session_id) > ($3, $4)
 		ORDER BY s.user_id, s.session_id LIMIT $5`
-	if user != "" {
-		// A plain equality, so that the scan is of the user's key range.
-		q = `SELECT s.record, u.state FROM sessions s
-		LEFT JOIN user_state u ON u.app_name = s.app_name AND u.user_id = s.user_id
-		WHERE s.app_name = $1 AND s.user_id = $2 AND (s.user_id, s.session_id) > ($3, $4)
-		ORDER BY s.user_id, s.session_id LIMIT $5`
-	}
 	limit := page.Limit()
 	var (
 		out  []*agentrunnerv1.Session
