@@ -79,8 +79,15 @@ func Open(ctx context.Context, url string, opts Options) (*Store, error) {
 func Connect(ctx context.Context, url string) (*pgxpool.Pool, error) {
 	cfg, err := pgxpool.ParseConfig(url)
 	if err != nil {
-		// The error may quote the URL, password included: say less.
-		return nil, fmt.Errorf("parse PostgreSQL URL: %w", errors.Unwrap(err))
+		// The error quotes the URL, its password redacted only as well
+		// as a malformed URL allows: keep what follows the quote.
+		msg := err.Error()
+		if i := strings.LastIndex(msg, "`: "); i >= 0 {
+			msg = msg[i+3:]
+		} else {
+			msg = "malformed"
+		}
+		return nil, fmt.Errorf("parse PostgreSQL URL: %s: %w", msg, store.ErrInvalidArgument)
 	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
