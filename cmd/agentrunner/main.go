@@ -20,6 +20,7 @@ import (
 
 	"github.com/agentrunner/agentrunner/cmd/agentrunner/internal/bench"
 	"github.com/agentrunner/agentrunner/cmd/agentrunner/internal/chat"
+	"github.com/agentrunner/agentrunner/cmd/agentrunner/internal/devcerts"
 	"github.com/agentrunner/agentrunner/cmd/agentrunner/internal/mcpdemo"
 )
 
@@ -61,6 +62,7 @@ Usage:
   agentrunner runs list|get|cancel|attach|resume
                                             inspect, follow, cancel and resume runs
   agentrunner bench [flags]                 load benchmark of a local server
+  agentrunner certs [flags]                 a private CA, server and client certificates to try TLS and mTLS
   agentrunner mcp-demo                      an example MCP server on stdio (the default apps use it)
   agentrunner version                       version, commit and build time (also --version)
   agentrunner help [command]                this text, or a command's flags
@@ -88,6 +90,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return runsCommand(ctx, rest, stdout, stderr)
 	case "bench":
 		return bench.Main(ctx, rest, stdout, stderr)
+	case "certs":
+		return devcerts.Main(rest, stdout, stderr)
 	case "mcp-demo":
 		return mcpdemo.Main(ctx, rest, stderr)
 	case "version", "--version", "-version":
