@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"log/slog"
+	"strconv"
 	"strings"
 
 	servicev1 "github.com/agentrunner/agentrunner/gen/go/agentrunner/service/v1"
@@ -186,7 +187,7 @@ func (a *authorizer) scope(ctx context.Context, method string, req any) error {
 	case r.GetUserId() == "":
 		return a.deny(ctx, codes.PermissionDenied, p.Name, method, "a request for every user (no user_id) is for admins")
 	case !p.MayUse(r.GetAppName(), r.GetUserId()):
-		return a.deny(ctx, codes.PermissionDenied, p.Name, method, "not granted user "+quote(r.GetUserId())+" on app "+quote(r.GetAppName()))
+		return a.deny(ctx, codes.PermissionDenied, p.Name, method, "not granted user "+strconv.Quote(r.GetUserId())+" on app "+strconv.Quote(r.GetAppName()))
 	}
 	return nil
 }
@@ -202,8 +203,6 @@ func (a *authorizer) deny(ctx context.Context, code codes.Code, principal, metho
 		slog.String("reason", reason))
 	return status.Error(code, reason)
 }
-
-func quote(s string) string { return "\"" + strings.ReplaceAll(s, "\"", "\\\"") + "\"" }
 
 func (a *authorizer) unary() grpc.UnaryServerInterceptor {
 	return func(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"iter"
 	"slices"
+	"strconv"
 	"strings"
 
 	servicev1 "github.com/agentrunner/agentrunner/gen/go/agentrunner/service/v1"
@@ -180,7 +181,7 @@ func (s *Server) runApp(ctx context.Context, runID string) (AppRunner, error) {
 			return nil, s.toStatus(ctx, gerr)
 		}
 	}
-	return nil, s.authz.deny(ctx, codes.PermissionDenied, p.Name, methodOf(ctx), "no run "+quote(runID)+" this principal may use")
+	return nil, s.authz.deny(ctx, codes.PermissionDenied, p.Name, methodOf(ctx), "no run "+strconv.Quote(runID)+" this principal may use")
 }
 
 func (s *Server) findRunApp(ctx context.Context, runID string) (AppRunner, error) {
