@@ -20,7 +20,6 @@ import (
 
 	"github.com/agentrunner/agentrunner/cmd/agentrunner/internal/bench"
 	"github.com/agentrunner/agentrunner/cmd/agentrunner/internal/chat"
-	"github.com/agentrunner/agentrunner/cmd/agentrunner/internal/devcerts"
 	"github.com/agentrunner/agentrunner/cmd/agentrunner/internal/mcpdemo"
 )
 
@@ -91,7 +90,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	case "bench":
 		return bench.Main(ctx, rest, stdout, stderr)
 	case "certs":
-		return devcerts.Main(rest, stdout, stderr)
+		return certsCommand(rest, stdout, stderr)
 	case "mcp-demo":
 		return mcpdemo.Main(ctx, rest, stderr)
 	case "version", "--version", "-version":

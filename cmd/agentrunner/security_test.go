@@ -11,7 +11,7 @@ import (
 	"testing"
 
 	"github.com/agentrunner/agentrunner/cmd/agentrunner/internal/clientconn"
-	"github.com/agentrunner/agentrunner/cmd/agentrunner/internal/devcerts"
+	"github.com/agentrunner/agentrunner/server/auth/devcerts"
 	"google.golang.org/grpc"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 )
