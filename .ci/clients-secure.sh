@@ -90,6 +90,22 @@ for lang in python ts go; do
   expect_match "$lang without credentials" "$err" '^RPC failed: (Unauthenticated|UNAUTHENTICATED): no credentials'
 done
 
+# Tools the client executes, over mTLS (carol may use the orders app).
+for lang in python ts; do
+  what="$lang tools over mTLS"
+  set +e
+  case $lang in
+  python) out=$(/usr/bin/python3 examples/python/tools.py --addr "$addr" --user carol "${with_cert[@]}" 2>"$ci_work/err") ;;
+  ts) out=$(node_modules/.bin/tsx examples/ts/tools.ts --addr "$addr" --user carol "${with_cert[@]}" 2>"$ci_work/err") ;;
+  esac
+  rc=$?
+  set -e
+  echo "--- $what (exit $rc)"
+  sed 's/^/  | /' <<<"$out"
+  ((rc == 0)) || fail "$what: exit status $rc: $(<"$ci_work/err")"
+  expect_contains "$what" "$out" '#4 clerk: offline model: get_order returned {"carrier":"DHL","status":"shipped"}'
+done
+
 # grpcurl: reflection and the RPCs with a token, then with a certificate.
 # run_grpcurl USER ARGS...: creates a session of USER and runs a message.
 run_grpcurl() {

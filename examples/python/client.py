@@ -25,6 +25,14 @@ from agentrunner.service.v1 import (  # noqa: E402
 CODE_NAMES = {c.value[0]: c.name for c in grpc.StatusCode}
 
 
+def add_security_args(ap):
+    """The flags of channel and auth_metadata."""
+    ap.add_argument("--token-file", help="file holding the bearer token (env AGENTRUNNER_TOKEN holds the token itself)")
+    ap.add_argument("--ca-file", help="PEM CA of the server's certificate; turns TLS on")
+    ap.add_argument("--cert-file", help="PEM client certificate (mTLS), with --key-file")
+    ap.add_argument("--key-file", help="PEM key of --cert-file")
+
+
 def channel(args):
     """A channel to the server: TLS when a CA or client certificate is given, else plaintext."""
     # The server sends responses of up to 32 MiB (a page of a large session);
@@ -97,10 +105,7 @@ def main():
     ap.add_argument("--addr", default=os.environ.get("AGENTRUNNER_ADDR", "127.0.0.1:50051"))
     ap.add_argument("--app", default="demo")
     ap.add_argument("--user", default="python-example")
-    ap.add_argument("--token-file", help="file holding the bearer token (env AGENTRUNNER_TOKEN holds the token itself)")
-    ap.add_argument("--ca-file", help="PEM CA of the server's certificate; turns TLS on")
-    ap.add_argument("--cert-file", help="PEM client certificate (mTLS), with --key-file")
-    ap.add_argument("--key-file", help="PEM key of --cert-file")
+    add_security_args(ap)
     ap.add_argument("messages", nargs="*", default=["Hello! What can you do?", "Tell me more."])
     args = ap.parse_args()
 

@@ -7,9 +7,8 @@
 // --token-file FILE (or env AGENTRUNNER_TOKEN) sends a bearer token,
 // --ca-file CA.pem turns TLS on, --cert-file and --key-file add a client
 // certificate (mTLS).
-import { readFileSync } from "node:fs";
-import { Code, ConnectError, createClient, type Interceptor } from "@connectrpc/connect";
-import { createGrpcTransport } from "@connectrpc/connect-node";
+import { Code, ConnectError, createClient } from "@connectrpc/connect";
+import { transport as makeTransport } from "./transport.js";
 import { SessionService } from "../../gen/ts/agentrunner/service/v1/session_service_pb.js";
 import { RunnerService } from "../../gen/ts/agentrunner/service/v1/runner_service_pb.js";
 import { ArtifactService } from "../../gen/ts/agentrunner/service/v1/artifact_service_pb.js";
@@ -29,29 +28,7 @@ const app = flags.get("app") ?? "demo";
 const user = flags.get("user") ?? "ts-example";
 if (messages.length === 0) messages.push("Hello! What can you do?", "Tell me more.");
 
-// TLS when a CA or a client certificate is given; the token, when there is
-// one, goes with every call as "authorization: Bearer <token>".
-const caFile = flags.get("ca-file");
-const certFile = flags.get("cert-file");
-const keyFile = flags.get("key-file");
-const tokenFile = flags.get("token-file");
-const token = tokenFile ? readFileSync(tokenFile, "utf8").replace(/[\r\n]+$/, "") : (process.env.AGENTRUNNER_TOKEN ?? "");
-const tls = caFile !== undefined || certFile !== undefined;
-const bearer: Interceptor = (next) => async (req) => {
-  req.header.set("authorization", `Bearer ${token}`);
-  return next(req);
-};
-const transport = createGrpcTransport({
-  baseUrl: `${tls ? "https" : "http"}://${addr}`,
-  interceptors: token ? [bearer] : [],
-  nodeOptions: tls
-    ? {
-        ca: caFile ? readFileSync(caFile) : undefined,
-        cert: certFile ? readFileSync(certFile) : undefined,
-        key: keyFile ? readFileSync(keyFile) : undefined,
-      }
-    : undefined,
-});
+const transport = makeTransport(addr, flags);
 const sessions = createClient(SessionService, transport);
 const runner = createClient(RunnerService, transport);
 const artifacts = createClient(ArtifactService, transport);
