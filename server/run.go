@@ -5,6 +5,7 @@ import (
 	"errors"
 	"iter"
 	"slices"
+	"strconv"
 	"strings"
 
 	servicev1 "github.com/agentrunner/agentrunner/gen/go/agentrunner/service/v1"
@@ -155,11 +156,35 @@ func (h runnerService) ResumeRun(req *servicev1.ResumeRunRequest, stream grpc.Se
 }
 
 // runApp returns the runner of the app a run belongs to: one that has it
-// live, or the one its stored record names.
+// live, or the one its stored record names. With authentication on it is
+// also where run-id RPCs are authorized: a non-admin caller gets the same
+// PermissionDenied for a run that does not exist and for one of a user or
+// app it is not granted, so the answer never tells which.
 func (s *Server) runApp(ctx context.Context, runID string) (AppRunner, error) {
 	if err := checkID("run_id", runID); err != nil {
 		return nil, err
 	}
+	app, err := s.findRunApp(ctx, runID)
+	p := principalFrom(ctx)
+	if p == nil || p.Admin {
+		return app, err
+	}
+	if err != nil && status.Code(err) != codes.NotFound {
+		return nil, err
+	}
+	if err == nil {
+		rec, gerr := app.GetRun(ctx, runID)
+		switch {
+		case gerr == nil && p.MayUse(rec.GetAppName(), rec.GetUserId()):
+			return app, nil
+		case gerr != nil && !errors.Is(gerr, store.ErrNotFound):
+			return nil, s.toStatus(ctx, gerr)
+		}
+	}
+	return nil, s.authz.deny(ctx, codes.PermissionDenied, p.Name, methodOf(ctx), "no run "+strconv.Quote(runID)+" this principal may use")
+}
+
+func (s *Server) findRunApp(ctx context.Context, runID string) (AppRunner, error) {
 	for _, a := range s.apps.List() {
 		if app, ok := s.apps.Lookup(a.GetName()); ok && app.HasLiveRun(runID) {
 			return app, nil
@@ -209,6 +234,10 @@ func unknownApp(name string) error {
 
 func (h runnerService) ListApps(ctx context.Context, _ *servicev1.ListAppsRequest) (*servicev1.ListAppsResponse, error) {
 	apps := slices.Clone(h.s.apps.List())
+	// A principal sees the apps it may use.
+	if p := principalFrom(ctx); p != nil {
+		apps = slices.DeleteFunc(apps, func(a *agentrunnerv1.App) bool { return !p.MayUseApp(a.GetName()) })
+	}
 	slices.SortFunc(apps, func(a, b *agentrunnerv1.App) int { return strings.Compare(a.GetName(), b.GetName()) })
 	return &servicev1.ListAppsResponse{Apps: apps}, nil
 }

@@ -9,6 +9,7 @@ import (
 	servicev1 "github.com/agentrunner/agentrunner/gen/go/agentrunner/service/v1"
 	agentrunnerv1 "github.com/agentrunner/agentrunner/gen/go/agentrunner/v1"
 	"github.com/agentrunner/agentrunner/runner"
+	"github.com/agentrunner/agentrunner/server/auth"
 	"github.com/agentrunner/agentrunner/store"
 	"google.golang.org/grpc"
 	"google.golang.org/protobuf/types/known/structpb"
@@ -100,6 +101,11 @@ type Config struct {
 	// MaxMessageBytes bounds each received and sent message; zero means
 	// DefaultMaxMessageBytes.
 	MaxMessageBytes int
+	// Auth turns authentication and authorization on: every call but
+	// health checks needs a principal of it, which acts only as the
+	// users and on the apps it is granted (see methodAccess). nil means
+	// no authentication: every caller may do anything.
+	Auth *auth.Config
 }
 
 // Server implements the agentrunner gRPC services.
@@ -109,6 +115,7 @@ type Server struct {
 	log    *slog.Logger
 	maxRun time.Duration
 	maxMsg int
+	authz  *authorizer
 }
 
 // New returns a Server. It panics if cfg.Store is nil: that is a wiring
@@ -132,6 +139,7 @@ func New(cfg Config) *Server {
 		log:    cfg.Logger,
 		maxRun: cfg.MaxRunDuration,
 		maxMsg: cfg.MaxMessageBytes,
+		authz:  newAuthorizer(cfg.Auth, cfg.Logger),
 	}
 }
 

@@ -14,6 +14,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -66,6 +67,7 @@ type serveFlags struct {
 	logLevel           slog.Level
 	debugAddr          string
 	metricsAddr        string
+	sec                securityFlags
 }
 
 func parseServeFlags(args []string, stderr io.Writer) (serveFlags, error) {
@@ -84,6 +86,11 @@ func parseServeFlags(args []string, stderr io.Writer) (serveFlags, error) {
 	fs.DurationVar(&f.drain, "drain-timeout", 30*time.Second, "at shutdown, how long runs in progress may finish before they are stopped and marked RUN_STATUS_INTERRUPTED (ResumeRun continues them after a restart)")
 	fs.StringVar(&f.metricsAddr, "metrics-addr", "", "`host:port` serving Prometheus metrics at /metrics (off when empty; env "+envMetricsAddr+")")
 	fs.StringVar(&f.debugAddr, "debug-addr", "", "`host:port` for a debug HTTP server with /debug/pprof (off when empty; keep it on loopback)")
+	fs.StringVar(&f.sec.authFile, "auth-file", "", "principals `file` (YAML: tokens' SHA-256 or mTLS identities, apps, users, admin); every call but health checks then needs one (env "+envAuthFile+")")
+	fs.StringVar(&f.sec.tlsCert, "tls-cert", "", "serve TLS with this PEM certificate `file` (chain), with --tls-key")
+	fs.StringVar(&f.sec.tlsKey, "tls-key", "", "PEM private key `file` of --tls-cert")
+	fs.StringVar(&f.sec.clientCA, "client-ca", "", "PEM CA `file` that verifies client certificates (mTLS; the auth file's mtls_identity names them)")
+	fs.BoolVar(&f.sec.insecureNoAuthOK, "insecure-no-auth", false, "serve a non-loopback address without --auth-file: anyone who reaches the port may do anything")
 	fs.TextVar(&f.logLevel, "log-level", slog.LevelInfo, "`level` of the log: debug (every RPC), info, warn or error (env "+envLogLevel+")")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -94,10 +101,13 @@ func parseServeFlags(args []string, stderr io.Writer) (serveFlags, error) {
 	if fs.NArg() > 0 {
 		return f, usagef("serve takes no arguments, got %q", fs.Args())
 	}
+	if err := f.sec.check(); err != nil {
+		return f, err
+	}
 	// Environment fallbacks, for the flags not given on the command line.
 	set := map[string]bool{}
 	fs.Visit(func(fl *flag.Flag) { set[fl.Name] = true })
-	for name, env := range map[string]string{"addr": envAddr, "data": envData, "config": envConfig, "log-level": envLogLevel, "metrics-addr": envMetricsAddr} {
+	for name, env := range map[string]string{"addr": envAddr, "data": envData, "config": envConfig, "log-level": envLogLevel, "metrics-addr": envMetricsAddr, "auth-file": envAuthFile} {
 		if v := os.Getenv(env); v != "" && !set[name] {
 			if err := fs.Set(name, v); err != nil {
 				return f, usagef("%s: %v", env, err)
@@ -117,6 +127,11 @@ func serve(ctx context.Context, args []string, stderr io.Writer) (err error) {
 
 	ctx, stopSignals := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stopSignals()
+
+	sec, err := loadSecurity(f.sec)
+	if err != nil {
+		return err
+	}
 
 	if dir := filepath.Dir(f.data); dir != "." && !pgstore.IsURL(f.data) {
 		if err := os.MkdirAll(dir, 0o700); err != nil {
@@ -164,7 +179,7 @@ func serve(ctx context.Context, args []string, stderr io.Writer) (err error) {
 		}
 		defer stopDebug()
 	}
-	srv, served, err := listenAndServe(f, st, apps, tr.options, log)
+	srv, served, err := listenAndServe(f, st, apps, sec, tr.options, log)
 	if err != nil {
 		return err
 	}
@@ -251,24 +266,30 @@ func serveDebug(addr string, log *slog.Logger) (stop func(), err error) {
 
 // listenAndServe starts the gRPC server on f.addr and logs the bound
 // address: with port 0 that line is how callers (and tests) learn it.
-func listenAndServe(f serveFlags, st store.Store, reg *apps.Registry, opts []grpc.ServerOption, log *slog.Logger) (*server.GRPCServer, <-chan error, error) {
+func listenAndServe(f serveFlags, st store.Store, reg *apps.Registry, sec *security, opts []grpc.ServerOption, log *slog.Logger) (*server.GRPCServer, <-chan error, error) {
 	lis, err := net.Listen("tcp", f.addr)
 	if err != nil {
 		return nil, nil, fmt.Errorf("listen: %w", err)
+	}
+	if err := checkExposure(lis, sec, f.sec.insecureNoAuthOK, log); err != nil {
+		lis.Close()
+		return nil, nil, err
 	}
 	srv := server.NewGRPCServer(server.New(server.Config{
 		Store:          st,
 		Apps:           server.RunnerApps(reg),
 		Logger:         log,
 		MaxRunDuration: f.maxRun,
-	}), opts...)
+		Auth:           sec.auth,
+	}), append(slices.Clone(sec.options), opts...)...)
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(lis) }()
 	var names []string
 	for _, a := range reg.List() {
 		names = append(names, a.GetName())
 	}
-	log.Info("serving", "addr", lis.Addr().String(), "data", redactData(f.data), "apps", strings.Join(names, ","))
+	log.Info("serving", "addr", lis.Addr().String(), "data", redactData(f.data), "apps", strings.Join(names, ","),
+		"tls", sec.tls, "mtls", sec.mtls, "auth", sec.auth != nil)
 	return srv, served, nil
 }
 
