@@ -27,9 +27,17 @@ var defaultApps []byte
 // fresh server has something to run. An apps file that does not load or build fails the start, with
 // the file, line and path of the problem.
 func loadApps(ctx context.Context, configPath string, st store.Store, log *slog.Logger, extra ...plugin.Plugin) (*apps.Registry, error) {
+	// Memory needs the store's inverted index, which bbolt keeps;
+	// PostgreSQL has none yet, and its apps run without memory.
+	var mem memory.Service
+	if ix, ok := st.(memory.Indexer); ok {
+		mem = memory.NewIndex(ix)
+	} else {
+		log.Info("long-term memory is off: this store keeps no memory index", "store", fmt.Sprintf("%T", st))
+	}
 	reg, err := apps.NewRegistry(apps.Config{
 		Store:   st,
-		Memory:  memory.NewStoreMemory(st),
+		Memory:  mem,
 		Plugins: append([]plugin.Plugin{plugin.NewLogging(log)}, extra...),
 		Logger:  log,
 	})

@@ -99,7 +99,8 @@ func (b *builder) app(ctx context.Context, app *agentrunnerv1.AppConfig, path st
 		_ = closeAll()
 		return App{}, err
 	}
-	a := App{Name: app.GetName(), Description: app.GetDescription(), Root: root, Compaction: compaction, closer: closeAll}
+	a := App{Name: app.GetName(), Description: app.GetDescription(), Root: root, Compaction: compaction,
+		AddSessionsToMemory: app.GetMemory().GetAddSessions(), closer: closeAll}
 	if len(b.missing) > 0 {
 		a.Unavailable = strings.Join(b.missing, "; ")
 		b.log.Warn("app unavailable: a model it uses has no credentials; its runs fail with FAILED_PRECONDITION until the server restarts with them", "app", a.Name, "reason", a.Unavailable)

@@ -128,7 +128,9 @@ func (l *llmAgent) toolsFor(ctx agent.InvocationContext) toolSet {
 		ts.transferInstruction = transfer.Instruction()
 	}
 	for _, tl := range ts.list {
-		ts.byName[tl.Name()] = tl
+		if _, ok := tl.(tool.Undeclared); !ok {
+			ts.byName[tl.Name()] = tl
+		}
 	}
 	return ts
 }
@@ -398,6 +400,9 @@ func (l *llmAgent) request(ctx agent.InvocationContext, cc agent.CallbackContext
 		Cache:             l.cache,
 	}
 	for _, t := range tools.list {
+		if _, ok := t.(tool.Undeclared); ok {
+			continue
+		}
 		d := t.Declaration()
 		if d == nil {
 			d = &model.FunctionDeclaration{Name: t.Name(), Description: t.Description()}

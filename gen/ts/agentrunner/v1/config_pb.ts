@@ -11,7 +11,7 @@ import type { JsonObject, Message } from "@bufbuild/protobuf";
  * Describes the file agentrunner/v1/config.proto.
  */
 export const file_agentrunner_v1_config: GenFile = /*@__PURE__*/
-  fileDesc("ChthZ2VudHJ1bm5lci92MS9jb25maWcucHJvdG8SDmFnZW50cnVubmVyLnYxImIKCkFwcHNDb25maWcSJwoEYXBwcxgBIAMoCzIZLmFnZW50cnVubmVyLnYxLkFwcENvbmZpZxIrCgZtb2RlbHMYAiADKAsyGy5hZ2VudHJ1bm5lci52MS5Nb2RlbENvbmZpZyKzAQoLTW9kZWxDb25maWcSDAoEbmFtZRgBIAEoCRIQCghwcm92aWRlchgCIAEoCRINCgVtb2RlbBgDIAEoCRIQCghiYXNlX3VybBgEIAEoCRITCgthcGlfa2V5X2VudhgFIAEoCRIPCgd0aW1lb3V0GAYgASgJEioKBXJldHJ5GAcgASgLMhsuYWdlbnRydW5uZXIudjEuUmV0cnlDb25maWcSEQoJZmFsbGJhY2tzGAggAygJImYKC1JldHJ5Q29uZmlnEhQKDG1heF9hdHRlbXB0cxgBIAEoBRIXCg9pbml0aWFsX2JhY2tvZmYYAiABKAkSEwoLbWF4X2JhY2tvZmYYAyABKAkSEwoLbWF4X2VsYXBzZWQYBCABKAkiwgIKCUFwcENvbmZpZxIMCgRuYW1lGAEgASgJEhMKC2Rlc2NyaXB0aW9uGAIgASgJEi8KCnJvb3RfYWdlbnQYAyABKAsyGy5hZ2VudHJ1bm5lci52MS5BZ2VudENvbmZpZxI6Cg5mdW5jdGlvbl90b29scxgEIAMoCzIiLmFnZW50cnVubmVyLnYxLkZ1bmN0aW9uVG9vbENvbmZpZxI0CgttY3Bfc2VydmVycxgFIAMoCzIfLmFnZW50cnVubmVyLnYxLk1jcFNlcnZlckNvbmZpZxI0Cgpjb21wYWN0aW9uGAYgASgLMiAuYWdlbnRydW5uZXIudjEuQ29tcGFjdGlvbkNvbmZpZxI5Cg1jb250ZXh0X2NhY2hlGAggASgLMiIuYWdlbnRydW5uZXIudjEuQ29udGV4dENhY2hlQ29uZmlnIk4KEkNvbnRleHRDYWNoZUNvbmZpZxIXCg9jYWNoZV9pbnRlcnZhbHMYASABKAUSCwoDdHRsGAIgASgJEhIKCm1pbl90b2tlbnMYAyABKAUihgEKEENvbXBhY3Rpb25Db25maWcSEAoIaW50ZXJ2YWwYASABKAUSDwoHb3ZlcmxhcBgCIAEoBRIXCg90b2tlbl90aHJlc2hvbGQYAyABKAUSDQoFbW9kZWwYBCABKAkSEwoLaW5zdHJ1Y3Rpb24YBSABKAkSEgoKbWF4X2V2ZW50cxgGIAEoBSKPAQoPTWNwU2VydmVyQ29uZmlnEgwKBG5hbWUYASABKAkSDwoHY29tbWFuZBgCIAEoCRIMCgRhcmdzGAMgAygJEgsKA2VudhgEIAMoCRILCgN1cmwYBSABKAkSEgoKaGVhZGVyX2VudhgGIAMoCRIQCghvcHRpb25hbBgHIAEoCBIPCgd0aW1lb3V0GAggASgJIi8KDk1jcFRvb2xzQ29uZmlnEg4KBnNlcnZlchgBIAEoCRINCgV0b29scxgCIAMoCSK/AgoLQWdlbnRDb25maWcSDAoEbmFtZRgBIAEoCRITCgtkZXNjcmlwdGlvbhgCIAEoCRIvCgpzdWJfYWdlbnRzGAMgAygLMhsuYWdlbnRydW5uZXIudjEuQWdlbnRDb25maWcSLQoDbGxtGAQgASgLMh4uYWdlbnRydW5uZXIudjEuTGxtQWdlbnRDb25maWdIABI7CgpzZXF1ZW50aWFsGAUgASgLMiUuYWdlbnRydW5uZXIudjEuU2VxdWVudGlhbEFnZW50Q29uZmlnSAASNwoIcGFyYWxsZWwYBiABKAsyIy5hZ2VudHJ1bm5lci52MS5QYXJhbGxlbEFnZW50Q29uZmlnSAASLwoEbG9vcBgHIAEoCzIfLmFnZW50cnVubmVyLnYxLkxvb3BBZ2VudENvbmZpZ0gAQgYKBGtpbmQipwMKDkxsbUFnZW50Q29uZmlnEg0KBW1vZGVsGAEgASgJEhMKC2luc3RydWN0aW9uGAIgASgJEhIKCm91dHB1dF9rZXkYAyABKAkSIwobZGlzYWxsb3dfdHJhbnNmZXJfdG9fcGFyZW50GAQgASgIEiIKGmRpc2FsbG93X3RyYW5zZmVyX3RvX3BlZXJzGAUgASgIEg0KBXRvb2xzGAYgAygJEjkKEGluY2x1ZGVfY29udGVudHMYByABKA4yHy5hZ2VudHJ1bm5lci52MS5JbmNsdWRlQ29udGVudHMSGAoLdGVtcGVyYXR1cmUYCCABKAJIAIgBARIZChFtYXhfb3V0cHV0X3Rva2VucxgJIAEoBRI6Cg5mdW5jdGlvbl90b29scxgKIAMoCzIiLmFnZW50cnVubmVyLnYxLkZ1bmN0aW9uVG9vbENvbmZpZxIcChRyZXF1aXJlX2NvbmZpcm1hdGlvbhgLIAMoCRIrCgNtY3AYDCADKAsyHi5hZ2VudHJ1bm5lci52MS5NY3BUb29sc0NvbmZpZ0IOCgxfdGVtcGVyYXR1cmUijwEKEkZ1bmN0aW9uVG9vbENvbmZpZxIMCgRuYW1lGAEgASgJEhMKC2Rlc2NyaXB0aW9uGAIgASgJEisKCnBhcmFtZXRlcnMYAyABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0EikKCHJlc3BvbnNlGAQgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdCIXChVTZXF1ZW50aWFsQWdlbnRDb25maWciFQoTUGFyYWxsZWxBZ2VudENvbmZpZyIpCg9Mb29wQWdlbnRDb25maWcSFgoObWF4X2l0ZXJhdGlvbnMYASABKAUqbAoPSW5jbHVkZUNvbnRlbnRzEiAKHElOQ0xVREVfQ09OVEVOVFNfVU5TUEVDSUZJRUQQABIcChhJTkNMVURFX0NPTlRFTlRTX0RFRkFVTFQQARIZChVJTkNMVURFX0NPTlRFTlRTX05PTkUQAmIGcHJvdG8z", [file_google_protobuf_struct]);
+  fileDesc("ChthZ2VudHJ1bm5lci92MS9jb25maWcucHJvdG8SDmFnZW50cnVubmVyLnYxImIKCkFwcHNDb25maWcSJwoEYXBwcxgBIAMoCzIZLmFnZW50cnVubmVyLnYxLkFwcENvbmZpZxIrCgZtb2RlbHMYAiADKAsyGy5hZ2VudHJ1bm5lci52MS5Nb2RlbENvbmZpZyKzAQoLTW9kZWxDb25maWcSDAoEbmFtZRgBIAEoCRIQCghwcm92aWRlchgCIAEoCRINCgVtb2RlbBgDIAEoCRIQCghiYXNlX3VybBgEIAEoCRITCgthcGlfa2V5X2VudhgFIAEoCRIPCgd0aW1lb3V0GAYgASgJEioKBXJldHJ5GAcgASgLMhsuYWdlbnRydW5uZXIudjEuUmV0cnlDb25maWcSEQoJZmFsbGJhY2tzGAggAygJImYKC1JldHJ5Q29uZmlnEhQKDG1heF9hdHRlbXB0cxgBIAEoBRIXCg9pbml0aWFsX2JhY2tvZmYYAiABKAkSEwoLbWF4X2JhY2tvZmYYAyABKAkSEwoLbWF4X2VsYXBzZWQYBCABKAki8AIKCUFwcENvbmZpZxIMCgRuYW1lGAEgASgJEhMKC2Rlc2NyaXB0aW9uGAIgASgJEi8KCnJvb3RfYWdlbnQYAyABKAsyGy5hZ2VudHJ1bm5lci52MS5BZ2VudENvbmZpZxI6Cg5mdW5jdGlvbl90b29scxgEIAMoCzIiLmFnZW50cnVubmVyLnYxLkZ1bmN0aW9uVG9vbENvbmZpZxI0CgttY3Bfc2VydmVycxgFIAMoCzIfLmFnZW50cnVubmVyLnYxLk1jcFNlcnZlckNvbmZpZxI0Cgpjb21wYWN0aW9uGAYgASgLMiAuYWdlbnRydW5uZXIudjEuQ29tcGFjdGlvbkNvbmZpZxIsCgZtZW1vcnkYByABKAsyHC5hZ2VudHJ1bm5lci52MS5NZW1vcnlDb25maWcSOQoNY29udGV4dF9jYWNoZRgIIAEoCzIiLmFnZW50cnVubmVyLnYxLkNvbnRleHRDYWNoZUNvbmZpZyIkCgxNZW1vcnlDb25maWcSFAoMYWRkX3Nlc3Npb25zGAEgASgIIk4KEkNvbnRleHRDYWNoZUNvbmZpZxIXCg9jYWNoZV9pbnRlcnZhbHMYASABKAUSCwoDdHRsGAIgASgJEhIKCm1pbl90b2tlbnMYAyABKAUihgEKEENvbXBhY3Rpb25Db25maWcSEAoIaW50ZXJ2YWwYASABKAUSDwoHb3ZlcmxhcBgCIAEoBRIXCg90b2tlbl90aHJlc2hvbGQYAyABKAUSDQoFbW9kZWwYBCABKAkSEwoLaW5zdHJ1Y3Rpb24YBSABKAkSEgoKbWF4X2V2ZW50cxgGIAEoBSKPAQoPTWNwU2VydmVyQ29uZmlnEgwKBG5hbWUYASABKAkSDwoHY29tbWFuZBgCIAEoCRIMCgRhcmdzGAMgAygJEgsKA2VudhgEIAMoCRILCgN1cmwYBSABKAkSEgoKaGVhZGVyX2VudhgGIAMoCRIQCghvcHRpb25hbBgHIAEoCBIPCgd0aW1lb3V0GAggASgJIi8KDk1jcFRvb2xzQ29uZmlnEg4KBnNlcnZlchgBIAEoCRINCgV0b29scxgCIAMoCSK/AgoLQWdlbnRDb25maWcSDAoEbmFtZRgBIAEoCRITCgtkZXNjcmlwdGlvbhgCIAEoCRIvCgpzdWJfYWdlbnRzGAMgAygLMhsuYWdlbnRydW5uZXIudjEuQWdlbnRDb25maWcSLQoDbGxtGAQgASgLMh4uYWdlbnRydW5uZXIudjEuTGxtQWdlbnRDb25maWdIABI7CgpzZXF1ZW50aWFsGAUgASgLMiUuYWdlbnRydW5uZXIudjEuU2VxdWVudGlhbEFnZW50Q29uZmlnSAASNwoIcGFyYWxsZWwYBiABKAsyIy5hZ2VudHJ1bm5lci52MS5QYXJhbGxlbEFnZW50Q29uZmlnSAASLwoEbG9vcBgHIAEoCzIfLmFnZW50cnVubmVyLnYxLkxvb3BBZ2VudENvbmZpZ0gAQgYKBGtpbmQipwMKDkxsbUFnZW50Q29uZmlnEg0KBW1vZGVsGAEgASgJEhMKC2luc3RydWN0aW9uGAIgASgJEhIKCm91dHB1dF9rZXkYAyABKAkSIwobZGlzYWxsb3dfdHJhbnNmZXJfdG9fcGFyZW50GAQgASgIEiIKGmRpc2FsbG93X3RyYW5zZmVyX3RvX3BlZXJzGAUgASgIEg0KBXRvb2xzGAYgAygJEjkKEGluY2x1ZGVfY29udGVudHMYByABKA4yHy5hZ2VudHJ1bm5lci52MS5JbmNsdWRlQ29udGVudHMSGAoLdGVtcGVyYXR1cmUYCCABKAJIAIgBARIZChFtYXhfb3V0cHV0X3Rva2VucxgJIAEoBRI6Cg5mdW5jdGlvbl90b29scxgKIAMoCzIiLmFnZW50cnVubmVyLnYxLkZ1bmN0aW9uVG9vbENvbmZpZxIcChRyZXF1aXJlX2NvbmZpcm1hdGlvbhgLIAMoCRIrCgNtY3AYDCADKAsyHi5hZ2VudHJ1bm5lci52MS5NY3BUb29sc0NvbmZpZ0IOCgxfdGVtcGVyYXR1cmUijwEKEkZ1bmN0aW9uVG9vbENvbmZpZxIMCgRuYW1lGAEgASgJEhMKC2Rlc2NyaXB0aW9uGAIgASgJEisKCnBhcmFtZXRlcnMYAyABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0EikKCHJlc3BvbnNlGAQgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdCIXChVTZXF1ZW50aWFsQWdlbnRDb25maWciFQoTUGFyYWxsZWxBZ2VudENvbmZpZyIpCg9Mb29wQWdlbnRDb25maWcSFgoObWF4X2l0ZXJhdGlvbnMYASABKAUqbAoPSW5jbHVkZUNvbnRlbnRzEiAKHElOQ0xVREVfQ09OVEVOVFNfVU5TUEVDSUZJRUQQABIcChhJTkNMVURFX0NPTlRFTlRTX0RFRkFVTFQQARIZChVJTkNMVURFX0NPTlRFTlRTX05PTkUQAmIGcHJvdG8z", [file_google_protobuf_struct]);
 
 /**
  * AppsConfig is the schema of the apps file the server loads at start
@@ -233,6 +233,14 @@ export type AppConfig = Message<"agentrunner.v1.AppConfig"> & {
   compaction?: CompactionConfig | undefined;
 
   /**
+   * Long-term memory of the app's sessions (see MemoryService). Unset, a
+   * session is in memory only once AddSessionToMemory added it.
+   *
+   * @generated from field: agentrunner.v1.MemoryConfig memory = 7;
+   */
+  memory?: MemoryConfig | undefined;
+
+  /**
    * Context caching for the app's LLM agents: the stable start of their
    * model requests (instruction, tools, earlier turns) is kept in the
    * provider's context cache and not sent again on every call. Only Gemini
@@ -250,6 +258,30 @@ export type AppConfig = Message<"agentrunner.v1.AppConfig"> & {
  */
 export const AppConfigSchema: GenMessage<AppConfig> = /*@__PURE__*/
   messageDesc(file_agentrunner_v1_config, 3);
+
+/**
+ * MemoryConfig says how the app's sessions get into long-term memory,
+ * which the load_memory and preload_memory tools and SearchMemory read.
+ *
+ * @generated from message agentrunner.v1.MemoryConfig
+ */
+export type MemoryConfig = Message<"agentrunner.v1.MemoryConfig"> & {
+  /**
+   * Add each session to memory after each of its complete events, so that
+   * everything said in the app can be found from the user's other
+   * sessions. Adding a session already in memory only checks it.
+   *
+   * @generated from field: bool add_sessions = 1;
+   */
+  addSessions: boolean;
+};
+
+/**
+ * Describes the message agentrunner.v1.MemoryConfig.
+ * Use `create(MemoryConfigSchema)` to create a new message.
+ */
+export const MemoryConfigSchema: GenMessage<MemoryConfig> = /*@__PURE__*/
+  messageDesc(file_agentrunner_v1_config, 4);
 
 /**
  * ContextCacheConfig says how long a context cache lives and when one is
@@ -292,7 +324,7 @@ export type ContextCacheConfig = Message<"agentrunner.v1.ContextCacheConfig"> & 
  * Use `create(ContextCacheConfigSchema)` to create a new message.
  */
 export const ContextCacheConfigSchema: GenMessage<ContextCacheConfig> = /*@__PURE__*/
-  messageDesc(file_agentrunner_v1_config, 4);
+  messageDesc(file_agentrunner_v1_config, 5);
 
 /**
  * CompactionConfig makes a summarizing model condense the older events of
@@ -364,7 +396,7 @@ export type CompactionConfig = Message<"agentrunner.v1.CompactionConfig"> & {
  * Use `create(CompactionConfigSchema)` to create a new message.
  */
 export const CompactionConfigSchema: GenMessage<CompactionConfig> = /*@__PURE__*/
-  messageDesc(file_agentrunner_v1_config, 5);
+  messageDesc(file_agentrunner_v1_config, 6);
 
 /**
  * McpServerConfig is an MCP server: a command run over stdio, or a
@@ -439,7 +471,7 @@ export type McpServerConfig = Message<"agentrunner.v1.McpServerConfig"> & {
  * Use `create(McpServerConfigSchema)` to create a new message.
  */
 export const McpServerConfigSchema: GenMessage<McpServerConfig> = /*@__PURE__*/
-  messageDesc(file_agentrunner_v1_config, 6);
+  messageDesc(file_agentrunner_v1_config, 7);
 
 /**
  * McpToolsConfig gives an LLM agent tools of one of its app's MCP servers.
@@ -467,7 +499,7 @@ export type McpToolsConfig = Message<"agentrunner.v1.McpToolsConfig"> & {
  * Use `create(McpToolsConfigSchema)` to create a new message.
  */
 export const McpToolsConfigSchema: GenMessage<McpToolsConfig> = /*@__PURE__*/
-  messageDesc(file_agentrunner_v1_config, 7);
+  messageDesc(file_agentrunner_v1_config, 8);
 
 /**
  * AgentConfig is one agent of a tree. Exactly one kind must be set.
@@ -541,7 +573,7 @@ export type AgentConfig = Message<"agentrunner.v1.AgentConfig"> & {
  * Use `create(AgentConfigSchema)` to create a new message.
  */
 export const AgentConfigSchema: GenMessage<AgentConfig> = /*@__PURE__*/
-  messageDesc(file_agentrunner_v1_config, 8);
+  messageDesc(file_agentrunner_v1_config, 9);
 
 /**
  * LlmAgentConfig configures an LLM agent.
@@ -587,8 +619,11 @@ export type LlmAgentConfig = Message<"agentrunner.v1.LlmAgentConfig"> & {
 
   /**
    * Built-in tools the agent may call, by name: "exit_loop",
-   * "load_artifacts". transfer_to_agent is added automatically when the
-   * agent has valid transfer targets.
+   * "load_artifacts", "load_memory" (the model searches the user's memory
+   * with a query), "preload_memory" (memories relevant to the user's
+   * latest message are added to each model request; the model does not
+   * see it as a function). transfer_to_agent is added automatically when
+   * the agent has valid transfer targets.
    *
    * @generated from field: repeated string tools = 6;
    */
@@ -649,7 +684,7 @@ export type LlmAgentConfig = Message<"agentrunner.v1.LlmAgentConfig"> & {
  * Use `create(LlmAgentConfigSchema)` to create a new message.
  */
 export const LlmAgentConfigSchema: GenMessage<LlmAgentConfig> = /*@__PURE__*/
-  messageDesc(file_agentrunner_v1_config, 9);
+  messageDesc(file_agentrunner_v1_config, 10);
 
 /**
  * FunctionToolConfig declares a function tool that the caller executes.
@@ -699,7 +734,7 @@ export type FunctionToolConfig = Message<"agentrunner.v1.FunctionToolConfig"> & 
  * Use `create(FunctionToolConfigSchema)` to create a new message.
  */
 export const FunctionToolConfigSchema: GenMessage<FunctionToolConfig> = /*@__PURE__*/
-  messageDesc(file_agentrunner_v1_config, 10);
+  messageDesc(file_agentrunner_v1_config, 11);
 
 /**
  * SequentialAgentConfig configures a sequential agent. It has no options.
@@ -714,7 +749,7 @@ export type SequentialAgentConfig = Message<"agentrunner.v1.SequentialAgentConfi
  * Use `create(SequentialAgentConfigSchema)` to create a new message.
  */
 export const SequentialAgentConfigSchema: GenMessage<SequentialAgentConfig> = /*@__PURE__*/
-  messageDesc(file_agentrunner_v1_config, 11);
+  messageDesc(file_agentrunner_v1_config, 12);
 
 /**
  * ParallelAgentConfig configures a parallel agent. It has no options.
@@ -729,7 +764,7 @@ export type ParallelAgentConfig = Message<"agentrunner.v1.ParallelAgentConfig"> 
  * Use `create(ParallelAgentConfigSchema)` to create a new message.
  */
 export const ParallelAgentConfigSchema: GenMessage<ParallelAgentConfig> = /*@__PURE__*/
-  messageDesc(file_agentrunner_v1_config, 12);
+  messageDesc(file_agentrunner_v1_config, 13);
 
 /**
  * LoopAgentConfig configures a loop agent.
@@ -751,7 +786,7 @@ export type LoopAgentConfig = Message<"agentrunner.v1.LoopAgentConfig"> & {
  * Use `create(LoopAgentConfigSchema)` to create a new message.
  */
 export const LoopAgentConfigSchema: GenMessage<LoopAgentConfig> = /*@__PURE__*/
-  messageDesc(file_agentrunner_v1_config, 13);
+  messageDesc(file_agentrunner_v1_config, 14);
 
 /**
  * IncludeContents selects the history an LLM agent sends to its model.
