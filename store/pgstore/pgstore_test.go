@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
+	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	agentrunnerv1 "github.com/agentrunner/agentrunner/gen/go/agentrunner/v1"
@@ -261,4 +262,81 @@ func openBench(b *testing.B) (*pgstore.Store, error) {
 		b.Cleanup(func() { _ = s.Close() })
 	}
 	return s, err
+}
+
+// TestLongSessionWalks: reads of a session longer than the first chunks
+// the store reads events in (32, then 64, ...) see every event once, in
+// order, with counts, sequences and byte bounds applied across chunks.
+func TestLongSessionWalks(t *testing.T) {
+	s := openURL(t, pg.URL(t))
+	ctx := t.Context()
+	k := key(0)
+	if _, err := s.CreateSession(ctx, k, nil); err != nil {
+		t.Fatal(err)
+	}
+	const n = 150
+	var sizes []int // store.ItemBytes of each stored event, by sequence - 1
+	for i := range n {
+		ev, err := s.AppendEvent(ctx, k, &agentrunnerv1.Event{Author: "agent", Content: &agentrunnerv1.Content{
+			Parts: []*agentrunnerv1.Part{{Data: &agentrunnerv1.Part_Text{Text: fmt.Sprintf("event %03d", i+1)}}}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		sizes = append(sizes, store.ItemBytes(proto.Size(ev)))
+	}
+	budget := 0 // what the newest 90 events take
+	for _, sz := range sizes[n-90:] {
+		budget += sz
+	}
+	span := func(from, to int) string { // sequences from..to
+		var b strings.Builder
+		for i := from; i <= to; i++ {
+			fmt.Fprint(&b, i, " ")
+		}
+		return b.String()
+	}
+	for _, tc := range []struct {
+		opts store.GetOptions
+		want string
+	}{
+		{store.GetOptions{}, span(1, n)},
+		{store.GetOptions{NumRecentEvents: 100}, span(51, n)},
+		{store.GetOptions{AfterSequence: 10}, span(11, n)},
+		{store.GetOptions{MaxBytes: budget}, span(n-89, n)},
+		{store.GetOptions{MaxBytes: budget, NumRecentEvents: 120, AfterSequence: 70}, span(71, n)},
+	} {
+		_, evs, err := s.GetSession(ctx, k, tc.opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := seqList(evs); got != tc.want {
+			t.Errorf("GetSession(%+v) = %s\nwant %s", tc.opts, got, tc.want)
+		}
+	}
+	for _, size := range []int{1000, 100, 33} {
+		var all []*agentrunnerv1.Event
+		page := store.Page{Size: size}
+		for {
+			evs, next, err := s.ListEvents(ctx, k, 0, page)
+			if err != nil {
+				t.Fatal(err)
+			}
+			all = append(all, evs...)
+			if next == "" {
+				break
+			}
+			page.Token = next
+		}
+		if got := seqList(all); got != span(1, n) {
+			t.Errorf("ListEvents by pages of %d = %s", size, got)
+		}
+	}
+}
+
+func seqList(evs []*agentrunnerv1.Event) string {
+	var b strings.Builder
+	for _, ev := range evs {
+		fmt.Fprint(&b, ev.GetSequence(), " ")
+	}
+	return b.String()
 }
