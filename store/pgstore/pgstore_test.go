@@ -1,6 +1,7 @@
 package pgstore_test
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -339,4 +340,37 @@ func seqList(evs []*agentrunnerv1.Event) string {
 		fmt.Fprint(&b, ev.GetSequence(), " ")
 	}
 	return b.String()
+}
+
+// TestRefusedWriteReleasesItsLock: a pipelined write refused after its
+// reads (the session row locked) leaves no transaction behind: another
+// store appends to the session at once, and the refused store's only
+// connection serves its next write.
+func TestRefusedWriteReleasesItsLock(t *testing.T) {
+	url := pg.URL(t)
+	a, b := openURL(t, url+"&pool_max_conns=1"), openURL(t, url)
+	ctx := t.Context()
+	k := key(0)
+	if _, err := a.CreateSession(ctx, k, nil); err != nil {
+		t.Fatal(err)
+	}
+	run := func(id string) *agentrunnerv1.Run {
+		return &agentrunnerv1.Run{RunId: id, AppName: k.App, UserId: k.User, SessionId: k.Session, RequestId: "req",
+			Status: agentrunnerv1.RunStatus_RUN_STATUS_RUNNING, CreateTime: timestamppb.Now()}
+	}
+	if err := a.PutRun(ctx, run("e-1")); err != nil {
+		t.Fatal(err)
+	}
+	ev := &agentrunnerv1.Event{Author: "agent"}
+	if _, _, err := a.AppendRunEvent(ctx, k, ev, run("e-2")); !errors.Is(err, store.ErrAlreadyExists) {
+		t.Fatalf("AppendRunEvent of a second run with the request id: %v", err)
+	}
+	tctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if _, err := b.AppendEvent(tctx, k, ev); err != nil {
+		t.Fatalf("another store's append after the refused write: %v", err)
+	}
+	if got, err := a.AppendEvent(tctx, k, ev); err != nil || got.GetSequence() != 2 {
+		t.Fatalf("the refused store's next append: %v, %v", got, err)
+	}
 }
