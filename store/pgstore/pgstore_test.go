@@ -178,82 +178,10 @@ func TestKeysPostgresCannotHold(t *testing.T) {
 	}
 }
 
-// TestStaleWriterFenced: a writer whose session lease was taken over (it
-// expired, another replica acquired it) is refused on append, with
-// nothing stored, and can neither renew nor release; the new holder
-// appends.
-func TestStaleWriterFenced(t *testing.T) {
-	url := pg.URL(t)
-	a, b := openURL(t, url), openURL(t, url)
-	ctx := t.Context()
-	k := key(0)
-	if _, err := a.CreateSession(ctx, k, nil); err != nil {
-		t.Fatal(err)
-	}
-	text := func(s string) *agentrunnerv1.Event {
-		return &agentrunnerv1.Event{Author: "agent", Content: &agentrunnerv1.Content{Parts: []*agentrunnerv1.Part{{Data: &agentrunnerv1.Part_Text{Text: s}}}}}
-	}
-	// A lease of a microsecond has expired by the next statement.
-	old, err := a.AcquireLease(ctx, k, "replica-a", time.Microsecond)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := a.AppendEvent(store.WithLease(ctx, old), k, text("a, leased")); err != nil {
-		t.Fatalf("append under a lease not yet taken: %v", err)
-	}
-	cur, err := b.AcquireLease(ctx, k, "replica-b", time.Minute)
-	if err != nil {
-		t.Fatalf("acquire an expired lease: %v", err)
-	}
-	if cur.Token <= old.Token {
-		t.Fatalf("new lease token %d, old %d: want it to grow", cur.Token, old.Token)
-	}
-	if _, err := a.AcquireLease(ctx, k, "replica-a", time.Minute); !errors.Is(err, store.ErrAlreadyExists) || !strings.Contains(err.Error(), "replica-b") {
-		t.Fatalf("acquire of a live lease held by another: %v", err)
-	}
-	stale := store.WithLease(ctx, old)
-	_, err = a.AppendEvent(stale, k, text("a, stale"))
-	wantFenced(t, err, "AppendEvent")
-	_, _, err = a.AppendEventOnce(stale, k, &agentrunnerv1.Event{Id: "x", Author: "agent"})
-	wantFenced(t, err, "AppendEventOnce")
-	run := &agentrunnerv1.Run{RunId: "e-1", AppName: k.App, UserId: k.User, SessionId: k.Session,
-		Status: agentrunnerv1.RunStatus_RUN_STATUS_RUNNING, CreateTime: timestamppb.Now()}
-	_, _, err = a.AppendRunEvent(stale, k, text("a, stale run"), run)
-	wantFenced(t, err, "AppendRunEvent")
-	_, err = a.RenewLease(ctx, old, time.Minute)
-	wantFenced(t, err, "RenewLease")
-	wantFenced(t, a.ReleaseLease(ctx, old), "ReleaseLease")
-
-	if _, err := b.AppendEvent(store.WithLease(ctx, cur), k, text("b")); err != nil {
-		t.Fatalf("append by the new holder: %v", err)
-	}
-	if cur, err = b.RenewLease(ctx, cur, time.Minute); err != nil {
-		t.Fatalf("renew by the holder: %v", err)
-	}
-	_, evs, err := a.GetSession(ctx, k, store.GetOptions{})
-	if err != nil || len(evs) != 2 || evs[0].GetContent().GetParts()[0].GetText() != "a, leased" || evs[1].GetContent().GetParts()[0].GetText() != "b" {
-		t.Fatalf("session holds %d events (%v): want the leased writers' two", len(evs), err)
-	}
-	if _, err := b.GetRun(ctx, "e-1"); !errors.Is(err, store.ErrNotFound) {
-		t.Fatalf("a fenced AppendRunEvent stored its run: %v", err)
-	}
-	// Released, the lease is free; the next holder's token still grows.
-	if err := b.ReleaseLease(ctx, cur); err != nil {
-		t.Fatal(err)
-	}
-	next, err := a.AcquireLease(ctx, k, "replica-a", time.Minute)
-	if err != nil || next.Token <= cur.Token {
-		t.Fatalf("acquire after release: token %d (was %d), %v", next.Token, cur.Token, err)
-	}
-	_, err = b.AppendEvent(store.WithLease(ctx, cur), k, text("b, after release"))
-	wantFenced(t, err, "AppendEvent under a released lease, taken again")
-}
-
-func wantFenced(t *testing.T, err error, what string) {
-	t.Helper()
-	if !errors.Is(err, store.ErrFenced) {
-		t.Fatalf("%s by a stale writer: %v, want ErrFenced", what, err)
-	}
+// TestLeases: the storetest lease suite; TestAppendsAcrossStores covers
+// two processes on one database.
+func TestLeases(t *testing.T) {
+	storetest.RunLeases(t, func(t *testing.T) store.Store { return openURL(t, pg.URL(t)) })
 }
 
 // openBench opens a store on a new database for a benchmark.
