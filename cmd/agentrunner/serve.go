@@ -50,10 +50,10 @@ const serveUsage = `Usage: agentrunner serve [flags]
 
 Serves SessionService, ArtifactService and RunnerService over gRPC, with
 health checking and reflection, storing sessions, events and artifacts in a
-bbolt file, or in PostgreSQL when --data is a postgres:// URL. Flags fall back to environment variables; a flag on the command
-line wins. SIGINT or SIGTERM shuts down gracefully: health turns NOT_SERVING,
-in-flight calls get --shutdown-grace to finish, and the data file is closed
-last.
+bbolt file, or in PostgreSQL when --data is a postgres:// URL. Flags fall
+back to environment variables; a flag on the command line wins. SIGINT or
+SIGTERM shuts down gracefully: health turns NOT_SERVING, in-flight calls get
+--shutdown-grace to finish, and the store is closed last.
 
 Flags:
 `
