@@ -191,7 +191,7 @@ func openStore(ctx context.Context, path string, log *slog.Logger, onCommit func
 	// Every item the store keeps fits, alone, in one response message.
 	maxItem := server.MaxItemBytes(server.DefaultMaxMessageBytes)
 	if pgstore.IsURL(path) {
-		st, err := pgstore.Open(ctx, path, pgstore.Options{Logger: log, MaxItemBytes: maxItem})
+		st, err := pgstore.Open(ctx, path, pgstore.Options{Logger: log, OnCommit: onCommit, MaxItemBytes: maxItem})
 		if err != nil {
 			return nil, fmt.Errorf("open PostgreSQL store %s: %w", redactData(path), err)
 		}

@@ -39,6 +39,11 @@ type Options struct {
 	// LaterTimeout bounds the write of a record PutRunLater queued;
 	// zero means 30 seconds.
 	LaterTimeout time.Duration
+	// OnCommit, when set, is told of every committed write transaction:
+	// how long it took from BEGIN to the COMMIT's answer (the WAL flush
+	// included) and that it carried one write, as boltstore's OnCommit
+	// reports its commits. It must be quick (a metric).
+	OnCommit func(d time.Duration, writes int)
 }
 
 // Store is a store.Store on a PostgreSQL database. It is safe for
@@ -278,12 +283,24 @@ func (s *Store) query(ctx context.Context, fn func() error) error {
 	return s.mapErr(fn())
 }
 
-// inTx runs fn in a transaction, committed when fn returns nil.
+// inTx runs fn in a write transaction, committed when fn returns nil.
 func (s *Store) inTx(ctx context.Context, fn func(tx pgx.Tx) error) error {
 	if err := s.check(ctx); err != nil {
 		return err
 	}
-	return s.mapErr(pgx.BeginFunc(ctx, s.pool, fn))
+	start := time.Now()
+	if err := pgx.BeginFunc(ctx, s.pool, fn); err != nil {
+		return s.mapErr(err)
+	}
+	s.committed(start)
+	return nil
+}
+
+// committed tells OnCommit of a write transaction begun at start.
+func (s *Store) committed(start time.Time) {
+	if s.opts.OnCommit != nil {
+		s.opts.OnCommit(time.Since(start), 1)
+	}
 }
 
 // mapErr turns the errors of a pool closed under a call into ErrClosed

@@ -8,11 +8,13 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/structpb"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	agentrunnerv1 "github.com/agentrunner/agentrunner/gen/go/agentrunner/v1"
@@ -300,5 +302,52 @@ func TestRefusedWriteReleasesItsLock(t *testing.T) {
 	}
 	if got, err := a.AppendEvent(tctx, k, ev); err != nil || got.GetSequence() != 2 {
 		t.Fatalf("the refused store's next append: %v, %v", got, err)
+	}
+}
+
+// TestOnCommit: every committed write is reported once, whichever path
+// wrote it (pipelined, or a transaction for shared state); reads and
+// refused writes are not.
+func TestOnCommit(t *testing.T) {
+	var commits atomic.Int64
+	s, err := pgstore.Open(t.Context(), pg.URL(t), pgstore.Options{Logger: quiet, OnCommit: func(d time.Duration, writes int) {
+		if d <= 0 || writes != 1 {
+			t.Errorf("OnCommit(%v, %d)", d, writes)
+		}
+		commits.Add(1)
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	ctx := t.Context()
+	k := key(0)
+	delta, _ := structpb.NewStruct(map[string]any{"user:n": 1})
+	steps := []struct {
+		name string
+		do   func() error
+		want int64
+	}{
+		{"CreateSession", func() error { _, err := s.CreateSession(ctx, k, nil); return err }, 1},
+		{"AppendEvent", func() error { _, err := s.AppendEvent(ctx, k, &agentrunnerv1.Event{Author: "a"}); return err }, 2},
+		{"AppendEvent with a user: delta", func() error {
+			_, err := s.AppendEvent(ctx, k, &agentrunnerv1.Event{Author: "a", Actions: &agentrunnerv1.EventActions{StateDelta: delta}})
+			return err
+		}, 3},
+		{"GetSession", func() error { _, _, err := s.GetSession(ctx, k, store.GetOptions{}); return err }, 3},
+		{"AppendEvent to a missing session", func() error {
+			if _, err := s.AppendEvent(ctx, key(9), &agentrunnerv1.Event{Author: "a"}); !errors.Is(err, store.ErrNotFound) {
+				return fmt.Errorf("got %v, want ErrNotFound", err)
+			}
+			return nil
+		}, 3},
+	}
+	for _, st := range steps {
+		if err := st.do(); err != nil {
+			t.Fatalf("%s: %v", st.name, err)
+		}
+		if got := commits.Load(); got != st.want {
+			t.Fatalf("after %s: %d commits reported, want %d", st.name, got, st.want)
+		}
 	}
 }
