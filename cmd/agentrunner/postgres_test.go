@@ -1,6 +1,8 @@
 package main
 
 import (
+	"io"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -60,5 +62,21 @@ func TestServeOnPostgres(t *testing.T) {
 	out.Reset()
 	if err := run(t.Context(), []string{"migrate", "--data", url}, strings.NewReader(""), &out, &errOut); err != nil || !strings.Contains(out.String(), "applied 0 migrations") {
 		t.Fatalf("second migrate: %q, %v", out.String(), err)
+	}
+}
+
+// TestMigrateBoltFile: migrate on a bbolt file creates or upgrades it and
+// says its schema version; an argument is a usage error (exit 2).
+func TestMigrateBoltFile(t *testing.T) {
+	data := filepath.Join(t.TempDir(), "a.db")
+	var out, errOut strings.Builder
+	if err := run(t.Context(), []string{"migrate", "--data", data}, strings.NewReader(""), &out, &errOut); err != nil {
+		t.Fatalf("migrate: %v\n%s", err, errOut.String())
+	}
+	if !strings.HasPrefix(out.String(), data+": schema version ") {
+		t.Fatalf("migrate printed %q", out.String())
+	}
+	if err := run(t.Context(), []string{"migrate", "extra"}, strings.NewReader(""), &out, &errOut); exitCode(err, io.Discard) != 2 {
+		t.Fatalf("migrate with an argument: %v, want a usage error", err)
 	}
 }

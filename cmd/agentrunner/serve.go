@@ -51,10 +51,10 @@ const serveUsage = `Usage: agentrunner serve [flags]
 
 Serves SessionService, ArtifactService and RunnerService over gRPC, with
 health checking and reflection, storing sessions, events and artifacts in a
-bbolt file, or in PostgreSQL when --data is a postgres:// URL. Flags fall back to environment variables; a flag on the command
-line wins. SIGINT or SIGTERM shuts down gracefully: health turns NOT_SERVING,
-in-flight calls get --shutdown-grace to finish, and the data file is closed
-last.
+bbolt file, or in PostgreSQL when --data is a postgres:// URL. Flags fall
+back to environment variables; a flag on the command line wins. SIGINT or
+SIGTERM shuts down gracefully: health turns NOT_SERVING, in-flight calls get
+--shutdown-grace to finish, and the store is closed last.
 
 Flags:
 `
@@ -206,7 +206,7 @@ func openStore(ctx context.Context, path string, log *slog.Logger, onCommit func
 	// Every item the store keeps fits, alone, in one response message.
 	maxItem := server.MaxItemBytes(server.DefaultMaxMessageBytes)
 	if pgstore.IsURL(path) {
-		st, err := pgstore.Open(ctx, path, pgstore.Options{Logger: log, MaxItemBytes: maxItem})
+		st, err := pgstore.Open(ctx, path, pgstore.Options{Logger: log, OnCommit: onCommit, MaxItemBytes: maxItem})
 		if err != nil {
 			return nil, fmt.Errorf("open PostgreSQL store %s: %w", redactData(path), err)
 		}

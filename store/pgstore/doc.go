@@ -28,16 +28,27 @@
 //	artifacts   (app, user, session|'', name, version)  -> ArtifactVersion, Part
 //	runs        (run_id); (app, user, session, anchor, create_nanos, run_id)
 //	            -> Run, request_id (unique per session), unfinished
+//	sessions    lease_holder, lease_token, lease_expires: the session lease
 //
 // # Writes
 //
-// An append is one transaction: it locks the session's row (SELECT …
-// FOR UPDATE), so that the appends of a session are serialized and the
-// next sequence is the row's last_sequence plus one, then writes the
-// event, the ledger entries, the shared state rows it changes (locked in
-// the order session, app, user, so that appends never deadlock) and the
-// session row. Appends to different sessions run in parallel and share
-// the server's WAL flushes.
+// An append is one transaction that locks the session's row (SELECT …
+// FOR UPDATE), so that the appends of a session are serialized, across
+// processes too, and the next sequence is the row's last_sequence plus
+// one; it then writes the event, the ledger entries it changes, the run
+// record it carries (AppendRunEvent) and the session row. It is
+// pipelined (pipeline.go): BEGIN goes with every read the append needs,
+// and its writes with COMMIT, two round trips in all. An append that
+// changes "app:" or "user:" state runs statement by statement instead,
+// locking the shared rows after the session's (always in the order
+// session, app, user, so that appends never deadlock). Appends to
+// different sessions run in parallel and share the server's WAL flushes
+// (the pool has DefaultMaxConns connections unless the URL says
+// otherwise).
+//
+// An append whose context carries a session lease (store.WithLease)
+// checks the lease's fencing token under the row lock: a writer whose
+// lease another took (AcquireLease) is refused with store.ErrFenced.
 //
 // PutRunLater writes its record at once in a transaction with
 // synchronous_commit off: it waits for no WAL flush of its own, reads

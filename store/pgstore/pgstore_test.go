@@ -1,16 +1,20 @@
 package pgstore_test
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
 	"os"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/structpb"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	agentrunnerv1 "github.com/agentrunner/agentrunner/gen/go/agentrunner/v1"
@@ -176,82 +180,10 @@ func TestKeysPostgresCannotHold(t *testing.T) {
 	}
 }
 
-// TestStaleWriterFenced: a writer whose session lease was taken over (it
-// expired, another replica acquired it) is refused on append, with
-// nothing stored, and can neither renew nor release; the new holder
-// appends.
-func TestStaleWriterFenced(t *testing.T) {
-	url := pg.URL(t)
-	a, b := openURL(t, url), openURL(t, url)
-	ctx := t.Context()
-	k := key(0)
-	if _, err := a.CreateSession(ctx, k, nil); err != nil {
-		t.Fatal(err)
-	}
-	text := func(s string) *agentrunnerv1.Event {
-		return &agentrunnerv1.Event{Author: "agent", Content: &agentrunnerv1.Content{Parts: []*agentrunnerv1.Part{{Data: &agentrunnerv1.Part_Text{Text: s}}}}}
-	}
-	// A lease of a microsecond has expired by the next statement.
-	old, err := a.AcquireLease(ctx, k, "replica-a", time.Microsecond)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := a.AppendEvent(store.WithLease(ctx, old), k, text("a, leased")); err != nil {
-		t.Fatalf("append under a lease not yet taken: %v", err)
-	}
-	cur, err := b.AcquireLease(ctx, k, "replica-b", time.Minute)
-	if err != nil {
-		t.Fatalf("acquire an expired lease: %v", err)
-	}
-	if cur.Token <= old.Token {
-		t.Fatalf("new lease token %d, old %d: want it to grow", cur.Token, old.Token)
-	}
-	if _, err := a.AcquireLease(ctx, k, "replica-a", time.Minute); !errors.Is(err, store.ErrAlreadyExists) || !strings.Contains(err.Error(), "replica-b") {
-		t.Fatalf("acquire of a live lease held by another: %v", err)
-	}
-	stale := store.WithLease(ctx, old)
-	_, err = a.AppendEvent(stale, k, text("a, stale"))
-	wantFenced(t, err, "AppendEvent")
-	_, _, err = a.AppendEventOnce(stale, k, &agentrunnerv1.Event{Id: "x", Author: "agent"})
-	wantFenced(t, err, "AppendEventOnce")
-	run := &agentrunnerv1.Run{RunId: "e-1", AppName: k.App, UserId: k.User, SessionId: k.Session,
-		Status: agentrunnerv1.RunStatus_RUN_STATUS_RUNNING, CreateTime: timestamppb.Now()}
-	_, _, err = a.AppendRunEvent(stale, k, text("a, stale run"), run)
-	wantFenced(t, err, "AppendRunEvent")
-	_, err = a.RenewLease(ctx, old, time.Minute)
-	wantFenced(t, err, "RenewLease")
-	wantFenced(t, a.ReleaseLease(ctx, old), "ReleaseLease")
-
-	if _, err := b.AppendEvent(store.WithLease(ctx, cur), k, text("b")); err != nil {
-		t.Fatalf("append by the new holder: %v", err)
-	}
-	if cur, err = b.RenewLease(ctx, cur, time.Minute); err != nil {
-		t.Fatalf("renew by the holder: %v", err)
-	}
-	_, evs, err := a.GetSession(ctx, k, store.GetOptions{})
-	if err != nil || len(evs) != 2 || evs[0].GetContent().GetParts()[0].GetText() != "a, leased" || evs[1].GetContent().GetParts()[0].GetText() != "b" {
-		t.Fatalf("session holds %d events (%v): want the leased writers' two", len(evs), err)
-	}
-	if _, err := b.GetRun(ctx, "e-1"); !errors.Is(err, store.ErrNotFound) {
-		t.Fatalf("a fenced AppendRunEvent stored its run: %v", err)
-	}
-	// Released, the lease is free; the next holder's token still grows.
-	if err := b.ReleaseLease(ctx, cur); err != nil {
-		t.Fatal(err)
-	}
-	next, err := a.AcquireLease(ctx, k, "replica-a", time.Minute)
-	if err != nil || next.Token <= cur.Token {
-		t.Fatalf("acquire after release: token %d (was %d), %v", next.Token, cur.Token, err)
-	}
-	_, err = b.AppendEvent(store.WithLease(ctx, cur), k, text("b, after release"))
-	wantFenced(t, err, "AppendEvent under a released lease, taken again")
-}
-
-func wantFenced(t *testing.T, err error, what string) {
-	t.Helper()
-	if !errors.Is(err, store.ErrFenced) {
-		t.Fatalf("%s by a stale writer: %v, want ErrFenced", what, err)
-	}
+// TestLeases: the storetest lease suite; TestAppendsAcrossStores covers
+// two processes on one database.
+func TestLeases(t *testing.T) {
+	storetest.RunLeases(t, func(t *testing.T) store.Store { return openURL(t, pg.URL(t)) })
 }
 
 // openBench opens a store on a new database for a benchmark.
@@ -261,4 +193,161 @@ func openBench(b *testing.B) (*pgstore.Store, error) {
 		b.Cleanup(func() { _ = s.Close() })
 	}
 	return s, err
+}
+
+// TestLongSessionWalks: reads of a session longer than the first chunks
+// the store reads events in (32, then 64, ...) see every event once, in
+// order, with counts, sequences and byte bounds applied across chunks.
+func TestLongSessionWalks(t *testing.T) {
+	s := openURL(t, pg.URL(t))
+	ctx := t.Context()
+	k := key(0)
+	if _, err := s.CreateSession(ctx, k, nil); err != nil {
+		t.Fatal(err)
+	}
+	const n = 150
+	var sizes []int // store.ItemBytes of each stored event, by sequence - 1
+	for i := range n {
+		ev, err := s.AppendEvent(ctx, k, &agentrunnerv1.Event{Author: "agent", Content: &agentrunnerv1.Content{
+			Parts: []*agentrunnerv1.Part{{Data: &agentrunnerv1.Part_Text{Text: fmt.Sprintf("event %03d", i+1)}}}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		sizes = append(sizes, store.ItemBytes(proto.Size(ev)))
+	}
+	budget := 0 // what the newest 90 events take
+	for _, sz := range sizes[n-90:] {
+		budget += sz
+	}
+	span := func(from, to int) string { // sequences from..to
+		var b strings.Builder
+		for i := from; i <= to; i++ {
+			fmt.Fprint(&b, i, " ")
+		}
+		return b.String()
+	}
+	for _, tc := range []struct {
+		opts store.GetOptions
+		want string
+	}{
+		{store.GetOptions{}, span(1, n)},
+		{store.GetOptions{NumRecentEvents: 100}, span(51, n)},
+		{store.GetOptions{AfterSequence: 10}, span(11, n)},
+		{store.GetOptions{MaxBytes: budget}, span(n-89, n)},
+		{store.GetOptions{MaxBytes: budget, NumRecentEvents: 120, AfterSequence: 70}, span(71, n)},
+	} {
+		_, evs, err := s.GetSession(ctx, k, tc.opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := seqList(evs); got != tc.want {
+			t.Errorf("GetSession(%+v) = %s\nwant %s", tc.opts, got, tc.want)
+		}
+	}
+	for _, size := range []int{1000, 100, 33} {
+		var all []*agentrunnerv1.Event
+		page := store.Page{Size: size}
+		for {
+			evs, next, err := s.ListEvents(ctx, k, 0, page)
+			if err != nil {
+				t.Fatal(err)
+			}
+			all = append(all, evs...)
+			if next == "" {
+				break
+			}
+			page.Token = next
+		}
+		if got := seqList(all); got != span(1, n) {
+			t.Errorf("ListEvents by pages of %d = %s", size, got)
+		}
+	}
+}
+
+func seqList(evs []*agentrunnerv1.Event) string {
+	var b strings.Builder
+	for _, ev := range evs {
+		fmt.Fprint(&b, ev.GetSequence(), " ")
+	}
+	return b.String()
+}
+
+// TestRefusedWriteReleasesItsLock: a pipelined write refused after its
+// reads (the session row locked) leaves no transaction behind: another
+// store appends to the session at once, and the refused store's only
+// connection serves its next write.
+func TestRefusedWriteReleasesItsLock(t *testing.T) {
+	url := pg.URL(t)
+	a, b := openURL(t, url+"&pool_max_conns=1"), openURL(t, url)
+	ctx := t.Context()
+	k := key(0)
+	if _, err := a.CreateSession(ctx, k, nil); err != nil {
+		t.Fatal(err)
+	}
+	run := func(id string) *agentrunnerv1.Run {
+		return &agentrunnerv1.Run{RunId: id, AppName: k.App, UserId: k.User, SessionId: k.Session, RequestId: "req",
+			Status: agentrunnerv1.RunStatus_RUN_STATUS_RUNNING, CreateTime: timestamppb.Now()}
+	}
+	if err := a.PutRun(ctx, run("e-1")); err != nil {
+		t.Fatal(err)
+	}
+	ev := &agentrunnerv1.Event{Author: "agent"}
+	if _, _, err := a.AppendRunEvent(ctx, k, ev, run("e-2")); !errors.Is(err, store.ErrAlreadyExists) {
+		t.Fatalf("AppendRunEvent of a second run with the request id: %v", err)
+	}
+	tctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if _, err := b.AppendEvent(tctx, k, ev); err != nil {
+		t.Fatalf("another store's append after the refused write: %v", err)
+	}
+	if got, err := a.AppendEvent(tctx, k, ev); err != nil || got.GetSequence() != 2 {
+		t.Fatalf("the refused store's next append: %v, %v", got, err)
+	}
+}
+
+// TestOnCommit: every committed write is reported once, whichever path
+// wrote it (pipelined, or a transaction for shared state); reads and
+// refused writes are not.
+func TestOnCommit(t *testing.T) {
+	var commits atomic.Int64
+	s, err := pgstore.Open(t.Context(), pg.URL(t), pgstore.Options{Logger: quiet, OnCommit: func(d time.Duration, writes int) {
+		if d <= 0 || writes != 1 {
+			t.Errorf("OnCommit(%v, %d)", d, writes)
+		}
+		commits.Add(1)
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	ctx := t.Context()
+	k := key(0)
+	delta, _ := structpb.NewStruct(map[string]any{"user:n": 1})
+	steps := []struct {
+		name string
+		do   func() error
+		want int64
+	}{
+		{"CreateSession", func() error { _, err := s.CreateSession(ctx, k, nil); return err }, 1},
+		{"AppendEvent", func() error { _, err := s.AppendEvent(ctx, k, &agentrunnerv1.Event{Author: "a"}); return err }, 2},
+		{"AppendEvent with a user: delta", func() error {
+			_, err := s.AppendEvent(ctx, k, &agentrunnerv1.Event{Author: "a", Actions: &agentrunnerv1.EventActions{StateDelta: delta}})
+			return err
+		}, 3},
+		{"GetSession", func() error { _, _, err := s.GetSession(ctx, k, store.GetOptions{}); return err }, 3},
+		{"AppendEvent to a missing session", func() error {
+			if _, err := s.AppendEvent(ctx, key(9), &agentrunnerv1.Event{Author: "a"}); !errors.Is(err, store.ErrNotFound) {
+				return fmt.Errorf("got %v, want ErrNotFound", err)
+			}
+			return nil
+		}, 3},
+	}
+	for _, st := range steps {
+		if err := st.do(); err != nil {
+			t.Fatalf("%s: %v", st.name, err)
+		}
+		if got := commits.Load(); got != st.want {
+			t.Fatalf("after %s: %d commits reported, want %d", st.name, got, st.want)
+		}
+	}
 }

@@ -76,6 +76,7 @@ func (s *Store) pipelined(ctx context.Context, p *pipeWrite) error {
 			_, _ = conn.Exec(rctx, "ROLLBACK")
 		}
 	}()
+	start := time.Now()
 	r, err := p.read(ctx, conn)
 	if err != nil {
 		return s.mapErr(err)
@@ -88,6 +89,7 @@ func (s *Store) pipelined(ctx context.Context, p *pipeWrite) error {
 		return s.mapErr(err)
 	}
 	committed = true
+	s.committed(start)
 	return nil
 }
 

@@ -287,9 +287,14 @@ func (s *Store) sessionEvents(ctx context.Context, k store.SessionKey, last uint
 	return events, err
 }
 
-// eventChunk is how many events walkEvents reads per query: a walk that
-// a byte bound ends early reads little more than it keeps.
-const eventChunk = 64
+// walkEvents reads events in chunks, the first of firstChunk rows, each
+// next one twice as large up to maxChunk: a walk that a count or a byte
+// bound ends early reads little more than it keeps, and a long walk
+// takes few round trips.
+const (
+	firstChunk = 32
+	maxChunk   = 4096
+)
 
 // walkEvents calls fn with the events of session k with sequences in
 // (lo, hi], ascending (or descending with desc), until fn returns false.
@@ -297,10 +302,10 @@ func (s *Store) walkEvents(ctx context.Context, k store.SessionKey, lo, hi uint6
 	q := `SELECT sequence, record FROM events WHERE app_name = $1 AND user_id = $2 AND session_id = $3
 		AND sequence > $4 AND sequence <= $5 ORDER BY sequence LIMIT $6`
 	if desc {
-		q = q[:len(q)-len(" LIMIT $6")] + " DESC LIMIT $6"
+		q = strings.Replace(q, "ORDER BY sequence", "ORDER BY sequence DESC", 1)
 	}
-	for lo < hi {
-		rows, err := s.pool.Query(ctx, q, k.App, k.User, k.Session, int64(lo), int64(hi), eventChunk)
+	for chunk := firstChunk; lo < hi; chunk = min(2*chunk, maxChunk) {
+		rows, err := s.pool.Query(ctx, q, k.App, k.User, k.Session, int64(lo), int64(hi), chunk)
 		if err != nil {
 			return fmt.Errorf("read events: %w", err)
 		}
@@ -325,7 +330,7 @@ func (s *Store) walkEvents(ctx context.Context, k store.SessionKey, lo, hi uint6
 		if err != nil {
 			return err
 		}
-		if !more || n < eventChunk {
+		if !more || n < chunk {
 			return nil
 		}
 	}
