@@ -55,6 +55,9 @@ type AppRunner interface {
 	// HasLiveRun reports whether the run is pending or running in this
 	// process (its record may not be stored yet).
 	HasLiveRun(runID string) bool
+	// RunDone is closed when the run ends in this process (at once when
+	// it is not live here).
+	RunDone(runID string) <-chan struct{}
 }
 
 // Apps is the set of apps the server hosts.
@@ -106,6 +109,9 @@ type Config struct {
 	// users and on the apps it is granted (see methodAccess). nil means
 	// no authentication: every caller may do anything.
 	Auth *auth.Config
+	// Limits bound page sizes, the events of one GetSession and the runs
+	// in progress; zero fields take their defaults.
+	Limits Limits
 }
 
 // Server implements the agentrunner gRPC services.
@@ -116,6 +122,8 @@ type Server struct {
 	maxRun time.Duration
 	maxMsg int
 	authz  *authorizer
+	limits Limits
+	runs   *runLimiter
 }
 
 // New returns a Server. It panics if cfg.Store is nil: that is a wiring
@@ -133,6 +141,7 @@ func New(cfg Config) *Server {
 	if cfg.MaxMessageBytes <= 0 {
 		cfg.MaxMessageBytes = DefaultMaxMessageBytes
 	}
+	limits := cfg.Limits.withDefaults()
 	return &Server{
 		store:  cfg.Store,
 		apps:   cfg.Apps,
@@ -140,6 +149,8 @@ func New(cfg Config) *Server {
 		maxRun: cfg.MaxRunDuration,
 		maxMsg: cfg.MaxMessageBytes,
 		authz:  newAuthorizer(cfg.Auth, cfg.Logger),
+		limits: limits,
+		runs:   newRunLimiter(limits),
 	}
 }
 
