@@ -43,7 +43,7 @@ func newTestStore(t testing.TB) *boltstore.Store {
 func newTestRunner(t testing.TB, root agent.Agent) (*Runner, *boltstore.Store, store.SessionKey) {
 	t.Helper()
 	db := newTestStore(t)
-	r, err := New(Config{AppName: testApp, Root: root, Store: db, Memory: memory.NewStoreMemory(db)})
+	r, err := New(Config{AppName: testApp, Root: root, Store: db, Memory: memory.NewIndex(db)})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -19,7 +19,7 @@ import (
 // context, which leaves out the current session.
 func TestMemoryThroughContext(t *testing.T) {
 	db := newTestStore(t)
-	mem := memory.NewStoreMemory(db)
+	mem := memory.NewIndex(db)
 	history := map[store.SessionKey][]*agentrunnerv1.Event{
 		{App: testApp, User: "u1", Session: "old"}: {
 			{Author: "user", Content: userText("What is the Weather in Paris?")},
@@ -32,6 +32,9 @@ func TestMemoryThroughContext(t *testing.T) {
 	}
 	for k, events := range history {
 		if _, err := db.CreateSession(t.Context(), k, nil); err != nil {
+			t.Fatal(err)
+		}
+		if err := mem.AddSession(t.Context(), k); err != nil {
 			t.Fatal(err)
 		}
 		for _, ev := range events {

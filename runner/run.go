@@ -106,6 +106,8 @@ type invocation struct {
 	// recordWritten reports that the record is in the store with this
 	// execution's status; until then the next event carries it.
 	recordWritten bool
+	// inMemory reports that the session was added to memory in this run.
+	inMemory bool
 }
 
 // run stores the user's message, then lets before_run answer or runs the
@@ -304,8 +306,24 @@ func (in *invocation) append(ctx context.Context, ev *agentrunnerv1.Event) (*age
 	}
 	if err == nil {
 		in.lr.noteStored(stored)
+		in.addToMemory(ctx)
 	}
 	return stored, err
+}
+
+// addToMemory adds the session to memory after a complete event, when
+// the app says so: once per run, since the session then stays in memory
+// and the store indexes every later event as it stores it. Memory is a
+// convenience for later sessions: a failure is logged, not the run's.
+func (in *invocation) addToMemory(ctx context.Context) {
+	if !in.r.addToMemory || in.inMemory {
+		return
+	}
+	if err := in.r.memory.AddSession(ctx, in.key); err != nil {
+		in.r.log.Warn("add session to memory", "session", in.key.String(), "err", err)
+		return
+	}
+	in.inMemory = true
 }
 
 // onEvent runs the on_event hooks on a complete event. A replacement is

@@ -86,6 +86,11 @@ type Config struct {
 	// Memory backs InvocationContext.Memory; nil means no memory (searches
 	// find nothing).
 	Memory memory.Service
+	// AddSessionsToMemory adds a run's session to Memory once the run
+	// stored its first complete event; the session stays in memory, so
+	// that every later event is indexed as it is stored. A failure is
+	// logged and the run goes on.
+	AddSessionsToMemory bool
 	// Plugins see every run, agent, model and tool step, in this order and
 	// before the agents' own callbacks (see package plugin).
 	Plugins []plugin.Plugin
@@ -129,6 +134,7 @@ type Runner struct {
 	tree         *agent.Tree
 	store        Store
 	memory       memory.Service
+	addToMemory  bool
 	plugins      *plugin.Manager
 	closeTimeout time.Duration
 	now          func() time.Time
@@ -166,6 +172,7 @@ func New(cfg Config) (*Runner, error) {
 		tree:         t,
 		store:        cfg.Store,
 		memory:       cfg.Memory,
+		addToMemory:  cfg.AddSessionsToMemory && cfg.Memory != nil,
 		plugins:      plugins,
 		closeTimeout: cfg.PluginCloseTimeout,
 		now:          cfg.Now,

@@ -67,6 +67,9 @@ func methodAccess() map[string]access {
 		servicev1.RunnerService_CancelRun_FullMethodName: accessRun,
 		servicev1.RunnerService_AttachRun_FullMethodName: accessRun,
 		servicev1.RunnerService_ResumeRun_FullMethodName: accessRun,
+
+		servicev1.MemoryService_SearchMemory_FullMethodName:       accessScoped,
+		servicev1.MemoryService_AddSessionToMemory_FullMethodName: accessScoped,
 	}
 	for _, d := range []grpc.ServiceDesc{healthpb.Health_ServiceDesc} {
 		for _, name := range methodNames(d) {

@@ -200,6 +200,14 @@ func matrixCases() []rpcCase {
 		{method: servicev1.RunnerService_AttachRun_FullMethodName, call: func(ctx context.Context, e *env, f fixture) error {
 			return streamErr(e.runner.AttachRun(ctx, &servicev1.AttachRunRequest{RunId: f.run}))
 		}},
+		{method: servicev1.MemoryService_SearchMemory_FullMethodName, call: func(ctx context.Context, e *env, f fixture) error {
+			_, err := servicev1.NewMemoryServiceClient(e.conn).SearchMemory(ctx, &servicev1.SearchMemoryRequest{AppName: f.app, UserId: f.user, Query: "hi"})
+			return err
+		}},
+		{method: servicev1.MemoryService_AddSessionToMemory_FullMethodName, call: func(ctx context.Context, e *env, f fixture) error {
+			_, err := servicev1.NewMemoryServiceClient(e.conn).AddSessionToMemory(ctx, &servicev1.AddSessionToMemoryRequest{AppName: f.app, UserId: f.user, SessionId: f.session})
+			return err
+		}},
 		// The run has ended well: there is nothing to resume.
 		{method: servicev1.RunnerService_ResumeRun_FullMethodName, allowed: codes.FailedPrecondition, call: func(ctx context.Context, e *env, f fixture) error {
 			return streamErr(e.runner.ResumeRun(ctx, &servicev1.ResumeRunRequest{RunId: f.run}))

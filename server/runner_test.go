@@ -17,6 +17,7 @@ import (
 	"github.com/agentrunner/agentrunner/runner/agent/llmagent"
 	"github.com/agentrunner/agentrunner/runner/agent/workflow"
 	"github.com/agentrunner/agentrunner/runner/apps"
+	"github.com/agentrunner/agentrunner/runner/memory"
 	"github.com/agentrunner/agentrunner/runner/model/offline"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/protobuf/types/known/structpb"
@@ -28,7 +29,13 @@ import (
 // withRunnerApps serves the apps built by build over the env's store.
 func withRunnerApps(t *testing.T, build ...func(t *testing.T) apps.App) envOption {
 	return func(c *Config) {
-		reg, err := apps.NewRegistry(apps.Config{Store: c.Store.(runner.Store)})
+		// The runners search the memory the server serves, as in
+		// cmd/agentrunner.
+		var mem memory.Service
+		if ix, ok := c.Store.(memory.Indexer); ok {
+			mem = memory.NewIndex(ix)
+		}
+		reg, err := apps.NewRegistry(apps.Config{Store: c.Store.(runner.Store), Memory: mem})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -9,6 +9,7 @@ import (
 	servicev1 "github.com/agentrunner/agentrunner/gen/go/agentrunner/service/v1"
 	agentrunnerv1 "github.com/agentrunner/agentrunner/gen/go/agentrunner/v1"
 	"github.com/agentrunner/agentrunner/runner"
+	"github.com/agentrunner/agentrunner/runner/memory"
 	"github.com/agentrunner/agentrunner/server/auth"
 	"github.com/agentrunner/agentrunner/store"
 	"google.golang.org/grpc"
@@ -109,6 +110,11 @@ type Config struct {
 	// users and on the apps it is granted (see methodAccess). nil means
 	// no authentication: every caller may do anything.
 	Auth *auth.Config
+	// Memory serves MemoryService; it should be the apps' runners' own.
+	// Nil means the store's memory index when the store has one
+	// (memory.Indexer, as *boltstore.Store does); else MemoryService
+	// answers FailedPrecondition.
+	Memory memory.Service
 	// Limits bound page sizes, the events of one GetSession and the runs
 	// in progress; zero fields take their defaults.
 	Limits Limits
@@ -118,6 +124,7 @@ type Config struct {
 type Server struct {
 	store  Store
 	apps   Apps
+	memory memory.Service
 	log    *slog.Logger
 	maxRun time.Duration
 	maxMsg int
@@ -141,10 +148,14 @@ func New(cfg Config) *Server {
 	if cfg.MaxMessageBytes <= 0 {
 		cfg.MaxMessageBytes = DefaultMaxMessageBytes
 	}
+	if ix, ok := cfg.Store.(memory.Indexer); ok && cfg.Memory == nil {
+		cfg.Memory = memory.NewIndex(ix)
+	}
 	limits := cfg.Limits.withDefaults()
 	return &Server{
 		store:  cfg.Store,
 		apps:   cfg.Apps,
+		memory: cfg.Memory,
 		log:    cfg.Logger,
 		maxRun: cfg.MaxRunDuration,
 		maxMsg: cfg.MaxMessageBytes,
@@ -161,14 +172,16 @@ func ServiceNames() []string {
 		servicev1.SessionService_ServiceDesc.ServiceName,
 		servicev1.ArtifactService_ServiceDesc.ServiceName,
 		servicev1.RunnerService_ServiceDesc.ServiceName,
+		servicev1.MemoryService_ServiceDesc.ServiceName,
 	}
 }
 
-// Register registers the three agentrunner services on r.
+// Register registers the four agentrunner services on r.
 func (s *Server) Register(r grpc.ServiceRegistrar) {
 	servicev1.RegisterSessionServiceServer(r, sessionService{s: s})
 	servicev1.RegisterArtifactServiceServer(r, artifactService{s: s})
 	servicev1.RegisterRunnerServiceServer(r, runnerService{s: s})
+	servicev1.RegisterMemoryServiceServer(r, memoryService{s: s})
 }
 
 // noApps serves no apps: every Run is NotFound and ListApps is empty.

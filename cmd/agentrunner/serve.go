@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/pprof"
+	"net/url"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -22,6 +23,7 @@ import (
 	"github.com/agentrunner/agentrunner/server"
 	"github.com/agentrunner/agentrunner/store"
 	"github.com/agentrunner/agentrunner/store/boltstore"
+	"github.com/agentrunner/agentrunner/store/pgstore"
 	bolterrors "go.etcd.io/bbolt/errors"
 	"google.golang.org/grpc"
 )
@@ -49,7 +51,7 @@ const serveUsage = `Usage: agentrunner serve [flags]
 
 Serves SessionService, ArtifactService and RunnerService over gRPC, with
 health checking and reflection, storing sessions, events and artifacts in a
-bbolt file. Flags fall back to environment variables; a flag on the command
+bbolt file, or in PostgreSQL when --data is a postgres:// URL. Flags fall back to environment variables; a flag on the command
 line wins. SIGINT or SIGTERM shuts down gracefully: health turns NOT_SERVING,
 in-flight calls get --shutdown-grace to finish, and the data file is closed
 last.
@@ -78,7 +80,7 @@ func parseServeFlags(args []string, stderr io.Writer) (serveFlags, error) {
 		fs.PrintDefaults()
 	}
 	fs.StringVar(&f.addr, "addr", defaultAddr, "`host:port` to listen on; port 0 picks a free port (env "+envAddr+")")
-	fs.StringVar(&f.data, "data", defaultData, "bbolt data `file`, created if missing, relative to the working directory (env "+envData+")")
+	fs.StringVar(&f.data, "data", defaultData, dataUsage)
 	fs.StringVar(&f.config, "config", "", "apps `file` (YAML or JSON, schema agentrunner.v1.AppsConfig); without one the built-in demo app is served (env "+envConfig+")")
 	fs.DurationVar(&f.maxRun, "max-run", 15*time.Minute, "longest a single Run may take (its deadline); 0 means no limit")
 	fs.IntVar(&f.limits.MaxPageSize, "max-page-size", store.MaxPageSize, "largest page_size a listing accepts (at most 1000); above is InvalidArgument")
@@ -139,7 +141,7 @@ func serve(ctx context.Context, args []string, stderr io.Writer) (err error) {
 		return err
 	}
 
-	if dir := filepath.Dir(f.data); dir != "." {
+	if dir := filepath.Dir(f.data); dir != "." && !pgstore.IsURL(f.data) {
 		if err := os.MkdirAll(dir, 0o700); err != nil {
 			return fmt.Errorf("create data directory: %w", err)
 		}
@@ -148,7 +150,7 @@ func serve(ctx context.Context, args []string, stderr io.Writer) (err error) {
 	if err != nil {
 		return err
 	}
-	st, err := openStore(f.data, log, tr.onCommit)
+	st, err := openStore(ctx, f.data, log, tr.onCommit)
 	if err != nil {
 		_ = tr.shutdown(context.WithoutCancel(ctx))
 		return err
@@ -202,10 +204,23 @@ func serve(ctx context.Context, args []string, stderr io.Writer) (err error) {
 	return shutdown(ctx, srv, served, apps, f, log)
 }
 
-// openStore opens the data file, saying so when another server holds it.
-func openStore(path string, log *slog.Logger, onCommit func(time.Duration, int)) (*boltstore.Store, error) {
+// dataUsage describes --data, for serve and migrate.
+const dataUsage = "bbolt data `file`, created if missing, relative to the working directory; or a PostgreSQL URL, postgres://user:password@host:port/db?pool_max_conns=N&connect_timeout=S (env " + envData + ")"
+
+// openStore opens the store --data names: PostgreSQL for a postgres://
+// URL (pool size and timeouts from the URL, migrations applied), else the
+// bbolt file, saying so when another server holds it.
+func openStore(ctx context.Context, path string, log *slog.Logger, onCommit func(time.Duration, int)) (store.Store, error) {
 	// Every item the store keeps fits, alone, in one response message.
-	st, err := boltstore.Open(path, boltstore.Options{Logger: log, OnCommit: onCommit, MaxItemBytes: server.MaxItemBytes(server.DefaultMaxMessageBytes)})
+	maxItem := server.MaxItemBytes(server.DefaultMaxMessageBytes)
+	if pgstore.IsURL(path) {
+		st, err := pgstore.Open(ctx, path, pgstore.Options{Logger: log, MaxItemBytes: maxItem})
+		if err != nil {
+			return nil, fmt.Errorf("open PostgreSQL store %s: %w", redactData(path), err)
+		}
+		return st, nil
+	}
+	st, err := boltstore.Open(path, boltstore.Options{Logger: log, OnCommit: onCommit, MaxItemBytes: maxItem})
 	if errors.Is(err, bolterrors.ErrTimeout) {
 		return nil, fmt.Errorf("open data file: %w (is another agentrunner serving from %s?)", err, path)
 	} else if err != nil {
@@ -259,7 +274,7 @@ func serveDebug(addr string, log *slog.Logger) (stop func(), err error) {
 
 // listenAndServe starts the gRPC server on f.addr and logs the bound
 // address: with port 0 that line is how callers (and tests) learn it.
-func listenAndServe(f serveFlags, st *boltstore.Store, reg *apps.Registry, sec *security, opts []grpc.ServerOption, log *slog.Logger) (*server.GRPCServer, <-chan error, error) {
+func listenAndServe(f serveFlags, st store.Store, reg *apps.Registry, sec *security, opts []grpc.ServerOption, log *slog.Logger) (*server.GRPCServer, <-chan error, error) {
 	lis, err := net.Listen("tcp", f.addr)
 	if err != nil {
 		return nil, nil, fmt.Errorf("listen: %w", err)
@@ -282,7 +297,20 @@ func listenAndServe(f serveFlags, st *boltstore.Store, reg *apps.Registry, sec *
 	for _, a := range reg.List() {
 		names = append(names, a.GetName())
 	}
-	log.Info("serving", "addr", lis.Addr().String(), "data", f.data, "apps", strings.Join(names, ","),
+	log.Info("serving", "addr", lis.Addr().String(), "data", redactData(f.data), "apps", strings.Join(names, ","),
 		"tls", sec.tls, "mtls", sec.mtls, "auth", sec.auth != nil)
 	return srv, served, nil
+}
+
+// redactData returns --data as it may be logged: a URL without its
+// password.
+func redactData(data string) string {
+	if !pgstore.IsURL(data) {
+		return data
+	}
+	u, err := url.Parse(data)
+	if err != nil {
+		return "postgres://…" // unparsable: show nothing of it
+	}
+	return u.Redacted()
 }

@@ -67,7 +67,7 @@ func serve(ctx context.Context, addr, data string) error {
 	defer st.Close()
 	reg, err := apps.NewRegistry(apps.Config{
 		Store:  st,
-		Memory: memory.NewStoreMemory(st),
+		Memory: memory.NewIndex(st),
 		// Plugins run in this order, before the agents' own callbacks.
 		Plugins: []plugin.Plugin{plugin.NewLogging(log), &audit{}},
 		Logger:  log,

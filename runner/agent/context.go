@@ -132,7 +132,8 @@ type Artifacts interface {
 // Memory is what an agent sees of long-term memory: the user's past
 // sessions of the app, the current one left out.
 type Memory interface {
-	// Search returns past turns that match query.
+	// Search returns the past events that match query best (the first
+	// page of memory.DefaultLimit).
 	Search(ctx context.Context, query string) ([]*memory.Entry, error)
 }
 

@@ -294,5 +294,6 @@ func (m boundMemory) Search(ctx context.Context, query string) ([]*memory.Entry,
 		return nil, nil
 	}
 	k := m.c.inv.cfg.Session
-	return svc.Search(ctx, memory.Query{App: k.App, User: k.User, Query: query, ExcludeSession: k.Session})
+	entries, _, err := svc.Search(ctx, memory.Query{App: k.App, User: k.User, Query: query, ExcludeSession: k.Session})
+	return entries, err
 }

@@ -30,6 +30,9 @@ type App struct {
 	// Compaction condenses the app's long sessions (see
 	// runner.Compaction).
 	Compaction runner.Compaction
+	// AddSessionsToMemory adds each session of the app to memory after
+	// each of its complete events (see runner.Config).
+	AddSessionsToMemory bool
 
 	// closer releases what the app holds (its MCP connections); set by
 	// Build.
@@ -82,17 +85,18 @@ func NewRegistry(cfg Config) (*Registry, error) {
 // registered is an error wrapping store.ErrAlreadyExists.
 func (g *Registry) Register(app App) (*runner.Runner, error) {
 	r, err := runner.New(runner.Config{
-		AppName:     app.Name,
-		Description: app.Description,
-		Unavailable: app.Unavailable,
-		Compaction:  app.Compaction,
-		Root:        app.Root,
-		Store:       g.cfg.Store,
-		Memory:      g.cfg.Memory,
-		Plugins:     g.cfg.Plugins,
-		Now:         g.cfg.Now,
-		NewID:       g.cfg.NewID,
-		Logger:      g.cfg.Logger,
+		AppName:             app.Name,
+		Description:         app.Description,
+		Unavailable:         app.Unavailable,
+		Compaction:          app.Compaction,
+		Root:                app.Root,
+		Store:               g.cfg.Store,
+		Memory:              g.cfg.Memory,
+		AddSessionsToMemory: app.AddSessionsToMemory,
+		Plugins:             g.cfg.Plugins,
+		Now:                 g.cfg.Now,
+		NewID:               g.cfg.NewID,
+		Logger:              g.cfg.Logger,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("register app: %w", err)

@@ -11,7 +11,7 @@ import (
 // BuiltinTools are the tool names an LLM agent may list in its tools.
 // transfer_to_agent is also accepted, though it is added automatically
 // whenever the agent has somewhere to transfer to.
-var BuiltinTools = []string{"exit_loop", "load_artifacts", "transfer_to_agent"}
+var BuiltinTools = []string{"exit_loop", "load_artifacts", "load_memory", "preload_memory", "transfer_to_agent"}
 
 // Validate checks what the schema alone cannot: required fields, unique app
 // names, unique agent names within a tree, exactly one kind per agent, a
@@ -53,6 +53,9 @@ func Validate(cfg *agentrunnerv1.AppsConfig, opts ...Option) error {
 			return err
 		}
 		if err := validateCompaction(app, path, models, o); err != nil {
+			return err
+		}
+		if err := validateContextCache(app, path); err != nil {
 			return err
 		}
 		if err := validateAgent(app.GetRootAgent(), path+".root_agent", &treeScope{seen: map[string]string{}, appTools: appTools, mcp: servers, models: models, opts: o}); err != nil {

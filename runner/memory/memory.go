@@ -1,6 +1,10 @@
 // Package memory is long-term memory: the Service agents search through
-// (agent.InvocationContext.Memory binds it to the session's app and user),
-// and StoreMemory, a keyword search over the stored sessions.
+// (agent.InvocationContext.Memory binds it to the session's app and user)
+// and sessions are added to, and Index, the Service over the store's
+// inverted index (boltstore's IndexSession and SearchMemory).
+//
+// A search is scoped to one app and one user: nothing of another user or
+// another app is ever returned.
 //
 // Imports: store and the generated messages. It must not import the
 // runner, any agent, tool or plugin package, or gRPC (runner/deps_test.go
@@ -8,22 +12,25 @@
 package memory
 
 import (
-	"cmp"
 	"context"
-	"errors"
 	"fmt"
-	"slices"
-	"strings"
 	"time"
-	"unicode"
 
 	agentrunnerv1 "github.com/agentrunner/agentrunner/gen/go/agentrunner/v1"
 	"github.com/agentrunner/agentrunner/store"
 )
 
-// Service searches long-term memory.
+// Service is long-term memory.
 type Service interface {
-	Search(ctx context.Context, q Query) ([]*Entry, error)
+	// AddSession adds a session to memory: its events so far and, from
+	// then on, every event appended to it. Adding a session again is
+	// cheap, so that a runner may add it after every event. A missing
+	// session is an error wrapping store.ErrNotFound.
+	AddSession(ctx context.Context, k store.SessionKey) error
+	// Search returns one page of the events of the user's sessions in
+	// memory that match the query, best first, and the token of the next
+	// page (empty at the end).
+	Search(ctx context.Context, q Query) ([]*Entry, string, error)
 }
 
 // Query is one memory search.
@@ -35,138 +42,78 @@ type Query struct {
 	// ExcludeSession, when set, leaves that session out (the current one,
 	// which the agent already sees).
 	ExcludeSession string
-	// Limit bounds the number of entries; 0 means DefaultLimit.
+	// Limit bounds the number of entries; 0 means DefaultLimit, and it is
+	// capped at store.MaxPageSize.
 	Limit int
+	// PageToken continues a previous search with the same query.
+	PageToken string
+	// MaxBytes, when positive, bounds the encoded size of the entries'
+	// events: the page ends before the entry that would pass it (a page
+	// holds at least one).
+	MaxBytes int
 }
 
 // DefaultLimit bounds a search that sets no Limit.
 const DefaultLimit = 20
 
-// Entry is one remembered turn.
+// Entry is one remembered event.
 type Entry struct {
 	SessionID string
-	Author    string
-	Content   *agentrunnerv1.Content
-	Time      time.Time
+	// Sequence is the event's sequence in its session.
+	Sequence uint64
+	Author   string
+	Content  *agentrunnerv1.Content
+	Time     time.Time
 }
 
-// SessionLister is the storage StoreMemory reads. Implemented by
-// *boltstore.Store.
-type SessionLister interface {
-	ListSessions(ctx context.Context, app, user string, page store.Page) ([]*agentrunnerv1.Session, string, error)
-	GetSession(ctx context.Context, k store.SessionKey, opts store.GetOptions) (*agentrunnerv1.Session, []*agentrunnerv1.Event, error)
+// Indexer is the storage Index uses. Implemented by *boltstore.Store.
+type Indexer interface {
+	IndexSession(ctx context.Context, k store.SessionKey) error
+	SearchMemory(ctx context.Context, q store.MemoryQuery) ([]store.MemoryHit, string, error)
 }
 
-// StoreMemory is an in-process Service that searches the stored sessions
-// of a user for keywords. It reads the user's sessions on each search,
-// which suits small histories and tests; a real deployment would index.
-type StoreMemory struct {
-	store SessionLister
+// Index is the Service over a store's memory index: sessions added are
+// indexed as their events are appended, and a search reads the postings
+// of its terms, never the user's history.
+type Index struct {
+	store Indexer
 }
 
-// NewStoreMemory returns a memory over s.
-func NewStoreMemory(s SessionLister) *StoreMemory { return &StoreMemory{store: s} }
+// NewIndex returns the memory over s.
+func NewIndex(s Indexer) *Index { return &Index{store: s} }
 
-// Search returns the events of the user's sessions whose text contains any
-// word of the query (case-insensitive), up to the limit. Sessions are read
-// most recently updated first (ties by session id); within a session the
-// entries are in event order. A session deleted while the search runs is
-// skipped.
-func (m *StoreMemory) Search(ctx context.Context, q Query) ([]*Entry, error) {
-	words := keywords(q.Query)
-	if len(words) == 0 {
-		return nil, nil
+// AddSession implements Service.
+func (m *Index) AddSession(ctx context.Context, k store.SessionKey) error {
+	if err := m.store.IndexSession(ctx, k); err != nil {
+		return fmt.Errorf("add session to memory: %w", err)
 	}
+	return nil
+}
+
+// Search implements Service.
+func (m *Index) Search(ctx context.Context, q Query) ([]*Entry, string, error) {
 	limit := q.Limit
 	if limit <= 0 {
 		limit = DefaultLimit
 	}
-	sessions, err := m.sessions(ctx, q)
-	if err != nil {
-		return nil, err
-	}
-	var out []*Entry
-	for _, s := range sessions {
-		k := store.SessionKey{App: q.App, User: q.User, Session: s.GetSessionId()}
-		_, events, err := m.store.GetSession(ctx, k, store.GetOptions{})
-		if errors.Is(err, store.ErrNotFound) {
-			continue // deleted since it was listed
-		}
-		if err != nil {
-			return nil, fmt.Errorf("search memory: %w", err)
-		}
-		for _, ev := range events {
-			if !matches(words, textOf(ev.GetContent())) {
-				continue
-			}
-			out = append(out, &Entry{SessionID: s.GetSessionId(), Author: ev.GetAuthor(), Content: ev.GetContent(), Time: ev.GetTimestamp().AsTime()})
-			if len(out) == limit {
-				return out, nil
-			}
-		}
-	}
-	return out, nil
-}
-
-// sessions lists the user's sessions but the excluded one, most recently
-// updated first.
-func (m *StoreMemory) sessions(ctx context.Context, q Query) ([]*agentrunnerv1.Session, error) {
-	var all []*agentrunnerv1.Session
-	page := store.Page{Size: store.MaxPageSize}
-	for {
-		sessions, next, err := m.store.ListSessions(ctx, q.App, q.User, page)
-		if err != nil {
-			return nil, fmt.Errorf("search memory: %w", err)
-		}
-		for _, s := range sessions {
-			if s.GetSessionId() != q.ExcludeSession {
-				all = append(all, s)
-			}
-		}
-		if next == "" {
-			break
-		}
-		page.Token = next
-	}
-	slices.SortStableFunc(all, func(a, b *agentrunnerv1.Session) int {
-		if c := b.GetUpdateTime().AsTime().Compare(a.GetUpdateTime().AsTime()); c != 0 {
-			return c
-		}
-		return cmp.Compare(a.GetSessionId(), b.GetSessionId())
+	hits, next, err := m.store.SearchMemory(ctx, store.MemoryQuery{
+		App: q.App, User: q.User, Text: q.Query, ExcludeSession: q.ExcludeSession,
+		Page: store.Page{Size: limit, Token: q.PageToken, MaxBytes: q.MaxBytes},
 	})
-	return all, nil
+	if err != nil {
+		return nil, "", err
+	}
+	out := make([]*Entry, 0, len(hits))
+	for _, h := range hits {
+		ev := h.Event
+		out = append(out, &Entry{SessionID: h.SessionID, Sequence: ev.GetSequence(), Author: ev.GetAuthor(),
+			Content: ev.GetContent(), Time: ev.GetTimestamp().AsTime()})
+	}
+	return out, next, nil
 }
 
-// keywords splits text into lower-case words of letters and digits.
-func keywords(text string) map[string]bool {
-	words := make(map[string]bool)
-	for _, w := range strings.FieldsFunc(strings.ToLower(text), isWordSep) {
-		words[w] = true
-	}
-	return words
-}
-
-func isWordSep(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsDigit(r) }
-
-func matches(words map[string]bool, text string) bool {
-	if text == "" {
-		return false
-	}
-	for _, w := range strings.FieldsFunc(strings.ToLower(text), isWordSep) {
-		if words[w] {
-			return true
-		}
-	}
-	return false
-}
-
-// textOf concatenates the non-thought text parts of c.
-func textOf(c *agentrunnerv1.Content) string {
-	var sb strings.Builder
-	for _, p := range c.GetParts() {
-		if t, ok := p.GetData().(*agentrunnerv1.Part_Text); ok && !p.GetThought() {
-			sb.WriteString(t.Text)
-		}
-	}
-	return sb.String()
+// Text is the text of an entry that memory matched: its content's
+// non-thought text parts, one per line.
+func Text(e *Entry) string {
+	return store.MemoryText(&agentrunnerv1.Event{Content: e.Content})
 }

@@ -50,6 +50,14 @@ type RequestProcessor interface {
 	ProcessRequest(ctx agent.CallbackContext, req *model.Request) error
 }
 
+// Undeclared is implemented by tools the model never sees or calls: they
+// only adjust requests (a RequestProcessor), as preload_memory does. An
+// LLM agent leaves them out of its requests' declarations and out of the
+// tools a function call may name.
+type Undeclared interface {
+	Undeclared()
+}
+
 // Context is what a tool runs with. State changes and artifact saves
 // made through it land in the function-response event, as do the actions
 // the tool sets.

@@ -20,27 +20,31 @@ import (
 // Bucket names. Every bucket is created by Open; a missing one afterwards is
 // corruption.
 var (
-	bucketMeta       = []byte("meta")
-	bucketSessions   = []byte("sessions")
-	bucketEvents     = []byte("events")
-	bucketAppState   = []byte("app_state")
-	bucketUserState  = []byte("user_state")
-	bucketArtifacts  = []byte("artifacts")
-	bucketBlobs      = []byte("blobs")
-	bucketToolCalls  = []byte("tool_calls")
-	bucketRunIDs     = []byte("run_ids")
-	bucketRunReqs    = []byte("run_requests")
-	bucketUnfinished = []byte("unfinished_runs")
+	bucketMeta        = []byte("meta")
+	bucketSessions    = []byte("sessions")
+	bucketEvents      = []byte("events")
+	bucketAppState    = []byte("app_state")
+	bucketUserState   = []byte("user_state")
+	bucketArtifacts   = []byte("artifacts")
+	bucketBlobs       = []byte("blobs")
+	bucketToolCalls   = []byte("tool_calls")
+	bucketRunIDs      = []byte("run_ids")
+	bucketRunReqs     = []byte("run_requests")
+	bucketUnfinished  = []byte("unfinished_runs")
+	bucketMemSessions = []byte("memory_sessions")
+	bucketMemPostings = []byte("memory_postings")
+	bucketMemUsers    = []byte("memory_users")
 
 	allBuckets = [][]byte{bucketMeta, bucketSessions, bucketEvents, bucketAppState, bucketUserState, bucketArtifacts, bucketBlobs, bucketToolCalls,
-		bucketRunIDs, bucketRunReqs, bucketUnfinished}
+		bucketRunIDs, bucketRunReqs, bucketUnfinished, bucketMemSessions, bucketMemPostings,
+		bucketMemUsers}
 
 	keySchemaVersion = []byte("schema_version")
 )
 
 // currentSchema is the layout this code reads and writes. Raise it with a
 // new entry in schemaMigrations (and a test) whenever the layout changes.
-const currentSchema = 4
+const currentSchema = 5
 
 // migration upgrades a file from schema version N to N+1 inside the open
 // transaction.
@@ -50,8 +54,23 @@ type migration func(tx *bbolt.Tx) error
 // tool-call ledger (bucket tool_calls, built from the stored events);
 // version 3 the run records (buckets runs, run_ids, run_requests and
 // unfinished_runs, see migrateRuns); version 4 moved the records from
-// runs into events (migrateRunsIntoEvents).
-var schemaMigrations = []migration{migrateToolCalls, migrateRuns, migrateRunsIntoEvents}
+// runs into events (migrateRunsIntoEvents); version 5 added the memory
+// index (migrateMemory).
+var schemaMigrations = []migration{migrateToolCalls, migrateRuns, migrateRunsIntoEvents, migrateMemory}
+
+// migrateMemory adds the memory buckets (memory.go), empty: no session of
+// an older file is in memory. Open creates them before it migrates; the
+// version is raised all the same so that an older binary, which would
+// append to a session in memory without indexing and delete one without
+// removing its postings, refuses the file.
+func migrateMemory(tx *bbolt.Tx) error {
+	for _, name := range [][]byte{bucketMemSessions, bucketMemPostings, bucketMemUsers} {
+		if _, err := tx.CreateBucketIfNotExists(name); err != nil {
+			return fmt.Errorf("create bucket %s: %w", name, err)
+		}
+	}
+	return nil
+}
 
 // Options configure Open. The zero value is ready to use.
 type Options struct {
@@ -86,7 +105,13 @@ type Options struct {
 	migrations []migration   // for tests; nil means schemaMigrations
 	schema     int           // for tests; zero means currentSchema
 	laterDelay time.Duration // for tests; zero means defaultLaterDelay
+	mergeDelay time.Duration // for tests; zero means defaultMergeDelay
 }
+
+// defaultMergeDelay is how often pending memory records are moved into
+// postings (see memory.go): seldom enough that a merge carries many
+// events, whose postings of the same term then share pages.
+const defaultMergeDelay = time.Second
 
 // defaultLaterDelay is how long a record queued by PutRunLater waits for
 // another write to carry it before the committer writes it on its own.
@@ -98,9 +123,12 @@ type Store struct {
 	opts  Options
 	ops   chan *writeOp
 	later runQueue // records PutRunLater queued, not yet committed
+	mem   memState // sessions in memory with events to merge (memory.go)
 	quit  chan struct{}
 	done  chan struct{}
-	close sync.Once
+	// mergeDone is closed when mergeLoop has returned.
+	mergeDone chan struct{}
+	close     sync.Once
 }
 
 var _ store.Store = (*Store)(nil)
@@ -132,6 +160,9 @@ func Open(path string, opts Options) (*Store, error) {
 	if opts.laterDelay <= 0 {
 		opts.laterDelay = defaultLaterDelay
 	}
+	if opts.mergeDelay <= 0 {
+		opts.mergeDelay = defaultMergeDelay
+	}
 	db, err := bbolt.Open(path, 0o600, &bbolt.Options{
 		Timeout: opts.Timeout,
 		NoSync:  opts.NoSync,
@@ -153,9 +184,17 @@ func Open(path string, opts Options) (*Store, error) {
 		ops:  make(chan *writeOp),
 		quit: make(chan struct{}),
 		done: make(chan struct{}),
+
+		mergeDone: make(chan struct{}),
 	}
 	s.later.init()
+	s.mem.init()
+	if err := db.View(func(tx *bbolt.Tx) error { return recoverMemory(tx, &s.mem) }); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("open %s: %w", path, err)
+	}
 	go s.commitLoop()
+	go s.mergeLoop()
 	return s, nil
 }
 
@@ -207,6 +246,7 @@ func (s *Store) Close() error {
 	s.close.Do(func() {
 		close(s.quit)
 		<-s.done
+		<-s.mergeDone
 		err = s.db.Close()
 	})
 	return err

@@ -274,6 +274,7 @@ func FuzzTupleKeys(f *testing.F) {
 func TestKeysGolden(t *testing.T) {
 	k := store.SessionKey{App: "app", User: "user\x00x", Session: "s1"}
 	nk := artifactNameKey(k, "pic.png")
+	memEventID := eventID(&agentrunnerv1.Event{Timestamp: timestamppb.New(time.Unix(0, 1_700_000_000_123456789))}, "s1", 7)
 	got := strings.Join([]string{
 		"session " + hex.EncodeToString(sessionKey(k)),
 		"event " + hex.EncodeToString(eventKey(sessionKey(k), 7)),
@@ -286,6 +287,7 @@ func TestKeysGolden(t *testing.T) {
 		"run_before_1970 " + hex.EncodeToString(runKey(sessionKey(k), 7, -1, "e-0")),
 		"run_id " + hex.EncodeToString(runIDKey("e-1")),
 		"run_request " + hex.EncodeToString(runRequestKey(sessionKey(k), "req\x001")),
+		"memory_posting " + hex.EncodeToString(postingKey(userStateKey("app", "user\x00x"), "rex", memEventID)),
 		"schema " + hex.EncodeToString(binary.AppendUvarint(nil, currentSchema)),
 	}, "\n") + "\n"
 	path := filepath.Join("testdata", "keys.golden")

@@ -19,6 +19,10 @@
 //	run_ids         T(run_id)                                 -> run key; a run keeps the key of its first write
 //	run_requests    T(app, user, session, request_id)         -> run key: request ids are unique per session
 //	unfinished_runs run key                                   -> empty, while the run is PENDING or RUNNING
+//	memory_sessions T(app, user, session)                     -> uvarint: in memory; the last sequence with postings
+//	memory_postings T(app, user, term) U(^time) T(session) U(seq)
+//	                                                          -> uvarint: the term's count in the event
+//	memory_users    T(app, user)                              -> uvarint: the user's events with postings
 //
 // T(...) encodes strings so that byte order is tuple order and a tuple's
 // encoding is a prefix of every longer tuple that starts with it; U is a
@@ -46,6 +50,15 @@
 // runs and their index entries with the rest. An append that changes no
 // session state rewrites two fields of the session record's encoding
 // instead of decoding and re-encoding it.
+//
+// Memory (memory.go) is an inverted index per app and user over the
+// sessions added to it (IndexSession). An append writes nothing for it
+// (a session in memory costs the append one lookup): a merger writes the
+// postings of the events past each session's watermark about once a
+// second, in batches, in commits of its own. A search seeks to the
+// postings of its terms, reads the events of the user's sessions not
+// merged yet and the page's events, never a session's history.
+// DeleteSession removes the session's postings.
 //
 // # Writes
 //

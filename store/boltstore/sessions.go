@@ -354,6 +354,9 @@ func (s *Store) DeleteSession(ctx context.Context, k store.SessionKey) error {
 			}
 		}
 		artKeys := collectPrefix(artifacts, artifactPrefix(k.App, k.User, k.Session))
+		if err := s.unindexSession(tx, k, sk); err != nil {
+			return err
+		}
 		if err := del(tx.Bucket(bucketSessions), sk); err != nil {
 			return err
 		}
@@ -417,7 +420,8 @@ type eventWrite struct {
 	stored                         *agentrunnerv1.Event // the copy returned, without its sequence
 	bytes                          []byte               // stored's encoding
 	sessDelta, appDelta, userDelta map[string]*structpb.Value
-	limit                          int // the store's MaxItemBytes
+	limit                          int       // the store's MaxItemBytes
+	mem                            *memState // the store's, told of appends to sessions in memory
 }
 
 // prepareEvent checks an event to append and makes its stored copy: id
@@ -455,6 +459,7 @@ func (s *Store) prepareEvent(k store.SessionKey, ev *agentrunnerv1.Event) (event
 		return eventWrite{}, err
 	}
 	w.limit = s.opts.MaxItemBytes
+	w.mem = &s.mem
 	return w, nil
 }
 
@@ -482,6 +487,7 @@ func appendEventTx(tx *bbolt.Tx, k store.SessionKey, sk, sv []byte, w eventWrite
 		// rest of the batch commit with half of this append.
 		return 0, abortError{err}
 	}
+	indexAppended(tx, k, sk, w.mem)
 	if err := put(tx.Bucket(bucketSessions), sk, recBytes); err != nil {
 		return 0, err
 	}

@@ -31,7 +31,8 @@ const (
 )
 
 // ByName returns a new instance of the built-in tool called name:
-// ExitLoopName or LoadArtifactsName. transfer_to_agent is not among them:
+// ExitLoopName, LoadArtifactsName, LoadMemoryName or PreloadMemoryName.
+// transfer_to_agent is not among them:
 // LLM agents add it by themselves.
 func ByName(name string) (tool.Tool, bool) {
 	switch name {
@@ -39,6 +40,10 @@ func ByName(name string) (tool.Tool, bool) {
 		return ExitLoop(), true
 	case LoadArtifactsName:
 		return LoadArtifacts(), true
+	case LoadMemoryName:
+		return LoadMemory(), true
+	case PreloadMemoryName:
+		return PreloadMemory(), true
 	}
 	return nil, false
 }

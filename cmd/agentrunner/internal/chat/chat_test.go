@@ -145,7 +145,7 @@ func startServer(t *testing.T) (addr string, gated *gatedModel) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	reg, err := apps.NewRegistry(apps.Config{Store: st, Memory: memory.NewStoreMemory(st), Logger: log})
+	reg, err := apps.NewRegistry(apps.Config{Store: st, Memory: memory.NewIndex(st), Logger: log})
 	if err != nil {
 		t.Fatal(err)
 	}
