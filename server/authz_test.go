@@ -124,7 +124,13 @@ func streamErr(s grpc.ServerStreamingClient[servicev1.RunResponse], err error) e
 	}
 }
 
+// matrixCases call every RPC that touches a user's data.
 func matrixCases() []rpcCase {
+	return append(sessionCases(), runnerCases()...)
+}
+
+// sessionCases are the matrix cases of SessionService and ArtifactService.
+func sessionCases() []rpcCase {
 	return []rpcCase{
 		{method: servicev1.SessionService_CreateSession_FullMethodName, call: func(ctx context.Context, e *env, f fixture) error {
 			_, err := e.sessions.CreateSession(ctx, &servicev1.CreateSessionRequest{AppName: f.app, UserId: f.user, SessionId: f.session + "-new"})
@@ -174,6 +180,12 @@ func matrixCases() []rpcCase {
 			_, err := e.artifacts.DeleteArtifact(ctx, &servicev1.DeleteArtifactRequest{AppName: f.app, UserId: f.user, SessionId: f.session, Filename: f.file})
 			return err
 		}},
+	}
+}
+
+// runnerCases are the matrix cases of RunnerService and MemoryService.
+func runnerCases() []rpcCase {
+	return []rpcCase{
 		{method: servicev1.RunnerService_Run_FullMethodName, call: func(ctx context.Context, e *env, f fixture) error {
 			return streamErr(e.runner.Run(ctx, &servicev1.RunRequest{AppName: f.app, UserId: f.user, SessionId: f.session, NewMessage: text("again")}))
 		}},
