@@ -56,6 +56,11 @@ line wins. SIGINT or SIGTERM shuts down gracefully: health turns NOT_SERVING,
 in-flight calls get --shutdown-grace to finish, and the data file is closed
 last.
 
+Without --auth-file anyone who reaches the port may do anything, so serve
+refuses a non-loopback --addr unless --insecure-no-auth. With it, every call
+but health checks needs a bearer token or a client certificate the file
+names (README, "Security model").
+
 Flags:
 `
 
