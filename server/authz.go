@@ -8,6 +8,7 @@ import (
 
 	servicev1 "github.com/agentrunner/agentrunner/gen/go/agentrunner/service/v1"
 	"github.com/agentrunner/agentrunner/server/auth"
+	"github.com/agentrunner/agentrunner/store"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials"
@@ -17,6 +18,7 @@ import (
 	reflectionv1 "google.golang.org/grpc/reflection/grpc_reflection_v1"
 	reflectionv1alpha "google.golang.org/grpc/reflection/grpc_reflection_v1alpha"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/types/known/structpb"
 )
 
 // access is what a method asks of its caller when authentication is on.
@@ -192,7 +194,35 @@ func (a *authorizer) scope(ctx context.Context, method string, req any) error {
 	case !p.MayUse(r.GetAppName(), r.GetUserId()):
 		return a.deny(ctx, codes.PermissionDenied, p.Name, method, "not granted user "+strconv.Quote(r.GetUserId())+" on app "+strconv.Quote(r.GetAppName()))
 	}
+	if key, ok := appStateKey(req); ok {
+		// app: state is shared by every user of the app: setting it from a
+		// client would write into other users' sessions.
+		return a.deny(ctx, codes.PermissionDenied, p.Name, method, "state key "+strconv.Quote(key)+" is shared by every user of the app; only an admin may set it from a client")
+	}
 	return nil
+}
+
+// appStateKey returns an app:-scoped key of the state a request sets, if
+// any: the initial state of a session, an appended event's state delta, a
+// run's state delta.
+func appStateKey(req any) (string, bool) {
+	var st *structpb.Struct
+	switch r := req.(type) {
+	case *servicev1.CreateSessionRequest:
+		st = r.GetState()
+	case *servicev1.AppendEventRequest:
+		st = r.GetEvent().GetActions().GetStateDelta()
+	case *servicev1.RunRequest:
+		st = r.GetStateDelta()
+	case *servicev1.StartRunRequest:
+		st = r.GetStateDelta()
+	}
+	for k := range st.GetFields() {
+		if strings.HasPrefix(k, store.AppPrefix) {
+			return k, true
+		}
+	}
+	return "", false
 }
 
 // deny logs a refused call once, with the principal, the method and why,

@@ -21,6 +21,7 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/reflect/protoreflect"
 	"google.golang.org/protobuf/reflect/protoregistry"
+	"google.golang.org/protobuf/types/known/structpb"
 )
 
 // withAuth turns authentication on with the principals of doc.
@@ -123,7 +124,13 @@ func streamErr(s grpc.ServerStreamingClient[servicev1.RunResponse], err error) e
 	}
 }
 
+// matrixCases call every RPC that touches a user's data.
 func matrixCases() []rpcCase {
+	return append(sessionCases(), runnerCases()...)
+}
+
+// sessionCases are the matrix cases of SessionService and ArtifactService.
+func sessionCases() []rpcCase {
 	return []rpcCase{
 		{method: servicev1.SessionService_CreateSession_FullMethodName, call: func(ctx context.Context, e *env, f fixture) error {
 			_, err := e.sessions.CreateSession(ctx, &servicev1.CreateSessionRequest{AppName: f.app, UserId: f.user, SessionId: f.session + "-new"})
@@ -173,6 +180,12 @@ func matrixCases() []rpcCase {
 			_, err := e.artifacts.DeleteArtifact(ctx, &servicev1.DeleteArtifactRequest{AppName: f.app, UserId: f.user, SessionId: f.session, Filename: f.file})
 			return err
 		}},
+	}
+}
+
+// runnerCases are the matrix cases of RunnerService and MemoryService.
+func runnerCases() []rpcCase {
+	return []rpcCase{
 		{method: servicev1.RunnerService_Run_FullMethodName, call: func(ctx context.Context, e *env, f fixture) error {
 			return streamErr(e.runner.Run(ctx, &servicev1.RunRequest{AppName: f.app, UserId: f.user, SessionId: f.session, NewMessage: text("again")}))
 		}},
@@ -386,5 +399,41 @@ func TestMethodAccessCoversEveryRPC(t *testing.T) {
 	}
 	if len(rules) != n {
 		t.Errorf("methodAccess has %d rules for %d registered methods: remove the stale ones", len(rules), n)
+	}
+}
+
+// TestAppStateIsAdminOnly: app: state is shared by every user of the app,
+// so only an admin sets it from a client; everyone reads it.
+func TestAppStateIsAdminOnly(t *testing.T) {
+	e := newEnv(t, withRunnerApps(t, customApp("echo", sayHi)), withAuth(t, matrixAuth))
+	alice := as(t.Context(), "alice")
+	st := func(k string) *structpb.Struct {
+		return must[*structpb.Struct](t)(structpb.NewStruct(map[string]any{k: "v"}))
+	}
+	_, err := e.sessions.CreateSession(alice, &servicev1.CreateSessionRequest{AppName: "echo", UserId: "alice", SessionId: "s0", State: st("app:motd")})
+	wantCode(t, err, codes.PermissionDenied, "")
+	for _, k := range []string{"mine", "user:theme"} {
+		if _, err := e.sessions.CreateSession(alice, &servicev1.CreateSessionRequest{AppName: "echo", UserId: "alice", SessionId: "s-" + strings.TrimPrefix(k, "user:"), State: st(k)}); err != nil {
+			t.Errorf("CreateSession with %s as alice: %v", k, err)
+		}
+	}
+	_, err = e.sessions.AppendEvent(alice, &servicev1.AppendEventRequest{AppName: "echo", UserId: "alice", SessionId: "s-mine",
+		Event: &agentrunnerv1.Event{Author: "user", Actions: &agentrunnerv1.EventActions{StateDelta: st("app:motd")}}})
+	wantCode(t, err, codes.PermissionDenied, "")
+	err = streamErr(e.runner.Run(alice, &servicev1.RunRequest{AppName: "echo", UserId: "alice", SessionId: "s-mine", NewMessage: text("hi"), StateDelta: st("app:motd")}))
+	wantCode(t, err, codes.PermissionDenied, "")
+	_, err = e.runner.StartRun(alice, &servicev1.StartRunRequest{AppName: "echo", UserId: "alice", SessionId: "s-mine", NewMessage: text("hi"), StateDelta: st("app:motd")})
+	wantCode(t, err, codes.PermissionDenied, "")
+	if !strings.Contains(statusMessage(err), `state key "app:motd" is shared by every user of the app`) {
+		t.Errorf("denial says %q", statusMessage(err))
+	}
+
+	root := as(t.Context(), "root")
+	if _, err := e.sessions.CreateSession(root, &servicev1.CreateSessionRequest{AppName: "echo", UserId: "root", SessionId: "s", State: st("app:motd")}); err != nil {
+		t.Fatal(err)
+	}
+	got, err := e.sessions.GetSession(alice, &servicev1.GetSessionRequest{AppName: "echo", UserId: "alice", SessionId: "s-mine"})
+	if err != nil || got.GetSession().GetState().GetFields()["app:motd"].GetStringValue() != "v" {
+		t.Errorf("alice does not read the app state root set: %v %v", got.GetSession().GetState(), err)
 	}
 }

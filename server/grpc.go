@@ -15,6 +15,7 @@ import (
 type GRPCServer struct {
 	grpc   *grpc.Server
 	health *health.Server
+	srv    *Server
 }
 
 // NewGRPCServer returns a gRPC server with s's services registered, the
@@ -49,7 +50,7 @@ func NewGRPCServer(s *Server, extra ...grpc.ServerOption) *GRPCServer {
 	}
 	healthpb.RegisterHealthServer(gs, hs)
 	reflection.Register(gs)
-	return &GRPCServer{grpc: gs, health: hs}
+	return &GRPCServer{grpc: gs, health: hs, srv: s}
 }
 
 // Serve accepts connections on lis until Shutdown. It returns nil after a

@@ -38,9 +38,13 @@ func (h runnerService) Run(req *servicev1.RunRequest, stream grpc.ServerStreamin
 	if !ok {
 		return unknownApp(k.App)
 	}
+	slot, err := h.s.acquireRun(stream.Context())
+	if err != nil {
+		return err
+	}
 	rr := h.s.runnerRequest(req)
 	rr.OnDisconnect = req.GetOnDisconnect()
-	return h.s.send(stream, app.Stream(stream.Context(), rr))
+	return h.s.send(stream, h.s.runs.tracked(slot, app, app.Stream(stream.Context(), rr)))
 }
 
 // StartRun admits a run and returns its record; the run goes on alone.
@@ -59,12 +63,18 @@ func (h runnerService) StartRun(ctx context.Context, req *servicev1.StartRunRequ
 	if !ok {
 		return nil, unknownApp(k.App)
 	}
+	slot, err := h.s.acquireRun(ctx)
+	if err != nil {
+		return nil, err
+	}
 	rr := h.s.runnerRequest(asRun)
 	rr.OnDisconnect = agentrunnerv1.OnDisconnect_ON_DISCONNECT_CONTINUE
 	run, err := app.Start(ctx, rr)
 	if err != nil {
+		h.s.runs.release(slot)
 		return nil, h.s.toStatus(ctx, err)
 	}
+	h.s.runs.bind(slot, app.RunDone(run.GetRunId()))
 	return &servicev1.StartRunResponse{Run: run}, nil
 }
 
@@ -102,6 +112,9 @@ func (h runnerService) ListRuns(ctx context.Context, req *servicev1.ListRunsRequ
 		return nil, err
 	}
 	if err := checkPageSize(req.GetPageSize()); err != nil {
+		return nil, err
+	}
+	if err := h.s.checkPage(req); err != nil {
 		return nil, err
 	}
 	app, ok := h.s.apps.Lookup(k.App)
@@ -146,13 +159,17 @@ func (h runnerService) ResumeRun(req *servicev1.ResumeRunRequest, stream grpc.Se
 	if err != nil {
 		return err
 	}
-	return h.s.send(stream, app.Resume(stream.Context(), runner.ResumeRequest{
+	slot, err := h.s.acquireRun(stream.Context())
+	if err != nil {
+		return err
+	}
+	return h.s.send(stream, h.s.runs.tracked(slot, app, app.Resume(stream.Context(), runner.ResumeRequest{
 		RunID:        req.GetRunId(),
 		Answers:      req.GetAnswers(),
 		RetryCallIDs: req.GetRetryCallIds(),
 		OnDisconnect: req.GetOnDisconnect(),
 		Timeout:      h.s.maxRun,
-	}))
+	})))
 }
 
 // runApp returns the runner of the app a run belongs to: one that has it

@@ -56,6 +56,9 @@ type AppRunner interface {
 	// HasLiveRun reports whether the run is pending or running in this
 	// process (its record may not be stored yet).
 	HasLiveRun(runID string) bool
+	// RunDone is closed when the run ends in this process (at once when
+	// it is not live here).
+	RunDone(runID string) <-chan struct{}
 }
 
 // Apps is the set of apps the server hosts.
@@ -112,6 +115,9 @@ type Config struct {
 	// (memory.Indexer, as *boltstore.Store does); else MemoryService
 	// answers FailedPrecondition.
 	Memory memory.Service
+	// Limits bound page sizes, the events of one GetSession and the runs
+	// in progress; zero fields take their defaults.
+	Limits Limits
 }
 
 // Server implements the agentrunner gRPC services.
@@ -123,6 +129,8 @@ type Server struct {
 	maxRun time.Duration
 	maxMsg int
 	authz  *authorizer
+	limits Limits
+	runs   *runLimiter
 }
 
 // New returns a Server. It panics if cfg.Store is nil: that is a wiring
@@ -143,6 +151,7 @@ func New(cfg Config) *Server {
 	if ix, ok := cfg.Store.(memory.Indexer); ok && cfg.Memory == nil {
 		cfg.Memory = memory.NewIndex(ix)
 	}
+	limits := cfg.Limits.withDefaults()
 	return &Server{
 		store:  cfg.Store,
 		apps:   cfg.Apps,
@@ -151,6 +160,8 @@ func New(cfg Config) *Server {
 		maxRun: cfg.MaxRunDuration,
 		maxMsg: cfg.MaxMessageBytes,
 		authz:  newAuthorizer(cfg.Auth, cfg.Logger),
+		limits: limits,
+		runs:   newRunLimiter(limits),
 	}
 }
 

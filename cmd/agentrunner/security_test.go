@@ -211,6 +211,8 @@ func TestServeSecurityFlagErrors(t *testing.T) {
 		{"bad auth file", []string{"--auth-file", bad}, "bad.yaml:3: principals[0].token_sha256: want 64 hex digits", 1},
 		{"missing auth file", []string{"--auth-file", filepath.Join(dir, "none.yaml")}, "read auth file", 1},
 		{"mTLS principals without client CA", []string{"--auth-file", mtlsOnly, "--tls-cert", cert, "--tls-key", key}, "need --client-ca", 1},
+		{"zero run limit", []string{"--max-runs", "0"}, "must be positive", 2},
+		{"page size above the store's", []string{"--max-page-size", "5000"}, "--max-page-size (1 to 1000)", 2},
 		{"key of another cert", []string{"--tls-cert", cert, "--tls-key", filepath.Join(dir, "ca.key")}, "load --tls-cert/--tls-key", 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

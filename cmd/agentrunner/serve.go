@@ -56,6 +56,11 @@ back to environment variables; a flag on the command line wins. SIGINT or
 SIGTERM shuts down gracefully: health turns NOT_SERVING, in-flight calls get
 --shutdown-grace to finish, and the store is closed last.
 
+Without --auth-file anyone who reaches the port may do anything, so serve
+refuses a non-loopback --addr unless --insecure-no-auth. With it, every call
+but health checks needs a bearer token or a client certificate the file
+names (README, "Security model").
+
 Flags:
 `
 
@@ -68,6 +73,7 @@ type serveFlags struct {
 	debugAddr          string
 	metricsAddr        string
 	sec                securityFlags
+	limits             server.Limits
 }
 
 func parseServeFlags(args []string, stderr io.Writer) (serveFlags, error) {
@@ -81,7 +87,11 @@ func parseServeFlags(args []string, stderr io.Writer) (serveFlags, error) {
 	fs.StringVar(&f.addr, "addr", defaultAddr, "`host:port` to listen on; port 0 picks a free port (env "+envAddr+")")
 	fs.StringVar(&f.data, "data", defaultData, dataUsage)
 	fs.StringVar(&f.config, "config", "", "apps `file` (YAML or JSON, schema agentrunner.v1.AppsConfig); without one the built-in demo app is served (env "+envConfig+")")
-	fs.DurationVar(&f.maxRun, "max-run", 15*time.Minute, "longest a single Run may take; 0 means no limit")
+	fs.DurationVar(&f.maxRun, "max-run", 15*time.Minute, "longest a single Run may take (its deadline); 0 means no limit")
+	fs.IntVar(&f.limits.MaxPageSize, "max-page-size", store.MaxPageSize, "largest page_size a listing accepts (at most 1000); above is InvalidArgument")
+	fs.IntVar(&f.limits.MaxEventsPerCall, "max-events-per-call", server.DefaultMaxEventsPerCall, "most events GetSession returns (the most recent; omitted_events counts the rest)")
+	fs.IntVar(&f.limits.MaxRuns, "max-runs", server.DefaultMaxRuns, "runs in progress at once on this server; one more is ResourceExhausted")
+	fs.IntVar(&f.limits.MaxRunsPerPrincipal, "max-runs-per-principal", server.DefaultMaxRunsPerPrincipal, "runs in progress at once per principal of --auth-file; one more is ResourceExhausted")
 	fs.DurationVar(&f.grace, "shutdown-grace", 10*time.Second, "how long in-flight calls may finish at shutdown before they are cancelled")
 	fs.DurationVar(&f.drain, "drain-timeout", 30*time.Second, "at shutdown, how long runs in progress may finish before they are stopped and marked RUN_STATUS_INTERRUPTED (ResumeRun continues them after a restart)")
 	fs.StringVar(&f.metricsAddr, "metrics-addr", "", "`host:port` serving Prometheus metrics at /metrics (off when empty; env "+envMetricsAddr+")")
@@ -103,6 +113,9 @@ func parseServeFlags(args []string, stderr io.Writer) (serveFlags, error) {
 	}
 	if err := f.sec.check(); err != nil {
 		return f, err
+	}
+	if l := f.limits; l.MaxPageSize < 1 || l.MaxPageSize > store.MaxPageSize || l.MaxEventsPerCall < 1 || l.MaxRuns < 1 || l.MaxRunsPerPrincipal < 1 {
+		return f, usagef("--max-page-size (1 to %d), --max-events-per-call, --max-runs and --max-runs-per-principal must be positive", store.MaxPageSize)
 	}
 	// Environment fallbacks, for the flags not given on the command line.
 	set := map[string]bool{}
@@ -281,6 +294,7 @@ func listenAndServe(f serveFlags, st store.Store, reg *apps.Registry, sec *secur
 		Logger:         log,
 		MaxRunDuration: f.maxRun,
 		Auth:           sec.auth,
+		Limits:         f.limits,
 	}), append(slices.Clone(sec.options), opts...)...)
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(lis) }()
