@@ -1,7 +1,10 @@
 #!/usr/bin/python3
 """Exits 0 when the gRPC server at ADDR reports SERVING, 1 otherwise.
 
-Usage: /usr/bin/python3 .ci/health.py ADDR
+Usage: /usr/bin/python3 .ci/health.py ADDR [CA_FILE]
+
+With CA_FILE the channel is TLS, trusting that CA (health checks need no
+credentials even when the server has authentication on).
 
 Debian has no grpcio-health-checking, so this calls grpc.health.v1.Health/Check
 with raw bytes: the request is empty (the server as a whole) and a SERVING
@@ -11,7 +14,13 @@ import sys
 
 import grpc
 
-with grpc.insecure_channel(sys.argv[1]) as ch:
+if len(sys.argv) > 2:
+    with open(sys.argv[2], "rb") as f:
+        channel = grpc.secure_channel(sys.argv[1], grpc.ssl_channel_credentials(root_certificates=f.read()))
+else:
+    channel = grpc.insecure_channel(sys.argv[1])
+
+with channel as ch:
     check = ch.unary_unary("/grpc.health.v1.Health/Check")
     try:
         resp = check(b"", timeout=2)

@@ -12,21 +12,32 @@ build_agentrunner() {
   go build -o "$ci_bin" ./cmd/agentrunner
 }
 
-# start_server NAME [VAR=value ...]: starts a server whose log is
-# $ci_work/NAME.log, with the given environment on top of one without Gemini
-# credentials or an apps file (so it serves the demo app and the offline
-# support app), waits until it reports SERVING on the standard health service,
-# and sets server_addr and server_pid.
+# start_server NAME [VAR=value ...] [-- SERVE_FLAG ...]: starts a server
+# whose log is $ci_work/NAME.log, with the given environment on top of one
+# without Gemini credentials or an apps file (so it serves the demo app and
+# the offline support app) and the given serve flags, waits until it reports
+# SERVING on the standard health service (over TLS, trusting the CA file
+# $server_ca, when that is set), and sets server_addr and server_pid.
 start_server() {
   local name=$1
   shift
+  local envs=() flags=()
+  while (($#)); do
+    if [[ $1 == -- ]]; then
+      shift
+      flags=("$@")
+      break
+    fi
+    envs+=("$1")
+    shift
+  done
   local log=$ci_work/$name.log
   # Created here: the background job's redirection may come after the
   # first look at the log below.
   : >"$log"
   env -u GOOGLE_API_KEY -u GEMINI_API_KEY -u GOOGLE_GENAI_USE_VERTEXAI -u GOOGLE_GENAI_USE_ENTERPRISE \
-    -u GOOGLE_GEMINI_BASE_URL -u AGENTRUNNER_CONFIG -u AGENTRUNNER_ADDR -u AGENTRUNNER_DATA "$@" \
-    "$ci_bin" serve --addr 127.0.0.1:0 --data "$ci_work/$name.db" 2>"$log" &
+    -u GOOGLE_GEMINI_BASE_URL -u AGENTRUNNER_CONFIG -u AGENTRUNNER_ADDR -u AGENTRUNNER_DATA -u AGENTRUNNER_AUTH_FILE "${envs[@]}" \
+    "$ci_bin" serve --addr 127.0.0.1:0 --data "$ci_work/$name.db" "${flags[@]}" 2>"$log" &
   server_pid=$!
   ci_server_pids+=("$server_pid")
   server_addr=
@@ -48,7 +59,7 @@ start_server() {
     return 1
   fi
   for i in $(seq 100); do
-    if /usr/bin/python3 .ci/health.py "$server_addr" 2>"$ci_work/health.err"; then
+    if /usr/bin/python3 .ci/health.py "$server_addr" ${server_ca:+"$server_ca"} 2>"$ci_work/health.err"; then
       echo "server $name: SERVING on $server_addr (log $log)"
       return 0
     fi

@@ -331,3 +331,14 @@ func (r *Runner) cancelQueued(ctx context.Context, lr *liveRun, cause error) (*a
 // HasLiveRun reports whether the run is pending or running in this
 // process.
 func (r *Runner) HasLiveRun(runID string) bool { return r.lookup(runID) != nil }
+
+// RunDone returns a channel closed when the run ends in this process; it
+// is closed already when the run is not live here (ended, or never seen).
+func (r *Runner) RunDone(runID string) <-chan struct{} {
+	if lr := r.lookup(runID); lr != nil {
+		return lr.done
+	}
+	done := make(chan struct{})
+	close(done)
+	return done
+}

@@ -114,3 +114,24 @@ func BenchmarkRunParallel(b *testing.B) {
 		}
 	})
 }
+
+// BenchmarkRunSameSession runs one after another on one session, whose
+// history grows by two events a run: a run's cost must not grow with the
+// session's length (the history cache sizes and checks only what a run
+// added).
+func BenchmarkRunSameSession(b *testing.B) {
+	r, db := benchRunner(b, 1, true)
+	msg := userText("go")
+	k := store.SessionKey{App: testApp, User: "u", Session: "s"}
+	if _, err := db.CreateSession(b.Context(), k, nil); err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		for _, err := range r.Run(b.Context(), Request{UserID: k.User, SessionID: k.Session, NewMessage: msg}) {
+			if err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+}

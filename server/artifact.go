@@ -42,6 +42,9 @@ func (h artifactService) ListArtifacts(ctx context.Context, req *servicev1.ListA
 	if err != nil {
 		return nil, err
 	}
+	if err := h.s.checkPage(req); err != nil {
+		return nil, err
+	}
 	arts, next, err := h.s.store.ListArtifacts(ctx, k, page(req, h.s.maxMsg))
 	if err != nil {
 		return nil, h.s.toStatus(ctx, err)
@@ -52,6 +55,9 @@ func (h artifactService) ListArtifacts(ctx context.Context, req *servicev1.ListA
 func (h artifactService) ListArtifactVersions(ctx context.Context, req *servicev1.ListArtifactVersionsRequest) (*servicev1.ListArtifactVersionsResponse, error) {
 	k, err := validateListArtifactVersions(req)
 	if err != nil {
+		return nil, err
+	}
+	if err := h.s.checkPage(req); err != nil {
 		return nil, err
 	}
 	versions, next, err := h.s.store.ListArtifactVersions(ctx, k, req.GetFilename(), page(req, h.s.maxMsg))

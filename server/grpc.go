@@ -15,6 +15,7 @@ import (
 type GRPCServer struct {
 	grpc   *grpc.Server
 	health *health.Server
+	srv    *Server
 }
 
 // NewGRPCServer returns a gRPC server with s's services registered, the
@@ -22,7 +23,9 @@ type GRPCServer struct {
 // server as a whole (""), and reflection on, so grpcurl works without proto
 // files. Messages are limited to the configured size in both directions;
 // panics in handlers become Internal; every call is logged with its method,
-// code and duration. extra options are appended, for tests.
+// code and duration. With Config.Auth, every call but health checks is
+// authenticated and authorized (methodAccess). extra options are appended:
+// TLS credentials (grpc.Creds), telemetry, test options.
 func NewGRPCServer(s *Server, extra ...grpc.ServerOption) *GRPCServer {
 	opts := append([]grpc.ServerOption{
 		grpc.MaxRecvMsgSize(s.maxMsg),
@@ -33,8 +36,10 @@ func NewGRPCServer(s *Server, extra ...grpc.ServerOption) *GRPCServer {
 		// Requests that do not decode are InvalidArgument, not Internal
 		// (see requestCodec).
 		grpc.ForceServerCodecV2(newRequestCodec()),
-		grpc.ChainUnaryInterceptor(unaryLogging(s.log), unaryRecovery(s.log), decodeUnary()),
-		grpc.ChainStreamInterceptor(streamLogging(s.log), streamRecovery(s.log), decodeStream()),
+		// Authorization comes before decoding: a caller that may not
+		// call learns nothing, not even that its request was malformed.
+		grpc.ChainUnaryInterceptor(unaryLogging(s.log), unaryRecovery(s.log), s.authz.unary(), decodeUnary()),
+		grpc.ChainStreamInterceptor(streamLogging(s.log), streamRecovery(s.log), s.authz.stream(), decodeStream()),
 	}, extra...)
 	gs := grpc.NewServer(opts...)
 	s.Register(gs)
@@ -45,7 +50,7 @@ func NewGRPCServer(s *Server, extra ...grpc.ServerOption) *GRPCServer {
 	}
 	healthpb.RegisterHealthServer(gs, hs)
 	reflection.Register(gs)
-	return &GRPCServer{grpc: gs, health: hs}
+	return &GRPCServer{grpc: gs, health: hs, srv: s}
 }
 
 // Serve accepts connections on lis until Shutdown. It returns nil after a

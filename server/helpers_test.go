@@ -236,6 +236,12 @@ func (f runFunc) Cancel(context.Context, string) (*agentrunnerv1.Run, error) {
 
 func (f runFunc) HasLiveRun(string) bool { return false }
 
+func (f runFunc) RunDone(string) <-chan struct{} {
+	done := make(chan struct{})
+	close(done)
+	return done
+}
+
 // collectRun reads a Run stream to its end and returns the responses and
 // the final status.
 func collectRun(t *testing.T, stream grpc.ServerStreamingClient[servicev1.RunResponse]) ([]*servicev1.RunResponse, error) {

@@ -42,6 +42,9 @@ func logRPC(ctx context.Context, log *slog.Logger, method string, start time.Tim
 	switch code {
 	case codes.OK:
 		level = slog.LevelDebug
+	case codes.Unauthenticated, codes.PermissionDenied:
+		// The authorizer has logged the denial with its reason, once.
+		level = slog.LevelDebug
 	case codes.Internal, codes.Unknown, codes.DataLoss, codes.Unavailable:
 		level = slog.LevelError
 	}

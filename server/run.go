@@ -5,6 +5,7 @@ import (
 	"errors"
 	"iter"
 	"slices"
+	"strconv"
 	"strings"
 
 	servicev1 "github.com/agentrunner/agentrunner/gen/go/agentrunner/service/v1"
@@ -37,9 +38,13 @@ func (h runnerService) Run(req *servicev1.RunRequest, stream grpc.ServerStreamin
 	if !ok {
 		return unknownApp(k.App)
 	}
+	slot, err := h.s.acquireRun(stream.Context())
+	if err != nil {
+		return err
+	}
 	rr := h.s.runnerRequest(req)
 	rr.OnDisconnect = req.GetOnDisconnect()
-	return h.s.send(stream, app.Stream(stream.Context(), rr))
+	return h.s.send(stream, h.s.runs.tracked(slot, app, app.Stream(stream.Context(), rr)))
 }
 
 // StartRun admits a run and returns its record; the run goes on alone.
@@ -58,12 +63,18 @@ func (h runnerService) StartRun(ctx context.Context, req *servicev1.StartRunRequ
 	if !ok {
 		return nil, unknownApp(k.App)
 	}
+	slot, err := h.s.acquireRun(ctx)
+	if err != nil {
+		return nil, err
+	}
 	rr := h.s.runnerRequest(asRun)
 	rr.OnDisconnect = agentrunnerv1.OnDisconnect_ON_DISCONNECT_CONTINUE
 	run, err := app.Start(ctx, rr)
 	if err != nil {
+		h.s.runs.release(slot)
 		return nil, h.s.toStatus(ctx, err)
 	}
+	h.s.runs.bind(slot, app.RunDone(run.GetRunId()))
 	return &servicev1.StartRunResponse{Run: run}, nil
 }
 
@@ -101,6 +112,9 @@ func (h runnerService) ListRuns(ctx context.Context, req *servicev1.ListRunsRequ
 		return nil, err
 	}
 	if err := checkPageSize(req.GetPageSize()); err != nil {
+		return nil, err
+	}
+	if err := h.s.checkPage(req); err != nil {
 		return nil, err
 	}
 	app, ok := h.s.apps.Lookup(k.App)
@@ -145,21 +159,49 @@ func (h runnerService) ResumeRun(req *servicev1.ResumeRunRequest, stream grpc.Se
 	if err != nil {
 		return err
 	}
-	return h.s.send(stream, app.Resume(stream.Context(), runner.ResumeRequest{
+	slot, err := h.s.acquireRun(stream.Context())
+	if err != nil {
+		return err
+	}
+	return h.s.send(stream, h.s.runs.tracked(slot, app, app.Resume(stream.Context(), runner.ResumeRequest{
 		RunID:        req.GetRunId(),
 		Answers:      req.GetAnswers(),
 		RetryCallIDs: req.GetRetryCallIds(),
 		OnDisconnect: req.GetOnDisconnect(),
 		Timeout:      h.s.maxRun,
-	}))
+	})))
 }
 
 // runApp returns the runner of the app a run belongs to: one that has it
-// live, or the one its stored record names.
+// live, or the one its stored record names. With authentication on it is
+// also where run-id RPCs are authorized: a non-admin caller gets the same
+// PermissionDenied for a run that does not exist and for one of a user or
+// app it is not granted, so the answer never tells which.
 func (s *Server) runApp(ctx context.Context, runID string) (AppRunner, error) {
 	if err := checkID("run_id", runID); err != nil {
 		return nil, err
 	}
+	app, err := s.findRunApp(ctx, runID)
+	p := principalFrom(ctx)
+	if p == nil || p.Admin {
+		return app, err
+	}
+	if err != nil && status.Code(err) != codes.NotFound {
+		return nil, err
+	}
+	if err == nil {
+		rec, gerr := app.GetRun(ctx, runID)
+		switch {
+		case gerr == nil && p.MayUse(rec.GetAppName(), rec.GetUserId()):
+			return app, nil
+		case gerr != nil && !errors.Is(gerr, store.ErrNotFound):
+			return nil, s.toStatus(ctx, gerr)
+		}
+	}
+	return nil, s.authz.deny(ctx, codes.PermissionDenied, p.Name, methodOf(ctx), "no run "+strconv.Quote(runID)+" this principal may use")
+}
+
+func (s *Server) findRunApp(ctx context.Context, runID string) (AppRunner, error) {
 	for _, a := range s.apps.List() {
 		if app, ok := s.apps.Lookup(a.GetName()); ok && app.HasLiveRun(runID) {
 			return app, nil
@@ -209,6 +251,10 @@ func unknownApp(name string) error {
 
 func (h runnerService) ListApps(ctx context.Context, _ *servicev1.ListAppsRequest) (*servicev1.ListAppsResponse, error) {
 	apps := slices.Clone(h.s.apps.List())
+	// A principal sees the apps it may use.
+	if p := principalFrom(ctx); p != nil {
+		apps = slices.DeleteFunc(apps, func(a *agentrunnerv1.App) bool { return !p.MayUseApp(a.GetName()) })
+	}
 	slices.SortFunc(apps, func(a, b *agentrunnerv1.App) int { return strings.Compare(a.GetName(), b.GetName()) })
 	return &servicev1.ListAppsResponse{Apps: apps}, nil
 }

@@ -10,6 +10,7 @@ import (
 	agentrunnerv1 "github.com/agentrunner/agentrunner/gen/go/agentrunner/v1"
 	"github.com/agentrunner/agentrunner/runner"
 	"github.com/agentrunner/agentrunner/runner/memory"
+	"github.com/agentrunner/agentrunner/server/auth"
 	"github.com/agentrunner/agentrunner/store"
 	"google.golang.org/grpc"
 	"google.golang.org/protobuf/types/known/structpb"
@@ -55,6 +56,9 @@ type AppRunner interface {
 	// HasLiveRun reports whether the run is pending or running in this
 	// process (its record may not be stored yet).
 	HasLiveRun(runID string) bool
+	// RunDone is closed when the run ends in this process (at once when
+	// it is not live here).
+	RunDone(runID string) <-chan struct{}
 }
 
 // Apps is the set of apps the server hosts.
@@ -101,11 +105,19 @@ type Config struct {
 	// MaxMessageBytes bounds each received and sent message; zero means
 	// DefaultMaxMessageBytes.
 	MaxMessageBytes int
+	// Auth turns authentication and authorization on: every call but
+	// health checks needs a principal of it, which acts only as the
+	// users and on the apps it is granted (see methodAccess). nil means
+	// no authentication: every caller may do anything.
+	Auth *auth.Config
 	// Memory serves MemoryService; it should be the apps' runners' own.
 	// Nil means the store's memory index when the store has one
 	// (memory.Indexer, as *boltstore.Store does); else MemoryService
 	// answers FailedPrecondition.
 	Memory memory.Service
+	// Limits bound page sizes, the events of one GetSession and the runs
+	// in progress; zero fields take their defaults.
+	Limits Limits
 }
 
 // Server implements the agentrunner gRPC services.
@@ -116,6 +128,9 @@ type Server struct {
 	log    *slog.Logger
 	maxRun time.Duration
 	maxMsg int
+	authz  *authorizer
+	limits Limits
+	runs   *runLimiter
 }
 
 // New returns a Server. It panics if cfg.Store is nil: that is a wiring
@@ -136,6 +151,7 @@ func New(cfg Config) *Server {
 	if ix, ok := cfg.Store.(memory.Indexer); ok && cfg.Memory == nil {
 		cfg.Memory = memory.NewIndex(ix)
 	}
+	limits := cfg.Limits.withDefaults()
 	return &Server{
 		store:  cfg.Store,
 		apps:   cfg.Apps,
@@ -143,6 +159,9 @@ func New(cfg Config) *Server {
 		log:    cfg.Logger,
 		maxRun: cfg.MaxRunDuration,
 		maxMsg: cfg.MaxMessageBytes,
+		authz:  newAuthorizer(cfg.Auth, cfg.Logger),
+		limits: limits,
+		runs:   newRunLimiter(limits),
 	}
 }
 

@@ -40,7 +40,13 @@ func (h sessionService) GetSession(ctx context.Context, req *servicev1.GetSessio
 		AfterSequence:   req.GetAfterSequence(),
 		MaxBytes:        h.s.maxMsg - responseSlack,
 	}
-	sess, events, err := h.s.store.GetSession(ctx, k, opts)
+	// At most MaxEventsPerCall events, the most recent; omitted_events
+	// counts the others the request selects.
+	bounded := opts
+	if bounded.NumRecentEvents <= 0 || bounded.NumRecentEvents > h.s.limits.MaxEventsPerCall {
+		bounded.NumRecentEvents = h.s.limits.MaxEventsPerCall
+	}
+	sess, events, err := h.s.store.GetSession(ctx, k, bounded)
 	if err != nil {
 		return nil, h.s.toStatus(ctx, err)
 	}
@@ -71,6 +77,9 @@ func selected(sess *agentrunnerv1.Session, opts store.GetOptions) uint64 {
 
 func (h sessionService) ListSessions(ctx context.Context, req *servicev1.ListSessionsRequest) (*servicev1.ListSessionsResponse, error) {
 	if err := validateListSessions(req); err != nil {
+		return nil, err
+	}
+	if err := h.s.checkPage(req); err != nil {
 		return nil, err
 	}
 	sessions, next, err := h.s.store.ListSessions(ctx, req.GetAppName(), req.GetUserId(), page(req, h.s.maxMsg))
@@ -108,6 +117,9 @@ func (h sessionService) AppendEvent(ctx context.Context, req *servicev1.AppendEv
 func (h sessionService) ListEvents(ctx context.Context, req *servicev1.ListEventsRequest) (*servicev1.ListEventsResponse, error) {
 	k, err := validateListEvents(req)
 	if err != nil {
+		return nil, err
+	}
+	if err := h.s.checkPage(req); err != nil {
 		return nil, err
 	}
 	events, next, err := h.s.store.ListEvents(ctx, k, req.GetAfterSequence(), page(req, h.s.maxMsg))

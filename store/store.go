@@ -1,7 +1,9 @@
 // Package store holds the storage vocabulary of agentrunner: session keys,
 // options, the sentinel errors every implementation returns, the state-scope
 // rules, and the Store interface that the conformance suite in
-// store/storetest checks. The bbolt implementation lives in store/boltstore.
+// store/storetest checks. The bbolt implementation lives in store/boltstore,
+// the PostgreSQL one in store/pgstore, which also hands out session leases
+// (SessionLeaser, lease.go).
 //
 // The data model is the generated agentrunner.v1 messages: Session, Event,
 // Part and ArtifactVersion are stored and returned as they are.

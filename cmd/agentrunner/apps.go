@@ -13,7 +13,7 @@ import (
 	"github.com/agentrunner/agentrunner/runner/memory"
 	"github.com/agentrunner/agentrunner/runner/model/providers"
 	"github.com/agentrunner/agentrunner/runner/plugin"
-	"github.com/agentrunner/agentrunner/store/boltstore"
+	"github.com/agentrunner/agentrunner/store"
 )
 
 // defaultApps is the apps file used without --config: an LLM agent tree
@@ -26,10 +26,18 @@ var defaultApps []byte
 // given, else the default apps file plus the built-in demo app, so that a
 // fresh server has something to run. An apps file that does not load or build fails the start, with
 // the file, line and path of the problem.
-func loadApps(ctx context.Context, configPath string, st *boltstore.Store, log *slog.Logger, extra ...plugin.Plugin) (*apps.Registry, error) {
+func loadApps(ctx context.Context, configPath string, st store.Store, log *slog.Logger, extra ...plugin.Plugin) (*apps.Registry, error) {
+	// Memory needs the store's inverted index, which bbolt keeps;
+	// PostgreSQL has none yet, and its apps run without memory.
+	var mem memory.Service
+	if ix, ok := st.(memory.Indexer); ok {
+		mem = memory.NewIndex(ix)
+	} else {
+		log.Info("long-term memory is off: this store keeps no memory index", "store", fmt.Sprintf("%T", st))
+	}
 	reg, err := apps.NewRegistry(apps.Config{
 		Store:   st,
-		Memory:  memory.NewIndex(st),
+		Memory:  mem,
 		Plugins: append([]plugin.Plugin{plugin.NewLogging(log)}, extra...),
 		Logger:  log,
 	})

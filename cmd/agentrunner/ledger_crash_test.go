@@ -15,6 +15,7 @@ import (
 	"github.com/agentrunner/agentrunner/cmd/agentrunner/internal/mcpdemo"
 	servicev1 "github.com/agentrunner/agentrunner/gen/go/agentrunner/service/v1"
 	agentrunnerv1 "github.com/agentrunner/agentrunner/gen/go/agentrunner/v1"
+	"github.com/agentrunner/agentrunner/store/pgstore/pgtest"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -61,7 +62,7 @@ func TestMain(m *testing.M) {
 		_ = s.Run(context.Background(), &mcp.StdioTransport{})
 		os.Exit(0)
 	}
-	os.Exit(m.Run())
+	os.Exit(pgtest.Main(m, &pg))
 }
 
 // TestKill9WhileRunsRun kills the server while 48 runs wait in an MCP

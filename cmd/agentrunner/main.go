@@ -6,6 +6,7 @@
 //	agentrunner sessions list|show|delete
 //	agentrunner runs list|get|cancel|attach|resume
 //	agentrunner bench                  # load benchmark
+//	agentrunner migrate                # apply the store's migrations
 //
 // Run `agentrunner help` or `agentrunner <command> -h` for the flags.
 package main
@@ -61,6 +62,8 @@ Usage:
   agentrunner runs list|get|cancel|attach|resume
                                             inspect, follow, cancel and resume runs
   agentrunner bench [flags]                 load benchmark of a local server
+  agentrunner migrate [flags]               apply the store's migrations (bbolt file or PostgreSQL) and exit
+  agentrunner certs [flags]                 a private CA, server and client certificates to try TLS and mTLS
   agentrunner mcp-demo                      an example MCP server on stdio (the default apps use it)
   agentrunner version                       version, commit and build time (also --version)
   agentrunner help [command]                this text, or a command's flags
@@ -88,6 +91,10 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return runsCommand(ctx, rest, stdout, stderr)
 	case "bench":
 		return bench.Main(ctx, rest, stdout, stderr)
+	case "migrate":
+		return migrateCommand(ctx, rest, stdout, stderr)
+	case "certs":
+		return certsCommand(rest, stdout, stderr)
 	case "mcp-demo":
 		return mcpdemo.Main(ctx, rest, stderr)
 	case "version", "--version", "-version":

@@ -19,6 +19,7 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/agentrunner/agentrunner/cmd/agentrunner/internal/chat"
+	"github.com/agentrunner/agentrunner/cmd/agentrunner/internal/clientconn"
 	servicev1 "github.com/agentrunner/agentrunner/gen/go/agentrunner/service/v1"
 	agentrunnerv1 "github.com/agentrunner/agentrunner/gen/go/agentrunner/v1"
 )
@@ -51,6 +52,7 @@ type runsFlags struct {
 	answers                  []answerFlag
 	retry                    []string
 	keepRunning              bool
+	conn                     clientconn.Flags
 }
 
 // answerFlag is one --answer CALL_ID=JSON.
@@ -81,9 +83,9 @@ func runsCommand(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	if err != nil {
 		return err
 	}
-	conn, err := grpc.NewClient(f.addr, chat.DialOptions()...)
+	conn, err := f.conn.Dial(f.addr)
 	if err != nil {
-		return fmt.Errorf("connect to %s: %w", f.addr, err)
+		return err
 	}
 	defer conn.Close()
 	rc := runsClient{
@@ -122,6 +124,7 @@ func newRunsFlagSet(f *runsFlags, stderr io.Writer) *flag.FlagSet {
 		fs.PrintDefaults()
 	}
 	fs.StringVar(&f.addr, "addr", clientAddr(), "server address (env "+envAddr+")")
+	f.conn.Register(fs)
 	fs.StringVar(&f.app, "app", "demo", "list: app of the session")
 	fs.StringVar(&f.user, "user", clientUser(), "list: user of the session (env USER)")
 	fs.StringVar(&f.session, "session", "", "list: the session whose runs to list (required)")
@@ -142,7 +145,10 @@ func newRunsFlagSet(f *runsFlags, stderr io.Writer) *flag.FlagSet {
 	return fs
 }
 
-// subcommandFlags are the flags each subcommand takes besides --addr.
+// connFlags are the connection flags every subcommand takes.
+var connFlags = []string{"addr", "token-file", "ca-file", "cert-file", "key-file", "tls"}
+
+// subcommandFlags are the flags each subcommand takes besides connFlags.
 var subcommandFlags = map[string][]string{
 	"list":   {"app", "user", "session", "page-size", "page-token", "json"},
 	"get":    {"json"},
@@ -172,7 +178,7 @@ func parseRunsFlags(cmd string, args []string, stderr io.Writer) (*runsFlags, st
 	}
 	var bad []string
 	fs.Visit(func(fl *flag.Flag) {
-		if fl.Name != "addr" && !slices.Contains(subcommandFlags[cmd], fl.Name) {
+		if !slices.Contains(connFlags, fl.Name) && !slices.Contains(subcommandFlags[cmd], fl.Name) {
 			bad = append(bad, "--"+fl.Name)
 		}
 	})

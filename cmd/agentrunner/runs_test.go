@@ -230,8 +230,15 @@ func checkGet(t *testing.T, addr string, rc servicev1.RunnerServiceClient, id st
 // client-executed get_order; get, list and attach show what it waits on,
 // and resume --answer answers it under the tool's name, so the model
 // reads whose result it is.
+// TestRunsResumeAnswersAClientTool runs on both stores: a run waiting on
+// the caller's tool is what the tool-call ledger and run records serve.
 func TestRunsResumeAnswersAClientTool(t *testing.T) {
-	addr, rc, sc := runsServer(t, filepath.Join(t.TempDir(), "a.db"), "")
+	t.Run("bbolt", func(t *testing.T) { testResumeAnswersAClientTool(t, filepath.Join(t.TempDir(), "a.db")) })
+	t.Run("postgres", func(t *testing.T) { testResumeAnswersAClientTool(t, pg.URL(t)) })
+}
+
+func testResumeAnswersAClientTool(t *testing.T, data string) {
+	addr, rc, sc := runsServer(t, data, "")
 	createSession(t, sc, "orders", "s")
 	rec := runToEnd(t, rc, &servicev1.RunRequest{AppName: "orders", UserId: "u", SessionId: "s", NewMessage: userText(`call get_order {"order_id":"42"}`)})
 	id := rec.GetRunId()
@@ -423,9 +430,18 @@ func TestRunsCommandLine(t *testing.T) {
 // call left in doubt (nothing runs it again silently), and resume
 // --answer settles it so the run ends.
 func TestRunsResumeInterrupted(t *testing.T) {
+	t.Run("bbolt", func(t *testing.T) { testResumeInterrupted(t, "") })
+	t.Run("postgres", func(t *testing.T) { testResumeInterrupted(t, pg.URL(t)) })
+}
+
+// testResumeInterrupted is TestRunsResumeInterrupted on the store at
+// data, or on a bbolt file when data is empty.
+func testResumeInterrupted(t *testing.T, data string) {
 	dir := t.TempDir()
 	config, marker := hangConfig(t, dir)
-	data := filepath.Join(dir, "a.db")
+	if data == "" {
+		data = filepath.Join(dir, "a.db")
+	}
 	_, rc, sc, stop := stoppableRunsServer(t, data, config)
 	id := startHang(t, rc, sc, marker)
 	stop()

@@ -10,16 +10,20 @@ import (
 	"net"
 	"net/http"
 	"net/http/pprof"
+	"net/url"
 	"os"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
 
 	"github.com/agentrunner/agentrunner/runner/apps"
 	"github.com/agentrunner/agentrunner/server"
+	"github.com/agentrunner/agentrunner/store"
 	"github.com/agentrunner/agentrunner/store/boltstore"
+	"github.com/agentrunner/agentrunner/store/pgstore"
 	bolterrors "go.etcd.io/bbolt/errors"
 	"google.golang.org/grpc"
 )
@@ -47,10 +51,15 @@ const serveUsage = `Usage: agentrunner serve [flags]
 
 Serves SessionService, ArtifactService and RunnerService over gRPC, with
 health checking and reflection, storing sessions, events and artifacts in a
-bbolt file. Flags fall back to environment variables; a flag on the command
-line wins. SIGINT or SIGTERM shuts down gracefully: health turns NOT_SERVING,
-in-flight calls get --shutdown-grace to finish, and the data file is closed
-last.
+bbolt file, or in PostgreSQL when --data is a postgres:// URL. Flags fall
+back to environment variables; a flag on the command line wins. SIGINT or
+SIGTERM shuts down gracefully: health turns NOT_SERVING, in-flight calls get
+--shutdown-grace to finish, and the store is closed last.
+
+Without --auth-file anyone who reaches the port may do anything, so serve
+refuses a non-loopback --addr unless --insecure-no-auth. With it, every call
+but health checks needs a bearer token or a client certificate the file
+names (README, "Security model").
 
 Flags:
 `
@@ -63,6 +72,8 @@ type serveFlags struct {
 	logLevel           slog.Level
 	debugAddr          string
 	metricsAddr        string
+	sec                securityFlags
+	limits             server.Limits
 }
 
 func parseServeFlags(args []string, stderr io.Writer) (serveFlags, error) {
@@ -74,13 +85,22 @@ func parseServeFlags(args []string, stderr io.Writer) (serveFlags, error) {
 		fs.PrintDefaults()
 	}
 	fs.StringVar(&f.addr, "addr", defaultAddr, "`host:port` to listen on; port 0 picks a free port (env "+envAddr+")")
-	fs.StringVar(&f.data, "data", defaultData, "bbolt data `file`, created if missing, relative to the working directory (env "+envData+")")
+	fs.StringVar(&f.data, "data", defaultData, dataUsage)
 	fs.StringVar(&f.config, "config", "", "apps `file` (YAML or JSON, schema agentrunner.v1.AppsConfig); without one the built-in demo app is served (env "+envConfig+")")
-	fs.DurationVar(&f.maxRun, "max-run", 15*time.Minute, "longest a single Run may take; 0 means no limit")
+	fs.DurationVar(&f.maxRun, "max-run", 15*time.Minute, "longest a single Run may take (its deadline); 0 means no limit")
+	fs.IntVar(&f.limits.MaxPageSize, "max-page-size", store.MaxPageSize, "largest page_size a listing accepts (at most 1000); above is InvalidArgument")
+	fs.IntVar(&f.limits.MaxEventsPerCall, "max-events-per-call", server.DefaultMaxEventsPerCall, "most events GetSession returns (the most recent; omitted_events counts the rest)")
+	fs.IntVar(&f.limits.MaxRuns, "max-runs", server.DefaultMaxRuns, "runs in progress at once on this server; one more is ResourceExhausted")
+	fs.IntVar(&f.limits.MaxRunsPerPrincipal, "max-runs-per-principal", server.DefaultMaxRunsPerPrincipal, "runs in progress at once per principal of --auth-file; one more is ResourceExhausted")
 	fs.DurationVar(&f.grace, "shutdown-grace", 10*time.Second, "how long in-flight calls may finish at shutdown before they are cancelled")
 	fs.DurationVar(&f.drain, "drain-timeout", 30*time.Second, "at shutdown, how long runs in progress may finish before they are stopped and marked RUN_STATUS_INTERRUPTED (ResumeRun continues them after a restart)")
 	fs.StringVar(&f.metricsAddr, "metrics-addr", "", "`host:port` serving Prometheus metrics at /metrics (off when empty; env "+envMetricsAddr+")")
 	fs.StringVar(&f.debugAddr, "debug-addr", "", "`host:port` for a debug HTTP server with /debug/pprof (off when empty; keep it on loopback)")
+	fs.StringVar(&f.sec.authFile, "auth-file", "", "principals `file` (YAML: tokens' SHA-256 or mTLS identities, apps, users, admin); every call but health checks then needs one (env "+envAuthFile+")")
+	fs.StringVar(&f.sec.tlsCert, "tls-cert", "", "serve TLS with this PEM certificate `file` (chain), with --tls-key")
+	fs.StringVar(&f.sec.tlsKey, "tls-key", "", "PEM private key `file` of --tls-cert")
+	fs.StringVar(&f.sec.clientCA, "client-ca", "", "PEM CA `file` that verifies client certificates (mTLS; the auth file's mtls_identity names them)")
+	fs.BoolVar(&f.sec.insecureNoAuthOK, "insecure-no-auth", false, "serve a non-loopback address without --auth-file: anyone who reaches the port may do anything")
 	fs.TextVar(&f.logLevel, "log-level", slog.LevelInfo, "`level` of the log: debug (every RPC), info, warn or error (env "+envLogLevel+")")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -91,10 +111,16 @@ func parseServeFlags(args []string, stderr io.Writer) (serveFlags, error) {
 	if fs.NArg() > 0 {
 		return f, usagef("serve takes no arguments, got %q", fs.Args())
 	}
+	if err := f.sec.check(); err != nil {
+		return f, err
+	}
+	if l := f.limits; l.MaxPageSize < 1 || l.MaxPageSize > store.MaxPageSize || l.MaxEventsPerCall < 1 || l.MaxRuns < 1 || l.MaxRunsPerPrincipal < 1 {
+		return f, usagef("--max-page-size (1 to %d), --max-events-per-call, --max-runs and --max-runs-per-principal must be positive", store.MaxPageSize)
+	}
 	// Environment fallbacks, for the flags not given on the command line.
 	set := map[string]bool{}
 	fs.Visit(func(fl *flag.Flag) { set[fl.Name] = true })
-	for name, env := range map[string]string{"addr": envAddr, "data": envData, "config": envConfig, "log-level": envLogLevel, "metrics-addr": envMetricsAddr} {
+	for name, env := range map[string]string{"addr": envAddr, "data": envData, "config": envConfig, "log-level": envLogLevel, "metrics-addr": envMetricsAddr, "auth-file": envAuthFile} {
 		if v := os.Getenv(env); v != "" && !set[name] {
 			if err := fs.Set(name, v); err != nil {
 				return f, usagef("%s: %v", env, err)
@@ -115,7 +141,12 @@ func serve(ctx context.Context, args []string, stderr io.Writer) (err error) {
 	ctx, stopSignals := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stopSignals()
 
-	if dir := filepath.Dir(f.data); dir != "." {
+	sec, err := loadSecurity(f.sec)
+	if err != nil {
+		return err
+	}
+
+	if dir := filepath.Dir(f.data); dir != "." && !pgstore.IsURL(f.data) {
 		if err := os.MkdirAll(dir, 0o700); err != nil {
 			return fmt.Errorf("create data directory: %w", err)
 		}
@@ -124,7 +155,7 @@ func serve(ctx context.Context, args []string, stderr io.Writer) (err error) {
 	if err != nil {
 		return err
 	}
-	st, err := openStore(f.data, log, tr.onCommit)
+	st, err := openStore(ctx, f.data, log, tr.onCommit)
 	if err != nil {
 		_ = tr.shutdown(context.WithoutCancel(ctx))
 		return err
@@ -161,7 +192,7 @@ func serve(ctx context.Context, args []string, stderr io.Writer) (err error) {
 		}
 		defer stopDebug()
 	}
-	srv, served, err := listenAndServe(f, st, apps, tr.options, log)
+	srv, served, err := listenAndServe(f, st, apps, sec, tr.options, log)
 	if err != nil {
 		return err
 	}
@@ -178,10 +209,23 @@ func serve(ctx context.Context, args []string, stderr io.Writer) (err error) {
 	return shutdown(ctx, srv, served, apps, f, log)
 }
 
-// openStore opens the data file, saying so when another server holds it.
-func openStore(path string, log *slog.Logger, onCommit func(time.Duration, int)) (*boltstore.Store, error) {
+// dataUsage describes --data, for serve and migrate.
+const dataUsage = "bbolt data `file`, created if missing, relative to the working directory; or a PostgreSQL URL, postgres://user:password@host:port/db?pool_max_conns=N&connect_timeout=S (env " + envData + ")"
+
+// openStore opens the store --data names: PostgreSQL for a postgres://
+// URL (pool size and timeouts from the URL, migrations applied), else the
+// bbolt file, saying so when another server holds it.
+func openStore(ctx context.Context, path string, log *slog.Logger, onCommit func(time.Duration, int)) (store.Store, error) {
 	// Every item the store keeps fits, alone, in one response message.
-	st, err := boltstore.Open(path, boltstore.Options{Logger: log, OnCommit: onCommit, MaxItemBytes: server.MaxItemBytes(server.DefaultMaxMessageBytes)})
+	maxItem := server.MaxItemBytes(server.DefaultMaxMessageBytes)
+	if pgstore.IsURL(path) {
+		st, err := pgstore.Open(ctx, path, pgstore.Options{Logger: log, OnCommit: onCommit, MaxItemBytes: maxItem})
+		if err != nil {
+			return nil, fmt.Errorf("open PostgreSQL store %s: %w", redactData(path), err)
+		}
+		return st, nil
+	}
+	st, err := boltstore.Open(path, boltstore.Options{Logger: log, OnCommit: onCommit, MaxItemBytes: maxItem})
 	if errors.Is(err, bolterrors.ErrTimeout) {
 		return nil, fmt.Errorf("open data file: %w (is another agentrunner serving from %s?)", err, path)
 	} else if err != nil {
@@ -235,23 +279,43 @@ func serveDebug(addr string, log *slog.Logger) (stop func(), err error) {
 
 // listenAndServe starts the gRPC server on f.addr and logs the bound
 // address: with port 0 that line is how callers (and tests) learn it.
-func listenAndServe(f serveFlags, st *boltstore.Store, reg *apps.Registry, opts []grpc.ServerOption, log *slog.Logger) (*server.GRPCServer, <-chan error, error) {
+func listenAndServe(f serveFlags, st store.Store, reg *apps.Registry, sec *security, opts []grpc.ServerOption, log *slog.Logger) (*server.GRPCServer, <-chan error, error) {
 	lis, err := net.Listen("tcp", f.addr)
 	if err != nil {
 		return nil, nil, fmt.Errorf("listen: %w", err)
+	}
+	if err := checkExposure(lis, sec, f.sec.insecureNoAuthOK, log); err != nil {
+		lis.Close()
+		return nil, nil, err
 	}
 	srv := server.NewGRPCServer(server.New(server.Config{
 		Store:          st,
 		Apps:           server.RunnerApps(reg),
 		Logger:         log,
 		MaxRunDuration: f.maxRun,
-	}), opts...)
+		Auth:           sec.auth,
+		Limits:         f.limits,
+	}), append(slices.Clone(sec.options), opts...)...)
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(lis) }()
 	var names []string
 	for _, a := range reg.List() {
 		names = append(names, a.GetName())
 	}
-	log.Info("serving", "addr", lis.Addr().String(), "data", f.data, "apps", strings.Join(names, ","))
+	log.Info("serving", "addr", lis.Addr().String(), "data", redactData(f.data), "apps", strings.Join(names, ","),
+		"tls", sec.tls, "mtls", sec.mtls, "auth", sec.auth != nil)
 	return srv, served, nil
+}
+
+// redactData returns --data as it may be logged: a URL without its
+// password.
+func redactData(data string) string {
+	if !pgstore.IsURL(data) {
+		return data
+	}
+	u, err := url.Parse(data)
+	if err != nil {
+		return "postgres://…" // unparsable: show nothing of it
+	}
+	return u.Redacted()
 }

@@ -2,6 +2,11 @@
 // messages, list artifacts.
 //
 //	go run ./examples/go [-addr 127.0.0.1:50051] [-app demo] [-user U] [MESSAGE ...]
+//
+// Against a server with authentication (README, "Security model"):
+// -token-file FILE (or env AGENTRUNNER_TOKEN) sends a bearer token,
+// -ca-file CA.pem turns TLS on, -cert-file/-key-file add a client
+// certificate (mTLS).
 package main
 
 import (
@@ -16,7 +21,6 @@ import (
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
 
 	servicev1 "github.com/agentrunner/agentrunner/gen/go/agentrunner/service/v1"
@@ -27,12 +31,17 @@ func main() {
 	addr := flag.String("addr", envOr("AGENTRUNNER_ADDR", "127.0.0.1:50051"), "server address")
 	app := flag.String("app", "demo", "app to run")
 	user := flag.String("user", "go-example", "user id")
+	var sec security
+	flag.StringVar(&sec.tokenFile, "token-file", "", "file holding the bearer token (env AGENTRUNNER_TOKEN holds the token itself)")
+	flag.StringVar(&sec.caFile, "ca-file", "", "PEM CA of the server's certificate; turns TLS on")
+	flag.StringVar(&sec.certFile, "cert-file", "", "PEM client certificate (mTLS), with -key-file")
+	flag.StringVar(&sec.keyFile, "key-file", "", "PEM key of -cert-file")
 	flag.Parse()
 	messages := flag.Args()
 	if len(messages) == 0 {
 		messages = []string{"Hello! What can you do?", "Tell me more."}
 	}
-	if err := run(*addr, *app, *user, messages); err != nil {
+	if err := run(*addr, *app, *user, sec, messages); err != nil {
 		if st, ok := status.FromError(err); ok {
 			fmt.Fprintf(os.Stderr, "RPC failed: %s: %s\n", st.Code(), st.Message())
 		} else {
@@ -49,11 +58,15 @@ func envOr(key, def string) string {
 	return def
 }
 
-func run(addr, app, user string, messages []string) error {
+func run(addr, app, user string, sec security, messages []string) error {
+	opts, err := sec.dialOptions()
+	if err != nil {
+		return err
+	}
 	// The server sends responses of up to 32 MiB (a page of a large
 	// session); gRPC's default would refuse anything above 4 MiB.
-	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()),
-		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(32<<20)))
+	opts = append(opts, grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(32<<20)))
+	conn, err := grpc.NewClient(addr, opts...)
 	if err != nil {
 		return err
 	}

@@ -2,6 +2,7 @@
 """agentrunner from Python with a tool the client executes: the agent's get_order calls run here.
 
 Usage: /usr/bin/python3 examples/python/tools.py [--addr 127.0.0.1:50051] [--app orders] [--user U] [MESSAGE ...]
+(and --token-file, --ca-file, --cert-file, --key-file as client.py takes them)
 
 The app declares get_order in its apps file (function_tools, with a JSON Schema). When the model
 calls it, the run ends with the call's id in the event's long_running_tool_ids; this client looks
@@ -21,6 +22,7 @@ from agentrunner.service.v1 import (  # noqa: E402
     runner_service_pb2, runner_service_pb2_grpc,
     session_service_pb2, session_service_pb2_grpc,
 )
+from client import add_security_args, auth_metadata, channel  # noqa: E402
 
 # The client's own order system.
 ORDERS = {"42": {"status": "shipped", "carrier": "DHL"}, "7": {"status": "packing"}}
@@ -34,11 +36,11 @@ def get_order(args):
 TOOLS = {"get_order": get_order}
 
 
-def run(runner, app, user, session_id, message):
+def run(runner, app, user, session_id, message, md=()):
     """Runs one message; prints the events and returns the calls the run waits on."""
     req = runner_service_pb2.RunRequest(app_name=app, user_id=user, session_id=session_id, new_message=message)
     waiting = []
-    for resp in runner.Run(req, timeout=30):
+    for resp in runner.Run(req, timeout=30, metadata=md):
         if resp.HasField("run"):  # the run record, first and last
             continue
         if resp.HasField("error"):
@@ -75,21 +77,21 @@ def main():
     ap.add_argument("--addr", default=os.environ.get("AGENTRUNNER_ADDR", "127.0.0.1:50051"))
     ap.add_argument("--app", default="orders")
     ap.add_argument("--user", default="python-tools")
+    add_security_args(ap)
     ap.add_argument("messages", nargs="*", default=['Where is my order? call get_order {"order_id": "42"}'])
     args = ap.parse_args()
-    # The server sends responses of up to 32 MiB (a page of a large session);
-    # gRPC's default would refuse anything above 4 MiB.
-    with grpc.insecure_channel(args.addr, options=[("grpc.max_receive_message_length", 32 << 20)]) as ch:
+    md = auth_metadata(args)
+    with channel(args) as ch:
         sessions = session_service_pb2_grpc.SessionServiceStub(ch)
         runner = runner_service_pb2_grpc.RunnerServiceStub(ch)
         try:
             sess = sessions.CreateSession(
-                session_service_pb2.CreateSessionRequest(app_name=args.app, user_id=args.user), timeout=10).session
+                session_service_pb2.CreateSessionRequest(app_name=args.app, user_id=args.user), timeout=10, metadata=md).session
             print(f"session {sess.session_id}")
             for text in args.messages:
                 message = content_pb2.Content(role="user", parts=[content_pb2.Part(text=text)])
                 for _ in range(10):  # bounded: a model could call tools forever
-                    waiting = run(runner, args.app, args.user, sess.session_id, message)
+                    waiting = run(runner, args.app, args.user, sess.session_id, message, md)
                     if not waiting:
                         break
                     message = answer(waiting)

@@ -2,8 +2,13 @@
 // session, run two messages, list artifacts.
 //
 // Usage: npx tsx examples/ts/client.ts [--addr 127.0.0.1:50051] [--app demo] [--user U] [MESSAGE ...]
+//
+// Against a server with authentication (README, "Security model"):
+// --token-file FILE (or env AGENTRUNNER_TOKEN) sends a bearer token,
+// --ca-file CA.pem turns TLS on, --cert-file and --key-file add a client
+// certificate (mTLS).
 import { Code, ConnectError, createClient } from "@connectrpc/connect";
-import { createGrpcTransport } from "@connectrpc/connect-node";
+import { transport as makeTransport } from "./transport.js";
 import { SessionService } from "../../gen/ts/agentrunner/service/v1/session_service_pb.js";
 import { RunnerService } from "../../gen/ts/agentrunner/service/v1/runner_service_pb.js";
 import { ArtifactService } from "../../gen/ts/agentrunner/service/v1/artifact_service_pb.js";
@@ -23,7 +28,7 @@ const app = flags.get("app") ?? "demo";
 const user = flags.get("user") ?? "ts-example";
 if (messages.length === 0) messages.push("Hello! What can you do?", "Tell me more.");
 
-const transport = createGrpcTransport({ baseUrl: `http://${addr}` });
+const transport = makeTransport(addr, flags);
 const sessions = createClient(SessionService, transport);
 const runner = createClient(RunnerService, transport);
 const artifacts = createClient(ArtifactService, transport);

@@ -2,6 +2,7 @@
 // get_order calls run here.
 //
 // Usage: npx tsx examples/ts/tools.ts [--addr 127.0.0.1:50051] [--app orders] [--user U] [MESSAGE ...]
+// (and --token-file, --ca-file, --cert-file, --key-file as client.ts takes them)
 //
 // The app declares get_order in its apps file (function_tools, with a JSON
 // Schema). When the model calls it, the run ends with the call's id in the
@@ -9,7 +10,7 @@
 // with a Run whose message holds a functionResponse for every waiting call,
 // until a run ends with nothing to wait on.
 import { ConnectError, createClient } from "@connectrpc/connect";
-import { createGrpcTransport } from "@connectrpc/connect-node";
+import { transport as makeTransport } from "./transport.js";
 import type { JsonObject } from "@bufbuild/protobuf";
 import { SessionService } from "../../gen/ts/agentrunner/service/v1/session_service_pb.js";
 import { RunnerService } from "../../gen/ts/agentrunner/service/v1/runner_service_pb.js";
@@ -33,7 +34,7 @@ const tools: Record<string, (args: JsonObject) => JsonObject> = {
   get_order: (args) => orders[String(args.order_id)] ?? { error: `no order '${String(args.order_id)}'` },
 };
 
-const transport = createGrpcTransport({ baseUrl: `http://${addr}` });
+const transport = makeTransport(addr, flags);
 const sessions = createClient(SessionService, transport);
 const runner = createClient(RunnerService, transport);
 

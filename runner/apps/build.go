@@ -88,6 +88,7 @@ func (b *builder) app(ctx context.Context, app *agentrunnerv1.AppConfig, path st
 	}
 	b.mcp = servers
 	b.missing = nil
+	b.appName, b.contextCache = app.GetName(), contextCache(app.GetContextCache())
 	root, err := b.agent(ctx, app.GetRootAgent(), path+".root_agent")
 	if err != nil {
 		_ = closeAll()
@@ -160,6 +161,10 @@ type builder struct {
 	// missing are the credentials the app being built lacks, one reason
 	// per model.
 	missing []string
+	// appName is the name of the app being built, contextCache its
+	// context cache settings (nil for none).
+	appName      string
+	contextCache *model.CacheConfig
 }
 
 // model returns the model named name, made once per Build. A model
@@ -202,6 +207,20 @@ func (n noCredentials) Generate(context.Context, *model.Request, bool) iter.Seq2
 	}
 }
 
+// checkCaching says, once per agent at start, when the app asks for
+// context caching and the agent's model cannot do it: its requests are
+// then sent whole, which is all that changes.
+func (b *builder) checkCaching(agentName string, m model.Model) {
+	if b.contextCache == nil {
+		return
+	}
+	if c, ok := m.(model.ContextCacher); ok && c.CachesContext() {
+		return
+	}
+	b.log.Info("context caching is not supported by this agent's model; its requests are sent whole",
+		"app", b.appName, "agent", agentName, "model", m.Name())
+}
+
 func (b *builder) agent(ctx context.Context, a *agentrunnerv1.AgentConfig, path string) (agent.Agent, error) {
 	subs := make([]agent.Agent, 0, len(a.GetSubAgents()))
 	for i, s := range a.GetSubAgents() {
@@ -229,6 +248,7 @@ func (b *builder) agent(ctx context.Context, a *agentrunnerv1.AgentConfig, path 
 		if terr != nil {
 			return nil, terr
 		}
+		b.checkCaching(a.GetName(), m)
 		ag, err = llmagent.New(llmagent.Config{
 			Name:                     a.GetName(),
 			Description:              a.GetDescription(),
@@ -242,6 +262,7 @@ func (b *builder) agent(ctx context.Context, a *agentrunnerv1.AgentConfig, path 
 			IncludeContents:          k.Llm.GetIncludeContents(),
 			Tools:                    tools,
 			RequireConfirmation:      k.Llm.GetRequireConfirmation(),
+			ContextCache:             b.contextCache,
 		})
 	case *agentrunnerv1.AgentConfig_Sequential:
 		ag, err = workflow.NewSequential(workflow.Config{Name: a.GetName(), Description: a.GetDescription(), SubAgents: subs})

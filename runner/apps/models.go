@@ -9,6 +9,7 @@ import (
 	"time"
 
 	agentrunnerv1 "github.com/agentrunner/agentrunner/gen/go/agentrunner/v1"
+	"github.com/agentrunner/agentrunner/runner/model"
 )
 
 // Providers are the provider names a models entry may give. They match
@@ -144,6 +145,37 @@ func validateCompaction(app *agentrunnerv1.AppConfig, path string, declared map[
 		return &Error{Path: p + ".model", Msg: "the app has no LLM agent whose model could summarize: name a model"}
 	}
 	return nil
+}
+
+// validateContextCache checks an app's context cache settings.
+func validateContextCache(app *agentrunnerv1.AppConfig, path string) error {
+	cc := app.GetContextCache()
+	if cc == nil {
+		return nil
+	}
+	p := path + ".context_cache"
+	switch {
+	case cc.GetCacheIntervals() < 0:
+		return &Error{Path: p + ".cache_intervals", Msg: "must not be negative"}
+	case cc.GetMinTokens() < 0:
+		return &Error{Path: p + ".min_tokens", Msg: "must not be negative"}
+	}
+	if t := cc.GetTtl(); t != "" {
+		if v, err := time.ParseDuration(t); err != nil || v <= 0 {
+			return &Error{Path: p + ".ttl", Msg: fmt.Sprintf("%q is not a positive duration (for example \"30m\")", t)}
+		}
+	}
+	return nil
+}
+
+// contextCache converts an app's context cache settings; nil when the
+// app has none. The settings are validated.
+func contextCache(cc *agentrunnerv1.ContextCacheConfig) *model.CacheConfig {
+	if cc == nil {
+		return nil
+	}
+	ttl, _ := time.ParseDuration(cc.GetTtl())
+	return &model.CacheConfig{Intervals: int(cc.GetCacheIntervals()), TTL: ttl, MinTokens: int(cc.GetMinTokens())}
 }
 
 func hasLLMAgent(a *agentrunnerv1.AgentConfig) bool {

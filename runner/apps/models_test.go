@@ -75,6 +75,12 @@ func TestParseModelErrors(t *testing.T) {
 			[]string{"models[2].name", "reserved"}},
 		{"missing provider", "    provider: openai\n    base_url", "    base_url",
 			[]string{"models[2].provider", `unknown provider ""`}},
+		{"bad cache ttl", "  - name: a\n", "  - name: a\n    context_cache: { ttl: soon }\n",
+			[]string{"apps.yaml:17", "apps[0].context_cache.ttl", "positive duration"}},
+		{"negative cache intervals", "  - name: a\n", "  - name: a\n    context_cache: { cache_intervals: -1 }\n",
+			[]string{"apps[0].context_cache.cache_intervals", "negative"}},
+		{"negative cache min tokens", "  - name: a\n", "  - name: a\n    context_cache: { min_tokens: -5 }\n",
+			[]string{"apps[0].context_cache.min_tokens", "negative"}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -55,6 +55,9 @@ func Validate(cfg *agentrunnerv1.AppsConfig, opts ...Option) error {
 		if err := validateCompaction(app, path, models, o); err != nil {
 			return err
 		}
+		if err := validateContextCache(app, path); err != nil {
+			return err
+		}
 		if err := validateAgent(app.GetRootAgent(), path+".root_agent", &treeScope{seen: map[string]string{}, appTools: appTools, mcp: servers, models: models, opts: o}); err != nil {
 			return err
 		}

@@ -12,6 +12,9 @@ package model
 import (
 	"context"
 	"iter"
+	"time"
+
+	"google.golang.org/protobuf/types/known/structpb"
 
 	agentrunnerv1 "github.com/agentrunner/agentrunner/gen/go/agentrunner/v1"
 )
@@ -40,6 +43,29 @@ type Request struct {
 	Tools []*FunctionDeclaration
 	// Config holds generation parameters; nil means the model's defaults.
 	Config *GenerateConfig
+	// Cache, when set, asks a model that supports context caching (see
+	// ContextCacher) to keep the stable start of the request in the
+	// provider's cache. Other models ignore it. Shared: never changed.
+	Cache *CacheConfig
+}
+
+// CacheConfig says how a model keeps request prefixes in its provider's
+// context cache.
+type CacheConfig struct {
+	// Intervals is how many calls may use one cache before a new one
+	// replaces it; 0 means 10.
+	Intervals int
+	// TTL is how long the provider keeps a cache; 0 means 30 minutes.
+	TTL time.Duration
+	// MinTokens: requests estimated below this many tokens are sent
+	// whole; 0 means 1024.
+	MinTokens int
+}
+
+// ContextCacher is a model that acts on Request.Cache.
+type ContextCacher interface {
+	// CachesContext reports whether the model uses Request.Cache.
+	CachesContext() bool
 }
 
 // FunctionDeclaration declares a tool to the model.
@@ -89,4 +115,16 @@ type Response struct {
 	Usage *agentrunnerv1.UsageMetadata
 	// ModelVersion reported by the model.
 	ModelVersion string
+	// Citations are the sources the answer quotes, when the model reports
+	// them.
+	Citations *agentrunnerv1.CitationMetadata
+	// Grounding is how the answer was grounded, as the JSON of Gemini's
+	// GroundingMetadata.
+	Grounding *structpb.Struct
+	// CustomMetadata is what an after_model callback or plugin attaches;
+	// it is kept on the event.
+	CustomMetadata *structpb.Struct
+	// Interrupted marks a response cut off after part of it was streamed:
+	// Content holds what arrived, ErrorCode why it stopped.
+	Interrupted bool
 }

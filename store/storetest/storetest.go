@@ -72,6 +72,7 @@ func Run(t *testing.T, open Open) {
 		{"GetSessionBoundedByBytes", testGetSessionBoundedByBytes},
 		{"AppendEventOnce", testAppendEventOnce},
 		{"Compaction", testCompaction},
+		{"EventAllFields", testEventAllFields},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

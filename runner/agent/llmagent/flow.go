@@ -344,12 +344,18 @@ func responseEvent(ctx agent.InvocationContext, r *model.Response, share bool) *
 		content = &agentrunnerv1.Content{Role: agent.RoleModel, Parts: content.Parts}
 	}
 	ev := &agentrunnerv1.Event{
-		Content:       content,
-		Partial:       r.Partial,
-		TurnComplete:  r.TurnComplete,
-		ErrorCode:     r.ErrorCode,
-		ErrorMessage:  r.ErrorMessage,
-		UsageMetadata: r.Usage,
+		Content:           content,
+		Partial:           r.Partial,
+		TurnComplete:      r.TurnComplete,
+		ErrorCode:         r.ErrorCode,
+		ErrorMessage:      r.ErrorMessage,
+		UsageMetadata:     r.Usage,
+		FinishReason:      r.FinishReason,
+		ModelVersion:      r.ModelVersion,
+		CitationMetadata:  r.Citations,
+		GroundingMetadata: r.Grounding,
+		CustomMetadata:    r.CustomMetadata,
+		Interrupted:       r.Interrupted,
 	}
 	if ev.ErrorCode == "" && r.FinishReason != "" && r.FinishReason != "STOP" && !r.Partial {
 		// A truncated or blocked answer is reported as such, so that the
@@ -391,6 +397,7 @@ func (l *llmAgent) request(ctx agent.InvocationContext, cc agent.CallbackContext
 		SystemInstruction: instr,
 		Contents:          historyContents(ctx.AgentName(), events),
 		Config:            l.genConfig,
+		Cache:             l.cache,
 	}
 	for _, t := range tools.list {
 		if _, ok := t.(tool.Undeclared); ok {
@@ -429,6 +436,10 @@ func copyContents(cs []*agentrunnerv1.Content) []*agentrunnerv1.Content {
 func copyRequest(req *model.Request) *model.Request {
 	c := *req
 	c.Contents = copyContents(req.Contents)
+	if req.Cache != nil {
+		cc := *req.Cache
+		c.Cache = &cc
+	}
 	return &c
 }
 

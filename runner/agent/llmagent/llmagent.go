@@ -56,6 +56,9 @@ type Config struct {
 	Instruction string
 	// GenerateConfig is passed to the model as it is.
 	GenerateConfig *model.GenerateConfig
+	// ContextCache, when set, goes on every request (model.Request.Cache)
+	// for a model that caches context to act on.
+	ContextCache *model.CacheConfig
 	// SubAgents are the agents this one may transfer to.
 	SubAgents []agent.Agent
 	// DisallowTransferToParent keeps the conversation from going back to
@@ -106,6 +109,7 @@ type llmAgent struct {
 	model           model.Model
 	instruction     string
 	genConfig       *model.GenerateConfig
+	cache           *model.CacheConfig
 	outputKey       string
 	includeContents agentrunnerv1.IncludeContents
 	tools           []tool.Tool
@@ -144,6 +148,7 @@ func New(cfg Config) (agent.Agent, error) {
 		model:           cfg.Model,
 		instruction:     cfg.Instruction,
 		genConfig:       cfg.GenerateConfig,
+		cache:           cfg.ContextCache,
 		outputKey:       cfg.OutputKey,
 		includeContents: cfg.IncludeContents,
 		tools:           slices.Clone(cfg.Tools),

@@ -52,7 +52,24 @@ type Cache struct {
 	bytes   int
 	order   *list.List // of *historyEntry, most recently used first
 	entries map[store.SessionKey]*list.Element
+	// lent describes the history Load last returned for a session, so
+	// that Put, given it back with the run's events appended, sizes and
+	// checks only what the run added: a run's cost must not grow with
+	// its session's length.
+	lent map[store.SessionKey]view
 }
+
+// view is a history Load returned: the sequences of its first and last
+// events, how many there are, and their encoded size.
+type view struct {
+	first, last uint64
+	n, bytes    int
+}
+
+// maxLent bounds the views kept for runs that never called Put (a failed
+// run); past it they are forgotten, which costs the next Put of those
+// sessions one full pass.
+const maxLent = 100_000
 
 type historyEntry struct {
 	key     store.SessionKey
@@ -80,7 +97,8 @@ func New(window, limit, maxBytes int) *Cache {
 	if maxBytes == 0 {
 		maxBytes = DefaultCacheBytes
 	}
-	return &Cache{window: window, limit: limit, maxBytes: maxBytes, order: list.New(), entries: map[store.SessionKey]*list.Element{}}
+	return &Cache{window: window, limit: limit, maxBytes: maxBytes, order: list.New(),
+		entries: map[store.SessionKey]*list.Element{}, lent: map[store.SessionKey]view{}}
 }
 
 // sizeOf is an event's encoded size. The events a run holds were encoded
@@ -108,6 +126,15 @@ func (h *Cache) Load(ctx context.Context, st Loader, k store.SessionKey) (*agent
 		}
 		// A different session under the same key: read it afresh.
 	}
+	sess, events, err := h.load(ctx, st, k, opts)
+	if err == nil {
+		h.lend(k, events, sizes(events))
+	}
+	return sess, events, err
+}
+
+// load reads the history from the store.
+func (h *Cache) load(ctx context.Context, st Loader, k store.SessionKey, opts store.GetOptions) (*agentrunnerv1.Session, []*agentrunnerv1.Event, error) {
 	sess, events, err := st.GetSession(ctx, k, opts)
 	if err != nil {
 		return nil, nil, err
@@ -135,20 +162,68 @@ func (h *Cache) extend(ctx context.Context, st Loader, k store.SessionKey, e *hi
 		return nil, nil, false, nil
 	}
 	// In place: take removed the entry, so this run owns its array (the
-	// run that stored it has ended).
-	return sess, trim(append(e.events, fresh...)), true, nil
+	// run that stored it has ended). The entry's events were trimmed
+	// when stored: only a compaction among the new ones can cut more.
+	events := append(e.events, fresh...)
+	size := e.bytes + sizes(fresh)
+	if newestCompaction(fresh) > 0 {
+		events = trim(events)
+		size = sizes(events)
+	}
+	h.lend(k, events, size)
+	return sess, events, true, nil
+}
+
+// lend records the history Load returns for k.
+func (h *Cache) lend(k store.SessionKey, events []*agentrunnerv1.Event, size int) {
+	v := view{n: len(events), bytes: size}
+	if v.n > 0 {
+		v.first, v.last = events[0].GetSequence(), events[v.n-1].GetSequence()
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if len(h.lent) >= maxLent {
+		clear(h.lent)
+	}
+	h.lent[k] = v
+}
+
+// known returns how many of events, from the start, are the history Load
+// lent for k, and their size; 0 when they are not.
+func (h *Cache) known(k store.SessionKey, events []*agentrunnerv1.Event) (n, size int) {
+	h.mu.Lock()
+	v, ok := h.lent[k]
+	delete(h.lent, k)
+	h.mu.Unlock()
+	if !ok || v.n == 0 || len(events) < v.n || events[0].GetSequence() != v.first || events[v.n-1].GetSequence() != v.last {
+		return 0, 0
+	}
+	return v.n, v.bytes
+}
+
+func sizes(events []*agentrunnerv1.Event) int {
+	n := 0
+	for _, ev := range events {
+		n += sizeOf(ev)
+	}
+	return n
+}
+
+// newestCompaction returns the end of the range of the newest compaction
+// among events, 0 when there is none.
+func newestCompaction(events []*agentrunnerv1.Event) uint64 {
+	for i := len(events) - 1; i >= 0; i-- {
+		if c := events[i].GetActions().GetCompaction(); c != nil {
+			return c.GetEndSequence()
+		}
+	}
+	return 0
 }
 
 // trim drops the events the newest compaction among events covers: its
 // summary stands for them.
 func trim(events []*agentrunnerv1.Event) []*agentrunnerv1.Event {
-	var end uint64
-	for i := len(events) - 1; i >= 0; i-- {
-		if c := events[i].GetActions().GetCompaction(); c != nil {
-			end = c.GetEndSequence()
-			break
-		}
-	}
+	end := newestCompaction(events)
 	if end == 0 || len(events) == 0 || events[0].GetSequence() > end {
 		return events
 	}
@@ -177,27 +252,32 @@ func (h *Cache) take(k store.SessionKey) *historyEntry {
 
 // Put records the events of k after a run. events must all be stored;
 // sess gives the session's create time.
+//
+// What the run added to the history Load lent it is all Put looks at: the
+// lent events were sized, trimmed and checked when loaded.
 func (h *Cache) Put(k store.SessionKey, sess *agentrunnerv1.Session, events []*agentrunnerv1.Event) {
-	events = trim(events)
+	from, size := h.known(k, events)
+	if newestCompaction(events[from:]) > 0 {
+		events, from, size = trim(events), 0, 0
+	}
 	if len(events) > h.limit || h.maxBytes < 0 {
 		return
 	}
-	size := 0
-	for _, ev := range events {
-		size += sizeOf(ev)
-	}
+	size += sizes(events[from:])
 	if size > h.maxBytes {
 		return
 	}
 	last := sess.GetLastSequence()
-	for i, ev := range events {
+	if len(events) > 0 {
+		last = events[len(events)-1].GetSequence()
+	}
+	for i := max(from, 1); i < len(events); i++ {
 		// An event appended by someone else during the run (AppendEvent
 		// on a running session) is not in the view: a gap. Keeping the
 		// view would hide that event from later runs, so drop it.
-		if i > 0 && ev.GetSequence() != events[i-1].GetSequence()+1 {
+		if events[i].GetSequence() != events[i-1].GetSequence()+1 {
 			return
 		}
-		last = ev.GetSequence()
 	}
 	e := &historyEntry{
 		key:     k,

@@ -1,8 +1,11 @@
 package history
 
 import (
+	"context"
 	"strings"
 	"testing"
+
+	"google.golang.org/protobuf/proto"
 
 	agentrunnerv1 "github.com/agentrunner/agentrunner/gen/go/agentrunner/v1"
 	"github.com/agentrunner/agentrunner/store"
@@ -61,5 +64,72 @@ func TestHistoryCacheBytes(t *testing.T) {
 	h.Put(k(0), sess, []*agentrunnerv1.Event{big(1), big(2), big(3), big(4)})
 	if h.take(k(0)) != nil {
 		t.Fatal("a session larger than the whole bound was kept")
+	}
+}
+
+// memLoader is a session's stored events in memory.
+type memLoader struct{ events []*agentrunnerv1.Event }
+
+func (m *memLoader) GetSession(_ context.Context, _ store.SessionKey, opts store.GetOptions) (*agentrunnerv1.Session, []*agentrunnerv1.Event, error) {
+	var out []*agentrunnerv1.Event
+	for _, ev := range m.events {
+		if ev.GetSequence() > opts.AfterSequence {
+			out = append(out, proto.CloneOf(ev))
+		}
+	}
+	if n := opts.NumRecentEvents; n > 0 && len(out) > n {
+		out = out[len(out)-n:]
+	}
+	return &agentrunnerv1.Session{LastSequence: uint64(len(m.events))}, out, nil
+}
+
+func (m *memLoader) add(texts ...string) []*agentrunnerv1.Event {
+	var added []*agentrunnerv1.Event
+	for _, s := range texts {
+		ev := &agentrunnerv1.Event{Sequence: uint64(len(m.events) + 1), Content: &agentrunnerv1.Content{Parts: []*agentrunnerv1.Part{{Data: &agentrunnerv1.Part_Text{Text: s}}}}}
+		m.events = append(m.events, ev)
+		added = append(added, proto.CloneOf(ev))
+	}
+	return added
+}
+
+// TestPutCountsWhatTheRunAdded: across runs, a Put that is given back the
+// history Load lent, with the run's events appended, accounts for exactly
+// the bytes of the whole history, as a full pass would; a run whose
+// events are not the lent history's continuation is accounted in full,
+// and a gap right after the lent history is still refused.
+func TestPutCountsWhatTheRunAdded(t *testing.T) {
+	h := New(0, 1000, 0)
+	st := &memLoader{}
+	k := store.SessionKey{App: "a", User: "u", Session: "s"}
+	st.add("hello", "hi there")
+	for run := range 5 {
+		sess, events, err := h.Load(t.Context(), st, k)
+		if err != nil {
+			t.Fatal(err)
+		}
+		events = append(events, st.add(strings.Repeat("q", run*10), strings.Repeat("answer ", run))...)
+		sess.LastSequence = uint64(len(st.events))
+		h.Put(k, sess, events)
+		if want := sizes(events); h.bytes != want || h.total != len(events) {
+			t.Fatalf("run %d: cache counts %d bytes, %d events; want %d and %d", run, h.bytes, h.total, want, len(events))
+		}
+	}
+	// Not the lent history (a different start): sized in full.
+	other := []*agentrunnerv1.Event{proto.CloneOf(st.events[3]), proto.CloneOf(st.events[4])}
+	h.Put(k, &agentrunnerv1.Session{LastSequence: 5}, other)
+	if h.bytes != sizes(other) {
+		t.Fatalf("cache counts %d bytes for a foreign history, want %d", h.bytes, sizes(other))
+	}
+	// A gap right where the run's events start: not kept.
+	_, events, err := h.Load(t.Context(), st, k)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st.add("appended by someone else")
+	events = append(events, st.add("the run's answer")...)
+	h.Put(k, &agentrunnerv1.Session{LastSequence: uint64(len(st.events))}, events)
+	if h.take(k) != nil {
+		t.Fatal("a history with a gap after the lent events was kept")
 	}
 }

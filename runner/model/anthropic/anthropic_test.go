@@ -19,7 +19,21 @@ var generateCases = []struct {
 		reply: unary(`{"id":"msg_1","type":"message","role":"assistant","model":"claude-fake-1","content":[{"type":"text","text":"Hello!"}],"stop_reason":"end_turn","stop_sequence":null,"usage":{"input_tokens":10,"output_tokens":3,"cache_read_input_tokens":5,"cache_creation_input_tokens":2}}`),
 		want: []*model.Response{{
 			Content: modelContent(text("Hello!")), TurnComplete: true, FinishReason: "STOP", ModelVersion: "claude-fake-1",
-			Usage: &agentrunnerv1.UsageMetadata{PromptTokenCount: 17, CandidatesTokenCount: 3, CachedContentTokenCount: 5, TotalTokenCount: 20},
+			Usage: &agentrunnerv1.UsageMetadata{PromptTokenCount: 17, CandidatesTokenCount: 3, CachedContentTokenCount: 5, TotalTokenCount: 20, CacheCreationTokenCount: 2},
+		}},
+	},
+	{
+		// A cited text block supports its own span of the answer; web
+		// pages are cited by URL, documents by title; the tier is kept.
+		name:  "citations and tier",
+		reply: unary(`{"id":"msg_c","type":"message","role":"assistant","model":"claude-fake-1","content":[{"type":"text","text":"Intro. "},{"type":"text","text":"Oslo is cold.","citations":[{"type":"web_search_result_location","url":"https://example.com/oslo","title":"Oslo","cited_text":"cold","encrypted_index":"x"},{"type":"char_location","document_title":"Almanac","document_index":0,"start_char_index":1,"end_char_index":5,"cited_text":"cold"}]}],"stop_reason":"end_turn","usage":{"input_tokens":10,"output_tokens":3,"service_tier":"priority"}}`),
+		want: []*model.Response{{
+			Content: modelContent(text("Intro. "), text("Oslo is cold.")), TurnComplete: true, FinishReason: "STOP", ModelVersion: "claude-fake-1",
+			Citations: &agentrunnerv1.CitationMetadata{Citations: []*agentrunnerv1.Citation{
+				{StartIndex: 7, EndIndex: 20, Uri: "https://example.com/oslo", Title: "Oslo"},
+				{StartIndex: 7, EndIndex: 20, Title: "Almanac"},
+			}},
+			Usage: &agentrunnerv1.UsageMetadata{PromptTokenCount: 10, CandidatesTokenCount: 3, TotalTokenCount: 13, TrafficType: "PRIORITY"},
 		}},
 	},
 	{

@@ -68,6 +68,12 @@ func diffResponse(got, want *model.Response) string {
 	if !proto.Equal(got.Usage, want.Usage) {
 		d = append(d, fmt.Sprintf("usage {%s}, want {%s}", prototext.Format(got.Usage), prototext.Format(want.Usage)))
 	}
+	if !proto.Equal(got.Citations, want.Citations) {
+		d = append(d, fmt.Sprintf("citations {%s}, want {%s}", prototext.Format(got.Citations), prototext.Format(want.Citations)))
+	}
+	if got.Interrupted != want.Interrupted {
+		d = append(d, fmt.Sprintf("interrupted %v, want %v", got.Interrupted, want.Interrupted))
+	}
 	check := func(name string, g, w any) {
 		if g != w {
 			d = append(d, fmt.Sprintf("%s %v, want %v", name, g, w))

@@ -26,7 +26,17 @@ const (
 // to the model in the next turn as the API requires when tools are used.
 func fromMessage(msg *anthropic.Message) (*model.Response, error) {
 	content := &agentrunnerv1.Content{Role: "model", Parts: []*agentrunnerv1.Part{}}
+	var (
+		citations []*agentrunnerv1.Citation
+		textLen   int32
+	)
 	for i, b := range msg.Content {
+		if b.Type == "text" {
+			// A text block's citations support that block: its span
+			// in the answer's text, the parts' text joined.
+			citations = append(citations, fromCitations(b.Citations, textLen, textLen+int32(len(b.Text)))...)
+			textLen += int32(len(b.Text))
+		}
 		p, err := fromBlock(b)
 		if err != nil {
 			return nil, model.Unavailable("content block %d: %w", i, err)
@@ -41,6 +51,9 @@ func fromMessage(msg *anthropic.Message) (*model.Response, error) {
 		FinishReason: stopReason(msg.StopReason),
 		Usage:        toUsage(msg.Usage),
 		ModelVersion: string(msg.Model),
+	}
+	if len(citations) > 0 {
+		resp.Citations = &agentrunnerv1.CitationMetadata{Citations: citations}
 	}
 	if resp.FinishReason != "" && resp.FinishReason != finishStop {
 		resp.ErrorCode = resp.FinishReason
@@ -128,5 +141,28 @@ func toUsage(u anthropic.Usage) *agentrunnerv1.UsageMetadata {
 		ThoughtsTokenCount:      int32(thinking),
 		CachedContentTokenCount: int32(u.CacheReadInputTokens),
 		TotalTokenCount:         int32(prompt + u.OutputTokens),
+		CacheCreationTokenCount: int32(u.CacheCreationInputTokens),
+		TrafficType:             strings.ToUpper(string(u.ServiceTier)),
 	}
+}
+
+// fromCitations converts a text block's citations. Anthropic cites
+// documents (by title or file) and web pages (by URL); either is the
+// source, and the block's span in the answer is what it supports.
+func fromCitations(cs []anthropic.TextCitationUnion, start, end int32) []*agentrunnerv1.Citation {
+	var out []*agentrunnerv1.Citation
+	for _, c := range cs {
+		uri, title := c.URL, c.Title
+		if uri == "" && c.FileID != "" {
+			uri = "file:" + c.FileID
+		}
+		if title == "" {
+			title = c.DocumentTitle
+		}
+		if uri == "" && title == "" {
+			continue
+		}
+		out = append(out, &agentrunnerv1.Citation{StartIndex: start, EndIndex: end, Uri: uri, Title: title})
+	}
+	return out
 }

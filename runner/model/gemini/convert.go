@@ -220,14 +220,33 @@ func fromGenaiUsage(u *genai.GenerateContentResponseUsageMetadata) *agentrunnerv
 	if u == nil {
 		return nil
 	}
-	return &agentrunnerv1.UsageMetadata{
-		PromptTokenCount:        u.PromptTokenCount,
-		CandidatesTokenCount:    u.CandidatesTokenCount,
-		ThoughtsTokenCount:      u.ThoughtsTokenCount,
-		CachedContentTokenCount: u.CachedContentTokenCount,
-		ToolUsePromptTokenCount: u.ToolUsePromptTokenCount,
-		TotalTokenCount:         u.TotalTokenCount,
+	out := &agentrunnerv1.UsageMetadata{
+		PromptTokenCount:           u.PromptTokenCount,
+		CandidatesTokenCount:       u.CandidatesTokenCount,
+		ThoughtsTokenCount:         u.ThoughtsTokenCount,
+		CachedContentTokenCount:    u.CachedContentTokenCount,
+		ToolUsePromptTokenCount:    u.ToolUsePromptTokenCount,
+		TotalTokenCount:            u.TotalTokenCount,
+		PromptTokensDetails:        fromGenaiModalities(u.PromptTokensDetails),
+		CacheTokensDetails:         fromGenaiModalities(u.CacheTokensDetails),
+		CandidatesTokensDetails:    fromGenaiModalities(u.CandidatesTokensDetails),
+		ToolUsePromptTokensDetails: fromGenaiModalities(u.ToolUsePromptTokensDetails),
 	}
+	if u.TrafficType != genai.TrafficTypeUnspecified {
+		out.TrafficType = string(u.TrafficType)
+	}
+	return out
+}
+
+func fromGenaiModalities(ms []*genai.ModalityTokenCount) []*agentrunnerv1.ModalityTokenCount {
+	var out []*agentrunnerv1.ModalityTokenCount
+	for _, m := range ms {
+		if m == nil {
+			continue
+		}
+		out = append(out, &agentrunnerv1.ModalityTokenCount{Modality: string(m.Modality), TokenCount: m.TokenCount})
+	}
+	return out
 }
 
 // structToMap keeps nil as nil so that an absent Struct stays absent on the

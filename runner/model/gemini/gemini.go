@@ -29,6 +29,7 @@ import (
 	"errors"
 	"fmt"
 	"iter"
+	"log/slog"
 	"os"
 	"strings"
 
@@ -43,6 +44,10 @@ type Model struct {
 	client  *genai.Client
 	backend genai.Backend
 	name    string
+	log     *slog.Logger
+	// caches are the context caches this model made (see
+	// model.Request.Cache).
+	caches *contextCache
 }
 
 var _ model.Model = (*Model)(nil)
@@ -53,6 +58,13 @@ type Option func(*options)
 type options struct {
 	client *genai.Client
 	config *genai.ClientConfig
+	log    *slog.Logger
+}
+
+// WithLogger makes the model log what it does about context caches; by
+// default it logs nothing.
+func WithLogger(l *slog.Logger) Option {
+	return func(o *options) { o.log = l }
 }
 
 // WithClient makes the model use c instead of creating a client. It wins
@@ -102,8 +114,15 @@ func New(ctx context.Context, modelName string, opts ...Option) (*Model, error) 
 			return nil, fmt.Errorf("gemini: create client for model %q: %w", modelName, err)
 		}
 	}
-	return &Model{client: client, backend: client.ClientConfig().Backend, name: modelName}, nil
+	log := o.log
+	if log == nil {
+		log = discardLogger()
+	}
+	return &Model{client: client, backend: client.ClientConfig().Backend, name: modelName, log: log, caches: newContextCache()}, nil
 }
+
+// CachesContext reports that the model acts on model.Request.Cache.
+func (m *Model) CachesContext() bool { return true }
 
 // CredentialsFromEnv reports whether the environment holds what New needs to
 // reach Gemini: an API key (GOOGLE_API_KEY or GEMINI_API_KEY), or Vertex AI
@@ -149,12 +168,41 @@ func (m *Model) Generate(ctx context.Context, req *model.Request, stream bool) i
 		}
 		contents := toGenaiContents(req.Contents, m.backend)
 		cfg := toGenaiConfig(req)
-		if !stream {
-			m.generate(ctx, name, contents, cfg, yield)
-			return
+		if req.Cache != nil {
+			cc, ccfg, e := m.withCache(ctx, name, contents, cfg, req.Cache)
+			if e != nil {
+				err := m.call(ctx, name, cc, ccfg, stream, yield, cacheGone)
+				if err == nil {
+					return
+				}
+				m.caches.forget(e)
+				m.log.WarnContext(ctx, "context cache: a call through the cache failed; sent whole", "model", name, "cache", e.name, "err", err)
+			}
 		}
-		m.generateStream(ctx, name, contents, cfg, yield)
+		m.call(ctx, name, contents, cfg, stream, yield, nil)
 	}
+}
+
+// call makes the call. When hold is set, an error it accepts, met before
+// anything reached the consumer, is returned instead of yielded, for the
+// caller to try otherwise.
+func (m *Model) call(ctx context.Context, name string, contents []*genai.Content, cfg *genai.GenerateContentConfig, stream bool, yield func(*model.Response, error) bool, hold func(error) bool) error {
+	var held error
+	sent := false
+	y := func(r *model.Response, err error) bool {
+		if err != nil && !sent && hold != nil && hold(err) {
+			held = err
+			return false
+		}
+		sent = true
+		return yield(r, err)
+	}
+	if !stream {
+		m.generate(ctx, name, contents, cfg, y)
+	} else {
+		m.generateStream(ctx, name, contents, cfg, y)
+	}
+	return held
 }
 
 func (m *Model) generate(ctx context.Context, name string, contents []*genai.Content, cfg *genai.GenerateContentConfig, yield func(*model.Response, error) bool) {

@@ -1,10 +1,15 @@
 package gemini
 
 import (
+	"encoding/json"
 	"fmt"
+	"slices"
+
+	"cloud.google.com/go/civil"
 
 	"google.golang.org/genai"
 	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/structpb"
 
 	agentrunnerv1 "github.com/agentrunner/agentrunner/gen/go/agentrunner/v1"
 	"github.com/agentrunner/agentrunner/runner/model"
@@ -35,6 +40,8 @@ type accumulator struct {
 	blockMessage  string
 	usage         *genai.GenerateContentResponseUsageMetadata
 	modelVersion  string
+	citations     []*agentrunnerv1.Citation
+	grounding     *genai.GroundingMetadata
 }
 
 // add records one response or chunk. It returns the Content the chunk
@@ -66,6 +73,11 @@ func (a *accumulator) add(r *genai.GenerateContentResponse) (*agentrunnerv1.Cont
 	}
 	if cand.FinishMessage != "" {
 		a.finishMessage = cand.FinishMessage
+	}
+	a.addCitations(cand.CitationMetadata)
+	if cand.GroundingMetadata != nil {
+		// Grounding comes whole, with the last chunk of a stream.
+		a.grounding = cand.GroundingMetadata
 	}
 	content, err := fromGenaiContent(cand.Content)
 	if err != nil {
@@ -113,6 +125,10 @@ func (a *accumulator) response() *model.Response {
 		FinishReason: string(a.finishReason),
 		Usage:        fromGenaiUsage(a.usage),
 		ModelVersion: a.modelVersion,
+		Grounding:    fromGenaiGrounding(a.grounding),
+	}
+	if len(a.citations) > 0 {
+		resp.Citations = &agentrunnerv1.CitationMetadata{Citations: a.citations}
 	}
 	if a.sawCandidate {
 		role := a.role
@@ -163,4 +179,69 @@ func describeFinishReason(r genai.FinishReason) string {
 	default:
 		return fmt.Sprintf("the model stopped early (%s)", r)
 	}
+}
+
+// addCitations keeps a chunk's citations. A stream may repeat a citation
+// in later chunks; it is kept once.
+func (a *accumulator) addCitations(m *genai.CitationMetadata) {
+	if m == nil {
+		return
+	}
+	for _, c := range m.Citations {
+		if c == nil {
+			continue
+		}
+		pc := fromGenaiCitation(c)
+		if !slices.ContainsFunc(a.citations, func(o *agentrunnerv1.Citation) bool { return proto.Equal(o, pc) }) {
+			a.citations = append(a.citations, pc)
+		}
+	}
+}
+
+func fromGenaiCitation(c *genai.Citation) *agentrunnerv1.Citation {
+	return &agentrunnerv1.Citation{
+		StartIndex:      c.StartIndex,
+		EndIndex:        c.EndIndex,
+		Uri:             c.URI,
+		Title:           c.Title,
+		License:         c.License,
+		PublicationDate: formatDate(c.PublicationDate),
+	}
+}
+
+// formatDate writes as much of the date as the source gave: Google's Date
+// leaves the day, or the month and the day, zero when they are unknown.
+func formatDate(d civil.Date) string {
+	switch {
+	case d.Year <= 0:
+		return ""
+	case d.Month <= 0:
+		return fmt.Sprintf("%04d", d.Year)
+	case d.Day <= 0:
+		return fmt.Sprintf("%04d-%02d", d.Year, int(d.Month))
+	}
+	return fmt.Sprintf("%04d-%02d-%02d", d.Year, int(d.Month), d.Day)
+}
+
+// fromGenaiGrounding keeps the grounding metadata whole, as its JSON: it
+// has many kinds of sources (web, retrieval, maps) and grows with the API,
+// and what the caller shows of it is the caller's choice. Metadata that
+// does not convert is dropped with the answer kept.
+func fromGenaiGrounding(g *genai.GroundingMetadata) *structpb.Struct {
+	if g == nil {
+		return nil
+	}
+	b, err := json.Marshal(g)
+	if err != nil {
+		return nil
+	}
+	var m map[string]any
+	if err := json.Unmarshal(b, &m); err != nil || len(m) == 0 {
+		return nil
+	}
+	s, err := structpb.NewStruct(m)
+	if err != nil {
+		return nil
+	}
+	return s
 }

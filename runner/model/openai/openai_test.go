@@ -36,6 +36,36 @@ var generateCases = []struct {
 		}},
 	},
 	{
+		// Web search models cite pages by span; the tier and the
+		// per-modality counts are kept.
+		name:  "citations, tier and modalities",
+		reply: unary(`{"id":"c5","object":"chat.completion","created":1,"model":"gpt-fake-search","service_tier":"default","choices":[{"index":0,"message":{"role":"assistant","content":"Oslo is cold.","annotations":[{"type":"url_citation","url_citation":{"start_index":0,"end_index":4,"url":"https://example.com/oslo","title":"Oslo"}}]},"finish_reason":"stop"}],"usage":{"prompt_tokens":50,"completion_tokens":5,"total_tokens":55,"prompt_tokens_details":{"text_tokens":40,"audio_tokens":10,"cache_write_tokens":8},"completion_tokens_details":{"text_tokens":5}}}`),
+		want: []*model.Response{{
+			Content: modelContent(text("Oslo is cold.")), TurnComplete: true, FinishReason: "STOP", ModelVersion: "gpt-fake-search",
+			Citations: &agentrunnerv1.CitationMetadata{Citations: []*agentrunnerv1.Citation{{StartIndex: 0, EndIndex: 4, Uri: "https://example.com/oslo", Title: "Oslo"}}},
+			Usage: &agentrunnerv1.UsageMetadata{PromptTokenCount: 50, CandidatesTokenCount: 5, TotalTokenCount: 55, CacheCreationTokenCount: 8, TrafficType: "DEFAULT",
+				PromptTokensDetails:     []*agentrunnerv1.ModalityTokenCount{{Modality: "TEXT", TokenCount: 40}, {Modality: "AUDIO", TokenCount: 10}},
+				CandidatesTokensDetails: []*agentrunnerv1.ModalityTokenCount{{Modality: "TEXT", TokenCount: 5}}},
+		}},
+	},
+	{
+		// The SDK's delta type has no annotations; they are read from
+		// the chunk all the same.
+		name:   "stream citations",
+		stream: true,
+		reply: sse(
+			`{"id":"c6","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{"role":"assistant","content":"Oslo"},"finish_reason":null}]}`,
+			`{"id":"c6","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{"annotations":[{"type":"url_citation","url_citation":{"start_index":0,"end_index":4,"url":"https://example.com/oslo","title":"Oslo"}}]},"finish_reason":"stop"}]}`,
+		),
+		want: []*model.Response{
+			partial("m", "Oslo"),
+			{
+				Content: modelContent(text("Oslo")), TurnComplete: true, FinishReason: "STOP", ModelVersion: "m",
+				Citations: &agentrunnerv1.CitationMetadata{Citations: []*agentrunnerv1.Citation{{StartIndex: 0, EndIndex: 4, Uri: "https://example.com/oslo", Title: "Oslo"}}},
+			},
+		},
+	},
+	{
 		name:  "parallel tool calls",
 		reply: unary(`{"id":"c2","object":"chat.completion","created":1,"model":"gpt-fake-2026-01-01","choices":[{"index":0,"message":{"role":"assistant","content":null,"tool_calls":[{"id":"call_a","type":"function","function":{"name":"get_weather","arguments":"{\"city\":\"Paris\"}"}},{"id":"call_b","type":"function","function":{"name":"get_weather","arguments":"{\"city\":\"Oslo\"}"}}]},"finish_reason":"tool_calls"}],"usage":{"prompt_tokens":20,"completion_tokens":10,"total_tokens":30}}`),
 		want: []*model.Response{{

@@ -35,6 +35,8 @@ type accumulator struct {
 	finish    string
 	usage     *openai.CompletionUsage
 	model     string
+	tier      string
+	citations []*agentrunnerv1.Citation
 	sawChoice bool
 }
 
@@ -60,6 +62,8 @@ func (a *accumulator) addCompletion(c *openai.ChatCompletion) {
 	a.sawChoice = true
 	ch := c.Choices[0]
 	a.finish = ch.FinishReason
+	a.tier = string(c.ServiceTier)
+	a.addAnnotations(ch.Message.Annotations)
 	a.text.WriteString(ch.Message.Content)
 	a.refusal.WriteString(ch.Message.Refusal)
 	for i, tc := range ch.Message.ToolCalls {
@@ -78,6 +82,9 @@ func (a *accumulator) addChunk(c *openai.ChatCompletionChunk) string {
 	if c.Model != "" {
 		a.model = c.Model
 	}
+	if c.ServiceTier != "" {
+		a.tier = string(c.ServiceTier)
+	}
 	if c.JSON.Usage.Valid() {
 		// Sent once, in a last chunk with no choices.
 		u := c.Usage
@@ -93,6 +100,7 @@ func (a *accumulator) addChunk(c *openai.ChatCompletionChunk) string {
 			a.finish = ch.FinishReason
 		}
 		text = ch.Delta.Content
+		a.addAnnotations(chunkAnnotations(ch.Delta))
 		a.text.WriteString(text)
 		a.refusal.WriteString(ch.Delta.Refusal)
 		for _, d := range ch.Delta.ToolCalls {
@@ -130,8 +138,11 @@ func (a *accumulator) response() (*model.Response, error) {
 	resp := &model.Response{
 		TurnComplete: true,
 		FinishReason: finishReason(a.finish),
-		Usage:        toUsage(a.usage),
+		Usage:        toUsage(a.usage, a.tier),
 		ModelVersion: a.model,
+	}
+	if len(a.citations) > 0 {
+		resp.Citations = &agentrunnerv1.CitationMetadata{Citations: a.citations}
 	}
 	content := &agentrunnerv1.Content{Role: "model"}
 	if a.text.Len() > 0 {
@@ -214,17 +225,70 @@ func describeFinish(r string) string {
 // toUsage converts token counts. OpenAI counts reasoning tokens inside
 // completion_tokens; Gemini, whose fields these are, counts thoughts apart,
 // so they are moved to thoughts. Cached prompt tokens stay inside the
-// prompt count, as Gemini's cached_content_token_count does.
-func toUsage(u *openai.CompletionUsage) *agentrunnerv1.UsageMetadata {
+// prompt count, as Gemini's cached_content_token_count does. The service
+// tier is how the call was billed.
+func toUsage(u *openai.CompletionUsage, tier string) *agentrunnerv1.UsageMetadata {
 	if u == nil {
 		return nil
 	}
-	reasoning := u.CompletionTokensDetails.ReasoningTokens
+	pd, cd := u.PromptTokensDetails, u.CompletionTokensDetails
+	reasoning := cd.ReasoningTokens
 	return &agentrunnerv1.UsageMetadata{
 		PromptTokenCount:        int32(u.PromptTokens),
 		CandidatesTokenCount:    int32(u.CompletionTokens - reasoning),
 		ThoughtsTokenCount:      int32(reasoning),
-		CachedContentTokenCount: int32(u.PromptTokensDetails.CachedTokens),
+		CachedContentTokenCount: int32(pd.CachedTokens),
 		TotalTokenCount:         int32(u.TotalTokens),
+		CacheCreationTokenCount: int32(pd.CacheWriteTokens),
+		PromptTokensDetails: modalities(
+			count{"TEXT", pd.TextTokens}, count{"AUDIO", pd.AudioTokens}, count{"IMAGE", pd.ImageTokens}),
+		CandidatesTokensDetails: modalities(count{"TEXT", cd.TextTokens}, count{"AUDIO", cd.AudioTokens}),
+		TrafficType:             strings.ToUpper(tier),
 	}
+}
+
+// count is the token count of one modality, in Gemini's modality names.
+type count struct {
+	modality string
+	n        int64
+}
+
+// modalities lists the counts that are not zero.
+func modalities(cs ...count) []*agentrunnerv1.ModalityTokenCount {
+	var out []*agentrunnerv1.ModalityTokenCount
+	for _, c := range cs {
+		if c.n > 0 {
+			out = append(out, &agentrunnerv1.ModalityTokenCount{Modality: c.modality, TokenCount: int32(c.n)})
+		}
+	}
+	return out
+}
+
+// addAnnotations keeps the URL citations of the answer: web search models
+// say which span of the text quotes which page.
+func (a *accumulator) addAnnotations(as []openai.ChatCompletionMessageAnnotation) {
+	for _, an := range as {
+		c := an.URLCitation
+		if c.URL == "" {
+			continue
+		}
+		a.citations = append(a.citations, &agentrunnerv1.Citation{
+			StartIndex: int32(c.StartIndex), EndIndex: int32(c.EndIndex), Uri: c.URL, Title: c.Title,
+		})
+	}
+}
+
+// chunkAnnotations reads the annotations a streamed delta carries. The
+// SDK's delta type has no field for them, though the API sends them there
+// as in a whole message, so they are read from the delta's extra fields.
+func chunkAnnotations(d openai.ChatCompletionChunkChoiceDelta) []openai.ChatCompletionMessageAnnotation {
+	f, ok := d.JSON.ExtraFields["annotations"]
+	if !ok || f.Raw() == "" || f.Raw() == "null" {
+		return nil
+	}
+	var as []openai.ChatCompletionMessageAnnotation
+	if err := json.Unmarshal([]byte(f.Raw()), &as); err != nil {
+		return nil
+	}
+	return as
 }

@@ -176,7 +176,7 @@ func (f *Factory) target(ctx context.Context, name string) (retry.Target, error)
 // offline stand-in.
 func (f *Factory) undeclared(ctx context.Context, name string) (m model.Model, standIn bool, err error) {
 	if gemini.CredentialsFromEnv() {
-		m, err := gemini.New(ctx, name)
+		m, err := gemini.New(ctx, name, gemini.WithLogger(f.log))
 		return m, false, err
 	}
 	if !f.opts.OfflineFallback {
@@ -202,9 +202,9 @@ func (f *Factory) declaredModel(ctx context.Context, mc *agentrunnerv1.ModelConf
 			if !gemini.CredentialsFromEnv() {
 				return nil, &model.CredentialsError{Model: mc.GetName(), Provider: Gemini, Set: geminiCredentials}
 			}
-			return gemini.New(ctx, id)
+			return gemini.New(ctx, id, gemini.WithLogger(f.log))
 		}
-		return gemini.New(ctx, id, gemini.WithAPIKey(key, mc.GetBaseUrl()))
+		return gemini.New(ctx, id, gemini.WithAPIKey(key, mc.GetBaseUrl()), gemini.WithLogger(f.log))
 	case OpenAI:
 		return openai.New(openai.Config{Model: id, APIKey: key, BaseURL: mc.GetBaseUrl()})
 	case Anthropic:

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	agentrunnerv1 "github.com/agentrunner/agentrunner/gen/go/agentrunner/v1"
 	"github.com/agentrunner/agentrunner/runner/model"
 )
 
@@ -23,6 +24,9 @@ type outcome struct {
 	err       *model.Error
 	streamed  bool
 	attempts  int
+	// partial is what the streamed partials carried, kept so that an
+	// answer cut off mid-stream is stored as far as it got.
+	partial []*agentrunnerv1.Part
 }
 
 // run makes the attempts at one model.
@@ -89,6 +93,7 @@ func (m *Model) attempt(ctx context.Context, t Target, req *model.Request, strea
 		}
 		if r.Partial {
 			out.streamed = true
+			out.partial = append(out.partial, r.Content.GetParts()...)
 			if !yield(r, nil) {
 				return outcome{done: true}
 			}

@@ -115,20 +115,41 @@ func TestBounds(t *testing.T) {
 }
 
 // TestNoRetryOnceStreamed: after a partial went out, a failure is final:
-// neither a retry nor a fallback may add to the answer.
+// neither a retry nor a fallback may add to the answer, and the final
+// response keeps what was streamed, marked interrupted.
 func TestNoRetryOnceStreamed(t *testing.T) {
-	inner := &scripted{name: "m", steps: []step{partialThen(fail(model.CodeUnavailable, true, 0)), answer("never")}}
+	inner := &scripted{name: "m", steps: []step{partialThen(partialThen(fail(model.CodeUnavailable, true, 0))), answer("never")}}
 	fb := &scripted{name: "fb", steps: []step{answer("never either")}}
 	f := newFixture(t, quick, inner, fb)
 	got, err := run(t, f.m, t.Context(), hello(), true)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(got) != 2 || !got[0].Partial || got[1].ErrorCode != model.CodeUnavailable || !got[1].TurnComplete {
-		t.Fatalf("got %+v, want the partial then an in-band UNAVAILABLE", got)
+	if len(got) != 3 || !got[0].Partial || !got[1].Partial || got[2].ErrorCode != model.CodeUnavailable || !got[2].TurnComplete {
+		t.Fatalf("got %+v, want two partials then an in-band UNAVAILABLE", got)
+	}
+	if last := got[2]; !last.Interrupted || textOf(last) != "parpar" || len(last.Content.GetParts()) != 1 {
+		t.Errorf("final response: interrupted %v, content %v; want interrupted with the streamed text joined", last.Interrupted, last.Content)
+	}
+	if got[0].Content.GetParts()[0].GetText() != "par" {
+		t.Errorf("a streamed partial was changed: %v", got[0].Content)
 	}
 	if inner.count() != 1 || fb.count() != 0 {
 		t.Errorf("calls: primary %d, fallback %d; want 1 and 0", inner.count(), fb.count())
+	}
+}
+
+// TestNotInterruptedBeforeStreaming: a failure with nothing streamed ends
+// without content and is not marked interrupted.
+func TestNotInterruptedBeforeStreaming(t *testing.T) {
+	inner := &scripted{name: "m", steps: []step{fail(model.CodeInvalidArgument, false, 0)}}
+	f := newFixture(t, quick, inner)
+	got, err := run(t, f.m, t.Context(), hello(), true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 1 || got[0].Interrupted || got[0].Content != nil || got[0].ErrorCode != model.CodeInvalidArgument {
+		t.Fatalf("got %+v, want one in-band INVALID_ARGUMENT, not interrupted", got)
 	}
 }
 

@@ -8,7 +8,10 @@
 // Retry-After, and within the policy's bounds on attempts and time. It is
 // retried only while nothing of it has been streamed to the caller: once a
 // partial is out, a second attempt would show the caller a different
-// answer after the start of the first. Then the fallback models are tried
+// answer after the start of the first; such a call ends at once with the
+// text streamed so far as its content, marked Interrupted, so that what
+// the caller saw is what the session keeps. Otherwise the fallback models
+// are tried
 // in order, each with its own policy. When all have failed, the call ends
 // with one complete in-band Response carrying a stable model.Code* error
 // code and what each model reported, never a bare Go error: the runner
@@ -32,6 +35,9 @@ import (
 	"strings"
 	"time"
 
+	"google.golang.org/protobuf/proto"
+
+	agentrunnerv1 "github.com/agentrunner/agentrunner/gen/go/agentrunner/v1"
 	"github.com/agentrunner/agentrunner/runner/model"
 )
 
@@ -141,6 +147,13 @@ func New(cfg Config) (*Model, error) {
 // Name returns the primary model's name.
 func (m *Model) Name() string { return m.targets[0].Model.Name() }
 
+// CachesContext reports whether the primary model uses context caching;
+// a fallback that does not sends its requests whole.
+func (m *Model) CachesContext() bool {
+	c, ok := m.targets[0].Model.(model.ContextCacher)
+	return ok && c.CachesContext()
+}
+
 // failure is how one model's attempts ended.
 type failure struct {
 	model    string
@@ -177,8 +190,12 @@ func (m *Model) Generate(ctx context.Context, req *model.Request, stream bool) i
 			failures = append(failures, failure{model: t.Model.Name(), attempts: out.attempts, err: out.err})
 			if out.streamed {
 				// Part of an answer is out: no other model may add to
-				// it.
-				break
+				// it. What is out is kept, marked as cut off.
+				resp := failed(failures)
+				resp.Content, resp.Interrupted = joinPartials(out.partial), true
+				m.log.ErrorContext(ctx, "model call failed mid-stream", "model", t.Model.Name(), "code", resp.ErrorCode, "err", resp.ErrorMessage)
+				yield(resp, nil)
+				return
 			}
 			if i+1 < len(m.targets) {
 				m.log.WarnContext(ctx, "model failed; trying the fallback model",
@@ -205,6 +222,33 @@ func failed(fs []failure) *model.Response {
 		ErrorCode:    fs[len(fs)-1].err.Code,
 		ErrorMessage: strings.Join(msgs, "; "),
 	}
+}
+
+// joinPartials is the content the partials of a cut-off answer carried:
+// their parts in order, consecutive text of the same kind joined, as the
+// complete response would have held it. The partials' parts are not
+// changed.
+func joinPartials(parts []*agentrunnerv1.Part) *agentrunnerv1.Content {
+	c := &agentrunnerv1.Content{Role: "model"}
+	var last *agentrunnerv1.Part
+	for _, p := range parts {
+		t, ok := p.GetData().(*agentrunnerv1.Part_Text)
+		if !ok {
+			c.Parts = append(c.Parts, proto.CloneOf(p))
+			last = nil
+			continue
+		}
+		if last != nil && last.GetThought() == p.GetThought() {
+			last.Data = &agentrunnerv1.Part_Text{Text: last.GetText() + t.Text}
+			if len(p.GetThoughtSignature()) > 0 {
+				last.ThoughtSignature = p.GetThoughtSignature()
+			}
+			continue
+		}
+		last = proto.CloneOf(p)
+		c.Parts = append(c.Parts, last)
+	}
+	return c
 }
 
 type realClock struct{}

@@ -32,6 +32,7 @@ type Options struct {
 	Binary         string // agentrunner binary to start; empty means this one
 	App            string
 	DataDir        string // where started servers keep their files; empty means a temp dir
+	Data           string // store of started servers: a postgres:// URL, or empty for a bbolt file each
 	Concurrency    []int
 	Runs           int // runs per session in the concurrency scenarios
 	SingleRuns     int // runs in the single-session scenario
@@ -46,6 +47,7 @@ type Options struct {
 // Report is everything a bench run measured; it is also the JSON output.
 type Report struct {
 	Started time.Time `json:"started"`
+	Store   string    `json:"store"` // "bbolt" or "postgres"
 	Limits  struct {
 		FsyncSingle FsyncLimit  `json:"fsync_single"`
 		FsyncBatch  FsyncLimit  `json:"fsync_batch"`
@@ -87,6 +89,7 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs.StringVar(&o.Binary, "binary", "", "agentrunner binary to start as the server (default: this executable)")
 	fs.StringVar(&o.App, "app", "bench", "app to run; a started server serves it on the offline model")
 	fs.StringVar(&o.DataDir, "data-dir", "", "directory for the started servers' data files, whose disk is measured (default: a new temp dir, removed afterwards)")
+	fs.StringVar(&o.Data, "data", "", "store of the started servers: empty for a bbolt file each (in --data-dir), or a postgres:// `URL` every started server uses (the bench's sessions are tagged, so a database may be reused)")
 	fs.StringVar(&conc, "sessions", "1,16,256", "concurrent sessions of the mixed (half streaming) scenarios")
 	fs.IntVar(&o.Runs, "runs", 20, "sequential runs per session in the concurrent scenarios")
 	fs.IntVar(&o.SingleRuns, "single-runs", 300, "runs of the single-session overhead scenario")
@@ -159,7 +162,10 @@ func progress(w io.Writer, label string, done *atomic.Int64, total int) (stop fu
 
 // Run runs every scenario and returns the report; progress goes to w.
 func Run(ctx context.Context, o Options, w io.Writer) (*Report, error) {
-	rep := &Report{Started: time.Now().UTC(), Ratios: map[string]Target{}}
+	rep := &Report{Started: time.Now().UTC(), Ratios: map[string]Target{}, Store: "bbolt"}
+	if o.Data != "" {
+		rep.Store = "postgres"
+	}
 	// Session ids carry the run's start, so that benching the same server
 	// (--addr) twice never collides with the sessions of the last run.
 	tag := strconv.FormatInt(rep.Started.UnixNano(), 36)
@@ -242,7 +248,7 @@ func Run(ctx context.Context, o Options, w io.Writer) (*Report, error) {
 		if err != nil {
 			return nil, err
 		}
-		if o.Addr == "" {
+		if o.Addr == "" && o.Data == "" {
 			fs, err := inspectFile(filepath.Join(dir, fmt.Sprintf("len%d", n), "agentrunner.db"))
 			if err != nil {
 				return nil, err
@@ -316,7 +322,7 @@ func withServer(ctx context.Context, o Options, dir, name string, fn func(c *cli
 			return err
 		}
 		var err error
-		if srv, err = startServer(ctx, o.Binary, sdir, o.App); err != nil {
+		if srv, err = startServer(ctx, o.Binary, sdir, o.App, o.Data); err != nil {
 			return err
 		}
 		defer srv.kill()

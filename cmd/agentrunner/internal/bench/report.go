@@ -71,6 +71,9 @@ func target(fig, limit float64, goal string, met bool) Target {
 }
 
 func printReport(w io.Writer, rep *Report) {
+	if rep.Store != "" {
+		fmt.Fprintf(w, "store: %s\n", rep.Store)
+	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "scenario\truns/s\tpersisted ev/s\tstreamed msg/s\tlat p50\tp95\tp99 ms\tfirst p50\tp95\tp99 ms\tcpu ms/run\trss MiB\tbytes/event\t")
 	for _, r := range rep.Results {

@@ -51,8 +51,9 @@ func freePort() (string, error) {
 }
 
 // startServer runs `binary serve` on a free loopback port with a data file
-// in dir, and waits until its health check answers SERVING.
-func startServer(ctx context.Context, binary, dir, app string) (*serverProc, error) {
+// in dir (or on the database at data, a URL, when not empty), and waits
+// until its health check answers SERVING.
+func startServer(ctx context.Context, binary, dir, app, data string) (*serverProc, error) {
 	cfg := filepath.Join(dir, "apps.yaml")
 	if err := os.WriteFile(cfg, fmt.Appendf(nil, benchConfig, app), 0o600); err != nil {
 		return nil, err
@@ -62,6 +63,9 @@ func startServer(ctx context.Context, binary, dir, app string) (*serverProc, err
 		return nil, err
 	}
 	p := &serverProc{addr: addr, data: filepath.Join(dir, "agentrunner.db"), logs: &bytes.Buffer{}}
+	if data != "" {
+		p.data = data
+	}
 	p.cmd = exec.Command(binary, "serve", "--addr", addr, "--data", p.data, "--config", cfg)
 	// Keep the environment but never a model key: the bench app must not
 	// reach a real model.

@@ -17,13 +17,12 @@ import (
 	"strings"
 	"time"
 
-	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/types/known/structpb"
 
+	"github.com/agentrunner/agentrunner/cmd/agentrunner/internal/clientconn"
 	servicev1 "github.com/agentrunner/agentrunner/gen/go/agentrunner/service/v1"
 	agentrunnerv1 "github.com/agentrunner/agentrunner/gen/go/agentrunner/v1"
 )
@@ -48,28 +47,6 @@ func defaultUser() string {
 		return u
 	}
 	return "user"
-}
-
-func dial(addr string) (*grpc.ClientConn, error) {
-	conn, err := grpc.NewClient(addr, DialOptions()...)
-	if err != nil {
-		return nil, fmt.Errorf("connect to %s: %w", addr, err)
-	}
-	return conn, nil
-}
-
-// MaxMessageBytes is the largest response the client takes: the server's
-// limit (server.DefaultMaxMessageBytes), well above gRPC's 4 MiB default,
-// so that a page or a session as large as the server sends is read.
-const MaxMessageBytes = 32 << 20
-
-// DialOptions are the options of every connection the command line
-// makes.
-func DialOptions() []grpc.DialOption {
-	return []grpc.DialOption{
-		grpc.WithTransportCredentials(insecure.NewCredentials()),
-		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(MaxMessageBytes)),
-	}
 }
 
 // printOmitted says that older events of a session did not fit in one
@@ -101,6 +78,8 @@ func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io
 	session := fs.String("session", "", "session to resume; empty starts a new one")
 	history := fs.Int("history", 10, "events of a resumed session to show")
 	noStream := fs.Bool("no-stream", false, "wait for complete answers instead of streaming tokens")
+	var cf clientconn.Flags
+	cf.Register(fs)
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "Usage: agentrunner chat --app APP [--user U] [--session S]\n\n"+
 			"Talk to an app in the terminal. Type a message and press Enter; /quit or Ctrl-D ends.\n\nFlags:\n")
@@ -109,7 +88,7 @@ func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	conn, err := dial(*addr)
+	conn, err := cf.Dial(*addr)
 	if err != nil {
 		return err
 	}
@@ -458,6 +437,8 @@ func Sessions(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	app := fs.String("app", "demo", "app of the sessions")
 	user := fs.String("user", defaultUser(), "user id, default env USER (list: empty lists every user)")
 	events := fs.Int("events", 20, "show: most recent events to print (0 for all)")
+	var cf clientconn.Flags
+	cf.Register(fs)
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "Usage:\n  agentrunner sessions list   [--app APP] [--user U]\n"+
 			"  agentrunner sessions show   [--app APP] [--user U] [--events N] SESSION\n"+
@@ -481,7 +462,7 @@ func Sessions(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err := fs.Parse(args[1:]); err != nil {
 		return err
 	}
-	conn, err := dial(*addr)
+	conn, err := cf.Dial(*addr)
 	if err != nil {
 		return err
 	}

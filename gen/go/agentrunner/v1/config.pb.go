@@ -360,7 +360,13 @@ type AppConfig struct {
 	Compaction *CompactionConfig `protobuf:"bytes,6,opt,name=compaction,proto3" json:"compaction,omitempty"`
 	// Long-term memory of the app's sessions (see MemoryService). Unset, a
 	// session is in memory only once AddSessionToMemory added it.
-	Memory        *MemoryConfig `protobuf:"bytes,7,opt,name=memory,proto3" json:"memory,omitempty"`
+	Memory *MemoryConfig `protobuf:"bytes,7,opt,name=memory,proto3" json:"memory,omitempty"`
+	// Context caching for the app's LLM agents: the stable start of their
+	// model requests (instruction, tools, earlier turns) is kept in the
+	// provider's context cache and not sent again on every call. Only Gemini
+	// supports it; an agent on another provider sends its requests whole,
+	// and the server logs that once at start.
+	ContextCache  *ContextCacheConfig `protobuf:"bytes,8,opt,name=context_cache,json=contextCache,proto3" json:"context_cache,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -444,6 +450,13 @@ func (x *AppConfig) GetMemory() *MemoryConfig {
 	return nil
 }
 
+func (x *AppConfig) GetContextCache() *ContextCacheConfig {
+	if x != nil {
+		return x.ContextCache
+	}
+	return nil
+}
+
 // MemoryConfig says how the app's sessions get into long-term memory,
 // which the load_memory and preload_memory tools and SearchMemory read.
 type MemoryConfig struct {
@@ -493,6 +506,78 @@ func (x *MemoryConfig) GetAddSessions() bool {
 	return false
 }
 
+// ContextCacheConfig says how long a context cache lives and when one is
+// made anew. A cache covers a request's instruction, tools and every turn
+// but the newest; a later call whose request starts with the same ones
+// reuses it and sends only what came after.
+type ContextCacheConfig struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// How many model calls may use one cache before a new one, covering the
+	// longer history, replaces it. 0 means 10.
+	CacheIntervals int32 `protobuf:"varint,1,opt,name=cache_intervals,json=cacheIntervals,proto3" json:"cache_intervals,omitempty"`
+	// How long the provider keeps a cache, as a Go duration ("30m"). Empty
+	// means 30 minutes.
+	Ttl string `protobuf:"bytes,2,opt,name=ttl,proto3" json:"ttl,omitempty"`
+	// Requests estimated below this many tokens are sent whole. Gemini
+	// refuses to cache fewer than its model's minimum (1,024 to 4,096
+	// tokens); a refused cache is logged and the request sent whole. 0
+	// means 1024.
+	MinTokens     int32 `protobuf:"varint,3,opt,name=min_tokens,json=minTokens,proto3" json:"min_tokens,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ContextCacheConfig) Reset() {
+	*x = ContextCacheConfig{}
+	mi := &file_agentrunner_v1_config_proto_msgTypes[5]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ContextCacheConfig) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ContextCacheConfig) ProtoMessage() {}
+
+func (x *ContextCacheConfig) ProtoReflect() protoreflect.Message {
+	mi := &file_agentrunner_v1_config_proto_msgTypes[5]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ContextCacheConfig.ProtoReflect.Descriptor instead.
+func (*ContextCacheConfig) Descriptor() ([]byte, []int) {
+	return file_agentrunner_v1_config_proto_rawDescGZIP(), []int{5}
+}
+
+func (x *ContextCacheConfig) GetCacheIntervals() int32 {
+	if x != nil {
+		return x.CacheIntervals
+	}
+	return 0
+}
+
+func (x *ContextCacheConfig) GetTtl() string {
+	if x != nil {
+		return x.Ttl
+	}
+	return ""
+}
+
+func (x *ContextCacheConfig) GetMinTokens() int32 {
+	if x != nil {
+		return x.MinTokens
+	}
+	return 0
+}
+
 // CompactionConfig makes a summarizing model condense the older events of
 // a session into one compaction event, which the agents' model requests
 // carry in place of the events it covers. Compaction runs at the end of a
@@ -530,7 +615,7 @@ type CompactionConfig struct {
 
 func (x *CompactionConfig) Reset() {
 	*x = CompactionConfig{}
-	mi := &file_agentrunner_v1_config_proto_msgTypes[5]
+	mi := &file_agentrunner_v1_config_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -542,7 +627,7 @@ func (x *CompactionConfig) String() string {
 func (*CompactionConfig) ProtoMessage() {}
 
 func (x *CompactionConfig) ProtoReflect() protoreflect.Message {
-	mi := &file_agentrunner_v1_config_proto_msgTypes[5]
+	mi := &file_agentrunner_v1_config_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -555,7 +640,7 @@ func (x *CompactionConfig) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CompactionConfig.ProtoReflect.Descriptor instead.
 func (*CompactionConfig) Descriptor() ([]byte, []int) {
-	return file_agentrunner_v1_config_proto_rawDescGZIP(), []int{5}
+	return file_agentrunner_v1_config_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *CompactionConfig) GetInterval() int32 {
@@ -631,7 +716,7 @@ type McpServerConfig struct {
 
 func (x *McpServerConfig) Reset() {
 	*x = McpServerConfig{}
-	mi := &file_agentrunner_v1_config_proto_msgTypes[6]
+	mi := &file_agentrunner_v1_config_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -643,7 +728,7 @@ func (x *McpServerConfig) String() string {
 func (*McpServerConfig) ProtoMessage() {}
 
 func (x *McpServerConfig) ProtoReflect() protoreflect.Message {
-	mi := &file_agentrunner_v1_config_proto_msgTypes[6]
+	mi := &file_agentrunner_v1_config_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -656,7 +741,7 @@ func (x *McpServerConfig) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use McpServerConfig.ProtoReflect.Descriptor instead.
 func (*McpServerConfig) Descriptor() ([]byte, []int) {
-	return file_agentrunner_v1_config_proto_rawDescGZIP(), []int{6}
+	return file_agentrunner_v1_config_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *McpServerConfig) GetName() string {
@@ -728,7 +813,7 @@ type McpToolsConfig struct {
 
 func (x *McpToolsConfig) Reset() {
 	*x = McpToolsConfig{}
-	mi := &file_agentrunner_v1_config_proto_msgTypes[7]
+	mi := &file_agentrunner_v1_config_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -740,7 +825,7 @@ func (x *McpToolsConfig) String() string {
 func (*McpToolsConfig) ProtoMessage() {}
 
 func (x *McpToolsConfig) ProtoReflect() protoreflect.Message {
-	mi := &file_agentrunner_v1_config_proto_msgTypes[7]
+	mi := &file_agentrunner_v1_config_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -753,7 +838,7 @@ func (x *McpToolsConfig) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use McpToolsConfig.ProtoReflect.Descriptor instead.
 func (*McpToolsConfig) Descriptor() ([]byte, []int) {
-	return file_agentrunner_v1_config_proto_rawDescGZIP(), []int{7}
+	return file_agentrunner_v1_config_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *McpToolsConfig) GetServer() string {
@@ -794,7 +879,7 @@ type AgentConfig struct {
 
 func (x *AgentConfig) Reset() {
 	*x = AgentConfig{}
-	mi := &file_agentrunner_v1_config_proto_msgTypes[8]
+	mi := &file_agentrunner_v1_config_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -806,7 +891,7 @@ func (x *AgentConfig) String() string {
 func (*AgentConfig) ProtoMessage() {}
 
 func (x *AgentConfig) ProtoReflect() protoreflect.Message {
-	mi := &file_agentrunner_v1_config_proto_msgTypes[8]
+	mi := &file_agentrunner_v1_config_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -819,7 +904,7 @@ func (x *AgentConfig) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AgentConfig.ProtoReflect.Descriptor instead.
 func (*AgentConfig) Descriptor() ([]byte, []int) {
-	return file_agentrunner_v1_config_proto_rawDescGZIP(), []int{8}
+	return file_agentrunner_v1_config_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *AgentConfig) GetName() string {
@@ -964,7 +1049,7 @@ type LlmAgentConfig struct {
 
 func (x *LlmAgentConfig) Reset() {
 	*x = LlmAgentConfig{}
-	mi := &file_agentrunner_v1_config_proto_msgTypes[9]
+	mi := &file_agentrunner_v1_config_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -976,7 +1061,7 @@ func (x *LlmAgentConfig) String() string {
 func (*LlmAgentConfig) ProtoMessage() {}
 
 func (x *LlmAgentConfig) ProtoReflect() protoreflect.Message {
-	mi := &file_agentrunner_v1_config_proto_msgTypes[9]
+	mi := &file_agentrunner_v1_config_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -989,7 +1074,7 @@ func (x *LlmAgentConfig) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LlmAgentConfig.ProtoReflect.Descriptor instead.
 func (*LlmAgentConfig) Descriptor() ([]byte, []int) {
-	return file_agentrunner_v1_config_proto_rawDescGZIP(), []int{9}
+	return file_agentrunner_v1_config_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *LlmAgentConfig) GetModel() string {
@@ -1101,7 +1186,7 @@ type FunctionToolConfig struct {
 
 func (x *FunctionToolConfig) Reset() {
 	*x = FunctionToolConfig{}
-	mi := &file_agentrunner_v1_config_proto_msgTypes[10]
+	mi := &file_agentrunner_v1_config_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1113,7 +1198,7 @@ func (x *FunctionToolConfig) String() string {
 func (*FunctionToolConfig) ProtoMessage() {}
 
 func (x *FunctionToolConfig) ProtoReflect() protoreflect.Message {
-	mi := &file_agentrunner_v1_config_proto_msgTypes[10]
+	mi := &file_agentrunner_v1_config_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1126,7 +1211,7 @@ func (x *FunctionToolConfig) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FunctionToolConfig.ProtoReflect.Descriptor instead.
 func (*FunctionToolConfig) Descriptor() ([]byte, []int) {
-	return file_agentrunner_v1_config_proto_rawDescGZIP(), []int{10}
+	return file_agentrunner_v1_config_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *FunctionToolConfig) GetName() string {
@@ -1166,7 +1251,7 @@ type SequentialAgentConfig struct {
 
 func (x *SequentialAgentConfig) Reset() {
 	*x = SequentialAgentConfig{}
-	mi := &file_agentrunner_v1_config_proto_msgTypes[11]
+	mi := &file_agentrunner_v1_config_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1178,7 +1263,7 @@ func (x *SequentialAgentConfig) String() string {
 func (*SequentialAgentConfig) ProtoMessage() {}
 
 func (x *SequentialAgentConfig) ProtoReflect() protoreflect.Message {
-	mi := &file_agentrunner_v1_config_proto_msgTypes[11]
+	mi := &file_agentrunner_v1_config_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1191,7 +1276,7 @@ func (x *SequentialAgentConfig) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SequentialAgentConfig.ProtoReflect.Descriptor instead.
 func (*SequentialAgentConfig) Descriptor() ([]byte, []int) {
-	return file_agentrunner_v1_config_proto_rawDescGZIP(), []int{11}
+	return file_agentrunner_v1_config_proto_rawDescGZIP(), []int{12}
 }
 
 // ParallelAgentConfig configures a parallel agent. It has no options.
@@ -1203,7 +1288,7 @@ type ParallelAgentConfig struct {
 
 func (x *ParallelAgentConfig) Reset() {
 	*x = ParallelAgentConfig{}
-	mi := &file_agentrunner_v1_config_proto_msgTypes[12]
+	mi := &file_agentrunner_v1_config_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1215,7 +1300,7 @@ func (x *ParallelAgentConfig) String() string {
 func (*ParallelAgentConfig) ProtoMessage() {}
 
 func (x *ParallelAgentConfig) ProtoReflect() protoreflect.Message {
-	mi := &file_agentrunner_v1_config_proto_msgTypes[12]
+	mi := &file_agentrunner_v1_config_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1228,7 +1313,7 @@ func (x *ParallelAgentConfig) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ParallelAgentConfig.ProtoReflect.Descriptor instead.
 func (*ParallelAgentConfig) Descriptor() ([]byte, []int) {
-	return file_agentrunner_v1_config_proto_rawDescGZIP(), []int{12}
+	return file_agentrunner_v1_config_proto_rawDescGZIP(), []int{13}
 }
 
 // LoopAgentConfig configures a loop agent.
@@ -1243,7 +1328,7 @@ type LoopAgentConfig struct {
 
 func (x *LoopAgentConfig) Reset() {
 	*x = LoopAgentConfig{}
-	mi := &file_agentrunner_v1_config_proto_msgTypes[13]
+	mi := &file_agentrunner_v1_config_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1255,7 +1340,7 @@ func (x *LoopAgentConfig) String() string {
 func (*LoopAgentConfig) ProtoMessage() {}
 
 func (x *LoopAgentConfig) ProtoReflect() protoreflect.Message {
-	mi := &file_agentrunner_v1_config_proto_msgTypes[13]
+	mi := &file_agentrunner_v1_config_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1268,7 +1353,7 @@ func (x *LoopAgentConfig) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LoopAgentConfig.ProtoReflect.Descriptor instead.
 func (*LoopAgentConfig) Descriptor() ([]byte, []int) {
-	return file_agentrunner_v1_config_proto_rawDescGZIP(), []int{13}
+	return file_agentrunner_v1_config_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *LoopAgentConfig) GetMaxIterations() int32 {
@@ -1302,7 +1387,7 @@ const file_agentrunner_v1_config_proto_rawDesc = "" +
 	"\vmax_backoff\x18\x03 \x01(\tR\n" +
 	"maxBackoff\x12\x1f\n" +
 	"\vmax_elapsed\x18\x04 \x01(\tR\n" +
-	"maxElapsed\"\x82\x03\n" +
+	"maxElapsed\"\xcb\x03\n" +
 	"\tAppConfig\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12 \n" +
 	"\vdescription\x18\x02 \x01(\tR\vdescription\x12:\n" +
@@ -1314,9 +1399,15 @@ const file_agentrunner_v1_config_proto_rawDesc = "" +
 	"\n" +
 	"compaction\x18\x06 \x01(\v2 .agentrunner.v1.CompactionConfigR\n" +
 	"compaction\x124\n" +
-	"\x06memory\x18\a \x01(\v2\x1c.agentrunner.v1.MemoryConfigR\x06memory\"1\n" +
+	"\x06memory\x18\a \x01(\v2\x1c.agentrunner.v1.MemoryConfigR\x06memory\x12G\n" +
+	"\rcontext_cache\x18\b \x01(\v2\".agentrunner.v1.ContextCacheConfigR\fcontextCache\"1\n" +
 	"\fMemoryConfig\x12!\n" +
-	"\fadd_sessions\x18\x01 \x01(\bR\vaddSessions\"\xc8\x01\n" +
+	"\fadd_sessions\x18\x01 \x01(\bR\vaddSessions\"n\n" +
+	"\x12ContextCacheConfig\x12'\n" +
+	"\x0fcache_intervals\x18\x01 \x01(\x05R\x0ecacheIntervals\x12\x10\n" +
+	"\x03ttl\x18\x02 \x01(\tR\x03ttl\x12\x1d\n" +
+	"\n" +
+	"min_tokens\x18\x03 \x01(\x05R\tminTokens\"\xc8\x01\n" +
 	"\x10CompactionConfig\x12\x1a\n" +
 	"\binterval\x18\x01 \x01(\x05R\binterval\x12\x18\n" +
 	"\aoverlap\x18\x02 \x01(\x05R\aoverlap\x12'\n" +
@@ -1396,7 +1487,7 @@ func file_agentrunner_v1_config_proto_rawDescGZIP() []byte {
 }
 
 var file_agentrunner_v1_config_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_agentrunner_v1_config_proto_msgTypes = make([]protoimpl.MessageInfo, 14)
+var file_agentrunner_v1_config_proto_msgTypes = make([]protoimpl.MessageInfo, 15)
 var file_agentrunner_v1_config_proto_goTypes = []any{
 	(IncludeContents)(0),          // 0: agentrunner.v1.IncludeContents
 	(*AppsConfig)(nil),            // 1: agentrunner.v1.AppsConfig
@@ -1404,41 +1495,43 @@ var file_agentrunner_v1_config_proto_goTypes = []any{
 	(*RetryConfig)(nil),           // 3: agentrunner.v1.RetryConfig
 	(*AppConfig)(nil),             // 4: agentrunner.v1.AppConfig
 	(*MemoryConfig)(nil),          // 5: agentrunner.v1.MemoryConfig
-	(*CompactionConfig)(nil),      // 6: agentrunner.v1.CompactionConfig
-	(*McpServerConfig)(nil),       // 7: agentrunner.v1.McpServerConfig
-	(*McpToolsConfig)(nil),        // 8: agentrunner.v1.McpToolsConfig
-	(*AgentConfig)(nil),           // 9: agentrunner.v1.AgentConfig
-	(*LlmAgentConfig)(nil),        // 10: agentrunner.v1.LlmAgentConfig
-	(*FunctionToolConfig)(nil),    // 11: agentrunner.v1.FunctionToolConfig
-	(*SequentialAgentConfig)(nil), // 12: agentrunner.v1.SequentialAgentConfig
-	(*ParallelAgentConfig)(nil),   // 13: agentrunner.v1.ParallelAgentConfig
-	(*LoopAgentConfig)(nil),       // 14: agentrunner.v1.LoopAgentConfig
-	(*structpb.Struct)(nil),       // 15: google.protobuf.Struct
+	(*ContextCacheConfig)(nil),    // 6: agentrunner.v1.ContextCacheConfig
+	(*CompactionConfig)(nil),      // 7: agentrunner.v1.CompactionConfig
+	(*McpServerConfig)(nil),       // 8: agentrunner.v1.McpServerConfig
+	(*McpToolsConfig)(nil),        // 9: agentrunner.v1.McpToolsConfig
+	(*AgentConfig)(nil),           // 10: agentrunner.v1.AgentConfig
+	(*LlmAgentConfig)(nil),        // 11: agentrunner.v1.LlmAgentConfig
+	(*FunctionToolConfig)(nil),    // 12: agentrunner.v1.FunctionToolConfig
+	(*SequentialAgentConfig)(nil), // 13: agentrunner.v1.SequentialAgentConfig
+	(*ParallelAgentConfig)(nil),   // 14: agentrunner.v1.ParallelAgentConfig
+	(*LoopAgentConfig)(nil),       // 15: agentrunner.v1.LoopAgentConfig
+	(*structpb.Struct)(nil),       // 16: google.protobuf.Struct
 }
 var file_agentrunner_v1_config_proto_depIdxs = []int32{
 	4,  // 0: agentrunner.v1.AppsConfig.apps:type_name -> agentrunner.v1.AppConfig
 	2,  // 1: agentrunner.v1.AppsConfig.models:type_name -> agentrunner.v1.ModelConfig
 	3,  // 2: agentrunner.v1.ModelConfig.retry:type_name -> agentrunner.v1.RetryConfig
-	9,  // 3: agentrunner.v1.AppConfig.root_agent:type_name -> agentrunner.v1.AgentConfig
-	11, // 4: agentrunner.v1.AppConfig.function_tools:type_name -> agentrunner.v1.FunctionToolConfig
-	7,  // 5: agentrunner.v1.AppConfig.mcp_servers:type_name -> agentrunner.v1.McpServerConfig
-	6,  // 6: agentrunner.v1.AppConfig.compaction:type_name -> agentrunner.v1.CompactionConfig
+	10, // 3: agentrunner.v1.AppConfig.root_agent:type_name -> agentrunner.v1.AgentConfig
+	12, // 4: agentrunner.v1.AppConfig.function_tools:type_name -> agentrunner.v1.FunctionToolConfig
+	8,  // 5: agentrunner.v1.AppConfig.mcp_servers:type_name -> agentrunner.v1.McpServerConfig
+	7,  // 6: agentrunner.v1.AppConfig.compaction:type_name -> agentrunner.v1.CompactionConfig
 	5,  // 7: agentrunner.v1.AppConfig.memory:type_name -> agentrunner.v1.MemoryConfig
-	9,  // 8: agentrunner.v1.AgentConfig.sub_agents:type_name -> agentrunner.v1.AgentConfig
-	10, // 9: agentrunner.v1.AgentConfig.llm:type_name -> agentrunner.v1.LlmAgentConfig
-	12, // 10: agentrunner.v1.AgentConfig.sequential:type_name -> agentrunner.v1.SequentialAgentConfig
-	13, // 11: agentrunner.v1.AgentConfig.parallel:type_name -> agentrunner.v1.ParallelAgentConfig
-	14, // 12: agentrunner.v1.AgentConfig.loop:type_name -> agentrunner.v1.LoopAgentConfig
-	0,  // 13: agentrunner.v1.LlmAgentConfig.include_contents:type_name -> agentrunner.v1.IncludeContents
-	11, // 14: agentrunner.v1.LlmAgentConfig.function_tools:type_name -> agentrunner.v1.FunctionToolConfig
-	8,  // 15: agentrunner.v1.LlmAgentConfig.mcp:type_name -> agentrunner.v1.McpToolsConfig
-	15, // 16: agentrunner.v1.FunctionToolConfig.parameters:type_name -> google.protobuf.Struct
-	15, // 17: agentrunner.v1.FunctionToolConfig.response:type_name -> google.protobuf.Struct
-	18, // [18:18] is the sub-list for method output_type
-	18, // [18:18] is the sub-list for method input_type
-	18, // [18:18] is the sub-list for extension type_name
-	18, // [18:18] is the sub-list for extension extendee
-	0,  // [0:18] is the sub-list for field type_name
+	6,  // 8: agentrunner.v1.AppConfig.context_cache:type_name -> agentrunner.v1.ContextCacheConfig
+	10, // 9: agentrunner.v1.AgentConfig.sub_agents:type_name -> agentrunner.v1.AgentConfig
+	11, // 10: agentrunner.v1.AgentConfig.llm:type_name -> agentrunner.v1.LlmAgentConfig
+	13, // 11: agentrunner.v1.AgentConfig.sequential:type_name -> agentrunner.v1.SequentialAgentConfig
+	14, // 12: agentrunner.v1.AgentConfig.parallel:type_name -> agentrunner.v1.ParallelAgentConfig
+	15, // 13: agentrunner.v1.AgentConfig.loop:type_name -> agentrunner.v1.LoopAgentConfig
+	0,  // 14: agentrunner.v1.LlmAgentConfig.include_contents:type_name -> agentrunner.v1.IncludeContents
+	12, // 15: agentrunner.v1.LlmAgentConfig.function_tools:type_name -> agentrunner.v1.FunctionToolConfig
+	9,  // 16: agentrunner.v1.LlmAgentConfig.mcp:type_name -> agentrunner.v1.McpToolsConfig
+	16, // 17: agentrunner.v1.FunctionToolConfig.parameters:type_name -> google.protobuf.Struct
+	16, // 18: agentrunner.v1.FunctionToolConfig.response:type_name -> google.protobuf.Struct
+	19, // [19:19] is the sub-list for method output_type
+	19, // [19:19] is the sub-list for method input_type
+	19, // [19:19] is the sub-list for extension type_name
+	19, // [19:19] is the sub-list for extension extendee
+	0,  // [0:19] is the sub-list for field type_name
 }
 
 func init() { file_agentrunner_v1_config_proto_init() }
@@ -1446,20 +1539,20 @@ func file_agentrunner_v1_config_proto_init() {
 	if File_agentrunner_v1_config_proto != nil {
 		return
 	}
-	file_agentrunner_v1_config_proto_msgTypes[8].OneofWrappers = []any{
+	file_agentrunner_v1_config_proto_msgTypes[9].OneofWrappers = []any{
 		(*AgentConfig_Llm)(nil),
 		(*AgentConfig_Sequential)(nil),
 		(*AgentConfig_Parallel)(nil),
 		(*AgentConfig_Loop)(nil),
 	}
-	file_agentrunner_v1_config_proto_msgTypes[9].OneofWrappers = []any{}
+	file_agentrunner_v1_config_proto_msgTypes[10].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_agentrunner_v1_config_proto_rawDesc), len(file_agentrunner_v1_config_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   14,
+			NumMessages:   15,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

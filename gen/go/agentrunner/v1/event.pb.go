@@ -62,6 +62,29 @@ type Event struct {
 	LongRunningToolIds []string `protobuf:"bytes,13,rep,name=long_running_tool_ids,json=longRunningToolIds,proto3" json:"long_running_tool_ids,omitempty"`
 	// Token usage of the model call that produced the event.
 	UsageMetadata *UsageMetadata `protobuf:"bytes,14,opt,name=usage_metadata,json=usageMetadata,proto3" json:"usage_metadata,omitempty"`
+	// Why the model stopped, in Gemini's names whatever the provider: "STOP"
+	// (done, including a stop to call tools), "MAX_TOKENS", "SAFETY",
+	// "RECITATION", "MALFORMED_FUNCTION_CALL", ... A reason a provider
+	// reports that has no such name is kept upper-cased. Empty on events no
+	// model produced.
+	FinishReason string `protobuf:"bytes,15,opt,name=finish_reason,json=finishReason,proto3" json:"finish_reason,omitempty"`
+	// The model version that answered, as the provider reported it (for
+	// example "gemini-2.5-flash-001" or "gpt-4o-2024-08-06").
+	ModelVersion string `protobuf:"bytes,16,opt,name=model_version,json=modelVersion,proto3" json:"model_version,omitempty"`
+	// Sources the answer quotes, when the model reports them.
+	CitationMetadata *CitationMetadata `protobuf:"bytes,17,opt,name=citation_metadata,json=citationMetadata,proto3" json:"citation_metadata,omitempty"`
+	// How the answer was grounded (search queries, retrieved chunks and which
+	// parts of the answer they support), as the provider reported it: the
+	// JSON of Gemini's GroundingMetadata, whose field names it keeps.
+	GroundingMetadata *structpb.Struct `protobuf:"bytes,18,opt,name=grounding_metadata,json=groundingMetadata,proto3" json:"grounding_metadata,omitempty"`
+	// Values an application attaches to the event: set by callbacks
+	// (after_model on the model's response) and plugins (on_event). Stored
+	// and returned as they were set; never sent to a model.
+	CustomMetadata *structpb.Struct `protobuf:"bytes,19,opt,name=custom_metadata,json=customMetadata,proto3" json:"custom_metadata,omitempty"`
+	// True when the model's answer was cut off after part of it had been
+	// streamed (the connection dropped, the call timed out): content holds
+	// what arrived, and error_code says why it stopped.
+	Interrupted   bool `protobuf:"varint,20,opt,name=interrupted,proto3" json:"interrupted,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -194,6 +217,182 @@ func (x *Event) GetUsageMetadata() *UsageMetadata {
 	return nil
 }
 
+func (x *Event) GetFinishReason() string {
+	if x != nil {
+		return x.FinishReason
+	}
+	return ""
+}
+
+func (x *Event) GetModelVersion() string {
+	if x != nil {
+		return x.ModelVersion
+	}
+	return ""
+}
+
+func (x *Event) GetCitationMetadata() *CitationMetadata {
+	if x != nil {
+		return x.CitationMetadata
+	}
+	return nil
+}
+
+func (x *Event) GetGroundingMetadata() *structpb.Struct {
+	if x != nil {
+		return x.GroundingMetadata
+	}
+	return nil
+}
+
+func (x *Event) GetCustomMetadata() *structpb.Struct {
+	if x != nil {
+		return x.CustomMetadata
+	}
+	return nil
+}
+
+func (x *Event) GetInterrupted() bool {
+	if x != nil {
+		return x.Interrupted
+	}
+	return false
+}
+
+// CitationMetadata lists the sources an answer quotes.
+type CitationMetadata struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Citations     []*Citation            `protobuf:"bytes,1,rep,name=citations,proto3" json:"citations,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CitationMetadata) Reset() {
+	*x = CitationMetadata{}
+	mi := &file_agentrunner_v1_event_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CitationMetadata) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CitationMetadata) ProtoMessage() {}
+
+func (x *CitationMetadata) ProtoReflect() protoreflect.Message {
+	mi := &file_agentrunner_v1_event_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CitationMetadata.ProtoReflect.Descriptor instead.
+func (*CitationMetadata) Descriptor() ([]byte, []int) {
+	return file_agentrunner_v1_event_proto_rawDescGZIP(), []int{1}
+}
+
+func (x *CitationMetadata) GetCitations() []*Citation {
+	if x != nil {
+		return x.Citations
+	}
+	return nil
+}
+
+// Citation is one quoted source.
+type Citation struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The span of the answer's text that quotes the source: byte offsets
+	// into the text as the provider counts them, end exclusive.
+	StartIndex int32 `protobuf:"varint,1,opt,name=start_index,json=startIndex,proto3" json:"start_index,omitempty"`
+	EndIndex   int32 `protobuf:"varint,2,opt,name=end_index,json=endIndex,proto3" json:"end_index,omitempty"`
+	// Where the source is, its title and its license, when known.
+	Uri     string `protobuf:"bytes,3,opt,name=uri,proto3" json:"uri,omitempty"`
+	Title   string `protobuf:"bytes,4,opt,name=title,proto3" json:"title,omitempty"`
+	License string `protobuf:"bytes,5,opt,name=license,proto3" json:"license,omitempty"`
+	// When the source was published, as "YYYY", "YYYY-MM" or "YYYY-MM-DD".
+	PublicationDate string `protobuf:"bytes,6,opt,name=publication_date,json=publicationDate,proto3" json:"publication_date,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
+}
+
+func (x *Citation) Reset() {
+	*x = Citation{}
+	mi := &file_agentrunner_v1_event_proto_msgTypes[2]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Citation) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Citation) ProtoMessage() {}
+
+func (x *Citation) ProtoReflect() protoreflect.Message {
+	mi := &file_agentrunner_v1_event_proto_msgTypes[2]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Citation.ProtoReflect.Descriptor instead.
+func (*Citation) Descriptor() ([]byte, []int) {
+	return file_agentrunner_v1_event_proto_rawDescGZIP(), []int{2}
+}
+
+func (x *Citation) GetStartIndex() int32 {
+	if x != nil {
+		return x.StartIndex
+	}
+	return 0
+}
+
+func (x *Citation) GetEndIndex() int32 {
+	if x != nil {
+		return x.EndIndex
+	}
+	return 0
+}
+
+func (x *Citation) GetUri() string {
+	if x != nil {
+		return x.Uri
+	}
+	return ""
+}
+
+func (x *Citation) GetTitle() string {
+	if x != nil {
+		return x.Title
+	}
+	return ""
+}
+
+func (x *Citation) GetLicense() string {
+	if x != nil {
+		return x.License
+	}
+	return ""
+}
+
+func (x *Citation) GetPublicationDate() string {
+	if x != nil {
+		return x.PublicationDate
+	}
+	return ""
+}
+
 // EventActions are the side effects of an event, applied when it is persisted.
 type EventActions struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -222,7 +421,7 @@ type EventActions struct {
 
 func (x *EventActions) Reset() {
 	*x = EventActions{}
-	mi := &file_agentrunner_v1_event_proto_msgTypes[1]
+	mi := &file_agentrunner_v1_event_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -234,7 +433,7 @@ func (x *EventActions) String() string {
 func (*EventActions) ProtoMessage() {}
 
 func (x *EventActions) ProtoReflect() protoreflect.Message {
-	mi := &file_agentrunner_v1_event_proto_msgTypes[1]
+	mi := &file_agentrunner_v1_event_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -247,7 +446,7 @@ func (x *EventActions) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EventActions.ProtoReflect.Descriptor instead.
 func (*EventActions) Descriptor() ([]byte, []int) {
-	return file_agentrunner_v1_event_proto_rawDescGZIP(), []int{1}
+	return file_agentrunner_v1_event_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *EventActions) GetStateDelta() *structpb.Struct {
@@ -309,7 +508,7 @@ type EventCompaction struct {
 
 func (x *EventCompaction) Reset() {
 	*x = EventCompaction{}
-	mi := &file_agentrunner_v1_event_proto_msgTypes[2]
+	mi := &file_agentrunner_v1_event_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -321,7 +520,7 @@ func (x *EventCompaction) String() string {
 func (*EventCompaction) ProtoMessage() {}
 
 func (x *EventCompaction) ProtoReflect() protoreflect.Message {
-	mi := &file_agentrunner_v1_event_proto_msgTypes[2]
+	mi := &file_agentrunner_v1_event_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -334,7 +533,7 @@ func (x *EventCompaction) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EventCompaction.ProtoReflect.Descriptor instead.
 func (*EventCompaction) Descriptor() ([]byte, []int) {
-	return file_agentrunner_v1_event_proto_rawDescGZIP(), []int{2}
+	return file_agentrunner_v1_event_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *EventCompaction) GetStartSequence() uint64 {
@@ -373,13 +572,26 @@ type UsageMetadata struct {
 	ToolUsePromptTokenCount int32 `protobuf:"varint,5,opt,name=tool_use_prompt_token_count,json=toolUsePromptTokenCount,proto3" json:"tool_use_prompt_token_count,omitempty"`
 	// Total tokens billed for the call.
 	TotalTokenCount int32 `protobuf:"varint,6,opt,name=total_token_count,json=totalTokenCount,proto3" json:"total_token_count,omitempty"`
-	unknownFields   protoimpl.UnknownFields
-	sizeCache       protoimpl.SizeCache
+	// The counts above by modality (TEXT, IMAGE, AUDIO, VIDEO, DOCUMENT),
+	// when the provider reports them.
+	PromptTokensDetails        []*ModalityTokenCount `protobuf:"bytes,7,rep,name=prompt_tokens_details,json=promptTokensDetails,proto3" json:"prompt_tokens_details,omitempty"`
+	CacheTokensDetails         []*ModalityTokenCount `protobuf:"bytes,8,rep,name=cache_tokens_details,json=cacheTokensDetails,proto3" json:"cache_tokens_details,omitempty"`
+	CandidatesTokensDetails    []*ModalityTokenCount `protobuf:"bytes,9,rep,name=candidates_tokens_details,json=candidatesTokensDetails,proto3" json:"candidates_tokens_details,omitempty"`
+	ToolUsePromptTokensDetails []*ModalityTokenCount `protobuf:"bytes,10,rep,name=tool_use_prompt_tokens_details,json=toolUsePromptTokensDetails,proto3" json:"tool_use_prompt_tokens_details,omitempty"`
+	// Tokens of the prompt written to the provider's prompt cache by this
+	// call (Anthropic's cache_creation_input_tokens), counted in
+	// prompt_token_count.
+	CacheCreationTokenCount int32 `protobuf:"varint,11,opt,name=cache_creation_token_count,json=cacheCreationTokenCount,proto3" json:"cache_creation_token_count,omitempty"`
+	// How the call was billed, when the provider says: Gemini's traffic type
+	// ("ON_DEMAND", "PROVISIONED_THROUGHPUT") or OpenAI's service tier.
+	TrafficType   string `protobuf:"bytes,12,opt,name=traffic_type,json=trafficType,proto3" json:"traffic_type,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *UsageMetadata) Reset() {
 	*x = UsageMetadata{}
-	mi := &file_agentrunner_v1_event_proto_msgTypes[3]
+	mi := &file_agentrunner_v1_event_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -391,7 +603,7 @@ func (x *UsageMetadata) String() string {
 func (*UsageMetadata) ProtoMessage() {}
 
 func (x *UsageMetadata) ProtoReflect() protoreflect.Message {
-	mi := &file_agentrunner_v1_event_proto_msgTypes[3]
+	mi := &file_agentrunner_v1_event_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -404,7 +616,7 @@ func (x *UsageMetadata) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UsageMetadata.ProtoReflect.Descriptor instead.
 func (*UsageMetadata) Descriptor() ([]byte, []int) {
-	return file_agentrunner_v1_event_proto_rawDescGZIP(), []int{3}
+	return file_agentrunner_v1_event_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *UsageMetadata) GetPromptTokenCount() int32 {
@@ -449,11 +661,107 @@ func (x *UsageMetadata) GetTotalTokenCount() int32 {
 	return 0
 }
 
+func (x *UsageMetadata) GetPromptTokensDetails() []*ModalityTokenCount {
+	if x != nil {
+		return x.PromptTokensDetails
+	}
+	return nil
+}
+
+func (x *UsageMetadata) GetCacheTokensDetails() []*ModalityTokenCount {
+	if x != nil {
+		return x.CacheTokensDetails
+	}
+	return nil
+}
+
+func (x *UsageMetadata) GetCandidatesTokensDetails() []*ModalityTokenCount {
+	if x != nil {
+		return x.CandidatesTokensDetails
+	}
+	return nil
+}
+
+func (x *UsageMetadata) GetToolUsePromptTokensDetails() []*ModalityTokenCount {
+	if x != nil {
+		return x.ToolUsePromptTokensDetails
+	}
+	return nil
+}
+
+func (x *UsageMetadata) GetCacheCreationTokenCount() int32 {
+	if x != nil {
+		return x.CacheCreationTokenCount
+	}
+	return 0
+}
+
+func (x *UsageMetadata) GetTrafficType() string {
+	if x != nil {
+		return x.TrafficType
+	}
+	return ""
+}
+
+// ModalityTokenCount is a token count of one modality.
+type ModalityTokenCount struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// "TEXT", "IMAGE", "AUDIO", "VIDEO" or "DOCUMENT".
+	Modality      string `protobuf:"bytes,1,opt,name=modality,proto3" json:"modality,omitempty"`
+	TokenCount    int32  `protobuf:"varint,2,opt,name=token_count,json=tokenCount,proto3" json:"token_count,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ModalityTokenCount) Reset() {
+	*x = ModalityTokenCount{}
+	mi := &file_agentrunner_v1_event_proto_msgTypes[6]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ModalityTokenCount) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ModalityTokenCount) ProtoMessage() {}
+
+func (x *ModalityTokenCount) ProtoReflect() protoreflect.Message {
+	mi := &file_agentrunner_v1_event_proto_msgTypes[6]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ModalityTokenCount.ProtoReflect.Descriptor instead.
+func (*ModalityTokenCount) Descriptor() ([]byte, []int) {
+	return file_agentrunner_v1_event_proto_rawDescGZIP(), []int{6}
+}
+
+func (x *ModalityTokenCount) GetModality() string {
+	if x != nil {
+		return x.Modality
+	}
+	return ""
+}
+
+func (x *ModalityTokenCount) GetTokenCount() int32 {
+	if x != nil {
+		return x.TokenCount
+	}
+	return 0
+}
+
 var File_agentrunner_v1_event_proto protoreflect.FileDescriptor
 
 const file_agentrunner_v1_event_proto_rawDesc = "" +
 	"\n" +
-	"\x1aagentrunner/v1/event.proto\x12\x0eagentrunner.v1\x1a\x1cagentrunner/v1/content.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xa9\x04\n" +
+	"\x1aagentrunner/v1/event.proto\x12\x0eagentrunner.v1\x1a\x1cagentrunner/v1/content.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xee\x06\n" +
 	"\x05Event\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12#\n" +
 	"\rinvocation_id\x18\x02 \x01(\tR\finvocationId\x12\x16\n" +
@@ -470,7 +778,23 @@ const file_agentrunner_v1_event_proto_rawDesc = "" +
 	"\rerror_message\x18\v \x01(\tR\ferrorMessage\x126\n" +
 	"\aactions\x18\f \x01(\v2\x1c.agentrunner.v1.EventActionsR\aactions\x121\n" +
 	"\x15long_running_tool_ids\x18\r \x03(\tR\x12longRunningToolIds\x12D\n" +
-	"\x0eusage_metadata\x18\x0e \x01(\v2\x1d.agentrunner.v1.UsageMetadataR\rusageMetadata\"\x9a\x03\n" +
+	"\x0eusage_metadata\x18\x0e \x01(\v2\x1d.agentrunner.v1.UsageMetadataR\rusageMetadata\x12#\n" +
+	"\rfinish_reason\x18\x0f \x01(\tR\ffinishReason\x12#\n" +
+	"\rmodel_version\x18\x10 \x01(\tR\fmodelVersion\x12M\n" +
+	"\x11citation_metadata\x18\x11 \x01(\v2 .agentrunner.v1.CitationMetadataR\x10citationMetadata\x12F\n" +
+	"\x12grounding_metadata\x18\x12 \x01(\v2\x17.google.protobuf.StructR\x11groundingMetadata\x12@\n" +
+	"\x0fcustom_metadata\x18\x13 \x01(\v2\x17.google.protobuf.StructR\x0ecustomMetadata\x12 \n" +
+	"\vinterrupted\x18\x14 \x01(\bR\vinterrupted\"J\n" +
+	"\x10CitationMetadata\x126\n" +
+	"\tcitations\x18\x01 \x03(\v2\x18.agentrunner.v1.CitationR\tcitations\"\xb5\x01\n" +
+	"\bCitation\x12\x1f\n" +
+	"\vstart_index\x18\x01 \x01(\x05R\n" +
+	"startIndex\x12\x1b\n" +
+	"\tend_index\x18\x02 \x01(\x05R\bendIndex\x12\x10\n" +
+	"\x03uri\x18\x03 \x01(\tR\x03uri\x12\x14\n" +
+	"\x05title\x18\x04 \x01(\tR\x05title\x12\x18\n" +
+	"\alicense\x18\x05 \x01(\tR\alicense\x12)\n" +
+	"\x10publication_date\x18\x06 \x01(\tR\x0fpublicationDate\"\x9a\x03\n" +
 	"\fEventActions\x128\n" +
 	"\vstate_delta\x18\x01 \x01(\v2\x17.google.protobuf.StructR\n" +
 	"stateDelta\x12V\n" +
@@ -487,14 +811,25 @@ const file_agentrunner_v1_event_proto_rawDesc = "" +
 	"\x0fEventCompaction\x12%\n" +
 	"\x0estart_sequence\x18\x01 \x01(\x04R\rstartSequence\x12!\n" +
 	"\fend_sequence\x18\x02 \x01(\x04R\vendSequence\x121\n" +
-	"\asummary\x18\x03 \x01(\v2\x17.agentrunner.v1.ContentR\asummary\"\xcc\x02\n" +
+	"\asummary\x18\x03 \x01(\v2\x17.agentrunner.v1.ContentR\asummary\"\xa2\x06\n" +
 	"\rUsageMetadata\x12,\n" +
 	"\x12prompt_token_count\x18\x01 \x01(\x05R\x10promptTokenCount\x124\n" +
 	"\x16candidates_token_count\x18\x02 \x01(\x05R\x14candidatesTokenCount\x120\n" +
 	"\x14thoughts_token_count\x18\x03 \x01(\x05R\x12thoughtsTokenCount\x12;\n" +
 	"\x1acached_content_token_count\x18\x04 \x01(\x05R\x17cachedContentTokenCount\x12<\n" +
 	"\x1btool_use_prompt_token_count\x18\x05 \x01(\x05R\x17toolUsePromptTokenCount\x12*\n" +
-	"\x11total_token_count\x18\x06 \x01(\x05R\x0ftotalTokenCountB\xc1\x01\n" +
+	"\x11total_token_count\x18\x06 \x01(\x05R\x0ftotalTokenCount\x12V\n" +
+	"\x15prompt_tokens_details\x18\a \x03(\v2\".agentrunner.v1.ModalityTokenCountR\x13promptTokensDetails\x12T\n" +
+	"\x14cache_tokens_details\x18\b \x03(\v2\".agentrunner.v1.ModalityTokenCountR\x12cacheTokensDetails\x12^\n" +
+	"\x19candidates_tokens_details\x18\t \x03(\v2\".agentrunner.v1.ModalityTokenCountR\x17candidatesTokensDetails\x12f\n" +
+	"\x1etool_use_prompt_tokens_details\x18\n" +
+	" \x03(\v2\".agentrunner.v1.ModalityTokenCountR\x1atoolUsePromptTokensDetails\x12;\n" +
+	"\x1acache_creation_token_count\x18\v \x01(\x05R\x17cacheCreationTokenCount\x12!\n" +
+	"\ftraffic_type\x18\f \x01(\tR\vtrafficType\"Q\n" +
+	"\x12ModalityTokenCount\x12\x1a\n" +
+	"\bmodality\x18\x01 \x01(\tR\bmodality\x12\x1f\n" +
+	"\vtoken_count\x18\x02 \x01(\x05R\n" +
+	"tokenCountB\xc1\x01\n" +
 	"\x12com.agentrunner.v1B\n" +
 	"EventProtoP\x01ZFgithub.com/agentrunner/agentrunner/gen/go/agentrunner/v1;agentrunnerv1\xa2\x02\x03AXX\xaa\x02\x0eAgentrunner.V1\xca\x02\x0eAgentrunner\\V1\xe2\x02\x1aAgentrunner\\V1\\GPBMetadata\xea\x02\x0fAgentrunner::V1b\x06proto3"
 
@@ -510,31 +845,42 @@ func file_agentrunner_v1_event_proto_rawDescGZIP() []byte {
 	return file_agentrunner_v1_event_proto_rawDescData
 }
 
-var file_agentrunner_v1_event_proto_msgTypes = make([]protoimpl.MessageInfo, 5)
+var file_agentrunner_v1_event_proto_msgTypes = make([]protoimpl.MessageInfo, 8)
 var file_agentrunner_v1_event_proto_goTypes = []any{
 	(*Event)(nil),                 // 0: agentrunner.v1.Event
-	(*EventActions)(nil),          // 1: agentrunner.v1.EventActions
-	(*EventCompaction)(nil),       // 2: agentrunner.v1.EventCompaction
-	(*UsageMetadata)(nil),         // 3: agentrunner.v1.UsageMetadata
-	nil,                           // 4: agentrunner.v1.EventActions.ArtifactDeltaEntry
-	(*timestamppb.Timestamp)(nil), // 5: google.protobuf.Timestamp
-	(*Content)(nil),               // 6: agentrunner.v1.Content
-	(*structpb.Struct)(nil),       // 7: google.protobuf.Struct
+	(*CitationMetadata)(nil),      // 1: agentrunner.v1.CitationMetadata
+	(*Citation)(nil),              // 2: agentrunner.v1.Citation
+	(*EventActions)(nil),          // 3: agentrunner.v1.EventActions
+	(*EventCompaction)(nil),       // 4: agentrunner.v1.EventCompaction
+	(*UsageMetadata)(nil),         // 5: agentrunner.v1.UsageMetadata
+	(*ModalityTokenCount)(nil),    // 6: agentrunner.v1.ModalityTokenCount
+	nil,                           // 7: agentrunner.v1.EventActions.ArtifactDeltaEntry
+	(*timestamppb.Timestamp)(nil), // 8: google.protobuf.Timestamp
+	(*Content)(nil),               // 9: agentrunner.v1.Content
+	(*structpb.Struct)(nil),       // 10: google.protobuf.Struct
 }
 var file_agentrunner_v1_event_proto_depIdxs = []int32{
-	5, // 0: agentrunner.v1.Event.timestamp:type_name -> google.protobuf.Timestamp
-	6, // 1: agentrunner.v1.Event.content:type_name -> agentrunner.v1.Content
-	1, // 2: agentrunner.v1.Event.actions:type_name -> agentrunner.v1.EventActions
-	3, // 3: agentrunner.v1.Event.usage_metadata:type_name -> agentrunner.v1.UsageMetadata
-	7, // 4: agentrunner.v1.EventActions.state_delta:type_name -> google.protobuf.Struct
-	4, // 5: agentrunner.v1.EventActions.artifact_delta:type_name -> agentrunner.v1.EventActions.ArtifactDeltaEntry
-	2, // 6: agentrunner.v1.EventActions.compaction:type_name -> agentrunner.v1.EventCompaction
-	6, // 7: agentrunner.v1.EventCompaction.summary:type_name -> agentrunner.v1.Content
-	8, // [8:8] is the sub-list for method output_type
-	8, // [8:8] is the sub-list for method input_type
-	8, // [8:8] is the sub-list for extension type_name
-	8, // [8:8] is the sub-list for extension extendee
-	0, // [0:8] is the sub-list for field type_name
+	8,  // 0: agentrunner.v1.Event.timestamp:type_name -> google.protobuf.Timestamp
+	9,  // 1: agentrunner.v1.Event.content:type_name -> agentrunner.v1.Content
+	3,  // 2: agentrunner.v1.Event.actions:type_name -> agentrunner.v1.EventActions
+	5,  // 3: agentrunner.v1.Event.usage_metadata:type_name -> agentrunner.v1.UsageMetadata
+	1,  // 4: agentrunner.v1.Event.citation_metadata:type_name -> agentrunner.v1.CitationMetadata
+	10, // 5: agentrunner.v1.Event.grounding_metadata:type_name -> google.protobuf.Struct
+	10, // 6: agentrunner.v1.Event.custom_metadata:type_name -> google.protobuf.Struct
+	2,  // 7: agentrunner.v1.CitationMetadata.citations:type_name -> agentrunner.v1.Citation
+	10, // 8: agentrunner.v1.EventActions.state_delta:type_name -> google.protobuf.Struct
+	7,  // 9: agentrunner.v1.EventActions.artifact_delta:type_name -> agentrunner.v1.EventActions.ArtifactDeltaEntry
+	4,  // 10: agentrunner.v1.EventActions.compaction:type_name -> agentrunner.v1.EventCompaction
+	9,  // 11: agentrunner.v1.EventCompaction.summary:type_name -> agentrunner.v1.Content
+	6,  // 12: agentrunner.v1.UsageMetadata.prompt_tokens_details:type_name -> agentrunner.v1.ModalityTokenCount
+	6,  // 13: agentrunner.v1.UsageMetadata.cache_tokens_details:type_name -> agentrunner.v1.ModalityTokenCount
+	6,  // 14: agentrunner.v1.UsageMetadata.candidates_tokens_details:type_name -> agentrunner.v1.ModalityTokenCount
+	6,  // 15: agentrunner.v1.UsageMetadata.tool_use_prompt_tokens_details:type_name -> agentrunner.v1.ModalityTokenCount
+	16, // [16:16] is the sub-list for method output_type
+	16, // [16:16] is the sub-list for method input_type
+	16, // [16:16] is the sub-list for extension type_name
+	16, // [16:16] is the sub-list for extension extendee
+	0,  // [0:16] is the sub-list for field type_name
 }
 
 func init() { file_agentrunner_v1_event_proto_init() }
@@ -549,7 +895,7 @@ func file_agentrunner_v1_event_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_agentrunner_v1_event_proto_rawDesc), len(file_agentrunner_v1_event_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   5,
+			NumMessages:   8,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -29,8 +29,9 @@ class AgentConfig(_message.Message):
     def __init__(self, name: _Optional[str] = ..., description: _Optional[str] = ..., sub_agents: _Optional[_Iterable[_Union[AgentConfig, _Mapping]]] = ..., llm: _Optional[_Union[LlmAgentConfig, _Mapping]] = ..., sequential: _Optional[_Union[SequentialAgentConfig, _Mapping]] = ..., parallel: _Optional[_Union[ParallelAgentConfig, _Mapping]] = ..., loop: _Optional[_Union[LoopAgentConfig, _Mapping]] = ...) -> None: ...
 
 class AppConfig(_message.Message):
-    __slots__ = ["compaction", "description", "function_tools", "mcp_servers", "memory", "name", "root_agent"]
+    __slots__ = ["compaction", "context_cache", "description", "function_tools", "mcp_servers", "memory", "name", "root_agent"]
     COMPACTION_FIELD_NUMBER: _ClassVar[int]
+    CONTEXT_CACHE_FIELD_NUMBER: _ClassVar[int]
     DESCRIPTION_FIELD_NUMBER: _ClassVar[int]
     FUNCTION_TOOLS_FIELD_NUMBER: _ClassVar[int]
     MCP_SERVERS_FIELD_NUMBER: _ClassVar[int]
@@ -38,13 +39,14 @@ class AppConfig(_message.Message):
     NAME_FIELD_NUMBER: _ClassVar[int]
     ROOT_AGENT_FIELD_NUMBER: _ClassVar[int]
     compaction: CompactionConfig
+    context_cache: ContextCacheConfig
     description: str
     function_tools: _containers.RepeatedCompositeFieldContainer[FunctionToolConfig]
     mcp_servers: _containers.RepeatedCompositeFieldContainer[McpServerConfig]
     memory: MemoryConfig
     name: str
     root_agent: AgentConfig
-    def __init__(self, name: _Optional[str] = ..., description: _Optional[str] = ..., root_agent: _Optional[_Union[AgentConfig, _Mapping]] = ..., function_tools: _Optional[_Iterable[_Union[FunctionToolConfig, _Mapping]]] = ..., mcp_servers: _Optional[_Iterable[_Union[McpServerConfig, _Mapping]]] = ..., compaction: _Optional[_Union[CompactionConfig, _Mapping]] = ..., memory: _Optional[_Union[MemoryConfig, _Mapping]] = ...) -> None: ...
+    def __init__(self, name: _Optional[str] = ..., description: _Optional[str] = ..., root_agent: _Optional[_Union[AgentConfig, _Mapping]] = ..., function_tools: _Optional[_Iterable[_Union[FunctionToolConfig, _Mapping]]] = ..., mcp_servers: _Optional[_Iterable[_Union[McpServerConfig, _Mapping]]] = ..., compaction: _Optional[_Union[CompactionConfig, _Mapping]] = ..., memory: _Optional[_Union[MemoryConfig, _Mapping]] = ..., context_cache: _Optional[_Union[ContextCacheConfig, _Mapping]] = ...) -> None: ...
 
 class AppsConfig(_message.Message):
     __slots__ = ["apps", "models"]
@@ -69,6 +71,16 @@ class CompactionConfig(_message.Message):
     overlap: int
     token_threshold: int
     def __init__(self, interval: _Optional[int] = ..., overlap: _Optional[int] = ..., token_threshold: _Optional[int] = ..., model: _Optional[str] = ..., instruction: _Optional[str] = ..., max_events: _Optional[int] = ...) -> None: ...
+
+class ContextCacheConfig(_message.Message):
+    __slots__ = ["cache_intervals", "min_tokens", "ttl"]
+    CACHE_INTERVALS_FIELD_NUMBER: _ClassVar[int]
+    MIN_TOKENS_FIELD_NUMBER: _ClassVar[int]
+    TTL_FIELD_NUMBER: _ClassVar[int]
+    cache_intervals: int
+    min_tokens: int
+    ttl: str
+    def __init__(self, cache_intervals: _Optional[int] = ..., ttl: _Optional[str] = ..., min_tokens: _Optional[int] = ...) -> None: ...
 
 class FunctionToolConfig(_message.Message):
     __slots__ = ["description", "name", "parameters", "response"]

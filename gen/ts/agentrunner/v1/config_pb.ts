@@ -11,7 +11,7 @@ import type { JsonObject, Message } from "@bufbuild/protobuf";
  * Describes the file agentrunner/v1/config.proto.
  */
 export const file_agentrunner_v1_config: GenFile = /*@__PURE__*/
-  fileDesc("ChthZ2VudHJ1bm5lci92MS9jb25maWcucHJvdG8SDmFnZW50cnVubmVyLnYxImIKCkFwcHNDb25maWcSJwoEYXBwcxgBIAMoCzIZLmFnZW50cnVubmVyLnYxLkFwcENvbmZpZxIrCgZtb2RlbHMYAiADKAsyGy5hZ2VudHJ1bm5lci52MS5Nb2RlbENvbmZpZyKzAQoLTW9kZWxDb25maWcSDAoEbmFtZRgBIAEoCRIQCghwcm92aWRlchgCIAEoCRINCgVtb2RlbBgDIAEoCRIQCghiYXNlX3VybBgEIAEoCRITCgthcGlfa2V5X2VudhgFIAEoCRIPCgd0aW1lb3V0GAYgASgJEioKBXJldHJ5GAcgASgLMhsuYWdlbnRydW5uZXIudjEuUmV0cnlDb25maWcSEQoJZmFsbGJhY2tzGAggAygJImYKC1JldHJ5Q29uZmlnEhQKDG1heF9hdHRlbXB0cxgBIAEoBRIXCg9pbml0aWFsX2JhY2tvZmYYAiABKAkSEwoLbWF4X2JhY2tvZmYYAyABKAkSEwoLbWF4X2VsYXBzZWQYBCABKAkitQIKCUFwcENvbmZpZxIMCgRuYW1lGAEgASgJEhMKC2Rlc2NyaXB0aW9uGAIgASgJEi8KCnJvb3RfYWdlbnQYAyABKAsyGy5hZ2VudHJ1bm5lci52MS5BZ2VudENvbmZpZxI6Cg5mdW5jdGlvbl90b29scxgEIAMoCzIiLmFnZW50cnVubmVyLnYxLkZ1bmN0aW9uVG9vbENvbmZpZxI0CgttY3Bfc2VydmVycxgFIAMoCzIfLmFnZW50cnVubmVyLnYxLk1jcFNlcnZlckNvbmZpZxI0Cgpjb21wYWN0aW9uGAYgASgLMiAuYWdlbnRydW5uZXIudjEuQ29tcGFjdGlvbkNvbmZpZxIsCgZtZW1vcnkYByABKAsyHC5hZ2VudHJ1bm5lci52MS5NZW1vcnlDb25maWciJAoMTWVtb3J5Q29uZmlnEhQKDGFkZF9zZXNzaW9ucxgBIAEoCCKGAQoQQ29tcGFjdGlvbkNvbmZpZxIQCghpbnRlcnZhbBgBIAEoBRIPCgdvdmVybGFwGAIgASgFEhcKD3Rva2VuX3RocmVzaG9sZBgDIAEoBRINCgVtb2RlbBgEIAEoCRITCgtpbnN0cnVjdGlvbhgFIAEoCRISCgptYXhfZXZlbnRzGAYgASgFIo8BCg9NY3BTZXJ2ZXJDb25maWcSDAoEbmFtZRgBIAEoCRIPCgdjb21tYW5kGAIgASgJEgwKBGFyZ3MYAyADKAkSCwoDZW52GAQgAygJEgsKA3VybBgFIAEoCRISCgpoZWFkZXJfZW52GAYgAygJEhAKCG9wdGlvbmFsGAcgASgIEg8KB3RpbWVvdXQYCCABKAkiLwoOTWNwVG9vbHNDb25maWcSDgoGc2VydmVyGAEgASgJEg0KBXRvb2xzGAIgAygJIr8CCgtBZ2VudENvbmZpZxIMCgRuYW1lGAEgASgJEhMKC2Rlc2NyaXB0aW9uGAIgASgJEi8KCnN1Yl9hZ2VudHMYAyADKAsyGy5hZ2VudHJ1bm5lci52MS5BZ2VudENvbmZpZxItCgNsbG0YBCABKAsyHi5hZ2VudHJ1bm5lci52MS5MbG1BZ2VudENvbmZpZ0gAEjsKCnNlcXVlbnRpYWwYBSABKAsyJS5hZ2VudHJ1bm5lci52MS5TZXF1ZW50aWFsQWdlbnRDb25maWdIABI3CghwYXJhbGxlbBgGIAEoCzIjLmFnZW50cnVubmVyLnYxLlBhcmFsbGVsQWdlbnRDb25maWdIABIvCgRsb29wGAcgASgLMh8uYWdlbnRydW5uZXIudjEuTG9vcEFnZW50Q29uZmlnSABCBgoEa2luZCKnAwoOTGxtQWdlbnRDb25maWcSDQoFbW9kZWwYASABKAkSEwoLaW5zdHJ1Y3Rpb24YAiABKAkSEgoKb3V0cHV0X2tleRgDIAEoCRIjChtkaXNhbGxvd190cmFuc2Zlcl90b19wYXJlbnQYBCABKAgSIgoaZGlzYWxsb3dfdHJhbnNmZXJfdG9fcGVlcnMYBSABKAgSDQoFdG9vbHMYBiADKAkSOQoQaW5jbHVkZV9jb250ZW50cxgHIAEoDjIfLmFnZW50cnVubmVyLnYxLkluY2x1ZGVDb250ZW50cxIYCgt0ZW1wZXJhdHVyZRgIIAEoAkgAiAEBEhkKEW1heF9vdXRwdXRfdG9rZW5zGAkgASgFEjoKDmZ1bmN0aW9uX3Rvb2xzGAogAygLMiIuYWdlbnRydW5uZXIudjEuRnVuY3Rpb25Ub29sQ29uZmlnEhwKFHJlcXVpcmVfY29uZmlybWF0aW9uGAsgAygJEisKA21jcBgMIAMoCzIeLmFnZW50cnVubmVyLnYxLk1jcFRvb2xzQ29uZmlnQg4KDF90ZW1wZXJhdHVyZSKPAQoSRnVuY3Rpb25Ub29sQ29uZmlnEgwKBG5hbWUYASABKAkSEwoLZGVzY3JpcHRpb24YAiABKAkSKwoKcGFyYW1ldGVycxgDIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSKQoIcmVzcG9uc2UYBCABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0IhcKFVNlcXVlbnRpYWxBZ2VudENvbmZpZyIVChNQYXJhbGxlbEFnZW50Q29uZmlnIikKD0xvb3BBZ2VudENvbmZpZxIWCg5tYXhfaXRlcmF0aW9ucxgBIAEoBSpsCg9JbmNsdWRlQ29udGVudHMSIAocSU5DTFVERV9DT05URU5UU19VTlNQRUNJRklFRBAAEhwKGElOQ0xVREVfQ09OVEVOVFNfREVGQVVMVBABEhkKFUlOQ0xVREVfQ09OVEVOVFNfTk9ORRACYgZwcm90bzM", [file_google_protobuf_struct]);
+  fileDesc("ChthZ2VudHJ1bm5lci92MS9jb25maWcucHJvdG8SDmFnZW50cnVubmVyLnYxImIKCkFwcHNDb25maWcSJwoEYXBwcxgBIAMoCzIZLmFnZW50cnVubmVyLnYxLkFwcENvbmZpZxIrCgZtb2RlbHMYAiADKAsyGy5hZ2VudHJ1bm5lci52MS5Nb2RlbENvbmZpZyKzAQoLTW9kZWxDb25maWcSDAoEbmFtZRgBIAEoCRIQCghwcm92aWRlchgCIAEoCRINCgVtb2RlbBgDIAEoCRIQCghiYXNlX3VybBgEIAEoCRITCgthcGlfa2V5X2VudhgFIAEoCRIPCgd0aW1lb3V0GAYgASgJEioKBXJldHJ5GAcgASgLMhsuYWdlbnRydW5uZXIudjEuUmV0cnlDb25maWcSEQoJZmFsbGJhY2tzGAggAygJImYKC1JldHJ5Q29uZmlnEhQKDG1heF9hdHRlbXB0cxgBIAEoBRIXCg9pbml0aWFsX2JhY2tvZmYYAiABKAkSEwoLbWF4X2JhY2tvZmYYAyABKAkSEwoLbWF4X2VsYXBzZWQYBCABKAki8AIKCUFwcENvbmZpZxIMCgRuYW1lGAEgASgJEhMKC2Rlc2NyaXB0aW9uGAIgASgJEi8KCnJvb3RfYWdlbnQYAyABKAsyGy5hZ2VudHJ1bm5lci52MS5BZ2VudENvbmZpZxI6Cg5mdW5jdGlvbl90b29scxgEIAMoCzIiLmFnZW50cnVubmVyLnYxLkZ1bmN0aW9uVG9vbENvbmZpZxI0CgttY3Bfc2VydmVycxgFIAMoCzIfLmFnZW50cnVubmVyLnYxLk1jcFNlcnZlckNvbmZpZxI0Cgpjb21wYWN0aW9uGAYgASgLMiAuYWdlbnRydW5uZXIudjEuQ29tcGFjdGlvbkNvbmZpZxIsCgZtZW1vcnkYByABKAsyHC5hZ2VudHJ1bm5lci52MS5NZW1vcnlDb25maWcSOQoNY29udGV4dF9jYWNoZRgIIAEoCzIiLmFnZW50cnVubmVyLnYxLkNvbnRleHRDYWNoZUNvbmZpZyIkCgxNZW1vcnlDb25maWcSFAoMYWRkX3Nlc3Npb25zGAEgASgIIk4KEkNvbnRleHRDYWNoZUNvbmZpZxIXCg9jYWNoZV9pbnRlcnZhbHMYASABKAUSCwoDdHRsGAIgASgJEhIKCm1pbl90b2tlbnMYAyABKAUihgEKEENvbXBhY3Rpb25Db25maWcSEAoIaW50ZXJ2YWwYASABKAUSDwoHb3ZlcmxhcBgCIAEoBRIXCg90b2tlbl90aHJlc2hvbGQYAyABKAUSDQoFbW9kZWwYBCABKAkSEwoLaW5zdHJ1Y3Rpb24YBSABKAkSEgoKbWF4X2V2ZW50cxgGIAEoBSKPAQoPTWNwU2VydmVyQ29uZmlnEgwKBG5hbWUYASABKAkSDwoHY29tbWFuZBgCIAEoCRIMCgRhcmdzGAMgAygJEgsKA2VudhgEIAMoCRILCgN1cmwYBSABKAkSEgoKaGVhZGVyX2VudhgGIAMoCRIQCghvcHRpb25hbBgHIAEoCBIPCgd0aW1lb3V0GAggASgJIi8KDk1jcFRvb2xzQ29uZmlnEg4KBnNlcnZlchgBIAEoCRINCgV0b29scxgCIAMoCSK/AgoLQWdlbnRDb25maWcSDAoEbmFtZRgBIAEoCRITCgtkZXNjcmlwdGlvbhgCIAEoCRIvCgpzdWJfYWdlbnRzGAMgAygLMhsuYWdlbnRydW5uZXIudjEuQWdlbnRDb25maWcSLQoDbGxtGAQgASgLMh4uYWdlbnRydW5uZXIudjEuTGxtQWdlbnRDb25maWdIABI7CgpzZXF1ZW50aWFsGAUgASgLMiUuYWdlbnRydW5uZXIudjEuU2VxdWVudGlhbEFnZW50Q29uZmlnSAASNwoIcGFyYWxsZWwYBiABKAsyIy5hZ2VudHJ1bm5lci52MS5QYXJhbGxlbEFnZW50Q29uZmlnSAASLwoEbG9vcBgHIAEoCzIfLmFnZW50cnVubmVyLnYxLkxvb3BBZ2VudENvbmZpZ0gAQgYKBGtpbmQipwMKDkxsbUFnZW50Q29uZmlnEg0KBW1vZGVsGAEgASgJEhMKC2luc3RydWN0aW9uGAIgASgJEhIKCm91dHB1dF9rZXkYAyABKAkSIwobZGlzYWxsb3dfdHJhbnNmZXJfdG9fcGFyZW50GAQgASgIEiIKGmRpc2FsbG93X3RyYW5zZmVyX3RvX3BlZXJzGAUgASgIEg0KBXRvb2xzGAYgAygJEjkKEGluY2x1ZGVfY29udGVudHMYByABKA4yHy5hZ2VudHJ1bm5lci52MS5JbmNsdWRlQ29udGVudHMSGAoLdGVtcGVyYXR1cmUYCCABKAJIAIgBARIZChFtYXhfb3V0cHV0X3Rva2VucxgJIAEoBRI6Cg5mdW5jdGlvbl90b29scxgKIAMoCzIiLmFnZW50cnVubmVyLnYxLkZ1bmN0aW9uVG9vbENvbmZpZxIcChRyZXF1aXJlX2NvbmZpcm1hdGlvbhgLIAMoCRIrCgNtY3AYDCADKAsyHi5hZ2VudHJ1bm5lci52MS5NY3BUb29sc0NvbmZpZ0IOCgxfdGVtcGVyYXR1cmUijwEKEkZ1bmN0aW9uVG9vbENvbmZpZxIMCgRuYW1lGAEgASgJEhMKC2Rlc2NyaXB0aW9uGAIgASgJEisKCnBhcmFtZXRlcnMYAyABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0EikKCHJlc3BvbnNlGAQgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdCIXChVTZXF1ZW50aWFsQWdlbnRDb25maWciFQoTUGFyYWxsZWxBZ2VudENvbmZpZyIpCg9Mb29wQWdlbnRDb25maWcSFgoObWF4X2l0ZXJhdGlvbnMYASABKAUqbAoPSW5jbHVkZUNvbnRlbnRzEiAKHElOQ0xVREVfQ09OVEVOVFNfVU5TUEVDSUZJRUQQABIcChhJTkNMVURFX0NPTlRFTlRTX0RFRkFVTFQQARIZChVJTkNMVURFX0NPTlRFTlRTX05PTkUQAmIGcHJvdG8z", [file_google_protobuf_struct]);
 
 /**
  * AppsConfig is the schema of the apps file the server loads at start
@@ -239,6 +239,17 @@ export type AppConfig = Message<"agentrunner.v1.AppConfig"> & {
    * @generated from field: agentrunner.v1.MemoryConfig memory = 7;
    */
   memory?: MemoryConfig | undefined;
+
+  /**
+   * Context caching for the app's LLM agents: the stable start of their
+   * model requests (instruction, tools, earlier turns) is kept in the
+   * provider's context cache and not sent again on every call. Only Gemini
+   * supports it; an agent on another provider sends its requests whole,
+   * and the server logs that once at start.
+   *
+   * @generated from field: agentrunner.v1.ContextCacheConfig context_cache = 8;
+   */
+  contextCache?: ContextCacheConfig | undefined;
 };
 
 /**
@@ -271,6 +282,49 @@ export type MemoryConfig = Message<"agentrunner.v1.MemoryConfig"> & {
  */
 export const MemoryConfigSchema: GenMessage<MemoryConfig> = /*@__PURE__*/
   messageDesc(file_agentrunner_v1_config, 4);
+
+/**
+ * ContextCacheConfig says how long a context cache lives and when one is
+ * made anew. A cache covers a request's instruction, tools and every turn
+ * but the newest; a later call whose request starts with the same ones
+ * reuses it and sends only what came after.
+ *
+ * @generated from message agentrunner.v1.ContextCacheConfig
+ */
+export type ContextCacheConfig = Message<"agentrunner.v1.ContextCacheConfig"> & {
+  /**
+   * How many model calls may use one cache before a new one, covering the
+   * longer history, replaces it. 0 means 10.
+   *
+   * @generated from field: int32 cache_intervals = 1;
+   */
+  cacheIntervals: number;
+
+  /**
+   * How long the provider keeps a cache, as a Go duration ("30m"). Empty
+   * means 30 minutes.
+   *
+   * @generated from field: string ttl = 2;
+   */
+  ttl: string;
+
+  /**
+   * Requests estimated below this many tokens are sent whole. Gemini
+   * refuses to cache fewer than its model's minimum (1,024 to 4,096
+   * tokens); a refused cache is logged and the request sent whole. 0
+   * means 1024.
+   *
+   * @generated from field: int32 min_tokens = 3;
+   */
+  minTokens: number;
+};
+
+/**
+ * Describes the message agentrunner.v1.ContextCacheConfig.
+ * Use `create(ContextCacheConfigSchema)` to create a new message.
+ */
+export const ContextCacheConfigSchema: GenMessage<ContextCacheConfig> = /*@__PURE__*/
+  messageDesc(file_agentrunner_v1_config, 5);
 
 /**
  * CompactionConfig makes a summarizing model condense the older events of
@@ -342,7 +396,7 @@ export type CompactionConfig = Message<"agentrunner.v1.CompactionConfig"> & {
  * Use `create(CompactionConfigSchema)` to create a new message.
  */
 export const CompactionConfigSchema: GenMessage<CompactionConfig> = /*@__PURE__*/
-  messageDesc(file_agentrunner_v1_config, 5);
+  messageDesc(file_agentrunner_v1_config, 6);
 
 /**
  * McpServerConfig is an MCP server: a command run over stdio, or a
@@ -417,7 +471,7 @@ export type McpServerConfig = Message<"agentrunner.v1.McpServerConfig"> & {
  * Use `create(McpServerConfigSchema)` to create a new message.
  */
 export const McpServerConfigSchema: GenMessage<McpServerConfig> = /*@__PURE__*/
-  messageDesc(file_agentrunner_v1_config, 6);
+  messageDesc(file_agentrunner_v1_config, 7);
 
 /**
  * McpToolsConfig gives an LLM agent tools of one of its app's MCP servers.
@@ -445,7 +499,7 @@ export type McpToolsConfig = Message<"agentrunner.v1.McpToolsConfig"> & {
  * Use `create(McpToolsConfigSchema)` to create a new message.
  */
 export const McpToolsConfigSchema: GenMessage<McpToolsConfig> = /*@__PURE__*/
-  messageDesc(file_agentrunner_v1_config, 7);
+  messageDesc(file_agentrunner_v1_config, 8);
 
 /**
  * AgentConfig is one agent of a tree. Exactly one kind must be set.
@@ -519,7 +573,7 @@ export type AgentConfig = Message<"agentrunner.v1.AgentConfig"> & {
  * Use `create(AgentConfigSchema)` to create a new message.
  */
 export const AgentConfigSchema: GenMessage<AgentConfig> = /*@__PURE__*/
-  messageDesc(file_agentrunner_v1_config, 8);
+  messageDesc(file_agentrunner_v1_config, 9);
 
 /**
  * LlmAgentConfig configures an LLM agent.
@@ -630,7 +684,7 @@ export type LlmAgentConfig = Message<"agentrunner.v1.LlmAgentConfig"> & {
  * Use `create(LlmAgentConfigSchema)` to create a new message.
  */
 export const LlmAgentConfigSchema: GenMessage<LlmAgentConfig> = /*@__PURE__*/
-  messageDesc(file_agentrunner_v1_config, 9);
+  messageDesc(file_agentrunner_v1_config, 10);
 
 /**
  * FunctionToolConfig declares a function tool that the caller executes.
@@ -680,7 +734,7 @@ export type FunctionToolConfig = Message<"agentrunner.v1.FunctionToolConfig"> & 
  * Use `create(FunctionToolConfigSchema)` to create a new message.
  */
 export const FunctionToolConfigSchema: GenMessage<FunctionToolConfig> = /*@__PURE__*/
-  messageDesc(file_agentrunner_v1_config, 10);
+  messageDesc(file_agentrunner_v1_config, 11);
 
 /**
  * SequentialAgentConfig configures a sequential agent. It has no options.
@@ -695,7 +749,7 @@ export type SequentialAgentConfig = Message<"agentrunner.v1.SequentialAgentConfi
  * Use `create(SequentialAgentConfigSchema)` to create a new message.
  */
 export const SequentialAgentConfigSchema: GenMessage<SequentialAgentConfig> = /*@__PURE__*/
-  messageDesc(file_agentrunner_v1_config, 11);
+  messageDesc(file_agentrunner_v1_config, 12);
 
 /**
  * ParallelAgentConfig configures a parallel agent. It has no options.
@@ -710,7 +764,7 @@ export type ParallelAgentConfig = Message<"agentrunner.v1.ParallelAgentConfig"> 
  * Use `create(ParallelAgentConfigSchema)` to create a new message.
  */
 export const ParallelAgentConfigSchema: GenMessage<ParallelAgentConfig> = /*@__PURE__*/
-  messageDesc(file_agentrunner_v1_config, 12);
+  messageDesc(file_agentrunner_v1_config, 13);
 
 /**
  * LoopAgentConfig configures a loop agent.
@@ -732,7 +786,7 @@ export type LoopAgentConfig = Message<"agentrunner.v1.LoopAgentConfig"> & {
  * Use `create(LoopAgentConfigSchema)` to create a new message.
  */
 export const LoopAgentConfigSchema: GenMessage<LoopAgentConfig> = /*@__PURE__*/
-  messageDesc(file_agentrunner_v1_config, 13);
+  messageDesc(file_agentrunner_v1_config, 14);
 
 /**
  * IncludeContents selects the history an LLM agent sends to its model.

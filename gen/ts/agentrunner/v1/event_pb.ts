@@ -14,7 +14,7 @@ import type { JsonObject, Message } from "@bufbuild/protobuf";
  * Describes the file agentrunner/v1/event.proto.
  */
 export const file_agentrunner_v1_event: GenFile = /*@__PURE__*/
-  fileDesc("ChphZ2VudHJ1bm5lci92MS9ldmVudC5wcm90bxIOYWdlbnRydW5uZXIudjEijQMKBUV2ZW50EgoKAmlkGAEgASgJEhUKDWludm9jYXRpb25faWQYAiABKAkSDgoGYXV0aG9yGAMgASgJEg4KBmJyYW5jaBgEIAEoCRItCgl0aW1lc3RhbXAYBSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEhAKCHNlcXVlbmNlGAYgASgEEigKB2NvbnRlbnQYByABKAsyFy5hZ2VudHJ1bm5lci52MS5Db250ZW50Eg8KB3BhcnRpYWwYCCABKAgSFQoNdHVybl9jb21wbGV0ZRgJIAEoCBISCgplcnJvcl9jb2RlGAogASgJEhUKDWVycm9yX21lc3NhZ2UYCyABKAkSLQoHYWN0aW9ucxgMIAEoCzIcLmFnZW50cnVubmVyLnYxLkV2ZW50QWN0aW9ucxIdChVsb25nX3J1bm5pbmdfdG9vbF9pZHMYDSADKAkSNQoOdXNhZ2VfbWV0YWRhdGEYDiABKAsyHS5hZ2VudHJ1bm5lci52MS5Vc2FnZU1ldGFkYXRhIrkCCgxFdmVudEFjdGlvbnMSLAoLc3RhdGVfZGVsdGEYASABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0EkcKDmFydGlmYWN0X2RlbHRhGAIgAygLMi8uYWdlbnRydW5uZXIudjEuRXZlbnRBY3Rpb25zLkFydGlmYWN0RGVsdGFFbnRyeRIZChF0cmFuc2Zlcl90b19hZ2VudBgDIAEoCRIQCghlc2NhbGF0ZRgEIAEoCBIaChJza2lwX3N1bW1hcml6YXRpb24YBSABKAgSMwoKY29tcGFjdGlvbhgGIAEoCzIfLmFnZW50cnVubmVyLnYxLkV2ZW50Q29tcGFjdGlvbho0ChJBcnRpZmFjdERlbHRhRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgDOgI4ASJpCg9FdmVudENvbXBhY3Rpb24SFgoOc3RhcnRfc2VxdWVuY2UYASABKAQSFAoMZW5kX3NlcXVlbmNlGAIgASgEEigKB3N1bW1hcnkYAyABKAsyFy5hZ2VudHJ1bm5lci52MS5Db250ZW50Is0BCg1Vc2FnZU1ldGFkYXRhEhoKEnByb21wdF90b2tlbl9jb3VudBgBIAEoBRIeChZjYW5kaWRhdGVzX3Rva2VuX2NvdW50GAIgASgFEhwKFHRob3VnaHRzX3Rva2VuX2NvdW50GAMgASgFEiIKGmNhY2hlZF9jb250ZW50X3Rva2VuX2NvdW50GAQgASgFEiMKG3Rvb2xfdXNlX3Byb21wdF90b2tlbl9jb3VudBgFIAEoBRIZChF0b3RhbF90b2tlbl9jb3VudBgGIAEoBWIGcHJvdG8z", [file_agentrunner_v1_content, file_google_protobuf_struct, file_google_protobuf_timestamp]);
+  fileDesc("ChphZ2VudHJ1bm5lci92MS9ldmVudC5wcm90bxIOYWdlbnRydW5uZXIudjEi9AQKBUV2ZW50EgoKAmlkGAEgASgJEhUKDWludm9jYXRpb25faWQYAiABKAkSDgoGYXV0aG9yGAMgASgJEg4KBmJyYW5jaBgEIAEoCRItCgl0aW1lc3RhbXAYBSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEhAKCHNlcXVlbmNlGAYgASgEEigKB2NvbnRlbnQYByABKAsyFy5hZ2VudHJ1bm5lci52MS5Db250ZW50Eg8KB3BhcnRpYWwYCCABKAgSFQoNdHVybl9jb21wbGV0ZRgJIAEoCBISCgplcnJvcl9jb2RlGAogASgJEhUKDWVycm9yX21lc3NhZ2UYCyABKAkSLQoHYWN0aW9ucxgMIAEoCzIcLmFnZW50cnVubmVyLnYxLkV2ZW50QWN0aW9ucxIdChVsb25nX3J1bm5pbmdfdG9vbF9pZHMYDSADKAkSNQoOdXNhZ2VfbWV0YWRhdGEYDiABKAsyHS5hZ2VudHJ1bm5lci52MS5Vc2FnZU1ldGFkYXRhEhUKDWZpbmlzaF9yZWFzb24YDyABKAkSFQoNbW9kZWxfdmVyc2lvbhgQIAEoCRI7ChFjaXRhdGlvbl9tZXRhZGF0YRgRIAEoCzIgLmFnZW50cnVubmVyLnYxLkNpdGF0aW9uTWV0YWRhdGESMwoSZ3JvdW5kaW5nX21ldGFkYXRhGBIgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBIwCg9jdXN0b21fbWV0YWRhdGEYEyABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0EhMKC2ludGVycnVwdGVkGBQgASgIIj8KEENpdGF0aW9uTWV0YWRhdGESKwoJY2l0YXRpb25zGAEgAygLMhguYWdlbnRydW5uZXIudjEuQ2l0YXRpb24ieQoIQ2l0YXRpb24SEwoLc3RhcnRfaW5kZXgYASABKAUSEQoJZW5kX2luZGV4GAIgASgFEgsKA3VyaRgDIAEoCRINCgV0aXRsZRgEIAEoCRIPCgdsaWNlbnNlGAUgASgJEhgKEHB1YmxpY2F0aW9uX2RhdGUYBiABKAkiuQIKDEV2ZW50QWN0aW9ucxIsCgtzdGF0ZV9kZWx0YRgBIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSRwoOYXJ0aWZhY3RfZGVsdGEYAiADKAsyLy5hZ2VudHJ1bm5lci52MS5FdmVudEFjdGlvbnMuQXJ0aWZhY3REZWx0YUVudHJ5EhkKEXRyYW5zZmVyX3RvX2FnZW50GAMgASgJEhAKCGVzY2FsYXRlGAQgASgIEhoKEnNraXBfc3VtbWFyaXphdGlvbhgFIAEoCBIzCgpjb21wYWN0aW9uGAYgASgLMh8uYWdlbnRydW5uZXIudjEuRXZlbnRDb21wYWN0aW9uGjQKEkFydGlmYWN0RGVsdGFFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAM6AjgBImkKD0V2ZW50Q29tcGFjdGlvbhIWCg5zdGFydF9zZXF1ZW5jZRgBIAEoBBIUCgxlbmRfc2VxdWVuY2UYAiABKAQSKAoHc3VtbWFyeRgDIAEoCzIXLmFnZW50cnVubmVyLnYxLkNvbnRlbnQinwQKDVVzYWdlTWV0YWRhdGESGgoScHJvbXB0X3Rva2VuX2NvdW50GAEgASgFEh4KFmNhbmRpZGF0ZXNfdG9rZW5fY291bnQYAiABKAUSHAoUdGhvdWdodHNfdG9rZW5fY291bnQYAyABKAUSIgoaY2FjaGVkX2NvbnRlbnRfdG9rZW5fY291bnQYBCABKAUSIwobdG9vbF91c2VfcHJvbXB0X3Rva2VuX2NvdW50GAUgASgFEhkKEXRvdGFsX3Rva2VuX2NvdW50GAYgASgFEkEKFXByb21wdF90b2tlbnNfZGV0YWlscxgHIAMoCzIiLmFnZW50cnVubmVyLnYxLk1vZGFsaXR5VG9rZW5Db3VudBJAChRjYWNoZV90b2tlbnNfZGV0YWlscxgIIAMoCzIiLmFnZW50cnVubmVyLnYxLk1vZGFsaXR5VG9rZW5Db3VudBJFChljYW5kaWRhdGVzX3Rva2Vuc19kZXRhaWxzGAkgAygLMiIuYWdlbnRydW5uZXIudjEuTW9kYWxpdHlUb2tlbkNvdW50EkoKHnRvb2xfdXNlX3Byb21wdF90b2tlbnNfZGV0YWlscxgKIAMoCzIiLmFnZW50cnVubmVyLnYxLk1vZGFsaXR5VG9rZW5Db3VudBIiChpjYWNoZV9jcmVhdGlvbl90b2tlbl9jb3VudBgLIAEoBRIUCgx0cmFmZmljX3R5cGUYDCABKAkiOwoSTW9kYWxpdHlUb2tlbkNvdW50EhAKCG1vZGFsaXR5GAEgASgJEhMKC3Rva2VuX2NvdW50GAIgASgFYgZwcm90bzM", [file_agentrunner_v1_content, file_google_protobuf_struct, file_google_protobuf_timestamp]);
 
 /**
  * Event is one entry in a session's history: a user message, a model answer,
@@ -127,6 +127,59 @@ export type Event = Message<"agentrunner.v1.Event"> & {
    * @generated from field: agentrunner.v1.UsageMetadata usage_metadata = 14;
    */
   usageMetadata?: UsageMetadata | undefined;
+
+  /**
+   * Why the model stopped, in Gemini's names whatever the provider: "STOP"
+   * (done, including a stop to call tools), "MAX_TOKENS", "SAFETY",
+   * "RECITATION", "MALFORMED_FUNCTION_CALL", ... A reason a provider
+   * reports that has no such name is kept upper-cased. Empty on events no
+   * model produced.
+   *
+   * @generated from field: string finish_reason = 15;
+   */
+  finishReason: string;
+
+  /**
+   * The model version that answered, as the provider reported it (for
+   * example "gemini-2.5-flash-001" or "gpt-4o-2024-08-06").
+   *
+   * @generated from field: string model_version = 16;
+   */
+  modelVersion: string;
+
+  /**
+   * Sources the answer quotes, when the model reports them.
+   *
+   * @generated from field: agentrunner.v1.CitationMetadata citation_metadata = 17;
+   */
+  citationMetadata?: CitationMetadata | undefined;
+
+  /**
+   * How the answer was grounded (search queries, retrieved chunks and which
+   * parts of the answer they support), as the provider reported it: the
+   * JSON of Gemini's GroundingMetadata, whose field names it keeps.
+   *
+   * @generated from field: google.protobuf.Struct grounding_metadata = 18;
+   */
+  groundingMetadata?: JsonObject | undefined;
+
+  /**
+   * Values an application attaches to the event: set by callbacks
+   * (after_model on the model's response) and plugins (on_event). Stored
+   * and returned as they were set; never sent to a model.
+   *
+   * @generated from field: google.protobuf.Struct custom_metadata = 19;
+   */
+  customMetadata?: JsonObject | undefined;
+
+  /**
+   * True when the model's answer was cut off after part of it had been
+   * streamed (the connection dropped, the call timed out): content holds
+   * what arrived, and error_code says why it stopped.
+   *
+   * @generated from field: bool interrupted = 20;
+   */
+  interrupted: boolean;
 };
 
 /**
@@ -135,6 +188,76 @@ export type Event = Message<"agentrunner.v1.Event"> & {
  */
 export const EventSchema: GenMessage<Event> = /*@__PURE__*/
   messageDesc(file_agentrunner_v1_event, 0);
+
+/**
+ * CitationMetadata lists the sources an answer quotes.
+ *
+ * @generated from message agentrunner.v1.CitationMetadata
+ */
+export type CitationMetadata = Message<"agentrunner.v1.CitationMetadata"> & {
+  /**
+   * @generated from field: repeated agentrunner.v1.Citation citations = 1;
+   */
+  citations: Citation[];
+};
+
+/**
+ * Describes the message agentrunner.v1.CitationMetadata.
+ * Use `create(CitationMetadataSchema)` to create a new message.
+ */
+export const CitationMetadataSchema: GenMessage<CitationMetadata> = /*@__PURE__*/
+  messageDesc(file_agentrunner_v1_event, 1);
+
+/**
+ * Citation is one quoted source.
+ *
+ * @generated from message agentrunner.v1.Citation
+ */
+export type Citation = Message<"agentrunner.v1.Citation"> & {
+  /**
+   * The span of the answer's text that quotes the source: byte offsets
+   * into the text as the provider counts them, end exclusive.
+   *
+   * @generated from field: int32 start_index = 1;
+   */
+  startIndex: number;
+
+  /**
+   * @generated from field: int32 end_index = 2;
+   */
+  endIndex: number;
+
+  /**
+   * Where the source is, its title and its license, when known.
+   *
+   * @generated from field: string uri = 3;
+   */
+  uri: string;
+
+  /**
+   * @generated from field: string title = 4;
+   */
+  title: string;
+
+  /**
+   * @generated from field: string license = 5;
+   */
+  license: string;
+
+  /**
+   * When the source was published, as "YYYY", "YYYY-MM" or "YYYY-MM-DD".
+   *
+   * @generated from field: string publication_date = 6;
+   */
+  publicationDate: string;
+};
+
+/**
+ * Describes the message agentrunner.v1.Citation.
+ * Use `create(CitationSchema)` to create a new message.
+ */
+export const CitationSchema: GenMessage<Citation> = /*@__PURE__*/
+  messageDesc(file_agentrunner_v1_event, 2);
 
 /**
  * EventActions are the side effects of an event, applied when it is persisted.
@@ -197,7 +320,7 @@ export type EventActions = Message<"agentrunner.v1.EventActions"> & {
  * Use `create(EventActionsSchema)` to create a new message.
  */
 export const EventActionsSchema: GenMessage<EventActions> = /*@__PURE__*/
-  messageDesc(file_agentrunner_v1_event, 1);
+  messageDesc(file_agentrunner_v1_event, 3);
 
 /**
  * EventCompaction is a summary of a range of a session's events.
@@ -233,7 +356,7 @@ export type EventCompaction = Message<"agentrunner.v1.EventCompaction"> & {
  * Use `create(EventCompactionSchema)` to create a new message.
  */
 export const EventCompactionSchema: GenMessage<EventCompaction> = /*@__PURE__*/
-  messageDesc(file_agentrunner_v1_event, 2);
+  messageDesc(file_agentrunner_v1_event, 4);
 
 /**
  * UsageMetadata counts the tokens of one model call.
@@ -282,6 +405,46 @@ export type UsageMetadata = Message<"agentrunner.v1.UsageMetadata"> & {
    * @generated from field: int32 total_token_count = 6;
    */
   totalTokenCount: number;
+
+  /**
+   * The counts above by modality (TEXT, IMAGE, AUDIO, VIDEO, DOCUMENT),
+   * when the provider reports them.
+   *
+   * @generated from field: repeated agentrunner.v1.ModalityTokenCount prompt_tokens_details = 7;
+   */
+  promptTokensDetails: ModalityTokenCount[];
+
+  /**
+   * @generated from field: repeated agentrunner.v1.ModalityTokenCount cache_tokens_details = 8;
+   */
+  cacheTokensDetails: ModalityTokenCount[];
+
+  /**
+   * @generated from field: repeated agentrunner.v1.ModalityTokenCount candidates_tokens_details = 9;
+   */
+  candidatesTokensDetails: ModalityTokenCount[];
+
+  /**
+   * @generated from field: repeated agentrunner.v1.ModalityTokenCount tool_use_prompt_tokens_details = 10;
+   */
+  toolUsePromptTokensDetails: ModalityTokenCount[];
+
+  /**
+   * Tokens of the prompt written to the provider's prompt cache by this
+   * call (Anthropic's cache_creation_input_tokens), counted in
+   * prompt_token_count.
+   *
+   * @generated from field: int32 cache_creation_token_count = 11;
+   */
+  cacheCreationTokenCount: number;
+
+  /**
+   * How the call was billed, when the provider says: Gemini's traffic type
+   * ("ON_DEMAND", "PROVISIONED_THROUGHPUT") or OpenAI's service tier.
+   *
+   * @generated from field: string traffic_type = 12;
+   */
+  trafficType: string;
 };
 
 /**
@@ -289,5 +452,31 @@ export type UsageMetadata = Message<"agentrunner.v1.UsageMetadata"> & {
  * Use `create(UsageMetadataSchema)` to create a new message.
  */
 export const UsageMetadataSchema: GenMessage<UsageMetadata> = /*@__PURE__*/
-  messageDesc(file_agentrunner_v1_event, 3);
+  messageDesc(file_agentrunner_v1_event, 5);
+
+/**
+ * ModalityTokenCount is a token count of one modality.
+ *
+ * @generated from message agentrunner.v1.ModalityTokenCount
+ */
+export type ModalityTokenCount = Message<"agentrunner.v1.ModalityTokenCount"> & {
+  /**
+   * "TEXT", "IMAGE", "AUDIO", "VIDEO" or "DOCUMENT".
+   *
+   * @generated from field: string modality = 1;
+   */
+  modality: string;
+
+  /**
+   * @generated from field: int32 token_count = 2;
+   */
+  tokenCount: number;
+};
+
+/**
+ * Describes the message agentrunner.v1.ModalityTokenCount.
+ * Use `create(ModalityTokenCountSchema)` to create a new message.
+ */
+export const ModalityTokenCountSchema: GenMessage<ModalityTokenCount> = /*@__PURE__*/
+  messageDesc(file_agentrunner_v1_event, 6);
 

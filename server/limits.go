@@ -1,0 +1,176 @@
+package server
+
+import (
+	"context"
+	"iter"
+	"sync"
+
+	"github.com/agentrunner/agentrunner/runner"
+	"github.com/agentrunner/agentrunner/store"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+)
+
+// Limits bound what one call, one principal and the whole server may
+// take. A zero field takes its default.
+type Limits struct {
+	// MaxPageSize is the largest page_size a listing accepts; a larger
+	// one is InvalidArgument. Default and ceiling: store.MaxPageSize.
+	MaxPageSize int
+	// MaxEventsPerCall is how many events GetSession returns at most: the
+	// most recent ones, the others counted in omitted_events (ListEvents
+	// pages through them). Default DefaultMaxEventsPerCall.
+	MaxEventsPerCall int
+	// MaxRuns is how many runs may be in progress (pending or running) at
+	// once on this server; one more is ResourceExhausted. Default
+	// DefaultMaxRuns.
+	MaxRuns int
+	// MaxRunsPerPrincipal is how many runs one principal may have in
+	// progress at once, with authentication on; one more is
+	// ResourceExhausted. Default DefaultMaxRunsPerPrincipal.
+	MaxRunsPerPrincipal int
+}
+
+// Defaults of Limits.
+const (
+	DefaultMaxEventsPerCall    = 10000
+	DefaultMaxRuns             = 1000
+	DefaultMaxRunsPerPrincipal = 100
+)
+
+func (l Limits) withDefaults() Limits {
+	if l.MaxPageSize <= 0 || l.MaxPageSize > store.MaxPageSize {
+		l.MaxPageSize = store.MaxPageSize
+	}
+	if l.MaxEventsPerCall <= 0 {
+		l.MaxEventsPerCall = DefaultMaxEventsPerCall
+	}
+	if l.MaxRuns <= 0 {
+		l.MaxRuns = DefaultMaxRuns
+	}
+	if l.MaxRunsPerPrincipal <= 0 {
+		l.MaxRunsPerPrincipal = DefaultMaxRunsPerPrincipal
+	}
+	return l
+}
+
+// checkPage refuses a page_size above the limit.
+func (s *Server) checkPage(r paged) error {
+	if n := r.GetPageSize(); int(n) > s.limits.MaxPageSize {
+		return invalid("page_size", "%d is above the limit of %d", n, s.limits.MaxPageSize)
+	}
+	return nil
+}
+
+// runSlot is one run counted by runLimiter: reserved when admitted, bound
+// to the run's done channel once its id is known, gone once that closes.
+type runSlot struct {
+	principal string
+	done      <-chan struct{}
+}
+
+// runLimiter counts the runs in progress, in total and per principal. It
+// starts no goroutines: a slot whose run has ended is dropped at the next
+// acquire.
+type runLimiter struct {
+	max, maxPer int
+	mu          sync.Mutex
+	slots       map[*runSlot]struct{}
+}
+
+func newRunLimiter(l Limits) *runLimiter {
+	return &runLimiter{max: l.MaxRuns, maxPer: l.MaxRunsPerPrincipal, slots: map[*runSlot]struct{}{}}
+}
+
+// acquire reserves a slot for a run of principal ("" without
+// authentication, which only the total bounds), or says why not.
+func (l *runLimiter) acquire(principal string) (*runSlot, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	mine := 0
+	for sl := range l.slots {
+		if sl.done != nil && isClosed(sl.done) {
+			delete(l.slots, sl)
+			continue
+		}
+		if principal != "" && sl.principal == principal {
+			mine++
+		}
+	}
+	switch {
+	case len(l.slots) >= l.max:
+		return nil, status.Errorf(codes.ResourceExhausted, "%d runs are in progress on this server, its limit; try again later", len(l.slots))
+	case principal != "" && mine >= l.maxPer:
+		return nil, status.Errorf(codes.ResourceExhausted, "principal %s has %d runs in progress, its limit; try again once one ends", principal, mine)
+	}
+	sl := &runSlot{principal: principal}
+	l.slots[sl] = struct{}{}
+	return sl, nil
+}
+
+// bind ties a slot to its run: it is counted until done closes.
+func (l *runLimiter) bind(sl *runSlot, done <-chan struct{}) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	sl.done = done
+}
+
+// release drops a slot whose run never started.
+func (l *runLimiter) release(sl *runSlot) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	delete(l.slots, sl)
+}
+
+// inProgress is how many runs are counted (those ended dropped).
+func (l *runLimiter) inProgress() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for sl := range l.slots {
+		if sl.done != nil && isClosed(sl.done) {
+			delete(l.slots, sl)
+		}
+	}
+	return len(l.slots)
+}
+
+func isClosed(c <-chan struct{}) bool {
+	select {
+	case <-c:
+		return true
+	default:
+		return false
+	}
+}
+
+// tracked passes a run stream through, binding sl to the run once the
+// stream names it (its first message is the run record) and releasing it
+// when the stream ends without naming one.
+func (l *runLimiter) tracked(sl *runSlot, app AppRunner, seq iter.Seq2[runner.Update, error]) iter.Seq2[runner.Update, error] {
+	return func(yield func(runner.Update, error) bool) {
+		bound := false
+		defer func() {
+			if !bound {
+				l.release(sl)
+			}
+		}()
+		for u, err := range seq {
+			if !bound && u.Run != nil && err == nil {
+				l.bind(sl, app.RunDone(u.Run.GetRunId()))
+				bound = true
+			}
+			if !yield(u, err) {
+				return
+			}
+		}
+	}
+}
+
+// acquireRun reserves a run slot for the caller.
+func (s *Server) acquireRun(ctx context.Context) (*runSlot, error) {
+	name := ""
+	if p := principalFrom(ctx); p != nil {
+		name = p.Name
+	}
+	return s.runs.acquire(name)
+}

@@ -1,0 +1,156 @@
+package server
+
+import (
+	"context"
+	"testing"
+
+	servicev1 "github.com/agentrunner/agentrunner/gen/go/agentrunner/service/v1"
+	agentrunnerv1 "github.com/agentrunner/agentrunner/gen/go/agentrunner/v1"
+	"github.com/agentrunner/agentrunner/runner/apps"
+	"google.golang.org/grpc/codes"
+)
+
+func withLimits(l Limits) envOption { return func(c *Config) { c.Limits = l } }
+
+// TestPageSizeLimit: every listing refuses a page_size above the limit,
+// with InvalidArgument naming the field, and takes one at it.
+func TestPageSizeLimit(t *testing.T) {
+	e := newEnv(t, withRunnerApps(t, customApp("echo", sayHi)), withLimits(Limits{MaxPageSize: 10}))
+	e.createSession(t, "echo", "u", "s")
+	if _, err := e.artifacts.SaveArtifact(t.Context(), &servicev1.SaveArtifactRequest{AppName: "echo", UserId: "u", SessionId: "s", Filename: "f", Artifact: text("x").GetParts()[0]}); err != nil {
+		t.Fatal(err)
+	}
+	lists := map[string]func(ctx context.Context, n int32) error{
+		"ListSessions": func(ctx context.Context, n int32) error {
+			_, err := e.sessions.ListSessions(ctx, &servicev1.ListSessionsRequest{AppName: "echo", UserId: "u", PageSize: n})
+			return err
+		},
+		"ListEvents": func(ctx context.Context, n int32) error {
+			_, err := e.sessions.ListEvents(ctx, &servicev1.ListEventsRequest{AppName: "echo", UserId: "u", SessionId: "s", PageSize: n})
+			return err
+		},
+		"ListArtifacts": func(ctx context.Context, n int32) error {
+			_, err := e.artifacts.ListArtifacts(ctx, &servicev1.ListArtifactsRequest{AppName: "echo", UserId: "u", SessionId: "s", PageSize: n})
+			return err
+		},
+		"ListArtifactVersions": func(ctx context.Context, n int32) error {
+			_, err := e.artifacts.ListArtifactVersions(ctx, &servicev1.ListArtifactVersionsRequest{AppName: "echo", UserId: "u", SessionId: "s", Filename: "f", PageSize: n})
+			return err
+		},
+		"ListRuns": func(ctx context.Context, n int32) error {
+			_, err := e.runner.ListRuns(ctx, &servicev1.ListRunsRequest{AppName: "echo", UserId: "u", SessionId: "s", PageSize: n})
+			return err
+		},
+	}
+	for name, list := range lists {
+		if err := list(t.Context(), 10); err != nil {
+			t.Errorf("%s with page_size 10: %v", name, err)
+		}
+		err := list(t.Context(), 11)
+		wantCode(t, err, codes.InvalidArgument, "page_size")
+		if msg := statusMessage(err); msg != "page_size: 11 is above the limit of 10" {
+			t.Errorf("%s: %q", name, msg)
+		}
+	}
+	// The default is the store's ceiling, 1000.
+	d := newEnv(t)
+	_, err := d.sessions.ListSessions(t.Context(), &servicev1.ListSessionsRequest{AppName: "echo", UserId: "u", PageSize: 1001})
+	wantCode(t, err, codes.InvalidArgument, "page_size")
+}
+
+// TestEventsPerCallLimit: GetSession returns at most the limit, the most
+// recent events, and counts the rest it selects as omitted.
+func TestEventsPerCallLimit(t *testing.T) {
+	e := newEnv(t, withLimits(Limits{MaxEventsPerCall: 3}))
+	e.createSession(t, "a", "u", "s")
+	for range 5 {
+		if _, err := e.sessions.AppendEvent(t.Context(), &servicev1.AppendEventRequest{AppName: "a", UserId: "u", SessionId: "s", Event: &agentrunnerv1.Event{Author: "user", Content: text("x")}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, tc := range []struct {
+		recent  int32
+		after   uint64
+		first   uint64
+		n       int
+		omitted uint64
+	}{
+		{0, 0, 3, 3, 2},
+		{2, 0, 4, 2, 0},
+		{4, 0, 3, 3, 1},
+		{0, 4, 5, 1, 0},
+	} {
+		resp, err := e.sessions.GetSession(t.Context(), &servicev1.GetSessionRequest{AppName: "a", UserId: "u", SessionId: "s", NumRecentEvents: tc.recent, AfterSequence: tc.after})
+		if err != nil {
+			t.Fatal(err)
+		}
+		evs := resp.GetEvents()
+		if len(evs) != tc.n || evs[0].GetSequence() != tc.first || resp.GetOmittedEvents() != tc.omitted {
+			t.Errorf("recent %d after %d: %d events from #%d, %d omitted; want %d from #%d, %d omitted",
+				tc.recent, tc.after, len(evs), evs[0].GetSequence(), resp.GetOmittedEvents(), tc.n, tc.first, tc.omitted)
+		}
+	}
+}
+
+var limitsAuth = `principals:
+  - {name: alice, token_sha256: ` + sha("alice-token") + `, apps: ["*"], users: [self]}
+  - {name: bob, token_sha256: ` + sha("bob-token") + `, apps: ["*"], users: [self]}
+  - {name: root, token_sha256: ` + sha("root-token") + `, admin: true}
+`
+
+// TestRunLimits: runs in progress are bounded per principal and in total
+// (ResourceExhausted); a slot frees when its run ends, and a run that never
+// starts takes none.
+func TestRunLimits(t *testing.T) {
+	g := newGate()
+	e := newEnv(t, withRunnerApps(t, func(t *testing.T) apps.App { return g.app(t) }), withAuth(t, limitsAuth),
+		withLimits(Limits{MaxRuns: 2, MaxRunsPerPrincipal: 1}))
+	for _, u := range []string{"alice", "bob", "root"} {
+		for _, s := range []string{"s1", "s2"} {
+			if _, err := e.sessions.CreateSession(as(t.Context(), u), &servicev1.CreateSessionRequest{AppName: "gate", UserId: u, SessionId: s}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	start := func(who, session, msg string) (*agentrunnerv1.Run, error) {
+		resp, err := e.runner.StartRun(as(t.Context(), who), &servicev1.StartRunRequest{AppName: "gate", UserId: who, SessionId: session, NewMessage: text(msg)})
+		return resp.GetRun(), err
+	}
+	a1, err := start("alice", "s1", "a1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-g.entered
+	_, err = start("alice", "s2", "a2")
+	wantCode(t, err, codes.ResourceExhausted, "")
+	if _, err := start("bob", "s1", "b1"); err != nil {
+		t.Fatal(err)
+	}
+	<-g.entered
+	_, err = start("root", "s1", "r1")
+	wantCode(t, err, codes.ResourceExhausted, "")
+	err = streamErr(e.runner.Run(as(t.Context(), "root"), &servicev1.RunRequest{AppName: "gate", UserId: "root", SessionId: "s2", NewMessage: text("r2")}))
+	wantCode(t, err, codes.ResourceExhausted, "")
+
+	// alice's run ends: her slot frees.
+	g.release("a1")
+	if err := streamErr(e.runner.AttachRun(as(t.Context(), "alice"), &servicev1.AttachRunRequest{RunId: a1.GetRunId()})); err != nil {
+		t.Fatal(err)
+	}
+	if got := e.grpc.srv.runs.inProgress(); got != 1 {
+		t.Errorf("%d runs counted after alice's ended, want 1 (bob's)", got)
+	}
+	// Runs that cannot start (no such session) take no slot, through
+	// either RPC, however many there are.
+	for range 3 {
+		_, err = start("alice", "missing", "x")
+		wantCode(t, err, codes.NotFound, "")
+		err = streamErr(e.runner.Run(as(t.Context(), "alice"), &servicev1.RunRequest{AppName: "gate", UserId: "alice", SessionId: "missing", NewMessage: text("x")}))
+		wantCode(t, err, codes.NotFound, "")
+	}
+	g.release("a2")
+	if _, err := start("alice", "s2", "a2"); err != nil {
+		t.Errorf("alice's second run after her first ended: %v", err)
+	}
+	g.release("b1")
+}

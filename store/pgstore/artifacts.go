@@ -1,0 +1,299 @@
+package pgstore
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	agentrunnerv1 "github.com/agentrunner/agentrunner/gen/go/agentrunner/v1"
+	"github.com/agentrunner/agentrunner/store"
+)
+
+func validateFilename(name string) error {
+	if name == "" {
+		return fmt.Errorf("filename is empty: %w", store.ErrInvalidArgument)
+	}
+	return checkParts(name)
+}
+
+// artifactScope returns the scope column of an artifact: "" for names
+// that belong to the user.
+func artifactScope(k store.SessionKey, filename string) string {
+	if store.ScopeOf(filename) == store.ScopeUser {
+		return ""
+	}
+	return k.Session
+}
+
+// describePart returns the media type and bytes an artifact's metadata is
+// computed from.
+func describePart(p *agentrunnerv1.Part) (mime string, data []byte, err error) {
+	switch d := p.GetData().(type) {
+	case *agentrunnerv1.Part_Text:
+		return "text/plain", []byte(d.Text), nil
+	case *agentrunnerv1.Part_InlineData:
+		return d.InlineData.GetMimeType(), d.InlineData.GetData(), nil
+	case *agentrunnerv1.Part_FileData:
+		return d.FileData.GetMimeType(), []byte(d.FileData.GetFileUri()), nil
+	}
+	return "", nil, fmt.Errorf("artifact must hold text, inline_data or file_data: %w", store.ErrInvalidArgument)
+}
+
+// artifactLockClass is the first key of the advisory locks that
+// serialize the saves of one artifact (the second is a hash of its name):
+// its next version number is read and written in one transaction.
+const artifactLockClass int32 = 0x6172 // "ar"
+
+// SaveArtifact implements store.Store.
+func (s *Store) SaveArtifact(ctx context.Context, k store.SessionKey, filename string, part *agentrunnerv1.Part) (*agentrunnerv1.ArtifactVersion, error) {
+	if err := validateKey(k); err != nil {
+		return nil, err
+	}
+	if err := validateFilename(filename); err != nil {
+		return nil, err
+	}
+	mime, data, err := describePart(part)
+	if err != nil {
+		return nil, err
+	}
+	sum := sha256.Sum256(data)
+	blob, err := proto.Marshal(part)
+	if err != nil {
+		return nil, fmt.Errorf("marshal artifact: %w", err)
+	}
+	if err := checkSize("artifact "+filename, len(blob), s.opts.MaxItemBytes); err != nil {
+		return nil, err
+	}
+	meta := &agentrunnerv1.ArtifactVersion{
+		Filename:   filename,
+		MimeType:   mime,
+		SizeBytes:  int64(len(data)),
+		Sha256:     hex.EncodeToString(sum[:]),
+		CreateTime: timestamppb.New(s.opts.Now()),
+	}
+	scope := artifactScope(k, filename)
+	err = s.inTx(ctx, func(tx pgx.Tx) error {
+		// FOR SHARE: the session cannot be deleted under the save.
+		var one int
+		err := tx.QueryRow(ctx, "SELECT 1 FROM sessions WHERE app_name = $1 AND user_id = $2 AND session_id = $3 FOR SHARE",
+			k.App, k.User, k.Session).Scan(&one)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return fmt.Errorf("session %s: %w", k, store.ErrNotFound)
+		} else if err != nil {
+			return fmt.Errorf("read session %s: %w", k, err)
+		}
+		if _, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock($1, hashtext($2 || '/' || $3 || '/' || $4 || '/' || $5))",
+			artifactLockClass, k.App, k.User, scope, filename); err != nil {
+			return fmt.Errorf("lock artifact: %w", err)
+		}
+		if err := tx.QueryRow(ctx, `SELECT coalesce(max(version), 0) + 1 FROM artifacts
+			WHERE app_name = $1 AND user_id = $2 AND scope = $3 AND filename = $4`, k.App, k.User, scope, filename).Scan(&meta.Version); err != nil {
+			return fmt.Errorf("next artifact version: %w", err)
+		}
+		mb, err := proto.Marshal(meta)
+		if err != nil {
+			return fmt.Errorf("marshal artifact version: %w", err)
+		}
+		_, err = tx.Exec(ctx, `INSERT INTO artifacts (app_name, user_id, scope, filename, version, meta, part)
+			VALUES ($1, $2, $3, $4, $5, $6, $7)`, k.App, k.User, scope, filename, meta.Version, mb, blob)
+		if err != nil {
+			return fmt.Errorf("insert artifact: %w", err)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return meta, nil
+}
+
+// LoadArtifact implements store.Store. One query reads the session (to
+// tell a missing session from a missing artifact) and the version.
+func (s *Store) LoadArtifact(ctx context.Context, k store.SessionKey, filename string, version int64) (*agentrunnerv1.Part, *agentrunnerv1.ArtifactVersion, error) {
+	if err := validateKey(k); err != nil {
+		return nil, nil, err
+	}
+	if err := validateFilename(filename); err != nil {
+		return nil, nil, err
+	}
+	if version < 0 {
+		return nil, nil, fmt.Errorf("version %d is negative: %w", version, store.ErrInvalidArgument)
+	}
+	var (
+		part *agentrunnerv1.Part
+		meta *agentrunnerv1.ArtifactVersion
+	)
+	err := s.query(ctx, func() error {
+		var mb, pb []byte
+		err := s.pool.QueryRow(ctx, `SELECT a.meta, a.part FROM sessions s
+			LEFT JOIN LATERAL (SELECT meta, part FROM artifacts
+				WHERE app_name = $1 AND user_id = $2 AND scope = $4 AND filename = $5 AND ($6 = 0 OR version = $6)
+				ORDER BY version DESC LIMIT 1) a ON true
+			WHERE s.app_name = $1 AND s.user_id = $2 AND s.session_id = $3`,
+			k.App, k.User, k.Session, artifactScope(k, filename), filename, version).Scan(&mb, &pb)
+		switch {
+		case errors.Is(err, pgx.ErrNoRows):
+			return fmt.Errorf("session %s: %w", k, store.ErrNotFound)
+		case err != nil:
+			return fmt.Errorf("load artifact: %w", err)
+		case mb == nil && version == 0:
+			return fmt.Errorf("artifact %q in session %s: %w", filename, k, store.ErrNotFound)
+		case mb == nil:
+			return fmt.Errorf("artifact %q version %d in session %s: %w", filename, version, k, store.ErrNotFound)
+		}
+		meta, part = &agentrunnerv1.ArtifactVersion{}, &agentrunnerv1.Part{}
+		if err := proto.Unmarshal(mb, meta); err != nil {
+			return fmt.Errorf("decode artifact version: %w", err)
+		}
+		if err := proto.Unmarshal(pb, part); err != nil {
+			return fmt.Errorf("decode artifact: %w", err)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	return part, meta, nil
+}
+
+// ListArtifacts implements store.Store: the latest version of each of
+// the session's own names and of the user's "user:" names (the two sets
+// never overlap), by name, read from the primary key's ranges.
+func (s *Store) ListArtifacts(ctx context.Context, k store.SessionKey, page store.Page) ([]*agentrunnerv1.ArtifactVersion, string, error) {
+	if err := validateKey(k); err != nil {
+		return nil, "", err
+	}
+	var after string
+	if page.Token != "" {
+		var err error
+		if after, err = decodeString(page.Token); err != nil {
+			return nil, "", err
+		}
+	}
+	limit := page.Limit()
+	var (
+		out  []*agentrunnerv1.ArtifactVersion
+		next string
+	)
+	err := s.query(ctx, func() error {
+		if err := sessionExists(ctx, s.pool, k); err != nil {
+			return err
+		}
+		// One range of the primary key per scope, each walked in name
+		// order (an incremental sort puts a name's newest version first).
+		rows, err := s.pool.Query(ctx, `SELECT meta FROM (
+			(SELECT DISTINCT ON (filename) filename, meta FROM artifacts
+				WHERE app_name = $1 AND user_id = $2 AND scope = $3 AND filename > $4
+				ORDER BY filename, version DESC LIMIT $5)
+			UNION ALL
+			(SELECT DISTINCT ON (filename) filename, meta FROM artifacts
+				WHERE app_name = $1 AND user_id = $2 AND scope = '' AND filename > $4
+				ORDER BY filename, version DESC LIMIT $5)
+			) a ORDER BY filename LIMIT $5`, k.App, k.User, k.Session, after, limit+1)
+		if err != nil {
+			return fmt.Errorf("list artifacts: %w", err)
+		}
+		var mb []byte
+		_, err = pgx.ForEachRow(rows, []any{&mb}, func() error {
+			m := &agentrunnerv1.ArtifactVersion{}
+			if err := proto.Unmarshal(mb, m); err != nil {
+				return fmt.Errorf("decode artifact version: %w", err)
+			}
+			out = append(out, m)
+			return nil
+		})
+		return err
+	})
+	if err != nil {
+		return nil, "", err
+	}
+	if len(out) > limit {
+		out = out[:limit]
+		next = encodeString(out[limit-1].GetFilename())
+	}
+	return out, next, nil
+}
+
+// ListArtifactVersions implements store.Store.
+func (s *Store) ListArtifactVersions(ctx context.Context, k store.SessionKey, filename string, page store.Page) ([]*agentrunnerv1.ArtifactVersion, string, error) {
+	if err := validateKey(k); err != nil {
+		return nil, "", err
+	}
+	if err := validateFilename(filename); err != nil {
+		return nil, "", err
+	}
+	before := uint64(1) << 62 // past every version
+	if page.Token != "" {
+		var err error
+		if before, err = decodeNumber(page.Token); err != nil {
+			return nil, "", err
+		}
+	}
+	limit := page.Limit()
+	var (
+		out  []*agentrunnerv1.ArtifactVersion
+		next string
+	)
+	err := s.query(ctx, func() error {
+		if err := sessionExists(ctx, s.pool, k); err != nil {
+			return err
+		}
+		rows, err := s.pool.Query(ctx, `SELECT meta FROM artifacts
+			WHERE app_name = $1 AND user_id = $2 AND scope = $3 AND filename = $4 AND version < $5
+			ORDER BY version DESC LIMIT $6`, k.App, k.User, artifactScope(k, filename), filename, int64(before), limit+1)
+		if err != nil {
+			return fmt.Errorf("list artifact versions: %w", err)
+		}
+		var mb []byte
+		_, err = pgx.ForEachRow(rows, []any{&mb}, func() error {
+			m := &agentrunnerv1.ArtifactVersion{}
+			if err := proto.Unmarshal(mb, m); err != nil {
+				return fmt.Errorf("decode artifact version: %w", err)
+			}
+			out = append(out, m)
+			return nil
+		})
+		if err == nil && len(out) == 0 && page.Token == "" {
+			return fmt.Errorf("artifact %q in session %s: %w", filename, k, store.ErrNotFound)
+		}
+		return err
+	})
+	if err != nil {
+		return nil, "", err
+	}
+	if len(out) > limit {
+		out = out[:limit]
+		next = encodeNumber(uint64(out[limit-1].GetVersion()))
+	}
+	return out, next, nil
+}
+
+// DeleteArtifact implements store.Store.
+func (s *Store) DeleteArtifact(ctx context.Context, k store.SessionKey, filename string) error {
+	if err := validateKey(k); err != nil {
+		return err
+	}
+	if err := validateFilename(filename); err != nil {
+		return err
+	}
+	return s.inTx(ctx, func(tx pgx.Tx) error {
+		if err := sessionExists(ctx, tx, k); err != nil {
+			return err
+		}
+		tag, err := tx.Exec(ctx, "DELETE FROM artifacts WHERE app_name = $1 AND user_id = $2 AND scope = $3 AND filename = $4",
+			k.App, k.User, artifactScope(k, filename), filename)
+		if err != nil {
+			return fmt.Errorf("delete artifact: %w", err)
+		}
+		if tag.RowsAffected() == 0 {
+			return fmt.Errorf("artifact %q in session %s: %w", filename, k, store.ErrNotFound)
+		}
+		return nil
+	})
+}

@@ -1,0 +1,247 @@
+package pgstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"google.golang.org/protobuf/proto"
+
+	agentrunnerv1 "github.com/agentrunner/agentrunner/gen/go/agentrunner/v1"
+	"github.com/agentrunner/agentrunner/store"
+)
+
+// Pipelined writes. An append, a run record, or both, is one transaction
+// sent in two round trips: BEGIN with every read the write needs (the
+// session's row lock first, so that the reads see what the lock
+// protects), then, once the write is worked out here, its statements
+// with COMMIT. A transaction of single statements would take five or
+// more round trips, each a wake-up of the server's backend. Appends
+// that change shared ("app:", "user:") state take the transaction path
+// (appendTx), whose read-modify-write of a shared row may have to insert
+// it first.
+
+const (
+	sqlLockSession = `SELECT record, lease_token, last_sequence FROM sessions
+		WHERE app_name = $1 AND user_id = $2 AND session_id = $3 FOR UPDATE`
+	sqlFindEventID = `SELECT record FROM events WHERE app_name = $1 AND user_id = $2 AND session_id = $3 AND event_id = $4
+		ORDER BY sequence LIMIT 1`
+	sqlInsertEvent = `INSERT INTO events (app_name, user_id, session_id, sequence, event_id, event_time, record)
+		VALUES ($1, $2, $3, $4, $5, $6, $7)`
+	sqlUpdateSession = "UPDATE sessions SET record = $4, last_sequence = $5 WHERE app_name = $1 AND user_id = $2 AND session_id = $3"
+)
+
+// pipeWrite is one pipelined write and, once done, its outcome.
+type pipeWrite struct {
+	k      store.SessionKey
+	ev     *eventWrite // the event to append; nil for a run record alone
+	onceID string      // AppendEventOnce: append only if no event has this id
+	run    *runWrite   // the run record to write, if any
+	lazy   bool        // commit without waiting for the WAL flush (PutRunLater)
+
+	stored    *agentrunnerv1.Event // the appended event
+	storedRun *agentrunnerv1.Run   // the run record as written
+	found     []byte               // AppendEventOnce: the event holding onceID
+}
+
+// pipeReads is what the first round trip read.
+type pipeReads struct {
+	sess  *agentrunnerv1.Session
+	token int64  // the session's lease token
+	last  uint64 // the session's last sequence
+	found []byte
+	known map[string]*agentrunnerv1.ToolCall
+	run   storedRun
+}
+
+// pipelined runs p. A connection left inside the transaction by a
+// failure is rolled back, or closed by Release when that fails too.
+func (s *Store) pipelined(ctx context.Context, p *pipeWrite) error {
+	if err := s.check(ctx); err != nil {
+		return err
+	}
+	conn, err := s.pool.Acquire(ctx)
+	if err != nil {
+		return s.mapErr(fmt.Errorf("acquire a connection: %w", err))
+	}
+	defer conn.Release()
+	committed := false
+	defer func() {
+		if !committed {
+			rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+			defer cancel()
+			_, _ = conn.Exec(rctx, "ROLLBACK")
+		}
+	}()
+	start := time.Now()
+	r, err := p.read(ctx, conn)
+	if err != nil {
+		return s.mapErr(err)
+	}
+	writes, err := s.planWrites(ctx, p, r)
+	if err != nil || writes == nil {
+		return s.mapErr(err) // nil writes: nothing to write (a retried event)
+	}
+	if err := sendWrites(ctx, conn, writes); err != nil {
+		return s.mapErr(err)
+	}
+	committed = true
+	s.committed(start)
+	return nil
+}
+
+// read sends BEGIN and p's reads in one round trip.
+func (p *pipeWrite) read(ctx context.Context, conn *pgxpool.Conn) (*pipeReads, error) {
+	k := p.k
+	b := &pgx.Batch{}
+	b.Queue("BEGIN")
+	if p.lazy {
+		b.Queue("SET LOCAL synchronous_commit TO OFF")
+	}
+	b.Queue(sqlLockSession, k.App, k.User, k.Session)
+	if p.onceID != "" {
+		b.Queue(sqlFindEventID, k.App, k.User, k.Session, p.onceID)
+	}
+	var ids []string
+	if p.ev != nil {
+		ids = callIDs(p.ev.stored)
+	}
+	if len(ids) > 0 {
+		b.Queue(sqlKnownCalls, k.App, k.User, k.Session, ids)
+	}
+	if p.run != nil {
+		b.Queue(sqlRunOf, p.run.rec.GetRunId())
+		if req := p.run.rec.GetRequestId(); req != "" {
+			b.Queue(sqlRequestHolder, k.App, k.User, k.Session, req, p.run.rec.GetRunId())
+		}
+	}
+	br := conn.SendBatch(ctx, b)
+	r, err := p.scanReads(br, len(ids) > 0)
+	if cerr := br.Close(); err == nil && cerr != nil {
+		err = fmt.Errorf("read: %w", cerr)
+	}
+	return r, err
+}
+
+// scanReads reads the results of read's batch, in its order.
+func (p *pipeWrite) scanReads(br pgx.BatchResults, calls bool) (*pipeReads, error) {
+	var r pipeReads
+	if _, err := br.Exec(); err != nil {
+		return nil, fmt.Errorf("begin: %w", err)
+	}
+	if p.lazy {
+		if _, err := br.Exec(); err != nil {
+			return nil, fmt.Errorf("set synchronous_commit: %w", err)
+		}
+	}
+	var rec []byte
+	var last int64
+	err := br.QueryRow().Scan(&rec, &r.token, &last)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, fmt.Errorf("session %s: %w", p.k, store.ErrNotFound)
+	} else if err != nil {
+		return nil, fmt.Errorf("lock session %s: %w", p.k, err)
+	}
+	r.last = uint64(last)
+	if r.sess, err = decodeSession(rec); err != nil {
+		return nil, err
+	}
+	if p.onceID != "" {
+		if err := br.QueryRow().Scan(&r.found); err != nil && !errors.Is(err, pgx.ErrNoRows) {
+			return nil, fmt.Errorf("look for event id: %w", err)
+		}
+	}
+	if calls {
+		rows, err := br.Query()
+		if err == nil {
+			r.known, err = scanKnownCalls(rows)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("read tool calls: %w", err)
+		}
+	}
+	if p.run != nil {
+		if err := r.run.scan(br.QueryRow()); err != nil {
+			return nil, fmt.Errorf("read run %s: %w", p.run.rec.GetRunId(), err)
+		}
+		if p.run.rec.GetRequestId() != "" {
+			if err := r.run.scanHolder(br.QueryRow()); err != nil {
+				return nil, fmt.Errorf("read request_id: %w", err)
+			}
+		}
+	}
+	return &r, nil
+}
+
+// planWrites works out p's statements from what was read, ending with
+// COMMIT; nil when there is nothing to write (the event of onceID was
+// found).
+func (s *Store) planWrites(ctx context.Context, p *pipeWrite, r *pipeReads) (*pgx.Batch, error) {
+	k := p.k
+	b := &pgx.Batch{}
+	var seq uint64
+	if p.ev != nil {
+		if err := checkFence(ctx, k, r.token); err != nil {
+			return nil, err
+		}
+		if r.found != nil {
+			p.found = r.found
+			return nil, nil
+		}
+		seq = r.sess.GetLastSequence() + 1
+		recBytes, err := s.nextSession(r.sess, seq, *p.ev)
+		if err != nil {
+			return nil, fmt.Errorf("session %s: %w", k, err)
+		}
+		stored := proto.CloneOf(p.ev.stored)
+		stored.Sequence = seq
+		evBytes, err := proto.Marshal(stored)
+		if err != nil {
+			return nil, fmt.Errorf("marshal event: %w", err)
+		}
+		b.Queue(sqlInsertEvent, k.App, k.User, k.Session, int64(seq), stored.GetId(), stored.GetTimestamp().AsTime(), evBytes)
+		puts, err := ledgerChanges(k, r.known, seq, stored)
+		if err != nil {
+			return nil, err
+		}
+		for _, args := range puts {
+			b.Queue(sqlPutCall, args...)
+		}
+		b.Queue(sqlUpdateSession, k.App, k.User, k.Session, recBytes, int64(seq))
+		p.stored = stored
+	}
+	if p.run != nil {
+		rec, args, err := p.run.plan(r.run, r.last, seq)
+		if err != nil {
+			return nil, err
+		}
+		b.Queue(sqlPutRun, args...)
+		p.storedRun = rec
+	}
+	b.Queue("COMMIT")
+	return b, nil
+}
+
+// sendWrites sends the writes and COMMIT in one round trip and checks
+// that the transaction committed.
+func sendWrites(ctx context.Context, conn *pgxpool.Conn, b *pgx.Batch) error {
+	br := conn.SendBatch(ctx, b)
+	var err error
+	for i := 0; i < b.Len() && err == nil; i++ {
+		var tag interface{ String() string }
+		tag, err = br.Exec()
+		if err == nil && i == b.Len()-1 && tag.String() != "COMMIT" {
+			err = fmt.Errorf("transaction ended with %s", tag)
+		}
+	}
+	if cerr := br.Close(); err == nil && cerr != nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("write: %w", err)
+	}
+	return nil
+}
