@@ -287,7 +287,8 @@ func TestKeysGolden(t *testing.T) {
 		"run_before_1970 " + hex.EncodeToString(runKey(sessionKey(k), 7, -1, "e-0")),
 		"run_id " + hex.EncodeToString(runIDKey("e-1")),
 		"run_request " + hex.EncodeToString(runRequestKey(sessionKey(k), "req\x001")),
-		"memory_posting " + hex.EncodeToString(postingKey(userStateKey("app", "user\x00x"), "rex", memEventID)),
+		"memory_segment " + hex.EncodeToString(segmentKey(userStateKey("app", "user\x00x"), "rex", 3)),
+		"memory_event_id " + hex.EncodeToString(memEventID),
 		"schema " + hex.EncodeToString(binary.AppendUvarint(nil, currentSchema)),
 	}, "\n") + "\n"
 	path := filepath.Join("testdata", "keys.golden")

@@ -19,9 +19,9 @@
 //	run_ids         T(run_id)                                 -> run key; a run keeps the key of its first write
 //	run_requests    T(app, user, session, request_id)         -> run key: request ids are unique per session
 //	unfinished_runs run key                                   -> empty, while the run is PENDING or RUNNING
-//	memory_sessions T(app, user, session)                     -> uvarint: in memory; the last sequence with postings
-//	memory_postings T(app, user, term) U(^time) T(session) U(seq)
-//	                                                          -> uvarint: the term's count in the event
+//	memory_sessions T(app, user, session)                     -> uvarints: in memory; the last sequence with postings,
+//	                                                             the merges holding its postings
+//	memory_postings T(app, user, term) U(^merge)              -> (U(^time) T(session) U(seq) uvarint(count))...: a segment
 //	memory_users    T(app, user)                              -> uvarint: the user's events with postings
 //
 // T(...) encodes strings so that byte order is tuple order and a tuple's

@@ -3,6 +3,7 @@ package boltstore
 import (
 	"bytes"
 	"cmp"
+	"container/heap"
 	"context"
 	"crypto/sha256"
 	"encoding/binary"
@@ -25,15 +26,14 @@ import (
 // terms and never the user's history.
 //
 //	memory_sessions T(app, user, session)             -> uvarint: the watermark, the last
-//	                                                     sequence whose events have postings
-//	memory_postings T(app, user, term) U(^time) T(session) U(seq)
-//	                                                  -> uvarint: the term's count in the event
+//	                                                     sequence whose events have postings;
+//	                                                     uvarints: the merges that hold them
+//	memory_postings T(app, user, term) U(^merge)      -> postings (memseg.go)
 //	memory_users    T(app, user)                      -> uvarint: the user's events with postings (N, for idf)
 //
-// time is the event's timestamp in Unix nanoseconds with the sign bit
-// flipped; ^time makes a term's postings newest first, so that the
-// MaxPostingsPerTerm cap keeps the newest. U(^time) T(session) U(seq) is
-// an event's id in the index.
+// An event's id in the index is U(^time) T(session) U(seq); time is its
+// timestamp in Unix nanoseconds with the sign bit flipped, so that ids
+// order newest first.
 //
 // Why a watermark: an append to a session in memory writes nothing for
 // memory. Writing a posting per term would dirty a page per term and
@@ -55,9 +55,9 @@ import (
 
 // MaxPostingsPerTerm bounds the postings a search reads for one term (and
 // the not yet merged events it reads): a term in more of the user's
-// events than this ranks only the newest, and weighs as if it were in
-// this many.
-const MaxPostingsPerTerm = 5000
+// events than this ranks only those of the latest merges, and weighs as
+// if it were in this many.
+const MaxPostingsPerTerm = 2000
 
 // memState is the in-process part of memory: the sessions in memory that
 // hold events past their watermark. It is rebuilt from the file by Open.
@@ -102,10 +102,11 @@ func (m *memState) take(max int) []store.SessionKey {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	var out []store.SessionKey
+collect:
 	for _, sessions := range m.dirty {
 		for _, k := range sessions {
 			if len(out) == max {
-				return out
+				break collect
 			}
 			out = append(out, k)
 		}
@@ -117,7 +118,8 @@ func (m *memState) take(max int) []store.SessionKey {
 	return out
 }
 
-// finish ends the merge of keys, committed or not: again are dirty still.
+// finish ends the merge of keys, committed or not: again are dirty
+// still.
 func (m *memState) finish(keys, again []store.SessionKey) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -244,12 +246,6 @@ func eventID(ev *agentrunnerv1.Event, session string, seq uint64) []byte {
 
 func flipNanos(n int64) uint64 { return uint64(n) ^ 1<<63 }
 
-// postingKey is T(app, user, term) + id; user is T(app, user).
-func postingKey(user []byte, term string, id []byte) []byte {
-	b := make([]byte, 0, len(user)+len(term)+2+len(id))
-	return append(appendString(append(b, user...), term), id...)
-}
-
 // addIndexed adds d to the count of the user's events with postings.
 func addIndexed(users *bbolt.Bucket, user []byte, d int64) error {
 	n, _ := binary.Uvarint(users.Get(user))
@@ -279,51 +275,9 @@ func eachEventAfter(tx *bbolt.Tx, sk []byte, after uint64, fn func(seq uint64, e
 	return nil
 }
 
-// unindexSession removes session k from memory: its mark and its events'
-// postings. It runs in DeleteSession's transaction.
-func (s *Store) unindexSession(tx *bbolt.Tx, k store.SessionKey, sk []byte) error {
-	marks := tx.Bucket(bucketMemSessions)
-	mark := marks.Get(sk)
-	if mark == nil {
-		return nil
-	}
-	wm, _ := binary.Uvarint(mark)
-	user := userStateKey(k.App, k.User)
-	// Collect first, delete afterwards: the cursor walks the events.
-	var keys [][]byte
-	events := 0
-	err := eachEventAfter(tx, sk, 0, func(seq uint64, ev *agentrunnerv1.Event) bool {
-		if seq > wm {
-			return false // no postings yet
-		}
-		if hasMemoryText(ev) {
-			events++
-			id := eventID(ev, k.Session, seq)
-			for t := range store.MemoryTerms(store.MemoryText(ev)) {
-				keys = append(keys, postingKey(user, t, id))
-			}
-		}
-		return true
-	})
-	if err != nil {
-		return abortError{fmt.Errorf("memory of session %s: %w", k, err)}
-	}
-	postings := tx.Bucket(bucketMemPostings)
-	for _, key := range keys {
-		if err := del(postings, key); err != nil {
-			return err
-		}
-	}
-	if err := addIndexed(tx.Bucket(bucketMemUsers), user, -int64(events)); err != nil {
-		return err
-	}
-	tx.OnCommit(func() { s.mem.forget(k) })
-	return del(marks, sk)
-}
-
 // Merge bounds: a merge takes up to mergeSessions dirty sessions and
 // writes the postings of up to mergeEvents of their events, in one commit
-// of some thousands of postings.
+// of a segment per user and term it meets.
 const (
 	mergeSessions = 256
 	mergeEvents   = 1024
@@ -356,7 +310,8 @@ func (s *Store) mergeLoop() {
 }
 
 // mergeMemory writes the postings of dirty sessions' events past their
-// watermarks, one batch, and reports whether sessions are dirty still.
+// watermarks, one batch, and reports whether it left work it could have
+// done (a full batch).
 func (s *Store) mergeMemory(ctx context.Context) (bool, error) {
 	keys := s.mem.take(mergeSessions)
 	if len(keys) == 0 {
@@ -372,66 +327,10 @@ func (s *Store) mergeMemory(ctx context.Context) (bool, error) {
 		again = keys
 	}
 	s.mem.finish(keys, again)
-	return len(again) > 0, err
-}
-
-// mergeSessionsTx writes the postings of keys' events past their
-// watermarks, at most mergeEvents of them, and moves the watermarks. It
-// returns the sessions it did not finish.
-func mergeSessionsTx(tx *bbolt.Tx, keys []store.SessionKey) ([]store.SessionKey, error) {
-	type kv struct{ key, val []byte }
-	var posts []kv
-	var again []store.SessionKey
-	marks, users := tx.Bucket(bucketMemSessions), tx.Bucket(bucketMemUsers)
-	budget := mergeEvents
-	for _, k := range keys {
-		sk := sessionKey(k)
-		mark := marks.Get(sk)
-		if mark == nil {
-			continue // deleted meanwhile
-		}
-		if budget == 0 {
-			again = append(again, k)
-			continue
-		}
-		wm, _ := binary.Uvarint(mark)
-		user, last, n := userStateKey(k.App, k.User), wm, 0
-		err := eachEventAfter(tx, sk, wm, func(seq uint64, ev *agentrunnerv1.Event) bool {
-			if budget == 0 {
-				again = append(again, k)
-				return false
-			}
-			budget--
-			last = seq
-			if hasMemoryText(ev) {
-				n++
-				id := eventID(ev, k.Session, seq)
-				for t, count := range store.MemoryTerms(store.MemoryText(ev)) {
-					posts = append(posts, kv{postingKey(user, t, id), binary.AppendUvarint(nil, uint64(count))})
-				}
-			}
-			return true
-		})
-		if err != nil {
-			return nil, fmt.Errorf("memory of session %s: %w", k, err)
-		}
-		if err := put(marks, sk, binary.AppendUvarint(nil, last)); err != nil {
-			return nil, err
-		}
-		if err := addIndexed(users, user, int64(n)); err != nil {
-			return nil, err
-		}
-	}
-	// In key order, postings of one term go to the same pages one after
-	// the other.
-	slices.SortFunc(posts, func(a, b kv) int { return bytes.Compare(a.key, b.key) })
-	postings := tx.Bucket(bucketMemPostings)
-	for _, p := range posts {
-		if err := put(postings, p.key, p.val); err != nil {
-			return nil, err
-		}
-	}
-	return again, nil
+	// Only a full batch goes on at once: sessions appended to during the
+	// merge wait for the next tick, so that a busy session is merged in
+	// batches, not event by event.
+	return len(again) > 0 || len(keys) == mergeSessions, err
 }
 
 // unmerged returns, for each of terms, the events of the user's dirty
@@ -538,16 +437,10 @@ func (s *Store) SearchMemory(ctx context.Context, q store.MemoryQuery) ([]store.
 		if err != nil {
 			return err
 		}
-		if after != nil {
-			i, _ := slices.BinarySearchFunc(hits, *after, func(h, a memHit) int {
-				if h.compare(a) <= 0 {
-					return -1
-				}
-				return 1
-			})
-			hits = hits[i:]
-		}
-		out, next, err = loadHits(tx, q, hits, fp)
+		// A page needs its hits and whether one follows: the best
+		// limit+1 after the token, not the whole list sorted.
+		top, more := best(hits, after, q.Page.Limit()+1)
+		out, next, err = loadHits(tx, q, top, more, fp)
 		return err
 	})
 	if err != nil {
@@ -557,7 +450,8 @@ func (s *Store) SearchMemory(ctx context.Context, q store.MemoryQuery) ([]store.
 }
 
 // scoreHits reads the postings of terms, and the events of the user's
-// dirty sessions not merged yet, and returns the scored hits, best first.
+// dirty sessions not merged yet, and returns the scored hits, in no
+// order.
 func scoreHits(tx *bbolt.Tx, q store.MemoryQuery, terms map[string]int, dirty []string) ([]memHit, error) {
 	user := userStateKey(q.App, q.User)
 	found, read, err := unmerged(tx, user, dirty, terms, q.ExcludeSession)
@@ -570,18 +464,22 @@ func scoreHits(tx *bbolt.Tx, q store.MemoryQuery, terms map[string]int, dirty []
 	if q.ExcludeSession != "" {
 		excluded = appendString(nil, q.ExcludeSession)
 	}
+	keep := func(id []byte) bool { return excluded == nil || !bytes.HasPrefix(id[8:], excluded) }
 	c := tx.Bucket(bucketMemPostings).Cursor()
 	for t := range terms {
-		prefix := appendString(bytes.Clone(user), t)
-		for key, v := c.Seek(prefix); key != nil && bytes.HasPrefix(key, prefix) && len(found[t]) < MaxPostingsPerTerm; key, v = c.Next() {
-			if id := key[len(prefix):]; len(id) > 8 && (excluded == nil || !bytes.HasPrefix(id[8:], excluded)) {
-				tf, _ := binary.Uvarint(v)
-				found[t] = append(found[t], posting{id, max(tf, 1)})
-			}
+		if found[t] == nil {
+			found[t] = make([]posting, 0, 256)
+		}
+		if found[t], err = termPostings(c, appendString(bytes.Clone(user), t), found[t], keep); err != nil {
+			return nil, err
 		}
 	}
-	index := make(map[string]int)
-	var hits []memHit
+	n := 0
+	for _, ps := range found {
+		n += len(ps)
+	}
+	index := make(map[string]int, n)
+	hits := make([]memHit, 0, n)
 	for _, ps := range found {
 		idf := math.Log(1 + float64(max(total, uint64(len(ps))))/float64(max(len(ps), 1)))
 		for _, p := range ps {
@@ -594,7 +492,6 @@ func scoreHits(tx *bbolt.Tx, q store.MemoryQuery, terms map[string]int, dirty []
 			hits[i].score += (1 + math.Log(float64(p.tf))) * idf
 		}
 	}
-	slices.SortFunc(hits, memHit.compare)
 	return hits, nil
 }
 
@@ -610,9 +507,48 @@ func parseID(id string) (string, uint64, bool) {
 	return session, binary.BigEndian.Uint64(rest), true
 }
 
-// loadHits reads the events of the first page of hits and the token of
-// the next page.
-func loadHits(tx *bbolt.Tx, q store.MemoryQuery, hits []memHit, fp []byte) ([]store.MemoryHit, string, error) {
+// best returns the best n hits ranked after after (all, when nil), best
+// first, and whether more hits follow them.
+func best(hits []memHit, after *memHit, n int) ([]memHit, bool) {
+	h := &hitHeap{}
+	more := false
+	for _, c := range hits {
+		if after != nil && c.compare(*after) <= 0 {
+			continue
+		}
+		if len(*h) < n {
+			heap.Push(h, c)
+			continue
+		}
+		more = true
+		if c.compare((*h)[0]) < 0 { // better than the worst kept
+			(*h)[0] = c
+			heap.Fix(h, 0)
+		}
+	}
+	top := []memHit(*h)
+	slices.SortFunc(top, memHit.compare)
+	return top, more
+}
+
+// hitHeap keeps the worst hit on top.
+type hitHeap []memHit
+
+func (h hitHeap) Len() int           { return len(h) }
+func (h hitHeap) Less(i, j int) bool { return h[i].compare(h[j]) > 0 }
+func (h hitHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
+func (h *hitHeap) Push(x any)        { *h = append(*h, x.(memHit)) }
+func (h *hitHeap) Pop() any {
+	old := *h
+	x := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return x
+}
+
+// loadHits reads the events of the first page of hits, the best ones in
+// order, and the token of the next page: more says hits follow those
+// given.
+func loadHits(tx *bbolt.Tx, q store.MemoryQuery, hits []memHit, more bool, fp []byte) ([]store.MemoryHit, string, error) {
 	limit := q.Page.Limit()
 	events := tx.Bucket(bucketEvents)
 	var out []store.MemoryHit
@@ -639,6 +575,9 @@ func loadHits(tx *bbolt.Tx, q store.MemoryQuery, hits []memHit, fp []byte) ([]st
 			return nil, "", err
 		}
 		out = append(out, store.MemoryHit{SessionID: session, Event: ev, Score: h.score})
+	}
+	if more && len(hits) > 0 {
+		return out, encodeMemToken(hits[len(hits)-1], fp), nil
 	}
 	return out, "", nil
 }

@@ -155,6 +155,17 @@ func BenchmarkMemorySearch(b *testing.B) {
 	for u := range 20 {
 		fillMemory(b, s, fmt.Sprint("other", u), 500, c, t0)
 	}
+	// The steady state: the merger keeps up, and only the last second's
+	// events are not in postings yet.
+	for {
+		more, err := s.mergeMemory(b.Context())
+		if err != nil {
+			b.Fatal(err)
+		}
+		if !more {
+			break
+		}
+	}
 	q := newMemCorpus(2)
 	var lat []time.Duration
 	var found int

@@ -114,8 +114,8 @@ func TestMemoryIndex(t *testing.T) {
 		}
 	}
 	mergeAll(t, s)
-	// What is left is the other user's and the other app's: 4 terms
-	// each, and their users' counts.
+	// What is left is the other user's and the other app's: a segment
+	// for each of their 4 terms, and their users' counts.
 	countKeys(t, s, map[string]int{"memory_postings": 8, "memory_users": 2, "memory_sessions": 2})
 }
 
@@ -280,7 +280,8 @@ func TestMemoryRecover(t *testing.T) {
 		t.Fatalf("after reopen: %q", got)
 	}
 	mergeAll(t, s)
-	countKeys(t, s, map[string]int{"memory_postings": 4})
+	// One merge: a segment for each of first, second and walrus.
+	countKeys(t, s, map[string]int{"memory_postings": 3})
 	if got := search(t, s, q); got != "s#2 s#1" {
 		t.Fatalf("after merge: %q", got)
 	}
@@ -327,5 +328,34 @@ func TestMemoryConcurrent(t *testing.T) {
 		if int64(len(hits)) < want {
 			t.Fatalf("search found %d events, %d were appended before it began", len(hits), want)
 		}
+	}
+}
+
+// TestMemoryMergeBatches: more dirty sessions than one merge takes are
+// merged by successive merges, which then report nothing left.
+func TestMemoryMergeBatches(t *testing.T) {
+	s, _ := newTestStore(t, Options{NoSync: true, mergeDelay: time.Hour})
+	n := mergeSessions + 10
+	for i := range n {
+		memSession(t, s, store.SessionKey{App: "app", User: "u", Session: fmt.Sprint("s", i)}, true, time.Now(), "kiwi")
+	}
+	merges := 0
+	for more := true; more; merges++ {
+		var err error
+		if more, err = s.mergeMemory(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		if merges > 3 {
+			t.Fatal("merging does not end")
+		}
+	}
+	// Two merges, each a segment of "kiwi".
+	countKeys(t, s, map[string]int{"memory_postings": 2})
+	if merges != 2 {
+		t.Errorf("%d merges, want 2", merges)
+	}
+	hits, _, err := s.SearchMemory(t.Context(), store.MemoryQuery{App: "app", User: "u", Text: "kiwi", Page: store.Page{Size: store.MaxPageSize}})
+	if err != nil || len(hits) != n {
+		t.Fatalf("%d hits (%v), want %d", len(hits), err, n)
 	}
 }
