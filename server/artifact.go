@@ -15,6 +15,9 @@ type artifactService struct {
 
 func (h artifactService) SaveArtifact(ctx context.Context, req *servicev1.SaveArtifactRequest) (*servicev1.SaveArtifactResponse, error) {
 	k, err := validateSaveArtifact(req)
+	if err == nil {
+		err = h.s.checkArtifactLimit(req.GetArtifact())
+	}
 	if err != nil {
 		return nil, err
 	}

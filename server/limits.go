@@ -2,8 +2,11 @@ package server
 
 import (
 	"context"
+	"fmt"
 	"iter"
 	"sync"
+
+	agentrunnerv1 "github.com/agentrunner/agentrunner/gen/go/agentrunner/v1"
 
 	"github.com/agentrunner/agentrunner/runner"
 	"github.com/agentrunner/agentrunner/store"
@@ -29,6 +32,17 @@ type Limits struct {
 	// progress at once, with authentication on; one more is
 	// ResourceExhausted. Default DefaultMaxRunsPerPrincipal.
 	MaxRunsPerPrincipal int
+	// MaxParts is how many parts one content (a run's new message, an
+	// appended event's content, a resume's answers) may have; more is
+	// InvalidArgument. Default DefaultMaxParts.
+	MaxParts int
+	// MaxInlineBytes bounds the data of one inline_data part of such a
+	// content; more is InvalidArgument. Default DefaultMaxInlineBytes.
+	MaxInlineBytes int
+	// MaxArtifactBytes bounds the inline data of one artifact version
+	// SaveArtifact stores; more is InvalidArgument. Default and ceiling:
+	// what fits in one message (MaxItemBytes of the message limit).
+	MaxArtifactBytes int
 }
 
 // Defaults of Limits.
@@ -36,9 +50,11 @@ const (
 	DefaultMaxEventsPerCall    = 10000
 	DefaultMaxRuns             = 1000
 	DefaultMaxRunsPerPrincipal = 100
+	DefaultMaxParts            = 1000
+	DefaultMaxInlineBytes      = 20 << 20
 )
 
-func (l Limits) withDefaults() Limits {
+func (l Limits) withDefaults(maxMsg int) Limits {
 	if l.MaxPageSize <= 0 || l.MaxPageSize > store.MaxPageSize {
 		l.MaxPageSize = store.MaxPageSize
 	}
@@ -51,7 +67,40 @@ func (l Limits) withDefaults() Limits {
 	if l.MaxRunsPerPrincipal <= 0 {
 		l.MaxRunsPerPrincipal = DefaultMaxRunsPerPrincipal
 	}
+	if l.MaxParts <= 0 {
+		l.MaxParts = DefaultMaxParts
+	}
+	if l.MaxInlineBytes <= 0 {
+		l.MaxInlineBytes = DefaultMaxInlineBytes
+	}
+	// An artifact version must fit, alone, in the response that loads it.
+	if ceiling := MaxItemBytes(maxMsg); l.MaxArtifactBytes <= 0 || l.MaxArtifactBytes > ceiling {
+		l.MaxArtifactBytes = ceiling
+	}
 	return l
+}
+
+// checkContentLimits refuses a content with more parts, or an inline
+// part with more data, than the limits allow. The request's own
+// validation has run: c's shape is sound.
+func (s *Server) checkContentLimits(field string, c *agentrunnerv1.Content) error {
+	if n := len(c.GetParts()); n > s.limits.MaxParts {
+		return invalid(field+".parts", "%d parts, more than the limit of %d", n, s.limits.MaxParts)
+	}
+	for i, p := range c.GetParts() {
+		if n := len(p.GetInlineData().GetData()); n > s.limits.MaxInlineBytes {
+			return invalid(fmt.Sprintf("%s.parts[%d].inline_data.data", field, i), "%d bytes, more than the limit of %d", n, s.limits.MaxInlineBytes)
+		}
+	}
+	return nil
+}
+
+// checkArtifactLimit refuses an artifact version larger than the limit.
+func (s *Server) checkArtifactLimit(p *agentrunnerv1.Part) error {
+	if n := len(p.GetInlineData().GetData()); n > s.limits.MaxArtifactBytes {
+		return invalid("artifact.inline_data.data", "%d bytes, more than the limit of %d", n, s.limits.MaxArtifactBytes)
+	}
+	return nil
 }
 
 // checkPage refuses a page_size above the limit.

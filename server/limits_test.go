@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"fmt"
 	"testing"
 
 	servicev1 "github.com/agentrunner/agentrunner/gen/go/agentrunner/service/v1"
@@ -153,4 +154,76 @@ func TestRunLimits(t *testing.T) {
 		t.Errorf("alice's second run after her first ended: %v", err)
 	}
 	g.release("b1")
+}
+
+// TestContentLimits: a content with more parts than the limit, or an
+// inline part or an artifact larger than its limit, is InvalidArgument
+// naming the field, through every RPC that takes one, and nothing is
+// stored; at the limits the same calls go through.
+func TestContentLimits(t *testing.T) {
+	e := newEnv(t, withRunnerApps(t, customApp("echo", sayHi)), withLimits(Limits{MaxParts: 2, MaxInlineBytes: 10, MaxArtifactBytes: 16}))
+	e.createSession(t, "echo", "u", "s")
+	parts := func(n int) *agentrunnerv1.Content {
+		c := &agentrunnerv1.Content{Role: "user"}
+		for range n {
+			c.Parts = append(c.Parts, &agentrunnerv1.Part{Data: &agentrunnerv1.Part_Text{Text: "x"}})
+		}
+		return c
+	}
+	blob := func(n int) *agentrunnerv1.Part {
+		return &agentrunnerv1.Part{Data: &agentrunnerv1.Part_InlineData{InlineData: &agentrunnerv1.Blob{MimeType: "application/octet-stream", Data: make([]byte, n)}}}
+	}
+	inline := func(n int) *agentrunnerv1.Content {
+		return &agentrunnerv1.Content{Role: "user", Parts: []*agentrunnerv1.Part{blob(n)}}
+	}
+	run := func(c *agentrunnerv1.Content) error {
+		return streamErr(e.runner.Run(t.Context(), &servicev1.RunRequest{AppName: "echo", UserId: "u", SessionId: "s", NewMessage: c}))
+	}
+	start := func(c *agentrunnerv1.Content) error {
+		_, err := e.runner.StartRun(t.Context(), &servicev1.StartRunRequest{AppName: "echo", UserId: "u", SessionId: "s", NewMessage: c})
+		return err
+	}
+	appendEv := func(c *agentrunnerv1.Content) error {
+		_, err := e.sessions.AppendEvent(t.Context(), &servicev1.AppendEventRequest{AppName: "echo", UserId: "u", SessionId: "s", Event: &agentrunnerv1.Event{Author: "user", Content: c}})
+		return err
+	}
+	refused := []struct {
+		name, field string
+		call        func() error
+	}{
+		{"Run, parts", "new_message.parts", func() error { return run(parts(3)) }},
+		{"Run, inline", "new_message.parts[0].inline_data.data", func() error { return run(inline(11)) }},
+		{"StartRun, parts", "new_message.parts", func() error { return start(parts(3)) }},
+		{"AppendEvent, parts", "event.content.parts", func() error { return appendEv(parts(3)) }},
+		{"AppendEvent, inline", "event.content.parts[0].inline_data.data", func() error { return appendEv(inline(11)) }},
+		{"ResumeRun, answers", "answers.parts", func() error {
+			answers := &agentrunnerv1.Content{Role: "user"}
+			for i := range 3 {
+				answers.Parts = append(answers.Parts, &agentrunnerv1.Part{Data: &agentrunnerv1.Part_FunctionResponse{FunctionResponse: &agentrunnerv1.FunctionResponse{
+					Id: fmt.Sprint("call-", i), Name: "f", Response: mustStruct(t, map[string]any{"ok": true}),
+				}}})
+			}
+			return streamErr(e.runner.ResumeRun(t.Context(), &servicev1.ResumeRunRequest{RunId: "any", Answers: answers}))
+		}},
+		{"SaveArtifact", "artifact.inline_data.data", func() error {
+			_, err := e.artifacts.SaveArtifact(t.Context(), &servicev1.SaveArtifactRequest{AppName: "echo", UserId: "u", SessionId: "s", Filename: "f", Artifact: blob(17)})
+			return err
+		}},
+	}
+	for _, c := range refused {
+		wantCode(t, c.call(), codes.InvalidArgument, c.field)
+	}
+	got, err := e.sessions.GetSession(t.Context(), &servicev1.GetSessionRequest{AppName: "echo", UserId: "u", SessionId: "s"})
+	if err != nil || len(got.GetEvents()) != 0 {
+		t.Fatalf("refused calls stored %d events (%v)", len(got.GetEvents()), err)
+	}
+	if err := run(parts(2)); err != nil {
+		t.Errorf("Run at the parts limit: %v", err)
+	}
+	if err := appendEv(inline(10)); err != nil {
+		t.Errorf("AppendEvent at the inline limit: %v", err)
+	}
+	if _, err := e.artifacts.SaveArtifact(t.Context(), &servicev1.SaveArtifactRequest{AppName: "echo", UserId: "u", SessionId: "s", Filename: "f", Artifact: blob(16)}); err != nil {
+		t.Errorf("SaveArtifact at the limit: %v", err)
+	}
 }

@@ -31,6 +31,9 @@ type runnerService struct {
 // (and the RPC returns once the session is free) or goes on alone.
 func (h runnerService) Run(req *servicev1.RunRequest, stream grpc.ServerStreamingServer[servicev1.RunResponse]) error {
 	k, err := validateRunRequest(req)
+	if err == nil {
+		err = h.s.checkContentLimits("new_message", req.GetNewMessage())
+	}
 	if err != nil {
 		return err
 	}
@@ -56,6 +59,9 @@ func (h runnerService) StartRun(ctx context.Context, req *servicev1.StartRunRequ
 		RequestId: req.GetRequestId(), MultitaskStrategy: req.GetMultitaskStrategy(),
 	}
 	k, err := validateRunRequest(asRun)
+	if err == nil {
+		err = h.s.checkContentLimits("new_message", asRun.GetNewMessage())
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -153,6 +159,9 @@ func (h runnerService) AttachRun(req *servicev1.AttachRunRequest, stream grpc.Se
 // ResumeRun continues an interrupted run, or answers one that waits.
 func (h runnerService) ResumeRun(req *servicev1.ResumeRunRequest, stream grpc.ServerStreamingServer[servicev1.RunResponse]) error {
 	if err := validateResumeRun(req); err != nil {
+		return err
+	}
+	if err := h.s.checkContentLimits("answers", req.GetAnswers()); err != nil {
 		return err
 	}
 	app, err := h.s.runApp(stream.Context(), req.GetRunId())

@@ -151,7 +151,7 @@ func New(cfg Config) *Server {
 	if ix, ok := cfg.Store.(memory.Indexer); ok && cfg.Memory == nil {
 		cfg.Memory = memory.NewIndex(ix)
 	}
-	limits := cfg.Limits.withDefaults()
+	limits := cfg.Limits.withDefaults(cfg.MaxMessageBytes)
 	return &Server{
 		store:  cfg.Store,
 		apps:   cfg.Apps,

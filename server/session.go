@@ -102,6 +102,9 @@ func (h sessionService) DeleteSession(ctx context.Context, req *servicev1.Delete
 
 func (h sessionService) AppendEvent(ctx context.Context, req *servicev1.AppendEventRequest) (*servicev1.AppendEventResponse, error) {
 	k, err := validateAppendEvent(req)
+	if err == nil {
+		err = h.s.checkContentLimits("event.content", req.GetEvent().GetContent())
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -92,6 +92,9 @@ func parseServeFlags(args []string, stderr io.Writer) (serveFlags, error) {
 	fs.IntVar(&f.limits.MaxEventsPerCall, "max-events-per-call", server.DefaultMaxEventsPerCall, "most events GetSession returns (the most recent; omitted_events counts the rest)")
 	fs.IntVar(&f.limits.MaxRuns, "max-runs", server.DefaultMaxRuns, "runs in progress at once on this server; one more is ResourceExhausted")
 	fs.IntVar(&f.limits.MaxRunsPerPrincipal, "max-runs-per-principal", server.DefaultMaxRunsPerPrincipal, "runs in progress at once per principal of --auth-file; one more is ResourceExhausted")
+	fs.IntVar(&f.limits.MaxParts, "max-parts", server.DefaultMaxParts, "most parts in one content (a run's message, an appended event, a resume's answers); more is InvalidArgument")
+	fs.IntVar(&f.limits.MaxInlineBytes, "max-inline-bytes", server.DefaultMaxInlineBytes, "most bytes of one inline_data part of such a content; more is InvalidArgument")
+	fs.IntVar(&f.limits.MaxArtifactBytes, "max-artifact-bytes", server.MaxItemBytes(server.DefaultMaxMessageBytes), "most bytes of one artifact version (at most this default, what one message holds); more is InvalidArgument")
 	fs.DurationVar(&f.grace, "shutdown-grace", 10*time.Second, "how long in-flight calls may finish at shutdown before they are cancelled")
 	fs.DurationVar(&f.drain, "drain-timeout", 30*time.Second, "at shutdown, how long runs in progress may finish before they are stopped and marked RUN_STATUS_INTERRUPTED (ResumeRun continues them after a restart)")
 	fs.StringVar(&f.metricsAddr, "metrics-addr", "", "`host:port` serving Prometheus metrics at /metrics (off when empty; env "+envMetricsAddr+")")
@@ -116,6 +119,9 @@ func parseServeFlags(args []string, stderr io.Writer) (serveFlags, error) {
 	}
 	if l := f.limits; l.MaxPageSize < 1 || l.MaxPageSize > store.MaxPageSize || l.MaxEventsPerCall < 1 || l.MaxRuns < 1 || l.MaxRunsPerPrincipal < 1 {
 		return f, usagef("--max-page-size (1 to %d), --max-events-per-call, --max-runs and --max-runs-per-principal must be positive", store.MaxPageSize)
+	}
+	if l := f.limits; l.MaxParts < 1 || l.MaxInlineBytes < 1 || l.MaxArtifactBytes < 1 || l.MaxArtifactBytes > server.MaxItemBytes(server.DefaultMaxMessageBytes) {
+		return f, usagef("--max-parts, --max-inline-bytes and --max-artifact-bytes must be positive, --max-artifact-bytes at most %d", server.MaxItemBytes(server.DefaultMaxMessageBytes))
 	}
 	// Environment fallbacks, for the flags not given on the command line.
 	set := map[string]bool{}
