@@ -28,7 +28,7 @@ type GRPCServer struct {
 // TLS credentials (grpc.Creds), telemetry, test options.
 func NewGRPCServer(s *Server, extra ...grpc.ServerOption) *GRPCServer {
 	opts := append([]grpc.ServerOption{
-		grpc.MaxRecvMsgSize(s.maxMsg),
+		grpc.MaxRecvMsgSize(s.maxRequest),
 		grpc.MaxSendMsgSize(s.maxMsg),
 		// Stop and GracefulStop then return only once every handler has
 		// returned, which is what makes closing the store afterwards safe.

@@ -3,12 +3,14 @@ package server
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 
 	servicev1 "github.com/agentrunner/agentrunner/gen/go/agentrunner/service/v1"
 	agentrunnerv1 "github.com/agentrunner/agentrunner/gen/go/agentrunner/v1"
 	"github.com/agentrunner/agentrunner/runner/apps"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/protobuf/proto"
 )
 
 func withLimits(l Limits) envOption { return func(c *Config) { c.Limits = l } }
@@ -225,5 +227,26 @@ func TestContentLimits(t *testing.T) {
 	}
 	if _, err := e.artifacts.SaveArtifact(t.Context(), &servicev1.SaveArtifactRequest{AppName: "echo", UserId: "u", SessionId: "s", Filename: "f", Artifact: blob(16)}); err != nil {
 		t.Errorf("SaveArtifact at the limit: %v", err)
+	}
+}
+
+// TestRequestSizeLimit: a request larger than MaxRequestBytes is refused
+// by gRPC with ResourceExhausted before any handler runs, while responses
+// keep the message limit: a session whose reply is larger than the
+// request limit still reads.
+func TestRequestSizeLimit(t *testing.T) {
+	e := newEnv(t, withRunnerApps(t, customApp("echo", sayHi)), func(c *Config) { c.MaxRequestBytes = 4096 })
+	e.createSession(t, "echo", "u", "s")
+	big := strings.Repeat("x", 5000)
+	_, err := e.sessions.AppendEvent(t.Context(), &servicev1.AppendEventRequest{AppName: "echo", UserId: "u", SessionId: "s", Event: &agentrunnerv1.Event{Author: "user", Content: text(big)}})
+	wantCode(t, err, codes.ResourceExhausted, "")
+	for range 3 {
+		if _, err := e.sessions.AppendEvent(t.Context(), &servicev1.AppendEventRequest{AppName: "echo", UserId: "u", SessionId: "s", Event: &agentrunnerv1.Event{Author: "user", Content: text(big[:3000])}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, err := e.sessions.GetSession(t.Context(), &servicev1.GetSessionRequest{AppName: "echo", UserId: "u", SessionId: "s"})
+	if err != nil || len(got.GetEvents()) != 3 || proto.Size(got) <= 4096 {
+		t.Fatalf("GetSession: %d events, %d bytes (%v); want all 3 in a reply over the request limit", len(got.GetEvents()), proto.Size(got), err)
 	}
 }

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"cmp"
 	"context"
 	"iter"
 	"log/slog"
@@ -105,6 +106,11 @@ type Config struct {
 	// MaxMessageBytes bounds each received and sent message; zero means
 	// DefaultMaxMessageBytes.
 	MaxMessageBytes int
+	// MaxRequestBytes bounds each received message below MaxMessageBytes
+	// (gRPC answers a larger one ResourceExhausted); zero or more than
+	// MaxMessageBytes means MaxMessageBytes. Responses keep the message
+	// limit: what the store holds must stay readable.
+	MaxRequestBytes int
 	// Auth turns authentication and authorization on: every call but
 	// health checks needs a principal of it, which acts only as the
 	// users and on the apps it is granted (see methodAccess). nil means
@@ -128,9 +134,11 @@ type Server struct {
 	log    *slog.Logger
 	maxRun time.Duration
 	maxMsg int
-	authz  *authorizer
-	limits Limits
-	runs   *runLimiter
+	// maxRequest bounds received messages (Config.MaxRequestBytes).
+	maxRequest int
+	authz      *authorizer
+	limits     Limits
+	runs       *runLimiter
 }
 
 // New returns a Server. It panics if cfg.Store is nil: that is a wiring
@@ -153,15 +161,16 @@ func New(cfg Config) *Server {
 	}
 	limits := cfg.Limits.withDefaults(cfg.MaxMessageBytes)
 	return &Server{
-		store:  cfg.Store,
-		apps:   cfg.Apps,
-		memory: cfg.Memory,
-		log:    cfg.Logger,
-		maxRun: cfg.MaxRunDuration,
-		maxMsg: cfg.MaxMessageBytes,
-		authz:  newAuthorizer(cfg.Auth, cfg.Logger),
-		limits: limits,
-		runs:   newRunLimiter(limits),
+		store:      cfg.Store,
+		apps:       cfg.Apps,
+		memory:     cfg.Memory,
+		log:        cfg.Logger,
+		maxRun:     cfg.MaxRunDuration,
+		maxMsg:     cfg.MaxMessageBytes,
+		maxRequest: cmp.Or(min(max(cfg.MaxRequestBytes, 0), cfg.MaxMessageBytes), cfg.MaxMessageBytes),
+		authz:      newAuthorizer(cfg.Auth, cfg.Logger),
+		limits:     limits,
+		runs:       newRunLimiter(limits),
 	}
 }
 

@@ -213,6 +213,7 @@ func TestServeSecurityFlagErrors(t *testing.T) {
 		{"mTLS principals without client CA", []string{"--auth-file", mtlsOnly, "--tls-cert", cert, "--tls-key", key}, "need --client-ca", 1},
 		{"zero run limit", []string{"--max-runs", "0"}, "must be positive", 2},
 		{"page size above the store's", []string{"--max-page-size", "5000"}, "--max-page-size (1 to 1000)", 2},
+		{"request above a message", []string{"--max-request-bytes", "99999999"}, "--max-request-bytes must be from 1 to", 2},
 		{"zero parts", []string{"--max-parts", "0"}, "--max-parts, --max-inline-bytes and --max-artifact-bytes must be positive", 2},
 		{"artifact above a message", []string{"--max-artifact-bytes", "999999999"}, "--max-artifact-bytes at most", 2},
 		{"key of another cert", []string{"--tls-cert", cert, "--tls-key", filepath.Join(dir, "ca.key")}, "load --tls-cert/--tls-key", 1},

@@ -74,6 +74,7 @@ type serveFlags struct {
 	metricsAddr        string
 	sec                securityFlags
 	limits             server.Limits
+	maxRequest         int
 }
 
 func parseServeFlags(args []string, stderr io.Writer) (serveFlags, error) {
@@ -92,6 +93,7 @@ func parseServeFlags(args []string, stderr io.Writer) (serveFlags, error) {
 	fs.IntVar(&f.limits.MaxEventsPerCall, "max-events-per-call", server.DefaultMaxEventsPerCall, "most events GetSession returns (the most recent; omitted_events counts the rest)")
 	fs.IntVar(&f.limits.MaxRuns, "max-runs", server.DefaultMaxRuns, "runs in progress at once on this server; one more is ResourceExhausted")
 	fs.IntVar(&f.limits.MaxRunsPerPrincipal, "max-runs-per-principal", server.DefaultMaxRunsPerPrincipal, "runs in progress at once per principal of --auth-file; one more is ResourceExhausted")
+	fs.IntVar(&f.maxRequest, "max-request-bytes", server.DefaultMaxMessageBytes, "largest request message, at most this default; gRPC refuses a larger one with ResourceExhausted (responses may still be this default)")
 	fs.IntVar(&f.limits.MaxParts, "max-parts", server.DefaultMaxParts, "most parts in one content (a run's message, an appended event, a resume's answers); more is InvalidArgument")
 	fs.IntVar(&f.limits.MaxInlineBytes, "max-inline-bytes", server.DefaultMaxInlineBytes, "most bytes of one inline_data part of such a content; more is InvalidArgument")
 	fs.IntVar(&f.limits.MaxArtifactBytes, "max-artifact-bytes", server.MaxItemBytes(server.DefaultMaxMessageBytes), "most bytes of one artifact version (at most this default, what one message holds); more is InvalidArgument")
@@ -119,6 +121,9 @@ func parseServeFlags(args []string, stderr io.Writer) (serveFlags, error) {
 	}
 	if l := f.limits; l.MaxPageSize < 1 || l.MaxPageSize > store.MaxPageSize || l.MaxEventsPerCall < 1 || l.MaxRuns < 1 || l.MaxRunsPerPrincipal < 1 {
 		return f, usagef("--max-page-size (1 to %d), --max-events-per-call, --max-runs and --max-runs-per-principal must be positive", store.MaxPageSize)
+	}
+	if f.maxRequest < 1 || f.maxRequest > server.DefaultMaxMessageBytes {
+		return f, usagef("--max-request-bytes must be from 1 to %d", server.DefaultMaxMessageBytes)
 	}
 	if l := f.limits; l.MaxParts < 1 || l.MaxInlineBytes < 1 || l.MaxArtifactBytes < 1 || l.MaxArtifactBytes > server.MaxItemBytes(server.DefaultMaxMessageBytes) {
 		return f, usagef("--max-parts, --max-inline-bytes and --max-artifact-bytes must be positive, --max-artifact-bytes at most %d", server.MaxItemBytes(server.DefaultMaxMessageBytes))
@@ -295,12 +300,13 @@ func listenAndServe(f serveFlags, st store.Store, reg *apps.Registry, sec *secur
 		return nil, nil, err
 	}
 	srv := server.NewGRPCServer(server.New(server.Config{
-		Store:          st,
-		Apps:           server.RunnerApps(reg),
-		Logger:         log,
-		MaxRunDuration: f.maxRun,
-		Auth:           sec.auth,
-		Limits:         f.limits,
+		Store:           st,
+		Apps:            server.RunnerApps(reg),
+		Logger:          log,
+		MaxRunDuration:  f.maxRun,
+		Auth:            sec.auth,
+		Limits:          f.limits,
+		MaxRequestBytes: f.maxRequest,
 	}), append(slices.Clone(sec.options), opts...)...)
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(lis) }()
