@@ -74,6 +74,9 @@ type liveRun struct {
 	persisted bool
 	// err is the run's terminal error, set before done is closed.
 	err error
+	// lease is the session lease the execution holds, on a store that
+	// several replicas share; nil otherwise.
+	lease *heldLease
 }
 
 func newLiveRun(key store.SessionKey, rec *agentrunnerv1.Run, req Request) *liveRun {
