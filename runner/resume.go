@@ -407,6 +407,9 @@ func (r *Runner) requeue(rec *agentrunnerv1.Run) {
 	lr.markQueued(nil)
 	r.runs.mu.Lock()
 	defer r.runs.mu.Unlock()
+	if r.runs.draining {
+		return // it stays pending for the next start (a sweep raced Shutdown)
+	}
 	sr := r.runs.sessions[key]
 	if sr == nil {
 		sr = &sessionRuns{}

@@ -19,6 +19,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/agentrunner/agentrunner/runner"
 	"github.com/agentrunner/agentrunner/runner/apps"
 	"github.com/agentrunner/agentrunner/server"
 	"github.com/agentrunner/agentrunner/store"
@@ -195,6 +196,9 @@ func serve(ctx context.Context, args []string, stderr io.Writer) (err error) {
 	}
 	if err := recoverRuns(ctx, apps, log); err != nil {
 		return err
+	}
+	if _, shared := st.(store.SessionLeaser); shared {
+		go sweepRuns(ctx, apps, runner.DefaultLeaseTTL, log)
 	}
 	if f.debugAddr != "" {
 		stopDebug, err := serveDebug(f.debugAddr, log)
