@@ -45,6 +45,9 @@ func (r *Runner) prepare(ctx context.Context, lr *liveRun) (*prepared, error) {
 	if err := r.acquireLease(ctx, lr); err != nil {
 		return nil, err
 	}
+	if err := r.stillOurs(ctx, lr); err != nil {
+		return nil, err
+	}
 	sess, events, err := r.history.Load(ctx, r.store, lr.key)
 	if err != nil {
 		return nil, fmt.Errorf("load session: %w", err)
@@ -81,7 +84,9 @@ func (r *Runner) execute(lr *liveRun, p *prepared) {
 		var err error
 		if p, err = r.prepare(ctx, lr); err != nil {
 			rec := r.failRecord(lr.record(), err)
-			r.store.PutRunLater(rec)
+			if !r.runElsewhere(ctx, lr, err) {
+				r.store.PutRunLater(rec)
+			}
 			r.release(lr)
 			lr.finish(rec, err)
 			return
@@ -228,7 +233,7 @@ func (r *Runner) failRecord(rec *agentrunnerv1.Run, err error) *agentrunnerv1.Ru
 		code, msg = codeInvalidArgument, err.Error()
 	case errors.Is(err, store.ErrNotFound):
 		code, msg = codeNotFound, err.Error()
-	case errors.Is(err, ErrRunInProgress):
+	case errors.Is(err, ErrRunInProgress), errors.Is(err, errTaken):
 		// A queued run whose session another replica took meanwhile.
 		code, msg = codeAborted, err.Error()
 	default:

@@ -176,6 +176,53 @@ func (r *Runner) claimOrphan(ctx context.Context, k store.SessionKey) (store.Lea
 	return l, true, nil
 }
 
+// errTaken: another replica started (or ended) the run meanwhile.
+var errTaken = errors.New("another replica took the run")
+
+// stillOurs checks, with the session's lease held, that no replica
+// started the run meanwhile from the same stored record: a pending run
+// that Recover adopted is also its first replica's queue, and two
+// replicas may be asked to resume one run. Whoever takes the lease first
+// runs it, and its record changes before the lease is given up; the other
+// finds the record changed here. A fresh run has no record yet.
+func (r *Runner) stillOurs(ctx context.Context, lr *liveRun) error {
+	if r.leaser == nil || !lr.persisted {
+		return nil
+	}
+	rec, err := r.store.GetRun(ctx, lr.id)
+	if err != nil {
+		return fmt.Errorf("read run %s: %w", lr.id, err)
+	}
+	// The caller hears of it as of a busy session, or of a run that
+	// cannot be resumed any more.
+	want, seq, as := agentrunnerv1.RunStatus_RUN_STATUS_PENDING, rec.GetLastSequence(), ErrRunInProgress
+	if lr.resume != nil {
+		want, seq, as = lr.resumedFrom, lr.baseSeq, ErrNotResumable
+	}
+	if rec.GetStatus() != want || rec.GetLastSequence() != seq {
+		return fmt.Errorf("run %s is %s at event %d: %w: %w", lr.id, rec.GetStatus(), rec.GetLastSequence(), errTaken, as)
+	}
+	return nil
+}
+
+// runElsewhere reports, for a queued run that could not start with err,
+// whether its record is another replica's to write: that replica started
+// the run (it adopted it, or this run was adopted from it), or the run was
+// adopted here and its session is busy, so that the record stays pending
+// and a later sweep tries again.
+func (r *Runner) runElsewhere(ctx context.Context, lr *liveRun, err error) bool {
+	switch {
+	case errors.Is(err, errTaken):
+		return true
+	case r.leaser == nil || !errors.Is(err, ErrRunInProgress):
+		return false
+	case lr.adopted:
+		return true
+	}
+	rec, gerr := r.store.GetRun(ctx, lr.id)
+	return gerr == nil && rec.GetStatus() != agentrunnerv1.RunStatus_RUN_STATUS_PENDING
+}
+
 // releaseClaim gives up a lease claimOrphan took.
 func (r *Runner) releaseClaim(ctx context.Context, l store.Lease) {
 	if err := r.leaser.ReleaseLease(context.WithoutCancel(ctx), l); err != nil && !errors.Is(err, store.ErrNotFound) {

@@ -339,3 +339,45 @@ func TestHeartbeatStopsFencedRun(t *testing.T) {
 		t.Errorf("stored %q; want %q", got, want)
 	}
 }
+
+// TestAdoptQueuedRun: a run queued on replica a behind a's running run is
+// left alone by b's Recover while a lives; once a's leases expire, b
+// queues it again and runs it, and a, when its own queue reaches the run,
+// does not run it a second time.
+func TestAdoptQueuedRun(t *testing.T) {
+	f := startFailover(t, 400*time.Millisecond)
+	req := request(f.k, "queued")
+	req.Strategy = agentrunnerv1.MultitaskStrategy_MULTITASK_STRATEGY_ENQUEUE
+	queued, err := f.a.Start(t.Context(), req)
+	if err != nil || queued.GetStatus() != agentrunnerv1.RunStatus_RUN_STATUS_PENDING {
+		t.Fatalf("enqueue on a = %v, %v; want PENDING", queued.GetStatus(), err)
+	}
+	if _, n, err := f.b.Recover(t.Context()); err != nil || n != 0 {
+		t.Fatalf("Recover on b beside a live a requeued %d, %v; want 0", n, err)
+	}
+	f.sa.cut.Store(true)
+	requeued := 0
+	until(t, "b's Recover interrupts a's run and adopts the queued one", func() bool {
+		i, q, err := f.b.Recover(t.Context())
+		if err != nil {
+			t.Fatal(err)
+		}
+		requeued += q
+		return i == 1 && requeued == 1
+	})
+	until(t, "b runs the adopted run", func() bool {
+		rec, err := f.b.GetRun(t.Context(), queued.GetRunId())
+		return err == nil && rec.GetStatus() == agentrunnerv1.RunStatus_RUN_STATUS_SUCCEEDED
+	})
+	f.sa.cut.Store(false)
+	close(f.g.open)
+	f.endOfA(t)
+	until(t, "a's queue drops the run", func() bool { return !f.a.HasLiveRun(queued.GetRunId()) })
+	want := []string{"hi", "before", "INTERRUPTED", "queued", "resumed"}
+	if got := storedTexts(t, f.sb, f.k); !equalStrings(got, want) {
+		t.Errorf("stored %q; want %q", got, want)
+	}
+	if rec, err := f.b.GetRun(t.Context(), queued.GetRunId()); err != nil || rec.GetStatus() != agentrunnerv1.RunStatus_RUN_STATUS_SUCCEEDED {
+		t.Errorf("GetRun = %v, %v; want b's SUCCEEDED", rec.GetStatus(), err)
+	}
+}

@@ -403,6 +403,7 @@ func (r *Runner) requeue(rec *agentrunnerv1.Run) {
 	key := store.RunKey(rec)
 	lr := newLiveRun(key, rec, req)
 	lr.persisted = true
+	lr.adopted = r.leaser != nil
 	lr.ctx, lr.cancel = context.WithCancelCause(context.Background())
 	lr.markQueued(nil)
 	r.runs.mu.Lock()
