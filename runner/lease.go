@@ -54,7 +54,7 @@ func (r *Runner) leaseConfig(cfg Config) {
 	if r.leaseEvery <= 0 {
 		// Three tries before the lease expires: one slow renewal does
 		// not lose the session.
-		r.leaseEvery = r.leaseTTL / 3
+		r.leaseEvery = max(r.leaseTTL/3, time.Millisecond)
 	}
 }
 
