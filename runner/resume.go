@@ -289,8 +289,7 @@ func (r *Runner) Recover(ctx context.Context) (interrupted, requeued int, err er
 			if err != nil {
 				return interrupted, requeued, err
 			}
-			if orphan {
-				r.requeue(rec)
+			if orphan && r.requeue(rec) {
 				requeued++
 			}
 		}
@@ -391,8 +390,9 @@ func (r *Runner) scanRun(ctx context.Context, rec *agentrunnerv1.Run, fn func(*a
 	}
 }
 
-// requeue queues a pending run found at start.
-func (r *Runner) requeue(rec *agentrunnerv1.Run) {
+// requeue queues a pending run found at start (or by a sweep), and
+// reports whether it did.
+func (r *Runner) requeue(rec *agentrunnerv1.Run) bool {
 	in := rec.GetInput()
 	req := Request{
 		UserID: rec.GetUserId(), SessionID: rec.GetSessionId(),
@@ -409,7 +409,7 @@ func (r *Runner) requeue(rec *agentrunnerv1.Run) {
 	r.runs.mu.Lock()
 	defer r.runs.mu.Unlock()
 	if r.runs.draining {
-		return // it stays pending for the next start (a sweep raced Shutdown)
+		return false // it stays pending for the next start (a sweep raced Shutdown)
 	}
 	sr := r.runs.sessions[key]
 	if sr == nil {
@@ -419,11 +419,12 @@ func (r *Runner) requeue(rec *agentrunnerv1.Run) {
 	r.runs.byID[lr.id] = lr
 	if sr.busy() {
 		sr.queue = append(sr.queue, lr)
-		return
+		return true
 	}
 	sr.active = lr
 	lr.started = true
 	r.launchLocked(lr, nil)
+	return true
 }
 
 // Shutdown stops admitting runs (new ones fail with ErrShuttingDown) and
