@@ -200,6 +200,11 @@ func until(t *testing.T, what string, cond func() bool) {
 	}
 }
 
+// failoverTTL is the lease lifetime of the failover tests: short, so that
+// an expiry comes soon, but many heartbeats (an eighth of it) long, so
+// that a live replica on a loaded machine keeps its leases.
+const failoverTTL = 1500 * time.Millisecond
+
 // failover is two replicas on one database, and a run of replica a held
 // at its gate after its first event.
 type failover struct {
@@ -235,7 +240,7 @@ func startFailover(t *testing.T, ttl time.Duration) *failover {
 	if !errors.Is(res.err, ErrRunInProgress) || !strings.Contains(res.err.Error(), f.runID) {
 		t.Fatalf("run on replica b = %v; want ErrRunInProgress naming %s", res.err, f.runID)
 	}
-	for start := time.Now(); time.Since(start) < 3*ttl; time.Sleep(ttl / 4) {
+	for start := time.Now(); time.Since(start) < 2*ttl; time.Sleep(ttl / 4) {
 		if n, _, err := f.b.Recover(t.Context()); err != nil || n != 0 {
 			t.Fatalf("Recover on replica b beside a live a = %d, %v; want 0 interrupted", n, err)
 		}
@@ -292,7 +297,7 @@ func storedTexts(t *testing.T, s *replicaStore, k store.SessionKey) []string {
 // on b completes it, and when a's agent goes on, a is a stale writer: its
 // append is refused, it stores nothing more, and b's record stands.
 func TestReplicaFailover(t *testing.T) {
-	f := startFailover(t, 400*time.Millisecond)
+	f := startFailover(t, failoverTTL)
 	f.cutA(t)
 	var final *agentrunnerv1.Run
 	for u, err := range f.b.Resume(t.Context(), ResumeRequest{RunID: f.runID}) {
@@ -330,7 +335,7 @@ func TestReplicaFailover(t *testing.T) {
 // TestHeartbeatStopsFencedRun: a replica whose heartbeat finds its lease
 // taken over stops its run at once, without waiting for its next append.
 func TestHeartbeatStopsFencedRun(t *testing.T) {
-	f := startFailover(t, 400*time.Millisecond)
+	f := startFailover(t, failoverTTL)
 	f.cutA(t)
 	f.sa.cut.Store(false) // a's next heartbeat reaches the database
 	f.endOfA(t)
@@ -345,7 +350,7 @@ func TestHeartbeatStopsFencedRun(t *testing.T) {
 // queues it again and runs it, and a, when its own queue reaches the run,
 // does not run it a second time.
 func TestAdoptQueuedRun(t *testing.T) {
-	f := startFailover(t, 400*time.Millisecond)
+	f := startFailover(t, failoverTTL)
 	req := request(f.k, "queued")
 	req.Strategy = agentrunnerv1.MultitaskStrategy_MULTITASK_STRATEGY_ENQUEUE
 	queued, err := f.a.Start(t.Context(), req)
