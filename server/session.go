@@ -110,7 +110,7 @@ func (h sessionService) ListEvents(ctx context.Context, req *servicev1.ListEvent
 	if err != nil {
 		return nil, err
 	}
-	events, next, err := h.s.store.ListEvents(ctx, k, req.GetAfterSequence(), page(req, h.s.maxMsg))
+	events, next, err := h.s.store.ListEvents(ctx, k, store.EventFilter{AfterSequence: req.GetAfterSequence()}, page(req, h.s.maxMsg))
 	if err != nil {
 		return nil, h.s.toStatus(ctx, err)
 	}
