@@ -27,7 +27,7 @@ type Store interface {
 	DeleteSession(ctx context.Context, k store.SessionKey) error
 	AppendEvent(ctx context.Context, k store.SessionKey, ev *agentrunnerv1.Event) (*agentrunnerv1.Event, error)
 	AppendEventOnce(ctx context.Context, k store.SessionKey, ev *agentrunnerv1.Event) (*agentrunnerv1.Event, bool, error)
-	ListEvents(ctx context.Context, k store.SessionKey, after uint64, page store.Page) ([]*agentrunnerv1.Event, string, error)
+	ListEvents(ctx context.Context, k store.SessionKey, after store.EventFilter, page store.Page) ([]*agentrunnerv1.Event, string, error)
 	// ListToolCalls returns a session's tool-call ledger in call order.
 	ListToolCalls(ctx context.Context, k store.SessionKey) ([]*agentrunnerv1.ToolCall, error)
 	// GetRun finds a stored run record by id (which app it belongs to).
@@ -37,7 +37,7 @@ type Store interface {
 	LoadArtifact(ctx context.Context, k store.SessionKey, filename string, version int64) (*agentrunnerv1.Part, *agentrunnerv1.ArtifactVersion, error)
 	ListArtifacts(ctx context.Context, k store.SessionKey, page store.Page) ([]*agentrunnerv1.ArtifactVersion, string, error)
 	ListArtifactVersions(ctx context.Context, k store.SessionKey, filename string, page store.Page) ([]*agentrunnerv1.ArtifactVersion, string, error)
-	DeleteArtifact(ctx context.Context, k store.SessionKey, filename string) error
+	DeleteArtifact(ctx context.Context, k store.SessionKey, filename string, version int64) error
 }
 
 // AppRunner runs one app and keeps its runs. Implemented by

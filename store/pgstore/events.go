@@ -253,13 +253,13 @@ func duplicate(found []byte, ev *agentrunnerv1.Event, w eventWrite) (*agentrunne
 }
 
 // ListEvents implements store.Store.
-func (s *Store) ListEvents(ctx context.Context, k store.SessionKey, after uint64, page store.Page) ([]*agentrunnerv1.Event, string, error) {
+func (s *Store) ListEvents(ctx context.Context, k store.SessionKey, f store.EventFilter, page store.Page) ([]*agentrunnerv1.Event, string, error) {
 	if err := validateKey(k); err != nil {
 		return nil, "", err
 	}
 	if page.Token != "" {
 		var err error
-		if after, err = decodeNumber(page.Token); err != nil {
+		if f.AfterSequence, err = decodeNumber(page.Token); err != nil {
 			return nil, "", err
 		}
 	}
@@ -278,7 +278,7 @@ func (s *Store) ListEvents(ctx context.Context, k store.SessionKey, after uint64
 			return fmt.Errorf("read session %s: %w", k, err)
 		}
 		size := 0
-		return s.walkEvents(ctx, k, after, uint64(last), false, func(_ uint64, v []byte) (bool, error) {
+		return s.walkEvents(ctx, k, f, uint64(last), false, func(_ uint64, v []byte) (bool, error) {
 			size += store.ItemBytes(len(v))
 			if len(out) == limit || (page.MaxBytes > 0 && size > page.MaxBytes && len(out) > 0) {
 				next = encodeNumber(out[len(out)-1].GetSequence())

@@ -248,7 +248,7 @@ func TestLongSessionWalks(t *testing.T) {
 		var all []*agentrunnerv1.Event
 		page := store.Page{Size: size}
 		for {
-			evs, next, err := s.ListEvents(ctx, k, 0, page)
+			evs, next, err := s.ListEvents(ctx, k, store.EventFilter{}, page)
 			if err != nil {
 				t.Fatal(err)
 			}
