@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"math"
 	"slices"
@@ -25,12 +26,19 @@ import (
 // few index rows cost little beside the commit's WAL flush, and a search
 // then reads postings alone.
 //
-// A search reads the user's postings of its terms through
-// memory_postings_by_term and ranks them here, as the bbolt store does:
+// A search reads the user's newest postings of its terms (at most
+// MaxPostingsPerTerm a term) through memory_postings_by_term and ranks
+// them here, as the bbolt store does:
 // each matching term adds (1 + ln tf) * ln(1 + N/df), N the user's
 // indexed events, df the events holding the term; ties go to the newer
 // event, then session and sequence, so that a page token is a place in
 // a total order.
+
+// MaxPostingsPerTerm bounds the postings a search reads for one term, as
+// boltstore.MaxPostingsPerTerm does: a term in more of the user's events
+// than this ranks only the newest of them, and weighs as if it were in
+// this many. It bounds a search's work however long the user's history.
+const MaxPostingsPerTerm = 2000
 
 const (
 	// sqlIndexEvent writes the postings of event $4 of session $1/$2/$3
@@ -41,12 +49,15 @@ const (
 			WHERE app_name = $1 AND user_id = $2 AND session_id = $3 RETURNING 1)
 		INSERT INTO memory_postings (app_name, user_id, session_id, sequence, term, tf, event_nanos)
 		SELECT $1, $2, $3, $4, t.term, t.tf, $5 FROM m, unnest($6::text[], $7::integer[]) AS t(term, tf)`
-	sqlMemoryPostings = `SELECT term, session_id, sequence, tf, event_nanos FROM memory_postings
-		WHERE app_name = $1 AND user_id = $2 AND term = ANY($3::text[]) AND session_id <> $4`
-	sqlMemoryTotal  = `SELECT coalesce(sum(indexed), 0)::bigint FROM memory_sessions WHERE app_name = $1 AND user_id = $2`
-	sqlMemoryEvents = `SELECT e.session_id, e.sequence, e.record FROM events e
-		JOIN unnest($3::text[], $4::bigint[]) AS h(session_id, sequence)
-		ON e.app_name = $1 AND e.user_id = $2 AND e.session_id = h.session_id AND e.sequence = h.sequence`
+	// sqlMemoryPostings reads the newest $5 postings of each term of $3,
+	// each term a scan of memory_postings_by_term.
+	sqlMemoryPostings = `SELECT t.term, p.session_id, p.sequence, p.tf, p.event_nanos
+		FROM unnest($3::text[]) AS t(term) CROSS JOIN LATERAL (
+			SELECT session_id, sequence, tf, event_nanos FROM memory_postings
+			WHERE app_name = $1 AND user_id = $2 AND term = t.term AND session_id <> $4
+			ORDER BY event_nanos DESC LIMIT $5) p`
+	sqlMemoryTotal = `SELECT coalesce(sum(indexed), 0)::bigint FROM memory_sessions WHERE app_name = $1 AND user_id = $2`
+	sqlMemoryEvent = `SELECT record FROM events WHERE app_name = $1 AND user_id = $2 AND session_id = $3 AND sequence = $4`
 )
 
 // eventTerms returns the memory terms of ev as the arrays sqlIndexEvent
@@ -260,7 +271,7 @@ func scoreHits(ctx context.Context, tx pgx.Tx, q store.MemoryQuery, terms []stri
 	if err := tx.QueryRow(ctx, sqlMemoryTotal, q.App, q.User).Scan(&total); err != nil {
 		return nil, fmt.Errorf("count indexed events: %w", err)
 	}
-	rows, err := tx.Query(ctx, sqlMemoryPostings, q.App, q.User, terms, q.ExcludeSession)
+	rows, err := tx.Query(ctx, sqlMemoryPostings, q.App, q.User, terms, q.ExcludeSession, MaxPostingsPerTerm)
 	if err != nil {
 		return nil, fmt.Errorf("read postings: %w", err)
 	}
@@ -352,35 +363,30 @@ func loadHits(ctx context.Context, tx pgx.Tx, q store.MemoryQuery, hits []memHit
 	return out, "", nil
 }
 
-// readHitEvents reads the encoded events of hits in one query, keyed by
-// hit.
+// readHitEvents reads the encoded events of hits, keyed by hit, in one
+// round trip of primary key lookups: a join of the hits with events may
+// be planned as a scan of the user's events, when the statistics of
+// events are stale.
 func readHitEvents(ctx context.Context, tx pgx.Tx, q store.MemoryQuery, hits []memHit) (map[memHit][]byte, error) {
-	sessions := make([]string, len(hits))
-	seqs := make([]int64, len(hits))
-	byPlace := make(map[string]memHit, len(hits))
-	for i, h := range hits {
-		sessions[i], seqs[i] = h.session, int64(h.seq)
-		byPlace[fmt.Sprintf("%d/%s", h.seq, h.session)] = h
-	}
-	rows, err := tx.Query(ctx, sqlMemoryEvents, q.App, q.User, sessions, seqs)
-	if err != nil {
-		return nil, fmt.Errorf("read events: %w", err)
-	}
-	defer rows.Close()
 	out := make(map[memHit][]byte, len(hits))
-	for rows.Next() {
-		var session string
-		var seq int64
+	if len(hits) == 0 {
+		return out, nil
+	}
+	b := &pgx.Batch{}
+	for _, h := range hits {
+		b.Queue(sqlMemoryEvent, q.App, q.User, h.session, int64(h.seq))
+	}
+	br := tx.SendBatch(ctx, b)
+	defer br.Close()
+	for _, h := range hits {
 		var rec []byte
-		if err := rows.Scan(&session, &seq, &rec); err != nil {
+		err := br.QueryRow().Scan(&rec)
+		if errors.Is(err, pgx.ErrNoRows) {
+			continue
+		} else if err != nil {
 			return nil, fmt.Errorf("read events: %w", err)
 		}
-		if h, ok := byPlace[fmt.Sprintf("%d/%s", seq, session)]; ok {
-			out[h] = rec
-		}
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("read events: %w", err)
+		out[h] = rec
 	}
 	return out, nil
 }

@@ -19,7 +19,7 @@ CREATE TABLE memory_sessions (
 -- One row per term of an indexed event: tf is the term's count in it,
 -- event_nanos the event's timestamp in Unix nanoseconds (ties rank newer
 -- first). The primary key serves the cascade of DeleteSession; a search
--- reads memory_postings_by_term, the user's postings of one term.
+-- reads memory_postings_by_term.
 CREATE TABLE memory_postings (
     app_name    text COLLATE "C" NOT NULL,
     user_id     text COLLATE "C" NOT NULL,
@@ -32,6 +32,8 @@ CREATE TABLE memory_postings (
     FOREIGN KEY (app_name, user_id, session_id) REFERENCES memory_sessions ON DELETE CASCADE
 );
 
--- INCLUDE makes a search an index-only scan: no heap page per posting.
-CREATE INDEX memory_postings_by_term ON memory_postings (app_name, user_id, term)
-    INCLUDE (session_id, sequence, tf, event_nanos);
+-- A search reads a term's newest postings first (and at most
+-- MaxPostingsPerTerm of them); INCLUDE makes that an index-only scan, no
+-- heap page per posting.
+CREATE INDEX memory_postings_by_term ON memory_postings (app_name, user_id, term, event_nanos DESC)
+    INCLUDE (session_id, sequence, tf);
