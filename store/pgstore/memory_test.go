@@ -203,3 +203,36 @@ func BenchmarkAppendEventMemory(b *testing.B) {
 		}
 	}
 }
+
+// TestMemoryMigration: a database at schema 2 (before memory) with
+// sessions gets the memory tables from Open, and the events its sessions
+// held before are indexed when the sessions are added.
+func TestMemoryMigration(t *testing.T) {
+	url := pg.URL(t)
+	s := openURL(t, url)
+	k := store.SessionKey{App: "app", User: "u", Session: "old"}
+	if _, err := s.CreateSession(t.Context(), k, nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.AppendEvent(t.Context(), k, textAt("archive before memory", time.Now())); err != nil {
+		t.Fatal(err)
+	}
+	// Back to schema 2: what 0003_memory adds, gone (empty: no session
+	// was in memory).
+	_, err := s.Pool().Exec(t.Context(), `DROP TABLE memory_postings, memory_sessions;
+		DELETE FROM schema_migrations WHERE version = 3`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s2 := openURL(t, url)
+	if v, err := s2.SchemaVersion(t.Context()); err != nil || v != 3 {
+		t.Fatalf("schema version %d, %v", v, err)
+	}
+	if err := s2.IndexSession(t.Context(), k); err != nil {
+		t.Fatal(err)
+	}
+	hits, _, err := s2.SearchMemory(t.Context(), store.MemoryQuery{App: "app", User: "u", Text: "archive"})
+	if err != nil || len(hits) != 1 || hits[0].SessionID != "old" || hits[0].Event.GetSequence() != 1 {
+		t.Fatalf("search after migration: %v, %v", hits, err)
+	}
+}
