@@ -55,7 +55,7 @@ const (
 		FROM unnest($3::text[]) AS t(term) CROSS JOIN LATERAL (
 			SELECT session_id, sequence, tf, event_nanos FROM memory_postings
 			WHERE app_name = $1 AND user_id = $2 AND term = t.term AND session_id <> $4
-			ORDER BY event_nanos DESC LIMIT $5) p`
+			ORDER BY event_nanos DESC, session_id, sequence LIMIT $5) p`
 	sqlMemoryTotal = `SELECT coalesce(sum(indexed), 0)::bigint FROM memory_sessions WHERE app_name = $1 AND user_id = $2`
 	sqlMemoryEvent = `SELECT record FROM events WHERE app_name = $1 AND user_id = $2 AND session_id = $3 AND sequence = $4`
 )

@@ -236,3 +236,45 @@ func TestMemoryMigration(t *testing.T) {
 		t.Fatalf("search after migration: %v, %v", hits, err)
 	}
 }
+
+// TestMemoryPostingsCap: a term in more events than MaxPostingsPerTerm,
+// all of one time, ranks MaxPostingsPerTerm of them, the same ones on
+// every page: pages neither repeat nor skip a hit.
+func TestMemoryPostingsCap(t *testing.T) {
+	s := openURL(t, pg.URL(t))
+	k := store.SessionKey{App: "app", User: "u", Session: "s"}
+	if _, err := s.CreateSession(t.Context(), k, nil); err != nil {
+		t.Fatal(err)
+	}
+	at := time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC)
+	for range pgstore.MaxPostingsPerTerm + 10 {
+		if _, err := s.AppendEvent(t.Context(), k, textAt("plum", at)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.IndexSession(t.Context(), k); err != nil {
+		t.Fatal(err)
+	}
+	q := store.MemoryQuery{App: "app", User: "u", Text: "plum", Page: store.Page{Size: 300}}
+	seen := map[uint64]bool{}
+	for {
+		hits, next, err := s.SearchMemory(t.Context(), q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, h := range hits {
+			if seen[h.Event.GetSequence()] {
+				t.Fatalf("#%d twice", h.Event.GetSequence())
+			}
+			seen[h.Event.GetSequence()] = true
+		}
+		if next == "" {
+			break
+		}
+		q.Page.Token = next
+	}
+	// Ties on time go to the lower sequence: the first events are kept.
+	if len(seen) != pgstore.MaxPostingsPerTerm || !seen[1] || seen[pgstore.MaxPostingsPerTerm+1] {
+		t.Fatalf("%d hits (#1 %v, #%d %v)", len(seen), seen[1], pgstore.MaxPostingsPerTerm+1, seen[pgstore.MaxPostingsPerTerm+1])
+	}
+}

@@ -32,8 +32,10 @@ CREATE TABLE memory_postings (
     FOREIGN KEY (app_name, user_id, session_id) REFERENCES memory_sessions ON DELETE CASCADE
 );
 
--- A search reads a term's newest postings first (and at most
--- MaxPostingsPerTerm of them); INCLUDE makes that an index-only scan, no
--- heap page per posting.
-CREATE INDEX memory_postings_by_term ON memory_postings (app_name, user_id, term, event_nanos DESC)
-    INCLUDE (session_id, sequence, tf);
+-- A search reads a term's newest postings first, at most
+-- MaxPostingsPerTerm of them: session and sequence complete the order,
+-- so that the same postings are read on every page even when events
+-- share a time. INCLUDE makes it an index-only scan, no heap page per
+-- posting.
+CREATE INDEX memory_postings_by_term ON memory_postings (app_name, user_id, term, event_nanos DESC, session_id, sequence)
+    INCLUDE (tf);
