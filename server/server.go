@@ -118,8 +118,8 @@ type Config struct {
 	Auth *auth.Config
 	// Memory serves MemoryService; it should be the apps' runners' own.
 	// Nil means the store's memory index when the store has one
-	// (memory.Indexer, as *boltstore.Store does); else MemoryService
-	// answers FailedPrecondition.
+	// (memory.Indexer, as *boltstore.Store and *pgstore.Store are);
+	// else MemoryService answers FailedPrecondition.
 	Memory memory.Service
 	// Limits bound page sizes, the events of one GetSession and the runs
 	// in progress; zero fields take their defaults.

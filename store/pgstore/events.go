@@ -142,6 +142,11 @@ func (s *Store) appendTx(ctx context.Context, tx pgx.Tx, k store.SessionKey, ses
 	if err != nil {
 		return nil, fmt.Errorf("insert event: %w", err)
 	}
+	if args, ok := indexArgs(k, seq, stored); ok {
+		if _, err := tx.Exec(ctx, sqlIndexEvent, args...); err != nil {
+			return nil, fmt.Errorf("index event: %w", err)
+		}
+	}
 	if err := recordToolCalls(ctx, tx, k, seq, stored); err != nil {
 		return nil, err
 	}

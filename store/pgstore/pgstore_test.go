@@ -48,6 +48,11 @@ func TestConformance(t *testing.T) {
 	storetest.Run(t, func(t *testing.T) store.Store { return openURL(t, pg.URL(t)) })
 }
 
+// TestMemoryConformance runs the memory suite that boltstore runs too.
+func TestMemoryConformance(t *testing.T) {
+	storetest.RunMemory(t, func(t *testing.T) store.Store { return openURL(t, pg.URL(t)) })
+}
+
 // TestMigrateConcurrently: replicas that start together on an empty
 // database apply each migration once (the advisory lock), and a second
 // Migrate applies nothing.
