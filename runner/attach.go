@@ -186,7 +186,7 @@ const replayPage = 500
 // last, reading the store a page at a time.
 func (r *Runner) replayEvents(ctx context.Context, k store.SessionKey, runID string, after, last uint64, yield func(Update, error) bool) bool {
 	for after < last {
-		evs, _, err := r.store.ListEvents(ctx, k, after, store.Page{Size: replayPage})
+		evs, _, err := r.store.ListEvents(ctx, k, store.EventFilter{AfterSequence: after}, store.Page{Size: replayPage})
 		if err != nil {
 			yield(Update{}, fmt.Errorf("replay run %s: %w", runID, err))
 			return false

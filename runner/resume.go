@@ -374,7 +374,7 @@ func (r *Runner) scanRun(ctx context.Context, rec *agentrunnerv1.Run, fn func(*a
 		after--
 	}
 	for {
-		evs, next, err := r.store.ListEvents(ctx, store.RunKey(rec), after, store.Page{Size: replayPage})
+		evs, next, err := r.store.ListEvents(ctx, store.RunKey(rec), store.EventFilter{AfterSequence: after}, store.Page{Size: replayPage})
 		if err != nil {
 			return err
 		}

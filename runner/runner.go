@@ -62,7 +62,7 @@ type Store interface {
 	store.RunStore
 	// ListEvents pages through a session's events; attachers replay runs
 	// with it.
-	ListEvents(ctx context.Context, k store.SessionKey, after uint64, page store.Page) ([]*agentrunnerv1.Event, string, error)
+	ListEvents(ctx context.Context, k store.SessionKey, after store.EventFilter, page store.Page) ([]*agentrunnerv1.Event, string, error)
 	// ListToolCalls returns the session's tool-call ledger; a resumed run
 	// reads it to find the calls a crash left in doubt.
 	ListToolCalls(ctx context.Context, k store.SessionKey) ([]*agentrunnerv1.ToolCall, error)

@@ -75,7 +75,7 @@ func (h artifactService) DeleteArtifact(ctx context.Context, req *servicev1.Dele
 	if err != nil {
 		return nil, err
 	}
-	if err := h.s.store.DeleteArtifact(ctx, k, req.GetFilename()); err != nil {
+	if err := h.s.store.DeleteArtifact(ctx, k, req.GetFilename(), req.GetVersion()); err != nil {
 		return nil, h.s.toStatus(ctx, err)
 	}
 	return &servicev1.DeleteArtifactResponse{}, nil

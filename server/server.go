@@ -27,7 +27,7 @@ type Store interface {
 	DeleteSession(ctx context.Context, k store.SessionKey) error
 	AppendEvent(ctx context.Context, k store.SessionKey, ev *agentrunnerv1.Event) (*agentrunnerv1.Event, error)
 	AppendEventOnce(ctx context.Context, k store.SessionKey, ev *agentrunnerv1.Event) (*agentrunnerv1.Event, bool, error)
-	ListEvents(ctx context.Context, k store.SessionKey, after uint64, page store.Page) ([]*agentrunnerv1.Event, string, error)
+	ListEvents(ctx context.Context, k store.SessionKey, after store.EventFilter, page store.Page) ([]*agentrunnerv1.Event, string, error)
 	// ListToolCalls returns a session's tool-call ledger in call order.
 	ListToolCalls(ctx context.Context, k store.SessionKey) ([]*agentrunnerv1.ToolCall, error)
 	// GetRun finds a stored run record by id (which app it belongs to).
@@ -37,7 +37,7 @@ type Store interface {
 	LoadArtifact(ctx context.Context, k store.SessionKey, filename string, version int64) (*agentrunnerv1.Part, *agentrunnerv1.ArtifactVersion, error)
 	ListArtifacts(ctx context.Context, k store.SessionKey, page store.Page) ([]*agentrunnerv1.ArtifactVersion, string, error)
 	ListArtifactVersions(ctx context.Context, k store.SessionKey, filename string, page store.Page) ([]*agentrunnerv1.ArtifactVersion, string, error)
-	DeleteArtifact(ctx context.Context, k store.SessionKey, filename string) error
+	DeleteArtifact(ctx context.Context, k store.SessionKey, filename string, version int64) error
 }
 
 // AppRunner runs one app and keeps its runs. Implemented by
@@ -118,8 +118,8 @@ type Config struct {
 	Auth *auth.Config
 	// Memory serves MemoryService; it should be the apps' runners' own.
 	// Nil means the store's memory index when the store has one
-	// (memory.Indexer, as *boltstore.Store does); else MemoryService
-	// answers FailedPrecondition.
+	// (memory.Indexer, as *boltstore.Store and *pgstore.Store are);
+	// else MemoryService answers FailedPrecondition.
 	Memory memory.Service
 	// Limits bound page sizes, the events of one GetSession and the runs
 	// in progress; zero fields take their defaults.

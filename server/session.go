@@ -35,9 +35,14 @@ func (h sessionService) GetSession(ctx context.Context, req *servicev1.GetSessio
 	if err != nil {
 		return nil, err
 	}
+	after, err := afterTime(req.GetAfterTime())
+	if err != nil {
+		return nil, err
+	}
 	opts := store.GetOptions{
 		NumRecentEvents: int(req.GetNumRecentEvents()),
 		AfterSequence:   req.GetAfterSequence(),
+		AfterTime:       after,
 		MaxBytes:        h.s.maxMsg - responseSlack,
 	}
 	// At most MaxEventsPerCall events, the most recent; omitted_events
@@ -47,6 +52,10 @@ func (h sessionService) GetSession(ctx context.Context, req *servicev1.GetSessio
 		bounded.NumRecentEvents = h.s.limits.MaxEventsPerCall
 	}
 	sess, events, err := h.s.store.GetSession(ctx, k, bounded)
+	if err != nil {
+		return nil, h.s.toStatus(ctx, err)
+	}
+	total, err := h.selected(ctx, k, sess, events, opts)
 	if err != nil {
 		return nil, h.s.toStatus(ctx, err)
 	}
@@ -61,18 +70,52 @@ func (h sessionService) GetSession(ctx context.Context, req *servicev1.GetSessio
 		size -= store.ItemBytes(proto.Size(events[0]))
 		events = events[1:]
 	}
-	return &servicev1.GetSessionResponse{Session: sess, Events: events, OmittedEvents: selected(sess, opts) - uint64(len(events))}, nil
+	return &servicev1.GetSessionResponse{Session: sess, Events: events, OmittedEvents: total - uint64(len(events))}, nil
 }
 
 // selected is how many events opts selects of sess, whose events are
-// numbered 1..last_sequence without gaps.
-func selected(sess *agentrunnerv1.Session, opts store.GetOptions) uint64 {
+// numbered 1..last_sequence without gaps, given the events the store
+// returned for opts (the newest selected ones that fit). By sequence
+// alone that is arithmetic. With a time filter the selected events left
+// out, older than the first returned (or all, when none was), are
+// counted by paging through them: a cost only a response cut short by
+// its size pays, in pages bounded like any listing's. Events never
+// change once appended, so the reads agree up to last_sequence.
+func (h sessionService) selected(ctx context.Context, k store.SessionKey, sess *agentrunnerv1.Session, events []*agentrunnerv1.Event, opts store.GetOptions) (uint64, error) {
 	last := sess.GetLastSequence()
 	n := last - min(opts.AfterSequence, last)
 	if opts.NumRecentEvents > 0 {
 		n = min(n, uint64(opts.NumRecentEvents))
 	}
-	return n
+	if opts.AfterTime.IsZero() {
+		return n, nil
+	}
+	kept := uint64(len(events))
+	before := last + 1 // the first event returned, or past the last
+	if kept > 0 {
+		before = events[0].GetSequence()
+	}
+	// num_recent_events bounds how many of them count.
+	room := n - min(kept, n)
+	var left uint64
+	page := store.Page{Size: store.MaxPageSize, MaxBytes: h.s.maxMsg - responseSlack}
+	for left < room {
+		evs, next, err := h.s.store.ListEvents(ctx, k, opts.Filter(), page)
+		if err != nil {
+			return 0, err
+		}
+		for _, ev := range evs {
+			if ev.GetSequence() >= before || left == room {
+				return kept + left, nil
+			}
+			left++
+		}
+		if next == "" {
+			break
+		}
+		page.Token = next
+	}
+	return kept + left, nil
 }
 
 func (h sessionService) ListSessions(ctx context.Context, req *servicev1.ListSessionsRequest) (*servicev1.ListSessionsResponse, error) {
@@ -125,7 +168,12 @@ func (h sessionService) ListEvents(ctx context.Context, req *servicev1.ListEvent
 	if err := h.s.checkPage(req); err != nil {
 		return nil, err
 	}
-	events, next, err := h.s.store.ListEvents(ctx, k, req.GetAfterSequence(), page(req, h.s.maxMsg))
+	after, err := afterTime(req.GetAfterTime())
+	if err != nil {
+		return nil, err
+	}
+	f := store.EventFilter{AfterSequence: req.GetAfterSequence(), AfterTime: after}
+	events, next, err := h.s.store.ListEvents(ctx, k, f, page(req, h.s.maxMsg))
 	if err != nil {
 		return nil, h.s.toStatus(ctx, err)
 	}

@@ -2,6 +2,7 @@ package server
 
 import (
 	"fmt"
+	"time"
 	"unicode"
 	"unicode/utf8"
 
@@ -124,6 +125,46 @@ func sessionKey(r keyed) (store.SessionKey, error) {
 	return k, nil
 }
 
+// artifactKey validates and returns the key an artifact request
+// addresses, and its filename when named (a listing has none):
+// session_id is optional for "user:" names and listings, whose artifacts
+// belong to the user (store.ArtifactKey), and required for any other
+// name.
+func artifactKey(r keyed, filename string, named bool) (store.SessionKey, error) {
+	k := store.SessionKey{App: r.GetAppName(), User: r.GetUserId(), Session: r.GetSessionId()}
+	if err := checkID("app_name", k.App); err != nil {
+		return k, err
+	}
+	if err := checkID("user_id", k.User); err != nil {
+		return k, err
+	}
+	if named {
+		if err := checkFilename(filename); err != nil {
+			return k, err
+		}
+	}
+	optional := !named || store.ScopeOf(filename) == store.ScopeUser
+	if err := checkText("session_id", k.Session, !optional, maxIDBytes); err != nil {
+		if k.Session == "" {
+			return k, invalid("session_id", "required for a filename without the %q prefix", store.UserPrefix)
+		}
+		return k, err
+	}
+	return k, nil
+}
+
+// afterTime validates a request's after_time and returns it; the zero
+// time when it is not set.
+func afterTime(ts *timestamppb.Timestamp) (time.Time, error) {
+	if ts == nil {
+		return time.Time{}, nil
+	}
+	if err := checkTimestamp("after_time", ts); err != nil {
+		return time.Time{}, err
+	}
+	return ts.AsTime(), nil
+}
+
 func validateCreateSession(r *servicev1.CreateSessionRequest) (store.SessionKey, error) {
 	k := store.SessionKey{App: r.GetAppName(), User: r.GetUserId(), Session: r.GetSessionId()}
 	if err := checkID("app_name", k.App); err != nil {
@@ -147,7 +188,8 @@ func validateGetSession(r *servicev1.GetSessionRequest) (store.SessionKey, error
 	if r.GetNumRecentEvents() < 0 {
 		return k, invalid("num_recent_events", "must not be negative")
 	}
-	return k, nil
+	_, err = afterTime(r.GetAfterTime())
+	return k, err
 }
 
 func validateListSessions(r *servicev1.ListSessionsRequest) error {
@@ -193,15 +235,15 @@ func validateListEvents(r *servicev1.ListEventsRequest) (store.SessionKey, error
 	if err != nil {
 		return k, err
 	}
+	if _, err := afterTime(r.GetAfterTime()); err != nil {
+		return k, err
+	}
 	return k, checkPageSize(r.GetPageSize())
 }
 
 func validateSaveArtifact(r *servicev1.SaveArtifactRequest) (store.SessionKey, error) {
-	k, err := sessionKey(r)
+	k, err := artifactKey(r, r.GetFilename(), true)
 	if err != nil {
-		return k, err
-	}
-	if err := checkFilename(r.GetFilename()); err != nil {
 		return k, err
 	}
 	switch r.GetArtifact().GetData().(type) {
@@ -218,11 +260,8 @@ func validateSaveArtifact(r *servicev1.SaveArtifactRequest) (store.SessionKey, e
 }
 
 func validateLoadArtifact(r *servicev1.LoadArtifactRequest) (store.SessionKey, error) {
-	k, err := sessionKey(r)
+	k, err := artifactKey(r, r.GetFilename(), true)
 	if err != nil {
-		return k, err
-	}
-	if err := checkFilename(r.GetFilename()); err != nil {
 		return k, err
 	}
 	if r.GetVersion() < 0 {
@@ -232,7 +271,7 @@ func validateLoadArtifact(r *servicev1.LoadArtifactRequest) (store.SessionKey, e
 }
 
 func validateListArtifacts(r *servicev1.ListArtifactsRequest) (store.SessionKey, error) {
-	k, err := sessionKey(r)
+	k, err := artifactKey(r, "", false)
 	if err != nil {
 		return k, err
 	}
@@ -240,22 +279,22 @@ func validateListArtifacts(r *servicev1.ListArtifactsRequest) (store.SessionKey,
 }
 
 func validateListArtifactVersions(r *servicev1.ListArtifactVersionsRequest) (store.SessionKey, error) {
-	k, err := sessionKey(r)
+	k, err := artifactKey(r, r.GetFilename(), true)
 	if err != nil {
-		return k, err
-	}
-	if err := checkFilename(r.GetFilename()); err != nil {
 		return k, err
 	}
 	return k, checkPageSize(r.GetPageSize())
 }
 
 func validateDeleteArtifact(r *servicev1.DeleteArtifactRequest) (store.SessionKey, error) {
-	k, err := sessionKey(r)
+	k, err := artifactKey(r, r.GetFilename(), true)
 	if err != nil {
 		return k, err
 	}
-	return k, checkFilename(r.GetFilename())
+	if r.GetVersion() < 0 {
+		return k, invalid("version", "must not be negative; 0 deletes every version")
+	}
+	return k, nil
 }
 
 func validateRunRequest(r *servicev1.RunRequest) (store.SessionKey, error) {

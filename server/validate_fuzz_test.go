@@ -28,14 +28,33 @@ var validators = []func(b []byte) (store.SessionKey, bool, error){
 	keyedCheck(validateGetSession),
 	keyedCheck(validateAppendEvent),
 	keyedCheck(validateListEvents),
-	keyedCheck(validateSaveArtifact),
-	keyedCheck(validateLoadArtifact),
-	keyedCheck(validateListArtifacts),
-	keyedCheck(validateListArtifactVersions),
-	keyedCheck(validateDeleteArtifact),
+	keyedCheck(userScoped(validateSaveArtifact)),
+	keyedCheck(userScoped(validateLoadArtifact)),
+	keyedCheck(func(r *servicev1.ListArtifactsRequest) (store.SessionKey, error) {
+		k, err := validateListArtifacts(r)
+		if k.Session == "" {
+			k.Session = "-" // empty lists the user's user: artifacts
+		}
+		return k, err
+	}),
+	keyedCheck(userScoped(validateListArtifactVersions)),
+	keyedCheck(userScoped(validateDeleteArtifact)),
 	keyedCheck(validateRunRequest),
 	unkeyedCheck(validateListSessions),
 	unkeyedCheck(validateResumeRun),
+}
+
+// userScoped accepts an empty session id where the contract does: for a
+// user: artifact, which belongs to the user, not to a session. Any other
+// artifact accepted without a session fails the fuzz target.
+func userScoped[P interface{ GetFilename() string }](check func(P) (store.SessionKey, error)) func(P) (store.SessionKey, error) {
+	return func(r P) (store.SessionKey, error) {
+		k, err := check(r)
+		if k.Session == "" && strings.HasPrefix(r.GetFilename(), "user:") {
+			k.Session = "-"
+		}
+		return k, err
+	}
 }
 
 func keyedCheck[R any, P interface {

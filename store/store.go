@@ -13,6 +13,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	agentrunnerv1 "github.com/agentrunner/agentrunner/gen/go/agentrunner/v1"
 	"google.golang.org/protobuf/types/known/structpb"
@@ -72,11 +73,48 @@ type GetOptions struct {
 	NumRecentEvents int
 	// AfterSequence keeps only events with a greater sequence.
 	AfterSequence uint64
+	// AfterTime, when not zero, keeps only events whose timestamp is
+	// strictly after it (as well as after AfterSequence). Every event is
+	// tested: a caller may set an event's timestamp, so timestamps are not
+	// known to grow with the sequence.
+	AfterTime time.Time
 	// MaxBytes, when positive, bounds the size of the events returned
 	// (see ItemBytes): the newest events that fit are kept and older ones
 	// left out. Events are numbered 1..last_sequence without gaps, so a
 	// caller tells what was left out by the first sequence it got.
 	MaxBytes int
+}
+
+// EventFilter selects the events ListEvents lists: those with a greater
+// sequence than AfterSequence and, when AfterTime is not zero, a
+// timestamp strictly after AfterTime.
+type EventFilter struct {
+	AfterSequence uint64
+	AfterTime     time.Time
+}
+
+// Keeps reports whether the filter's time test keeps an event with
+// timestamp ts (its sequence is tested apart).
+func (f EventFilter) Keeps(ts time.Time) bool {
+	return f.AfterTime.IsZero() || ts.After(f.AfterTime)
+}
+
+// ArtifactKey validates the key an artifact method is given for
+// filename ("" for ListArtifacts, which lists every name): a "user:"
+// filename, and a listing, need no session (an empty k.Session is the
+// user's scope); any other filename does. needSession is whether k names
+// a session, which must then exist.
+func ArtifactKey(k SessionKey, filename string) (needSession bool, err error) {
+	if k.Session != "" || (filename != "" && ScopeOf(filename) != ScopeUser) {
+		return true, k.Validate()
+	}
+	switch {
+	case k.App == "":
+		return false, fmt.Errorf("app_name is empty: %w", ErrInvalidArgument)
+	case k.User == "":
+		return false, fmt.Errorf("user_id is empty: %w", ErrInvalidArgument)
+	}
+	return false, nil
 }
 
 // Page selects one page of a listing.
@@ -147,8 +185,10 @@ type Store interface {
 	// the session's events, with no index: the runner, whose event ids
 	// are fresh, appends with AppendEvent and pays nothing for it.
 	AppendEventOnce(ctx context.Context, k SessionKey, ev *agentrunnerv1.Event) (stored *agentrunnerv1.Event, existed bool, err error)
-	// ListEvents pages through events with sequence > after, oldest first.
-	ListEvents(ctx context.Context, k SessionKey, after uint64, page Page) ([]*agentrunnerv1.Event, string, error)
+	// ListEvents pages through the events that after selects, oldest
+	// first. A page token continues after the last event listed; after's
+	// sequence is then ignored, its time still applies.
+	ListEvents(ctx context.Context, k SessionKey, after EventFilter, page Page) ([]*agentrunnerv1.Event, string, error)
 	// ListToolCalls returns the session's tool-call ledger in call order:
 	// every function call (with an id) its events made, closed by the
 	// event that answered it, kept by AppendEvent in the same transaction
@@ -160,6 +200,13 @@ type Store interface {
 
 	// SaveArtifact stores a new version of an artifact of an existing
 	// session; "user:" filenames are shared by all of the user's sessions.
+	//
+	// For a "user:" filename the artifact methods need no session: an
+	// empty k.Session addresses the user's scope (ListArtifacts with an
+	// empty k.Session lists only the user's "user:" artifacts). A session
+	// that is given must exist (ErrNotFound), as it always had to; it
+	// does not change which artifact a "user:" filename names. Other
+	// filenames require k.Session (ErrInvalidArgument).
 	SaveArtifact(ctx context.Context, k SessionKey, filename string, part *agentrunnerv1.Part) (*agentrunnerv1.ArtifactVersion, error)
 	// LoadArtifact returns a version of an artifact; version 0 is the latest.
 	LoadArtifact(ctx context.Context, k SessionKey, filename string, version int64) (*agentrunnerv1.Part, *agentrunnerv1.ArtifactVersion, error)
@@ -168,8 +215,12 @@ type Store interface {
 	ListArtifacts(ctx context.Context, k SessionKey, page Page) ([]*agentrunnerv1.ArtifactVersion, string, error)
 	// ListArtifactVersions lists the versions of one artifact, newest first.
 	ListArtifactVersions(ctx context.Context, k SessionKey, filename string, page Page) ([]*agentrunnerv1.ArtifactVersion, string, error)
-	// DeleteArtifact deletes every version of an artifact.
-	DeleteArtifact(ctx context.Context, k SessionKey, filename string) error
+	// DeleteArtifact deletes one version of an artifact, or every version
+	// when version is 0. Deleting the latest version makes the one before
+	// it the latest. A missing artifact or version is ErrNotFound. Version
+	// numbers come from the latest: the next save after the latest was
+	// deleted gets that number again.
+	DeleteArtifact(ctx context.Context, k SessionKey, filename string, version int64) error
 
 	RunStore
 

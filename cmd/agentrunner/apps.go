@@ -28,8 +28,9 @@ var defaultApps []byte
 // fresh server has something to run. An apps file that does not load or build fails the start, with
 // the file, line and path of the problem.
 func loadApps(ctx context.Context, configPath string, st store.Store, ls leasing, log *slog.Logger, extra ...plugin.Plugin) (*apps.Registry, error) {
-	// Memory needs the store's inverted index, which bbolt keeps;
-	// PostgreSQL has none yet, and its apps run without memory.
+	// Memory needs the store's inverted index, which both the bbolt and
+	// the PostgreSQL store keep; a store without one (a test double, a
+	// third store) runs its apps without memory, and says so.
 	var mem memory.Service
 	if ix, ok := st.(memory.Indexer); ok {
 		mem = memory.NewIndex(ix)

@@ -72,6 +72,40 @@ func TestServeOnPostgres(t *testing.T) {
 	}
 }
 
+// TestMemoryOnPostgres: on a postgres:// --data, a session added to
+// memory through gRPC is found by SearchMemory from another session of
+// the user, with the events of a run made after the add, and by nobody
+// else.
+func TestMemoryOnPostgres(t *testing.T) {
+	addr, rc, sc, _ := stoppableRunsServer(t, pg.URL(t), "")
+	mc := servicev1.NewMemoryServiceClient(dial(t, addr))
+	createSession(t, sc, "demo", "past")
+	runToEnd(t, rc, &servicev1.RunRequest{AppName: "demo", UserId: "u", SessionId: "past", NewMessage: userText("my cat is called Tiberius")})
+	if _, err := mc.AddSessionToMemory(t.Context(), &servicev1.AddSessionToMemoryRequest{AppName: "demo", UserId: "u", SessionId: "past"}); err != nil {
+		t.Fatalf("AddSessionToMemory: %v", err)
+	}
+	runToEnd(t, rc, &servicev1.RunRequest{AppName: "demo", UserId: "u", SessionId: "past", NewMessage: userText("and my dog Zebedee")})
+	createSession(t, sc, "demo", "now")
+
+	search := func(user, query string) []*servicev1.Memory {
+		t.Helper()
+		resp, err := mc.SearchMemory(t.Context(), &servicev1.SearchMemoryRequest{AppName: "demo", UserId: user, Query: query})
+		if err != nil {
+			t.Fatalf("SearchMemory(%s, %q): %v", user, query, err)
+		}
+		return resp.GetMemories()
+	}
+	for q, want := range map[string]string{"What is my cat called? Tiberius?": "Tiberius", "zebedee": "Zebedee"} {
+		got := search("u", q)
+		if len(got) == 0 || got[0].GetSessionId() != "past" || !strings.Contains(got[0].GetContent().GetParts()[0].GetText(), want) {
+			t.Fatalf("search %q found %v", q, got)
+		}
+	}
+	if got := search("someone-else", "tiberius"); len(got) != 0 {
+		t.Fatalf("another user found %v", got)
+	}
+}
+
 // TestMigrateBoltFile: migrate on a bbolt file creates or upgrades it and
 // says its schema version; an argument is a usage error (exit 2).
 func TestMigrateBoltFile(t *testing.T) {

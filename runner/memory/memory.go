@@ -1,7 +1,7 @@
 // Package memory is long-term memory: the Service agents search through
 // (agent.InvocationContext.Memory binds it to the session's app and user)
 // and sessions are added to, and Index, the Service over the store's
-// inverted index (boltstore's IndexSession and SearchMemory).
+// inverted index (IndexSession and SearchMemory of boltstore and pgstore).
 //
 // A search is scoped to one app and one user: nothing of another user or
 // another app is ever returned.
@@ -66,7 +66,8 @@ type Entry struct {
 	Time     time.Time
 }
 
-// Indexer is the storage Index uses. Implemented by *boltstore.Store.
+// Indexer is the storage Index uses. Implemented by *boltstore.Store and
+// *pgstore.Store.
 type Indexer interface {
 	IndexSession(ctx context.Context, k store.SessionKey) error
 	SearchMemory(ctx context.Context, q store.MemoryQuery) ([]store.MemoryHit, string, error)

@@ -16,6 +16,26 @@ import (
 	"github.com/agentrunner/agentrunner/store"
 )
 
+// validateArtifactKey validates the key of an artifact method for
+// filename ("" for a listing) and reports whether k names a session,
+// which must exist: "user:" names need none (store.ArtifactKey).
+func validateArtifactKey(k store.SessionKey, filename string) (needSession bool, err error) {
+	if needSession, err = store.ArtifactKey(k, filename); err != nil {
+		return false, err
+	}
+	return needSession, checkParts(k.App, k.User, k.Session)
+}
+
+// checkSession returns ErrNotFound when need is set and session k does not
+// exist.
+func checkSession(tx *bbolt.Tx, k store.SessionKey, need bool) error {
+	if !need {
+		return nil
+	}
+	_, err := getSession(tx, k, sessionKey(k))
+	return err
+}
+
 func validateFilename(name string) error {
 	if name == "" {
 		return fmt.Errorf("filename is empty: %w", store.ErrInvalidArgument)
@@ -39,7 +59,8 @@ func describePart(p *agentrunnerv1.Part) (mime string, data []byte, err error) {
 
 // SaveArtifact implements store.Store.
 func (s *Store) SaveArtifact(ctx context.Context, k store.SessionKey, filename string, part *agentrunnerv1.Part) (*agentrunnerv1.ArtifactVersion, error) {
-	if err := validateKey(k); err != nil {
+	need, err := validateArtifactKey(k, filename)
+	if err != nil {
 		return nil, err
 	}
 	if err := validateFilename(filename); err != nil {
@@ -66,7 +87,7 @@ func (s *Store) SaveArtifact(ctx context.Context, k store.SessionKey, filename s
 	}
 	var out *agentrunnerv1.ArtifactVersion
 	err = s.write(ctx, func(tx *bbolt.Tx) error {
-		if _, err := getSession(tx, k, sessionKey(k)); err != nil {
+		if err := checkSession(tx, k, need); err != nil {
 			return err
 		}
 		nameKey := artifactNameKey(k, filename)
@@ -99,7 +120,8 @@ func (s *Store) SaveArtifact(ctx context.Context, k store.SessionKey, filename s
 
 // LoadArtifact implements store.Store.
 func (s *Store) LoadArtifact(ctx context.Context, k store.SessionKey, filename string, version int64) (*agentrunnerv1.Part, *agentrunnerv1.ArtifactVersion, error) {
-	if err := validateKey(k); err != nil {
+	need, err := validateArtifactKey(k, filename)
+	if err != nil {
 		return nil, nil, err
 	}
 	if err := validateFilename(filename); err != nil {
@@ -112,8 +134,8 @@ func (s *Store) LoadArtifact(ctx context.Context, k store.SessionKey, filename s
 		part *agentrunnerv1.Part
 		meta *agentrunnerv1.ArtifactVersion
 	)
-	err := s.view(ctx, func(tx *bbolt.Tx) error {
-		if _, err := getSession(tx, k, sessionKey(k)); err != nil {
+	err = s.view(ctx, func(tx *bbolt.Tx) error {
+		if err := checkSession(tx, k, need); err != nil {
 			return err
 		}
 		nameKey := artifactNameKey(k, filename)
@@ -177,9 +199,11 @@ func latestPerName(c *bbolt.Cursor, prefix []byte, after string, limit int) ([]*
 }
 
 // ListArtifacts implements store.Store. It merges the session's own names
-// with the user's "user:" names; the two sets never overlap.
+// with the user's "user:" names; the two sets never overlap. With no
+// session it lists the user's names alone.
 func (s *Store) ListArtifacts(ctx context.Context, k store.SessionKey, page store.Page) ([]*agentrunnerv1.ArtifactVersion, string, error) {
-	if err := validateKey(k); err != nil {
+	need, err := validateArtifactKey(k, "")
+	if err != nil {
 		return nil, "", err
 	}
 	var after string
@@ -193,14 +217,16 @@ func (s *Store) ListArtifacts(ctx context.Context, k store.SessionKey, page stor
 	limit := page.Limit()
 	var out []*agentrunnerv1.ArtifactVersion
 	var next string
-	err := s.view(ctx, func(tx *bbolt.Tx) error {
-		if _, err := getSession(tx, k, sessionKey(k)); err != nil {
+	err = s.view(ctx, func(tx *bbolt.Tx) error {
+		if err := checkSession(tx, k, need); err != nil {
 			return err
 		}
 		c := tx.Bucket(bucketArtifacts).Cursor()
-		own, err := latestPerName(c, artifactPrefix(k.App, k.User, k.Session), after, limit+1)
-		if err != nil {
-			return err
+		var own []*agentrunnerv1.ArtifactVersion
+		if need { // the user's scope is read below; the session's only if there is one
+			if own, err = latestPerName(c, artifactPrefix(k.App, k.User, k.Session), after, limit+1); err != nil {
+				return err
+			}
 		}
 		shared, err := latestPerName(c, artifactPrefix(k.App, k.User, ""), after, limit+1)
 		if err != nil {
@@ -227,7 +253,8 @@ func (s *Store) ListArtifacts(ctx context.Context, k store.SessionKey, page stor
 
 // ListArtifactVersions implements store.Store.
 func (s *Store) ListArtifactVersions(ctx context.Context, k store.SessionKey, filename string, page store.Page) ([]*agentrunnerv1.ArtifactVersion, string, error) {
-	if err := validateKey(k); err != nil {
+	need, err := validateArtifactKey(k, filename)
+	if err != nil {
 		return nil, "", err
 	}
 	if err := validateFilename(filename); err != nil {
@@ -249,8 +276,8 @@ func (s *Store) ListArtifactVersions(ctx context.Context, k store.SessionKey, fi
 	limit := page.Limit()
 	var out []*agentrunnerv1.ArtifactVersion
 	var next string
-	err := s.view(ctx, func(tx *bbolt.Tx) error {
-		if _, err := getSession(tx, k, sessionKey(k)); err != nil {
+	err = s.view(ctx, func(tx *bbolt.Tx) error {
+		if err := checkSession(tx, k, need); err != nil {
 			return err
 		}
 		c := tx.Bucket(bucketArtifacts).Cursor()
@@ -277,19 +304,33 @@ func (s *Store) ListArtifactVersions(ctx context.Context, k store.SessionKey, fi
 }
 
 // DeleteArtifact implements store.Store.
-func (s *Store) DeleteArtifact(ctx context.Context, k store.SessionKey, filename string) error {
-	if err := validateKey(k); err != nil {
+func (s *Store) DeleteArtifact(ctx context.Context, k store.SessionKey, filename string, version int64) error {
+	need, err := validateArtifactKey(k, filename)
+	if err != nil {
 		return err
 	}
 	if err := validateFilename(filename); err != nil {
 		return err
 	}
+	if version < 0 {
+		return fmt.Errorf("version %d is negative: %w", version, store.ErrInvalidArgument)
+	}
 	return s.write(ctx, func(tx *bbolt.Tx) error {
-		if _, err := getSession(tx, k, sessionKey(k)); err != nil {
+		if err := checkSession(tx, k, need); err != nil {
 			return err
 		}
 		arts, blobs := tx.Bucket(bucketArtifacts), tx.Bucket(bucketBlobs)
-		keys := collectPrefix(arts, artifactNameKey(k, filename))
+		nameKey := artifactNameKey(k, filename)
+		var keys [][]byte
+		if version == 0 {
+			keys = collectPrefix(arts, nameKey)
+		} else if vk := artifactVersionKey(nameKey, version); arts.Get(vk) != nil {
+			// The versions left keep their order; the newest of them is
+			// the first key, so it is the latest from now on.
+			keys = [][]byte{vk}
+		} else {
+			return fmt.Errorf("artifact %q version %d in session %s: %w", filename, version, k, store.ErrNotFound)
+		}
 		if len(keys) == 0 {
 			return fmt.Errorf("artifact %q in session %s: %w", filename, k, store.ErrNotFound)
 		}

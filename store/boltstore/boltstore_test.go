@@ -63,6 +63,15 @@ func TestConformance(t *testing.T) {
 	})
 }
 
+// TestMemoryConformance runs the memory suite that pgstore runs too, so
+// that both stores find the same events in the same order.
+func TestMemoryConformance(t *testing.T) {
+	storetest.RunMemory(t, func(t *testing.T) store.Store {
+		s, _ := newTestStore(t, Options{NoSync: true})
+		return s
+	})
+}
+
 func TestReopenKeepsEverything(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "db")
 	s, err := Open(path, Options{})

@@ -201,26 +201,20 @@ func (s *Store) GetSession(ctx context.Context, k store.SessionKey, opts store.G
 
 // sessionEvents reads the events GetSession returns for opts, of session
 // sk whose last sequence is last. With a count or a byte bound it walks
-// back from the newest event, so that what it keeps is the newest.
+// back from the newest event, so that what it keeps is the newest. A time
+// filter tests each event of the range (timestamps may be set by callers,
+// so they need not grow with the sequence); it reads only the timestamp
+// of the events it leaves out.
 func sessionEvents(c *bbolt.Cursor, sk []byte, last uint64, opts store.GetOptions) ([]*agentrunnerv1.Event, error) {
-	var events []*agentrunnerv1.Event
+	f := opts.Filter()
 	if opts.NumRecentEvents <= 0 && opts.MaxBytes <= 0 {
-		for key, v := c.Seek(eventKey(sk, opts.AfterSequence+1)); key != nil && bytes.HasPrefix(key, sk); key, v = c.Next() {
-			if isRunKey(key, sk) {
-				continue
-			}
-			ev, err := decodeEvent(v)
-			if err != nil {
-				return nil, err
-			}
-			events = append(events, ev)
-		}
-		return events, nil
+		return forwardEvents(c, sk, f)
 	}
 	n := last - min(opts.AfterSequence, last)
 	if opts.NumRecentEvents > 0 {
 		n = min(n, uint64(opts.NumRecentEvents))
 	}
+	var events []*agentrunnerv1.Event
 	budget := opts.MaxBytes
 	for key, v := c.Seek(eventKey(sk, last)); key != nil && uint64(len(events)) < n && bytes.HasPrefix(key, sk); key, v = c.Prev() {
 		if isRunKey(key, sk) {
@@ -228,6 +222,11 @@ func sessionEvents(c *bbolt.Cursor, sk []byte, last uint64, opts store.GetOption
 		}
 		if seqOf(key) <= opts.AfterSequence {
 			break
+		}
+		if keep, err := f.KeepsEncoded(v); err != nil {
+			return nil, err
+		} else if !keep {
+			continue
 		}
 		if opts.MaxBytes > 0 {
 			if budget -= store.ItemBytes(len(v)); budget < 0 {
@@ -241,6 +240,28 @@ func sessionEvents(c *bbolt.Cursor, sk []byte, last uint64, opts store.GetOption
 		events = append(events, ev)
 	}
 	slices.Reverse(events) // oldest first
+	return events, nil
+}
+
+// forwardEvents reads every event of session sk that f selects, oldest
+// first.
+func forwardEvents(c *bbolt.Cursor, sk []byte, f store.EventFilter) ([]*agentrunnerv1.Event, error) {
+	var events []*agentrunnerv1.Event
+	for key, v := c.Seek(eventKey(sk, f.AfterSequence+1)); key != nil && bytes.HasPrefix(key, sk); key, v = c.Next() {
+		if isRunKey(key, sk) {
+			continue
+		}
+		if keep, err := f.KeepsEncoded(v); err != nil {
+			return nil, err
+		} else if !keep {
+			continue
+		}
+		ev, err := decodeEvent(v)
+		if err != nil {
+			return nil, err
+		}
+		events = append(events, ev)
+	}
 	return events, nil
 }
 
@@ -582,10 +603,11 @@ func patchSession(sv []byte, seq uint64, ts *timestamppb.Timestamp, usage *agent
 }
 
 // ListEvents implements store.Store.
-func (s *Store) ListEvents(ctx context.Context, k store.SessionKey, after uint64, page store.Page) ([]*agentrunnerv1.Event, string, error) {
+func (s *Store) ListEvents(ctx context.Context, k store.SessionKey, f store.EventFilter, page store.Page) ([]*agentrunnerv1.Event, string, error) {
 	if err := validateKey(k); err != nil {
 		return nil, "", err
 	}
+	after := f.AfterSequence
 	if page.Token != "" {
 		tok, err := decodeToken(page.Token)
 		if err != nil {
@@ -610,6 +632,11 @@ func (s *Store) ListEvents(ctx context.Context, k store.SessionKey, after uint64
 		size := 0
 		for key, v := c.Seek(eventKey(sk, after+1)); key != nil && bytes.HasPrefix(key, sk); key, v = c.Next() {
 			if isRunKey(key, sk) {
+				continue
+			}
+			if keep, err := f.KeepsEncoded(v); err != nil {
+				return err
+			} else if !keep {
 				continue
 			}
 			size += store.ItemBytes(len(v))

@@ -15,6 +15,16 @@ import (
 	"github.com/agentrunner/agentrunner/store"
 )
 
+// validateArtifactKey validates the key of an artifact method for
+// filename ("" for a listing) and reports whether k names a session,
+// which must exist: "user:" names need none (store.ArtifactKey).
+func validateArtifactKey(k store.SessionKey, filename string) (needSession bool, err error) {
+	if needSession, err = store.ArtifactKey(k, filename); err != nil {
+		return false, err
+	}
+	return needSession, checkParts(k.App, k.User, k.Session)
+}
+
 func validateFilename(name string) error {
 	if name == "" {
 		return fmt.Errorf("filename is empty: %w", store.ErrInvalidArgument)
@@ -52,7 +62,8 @@ const artifactLockClass int32 = 0x6172 // "ar"
 
 // SaveArtifact implements store.Store.
 func (s *Store) SaveArtifact(ctx context.Context, k store.SessionKey, filename string, part *agentrunnerv1.Part) (*agentrunnerv1.ArtifactVersion, error) {
-	if err := validateKey(k); err != nil {
+	need, err := validateArtifactKey(k, filename)
+	if err != nil {
 		return nil, err
 	}
 	if err := validateFilename(filename); err != nil {
@@ -79,14 +90,16 @@ func (s *Store) SaveArtifact(ctx context.Context, k store.SessionKey, filename s
 	}
 	scope := artifactScope(k, filename)
 	err = s.inTx(ctx, func(tx pgx.Tx) error {
-		// FOR SHARE: the session cannot be deleted under the save.
-		var one int
-		err := tx.QueryRow(ctx, "SELECT 1 FROM sessions WHERE app_name = $1 AND user_id = $2 AND session_id = $3 FOR SHARE",
-			k.App, k.User, k.Session).Scan(&one)
-		if errors.Is(err, pgx.ErrNoRows) {
-			return fmt.Errorf("session %s: %w", k, store.ErrNotFound)
-		} else if err != nil {
-			return fmt.Errorf("read session %s: %w", k, err)
+		if need {
+			// FOR SHARE: the session cannot be deleted under the save.
+			var one int
+			err := tx.QueryRow(ctx, "SELECT 1 FROM sessions WHERE app_name = $1 AND user_id = $2 AND session_id = $3 FOR SHARE",
+				k.App, k.User, k.Session).Scan(&one)
+			if errors.Is(err, pgx.ErrNoRows) {
+				return fmt.Errorf("session %s: %w", k, store.ErrNotFound)
+			} else if err != nil {
+				return fmt.Errorf("read session %s: %w", k, err)
+			}
 		}
 		if _, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock($1, hashtext($2 || '/' || $3 || '/' || $4 || '/' || $5))",
 			artifactLockClass, k.App, k.User, scope, filename); err != nil {
@@ -113,10 +126,28 @@ func (s *Store) SaveArtifact(ctx context.Context, k store.SessionKey, filename s
 	return meta, nil
 }
 
+// SQL of LoadArtifact. $3 is the session, $4 the scope of the name, $6
+// the version (0 for the latest).
+const (
+	// sqlLoadArtifact reads the session (to tell a missing session from
+	// a missing artifact) and the version.
+	sqlLoadArtifact = `SELECT a.meta, a.part FROM sessions s
+		LEFT JOIN LATERAL (SELECT meta, part FROM artifacts
+			WHERE app_name = $1 AND user_id = $2 AND scope = $4 AND filename = $5 AND ($6 = 0 OR version = $6)
+			ORDER BY version DESC LIMIT 1) a ON true
+		WHERE s.app_name = $1 AND s.user_id = $2 AND s.session_id = $3`
+	// sqlLoadUserArtifact reads a "user:" version given no session ($3
+	// is empty and unused).
+	sqlLoadUserArtifact = `SELECT meta, part FROM artifacts
+		WHERE app_name = $1 AND user_id = $2 AND $3 = '' AND scope = $4 AND filename = $5 AND ($6 = 0 OR version = $6)
+		ORDER BY version DESC LIMIT 1`
+)
+
 // LoadArtifact implements store.Store. One query reads the session (to
 // tell a missing session from a missing artifact) and the version.
 func (s *Store) LoadArtifact(ctx context.Context, k store.SessionKey, filename string, version int64) (*agentrunnerv1.Part, *agentrunnerv1.ArtifactVersion, error) {
-	if err := validateKey(k); err != nil {
+	need, err := validateArtifactKey(k, filename)
+	if err != nil {
 		return nil, nil, err
 	}
 	if err := validateFilename(filename); err != nil {
@@ -129,23 +160,26 @@ func (s *Store) LoadArtifact(ctx context.Context, k store.SessionKey, filename s
 		part *agentrunnerv1.Part
 		meta *agentrunnerv1.ArtifactVersion
 	)
-	err := s.query(ctx, func() error {
+	q := sqlLoadArtifact
+	if !need {
+		q = sqlLoadUserArtifact
+	}
+	err = s.query(ctx, func() error {
 		var mb, pb []byte
-		err := s.pool.QueryRow(ctx, `SELECT a.meta, a.part FROM sessions s
-			LEFT JOIN LATERAL (SELECT meta, part FROM artifacts
-				WHERE app_name = $1 AND user_id = $2 AND scope = $4 AND filename = $5 AND ($6 = 0 OR version = $6)
-				ORDER BY version DESC LIMIT 1) a ON true
-			WHERE s.app_name = $1 AND s.user_id = $2 AND s.session_id = $3`,
-			k.App, k.User, k.Session, artifactScope(k, filename), filename, version).Scan(&mb, &pb)
+		err := s.pool.QueryRow(ctx, q, k.App, k.User, k.Session, artifactScope(k, filename), filename, version).Scan(&mb, &pb)
 		switch {
-		case errors.Is(err, pgx.ErrNoRows):
+		case errors.Is(err, pgx.ErrNoRows) && need:
 			return fmt.Errorf("session %s: %w", k, store.ErrNotFound)
+		case errors.Is(err, pgx.ErrNoRows):
+			mb = nil
+			fallthrough
+		case err == nil && mb == nil:
+			if version == 0 {
+				return fmt.Errorf("artifact %q in session %s: %w", filename, k, store.ErrNotFound)
+			}
+			return fmt.Errorf("artifact %q version %d in session %s: %w", filename, version, k, store.ErrNotFound)
 		case err != nil:
 			return fmt.Errorf("load artifact: %w", err)
-		case mb == nil && version == 0:
-			return fmt.Errorf("artifact %q in session %s: %w", filename, k, store.ErrNotFound)
-		case mb == nil:
-			return fmt.Errorf("artifact %q version %d in session %s: %w", filename, version, k, store.ErrNotFound)
 		}
 		meta, part = &agentrunnerv1.ArtifactVersion{}, &agentrunnerv1.Part{}
 		if err := proto.Unmarshal(mb, meta); err != nil {
@@ -166,12 +200,12 @@ func (s *Store) LoadArtifact(ctx context.Context, k store.SessionKey, filename s
 // the session's own names and of the user's "user:" names (the two sets
 // never overlap), by name, read from the primary key's ranges.
 func (s *Store) ListArtifacts(ctx context.Context, k store.SessionKey, page store.Page) ([]*agentrunnerv1.ArtifactVersion, string, error) {
-	if err := validateKey(k); err != nil {
+	need, err := validateArtifactKey(k, "")
+	if err != nil {
 		return nil, "", err
 	}
 	var after string
 	if page.Token != "" {
-		var err error
 		if after, err = decodeString(page.Token); err != nil {
 			return nil, "", err
 		}
@@ -181,21 +215,22 @@ func (s *Store) ListArtifacts(ctx context.Context, k store.SessionKey, page stor
 		out  []*agentrunnerv1.ArtifactVersion
 		next string
 	)
-	err := s.query(ctx, func() error {
-		if err := sessionExists(ctx, s.pool, k); err != nil {
+	err = s.query(ctx, func() error {
+		if err := checkSession(ctx, s.pool, k, need); err != nil {
 			return err
 		}
 		// One range of the primary key per scope, each walked in name
 		// order (an incremental sort puts a name's newest version first).
+		// With no session ($6 false) only the user's scope is read.
 		rows, err := s.pool.Query(ctx, `SELECT meta FROM (
 			(SELECT DISTINCT ON (filename) filename, meta FROM artifacts
-				WHERE app_name = $1 AND user_id = $2 AND scope = $3 AND filename > $4
+				WHERE $6 AND app_name = $1 AND user_id = $2 AND scope = $3 AND filename > $4
 				ORDER BY filename, version DESC LIMIT $5)
 			UNION ALL
 			(SELECT DISTINCT ON (filename) filename, meta FROM artifacts
 				WHERE app_name = $1 AND user_id = $2 AND scope = '' AND filename > $4
 				ORDER BY filename, version DESC LIMIT $5)
-			) a ORDER BY filename LIMIT $5`, k.App, k.User, k.Session, after, limit+1)
+			) a ORDER BY filename LIMIT $5`, k.App, k.User, k.Session, after, limit+1, need)
 		if err != nil {
 			return fmt.Errorf("list artifacts: %w", err)
 		}
@@ -222,7 +257,8 @@ func (s *Store) ListArtifacts(ctx context.Context, k store.SessionKey, page stor
 
 // ListArtifactVersions implements store.Store.
 func (s *Store) ListArtifactVersions(ctx context.Context, k store.SessionKey, filename string, page store.Page) ([]*agentrunnerv1.ArtifactVersion, string, error) {
-	if err := validateKey(k); err != nil {
+	need, err := validateArtifactKey(k, filename)
+	if err != nil {
 		return nil, "", err
 	}
 	if err := validateFilename(filename); err != nil {
@@ -230,7 +266,6 @@ func (s *Store) ListArtifactVersions(ctx context.Context, k store.SessionKey, fi
 	}
 	before := uint64(1) << 62 // past every version
 	if page.Token != "" {
-		var err error
 		if before, err = decodeNumber(page.Token); err != nil {
 			return nil, "", err
 		}
@@ -240,8 +275,8 @@ func (s *Store) ListArtifactVersions(ctx context.Context, k store.SessionKey, fi
 		out  []*agentrunnerv1.ArtifactVersion
 		next string
 	)
-	err := s.query(ctx, func() error {
-		if err := sessionExists(ctx, s.pool, k); err != nil {
+	err = s.query(ctx, func() error {
+		if err := checkSession(ctx, s.pool, k, need); err != nil {
 			return err
 		}
 		rows, err := s.pool.Query(ctx, `SELECT meta FROM artifacts
@@ -274,26 +309,43 @@ func (s *Store) ListArtifactVersions(ctx context.Context, k store.SessionKey, fi
 	return out, next, nil
 }
 
+// checkSession returns ErrNotFound when need is set and session k does
+// not exist.
+func checkSession(ctx context.Context, q querier, k store.SessionKey, need bool) error {
+	if !need {
+		return nil
+	}
+	return sessionExists(ctx, q, k)
+}
+
 // DeleteArtifact implements store.Store.
-func (s *Store) DeleteArtifact(ctx context.Context, k store.SessionKey, filename string) error {
-	if err := validateKey(k); err != nil {
+func (s *Store) DeleteArtifact(ctx context.Context, k store.SessionKey, filename string, version int64) error {
+	need, err := validateArtifactKey(k, filename)
+	if err != nil {
 		return err
 	}
 	if err := validateFilename(filename); err != nil {
 		return err
 	}
+	if version < 0 {
+		return fmt.Errorf("version %d is negative: %w", version, store.ErrInvalidArgument)
+	}
 	return s.inTx(ctx, func(tx pgx.Tx) error {
-		if err := sessionExists(ctx, tx, k); err != nil {
+		if err := checkSession(ctx, tx, k, need); err != nil {
 			return err
 		}
-		tag, err := tx.Exec(ctx, "DELETE FROM artifacts WHERE app_name = $1 AND user_id = $2 AND scope = $3 AND filename = $4",
-			k.App, k.User, artifactScope(k, filename), filename)
-		if err != nil {
+		// Version 0 deletes every version. The versions left keep their
+		// numbers; the greatest of them is the latest from now on.
+		tag, err := tx.Exec(ctx, `DELETE FROM artifacts WHERE app_name = $1 AND user_id = $2 AND scope = $3 AND filename = $4
+			AND ($5 = 0 OR version = $5)`, k.App, k.User, artifactScope(k, filename), filename, version)
+		switch {
+		case err != nil:
 			return fmt.Errorf("delete artifact: %w", err)
-		}
-		if tag.RowsAffected() == 0 {
+		case tag.RowsAffected() > 0:
+			return nil
+		case version == 0:
 			return fmt.Errorf("artifact %q in session %s: %w", filename, k, store.ErrNotFound)
 		}
-		return nil
+		return fmt.Errorf("artifact %q version %d in session %s: %w", filename, version, k, store.ErrNotFound)
 	})
 }

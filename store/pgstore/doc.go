@@ -29,6 +29,9 @@
 //	runs        (run_id); (app, user, session, anchor, create_nanos, run_id)
 //	            -> Run, request_id (unique per session), unfinished
 //	sessions    lease_holder, lease_token, lease_expires: the session lease
+//	memory_sessions (app, user, session)                -> indexed: its events with postings
+//	memory_postings (app, user, session, sequence, term) -> tf, event_nanos;
+//	                by (app, user, term): long-term memory (memory.go)
 //
 // # Writes
 //
@@ -36,7 +39,8 @@
 // FOR UPDATE), so that the appends of a session are serialized, across
 // processes too, and the next sequence is the row's last_sequence plus
 // one; it then writes the event, the ledger entries it changes, the run
-// record it carries (AppendRunEvent) and the session row. It is
+// record it carries (AppendRunEvent), the event's memory postings when
+// the session is in memory, and the session row. It is
 // pipelined (pipeline.go): BEGIN goes with every read the append needs,
 // and its writes with COMMIT, two round trips in all. An append that
 // changes "app:" or "user:" state runs statement by statement instead,

@@ -142,6 +142,11 @@ func (s *Store) appendTx(ctx context.Context, tx pgx.Tx, k store.SessionKey, ses
 	if err != nil {
 		return nil, fmt.Errorf("insert event: %w", err)
 	}
+	if args, ok := indexArgs(k, seq, stored); ok {
+		if _, err := tx.Exec(ctx, sqlIndexEvent, args...); err != nil {
+			return nil, fmt.Errorf("index event: %w", err)
+		}
+	}
 	if err := recordToolCalls(ctx, tx, k, seq, stored); err != nil {
 		return nil, err
 	}
@@ -253,13 +258,13 @@ func duplicate(found []byte, ev *agentrunnerv1.Event, w eventWrite) (*agentrunne
 }
 
 // ListEvents implements store.Store.
-func (s *Store) ListEvents(ctx context.Context, k store.SessionKey, after uint64, page store.Page) ([]*agentrunnerv1.Event, string, error) {
+func (s *Store) ListEvents(ctx context.Context, k store.SessionKey, f store.EventFilter, page store.Page) ([]*agentrunnerv1.Event, string, error) {
 	if err := validateKey(k); err != nil {
 		return nil, "", err
 	}
 	if page.Token != "" {
 		var err error
-		if after, err = decodeNumber(page.Token); err != nil {
+		if f.AfterSequence, err = decodeNumber(page.Token); err != nil {
 			return nil, "", err
 		}
 	}
@@ -278,7 +283,7 @@ func (s *Store) ListEvents(ctx context.Context, k store.SessionKey, after uint64
 			return fmt.Errorf("read session %s: %w", k, err)
 		}
 		size := 0
-		return s.walkEvents(ctx, k, after, uint64(last), false, func(_ uint64, v []byte) (bool, error) {
+		return s.walkEvents(ctx, k, f, uint64(last), false, func(_ uint64, v []byte) (bool, error) {
 			size += store.ItemBytes(len(v))
 			if len(out) == limit || (page.MaxBytes > 0 && size > page.MaxBytes && len(out) > 0) {
 				next = encodeNumber(out[len(out)-1].GetSequence())

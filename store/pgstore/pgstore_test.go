@@ -48,6 +48,11 @@ func TestConformance(t *testing.T) {
 	storetest.Run(t, func(t *testing.T) store.Store { return openURL(t, pg.URL(t)) })
 }
 
+// TestMemoryConformance runs the memory suite that boltstore runs too.
+func TestMemoryConformance(t *testing.T) {
+	storetest.RunMemory(t, func(t *testing.T) store.Store { return openURL(t, pg.URL(t)) })
+}
+
 // TestMigrateConcurrently: replicas that start together on an empty
 // database apply each migration once (the advisory lock), and a second
 // Migrate applies nothing.
@@ -248,7 +253,7 @@ func TestLongSessionWalks(t *testing.T) {
 		var all []*agentrunnerv1.Event
 		page := store.Page{Size: size}
 		for {
-			evs, next, err := s.ListEvents(ctx, k, 0, page)
+			evs, next, err := s.ListEvents(ctx, k, store.EventFilter{}, page)
 			if err != nil {
 				t.Fatal(err)
 			}

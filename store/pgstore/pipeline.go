@@ -203,6 +203,9 @@ func (s *Store) planWrites(ctx context.Context, p *pipeWrite, r *pipeReads) (*pg
 			return nil, fmt.Errorf("marshal event: %w", err)
 		}
 		b.Queue(sqlInsertEvent, k.App, k.User, k.Session, int64(seq), stored.GetId(), stored.GetTimestamp().AsTime(), evBytes)
+		if args, ok := indexArgs(k, seq, stored); ok {
+			b.Queue(sqlIndexEvent, args...)
+		}
 		puts, err := ledgerChanges(k, r.known, seq, stored)
 		if err != nil {
 			return nil, err

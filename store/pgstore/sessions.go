@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"google.golang.org/protobuf/proto"
@@ -251,14 +252,17 @@ func (s *Store) GetSession(ctx context.Context, k store.SessionKey, opts store.G
 
 // sessionEvents reads the events GetSession returns for opts, of session
 // k whose last sequence is last. With a count or a byte bound it walks
-// back from the newest event, so that what it keeps is the newest.
+// back from the newest event, so that what it keeps is the newest. A
+// time filter tests each event of the range (callers may set timestamps,
+// so they need not grow with the sequence).
 func (s *Store) sessionEvents(ctx context.Context, k store.SessionKey, last uint64, opts store.GetOptions) ([]*agentrunnerv1.Event, error) {
 	var events []*agentrunnerv1.Event
 	if opts.AfterSequence >= last {
 		return nil, nil
 	}
+	f := opts.Filter()
 	if opts.NumRecentEvents <= 0 && opts.MaxBytes <= 0 {
-		err := s.walkEvents(ctx, k, opts.AfterSequence, last, false, func(_ uint64, v []byte) (bool, error) {
+		err := s.walkEvents(ctx, k, f, last, false, func(_ uint64, v []byte) (bool, error) {
 			ev, err := decodeEvent(v)
 			events = append(events, ev)
 			return true, err
@@ -269,8 +273,12 @@ func (s *Store) sessionEvents(ctx context.Context, k store.SessionKey, last uint
 	if opts.NumRecentEvents > 0 {
 		n = min(n, uint64(opts.NumRecentEvents))
 	}
+	if f.AfterTime.IsZero() {
+		// The n newest events are the range's last n.
+		f.AfterSequence = last - n
+	}
 	budget := opts.MaxBytes
-	err := s.walkEvents(ctx, k, last-n, last, true, func(_ uint64, v []byte) (bool, error) {
+	err := s.walkEvents(ctx, k, f, last, true, func(_ uint64, v []byte) (bool, error) {
 		if opts.MaxBytes > 0 {
 			if budget -= store.ItemBytes(len(v)); budget < 0 {
 				return false, nil
@@ -278,7 +286,7 @@ func (s *Store) sessionEvents(ctx context.Context, k store.SessionKey, last uint
 		}
 		ev, err := decodeEvent(v)
 		events = append(events, ev)
-		return true, err
+		return uint64(len(events)) < n, err
 	})
 	// oldest first
 	for i, j := 0, len(events)-1; i < j; i, j = i+1, j-1 {
@@ -296,16 +304,26 @@ const (
 	maxChunk   = 4096
 )
 
-// walkEvents calls fn with the events of session k with sequences in
-// (lo, hi], ascending (or descending with desc), until fn returns false.
-func (s *Store) walkEvents(ctx context.Context, k store.SessionKey, lo, hi uint64, desc bool, fn func(seq uint64, v []byte) (bool, error)) error {
+// walkEvents calls fn with the events of session k that f selects with
+// sequences up to hi, ascending (or descending with desc), until fn
+// returns false. The time test is made twice: in SQL on event_time,
+// which holds the timestamp to the microsecond (rounded down), so that
+// it keeps a few events too many at most, and then exactly on the
+// event's own timestamp.
+func (s *Store) walkEvents(ctx context.Context, k store.SessionKey, f store.EventFilter, hi uint64, desc bool, fn func(seq uint64, v []byte) (bool, error)) error {
 	q := `SELECT sequence, record FROM events WHERE app_name = $1 AND user_id = $2 AND session_id = $3
-		AND sequence > $4 AND sequence <= $5 ORDER BY sequence LIMIT $6`
+		AND sequence > $4 AND sequence <= $5 AND ($7::timestamptz IS NULL OR event_time >= $7) ORDER BY sequence LIMIT $6`
 	if desc {
 		q = strings.Replace(q, "ORDER BY sequence", "ORDER BY sequence DESC", 1)
 	}
+	var since *time.Time
+	if !f.AfterTime.IsZero() {
+		t := f.AfterTime.Truncate(time.Microsecond)
+		since = &t
+	}
+	lo := f.AfterSequence
 	for chunk := firstChunk; lo < hi; chunk = min(2*chunk, maxChunk) {
-		rows, err := s.pool.Query(ctx, q, k.App, k.User, k.Session, int64(lo), int64(hi), chunk)
+		rows, err := s.pool.Query(ctx, q, k.App, k.User, k.Session, int64(lo), int64(hi), chunk, since)
 		if err != nil {
 			return fmt.Errorf("read events: %w", err)
 		}
@@ -322,6 +340,9 @@ func (s *Store) walkEvents(ctx context.Context, k store.SessionKey, lo, hi uint6
 				hi = uint64(seq) - 1
 			} else {
 				lo = uint64(seq)
+			}
+			if keep, err := f.KeepsEncoded(v); err != nil || !keep {
+				return err
 			}
 			var err error
 			more, err = fn(uint64(seq), v)

@@ -115,7 +115,7 @@ func testEventAllFields(t *testing.T, s store.Store) {
 	if len(evs) != 3 || !proto.Equal(evs[2], want) {
 		t.Fatalf("GetSession's event 3 =\n%v\nwant\n%v", evs[len(evs)-1], want)
 	}
-	listed, _, err := s.ListEvents(t.Context(), k, 2, store.Page{Size: 10})
+	listed, _, err := s.ListEvents(t.Context(), k, store.EventFilter{AfterSequence: 2}, store.Page{Size: 10})
 	if err != nil {
 		t.Fatalf("ListEvents: %v", err)
 	}

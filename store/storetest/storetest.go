@@ -51,6 +51,10 @@ func Run(t *testing.T, open Open) {
 		{"UserArtifactsShared", testUserArtifactsShared},
 		{"ListArtifactsPages", testListArtifactsPages},
 		{"DeleteArtifact", testDeleteArtifact},
+		{"DeleteArtifactVersion", testDeleteArtifactVersion},
+		{"UserArtifactsNoSession", testUserArtifactsNoSession},
+		{"GetSessionAfterTime", testGetSessionAfterTime},
+		{"ListEventsAfterTime", testListEventsAfterTime},
 		{"ConcurrentAppends", testConcurrentAppends},
 		{"ToolCallLedger", testToolCallLedger},
 		{"MalformedPageTokens", testMalformedPageTokens},
@@ -221,7 +225,7 @@ func testNotFound(t *testing.T, s store.Store) {
 	wantErr(t, err, store.ErrNotFound, "GetSession")
 	_, err = s.AppendEvent(ctx, k, textEvent("a", "x", nil))
 	wantErr(t, err, store.ErrNotFound, "AppendEvent")
-	_, _, err = s.ListEvents(ctx, k, 0, store.Page{})
+	_, _, err = s.ListEvents(ctx, k, store.EventFilter{}, store.Page{})
 	wantErr(t, err, store.ErrNotFound, "ListEvents")
 	wantErr(t, s.DeleteSession(ctx, k), store.ErrNotFound, "DeleteSession")
 	_, err = s.SaveArtifact(ctx, k, "f.txt", &agentrunnerv1.Part{Data: &agentrunnerv1.Part_Text{Text: "x"}})
@@ -231,7 +235,7 @@ func testNotFound(t *testing.T, s store.Store) {
 	wantErr(t, err, store.ErrNotFound, "LoadArtifact of a missing artifact")
 	_, _, err = s.ListArtifactVersions(ctx, ek, "nope.txt", store.Page{})
 	wantErr(t, err, store.ErrNotFound, "ListArtifactVersions of a missing artifact")
-	wantErr(t, s.DeleteArtifact(ctx, ek, "nope.txt"), store.ErrNotFound, "DeleteArtifact of a missing artifact")
+	wantErr(t, s.DeleteArtifact(ctx, ek, "nope.txt", 0), store.ErrNotFound, "DeleteArtifact of a missing artifact")
 	_, _, err = s.ListArtifacts(ctx, k, store.Page{})
 	wantErr(t, err, store.ErrNotFound, "ListArtifacts on a missing session")
 }
@@ -357,7 +361,7 @@ func testListEventsPages(t *testing.T, s store.Store) {
 		if n > 5 {
 			t.Fatal("ListEvents does not terminate")
 		}
-		evs, next, err := s.ListEvents(t.Context(), k, 0, page)
+		evs, next, err := s.ListEvents(t.Context(), k, store.EventFilter{}, page)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -370,7 +374,7 @@ func testListEventsPages(t *testing.T, s store.Store) {
 	if !equalSeqs(all, 1, 2, 3, 4, 5, 6, 7) {
 		t.Fatalf("paged sequences = %v", all)
 	}
-	evs, next, err := s.ListEvents(t.Context(), k, 5, store.Page{})
+	evs, next, err := s.ListEvents(t.Context(), k, store.EventFilter{AfterSequence: 5}, store.Page{})
 	if err != nil || next != "" || !equalSeqs(seqs(evs), 6, 7) {
 		t.Fatalf("ListEvents(after 5) = %v, %q, %v", seqs(evs), next, err)
 	}
@@ -704,7 +708,7 @@ func testDeleteArtifact(t *testing.T, s store.Store) {
 	if _, err := s.SaveArtifact(ctx, k, "g", text); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.DeleteArtifact(ctx, k, "f"); err != nil {
+	if err := s.DeleteArtifact(ctx, k, "f", 0); err != nil {
 		t.Fatal(err)
 	}
 	_, _, err := s.LoadArtifact(ctx, k, "f", 2)
@@ -774,7 +778,7 @@ func testMalformedPageTokens(t *testing.T, s store.Store) {
 	}
 	_, _, err = s.ListSessions(ctx, "other-app", "", store.Page{Token: next})
 	wantErr(t, err, store.ErrInvalidArgument, "ListSessions(token of another app)")
-	_, _, err = s.ListEvents(ctx, k, 0, store.Page{Token: "%%%"})
+	_, _, err = s.ListEvents(ctx, k, store.EventFilter{}, store.Page{Token: "%%%"})
 	wantErr(t, err, store.ErrInvalidArgument, "ListEvents(garbage token)")
 }
 
@@ -1528,7 +1532,7 @@ func testPagesBoundedByBytes(t *testing.T, s store.Store) {
 		if n > len(sizes) {
 			t.Fatal("ListEvents with MaxBytes does not terminate")
 		}
-		evs, next, err := s.ListEvents(ctx, k, 0, page)
+		evs, next, err := s.ListEvents(ctx, k, store.EventFilter{}, page)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -1552,7 +1556,7 @@ func testPagesBoundedByBytes(t *testing.T, s store.Store) {
 		t.Fatalf("pages listed sequences %v", got)
 	}
 	// A page that may hold more does: the first page takes 3000 and 500.
-	evs, _, err := s.ListEvents(ctx, k, 0, store.Page{MaxBytes: budget})
+	evs, _, err := s.ListEvents(ctx, k, store.EventFilter{}, store.Page{MaxBytes: budget})
 	if err != nil || len(evs) != 2 {
 		t.Fatalf("first page = %d events, %v; want 2", len(evs), err)
 	}

@@ -29,7 +29,8 @@ type SaveArtifactRequest struct {
 	AppName string `protobuf:"bytes,1,opt,name=app_name,json=appName,proto3" json:"app_name,omitempty"`
 	// Owner of the session. Required.
 	UserId string `protobuf:"bytes,2,opt,name=user_id,json=userId,proto3" json:"user_id,omitempty"`
-	// Id of the session. Required.
+	// Id of the session. Required, except for "user:" filenames (see the
+	// service).
 	SessionId string `protobuf:"bytes,3,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
 	// Name of the artifact. Required. Prefix "user:" to share it across the
 	// user's sessions.
@@ -167,7 +168,8 @@ type LoadArtifactRequest struct {
 	AppName string `protobuf:"bytes,1,opt,name=app_name,json=appName,proto3" json:"app_name,omitempty"`
 	// Owner of the session. Required.
 	UserId string `protobuf:"bytes,2,opt,name=user_id,json=userId,proto3" json:"user_id,omitempty"`
-	// Id of the session. Required.
+	// Id of the session. Required, except for "user:" filenames (see the
+	// service).
 	SessionId string `protobuf:"bytes,3,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
 	// Name of the artifact. Required.
 	Filename string `protobuf:"bytes,4,opt,name=filename,proto3" json:"filename,omitempty"`
@@ -304,7 +306,7 @@ type ListArtifactsRequest struct {
 	AppName string `protobuf:"bytes,1,opt,name=app_name,json=appName,proto3" json:"app_name,omitempty"`
 	// Owner of the session. Required.
 	UserId string `protobuf:"bytes,2,opt,name=user_id,json=userId,proto3" json:"user_id,omitempty"`
-	// Id of the session. Required.
+	// Id of the session. Empty lists the user's "user:" artifacts alone.
 	SessionId string `protobuf:"bytes,3,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
 	// Maximum number of artifacts to return; 0 means 100, at most 1000.
 	PageSize int32 `protobuf:"varint,4,opt,name=page_size,json=pageSize,proto3" json:"page_size,omitempty"`
@@ -441,7 +443,8 @@ type ListArtifactVersionsRequest struct {
 	AppName string `protobuf:"bytes,1,opt,name=app_name,json=appName,proto3" json:"app_name,omitempty"`
 	// Owner of the session. Required.
 	UserId string `protobuf:"bytes,2,opt,name=user_id,json=userId,proto3" json:"user_id,omitempty"`
-	// Id of the session. Required.
+	// Id of the session. Required, except for "user:" filenames (see the
+	// service).
 	SessionId string `protobuf:"bytes,3,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
 	// Name of the artifact. Required.
 	Filename string `protobuf:"bytes,4,opt,name=filename,proto3" json:"filename,omitempty"`
@@ -587,10 +590,13 @@ type DeleteArtifactRequest struct {
 	AppName string `protobuf:"bytes,1,opt,name=app_name,json=appName,proto3" json:"app_name,omitempty"`
 	// Owner of the session. Required.
 	UserId string `protobuf:"bytes,2,opt,name=user_id,json=userId,proto3" json:"user_id,omitempty"`
-	// Id of the session. Required.
+	// Id of the session. Required, except for "user:" filenames (see the
+	// service).
 	SessionId string `protobuf:"bytes,3,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
 	// Name of the artifact. Required.
-	Filename      string `protobuf:"bytes,4,opt,name=filename,proto3" json:"filename,omitempty"`
+	Filename string `protobuf:"bytes,4,opt,name=filename,proto3" json:"filename,omitempty"`
+	// Version to delete; 0 deletes every version.
+	Version       int64 `protobuf:"varint,5,opt,name=version,proto3" json:"version,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -651,6 +657,13 @@ func (x *DeleteArtifactRequest) GetFilename() string {
 		return x.Filename
 	}
 	return ""
+}
+
+func (x *DeleteArtifactRequest) GetVersion() int64 {
+	if x != nil {
+		return x.Version
+	}
+	return 0
 }
 
 // DeleteArtifactResponse is the output of DeleteArtifact.
@@ -737,13 +750,14 @@ const file_agentrunner_service_v1_artifact_service_proto_rawDesc = "" +
 	"page_token\x18\x06 \x01(\tR\tpageToken\"\x83\x01\n" +
 	"\x1cListArtifactVersionsResponse\x12;\n" +
 	"\bversions\x18\x01 \x03(\v2\x1f.agentrunner.v1.ArtifactVersionR\bversions\x12&\n" +
-	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\"\x86\x01\n" +
+	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\"\xa0\x01\n" +
 	"\x15DeleteArtifactRequest\x12\x19\n" +
 	"\bapp_name\x18\x01 \x01(\tR\aappName\x12\x17\n" +
 	"\auser_id\x18\x02 \x01(\tR\x06userId\x12\x1d\n" +
 	"\n" +
 	"session_id\x18\x03 \x01(\tR\tsessionId\x12\x1a\n" +
-	"\bfilename\x18\x04 \x01(\tR\bfilename\"\x18\n" +
+	"\bfilename\x18\x04 \x01(\tR\bfilename\x12\x18\n" +
+	"\aversion\x18\x05 \x01(\x03R\aversion\"\x18\n" +
 	"\x16DeleteArtifactResponse2\xca\x04\n" +
 	"\x0fArtifactService\x12i\n" +
 	"\fSaveArtifact\x12+.agentrunner.service.v1.SaveArtifactRequest\x1a,.agentrunner.service.v1.SaveArtifactResponse\x12i\n" +

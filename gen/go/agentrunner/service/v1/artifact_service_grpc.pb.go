@@ -31,8 +31,12 @@ const (
 // For semantics around ctx use and closing/ending streaming RPCs, please refer to https://pkg.go.dev/google.golang.org/grpc/?tab=doc#ClientConn.NewStream.
 //
 // ArtifactService stores versioned files attached to a session. A filename
-// that starts with "user:" is shared by all sessions of the user. Every call
-// requires the session to exist.
+// that starts with "user:" is shared by all sessions of the user, and
+// belongs to the user rather than to any session: for such a name
+// session_id is optional. Empty addresses the user's scope and needs no
+// session to exist; a session_id that is given must name an existing
+// session (NOT_FOUND otherwise) and does not change which artifact the name
+// addresses. Other filenames require session_id and the session to exist.
 type ArtifactServiceClient interface {
 	// SaveArtifact stores a new version of an artifact and returns its number.
 	SaveArtifact(ctx context.Context, in *SaveArtifactRequest, opts ...grpc.CallOption) (*SaveArtifactResponse, error)
@@ -41,10 +45,14 @@ type ArtifactServiceClient interface {
 	LoadArtifact(ctx context.Context, in *LoadArtifactRequest, opts ...grpc.CallOption) (*LoadArtifactResponse, error)
 	// ListArtifacts lists the artifacts visible in a session (its own and the
 	// user's "user:" ones) with their latest version, ordered by filename.
+	// With an empty session_id it lists the user's "user:" artifacts alone.
 	ListArtifacts(ctx context.Context, in *ListArtifactsRequest, opts ...grpc.CallOption) (*ListArtifactsResponse, error)
 	// ListArtifactVersions lists the versions of one artifact, newest first.
 	ListArtifactVersions(ctx context.Context, in *ListArtifactVersionsRequest, opts ...grpc.CallOption) (*ListArtifactVersionsResponse, error)
-	// DeleteArtifact deletes every version of an artifact.
+	// DeleteArtifact deletes one version of an artifact, or every version when
+	// version is 0. Deleting the latest version makes the one before it the
+	// latest (the next save then gets the deleted number again). Fails with
+	// NOT_FOUND when the artifact or the version does not exist.
 	DeleteArtifact(ctx context.Context, in *DeleteArtifactRequest, opts ...grpc.CallOption) (*DeleteArtifactResponse, error)
 }
 
@@ -111,8 +119,12 @@ func (c *artifactServiceClient) DeleteArtifact(ctx context.Context, in *DeleteAr
 // for forward compatibility.
 //
 // ArtifactService stores versioned files attached to a session. A filename
-// that starts with "user:" is shared by all sessions of the user. Every call
-// requires the session to exist.
+// that starts with "user:" is shared by all sessions of the user, and
+// belongs to the user rather than to any session: for such a name
+// session_id is optional. Empty addresses the user's scope and needs no
+// session to exist; a session_id that is given must name an existing
+// session (NOT_FOUND otherwise) and does not change which artifact the name
+// addresses. Other filenames require session_id and the session to exist.
 type ArtifactServiceServer interface {
 	// SaveArtifact stores a new version of an artifact and returns its number.
 	SaveArtifact(context.Context, *SaveArtifactRequest) (*SaveArtifactResponse, error)
@@ -121,10 +133,14 @@ type ArtifactServiceServer interface {
 	LoadArtifact(context.Context, *LoadArtifactRequest) (*LoadArtifactResponse, error)
 	// ListArtifacts lists the artifacts visible in a session (its own and the
 	// user's "user:" ones) with their latest version, ordered by filename.
+	// With an empty session_id it lists the user's "user:" artifacts alone.
 	ListArtifacts(context.Context, *ListArtifactsRequest) (*ListArtifactsResponse, error)
 	// ListArtifactVersions lists the versions of one artifact, newest first.
 	ListArtifactVersions(context.Context, *ListArtifactVersionsRequest) (*ListArtifactVersionsResponse, error)
-	// DeleteArtifact deletes every version of an artifact.
+	// DeleteArtifact deletes one version of an artifact, or every version when
+	// version is 0. Deleting the latest version makes the one before it the
+	// latest (the next save then gets the deleted number again). Fails with
+	// NOT_FOUND when the artifact or the version does not exist.
 	DeleteArtifact(context.Context, *DeleteArtifactRequest) (*DeleteArtifactResponse, error)
 	mustEmbedUnimplementedArtifactServiceServer()
 }

@@ -11,6 +11,7 @@ import (
 	protoreflect "google.golang.org/protobuf/reflect/protoreflect"
 	protoimpl "google.golang.org/protobuf/runtime/protoimpl"
 	structpb "google.golang.org/protobuf/types/known/structpb"
+	timestamppb "google.golang.org/protobuf/types/known/timestamppb"
 	reflect "reflect"
 	sync "sync"
 	unsafe "unsafe"
@@ -267,6 +268,12 @@ type GetSessionRequest struct {
 	NumRecentEvents int32 `protobuf:"varint,4,opt,name=num_recent_events,json=numRecentEvents,proto3" json:"num_recent_events,omitempty"`
 	// Return only events whose sequence is greater than this.
 	AfterSequence uint64 `protobuf:"varint,5,opt,name=after_sequence,json=afterSequence,proto3" json:"after_sequence,omitempty"`
+	// When set, return only events whose timestamp is strictly after it,
+	// combined with after_sequence (both must hold) and then
+	// num_recent_events (the most recent of the events both select). Every
+	// event is tested: timestamps set by callers need not follow the
+	// sequence order.
+	AfterTime     *timestamppb.Timestamp `protobuf:"bytes,6,opt,name=after_time,json=afterTime,proto3" json:"after_time,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -334,6 +341,13 @@ func (x *GetSessionRequest) GetAfterSequence() uint64 {
 		return x.AfterSequence
 	}
 	return 0
+}
+
+func (x *GetSessionRequest) GetAfterTime() *timestamppb.Timestamp {
+	if x != nil {
+		return x.AfterTime
+	}
+	return nil
 }
 
 // GetSessionResponse is the output of GetSession.
@@ -771,6 +785,10 @@ type ListEventsRequest struct {
 	PageToken string `protobuf:"bytes,5,opt,name=page_token,json=pageToken,proto3" json:"page_token,omitempty"`
 	// Start after this sequence number (ignored when page_token is set).
 	AfterSequence uint64 `protobuf:"varint,6,opt,name=after_sequence,json=afterSequence,proto3" json:"after_sequence,omitempty"`
+	// When set, list only events whose timestamp is strictly after it,
+	// combined with after_sequence (both must hold). Unlike after_sequence
+	// it applies to every page: send it again with page_token.
+	AfterTime     *timestamppb.Timestamp `protobuf:"bytes,7,opt,name=after_time,json=afterTime,proto3" json:"after_time,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -847,6 +865,13 @@ func (x *ListEventsRequest) GetAfterSequence() uint64 {
 	return 0
 }
 
+func (x *ListEventsRequest) GetAfterTime() *timestamppb.Timestamp {
+	if x != nil {
+		return x.AfterTime
+	}
+	return nil
+}
+
 // ListEventsResponse is the output of ListEvents.
 type ListEventsResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -906,7 +931,7 @@ var File_agentrunner_service_v1_session_service_proto protoreflect.FileDescripto
 
 const file_agentrunner_service_v1_session_service_proto_rawDesc = "" +
 	"\n" +
-	",agentrunner/service/v1/session_service.proto\x12\x16agentrunner.service.v1\x1a\x1aagentrunner/v1/event.proto\x1a\x1cagentrunner/v1/session.proto\x1a\x1eagentrunner/v1/tool_call.proto\x1a\x1cgoogle/protobuf/struct.proto\"i\n" +
+	",agentrunner/service/v1/session_service.proto\x12\x16agentrunner.service.v1\x1a\x1aagentrunner/v1/event.proto\x1a\x1cagentrunner/v1/session.proto\x1a\x1eagentrunner/v1/tool_call.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"i\n" +
 	"\x14ListToolCallsRequest\x12\x19\n" +
 	"\bapp_name\x18\x01 \x01(\tR\aappName\x12\x17\n" +
 	"\auser_id\x18\x02 \x01(\tR\x06userId\x12\x1d\n" +
@@ -922,14 +947,16 @@ const file_agentrunner_service_v1_session_service_proto_rawDesc = "" +
 	"session_id\x18\x03 \x01(\tR\tsessionId\x12-\n" +
 	"\x05state\x18\x04 \x01(\v2\x17.google.protobuf.StructR\x05state\"J\n" +
 	"\x15CreateSessionResponse\x121\n" +
-	"\asession\x18\x01 \x01(\v2\x17.agentrunner.v1.SessionR\asession\"\xb9\x01\n" +
+	"\asession\x18\x01 \x01(\v2\x17.agentrunner.v1.SessionR\asession\"\xf4\x01\n" +
 	"\x11GetSessionRequest\x12\x19\n" +
 	"\bapp_name\x18\x01 \x01(\tR\aappName\x12\x17\n" +
 	"\auser_id\x18\x02 \x01(\tR\x06userId\x12\x1d\n" +
 	"\n" +
 	"session_id\x18\x03 \x01(\tR\tsessionId\x12*\n" +
 	"\x11num_recent_events\x18\x04 \x01(\x05R\x0fnumRecentEvents\x12%\n" +
-	"\x0eafter_sequence\x18\x05 \x01(\x04R\rafterSequence\"\x9d\x01\n" +
+	"\x0eafter_sequence\x18\x05 \x01(\x04R\rafterSequence\x129\n" +
+	"\n" +
+	"after_time\x18\x06 \x01(\v2\x1a.google.protobuf.TimestampR\tafterTime\"\x9d\x01\n" +
 	"\x12GetSessionResponse\x121\n" +
 	"\asession\x18\x01 \x01(\v2\x17.agentrunner.v1.SessionR\asession\x12-\n" +
 	"\x06events\x18\x02 \x03(\v2\x15.agentrunner.v1.EventR\x06events\x12%\n" +
@@ -956,7 +983,7 @@ const file_agentrunner_service_v1_session_service_proto_rawDesc = "" +
 	"session_id\x18\x03 \x01(\tR\tsessionId\x12+\n" +
 	"\x05event\x18\x04 \x01(\v2\x15.agentrunner.v1.EventR\x05event\"B\n" +
 	"\x13AppendEventResponse\x12+\n" +
-	"\x05event\x18\x01 \x01(\v2\x15.agentrunner.v1.EventR\x05event\"\xc9\x01\n" +
+	"\x05event\x18\x01 \x01(\v2\x15.agentrunner.v1.EventR\x05event\"\x84\x02\n" +
 	"\x11ListEventsRequest\x12\x19\n" +
 	"\bapp_name\x18\x01 \x01(\tR\aappName\x12\x17\n" +
 	"\auser_id\x18\x02 \x01(\tR\x06userId\x12\x1d\n" +
@@ -965,7 +992,9 @@ const file_agentrunner_service_v1_session_service_proto_rawDesc = "" +
 	"\tpage_size\x18\x04 \x01(\x05R\bpageSize\x12\x1d\n" +
 	"\n" +
 	"page_token\x18\x05 \x01(\tR\tpageToken\x12%\n" +
-	"\x0eafter_sequence\x18\x06 \x01(\x04R\rafterSequence\"k\n" +
+	"\x0eafter_sequence\x18\x06 \x01(\x04R\rafterSequence\x129\n" +
+	"\n" +
+	"after_time\x18\a \x01(\v2\x1a.google.protobuf.TimestampR\tafterTime\"k\n" +
 	"\x12ListEventsResponse\x12-\n" +
 	"\x06events\x18\x01 \x03(\v2\x15.agentrunner.v1.EventR\x06events\x12&\n" +
 	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken2\xf7\x05\n" +
@@ -1012,37 +1041,40 @@ var file_agentrunner_service_v1_session_service_proto_goTypes = []any{
 	(*v1.ToolCall)(nil),           // 14: agentrunner.v1.ToolCall
 	(*structpb.Struct)(nil),       // 15: google.protobuf.Struct
 	(*v1.Session)(nil),            // 16: agentrunner.v1.Session
-	(*v1.Event)(nil),              // 17: agentrunner.v1.Event
+	(*timestamppb.Timestamp)(nil), // 17: google.protobuf.Timestamp
+	(*v1.Event)(nil),              // 18: agentrunner.v1.Event
 }
 var file_agentrunner_service_v1_session_service_proto_depIdxs = []int32{
 	14, // 0: agentrunner.service.v1.ListToolCallsResponse.tool_calls:type_name -> agentrunner.v1.ToolCall
 	15, // 1: agentrunner.service.v1.CreateSessionRequest.state:type_name -> google.protobuf.Struct
 	16, // 2: agentrunner.service.v1.CreateSessionResponse.session:type_name -> agentrunner.v1.Session
-	16, // 3: agentrunner.service.v1.GetSessionResponse.session:type_name -> agentrunner.v1.Session
-	17, // 4: agentrunner.service.v1.GetSessionResponse.events:type_name -> agentrunner.v1.Event
-	16, // 5: agentrunner.service.v1.ListSessionsResponse.sessions:type_name -> agentrunner.v1.Session
-	17, // 6: agentrunner.service.v1.AppendEventRequest.event:type_name -> agentrunner.v1.Event
-	17, // 7: agentrunner.service.v1.AppendEventResponse.event:type_name -> agentrunner.v1.Event
-	17, // 8: agentrunner.service.v1.ListEventsResponse.events:type_name -> agentrunner.v1.Event
-	2,  // 9: agentrunner.service.v1.SessionService.CreateSession:input_type -> agentrunner.service.v1.CreateSessionRequest
-	4,  // 10: agentrunner.service.v1.SessionService.GetSession:input_type -> agentrunner.service.v1.GetSessionRequest
-	6,  // 11: agentrunner.service.v1.SessionService.ListSessions:input_type -> agentrunner.service.v1.ListSessionsRequest
-	8,  // 12: agentrunner.service.v1.SessionService.DeleteSession:input_type -> agentrunner.service.v1.DeleteSessionRequest
-	10, // 13: agentrunner.service.v1.SessionService.AppendEvent:input_type -> agentrunner.service.v1.AppendEventRequest
-	12, // 14: agentrunner.service.v1.SessionService.ListEvents:input_type -> agentrunner.service.v1.ListEventsRequest
-	0,  // 15: agentrunner.service.v1.SessionService.ListToolCalls:input_type -> agentrunner.service.v1.ListToolCallsRequest
-	3,  // 16: agentrunner.service.v1.SessionService.CreateSession:output_type -> agentrunner.service.v1.CreateSessionResponse
-	5,  // 17: agentrunner.service.v1.SessionService.GetSession:output_type -> agentrunner.service.v1.GetSessionResponse
-	7,  // 18: agentrunner.service.v1.SessionService.ListSessions:output_type -> agentrunner.service.v1.ListSessionsResponse
-	9,  // 19: agentrunner.service.v1.SessionService.DeleteSession:output_type -> agentrunner.service.v1.DeleteSessionResponse
-	11, // 20: agentrunner.service.v1.SessionService.AppendEvent:output_type -> agentrunner.service.v1.AppendEventResponse
-	13, // 21: agentrunner.service.v1.SessionService.ListEvents:output_type -> agentrunner.service.v1.ListEventsResponse
-	1,  // 22: agentrunner.service.v1.SessionService.ListToolCalls:output_type -> agentrunner.service.v1.ListToolCallsResponse
-	16, // [16:23] is the sub-list for method output_type
-	9,  // [9:16] is the sub-list for method input_type
-	9,  // [9:9] is the sub-list for extension type_name
-	9,  // [9:9] is the sub-list for extension extendee
-	0,  // [0:9] is the sub-list for field type_name
+	17, // 3: agentrunner.service.v1.GetSessionRequest.after_time:type_name -> google.protobuf.Timestamp
+	16, // 4: agentrunner.service.v1.GetSessionResponse.session:type_name -> agentrunner.v1.Session
+	18, // 5: agentrunner.service.v1.GetSessionResponse.events:type_name -> agentrunner.v1.Event
+	16, // 6: agentrunner.service.v1.ListSessionsResponse.sessions:type_name -> agentrunner.v1.Session
+	18, // 7: agentrunner.service.v1.AppendEventRequest.event:type_name -> agentrunner.v1.Event
+	18, // 8: agentrunner.service.v1.AppendEventResponse.event:type_name -> agentrunner.v1.Event
+	17, // 9: agentrunner.service.v1.ListEventsRequest.after_time:type_name -> google.protobuf.Timestamp
+	18, // 10: agentrunner.service.v1.ListEventsResponse.events:type_name -> agentrunner.v1.Event
+	2,  // 11: agentrunner.service.v1.SessionService.CreateSession:input_type -> agentrunner.service.v1.CreateSessionRequest
+	4,  // 12: agentrunner.service.v1.SessionService.GetSession:input_type -> agentrunner.service.v1.GetSessionRequest
+	6,  // 13: agentrunner.service.v1.SessionService.ListSessions:input_type -> agentrunner.service.v1.ListSessionsRequest
+	8,  // 14: agentrunner.service.v1.SessionService.DeleteSession:input_type -> agentrunner.service.v1.DeleteSessionRequest
+	10, // 15: agentrunner.service.v1.SessionService.AppendEvent:input_type -> agentrunner.service.v1.AppendEventRequest
+	12, // 16: agentrunner.service.v1.SessionService.ListEvents:input_type -> agentrunner.service.v1.ListEventsRequest
+	0,  // 17: agentrunner.service.v1.SessionService.ListToolCalls:input_type -> agentrunner.service.v1.ListToolCallsRequest
+	3,  // 18: agentrunner.service.v1.SessionService.CreateSession:output_type -> agentrunner.service.v1.CreateSessionResponse
+	5,  // 19: agentrunner.service.v1.SessionService.GetSession:output_type -> agentrunner.service.v1.GetSessionResponse
+	7,  // 20: agentrunner.service.v1.SessionService.ListSessions:output_type -> agentrunner.service.v1.ListSessionsResponse
+	9,  // 21: agentrunner.service.v1.SessionService.DeleteSession:output_type -> agentrunner.service.v1.DeleteSessionResponse
+	11, // 22: agentrunner.service.v1.SessionService.AppendEvent:output_type -> agentrunner.service.v1.AppendEventResponse
+	13, // 23: agentrunner.service.v1.SessionService.ListEvents:output_type -> agentrunner.service.v1.ListEventsResponse
+	1,  // 24: agentrunner.service.v1.SessionService.ListToolCalls:output_type -> agentrunner.service.v1.ListToolCallsResponse
+	18, // [18:25] is the sub-list for method output_type
+	11, // [11:18] is the sub-list for method input_type
+	11, // [11:11] is the sub-list for extension type_name
+	11, // [11:11] is the sub-list for extension extendee
+	0,  // [0:11] is the sub-list for field type_name
 }
 
 func init() { file_agentrunner_service_v1_session_service_proto_init() }

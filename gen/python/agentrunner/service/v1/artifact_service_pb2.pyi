@@ -8,16 +8,18 @@ from typing import ClassVar as _ClassVar, Iterable as _Iterable, Mapping as _Map
 DESCRIPTOR: _descriptor.FileDescriptor
 
 class DeleteArtifactRequest(_message.Message):
-    __slots__ = ["app_name", "filename", "session_id", "user_id"]
+    __slots__ = ["app_name", "filename", "session_id", "user_id", "version"]
     APP_NAME_FIELD_NUMBER: _ClassVar[int]
     FILENAME_FIELD_NUMBER: _ClassVar[int]
     SESSION_ID_FIELD_NUMBER: _ClassVar[int]
     USER_ID_FIELD_NUMBER: _ClassVar[int]
+    VERSION_FIELD_NUMBER: _ClassVar[int]
     app_name: str
     filename: str
     session_id: str
     user_id: str
-    def __init__(self, app_name: _Optional[str] = ..., user_id: _Optional[str] = ..., session_id: _Optional[str] = ..., filename: _Optional[str] = ...) -> None: ...
+    version: int
+    def __init__(self, app_name: _Optional[str] = ..., user_id: _Optional[str] = ..., session_id: _Optional[str] = ..., filename: _Optional[str] = ..., version: _Optional[int] = ...) -> None: ...
 
 class DeleteArtifactResponse(_message.Message):
     __slots__ = []

@@ -7,8 +7,12 @@ from agentrunner.service.v1 import artifact_service_pb2 as agentrunner_dot_servi
 
 class ArtifactServiceStub(object):
     """ArtifactService stores versioned files attached to a session. A filename
-    that starts with "user:" is shared by all sessions of the user. Every call
-    requires the session to exist.
+    that starts with "user:" is shared by all sessions of the user, and
+    belongs to the user rather than to any session: for such a name
+    session_id is optional. Empty addresses the user's scope and needs no
+    session to exist; a session_id that is given must name an existing
+    session (NOT_FOUND otherwise) and does not change which artifact the name
+    addresses. Other filenames require session_id and the session to exist.
     """
 
     def __init__(self, channel):
@@ -46,8 +50,12 @@ class ArtifactServiceStub(object):
 
 class ArtifactServiceServicer(object):
     """ArtifactService stores versioned files attached to a session. A filename
-    that starts with "user:" is shared by all sessions of the user. Every call
-    requires the session to exist.
+    that starts with "user:" is shared by all sessions of the user, and
+    belongs to the user rather than to any session: for such a name
+    session_id is optional. Empty addresses the user's scope and needs no
+    session to exist; a session_id that is given must name an existing
+    session (NOT_FOUND otherwise) and does not change which artifact the name
+    addresses. Other filenames require session_id and the session to exist.
     """
 
     def SaveArtifact(self, request, context):
@@ -68,6 +76,7 @@ class ArtifactServiceServicer(object):
     def ListArtifacts(self, request, context):
         """ListArtifacts lists the artifacts visible in a session (its own and the
         user's "user:" ones) with their latest version, ordered by filename.
+        With an empty session_id it lists the user's "user:" artifacts alone.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -81,7 +90,10 @@ class ArtifactServiceServicer(object):
         raise NotImplementedError('Method not implemented!')
 
     def DeleteArtifact(self, request, context):
-        """DeleteArtifact deletes every version of an artifact.
+        """DeleteArtifact deletes one version of an artifact, or every version when
+        version is 0. Deleting the latest version makes the one before it the
+        latest (the next save then gets the deleted number again). Fails with
+        NOT_FOUND when the artifact or the version does not exist.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -124,8 +136,12 @@ def add_ArtifactServiceServicer_to_server(servicer, server):
  # This class is part of an EXPERIMENTAL API.
 class ArtifactService(object):
     """ArtifactService stores versioned files attached to a session. A filename
-    that starts with "user:" is shared by all sessions of the user. Every call
-    requires the session to exist.
+    that starts with "user:" is shared by all sessions of the user, and
+    belongs to the user rather than to any session: for such a name
+    session_id is optional. Empty addresses the user's scope and needs no
+    session to exist; a session_id that is given must name an existing
+    session (NOT_FOUND otherwise) and does not change which artifact the name
+    addresses. Other filenames require session_id and the session to exist.
     """
 
     @staticmethod

@@ -2,6 +2,7 @@ from agentrunner.v1 import event_pb2 as _event_pb2
 from agentrunner.v1 import session_pb2 as _session_pb2
 from agentrunner.v1 import tool_call_pb2 as _tool_call_pb2
 from google.protobuf import struct_pb2 as _struct_pb2
+from google.protobuf import timestamp_pb2 as _timestamp_pb2
 from google.protobuf.internal import containers as _containers
 from google.protobuf import descriptor as _descriptor
 from google.protobuf import message as _message
@@ -60,18 +61,20 @@ class DeleteSessionResponse(_message.Message):
     def __init__(self) -> None: ...
 
 class GetSessionRequest(_message.Message):
-    __slots__ = ["after_sequence", "app_name", "num_recent_events", "session_id", "user_id"]
+    __slots__ = ["after_sequence", "after_time", "app_name", "num_recent_events", "session_id", "user_id"]
     AFTER_SEQUENCE_FIELD_NUMBER: _ClassVar[int]
+    AFTER_TIME_FIELD_NUMBER: _ClassVar[int]
     APP_NAME_FIELD_NUMBER: _ClassVar[int]
     NUM_RECENT_EVENTS_FIELD_NUMBER: _ClassVar[int]
     SESSION_ID_FIELD_NUMBER: _ClassVar[int]
     USER_ID_FIELD_NUMBER: _ClassVar[int]
     after_sequence: int
+    after_time: _timestamp_pb2.Timestamp
     app_name: str
     num_recent_events: int
     session_id: str
     user_id: str
-    def __init__(self, app_name: _Optional[str] = ..., user_id: _Optional[str] = ..., session_id: _Optional[str] = ..., num_recent_events: _Optional[int] = ..., after_sequence: _Optional[int] = ...) -> None: ...
+    def __init__(self, app_name: _Optional[str] = ..., user_id: _Optional[str] = ..., session_id: _Optional[str] = ..., num_recent_events: _Optional[int] = ..., after_sequence: _Optional[int] = ..., after_time: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
 
 class GetSessionResponse(_message.Message):
     __slots__ = ["events", "omitted_events", "session"]
@@ -84,20 +87,22 @@ class GetSessionResponse(_message.Message):
     def __init__(self, session: _Optional[_Union[_session_pb2.Session, _Mapping]] = ..., events: _Optional[_Iterable[_Union[_event_pb2.Event, _Mapping]]] = ..., omitted_events: _Optional[int] = ...) -> None: ...
 
 class ListEventsRequest(_message.Message):
-    __slots__ = ["after_sequence", "app_name", "page_size", "page_token", "session_id", "user_id"]
+    __slots__ = ["after_sequence", "after_time", "app_name", "page_size", "page_token", "session_id", "user_id"]
     AFTER_SEQUENCE_FIELD_NUMBER: _ClassVar[int]
+    AFTER_TIME_FIELD_NUMBER: _ClassVar[int]
     APP_NAME_FIELD_NUMBER: _ClassVar[int]
     PAGE_SIZE_FIELD_NUMBER: _ClassVar[int]
     PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
     SESSION_ID_FIELD_NUMBER: _ClassVar[int]
     USER_ID_FIELD_NUMBER: _ClassVar[int]
     after_sequence: int
+    after_time: _timestamp_pb2.Timestamp
     app_name: str
     page_size: int
     page_token: str
     session_id: str
     user_id: str
-    def __init__(self, app_name: _Optional[str] = ..., user_id: _Optional[str] = ..., session_id: _Optional[str] = ..., page_size: _Optional[int] = ..., page_token: _Optional[str] = ..., after_sequence: _Optional[int] = ...) -> None: ...
+    def __init__(self, app_name: _Optional[str] = ..., user_id: _Optional[str] = ..., session_id: _Optional[str] = ..., page_size: _Optional[int] = ..., page_token: _Optional[str] = ..., after_sequence: _Optional[int] = ..., after_time: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
 
 class ListEventsResponse(_message.Message):
     __slots__ = ["events", "next_page_token"]

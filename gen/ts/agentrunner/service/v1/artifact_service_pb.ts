@@ -14,7 +14,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file agentrunner/service/v1/artifact_service.proto.
  */
 export const file_agentrunner_service_v1_artifact_service: GenFile = /*@__PURE__*/
-  fileDesc("Ci1hZ2VudHJ1bm5lci9zZXJ2aWNlL3YxL2FydGlmYWN0X3NlcnZpY2UucHJvdG8SFmFnZW50cnVubmVyLnNlcnZpY2UudjEihgEKE1NhdmVBcnRpZmFjdFJlcXVlc3QSEAoIYXBwX25hbWUYASABKAkSDwoHdXNlcl9pZBgCIAEoCRISCgpzZXNzaW9uX2lkGAMgASgJEhAKCGZpbGVuYW1lGAQgASgJEiYKCGFydGlmYWN0GAUgASgLMhQuYWdlbnRydW5uZXIudjEuUGFydCJiChRTYXZlQXJ0aWZhY3RSZXNwb25zZRIPCgd2ZXJzaW9uGAEgASgDEjkKEGFydGlmYWN0X3ZlcnNpb24YAiABKAsyHy5hZ2VudHJ1bm5lci52MS5BcnRpZmFjdFZlcnNpb24ibwoTTG9hZEFydGlmYWN0UmVxdWVzdBIQCghhcHBfbmFtZRgBIAEoCRIPCgd1c2VyX2lkGAIgASgJEhIKCnNlc3Npb25faWQYAyABKAkSEAoIZmlsZW5hbWUYBCABKAkSDwoHdmVyc2lvbhgFIAEoAyJ5ChRMb2FkQXJ0aWZhY3RSZXNwb25zZRImCghhcnRpZmFjdBgBIAEoCzIULmFnZW50cnVubmVyLnYxLlBhcnQSOQoQYXJ0aWZhY3RfdmVyc2lvbhgCIAEoCzIfLmFnZW50cnVubmVyLnYxLkFydGlmYWN0VmVyc2lvbiJ0ChRMaXN0QXJ0aWZhY3RzUmVxdWVzdBIQCghhcHBfbmFtZRgBIAEoCRIPCgd1c2VyX2lkGAIgASgJEhIKCnNlc3Npb25faWQYAyABKAkSEQoJcGFnZV9zaXplGAQgASgFEhIKCnBhZ2VfdG9rZW4YBSABKAkiZAoVTGlzdEFydGlmYWN0c1Jlc3BvbnNlEjIKCWFydGlmYWN0cxgBIAMoCzIfLmFnZW50cnVubmVyLnYxLkFydGlmYWN0VmVyc2lvbhIXCg9uZXh0X3BhZ2VfdG9rZW4YAiABKAkijQEKG0xpc3RBcnRpZmFjdFZlcnNpb25zUmVxdWVzdBIQCghhcHBfbmFtZRgBIAEoCRIPCgd1c2VyX2lkGAIgASgJEhIKCnNlc3Npb25faWQYAyABKAkSEAoIZmlsZW5hbWUYBCABKAkSEQoJcGFnZV9zaXplGAUgASgFEhIKCnBhZ2VfdG9rZW4YBiABKAkiagocTGlzdEFydGlmYWN0VmVyc2lvbnNSZXNwb25zZRIxCgh2ZXJzaW9ucxgBIAMoCzIfLmFnZW50cnVubmVyLnYxLkFydGlmYWN0VmVyc2lvbhIXCg9uZXh0X3BhZ2VfdG9rZW4YAiABKAkiYAoVRGVsZXRlQXJ0aWZhY3RSZXF1ZXN0EhAKCGFwcF9uYW1lGAEgASgJEg8KB3VzZXJfaWQYAiABKAkSEgoKc2Vzc2lvbl9pZBgDIAEoCRIQCghmaWxlbmFtZRgEIAEoCSIYChZEZWxldGVBcnRpZmFjdFJlc3BvbnNlMsoECg9BcnRpZmFjdFNlcnZpY2USaQoMU2F2ZUFydGlmYWN0EisuYWdlbnRydW5uZXIuc2VydmljZS52MS5TYXZlQXJ0aWZhY3RSZXF1ZXN0GiwuYWdlbnRydW5uZXIuc2VydmljZS52MS5TYXZlQXJ0aWZhY3RSZXNwb25zZRJpCgxMb2FkQXJ0aWZhY3QSKy5hZ2VudHJ1bm5lci5zZXJ2aWNlLnYxLkxvYWRBcnRpZmFjdFJlcXVlc3QaLC5hZ2VudHJ1bm5lci5zZXJ2aWNlLnYxLkxvYWRBcnRpZmFjdFJlc3BvbnNlEmwKDUxpc3RBcnRpZmFjdHMSLC5hZ2VudHJ1bm5lci5zZXJ2aWNlLnYxLkxpc3RBcnRpZmFjdHNSZXF1ZXN0Gi0uYWdlbnRydW5uZXIuc2VydmljZS52MS5MaXN0QXJ0aWZhY3RzUmVzcG9uc2USgQEKFExpc3RBcnRpZmFjdFZlcnNpb25zEjMuYWdlbnRydW5uZXIuc2VydmljZS52MS5MaXN0QXJ0aWZhY3RWZXJzaW9uc1JlcXVlc3QaNC5hZ2VudHJ1bm5lci5zZXJ2aWNlLnYxLkxpc3RBcnRpZmFjdFZlcnNpb25zUmVzcG9uc2USbwoORGVsZXRlQXJ0aWZhY3QSLS5hZ2VudHJ1bm5lci5zZXJ2aWNlLnYxLkRlbGV0ZUFydGlmYWN0UmVxdWVzdBouLmFnZW50cnVubmVyLnNlcnZpY2UudjEuRGVsZXRlQXJ0aWZhY3RSZXNwb25zZWIGcHJvdG8z", [file_agentrunner_v1_artifact, file_agentrunner_v1_content]);
+  fileDesc("Ci1hZ2VudHJ1bm5lci9zZXJ2aWNlL3YxL2FydGlmYWN0X3NlcnZpY2UucHJvdG8SFmFnZW50cnVubmVyLnNlcnZpY2UudjEihgEKE1NhdmVBcnRpZmFjdFJlcXVlc3QSEAoIYXBwX25hbWUYASABKAkSDwoHdXNlcl9pZBgCIAEoCRISCgpzZXNzaW9uX2lkGAMgASgJEhAKCGZpbGVuYW1lGAQgASgJEiYKCGFydGlmYWN0GAUgASgLMhQuYWdlbnRydW5uZXIudjEuUGFydCJiChRTYXZlQXJ0aWZhY3RSZXNwb25zZRIPCgd2ZXJzaW9uGAEgASgDEjkKEGFydGlmYWN0X3ZlcnNpb24YAiABKAsyHy5hZ2VudHJ1bm5lci52MS5BcnRpZmFjdFZlcnNpb24ibwoTTG9hZEFydGlmYWN0UmVxdWVzdBIQCghhcHBfbmFtZRgBIAEoCRIPCgd1c2VyX2lkGAIgASgJEhIKCnNlc3Npb25faWQYAyABKAkSEAoIZmlsZW5hbWUYBCABKAkSDwoHdmVyc2lvbhgFIAEoAyJ5ChRMb2FkQXJ0aWZhY3RSZXNwb25zZRImCghhcnRpZmFjdBgBIAEoCzIULmFnZW50cnVubmVyLnYxLlBhcnQSOQoQYXJ0aWZhY3RfdmVyc2lvbhgCIAEoCzIfLmFnZW50cnVubmVyLnYxLkFydGlmYWN0VmVyc2lvbiJ0ChRMaXN0QXJ0aWZhY3RzUmVxdWVzdBIQCghhcHBfbmFtZRgBIAEoCRIPCgd1c2VyX2lkGAIgASgJEhIKCnNlc3Npb25faWQYAyABKAkSEQoJcGFnZV9zaXplGAQgASgFEhIKCnBhZ2VfdG9rZW4YBSABKAkiZAoVTGlzdEFydGlmYWN0c1Jlc3BvbnNlEjIKCWFydGlmYWN0cxgBIAMoCzIfLmFnZW50cnVubmVyLnYxLkFydGlmYWN0VmVyc2lvbhIXCg9uZXh0X3BhZ2VfdG9rZW4YAiABKAkijQEKG0xpc3RBcnRpZmFjdFZlcnNpb25zUmVxdWVzdBIQCghhcHBfbmFtZRgBIAEoCRIPCgd1c2VyX2lkGAIgASgJEhIKCnNlc3Npb25faWQYAyABKAkSEAoIZmlsZW5hbWUYBCABKAkSEQoJcGFnZV9zaXplGAUgASgFEhIKCnBhZ2VfdG9rZW4YBiABKAkiagocTGlzdEFydGlmYWN0VmVyc2lvbnNSZXNwb25zZRIxCgh2ZXJzaW9ucxgBIAMoCzIfLmFnZW50cnVubmVyLnYxLkFydGlmYWN0VmVyc2lvbhIXCg9uZXh0X3BhZ2VfdG9rZW4YAiABKAkicQoVRGVsZXRlQXJ0aWZhY3RSZXF1ZXN0EhAKCGFwcF9uYW1lGAEgASgJEg8KB3VzZXJfaWQYAiABKAkSEgoKc2Vzc2lvbl9pZBgDIAEoCRIQCghmaWxlbmFtZRgEIAEoCRIPCgd2ZXJzaW9uGAUgASgDIhgKFkRlbGV0ZUFydGlmYWN0UmVzcG9uc2UyygQKD0FydGlmYWN0U2VydmljZRJpCgxTYXZlQXJ0aWZhY3QSKy5hZ2VudHJ1bm5lci5zZXJ2aWNlLnYxLlNhdmVBcnRpZmFjdFJlcXVlc3QaLC5hZ2VudHJ1bm5lci5zZXJ2aWNlLnYxLlNhdmVBcnRpZmFjdFJlc3BvbnNlEmkKDExvYWRBcnRpZmFjdBIrLmFnZW50cnVubmVyLnNlcnZpY2UudjEuTG9hZEFydGlmYWN0UmVxdWVzdBosLmFnZW50cnVubmVyLnNlcnZpY2UudjEuTG9hZEFydGlmYWN0UmVzcG9uc2USbAoNTGlzdEFydGlmYWN0cxIsLmFnZW50cnVubmVyLnNlcnZpY2UudjEuTGlzdEFydGlmYWN0c1JlcXVlc3QaLS5hZ2VudHJ1bm5lci5zZXJ2aWNlLnYxLkxpc3RBcnRpZmFjdHNSZXNwb25zZRKBAQoUTGlzdEFydGlmYWN0VmVyc2lvbnMSMy5hZ2VudHJ1bm5lci5zZXJ2aWNlLnYxLkxpc3RBcnRpZmFjdFZlcnNpb25zUmVxdWVzdBo0LmFnZW50cnVubmVyLnNlcnZpY2UudjEuTGlzdEFydGlmYWN0VmVyc2lvbnNSZXNwb25zZRJvCg5EZWxldGVBcnRpZmFjdBItLmFnZW50cnVubmVyLnNlcnZpY2UudjEuRGVsZXRlQXJ0aWZhY3RSZXF1ZXN0Gi4uYWdlbnRydW5uZXIuc2VydmljZS52MS5EZWxldGVBcnRpZmFjdFJlc3BvbnNlYgZwcm90bzM", [file_agentrunner_v1_artifact, file_agentrunner_v1_content]);
 
 /**
  * SaveArtifactRequest is the input of SaveArtifact.
@@ -37,7 +37,8 @@ export type SaveArtifactRequest = Message<"agentrunner.service.v1.SaveArtifactRe
   userId: string;
 
   /**
-   * Id of the session. Required.
+   * Id of the session. Required, except for "user:" filenames (see the
+   * service).
    *
    * @generated from field: string session_id = 3;
    */
@@ -115,7 +116,8 @@ export type LoadArtifactRequest = Message<"agentrunner.service.v1.LoadArtifactRe
   userId: string;
 
   /**
-   * Id of the session. Required.
+   * Id of the session. Required, except for "user:" filenames (see the
+   * service).
    *
    * @generated from field: string session_id = 3;
    */
@@ -192,7 +194,7 @@ export type ListArtifactsRequest = Message<"agentrunner.service.v1.ListArtifacts
   userId: string;
 
   /**
-   * Id of the session. Required.
+   * Id of the session. Empty lists the user's "user:" artifacts alone.
    *
    * @generated from field: string session_id = 3;
    */
@@ -269,7 +271,8 @@ export type ListArtifactVersionsRequest = Message<"agentrunner.service.v1.ListAr
   userId: string;
 
   /**
-   * Id of the session. Required.
+   * Id of the session. Required, except for "user:" filenames (see the
+   * service).
    *
    * @generated from field: string session_id = 3;
    */
@@ -353,7 +356,8 @@ export type DeleteArtifactRequest = Message<"agentrunner.service.v1.DeleteArtifa
   userId: string;
 
   /**
-   * Id of the session. Required.
+   * Id of the session. Required, except for "user:" filenames (see the
+   * service).
    *
    * @generated from field: string session_id = 3;
    */
@@ -365,6 +369,13 @@ export type DeleteArtifactRequest = Message<"agentrunner.service.v1.DeleteArtifa
    * @generated from field: string filename = 4;
    */
   filename: string;
+
+  /**
+   * Version to delete; 0 deletes every version.
+   *
+   * @generated from field: int64 version = 5;
+   */
+  version: bigint;
 };
 
 /**
@@ -391,8 +402,12 @@ export const DeleteArtifactResponseSchema: GenMessage<DeleteArtifactResponse> = 
 
 /**
  * ArtifactService stores versioned files attached to a session. A filename
- * that starts with "user:" is shared by all sessions of the user. Every call
- * requires the session to exist.
+ * that starts with "user:" is shared by all sessions of the user, and
+ * belongs to the user rather than to any session: for such a name
+ * session_id is optional. Empty addresses the user's scope and needs no
+ * session to exist; a session_id that is given must name an existing
+ * session (NOT_FOUND otherwise) and does not change which artifact the name
+ * addresses. Other filenames require session_id and the session to exist.
  *
  * @generated from service agentrunner.service.v1.ArtifactService
  */
@@ -421,6 +436,7 @@ export const ArtifactService: GenService<{
   /**
    * ListArtifacts lists the artifacts visible in a session (its own and the
    * user's "user:" ones) with their latest version, ordered by filename.
+   * With an empty session_id it lists the user's "user:" artifacts alone.
    *
    * @generated from rpc agentrunner.service.v1.ArtifactService.ListArtifacts
    */
@@ -440,7 +456,10 @@ export const ArtifactService: GenService<{
     output: typeof ListArtifactVersionsResponseSchema;
   },
   /**
-   * DeleteArtifact deletes every version of an artifact.
+   * DeleteArtifact deletes one version of an artifact, or every version when
+   * version is 0. Deleting the latest version makes the one before it the
+   * latest (the next save then gets the deleted number again). Fails with
+   * NOT_FOUND when the artifact or the version does not exist.
    *
    * @generated from rpc agentrunner.service.v1.ArtifactService.DeleteArtifact
    */
