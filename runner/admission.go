@@ -307,6 +307,9 @@ func configOnly(in *agentrunnerv1.RunInput) *agentrunnerv1.RunInput {
 // release removes an ended run from the registry and starts the next run
 // of its session, if one is queued.
 func (r *Runner) release(lr *liveRun) {
+	// The session's lease goes first, outside the registry lock: the
+	// run's record is stored by now.
+	r.dropLease(lr)
 	r.runs.mu.Lock()
 	defer r.runs.mu.Unlock()
 	delete(r.runs.byID, lr.id)

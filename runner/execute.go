@@ -41,6 +41,13 @@ type prepared struct {
 // prepare loads the session of a run that is about to start and checks
 // the request against it.
 func (r *Runner) prepare(ctx context.Context, lr *liveRun) (*prepared, error) {
+	// The lease first: the history read next must be the last writer's.
+	if err := r.acquireLease(ctx, lr); err != nil {
+		return nil, err
+	}
+	if err := r.stillOurs(ctx, lr); err != nil {
+		return nil, err
+	}
 	sess, events, err := r.history.Load(ctx, r.store, lr.key)
 	if err != nil {
 		return nil, fmt.Errorf("load session: %w", err)
@@ -77,7 +84,9 @@ func (r *Runner) execute(lr *liveRun, p *prepared) {
 		var err error
 		if p, err = r.prepare(ctx, lr); err != nil {
 			rec := r.failRecord(lr.record(), err)
-			r.store.PutRunLater(rec)
+			if !r.runElsewhere(ctx, lr, err) {
+				r.store.PutRunLater(rec)
+			}
 			r.release(lr)
 			lr.finish(rec, err)
 			return
@@ -86,6 +95,7 @@ func (r *Runner) execute(lr *liveRun, p *prepared) {
 	if lr.resume == nil { // a resumed run waited for no queue since its start
 		ctx = agent.WithRunTimes(ctx, lr.times())
 	}
+	ctx = lr.withLease(ctx)
 	in := &invocation{r: r, lr: lr, prep: p, key: lr.key, inv: p.inv, hctx: p.inv.Context(ctx, p.first), first: p.first, current: p.first, yield: lr.yieldFunc()}
 	err := in.runGuarded(ctx)
 	r.plugins.AfterRun(in.hctx, err)
@@ -149,6 +159,9 @@ func (r *Runner) finalize(ctx context.Context, in *invocation, err error) (*agen
 		}
 		r.store.PutRunLater(rec)
 		return rec, nil
+	case fenced(err) || fenced(context.Cause(ctx)):
+		// Nothing more is stored: the session is another writer's.
+		return r.fencedRecord(lr.record()), fmt.Errorf("run %s: %w", lr.id, errLeaseLost)
 	case ctx.Err() != nil:
 		return in.stopped(ctx)
 	default:
@@ -181,6 +194,9 @@ func (in *invocation) stopped(ctx context.Context) (*agentrunnerv1.Run, error) {
 	in.complete(ev, nil)
 	// The run's context is done; the store must still take this event.
 	stored, storedRec, err := r.store.AppendRunEvent(context.WithoutCancel(ctx), in.key, ev, rec)
+	if fenced(err) {
+		return r.fencedRecord(lr.record()), fmt.Errorf("run %s: %w", lr.id, errLeaseLost)
+	}
 	if err != nil {
 		r.log.Error("store the end of a stopped run", "run", lr.id, "err", err)
 		r.store.PutRunLater(rec)
@@ -217,6 +233,9 @@ func (r *Runner) failRecord(rec *agentrunnerv1.Run, err error) *agentrunnerv1.Ru
 		code, msg = codeInvalidArgument, err.Error()
 	case errors.Is(err, store.ErrNotFound):
 		code, msg = codeNotFound, err.Error()
+	case errors.Is(err, ErrRunInProgress), errors.Is(err, errTaken):
+		// A queued run whose session another replica took meanwhile.
+		code, msg = codeAborted, err.Error()
 	default:
 		r.log.Error("run failed", "run", rec.GetRunId(), "err", err)
 	}

@@ -74,6 +74,13 @@ type liveRun struct {
 	persisted bool
 	// err is the run's terminal error, set before done is closed.
 	err error
+	// lease is the session lease the execution holds, on a store that
+	// several replicas share; nil otherwise.
+	lease *heldLease
+	// adopted reports a pending run that Recover found on a shared store:
+	// the replica that queued it may still start it, so it runs here only
+	// while its record is still pending once the lease is held.
+	adopted bool
 }
 
 func newLiveRun(key store.SessionKey, rec *agentrunnerv1.Run, req Request) *liveRun {

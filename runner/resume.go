@@ -260,6 +260,12 @@ func (in *invocation) resume(ctx context.Context) error {
 // that a crash left RUN_STATUS_RUNNING are marked RUN_STATUS_INTERRUPTED
 // with a stored event saying so (ResumeRun continues them), and its
 // pending runs are queued again, in order. It returns how many of each.
+//
+// On a store that several replicas share (store.SessionLeaser), a run
+// counts as left behind only when its session's lease has expired or was
+// released: the runs of a live replica, which renews its leases, are left
+// alone. A run is marked under the session's lease, so that the replica
+// that ran it, should it come back, can store nothing more.
 func (r *Runner) Recover(ctx context.Context) (interrupted, requeued int, err error) {
 	recs, err := r.store.ListUnfinishedRuns(ctx)
 	if err != nil {
@@ -271,16 +277,65 @@ func (r *Runner) Recover(ctx context.Context) (interrupted, requeued int, err er
 		}
 		switch rec.GetStatus() {
 		case agentrunnerv1.RunStatus_RUN_STATUS_RUNNING:
-			if err := r.markInterrupted(ctx, rec); err != nil {
+			done, err := r.interruptOrphan(ctx, rec)
+			if err != nil {
 				return interrupted, requeued, err
 			}
-			interrupted++
+			if done {
+				interrupted++
+			}
 		case agentrunnerv1.RunStatus_RUN_STATUS_PENDING:
-			r.requeue(rec)
-			requeued++
+			orphan, err := r.pendingOrphan(ctx, rec)
+			if err != nil {
+				return interrupted, requeued, err
+			}
+			if orphan && r.requeue(rec) {
+				requeued++
+			}
 		}
 	}
 	return interrupted, requeued, nil
+}
+
+// interruptOrphan marks a RUNNING run INTERRUPTED when no replica runs
+// it, and reports whether it did.
+func (r *Runner) interruptOrphan(ctx context.Context, rec *agentrunnerv1.Run) (bool, error) {
+	if r.leaser == nil {
+		return true, r.markInterrupted(ctx, rec)
+	}
+	l, ok, err := r.claimOrphan(ctx, store.RunKey(rec))
+	if err != nil || !ok {
+		return false, err
+	}
+	defer r.releaseClaim(ctx, l)
+	// The run may have ended between the listing and the lease.
+	cur, err := r.store.GetRun(ctx, rec.GetRunId())
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		return false, nil
+	case err != nil:
+		return false, fmt.Errorf("recover run %s: %w", rec.GetRunId(), err)
+	case cur.GetStatus() != agentrunnerv1.RunStatus_RUN_STATUS_RUNNING:
+		return false, nil
+	}
+	return true, r.markInterrupted(store.WithLease(ctx, l), cur)
+}
+
+// pendingOrphan reports whether a PENDING run is to be queued here: on a
+// shared store, only when its session's lease is free. A live replica
+// holds the lease of a session while it has a run queued behind the
+// active one, except for the moment between one run and the next (the
+// limit the README states: queues are per replica).
+func (r *Runner) pendingOrphan(ctx context.Context, rec *agentrunnerv1.Run) (bool, error) {
+	if r.leaser == nil {
+		return true, nil
+	}
+	l, ok, err := r.claimOrphan(ctx, store.RunKey(rec))
+	if err != nil || !ok {
+		return false, err
+	}
+	r.releaseClaim(ctx, l)
+	return true, nil
 }
 
 // markInterrupted stores the end of a run a crash cut off.
@@ -335,8 +390,9 @@ func (r *Runner) scanRun(ctx context.Context, rec *agentrunnerv1.Run, fn func(*a
 	}
 }
 
-// requeue queues a pending run found at start.
-func (r *Runner) requeue(rec *agentrunnerv1.Run) {
+// requeue queues a pending run found at start (or by a sweep), and
+// reports whether it did.
+func (r *Runner) requeue(rec *agentrunnerv1.Run) bool {
 	in := rec.GetInput()
 	req := Request{
 		UserID: rec.GetUserId(), SessionID: rec.GetSessionId(),
@@ -347,10 +403,14 @@ func (r *Runner) requeue(rec *agentrunnerv1.Run) {
 	key := store.RunKey(rec)
 	lr := newLiveRun(key, rec, req)
 	lr.persisted = true
+	lr.adopted = r.leaser != nil
 	lr.ctx, lr.cancel = context.WithCancelCause(context.Background())
 	lr.markQueued(nil)
 	r.runs.mu.Lock()
 	defer r.runs.mu.Unlock()
+	if r.runs.draining {
+		return false // it stays pending for the next start (a sweep raced Shutdown)
+	}
 	sr := r.runs.sessions[key]
 	if sr == nil {
 		sr = &sessionRuns{}
@@ -359,11 +419,12 @@ func (r *Runner) requeue(rec *agentrunnerv1.Run) {
 	r.runs.byID[lr.id] = lr
 	if sr.busy() {
 		sr.queue = append(sr.queue, lr)
-		return
+		return true
 	}
 	sr.active = lr
 	lr.started = true
 	r.launchLocked(lr, nil)
+	return true
 }
 
 // Shutdown stops admitting runs (new ones fail with ErrShuttingDown) and

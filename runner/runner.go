@@ -122,6 +122,18 @@ type Config struct {
 	// Compaction condenses long sessions' older events into summaries
 	// (see Compaction); the zero value compacts nothing.
 	Compaction Compaction
+	// Replica names this process among the replicas that share Store,
+	// when Store hands out session leases (store.SessionLeaser): every
+	// execution of a run holds its session's lease, named after the run
+	// and the replica. Empty means a random name.
+	Replica string
+	// LeaseTTL is how long a session lease lasts without a heartbeat:
+	// how long the sessions of a replica that died stay closed to the
+	// others. Zero means DefaultLeaseTTL.
+	LeaseTTL time.Duration
+	// LeaseHeartbeat is how often a running execution renews its lease.
+	// Zero means a third of LeaseTTL.
+	LeaseHeartbeat time.Duration
 }
 
 // Runner runs one app's agent tree over its sessions. It is safe for
@@ -143,6 +155,12 @@ type Runner struct {
 	log          *slog.Logger
 	runs         runs
 	history      *history.Cache
+	// leaser is Store as a store.SessionLeaser, nil for a store that one
+	// process owns; replica, leaseTTL and leaseEvery configure the leases.
+	leaser     store.SessionLeaser
+	replica    string
+	leaseTTL   time.Duration
+	leaseEvery time.Duration
 }
 
 // New validates the agent tree and the plugins and returns a Runner.
@@ -192,6 +210,7 @@ func New(cfg Config) (*Runner, error) {
 	if r.closeTimeout <= 0 {
 		r.closeTimeout = DefaultPluginCloseTimeout
 	}
+	r.leaseConfig(cfg)
 	return r, nil
 }
 

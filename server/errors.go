@@ -57,6 +57,10 @@ func codeOf(err error) (c codes.Code, ok bool) {
 		return codes.Unavailable, true
 	case errors.Is(err, runner.ErrRunInProgress):
 		return codes.Aborted, true
+	case errors.Is(err, store.ErrFenced):
+		// Another replica took the run's session over: the run stopped
+		// there and goes on (once recovered) on the replica that owns it.
+		return codes.Aborted, true
 	case errors.Is(err, runner.ErrShuttingDown):
 		// Another instance, or this one after its restart, takes it.
 		return codes.Unavailable, true

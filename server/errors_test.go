@@ -29,6 +29,7 @@ func TestToStatus(t *testing.T) {
 		{"invalid argument", fmt.Errorf("malformed page_token: %w", store.ErrInvalidArgument), codes.InvalidArgument, ""},
 		{"closed", fmt.Errorf("append: %w", store.ErrClosed), codes.Unavailable, ""},
 		{"run in progress", fmt.Errorf("invocation e-1: %w", runner.ErrRunInProgress), codes.Aborted, ""},
+		{"session lease lost", fmt.Errorf("run e-1: taken over: %w", store.ErrFenced), codes.Aborted, ""},
 		{"max llm calls", fmt.Errorf("after 5: %w", agent.ErrMaxLLMCalls), codes.ResourceExhausted, ""},
 		{"canceled", fmt.Errorf("get session: %w", context.Canceled), codes.Canceled, ""},
 		{"deadline", fmt.Errorf("run: %w", context.DeadlineExceeded), codes.DeadlineExceeded, ""},

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"time"
 
 	"github.com/agentrunner/agentrunner/examples/demo"
 	"github.com/agentrunner/agentrunner/runner/apps"
@@ -26,7 +27,7 @@ var defaultApps []byte
 // given, else the default apps file plus the built-in demo app, so that a
 // fresh server has something to run. An apps file that does not load or build fails the start, with
 // the file, line and path of the problem.
-func loadApps(ctx context.Context, configPath string, st store.Store, log *slog.Logger, extra ...plugin.Plugin) (*apps.Registry, error) {
+func loadApps(ctx context.Context, configPath string, st store.Store, ls leasing, log *slog.Logger, extra ...plugin.Plugin) (*apps.Registry, error) {
 	// Memory needs the store's inverted index, which both the bbolt and
 	// the PostgreSQL store keep; a store without one (a test double, a
 	// third store) runs its apps without memory, and says so.
@@ -37,10 +38,12 @@ func loadApps(ctx context.Context, configPath string, st store.Store, log *slog.
 		log.Info("long-term memory is off: this store keeps no memory index", "store", fmt.Sprintf("%T", st))
 	}
 	reg, err := apps.NewRegistry(apps.Config{
-		Store:   st,
-		Memory:  mem,
-		Plugins: append([]plugin.Plugin{plugin.NewLogging(log)}, extra...),
-		Logger:  log,
+		Store:    st,
+		Memory:   mem,
+		Plugins:  append([]plugin.Plugin{plugin.NewLogging(log)}, extra...),
+		Logger:   log,
+		Replica:  ls.name(),
+		LeaseTTL: ls.ttl,
 	})
 	if err != nil {
 		return nil, err
@@ -82,4 +85,23 @@ func loadApps(ctx context.Context, configPath string, st store.Store, log *slog.
 		}
 	}
 	return reg, nil
+}
+
+// leasing is how serve's runners lease sessions on a shared store.
+type leasing struct {
+	ttl     time.Duration
+	replica string
+}
+
+// name is the replica's name: the flag's, else host name and process id,
+// which an operator reading a busy-session error can find.
+func (l leasing) name() string {
+	if l.replica != "" {
+		return l.replica
+	}
+	host, err := os.Hostname()
+	if err != nil {
+		host = "replica"
+	}
+	return fmt.Sprintf("%s-%d", host, os.Getpid())
 }

@@ -300,6 +300,7 @@ func TestServeCommandLineErrors(t *testing.T) {
 		{"missing apps file", []string{"serve", "--config", filepath.Join(dir, "none.yaml"), "--data", filepath.Join(dir, "y.db")}, nil, "none.yaml", 1},
 		{"apps file from env", []string{"serve", "--data", filepath.Join(dir, "z.db")}, map[string]string{envConfig: badConfig}, "bad.yaml:7", 1},
 		{"bad duration", []string{"serve", "--max-run", "soon"}, nil, "invalid value", 2},
+		{"lease ttl zero", []string{"serve", "--lease-ttl", "0s"}, nil, "--lease-ttl must be positive", 2},
 		{"stray argument", []string{"serve", "now"}, nil, "no arguments", 2},
 		{"unknown command", []string{"serv"}, nil, `unknown command "serv"`, 2},
 		{"no command", nil, nil, "no command", 2},

@@ -1,10 +1,17 @@
 package main
 
 import (
+	"errors"
+	"fmt"
 	"io"
 	"path/filepath"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 
 	servicev1 "github.com/agentrunner/agentrunner/gen/go/agentrunner/service/v1"
 	agentrunnerv1 "github.com/agentrunner/agentrunner/gen/go/agentrunner/v1"
@@ -112,5 +119,68 @@ func TestMigrateBoltFile(t *testing.T) {
 	}
 	if err := run(t.Context(), []string{"migrate", "extra"}, strings.NewReader(""), &out, &errOut); exitCode(err, io.Discard) != 2 {
 		t.Fatalf("migrate with an argument: %v, want a usage error", err)
+	}
+}
+
+// TestReplicasOnPostgres: two serve replicas on one database at once.
+// Runs of one session sent to both concurrently each run whole (their
+// events contiguous in the session) or are refused ABORTED as a busy
+// session.
+func TestReplicasOnPostgres(t *testing.T) {
+	url := pg.URL(t)
+	_, rc1, sc, _ := stoppableRunsServer(t, url, "")
+	_, rc2, _, _ := stoppableRunsServer(t, url, "")
+	createSession(t, sc, "demo", "s")
+	var ran, refused atomic.Int64
+	var wg sync.WaitGroup
+	for i := range 6 {
+		wg.Go(func() {
+			rc := []servicev1.RunnerServiceClient{rc1, rc2}[i%2]
+			for j := range 4 {
+				switch err := runOnce(t, rc, &servicev1.RunRequest{AppName: "demo", UserId: "u", SessionId: "s", NewMessage: userText(fmt.Sprintf("hello %d.%d", i, j))}); status.Code(err) {
+				case codes.OK:
+					ran.Add(1)
+				case codes.Aborted:
+					refused.Add(1)
+				default:
+					t.Errorf("run: %v", err)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	t.Logf("%d runs ran, %d refused", ran.Load(), refused.Load())
+	got, err := sc.GetSession(t.Context(), &servicev1.GetSessionRequest{AppName: "demo", UserId: "u", SessionId: "s"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]bool{}
+	events := got.GetEvents()
+	for i, ev := range events {
+		if i > 0 && ev.GetInvocationId() == events[i-1].GetInvocationId() {
+			continue
+		}
+		if seen[ev.GetInvocationId()] {
+			t.Fatalf("run %s's events are interleaved with another run's (event %d)", ev.GetInvocationId(), i)
+		}
+		seen[ev.GetInvocationId()] = true
+	}
+	if int64(len(seen)) != ran.Load() {
+		t.Errorf("%d runs stored events; %d ran", len(seen), ran.Load())
+	}
+}
+
+// runOnce runs req to its end and returns the stream's error.
+func runOnce(t *testing.T, rc servicev1.RunnerServiceClient, req *servicev1.RunRequest) error {
+	stream, err := rc.Run(t.Context(), req)
+	if err != nil {
+		return err
+	}
+	for {
+		if _, err := stream.Recv(); errors.Is(err, io.EOF) {
+			return nil
+		} else if err != nil {
+			return err
+		}
 	}
 }

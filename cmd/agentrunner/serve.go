@@ -19,6 +19,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/agentrunner/agentrunner/runner"
 	"github.com/agentrunner/agentrunner/runner/apps"
 	"github.com/agentrunner/agentrunner/server"
 	"github.com/agentrunner/agentrunner/store"
@@ -75,6 +76,10 @@ type serveFlags struct {
 	sec                securityFlags
 	limits             server.Limits
 	maxRequest         int
+	// leaseTTL and replica configure the session leases on a shared
+	// store (see runner.Config).
+	leaseTTL time.Duration
+	replica  string
 }
 
 func parseServeFlags(args []string, stderr io.Writer) (serveFlags, error) {
@@ -89,6 +94,8 @@ func parseServeFlags(args []string, stderr io.Writer) (serveFlags, error) {
 	fs.StringVar(&f.data, "data", defaultData, dataUsage)
 	fs.StringVar(&f.config, "config", "", "apps `file` (YAML or JSON, schema agentrunner.v1.AppsConfig); without one the built-in demo app is served (env "+envConfig+")")
 	fs.DurationVar(&f.maxRun, "max-run", 15*time.Minute, "longest a single Run may take (its deadline); 0 means no limit")
+	fs.DurationVar(&f.leaseTTL, "lease-ttl", runner.DefaultLeaseTTL, "on PostgreSQL: how long a session lease lasts without a heartbeat, so how soon the runs of a replica that died are marked interrupted")
+	fs.StringVar(&f.replica, "replica", "", "on PostgreSQL: this replica's name in session leases (and busy-session errors); default host name and process id")
 	fs.IntVar(&f.limits.MaxPageSize, "max-page-size", store.MaxPageSize, "largest page_size a listing accepts (at most 1000); above is InvalidArgument")
 	fs.IntVar(&f.limits.MaxEventsPerCall, "max-events-per-call", server.DefaultMaxEventsPerCall, "most events GetSession returns (the most recent; omitted_events counts the rest)")
 	fs.IntVar(&f.limits.MaxRuns, "max-runs", server.DefaultMaxRuns, "runs in progress at once on this server; one more is ResourceExhausted")
@@ -127,6 +134,9 @@ func parseServeFlags(args []string, stderr io.Writer) (serveFlags, error) {
 	}
 	if l := f.limits; l.MaxParts < 1 || l.MaxInlineBytes < 1 || l.MaxArtifactBytes < 1 || l.MaxArtifactBytes > server.MaxItemBytes(server.DefaultMaxMessageBytes) {
 		return f, usagef("--max-parts, --max-inline-bytes and --max-artifact-bytes must be positive, --max-artifact-bytes at most %d", server.MaxItemBytes(server.DefaultMaxMessageBytes))
+	}
+	if f.leaseTTL <= 0 {
+		return f, usagef("--lease-ttl must be positive")
 	}
 	// Environment fallbacks, for the flags not given on the command line.
 	set := map[string]bool{}
@@ -189,12 +199,15 @@ func serve(ctx context.Context, args []string, stderr io.Writer) (err error) {
 			log.Warn("flushing traces", "err", terr)
 		}
 	}()
-	apps, err := loadApps(ctx, f.config, st, log, tr.plugins...)
+	apps, err := loadApps(ctx, f.config, st, leasing{ttl: f.leaseTTL, replica: f.replica}, log, tr.plugins...)
 	if err != nil {
 		return err
 	}
 	if err := recoverRuns(ctx, apps, log); err != nil {
 		return err
+	}
+	if _, shared := st.(store.SessionLeaser); shared {
+		go sweepRuns(ctx, apps, f.leaseTTL, log)
 	}
 	if f.debugAddr != "" {
 		stopDebug, err := serveDebug(f.debugAddr, log)

@@ -59,6 +59,10 @@ type Config struct {
 	Now                func() time.Time
 	NewID              func() string
 	Logger             *slog.Logger
+	// Replica and LeaseTTL configure session leases on a store that
+	// several replicas share (see runner.Config).
+	Replica  string
+	LeaseTTL time.Duration
 }
 
 // Registry holds the apps a server hosts, each served by its own Runner
@@ -97,6 +101,8 @@ func (g *Registry) Register(app App) (*runner.Runner, error) {
 		Now:                 g.cfg.Now,
 		NewID:               g.cfg.NewID,
 		Logger:              g.cfg.Logger,
+		Replica:             g.cfg.Replica,
+		LeaseTTL:            g.cfg.LeaseTTL,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("register app: %w", err)
