@@ -167,10 +167,8 @@ func serve(ctx context.Context, args []string, stderr io.Writer) (err error) {
 		return err
 	}
 
-	if dir := filepath.Dir(f.data); dir != "." && !pgstore.IsURL(f.data) {
-		if err := os.MkdirAll(dir, 0o700); err != nil {
-			return fmt.Errorf("create data directory: %w", err)
-		}
+	if err := makeDataDir(f.data); err != nil {
+		return err
 	}
 	tr, err := setupTelemetry(ctx, log, f.metricsAddr, f.data)
 	if err != nil {
@@ -231,6 +229,17 @@ func serve(ctx context.Context, args []string, stderr io.Writer) (err error) {
 	// A second Ctrl-C now kills the process the default way.
 	stopSignals()
 	return shutdown(ctx, srv, served, apps, f, log)
+}
+
+// makeDataDir creates the directory of a bbolt --data file; a
+// PostgreSQL URL has none.
+func makeDataDir(data string) error {
+	if dir := filepath.Dir(data); dir != "." && !pgstore.IsURL(data) {
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			return fmt.Errorf("create data directory: %w", err)
+		}
+	}
+	return nil
 }
 
 // dataUsage describes --data, for serve and migrate.

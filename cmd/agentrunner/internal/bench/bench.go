@@ -178,29 +178,46 @@ func Run(ctx context.Context, o Options, w io.Writer) (*Report, error) {
 		defer os.RemoveAll(d)
 		dir = d
 	}
+	if err := measureLimits(ctx, o, dir, w, rep); err != nil {
+		return nil, err
+	}
+	for _, group := range []func(context.Context, Options, string, string, io.Writer, *Report) error{loadGroup, lengthGroup, storedGroup} {
+		if err := group(ctx, o, dir, tag, w, rep); err != nil {
+			return nil, err
+		}
+	}
+	computeRatios(rep, o)
+	return rep, nil
+}
+
+// measureLimits measures what this machine allows, when asked: fsync of
+// dir alone and batched, and loopback gRPC streams.
+func measureLimits(ctx context.Context, o Options, dir string, w io.Writer, rep *Report) error {
 	maxConc := 1
 	for _, c := range o.Concurrency {
 		maxConc = max(maxConc, c)
 	}
 	rep.Limits.BatchEvents = maxConc
-	if o.Limits {
-		fmt.Fprintln(w, "measuring limits: fsync of", dir, "and loopback gRPC streams")
-		// Our commits write about two pages per event: the event's leaf
-		// and its session record's leaf.
-		var err error
-		if rep.Limits.FsyncSingle, err = measureFsync(ctx, dir, 2*4096, 3*time.Second); err != nil {
-			return nil, err
-		}
-		if rep.Limits.FsyncBatch, err = measureFsync(ctx, dir, maxConc*2*4096, 3*time.Second); err != nil {
-			return nil, err
-		}
-		if rep.Limits.Stream, err = measureStream(ctx, samplePartial(), 16, 20000); err != nil {
-			return nil, err
-		}
+	if !o.Limits {
+		return nil
 	}
+	fmt.Fprintln(w, "measuring limits: fsync of", dir, "and loopback gRPC streams")
+	// Our commits write about two pages per event: the event's leaf and
+	// its session record's leaf.
+	var err error
+	if rep.Limits.FsyncSingle, err = measureFsync(ctx, dir, 2*4096, 3*time.Second); err != nil {
+		return err
+	}
+	if rep.Limits.FsyncBatch, err = measureFsync(ctx, dir, maxConc*2*4096, 3*time.Second); err != nil {
+		return err
+	}
+	rep.Limits.Stream, err = measureStream(ctx, samplePartial(), 16, 20000)
+	return err
+}
 
-	// Group 1: the concurrency scenarios on one server.
-	err := withServer(ctx, o, dir, "load", func(c *client, srv *serverProc) error {
+// loadGroup runs the concurrency scenarios on one server.
+func loadGroup(ctx context.Context, o Options, dir, tag string, w io.Writer, rep *Report) error {
+	return withServer(ctx, o, dir, "load", func(c *client, srv *serverProc) error {
 		specs := []loadSpec{{name: "single session, no streaming", sessions: 1, runs: o.SingleRuns, words: 8, streaming: "none"}}
 		for _, n := range o.Concurrency {
 			specs = append(specs, loadSpec{name: fmt.Sprintf("%d sessions, mixed", n), sessions: n, runs: o.Runs, words: 8, streaming: "mixed"})
@@ -220,12 +237,11 @@ func Run(ctx context.Context, o Options, w io.Writer) (*Report, error) {
 		}
 		return nil
 	})
-	if err != nil {
-		return nil, err
-	}
+}
 
-	// Group 2: one session pre-grown to each length, each on its own
-	// server so that its file can be inspected afterwards.
+// lengthGroup runs one session pre-grown to each length, each on its own
+// server so that its file can be inspected afterwards.
+func lengthGroup(ctx context.Context, o Options, dir, tag string, w io.Writer, rep *Report) error {
 	for _, n := range o.Lengths {
 		var res Result
 		err := withServer(ctx, o, dir, fmt.Sprintf("len%d", n), func(c *client, srv *serverProc) error {
@@ -246,41 +262,44 @@ func Run(ctx context.Context, o Options, w io.Writer) (*Report, error) {
 			return err
 		})
 		if err != nil {
-			return nil, err
+			return err
 		}
 		if o.Addr == "" && o.Data == "" {
 			fs, err := inspectFile(filepath.Join(dir, fmt.Sprintf("len%d", n), "agentrunner.db"))
 			if err != nil {
-				return nil, err
+				return err
 			}
 			res.File = &fs
 		}
 		rep.Results = append(rep.Results, res)
 	}
+	return nil
+}
 
-	// Group 3: memory with many stored sessions.
-	if o.StoredSessions > 0 {
-		var res Result
-		err := withServer(ctx, o, dir, "stored", func(c *client, srv *serverProc) error {
-			id := func(i int) string { return fmt.Sprintf("stored-%s-%d", tag, i) }
-			var done atomic.Int64
-			stop := progress(w, fmt.Sprintf("creating %d sessions", o.StoredSessions), &done, o.StoredSessions)
-			err := createSessions(ctx, c, o.StoredSessions, id, &done)
-			stop()
-			if err != nil {
-				return err
-			}
-			res, err = measured(ctx, w, c, srv, loadSpec{name: fmt.Sprintf("16 sessions of %d stored", o.StoredSessions), sessions: 16, runs: o.Runs, words: 8, streaming: "mixed", sessionID: id})
-			res.Stored = o.StoredSessions
-			return err
-		})
-		if err != nil {
-			return nil, err
-		}
-		rep.Results = append(rep.Results, res)
+// storedGroup runs sessions beside many stored ones, when asked.
+func storedGroup(ctx context.Context, o Options, dir, tag string, w io.Writer, rep *Report) error {
+	if o.StoredSessions <= 0 {
+		return nil
 	}
-	computeRatios(rep, o)
-	return rep, nil
+	var res Result
+	err := withServer(ctx, o, dir, "stored", func(c *client, srv *serverProc) error {
+		id := func(i int) string { return fmt.Sprintf("stored-%s-%d", tag, i) }
+		var done atomic.Int64
+		stop := progress(w, fmt.Sprintf("creating %d sessions", o.StoredSessions), &done, o.StoredSessions)
+		err := createSessions(ctx, c, o.StoredSessions, id, &done)
+		stop()
+		if err != nil {
+			return err
+		}
+		res, err = measured(ctx, w, c, srv, loadSpec{name: fmt.Sprintf("16 sessions of %d stored", o.StoredSessions), sessions: 16, runs: o.Runs, words: 8, streaming: "mixed", sessionID: id})
+		res.Stored = o.StoredSessions
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	rep.Results = append(rep.Results, res)
+	return nil
 }
 
 // measured runs one scenario with a progress line and the server's CPU and
