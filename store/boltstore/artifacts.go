@@ -3,14 +3,11 @@ package boltstore
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
 	"encoding/binary"
-	"encoding/hex"
 	"fmt"
 
 	"go.etcd.io/bbolt"
 	"google.golang.org/protobuf/proto"
-	"google.golang.org/protobuf/types/known/timestamppb"
 
 	agentrunnerv1 "github.com/agentrunner/agentrunner/gen/go/agentrunner/v1"
 	"github.com/agentrunner/agentrunner/store"
@@ -43,20 +40,6 @@ func validateFilename(name string) error {
 	return checkParts(name)
 }
 
-// describePart returns the media type and bytes an artifact's metadata is
-// computed from.
-func describePart(p *agentrunnerv1.Part) (mime string, data []byte, err error) {
-	switch d := p.GetData().(type) {
-	case *agentrunnerv1.Part_Text:
-		return "text/plain", []byte(d.Text), nil
-	case *agentrunnerv1.Part_InlineData:
-		return d.InlineData.GetMimeType(), d.InlineData.GetData(), nil
-	case *agentrunnerv1.Part_FileData:
-		return d.FileData.GetMimeType(), []byte(d.FileData.GetFileUri()), nil
-	}
-	return "", nil, fmt.Errorf("artifact must hold text, inline_data or file_data: %w", store.ErrInvalidArgument)
-}
-
 // SaveArtifact implements store.Store.
 func (s *Store) SaveArtifact(ctx context.Context, k store.SessionKey, filename string, part *agentrunnerv1.Part) (*agentrunnerv1.ArtifactVersion, error) {
 	need, err := validateArtifactKey(k, filename)
@@ -66,24 +49,9 @@ func (s *Store) SaveArtifact(ctx context.Context, k store.SessionKey, filename s
 	if err := validateFilename(filename); err != nil {
 		return nil, err
 	}
-	mime, data, err := describePart(part)
+	meta, blob, err := store.NewArtifactVersion(filename, part, s.opts.Now(), s.opts.MaxItemBytes)
 	if err != nil {
 		return nil, err
-	}
-	sum := sha256.Sum256(data)
-	blob, err := proto.Marshal(part)
-	if err != nil {
-		return nil, fmt.Errorf("marshal artifact: %w", err)
-	}
-	if err := checkSize("artifact "+filename, len(blob), s.opts.MaxItemBytes); err != nil {
-		return nil, err
-	}
-	meta := &agentrunnerv1.ArtifactVersion{
-		Filename:   filename,
-		MimeType:   mime,
-		SizeBytes:  int64(len(data)),
-		Sha256:     hex.EncodeToString(sum[:]),
-		CreateTime: timestamppb.New(s.opts.Now()),
 	}
 	var out *agentrunnerv1.ArtifactVersion
 	err = s.write(ctx, func(tx *bbolt.Tx) error {

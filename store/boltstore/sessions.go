@@ -58,7 +58,7 @@ func (s *Store) CreateSession(ctx context.Context, k store.SessionKey, state *st
 		if err != nil {
 			return fmt.Errorf("marshal session: %w", err)
 		}
-		if err := checkSize("session state", len(recBytes), s.opts.MaxItemBytes); err != nil {
+		if err := store.CheckSize("session state", len(recBytes), s.opts.MaxItemBytes); err != nil {
 			return err
 		}
 		appState, userState, err := applyShared(tx, k, true, appDelta, userDelta, s.opts.MaxItemBytes)
@@ -103,10 +103,10 @@ func applyShared(tx *bbolt.Tx, k store.SessionKey, needShared bool, appDelta, us
 			return nil, nil, fmt.Errorf("marshal user state: %w", err)
 		}
 	}
-	if err := checkSize("app state", len(appBytes), limit); err != nil {
+	if err := store.CheckSize("app state", len(appBytes), limit); err != nil {
 		return nil, nil, err
 	}
-	if err := checkSize("user state", len(userBytes), limit); err != nil {
+	if err := store.CheckSize("user state", len(userBytes), limit); err != nil {
 		return nil, nil, err
 	}
 	if appBytes != nil {
@@ -476,7 +476,7 @@ func (s *Store) prepareEvent(k store.SessionKey, ev *agentrunnerv1.Event) (event
 		return eventWrite{}, fmt.Errorf("marshal event: %w", err)
 	}
 	// The sequence, appended in the committer, adds at most 11 bytes.
-	if err := checkSize("event", len(w.bytes)+11, s.opts.MaxItemBytes); err != nil {
+	if err := store.CheckSize("event", len(w.bytes)+11, s.opts.MaxItemBytes); err != nil {
 		return eventWrite{}, err
 	}
 	w.limit = s.opts.MaxItemBytes
@@ -548,7 +548,7 @@ func nextSession(sv []byte, seq uint64, w eventWrite) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("marshal session: %w", err)
 	}
-	if err := checkSize("session state", len(b), w.limit); err != nil {
+	if err := store.CheckSize("session state", len(b), w.limit); err != nil {
 		return nil, err
 	}
 	return b, nil

@@ -2,14 +2,11 @@ package pgstore
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 
 	"github.com/jackc/pgx/v5"
 	"google.golang.org/protobuf/proto"
-	"google.golang.org/protobuf/types/known/timestamppb"
 
 	agentrunnerv1 "github.com/agentrunner/agentrunner/gen/go/agentrunner/v1"
 	"github.com/agentrunner/agentrunner/store"
@@ -41,20 +38,6 @@ func artifactScope(k store.SessionKey, filename string) string {
 	return k.Session
 }
 
-// describePart returns the media type and bytes an artifact's metadata is
-// computed from.
-func describePart(p *agentrunnerv1.Part) (mime string, data []byte, err error) {
-	switch d := p.GetData().(type) {
-	case *agentrunnerv1.Part_Text:
-		return "text/plain", []byte(d.Text), nil
-	case *agentrunnerv1.Part_InlineData:
-		return d.InlineData.GetMimeType(), d.InlineData.GetData(), nil
-	case *agentrunnerv1.Part_FileData:
-		return d.FileData.GetMimeType(), []byte(d.FileData.GetFileUri()), nil
-	}
-	return "", nil, fmt.Errorf("artifact must hold text, inline_data or file_data: %w", store.ErrInvalidArgument)
-}
-
 // artifactLockClass is the first key of the advisory locks that
 // serialize the saves of one artifact (the second is a hash of its name):
 // its next version number is read and written in one transaction.
@@ -69,24 +52,9 @@ func (s *Store) SaveArtifact(ctx context.Context, k store.SessionKey, filename s
 	if err := validateFilename(filename); err != nil {
 		return nil, err
 	}
-	mime, data, err := describePart(part)
+	meta, blob, err := store.NewArtifactVersion(filename, part, s.opts.Now(), s.opts.MaxItemBytes)
 	if err != nil {
 		return nil, err
-	}
-	sum := sha256.Sum256(data)
-	blob, err := proto.Marshal(part)
-	if err != nil {
-		return nil, fmt.Errorf("marshal artifact: %w", err)
-	}
-	if err := checkSize("artifact "+filename, len(blob), s.opts.MaxItemBytes); err != nil {
-		return nil, err
-	}
-	meta := &agentrunnerv1.ArtifactVersion{
-		Filename:   filename,
-		MimeType:   mime,
-		SizeBytes:  int64(len(data)),
-		Sha256:     hex.EncodeToString(sum[:]),
-		CreateTime: timestamppb.New(s.opts.Now()),
 	}
 	scope := artifactScope(k, filename)
 	err = s.inTx(ctx, func(tx pgx.Tx) error {

@@ -61,7 +61,7 @@ func (s *Store) prepareEvent(k store.SessionKey, ev *agentrunnerv1.Event) (event
 	}
 	w.sessDelta, w.appDelta, w.userDelta = store.SplitDelta(w.stored.GetActions().GetStateDelta())
 	// The sequence, set in the transaction, adds at most 11 bytes.
-	if err := checkSize("event", proto.Size(w.stored)+11, s.opts.MaxItemBytes); err != nil {
+	if err := store.CheckSize("event", proto.Size(w.stored)+11, s.opts.MaxItemBytes); err != nil {
 		return eventWrite{}, err
 	}
 	return w, nil
@@ -182,7 +182,7 @@ func (s *Store) nextSession(rec *agentrunnerv1.Session, seq uint64, w eventWrite
 	if err != nil {
 		return nil, fmt.Errorf("marshal session: %w", err)
 	}
-	if err := checkSize("session state", len(b), s.opts.MaxItemBytes); err != nil {
+	if err := store.CheckSize("session state", len(b), s.opts.MaxItemBytes); err != nil {
 		return nil, err
 	}
 	return b, nil

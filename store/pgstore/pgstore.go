@@ -357,15 +357,6 @@ func validateKey(k store.SessionKey) error {
 	return checkParts(k.App, k.User, k.Session)
 }
 
-// checkSize refuses an item of n encoded bytes over limit (none when
-// limit is zero).
-func checkSize(what string, n, limit int) error {
-	if limit > 0 && n > limit {
-		return fmt.Errorf("%s of %d bytes exceeds the limit of %d bytes: %w", what, n, limit, store.ErrInvalidArgument)
-	}
-	return nil
-}
-
 func randomID() string {
 	var b [16]byte
 	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails on Linux

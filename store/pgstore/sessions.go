@@ -37,7 +37,7 @@ func (s *Store) CreateSession(ctx context.Context, k store.SessionKey, state *st
 	if err != nil {
 		return nil, fmt.Errorf("marshal session: %w", err)
 	}
-	if err := checkSize("session state", len(recBytes), s.opts.MaxItemBytes); err != nil {
+	if err := store.CheckSize("session state", len(recBytes), s.opts.MaxItemBytes); err != nil {
 		return nil, err
 	}
 	var out *agentrunnerv1.Session
@@ -135,7 +135,7 @@ func (s *Store) applyScope(ctx context.Context, tx pgx.Tx, sc sharedScope, delta
 		if err != nil {
 			return nil, fmt.Errorf("marshal %s: %w", sc.what, err)
 		}
-		if err := checkSize(sc.what, len(nb), s.opts.MaxItemBytes); err != nil {
+		if err := store.CheckSize(sc.what, len(nb), s.opts.MaxItemBytes); err != nil {
 			return nil, err
 		}
 		q := sc.up
