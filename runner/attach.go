@@ -20,10 +20,12 @@ import (
 // MULTITASK_STRATEGY_REJECT, a repeated request_id with another payload)
 // is a terminal error before any record.
 //
-// The run goes on in its own goroutine and never waits for its reader.
-// When the reader stops early or ctx ends, the run is cancelled
+// A run that starts at once executes on the caller's goroutine, which
+// gets each update as it is produced (see runInline); a queued run goes on
+// in a goroutine of its own and never waits for its reader. When the
+// reader stops early or ctx ends, the run is cancelled
 // (ON_DISCONNECT_CANCEL, the default) and Stream returns once it has
-// released the session, or it goes on alone (ON_DISCONNECT_CONTINUE). A
+// released the session, or it goes on unread (ON_DISCONNECT_CONTINUE). A
 // request_id that names an earlier run streams that run as AttachRun does.
 func (r *Runner) Stream(ctx context.Context, req Request) iter.Seq2[Update, error] {
 	return func(yield func(Update, error) bool) {
@@ -39,11 +41,78 @@ func (r *Runner) Stream(ctx context.Context, req Request) iter.Seq2[Update, erro
 			if r.follow(ctx, a.live, 0, false, yield) == contextEnded {
 				yield(Update{}, fmt.Errorf("run %s: %w", a.live.id, ctx.Err()))
 			}
+		case a.now:
+			r.runInline(ctx, a.live, a.prep, req.OnDisconnect, yield)
 		default:
-			if a.now {
-				r.launch(a.live, a.prep)
-			}
 			r.leave(ctx, a.live, r.follow(ctx, a.live, 0, true, yield), req.OnDisconnect, yield)
+		}
+	}
+}
+
+// runInline executes a run that starts at once on its reader's
+// goroutine and hands the reader each update as the run produces it: the
+// run needs no goroutine of its own and no wake-up per update, which is
+// most of what a short run costs besides its commits. Attachers follow the
+// run's log as they follow any run. The run waits for this reader only as
+// long as the reader's yield takes (a server's Send, which gRPC buffers up
+// to its flow-control window). A reader that stops, or whose context ends,
+// leaves the run as on_disconnect says, and the run goes on here, unread,
+// to its end: its session is free when this returns.
+func (r *Runner) runInline(ctx context.Context, lr *liveRun, p *prepared, policy agentrunnerv1.OnDisconnect, yield func(Update, error) bool) {
+	d := &directReader{ctx: ctx, yield: yield, shared: lr.req.SharedEvents}
+	if policy != agentrunnerv1.OnDisconnect_ON_DISCONNECT_CONTINUE {
+		d.leave = func() { lr.cancel(errDisconnected) }
+		stop := context.AfterFunc(ctx, d.leave)
+		defer stop()
+	}
+	d.deliver(Update{Run: lr.record()})
+	lr.mu.Lock()
+	lr.direct = d.deliver
+	lr.mu.Unlock()
+	r.runs.mu.Lock()
+	r.runs.wg.Add(1)
+	r.runs.mu.Unlock()
+	func() {
+		defer r.runs.wg.Done()
+		defer r.recoverRun(lr)
+		r.execute(lr, p)
+	}()
+	<-lr.done
+	switch {
+	case d.contextEnded:
+		yield(Update{}, fmt.Errorf("run %s: %w", lr.id, ctx.Err()))
+	case d.stopped:
+	case !yield(Update{Run: lr.finalRecord()}, nil):
+	case lr.err != nil:
+		yield(Update{}, lr.err)
+	}
+}
+
+// directReader is the reader of a run executed on its goroutine.
+type directReader struct {
+	ctx    context.Context
+	yield  func(Update, error) bool
+	shared bool
+	leave  func() // what the reader's leaving does to the run; nil: nothing
+	// stopped reports that the reader gets nothing more: its yield
+	// returned false, or its context ended (contextEnded too).
+	stopped, contextEnded bool
+}
+
+// deliver hands one update to the reader, as follow would, unless it has
+// stopped. It runs on the run's goroutine.
+func (d *directReader) deliver(u Update) {
+	if d.stopped {
+		return
+	}
+	if d.ctx.Err() != nil {
+		d.stopped, d.contextEnded = true, true
+		return // the AfterFunc applies on_disconnect
+	}
+	if !sendItem(u, false, 0, true, d.shared, d.yield) {
+		d.stopped = true
+		if d.leave != nil {
+			d.leave()
 		}
 	}
 }
@@ -122,7 +191,7 @@ func (r *Runner) followLog(ctx context.Context, lr *liveRun, after uint64, liveF
 		for _, u := range items {
 			i := next
 			next++
-			if !sendItem(u, i < liveFrom, after, primary, yield) {
+			if !sendItem(u, i < liveFrom, after, primary, primary && lr.req.SharedEvents, yield) {
 				return readerStopped
 			}
 		}
@@ -149,9 +218,9 @@ func (r *Runner) followLog(ctx context.Context, lr *liveRun, after uint64, liveF
 // sendItem yields one log item to a reader, unless the reader must not
 // get it: an event stored at or before `after`, or (in an attacher's
 // history) anything but a stored event. Every reader gets its own copy of
-// a stored event (the log holds the runner's instance); a partial event
-// is the primary reader's own.
-func sendItem(u Update, history bool, after uint64, primary bool, yield func(Update, error) bool) bool {
+// a stored event (the log holds the runner's instance), unless it shares
+// them read-only; a partial event is the primary reader's own.
+func sendItem(u Update, history bool, after uint64, primary, shared bool, yield func(Update, error) bool) bool {
 	ev := u.Event
 	stored := ev != nil && !ev.GetPartial()
 	switch {
@@ -161,6 +230,7 @@ func sendItem(u Update, history bool, after uint64, primary bool, yield func(Upd
 		return true
 	case history && !stored:
 		return true
+	case shared:
 	case stored || (!primary && ev != nil):
 		u.Event = proto.CloneOf(ev)
 	}

@@ -74,6 +74,9 @@ type liveRun struct {
 	persisted bool
 	// err is the run's terminal error, set before done is closed.
 	err error
+	// direct is the reader a run executed on its reader's goroutine
+	// hands each update to as it publishes it (runInline); nil otherwise.
+	direct func(Update)
 	// lease is the session lease the execution holds, on a store that
 	// several replicas share; nil otherwise.
 	lease *heldLease
@@ -151,12 +154,26 @@ func (lr *liveRun) unsubscribe(c chan struct{}) {
 	}
 }
 
-// publish appends an update to the log and wakes the readers.
+// publish appends an update to the log, wakes the readers and hands it
+// to the direct reader, if the run has one. Only the run's goroutine
+// publishes, so the direct reader gets the updates in the log's order.
 func (lr *liveRun) publish(u Update) {
 	lr.mu.Lock()
-	defer lr.mu.Unlock()
 	lr.log = append(lr.log, u)
 	lr.wakeLocked()
+	direct := lr.direct
+	lr.mu.Unlock()
+	if direct != nil {
+		direct(u)
+	}
+}
+
+// finalRecord returns the final record of a run that has ended; readers
+// share it.
+func (lr *liveRun) finalRecord() *agentrunnerv1.Run {
+	lr.mu.Lock()
+	defer lr.mu.Unlock()
+	return lr.rec
 }
 
 // noteStored moves the record's sequences and usage totals past an event

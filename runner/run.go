@@ -39,6 +39,11 @@ type Request struct {
 	// Timeout bounds the run from its start; zero means no bound. The
 	// run's own deadline: the caller's context bounds only its reading.
 	Timeout time.Duration
+	// SharedEvents tells Stream that its reader only reads the stored
+	// events it gets (a server encodes them): it gets the runner's own
+	// instances instead of copies, which it must not change. A copy costs
+	// as much as encoding the event again.
+	SharedEvents bool
 }
 
 // input is the payload a request_id covers.

@@ -119,16 +119,24 @@ type runSlot struct {
 }
 
 // runLimiter counts the runs in progress, in total and per principal. It
-// starts no goroutines: a slot whose run has ended is dropped at the next
-// acquire.
+// starts no goroutines: slots whose runs have ended are swept only when a
+// limit seems reached or the slots have doubled since the last sweep, so
+// that an admission costs O(1) and the map stays bounded.
 type runLimiter struct {
 	max, maxPer int
 	mu          sync.Mutex
 	slots       map[*runSlot]struct{}
+	// per counts the slots of each principal, swept or not; sweepAt is
+	// the size of slots at which the next admission sweeps anyway.
+	per     map[string]int
+	sweepAt int
 }
 
+// minSweep is the fewest slots at which an admission sweeps ended runs.
+const minSweep = 1024
+
 func newRunLimiter(l Limits) *runLimiter {
-	return &runLimiter{max: l.MaxRuns, maxPer: l.MaxRunsPerPrincipal, slots: map[*runSlot]struct{}{}}
+	return &runLimiter{max: l.MaxRuns, maxPer: l.MaxRunsPerPrincipal, slots: map[*runSlot]struct{}{}, per: map[string]int{}, sweepAt: minSweep}
 }
 
 // acquire reserves a slot for a run of principal ("" without
@@ -136,25 +144,42 @@ func newRunLimiter(l Limits) *runLimiter {
 func (l *runLimiter) acquire(principal string) (*runSlot, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	mine := 0
-	for sl := range l.slots {
-		if sl.done != nil && isClosed(sl.done) {
-			delete(l.slots, sl)
-			continue
-		}
-		if principal != "" && sl.principal == principal {
-			mine++
-		}
+	over := func() bool {
+		return len(l.slots) >= l.max || (principal != "" && l.per[principal] >= l.maxPer)
+	}
+	if over() || len(l.slots) >= l.sweepAt {
+		l.sweepLocked()
 	}
 	switch {
 	case len(l.slots) >= l.max:
 		return nil, status.Errorf(codes.ResourceExhausted, "%d runs are in progress on this server, its limit; try again later", len(l.slots))
-	case principal != "" && mine >= l.maxPer:
-		return nil, status.Errorf(codes.ResourceExhausted, "principal %s has %d runs in progress, its limit; try again once one ends", principal, mine)
+	case principal != "" && l.per[principal] >= l.maxPer:
+		return nil, status.Errorf(codes.ResourceExhausted, "principal %s has %d runs in progress, its limit; try again once one ends", principal, l.per[principal])
 	}
 	sl := &runSlot{principal: principal}
 	l.slots[sl] = struct{}{}
+	l.per[principal]++
 	return sl, nil
+}
+
+// sweepLocked drops the slots whose runs have ended.
+func (l *runLimiter) sweepLocked() {
+	for sl := range l.slots {
+		if sl.done != nil && isClosed(sl.done) {
+			l.dropLocked(sl)
+		}
+	}
+	l.sweepAt = max(minSweep, 2*len(l.slots))
+}
+
+func (l *runLimiter) dropLocked(sl *runSlot) {
+	if _, ok := l.slots[sl]; !ok {
+		return
+	}
+	delete(l.slots, sl)
+	if l.per[sl.principal]--; l.per[sl.principal] <= 0 {
+		delete(l.per, sl.principal)
+	}
 }
 
 // bind ties a slot to its run: it is counted until done closes.
@@ -168,18 +193,14 @@ func (l *runLimiter) bind(sl *runSlot, done <-chan struct{}) {
 func (l *runLimiter) release(sl *runSlot) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	delete(l.slots, sl)
+	l.dropLocked(sl)
 }
 
 // inProgress is how many runs are counted (those ended dropped).
 func (l *runLimiter) inProgress() int {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	for sl := range l.slots {
-		if sl.done != nil && isClosed(sl.done) {
-			delete(l.slots, sl)
-		}
-	}
+	l.sweepLocked()
 	return len(l.slots)
 }
 

@@ -47,6 +47,7 @@ func (h runnerService) Run(req *servicev1.RunRequest, stream grpc.ServerStreamin
 	}
 	rr := h.s.runnerRequest(req)
 	rr.OnDisconnect = req.GetOnDisconnect()
+	rr.SharedEvents = true // send only encodes them
 	return h.s.send(stream, h.s.runs.tracked(slot, app, app.Stream(stream.Context(), rr)))
 }
 
