@@ -108,6 +108,7 @@ type killHarness struct {
 	ready    chan struct{}
 	readyOK  bool // ready was closed
 	refused  atomic.Int64
+	killedAt atomic.Int64 // unix nanoseconds
 }
 
 // runResult is what a client saw of one Run or ResumeRun stream.
@@ -191,6 +192,7 @@ func TestThreeReplicasKill9(t *testing.T) {
 	h.victim.killed.Store(true)
 	h.mu.Unlock()
 	killedAt := time.Now()
+	h.killedAt.Store(killedAt.UnixNano())
 	if err := h.victim.p.cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
@@ -277,7 +279,8 @@ func (h *killHarness) session(l *sessionLog, rng *rand.Rand, n int) {
 				case probe.err == nil && probe.last.GetStatus() == agentrunnerv1.RunStatus_RUN_STATUS_SUCCEEDED:
 					// The lease had already expired (a slow machine):
 					// allowed, and then the cut run resumes after it.
-					t.Logf("%s: a run ran on a survivor before the cut run was recovered", l.id)
+					t.Logf("%s: a run ran on a survivor %v after the kill, before the cut run (%d events acknowledged) was recovered",
+						l.id, time.Since(time.Unix(0, h.killedAt.Load())).Round(time.Millisecond), len(res.acked))
 					l.split[req.GetRequestId()] = true
 					done++
 				default:
