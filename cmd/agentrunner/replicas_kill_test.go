@@ -275,7 +275,9 @@ func (h *killHarness) session(l *sessionLog, rng *rand.Rand, n int) {
 				probe := h.run(l, h.live(rng), next())
 				switch {
 				case status.Code(probe.err) == codes.Aborted:
-					h.refused.Add(1)
+					if !h.refusal(l, probe.err) {
+						return
+					}
 				case probe.err == nil && probe.last.GetStatus() == agentrunnerv1.RunStatus_RUN_STATUS_SUCCEEDED:
 					// The lease had already expired (a slow machine):
 					// allowed, and then the cut run resumes after it.
@@ -298,7 +300,9 @@ func (h *killHarness) session(l *sessionLog, rng *rand.Rand, n int) {
 		case status.Code(res.err) == codes.Aborted:
 			// The session is still the dead replica's: wait for the
 			// survivors to recover it, then send another run.
-			h.refused.Add(1)
+			if !h.refusal(l, res.err) {
+				return
+			}
 			if _, ok := h.waitSettled(l, rng); !ok {
 				return
 			}
@@ -308,6 +312,23 @@ func (h *killHarness) session(l *sessionLog, rng *rand.Rand, n int) {
 			return
 		}
 	}
+}
+
+// refusal checks an ABORTED run: only once the victim is killed, and
+// naming the session's lease holder, the dead replica (or a survivor
+// recovering the session that moment).
+func (h *killHarness) refusal(l *sessionLog, err error) bool {
+	msg := status.Convert(err).Message()
+	switch {
+	case !h.victim.killed.Load():
+		h.t.Errorf("%s: a run was refused before any replica died: %v", l.id, err)
+		return false
+	case !strings.Contains(msg, "leased to") || !strings.Contains(msg, "@"+h.victim.name+" ") && !strings.Contains(msg, "recover@"):
+		h.t.Errorf("%s: refused with %q; want it to name the dead replica %s as the session's holder", l.id, msg, h.victim.name)
+		return false
+	}
+	h.refused.Add(1)
+	return true
 }
 
 // run sends req to rep and reads the stream to its end.
@@ -390,11 +411,13 @@ func (h *killHarness) recoverCut(l *sessionLog, rng *rand.Rand, reqID string) (s
 	}
 	i := slices.IndexFunc(runs, func(r *agentrunnerv1.Run) bool { return r.GetRequestId() == reqID })
 	if i < 0 {
+		t.Logf("%s: the kill left no record of the run it cut off (request %s): it is sent again", l.id, reqID)
 		return false, true
 	}
 	rec := runs[i]
 	if l.split[reqID] {
 		l.split[rec.GetRunId()] = true
+		t.Logf("%s: the overtaken run %s is %v, events #%d to #%d", l.id, rec.GetRunId(), rec.GetStatus(), rec.GetFirstSequence(), rec.GetLastSequence())
 	}
 	if !slices.Contains(l.execs, rec.GetRunId()) {
 		// Cut before its first record reached the client.
