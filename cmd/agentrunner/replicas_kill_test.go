@@ -140,16 +140,6 @@ func TestThreeReplicasKill9(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs the binary")
 	}
-	url := pg.URL(t)
-	dir := t.TempDir()
-	bin := filepath.Join(dir, "agentrunner")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
-	model := slowGemini(t, 80*time.Millisecond)
-	t.Setenv("AGENTRUNNER_TEST_GEMINI_KEY", "fake-key")
-	config := writeFile(t, filepath.Join(dir, "apps.yaml"), fmt.Sprintf(slowConfig, model.URL))
-
 	seed := uint64(time.Now().UnixNano())
 	if s := os.Getenv(envSeed); s != "" {
 		var err error
@@ -158,17 +148,7 @@ func TestThreeReplicasKill9(t *testing.T) {
 		}
 	}
 	t.Logf("seed %d (%s=%d replays the replica choices)", seed, envSeed, seed)
-	rng := rand.New(rand.NewPCG(seed, 0))
-
-	h := &killHarness{t: t, ready: make(chan struct{})}
-	for i := range 3 {
-		name := fmt.Sprintf("r%d", i)
-		p := startBinary(t, bin, "--addr", "127.0.0.1:0", "--data", url, "--config", config,
-			"--lease-ttl", "2s", "--replica", name)
-		conn := dial(t, p.addr)
-		h.replicas = append(h.replicas, &replica{name: name, p: p, rc: servicev1.NewRunnerServiceClient(conn), sc: servicev1.NewSessionServiceClient(conn)})
-	}
-	h.victim = h.replicas[rng.IntN(3)]
+	h := startKillReplicas(t, rand.New(rand.NewPCG(seed, 0)))
 
 	const sessions, runsPerSession = 64, 5
 	logs := make([]*sessionLog, sessions)
@@ -217,6 +197,32 @@ func TestThreeReplicasKill9(t *testing.T) {
 	if t.Failed() {
 		h.dumpLogs()
 	}
+}
+
+// startKillReplicas builds the binary and starts three replicas of it on
+// a new database, serving the slow app with 2 s leases; rng picks the
+// one to kill.
+func startKillReplicas(t *testing.T, rng *rand.Rand) *killHarness {
+	t.Helper()
+	url := pg.URL(t)
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "agentrunner")
+	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	model := slowGemini(t, 80*time.Millisecond)
+	t.Setenv("AGENTRUNNER_TEST_GEMINI_KEY", "fake-key")
+	config := writeFile(t, filepath.Join(dir, "apps.yaml"), fmt.Sprintf(slowConfig, model.URL))
+	h := &killHarness{t: t, ready: make(chan struct{})}
+	for i := range 3 {
+		name := fmt.Sprintf("r%d", i)
+		p := startBinary(t, bin, "--addr", "127.0.0.1:0", "--data", url, "--config", config,
+			"--lease-ttl", "2s", "--replica", name)
+		conn := dial(t, p.addr)
+		h.replicas = append(h.replicas, &replica{name: name, p: p, rc: servicev1.NewRunnerServiceClient(conn), sc: servicev1.NewSessionServiceClient(conn)})
+	}
+	h.victim = h.replicas[rng.IntN(3)]
+	return h
 }
 
 // live returns a random replica that is not killed.
