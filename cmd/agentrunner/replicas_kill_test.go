@@ -296,7 +296,7 @@ func (h *killHarness) session(l *sessionLog, rng *rand.Rand, n int) {
 					return
 				}
 			}
-			stored, ok := h.recoverCut(l, rng, req.GetRequestId())
+			stored, ok := h.recoverCut(l, rng, req.GetRequestId(), res.first.GetRunId())
 			if !ok {
 				return
 			}
@@ -407,9 +407,9 @@ func (h *killHarness) waitSettled(l *sessionLog, rng *rand.Rand) ([]*agentrunner
 }
 
 // recoverCut waits until the survivors marked the cut run (request id
-// reqID) INTERRUPTED and resumes it on a survivor, which must complete
+// reqID, run id runID if its first record reached the client) INTERRUPTED and resumes it on a survivor, which must complete
 // it. stored is false when the kill left no record of the run.
-func (h *killHarness) recoverCut(l *sessionLog, rng *rand.Rand, reqID string) (stored, ok bool) {
+func (h *killHarness) recoverCut(l *sessionLog, rng *rand.Rand, reqID, runID string) (stored, ok bool) {
 	t := h.t
 	runs, ok := h.waitSettled(l, rng)
 	if !ok {
@@ -417,7 +417,7 @@ func (h *killHarness) recoverCut(l *sessionLog, rng *rand.Rand, reqID string) (s
 	}
 	i := slices.IndexFunc(runs, func(r *agentrunnerv1.Run) bool { return r.GetRequestId() == reqID })
 	if i < 0 {
-		t.Logf("%s: the kill left no record of the run it cut off (request %s): it is sent again", l.id, reqID)
+		t.Logf("%s: the kill left no record of the run it cut off (request %s, run id %q streamed): it is sent again", l.id, reqID, runID)
 		return false, true
 	}
 	rec := runs[i]
