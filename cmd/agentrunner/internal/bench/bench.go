@@ -28,11 +28,15 @@ import (
 
 // Options configure a bench run; Main fills them from flags.
 type Options struct {
-	Addr           string // target server; empty starts one per scenario group
-	Binary         string // agentrunner binary to start; empty means this one
-	App            string
-	DataDir        string // where started servers keep their files; empty means a temp dir
-	Data           string // store of started servers: a postgres:// URL, or empty for a bbolt file each
+	Addr    string // target server; empty starts one per scenario group
+	Binary  string // agentrunner binary to start; empty means this one
+	App     string
+	DataDir string // where started servers keep their files; empty means a temp dir
+	Data    string // store of started servers: a postgres:// URL, or empty for a bbolt file each
+	// Replicas is how many servers each scenario group starts on Data (a
+	// postgres:// URL when more than one); session i goes to replica i
+	// mod Replicas. Zero means one.
+	Replicas       int
 	Concurrency    []int
 	Runs           int // runs per session in the concurrency scenarios
 	SingleRuns     int // runs in the single-session scenario
@@ -48,7 +52,9 @@ type Options struct {
 type Report struct {
 	Started time.Time `json:"started"`
 	Store   string    `json:"store"` // "bbolt" or "postgres"
-	Limits  struct {
+	// Replicas is how many servers shared the store in each group.
+	Replicas int `json:"replicas"`
+	Limits   struct {
 		FsyncSingle FsyncLimit  `json:"fsync_single"`
 		FsyncBatch  FsyncLimit  `json:"fsync_batch"`
 		BatchEvents int         `json:"batch_events"`
@@ -90,6 +96,7 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs.StringVar(&o.App, "app", "bench", "app to run; a started server serves it on the offline model")
 	fs.StringVar(&o.DataDir, "data-dir", "", "directory for the started servers' data files, whose disk is measured (default: a new temp dir, removed afterwards)")
 	fs.StringVar(&o.Data, "data", "", "store of the started servers: empty for a bbolt file each (in --data-dir), or a postgres:// `URL` every started server uses (the bench's sessions are tagged, so a database may be reused)")
+	fs.IntVar(&o.Replicas, "replicas", 1, "servers to start on the --data database for each scenario group (more than 1 needs a postgres:// --data); each session sticks to one, round-robin, as behind a load balancer with session affinity; server CPU is summed over them")
 	fs.StringVar(&conc, "sessions", "1,16,256", "concurrent sessions of the mixed (half streaming) scenarios")
 	fs.IntVar(&o.Runs, "runs", 20, "sequential runs per session in the concurrent scenarios")
 	fs.IntVar(&o.SingleRuns, "single-runs", 300, "runs of the single-session overhead scenario")
@@ -117,6 +124,9 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if o.Lengths, err = intList(lengths); err != nil {
 		return fmt.Errorf("--lengths: %w", err)
 	}
+	if err := checkReplicas(o); err != nil {
+		return err
+	}
 	if o.Binary == "" && o.Addr == "" {
 		if o.Binary, err = os.Executable(); err != nil {
 			return err
@@ -136,6 +146,26 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return os.WriteFile(o.JSON, append(b, '\n'), 0o644)
 	}
 	return nil
+}
+
+// checkReplicas refuses a replica count that cannot work: several
+// servers share only a PostgreSQL database, and --addr starts none.
+func checkReplicas(o Options) error {
+	switch {
+	case o.Replicas < 0:
+		return fmt.Errorf("--replicas %d: must be at least 1", o.Replicas)
+	case o.Replicas <= 1:
+		return nil
+	case o.Addr != "":
+		return fmt.Errorf("--replicas %d with --addr: the bench starts replicas only when it starts the servers", o.Replicas)
+	case !isPostgresURL(o.Data):
+		return fmt.Errorf("--replicas %d needs --data postgres://…: replicas share one PostgreSQL database (a bbolt file serves one process)", o.Replicas)
+	}
+	return nil
+}
+
+func isPostgresURL(s string) bool {
+	return strings.HasPrefix(s, "postgres://") || strings.HasPrefix(s, "postgresql://")
 }
 
 // progress prints a status line to w every second until stop is called.
@@ -162,7 +192,11 @@ func progress(w io.Writer, label string, done *atomic.Int64, total int) (stop fu
 
 // Run runs every scenario and returns the report; progress goes to w.
 func Run(ctx context.Context, o Options, w io.Writer) (*Report, error) {
-	rep := &Report{Started: time.Now().UTC(), Ratios: map[string]Target{}, Store: "bbolt"}
+	if err := checkReplicas(o); err != nil {
+		return nil, err
+	}
+	o.Replicas = max(o.Replicas, 1)
+	rep := &Report{Started: time.Now().UTC(), Ratios: map[string]Target{}, Store: "bbolt", Replicas: o.Replicas}
 	if o.Data != "" {
 		rep.Store = "postgres"
 	}
@@ -215,9 +249,10 @@ func measureLimits(ctx context.Context, o Options, dir string, w io.Writer, rep 
 	return err
 }
 
-// loadGroup runs the concurrency scenarios on one server.
+// loadGroup runs the concurrency scenarios on one server (or one set of
+// replicas).
 func loadGroup(ctx context.Context, o Options, dir, tag string, w io.Writer, rep *Report) error {
-	return withServer(ctx, o, dir, "load", func(c *client, srv *serverProc) error {
+	return withServer(ctx, o, dir, "load", func(c replicas, srv servers) error {
 		specs := []loadSpec{{name: "single session, no streaming", sessions: 1, runs: o.SingleRuns, words: 8, streaming: "none"}}
 		for _, n := range o.Concurrency {
 			specs = append(specs, loadSpec{name: fmt.Sprintf("%d sessions, mixed", n), sessions: n, runs: o.Runs, words: 8, streaming: "mixed"})
@@ -244,7 +279,7 @@ func loadGroup(ctx context.Context, o Options, dir, tag string, w io.Writer, rep
 func lengthGroup(ctx context.Context, o Options, dir, tag string, w io.Writer, rep *Report) error {
 	for _, n := range o.Lengths {
 		var res Result
-		err := withServer(ctx, o, dir, fmt.Sprintf("len%d", n), func(c *client, srv *serverProc) error {
+		err := withServer(ctx, o, dir, fmt.Sprintf("len%d", n), func(c replicas, srv servers) error {
 			grown := "grown-" + tag
 			id := func(int) string { return grown }
 			var done atomic.Int64
@@ -252,7 +287,7 @@ func lengthGroup(ctx context.Context, o Options, dir, tag string, w io.Writer, r
 				return err
 			}
 			stop := progress(w, fmt.Sprintf("growing a session to %d events", n), &done, n+1)
-			err := growSession(ctx, c, "bench-user-0", grown, n, &done)
+			err := growSession(ctx, c.of(0), "bench-user-0", grown, n, &done)
 			stop()
 			if err != nil {
 				return err
@@ -282,7 +317,7 @@ func storedGroup(ctx context.Context, o Options, dir, tag string, w io.Writer, r
 		return nil
 	}
 	var res Result
-	err := withServer(ctx, o, dir, "stored", func(c *client, srv *serverProc) error {
+	err := withServer(ctx, o, dir, "stored", func(c replicas, srv servers) error {
 		id := func(i int) string { return fmt.Sprintf("stored-%s-%d", tag, i) }
 		var done atomic.Int64
 		stop := progress(w, fmt.Sprintf("creating %d sessions", o.StoredSessions), &done, o.StoredSessions)
@@ -291,7 +326,9 @@ func storedGroup(ctx context.Context, o Options, dir, tag string, w io.Writer, r
 		if err != nil {
 			return err
 		}
-		res, err = measured(ctx, w, c, srv, loadSpec{name: fmt.Sprintf("16 sessions of %d stored", o.StoredSessions), sessions: 16, runs: o.Runs, words: 8, streaming: "mixed", sessionID: id})
+		// 16 of the stored sessions run (all of them, when fewer are stored).
+		n := min(16, o.StoredSessions)
+		res, err = measured(ctx, w, c, srv, loadSpec{name: fmt.Sprintf("%d sessions of %d stored", n, o.StoredSessions), sessions: n, runs: o.Runs, words: 8, streaming: "mixed", sessionID: id})
 		res.Stored = o.StoredSessions
 		return err
 	})
@@ -302,13 +339,11 @@ func storedGroup(ctx context.Context, o Options, dir, tag string, w io.Writer, r
 	return nil
 }
 
-// measured runs one scenario with a progress line and the server's CPU and
-// memory read around it.
-func measured(ctx context.Context, w io.Writer, c *client, srv *serverProc, spec loadSpec) (Result, error) {
-	var cpu0 float64
-	if srv != nil {
-		cpu0, _ = cpuSeconds(srv.cmd.Process.Pid)
-	}
+// measured runs one scenario with a progress line and the servers' CPU
+// and memory read around it: CPU summed over the replicas, peak RSS the
+// largest replica's.
+func measured(ctx context.Context, w io.Writer, c replicas, srv servers, spec loadSpec) (Result, error) {
+	cpu0, _ := srv.cpuSeconds()
 	var done atomic.Int64
 	stop := progress(w, spec.name, &done, spec.sessions*spec.runs)
 	res, err := drive(ctx, c, spec, &done)
@@ -316,12 +351,11 @@ func measured(ctx context.Context, w io.Writer, c *client, srv *serverProc, spec
 	if err != nil {
 		return res, err
 	}
-	if srv != nil {
-		pid := srv.cmd.Process.Pid
-		if cpu1, err := cpuSeconds(pid); err == nil && res.Runs > 0 {
+	if len(srv) > 0 {
+		if cpu1, err := srv.cpuSeconds(); err == nil && res.Runs > 0 {
 			res.ServerCPUPerRunMs = (cpu1 - cpu0) * 1000 / float64(res.Runs)
 		}
-		if hwm, err := memKiB(pid, "VmHWM"); err == nil {
+		if hwm, err := srv.peakRSSKiB(); err == nil {
 			res.PeakRSSMiB = float64(hwm) / 1024
 		}
 	}
@@ -329,41 +363,59 @@ func measured(ctx context.Context, w io.Writer, c *client, srv *serverProc, spec
 	return res, nil
 }
 
-// withServer runs fn against o.Addr, or against a server started for this
-// group in dir/name and stopped afterwards; the last Result fn appended
-// gets the stopped server's file statistics through the caller.
-func withServer(ctx context.Context, o Options, dir, name string, fn func(c *client, srv *serverProc) error) error {
-	addr := o.Addr
-	var srv *serverProc
-	if addr == "" {
-		sdir := filepath.Join(dir, name)
-		if err := os.MkdirAll(sdir, 0o755); err != nil {
-			return err
-		}
+// withServer runs fn against o.Addr, or against o.Replicas servers
+// started for this group in dir/name (dir/name/rN for several) and
+// stopped afterwards; the last Result fn appended gets the stopped
+// server's file statistics through the caller.
+func withServer(ctx context.Context, o Options, dir, name string, fn func(c replicas, srv servers) error) error {
+	addrs := []string{o.Addr}
+	var srv servers
+	if o.Addr == "" {
 		var err error
-		if srv, err = startServer(ctx, o.Binary, sdir, o.App, o.Data); err != nil {
-			return err
-		}
+		srv, err = startServers(ctx, o, filepath.Join(dir, name))
 		defer srv.kill()
-		addr = srv.addr
-	}
-	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		return err
-	}
-	defer conn.Close()
-	if err := fn(newClient(conn, o.App), srv); err != nil {
-		if srv != nil {
-			return fmt.Errorf("%w\nserver log:\n%s", err, tail(srv.logs.String(), 2000))
-		}
-		return err
-	}
-	if srv != nil {
-		if err := srv.stop(); err != nil {
+		if err != nil {
 			return err
 		}
+		addrs = srv.addrs()
 	}
-	return nil
+	var c replicas
+	for _, addr := range addrs {
+		conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+		if err != nil {
+			return err
+		}
+		defer conn.Close()
+		c = append(c, newClient(conn, o.App))
+	}
+	if err := fn(c, srv); err != nil {
+		if len(srv) > 0 {
+			return fmt.Errorf("%w\nserver log:\n%s", err, srv.logTail(2000))
+		}
+		return err
+	}
+	return srv.stop()
+}
+
+// startServers starts o.Replicas servers on o.Data, each in a directory of
+// its own under dir (dir itself for one, where its bbolt file goes).
+func startServers(ctx context.Context, o Options, dir string) (servers, error) {
+	var srv servers
+	for i := range max(o.Replicas, 1) {
+		sdir, replica := dir, ""
+		if o.Replicas > 1 {
+			sdir, replica = filepath.Join(dir, fmt.Sprintf("r%d", i)), fmt.Sprintf("bench-r%d", i)
+		}
+		if err := os.MkdirAll(sdir, 0o755); err != nil {
+			return srv, err
+		}
+		p, err := startServer(ctx, o.Binary, sdir, o.App, o.Data, replica)
+		if err != nil {
+			return srv, err
+		}
+		srv = append(srv, p)
+	}
+	return srv, nil
 }
 
 func tail(s string, n int) string {

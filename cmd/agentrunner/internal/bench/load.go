@@ -68,6 +68,14 @@ type client struct {
 	runner   servicev1.RunnerServiceClient
 }
 
+// replicas are the clients of a group's servers, one per replica.
+// Session i always goes to replica i mod len: the affinity a load
+// balancer keeps by session, so that a session's runs never meet on two
+// replicas (which would refuse one as a busy session).
+type replicas []*client
+
+func (rs replicas) of(i int) *client { return rs[i%len(rs)] }
+
 func newClient(conn *grpc.ClientConn, app string) *client {
 	return &client{app: app, sessions: servicev1.NewSessionServiceClient(conn), runner: servicev1.NewRunnerServiceClient(conn)}
 }
@@ -148,8 +156,9 @@ type loadSpec struct {
 }
 
 // drive runs spec against c: spec.sessions goroutines, each sending
-// spec.runs sequential runs to its own session. progress counts runs.
-func drive(ctx context.Context, c *client, spec loadSpec, progress *atomic.Int64) (Result, error) {
+// spec.runs sequential runs to its own session on its replica. progress
+// counts runs.
+func drive(ctx context.Context, c replicas, spec loadSpec, progress *atomic.Int64) (Result, error) {
 	text := message(spec.words)
 	var (
 		mu       sync.Mutex
@@ -168,7 +177,7 @@ func drive(ctx context.Context, c *client, spec loadSpec, progress *atomic.Int64
 			user, sid := fmt.Sprintf("bench-user-%d", i%64), spec.sessionID(i)
 			for r := range spec.runs {
 				sse := spec.streaming == "sse" || (spec.streaming == "mixed" && (i+r)%2 == 1)
-				st, err := c.run(ctx, user, sid, text, sse)
+				st, err := c.of(i).run(ctx, user, sid, text, sse)
 				mu.Lock()
 				if err != nil {
 					if firstErr == nil {
@@ -205,11 +214,12 @@ func drive(ctx context.Context, c *client, spec loadSpec, progress *atomic.Int64
 	}, nil
 }
 
-// createSessions creates n sessions with ids from id, 64 at a time.
-func createSessions(ctx context.Context, c *client, n int, id func(i int) string, progress *atomic.Int64) error {
+// createSessions creates n sessions with ids from id, 64 at a time, each
+// on its replica.
+func createSessions(ctx context.Context, c replicas, n int, id func(i int) string, progress *atomic.Int64) error {
 	return parallel(ctx, n, 64, func(ctx context.Context, i int) error {
-		_, err := c.sessions.CreateSession(ctx, &servicev1.CreateSessionRequest{
-			AppName: c.app, UserId: fmt.Sprintf("bench-user-%d", i%64), SessionId: id(i),
+		_, err := c.of(i).sessions.CreateSession(ctx, &servicev1.CreateSessionRequest{
+			AppName: c.of(i).app, UserId: fmt.Sprintf("bench-user-%d", i%64), SessionId: id(i),
 		})
 		progress.Add(1)
 		return err

@@ -71,7 +71,10 @@ func target(fig, limit float64, goal string, met bool) Target {
 }
 
 func printReport(w io.Writer, rep *Report) {
-	if rep.Store != "" {
+	switch {
+	case rep.Replicas > 1:
+		fmt.Fprintf(w, "store: %s, %d replicas (sessions spread round-robin; cpu ms/run summed over them, rss the largest)\n", rep.Store, rep.Replicas)
+	case rep.Store != "":
 		fmt.Fprintf(w, "store: %s\n", rep.Store)
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)

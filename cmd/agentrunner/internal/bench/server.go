@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -11,6 +12,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -51,9 +53,10 @@ func freePort() (string, error) {
 }
 
 // startServer runs `binary serve` on a free loopback port with a data file
-// in dir (or on the database at data, a URL, when not empty), and waits
-// until its health check answers SERVING.
-func startServer(ctx context.Context, binary, dir, app, data string) (*serverProc, error) {
+// in dir (or on the database at data, a URL, when not empty), named
+// replica when that is not empty, and waits until its health check
+// answers SERVING.
+func startServer(ctx context.Context, binary, dir, app, data, replica string) (*serverProc, error) {
 	cfg := filepath.Join(dir, "apps.yaml")
 	if err := os.WriteFile(cfg, fmt.Appendf(nil, benchConfig, app), 0o600); err != nil {
 		return nil, err
@@ -66,7 +69,11 @@ func startServer(ctx context.Context, binary, dir, app, data string) (*serverPro
 	if data != "" {
 		p.data = data
 	}
-	p.cmd = exec.Command(binary, "serve", "--addr", addr, "--data", p.data, "--config", cfg)
+	args := []string{"serve", "--addr", addr, "--data", p.data, "--config", cfg}
+	if replica != "" {
+		args = append(args, "--replica", replica)
+	}
+	p.cmd = exec.Command(binary, args...)
 	// Keep the environment but never a model key: the bench app must not
 	// reach a real model.
 	for _, kv := range os.Environ() {
@@ -128,6 +135,72 @@ func (p *serverProc) stop() error {
 	}
 	p.kill()
 	return fmt.Errorf("server did not stop within 10s")
+}
+
+// servers are the replicas of one scenario group, all on one store.
+type servers []*serverProc
+
+func (s servers) addrs() []string {
+	var out []string
+	for _, p := range s {
+		out = append(out, p.addr)
+	}
+	return out
+}
+
+func (s servers) kill() {
+	for _, p := range s {
+		p.kill()
+	}
+}
+
+// stop stops every replica gracefully, all at once.
+func (s servers) stop() error {
+	errs := make([]error, len(s))
+	var wg sync.WaitGroup
+	for i, p := range s {
+		wg.Go(func() { errs[i] = p.stop() })
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+// cpuSeconds is the CPU time the replicas have used, summed.
+func (s servers) cpuSeconds() (float64, error) {
+	var sum float64
+	for _, p := range s {
+		c, err := cpuSeconds(p.cmd.Process.Pid)
+		if err != nil {
+			return 0, err
+		}
+		sum += c
+	}
+	return sum, nil
+}
+
+// peakRSSKiB is the largest peak RSS of the replicas.
+func (s servers) peakRSSKiB() (int64, error) {
+	var peak int64
+	for _, p := range s {
+		hwm, err := memKiB(p.cmd.Process.Pid, "VmHWM")
+		if err != nil {
+			return 0, err
+		}
+		peak = max(peak, hwm)
+	}
+	return peak, nil
+}
+
+// logTail returns the end of each replica's log, n bytes at most each.
+func (s servers) logTail(n int) string {
+	var b strings.Builder
+	for i, p := range s {
+		if len(s) > 1 {
+			fmt.Fprintf(&b, "replica %d:\n", i)
+		}
+		b.WriteString(tail(p.logs.String(), n))
+	}
+	return b.String()
 }
 
 // cpuSeconds returns the user+system CPU time the process has used.
