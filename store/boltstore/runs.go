@@ -160,8 +160,11 @@ func planRun(tx *bbolt.Tx, w *runWrite, anchor uint64) (*runPlan, error) {
 			}
 		}
 	}
-	if err := p.planRequest(tx.Bucket(bucketRunReqs), oldReq); err != nil {
-		return nil, err
+	if w.rec.GetRequestId() != "" || oldReq != "" {
+		// Opening a bucket costs a few allocations: only when needed.
+		if err := p.planRequest(tx.Bucket(bucketRunReqs), oldReq); err != nil {
+			return nil, err
+		}
 	}
 	switch want := unfinished(w.rec.GetStatus()); {
 	case want && !has:
@@ -225,22 +228,21 @@ func (p *runPlan) apply(tx *bbolt.Tx, seq uint64) error {
 			return err
 		}
 	}
-	reqs, unf := tx.Bucket(bucketRunReqs), tx.Bucket(bucketUnfinished)
 	if p.putReq != nil {
-		if err := put(reqs, p.putReq, p.key); err != nil {
+		if err := put(tx.Bucket(bucketRunReqs), p.putReq, p.key); err != nil {
 			return err
 		}
 	}
 	if p.delReq != nil {
-		if err := del(reqs, p.delReq); err != nil {
+		if err := del(tx.Bucket(bucketRunReqs), p.delReq); err != nil {
 			return err
 		}
 	}
 	switch p.unfinished {
 	case 1:
-		return put(unf, p.key, []byte{})
+		return put(tx.Bucket(bucketUnfinished), p.key, []byte{})
 	case -1:
-		return del(unf, p.key)
+		return del(tx.Bucket(bucketUnfinished), p.key)
 	}
 	return nil
 }

@@ -206,6 +206,11 @@ func (s *Store) GetSession(ctx context.Context, k store.SessionKey, opts store.G
 // so they need not grow with the sequence); it reads only the timestamp
 // of the events it leaves out.
 func sessionEvents(c *bbolt.Cursor, sk []byte, last uint64, opts store.GetOptions) ([]*agentrunnerv1.Event, error) {
+	if opts.AfterSequence >= last {
+		// Nothing was appended after it (a history cache's usual read):
+		// no cursor, which costs a walk down the events tree.
+		return nil, nil
+	}
 	f := opts.Filter()
 	if opts.NumRecentEvents <= 0 && opts.MaxBytes <= 0 {
 		return forwardEvents(c, sk, f)
