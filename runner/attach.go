@@ -59,13 +59,12 @@ func (r *Runner) Stream(ctx context.Context, req Request) iter.Seq2[Update, erro
 // leaves the run as on_disconnect says, and the run goes on here, unread,
 // to its end: its session is free when this returns.
 func (r *Runner) runInline(ctx context.Context, lr *liveRun, p *prepared, policy agentrunnerv1.OnDisconnect, yield func(Update, error) bool) {
-	d := &directReader{ctx: ctx, yield: yield, shared: lr.req.SharedEvents}
+	d := &directReader{ctx: ctx, yield: yield, shared: lr.req.SharedEvents, lr: lr}
 	if policy != agentrunnerv1.OnDisconnect_ON_DISCONNECT_CONTINUE {
 		d.leave = func() { lr.cancel(errDisconnected) }
 		stop := context.AfterFunc(ctx, d.leave)
 		defer stop()
 	}
-	d.deliver(Update{Run: lr.record()})
 	lr.mu.Lock()
 	lr.direct = d.deliver
 	lr.mu.Unlock()
@@ -78,6 +77,7 @@ func (r *Runner) runInline(ctx context.Context, lr *liveRun, p *prepared, policy
 		r.execute(lr, p)
 	}()
 	<-lr.done
+	d.deliver(Update{}) // the first record, if nothing was delivered
 	switch {
 	case d.contextEnded:
 		yield(Update{}, fmt.Errorf("run %s: %w", lr.id, ctx.Err()))
@@ -93,14 +93,21 @@ type directReader struct {
 	ctx    context.Context
 	yield  func(Update, error) bool
 	shared bool
+	lr     *liveRun
 	leave  func() // what the reader's leaving does to the run; nil: nothing
+	// recordSent reports that the first record went out. It goes just
+	// before the run's first update, which comes once the user's message
+	// is stored with the record: a reader never holds the id of a run
+	// that a crash would leave without a record.
+	recordSent bool
 	// stopped reports that the reader gets nothing more: its yield
 	// returned false, or its context ended (contextEnded too).
 	stopped, contextEnded bool
 }
 
 // deliver hands one update to the reader, as follow would, unless it has
-// stopped. It runs on the run's goroutine.
+// stopped; the first record goes before the first update. An empty
+// update delivers only the first record. It runs on the run's goroutine.
 func (d *directReader) deliver(u Update) {
 	if d.stopped {
 		return
@@ -109,11 +116,26 @@ func (d *directReader) deliver(u Update) {
 		d.stopped, d.contextEnded = true, true
 		return // the AfterFunc applies on_disconnect
 	}
-	if !sendItem(u, false, 0, true, d.shared, d.yield) {
-		d.stopped = true
-		if d.leave != nil {
-			d.leave()
+	if !d.recordSent {
+		d.recordSent = true
+		if !d.yield(Update{Run: d.lr.record()}, nil) {
+			d.stop()
+			return
 		}
+	}
+	if u.Run == nil && u.Event == nil && u.Err == nil {
+		return
+	}
+	if !sendItem(u, false, 0, true, d.shared, d.yield) {
+		d.stop()
+	}
+}
+
+// stop marks the reader gone and leaves the run as on_disconnect says.
+func (d *directReader) stop() {
+	d.stopped = true
+	if d.leave != nil {
+		d.leave()
 	}
 }
 
