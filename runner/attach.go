@@ -33,6 +33,12 @@ func (r *Runner) Stream(ctx context.Context, req Request) iter.Seq2[Update, erro
 			return
 		}
 		switch {
+		case a.queued != nil:
+			r.streamShared(ctx, a.queued, req.OnDisconnect, yield)
+		case a.ended != nil && r.xr.queue != nil:
+			if r.followShared(ctx, a.ended, 0, yield) == contextEnded {
+				yield(Update{}, fmt.Errorf("run %s: %w", a.ended.GetRunId(), ctx.Err()))
+			}
 		case a.ended != nil:
 			r.replayStored(ctx, a.ended, 0, yield)
 		case !a.fresh:
@@ -56,6 +62,8 @@ func (r *Runner) Start(ctx context.Context, req Request) (*agentrunnerv1.Run, er
 	switch {
 	case err != nil:
 		return nil, err
+	case a.queued != nil:
+		return a.queued, nil
 	case a.ended != nil:
 		return a.ended, nil
 	case a.fresh && a.now:
@@ -81,6 +89,14 @@ func (r *Runner) Attach(ctx context.Context, runID string, after uint64) iter.Se
 		rec, err := r.GetRun(ctx, runID)
 		if err != nil {
 			yield(Update{}, err)
+			return
+		}
+		if r.xr.queue != nil {
+			// Queued, or running on another replica: followed through the
+			// store.
+			if r.followShared(ctx, rec, after, yield) == contextEnded {
+				yield(Update{}, fmt.Errorf("attach run %s: %w", runID, ctx.Err()))
+			}
 			return
 		}
 		r.replayStored(ctx, rec, after, yield)
@@ -247,6 +263,12 @@ func (r *Runner) ListRuns(ctx context.Context, userID, sessionID string, page st
 // ended is returned as it is.
 func (r *Runner) Cancel(ctx context.Context, runID string) (*agentrunnerv1.Run, error) {
 	lr := r.lookup(runID)
+	if lr == nil && r.xr.queue != nil {
+		if _, err := r.GetRun(ctx, runID); err != nil {
+			return nil, err // not a run of this app
+		}
+		return r.cancelShared(ctx, runID, causeCancel)
+	}
 	if lr == nil {
 		return r.GetRun(ctx, runID)
 	}
