@@ -8,6 +8,7 @@ import (
 	"time"
 
 	agentrunnerv1 "github.com/agentrunner/agentrunner/gen/go/agentrunner/v1"
+	"github.com/agentrunner/agentrunner/runner/agent"
 	"github.com/agentrunner/agentrunner/store"
 	"google.golang.org/protobuf/proto"
 )
@@ -125,9 +126,16 @@ func (r *Runner) relay(ctx context.Context, k store.SessionKey, id string, from,
 // to go on).
 func (r *Runner) streamShared(ctx context.Context, rec *agentrunnerv1.Run, policy agentrunnerv1.OnDisconnect, yield func(Update, error) bool) {
 	var final *agentrunnerv1.Run
+	userEvent := rec.GetInput().GetRunConfig().GetStreamUserEvent()
 	how := r.followShared(ctx, rec, 0, func(u Update, err error) bool {
 		if u.Run != nil {
 			final = u.Run
+		}
+		if u.Event != nil && u.Event.GetAuthor() == agent.UserAuthor && !userEvent {
+			// The run's own message, as a local run's first reader gets
+			// it: only when its config asks.
+			userEvent = true
+			return true
 		}
 		return yield(u, err)
 	})
