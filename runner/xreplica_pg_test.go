@@ -23,7 +23,7 @@ type pair struct {
 	a, b   *Runner
 	g      *gate
 	k      store.SessionKey
-	runID  string          // a's run, held at the gate
+	runID  string           // a's run, held at the gate
 	endA   <-chan streamEnd // how a's run's stream ended
 }
 
