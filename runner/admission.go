@@ -284,15 +284,13 @@ func (r *Runner) settle(ctx context.Context, a admitted) (admitted, error) {
 			if r.queuesElsewhere(lr, err) {
 				// Another replica runs the session: the run waits in the
 				// store's queue.
-				lr.rec.Status = agentrunnerv1.RunStatus_RUN_STATUS_PENDING
-				lr.rec.StartTime = nil
 				front := lr.req.Strategy == agentrunnerv1.MultitaskStrategy_MULTITASK_STRATEGY_INTERRUPT
 				return r.enqueueShared(ctx, lr, front, nil)
 			}
 			return admitted{}, err
 		}
 		a.prep = p
-		return a, nil
+		return r.queueBehind(ctx, a)
 	}
 	rec := lr.record()
 	rec.Input = lr.req.input()

@@ -280,6 +280,7 @@ func (r *Runner) handOff(lr *liveRun) {
 func (r *Runner) enqueueShared(ctx context.Context, lr *liveRun, front bool, victim *liveRun) (admitted, error) {
 	rec := lr.record()
 	rec.Status = agentrunnerv1.RunStatus_RUN_STATUS_PENDING
+	rec.StartTime = nil
 	rec.Input = lr.req.input()
 	if err := r.xr.queue.EnqueueRun(ctx, rec, front); err != nil {
 		return admitted{}, fmt.Errorf("queue run: %w", err)
@@ -337,4 +338,30 @@ func ended(rec *agentrunnerv1.Run) bool {
 		return false
 	}
 	return true
+}
+
+// queueBehind keeps the order of a session's queue: a fresh ENQUEUE run
+// that took the session's lease (free between two runs, or after a
+// replica went away) while runs wait in the store's queue goes last in
+// it, and its lease goes to the first of them, here.
+func (r *Runner) queueBehind(ctx context.Context, a admitted) (admitted, error) {
+	lr := a.live
+	if r.xr.queue == nil || lr.req.Strategy != agentrunnerv1.MultitaskStrategy_MULTITASK_STRATEGY_ENQUEUE {
+		return a, nil
+	}
+	ahead, err := r.xr.queue.HasQueuedRuns(ctx, lr.key)
+	if err == nil && !ahead {
+		return a, nil
+	}
+	if err == nil {
+		// Queued while this run holds the lease, so that the hand-off
+		// below sees it.
+		a, err = r.enqueueShared(ctx, lr, false, nil)
+	}
+	lr.finish(lr.record(), fmt.Errorf("run %s: queued behind the session's runs: %w", lr.id, ErrRunInProgress))
+	r.release(lr)
+	if err != nil {
+		return admitted{}, err
+	}
+	return a, nil
 }

@@ -8,6 +8,7 @@ import (
 
 	agentrunnerv1 "github.com/agentrunner/agentrunner/gen/go/agentrunner/v1"
 	"github.com/agentrunner/agentrunner/store"
+	"google.golang.org/protobuf/types/known/timestamppb"
 )
 
 // Runs across replicas (xreplica.go): two replicas on one database, both
@@ -290,5 +291,42 @@ func TestCancelAcrossReplicas(t *testing.T) {
 	}
 	if rec, err := p.sa.GetRun(t.Context(), queued); err != nil || rec.GetStatus() != agentrunnerv1.RunStatus_RUN_STATUS_CANCELLED {
 		t.Errorf("queued run = %v, %v; want CANCELLED", rec.GetStatus(), err)
+	}
+}
+
+// TestEnqueueBehindQueuedRuns: an ENQUEUE run sent while the session's
+// lease is free but runs wait in the store's queue (their replica went
+// away between two runs) goes behind them.
+func TestEnqueueBehindQueuedRuns(t *testing.T) {
+	url := pg.URL(t)
+	sa := openReplicaStore(t, url)
+	b := newReplica(t, "b", openReplicaStore(t, url), mustAgent(t, "root", "ok"), xreplicaTTL)
+	k := store.SessionKey{App: testApp, User: "u1", Session: "s1"}
+	if _, err := sa.CreateSession(t.Context(), k, nil); err != nil {
+		t.Fatal(err)
+	}
+	// Queued while a replica held the session, which then let it go
+	// without handing it on.
+	l, err := sa.AcquireLease(t.Context(), k, "gone@x", time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	waiting := &agentrunnerv1.Run{RunId: "e-waiting", AppName: k.App, UserId: k.User, SessionId: k.Session,
+		Status: agentrunnerv1.RunStatus_RUN_STATUS_PENDING, CreateTime: timestamppb.Now(),
+		Input: &agentrunnerv1.RunInput{NewMessage: userText("waiting")}}
+	if err := sa.EnqueueRun(t.Context(), waiting, false); err != nil {
+		t.Fatal(err)
+	}
+	if err := sa.ReleaseLease(t.Context(), l); err != nil {
+		t.Fatal(err)
+	}
+	req := request(k, "late")
+	req.Strategy = agentrunnerv1.MultitaskStrategy_MULTITASK_STRATEGY_ENQUEUE
+	res := collect(t, b.Run(t.Context(), req))
+	if res.err != nil {
+		t.Fatal(res.err)
+	}
+	if got, want := storedTexts(t, sa, k), []string{"waiting", "ok", "late", "ok"}; !equalStrings(got, want) {
+		t.Errorf("stored %q; want %q", got, want)
 	}
 }

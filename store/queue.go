@@ -31,6 +31,8 @@ type RunQueue interface {
 	// stored. A run that is not queued (it started, or never queued) is
 	// ErrNotFound.
 	CancelQueuedRun(ctx context.Context, runID string, end func(*agentrunnerv1.Run) *agentrunnerv1.Run) (*agentrunnerv1.Run, error)
+	// HasQueuedRuns reports whether session k has queued runs.
+	HasQueuedRuns(ctx context.Context, k SessionKey) (bool, error)
 	// QueuedSessions returns the sessions of app that have queued runs.
 	QueuedSessions(ctx context.Context, app string) ([]SessionKey, error)
 	// SessionLease returns session k's live lease; ErrNotFound when it has

@@ -243,6 +243,19 @@ func (s *Store) QueuedSessions(ctx context.Context, app string) ([]store.Session
 	return out, err
 }
 
+// HasQueuedRuns implements store.RunQueue.
+func (s *Store) HasQueuedRuns(ctx context.Context, k store.SessionKey) (bool, error) {
+	if err := validateKey(k); err != nil {
+		return false, err
+	}
+	var has bool
+	err := s.query(ctx, func() error {
+		return s.pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM run_queue WHERE app_name = $1 AND user_id = $2 AND session_id = $3)`,
+			k.App, k.User, k.Session).Scan(&has)
+	})
+	return has, err
+}
+
 // SessionLease implements store.RunQueue.
 func (s *Store) SessionLease(ctx context.Context, k store.SessionKey) (store.Lease, error) {
 	if err := validateKey(k); err != nil {
