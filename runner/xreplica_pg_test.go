@@ -302,22 +302,30 @@ func TestEnqueueBehindQueuedRuns(t *testing.T) {
 	sa := openReplicaStore(t, url)
 	b := newReplica(t, "b", openReplicaStore(t, url), mustAgent(t, "root", "ok"), xreplicaTTL)
 	k := store.SessionKey{App: testApp, User: "u1", Session: "s1"}
+	// b's sweeper looks at every queue once its listener is connected:
+	// before the queue below has anything, so that b's own run finds the
+	// waiting one.
+	until(t, "b's store listens", func() bool {
+		var n int
+		err := sa.Pool().QueryRow(t.Context(), `SELECT count(*) FROM pg_stat_activity WHERE datname = current_database()
+			AND application_name = 'agentrunner-listener' AND query LIKE 'LISTEN agentrunner_cancel%'`).Scan(&n)
+		return err == nil && n == 1
+	})
 	if _, err := sa.CreateSession(t.Context(), k, nil); err != nil {
 		t.Fatal(err)
 	}
-	// Queued while a replica held the session, which then let it go
-	// without handing it on.
-	l, err := sa.AcquireLease(t.Context(), k, "gone@x", time.Minute)
-	if err != nil {
-		t.Fatal(err)
-	}
+	// Left in the queue by a replica that went away between two runs:
+	// written here without the notification EnqueueRun sends, which would
+	// wake b's sweeper.
 	waiting := &agentrunnerv1.Run{RunId: "e-waiting", AppName: k.App, UserId: k.User, SessionId: k.Session,
 		Status: agentrunnerv1.RunStatus_RUN_STATUS_PENDING, CreateTime: timestamppb.Now(),
 		Input: &agentrunnerv1.RunInput{NewMessage: userText("waiting")}}
-	if err := sa.EnqueueRun(t.Context(), waiting, false); err != nil {
+	if err := sa.PutRun(t.Context(), waiting); err != nil {
 		t.Fatal(err)
 	}
-	if err := sa.ReleaseLease(t.Context(), l); err != nil {
+	_, err := sa.Pool().Exec(t.Context(), `INSERT INTO run_queue (run_id, app_name, user_id, session_id, position)
+		VALUES ($1, $2, $3, $4, nextval('run_queue_position'))`, waiting.GetRunId(), k.App, k.User, k.Session)
+	if err != nil {
 		t.Fatal(err)
 	}
 	req := request(k, "late")
