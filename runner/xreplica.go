@@ -69,6 +69,10 @@ type shared struct {
 	stop     chan struct{}
 	done     chan struct{} // closed when the sweeper has stopped
 	stopOnce sync.Once
+	// ctx bounds the sweeper's and the interrupters' work; stopSweeper
+	// cancels it.
+	ctx    context.Context
+	cancel context.CancelFunc
 }
 
 // sharedConfig turns the cross-replica queue on, on a store that leases
@@ -82,6 +86,7 @@ func (r *Runner) sharedConfig(cfg Config) {
 	}
 	r.xr = shared{queue: q, notifier: n, pending: map[store.SessionKey]bool{},
 		wake: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
+	r.xr.ctx, r.xr.cancel = context.WithCancel(context.Background())
 	r.xr.unsub = n.Subscribe(r.onNotice)
 	go r.sweeper()
 }
@@ -124,12 +129,7 @@ func (r *Runner) wakeSweep(k store.SessionKey) {
 // stopSweeper.
 func (r *Runner) sweeper() {
 	defer close(r.xr.done)
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	go func() {
-		<-r.xr.stop
-		cancel()
-	}()
+	ctx := r.xr.ctx
 	for {
 		select {
 		case <-r.xr.stop:
@@ -176,6 +176,7 @@ func (r *Runner) stopSweeper() {
 	}
 	r.xr.stopOnce.Do(func() {
 		r.xr.unsub()
+		r.xr.cancel()
 		close(r.xr.stop)
 		<-r.xr.done
 	})
@@ -308,9 +309,16 @@ func (r *Runner) interruptHolder(ctx context.Context, k store.SessionKey, id str
 	if victim == "" || victim == id {
 		return
 	}
-	if err := r.xr.notifier.NotifyCancel(ctx, victim, causeInterrupt+id); err != nil {
-		r.log.Warn("interrupt the run of another replica", "run", victim, "err", err)
-	}
+	// In the background, asked again until the victim has ended (a
+	// notification may be lost), bounded by a lease's lifetime: by then a
+	// replica that does not answer has lost the session anyway.
+	go func() {
+		ctx, cancel := context.WithTimeout(r.xr.ctx, r.leaseTTL)
+		defer cancel()
+		if _, err := r.cancelShared(ctx, victim, causeInterrupt+id); err != nil && !errors.Is(err, store.ErrNotFound) {
+			r.log.Warn("interrupt the run of another replica", "run", victim, "err", err)
+		}
+	}()
 }
 
 // cancelHere cancels a run of this process on another replica's request.
