@@ -38,6 +38,11 @@ func (r *Runner) followShared(ctx context.Context, rec *agentrunnerv1.Run, after
 	k := store.RunKey(rec)
 	from, err := r.followFrom(ctx, k, id, after)
 	for err == nil {
+		if lr := r.lookup(id); lr != nil {
+			// It runs here now: followed from its live log, which holds
+			// all it produced here, partial events included.
+			return r.followHere(ctx, lr, from, yield)
+		}
 		var cur *agentrunnerv1.Run
 		// The record first: once it has ended, every event of the run is
 		// stored, and the read that follows gets them.
@@ -72,6 +77,26 @@ func (r *Runner) followShared(ctx context.Context, rec *agentrunnerv1.Run, after
 	}
 	yield(Update{}, fmt.Errorf("follow run %s: %w", id, err))
 	return readerStopped
+}
+
+// followHere goes on following, from the run's live log, a run that
+// followShared followed through the store until it started in this
+// process: what the run produced after the last stored event relayed
+// (sequence from), partial events included, then everything it produces.
+func (r *Runner) followHere(ctx context.Context, lr *liveRun, from uint64, yield func(Update, error) bool) followed {
+	lr.mu.Lock()
+	base := lr.baseSeq
+	liveFrom := 0
+	for i, u := range lr.log {
+		if ev := u.Event; ev != nil && !ev.GetPartial() && ev.GetSequence() <= from {
+			liveFrom = i + 1
+		}
+	}
+	lr.mu.Unlock()
+	if base > from && !r.replayEvents(ctx, lr.key, lr.id, from, base, yield) {
+		return readerStopped
+	}
+	return r.followLog(ctx, lr, from, liveFrom, false, yield)
 }
 
 // followFrom returns the sequence after which the run's events are to be
@@ -127,10 +152,12 @@ func (r *Runner) relay(ctx context.Context, k store.SessionKey, id string, from,
 func (r *Runner) streamShared(ctx context.Context, rec *agentrunnerv1.Run, policy agentrunnerv1.OnDisconnect, yield func(Update, error) bool) {
 	var final *agentrunnerv1.Run
 	userEvent := rec.GetInput().GetRunConfig().GetStreamUserEvent()
+	terminal := false // the run's terminal error came (it ran here)
 	how := r.followShared(ctx, rec, 0, func(u Update, err error) bool {
 		if u.Run != nil {
 			final = u.Run
 		}
+		terminal = terminal || err != nil
 		if u.Event != nil && u.Event.GetAuthor() == agent.UserAuthor && !userEvent {
 			// The run's own message, as a local run's first reader gets
 			// it: only when its config asks.
@@ -141,7 +168,7 @@ func (r *Runner) streamShared(ctx context.Context, rec *agentrunnerv1.Run, polic
 	})
 	switch {
 	case how == followedToEnd:
-		if err := recordErr(final); err != nil {
+		if err := recordErr(final); err != nil && !terminal {
 			yield(Update{}, err)
 		}
 		return

@@ -3,10 +3,13 @@ package runner
 import (
 	"context"
 	"errors"
+	"fmt"
+	"iter"
 	"testing"
 	"time"
 
 	agentrunnerv1 "github.com/agentrunner/agentrunner/gen/go/agentrunner/v1"
+	"github.com/agentrunner/agentrunner/runner/agent"
 	"github.com/agentrunner/agentrunner/store"
 	"google.golang.org/protobuf/types/known/timestamppb"
 )
@@ -336,5 +339,65 @@ func TestEnqueueBehindQueuedRuns(t *testing.T) {
 	}
 	if got, want := storedTexts(t, sa, k), []string{"waiting", "ok", "late", "ok"}; !equalStrings(got, want) {
 		t.Errorf("stored %q; want %q", got, want)
+	}
+}
+
+// TestQueuedRunStreamsPartialsHere: a run queued in the store behind a
+// run of the same replica, which runs it next, is streamed to its reader
+// from the live run once it starts there: partial events included.
+func TestQueuedRunStreamsPartialsHere(t *testing.T) {
+	g := newGate()
+	root := mustCustom(t, agent.Config{Name: "root", Run: func(ctx agent.InvocationContext) iter.Seq2[*agentrunnerv1.Event, error] {
+		return func(yield func(*agentrunnerv1.Event, error) bool) {
+			partial := say("typing")
+			partial.Partial = true
+			if !yield(partial, nil) || !yield(say("before"), nil) {
+				return
+			}
+			g.once.Do(func() { close(g.reached) })
+			select {
+			case <-g.open:
+			case <-ctx.Done():
+				return
+			}
+			yield(say("after"), nil)
+		}
+	}})
+	s := openReplicaStore(t, pg.URL(t))
+	a := newReplica(t, "a", s, root, xreplicaTTL)
+	k := store.SessionKey{App: testApp, User: "u1", Session: "s1"}
+	if _, err := s.CreateSession(t.Context(), k, nil); err != nil {
+		t.Fatal(err)
+	}
+	first := streamInBackground(a, request(k, "hi"))
+	waitClosed(t, g.reached, "the first run to reach the gate")
+	req := request(k, "queued")
+	req.Strategy = agentrunnerv1.MultitaskStrategy_MULTITASK_STRATEGY_ENQUEUE
+	var got []string
+	var last *agentrunnerv1.Run
+	for u, err := range a.Stream(t.Context(), req) {
+		switch {
+		case err != nil:
+			t.Fatal(err)
+		case u.Event != nil:
+			got = append(got, fmt.Sprintf("%s/%v", textOf(u.Event.GetContent()), u.Event.GetPartial()))
+		case u.Run != nil:
+			if last == nil {
+				if u.Run.GetStatus() != agentrunnerv1.RunStatus_RUN_STATUS_PENDING {
+					t.Fatalf("queued run starts %v; want PENDING", u.Run.GetStatus())
+				}
+				close(g.open)
+			}
+			last = u.Run
+		}
+	}
+	if want := []string{"typing/true", "before/false", "after/false"}; !equalStrings(got, want) {
+		t.Errorf("queued run's stream %q; want %q", got, want)
+	}
+	if last.GetStatus() != agentrunnerv1.RunStatus_RUN_STATUS_SUCCEEDED {
+		t.Errorf("queued run ended %v", last.GetStatus())
+	}
+	if end := <-first; end.rec.GetStatus() != agentrunnerv1.RunStatus_RUN_STATUS_SUCCEEDED {
+		t.Errorf("first run ended %v, %v", end.rec.GetStatus(), end.err)
 	}
 }
