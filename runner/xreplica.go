@@ -195,6 +195,10 @@ func (r *Runner) claimNext(ctx context.Context, k store.SessionKey, prev store.L
 	if skip {
 		if prev.Holder != "" {
 			r.releaseClaim(ctx, prev)
+			// The other replicas' sweepers take the queue from here.
+			if err := r.xr.notifier.NotifyQueued(ctx, k); err != nil {
+				r.log.Warn("tell the other replicas of a free session", "session", k.String(), "err", err)
+			}
 		}
 		return false
 	}
@@ -226,19 +230,27 @@ func (r *Runner) startClaimed(rec *agentrunnerv1.Run, l store.Lease) {
 	h := &heldLease{lease: l, stop: make(chan struct{}), done: make(chan struct{})}
 	lr.lease = h
 	go r.heartbeat(lr, h)
+	if r.registerClaimed(lr) {
+		return
+	}
+	// Shutting down: back to the queue, first as it was, for another
+	// replica (or the next start), once the session is free, so that the
+	// queue's notice finds it free.
+	r.dropLease(lr)
+	ctx, cancel := context.WithTimeout(context.Background(), r.leaseTTL)
+	defer cancel()
+	if err := r.xr.queue.EnqueueRun(ctx, rec, true); err != nil {
+		r.log.Warn("queue a run again at shutdown", "run", lr.id, "err", err)
+	}
+}
+
+// registerClaimed makes a run taken from the store's queue the active run
+// of its session and launches it; false when the runner is draining.
+func (r *Runner) registerClaimed(lr *liveRun) bool {
 	r.runs.mu.Lock()
 	defer r.runs.mu.Unlock()
 	if r.runs.draining {
-		// Back to the queue, for another replica (or the next start).
-		go func() {
-			ctx, cancel := context.WithTimeout(context.Background(), r.leaseTTL)
-			defer cancel()
-			if err := r.xr.queue.EnqueueRun(ctx, rec, true); err != nil {
-				r.log.Warn("queue a run again at shutdown", "run", lr.id, "err", err)
-			}
-			r.dropLease(lr)
-		}()
-		return
+		return false
 	}
 	sr := r.runs.sessions[lr.key]
 	if sr == nil {
@@ -250,11 +262,12 @@ func (r *Runner) startClaimed(rec *agentrunnerv1.Run, l store.Lease) {
 		// A run of this process that was admitted meanwhile: it finds the
 		// lease taken and ends, and this run starts from the queue then.
 		sr.queue = append([]*liveRun{lr}, sr.queue...)
-		return
+		return true
 	}
 	sr.active = lr
 	lr.started = true
 	r.launchLocked(lr, nil)
+	return true
 }
 
 // handOff gives the session of a run that ended, whose lease it held, to

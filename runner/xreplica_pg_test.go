@@ -401,3 +401,24 @@ func TestQueuedRunStreamsPartialsHere(t *testing.T) {
 		t.Errorf("first run ended %v, %v", end.rec.GetStatus(), end.err)
 	}
 }
+
+// TestDrainingReplicaHandsQueueOver: replica a, shutting down, interrupts
+// its run and gives the session up without taking its queue: replica b,
+// told so, runs the run queued there.
+func TestDrainingReplicaHandsQueueOver(t *testing.T) {
+	p := startPair(t)
+	id := p.enqueue(t, p.b, "queued", agentrunnerv1.MultitaskStrategy_MULTITASK_STRATEGY_ENQUEUE)
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel() // no drain: a's run is interrupted at once
+	if err := p.a.Shutdown(ctx); !errors.Is(err, context.Canceled) {
+		t.Fatalf("shutdown of a = %v; want its runs interrupted", err)
+	}
+	if end := <-p.endA; end.rec.GetStatus() != agentrunnerv1.RunStatus_RUN_STATUS_INTERRUPTED {
+		t.Fatalf("a's run ended %v, %v; want INTERRUPTED", end.rec.GetStatus(), end.err)
+	}
+	close(p.g.open)
+	waitStatus(t, p.sb, id, agentrunnerv1.RunStatus_RUN_STATUS_SUCCEEDED)
+	if got, want := runOrder(t, p.sb, p.k), []string{p.runID, id}; !equalStrings(got, want) {
+		t.Errorf("runs in the session %q; want %q", got, want)
+	}
+}

@@ -80,4 +80,8 @@ type RunNotifier interface {
 	// NotifyCancel asks every process's subscribers to cancel run runID
 	// with cause (a short word the runner gives a meaning).
 	NotifyCancel(ctx context.Context, runID, cause string) error
+	// NotifyQueued tells every process's subscribers that session k may
+	// have queued runs (NoticeQueued with no run id): its lease was given
+	// up without being handed on.
+	NotifyQueued(ctx context.Context, k SessionKey) error
 }

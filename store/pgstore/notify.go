@@ -103,6 +103,17 @@ func (s *Store) NotifyCancel(ctx context.Context, runID, cause string) error {
 	})
 }
 
+// NotifyQueued implements store.RunNotifier.
+func (s *Store) NotifyQueued(ctx context.Context, k store.SessionKey) error {
+	if err := validateKey(k); err != nil {
+		return err
+	}
+	return s.query(ctx, func() error {
+		_, err := s.pool.Exec(ctx, sqlNotify, chanQueue, queuedPayload(k, ""))
+		return err
+	})
+}
+
 // listener fans the notifications of the store's listening connection
 // out to the subscribers.
 type listener struct {
