@@ -250,6 +250,12 @@ func TestNotifications(t *testing.T) {
 	if n := next(t, ch, store.NoticeCancel); n.RunID != "run-2" || n.Cause != "cancel" {
 		t.Fatalf("cancel notice = %+v", n)
 	}
+	if err := a.NotifyQueued(t.Context(), k); err != nil {
+		t.Fatal(err)
+	}
+	if n := next(t, ch, store.NoticeQueued); n.RunID != "" || n.Key != k {
+		t.Fatalf("free session notice = %+v", n)
+	}
 }
 
 // textEvent is a model's event of run inv saying text.
