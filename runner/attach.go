@@ -78,6 +78,11 @@ func (r *Runner) Start(ctx context.Context, req Request) (*agentrunnerv1.Run, er
 // events and in-band errors included, and last the record with the final
 // status. Every stored event arrives once, in order. Stopping early
 // changes nothing for the run. An unknown run is store.ErrNotFound.
+//
+// On a store shared by replicas (see xreplica.go), a run that does not
+// run in this process is followed through the store until it ends: its
+// stored events as they are stored, without partial events and in-band
+// errors, which only its own replica's readers get.
 func (r *Runner) Attach(ctx context.Context, runID string, after uint64) iter.Seq2[Update, error] {
 	return func(yield func(Update, error) bool) {
 		if lr := r.lookup(runID); lr != nil {
@@ -260,7 +265,10 @@ func (r *Runner) ListRuns(ctx context.Context, userID, sessionID string, page st
 // Cancel cancels a run and returns its record once the cancellation took
 // effect: a running run stores an event saying so and ends
 // RUN_STATUS_CANCELLED; a pending one leaves the queue. A run that has
-// ended is returned as it is.
+// ended is returned as it is. On a store shared by replicas, a run that
+// does not run in this process is cancelled in the store's queue, or on
+// the replica that runs it, and returned once its stored record has
+// ended (or ctx ends first).
 func (r *Runner) Cancel(ctx context.Context, runID string) (*agentrunnerv1.Run, error) {
 	lr := r.lookup(runID)
 	if lr == nil && r.xr.queue != nil {

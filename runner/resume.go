@@ -261,6 +261,11 @@ func (in *invocation) resume(ctx context.Context) error {
 // with a stored event saying so (ResumeRun continues them), and its
 // pending runs are queued again, in order. It returns how many of each.
 //
+// On a store that keeps the run queue (store.RunQueue), pending runs wait
+// there: Recover puts back the ones a dead replica took and never started,
+// and takes the next queued run of every free session of the app, which
+// it counts as requeued.
+//
 // On a store that several replicas share (store.SessionLeaser), a run
 // counts as left behind only when its session's lease has expired or was
 // released: the runs of a live replica, which renews its leases, are left
