@@ -225,21 +225,32 @@ func TestAttachAcrossReplicas(t *testing.T) {
 	if got := []string{next(), next()}; !equalStrings(got, []string{"hi", "before"}) {
 		t.Fatalf("attacher got %q first; want hi, before", got)
 	}
-	// A second attacher, from after "hi", goes away before the run ends.
+	// A second attacher, from after "hi", goes away before the run ends,
+	// and leaves nothing behind: its subscription is closed.
+	subs := p.sb.Subscribers() // b's runner and the first attacher
 	ctx, cancel := context.WithCancel(t.Context())
 	gone := make(chan error, 1)
 	go func() {
 		var last error
-		for _, err := range p.b.Attach(ctx, p.runID, 1) {
+		for u, err := range p.b.Attach(ctx, p.runID, 1) {
+			if u.Run != nil && u.Run.GetStatus() == agentrunnerv1.RunStatus_RUN_STATUS_RUNNING {
+				// Subscribed before its first record.
+				if n := p.sb.Subscribers(); n != subs+1 {
+					t.Errorf("%d subscriptions with a second attacher; want %d", n, subs+1)
+				}
+				cancel()
+			}
 			last = err
 		}
 		gone <- last
 	}()
-	cancel()
 	select {
 	case err := <-gone:
 		if !errors.Is(err, context.Canceled) {
 			t.Errorf("cancelled attacher ended with %v; want context.Canceled", err)
+		}
+		if n := p.sb.Subscribers(); n != subs {
+			t.Errorf("%d subscriptions after the attacher went away; want %d", n, subs)
 		}
 	case <-time.After(20 * time.Second):
 		t.Fatal("a cancelled attacher did not return")

@@ -148,6 +148,14 @@ func (s *Store) Subscribe(fn func(store.Notice)) func() {
 	}
 }
 
+// Subscribers returns how many subscriptions are open, for checks and
+// tests (a reader that went away must have closed its own).
+func (s *Store) Subscribers() int {
+	s.notes.mu.Lock()
+	defer s.notes.mu.Unlock()
+	return len(s.notes.subs)
+}
+
 // stopListening ends the listening goroutine, for Close.
 func (l *listener) stopListening() {
 	l.mu.Lock()
