@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	agentrunnerv1 "github.com/agentrunner/agentrunner/gen/go/agentrunner/v1"
 	"github.com/agentrunner/agentrunner/store"
@@ -86,92 +87,151 @@ func (s *Store) EnqueueRun(ctx context.Context, run *agentrunnerv1.Run, front bo
 	})
 }
 
-// ClaimQueuedRun implements store.RunQueue.
+// ClaimQueuedRun implements store.RunQueue. It is on the path of every
+// run's end (the hand-off), so it is pipelined as appends are
+// (pipeline.go): BEGIN with its two reads, then its writes with COMMIT,
+// two round trips.
 func (s *Store) ClaimQueuedRun(ctx context.Context, k store.SessionKey, prev store.Lease, holder func(runID string) string, ttl time.Duration) (*agentrunnerv1.Run, store.Lease, error) {
 	if err := validateLease(k, "queue", ttl); err != nil {
 		return nil, store.Lease{}, err
 	}
-	var (
-		rec *agentrunnerv1.Run
-		l   store.Lease
-	)
-	err := s.inTx(ctx, func(tx pgx.Tx) error {
-		rec, l = nil, store.Lease{}
-		mine, err := freeLease(ctx, tx, k, prev)
-		if err != nil {
-			return err
-		}
-		var (
-			id string
-			b  []byte
-		)
-		err = tx.QueryRow(ctx, sqlQueueHead, k.App, k.User, k.Session).Scan(&id, &b)
-		if errors.Is(err, pgx.ErrNoRows) {
-			if !mine {
-				return nil
-			}
-			_, err = tx.Exec(ctx, `UPDATE sessions SET lease_holder = NULL, lease_expires = NULL
-				WHERE app_name = $1 AND user_id = $2 AND session_id = $3`, k.App, k.User, k.Session)
-			return err
-		} else if err != nil {
-			return fmt.Errorf("read the queue of %s: %w", k, err)
-		}
-		if rec, err = decodeRun(b); err != nil {
-			return err
-		}
-		l, err = takeQueued(ctx, tx, k, id, holder(id), ttl)
-		return err
-	})
-	switch {
-	case err != nil:
+	if err := s.check(ctx); err != nil {
 		return nil, store.Lease{}, err
-	case rec == nil:
+	}
+	conn, err := s.pool.Acquire(ctx)
+	if err != nil {
+		return nil, store.Lease{}, s.mapErr(fmt.Errorf("acquire a connection: %w", err))
+	}
+	defer conn.Release()
+	committed := false
+	defer func() {
+		if !committed {
+			rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+			defer cancel()
+			_, _ = conn.Exec(rctx, "ROLLBACK")
+		}
+	}()
+	start := time.Now()
+	b := &pgx.Batch{}
+	b.Queue("BEGIN")
+	b.Queue(sqlSessionLease, k.App, k.User, k.Session)
+	b.Queue(sqlQueueHead, k.App, k.User, k.Session)
+	br := conn.SendBatch(ctx, b)
+	c, err := scanClaim(br, k, prev)
+	if cerr := br.Close(); err == nil && cerr != nil {
+		err = fmt.Errorf("read the queue of %s: %w", k, cerr)
+	}
+	if err != nil {
+		return nil, store.Lease{}, s.mapErr(err)
+	}
+	if c.rec == nil && !c.mine {
 		return nil, store.Lease{}, fmt.Errorf("queue of session %s: %w", k, store.ErrNotFound)
 	}
-	return rec, l, nil
+	l, err := c.write(ctx, conn, k, holder, ttl)
+	if err != nil {
+		return nil, store.Lease{}, s.mapErr(err)
+	}
+	committed = true
+	s.committed(start)
+	if c.rec == nil {
+		return nil, store.Lease{}, fmt.Errorf("queue of session %s: %w", k, store.ErrNotFound)
+	}
+	return c.rec, l, nil
 }
 
-// freeLease locks session k's row and reports whether its lease is prev;
-// another holder's live lease is ErrAlreadyExists.
-func freeLease(ctx context.Context, tx pgx.Tx, k store.SessionKey, prev store.Lease) (bool, error) {
+// claim is what ClaimQueuedRun read: whether the session's lease is the
+// caller's prev, and the run it takes, if any.
+type claim struct {
+	mine bool
+	id   string
+	rec  *agentrunnerv1.Run
+}
+
+// scanClaim reads the results of ClaimQueuedRun's first round trip.
+// Another holder's live lease is ErrAlreadyExists.
+func scanClaim(br pgx.BatchResults, k store.SessionKey, prev store.Lease) (claim, error) {
+	var c claim
+	if _, err := br.Exec(); err != nil {
+		return c, fmt.Errorf("begin: %w", err)
+	}
 	var (
 		cur   *string
 		token int64
 		live  bool
 	)
-	err := tx.QueryRow(ctx, sqlSessionLease, k.App, k.User, k.Session).Scan(&cur, &token, &live)
+	err := br.QueryRow().Scan(&cur, &token, &live)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return false, fmt.Errorf("session %s: %w", k, store.ErrNotFound)
+		return c, fmt.Errorf("session %s: %w", k, store.ErrNotFound)
 	} else if err != nil {
-		return false, fmt.Errorf("read lease of %s: %w", k, err)
+		return c, fmt.Errorf("read lease of %s: %w", k, err)
 	}
-	mine := prev.Holder != "" && cur != nil && *cur == prev.Holder && uint64(token) == prev.Token
-	if live && !mine {
-		return false, fmt.Errorf("session %s is leased to %s: %w", k, *cur, store.ErrAlreadyExists)
+	c.mine = prev.Holder != "" && cur != nil && *cur == prev.Holder && uint64(token) == prev.Token
+	if live && !c.mine {
+		return c, fmt.Errorf("session %s is leased to %s: %w", k, *cur, store.ErrAlreadyExists)
 	}
-	return mine, nil
+	var b []byte
+	err = br.QueryRow().Scan(&c.id, &b)
+	switch {
+	case errors.Is(err, pgx.ErrNoRows):
+		return c, nil
+	case err != nil:
+		return c, fmt.Errorf("read the queue of %s: %w", k, err)
+	}
+	c.rec, err = decodeRun(b)
+	return c, err
 }
 
-// takeQueued removes run id from the queue and gives session k's lease
-// to holder, with a new token.
-func takeQueued(ctx context.Context, tx pgx.Tx, k store.SessionKey, id, holder string, ttl time.Duration) (store.Lease, error) {
-	if err := checkText(holder); err != nil {
-		return store.Lease{}, err
+// write sends ClaimQueuedRun's writes with COMMIT: the run taken out of
+// the queue and the session's lease given to it with a new token, or
+// (nothing queued) the caller's lease released.
+func (c claim) write(ctx context.Context, conn *pgxpool.Conn, k store.SessionKey, holder func(runID string) string, ttl time.Duration) (store.Lease, error) {
+	l := store.Lease{Key: k}
+	b := &pgx.Batch{}
+	if c.rec != nil {
+		l.Holder = holder(c.id)
+		if err := checkText(l.Holder); err != nil {
+			return l, err
+		}
+		b.Queue("DELETE FROM run_queue WHERE run_id = $1", c.id)
+		b.Queue(`UPDATE sessions SET lease_holder = $4, lease_token = lease_token + 1,
+			lease_expires = clock_timestamp() + $5 * interval '1 microsecond'
+			WHERE app_name = $1 AND user_id = $2 AND session_id = $3 RETURNING lease_token, lease_expires`,
+			k.App, k.User, k.Session, l.Holder, ttl.Microseconds())
+	} else {
+		b.Queue(`UPDATE sessions SET lease_holder = NULL, lease_expires = NULL
+			WHERE app_name = $1 AND user_id = $2 AND session_id = $3`, k.App, k.User, k.Session)
 	}
-	if _, err := tx.Exec(ctx, "DELETE FROM run_queue WHERE run_id = $1", id); err != nil {
-		return store.Lease{}, fmt.Errorf("dequeue run %s: %w", id, err)
+	b.Queue("COMMIT")
+	br := conn.SendBatch(ctx, b)
+	err := scanClaimWrites(br, c.rec != nil, &l)
+	if cerr := br.Close(); err == nil && cerr != nil {
+		err = cerr
 	}
-	l := store.Lease{Key: k, Holder: holder}
-	var token int64
-	err := tx.QueryRow(ctx, `UPDATE sessions SET lease_holder = $4, lease_token = lease_token + 1,
-		lease_expires = clock_timestamp() + $5 * interval '1 microsecond'
-		WHERE app_name = $1 AND user_id = $2 AND session_id = $3 RETURNING lease_token, lease_expires`,
-		k.App, k.User, k.Session, holder, ttl.Microseconds()).Scan(&token, &l.Expires)
-	l.Token = uint64(token)
 	if err != nil {
-		return store.Lease{}, fmt.Errorf("take the lease of %s: %w", k, err)
+		return store.Lease{}, fmt.Errorf("take the queue of %s: %w", k, err)
 	}
 	return l, nil
+}
+
+// scanClaimWrites reads the results of claim.write's batch.
+func scanClaimWrites(br pgx.BatchResults, took bool, l *store.Lease) error {
+	if took {
+		if _, err := br.Exec(); err != nil {
+			return err
+		}
+		var token int64
+		if err := br.QueryRow().Scan(&token, &l.Expires); err != nil {
+			return err
+		}
+		l.Token = uint64(token)
+	} else if _, err := br.Exec(); err != nil {
+		return err
+	}
+	tag, err := br.Exec()
+	if err == nil && tag.String() != "COMMIT" {
+		err = fmt.Errorf("transaction ended with %s", tag)
+	}
+	return err
 }
 
 // CancelQueuedRun implements store.RunQueue.
