@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"iter"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -431,5 +433,101 @@ func TestDrainingReplicaHandsQueueOver(t *testing.T) {
 	waitStatus(t, p.sb, id, agentrunnerv1.RunStatus_RUN_STATUS_SUCCEEDED)
 	if got, want := runOrder(t, p.sb, p.k), []string{p.runID, id}; !equalStrings(got, want) {
 		t.Errorf("runs in the session %q; want %q", got, want)
+	}
+}
+
+// deafStore is a replica's store whose notices can be lost, as while its
+// listening connection reconnects, and resynced (NoticeResync).
+type deafStore struct {
+	*replicaStore
+	deaf atomic.Bool
+	mu   sync.Mutex
+	fns  map[int]func(store.Notice)
+	next int
+}
+
+func (s *deafStore) Subscribe(fn func(store.Notice)) func() {
+	s.mu.Lock()
+	id := s.next
+	s.next++
+	if s.fns == nil {
+		s.fns = map[int]func(store.Notice){}
+	}
+	s.fns[id] = fn
+	s.mu.Unlock()
+	unsub := s.replicaStore.Subscribe(func(n store.Notice) {
+		if !s.deaf.Load() {
+			fn(n)
+		}
+	})
+	return func() {
+		unsub()
+		s.mu.Lock()
+		delete(s.fns, id)
+		s.mu.Unlock()
+	}
+}
+
+// resync hears again and tells the subscribers that notices were lost.
+func (s *deafStore) resync() {
+	s.deaf.Store(false)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, fn := range s.fns {
+		fn(store.Notice{Kind: store.NoticeResync})
+	}
+}
+
+// TestAttachCatchesUpAfterLostNotices: an attacher on b whose store lost
+// the notices of a's last event and record (b's listener was away) gets
+// them once the listener is back (NoticeResync), from the store.
+func TestAttachCatchesUpAfterLostNotices(t *testing.T) {
+	p := startPair(t)
+	sb := &deafStore{replicaStore: p.sb}
+	b, err := New(Config{AppName: testApp, Root: gatedAgent(t, p.g), Store: sb, Replica: "b2", LeaseTTL: xreplicaTTL})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = b.Shutdown(context.Background()) })
+	events := make(chan string, 16)
+	final := make(chan *agentrunnerv1.Run, 1)
+	go func() {
+		var last *agentrunnerv1.Run
+		for u, err := range b.Attach(context.Background(), p.runID, 0) {
+			switch {
+			case err != nil:
+				t.Errorf("attach: %v", err)
+			case u.Event != nil:
+				events <- textOf(u.Event.GetContent())
+			case u.Run != nil:
+				last = u.Run
+			}
+		}
+		final <- last
+	}()
+	for _, want := range []string{"hi", "before"} {
+		select {
+		case got := <-events:
+			if got != want {
+				t.Fatalf("attacher got %q; want %q", got, want)
+			}
+		case <-time.After(20 * time.Second):
+			t.Fatalf("attacher did not get %q", want)
+		}
+	}
+	sb.deaf.Store(true)
+	close(p.g.open)
+	waitStatus(t, p.sa, p.runID, agentrunnerv1.RunStatus_RUN_STATUS_SUCCEEDED)
+	sb.resync()
+	select {
+	case rec := <-final:
+		if rec.GetStatus() != agentrunnerv1.RunStatus_RUN_STATUS_SUCCEEDED {
+			t.Fatalf("attacher's last record %v; want SUCCEEDED", rec.GetStatus())
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("the attacher did not catch up")
+	}
+	if got := <-events; got != "after" || len(events) != 0 {
+		t.Fatalf("attacher caught up with %q (and %d more); want after", got, len(events))
 	}
 }
