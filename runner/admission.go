@@ -74,6 +74,13 @@ type admitted struct {
 	now bool
 	// prep is the prepared execution of a fresh run that starts at once.
 	prep *prepared
+	// queued is the record of a fresh run queued in the store shared with
+	// other replicas (xreplica.go), which the request follows from there.
+	queued *agentrunnerv1.Run
+	// front and victim: a queued run that goes first, and the run of this
+	// process it interrupts (nil when it runs elsewhere or nowhere).
+	front  bool
+	victim *liveRun
 }
 
 // admit applies the session's admission policy to a request. A fresh run
@@ -94,7 +101,10 @@ func (r *Runner) admit(ctx context.Context, req Request) (admitted, error) {
 		a, wait, err := r.admitLocked(ctx, key, req, digest, waited)
 		r.runs.mu.Unlock()
 		if err != nil || wait == nil {
-			if err == nil && a.fresh {
+			switch {
+			case err == nil && a.queued != nil:
+				return r.enqueueShared(ctx, a.live, a.front, a.victim)
+			case err == nil && a.fresh:
 				return r.settle(ctx, a)
 			}
 			return a, err
@@ -168,6 +178,15 @@ func (r *Runner) admitLocked(ctx context.Context, key store.SessionKey, req Requ
 		}
 	}
 	lr := r.newRun(ctx, key, req, digest)
+	if busy && r.xr.queue != nil {
+		// The store's queue, not this process's: any replica may free the
+		// session.
+		a := admitted{live: lr, queued: lr.rec, front: req.Strategy == agentrunnerv1.MultitaskStrategy_MULTITASK_STRATEGY_INTERRUPT}
+		if a.front {
+			a.victim = sr.active
+		}
+		return a, nil, nil
+	}
 	if sr == nil {
 		sr = &sessionRuns{}
 		r.runs.sessions[key] = sr
@@ -262,10 +281,16 @@ func (r *Runner) settle(ctx context.Context, a admitted) (admitted, error) {
 		if err != nil {
 			lr.finish(lr.record(), err)
 			r.release(lr)
+			if r.queuesElsewhere(lr, err) {
+				// Another replica runs the session: the run waits in the
+				// store's queue.
+				front := lr.req.Strategy == agentrunnerv1.MultitaskStrategy_MULTITASK_STRATEGY_INTERRUPT
+				return r.enqueueShared(ctx, lr, front, nil)
+			}
 			return admitted{}, err
 		}
 		a.prep = p
-		return a, nil
+		return r.queueBehind(ctx, a)
 	}
 	rec := lr.record()
 	rec.Input = lr.req.input()
@@ -304,12 +329,36 @@ func configOnly(in *agentrunnerv1.RunInput) *agentrunnerv1.RunInput {
 	return &agentrunnerv1.RunInput{RunConfig: in.GetRunConfig()}
 }
 
+// queuesElsewhere reports whether a fresh run that could not start with
+// err goes to the store's queue: its session runs on another replica and
+// it asked to wait (ENQUEUE) or to interrupt.
+func (r *Runner) queuesElsewhere(lr *liveRun, err error) bool {
+	switch lr.req.Strategy {
+	case agentrunnerv1.MultitaskStrategy_MULTITASK_STRATEGY_ENQUEUE, agentrunnerv1.MultitaskStrategy_MULTITASK_STRATEGY_INTERRUPT:
+		return r.xr.queue != nil && errors.Is(err, ErrRunInProgress) && !errors.Is(err, errTaken)
+	}
+	return false
+}
+
 // release removes an ended run from the registry and starts the next run
 // of its session, if one is queued.
 func (r *Runner) release(lr *liveRun) {
+	if r.xr.queue != nil {
+		// The registry first: the session's lease then goes to the next
+		// run of the store's queue, or is freed.
+		r.releaseRun(lr)
+		r.handOff(lr)
+		return
+	}
 	// The session's lease goes first, outside the registry lock: the
 	// run's record is stored by now.
 	r.dropLease(lr)
+	r.releaseRun(lr)
+}
+
+// releaseRun removes an ended run from the registry and starts the next
+// run of its session's queue in this process, if any.
+func (r *Runner) releaseRun(lr *liveRun) {
 	r.runs.mu.Lock()
 	defer r.runs.mu.Unlock()
 	delete(r.runs.byID, lr.id)

@@ -35,6 +35,12 @@ func (r *Runner) Stream(ctx context.Context, req Request) iter.Seq2[Update, erro
 			return
 		}
 		switch {
+		case a.queued != nil:
+			r.streamShared(ctx, a.queued, req.OnDisconnect, yield)
+		case a.ended != nil && r.xr.queue != nil:
+			if r.followShared(ctx, a.ended, 0, yield) == contextEnded {
+				yield(Update{}, fmt.Errorf("run %s: %w", a.ended.GetRunId(), ctx.Err()))
+			}
 		case a.ended != nil:
 			r.replayStored(ctx, a.ended, 0, yield)
 		case !a.fresh:
@@ -147,6 +153,8 @@ func (r *Runner) Start(ctx context.Context, req Request) (*agentrunnerv1.Run, er
 	switch {
 	case err != nil:
 		return nil, err
+	case a.queued != nil:
+		return a.queued, nil
 	case a.ended != nil:
 		return a.ended, nil
 	case a.fresh && a.now:
@@ -161,6 +169,11 @@ func (r *Runner) Start(ctx context.Context, req Request) (*agentrunnerv1.Run, er
 // events and in-band errors included, and last the record with the final
 // status. Every stored event arrives once, in order. Stopping early
 // changes nothing for the run. An unknown run is store.ErrNotFound.
+//
+// On a store shared by replicas (see xreplica.go), a run that does not
+// run in this process is followed through the store until it ends: its
+// stored events as they are stored, without partial events and in-band
+// errors, which only its own replica's readers get.
 func (r *Runner) Attach(ctx context.Context, runID string, after uint64) iter.Seq2[Update, error] {
 	return func(yield func(Update, error) bool) {
 		if lr := r.lookup(runID); lr != nil {
@@ -172,6 +185,14 @@ func (r *Runner) Attach(ctx context.Context, runID string, after uint64) iter.Se
 		rec, err := r.GetRun(ctx, runID)
 		if err != nil {
 			yield(Update{}, err)
+			return
+		}
+		if r.xr.queue != nil {
+			// Queued, or running on another replica: followed through the
+			// store.
+			if r.followShared(ctx, rec, after, yield) == contextEnded {
+				yield(Update{}, fmt.Errorf("attach run %s: %w", runID, ctx.Err()))
+			}
 			return
 		}
 		r.replayStored(ctx, rec, after, yield)
@@ -336,9 +357,18 @@ func (r *Runner) ListRuns(ctx context.Context, userID, sessionID string, page st
 // Cancel cancels a run and returns its record once the cancellation took
 // effect: a running run stores an event saying so and ends
 // RUN_STATUS_CANCELLED; a pending one leaves the queue. A run that has
-// ended is returned as it is.
+// ended is returned as it is. On a store shared by replicas, a run that
+// does not run in this process is cancelled in the store's queue, or on
+// the replica that runs it, and returned once its stored record has
+// ended (or ctx ends first).
 func (r *Runner) Cancel(ctx context.Context, runID string) (*agentrunnerv1.Run, error) {
 	lr := r.lookup(runID)
+	if lr == nil && r.xr.queue != nil {
+		if _, err := r.GetRun(ctx, runID); err != nil {
+			return nil, err // not a run of this app
+		}
+		return r.cancelShared(ctx, runID, causeCancel)
+	}
 	if lr == nil {
 		return r.GetRun(ctx, runID)
 	}

@@ -42,8 +42,14 @@ type prepared struct {
 // the request against it.
 func (r *Runner) prepare(ctx context.Context, lr *liveRun) (*prepared, error) {
 	// The lease first: the history read next must be the last writer's.
-	if err := r.acquireLease(ctx, lr); err != nil {
-		return nil, err
+	// A run taken from the store's queue holds it already.
+	lr.mu.Lock()
+	held := lr.lease != nil
+	lr.mu.Unlock()
+	if !held {
+		if err := r.acquireLease(ctx, lr); err != nil {
+			return nil, err
+		}
 	}
 	if err := r.stillOurs(ctx, lr); err != nil {
 		return nil, err

@@ -261,6 +261,11 @@ func (in *invocation) resume(ctx context.Context) error {
 // with a stored event saying so (ResumeRun continues them), and its
 // pending runs are queued again, in order. It returns how many of each.
 //
+// On a store that keeps the run queue (store.RunQueue), pending runs wait
+// there: Recover puts back the ones a dead replica took and never started,
+// and takes the next queued run of every free session of the app, which
+// it counts as requeued.
+//
 // On a store that several replicas share (store.SessionLeaser), a run
 // counts as left behind only when its session's lease has expired or was
 // released: the runs of a live replica, which renews its leases, are left
@@ -289,12 +294,37 @@ func (r *Runner) Recover(ctx context.Context) (interrupted, requeued int, err er
 			if err != nil {
 				return interrupted, requeued, err
 			}
-			if orphan && r.requeue(rec) {
+			switch {
+			case orphan && r.xr.queue != nil:
+				err = r.requeueShared(ctx, rec)
+			case orphan && r.requeue(rec):
 				requeued++
+			}
+			if err != nil {
+				return interrupted, requeued, err
 			}
 		}
 	}
+	if r.xr.queue != nil {
+		// Sessions whose queue nobody took (the replica that would have
+		// handed the session on died or is shutting down).
+		n, err := r.sweepQueues(ctx)
+		return interrupted, requeued + n, err
+	}
 	return interrupted, requeued, nil
+}
+
+// requeueShared puts a pending run that no replica runs back in the
+// store's queue (unless it is there): a replica that took it from the
+// queue died before it started it.
+func (r *Runner) requeueShared(ctx context.Context, rec *agentrunnerv1.Run) error {
+	err := r.xr.queue.EnqueueRun(ctx, rec, false)
+	switch {
+	case err == nil, errors.Is(err, store.ErrAlreadyExists), errors.Is(err, store.ErrNotFound):
+		// Queued; or it started (or its session went) meanwhile.
+		return nil
+	}
+	return fmt.Errorf("recover run %s: %w", rec.GetRunId(), err)
 }
 
 // interruptOrphan marks a RUNNING run INTERRUPTED when no replica runs
@@ -393,19 +423,9 @@ func (r *Runner) scanRun(ctx context.Context, rec *agentrunnerv1.Run, fn func(*a
 // requeue queues a pending run found at start (or by a sweep), and
 // reports whether it did.
 func (r *Runner) requeue(rec *agentrunnerv1.Run) bool {
-	in := rec.GetInput()
-	req := Request{
-		UserID: rec.GetUserId(), SessionID: rec.GetSessionId(),
-		NewMessage: in.GetNewMessage(), StateDelta: in.GetStateDelta(), Config: in.GetRunConfig(),
-		RequestID: rec.GetRequestId(), Strategy: rec.GetMultitaskStrategy(),
-		OnDisconnect: agentrunnerv1.OnDisconnect_ON_DISCONNECT_CONTINUE,
-	}
-	key := store.RunKey(rec)
-	lr := newLiveRun(key, rec, req)
-	lr.persisted = true
+	lr := r.liveFromRecord(rec)
 	lr.adopted = r.leaser != nil
-	lr.ctx, lr.cancel = context.WithCancelCause(context.Background())
-	lr.markQueued(nil)
+	key := lr.key
 	r.runs.mu.Lock()
 	defer r.runs.mu.Unlock()
 	if r.runs.draining {
@@ -427,6 +447,24 @@ func (r *Runner) requeue(rec *agentrunnerv1.Run) bool {
 	return true
 }
 
+// liveFromRecord makes the live run of a pending run found in the store:
+// its request is rebuilt from the record's input, and nobody reads it here
+// yet (it goes on when its reader leaves).
+func (r *Runner) liveFromRecord(rec *agentrunnerv1.Run) *liveRun {
+	in := rec.GetInput()
+	req := Request{
+		UserID: rec.GetUserId(), SessionID: rec.GetSessionId(),
+		NewMessage: in.GetNewMessage(), StateDelta: in.GetStateDelta(), Config: in.GetRunConfig(),
+		RequestID: rec.GetRequestId(), Strategy: rec.GetMultitaskStrategy(),
+		OnDisconnect: agentrunnerv1.OnDisconnect_ON_DISCONNECT_CONTINUE,
+	}
+	lr := newLiveRun(store.RunKey(rec), rec, req)
+	lr.persisted = true
+	lr.ctx, lr.cancel = context.WithCancelCause(context.Background())
+	lr.markQueued(nil)
+	return lr
+}
+
 // Shutdown stops admitting runs (new ones fail with ErrShuttingDown) and
 // waits for the runs in progress to end. When ctx ends first, the runs
 // still in progress are stopped: each stores an event saying so and ends
@@ -435,6 +473,10 @@ func (r *Runner) requeue(rec *agentrunnerv1.Run) bool {
 func (r *Runner) Shutdown(ctx context.Context) error {
 	r.runs.mu.Lock()
 	r.runs.draining = true
+	r.runs.mu.Unlock()
+	// Queued runs in a shared store stay there, for the other replicas.
+	r.stopSweeper()
+	r.runs.mu.Lock()
 	var queued []*liveRun
 	for _, sr := range r.runs.sessions {
 		queued = append(queued, sr.queue...)

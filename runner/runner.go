@@ -161,6 +161,9 @@ type Runner struct {
 	replica    string
 	leaseTTL   time.Duration
 	leaseEvery time.Duration
+	// xr is the run queue and the notifications shared with the other
+	// replicas (xreplica.go); its queue is nil on other stores.
+	xr shared
 }
 
 // New validates the agent tree and the plugins and returns a Runner.
@@ -211,6 +214,7 @@ func New(cfg Config) (*Runner, error) {
 		r.closeTimeout = DefaultPluginCloseTimeout
 	}
 	r.leaseConfig(cfg)
+	r.sharedConfig(cfg)
 	return r, nil
 }
 
@@ -229,6 +233,7 @@ func (r *Runner) Info() *agentrunnerv1.App {
 // configured PluginCloseTimeout (or until ctx is done). Runs must have
 // ended.
 func (r *Runner) Close(ctx context.Context) error {
+	r.stopSweeper()
 	ctx, cancel := context.WithTimeout(ctx, r.closeTimeout)
 	defer cancel()
 	return r.plugins.Close(ctx)

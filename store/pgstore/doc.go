@@ -29,6 +29,8 @@
 //	runs        (run_id); (app, user, session, anchor, create_nanos, run_id)
 //	            -> Run, request_id (unique per session), unfinished
 //	sessions    lease_holder, lease_token, lease_expires: the session lease
+//	run_queue   (run_id); (app, user, session, position, run_id)
+//	            -> queued runs, taken in position order (queue.go)
 //	memory_sessions (app, user, session)                -> indexed: its events with postings
 //	memory_postings (app, user, session, sequence, term) -> tf, event_nanos;
 //	                by (app, user, term): long-term memory (memory.go)
@@ -58,4 +60,17 @@
 // synchronous_commit off: it waits for no WAL flush of its own, reads
 // see it at once, later writes of the run win, and a crash of the
 // database may lose it, as the contract allows.
+//
+// # Across replicas
+//
+// The store is a store.RunQueue (queue.go): a run that waits for its
+// session is a row of run_queue, taken (FOR UPDATE SKIP LOCKED, under
+// the session's row lock) and deleted in the transaction that gives the
+// session's lease to it. It is a store.RunNotifier (notify.go): every
+// write of a run's event or record sends pg_notify in its own
+// transaction (so only once it commits; PostgreSQL serializes the commits
+// of notifying transactions briefly, the price of it), and one
+// connection per store, outside the pool, LISTENs and fans notices out to
+// the subscribers, reconnecting when it is lost. It is opened by the first
+// Subscribe and closed by Close.
 package pgstore

@@ -154,6 +154,9 @@ func (s *Store) appendTx(ctx context.Context, tx pgx.Tx, k store.SessionKey, ses
 	if err != nil {
 		return nil, fmt.Errorf("update session: %w", err)
 	}
+	if err := notifyTx(ctx, tx, chanRun, runPayload(stored.GetInvocationId(), seq)); err != nil {
+		return nil, err
+	}
 	return stored, nil
 }
 

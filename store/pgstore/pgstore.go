@@ -53,6 +53,8 @@ type Store struct {
 	opts      Options
 	closed    atomic.Bool
 	closeOnce sync.Once
+	// notes is the listening connection's fan-out (notify.go).
+	notes listener
 }
 
 var _ store.Store = (*Store)(nil)
@@ -146,6 +148,7 @@ func (s *Store) Pool() *pgxpool.Pool { return s.pool }
 func (s *Store) Close() error {
 	s.closeOnce.Do(func() {
 		s.closed.Store(true)
+		s.notes.stopListening()
 		s.pool.Close()
 	})
 	return nil

@@ -224,6 +224,7 @@ func (s *Store) planWrites(ctx context.Context, p *pipeWrite, r *pipeReads) (*pg
 		b.Queue(sqlPutRun, args...)
 		p.storedRun = rec
 	}
+	p.queueNotices(b, seq)
 	b.Queue("COMMIT")
 	return b, nil
 }
@@ -247,4 +248,21 @@ func sendWrites(ctx context.Context, conn *pgxpool.Conn, b *pgx.Batch) error {
 		return fmt.Errorf("write: %w", err)
 	}
 	return nil
+}
+
+// queueNotices adds the notifications of p's write (see notify.go): the
+// run of its event, and the run of its record.
+func (p *pipeWrite) queueNotices(b *pgx.Batch, seq uint64) {
+	var evRun string
+	if p.stored != nil {
+		evRun = p.stored.GetInvocationId()
+		if n := runPayload(evRun, seq); n != "" {
+			b.Queue(sqlNotify, chanRun, n)
+		}
+	}
+	if p.run != nil && p.run.rec.GetRunId() != evRun {
+		if n := runPayload(p.run.rec.GetRunId(), seq); n != "" {
+			b.Queue(sqlNotify, chanRun, n)
+		}
+	}
 }

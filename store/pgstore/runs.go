@@ -199,7 +199,10 @@ func (s *Store) AppendRunEvent(ctx context.Context, k store.SessionKey, ev *agen
 			return err
 		}
 		outRun, err = putRunTx(ctx, tx, rw, sess.GetLastSequence(), outEv.GetSequence())
-		return err
+		if err != nil || outRun.GetRunId() == outEv.GetInvocationId() {
+			return err // appendTx told of the run
+		}
+		return notifyTx(ctx, tx, chanRun, runPayload(outRun.GetRunId(), outEv.GetSequence()))
 	})
 	if err != nil {
 		return nil, nil, err
