@@ -12,9 +12,11 @@ import (
 	"github.com/agentrunner/agentrunner/store"
 )
 
-// Notifications (LISTEN/NOTIFY). A write sends its notification with
-// pg_notify inside its own transaction, so that PostgreSQL delivers it
-// only once the write commits (and never for one rolled back). Payloads
+// Notifications (LISTEN/NOTIFY). A write's notification goes out only
+// once the write commits (and never for one rolled back): the pipelined
+// appends and run records queue theirs for the sender of outbox.go after
+// their commit, the other writes send pg_notify inside their own
+// transaction. Payloads
 // are small JSON objects (PostgreSQL refuses one of 8000 bytes or more):
 // ids and a sequence, never an event. Each store keeps one connection of
 // its own that listens, outside the pool, started by the first Subscribe

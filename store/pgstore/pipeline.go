@@ -45,6 +45,7 @@ type pipeWrite struct {
 	stored    *agentrunnerv1.Event // the appended event
 	storedRun *agentrunnerv1.Run   // the run record as written
 	found     []byte               // AppendEventOnce: the event holding onceID
+	notes     []note               // notifications to send once committed
 }
 
 // pipeReads is what the first round trip read.
@@ -90,6 +91,7 @@ func (s *Store) pipelined(ctx context.Context, p *pipeWrite) error {
 	}
 	committed = true
 	s.committed(start)
+	s.notifyAfterCommit(p.notes)
 	return nil
 }
 
@@ -224,7 +226,7 @@ func (s *Store) planWrites(ctx context.Context, p *pipeWrite, r *pipeReads) (*pg
 		b.Queue(sqlPutRun, args...)
 		p.storedRun = rec
 	}
-	p.queueNotices(b, seq)
+	p.notes = p.notices(seq)
 	b.Queue("COMMIT")
 	return b, nil
 }
@@ -250,19 +252,22 @@ func sendWrites(ctx context.Context, conn *pgxpool.Conn, b *pgx.Batch) error {
 	return nil
 }
 
-// queueNotices adds the notifications of p's write (see notify.go): the
-// run of its event, and the run of its record.
-func (p *pipeWrite) queueNotices(b *pgx.Batch, seq uint64) {
+// notices returns the notifications of p's write, sent once it has
+// committed (see outbox.go): the run of its event, and the run of its
+// record.
+func (p *pipeWrite) notices(seq uint64) []note {
+	var notes []note
 	var evRun string
 	if p.stored != nil {
 		evRun = p.stored.GetInvocationId()
 		if n := runPayload(evRun, seq); n != "" {
-			b.Queue(sqlNotify, chanRun, n)
+			notes = append(notes, note{chanRun, n})
 		}
 	}
 	if p.run != nil && p.run.rec.GetRunId() != evRun {
 		if n := runPayload(p.run.rec.GetRunId(), seq); n != "" {
-			b.Queue(sqlNotify, chanRun, n)
+			notes = append(notes, note{chanRun, n})
 		}
 	}
+	return notes
 }
