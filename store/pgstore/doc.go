@@ -68,10 +68,10 @@
 // the session's row lock) and deleted in the transaction that gives the
 // session's lease to it. It is a store.RunNotifier (notify.go): every write of a
 // run's event or record sends a notification once it has committed: the
-// pipelined appends and records hand theirs to a sender that batches them
-// after the commit (outbox.go; inside the transaction, PostgreSQL would
-// serialize the commits of notifying transactions through their WAL
-// flushes), the rarer writes send pg_notify in their own transaction. One
+// pipelined appends and records send theirs right after the COMMIT, in
+// the same round trip (inside the transaction, PostgreSQL would serialize
+// the commits of notifying transactions through their WAL flushes), the
+// rarer writes send pg_notify in their own transaction. One
 // connection per store, outside the pool, LISTENs and fans notices out to
 // the subscribers, reconnecting when it is lost. It is opened by the first
 // Subscribe and closed by Close.

@@ -21,6 +21,12 @@ func (s *Store) AcquireLease(ctx context.Context, k store.SessionKey, holder str
 	}
 	l := store.Lease{Key: k, Holder: holder}
 	err := s.inTx(ctx, func(tx pgx.Tx) error {
+		// No WAL flush to wait for: the holder's first append, durable,
+		// flushes this too, and a lease lost in a crash of the database
+		// only fences the holder (its token is no longer the session's).
+		if _, err := tx.Exec(ctx, "SET LOCAL synchronous_commit TO OFF"); err != nil {
+			return fmt.Errorf("set synchronous_commit: %w", err)
+		}
 		var (
 			cur     *string
 			expires *time.Time

@@ -14,9 +14,9 @@ import (
 
 // Notifications (LISTEN/NOTIFY). A write's notification goes out only
 // once the write commits (and never for one rolled back): the pipelined
-// appends and run records queue theirs for the sender of outbox.go after
-// their commit, the other writes send pg_notify inside their own
-// transaction. Payloads
+// appends and run records send theirs right after their COMMIT, in the
+// same round trip (pipeline.go), the other writes send pg_notify inside
+// their own transaction. Payloads
 // are small JSON objects (PostgreSQL refuses one of 8000 bytes or more):
 // ids and a sequence, never an event. Each store keeps one connection of
 // its own that listens, outside the pool, started by the first Subscribe
@@ -72,6 +72,9 @@ func queuedPayload(k store.SessionKey, runID string) string {
 	}
 	return p
 }
+
+// note is one notification to send.
+type note struct{ channel, payload string }
 
 // sqlNotify sends a notification with the transaction's commit.
 const sqlNotify = "SELECT pg_notify($1, $2)"

@@ -55,8 +55,6 @@ type Store struct {
 	closeOnce sync.Once
 	// notes is the listening connection's fan-out (notify.go).
 	notes listener
-	// out sends the hot path's notifications after commit (outbox.go).
-	out outbox
 }
 
 var _ store.Store = (*Store)(nil)
@@ -139,7 +137,7 @@ func New(ctx context.Context, pool *pgxpool.Pool, opts Options) (*Store, error) 
 	if _, err := Migrate(ctx, pool, opts.Logger); err != nil {
 		return nil, err
 	}
-	return &Store{pool: pool, opts: opts, out: newOutbox()}, nil
+	return &Store{pool: pool, opts: opts}, nil
 }
 
 // Pool exposes the connection pool for checks and tools; callers must not
@@ -151,7 +149,6 @@ func (s *Store) Close() error {
 	s.closeOnce.Do(func() {
 		s.closed.Store(true)
 		s.notes.stopListening()
-		s.closeOutbox()
 		s.pool.Close()
 	})
 	return nil

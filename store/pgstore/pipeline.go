@@ -86,12 +86,11 @@ func (s *Store) pipelined(ctx context.Context, p *pipeWrite) error {
 	if err != nil || writes == nil {
 		return s.mapErr(err) // nil writes: nothing to write (a retried event)
 	}
-	if err := sendWrites(ctx, conn, writes); err != nil {
+	if err := sendWrites(ctx, conn, writes, len(p.notes)); err != nil {
 		return s.mapErr(err)
 	}
 	committed = true
 	s.committed(start)
-	s.notifyAfterCommit(p.notes)
 	return nil
 }
 
@@ -226,24 +225,41 @@ func (s *Store) planWrites(ctx context.Context, p *pipeWrite, r *pipeReads) (*pg
 		b.Queue(sqlPutRun, args...)
 		p.storedRun = rec
 	}
-	p.notes = p.notices(seq)
 	b.Queue("COMMIT")
+	// The notifications go after the COMMIT, in the same round trip, each
+	// in a transaction of its own that writes no WAL: inside the write's
+	// transaction, PostgreSQL would serialize its commit with every other
+	// notifying one through the WAL flush (it holds an exclusive lock from
+	// queueing the notification to the end of the commit), undoing the
+	// group commit that concurrent sessions' appends share.
+	p.notes = p.notices(seq)
+	for _, n := range p.notes {
+		b.Queue(sqlNotify, n.channel, n.payload)
+	}
 	return b, nil
 }
 
-// sendWrites sends the writes and COMMIT in one round trip and checks
-// that the transaction committed.
-func sendWrites(ctx context.Context, conn *pgxpool.Conn, b *pgx.Batch) error {
+// sendWrites sends the writes, COMMIT and the after statements that
+// follow it (notifications) in one round trip and checks that the
+// transaction committed. A failed after statement leaves the write
+// stored: it is not the write's error.
+func sendWrites(ctx context.Context, conn *pgxpool.Conn, b *pgx.Batch, after int) error {
 	br := conn.SendBatch(ctx, b)
+	commit := b.Len() - 1 - after
 	var err error
-	for i := 0; i < b.Len() && err == nil; i++ {
+	for i := 0; i <= commit && err == nil; i++ {
 		var tag interface{ String() string }
 		tag, err = br.Exec()
-		if err == nil && i == b.Len()-1 && tag.String() != "COMMIT" {
+		if err == nil && i == commit && tag.String() != "COMMIT" {
 			err = fmt.Errorf("transaction ended with %s", tag)
 		}
 	}
-	if cerr := br.Close(); err == nil && cerr != nil {
+	for i := commit + 1; i < b.Len() && err == nil; i++ {
+		if _, nerr := br.Exec(); nerr != nil {
+			break // the rest fail alike
+		}
+	}
+	if cerr := br.Close(); err == nil && cerr != nil && after == 0 {
 		err = cerr
 	}
 	if err != nil {
@@ -253,8 +269,7 @@ func sendWrites(ctx context.Context, conn *pgxpool.Conn, b *pgx.Batch) error {
 }
 
 // notices returns the notifications of p's write, sent once it has
-// committed (see outbox.go): the run of its event, and the run of its
-// record.
+// committed: the run of its event, and the run of its record.
 func (p *pipeWrite) notices(seq uint64) []note {
 	var notes []note
 	var evRun string

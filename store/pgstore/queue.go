@@ -198,6 +198,10 @@ func (c claim) write(ctx context.Context, conn *pgxpool.Conn, k store.SessionKey
 			WHERE app_name = $1 AND user_id = $2 AND session_id = $3 RETURNING lease_token, lease_expires`,
 			k.App, k.User, k.Session, l.Holder, ttl.Microseconds())
 	} else {
+		// A lease given up and nothing handed over: no WAL flush to wait
+		// for at every run's end. Lost in a crash of the database, the
+		// lease expires as a dead replica's does.
+		b.Queue("SET LOCAL synchronous_commit TO OFF")
 		b.Queue(`UPDATE sessions SET lease_holder = NULL, lease_expires = NULL
 			WHERE app_name = $1 AND user_id = $2 AND session_id = $3`, k.App, k.User, k.Session)
 	}
@@ -224,8 +228,12 @@ func scanClaimWrites(br pgx.BatchResults, took bool, l *store.Lease) error {
 			return err
 		}
 		l.Token = uint64(token)
-	} else if _, err := br.Exec(); err != nil {
-		return err
+	} else {
+		for range 2 { // SET LOCAL, UPDATE
+			if _, err := br.Exec(); err != nil {
+				return err
+			}
+		}
 	}
 	tag, err := br.Exec()
 	if err == nil && tag.String() != "COMMIT" {
