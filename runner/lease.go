@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	agentrunnerv1 "github.com/agentrunner/agentrunner/gen/go/agentrunner/v1"
@@ -67,7 +68,7 @@ func (r *Runner) acquireLease(ctx context.Context, lr *liveRun) error {
 	if r.leaser == nil {
 		return nil
 	}
-	l, err := r.leaser.AcquireLease(ctx, lr.key, lr.id+"@"+r.replica, r.leaseTTL)
+	l, err := r.takeLease(ctx, lr.key, lr.id+"@"+r.replica)
 	switch {
 	case errors.Is(err, store.ErrAlreadyExists):
 		// Not wrapped: the session is busy, not the run's id taken.
@@ -81,6 +82,36 @@ func (r *Runner) acquireLease(ctx context.Context, lr *liveRun) error {
 	lr.mu.Unlock()
 	go r.heartbeat(lr, h)
 	return nil
+}
+
+// recoverHolder prefixes the holder of a lease that Recover takes for a
+// moment, to look at a run a replica may have left behind.
+const recoverHolder = "recover@"
+
+// claimWait bounds how long a run waits for a recovery's claim on its
+// session to end (a read of the run's record, at most an append).
+const claimWait = time.Second
+
+// takeLease acquires session k's lease for holder. A session that a
+// recovery holds for a moment (any replica's periodic Recover, looking at
+// a run whose lease was just released before its final record landed) is
+// waited for, briefly, rather than refused as a busy one.
+func (r *Runner) takeLease(ctx context.Context, k store.SessionKey, holder string) (store.Lease, error) {
+	deadline := time.Now().Add(claimWait)
+	for pause := 5 * time.Millisecond; ; pause = min(2*pause, 100*time.Millisecond) {
+		l, err := r.leaser.AcquireLease(ctx, k, holder, r.leaseTTL)
+		var held *store.LeaseHeld
+		if !errors.As(err, &held) || !strings.HasPrefix(held.Holder, recoverHolder) || time.Now().After(deadline) {
+			return l, err
+		}
+		t := time.NewTimer(pause)
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return store.Lease{}, ctx.Err()
+		}
+	}
 }
 
 // heartbeat renews an execution's lease until it is stopped. A lease
@@ -166,7 +197,7 @@ func (r *Runner) fencedRecord(rec *agentrunnerv1.Run) *agentrunnerv1.Run {
 // lease is live (a replica is writing to it: the run is not an orphan)
 // or the session is gone. The caller releases the lease it got.
 func (r *Runner) claimOrphan(ctx context.Context, k store.SessionKey) (store.Lease, bool, error) {
-	l, err := r.leaser.AcquireLease(ctx, k, "recover@"+r.replica, r.leaseTTL)
+	l, err := r.leaser.AcquireLease(ctx, k, recoverHolder+r.replica, r.leaseTTL)
 	switch {
 	case errors.Is(err, store.ErrAlreadyExists), errors.Is(err, store.ErrNotFound):
 		return store.Lease{}, false, nil

@@ -32,6 +32,16 @@ func TestMain(m *testing.M) { os.Exit(pgtest.Main(m, &pg)) }
 type replicaStore struct {
 	*pgstore.Store
 	cut atomic.Bool
+	// refusals counts the AcquireLease calls refused as a held lease.
+	refusals atomic.Int64
+}
+
+func (s *replicaStore) AcquireLease(ctx context.Context, k store.SessionKey, holder string, ttl time.Duration) (store.Lease, error) {
+	l, err := s.Store.AcquireLease(ctx, k, holder, ttl)
+	if errors.Is(err, store.ErrAlreadyExists) {
+		s.refusals.Add(1)
+	}
+	return l, err
 }
 
 func (s *replicaStore) RenewLease(ctx context.Context, l store.Lease, ttl time.Duration) (store.Lease, error) {
@@ -384,5 +394,33 @@ func TestAdoptQueuedRun(t *testing.T) {
 	}
 	if rec, err := f.b.GetRun(t.Context(), queued.GetRunId()); err != nil || rec.GetStatus() != agentrunnerv1.RunStatus_RUN_STATUS_SUCCEEDED {
 		t.Errorf("GetRun = %v, %v; want b's SUCCEEDED", rec.GetStatus(), err)
+	}
+}
+
+// TestRunWaitsForRecoveryClaim: a run that finds its session held by a
+// replica's recovery, which claims a session's lease for a moment to look
+// at a run left behind, waits for the claim to end instead of being
+// refused as a busy session (each replica's Recover runs every lease
+// lifetime, so a run sent just then would be refused for nothing).
+func TestRunWaitsForRecoveryClaim(t *testing.T) {
+	url := pg.URL(t)
+	sa, sb := openReplicaStore(t, url), openReplicaStore(t, url)
+	a := newReplica(t, "a", sa, mustAgent(t, "root", "answer"), 5*time.Second)
+	k := store.SessionKey{App: testApp, User: "u1", Session: "claimed"}
+	if _, err := sa.CreateSession(t.Context(), k, nil); err != nil {
+		t.Fatal(err)
+	}
+	claim, err := sb.Store.AcquireLease(t.Context(), k, recoverHolder+"b", 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	end := streamInBackground(a, request(k, "while recovery looks"))
+	until(t, "the run found the session claimed", func() bool { return sa.refusals.Load() > 0 })
+	if err := sb.ReleaseLease(t.Context(), claim); err != nil {
+		t.Fatal(err)
+	}
+	got := <-end
+	if got.err != nil || got.rec.GetStatus() != agentrunnerv1.RunStatus_RUN_STATUS_SUCCEEDED {
+		t.Fatalf("run = %v, %v; want SUCCEEDED once the claim ended", got.rec.GetStatus(), got.err)
 	}
 }

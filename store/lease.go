@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 )
 
@@ -39,6 +40,22 @@ type SessionLeaser interface {
 	// ReleaseLease gives a lease up; ErrFenced when it was taken over.
 	ReleaseLease(ctx context.Context, l Lease) error
 }
+
+// LeaseHeld is the error of AcquireLease for a session that another
+// holder's live lease covers. It wraps ErrAlreadyExists and names the
+// holder, so that a caller can tell a brief claim from a writer.
+type LeaseHeld struct {
+	Key     SessionKey
+	Holder  string
+	Expires time.Time
+}
+
+func (e *LeaseHeld) Error() string {
+	return fmt.Sprintf("session %s is leased to %s until %s: %v", e.Key, e.Holder, e.Expires.UTC().Format(time.RFC3339Nano), ErrAlreadyExists)
+}
+
+// Unwrap makes errors.Is(err, ErrAlreadyExists) hold.
+func (e *LeaseHeld) Unwrap() error { return ErrAlreadyExists }
 
 type leaseKey struct{}
 

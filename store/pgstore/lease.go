@@ -41,7 +41,7 @@ func (s *Store) AcquireLease(ctx context.Context, k store.SessionKey, holder str
 			return fmt.Errorf("read lease of %s: %w", k, err)
 		}
 		if live && cur != nil && expires != nil && *cur != holder {
-			return fmt.Errorf("session %s is leased to %s until %s: %w", k, *cur, expires.UTC().Format(time.RFC3339Nano), store.ErrAlreadyExists)
+			return &store.LeaseHeld{Key: k, Holder: *cur, Expires: *expires}
 		}
 		var token int64
 		err = tx.QueryRow(ctx, `UPDATE sessions SET lease_holder = $4, lease_token = lease_token + 1,
