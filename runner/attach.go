@@ -9,7 +9,6 @@ import (
 	agentrunnerv1 "github.com/agentrunner/agentrunner/gen/go/agentrunner/v1"
 	"github.com/agentrunner/agentrunner/store"
 	"google.golang.org/protobuf/proto"
-	"google.golang.org/protobuf/types/known/timestamppb"
 )
 
 // Stream runs one invocation as Run does, and streams it with its record:
@@ -434,11 +433,7 @@ func (r *Runner) cancelQueued(ctx context.Context, lr *liveRun, cause error) (*a
 		return nil, false
 	}
 	<-lr.queued
-	rec := lr.record()
-	rec.Status = agentrunnerv1.RunStatus_RUN_STATUS_CANCELLED
-	rec.Error = &agentrunnerv1.Status{Code: codeCanceled, Message: cause.Error()}
-	rec.Input = nil
-	rec.EndTime = timestamppb.New(r.now())
+	rec := r.cancelledRecord(cause)(lr.record())
 	if lr.persisted {
 		if err := r.store.PutRun(context.WithoutCancel(ctx), rec); err != nil && !errors.Is(err, store.ErrNotFound) {
 			r.log.Error("store a cancelled pending run", "run", lr.id, "err", err)

@@ -44,3 +44,33 @@ func TestNewRunIDSortsByTime(t *testing.T) {
 		t.Fatalf("id %q of the next millisecond sorts before %q or %q", later, a, b)
 	}
 }
+
+// TestFirstRecordIsStored: the record a run's stream starts with names a
+// run the store has already: the stream gets it only once the record is
+// stored with the user's message, so a crash after a client has seen the
+// run id leaves that run for recovery, never unknown.
+func TestFirstRecordIsStored(t *testing.T) {
+	r, st, k := newTestRunner(t, mustAgent(t, "root", "answer"))
+	first := true
+	for u, err := range r.Stream(t.Context(), request(k, "hi")) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !first || u.Run == nil {
+			continue
+		}
+		first = false
+		// The run goes on only after this returns: what the store holds
+		// now is what it held when the record reached the reader.
+		rec, err := st.GetRun(t.Context(), u.Run.GetRunId())
+		if err != nil {
+			t.Fatalf("first record %s: the store has no record (%v)", u.Run.GetRunId(), err)
+		}
+		if rec.GetFirstSequence() == 0 || u.Run.GetFirstSequence() != rec.GetFirstSequence() {
+			t.Fatalf("first record's first_sequence %d, stored %d; want the user event's", u.Run.GetFirstSequence(), rec.GetFirstSequence())
+		}
+	}
+	if first {
+		t.Fatal("no record streamed")
+	}
+}
