@@ -123,7 +123,7 @@ func (d *directReader) deliver(u Update) {
 	}
 	if !d.recordSent {
 		d.recordSent = true
-		if !d.yield(Update{Run: d.lr.record()}, nil) {
+		if !d.yield(Update{Run: d.firstRecord()}, nil) {
 			d.stop()
 			return
 		}
@@ -134,6 +134,18 @@ func (d *directReader) deliver(u Update) {
 	if !sendItem(u, false, 0, true, d.shared, d.yield) {
 		d.stop()
 	}
+}
+
+// firstRecord is the record the reader gets first: a copy, or for a
+// reader that shares (Request.SharedEvents) the live record itself. Only
+// the run's goroutine, which is the reader's, changes that record, so it
+// stays as it is while the reader encodes it within its yield; other
+// goroutines only read it.
+func (d *directReader) firstRecord() *agentrunnerv1.Run {
+	if d.shared {
+		return d.lr.finalRecord()
+	}
+	return d.lr.record()
 }
 
 // stop marks the reader gone and leaves the run as on_disconnect says.

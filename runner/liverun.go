@@ -169,7 +169,7 @@ func (lr *liveRun) publish(u Update) {
 }
 
 // finalRecord returns the final record of a run that has ended; readers
-// share it.
+// share it. Before the end it is the live record (see firstRecord).
 func (lr *liveRun) finalRecord() *agentrunnerv1.Run {
 	lr.mu.Lock()
 	defer lr.mu.Unlock()

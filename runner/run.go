@@ -42,7 +42,9 @@ type Request struct {
 	// SharedEvents tells Stream that its reader only reads the stored
 	// events it gets (a server encodes them): it gets the runner's own
 	// instances instead of copies, which it must not change. A copy costs
-	// as much as encoding the event again.
+	// as much as encoding the event again. A run executed on the reader's
+	// goroutine then also hands it its live first record, which the
+	// reader must not keep past its yield: the run changes it afterwards.
 	SharedEvents bool
 }
 

@@ -62,14 +62,25 @@ func withSummary(events []*agentrunnerv1.Event) []*agentrunnerv1.Event {
 		return events
 	}
 	c := events[newest].GetActions().GetCompaction()
-	out := make([]*agentrunnerv1.Event, 0, len(events))
+	kept := func(ev *agentrunnerv1.Event) bool {
+		return ev.GetActions().GetCompaction() == nil && ev.GetSequence() > c.GetEndSequence()
+	}
+	// Counted first: this runs on every model call, and a long session's
+	// history holds many more events than the compaction leaves.
+	n := 1
+	for _, ev := range events {
+		if kept(ev) {
+			n++
+		}
+	}
+	out := make([]*agentrunnerv1.Event, 0, n)
 	out = append(out, &agentrunnerv1.Event{
 		Author:   agent.UserAuthor,
 		Sequence: c.GetStartSequence(),
 		Content:  &agentrunnerv1.Content{Role: agent.RoleUser, Parts: []*agentrunnerv1.Part{textPart(SummaryPrefix + contentText(c.GetSummary()))}},
 	})
 	for _, ev := range events {
-		if ev.GetActions().GetCompaction() == nil && ev.GetSequence() > c.GetEndSequence() {
+		if kept(ev) {
 			out = append(out, ev)
 		}
 	}
