@@ -13,6 +13,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"go.etcd.io/bbolt"
@@ -67,6 +68,10 @@ type memState struct {
 	// merge has taken and not yet committed. Both are keyed by
 	// T(app, user), then session id.
 	dirty, inflight map[string]map[string]store.SessionKey
+	// some is set once a session may be in memory: one was at open, or
+	// one was added since. Until then an append skips the lookup of its
+	// session in memory_sessions, whose bucket costs allocations to open.
+	some atomic.Bool
 }
 
 func (m *memState) init() {
@@ -158,6 +163,7 @@ func (m *memState) forget(k store.SessionKey) {
 func recoverMemory(tx *bbolt.Tx, m *memState) error {
 	sessions := tx.Bucket(bucketSessions)
 	return tx.Bucket(bucketMemSessions).ForEach(func(sk, v []byte) error {
+		m.some.Store(true)
 		wm, _ := binary.Uvarint(v)
 		sv := sessions.Get(sk)
 		if sv == nil || lastSequenceOf(sv) <= wm {
@@ -216,6 +222,10 @@ func (s *Store) IndexSession(ctx context.Context, k store.SessionKey) error {
 		if marks.Get(sk) != nil {
 			return nil // added by a concurrent call
 		}
+		// Set before the put: the writes after this one in the batch
+		// must look the session up. A failed commit leaves it set,
+		// which costs only lookups.
+		s.mem.some.Store(true)
 		tx.OnCommit(func() { s.mem.markDirty(k) })
 		return put(marks, sk, binary.AppendUvarint(nil, 0))
 	})
@@ -224,7 +234,7 @@ func (s *Store) IndexSession(ctx context.Context, k store.SessionKey) error {
 // indexAppended notes, once tx commits, that session sk got an event to
 // index when it is in memory. Sessions not in memory pay one lookup.
 func indexAppended(tx *bbolt.Tx, k store.SessionKey, sk []byte, mem *memState) {
-	if mem != nil && tx.Bucket(bucketMemSessions).Get(sk) != nil {
+	if mem != nil && mem.some.Load() && tx.Bucket(bucketMemSessions).Get(sk) != nil {
 		tx.OnCommit(func() { mem.markDirty(k) })
 	}
 }

@@ -285,6 +285,14 @@ func TestMemoryRecover(t *testing.T) {
 	if got := search(t, s, q); got != "s#2 s#1" {
 		t.Fatalf("after merge: %q", got)
 	}
+	// An append after the reopen is indexed too: the store learnt at open
+	// that a session is in memory.
+	if _, err := s.AppendEvent(t.Context(), k, memEvent("user", "third walrus", time.Now())); err != nil {
+		t.Fatal(err)
+	}
+	if got := search(t, s, q); got != "s#3 s#2 s#1" {
+		t.Fatalf("append after reopen: %q", got)
+	}
 }
 
 // TestMemoryConcurrent: while appends, merges and searches run at once,

@@ -81,10 +81,12 @@ func (s *Store) CreateSession(ctx context.Context, k store.SessionKey, state *st
 // resulting shared states. Its writes come last in every caller's write
 // function, after all checks, and it marshals before it writes.
 func applyShared(tx *bbolt.Tx, k store.SessionKey, needShared bool, appDelta, userDelta map[string]*structpb.Value, limit int) (appState, userState *structpb.Struct, err error) {
-	appB, userB := tx.Bucket(bucketAppState), tx.Bucket(bucketUserState)
 	if len(appDelta) == 0 && len(userDelta) == 0 && !needShared {
-		return nil, nil, nil // the common append: nothing shared to read or write
+		// The common append: nothing shared to read or write, and no
+		// bucket opened (an open costs allocations).
+		return nil, nil, nil
 	}
+	appB, userB := tx.Bucket(bucketAppState), tx.Bucket(bucketUserState)
 	ak, uk := appStateKey(k.App), userStateKey(k.App, k.User)
 	if appState, err = getStruct(appB, ak); err != nil {
 		return nil, nil, err
