@@ -192,6 +192,9 @@ func (s *Store) GetSession(ctx context.Context, k store.SessionKey, opts store.G
 			return err
 		}
 		sess = mergeState(rec, appState, userState)
+		if opts.AfterSequence >= rec.LastSequence {
+			return nil // nothing new (see sessionEvents): no bucket opened
+		}
 		events, err = sessionEvents(tx.Bucket(bucketEvents).Cursor(), sk, rec.LastSequence, opts)
 		return err
 	})
