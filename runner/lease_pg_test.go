@@ -373,12 +373,14 @@ func TestAdoptQueuedRun(t *testing.T) {
 	f.sa.cut.Store(true)
 	// The queued run waits in the store's queue: b's Recover takes it
 	// once a's lease expired (or b's sweeper does, woken by the queue).
-	until(t, "b's Recover interrupts a's run", func() bool {
-		i, _, err := f.b.Recover(t.Context())
-		if err != nil {
+	// Whichever takes it first marks a's cut run INTERRUPTED before the
+	// queued run starts.
+	until(t, "b interrupts a's run", func() bool {
+		if _, _, err := f.b.Recover(t.Context()); err != nil {
 			t.Fatal(err)
 		}
-		return i == 1
+		rec, err := f.b.GetRun(t.Context(), f.runID)
+		return err == nil && rec.GetStatus() == agentrunnerv1.RunStatus_RUN_STATUS_INTERRUPTED
 	})
 	until(t, "b runs the adopted run", func() bool {
 		rec, err := f.b.GetRun(t.Context(), queued.GetRunId())
@@ -395,6 +397,44 @@ func TestAdoptQueuedRun(t *testing.T) {
 	if rec, err := f.b.GetRun(t.Context(), queued.GetRunId()); err != nil || rec.GetStatus() != agentrunnerv1.RunStatus_RUN_STATUS_SUCCEEDED {
 		t.Errorf("GetRun = %v, %v; want b's SUCCEEDED", rec.GetStatus(), err)
 	}
+}
+
+// TestSweeperInterruptsBeforeQueuedRun: when a replica's sweep takes a
+// queued run of a session whose replica died mid-run (its lease expired),
+// the cut run is marked INTERRUPTED before the queued run starts, with no
+// Recover in between: the session's history says where the cut run ended
+// before the next run adds to it. (Recover sweeps the queues too, so a
+// Recover that found the lease still live a moment before did the same.)
+func TestSweeperInterruptsBeforeQueuedRun(t *testing.T) {
+	f := startFailover(t, failoverTTL)
+	req := request(f.k, "queued")
+	req.Strategy = agentrunnerv1.MultitaskStrategy_MULTITASK_STRATEGY_ENQUEUE
+	queued, err := f.a.Start(t.Context(), req)
+	if err != nil || queued.GetStatus() != agentrunnerv1.RunStatus_RUN_STATUS_PENDING {
+		t.Fatalf("enqueue on a = %v, %v; want PENDING", queued.GetStatus(), err)
+	}
+	f.sa.cut.Store(true)
+	until(t, "b's sweep takes the queued run", func() bool {
+		n, err := f.b.sweepQueues(t.Context())
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n == 1
+	})
+	until(t, "b runs the queued run", func() bool {
+		rec, err := f.b.GetRun(t.Context(), queued.GetRunId())
+		return err == nil && rec.GetStatus() == agentrunnerv1.RunStatus_RUN_STATUS_SUCCEEDED
+	})
+	want := []string{"hi", "before", "INTERRUPTED", "queued", "resumed"}
+	if got := storedTexts(t, f.sb, f.k); !equalStrings(got, want) {
+		t.Errorf("stored %q; want %q", got, want)
+	}
+	if rec, err := f.b.GetRun(t.Context(), f.runID); err != nil || rec.GetStatus() != agentrunnerv1.RunStatus_RUN_STATUS_INTERRUPTED {
+		t.Errorf("cut run = %v, %v; want INTERRUPTED", rec.GetStatus(), err)
+	}
+	f.sa.cut.Store(false)
+	close(f.g.open)
+	f.endOfA(t)
 }
 
 // TestRunWaitsForRecoveryClaim: a run that finds its session held by a

@@ -219,8 +219,38 @@ func (r *Runner) claimNext(ctx context.Context, k store.SessionKey, prev store.L
 		}
 		return false
 	}
+	if prev.Holder == "" {
+		// The session was free: its last holder may have died in a run.
+		r.interruptLeftovers(ctx, k, l)
+	}
 	r.startClaimed(rec, l)
 	return true
+}
+
+// leftoverScan is how many of a session's newest runs interruptLeftovers
+// looks at: a cut run is the newest but for the runs queued behind it.
+const leftoverScan = 100
+
+// interruptLeftovers marks INTERRUPTED the runs of session k that a dead
+// replica left RUNNING, before a run this replica took from the queue
+// with the session's lease l starts: no replica runs them any more (the
+// lease is ours), and the session's history must say where they were cut
+// before the next run adds to it. Recover would do the same, but only at
+// its next sweep, after the queued run.
+func (r *Runner) interruptLeftovers(ctx context.Context, k store.SessionKey, l store.Lease) {
+	runs, _, err := r.store.ListRuns(ctx, k, store.Page{Size: leftoverScan})
+	if err != nil {
+		r.log.Warn("look for runs a replica left running", "session", k.String(), "err", err)
+		return
+	}
+	for _, rec := range runs {
+		if rec.GetStatus() != agentrunnerv1.RunStatus_RUN_STATUS_RUNNING || r.lookup(rec.GetRunId()) != nil {
+			continue
+		}
+		if err := r.markInterrupted(store.WithLease(ctx, l), rec); err != nil {
+			r.log.Warn("interrupt a run a replica left running", "run", rec.GetRunId(), "err", err)
+		}
+	}
 }
 
 // startClaimed runs a run taken from the store's queue, whose session
