@@ -57,7 +57,7 @@ func (r *Runner) followShared(ctx context.Context, rec *agentrunnerv1.Run, after
 		if from, ok, err = r.relay(ctx, k, id, from, last, yield); !ok {
 			return readerStopped
 		}
-		if err == nil && ended(cur) {
+		if err == nil && ended(cur) && r.lookup(id) == nil {
 			if !yield(Update{Run: cur}, nil) {
 				return readerStopped
 			}
@@ -120,8 +120,9 @@ func (r *Runner) followFrom(ctx context.Context, k store.SessionKey, id string, 
 }
 
 // relay yields the run's stored events with from < sequence <= last, a
-// page at a time, and returns the last sequence read. ok is false when
-// the reader stopped.
+// page at a time, and returns the last sequence read. It stops before an
+// event of the run once the run is live in this process, whose log the
+// reader then follows. ok is false when the reader stopped.
 func (r *Runner) relay(ctx context.Context, k store.SessionKey, id string, from, last uint64, yield func(Update, error) bool) (uint64, bool, error) {
 	for from < last {
 		evs, _, err := r.store.ListEvents(ctx, k, store.EventFilter{AfterSequence: from}, store.Page{Size: replayPage})
@@ -132,10 +133,18 @@ func (r *Runner) relay(ctx context.Context, k store.SessionKey, id string, from,
 			if ev.GetSequence() > last {
 				return from, true, nil
 			}
-			from = ev.GetSequence()
-			if ev.GetInvocationId() == id && !yield(Update{Event: ev}, nil) {
-				return from, false, nil
+			if ev.GetInvocationId() == id {
+				if r.lookup(id) != nil {
+					// It started here since it was looked up: its live log
+					// has this event, in order with the partial events
+					// before it, which the store never saw.
+					return from, true, nil
+				}
+				if !yield(Update{Event: ev}, nil) {
+					return ev.GetSequence(), false, nil
+				}
 			}
+			from = ev.GetSequence()
 		}
 		if len(evs) < replayPage {
 			return from, true, nil
