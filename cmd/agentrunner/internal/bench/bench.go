@@ -106,6 +106,10 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs.IntVar(&o.StreamWords, "stream-words", 200, "words per answer in the streaming scenario (one partial event each)")
 	fs.BoolVar(&o.Limits, "limits", true, "measure the machine's fsync and loopback stream limits")
 	fs.StringVar(&o.JSON, "json", "", "also write the report as JSON to this file (- for stdout)")
+	var baseline string
+	var rounds int
+	fs.StringVar(&baseline, "baseline", "", "compare with this other agentrunner `binary`: each scenario runs under both builds, alternating, --rounds times, and the report gives the medians of the rounds' ratios (the machine's limits are not measured)")
+	fs.IntVar(&rounds, "rounds", 3, "rounds of a --baseline comparison")
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "Usage: agentrunner bench [flags]\n\n"+
 			"Drives agentrunner through its gRPC API with the offline model at zero latency and\n"+
@@ -132,18 +136,32 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			return err
 		}
 	}
+	if baseline != "" {
+		c, err := Compare(ctx, o, baseline, rounds, stderr)
+		if err != nil {
+			return err
+		}
+		printComparison(stdout, c)
+		return writeJSON(o.JSON, stdout, c)
+	}
 	rep, err := Run(ctx, o, stderr)
 	if err != nil {
 		return err
 	}
 	printReport(stdout, rep)
-	if o.JSON != "" {
-		b, _ := json.MarshalIndent(rep, "", "  ")
-		if o.JSON == "-" {
-			_, err = stdout.Write(append(b, '\n'))
+	return writeJSON(o.JSON, stdout, rep)
+}
+
+// writeJSON writes v as indented JSON to the file at path, or to stdout
+// when path is "-"; nothing when path is empty.
+func writeJSON(path string, stdout io.Writer, v any) error {
+	if path != "" {
+		b, _ := json.MarshalIndent(v, "", "  ")
+		if path == "-" {
+			_, err := stdout.Write(append(b, '\n'))
 			return err
 		}
-		return os.WriteFile(o.JSON, append(b, '\n'), 0o644)
+		return os.WriteFile(path, append(b, '\n'), 0o644)
 	}
 	return nil
 }

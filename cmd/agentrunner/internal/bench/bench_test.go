@@ -98,3 +98,15 @@ func keys(m map[string]Target) []string {
 	}
 	return out
 }
+
+func TestMedianRatio(t *testing.T) {
+	// Rounds 2 and 3 are slow for both builds; the ratio of each round
+	// cancels that, the ratio of the medians would not.
+	got := medianRatio([]float64{90, 45, 46, 95}, []float64{100, 50, 50, 0})
+	if got != 0.9 {
+		t.Fatalf("medianRatio = %v, want 0.9 (rounds without a baseline figure left out)", got)
+	}
+	if medianRatio(nil, nil) != 0 || median([]float64{3, 1, 2}) != 2 || median([]float64{4, 1, 2, 3}) != 2.5 {
+		t.Fatal("median")
+	}
+}
