@@ -32,13 +32,28 @@ func (r *Runner) followShared(ctx context.Context, rec *agentrunnerv1.Run, after
 		}
 	})
 	defer unsub()
+	// Watched before the first look: a run that starts here from now on
+	// is handed over before it executes, even one that ends at once.
+	started, unwatch := r.watchLive(id)
+	defer unwatch()
+	var live *liveRun
+	here := func() *liveRun {
+		if live == nil {
+			select {
+			case live = <-started:
+			default:
+				live = r.lookup(id)
+			}
+		}
+		return live
+	}
 	if !yield(Update{Run: rec}, nil) {
 		return readerStopped
 	}
 	k := store.RunKey(rec)
 	from, err := r.followFrom(ctx, k, id, after)
 	for err == nil {
-		if lr := r.lookup(id); lr != nil {
+		if lr := here(); lr != nil {
 			// It runs here now: followed from its live log, which holds
 			// all it produced here, partial events included.
 			return r.followHere(ctx, lr, from, yield)
@@ -54,10 +69,10 @@ func (r *Runner) followShared(ctx context.Context, rec *agentrunnerv1.Run, after
 			last = cur.GetLastSequence()
 		}
 		var ok bool
-		if from, ok, err = r.relay(ctx, k, id, from, last, yield); !ok {
+		if from, ok, err = r.relay(ctx, k, id, from, last, here, yield); !ok {
 			return readerStopped
 		}
-		if err == nil && ended(cur) && r.lookup(id) == nil {
+		if err == nil && ended(cur) && here() == nil {
 			if !yield(Update{Run: cur}, nil) {
 				return readerStopped
 			}
@@ -68,6 +83,7 @@ func (r *Runner) followShared(ctx context.Context, rec *agentrunnerv1.Run, after
 		}
 		select {
 		case <-wake:
+		case live = <-started:
 		case <-ctx.Done():
 			return contextEnded
 		}
@@ -121,9 +137,9 @@ func (r *Runner) followFrom(ctx context.Context, k store.SessionKey, id string, 
 
 // relay yields the run's stored events with from < sequence <= last, a
 // page at a time, and returns the last sequence read. It stops before an
-// event of the run once the run is live in this process, whose log the
-// reader then follows. ok is false when the reader stopped.
-func (r *Runner) relay(ctx context.Context, k store.SessionKey, id string, from, last uint64, yield func(Update, error) bool) (uint64, bool, error) {
+// event of the run once the run is live in this process (here), whose
+// log the reader then follows. ok is false when the reader stopped.
+func (r *Runner) relay(ctx context.Context, k store.SessionKey, id string, from, last uint64, here func() *liveRun, yield func(Update, error) bool) (uint64, bool, error) {
 	for from < last {
 		evs, _, err := r.store.ListEvents(ctx, k, store.EventFilter{AfterSequence: from}, store.Page{Size: replayPage})
 		if err != nil {
@@ -134,7 +150,7 @@ func (r *Runner) relay(ctx context.Context, k store.SessionKey, id string, from,
 				return from, true, nil
 			}
 			if ev.GetInvocationId() == id {
-				if r.lookup(id) != nil {
+				if here() != nil {
 					// It started here since it was looked up: its live log
 					// has this event, in order with the partial events
 					// before it, which the store never saw.

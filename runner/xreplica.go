@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -73,6 +74,12 @@ type shared struct {
 	// cancels it.
 	ctx    context.Context
 	cancel context.CancelFunc
+	// watchers holds, by run id, the channels (capacity 1) of the readers
+	// in this process following a run through the store: when the run
+	// starts here, each gets its live run before it executes, so that a
+	// run that ends at once is still followed from its log (guarded by
+	// the runner's registry lock).
+	watchers map[string][]chan *liveRun
 }
 
 // sharedConfig turns the cross-replica queue on, on a store that leases
@@ -85,7 +92,8 @@ func (r *Runner) sharedConfig(cfg Config) {
 		return
 	}
 	r.xr = shared{queue: q, notifier: n, pending: map[store.SessionKey]bool{},
-		wake: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
+		wake: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{}),
+		watchers: map[string][]chan *liveRun{}}
 	r.xr.ctx, r.xr.cancel = context.WithCancel(context.Background())
 	r.xr.unsub = n.Subscribe(r.onNotice)
 	go r.sweeper()
@@ -288,6 +296,12 @@ func (r *Runner) registerClaimed(lr *liveRun) bool {
 		r.runs.sessions[lr.key] = sr
 	}
 	r.runs.byID[lr.id] = lr
+	for _, c := range r.xr.watchers[lr.id] {
+		select {
+		case c <- lr:
+		default: // it has this run already
+		}
+	}
 	if sr.busy() {
 		// A run of this process that was admitted meanwhile: it finds the
 		// lease taken and ends, and this run starts from the queue then.
@@ -415,4 +429,27 @@ func (r *Runner) queueBehind(ctx context.Context, a admitted) (admitted, error) 
 		return admitted{}, err
 	}
 	return a, nil
+}
+
+// watchLive registers a reader of run id that follows it through the
+// store: the channel gets the run when it starts in this process. Call
+// the returned function when done.
+func (r *Runner) watchLive(id string) (<-chan *liveRun, func()) {
+	c := make(chan *liveRun, 1)
+	r.runs.mu.Lock()
+	if r.xr.watchers == nil {
+		r.xr.watchers = map[string][]chan *liveRun{}
+	}
+	r.xr.watchers[id] = append(r.xr.watchers[id], c)
+	r.runs.mu.Unlock()
+	return c, func() {
+		r.runs.mu.Lock()
+		defer r.runs.mu.Unlock()
+		w := slices.DeleteFunc(r.xr.watchers[id], func(x chan *liveRun) bool { return x == c })
+		if len(w) == 0 {
+			delete(r.xr.watchers, id)
+			return
+		}
+		r.xr.watchers[id] = w
+	}
 }
