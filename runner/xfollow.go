@@ -81,6 +81,9 @@ func (r *Runner) followShared(ctx context.Context, rec *agentrunnerv1.Run, after
 		if err != nil {
 			break
 		}
+		if here() != nil {
+			continue // the relay stopped at the run's live log
+		}
 		select {
 		case <-wake:
 		case live = <-started:
