@@ -258,6 +258,18 @@ func startFailover(t *testing.T, ttl time.Duration) *failover {
 	return f
 }
 
+// enqueueOnA queues a run ("queued") behind a's blocked run, on a.
+func (f *failover) enqueueOnA(t *testing.T) *agentrunnerv1.Run {
+	t.Helper()
+	req := request(f.k, "queued")
+	req.Strategy = agentrunnerv1.MultitaskStrategy_MULTITASK_STRATEGY_ENQUEUE
+	queued, err := f.a.Start(t.Context(), req)
+	if err != nil || queued.GetStatus() != agentrunnerv1.RunStatus_RUN_STATUS_PENDING {
+		t.Fatalf("enqueue on a = %v, %v; want PENDING", queued.GetStatus(), err)
+	}
+	return queued
+}
+
 // cutA cuts replica a off and waits until b's Recover, once a's lease has
 // expired, marks a's run INTERRUPTED.
 func (f *failover) cutA(t *testing.T) {
@@ -361,12 +373,7 @@ func TestHeartbeatStopsFencedRun(t *testing.T) {
 // its run ends, does not run it a second time.
 func TestAdoptQueuedRun(t *testing.T) {
 	f := startFailover(t, failoverTTL)
-	req := request(f.k, "queued")
-	req.Strategy = agentrunnerv1.MultitaskStrategy_MULTITASK_STRATEGY_ENQUEUE
-	queued, err := f.a.Start(t.Context(), req)
-	if err != nil || queued.GetStatus() != agentrunnerv1.RunStatus_RUN_STATUS_PENDING {
-		t.Fatalf("enqueue on a = %v, %v; want PENDING", queued.GetStatus(), err)
-	}
+	queued := f.enqueueOnA(t)
 	if _, n, err := f.b.Recover(t.Context()); err != nil || n != 0 {
 		t.Fatalf("Recover on b beside a live a requeued %d, %v; want 0", n, err)
 	}
@@ -407,12 +414,7 @@ func TestAdoptQueuedRun(t *testing.T) {
 // Recover that found the lease still live a moment before did the same.)
 func TestSweeperInterruptsBeforeQueuedRun(t *testing.T) {
 	f := startFailover(t, failoverTTL)
-	req := request(f.k, "queued")
-	req.Strategy = agentrunnerv1.MultitaskStrategy_MULTITASK_STRATEGY_ENQUEUE
-	queued, err := f.a.Start(t.Context(), req)
-	if err != nil || queued.GetStatus() != agentrunnerv1.RunStatus_RUN_STATUS_PENDING {
-		t.Fatalf("enqueue on a = %v, %v; want PENDING", queued.GetStatus(), err)
-	}
+	queued := f.enqueueOnA(t)
 	f.sa.cut.Store(true)
 	until(t, "b's sweep takes the queued run", func() bool {
 		n, err := f.b.sweepQueues(t.Context())

@@ -20,17 +20,9 @@ import (
 // events and in-band errors are not stored, so they are not relayed.
 func (r *Runner) followShared(ctx context.Context, rec *agentrunnerv1.Run, after uint64, yield func(Update, error) bool) followed {
 	id := rec.GetRunId()
-	wake := make(chan struct{}, 1)
 	// Subscribed before the first read: a change stored after a read is
 	// notified after it, and wakes the next one.
-	unsub := r.xr.notifier.Subscribe(func(n store.Notice) {
-		if n.Kind == store.NoticeResync || (n.Kind == store.NoticeRun && n.RunID == id) {
-			select {
-			case wake <- struct{}{}:
-			default:
-			}
-		}
-	})
+	wake, unsub := r.watchNotices(id)
 	defer unsub()
 	// Watched before the first look: a run that starts here from now on
 	// is handed over before it executes, even one that ends at once.
@@ -235,15 +227,7 @@ func recordErr(rec *agentrunnerv1.Run) error {
 // on another replica is cancelled there (NotifyCancel), and cancelShared
 // returns its record once the stored record has ended, or ctx ends.
 func (r *Runner) cancelShared(ctx context.Context, id, cause string) (*agentrunnerv1.Run, error) {
-	wake := make(chan struct{}, 1)
-	unsub := r.xr.notifier.Subscribe(func(n store.Notice) {
-		if n.Kind == store.NoticeResync || (n.Kind == store.NoticeRun && n.RunID == id) {
-			select {
-			case wake <- struct{}{}:
-			default:
-			}
-		}
-	})
+	wake, unsub := r.watchNotices(id)
 	defer unsub()
 	t := time.NewTicker(cancelRetry)
 	defer t.Stop()
@@ -282,4 +266,20 @@ func (r *Runner) cancelQueuedShared(ctx context.Context, id, cause string) (*age
 		return nil, fmt.Errorf("cancel queued run %s: %w", id, err)
 	}
 	return proto.CloneOf(rec), nil
+}
+
+// watchNotices subscribes to the store's notices of run id (and to its
+// resyncs): the channel (capacity 1) gets a wake-up for each. Call the
+// returned function when done.
+func (r *Runner) watchNotices(id string) (<-chan struct{}, func()) {
+	wake := make(chan struct{}, 1)
+	unsub := r.xr.notifier.Subscribe(func(n store.Notice) {
+		if n.Kind == store.NoticeResync || (n.Kind == store.NoticeRun && n.RunID == id) {
+			select {
+			case wake <- struct{}{}:
+			default: // a wake-up is pending already
+			}
+		}
+	})
+	return wake, unsub
 }
