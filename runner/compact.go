@@ -92,29 +92,49 @@ func (c Compaction) planCompaction(events []*agentrunnerv1.Event, runID string) 
 		}
 	}
 	open := events[first:]
-	keep, n, runs := c.Overlap, 0, 0
-	for i, ev := range open {
-		if ev.GetActions().GetCompaction() != nil {
-			continue
-		}
-		n++
-		if i+1 == len(open) || open[i+1].GetInvocationId() != ev.GetInvocationId() || ev.GetInvocationId() == "" {
-			runs++
-		}
-	}
+	keep := c.Overlap
+	// Counting runs compares invocation ids, event by event: only for an
+	// app that compacts by interval.
 	switch {
-	case c.Interval > 0 && runs >= c.Interval:
-		p.reason = fmt.Sprintf("%d runs since the last compaction (interval %d)", runs, c.Interval)
+	case c.Interval > 0 && countRuns(open) >= c.Interval:
+		p.reason = fmt.Sprintf("%d runs since the last compaction (interval %d)", countRuns(open), c.Interval)
 	case c.TokenThreshold > 0 && promptTokens(open, runID) >= c.TokenThreshold:
 		p.reason = fmt.Sprintf("a prompt of %d tokens (threshold %d)", promptTokens(open, runID), c.TokenThreshold)
 		keep = max(keep, 1)
-	case c.maxEvents() > 0 && n > c.maxEvents():
-		p.reason = fmt.Sprintf("%d uncompacted events, over the cap of %d", n, c.maxEvents())
+	case c.maxEvents() > 0 && countUncompacted(open) > c.maxEvents():
+		p.reason = fmt.Sprintf("%d uncompacted events, over the cap of %d", countUncompacted(open), c.maxEvents())
 		keep = max(keep, 1)
 	default:
 		return nil
 	}
 	return p.cover(open, keep)
+}
+
+// countUncompacted counts the events of open that are not compactions.
+func countUncompacted(open []*agentrunnerv1.Event) int {
+	n := 0
+	for _, ev := range open {
+		if ev.GetActions().GetCompaction() == nil {
+			n++
+		}
+	}
+	return n
+}
+
+// countRuns counts the runs that stored the events of open that are not
+// compactions; an event without an invocation id counts as a run of its
+// own.
+func countRuns(open []*agentrunnerv1.Event) int {
+	runs := 0
+	for i, ev := range open {
+		if ev.GetActions().GetCompaction() != nil {
+			continue
+		}
+		if i+1 == len(open) || open[i+1].GetInvocationId() != ev.GetInvocationId() || ev.GetInvocationId() == "" {
+			runs++
+		}
+	}
+	return runs
 }
 
 // cover fills in the plan's range: the uncompacted events open but the
