@@ -16,7 +16,7 @@ import (
 
 // emitter is a custom agent yielding n small events, so that the benchmark
 // measures the runner and the store, not an agent.
-func emitter(b *testing.B, n int) agent.Agent {
+func emitter(b testing.TB, n int) agent.Agent {
 	a, err := agent.New(agent.Config{Name: "root", Run: func(ctx agent.InvocationContext) iter.Seq2[*agentrunnerv1.Event, error] {
 		return func(yield func(*agentrunnerv1.Event, error) bool) {
 			for i := range n {

@@ -28,15 +28,14 @@ var (
 	bucketArtifacts   = []byte("artifacts")
 	bucketBlobs       = []byte("blobs")
 	bucketToolCalls   = []byte("tool_calls")
-	bucketRunIDs      = []byte("run_ids")
+	bucketRunRecords  = []byte("run_records")
 	bucketRunReqs     = []byte("run_requests")
-	bucketUnfinished  = []byte("unfinished_runs")
 	bucketMemSessions = []byte("memory_sessions")
 	bucketMemPostings = []byte("memory_postings")
 	bucketMemUsers    = []byte("memory_users")
 
 	allBuckets = [][]byte{bucketMeta, bucketSessions, bucketEvents, bucketAppState, bucketUserState, bucketArtifacts, bucketBlobs, bucketToolCalls,
-		bucketRunIDs, bucketRunReqs, bucketUnfinished, bucketMemSessions, bucketMemPostings,
+		bucketRunRecords, bucketRunReqs, bucketMemSessions, bucketMemPostings,
 		bucketMemUsers}
 
 	keySchemaVersion = []byte("schema_version")
@@ -44,7 +43,7 @@ var (
 
 // currentSchema is the layout this code reads and writes. Raise it with a
 // new entry in schemaMigrations (and a test) whenever the layout changes.
-const currentSchema = 5
+const currentSchema = 6
 
 // migration upgrades a file from schema version N to N+1 inside the open
 // transaction.
@@ -55,8 +54,9 @@ type migration func(tx *bbolt.Tx) error
 // version 3 the run records (buckets runs, run_ids, run_requests and
 // unfinished_runs, see migrateRuns); version 4 moved the records from
 // runs into events (migrateRunsIntoEvents); version 5 added the memory
-// index (migrateMemory).
-var schemaMigrations = []migration{migrateToolCalls, migrateRuns, migrateRunsIntoEvents, migrateMemory}
+// index (migrateMemory); version 6 moved the records into run_records,
+// by run id (migrateRunRecords).
+var schemaMigrations = []migration{migrateToolCalls, migrateRuns, migrateRunsIntoEvents, migrateMemory, migrateRunRecords}
 
 // migrateMemory adds the memory buckets (memory.go), empty: no session of
 // an older file is in memory. Open creates them before it migrates; the
@@ -276,9 +276,6 @@ func (s *Store) view(ctx context.Context, fn func(tx *bbolt.Tx) error) error {
 type writeOp struct {
 	fn   func(tx *bbolt.Tx) error
 	done chan error
-	// sk is the key of the session the write appends to, if any: the
-	// run records queued for that session ride along (see commit).
-	sk []byte
 }
 
 type abortError struct{ err error }
@@ -306,15 +303,10 @@ func del(b *bbolt.Bucket, k []byte) error {
 // after the write was handed over, so that a reported failure never hides
 // a committed write.
 func (s *Store) write(ctx context.Context, fn func(tx *bbolt.Tx) error) error {
-	return s.writeSession(ctx, nil, fn)
-}
-
-// writeSession is write for a write to session sk.
-func (s *Store) writeSession(ctx context.Context, sk []byte, fn func(tx *bbolt.Tx) error) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	op := &writeOp{fn: fn, done: make(chan error, 1), sk: sk}
+	op := &writeOp{fn: fn, done: make(chan error, 1)}
 	select {
 	case s.ops <- op:
 	case <-s.quit:
@@ -327,11 +319,11 @@ func (s *Store) writeSession(ctx context.Context, sk []byte, fn func(tx *bbolt.T
 
 // commitLoop is the single writer. It takes one write, then every write
 // already waiting (up to MaxBatch), and commits them together: the batch
-// grows with the load while the fsync runs, with no timer. A run record
-// queued by PutRunLater rides along with the next write to its session,
-// whose pages that write dirties anyway; when none comes within
-// laterDelay, the first commit after that takes it, or a timer commits it
-// alone.
+// grows with the load while the fsync runs, with no timer. The run
+// records PutRunLater queued ride along with the next commit, whatever it
+// writes: records are keyed by run id, which starts with the creation
+// time, so the records of a commit share the last pages of run_records.
+// When no write comes within laterDelay, a timer commits them alone.
 func (s *Store) commitLoop() {
 	defer close(s.done)
 	batch := make([]*writeOp, 0, s.opts.MaxBatch)
@@ -359,10 +351,10 @@ func (s *Store) commitLoop() {
 			armed = nil // commit what is due, on its own
 		case <-s.quit:
 			s.later.close()
-			s.commit(nil, true)
+			s.commit(nil)
 			return
 		}
-		s.commit(batch, false)
+		s.commit(batch)
 		arm()
 	}
 }
@@ -380,19 +372,13 @@ func (s *Store) drain(batch []*writeOp) []*writeOp {
 	return batch
 }
 
-// commit writes queued run records and then batch in one transaction and
-// tells every write its outcome: every queued record with all, else those
-// of the sessions batch writes to and those queued laterDelay ago. The
-// queued records come first, so that a write of the same run in batch
-// wins; reads stop overlaying them once they are committed, before any
-// write of batch is acknowledged.
-func (s *Store) commit(batch []*writeOp, all bool) {
-	var queued []*runWrite
-	if all {
-		queued = s.later.take(nil, time.Time{})
-	} else {
-		queued = s.later.take(batch, time.Now().Add(-s.opts.laterDelay))
-	}
+// commit writes the queued run records and then batch in one
+// transaction and tells every write its outcome. The queued records come
+// first, so that a write of the same run in batch wins; reads stop
+// overlaying them once they are committed, before any write of batch is
+// acknowledged.
+func (s *Store) commit(batch []*writeOp) {
+	queued := s.later.take()
 	errs := s.commitBatch(batch, queued)
 	s.later.written()
 	for i, op := range batch {

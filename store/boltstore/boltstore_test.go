@@ -210,7 +210,7 @@ func TestFailedWriteDoesNotSinkTheBatch(t *testing.T) {
 		}
 		batch = append(batch, &writeOp{fn: fn, done: results[i]})
 	}
-	s.commit(batch, false)
+	s.commit(batch)
 	if err := <-results[0]; err != nil {
 		t.Fatal(err)
 	}
@@ -295,6 +295,9 @@ func TestKeysGolden(t *testing.T) {
 		"run " + hex.EncodeToString(runKey(sessionKey(k), 7, 1_700_000_000_123456789, "e-1")),
 		"run_before_1970 " + hex.EncodeToString(runKey(sessionKey(k), 7, -1, "e-0")),
 		"run_id " + hex.EncodeToString(runIDKey("e-1")),
+		"run_record " + hex.EncodeToString(recordKey("e-1")),
+		"run_unfinished " + hex.EncodeToString(unfinishedKey("e-1")),
+		"run_record_value " + hex.EncodeToString(recordEntry(runKey(sessionKey(k), 7, 1_700_000_000_123456789, "e-1"), []byte{0x0a, 0x03, 'e', '-', '1'})),
 		"run_request " + hex.EncodeToString(runRequestKey(sessionKey(k), "req\x001")),
 		"memory_segment " + hex.EncodeToString(segmentKey(userStateKey("app", "user\x00x"), "rex", 3)),
 		"memory_event_id " + hex.EncodeToString(memEventID),

@@ -46,7 +46,7 @@ func (s *Store) AppendEventOnce(ctx context.Context, k store.SessionKey, ev *age
 	if err != nil || found != nil {
 		return duplicate(found, ev, w, err)
 	}
-	err = s.writeSession(ctx, sk, func(tx *bbolt.Tx) error {
+	err = s.write(ctx, func(tx *bbolt.Tx) error {
 		sv := tx.Bucket(bucketSessions).Get(sk)
 		if sv == nil {
 			return fmt.Errorf("session %s: %w", k, store.ErrNotFound)

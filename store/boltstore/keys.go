@@ -148,8 +148,20 @@ func runIDOfKey(key, sk []byte) (string, error) {
 	return id, err
 }
 
-// runIDKey is T(run_id), the key of the run_ids index.
+// runIDKey is T(run_id), the key of the run_ids index of schemas 3 to 5.
 func runIDKey(runID string) []byte { return appendString(nil, runID) }
+
+// recordKey is 'r' T(run_id), the key of a run's record in run_records;
+// unfinishedKey is 'u' T(run_id), its mark there while it is unfinished.
+// The marks sort after every record, next to the newest ones (run ids
+// start with their creation time): a run's first and final writes touch
+// the same last pages of the bucket as its mark.
+func recordKey(runID string) []byte { return appendString([]byte{'r'}, runID) }
+
+func unfinishedKey(runID string) []byte { return appendString([]byte{'u'}, runID) }
+
+// unfinishedPrefix starts every unfinishedKey.
+var unfinishedPrefix = []byte{'u'}
 
 // runRequestKey is T(app, user, session, request_id), the key of the
 // run_requests index.

@@ -214,7 +214,7 @@ func (s *Store) IndexSession(ctx context.Context, k store.SessionKey) error {
 	if err != nil || indexed {
 		return err
 	}
-	return s.writeSession(ctx, sk, func(tx *bbolt.Tx) error {
+	return s.write(ctx, func(tx *bbolt.Tx) error {
 		if tx.Bucket(bucketSessions).Get(sk) == nil {
 			return fmt.Errorf("session %s: %w", k, store.ErrNotFound)
 		}

@@ -245,7 +245,7 @@ func TestMemoryMigration(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	if v, _ := s.SchemaVersion(); v != 5 {
+	if v, _ := s.SchemaVersion(); v != currentSchema {
 		t.Fatalf("schema %d", v)
 	}
 	if err := s.IndexSession(t.Context(), k); err != nil {

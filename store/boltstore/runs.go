@@ -7,7 +7,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"hash/maphash"
 	"slices"
 	"sync"
 	"time"
@@ -21,21 +20,26 @@ import (
 	"github.com/agentrunner/agentrunner/store"
 )
 
-// Run records live in the events bucket, among their session's events
-// (see runKey): T(app, user, session) U(anchor) U(create_time) T(run_id)
-// -> Run. Three indexes that every write of a record keeps in its own
-// transaction:
+// Run records live in bucket run_records, by run id, with the key of
+// the run's entry in its session's list of runs:
 //
-//	run_ids         T(run_id)                           -> run key
+//	run_records     'r' T(run_id)                       -> U(len(run key)) run key, Run
+//	run_records     'u' T(run_id)                       -> empty, while the status is PENDING or RUNNING
+//	events          run key                             -> empty: the session's list of runs
 //	run_requests    T(app, user, session, request_id)   -> run key
-//	unfinished_runs run key                             -> empty, while the status is PENDING or RUNNING
 //
-// A record keeps the key of its first write: a rewrite finds it through
-// run_ids, and keeps the stored create_time. Sharing the events' pages is
-// what keeps records cheap: a run's records are written in the commits
-// that write its events, so they mostly dirty the pages those events
-// dirty anyway; a bucket of their own cost each commit a page per session
-// more (BenchmarkRunLifecycle).
+// A run key (see runKey) sits among its session's events, after the
+// event that was the session's last when the record was first written:
+// listing a session's runs walks its events back, and adding a run
+// dirties the page its first event dirties anyway. The record itself is
+// keyed by run id, which starts with its creation time: the records a
+// commit writes, first or final, are those of recent runs, which share
+// the last pages of run_records. Kept among the events, a final record
+// written after its run's last event dirtied a page of its session's
+// events of its own, a page a run in most commits (BenchmarkRunLifecycle).
+//
+// A record keeps the key of its first write, and the stored create_time.
+// Every write of a record keeps the indexes in its own transaction.
 
 // Field numbers of Run that the store reads or appends without decoding or
 // encoding the whole record (protobuf keeps the last occurrence of a
@@ -67,10 +71,9 @@ type runWrite struct {
 	sk    []byte             // its session's key
 	nanos int64              // its create_time in Unix nanoseconds
 	bytes []byte             // rec's encoding
-	// queuedAt is when PutRunLater first queued a record of the run, and
-	// skHash the hash of sk (both set under the queue's lock).
+	// queuedAt is when PutRunLater first queued a record of the run (set
+	// under the queue's lock).
 	queuedAt time.Time
-	skHash   uint64
 }
 
 // newKey is the key of w's record when it is first written while its
@@ -128,7 +131,7 @@ type runPlan struct {
 	key        []byte                 // where the record goes: the stored record's key when there is one
 	bytes      []byte                 // the encoding to store, before sequences are set
 	createTime *timestamppb.Timestamp // the stored create_time when w's differs, else nil
-	newRun     bool                   // no record yet: run_ids gets an entry
+	newRun     bool                   // no record yet: the session's list gets its key
 	putReq     []byte                 // run_requests entry to add
 	delReq     []byte                 // run_requests entry of the record's old request_id, to delete
 	unfinished int                    // +1: add to unfinished_runs, -1: remove, 0: leave
@@ -143,16 +146,20 @@ func planRun(tx *bbolt.Tx, w *runWrite, anchor uint64) (*runPlan, error) {
 		oldReq string
 		has    bool // the run is in unfinished_runs: its stored status is unfinished
 	)
-	if stored := tx.Bucket(bucketRunIDs).Get(runIDKey(w.rec.GetRunId())); stored == nil {
+	stored, v, err := storedRun(tx, w.rec.GetRunId())
+	switch {
+	case err != nil:
+		return nil, err
+	case stored == nil:
 		p.newRun = true
 		p.key = w.newKey(anchor)
-	} else {
+	default:
 		if !bytes.HasPrefix(stored, w.sk) {
 			return nil, fmt.Errorf("run_id %s is a run of another session: %w", w.rec.GetRunId(), store.ErrAlreadyExists)
 		}
 		p.key = bytes.Clone(stored)
 		var st agentrunnerv1.RunStatus
-		oldReq, st = requestAndStatusOf(tx.Bucket(bucketEvents).Get(p.key))
+		oldReq, st = requestAndStatusOf(v)
 		has = unfinished(st)
 		if runNanos(p.key, w.sk) != w.nanos {
 			if err := p.keepCreateTime(); err != nil {
@@ -220,13 +227,14 @@ func (p *runPlan) apply(tx *bbolt.Tx, seq uint64) error {
 	if seq != 0 {
 		v = appendSequences(v, p.w.rec.GetFirstSequence() == 0, seq)
 	}
-	if err := put(tx.Bucket(bucketEvents), p.key, v); err != nil {
-		return err
-	}
 	if p.newRun {
-		if err := put(tx.Bucket(bucketRunIDs), runIDKey(p.w.rec.GetRunId()), p.key); err != nil {
+		if err := put(tx.Bucket(bucketEvents), p.key, []byte{}); err != nil {
 			return err
 		}
+	}
+	records, id := tx.Bucket(bucketRunRecords), p.w.rec.GetRunId()
+	if err := put(records, recordKey(id), recordEntry(p.key, v)); err != nil {
+		return err
 	}
 	if p.putReq != nil {
 		if err := put(tx.Bucket(bucketRunReqs), p.putReq, p.key); err != nil {
@@ -240,9 +248,9 @@ func (p *runPlan) apply(tx *bbolt.Tx, seq uint64) error {
 	}
 	switch p.unfinished {
 	case 1:
-		return put(tx.Bucket(bucketUnfinished), p.key, []byte{})
+		return put(records, unfinishedKey(id), []byte{})
 	case -1:
-		return del(tx.Bucket(bucketUnfinished), p.key)
+		return del(records, unfinishedKey(id))
 	}
 	return nil
 }
@@ -327,6 +335,27 @@ func requestAndStatusOf(v []byte) (string, agentrunnerv1.RunStatus) {
 	return id, st
 }
 
+// recordEntry is a run_records value: the run key, then the record.
+func recordEntry(key, rec []byte) []byte {
+	b := make([]byte, 0, binary.MaxVarintLen64+len(key)+len(rec))
+	b = binary.AppendUvarint(b, uint64(len(key)))
+	return append(append(b, key...), rec...)
+}
+
+// storedRun returns the run key and the encoded record of a stored run;
+// nil when there is none.
+func storedRun(tx *bbolt.Tx, runID string) (key, rec []byte, err error) {
+	v := tx.Bucket(bucketRunRecords).Get(recordKey(runID))
+	if v == nil {
+		return nil, nil, nil
+	}
+	n, m := binary.Uvarint(v)
+	if m <= 0 || n == 0 || uint64(len(v)-m) < n {
+		return nil, nil, fmt.Errorf("run %s: corrupt run_records entry", runID)
+	}
+	return v[m : m+int(n)], v[m+int(n):], nil
+}
+
 // exists reports whether b holds key (whatever its value, even empty).
 func exists(b *bbolt.Bucket, key []byte) bool {
 	k, _ := b.Cursor().Seek(key)
@@ -341,11 +370,14 @@ func decodeRun(v []byte) (*agentrunnerv1.Run, error) {
 	return rec, nil
 }
 
-// getRunAt decodes the record an index entry names.
-func getRunAt(tx *bbolt.Tx, key []byte) (*agentrunnerv1.Run, error) {
-	v := tx.Bucket(bucketEvents).Get(key)
-	if v == nil {
-		return nil, errors.New("a run index names a missing run record")
+// getRun decodes the stored record of a run an index names.
+func getRun(tx *bbolt.Tx, runID string) (*agentrunnerv1.Run, error) {
+	key, v, err := storedRun(tx, runID)
+	if err != nil {
+		return nil, err
+	}
+	if key == nil {
+		return nil, fmt.Errorf("an index names run %s, which has no record", runID)
 	}
 	return decodeRun(v)
 }
@@ -383,7 +415,7 @@ func (s *Store) AppendRunEvent(ctx context.Context, k store.SessionKey, ev *agen
 		seq        uint64
 		createTime *timestamppb.Timestamp
 	)
-	err = s.writeSession(ctx, rw.sk, func(tx *bbolt.Tx) error {
+	err = s.write(ctx, func(tx *bbolt.Tx) error {
 		sv := tx.Bucket(bucketSessions).Get(rw.sk)
 		if sv == nil {
 			return fmt.Errorf("session %s: %w", k, store.ErrNotFound)
@@ -422,7 +454,7 @@ func (s *Store) PutRun(ctx context.Context, run *agentrunnerv1.Run) error {
 	if err != nil {
 		return err
 	}
-	return s.writeSession(ctx, w.sk, func(tx *bbolt.Tx) error { return putRunTx(tx, w) })
+	return s.write(ctx, func(tx *bbolt.Tx) error { return putRunTx(tx, w) })
 }
 
 // PutRunLater implements store.RunStore. A record that can never be
@@ -479,12 +511,14 @@ func (s *Store) GetRun(ctx context.Context, runID string) (*agentrunnerv1.Run, e
 				return nil
 			}
 		}
-		key := tx.Bucket(bucketRunIDs).Get(runIDKey(runID))
-		if key == nil {
+		key, v, err := storedRun(tx, runID)
+		switch {
+		case err != nil:
+			return err
+		case key == nil:
 			return fmt.Errorf("run %s: %w", runID, store.ErrNotFound)
 		}
-		var err error
-		out, err = getRunAt(tx, key)
+		out, err = decodeRun(v)
 		return err
 	})
 	if err != nil {
@@ -536,7 +570,7 @@ func findByRequest(tx *bbolt.Tx, sk []byte, requestID string, queued map[string]
 		}
 		w := queued[id]
 		if w == nil {
-			return getRunAt(tx, holder)
+			return getRun(tx, id)
 		}
 		if w.rec.GetRequestId() == requestID {
 			return placeQueued(w, holder), nil
@@ -563,8 +597,10 @@ func resolveQueued(tx *bbolt.Tx, w *runWrite) (key []byte, rec *agentrunnerv1.Ru
 	if sess == nil {
 		return nil, nil, false
 	}
-	stored := tx.Bucket(bucketRunIDs).Get(runIDKey(w.rec.GetRunId()))
+	stored, _, err := storedRun(tx, w.rec.GetRunId())
 	switch {
+	case err != nil:
+		return nil, nil, false // the stored record's own read reports it
 	case stored == nil:
 		return w.newKey(lastSequenceOf(sess)), w.rec, true
 	case !bytes.HasPrefix(stored, w.sk):
@@ -648,8 +684,8 @@ type placedRun struct {
 // share the key range: a page costs the events between its runs too.
 func listRunsTx(tx *bbolt.Tx, sk, bound []byte, fresh []placedRun, queued map[string]*runWrite, limit int) ([]*agentrunnerv1.Run, string, error) {
 	c := tx.Bucket(bucketEvents).Cursor()
-	key, v := seekBefore(c, bound)
-	key, v = prevRun(c, sk, key, v)
+	key, _ := seekBefore(c, bound)
+	key = prevRun(c, sk, key)
 	var (
 		out  []*agentrunnerv1.Run
 		last []byte
@@ -666,27 +702,37 @@ func listRunsTx(tx *bbolt.Tx, sk, bound []byte, fresh []placedRun, queued map[st
 			last, fresh = fresh[0].key, fresh[1:]
 			continue
 		}
-		rec, err := decodeRun(v)
+		rec, err := listedRun(tx, sk, key, queued)
 		if err != nil {
 			return nil, "", err
 		}
-		if w := queued[rec.GetRunId()]; w != nil {
-			rec = placeQueued(w, key)
-		}
 		out = append(out, rec)
 		last = key
-		key, v = c.Prev()
-		key, v = prevRun(c, sk, key, v)
+		key, _ = c.Prev()
+		key = prevRun(c, sk, key)
 	}
 }
 
-// prevRun steps c back from key over the events of session sk to the
-// nearest run record; it returns key when that is one, or not sk's.
-func prevRun(c *bbolt.Cursor, sk, key, value []byte) ([]byte, []byte) {
-	for key != nil && bytes.HasPrefix(key, sk) && !isRunKey(key, sk) {
-		key, value = c.Prev()
+// listedRun returns the record of the run whose key in session sk's list
+// is key: its queued record when there is one.
+func listedRun(tx *bbolt.Tx, sk, key []byte, queued map[string]*runWrite) (*agentrunnerv1.Run, error) {
+	id, err := runIDOfKey(key, sk)
+	if err != nil {
+		return nil, fmt.Errorf("run key %x: %w", key, err)
 	}
-	return key, value
+	if w := queued[id]; w != nil {
+		return placeQueued(w, key), nil
+	}
+	return getRun(tx, id)
+}
+
+// prevRun steps c back from key over the events of session sk to the
+// nearest run key; it returns key when that is one, or not sk's.
+func prevRun(c *bbolt.Cursor, sk, key []byte) []byte {
+	for key != nil && bytes.HasPrefix(key, sk) && !isRunKey(key, sk) {
+		key, _ = c.Prev()
+	}
+	return key
 }
 
 // freshRuns returns the queued records (of one session, whose last
@@ -694,9 +740,9 @@ func prevRun(c *bbolt.Cursor, sk, key, value []byte) ([]byte, []byte) {
 // newest first.
 func freshRuns(tx *bbolt.Tx, queued map[string]*runWrite, anchor uint64, bound []byte) []placedRun {
 	var out []placedRun
-	ids := tx.Bucket(bucketRunIDs)
+	records := tx.Bucket(bucketRunRecords)
 	for _, w := range queued {
-		if ids.Get(runIDKey(w.rec.GetRunId())) != nil {
+		if records.Get(recordKey(w.rec.GetRunId())) != nil {
 			continue
 		}
 		if key := w.newKey(anchor); bytes.Compare(key, bound) < 0 {
@@ -746,13 +792,24 @@ func (s *Store) ListUnfinishedRuns(ctx context.Context) ([]*agentrunnerv1.Run, e
 // it only when its own status is unfinished.
 func unfinishedTx(tx *bbolt.Tx, queued map[string]*runWrite) ([]placedRun, error) {
 	var out []placedRun
-	c := tx.Bucket(bucketUnfinished).Cursor()
-	for key, _ := c.First(); key != nil; key, _ = c.Next() {
-		rec, err := getRunAt(tx, key)
+	c := tx.Bucket(bucketRunRecords).Cursor()
+	for mark, _ := c.Seek(unfinishedPrefix); mark != nil && bytes.HasPrefix(mark, unfinishedPrefix); mark, _ = c.Next() {
+		runID, _, err := readString(mark[len(unfinishedPrefix):])
+		if err != nil {
+			return nil, fmt.Errorf("run_records mark %x: %w", mark, err)
+		}
+		key, v, err := storedRun(tx, runID)
+		if err == nil && key == nil {
+			err = fmt.Errorf("run %s is marked unfinished and has no record", runID)
+		}
 		if err != nil {
 			return nil, err
 		}
-		if w := queued[rec.GetRunId()]; w == nil || !bytes.HasPrefix(key, w.sk) {
+		rec, err := decodeRun(v)
+		if err != nil {
+			return nil, err
+		}
+		if w := queued[runID]; w == nil || !bytes.HasPrefix(key, w.sk) {
 			out = append(out, placedRun{key: bytes.Clone(key), rec: rec})
 		}
 	}
@@ -769,38 +826,40 @@ func unfinishedTx(tx *bbolt.Tx, queued map[string]*runWrite) ([]placedRun, error
 
 // sessionRuns are the keys of a session's run records and of their
 // index entries.
-type sessionRuns struct{ runs, ids, reqs [][]byte }
+type sessionRuns struct{ ids, reqs [][]byte }
 
 // collectRuns collects the keys DeleteSession deletes with session sk,
 // whose keys in the events bucket are evKeys.
 func collectRuns(tx *bbolt.Tx, sk []byte, evKeys [][]byte) (*sessionRuns, error) {
 	r := &sessionRuns{reqs: collectPrefix(tx.Bucket(bucketRunReqs), sk)}
-	ids := tx.Bucket(bucketRunIDs)
 	for _, key := range evKeys {
 		if !isRunKey(key, sk) {
 			continue
 		}
-		r.runs = append(r.runs, key)
 		id, err := runIDOfKey(key, sk)
 		if err != nil {
 			return nil, fmt.Errorf("run key: %w", err)
 		}
-		if ik := runIDKey(id); bytes.Equal(ids.Get(ik), key) {
-			r.ids = append(r.ids, ik)
+		stored, _, err := storedRun(tx, id)
+		if err != nil {
+			return nil, err
+		}
+		if bytes.Equal(stored, key) {
+			r.ids = append(r.ids, recordKey(id), unfinishedKey(id))
 		}
 	}
 	return r, nil
 }
 
-// delete deletes the index entries of the session's runs; the records
-// go with the session's events.
+// delete deletes the records of the session's runs and their index
+// entries; the session's list goes with its events.
 func (r *sessionRuns) delete(tx *bbolt.Tx) error {
 	for _, b := range []struct {
 		bucket *bbolt.Bucket
 		keys   [][]byte
-	}{{tx.Bucket(bucketUnfinished), r.runs}, {tx.Bucket(bucketRunIDs), r.ids}, {tx.Bucket(bucketRunReqs), r.reqs}} {
+	}{{tx.Bucket(bucketRunRecords), r.ids}, {tx.Bucket(bucketRunReqs), r.reqs}} {
 		for _, key := range b.keys {
-			if err := del(b.bucket, key); err != nil { // a no-op for a finished run in unfinished_runs
+			if err := del(b.bucket, key); err != nil { // a no-op for the mark of a finished run
 				return err
 			}
 		}
@@ -859,7 +918,7 @@ func moveRunRecord(tx *bbolt.Tx, oldKey, v []byte) error {
 	if err := tx.Bucket(bucketEvents).Put(key, v); err != nil {
 		return err
 	}
-	if ids := tx.Bucket(bucketRunIDs); bytes.Equal(ids.Get(runIDKey(rec.GetRunId())), oldKey) {
+	if ids := tx.Bucket(bucketRunIDsV5); bytes.Equal(ids.Get(runIDKey(rec.GetRunId())), oldKey) {
 		if err := ids.Put(runIDKey(rec.GetRunId()), key); err != nil {
 			return err
 		}
@@ -872,7 +931,7 @@ func moveRunRecord(tx *bbolt.Tx, oldKey, v []byte) error {
 			}
 		}
 	}
-	unf := tx.Bucket(bucketUnfinished)
+	unf := tx.Bucket(bucketUnfinishedV5)
 	if !exists(unf, oldKey) {
 		return nil
 	}
@@ -880,6 +939,60 @@ func moveRunRecord(tx *bbolt.Tx, oldKey, v []byte) error {
 		return err
 	}
 	return unf.Put(key, []byte{})
+}
+
+// Buckets of schemas 3 to 5, which kept the records in the events
+// bucket at their run keys: run_ids, T(run_id) -> run key, and
+// unfinished_runs, run key -> empty.
+var (
+	bucketRunIDsV5     = []byte("run_ids")
+	bucketUnfinishedV5 = []byte("unfinished_runs")
+)
+
+// migrateRunRecords (schema 5 -> 6) moves every record out of the events
+// bucket into run_records, leaving its key there (with an empty value)
+// as the session's list of runs, marks the unfinished ones there, and
+// drops run_ids and unfinished_runs. A file that never had run_ids (it
+// was made before schema 3, and migrated here) has no records.
+func migrateRunRecords(tx *bbolt.Tx) error {
+	ids := tx.Bucket(bucketRunIDsV5)
+	if ids == nil {
+		return nil
+	}
+	var runIDs []string
+	var keys [][]byte
+	c := ids.Cursor()
+	for id, key := c.First(); id != nil; id, key = c.Next() {
+		runID, _, err := readString(id)
+		if err != nil {
+			return fmt.Errorf("run_ids key %x: %w", id, err)
+		}
+		runIDs, keys = append(runIDs, runID), append(keys, bytes.Clone(key))
+	}
+	events, records := tx.Bucket(bucketEvents), tx.Bucket(bucketRunRecords)
+	for i, key := range keys {
+		v := bytes.Clone(events.Get(key))
+		if v == nil {
+			return fmt.Errorf("run_ids names run %s, which has no record", runIDs[i])
+		}
+		if err := records.Put(recordKey(runIDs[i]), recordEntry(key, v)); err != nil {
+			return err
+		}
+		if err := events.Put(key, []byte{}); err != nil {
+			return err
+		}
+		if _, st := requestAndStatusOf(v); unfinished(st) {
+			if err := records.Put(unfinishedKey(runIDs[i]), []byte{}); err != nil {
+				return err
+			}
+		}
+	}
+	if tx.Bucket(bucketUnfinishedV5) != nil {
+		if err := tx.DeleteBucket(bucketUnfinishedV5); err != nil {
+			return err
+		}
+	}
+	return tx.DeleteBucket(bucketRunIDsV5)
 }
 
 // runQueue holds the records PutRunLater queued until the committer has
@@ -893,20 +1006,12 @@ type runQueue struct {
 	writing map[string]*runWrite // by run id
 	closed  bool
 	kick    chan struct{} // tells the committer that records are pending
-	// seed hashes session keys; inBatch is take's set of the hashes of
-	// a batch's sessions, kept to spare an allocation per commit.
-	seed    maphash.Seed
-	inBatch map[uint64]struct{}
 }
 
 func (q *runQueue) init() {
 	q.pending = map[string]*runWrite{}
 	q.kick = make(chan struct{}, 1)
-	q.seed = maphash.MakeSeed()
 }
-
-// skHash is the hash take compares sessions by.
-func skHash(seed maphash.Seed, sk []byte) uint64 { return maphash.Bytes(seed, sk) }
 
 // add queues w in place of any pending record of its run; false once the
 // queue is closed. A replacement keeps the time its run was first queued
@@ -918,7 +1023,7 @@ func (q *runQueue) add(w *runWrite) bool {
 		q.mu.Unlock()
 		return false
 	}
-	w.queuedAt, w.skHash = now, skHash(q.seed, w.sk)
+	w.queuedAt = now
 	if old := q.pending[w.rec.GetRunId()]; old != nil {
 		w.queuedAt = old.queuedAt
 	}
@@ -931,39 +1036,18 @@ func (q *runQueue) add(w *runWrite) bool {
 	return true
 }
 
-// take moves to writing, and returns, the pending records of the
-// sessions batch writes to and those queued at or before dueBy; every
-// pending record when batch is nil and dueBy is zero. Sessions are
-// compared by a hash of their key (see skHash): a collision only lets a
-// record ride along early.
-func (q *runQueue) take(batch []*writeOp, dueBy time.Time) []*runWrite {
+// take moves every pending record to writing, and returns them.
+func (q *runQueue) take() []*runWrite {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	if len(q.pending) == 0 {
 		return nil
 	}
-	if q.inBatch == nil {
-		q.inBatch = map[uint64]struct{}{}
+	out := make([]*runWrite, 0, len(q.pending))
+	for _, w := range q.pending {
+		out = append(out, w)
 	}
-	clear(q.inBatch)
-	for _, op := range batch {
-		if op.sk != nil {
-			q.inBatch[skHash(q.seed, op.sk)] = struct{}{}
-		}
-	}
-	all := batch == nil && dueBy.IsZero()
-	var out []*runWrite
-	for id, w := range q.pending {
-		_, rides := q.inBatch[w.skHash]
-		if all || rides || !w.queuedAt.After(dueBy) {
-			out = append(out, w)
-			if q.writing == nil {
-				q.writing = map[string]*runWrite{}
-			}
-			q.writing[id] = w
-			delete(q.pending, id)
-		}
-	}
+	q.writing, q.pending = q.pending, make(map[string]*runWrite, len(q.pending))
 	return out
 }
 

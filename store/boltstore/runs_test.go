@@ -31,11 +31,11 @@ func testRun(k store.SessionKey, id string, minute int, st agentrunnerv1.RunStat
 
 // checkRunIndexes checks, on the raw file, that every run record is
 // where its fields say and that the indexes name exactly what they must:
-// run_ids every record, run_requests every request_id, unfinished_runs
-// every pending or running run.
+// the events bucket every record's run key (and no other), run_requests
+// every request_id, unfinished_runs every pending or running run.
 func checkRunIndexes(t testing.TB, tx *bbolt.Tx) {
 	t.Helper()
-	want := map[string]map[string]string{"run_ids": {}, "run_requests": {}, "unfinished_runs": {}}
+	want := map[string]map[string]string{"run_keys": {}, "run_requests": {}, "unfinished_runs": {}}
 	err := forEachRunRecord(tx, func(key, v []byte) error {
 		rec := &agentrunnerv1.Run{}
 		if err := proto.Unmarshal(v, rec); err != nil {
@@ -46,39 +46,47 @@ func checkRunIndexes(t testing.TB, tx *bbolt.Tx) {
 			return fmt.Errorf("run %s outlives its session", rec.GetRunId())
 		}
 		if !bytes.HasPrefix(key, sk) || !isRunKey(key, sk) {
-			return fmt.Errorf("run %s stored at %x, outside its session %x", rec.GetRunId(), key, sk)
+			return fmt.Errorf("run %s keyed %x, outside its session %x", rec.GetRunId(), key, sk)
 		}
 		if id, err := runIDOfKey(key, sk); err != nil || id != rec.GetRunId() || runNanos(key, sk) != rec.GetCreateTime().AsTime().UnixNano() {
-			return fmt.Errorf("run %s stored at %x, which says %q, %d (%v)", rec.GetRunId(), key, id, runNanos(key, sk), err)
+			return fmt.Errorf("run %s keyed %x, which says %q, %d (%v)", rec.GetRunId(), key, id, runNanos(key, sk), err)
 		}
-		want["run_ids"][string(runIDKey(rec.GetRunId()))] = string(key)
+		want["run_keys"][string(key)] = ""
 		if rec.GetRequestId() != "" {
 			want["run_requests"][string(runRequestKey(sk, rec.GetRequestId()))] = string(key)
 		}
 		if unfinished(rec.GetStatus()) {
-			want["unfinished_runs"][string(key)] = ""
+			want["unfinished_runs"][string(unfinishedKey(rec.GetRunId()))] = ""
 		}
 		return nil
 	})
 	if err != nil {
 		t.Fatalf("run records: %v", err)
 	}
+	got := map[string]map[string]string{"run_keys": runKeysOf(t, tx), "run_requests": {}, "unfinished_runs": {}}
+	_ = tx.Bucket(bucketRunReqs).ForEach(func(k, v []byte) error {
+		got["run_requests"][string(k)] = string(v)
+		return nil
+	})
+	_ = tx.Bucket(bucketRunRecords).ForEach(func(k, v []byte) error {
+		if bytes.HasPrefix(k, unfinishedPrefix) {
+			got["unfinished_runs"][string(k)] = string(v)
+		}
+		return nil
+	})
 	for name, entries := range want {
-		got := map[string]string{}
-		_ = tx.Bucket([]byte(name)).ForEach(func(k, v []byte) error {
-			got[string(k)] = string(v)
-			return nil
-		})
-		if fmt.Sprint(got) != fmt.Sprint(entries) {
-			t.Fatalf("index %s holds %q, want %q", name, got, entries)
+		if fmt.Sprint(got[name]) != fmt.Sprint(entries) {
+			t.Fatalf("index %s holds %q, want %q", name, got[name], entries)
 		}
 	}
 }
 
-// forEachRunRecord calls fn with every run record of the file: the keys
-// of the events bucket that are not T(app, user, session) U(seq).
-func forEachRunRecord(tx *bbolt.Tx, fn func(key, v []byte) error) error {
-	return tx.Bucket(bucketEvents).ForEach(func(key, v []byte) error {
+// runKeysOf returns the run keys of the events bucket: the keys that are
+// not T(app, user, session) U(seq). Their values must be empty.
+func runKeysOf(t testing.TB, tx *bbolt.Tx) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	err := tx.Bucket(bucketEvents).ForEach(func(key, v []byte) error {
 		rest := key
 		for range 3 {
 			var err error
@@ -89,6 +97,43 @@ func forEachRunRecord(tx *bbolt.Tx, fn func(key, v []byte) error) error {
 		if len(rest) == 8 {
 			return nil
 		}
+		if len(v) != 0 {
+			return fmt.Errorf("run key %x holds %d bytes", key, len(v))
+		}
+		out[string(key)] = ""
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// forEachRunRecord calls fn with every run record of the file and the
+// run key it names, checking that it is filed under its own run id.
+func forEachRunRecord(tx *bbolt.Tx, fn func(key, v []byte) error) error {
+	return tx.Bucket(bucketRunRecords).ForEach(func(idKey, _ []byte) error {
+		switch {
+		case bytes.HasPrefix(idKey, unfinishedPrefix):
+			return nil
+		case !bytes.HasPrefix(idKey, []byte{'r'}):
+			return fmt.Errorf("run_records key %x", idKey)
+		}
+		id, _, err := readString(idKey[1:])
+		if err != nil {
+			return fmt.Errorf("run_records key %x: %w", idKey, err)
+		}
+		key, v, err := storedRun(tx, id)
+		if err != nil {
+			return err
+		}
+		rec, err := decodeRun(v)
+		if err != nil {
+			return err
+		}
+		if rec.GetRunId() != id {
+			return fmt.Errorf("run_records entry %q holds run %s", id, rec.GetRunId())
+		}
 		return fn(key, v)
 	})
 }
@@ -98,12 +143,11 @@ func rawRun(t testing.TB, s *Store, id string) *agentrunnerv1.Run {
 	t.Helper()
 	var rec *agentrunnerv1.Run
 	err := s.db.View(func(tx *bbolt.Tx) error {
-		key := tx.Bucket(bucketRunIDs).Get(runIDKey(id))
-		if key == nil {
-			return nil
+		key, v, err := storedRun(tx, id)
+		if key == nil || err != nil {
+			return err
 		}
-		var err error
-		rec, err = getRunAt(tx, key)
+		rec, err = decodeRun(v)
 		return err
 	})
 	if err != nil {
@@ -221,8 +265,9 @@ func TestPutRunLaterDurableAfterClose(t *testing.T) {
 }
 
 // TestPutRunLaterCommits: a queued record rides along with the next
-// write to its session, not with another session's; without one the
-// committer writes it after the delay, in a commit of its own.
+// commit, whatever session it writes to; without one the committer writes
+// it after the delay, in a commit of its own. Either way it costs no
+// commit per record: records queued within the delay share one.
 func TestPutRunLaterCommits(t *testing.T) {
 	k := store.SessionKey{App: "app", User: "u", Session: "s"}
 	var mu sync.Mutex
@@ -240,11 +285,11 @@ func TestPutRunLaterCommits(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
 		delay time.Duration
-		other bool // another write comes
+		other bool // another session's write comes
 		want  string
 	}{
-		{"rides along", time.Hour, true, "[1 1 2]"},
-		{"alone after the delay", 5 * time.Millisecond, false, "[1 1 1]"},
+		{"rides along", time.Hour, true, "[1 4]"},
+		{"alone after the delay", 5 * time.Millisecond, false, "[1 3]"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			mu.Lock()
@@ -255,20 +300,18 @@ func TestPutRunLaterCommits(t *testing.T) {
 				t.Fatal(err)
 			}
 			start := time.Now()
-			s.PutRunLater(testRun(k, "e-1", 0, agentrunnerv1.RunStatus_RUN_STATUS_SUCCEEDED))
-			// Another session's write leaves it queued.
-			if _, err := s.CreateSession(t.Context(), store.SessionKey{App: "app", User: "u", Session: "t"}, nil); err != nil {
-				t.Fatal(err)
-			}
-			if tc.delay == time.Hour && rawRun(t, s, "e-1") != nil {
-				t.Fatal("another session's write carried the queued record")
+			for _, id := range []string{"e-1", "e-2", "e-3"} {
+				s.PutRunLater(testRun(k, id, 0, agentrunnerv1.RunStatus_RUN_STATUS_SUCCEEDED))
 			}
 			if tc.other {
-				if _, err := s.AppendEvent(t.Context(), k, &agentrunnerv1.Event{Author: "a"}); err != nil {
+				if _, err := s.CreateSession(t.Context(), store.SessionKey{App: "app", User: "u", Session: "t"}, nil); err != nil {
 					t.Fatal(err)
 				}
+				if rawRun(t, s, "e-3") == nil {
+					t.Fatal("the next commit left the queued record out")
+				}
 			}
-			for rawRun(t, s, "e-1") == nil {
+			for rawRun(t, s, "e-3") == nil {
 				if time.Since(start) > 5*time.Second {
 					t.Fatal("queued record never written")
 				}
@@ -279,7 +322,7 @@ func TestPutRunLaterCommits(t *testing.T) {
 			}
 			// OnCommit runs just after the commit that the file shows.
 			got, n := commits()
-			for ; n < 3 && time.Since(start) < 5*time.Second; got, n = commits() {
+			for ; n < 2 && time.Since(start) < 5*time.Second; got, n = commits() {
 				time.Sleep(time.Millisecond)
 			}
 			if got != tc.want {
@@ -425,7 +468,7 @@ func TestQueuedRunsSurviveAbortedBatch(t *testing.T) {
 	s.commit([]*writeOp{
 		{fn: func(tx *bbolt.Tx) error { return put(tx.Bucket(bucketMeta), []byte("k"), []byte("v")) }, done: good},
 		{fn: func(tx *bbolt.Tx) error { return put(tx.Bucket(bucketMeta), nil, []byte("v")) }, done: bad},
-	}, false)
+	})
 	if err := <-good; err != nil {
 		t.Fatal(err)
 	}
@@ -519,7 +562,7 @@ func TestRunsMigration(t *testing.T) {
 	}
 	// Make it a true schema 2 file: no run buckets.
 	err = s.db.Update(func(tx *bbolt.Tx) error {
-		for _, b := range [][]byte{bucketRunIDs, bucketRunReqs, bucketUnfinished} {
+		for _, b := range [][]byte{bucketRunRecords, bucketRunReqs} {
 			if err := tx.DeleteBucket(b); err != nil {
 				return err
 			}
@@ -583,7 +626,7 @@ func TestQueuedRecordVisibleWhileCommitting(t *testing.T) {
 		case <-time.After(5 * time.Second):
 			return errors.New("read blocked by the write transaction")
 		}
-	}}}, false)
+	}}})
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}
@@ -670,13 +713,20 @@ func TestRunsIntoEventsMigration(t *testing.T) {
 		if err != nil {
 			return err
 		}
+		// Open made the buckets of today's layout; a schema 3 file has
+		// run_ids and unfinished_runs.
+		for _, b := range [][]byte{bucketRunIDsV5, bucketUnfinishedV5} {
+			if _, err := tx.CreateBucket(b); err != nil {
+				return err
+			}
+		}
 		for _, rec := range []*agentrunnerv1.Run{done, queued, running} {
 			sk := sessionKey(store.RunKey(rec))
 			oldKey := appendString(appendUint64(bytes.Clone(sk), uint64(rec.GetCreateTime().AsTime().UnixNano())^1<<63), rec.GetRunId())
 			puts := []struct {
 				b    *bbolt.Bucket
 				k, v []byte
-			}{{runs, oldKey, mustMarshal(t, rec)}, {tx.Bucket(bucketRunIDs), runIDKey(rec.GetRunId()), oldKey}}
+			}{{runs, oldKey, mustMarshal(t, rec)}, {tx.Bucket(bucketRunIDsV5), runIDKey(rec.GetRunId()), oldKey}}
 			if rec.GetRequestId() != "" {
 				puts = append(puts, struct {
 					b    *bbolt.Bucket
@@ -687,7 +737,7 @@ func TestRunsIntoEventsMigration(t *testing.T) {
 				puts = append(puts, struct {
 					b    *bbolt.Bucket
 					k, v []byte
-				}{tx.Bucket(bucketUnfinished), oldKey, []byte{}})
+				}{tx.Bucket(bucketUnfinishedV5), oldKey, []byte{}})
 			}
 			for _, p := range puts {
 				if err := p.b.Put(p.k, p.v); err != nil {
@@ -711,8 +761,10 @@ func TestRunsIntoEventsMigration(t *testing.T) {
 		t.Fatalf("schema %d after open, want %d", v, currentSchema)
 	}
 	_ = s.db.View(func(tx *bbolt.Tx) error {
-		if tx.Bucket(bucketRunsV3) != nil {
-			t.Error("bucket runs is still there")
+		for _, b := range [][]byte{bucketRunsV3, bucketRunIDsV5, bucketUnfinishedV5} {
+			if tx.Bucket(b) != nil {
+				t.Errorf("bucket %s is still there", b)
+			}
 		}
 		checkRunIndexes(t, tx)
 		return nil

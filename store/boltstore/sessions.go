@@ -362,10 +362,10 @@ func (s *Store) DeleteSession(ctx context.Context, k store.SessionKey) error {
 	if err := validateKey(k); err != nil {
 		return err
 	}
-	// A write to the session: its queued records ride along, so that
+	// Queued records ride along with every commit, this one too, so that
 	// none outlives it (to surface in a session recreated later).
 	sk := sessionKey(k)
-	return s.writeSession(ctx, sk, func(tx *bbolt.Tx) error {
+	return s.write(ctx, func(tx *bbolt.Tx) error {
 		if _, err := getSession(tx, k, sk); err != nil {
 			return err
 		}
@@ -427,7 +427,7 @@ func (s *Store) AppendEvent(ctx context.Context, k store.SessionKey, ev *agentru
 		return nil, err
 	}
 	sk := sessionKey(k)
-	err = s.writeSession(ctx, sk, func(tx *bbolt.Tx) error {
+	err = s.write(ctx, func(tx *bbolt.Tx) error {
 		sv := tx.Bucket(bucketSessions).Get(sk)
 		if sv == nil {
 			return fmt.Errorf("session %s: %w", k, store.ErrNotFound)
