@@ -235,14 +235,11 @@ func (s *Server) send(stream grpc.ServerStreamingServer[servicev1.RunResponse], 
 	ctx := stream.Context()
 	for u, err := range seq {
 		var resp *servicev1.RunResponse
-		var agentErr *agent.AgentError
 		switch {
 		case err != nil:
 			return s.toStatus(ctx, err)
-		case errors.As(u.Err, &agentErr):
-			resp = &servicev1.RunResponse{Payload: &servicev1.RunResponse_Error{Error: agentStatus(agentErr)}}
 		case u.Err != nil:
-			resp = &servicev1.RunResponse{Payload: &servicev1.RunResponse_Error{Error: agentStatus(&agent.AgentError{Err: u.Err})}}
+			resp = &servicev1.RunResponse{Payload: &servicev1.RunResponse_Error{Error: agentStatus(asAgentError(u.Err))}}
 		case u.Run != nil:
 			resp = &servicev1.RunResponse{Payload: &servicev1.RunResponse_Run{Run: u.Run}}
 		default:
@@ -253,6 +250,17 @@ func (s *Server) send(stream grpc.ServerStreamingServer[servicev1.RunResponse], 
 		}
 	}
 	return nil
+}
+
+// asAgentError returns the AgentError in err's chain, or one wrapping
+// err. It is apart from send so that the target errors.As needs escapes
+// only for an update that carries an error, not for every one.
+func asAgentError(err error) *agent.AgentError {
+	var agentErr *agent.AgentError
+	if errors.As(err, &agentErr) {
+		return agentErr
+	}
+	return &agent.AgentError{Err: err}
 }
 
 func unknownApp(name string) error {
