@@ -10,15 +10,15 @@
 //	sessions        T(app, user, session)                     -> Session: session-scoped state, times, last_sequence
 //	events          T(app, user, session) U(seq)              -> Event; seq = 1, 2, 3, ... per session
 //	                T(app, user, session) U(anchor) N(create) T(run_id)
-//	                                                          -> Run, among its session's events (after event anchor)
+//	                                                          -> empty: a run key, the session's list of runs (after event anchor)
 //	app_state       T(app)                                    -> Struct of "app:" keys
 //	user_state      T(app, user)                              -> Struct of "user:" keys
 //	artifacts       T(app, user, session|"", name) R(ver)     -> ArtifactVersion; session "" holds "user:" names
 //	blobs           same key as artifacts                     -> Part (the content as saved)
 //	tool_calls      T(app, user, session, call_id)            -> ToolCall: the session's tool-call ledger
-//	run_ids         T(run_id)                                 -> run key; a run keeps the key of its first write
+//	run_records     'r' T(run_id)                             -> uvarint(len) run key, Run; a run keeps the key of its first write
+//	                'u' T(run_id)                             -> empty, while the run is PENDING or RUNNING
 //	run_requests    T(app, user, session, request_id)         -> run key: request ids are unique per session
-//	unfinished_runs run key                                   -> empty, while the run is PENDING or RUNNING
 //	memory_sessions T(app, user, session)                     -> uvarints: in memory; the last sequence with postings,
 //	                                                             the merges holding its postings
 //	memory_postings T(app, user, term) U(^merge)              -> (U(^time) T(session) U(seq) uvarint(count))...: a segment
@@ -40,14 +40,18 @@
 //
 // An append with a run record (AppendRunEvent) writes the record and its
 // index entries in the event's transaction: a few more keys, no extra
-// commit. A record's anchor is its session's last sequence when the
-// record was first written, so it lands on the page the session's next
-// events go to and costs mostly no page of its own; run ids are
-// time-ordered, so run_ids grows at its end. Runs are listed newest first
-// by a reverse walk of the session's key range that steps over its
-// events; GetRun is two lookups (run_ids, events); recovery reads only
-// unfinished_runs, never every record. DeleteSession removes a session's
-// runs and their index entries with the rest. An append that changes no
+// commit. The run key's anchor is its session's last sequence when the
+// record was first written, so it lands on the page the event goes to.
+// Run ids start with their creation time, so the records and unfinished
+// marks a commit writes, first or final, are those of recent runs and
+// share the last pages of run_records; a final record queued by
+// PutRunLater rides along with the next commit, whatever it writes. Kept
+// among the events instead (schemas 4 and 5), a final record dirtied a
+// page of its session's events of its own, in a commit that wrote none of
+// them. Runs are listed newest first by a reverse walk of the session's
+// key range that steps over its events; GetRun is one lookup; recovery
+// reads only the 'u' marks, never every record. DeleteSession removes a
+// session's runs and their index entries with the rest. An append that changes no
 // session state rewrites two fields of the session record's encoding
 // instead of decoding and re-encoding it.
 //

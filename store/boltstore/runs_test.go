@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -812,4 +813,78 @@ func runIDList(list []*agentrunnerv1.Run) string {
 		ids[i] = r.GetRunId()
 	}
 	return strings.Join(ids, " ")
+}
+
+// TestRunRecordsMigration: a schema 5 file written by the code of that
+// schema (testdata/schema5-runs.db: a finished run with a request id and
+// a run left RUNNING in session s1, a PENDING run with a request id in
+// s2) opens as schema 6 with every record in run_records, the indexes
+// rebuilt, and every read answering as before; it then takes writes.
+func TestRunRecordsMigration(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join("testdata", "schema5-runs.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "db")
+	if err := os.WriteFile(path, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s, err := Open(path, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if v, _ := s.SchemaVersion(); v != currentSchema {
+		t.Fatalf("schema %d after open, want %d", v, currentSchema)
+	}
+	_ = s.db.View(func(tx *bbolt.Tx) error {
+		for _, b := range [][]byte{bucketRunIDsV5, bucketUnfinishedV5} {
+			if tx.Bucket(b) != nil {
+				t.Errorf("bucket %s is still there", b)
+			}
+		}
+		checkRunIndexes(t, tx)
+		return nil
+	})
+	s1, s2 := store.SessionKey{App: "app", User: "u", Session: "s1"}, store.SessionKey{App: "app", User: "u", Session: "s2"}
+	for id, want := range map[string]string{"e-a": "RUN_STATUS_SUCCEEDED 1 2 req-a", "e-b": "RUN_STATUS_RUNNING 3 3 ", "e-c": "RUN_STATUS_PENDING 0 0 req-c"} {
+		r := getRunOf(t, s, id)
+		if got := fmt.Sprint(r.GetStatus(), " ", r.GetFirstSequence(), " ", r.GetLastSequence(), " ", r.GetRequestId()); got != want {
+			t.Errorf("run %s after migration: %s, want %s", id, got, want)
+		}
+	}
+	if list, _, err := s.ListRuns(t.Context(), s1, store.Page{}); err != nil || runIDList(list) != "e-b e-a" {
+		t.Fatalf("ListRuns(s1) after migration = %s, %v", runIDList(list), err)
+	}
+	if list, err := s.ListUnfinishedRuns(t.Context()); err != nil || runIDList(list) != "e-b e-c" {
+		t.Fatalf("ListUnfinishedRuns after migration = %s, %v", runIDList(list), err)
+	}
+	for k, req := range map[store.SessionKey]string{s1: "req-a", s2: "req-c"} {
+		if got, err := s.FindRunByRequest(t.Context(), k, req); err != nil || got.GetRequestId() != req {
+			t.Fatalf("FindRunByRequest(%s) after migration = %v, %v", req, got, err)
+		}
+	}
+	if _, evs, err := s.GetSession(t.Context(), s1, store.GetOptions{}); err != nil || len(evs) != 3 {
+		t.Fatalf("s1 after migration: %d events, %v", len(evs), err)
+	}
+	// The run left RUNNING ends; a new run starts.
+	done := getRunOf(t, s, "e-b")
+	done.Status = agentrunnerv1.RunStatus_RUN_STATUS_INTERRUPTED
+	if _, _, err := s.AppendRunEvent(t.Context(), s1, &agentrunnerv1.Event{Author: "root"}, done); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := s.AppendRunEvent(t.Context(), s1, &agentrunnerv1.Event{Author: "user"}, testRun(s1, "e-d", 4, agentrunnerv1.RunStatus_RUN_STATUS_RUNNING)); err != nil {
+		t.Fatal(err)
+	}
+	if list, err := s.ListUnfinishedRuns(t.Context()); err != nil || runIDList(list) != "e-c e-d" {
+		t.Fatalf("ListUnfinishedRuns after writes = %s, %v", runIDList(list), err)
+	}
+	_ = s.db.View(func(tx *bbolt.Tx) error { checkRunIndexes(t, tx); return nil })
+	if err := s.DeleteSession(t.Context(), s1); err != nil {
+		t.Fatal(err)
+	}
+	_ = s.db.View(func(tx *bbolt.Tx) error { checkRunIndexes(t, tx); return nil })
+	if _, err := s.GetRun(t.Context(), "e-a"); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("GetRun(e-a) after its session's deletion: %v", err)
+	}
 }
