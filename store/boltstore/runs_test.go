@@ -753,23 +753,7 @@ func TestRunsIntoEventsMigration(t *testing.T) {
 	}
 	s.Close()
 
-	s, err = Open(path, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	if v, _ := s.SchemaVersion(); v != currentSchema {
-		t.Fatalf("schema %d after open, want %d", v, currentSchema)
-	}
-	_ = s.db.View(func(tx *bbolt.Tx) error {
-		for _, b := range [][]byte{bucketRunsV3, bucketRunIDsV5, bucketUnfinishedV5} {
-			if tx.Bucket(b) != nil {
-				t.Errorf("bucket %s is still there", b)
-			}
-		}
-		checkRunIndexes(t, tx)
-		return nil
-	})
+	s = openMigrated(t, path, bucketRunsV3, bucketRunIDsV5, bucketUnfinishedV5)
 	for _, want := range []*agentrunnerv1.Run{done, queued, running} {
 		wantSameRun(t, getRunOf(t, s, want.GetRunId()), want)
 	}
@@ -789,6 +773,31 @@ func TestRunsIntoEventsMigration(t *testing.T) {
 		t.Fatal(err)
 	}
 	_ = s.db.View(func(tx *bbolt.Tx) error { checkRunIndexes(t, tx); return nil })
+}
+
+// openMigrated opens the file at path, which must migrate to the current
+// schema and lose the buckets gone, and checks its run indexes. The store
+// is closed when the test ends.
+func openMigrated(t *testing.T, path string, gone ...[]byte) *Store {
+	t.Helper()
+	s, err := Open(path, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Close() })
+	if v, _ := s.SchemaVersion(); v != currentSchema {
+		t.Fatalf("schema %d after open, want %d", v, currentSchema)
+	}
+	_ = s.db.View(func(tx *bbolt.Tx) error {
+		for _, b := range gone {
+			if tx.Bucket(b) != nil {
+				t.Errorf("bucket %s is still there", b)
+			}
+		}
+		checkRunIndexes(t, tx)
+		return nil
+	})
+	return s
 }
 
 func getRunOf(t *testing.T, s *Store, id string) *agentrunnerv1.Run {
@@ -829,23 +838,7 @@ func TestRunRecordsMigration(t *testing.T) {
 	if err := os.WriteFile(path, b, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	s, err := Open(path, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	if v, _ := s.SchemaVersion(); v != currentSchema {
-		t.Fatalf("schema %d after open, want %d", v, currentSchema)
-	}
-	_ = s.db.View(func(tx *bbolt.Tx) error {
-		for _, b := range [][]byte{bucketRunIDsV5, bucketUnfinishedV5} {
-			if tx.Bucket(b) != nil {
-				t.Errorf("bucket %s is still there", b)
-			}
-		}
-		checkRunIndexes(t, tx)
-		return nil
-	})
+	s := openMigrated(t, path, bucketRunIDsV5, bucketUnfinishedV5)
 	s1, s2 := store.SessionKey{App: "app", User: "u", Session: "s1"}, store.SessionKey{App: "app", User: "u", Session: "s2"}
 	for id, want := range map[string]string{"e-a": "RUN_STATUS_SUCCEEDED 1 2 req-a", "e-b": "RUN_STATUS_RUNNING 3 3 ", "e-c": "RUN_STATUS_PENDING 0 0 req-c"} {
 		r := getRunOf(t, s, id)
