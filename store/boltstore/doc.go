@@ -73,11 +73,11 @@
 // transaction is committed and synced.
 //
 // PutRunLater is the exception: it queues a run record (a run's final
-// status) and returns at once. The committer writes a queued record with
-// the next write to its session (whose pages that write dirties anyway),
-// at the start of that transaction, so that a later synchronous write of
-// the same run wins; a record that waited 20 ms goes with whatever commit
-// comes next, or a timer commits it alone, and Close writes the queue
-// before closing. Reads overlay the queue until the file shows it, and a record
+// status) and returns at once. The committer writes the queued records
+// with the next commit, whatever it writes (records share the last pages
+// of run_records), at the start of that transaction, so that a later
+// synchronous write of the same run wins; when no write comes within
+// 20 ms, a timer commits them alone, and Close writes the queue before
+// closing. Reads overlay the queue until the file shows it, and a record
 // of a session deleted meanwhile is dropped.
 package boltstore

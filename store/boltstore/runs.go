@@ -134,7 +134,7 @@ type runPlan struct {
 	newRun     bool                   // no record yet: the session's list gets its key
 	putReq     []byte                 // run_requests entry to add
 	delReq     []byte                 // run_requests entry of the record's old request_id, to delete
-	unfinished int                    // +1: add to unfinished_runs, -1: remove, 0: leave
+	unfinished int                    // +1: add the unfinished mark, -1: remove it, 0: leave
 }
 
 // planRun checks a write of w (whose session exists, with last sequence
@@ -144,7 +144,7 @@ func planRun(tx *bbolt.Tx, w *runWrite, anchor uint64) (*runPlan, error) {
 	p := &runPlan{w: w, bytes: w.bytes}
 	var (
 		oldReq string
-		has    bool // the run is in unfinished_runs: its stored status is unfinished
+		has    bool // the run has an unfinished mark: its stored status is unfinished
 	)
 	stored, v, err := storedRun(tx, w.rec.GetRunId())
 	switch {
@@ -297,7 +297,7 @@ func lastSequenceOf(v []byte) uint64 {
 
 // requestAndStatusOf reads the request_id and the status of an encoded
 // Run without decoding the rest of it (the last occurrence of each wins,
-// as in protobuf). unfinished_runs holds a run exactly when its stored
+// as in protobuf). A run has an unfinished mark exactly when its stored
 // status is unfinished, so the status read here spares a lookup there.
 func requestAndStatusOf(v []byte) (string, agentrunnerv1.RunStatus) {
 	var (
@@ -787,7 +787,7 @@ func (s *Store) ListUnfinishedRuns(ctx context.Context) ([]*agentrunnerv1.Run, e
 	return out, nil
 }
 
-// unfinishedTx reads the runs the unfinished_runs index names, with the
+// unfinishedTx reads the runs that have an unfinished mark, with the
 // queued records overlaid: a queued record replaces its run's, and lists
 // it only when its own status is unfinished.
 func unfinishedTx(tx *bbolt.Tx, queued map[string]*runWrite) ([]placedRun, error) {
