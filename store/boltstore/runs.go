@@ -372,14 +372,22 @@ func decodeRun(v []byte) (*agentrunnerv1.Run, error) {
 
 // getRun decodes the stored record of a run an index names.
 func getRun(tx *bbolt.Tx, runID string) (*agentrunnerv1.Run, error) {
+	_, rec, err := loadRun(tx, runID)
+	return rec, err
+}
+
+// loadRun returns the run key and the decoded record of a run an index
+// names; a run without a record is an error.
+func loadRun(tx *bbolt.Tx, runID string) ([]byte, *agentrunnerv1.Run, error) {
 	key, v, err := storedRun(tx, runID)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if key == nil {
-		return nil, fmt.Errorf("an index names run %s, which has no record", runID)
+		return nil, nil, fmt.Errorf("an index names run %s, which has no record", runID)
 	}
-	return decodeRun(v)
+	rec, err := decodeRun(v)
+	return key, rec, err
 }
 
 // putRunTx writes a record on its own; its session must exist.
@@ -798,14 +806,7 @@ func unfinishedTx(tx *bbolt.Tx, queued map[string]*runWrite) ([]placedRun, error
 		if err != nil {
 			return nil, fmt.Errorf("run_records mark %x: %w", mark, err)
 		}
-		key, v, err := storedRun(tx, runID)
-		if err == nil && key == nil {
-			err = fmt.Errorf("run %s is marked unfinished and has no record", runID)
-		}
-		if err != nil {
-			return nil, err
-		}
-		rec, err := decodeRun(v)
+		key, rec, err := loadRun(tx, runID)
 		if err != nil {
 			return nil, err
 		}
@@ -826,7 +827,10 @@ func unfinishedTx(tx *bbolt.Tx, queued map[string]*runWrite) ([]placedRun, error
 
 // sessionRuns are the keys of a session's run records and of their
 // index entries.
-type sessionRuns struct{ ids, reqs [][]byte }
+type sessionRuns struct {
+	records [][]byte // run_records keys: each run's record and unfinished mark
+	reqs    [][]byte // run_requests keys
+}
 
 // collectRuns collects the keys DeleteSession deletes with session sk,
 // whose keys in the events bucket are evKeys.
@@ -845,7 +849,7 @@ func collectRuns(tx *bbolt.Tx, sk []byte, evKeys [][]byte) (*sessionRuns, error)
 			return nil, err
 		}
 		if bytes.Equal(stored, key) {
-			r.ids = append(r.ids, recordKey(id), unfinishedKey(id))
+			r.records = append(r.records, recordKey(id), unfinishedKey(id))
 		}
 	}
 	return r, nil
@@ -857,7 +861,7 @@ func (r *sessionRuns) delete(tx *bbolt.Tx) error {
 	for _, b := range []struct {
 		bucket *bbolt.Bucket
 		keys   [][]byte
-	}{{tx.Bucket(bucketRunRecords), r.ids}, {tx.Bucket(bucketRunReqs), r.reqs}} {
+	}{{tx.Bucket(bucketRunRecords), r.records}, {tx.Bucket(bucketRunReqs), r.reqs}} {
 		for _, key := range b.keys {
 			if err := del(b.bucket, key); err != nil { // a no-op for the mark of a finished run
 				return err

@@ -881,3 +881,41 @@ func TestRunRecordsMigration(t *testing.T) {
 		t.Fatalf("GetRun(e-a) after its session's deletion: %v", err)
 	}
 }
+
+// TestRunRecordsCorrupt: a run_records entry whose framing is broken, or
+// an unfinished mark with no record, is a clear error from every read
+// that meets it, never a panic or a silent gap.
+func TestRunRecordsCorrupt(t *testing.T) {
+	// Not newTestStore: its cleanup checks the indexes this test breaks.
+	s, err := Open(filepath.Join(t.TempDir(), "db"), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	k := store.SessionKey{App: "app", User: "u", Session: "s"}
+	if _, err := s.CreateSession(t.Context(), k, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.PutRun(t.Context(), testRun(k, "e-1", 1, agentrunnerv1.RunStatus_RUN_STATUS_SUCCEEDED)); err != nil {
+		t.Fatal(err)
+	}
+	corrupt := func(key, v []byte) {
+		t.Helper()
+		if err := s.db.Update(func(tx *bbolt.Tx) error { return tx.Bucket(bucketRunRecords).Put(key, v) }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, v := range [][]byte{{}, {0x00}, {0x7f, 'x'}} {
+		corrupt(recordKey("e-1"), v)
+		if _, err := s.GetRun(t.Context(), "e-1"); err == nil || !strings.Contains(err.Error(), "corrupt run_records entry") {
+			t.Errorf("GetRun of entry %x: %v", v, err)
+		}
+		if _, _, err := s.ListRuns(t.Context(), k, store.Page{}); err == nil {
+			t.Errorf("ListRuns over entry %x: no error", v)
+		}
+	}
+	corrupt(unfinishedKey("e-gone"), []byte{})
+	if _, err := s.ListUnfinishedRuns(t.Context()); err == nil || !strings.Contains(err.Error(), "e-gone") {
+		t.Fatalf("ListUnfinishedRuns with a mark of no record: %v", err)
+	}
+}
