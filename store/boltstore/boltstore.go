@@ -291,6 +291,23 @@ func put(b *bbolt.Bucket, k, v []byte) error {
 	return nil
 }
 
+// eventsFill is the events bucket's fill factor. bbolt splits a full page
+// at half by default, which leaves room for keys inserted anywhere. Every
+// key of the events bucket is put at the end of its session's range (an
+// event, or a run key after the session's last event), so a split page
+// never gets a key before its end again: at half it stays half empty, and
+// the tree grows twice the pages and a level sooner, which each commit
+// then writes. Split at eventsFill, the page keeps what it holds and the
+// new keys go to the next page; a session that appends after another
+// session's first events pushes those out to a page of their own once.
+const eventsFill = 0.95
+
+// putEvent puts k in the events bucket b, which is filled at eventsFill.
+func putEvent(b *bbolt.Bucket, k, v []byte) error {
+	b.FillPercent = eventsFill
+	return put(b, k, v)
+}
+
 func del(b *bbolt.Bucket, k []byte) error {
 	if err := b.Delete(k); err != nil {
 		return abortError{fmt.Errorf("delete: %w", err)}

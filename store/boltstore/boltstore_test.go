@@ -421,3 +421,49 @@ func mustStructT(t *testing.T, m map[string]any) *structpb.Struct {
 	}
 	return st
 }
+
+// leafFill is the share of the events bucket's leaf pages in use, and
+// how many leaf pages it has.
+func leafFill(t *testing.T, s *Store) (float64, int) {
+	t.Helper()
+	var st bbolt.BucketStats
+	if err := s.db.View(func(tx *bbolt.Tx) error {
+		st = tx.Bucket(bucketEvents).Stats()
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	return float64(st.LeafInuse) / float64(st.LeafAlloc), st.LeafPageN
+}
+
+// TestEventsFill checks the events bucket's fill factor (eventsFill):
+// appends leave full pages behind them, whether the session sorts last
+// or its appends land among other sessions' events. Pages split at half
+// (bbolt's default) are about 50% in use.
+func TestEventsFill(t *testing.T) {
+	ctx := t.Context()
+	for _, sessions := range []int{1, 8} {
+		t.Run(fmt.Sprint(sessions, " sessions"), func(t *testing.T) {
+			s, _ := newTestStore(t, Options{NoSync: true})
+			var keys []store.SessionKey
+			for i := range sessions {
+				k := store.SessionKey{App: "app", User: "u", Session: fmt.Sprint("s", i)}
+				if _, err := s.CreateSession(ctx, k, nil); err != nil {
+					t.Fatal(err)
+				}
+				keys = append(keys, k)
+			}
+			for i := range 1600 / sessions {
+				for _, k := range keys {
+					if _, err := s.AppendEvent(ctx, k, &agentrunnerv1.Event{Author: "a", InvocationId: fmt.Sprint("inv-", i),
+						Content: &agentrunnerv1.Content{Role: "model", Parts: []*agentrunnerv1.Part{{Data: &agentrunnerv1.Part_Text{Text: strings.Repeat("x", 200)}}}}}); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+			if fill, pages := leafFill(t, s); fill < 0.75 {
+				t.Errorf("event pages are %.0f%% in use (%d pages), want at least 75%%", 100*fill, pages)
+			}
+		})
+	}
+}

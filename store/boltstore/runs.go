@@ -228,7 +228,7 @@ func (p *runPlan) apply(tx *bbolt.Tx, seq uint64) error {
 		v = appendSequences(v, p.w.rec.GetFirstSequence() == 0, seq)
 	}
 	if p.newRun {
-		if err := put(tx.Bucket(bucketEvents), p.key, []byte{}); err != nil {
+		if err := putEvent(tx.Bucket(bucketEvents), p.key, []byte{}); err != nil {
 			return err
 		}
 	}

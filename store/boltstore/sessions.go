@@ -510,7 +510,7 @@ func appendEventTx(tx *bbolt.Tx, k store.SessionKey, sk, sv []byte, w eventWrite
 	if _, _, err := applyShared(tx, k, false, w.appDelta, w.userDelta, w.limit); err != nil {
 		return 0, err
 	}
-	if err := put(tx.Bucket(bucketEvents), eventKey(sk, seq), b); err != nil {
+	if err := putEvent(tx.Bucket(bucketEvents), eventKey(sk, seq), b); err != nil {
 		return 0, err
 	}
 	if err := recordToolCalls(tx, sk, seq, w.stored); err != nil {
