@@ -187,7 +187,7 @@ func Open(path string, opts Options) (*Store, error) {
 
 		mergeDone: make(chan struct{}),
 	}
-	s.later.init()
+	s.later.init(opts.laterDelay)
 	s.mem.init()
 	if err := db.View(func(tx *bbolt.Tx) error { return recoverMemory(tx, &s.mem) }); err != nil {
 		db.Close()
@@ -340,39 +340,24 @@ func (s *Store) write(ctx context.Context, fn func(tx *bbolt.Tx) error) error {
 // records PutRunLater queued ride along with the next commit, whatever it
 // writes: records are keyed by run id, which starts with the creation
 // time, so the records of a commit share the last pages of run_records.
-// When no write comes within laterDelay, a timer commits them alone.
+// When no write comes within laterDelay, the queue's timer commits them
+// alone.
 func (s *Store) commitLoop() {
 	defer close(s.done)
 	batch := make([]*writeOp, 0, s.opts.MaxBatch)
-	timer := time.NewTimer(time.Hour)
-	timer.Stop()
-	var armed <-chan time.Time // timer.C while the timer runs, else nil
-	arm := func() {
-		if armed != nil {
-			return // it fires for the oldest record, or earlier; arm looks again then
-		}
-		if due, ok := s.later.nextDue(s.opts.laterDelay); ok {
-			timer.Reset(max(time.Until(due), 0))
-			armed = timer.C
-		}
-	}
 	for {
 		batch = batch[:0]
 		select {
 		case op := <-s.ops:
 			batch = s.drain(append(batch, op))
-		case <-s.later.kick:
-			arm()
-			continue
-		case <-armed:
-			armed = nil // commit what is due, on its own
+		case <-s.later.due():
+			s.later.fired() // commit what is queued, on its own
 		case <-s.quit:
 			s.later.close()
 			s.commit(nil)
 			return
 		}
 		s.commit(batch)
-		arm()
 	}
 }
 

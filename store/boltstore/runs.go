@@ -1004,39 +1004,55 @@ func migrateRunRecords(tx *bbolt.Tx) error {
 // commit runs. Reads overlay both, pending first, taking their copy
 // before they open their transaction: a record leaves the queue only once
 // a transaction opened after that sees it.
+//
+// The first record queued into an empty queue sets a timer for delay; the
+// committer commits the queue when it fires, unless a commit took the
+// records first (take stops the timer). Queuing wakes no goroutine: a
+// run's final record usually rides along with the next write, and costs
+// no more than setting a timer.
 type runQueue struct {
 	mu      sync.Mutex
 	pending map[string]*runWrite // by run id
 	writing map[string]*runWrite // by run id
 	closed  bool
-	kick    chan struct{} // tells the committer that records are pending
+	delay   time.Duration
+	timer   *time.Timer // set while armed
+	armed   bool
 }
 
-func (q *runQueue) init() {
+func (q *runQueue) init(delay time.Duration) {
 	q.pending = map[string]*runWrite{}
-	q.kick = make(chan struct{}, 1)
+	q.delay = delay
+	q.timer = time.NewTimer(time.Hour)
+	q.timer.Stop()
 }
 
-// add queues w in place of any pending record of its run; false once the
-// queue is closed. A replacement keeps the time its run was first queued
-// at, so that rewrites never hold a record back past its delay.
-func (q *runQueue) add(w *runWrite) bool {
-	now := time.Now()
+// due is the channel the timer fires on: the oldest pending record has
+// waited delay (or a commit took it meanwhile, and the fire finds less).
+func (q *runQueue) due() <-chan time.Time { return q.timer.C }
+
+// fired tells the queue its timer has fired.
+func (q *runQueue) fired() {
 	q.mu.Lock()
+	q.armed = false
+	q.mu.Unlock()
+}
+
+// add queues w in place of any pending record of its run, and sets the
+// timer when w is the first; false once the queue is closed. A record
+// never waits longer than delay: the timer set for the first goes off for
+// every record queued after it.
+func (q *runQueue) add(w *runWrite) bool {
+	q.mu.Lock()
+	defer q.mu.Unlock()
 	if q.closed {
-		q.mu.Unlock()
 		return false
 	}
-	w.queuedAt = now
-	if old := q.pending[w.rec.GetRunId()]; old != nil {
-		w.queuedAt = old.queuedAt
+	if len(q.pending) == 0 && !q.armed {
+		q.timer.Reset(q.delay)
+		q.armed = true
 	}
 	q.pending[w.rec.GetRunId()] = w
-	q.mu.Unlock()
-	select {
-	case q.kick <- struct{}{}:
-	default: // a kick is on its way already
-	}
 	return true
 }
 
@@ -1052,21 +1068,13 @@ func (q *runQueue) take() []*runWrite {
 		out = append(out, w)
 	}
 	q.writing, q.pending = q.pending, make(map[string]*runWrite, len(q.pending))
-	return out
-}
-
-// nextDue returns when the oldest pending record has waited delay; false
-// when none is pending.
-func (q *runQueue) nextDue(delay time.Duration) (time.Time, bool) {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	var oldest time.Time
-	for _, w := range q.pending {
-		if oldest.IsZero() || w.queuedAt.Before(oldest) {
-			oldest = w.queuedAt
-		}
+	if q.armed {
+		// Nothing is left to wait for; since Go 1.23 a stopped timer's
+		// channel holds no stale fire.
+		q.timer.Stop()
+		q.armed = false
 	}
-	return oldest.Add(delay), !oldest.IsZero()
+	return out
 }
 
 // written forgets the records take returned: they are committed (or
@@ -1081,6 +1089,8 @@ func (q *runQueue) written() {
 func (q *runQueue) close() {
 	q.mu.Lock()
 	q.closed = true
+	q.timer.Stop()
+	q.armed = false
 	q.mu.Unlock()
 }
 

@@ -610,7 +610,7 @@ func TestQueuedRecordVisibleWhileCommitting(t *testing.T) {
 		t.Fatal(err)
 	}
 	s.later.mu.Lock()
-	s.later.pending["e-1"] = w // no kick: the commit below takes it
+	s.later.pending["e-1"] = w // no timer: the commit below takes it
 	s.later.mu.Unlock()
 	type read struct{ file, store *agentrunnerv1.Run }
 	var got read
