@@ -461,7 +461,7 @@ func TestQueuedRunsSurviveAbortedBatch(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// Queue directly: no kick, so the committer's timer stays out of it.
+	// Queue directly: no timer is set, so it stays out of it.
 	s.later.mu.Lock()
 	s.later.pending["e-1"] = w
 	s.later.mu.Unlock()
