@@ -256,7 +256,9 @@ type RunStore interface {
 	// own. Reads see it at once. A crash before it is written loses it;
 	// the record then shows the state written before (a run still
 	// RUNNING, which recovery marks INTERRUPTED). A record of a session
-	// deleted meanwhile is dropped.
+	// deleted meanwhile is dropped. The store may keep run itself until
+	// then: the caller must not change it afterwards (a run's final
+	// record, which its readers share, never changes).
 	PutRunLater(run *agentrunnerv1.Run)
 	// GetRun returns a run by id; ErrNotFound when there is none.
 	GetRun(ctx context.Context, runID string) (*agentrunnerv1.Run, error)

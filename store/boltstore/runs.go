@@ -83,6 +83,12 @@ func (w *runWrite) newKey(anchor uint64) []byte {
 }
 
 func prepareRun(run *agentrunnerv1.Run) (*runWrite, error) {
+	return prepareRunOf(proto.CloneOf(run))
+}
+
+// prepareRunOf is prepareRun for a record the write may keep as it is:
+// its caller never changes it again.
+func prepareRunOf(run *agentrunnerv1.Run) (*runWrite, error) {
 	switch {
 	case run == nil:
 		return nil, fmt.Errorf("run is missing: %w", store.ErrInvalidArgument)
@@ -100,7 +106,7 @@ func prepareRun(run *agentrunnerv1.Run) (*runWrite, error) {
 	if err != nil {
 		return nil, fmt.Errorf("run %s: %w", run.GetRunId(), err)
 	}
-	w := &runWrite{rec: proto.CloneOf(run), sk: sessionKey(k), nanos: nanos}
+	w := &runWrite{rec: run, sk: sessionKey(k), nanos: nanos}
 	if w.bytes, err = proto.Marshal(w.rec); err != nil {
 		return nil, fmt.Errorf("marshal run %s: %w", run.GetRunId(), err)
 	}
@@ -468,7 +474,7 @@ func (s *Store) PutRun(ctx context.Context, run *agentrunnerv1.Run) error {
 // PutRunLater implements store.RunStore. A record that can never be
 // written (see PutRun), or one queued after Close, is logged and dropped.
 func (s *Store) PutRunLater(run *agentrunnerv1.Run) {
-	w, err := prepareRun(run)
+	w, err := prepareRunOf(run) // the caller leaves run as it is (see store.RunStore)
 	if err != nil {
 		s.opts.Logger.Error("run record not queued", "run", run.GetRunId(), "err", err)
 		return
