@@ -1,6 +1,7 @@
 package boltstore
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/binary"
@@ -291,20 +292,32 @@ func put(b *bbolt.Bucket, k, v []byte) error {
 	return nil
 }
 
-// eventsFill is the events bucket's fill factor. bbolt splits a full page
-// at half by default, which leaves room for keys inserted anywhere. Every
-// key of the events bucket is put at the end of its session's range (an
-// event, or a run key after the session's last event), so a split page
-// never gets a key before its end again: at half it stays half empty, and
-// the tree grows twice the pages and a level sooner, which each commit
-// then writes. Split at eventsFill, the page keeps what it holds and the
-// new keys go to the next page; a session that appends after another
-// session's first events pushes those out to a page of their own once.
-const eventsFill = 0.95
+// Fill factors of the events bucket's pages in a transaction. bbolt
+// splits a full page at half by default, which leaves room for keys put
+// anywhere. The keys of a session that sorts last (a lone session) go at
+// the end of the bucket, where a half-split page is never written again:
+// it stays half empty, and the tree grows twice the pages and a level
+// sooner, which every commit then writes. So a transaction whose puts all
+// append to the bucket's end splits at appendFill. Anywhere else pages
+// still split at half: a session's page is often followed by another
+// session's events, which pages split at 95% would push out a few at a
+// time, at every append, into pages of their own. A bucket handle lives for one
+// transaction, so its FillPercent also records what the transaction did:
+// untouched, appending only, or mixedFill (a put landed before the end).
+const (
+	appendFill = 0.95
+	mixedFill  = bbolt.DefaultFillPercent + 1e-9
+)
 
-// putEvent puts k in the events bucket b, which is filled at eventsFill.
+// putEvent puts k in the events bucket b, setting b's fill factor.
 func putEvent(b *bbolt.Bucket, k, v []byte) error {
-	b.FillPercent = eventsFill
+	if b.FillPercent != mixedFill {
+		if last, _ := b.Cursor().Last(); last == nil || bytes.Compare(k, last) > 0 {
+			b.FillPercent = appendFill
+		} else {
+			b.FillPercent = mixedFill
+		}
+	}
 	return put(b, k, v)
 }
 

@@ -422,48 +422,76 @@ func mustStructT(t *testing.T, m map[string]any) *structpb.Struct {
 	return st
 }
 
-// leafFill is the share of the events bucket's leaf pages in use, and
-// how many leaf pages it has.
-func leafFill(t *testing.T, s *Store) (float64, int) {
+// eventPages returns the share of the events bucket's leaf pages in use,
+// how many leaf pages it has and how many of those hold fewer than 5
+// keys.
+func eventPages(t *testing.T, s *Store) (fill float64, pages, thin int) {
 	t.Helper()
-	var st bbolt.BucketStats
-	if err := s.db.View(func(tx *bbolt.Tx) error {
-		st = tx.Bucket(bucketEvents).Stats()
+	err := s.db.View(func(tx *bbolt.Tx) error {
+		st := tx.Bucket(bucketEvents).Stats()
+		fill, pages = float64(st.LeafInuse)/float64(st.LeafAlloc), st.LeafPageN
+		// Every other bucket here has its keys on one page (or inline).
+		for id := 2; id < int(tx.Size())/s.db.Info().PageSize; id++ {
+			if p, err := tx.Page(id); err == nil && p != nil && p.Type == "leaf" && p.Count < 5 {
+				thin++
+			}
+		}
 		return nil
-	}); err != nil {
+	})
+	if err != nil {
 		t.Fatal(err)
 	}
-	return float64(st.LeafInuse) / float64(st.LeafAlloc), st.LeafPageN
+	return fill, pages, thin
 }
 
-// TestEventsFill checks the events bucket's fill factor (eventsFill):
-// appends leave full pages behind them, whether the session sorts last
-// or its appends land among other sessions' events. Pages split at half
-// (bbolt's default) are about 50% in use.
+// TestEventsFill checks the events bucket's fill factors (appendFill):
+// a lone session's appends leave full pages behind them, and appends
+// that land among other sessions' events split pages at half, so that
+// the events after them are not pushed out into pages of their own.
 func TestEventsFill(t *testing.T) {
 	ctx := t.Context()
-	for _, sessions := range []int{1, 8} {
-		t.Run(fmt.Sprint(sessions, " sessions"), func(t *testing.T) {
-			s, _ := newTestStore(t, Options{NoSync: true})
-			var keys []store.SessionKey
-			for i := range sessions {
-				k := store.SessionKey{App: "app", User: "u", Session: fmt.Sprint("s", i)}
-				if _, err := s.CreateSession(ctx, k, nil); err != nil {
-					t.Fatal(err)
-				}
-				keys = append(keys, k)
+	appendTo := func(s *Store, k store.SessionKey, n int) {
+		t.Helper()
+		for i := range n {
+			if _, err := s.AppendEvent(ctx, k, &agentrunnerv1.Event{Author: "a", InvocationId: fmt.Sprint("inv-", i),
+				Content: &agentrunnerv1.Content{Role: "model", Parts: []*agentrunnerv1.Part{{Data: &agentrunnerv1.Part_Text{Text: strings.Repeat("x", 200)}}}}}); err != nil {
+				t.Fatal(err)
 			}
-			for i := range 1600 / sessions {
-				for _, k := range keys {
-					if _, err := s.AppendEvent(ctx, k, &agentrunnerv1.Event{Author: "a", InvocationId: fmt.Sprint("inv-", i),
-						Content: &agentrunnerv1.Content{Role: "model", Parts: []*agentrunnerv1.Part{{Data: &agentrunnerv1.Part_Text{Text: strings.Repeat("x", 200)}}}}}); err != nil {
-						t.Fatal(err)
-					}
-				}
-			}
-			if fill, pages := leafFill(t, s); fill < 0.75 {
-				t.Errorf("event pages are %.0f%% in use (%d pages), want at least 75%%", 100*fill, pages)
-			}
-		})
+		}
 	}
+	newSession := func(s *Store, id string) store.SessionKey {
+		t.Helper()
+		k := store.SessionKey{App: "app", User: "u", Session: id}
+		if _, err := s.CreateSession(ctx, k, nil); err != nil {
+			t.Fatal(err)
+		}
+		return k
+	}
+	t.Run("lone session", func(t *testing.T) {
+		s, _ := newTestStore(t, Options{NoSync: true})
+		appendTo(s, newSession(s, "s"), 1600)
+		// Pages split at half are about 50% in use.
+		if fill, pages, _ := eventPages(t, s); fill < 0.75 {
+			t.Errorf("a lone session's event pages are %.0f%% in use (%d pages), want at least 75%%", 100*fill, pages)
+		}
+	})
+	t.Run("sessions side by side", func(t *testing.T) {
+		s, _ := newTestStore(t, Options{NoSync: true})
+		var keys []store.SessionKey
+		for i := range 8 {
+			keys = append(keys, newSession(s, fmt.Sprint("s", i)))
+			appendTo(s, keys[i], 100) // each appended last, so filled
+		}
+		for range 20 {
+			for _, k := range keys[:7] {
+				appendTo(s, k, 1) // before the next session's events
+			}
+		}
+		// Split at 95% wherever they land, these appends pushed the next
+		// session's first events out, two or three at a time, into pages
+		// of their own (17 such pages).
+		if _, pages, thin := eventPages(t, s); thin > 7 {
+			t.Errorf("%d of %d event pages hold fewer than 5 events, want at most one per session", thin, pages)
+		}
+	})
 }

@@ -37,10 +37,10 @@
 // session holds ten events or a million. Recent-N is a reverse cursor walk
 // from the end of the session's event range, after-sequence a forward walk
 // from a seek, and listings seek to a cursor kept in the page token.
-// Every key of the events bucket goes at the end of its session's range,
-// so its pages split at 95% full rather than bbolt's half (eventsFill):
-// the bucket has about half the pages, and a commit writes a level less
-// of it sooner.
+// A commit that only appends to the end of the events bucket (a lone
+// session's) splits its pages at 95% full rather than bbolt's half
+// (appendFill): such a session's events take about half the pages, and
+// its commits write a level less of the tree sooner.
 //
 // An append with a run record (AppendRunEvent) writes the record and its
 // index entries in the event's transaction: a few more keys, no extra
