@@ -138,6 +138,7 @@ type runPlan struct {
 	bytes      []byte                 // the encoding to store, before sequences are set
 	createTime *timestamppb.Timestamp // the stored create_time when w's differs, else nil
 	newRun     bool                   // no record yet: the session's list gets its key
+	listed     bool                   // that key is put (see list)
 	putReq     []byte                 // run_requests entry to add
 	delReq     []byte                 // run_requests entry of the record's old request_id, to delete
 	unfinished int                    // +1: add the unfinished mark, -1: remove it, 0: leave
@@ -233,10 +234,8 @@ func (p *runPlan) apply(tx *bbolt.Tx, seq uint64) error {
 	if seq != 0 {
 		v = appendSequences(v, p.w.rec.GetFirstSequence() == 0, seq)
 	}
-	if p.newRun {
-		if err := putEvent(tx.Bucket(bucketEvents), p.key, []byte{}); err != nil {
-			return err
-		}
+	if err := p.list(tx); err != nil {
+		return err
 	}
 	records, id := tx.Bucket(bucketRunRecords), p.w.rec.GetRunId()
 	if err := put(records, recordKey(id), recordEntry(p.key, v)); err != nil {
@@ -259,6 +258,19 @@ func (p *runPlan) apply(tx *bbolt.Tx, seq uint64) error {
 		return del(records, unfinishedKey(id))
 	}
 	return nil
+}
+
+// list puts a new run's key in its session's list of runs, once. The key
+// sorts right after the session's last event, so AppendRunEvent lists the
+// run before it appends the event: the two then go to the end of the
+// session's range in order, and a lone session's commit only appends
+// (see appendFill). It fails only with an abortError.
+func (p *runPlan) list(tx *bbolt.Tx) error {
+	if !p.newRun || p.listed {
+		return nil
+	}
+	p.listed = true
+	return putEvent(tx.Bucket(bucketEvents), p.key, []byte{})
 }
 
 // appendSequences appends last_sequence, and first_sequence when first,
@@ -438,7 +450,14 @@ func (s *Store) AppendRunEvent(ctx context.Context, k store.SessionKey, ev *agen
 		if err != nil {
 			return err
 		}
+		if err := p.list(tx); err != nil {
+			return err
+		}
 		if seq, err = appendEventTx(tx, k, rw.sk, sv, ew); err != nil {
+			var ae abortError
+			if p.listed && !errors.As(err, &ae) {
+				err = abortError{err} // the run is listed: none of this write may commit
+			}
 			return err
 		}
 		createTime = p.createTime

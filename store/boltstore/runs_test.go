@@ -15,6 +15,7 @@ import (
 	"go.etcd.io/bbolt"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protoreflect"
+	"google.golang.org/protobuf/types/known/structpb"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	agentrunnerv1 "github.com/agentrunner/agentrunner/gen/go/agentrunner/v1"
@@ -917,5 +918,67 @@ func TestRunRecordsCorrupt(t *testing.T) {
 	corrupt(unfinishedKey("e-gone"), []byte{})
 	if _, err := s.ListUnfinishedRuns(t.Context()); err == nil || !strings.Contains(err.Error(), "e-gone") {
 		t.Fatalf("ListUnfinishedRuns with a mark of no record: %v", err)
+	}
+}
+
+// TestAppendRunEventFailsWhole checks that an AppendRunEvent whose event
+// fails inside the transaction (the app state it sets outgrows the item
+// limit) leaves nothing of the run: not its key in the session's list,
+// which goes first, nor its record; alone, and in a batch whose other
+// writes still commit.
+func TestAppendRunEventFailsWhole(t *testing.T) {
+	ctx := t.Context()
+	s, _ := newTestStore(t, Options{MaxItemBytes: 500, NoSync: true})
+	k := store.SessionKey{App: "app", User: "u", Session: "s"}
+	if _, err := s.CreateSession(ctx, k, nil); err != nil {
+		t.Fatal(err)
+	}
+	setApp := func(n int) *agentrunnerv1.Event {
+		delta, _ := structpb.NewStruct(map[string]any{fmt.Sprint("app:k", n): strings.Repeat("v", 300)})
+		return &agentrunnerv1.Event{Author: "a", Actions: &agentrunnerv1.EventActions{StateDelta: delta}}
+	}
+	if _, err := s.AppendEvent(ctx, k, setApp(1)); err != nil {
+		t.Fatal(err)
+	}
+	// The second key takes the app state over 500 bytes.
+	if _, _, err := s.AppendRunEvent(ctx, k, setApp(2), testRun(k, "e-alone", 1, agentrunnerv1.RunStatus_RUN_STATUS_RUNNING)); !errors.Is(err, store.ErrInvalidArgument) {
+		t.Fatalf("AppendRunEvent over the limit = %v, want ErrInvalidArgument", err)
+	}
+	var wg sync.WaitGroup
+	errs := make([]error, 8)
+	for i := range errs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if i == 0 {
+				_, _, errs[i] = s.AppendRunEvent(ctx, k, setApp(3), testRun(k, "e-batched", 2, agentrunnerv1.RunStatus_RUN_STATUS_RUNNING))
+				return
+			}
+			_, errs[i] = s.AppendEvent(ctx, k, &agentrunnerv1.Event{Author: "a"})
+		}()
+	}
+	wg.Wait()
+	if !errors.Is(errs[0], store.ErrInvalidArgument) {
+		t.Fatalf("batched AppendRunEvent over the limit = %v, want ErrInvalidArgument", errs[0])
+	}
+	for i, err := range errs[1:] {
+		if err != nil {
+			t.Fatalf("append %d beside it: %v", i+1, err)
+		}
+	}
+	for _, id := range []string{"e-alone", "e-batched"} {
+		if _, err := s.GetRun(ctx, id); !errors.Is(err, store.ErrNotFound) {
+			t.Errorf("GetRun(%s) = %v, want ErrNotFound", id, err)
+		}
+	}
+	if list, _, err := s.ListRuns(ctx, k, store.Page{}); err != nil || len(list) != 0 {
+		t.Errorf("ListRuns = %v, %v, want none", runIDList(list), err)
+	}
+	sess, _, err := s.GetSession(ctx, k, store.GetOptions{})
+	if err != nil || sess.GetLastSequence() != 8 {
+		t.Fatalf("session after the failed writes: last_sequence %d, %v; want 8", sess.GetLastSequence(), err)
+	}
+	if err := s.db.View(func(tx *bbolt.Tx) error { checkRunIndexes(t, tx); return nil }); err != nil {
+		t.Fatal(err)
 	}
 }
