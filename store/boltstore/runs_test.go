@@ -369,6 +369,7 @@ func TestPutRunLaterNeverGoesBack(t *testing.T) {
 		}
 	}()
 	for i := 1; i <= n; i++ {
+		run = proto.CloneOf(run) // the store may keep the one it was given
 		run.LastSequence = uint64(i)
 		s.PutRunLater(run)
 		if i%50 == 0 { // some synchronous writes in between
