@@ -301,9 +301,10 @@ func put(b *bbolt.Bucket, k, v []byte) error {
 // append to the bucket's end splits at appendFill. Anywhere else pages
 // still split at half: a session's page is often followed by another
 // session's events, which pages split at 95% would push out a few at a
-// time, at every append, into pages of their own. A bucket handle lives for one
-// transaction, so its FillPercent also records what the transaction did:
-// untouched, appending only, or mixedFill (a put landed before the end).
+// time, at every append, into pages of their own. A bucket handle lives
+// for one transaction, so its FillPercent also records what the
+// transaction did: untouched, appending only, or mixedFill (a put landed
+// before the end).
 const (
 	appendFill = 0.95
 	mixedFill  = bbolt.DefaultFillPercent + 1e-9

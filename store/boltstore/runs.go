@@ -67,13 +67,10 @@ func unfinished(st agentrunnerv1.RunStatus) bool {
 // outside the write transaction. Nothing changes it afterwards; it may be
 // shared by the queue and the reads that overlay it.
 type runWrite struct {
-	rec   *agentrunnerv1.Run // a copy of its own
+	rec   *agentrunnerv1.Run // a copy of its own, or PutRunLater's, which its caller never changes
 	sk    []byte             // its session's key
 	nanos int64              // its create_time in Unix nanoseconds
 	bytes []byte             // rec's encoding
-	// queuedAt is when PutRunLater first queued a record of the run (set
-	// under the queue's lock).
-	queuedAt time.Time
 }
 
 // newKey is the key of w's record when it is first written while its
