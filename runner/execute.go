@@ -112,6 +112,7 @@ func (r *Runner) execute(lr *liveRun, p *prepared) {
 	r.history.Put(lr.key, p.sess, p.inv.Events())
 	r.release(lr)
 	lr.finish(rec, err)
+	r.roomFreed()
 }
 
 // yieldFunc is what the invocation hands its events and in-band errors

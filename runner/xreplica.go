@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	agentrunnerv1 "github.com/agentrunner/agentrunner/gen/go/agentrunner/v1"
@@ -80,6 +81,11 @@ type shared struct {
 	// run that ends at once is still followed from its log (guarded by
 	// the runner's registry lock).
 	watchers map[string][]chan *liveRun
+	// gate bounds the runs this replica takes from the queue (see
+	// ClaimGate); starved reports that it turned one away since a run
+	// last ended here.
+	gate    claimGate
+	starved atomic.Bool
 }
 
 // sharedConfig turns the cross-replica queue on, on a store that leases
@@ -200,18 +206,26 @@ func (r *Runner) claimNext(ctx context.Context, k store.SessionKey, prev store.L
 	// one being admitted) is not free, whatever its lease says.
 	skip := r.runs.draining || r.runs.sessions[k].busy()
 	r.runs.mu.Unlock()
-	if skip {
-		if prev.Holder != "" {
-			r.releaseClaim(ctx, prev)
-			// The other replicas' sweepers take the queue from here.
-			if err := r.xr.notifier.NotifyQueued(ctx, k); err != nil {
-				r.log.Warn("tell the other replicas of a free session", "session", k.String(), "err", err)
-			}
+	var room Claim
+	if !skip {
+		var ok bool
+		if room, ok = r.xr.gate.tryClaim(); !ok {
+			// This replica is full: the run stays queued for another
+			// replica, or for this one's next sweep.
+			r.log.Debug("queued run left for another replica: this one is at its run limit", "session", k.String())
+			r.xr.starved.Store(true)
+			skip = true
 		}
+	}
+	if skip {
+		r.passOn(ctx, k, prev)
 		return false
 	}
 	holder := func(runID string) string { return runID + "@" + r.replica }
 	rec, l, err := r.xr.queue.ClaimQueuedRun(ctx, k, prev, holder, r.leaseTTL)
+	if err != nil {
+		releaseClaimRoom(room)
+	}
 	switch {
 	case errors.Is(err, store.ErrNotFound):
 		return false
@@ -231,8 +245,31 @@ func (r *Runner) claimNext(ctx context.Context, k store.SessionKey, prev store.L
 		// The session was free: its last holder may have died in a run.
 		r.interruptLeftovers(ctx, k, l)
 	}
-	r.startClaimed(rec, l)
+	r.startClaimed(rec, l, room)
 	return true
+}
+
+// roomFreed follows the end of a run here: when the claim gate turned a
+// queued run away since the last one, the sweeper looks at every queue
+// again, now that there may be room.
+func (r *Runner) roomFreed() {
+	if r.xr.queue != nil && r.xr.starved.Swap(false) {
+		r.wakeSweep(store.SessionKey{})
+	}
+}
+
+// passOn leaves session k's queue to the other replicas: the lease prev,
+// handed over from a run that ended here, is released and they are told
+// the session is free. Without a lease there is nothing to pass on.
+func (r *Runner) passOn(ctx context.Context, k store.SessionKey, prev store.Lease) {
+	if prev.Holder == "" {
+		return
+	}
+	r.releaseClaim(ctx, prev)
+	// The other replicas' sweepers take the queue from here.
+	if err := r.xr.notifier.NotifyQueued(ctx, k); err != nil {
+		r.log.Warn("tell the other replicas of a free session", "session", k.String(), "err", err)
+	}
 }
 
 // leftoverScan is how many of a session's newest runs interruptLeftovers
@@ -262,15 +299,18 @@ func (r *Runner) interruptLeftovers(ctx context.Context, k store.SessionKey, l s
 }
 
 // startClaimed runs a run taken from the store's queue, whose session
-// lease it holds already: as a requeued run, rebuilt from its record.
-func (r *Runner) startClaimed(rec *agentrunnerv1.Run, l store.Lease) {
+// lease it holds already: as a requeued run, rebuilt from its record. The
+// run keeps room, what the claim gate reserved for it, until it ends.
+func (r *Runner) startClaimed(rec *agentrunnerv1.Run, l store.Lease, room Claim) {
 	lr := r.liveFromRecord(rec)
 	h := &heldLease{lease: l, stop: make(chan struct{}), done: make(chan struct{})}
 	lr.lease = h
 	go r.heartbeat(lr, h)
 	if r.registerClaimed(lr) {
+		bindClaim(room, lr.done)
 		return
 	}
+	releaseClaimRoom(room)
 	// Shutting down: back to the queue, first as it was, for another
 	// replica (or the next start), once the session is free, so that the
 	// queue's notice finds it free.

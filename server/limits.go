@@ -244,3 +244,31 @@ func (s *Server) acquireRun(ctx context.Context) (*runSlot, error) {
 	}
 	return s.runs.acquire(name)
 }
+
+// ClaimGate counts, against the server's limit of runs in progress
+// (Limits.MaxRuns), the runs an app's runner takes from the queue of a
+// store that several replicas share (runner.ClaimGate): runs admitted
+// elsewhere, or earlier, that run here. Without it such runs ran beside
+// the limit. cmd/agentrunner sets it on every app's runner.
+func (s *Server) ClaimGate() runner.ClaimGate { return claimGate{s.runs} }
+
+type claimGate struct{ l *runLimiter }
+
+// TryClaim reserves a slot counted in the total only: the principal that
+// started the run was counted where it was admitted.
+func (g claimGate) TryClaim() (runner.Claim, bool) {
+	sl, err := g.l.acquire("")
+	if err != nil {
+		return nil, false
+	}
+	return claimedSlot{l: g.l, sl: sl}, true
+}
+
+type claimedSlot struct {
+	l  *runLimiter
+	sl *runSlot
+}
+
+func (c claimedSlot) Bind(done <-chan struct{}) { c.l.bind(c.sl, done) }
+
+func (c claimedSlot) Release() { c.l.release(c.sl) }

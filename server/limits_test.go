@@ -250,3 +250,64 @@ func TestRequestSizeLimit(t *testing.T) {
 		t.Fatalf("GetSession: %d events, %d bytes (%v); want all 3 in a reply over the request limit", len(got.GetEvents()), proto.Size(got), err)
 	}
 }
+
+// TestClaimGateCountsAgainstMaxRuns: the gate a runner asks before it
+// takes a run from a shared queue (Server.ClaimGate) holds a slot of
+// --max-runs like an admitted run: while it holds the only one, StartRun
+// is ResourceExhausted and the gate refuses a second claim; a claim whose
+// run ended, or that was released unused, frees its slot.
+func TestClaimGateCountsAgainstMaxRuns(t *testing.T) {
+	g := newGate()
+	e := newEnv(t, withRunnerApps(t, func(t *testing.T) apps.App { return g.app(t) }), withLimits(Limits{MaxRuns: 1}))
+	for _, s := range []string{"s1", "s2"} {
+		if _, err := e.sessions.CreateSession(t.Context(), &servicev1.CreateSessionRequest{AppName: "gate", UserId: "u", SessionId: s}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	start := func(session, msg string) (*agentrunnerv1.Run, error) {
+		resp, err := e.runner.StartRun(t.Context(), &servicev1.StartRunRequest{AppName: "gate", UserId: "u", SessionId: session, NewMessage: text(msg)})
+		return resp.GetRun(), err
+	}
+	gate := e.grpc.srv.ClaimGate()
+
+	claim, ok := gate.TryClaim()
+	if !ok {
+		t.Fatal("a claim on an idle server was refused")
+	}
+	_, err := start("s1", "m1")
+	wantCode(t, err, codes.ResourceExhausted, "")
+	if _, ok := gate.TryClaim(); ok {
+		t.Fatal("a second claim was taken beside the first, over --max-runs 1")
+	}
+	// The claimed run ends: its slot frees.
+	done := make(chan struct{})
+	claim.Bind(done)
+	close(done)
+	run, err := start("s1", "m1")
+	if err != nil {
+		t.Fatalf("StartRun after the claimed run ended: %v", err)
+	}
+	<-g.entered
+	// An admitted run holds the slot against claims too.
+	if _, ok := gate.TryClaim(); ok {
+		t.Fatal("a claim was taken beside a running run, over --max-runs 1")
+	}
+	g.release("m1")
+	if err := streamErr(e.runner.AttachRun(t.Context(), &servicev1.AttachRunRequest{RunId: run.GetRunId()})); err != nil {
+		t.Fatal(err)
+	}
+	// A claim released unused gives its slot back at once.
+	claim, ok = gate.TryClaim()
+	if !ok {
+		t.Fatal("a claim was refused after the run ended")
+	}
+	claim.Release()
+	if got := e.grpc.srv.runs.inProgress(); got != 0 {
+		t.Fatalf("%d runs counted after the claim was released, want 0", got)
+	}
+	if _, err := start("s2", "m2"); err != nil {
+		t.Fatalf("StartRun after the claim was released: %v", err)
+	}
+	<-g.entered
+	g.release("m2")
+}

@@ -6,6 +6,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/agentrunner/agentrunner/runner"
 	"github.com/agentrunner/agentrunner/runner/apps"
 )
 
@@ -68,4 +69,15 @@ func drainRuns(ctx context.Context, reg *apps.Registry, d time.Duration, log *sl
 		}()
 	}
 	wg.Wait()
+}
+
+// gateClaims sets g on every app's runner: the runs it takes from the
+// queue of a store that several replicas share count against the
+// server's limit of runs in progress.
+func gateClaims(reg *apps.Registry, g runner.ClaimGate) {
+	for _, a := range reg.List() {
+		if r, ok := reg.Lookup(a.GetName()); ok {
+			r.SetClaimGate(g)
+		}
+	}
 }

@@ -201,6 +201,18 @@ func serve(ctx context.Context, args []string, stderr io.Writer) (err error) {
 	if err != nil {
 		return err
 	}
+	core := server.New(server.Config{
+		Store:           st,
+		Apps:            server.RunnerApps(apps),
+		Logger:          log,
+		MaxRunDuration:  f.maxRun,
+		Auth:            sec.auth,
+		Limits:          f.limits,
+		MaxRequestBytes: f.maxRequest,
+	})
+	// Before any run is recovered or taken from a shared queue: those
+	// count against --max-runs too.
+	gateClaims(apps, core.ClaimGate())
 	if err := recoverRuns(ctx, apps, log); err != nil {
 		return err
 	}
@@ -214,7 +226,7 @@ func serve(ctx context.Context, args []string, stderr io.Writer) (err error) {
 		}
 		defer stopDebug()
 	}
-	srv, served, err := listenAndServe(f, st, apps, sec, tr.options, log)
+	srv, served, err := listenAndServe(f, core, apps, sec, tr.options, log)
 	if err != nil {
 		return err
 	}
@@ -312,7 +324,7 @@ func serveDebug(addr string, log *slog.Logger) (stop func(), err error) {
 
 // listenAndServe starts the gRPC server on f.addr and logs the bound
 // address: with port 0 that line is how callers (and tests) learn it.
-func listenAndServe(f serveFlags, st store.Store, reg *apps.Registry, sec *security, opts []grpc.ServerOption, log *slog.Logger) (*server.GRPCServer, <-chan error, error) {
+func listenAndServe(f serveFlags, core *server.Server, reg *apps.Registry, sec *security, opts []grpc.ServerOption, log *slog.Logger) (*server.GRPCServer, <-chan error, error) {
 	lis, err := net.Listen("tcp", f.addr)
 	if err != nil {
 		return nil, nil, fmt.Errorf("listen: %w", err)
@@ -321,15 +333,7 @@ func listenAndServe(f serveFlags, st store.Store, reg *apps.Registry, sec *secur
 		lis.Close()
 		return nil, nil, err
 	}
-	srv := server.NewGRPCServer(server.New(server.Config{
-		Store:           st,
-		Apps:            server.RunnerApps(reg),
-		Logger:          log,
-		MaxRunDuration:  f.maxRun,
-		Auth:            sec.auth,
-		Limits:          f.limits,
-		MaxRequestBytes: f.maxRequest,
-	}), append(slices.Clone(sec.options), opts...)...)
+	srv := server.NewGRPCServer(core, append(slices.Clone(sec.options), opts...)...)
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(lis) }()
 	var names []string

@@ -1,0 +1,67 @@
+package runner
+
+import "sync/atomic"
+
+// ClaimGate bounds the runs a replica takes from the store's shared queue
+// (xreplica.go): runs that were admitted by some replica, perhaps another
+// one, and wait for their session. The server behind a replica counts
+// what it admits itself against its limits; its gate counts, against the
+// same limits, what its runner takes from the queue, which no admission
+// here saw.
+type ClaimGate interface {
+	// TryClaim reserves room for one run taken from the queue. False
+	// leaves the run queued, for another replica or for this one's next
+	// sweep of the queue.
+	TryClaim() (Claim, bool)
+}
+
+// Claim is room a ClaimGate reserved.
+type Claim interface {
+	// Bind keeps the room until done is closed: the run started here.
+	Bind(done <-chan struct{})
+	// Release gives the room back: no run started with it.
+	Release()
+}
+
+// gateBox holds a ClaimGate for an atomic.Pointer.
+type gateBox struct{ g ClaimGate }
+
+// claimGate is where SetClaimGate keeps the gate; the sweeper and the
+// hand-offs read it.
+type claimGate struct{ p atomic.Pointer[gateBox] }
+
+// SetClaimGate makes g decide whether this runner takes a queued run from
+// a store that several replicas share; nil lets it take every run it can.
+// It may be called while runs go on: a claim already made keeps its room.
+// On a store of one process there is no shared queue, and g is never
+// asked.
+func (r *Runner) SetClaimGate(g ClaimGate) {
+	if g == nil {
+		r.xr.gate.p.Store(nil)
+		return
+	}
+	r.xr.gate.p.Store(&gateBox{g: g})
+}
+
+// tryClaim asks the gate for room; without a gate there is always some
+// (a nil Claim).
+func (c *claimGate) tryClaim() (Claim, bool) {
+	b := c.p.Load()
+	if b == nil {
+		return nil, true
+	}
+	return b.g.TryClaim()
+}
+
+// bindClaim and releaseClaimRoom apply to a claim that may be nil.
+func bindClaim(c Claim, done <-chan struct{}) {
+	if c != nil {
+		c.Bind(done)
+	}
+}
+
+func releaseClaimRoom(c Claim) {
+	if c != nil {
+		c.Release()
+	}
+}
