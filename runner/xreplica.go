@@ -211,7 +211,10 @@ func (r *Runner) claimNext(ctx context.Context, k store.SessionKey, prev store.L
 		var ok bool
 		if room, ok = r.xr.gate.tryClaim(); !ok {
 			// This replica is full: the run stays queued for another
-			// replica, or for this one's next sweep.
+			// replica, or for this one's next sweep. A run that ends
+			// here still holds its room while it hands its session on,
+			// so at the limit the session's next run goes that way too,
+			// and roomFreed sweeps once the run has ended.
 			r.log.Debug("queued run left for another replica: this one is at its run limit", "session", k.String())
 			r.xr.starved.Store(true)
 			skip = true
