@@ -13,6 +13,10 @@ type ClaimGate interface {
 	// leaves the run queued, for another replica or for this one's next
 	// sweep of the queue.
 	TryClaim() (Claim, bool)
+	// Reserve counts a run the runner starts whatever the limit: a
+	// pending run that Recover finds on a store of one process, admitted
+	// before the restart, which nothing else would ever start.
+	Reserve() Claim
 }
 
 // Claim is room a ClaimGate reserved.
@@ -31,10 +35,10 @@ type gateBox struct{ g ClaimGate }
 type claimGate struct{ p atomic.Pointer[gateBox] }
 
 // SetClaimGate makes g decide whether this runner takes a queued run from
-// a store that several replicas share; nil lets it take every run it can.
-// It may be called while runs go on: a claim already made keeps its room.
-// On a store of one process there is no shared queue, and g is never
-// asked.
+// a store that several replicas share, and count the pending runs Recover
+// starts on a store of one process; nil lets it take every run it can,
+// uncounted. It may be called while runs go on: a claim already made
+// keeps its room. Set it before Recover, as serve does.
 func (r *Runner) SetClaimGate(g ClaimGate) {
 	if g == nil {
 		r.xr.gate.p.Store(nil)
@@ -51,6 +55,16 @@ func (c *claimGate) tryClaim() (Claim, bool) {
 		return nil, true
 	}
 	return b.g.TryClaim()
+}
+
+// reserve counts a run that starts whatever the limit (see
+// ClaimGate.Reserve); without a gate it is a nil Claim.
+func (c *claimGate) reserve() Claim {
+	b := c.p.Load()
+	if b == nil {
+		return nil
+	}
+	return b.g.Reserve()
 }
 
 // bindClaim and releaseClaimRoom apply to a claim that may be nil.

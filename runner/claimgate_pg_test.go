@@ -29,6 +29,13 @@ func (g *countingGate) TryClaim() (Claim, bool) {
 	return countingClaim{g}, true
 }
 
+func (g *countingGate) Reserve() Claim {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.room--
+	return countingClaim{g}
+}
+
 func (g *countingGate) setRoom(n int) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
@@ -85,9 +92,11 @@ func TestClaimGateFullReplicaPassesQueuedRun(t *testing.T) {
 	if refusedA == 0 || len(boundA) != 0 {
 		t.Errorf("a's gate refused %d claims and bound %d, want some refused and none bound", refusedA, len(boundA))
 	}
-	_, boundB, releasedB := gb.counts()
-	if len(boundB) != 1 || releasedB != 0 {
-		t.Fatalf("b's gate bound %d claims and got %d back unused, want 1 bound", len(boundB), releasedB)
+	// b may have tried before a passed the session on, and given that
+	// room back: one claim is bound, to the run.
+	_, boundB, _ := gb.counts()
+	if len(boundB) != 1 {
+		t.Fatalf("b's gate bound %d claims, want 1", len(boundB))
 	}
 	waitClosed(t, boundB[0], "b's claim to end with the run")
 	if got := runOrder(t, p.sb, p.k); len(got) != 2 || got[0] != p.runID || got[1] != queued {

@@ -437,6 +437,8 @@ func (r *Runner) requeue(rec *agentrunnerv1.Run) bool {
 		r.runs.sessions[key] = sr
 	}
 	r.runs.byID[lr.id] = lr
+	// It was admitted before the restart: counted, never refused.
+	bindClaim(r.xr.gate.reserve(), lr.done)
 	if sr.busy() {
 		sr.queue = append(sr.queue, lr)
 		return true

@@ -162,6 +162,17 @@ func (l *runLimiter) acquire(principal string) (*runSlot, error) {
 	return sl, nil
 }
 
+// reserve counts a slot in the total whatever the limits (see
+// claimGate.Reserve).
+func (l *runLimiter) reserve() *runSlot {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	sl := &runSlot{}
+	l.slots[sl] = struct{}{}
+	l.per[sl.principal]++
+	return sl
+}
+
 // sweepLocked drops the slots whose runs have ended.
 func (l *runLimiter) sweepLocked() {
 	for sl := range l.slots {
@@ -262,6 +273,12 @@ func (g claimGate) TryClaim() (runner.Claim, bool) {
 		return nil, false
 	}
 	return claimedSlot{l: g.l, sl: sl}, true
+}
+
+// Reserve counts a recovered run beside the others, over the limit if
+// it must be: the run was admitted before a restart.
+func (g claimGate) Reserve() runner.Claim {
+	return claimedSlot{l: g.l, sl: g.l.reserve()}
 }
 
 type claimedSlot struct {

@@ -530,6 +530,14 @@ func (h registry) shutdown(ctx context.Context) error {
 // the runs a previous server left there, as serve does.
 func newEnvAt(t *testing.T, path string, build ...func(t *testing.T) apps.App) (*env, registry) {
 	t.Helper()
+	return newEnvAtLimits(t, path, Limits{}, build...)
+}
+
+// newEnvAtLimits is newEnvAt with the server's limits l. As serve does,
+// every app's runner counts the runs it recovers against them (the
+// server's ClaimGate), then recovers.
+func newEnvAtLimits(t *testing.T, path string, l Limits, build ...func(t *testing.T) apps.App) (*env, registry) {
+	t.Helper()
 	st, err := boltstore.Open(path, boltstore.Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -539,15 +547,54 @@ func newEnvAt(t *testing.T, path string, build ...func(t *testing.T) apps.App) (
 		t.Fatal(err)
 	}
 	for _, b := range build {
-		r, err := reg.Register(b(t))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, _, err := r.Recover(t.Context()); err != nil {
+		if _, err := reg.Register(b(t)); err != nil {
 			t.Fatal(err)
 		}
 	}
 	logs := &syncBuffer{}
-	cfg := Config{Store: st, Apps: RunnerApps(reg), Logger: slog.New(slog.NewTextHandler(logs, nil))}
-	return startEnv(t, st, cfg, logs), registry{reg}
+	cfg := Config{Store: st, Apps: RunnerApps(reg), Logger: slog.New(slog.NewTextHandler(logs, nil)), Limits: l}
+	e := startEnv(t, st, cfg, logs)
+	for _, a := range reg.List() {
+		r, _ := reg.Lookup(a.GetName())
+		r.SetClaimGate(e.grpc.srv.ClaimGate())
+		if _, _, err := r.Recover(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return e, registry{reg}
+}
+
+// TestRecoveredRunsCountAgainstMaxRuns: a queued run that a restart
+// starts again holds a slot of --max-runs like one admitted since: with
+// the limit at one, another run is ResourceExhausted until it has ended.
+func TestRecoveredRunsCountAgainstMaxRuns(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "agentrunner.db")
+	g := newGate()
+	e, reg := newEnvAt(t, path, g.app)
+	for _, s := range []string{"s1", "s2"} {
+		e.createSession(t, "gate", "u1", s)
+	}
+	e.startRun(t, "s1", "running", agentrunnerv1.MultitaskStrategy_MULTITASK_STRATEGY_REJECT)
+	g.waitEntered(t, "running")
+	queued := e.startRun(t, "s1", "queued", agentrunnerv1.MultitaskStrategy_MULTITASK_STRATEGY_ENQUEUE)
+	expired, cancel := context.WithCancel(t.Context())
+	cancel()
+	_ = reg.shutdown(expired) // "running" is cut off: INTERRUPTED
+	<-g.stopped
+	e.close(t)
+
+	e2, _ := newEnvAtLimits(t, path, Limits{MaxRuns: 1}, g.app)
+	g.waitEntered(t, "queued")
+	_, err := e2.runner.StartRun(t.Context(), &servicev1.StartRunRequest{AppName: "gate", UserId: "u1", SessionId: "s2", NewMessage: text("other")})
+	wantCode(t, err, codes.ResourceExhausted, "")
+	g.release("queued")
+	if got := e2.attach(t, queued.GetRunId(), 0); got.final(t).GetStatus() != agentrunnerv1.RunStatus_RUN_STATUS_SUCCEEDED {
+		t.Fatalf("recovered run: %v %q", got.runs, got.kinds)
+	}
+	other := e2.startRun(t, "s2", "other", agentrunnerv1.MultitaskStrategy_MULTITASK_STRATEGY_REJECT)
+	g.waitEntered(t, "other")
+	g.release("other")
+	if got := e2.attach(t, other.GetRunId(), 0); got.final(t).GetStatus() != agentrunnerv1.RunStatus_RUN_STATUS_SUCCEEDED {
+		t.Fatalf("run after the recovered one: %v %q", got.runs, got.kinds)
+	}
 }
