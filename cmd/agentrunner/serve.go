@@ -201,23 +201,9 @@ func serve(ctx context.Context, args []string, stderr io.Writer) (err error) {
 	if err != nil {
 		return err
 	}
-	core := server.New(server.Config{
-		Store:           st,
-		Apps:            server.RunnerApps(apps),
-		Logger:          log,
-		MaxRunDuration:  f.maxRun,
-		Auth:            sec.auth,
-		Limits:          f.limits,
-		MaxRequestBytes: f.maxRequest,
-	})
-	// Before any run is recovered or taken from a shared queue: those
-	// count against --max-runs too.
-	gateClaims(apps, core.ClaimGate())
-	if err := recoverRuns(ctx, apps, log); err != nil {
+	core, err := startRuns(ctx, f, st, apps, sec, log)
+	if err != nil {
 		return err
-	}
-	if _, shared := st.(store.SessionLeaser); shared {
-		go sweepRuns(ctx, apps, f.leaseTTL, log)
 	}
 	if f.debugAddr != "" {
 		stopDebug, err := serveDebug(f.debugAddr, log)
@@ -241,6 +227,31 @@ func serve(ctx context.Context, args []string, stderr io.Writer) (err error) {
 	// A second Ctrl-C now kills the process the default way.
 	stopSignals()
 	return shutdown(ctx, srv, served, apps, f, log)
+}
+
+// startRuns builds the server's core and recovers the runs a crash or a
+// shutdown left; on a store that replicas share, it also sweeps their
+// runs every lease lifetime. The core's claim gate goes on every app's
+// runner first: recovered runs and runs taken from a shared queue count
+// against --max-runs too.
+func startRuns(ctx context.Context, f serveFlags, st store.Store, reg *apps.Registry, sec *security, log *slog.Logger) (*server.Server, error) {
+	core := server.New(server.Config{
+		Store:           st,
+		Apps:            server.RunnerApps(reg),
+		Logger:          log,
+		MaxRunDuration:  f.maxRun,
+		Auth:            sec.auth,
+		Limits:          f.limits,
+		MaxRequestBytes: f.maxRequest,
+	})
+	gateClaims(reg, core.ClaimGate())
+	if err := recoverRuns(ctx, reg, log); err != nil {
+		return nil, err
+	}
+	if _, shared := st.(store.SessionLeaser); shared {
+		go sweepRuns(ctx, reg, f.leaseTTL, log)
+	}
+	return core, nil
 }
 
 // makeDataDir creates the directory of a bbolt --data file; a
