@@ -30,8 +30,8 @@ type Claim interface {
 // gateBox holds a ClaimGate for an atomic.Pointer.
 type gateBox struct{ g ClaimGate }
 
-// claimGate is where SetClaimGate keeps the gate; the sweeper and the
-// hand-offs read it.
+// claimGate is where SetClaimGate keeps the gate; claims (the sweeper,
+// the hand-offs) and Recover's requeued runs read it.
 type claimGate struct{ p atomic.Pointer[gateBox] }
 
 // SetClaimGate makes g decide whether this runner takes a queued run from
