@@ -96,11 +96,12 @@ func (r *Runner) admit(ctx context.Context, req Request) (admitted, error) {
 	if req.RequestID != "" {
 		digest = inputDigest(req.input())
 	}
-	for waited := false; ; waited = true {
+	var waited unwindWaits
+	for {
 		r.runs.mu.Lock()
-		a, wait, err := r.admitLocked(ctx, key, req, digest, waited)
+		a, w, err := r.admitLocked(ctx, key, req, digest, &waited)
 		r.runs.mu.Unlock()
-		if err != nil || wait == nil {
+		if err != nil || w == nil {
 			switch {
 			case err == nil && a.queued != nil:
 				return r.enqueueShared(ctx, a.live, a.front, a.victim)
@@ -109,11 +110,12 @@ func (r *Runner) admit(ctx context.Context, req Request) (admitted, error) {
 			}
 			return a, err
 		}
-		// The session's run is unwinding after a cancel: wait for it,
-		// bounded, then try again once.
-		t := time.NewTimer(DefaultCancelWait)
+		// The session's run is unwinding, or its caller has just gone:
+		// wait for it, bounded, then try again.
+		t := time.NewTimer(w.bound)
 		select {
-		case <-wait:
+		case <-w.done:
+		case <-w.readerGone:
 		case <-t.C:
 		case <-ctx.Done():
 			t.Stop()
@@ -121,6 +123,45 @@ func (r *Runner) admit(ctx context.Context, req Request) (admitted, error) {
 		}
 		t.Stop()
 	}
+}
+
+// ReaderGoneGrace bounds how long a run refused by a busy session waits
+// for the session's run to lose its caller, when that run was started by
+// a stream whose going away cancels it. A chat client that stops an
+// answer drops its stream and sends the next message at once, on the same
+// connection: the server may see the new message a moment before it sees
+// the old stream end (the client's cancel is sent by another goroutine).
+// A request that is refused after all is refused this much later.
+const ReaderGoneGrace = 500 * time.Millisecond
+
+// unwindWait is what a request refused by a busy session may wait for
+// before it tries again: the active run's end, or its reader's leaving.
+type unwindWait struct {
+	done, readerGone <-chan struct{}
+	bound            time.Duration
+}
+
+// unwindWaits records which waits a request has had: each at most once.
+type unwindWaits struct{ reader, cancel bool }
+
+// unwindWait returns the wait a request refused by the session's active
+// run may have, or nil: a run that was cancelled and is unwinding is
+// waited for (DefaultCancelWait), and a run whose stream may be leaving
+// is given ReaderGoneGrace to leave. Never behind queued runs.
+func (s *sessionRuns) unwindWait(waited *unwindWaits) *unwindWait {
+	a := s.active
+	if a == nil || len(s.queue) > 0 {
+		return nil
+	}
+	switch {
+	case a.cancelling() && !waited.cancel:
+		waited.cancel = true
+		return &unwindWait{done: a.done, bound: DefaultCancelWait}
+	case a.readerCtx != nil && !waited.reader && !waited.cancel:
+		waited.reader = true
+		return &unwindWait{done: a.done, readerGone: a.readerCtx.Done(), bound: ReaderGoneGrace}
+	}
+	return nil
 }
 
 // checkRequest validates what can be checked before admission.
@@ -152,10 +193,10 @@ func (r *Runner) available() error {
 	return fmt.Errorf("app %s cannot run: %s: %w", r.appName, r.unavailable, ErrAppUnavailable)
 }
 
-// admitLocked decides under r.runs.mu. It returns a channel to wait on
-// when the session's active run is unwinding and the request would
-// otherwise be refused.
-func (r *Runner) admitLocked(ctx context.Context, key store.SessionKey, req Request, digest string, waited bool) (admitted, <-chan struct{}, error) {
+// admitLocked decides under r.runs.mu. It returns what to wait for when
+// the session's active run is unwinding, or may be about to, and the
+// request would otherwise be refused.
+func (r *Runner) admitLocked(ctx context.Context, key store.SessionKey, req Request, digest string, waited *unwindWaits) (admitted, *unwindWait, error) {
 	if r.runs.draining {
 		return admitted{}, nil, fmt.Errorf("run on session %s: %w", key, ErrShuttingDown)
 	}
@@ -171,8 +212,8 @@ func (r *Runner) admitLocked(ctx context.Context, key store.SessionKey, req Requ
 	case agentrunnerv1.MultitaskStrategy_MULTITASK_STRATEGY_INTERRUPT:
 	default:
 		if busy {
-			if !waited && len(sr.queue) == 0 && sr.active.cancelling() {
-				return admitted{}, sr.active.done, nil
+			if w := sr.unwindWait(waited); w != nil {
+				return admitted{}, w, nil
 			}
 			return admitted{}, nil, fmt.Errorf("session %s: run %s: %w", key, sr.blocker().id, ErrRunInProgress)
 		}
@@ -266,6 +307,9 @@ func (r *Runner) newRun(ctx context.Context, key store.SessionKey, req Request, 
 	}
 	lr := newLiveRun(key, rec, req)
 	lr.ctx, lr.cancel = context.WithCancelCause(context.WithoutCancel(ctx))
+	if req.OnDisconnect != agentrunnerv1.OnDisconnect_ON_DISCONNECT_CONTINUE {
+		lr.readerCtx = ctx
+	}
 	return lr
 }
 
@@ -420,7 +464,7 @@ func (r *Runner) recoverRun(lr *liveRun) {
 		// Best effort: the store may be what panicked. Left RUNNING, the
 		// record is marked INTERRUPTED at the next start.
 		defer func() { _ = recover() }()
-		r.store.PutRunLater(rec)
+		r.storeFinal(lr, rec)
 	}()
 	r.release(lr)
 	lr.finish(rec, err)

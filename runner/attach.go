@@ -83,13 +83,14 @@ func (r *Runner) runInline(ctx context.Context, lr *liveRun, p *prepared, policy
 	}()
 	<-lr.done
 	d.deliver(Update{}) // the first record, if nothing was delivered
+	final, termErr := lr.endOf()
 	switch {
 	case d.contextEnded:
 		yield(Update{}, fmt.Errorf("run %s: %w", lr.id, ctx.Err()))
 	case d.stopped:
-	case !yield(Update{Run: lr.finalRecord()}, nil):
-	case lr.err != nil:
-		yield(Update{}, lr.err)
+	case final != nil && !yield(Update{Run: final}, nil):
+	case termErr != nil:
+		yield(Update{}, termErr)
 	}
 }
 
@@ -241,7 +242,7 @@ func (r *Runner) followLog(ctx context.Context, lr *liveRun, after uint64, liveF
 	defer lr.unsubscribe(wake)
 	next := 0
 	for {
-		items, rec, ended := lr.snapshot(next)
+		items, _, ended := lr.snapshot(next)
 		for _, u := range items {
 			i := next
 			next++
@@ -250,11 +251,12 @@ func (r *Runner) followLog(ctx context.Context, lr *liveRun, after uint64, liveF
 			}
 		}
 		if ended && len(items) == 0 {
-			if !yield(Update{Run: rec}, nil) {
+			final, termErr := lr.endOf()
+			if final != nil && !yield(Update{Run: final}, nil) {
 				return readerStopped
 			}
-			if lr.err != nil {
-				yield(Update{}, lr.err)
+			if termErr != nil {
+				yield(Update{}, termErr)
 			}
 			return followedToEnd
 		}

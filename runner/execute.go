@@ -91,7 +91,7 @@ func (r *Runner) execute(lr *liveRun, p *prepared) {
 		if p, err = r.prepare(ctx, lr); err != nil {
 			rec := r.failRecord(lr.record(), err)
 			if !r.runElsewhere(ctx, lr, err) {
-				r.store.PutRunLater(rec)
+				r.storeFinal(lr, rec)
 			}
 			r.release(lr)
 			lr.finish(rec, err)
@@ -152,19 +152,15 @@ func (in *invocation) runGuarded(ctx context.Context) (err error) {
 
 // finalize decides how the run ended, stores the final record (with the
 // event that says so, for a stopped run), and returns the record and the
-// run's terminal error.
+// run's terminal error. The record is on disk before it returns: readers
+// hear of the end only from finish, after this, so that no client is told
+// a status a crash could take back.
 func (r *Runner) finalize(ctx context.Context, in *invocation, err error) (*agentrunnerv1.Run, error) {
 	lr := in.lr
 	switch {
 	case err == nil:
-		rec := lr.record()
-		rec.EndTime = timestamppb.New(r.now())
-		rec.Status = agentrunnerv1.RunStatus_RUN_STATUS_SUCCEEDED
-		if ids := waitingCalls(in.inv.Events(), rec); len(ids) > 0 {
-			rec.Status = agentrunnerv1.RunStatus_RUN_STATUS_INPUT_REQUIRED
-			rec.PendingCallIds = ids
-		}
-		r.store.PutRunLater(rec)
+		rec := r.endRecord(in)
+		r.storeFinal(lr, rec)
 		return rec, nil
 	case fenced(err) || fenced(context.Cause(ctx)):
 		// Nothing more is stored: the session is another writer's.
@@ -174,10 +170,47 @@ func (r *Runner) finalize(ctx context.Context, in *invocation, err error) (*agen
 	default:
 		rec := r.failRecord(lr.record(), err)
 		if in.recordWritten || lr.persisted {
-			r.store.PutRunLater(rec)
+			r.storeFinal(lr, rec)
 		}
 		return rec, err
 	}
+}
+
+// endRecord is the final record of a run whose agents returned: FAILED
+// when the last thing an agent did was fail (see invocation.failure),
+// INPUT_REQUIRED when calls of the run still wait for the caller, else
+// SUCCEEDED.
+func (r *Runner) endRecord(in *invocation) *agentrunnerv1.Run {
+	rec := in.lr.record()
+	rec.EndTime = timestamppb.New(r.now())
+	rec.Status = agentrunnerv1.RunStatus_RUN_STATUS_SUCCEEDED
+	switch ids := waitingCalls(in.inv.Events(), rec); {
+	case in.failure != nil:
+		rec.Status = agentrunnerv1.RunStatus_RUN_STATUS_FAILED
+		rec.Error = in.failure
+	case len(ids) > 0:
+		rec.Status = agentrunnerv1.RunStatus_RUN_STATUS_INPUT_REQUIRED
+		rec.PendingCallIds = ids
+	}
+	return rec
+}
+
+// storeFinal writes a run's final record and waits until it is on disk.
+// It goes through the store's group commit, so that under load it shares
+// an fsync with other sessions' writes. A record the store cannot take is
+// logged and marks the run's end unrecorded: its readers then get the
+// terminal error without a final record they could not find again.
+func (r *Runner) storeFinal(lr *liveRun, rec *agentrunnerv1.Run) {
+	// The run's context may be done (a cancelled or timed-out run): the
+	// store must still take its end.
+	err := r.store.PutRun(context.WithoutCancel(lr.ctx), rec)
+	if err == nil || errors.Is(err, store.ErrNotFound) {
+		return // stored, or the session was deleted with its runs
+	}
+	r.log.Error("store the end of a run", "run", lr.id, "status", rec.GetStatus(), "err", err)
+	lr.mu.Lock()
+	lr.unrecorded = fmt.Errorf("run %s ended %s, but its record could not be stored: %w", lr.id, rec.GetStatus(), err)
+	lr.mu.Unlock()
 }
 
 // stopped ends a run whose context was cancelled or timed out: it stores
@@ -193,7 +226,7 @@ func (in *invocation) stopped(ctx context.Context) (*agentrunnerv1.Run, error) {
 	termErr := fmt.Errorf("run %s: %w", lr.id, cause)
 	if !in.recordWritten && rec.GetFirstSequence() == 0 {
 		if lr.persisted {
-			r.store.PutRunLater(rec)
+			r.storeFinal(lr, rec)
 		}
 		return rec, termErr
 	}
@@ -206,7 +239,7 @@ func (in *invocation) stopped(ctx context.Context) (*agentrunnerv1.Run, error) {
 	}
 	if err != nil {
 		r.log.Error("store the end of a stopped run", "run", lr.id, "err", err)
-		r.store.PutRunLater(rec)
+		r.storeFinal(lr, rec)
 		return rec, termErr
 	}
 	in.inv.Record(nil, stored)

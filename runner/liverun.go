@@ -46,6 +46,12 @@ type liveRun struct {
 	// a cause (see cancelCause).
 	ctx    context.Context
 	cancel context.CancelCauseFunc
+	// readerCtx is the context of the stream that started a run which
+	// its caller's going away cancels (ON_DISCONNECT_CANCEL); nil for
+	// others. The cancel itself runs on another goroutine a moment after
+	// the stream ends, while the caller may already have sent its next
+	// message: admission reads this to know the run is on its way out.
+	readerCtx context.Context
 
 	mu sync.Mutex
 	// rec is the current record; clones leave.
@@ -74,6 +80,10 @@ type liveRun struct {
 	persisted bool
 	// err is the run's terminal error, set before done is closed.
 	err error
+	// unrecorded is set when the run's final record could not be stored:
+	// readers get it as the terminal error instead of a final record
+	// that nobody could read back.
+	unrecorded error
 	// direct is the reader a run executed on its reader's goroutine
 	// hands each update to as it publishes it (runInline); nil otherwise.
 	direct func(Update)
@@ -216,6 +226,17 @@ func (lr *liveRun) finish(rec *agentrunnerv1.Run, err error) {
 	lr.wakeLocked()
 }
 
+// endOf is what a reader gets once the run has ended: the final record
+// (nil when it could not be stored) and the terminal error.
+func (lr *liveRun) endOf() (*agentrunnerv1.Run, error) {
+	lr.mu.Lock()
+	defer lr.mu.Unlock()
+	if lr.unrecorded != nil {
+		return nil, lr.unrecorded
+	}
+	return lr.rec, lr.err
+}
+
 // ended reports whether the run has ended.
 func (lr *liveRun) ended() bool {
 	select {
@@ -226,9 +247,13 @@ func (lr *liveRun) ended() bool {
 	}
 }
 
-// cancelling reports whether the run was told to stop and is unwinding.
+// cancelling reports whether the run was told to stop, or its caller
+// went away and it is about to be, and it is unwinding.
 func (lr *liveRun) cancelling() bool {
-	return lr.ctx != nil && lr.ctx.Err() != nil && !lr.ended()
+	if lr.ctx == nil || lr.ended() {
+		return false
+	}
+	return lr.ctx.Err() != nil || (lr.readerCtx != nil && lr.readerCtx.Err() != nil)
 }
 
 // snapshot returns the log from index from on, the final record once the

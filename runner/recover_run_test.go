@@ -1,6 +1,7 @@
 package runner
 
 import (
+	"context"
 	"errors"
 	"sync/atomic"
 	"testing"
@@ -10,18 +11,18 @@ import (
 	"github.com/agentrunner/agentrunner/store/boltstore"
 )
 
-// panickyStore panics in PutRunLater once: a panic in the runner's own
+// panickyStore panics in PutRun once: a panic in the runner's own
 // code after the run's agents are done.
 type panickyStore struct {
 	*boltstore.Store
 	armed atomic.Bool
 }
 
-func (s *panickyStore) PutRunLater(rec *agentrunnerv1.Run) {
+func (s *panickyStore) PutRun(ctx context.Context, rec *agentrunnerv1.Run) error {
 	if s.armed.CompareAndSwap(true, false) {
 		panic("store bug")
 	}
-	s.Store.PutRunLater(rec)
+	return s.Store.PutRun(ctx, rec)
 }
 
 // TestPanicInRunnerCodeEndsTheRun: a panic in the runner's own code around

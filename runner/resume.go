@@ -83,6 +83,9 @@ func (r *Runner) admitResume(ctx context.Context, req ResumeRequest) (*liveRun, 
 	lr.baseSeq = rec.GetLastSequence()
 	lr.persisted = true
 	lr.ctx, lr.cancel = context.WithCancelCause(context.WithoutCancel(ctx))
+	if req.OnDisconnect != agentrunnerv1.OnDisconnect_ON_DISCONNECT_CONTINUE {
+		lr.readerCtx = ctx
+	}
 	lr.markQueued(nil)
 	r.runs.mu.Lock()
 	sr := r.runs.sessions[key]

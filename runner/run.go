@@ -115,6 +115,12 @@ type invocation struct {
 	recordWritten bool
 	// inMemory reports that the session was added to memory in this run.
 	inMemory bool
+	// failure is how the agents' last step ended when it ended in an
+	// error: a stored event with an error_code (a model that failed after
+	// its retries), or an in-band error with nothing after it. An agent
+	// event stored after it clears it: the agent recovered. A run whose
+	// agents return with a failure ends FAILED.
+	failure *agentrunnerv1.Status
 }
 
 // run stores the user's message, then lets before_run answer or runs the
@@ -259,6 +265,7 @@ func (in *invocation) deliver(ctx context.Context, a agent.Agent, err error) err
 	case !errors.As(err, &ae):
 		err = &agent.AgentError{Agent: a.Name(), Err: err}
 	}
+	in.failure = inBandStatus(err)
 	if !in.yield(nil, err) {
 		return errStopped
 	}
@@ -288,6 +295,9 @@ func (in *invocation) emit(ctx context.Context, ev *agentrunnerv1.Event) (*agent
 		return nil, fmt.Errorf("append event of agent %s: %w", ev.GetAuthor(), err)
 	}
 	in.inv.Record(ev.GetActions().GetStateDelta(), stored)
+	if stored.GetAuthor() != agent.UserAuthor {
+		in.failure = eventFailure(stored)
+	}
 	// The stored instance stays with the runner (the session view and the
 	// history cache); each reader of the run gets a copy of its own.
 	if !in.yield(stored, nil) {
