@@ -89,4 +89,3 @@ func TestFailedAgentFailsTheRun(t *testing.T) {
 		})
 	}
 }
-
