@@ -162,6 +162,35 @@ func (p *compactionPlan) cover(open []*agentrunnerv1.Event, keep int) *compactio
 	return p
 }
 
+// maxCompactionAuthors bounds a compaction's authors. An app's tree names
+// far fewer agents; only events appended from outside under made-up
+// authors could pass it, and then the oldest are dropped.
+const maxCompactionAuthors = 64
+
+// authors lists the authors of the events p covers, the user left out,
+// newest first, each once: the previous compaction's authors stand for
+// the events it covered. Agent selection (agent.Tree.SelectAgent) reads
+// them in place of the covered events, which the agents' view no longer
+// holds. Carrying the names costs a few bytes per compaction; reading
+// the covered events back from the store would cost a read per run.
+func (p *compactionPlan) authors() []string {
+	var out []string
+	seen := map[string]bool{}
+	add := func(a string) {
+		if a != agent.UserAuthor && a != "" && !seen[a] && len(out) < maxCompactionAuthors {
+			seen[a] = true
+			out = append(out, a)
+		}
+	}
+	for i := len(p.events) - 1; i >= 0; i-- {
+		add(p.events[i].GetAuthor())
+	}
+	for _, a := range p.prev.GetAuthors() {
+		add(a)
+	}
+	return out
+}
+
 func (c Compaction) maxEvents() int {
 	if c.MaxEvents == 0 {
 		return DefaultCompactionMaxEvents
@@ -248,7 +277,7 @@ func (in *invocation) compact(ctx context.Context) error {
 	}
 	log("compacting session history", "session", in.key.Session, "run", in.lr.id, "reason", p.reason, "start", p.start, "end", p.end, "summarized", len(p.events))
 	ev := &agentrunnerv1.Event{Author: agent.UserAuthor, Actions: &agentrunnerv1.EventActions{Compaction: &agentrunnerv1.EventCompaction{
-		StartSequence: p.start, EndSequence: p.end, Summary: summary,
+		StartSequence: p.start, EndSequence: p.end, Summary: summary, Authors: p.authors(),
 	}}}
 	_, err = in.emit(ctx, ev)
 	return err
