@@ -10,6 +10,7 @@ import (
 	agentrunnerv1 "github.com/agentrunner/agentrunner/gen/go/agentrunner/v1"
 	"github.com/agentrunner/agentrunner/runner/agent"
 	"github.com/agentrunner/agentrunner/runner/model"
+	"github.com/agentrunner/agentrunner/store"
 	"google.golang.org/protobuf/types/known/structpb"
 )
 
@@ -162,6 +163,35 @@ func (p *compactionPlan) cover(open []*agentrunnerv1.Event, keep int) *compactio
 	return p
 }
 
+// maxCompactionAuthors bounds a compaction's authors. An app's tree names
+// far fewer agents; only events appended from outside under made-up
+// authors could pass it, and then the oldest are dropped.
+const maxCompactionAuthors = 64
+
+// authors lists the authors of the events p covers, the user left out,
+// newest first, each once: the previous compaction's authors stand for
+// the events it covered. Agent selection (agent.Tree.SelectAgent) reads
+// them in place of the covered events, which the agents' view no longer
+// holds. Carrying the names costs a few bytes per compaction; reading
+// the covered events back from the store would cost a read per run.
+func (p *compactionPlan) authors() []string {
+	var out []string
+	seen := map[string]bool{}
+	add := func(a string) {
+		if a != agent.UserAuthor && a != "" && !seen[a] && len(out) < maxCompactionAuthors {
+			seen[a] = true
+			out = append(out, a)
+		}
+	}
+	for i := len(p.events) - 1; i >= 0; i-- {
+		add(p.events[i].GetAuthor())
+	}
+	for _, a := range p.prev.GetAuthors() {
+		add(a)
+	}
+	return out
+}
+
 func (c Compaction) maxEvents() int {
 	if c.MaxEvents == 0 {
 		return DefaultCompactionMaxEvents
@@ -234,7 +264,7 @@ func (in *invocation) compact(ctx context.Context) error {
 	if p == nil {
 		return nil
 	}
-	summary, err := c.summarize(ctx, p)
+	summary, usage, err := c.summarize(ctx, p)
 	if err != nil {
 		if ctx.Err() != nil {
 			return ctx.Err()
@@ -247,30 +277,35 @@ func (in *invocation) compact(ctx context.Context) error {
 		log = in.r.log.Warn
 	}
 	log("compacting session history", "session", in.key.Session, "run", in.lr.id, "reason", p.reason, "start", p.start, "end", p.end, "summarized", len(p.events))
-	ev := &agentrunnerv1.Event{Author: agent.UserAuthor, Actions: &agentrunnerv1.EventActions{Compaction: &agentrunnerv1.EventCompaction{
-		StartSequence: p.start, EndSequence: p.end, Summary: summary,
+	// The summarizer's tokens ride on the compaction event, so that the
+	// run's, its author's and the session's totals count them as they
+	// count every other event's.
+	ev := &agentrunnerv1.Event{Author: agent.UserAuthor, UsageMetadata: usage, Actions: &agentrunnerv1.EventActions{Compaction: &agentrunnerv1.EventCompaction{
+		StartSequence: p.start, EndSequence: p.end, Summary: summary, Authors: p.authors(),
 	}}}
 	_, err = in.emit(ctx, ev)
 	return err
 }
 
 // summarize condenses p's events, in chunks, each call folding the
-// summary so far in.
-func (c Compaction) summarize(ctx context.Context, p *compactionPlan) (*agentrunnerv1.Content, error) {
-	summary := p.prev.GetSummary()
+// summary so far in. usage sums the calls' token counts.
+func (c Compaction) summarize(ctx context.Context, p *compactionPlan) (summary *agentrunnerv1.Content, usage *agentrunnerv1.UsageMetadata, err error) {
+	summary = p.prev.GetSummary()
 	for events := p.events; len(events) > 0; {
 		n := min(len(events), compactionChunk)
-		var err error
-		if summary, err = c.summarizeChunk(ctx, summary, events[:n]); err != nil {
-			return nil, err
+		var u *agentrunnerv1.UsageMetadata
+		if summary, u, err = c.summarizeChunk(ctx, summary, events[:n]); err != nil {
+			return nil, nil, err
 		}
+		usage = store.AddUsage(usage, u)
 		events = events[n:]
 	}
-	return summary, nil
+	return summary, usage, nil
 }
 
-// summarizeChunk makes one summarizer call.
-func (c Compaction) summarizeChunk(ctx context.Context, prev *agentrunnerv1.Content, events []*agentrunnerv1.Event) (*agentrunnerv1.Content, error) {
+// summarizeChunk makes one summarizer call and returns the summary with
+// the call's usage.
+func (c Compaction) summarizeChunk(ctx context.Context, prev *agentrunnerv1.Content, events []*agentrunnerv1.Event) (*agentrunnerv1.Content, *agentrunnerv1.UsageMetadata, error) {
 	var b strings.Builder
 	if text := contentText(prev); text != "" {
 		b.WriteString("Summary of the earlier conversation:\n" + text + "\n\n")
@@ -286,25 +321,29 @@ func (c Compaction) summarizeChunk(ctx context.Context, prev *agentrunnerv1.Cont
 	}
 	req := &model.Request{SystemInstruction: instr, Config: &model.GenerateConfig{MaxOutputTokens: summaryTokens}, Contents: []*agentrunnerv1.Content{{Role: agent.RoleUser, Parts: []*agentrunnerv1.Part{{Data: &agentrunnerv1.Part_Text{Text: b.String()}}}}}}
 	var out *agentrunnerv1.Content
+	var usage *agentrunnerv1.UsageMetadata
 	for resp, err := range c.Summarizer.Generate(ctx, req, false) {
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		if resp.ErrorCode != "" {
-			return nil, fmt.Errorf("summarizer: %s: %s", resp.ErrorCode, resp.ErrorMessage)
+			return nil, nil, fmt.Errorf("summarizer: %s: %s", resp.ErrorCode, resp.ErrorMessage)
 		}
 		out = resp.Content
+		if resp.Usage != nil {
+			usage = resp.Usage // the call's usage, on its final response
+		}
 	}
 	text := contentText(out)
 	if text == "" {
-		return nil, errors.New("summarizer returned no text")
+		return nil, nil, errors.New("summarizer returned no text")
 	}
 	if len(text) > maxSummaryBytes {
 		// Every later request carries the summary, and the next
 		// summary folds it in: a runaway one must not grow with them.
 		text = strings.ToValidUTF8(text[:maxSummaryBytes], "")
 	}
-	return &agentrunnerv1.Content{Role: "model", Parts: []*agentrunnerv1.Part{{Data: &agentrunnerv1.Part_Text{Text: text}}}}, nil
+	return &agentrunnerv1.Content{Role: "model", Parts: []*agentrunnerv1.Part{{Data: &agentrunnerv1.Part_Text{Text: text}}}}, usage, nil
 }
 
 // contentText joins the non-thought text parts of c.

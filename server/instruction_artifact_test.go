@@ -57,3 +57,52 @@ func TestInstructionArtifactPlaceholders(t *testing.T) {
 		t.Fatalf("run without the artifact: %v %q %v; want one in-band error naming it", res.status, res.kinds, res.errors)
 	}
 }
+
+// TestInstructionArtifactText: {artifact.NAME} is the text of a text/*
+// or JSON artifact, saved as inline data (as the walkthrough saves
+// notes.txt) or as a text part; a text longer than 64 KiB is cut there,
+// with a marker; invalid UTF-8 and binary data get a description.
+func TestInstructionArtifactText(t *testing.T) {
+	long := strings.Repeat("é", 40<<10) // 80 KiB of two-byte runes
+	blob := func(mime string, data []byte) *agentrunnerv1.Part {
+		return &agentrunnerv1.Part{Data: &agentrunnerv1.Part_InlineData{InlineData: &agentrunnerv1.Blob{MimeType: mime, Data: data}}}
+	}
+	cases := []struct {
+		name string
+		part *agentrunnerv1.Part
+		want string
+	}{
+		{"notes.txt", blob("text/plain", []byte("hello world")), "hello world"},
+		{"readme.md", blob("text/markdown; charset=utf-8", []byte("# Title")), "# Title"},
+		{"data.json", blob("application/json", []byte(`{"a":1}`)), `{"a":1}`},
+		{"doc.jsonld", blob("application/ld+json", []byte(`{"@id":"x"}`)), `{"@id":"x"}`},
+		{"typed.txt", &agentrunnerv1.Part{Data: &agentrunnerv1.Part_Text{Text: "typed"}}, "typed"},
+		{"long.txt", blob("text/plain", []byte(long)), long[:64<<10] + "\n[artifact long.txt truncated: first 65536 of 81920 bytes]"},
+		{"bad.txt", blob("text/plain", []byte{'h', 0xff, 'i'}), "[artifact bad.txt: text/plain, 3 bytes]"},
+		{"image.png", blob("image/png", []byte{0x89, 'P', 'N', 'G'}), "[artifact image.png: image/png, 4 bytes]"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			app := strings.NewReplacer(".", "_").Replace(c.name)
+			e := newEnv(t, withRunnerApps(t, func(t *testing.T) apps.App {
+				a := must[agent.Agent](t)(llmagent.New(llmagent.Config{Name: "reader", Model: instructionModel{}, Instruction: "<{artifact." + c.name + "}>"}))
+				return apps.App{Name: app, Root: a}
+			}))
+			e.createSession(t, app, "u1", "s1")
+			if _, err := e.artifacts.SaveArtifact(t.Context(), &servicev1.SaveArtifactRequest{AppName: app, UserId: "u1", SessionId: "s1", Filename: c.name, Artifact: c.part}); err != nil {
+				t.Fatal(err)
+			}
+			res := e.run(t, t.Context(), runReq(app, "s1", "go"))
+			if res.status != nil || len(res.events) != 1 {
+				t.Fatalf("run: %v %q", res.status, res.kinds)
+			}
+			got := strings.TrimPrefix(res.events[0].GetContent().GetParts()[0].GetText(), "instruction: ")
+			if want := "<" + c.want + ">"; got != want {
+				if len(got) > 200 {
+					got = got[:100] + "…" + got[len(got)-100:]
+				}
+				t.Fatalf("instruction %q; want %q", got, want[max(0, len(want)-100):])
+			}
+		})
+	}
+}

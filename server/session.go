@@ -87,7 +87,7 @@ func (h sessionService) selected(ctx context.Context, k store.SessionKey, sess *
 	if opts.NumRecentEvents > 0 {
 		n = min(n, uint64(opts.NumRecentEvents))
 	}
-	if opts.AfterTime.IsZero() {
+	if opts.AfterTime == nil {
 		return n, nil
 	}
 	kept := uint64(len(events))

@@ -217,3 +217,36 @@ func TestGetSessionAfterTimeOmitted(t *testing.T) {
 		}
 	}
 }
+
+// TestEventsAfterZeroTime: after_time at the zero instant
+// (0001-01-01T00:00:00Z) filters like any other time: set, it keeps only
+// the events strictly after it, so an event stamped exactly then is left
+// out of GetSession and ListEvents.
+func TestEventsAfterZeroTime(t *testing.T) {
+	e := newEnv(t)
+	ctx := t.Context()
+	e.createSession(t, "app", "u1", "s1")
+	zero := time.Date(1, 1, 1, 0, 0, 0, 0, time.UTC)
+	e.appendTimed(t, "s1", zero, 10, 0, time.Second)
+	after := timestamppb.New(zero)
+	if err := after.CheckValid(); err != nil {
+		t.Fatal(err)
+	}
+	get, err := e.sessions.GetSession(ctx, &servicev1.GetSessionRequest{AppName: "app", UserId: "u1", SessionId: "s1", AfterTime: after})
+	if err != nil || sequencesOf(get.GetEvents()) != "2" || get.GetOmittedEvents() != 0 {
+		t.Fatalf("GetSession(after_time 0001-01-01) = [%s] (%d omitted), %v; want [2]", sequencesOf(get.GetEvents()), get.GetOmittedEvents(), err)
+	}
+	get, err = e.sessions.GetSession(ctx, &servicev1.GetSessionRequest{AppName: "app", UserId: "u1", SessionId: "s1", AfterTime: after, NumRecentEvents: 2})
+	if err != nil || sequencesOf(get.GetEvents()) != "2" || get.GetOmittedEvents() != 0 {
+		t.Fatalf("GetSession(after_time 0001-01-01, 2 recent) = [%s] (%d omitted), %v; want [2]", sequencesOf(get.GetEvents()), get.GetOmittedEvents(), err)
+	}
+	list, err := e.sessions.ListEvents(ctx, &servicev1.ListEventsRequest{AppName: "app", UserId: "u1", SessionId: "s1", AfterTime: after})
+	if err != nil || sequencesOf(list.GetEvents()) != "2" {
+		t.Fatalf("ListEvents(after_time 0001-01-01) = [%s], %v; want [2]", sequencesOf(list.GetEvents()), err)
+	}
+	// Without after_time every event comes back.
+	list, err = e.sessions.ListEvents(ctx, &servicev1.ListEventsRequest{AppName: "app", UserId: "u1", SessionId: "s1"})
+	if err != nil || sequencesOf(list.GetEvents()) != "1 2" {
+		t.Fatalf("ListEvents() = [%s], %v; want [1 2]", sequencesOf(list.GetEvents()), err)
+	}
+}

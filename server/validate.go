@@ -153,16 +153,18 @@ func artifactKey(r keyed, filename string, named bool) (store.SessionKey, error)
 	return k, nil
 }
 
-// afterTime validates a request's after_time and returns it; the zero
-// time when it is not set.
-func afterTime(ts *timestamppb.Timestamp) (time.Time, error) {
+// afterTime validates a request's after_time and returns it; nil when it
+// is not set. The field's presence, not its value, decides: the zero
+// instant (0001-01-01T00:00:00Z) filters like any other time.
+func afterTime(ts *timestamppb.Timestamp) (*time.Time, error) {
 	if ts == nil {
-		return time.Time{}, nil
+		return nil, nil
 	}
 	if err := checkTimestamp("after_time", ts); err != nil {
-		return time.Time{}, err
+		return nil, err
 	}
-	return ts.AsTime(), nil
+	t := ts.AsTime()
+	return &t, nil
 }
 
 func validateCreateSession(r *servicev1.CreateSessionRequest) (store.SessionKey, error) {

@@ -75,7 +75,7 @@ func mergeTimestamp(b []byte, secs, nanos *int64) error {
 // KeepsEncoded reports whether the filter's time test keeps the encoded
 // event v; with no AfterTime it reads nothing.
 func (f EventFilter) KeepsEncoded(v []byte) (bool, error) {
-	if f.AfterTime.IsZero() {
+	if f.AfterTime == nil {
 		return true, nil
 	}
 	ts, err := EventTime(v)

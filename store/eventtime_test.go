@@ -33,7 +33,8 @@ func TestEventTime(t *testing.T) {
 	if _, err := EventTime([]byte{0x2a, 0x05, 0x08}); err == nil {
 		t.Error("EventTime of a truncated timestamp: no error")
 	}
-	f := EventFilter{AfterTime: time.Unix(10, 0)}
+	ten := time.Unix(10, 0)
+	f := EventFilter{AfterTime: &ten}
 	if keep, err := f.KeepsEncoded([]byte{0xff}); err == nil || keep {
 		t.Errorf("KeepsEncoded(garbage) = %v, %v; want an error", keep, err)
 	}

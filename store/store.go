@@ -73,11 +73,13 @@ type GetOptions struct {
 	NumRecentEvents int
 	// AfterSequence keeps only events with a greater sequence.
 	AfterSequence uint64
-	// AfterTime, when not zero, keeps only events whose timestamp is
-	// strictly after it (as well as after AfterSequence). Every event is
-	// tested: a caller may set an event's timestamp, so timestamps are not
-	// known to grow with the sequence.
-	AfterTime time.Time
+	// AfterTime, when set, keeps only events whose timestamp is strictly
+	// after it (as well as after AfterSequence); nil keeps every time.
+	// A pointer, not a zero time.Time for "none": the zero instant
+	// (0001-01-01T00:00:00Z) is a time a caller may filter on like any
+	// other. Every event is tested: a caller may set an event's
+	// timestamp, so timestamps are not known to grow with the sequence.
+	AfterTime *time.Time
 	// MaxBytes, when positive, bounds the size of the events returned
 	// (see ItemBytes): the newest events that fit are kept and older ones
 	// left out. Events are numbered 1..last_sequence without gaps, so a
@@ -86,17 +88,17 @@ type GetOptions struct {
 }
 
 // EventFilter selects the events ListEvents lists: those with a greater
-// sequence than AfterSequence and, when AfterTime is not zero, a
-// timestamp strictly after AfterTime.
+// sequence than AfterSequence and, when AfterTime is set (whatever its
+// value, the zero instant included), a timestamp strictly after it.
 type EventFilter struct {
 	AfterSequence uint64
-	AfterTime     time.Time
+	AfterTime     *time.Time
 }
 
 // Keeps reports whether the filter's time test keeps an event with
 // timestamp ts (its sequence is tested apart).
 func (f EventFilter) Keeps(ts time.Time) bool {
-	return f.AfterTime.IsZero() || ts.After(f.AfterTime)
+	return f.AfterTime == nil || ts.After(*f.AfterTime)
 }
 
 // ArtifactKey validates the key an artifact method is given for

@@ -84,27 +84,52 @@ func (t *Tree) resumable(a Agent) bool {
 // root; any other author is selected when resumable, and passed over (the
 // walk goes on to older events) when not. The root answers when nothing
 // qualifies.
+//
+// The runner hands over the events after the newest compaction's range,
+// not the ones it covers: that compaction's authors (its covered events'
+// authors, newest first, each once) stand for them, read after the walk
+// because every event in the view is newer than the range. Whether an
+// author is selected depends on its name alone, so its newest occurrence
+// decides, and the authors give the agent a walk over the covered events
+// would give, for any tree.
 func (t *Tree) SelectAgent(events []*agentrunnerv1.Event, msg *agentrunnerv1.Content) Agent {
 	if a := t.callerOf(events, msg); a != nil {
 		return a
 	}
+	var compacted *agentrunnerv1.EventCompaction
 	for i := len(events) - 1; i >= 0; i-- {
-		author := events[i].GetAuthor()
-		if author == UserAuthor {
+		if c := events[i].GetActions().GetCompaction(); c != nil {
+			if c.GetEndSequence() > compacted.GetEndSequence() {
+				compacted = c
+			}
 			continue
 		}
-		if author == t.root.Name() {
-			return t.root
+		if a := t.selectable(events[i].GetAuthor()); a != nil {
+			return a
 		}
-		a, ok := t.Find(author)
-		if !ok {
-			continue
-		}
-		if t.resumable(a) {
+	}
+	for _, author := range compacted.GetAuthors() {
+		if a := t.selectable(author); a != nil {
 			return a
 		}
 	}
 	return t.root
+}
+
+// selectable returns the agent an event of author selects, or nil when the
+// walk goes on past it: the user, an unknown author, an agent that is not
+// resumable.
+func (t *Tree) selectable(author string) Agent {
+	if author == UserAuthor {
+		return nil
+	}
+	if author == t.root.Name() {
+		return t.root
+	}
+	if a, ok := t.Find(author); ok && t.resumable(a) {
+		return a
+	}
+	return nil
 }
 
 // callerOf returns the agent that made the function call msg's first

@@ -273,7 +273,7 @@ func (s *Store) sessionEvents(ctx context.Context, k store.SessionKey, last uint
 	if opts.NumRecentEvents > 0 {
 		n = min(n, uint64(opts.NumRecentEvents))
 	}
-	if f.AfterTime.IsZero() {
+	if f.AfterTime == nil {
 		// The n newest events are the range's last n.
 		f.AfterSequence = last - n
 	}
@@ -317,7 +317,7 @@ func (s *Store) walkEvents(ctx context.Context, k store.SessionKey, f store.Even
 		q = strings.Replace(q, "ORDER BY sequence", "ORDER BY sequence DESC", 1)
 	}
 	var since *time.Time
-	if !f.AfterTime.IsZero() {
+	if f.AfterTime != nil {
 		t := f.AfterTime.Truncate(time.Microsecond)
 		since = &t
 	}

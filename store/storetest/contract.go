@@ -168,7 +168,7 @@ func testGetSessionAfterTime(t *testing.T, s store.Store) {
 	// microsecond (a store keeping microseconds must still tell them
 	// apart), then one whose caller set an earlier time.
 	base := timedEvents(t, s, k, 0, time.Second, 2*time.Second, 3*time.Second, 3*time.Second+3, 3*time.Second+7, time.Second/2)
-	at := func(d time.Duration) time.Time { return base.Add(d) }
+	at := func(d time.Duration) *time.Time { t := base.Add(d); return &t }
 	cases := []struct {
 		opts store.GetOptions
 		want string
@@ -205,6 +205,41 @@ func testGetSessionAfterTime(t *testing.T, s store.Store) {
 	}
 }
 
+// testEventsAfterZeroTime: a filter at the zero instant
+// (0001-01-01T00:00:00Z) is a filter like any other: it leaves out an
+// event stamped exactly then. Only a nil AfterTime means none.
+func testEventsAfterZeroTime(t *testing.T, s store.Store) {
+	ctx := t.Context()
+	k := key("app", "u", "zerotime")
+	create(t, s, k, nil)
+	var zero time.Time
+	for i, ts := range []time.Time{zero, zero.Add(time.Microsecond), zero, time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)} {
+		ev := textEvent("model", fmt.Sprint("e", i+1), nil)
+		ev.Timestamp = timestamppb.New(ts)
+		appendEv(t, s, k, ev)
+	}
+	for _, opts := range []store.GetOptions{
+		{AfterTime: &zero},
+		{AfterTime: &zero, NumRecentEvents: 3},
+		{AfterTime: &zero, MaxBytes: 1 << 20},
+	} {
+		if _, evs := get(t, s, k, opts); seqString(evs) != "2 4" {
+			t.Errorf("GetSession(after the zero instant, recent %d, %d bytes) = [%s], want [2 4]", opts.NumRecentEvents, opts.MaxBytes, seqString(evs))
+		}
+	}
+	if _, evs := get(t, s, k, store.GetOptions{}); seqString(evs) != "1 2 3 4" {
+		t.Errorf("GetSession(no time) = [%s], want [1 2 3 4]", seqString(evs))
+	}
+	evs, _, err := s.ListEvents(ctx, k, store.EventFilter{AfterTime: &zero}, store.Page{Size: 1})
+	if err != nil || seqString(evs) != "2" {
+		t.Fatalf("ListEvents(after the zero instant, 1 a page) = [%s], %v; want [2]", seqString(evs), err)
+	}
+	evs, _, err = s.ListEvents(ctx, k, store.EventFilter{AfterTime: &zero}, store.Page{})
+	if err != nil || seqString(evs) != "2 4" {
+		t.Fatalf("ListEvents(after the zero instant) = [%s], %v; want [2 4]", seqString(evs), err)
+	}
+}
+
 func testListEventsAfterTime(t *testing.T, s store.Store) {
 	ctx := t.Context()
 	k := key("app", "u", "listtime")
@@ -215,7 +250,8 @@ func testListEventsAfterTime(t *testing.T, s store.Store) {
 	}
 	offsets[7] = -time.Minute // a caller's earlier time: left out
 	base := timedEvents(t, s, k, offsets...)
-	f := store.EventFilter{AfterTime: base.Add(2 * time.Second)}
+	from := base.Add(2 * time.Second)
+	f := store.EventFilter{AfterTime: &from}
 	var got []*agentrunnerv1.Event
 	page := store.Page{Size: 3}
 	for pages := 0; ; pages++ {
@@ -239,7 +275,8 @@ func testListEventsAfterTime(t *testing.T, s store.Store) {
 	if evs, next, err := s.ListEvents(ctx, k, f, store.Page{}); err != nil || seqString(evs) != "10 11 12" || next != "" {
 		t.Fatalf("ListEvents(after time and sequence 9) = [%s], %q, %v", seqString(evs), next, err)
 	}
-	evs, _, err := s.ListEvents(ctx, k, store.EventFilter{AfterTime: base.Add(time.Hour)}, store.Page{})
+	later := base.Add(time.Hour)
+	evs, _, err := s.ListEvents(ctx, k, store.EventFilter{AfterTime: &later}, store.Page{})
 	if err != nil || len(evs) != 0 {
 		t.Fatalf("ListEvents(after every event) = [%s], %v", seqString(evs), err)
 	}

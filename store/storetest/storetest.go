@@ -55,6 +55,7 @@ func Run(t *testing.T, open Open) {
 		{"UserArtifactsNoSession", testUserArtifactsNoSession},
 		{"GetSessionAfterTime", testGetSessionAfterTime},
 		{"ListEventsAfterTime", testListEventsAfterTime},
+		{"EventsAfterZeroTime", testEventsAfterZeroTime},
 		{"ConcurrentAppends", testConcurrentAppends},
 		{"ToolCallLedger", testToolCallLedger},
 		{"MalformedPageTokens", testMalformedPageTokens},

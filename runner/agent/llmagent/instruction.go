@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+	"unicode/utf8"
 
 	agentrunnerv1 "github.com/agentrunner/agentrunner/gen/go/agentrunner/v1"
 	"github.com/agentrunner/agentrunner/runner/agent"
@@ -80,8 +81,17 @@ func renderInstruction(ctx context.Context, instr string, state agent.State, art
 	return out, err
 }
 
+// maxArtifactText bounds the text {artifact.NAME} brings into an
+// instruction: every model request of the agent carries the instruction,
+// so a large artifact would cost its bytes on each call. A longer text is
+// cut at a rune boundary and ends with a marker saying how much was kept,
+// so that neither the model nor a reader takes the cut text for whole.
+const maxArtifactText = 64 << 10
+
 // artifactText is what {artifact.NAME} becomes: the text of a text
-// artifact, a short description of any other.
+// artifact (a text part, or inline data of a text/* or JSON MIME type
+// that is valid UTF-8), at most maxArtifactText bytes of it; a short
+// description of any other.
 func artifactText(ctx context.Context, arts agent.Artifacts, name string, optional bool) (string, error) {
 	var part *agentrunnerv1.Part
 	err := store.ErrNotFound // a context without artifacts has none
@@ -98,11 +108,40 @@ func artifactText(ctx context.Context, arts agent.Artifacts, name string, option
 	}
 	switch d := part.GetData().(type) {
 	case *agentrunnerv1.Part_Text:
-		return d.Text, nil
+		return capText(name, d.Text), nil
 	case *agentrunnerv1.Part_InlineData:
-		return fmt.Sprintf("[artifact %s: %s, %d bytes]", name, d.InlineData.GetMimeType(), len(d.InlineData.GetData())), nil
+		data := d.InlineData.GetData()
+		// Invalid UTF-8 under a text type is mislabelled binary (or
+		// another charset): its bytes would reach the model mangled, so
+		// it gets the description, as binary data does.
+		if isTextMIME(d.InlineData.GetMimeType()) && utf8.Valid(data) {
+			return capText(name, string(data)), nil
+		}
+		return fmt.Sprintf("[artifact %s: %s, %d bytes]", name, d.InlineData.GetMimeType(), len(data)), nil
 	case *agentrunnerv1.Part_FileData:
 		return fmt.Sprintf("[artifact %s: %s at %s]", name, d.FileData.GetMimeType(), d.FileData.GetFileUri()), nil
 	}
 	return fmt.Sprintf("[artifact %s]", name), nil
+}
+
+// isTextMIME reports whether data of MIME type mime is text a model can
+// read as is: text/*, application/json, or any +json type, parameters
+// (charset=…) aside.
+func isTextMIME(mime string) bool {
+	t, _, _ := strings.Cut(mime, ";")
+	t = strings.ToLower(strings.TrimSpace(t))
+	return strings.HasPrefix(t, "text/") || t == "application/json" || strings.HasSuffix(t, "+json")
+}
+
+// capText returns text, or its first maxArtifactText bytes (cut back to a
+// rune boundary) followed by a line saying it was cut.
+func capText(name, text string) string {
+	if len(text) <= maxArtifactText {
+		return text
+	}
+	n := maxArtifactText
+	for n > 0 && !utf8.RuneStart(text[n]) {
+		n--
+	}
+	return fmt.Sprintf("%s\n[artifact %s truncated: first %d of %d bytes]", text[:n], name, n, len(text))
 }

@@ -501,7 +501,13 @@ type EventCompaction struct {
 	StartSequence uint64 `protobuf:"varint,1,opt,name=start_sequence,json=startSequence,proto3" json:"start_sequence,omitempty"`
 	EndSequence   uint64 `protobuf:"varint,2,opt,name=end_sequence,json=endSequence,proto3" json:"end_sequence,omitempty"`
 	// The summary, as the summarizing model wrote it.
-	Summary       *Content `protobuf:"bytes,3,opt,name=summary,proto3" json:"summary,omitempty"`
+	Summary *Content `protobuf:"bytes,3,opt,name=summary,proto3" json:"summary,omitempty"`
+	// The authors of the covered events other than the user, newest first,
+	// each once (at most 64): the runner picks the agent that answers the
+	// next message by scanning the session's events backwards, and reads
+	// these where the compaction hides the events themselves. Empty on
+	// compactions stored before this field existed.
+	Authors       []string `protobuf:"bytes,4,rep,name=authors,proto3" json:"authors,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -553,6 +559,13 @@ func (x *EventCompaction) GetEndSequence() uint64 {
 func (x *EventCompaction) GetSummary() *Content {
 	if x != nil {
 		return x.Summary
+	}
+	return nil
+}
+
+func (x *EventCompaction) GetAuthors() []string {
+	if x != nil {
+		return x.Authors
 	}
 	return nil
 }
@@ -807,11 +820,12 @@ const file_agentrunner_v1_event_proto_rawDesc = "" +
 	"compaction\x1a@\n" +
 	"\x12ArtifactDeltaEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\x03R\x05value:\x028\x01\"\x8e\x01\n" +
+	"\x05value\x18\x02 \x01(\x03R\x05value:\x028\x01\"\xa8\x01\n" +
 	"\x0fEventCompaction\x12%\n" +
 	"\x0estart_sequence\x18\x01 \x01(\x04R\rstartSequence\x12!\n" +
 	"\fend_sequence\x18\x02 \x01(\x04R\vendSequence\x121\n" +
-	"\asummary\x18\x03 \x01(\v2\x17.agentrunner.v1.ContentR\asummary\"\xa2\x06\n" +
+	"\asummary\x18\x03 \x01(\v2\x17.agentrunner.v1.ContentR\asummary\x12\x18\n" +
+	"\aauthors\x18\x04 \x03(\tR\aauthors\"\xa2\x06\n" +
 	"\rUsageMetadata\x12,\n" +
 	"\x12prompt_token_count\x18\x01 \x01(\x05R\x10promptTokenCount\x124\n" +
 	"\x16candidates_token_count\x18\x02 \x01(\x05R\x14candidatesTokenCount\x120\n" +
