@@ -32,6 +32,7 @@ import (
 	"log/slog"
 	"os"
 	"strings"
+	"time"
 
 	"google.golang.org/genai"
 
@@ -59,6 +60,14 @@ type options struct {
 	client *genai.Client
 	config *genai.ClientConfig
 	log    *slog.Logger
+	idle   time.Duration
+}
+
+// WithIdleTimeout bounds the silence of a response once its headers have
+// arrived (see model.IdleTimeout) on the client New creates; a client
+// given with WithClient is the caller's and is left alone.
+func WithIdleTimeout(d time.Duration) Option {
+	return func(o *options) { o.idle = d }
 }
 
 // WithLogger makes the model log what it does about context caches; by
@@ -114,8 +123,8 @@ func New(ctx context.Context, modelName string, opts ...Option) (*Model, error) 
 			return nil, fmt.Errorf("gemini: create client for model %q: %w", modelName, err)
 		}
 		// The client is ours: its transport may record error headers
-		// (header.go) for Retry-After.
-		wrapTransport(client.ClientConfig().HTTPClient)
+		// (header.go) for Retry-After, and bound silences.
+		wrapTransport(client.ClientConfig().HTTPClient, o.idle)
 	}
 	log := o.log
 	if log == nil {

@@ -4,6 +4,9 @@ import (
 	"context"
 	"net/http"
 	"sync"
+	"time"
+
+	"github.com/agentrunner/agentrunner/runner/model"
 )
 
 // genai's APIError carries the status and the JSON body of an error
@@ -59,16 +62,13 @@ func (t headerTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	return resp, err
 }
 
-// wrapTransport installs headerTransport on hc, which must be a client
-// this package created (or genai created for it): a client the caller
-// passed in is theirs and is left alone.
-func wrapTransport(hc *http.Client) {
+// wrapTransport installs headerTransport on hc, over the idle bound
+// (model.IdleTimeout; none for idle zero). hc must be a client this
+// package created (or genai created for it): a client the caller passed
+// in is theirs and is left alone.
+func wrapTransport(hc *http.Client, idle time.Duration) {
 	if hc == nil {
 		return
 	}
-	base := hc.Transport
-	if base == nil {
-		base = http.DefaultTransport
-	}
-	hc.Transport = headerTransport{base: base}
+	hc.Transport = headerTransport{base: model.IdleTimeout(hc.Transport, idle)}
 }
