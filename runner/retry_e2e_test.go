@@ -2,14 +2,20 @@ package runner_test
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"google.golang.org/genai"
+
+	agentrunnerv1 "github.com/agentrunner/agentrunner/gen/go/agentrunner/v1"
 	"github.com/agentrunner/agentrunner/runner/agent/llmagent"
 	"github.com/agentrunner/agentrunner/runner/model"
+	"github.com/agentrunner/agentrunner/runner/model/gemini"
 	"github.com/agentrunner/agentrunner/runner/model/retry"
 	"github.com/agentrunner/agentrunner/store"
 )
@@ -84,4 +90,52 @@ func TestModelFaultsKeepTheSession(t *testing.T) {
 	if msg := events[3].GetErrorMessage(); msg == "" || events[3].GetErrorCode() != model.CodeResourceExhausted {
 		t.Errorf("the failed turn's event: %s %q", events[3].GetErrorCode(), msg)
 	}
+}
+
+// TestHungModelFreesTheSession: a Gemini model whose stream falls silent
+// after one chunk does not hold the session until the run's deadline: its
+// idle timeout ends the call, the run ends with the answer as far as it
+// got and DEADLINE_EXCEEDED, and the session's next run is admitted and
+// answered.
+func TestHungModelFreesTheSession(t *testing.T) {
+	release := make(chan struct{})
+	fake := newFakeGemini(t, func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		fmt.Fprintf(w, "data: %s\r\n\r\n", response([]any{say("Once upon")}, ""))
+		w.(http.Flusher).Flush()
+		select { // hung: silent until the client goes away or the test ends
+		case <-r.Context().Done():
+		case <-release:
+		}
+	}, answer(say("back")))
+	t.Cleanup(func() { close(release) }) // runs before the fake's Close
+	gm, err := gemini.New(t.Context(), modelName, gemini.WithIdleTimeout(100*time.Millisecond),
+		gemini.WithClientConfig(genai.ClientConfig{APIKey: "fake-key", Backend: genai.BackendGeminiAPI, HTTPOptions: genai.HTTPOptions{BaseURL: fake.srv.URL}}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := retry.New(retry.Config{Primary: retry.Target{Model: gm}, Clock: &noSleep{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := newHarness(t, llmAgent(t, llmagent.Config{Name: "root", Model: m}))
+
+	// The run's own deadline stands in for --max-run: far longer than the
+	// idle timeout, so reaching it means the hang held the session.
+	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+	defer cancel()
+	sse := &agentrunnerv1.RunConfig{StreamingMode: agentrunnerv1.StreamingMode_STREAMING_MODE_SSE}
+	res := h.run(t, ctx, userMsg("tell me a story"), sse)
+	want := []string{"root: Once upon (partial)", "root: Once upon [DEADLINE_EXCEEDED]"}
+	if res.err != nil || !slices.Equal(res.lines, want) {
+		t.Fatalf("first run: lines %q, terminal error %v; want %q and no error", res.lines, res.err, want)
+	}
+	if ev := res.events[len(res.events)-1]; !ev.GetInterrupted() || !strings.Contains(ev.GetErrorMessage(), "idle timeout") {
+		t.Errorf("last event: interrupted %v, message %q; want interrupted by the idle timeout", ev.GetInterrupted(), ev.GetErrorMessage())
+	}
+	res = h.run(t, t.Context(), userMsg("again"), nil)
+	if res.err != nil || !slices.Equal(res.lines, []string{"root: back"}) {
+		t.Fatalf("next run on the session: lines %q, error %v; want it admitted and answered", res.lines, res.err)
+	}
+	waitNoGoroutines(t, "agentrunner/runner/model/gemini.", "google.golang.org/genai.")
 }

@@ -88,6 +88,7 @@ func validateModel(m *agentrunnerv1.ModelConfig, p string) error {
 	}
 	durations := []struct{ field, value string }{
 		{"timeout", m.GetTimeout()},
+		{"idle_timeout", m.GetIdleTimeout()},
 		{"retry.initial_backoff", m.GetRetry().GetInitialBackoff()},
 		{"retry.max_backoff", m.GetRetry().GetMaxBackoff()},
 		{"retry.max_elapsed", m.GetRetry().GetMaxElapsed()},

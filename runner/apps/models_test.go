@@ -63,6 +63,8 @@ func TestParseModelErrors(t *testing.T) {
 			[]string{"models[0].fallbacks[0]", "its own fallback"}},
 		{"bad timeout", "timeout: 60s", "timeout: 60m0",
 			[]string{"apps.yaml:6", "models[0].timeout", "Go duration"}},
+		{"bad idle timeout", "timeout: 60s", "timeout: 60s\n    idle_timeout: soon",
+			[]string{"apps.yaml:7", "models[0].idle_timeout", "Go duration"}},
 		{"bad backoff", "initial_backoff: 500ms", "initial_backoff: fast",
 			[]string{"models[0].retry.initial_backoff", "Go duration"}},
 		{"a key instead of its variable", "api_key_env: OPENAI_API_KEY", "api_key_env: sk-proj-abc",

@@ -21,6 +21,7 @@ import (
 	"fmt"
 	"iter"
 	"net/http"
+	"time"
 
 	"github.com/anthropics/anthropic-sdk-go"
 	"github.com/anthropics/anthropic-sdk-go/option"
@@ -46,6 +47,10 @@ type Config struct {
 	BaseURL string
 	// HTTPClient makes the requests; nil means a client of its own.
 	HTTPClient *http.Client
+	// IdleTimeout bounds the silence of a response once its headers have
+	// arrived (see model.IdleTimeout); zero means none. The HTTPClient is
+	// not changed: the model uses a copy with the bound on its transport.
+	IdleTimeout time.Duration
 	// MaxTokens is the output limit when the request sets none; zero means
 	// DefaultMaxTokens.
 	MaxTokens int64
@@ -74,6 +79,11 @@ func New(cfg Config) (*Model, error) {
 	hc := cfg.HTTPClient
 	if hc == nil {
 		hc = &http.Client{}
+	}
+	if cfg.IdleTimeout > 0 {
+		c := *hc
+		c.Transport = model.IdleTimeout(hc.Transport, cfg.IdleTimeout)
+		hc = &c
 	}
 	opts := []option.RequestOption{
 		option.WithBaseURL(base),

@@ -62,18 +62,20 @@ func (e *APIError) Retryable() bool {
 // and keeps what callers branch on: a *model.Error with the stable code
 // (and, for API error responses, an *APIError inside), and ctx.Err() in the
 // chain when the call was cancelled, whatever error the transport happened
-// to report for the aborted read.
-func wrapError(ctx context.Context, modelName string, err error) error {
+// to report for the aborted read. header is that of the HTTP error
+// response, when the transport recorded one (header.go), for its
+// Retry-After.
+func wrapError(ctx context.Context, modelName string, header http.Header, err error) error {
 	if err == nil {
 		return nil
 	}
 	var apiErr genai.APIError
 	if errors.As(err, &apiErr) {
-		return classified(newAPIError(modelName, apiErr, err))
+		return classified(newAPIError(modelName, apiErr, err), header)
 	}
 	var apiErrPtr *genai.APIError
 	if errors.As(err, &apiErrPtr) && apiErrPtr != nil {
-		return classified(newAPIError(modelName, *apiErrPtr, err))
+		return classified(newAPIError(modelName, *apiErrPtr, err), header)
 	}
 	if ctxErr := ctx.Err(); ctxErr != nil {
 		if errors.Is(err, ctxErr) {
@@ -97,16 +99,18 @@ func unexpected(err error) *model.Error {
 }
 
 // classified returns e as a *model.Error, which the retry package acts on;
-// errors.As still finds the *APIError inside.
-func classified(e *APIError) *model.Error {
-	me := model.HTTPError(e.Code, nil, time.Time{}, e)
-	me.RetryAfter = retryDelay(e.Details)
+// errors.As still finds the *APIError inside. The wait it asks for is the
+// longer of the response's Retry-After header (nil header: none) and the
+// RetryInfo detail of its body: either is the server saying "not before".
+func classified(e *APIError, header http.Header) *model.Error {
+	me := model.HTTPError(e.Code, header, time.Now(), e)
+	me.RetryAfter = max(me.RetryAfter, retryDelay(e.Details))
 	return me
 }
 
 // retryDelay reads the wait a 429 asks for from its google.rpc.RetryInfo
-// detail ("retryDelay": "37s"), which is where the Gemini API says it
-// rather than in a Retry-After header.
+// detail ("retryDelay": "37s"), which is where the Gemini API says it; a
+// proxy or gateway in front of it says it in a Retry-After header instead.
 func retryDelay(details []map[string]any) time.Duration {
 	for _, d := range details {
 		if t, _ := d["@type"].(string); !strings.HasSuffix(t, "google.rpc.RetryInfo") {

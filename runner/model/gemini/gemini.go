@@ -32,6 +32,7 @@ import (
 	"log/slog"
 	"os"
 	"strings"
+	"time"
 
 	"google.golang.org/genai"
 
@@ -59,6 +60,14 @@ type options struct {
 	client *genai.Client
 	config *genai.ClientConfig
 	log    *slog.Logger
+	idle   time.Duration
+}
+
+// WithIdleTimeout bounds the silence of a response once its headers have
+// arrived (see model.IdleTimeout) on the client New creates; a client
+// given with WithClient is the caller's and is left alone.
+func WithIdleTimeout(d time.Duration) Option {
+	return func(o *options) { o.idle = d }
 }
 
 // WithLogger makes the model log what it does about context caches; by
@@ -113,6 +122,9 @@ func New(ctx context.Context, modelName string, opts ...Option) (*Model, error) 
 		if err != nil {
 			return nil, fmt.Errorf("gemini: create client for model %q: %w", modelName, err)
 		}
+		// The client is ours: its transport may record error headers
+		// (header.go) for Retry-After, and bound silences.
+		wrapTransport(client.ClientConfig().HTTPClient, o.idle)
 	}
 	log := o.log
 	if log == nil {
@@ -187,6 +199,7 @@ func (m *Model) Generate(ctx context.Context, req *model.Request, stream bool) i
 // anything reached the consumer, is returned instead of yielded, for the
 // caller to try otherwise.
 func (m *Model) call(ctx context.Context, name string, contents []*genai.Content, cfg *genai.GenerateContentConfig, stream bool, yield func(*model.Response, error) bool, hold func(error) bool) error {
+	ctx, rec := withErrorHeader(ctx)
 	var held error
 	sent := false
 	y := func(r *model.Response, err error) bool {
@@ -198,14 +211,14 @@ func (m *Model) call(ctx context.Context, name string, contents []*genai.Content
 		return yield(r, err)
 	}
 	if !stream {
-		m.generate(ctx, name, contents, cfg, y)
+		m.generate(ctx, name, contents, cfg, rec, y)
 	} else {
-		m.generateStream(ctx, name, contents, cfg, y)
+		m.generateStream(ctx, name, contents, cfg, rec, y)
 	}
 	return held
 }
 
-func (m *Model) generate(ctx context.Context, name string, contents []*genai.Content, cfg *genai.GenerateContentConfig, yield func(*model.Response, error) bool) {
+func (m *Model) generate(ctx context.Context, name string, contents []*genai.Content, cfg *genai.GenerateContentConfig, rec *errorHeader, yield func(*model.Response, error) bool) {
 	var r *genai.GenerateContentResponse
 	err := guard(func() error {
 		var err error
@@ -213,7 +226,7 @@ func (m *Model) generate(ctx context.Context, name string, contents []*genai.Con
 		return err
 	})
 	if err != nil {
-		yield(nil, wrapError(ctx, name, err))
+		yield(nil, wrapError(ctx, name, rec.get(), err))
 		return
 	}
 	acc := accumulator{}
@@ -224,7 +237,7 @@ func (m *Model) generate(ctx context.Context, name string, contents []*genai.Con
 	yield(acc.response(), nil)
 }
 
-func (m *Model) generateStream(ctx context.Context, name string, contents []*genai.Content, cfg *genai.GenerateContentConfig, yield func(*model.Response, error) bool) {
+func (m *Model) generateStream(ctx context.Context, name string, contents []*genai.Content, cfg *genai.GenerateContentConfig, rec *errorHeader, yield func(*model.Response, error) bool) {
 	// The stream is pulled rather than ranged over so that our consumer's
 	// code (yield) never runs inside genai's iterator: a panic in genai is
 	// then recovered by guard without ever swallowing one of the consumer's.
@@ -242,7 +255,7 @@ func (m *Model) generateStream(ctx context.Context, name string, contents []*gen
 			return err
 		})
 		if err != nil {
-			yield(nil, wrapError(ctx, name, err))
+			yield(nil, wrapError(ctx, name, rec.get(), err))
 			return
 		}
 		if !ok {

@@ -25,6 +25,7 @@ import (
 	"fmt"
 	"iter"
 	"net/http"
+	"time"
 
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
@@ -48,6 +49,10 @@ type Config struct {
 	BaseURL string
 	// HTTPClient makes the requests; nil means a client of its own.
 	HTTPClient *http.Client
+	// IdleTimeout bounds the silence of a response once its headers have
+	// arrived (see model.IdleTimeout); zero means none. The HTTPClient is
+	// not changed: the model uses a copy with the bound on its transport.
+	IdleTimeout time.Duration
 	// LegacyMaxTokens sends the output token limit as max_tokens instead
 	// of max_completion_tokens, for servers that only know the old name.
 	LegacyMaxTokens bool
@@ -77,6 +82,11 @@ func New(cfg Config) (*Model, error) {
 	hc := cfg.HTTPClient
 	if hc == nil {
 		hc = &http.Client{}
+	}
+	if cfg.IdleTimeout > 0 {
+		c := *hc
+		c.Transport = model.IdleTimeout(hc.Transport, cfg.IdleTimeout)
+		hc = &c
 	}
 	opts := []option.RequestOption{
 		option.WithBaseURL(base),

@@ -176,7 +176,7 @@ func (f *Factory) target(ctx context.Context, name string) (retry.Target, error)
 // offline stand-in.
 func (f *Factory) undeclared(ctx context.Context, name string) (m model.Model, standIn bool, err error) {
 	if gemini.CredentialsFromEnv() {
-		m, err := gemini.New(ctx, name, gemini.WithLogger(f.log))
+		m, err := gemini.New(ctx, name, gemini.WithLogger(f.log), gemini.WithIdleTimeout(model.DefaultIdleTimeout))
 		return m, false, err
 	}
 	if !f.opts.OfflineFallback {
@@ -196,19 +196,24 @@ func (f *Factory) declaredModel(ctx context.Context, mc *agentrunnerv1.ModelConf
 	if err != nil {
 		return nil, err
 	}
+	idle, err := IdleTimeout(mc)
+	if err != nil {
+		return nil, fmt.Errorf("model %s: %w", mc.GetName(), err)
+	}
 	switch mc.GetProvider() {
 	case Gemini:
+		opts := []gemini.Option{gemini.WithLogger(f.log), gemini.WithIdleTimeout(idle)}
 		if mc.GetApiKeyEnv() == "" && mc.GetBaseUrl() == "" {
 			if !gemini.CredentialsFromEnv() {
 				return nil, &model.CredentialsError{Model: mc.GetName(), Provider: Gemini, Set: geminiCredentials}
 			}
-			return gemini.New(ctx, id, gemini.WithLogger(f.log))
+			return gemini.New(ctx, id, opts...)
 		}
-		return gemini.New(ctx, id, gemini.WithAPIKey(key, mc.GetBaseUrl()), gemini.WithLogger(f.log))
+		return gemini.New(ctx, id, append(opts, gemini.WithAPIKey(key, mc.GetBaseUrl()))...)
 	case OpenAI:
-		return openai.New(openai.Config{Model: id, APIKey: key, BaseURL: mc.GetBaseUrl()})
+		return openai.New(openai.Config{Model: id, APIKey: key, BaseURL: mc.GetBaseUrl(), IdleTimeout: idle})
 	case Anthropic:
-		return anthropic.New(anthropic.Config{Model: id, APIKey: key, BaseURL: mc.GetBaseUrl()})
+		return anthropic.New(anthropic.Config{Model: id, APIKey: key, BaseURL: mc.GetBaseUrl(), IdleTimeout: idle})
 	case Offline:
 		return offline.New(offline.Config{Name: id}), nil
 	}
@@ -238,7 +243,8 @@ func (f *Factory) apiKey(mc *agentrunnerv1.ModelConfig) (string, error) {
 }
 
 // Policy is the retry policy of a models entry: its retry section and
-// per-call timeout, with the retry package's defaults for what is unset.
+// per-call timeout, left zero when unset for the retry package's defaults
+// (retry.DefaultCallTimeout for the timeout).
 func Policy(mc *agentrunnerv1.ModelConfig) (retry.Policy, error) {
 	r := mc.GetRetry()
 	p := retry.Policy{MaxAttempts: int(r.GetMaxAttempts())}
@@ -268,6 +274,20 @@ func Policy(mc *agentrunnerv1.ModelConfig) (retry.Policy, error) {
 		errs = append(errs, &FieldError{Field: "retry.max_attempts", Msg: "must not be negative"})
 	}
 	return p, errors.Join(errs...)
+}
+
+// IdleTimeout is the idle timeout of a models entry (idle_timeout):
+// model.DefaultIdleTimeout when it sets none.
+func IdleTimeout(mc *agentrunnerv1.ModelConfig) (time.Duration, error) {
+	v := mc.GetIdleTimeout()
+	if v == "" {
+		return model.DefaultIdleTimeout, nil
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil || d <= 0 {
+		return 0, &FieldError{Field: "idle_timeout", Msg: fmt.Sprintf("want a positive Go duration such as \"30s\", got %q", v)}
+	}
+	return d, nil
 }
 
 // FieldError is a bad value in a models entry, by its field's path within

@@ -274,3 +274,16 @@ func TestConsumerStops(t *testing.T) {
 		t.Errorf("%d responses, %d calls", n, inner.count())
 	}
 }
+
+// TestDefaultTimeouts: a policy that sets nothing still bounds each
+// attempt, so that a hung provider cannot hold a session until the run's
+// own deadline.
+func TestDefaultTimeouts(t *testing.T) {
+	p := Policy{}.withDefaults()
+	if p.CallTimeout != DefaultCallTimeout || DefaultCallTimeout != 2*time.Minute {
+		t.Errorf("default call timeout %v (DefaultCallTimeout %v), want 2m", p.CallTimeout, DefaultCallTimeout)
+	}
+	if got := (Policy{CallTimeout: time.Second}).withDefaults().CallTimeout; got != time.Second {
+		t.Errorf("an explicit call timeout became %v", got)
+	}
+}

@@ -57,11 +57,20 @@ type Policy struct {
 	// start of the last; default 2m. A wait that would end beyond it is not
 	// made: the next model is tried instead.
 	MaxTotal time.Duration
-	// CallTimeout bounds each attempt, streaming included; zero means
-	// none. An attempt that runs out is a DEADLINE_EXCEEDED failure, which
-	// is retried like an outage.
+	// CallTimeout bounds each attempt, streaming included; default
+	// DefaultCallTimeout (2m). An attempt that runs out is a
+	// DEADLINE_EXCEEDED failure, which is retried like an outage while
+	// nothing of it has been streamed. Attempts and waits together thus
+	// take at most MaxTotal plus one CallTimeout. (Silence mid-response is
+	// bounded sooner by the provider's idle timeout, model.IdleTimeout.)
 	CallTimeout time.Duration
 }
+
+// DefaultCallTimeout is the CallTimeout of a policy that sets none: long
+// enough for a long answer, short enough that a provider that hangs
+// before answering frees the session within minutes rather than holding
+// it until the run's own deadline (15 minutes by default).
+const DefaultCallTimeout = 2 * time.Minute
 
 func (p Policy) withDefaults() Policy {
 	if p.MaxAttempts <= 0 {
@@ -75,6 +84,9 @@ func (p Policy) withDefaults() Policy {
 	}
 	if p.MaxTotal <= 0 {
 		p.MaxTotal = 2 * time.Minute
+	}
+	if p.CallTimeout <= 0 {
+		p.CallTimeout = DefaultCallTimeout
 	}
 	return p
 }

@@ -160,16 +160,26 @@ type ModelConfig struct {
 	// variable is unset at start, the apps that use the model are
 	// unavailable, with the reason, until the server restarts with it set.
 	ApiKeyEnv string `protobuf:"bytes,5,opt,name=api_key_env,json=apiKeyEnv,proto3" json:"api_key_env,omitempty"`
-	// How long one call may take, streaming included, as a Go duration
-	// ("60s"); empty means no bound beyond the run's own deadline. A call
-	// that runs out is retried like an outage.
+	// How long one attempt at a call may take, streaming included, as a Go
+	// duration ("60s"); empty means "2m". An attempt that runs out is a
+	// DEADLINE_EXCEEDED failure, retried like an outage while nothing of it
+	// has been streamed. With the retry defaults a hung provider thus ends
+	// the call in band within about MaxTotal plus one timeout (4 minutes).
+	// Raise it for answers that take longer to generate.
 	Timeout string `protobuf:"bytes,6,opt,name=timeout,proto3" json:"timeout,omitempty"`
 	// How failed calls are retried: 429s, 5xxs, dropped connections and
 	// timeouts, and only while nothing of the call has been streamed.
 	Retry *RetryConfig `protobuf:"bytes,7,opt,name=retry,proto3" json:"retry,omitempty"`
 	// Models (names of other entries here) tried in order when this one's
 	// retries are exhausted, each under its own retry policy.
-	Fallbacks     []string `protobuf:"bytes,8,rep,name=fallbacks,proto3" json:"fallbacks,omitempty"`
+	Fallbacks []string `protobuf:"bytes,8,rep,name=fallbacks,proto3" json:"fallbacks,omitempty"`
+	// How long the provider may stay silent once its response has begun
+	// (its headers arrived): between streamed chunks, or before the rest of
+	// a body, as a Go duration ("30s"); empty means "60s". Each byte that
+	// arrives starts it again. An attempt that falls silent this long is a
+	// DEADLINE_EXCEEDED failure, like one past timeout. Raise it for
+	// reasoning models that think silently for longer mid-stream.
+	IdleTimeout   string `protobuf:"bytes,9,opt,name=idle_timeout,json=idleTimeout,proto3" json:"idle_timeout,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -258,6 +268,13 @@ func (x *ModelConfig) GetFallbacks() []string {
 		return x.Fallbacks
 	}
 	return nil
+}
+
+func (x *ModelConfig) GetIdleTimeout() string {
+	if x != nil {
+		return x.IdleTimeout
+	}
+	return ""
 }
 
 // RetryConfig bounds the attempts at one model. Unset fields take the
@@ -1371,7 +1388,7 @@ const file_agentrunner_v1_config_proto_rawDesc = "" +
 	"\n" +
 	"AppsConfig\x12-\n" +
 	"\x04apps\x18\x01 \x03(\v2\x19.agentrunner.v1.AppConfigR\x04apps\x123\n" +
-	"\x06models\x18\x02 \x03(\v2\x1b.agentrunner.v1.ModelConfigR\x06models\"\xf9\x01\n" +
+	"\x06models\x18\x02 \x03(\v2\x1b.agentrunner.v1.ModelConfigR\x06models\"\x9c\x02\n" +
 	"\vModelConfig\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x1a\n" +
 	"\bprovider\x18\x02 \x01(\tR\bprovider\x12\x14\n" +
@@ -1380,7 +1397,8 @@ const file_agentrunner_v1_config_proto_rawDesc = "" +
 	"\vapi_key_env\x18\x05 \x01(\tR\tapiKeyEnv\x12\x18\n" +
 	"\atimeout\x18\x06 \x01(\tR\atimeout\x121\n" +
 	"\x05retry\x18\a \x01(\v2\x1b.agentrunner.v1.RetryConfigR\x05retry\x12\x1c\n" +
-	"\tfallbacks\x18\b \x03(\tR\tfallbacks\"\x9b\x01\n" +
+	"\tfallbacks\x18\b \x03(\tR\tfallbacks\x12!\n" +
+	"\fidle_timeout\x18\t \x01(\tR\vidleTimeout\"\x9b\x01\n" +
 	"\vRetryConfig\x12!\n" +
 	"\fmax_attempts\x18\x01 \x01(\x05R\vmaxAttempts\x12'\n" +
 	"\x0finitial_backoff\x18\x02 \x01(\tR\x0einitialBackoff\x12\x1f\n" +
