@@ -9,6 +9,7 @@ import (
 
 	agentrunnerv1 "github.com/agentrunner/agentrunner/gen/go/agentrunner/v1"
 	"github.com/agentrunner/agentrunner/runner/agent"
+	"github.com/agentrunner/agentrunner/runner/plugin"
 	"github.com/agentrunner/agentrunner/store"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/structpb"
@@ -63,7 +64,8 @@ var errStopped = errors.New("consumer stopped")
 // Complete events are yielded after they are persisted, with their sequence
 // set. Each yielded event is the caller's own copy: changing it changes
 // nothing the runner keeps. Partial events are yielded without being
-// stored. The stored user event is yielded first only when
+// stored, after the on_event hooks saw them (which may replace or drop
+// them). The stored user event is yielded first only when
 // req.Config.stream_user_event is set. An error that errors.As to
 // *agent.AgentError is delivered in place of an event and the run goes on.
 // Any other error is terminal and the last element: it wraps
@@ -278,10 +280,7 @@ func (in *invocation) deliver(ctx context.Context, a agent.Agent, err error) err
 func (in *invocation) emit(ctx context.Context, ev *agentrunnerv1.Event) (*agentrunnerv1.Event, error) {
 	in.complete(ev, nil)
 	if ev.Partial {
-		if !in.yield(ev, nil) {
-			return nil, errStopped
-		}
-		return nil, nil
+		return nil, in.emitPartial(ev)
 	}
 	ev, err := in.onEvent(ev)
 	if err != nil {
@@ -343,6 +342,34 @@ func (in *invocation) addToMemory(ctx context.Context) {
 	in.inMemory = true
 }
 
+// emitPartial lets the on_event hooks see a partial event, then yields it
+// unstored: its text reaches the caller at once, so a hook that redacts
+// the stored answer must be able to redact its pieces too. A replacement
+// stays partial; plugin.ErrDropPartial drops the event. State a hook
+// changes is not flushed into a partial (it would be lost with it): it
+// stays pending and lands in the next complete event.
+func (in *invocation) emitPartial(ev *agentrunnerv1.Event) error {
+	// The hot path of streaming: without on_event hooks, OnEvent returns
+	// at once and nothing is allocated.
+	rep, err := in.r.plugins.OnEvent(in.hctx, ev)
+	switch {
+	case errors.Is(err, plugin.ErrDropPartial):
+		return nil
+	case err != nil:
+		if !in.yield(nil, &agent.AgentError{Agent: ev.GetAuthor(), Err: err}) {
+			return errStopped
+		}
+	case rep != nil && rep != ev:
+		rep.Partial = true // a partial's replacement is not stored either
+		in.complete(rep, ev)
+		ev = rep
+	}
+	if !in.yield(ev, nil) {
+		return errStopped
+	}
+	return nil
+}
+
 // onEvent runs the on_event hooks on a complete event. A replacement is
 // completed from the original (author, branch, ids, time); a hook's error
 // is delivered and the original goes on.
@@ -355,7 +382,7 @@ func (in *invocation) onEvent(ev *agentrunnerv1.Event) (*agentrunnerv1.Event, er
 		return ev, nil
 	}
 	if rep != nil && rep != ev {
-		rep.Partial = false // only complete events reach the hooks
+		rep.Partial = false // a complete event's replacement is stored
 		in.complete(rep, ev)
 		ev = rep
 	}

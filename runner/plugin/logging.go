@@ -53,6 +53,9 @@ func (l *Logging) BeforeRun(ctx agent.InvocationContext) (*agentrunnerv1.Content
 }
 
 func (l *Logging) OnEvent(ctx agent.InvocationContext, ev *agentrunnerv1.Event) (*agentrunnerv1.Event, error) {
+	if ev.GetPartial() {
+		return nil, nil // the run's events are those it stores
+	}
 	l.mu.Lock()
 	if s, ok := l.starts[ctx.InvocationID()]; ok {
 		s.events++

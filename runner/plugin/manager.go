@@ -177,7 +177,10 @@ func (m *Manager) AfterRun(ctx agent.InvocationContext, runErr error) {
 	}
 }
 
-// OnEvent runs the on_event hooks; a non-nil event replaces ev.
+// OnEvent runs the on_event hooks on a partial or complete event; a
+// non-nil event replaces ev, and an error that is ErrDropPartial drops a
+// partial ev. Without on_event hooks it returns at once: it runs for every
+// partial event of a stream.
 func (m *Manager) OnEvent(ctx agent.InvocationContext, ev *agentrunnerv1.Event) (*agentrunnerv1.Event, error) {
 	if m == nil || len(m.event) == 0 {
 		return nil, nil

@@ -17,7 +17,8 @@
 //	hook            where                                      a returned value
 //	on_user_message before the user's message is stored        replaces the message
 //	before_run      after it is stored, before any agent runs  ends the run with this answer
-//	on_event        before each complete event is stored       replaces the event
+//	on_event        before each event is yielded (a complete   replaces the event; ErrDropPartial
+//	                one: before it is stored)                  drops a partial one
 //	after_run       when the run ends, however it ends         -
 //	before_agent    before each agent                          is its answer; the agent is skipped
 //	after_agent     after each agent                           is appended as its answer
@@ -34,10 +35,22 @@
 // on_event, and, as for callbacks, the agent's, model call's or tool
 // call's event for the others.
 //
-// Partial (streaming) events go through no hook. An error from on_user_message,
+// on_event also sees the partial (streaming) events, marked partial, before
+// they reach the caller: the text a partial carries is the caller's as
+// soon as it is yielded, so a plugin that redacts or guards the stored
+// answer must see its pieces too. A partial's replacement stays partial
+// (it is not stored); returning ErrDropPartial for a partial drops it: no
+// reader of the run sees it, and later hooks do not run on it. Only
+// partials can be dropped: the complete event is the session's record
+// and ErrDropPartial on it is an error like any other. State a hook
+// changes while it sees a partial is stored with the next complete event.
+// A runner whose plugins have no on_event hook spends nothing on partials.
+//
+// No other hook sees partial events. An error from on_user_message,
 // before_run or on_event is delivered and the run goes on with the
-// original message or event. A before_tool, after_tool or on_tool_error
-// error is, as a tool callback's, the result the model reads.
+// original message or event (a partial's too). A before_tool, after_tool
+// or on_tool_error error is, as a tool callback's, the result the model
+// reads.
 //
 // Imports: agent, tool, model and the generated messages. It must not
 // import the runner, the LLM or workflow agents, model providers or gRPC
@@ -46,6 +59,7 @@ package plugin
 
 import (
 	"context"
+	"errors"
 
 	agentrunnerv1 "github.com/agentrunner/agentrunner/gen/go/agentrunner/v1"
 	"github.com/agentrunner/agentrunner/runner/agent"
@@ -77,12 +91,20 @@ type AfterRunHook interface {
 	AfterRun(ctx agent.InvocationContext, err error)
 }
 
-// EventHook sees each complete event before it is stored; an event it
-// returns is stored and streamed in its place. The hook owns ev while it
+// EventHook sees each event the agents yield: a complete one before it is
+// stored, a partial one (ev.Partial set) before it is streamed. An event it
+// returns is stored (if complete) and streamed in its place; returning
+// ErrDropPartial for a partial event drops it. The hook owns ev while it
 // runs; the event it returns becomes the runner's.
 type EventHook interface {
 	OnEvent(ctx agent.InvocationContext, ev *agentrunnerv1.Event) (*agentrunnerv1.Event, error)
 }
+
+// ErrDropPartial, returned by an on_event hook for a partial event, drops
+// that event: the run's readers never see it. Like fs.SkipDir it is a
+// signal, not a failure; for a complete event it is an error like any
+// other (delivered in-band, and the event is stored as it was).
+var ErrDropPartial = errors.New("drop partial event")
 
 // BeforeAgentHook runs before every agent, before its before-agent
 // callbacks.

@@ -104,16 +104,66 @@ func contentText(c *agentrunnerv1.Content) string {
 // responses do not start a turn: a transfer (another agent's call and its
 // response) leads back to the user's message it answers, and a function
 // response the client sent for a long-running call to the message that
-// started the call, so the call and its response stay together.
+// started the call, so the call and its response stay together. A late
+// answer, one that came after other turns, brings back the turn of its
+// call instead: that turn, then the events from the answer on, without
+// the turns in between, so that the request ends with the call and its
+// answer.
 func currentTurn(self string, events []*agentrunnerv1.Event) []*agentrunnerv1.Event {
+	i := turnStart(self, events)
+	if i < 0 {
+		return nil
+	}
+	call, answer := lateAnswer(events, i)
+	if call < 0 {
+		return events[i:]
+	}
+	// Shorter each time: the turn of the call ends at the call.
+	head := currentTurn(self, events[:call+1])
+	return append(slices.Clip(head), events[answer:]...)
+}
+
+// turnStart is the index of the event that starts the current turn, or -1.
+func turnStart(self string, events []*agentrunnerv1.Event) int {
 	for i := len(events) - 1; i >= 0; i-- {
 		ev := events[i]
 		if ev.GetPartial() || ev.GetAuthor() == self || len(ev.GetContent().GetParts()) == 0 || onlyFunctionParts(ev.GetContent()) {
 			continue
 		}
-		return events[i:]
+		return i
 	}
-	return nil
+	return -1
+}
+
+// lateAnswer finds, among events[start:], the first event that answers a
+// call made before start: it returns the index of the earliest such call's
+// event and of that answer, or -1, -1.
+func lateAnswer(events []*agentrunnerv1.Event, start int) (call, answer int) {
+	answered := map[string]int{} // call id -> index of the first answer
+	for j := start; j < len(events); j++ {
+		for _, p := range events[j].GetContent().GetParts() {
+			if id := p.GetFunctionResponse().GetId(); id != "" {
+				if _, ok := answered[id]; !ok {
+					answered[id] = j
+				}
+			}
+		}
+	}
+	call, answer = -1, -1
+	if len(answered) == 0 {
+		return call, answer
+	}
+	for j := start - 1; j >= 0; j-- {
+		for _, p := range events[j].GetContent().GetParts() {
+			if at, ok := answered[p.GetFunctionCall().GetId()]; ok && p.GetFunctionCall().GetId() != "" {
+				call = j
+				if answer < 0 || at < answer {
+					answer = at
+				}
+			}
+		}
+	}
+	return call, answer
 }
 
 func onlyFunctionParts(c *agentrunnerv1.Content) bool {
@@ -129,52 +179,46 @@ func onlyFunctionParts(c *agentrunnerv1.Content) bool {
 // content right after the content that makes the calls, in call order, so
 // that the model sees every call answered at once. This matters when the
 // responses are apart from their calls: the response to a long-running
-// call arrives in a later run, after an interim response and possibly other
-// turns. For a call answered more than once the latest response wins.
-// Function calls and responses are paired by id; a call nobody answered
-// (a long-running call the client abandoned) is left out, as is a response
-// to a call not in the history, since the model rejects both. Parts
-// without an id stay where they are.
+// call arrives in a later run, after an interim response. For a call
+// answered more than once the latest response wins. Function calls and
+// responses are paired by id; a call nobody answered (a long-running call
+// the client abandoned) is left out, as is a response to a call not in the
+// history, since the model rejects both. Parts without an id stay where
+// they are.
+//
+// A late answer is the exception: when turns went on between a call and
+// its latest response (a client answering a waiting call after other
+// runs), the call leaves its place and comes, with its response, where
+// the response arrived, as ADK arranges async function responses. Left
+// next to its call, the answer would sit in the middle of the request,
+// which would end with the model's own last turn and leave it nothing to
+// answer; moved, the model's next turn is about the answer, and every
+// later request reads the conversation in the order it happened.
 func pairFunctionResponses(contents []*agentrunnerv1.Content) []*agentrunnerv1.Content {
-	called := map[string]bool{}
-	for _, c := range contents {
-		for _, p := range c.GetParts() {
-			if id := p.GetFunctionCall().GetId(); id != "" {
-				called[id] = true
-			}
-		}
-	}
-	if len(called) == 0 {
+	p := newPairing(contents)
+	if len(p.callAt) == 0 {
 		return dropIDResponses(contents)
 	}
-	latest := map[string]*agentrunnerv1.Part{}
-	for _, c := range contents {
-		for _, p := range c.GetParts() {
-			if id := p.GetFunctionResponse().GetId(); id != "" && called[id] {
-				latest[id] = p
-			}
-		}
-	}
-	out := make([]*agentrunnerv1.Content, 0, len(contents))
-	for _, c := range contents {
+	out := make([]*agentrunnerv1.Content, 0, len(contents)+2)
+	for i, c := range contents {
 		if !hasIDFunctionParts(c) {
 			out = append(out, c)
 			continue
 		}
 		kept := make([]*agentrunnerv1.Part, 0, len(c.GetParts()))
 		var answers []*agentrunnerv1.Part
-		for _, p := range c.GetParts() {
-			if id := p.GetFunctionCall().GetId(); id != "" {
-				if r, ok := latest[id]; ok {
-					kept = append(kept, p)
+		for _, part := range c.GetParts() {
+			if id := part.GetFunctionCall().GetId(); id != "" {
+				if r, ok := p.latest[id]; ok && !p.late(id) {
+					kept = append(kept, part)
 					answers = append(answers, r)
 				}
-				continue
+				continue // unanswered, or placed where its late answer is
 			}
-			if p.GetFunctionResponse().GetId() != "" {
+			if part.GetFunctionResponse().GetId() != "" {
 				continue // placed after its call, or answers nothing
 			}
-			kept = append(kept, p)
+			kept = append(kept, part)
 		}
 		if len(kept) > 0 {
 			out = append(out, &agentrunnerv1.Content{Role: c.GetRole(), Parts: kept})
@@ -182,8 +226,103 @@ func pairFunctionResponses(contents []*agentrunnerv1.Content) []*agentrunnerv1.C
 		if len(answers) > 0 {
 			out = append(out, &agentrunnerv1.Content{Role: agent.RoleUser, Parts: answers})
 		}
+		out = p.appendLate(out, i)
 	}
 	return out
+}
+
+// pairing is what pairFunctionResponses knows of a history's calls.
+type pairing struct {
+	callAt   map[string]int                 // call id -> index of its (first) content
+	latest   map[string]*agentrunnerv1.Part // call id -> its latest response
+	latestAt map[string]int                 // call id -> index of that response's content
+	// turns[k] counts the contents before k that are turns: anything but
+	// contents of function responses only.
+	turns []int
+	// moved holds, by the index of the content with their latest
+	// response, the late calls, in call order.
+	moved map[int][]*agentrunnerv1.Part
+}
+
+func newPairing(contents []*agentrunnerv1.Content) pairing {
+	p := pairing{callAt: map[string]int{}}
+	for i, c := range contents {
+		for _, part := range c.GetParts() {
+			if id := part.GetFunctionCall().GetId(); id != "" {
+				if _, ok := p.callAt[id]; !ok {
+					p.callAt[id] = i
+				}
+			}
+		}
+	}
+	if len(p.callAt) == 0 {
+		return p
+	}
+	p.latest, p.latestAt = map[string]*agentrunnerv1.Part{}, map[string]int{}
+	p.turns = make([]int, len(contents)+1)
+	for i, c := range contents {
+		p.turns[i+1] = p.turns[i]
+		if !onlyFunctionResponses(c) {
+			p.turns[i+1]++
+		}
+		for _, part := range c.GetParts() {
+			if id := part.GetFunctionResponse().GetId(); id != "" {
+				if at, ok := p.callAt[id]; ok && at < i {
+					p.latest[id], p.latestAt[id] = part, i
+				}
+			}
+		}
+	}
+	for id, at := range p.latestAt {
+		if p.turns[at]-p.turns[p.callAt[id]+1] > 0 {
+			p.moved = map[int][]*agentrunnerv1.Part{}
+			break
+		}
+	}
+	if p.moved != nil {
+		// In content and part order, so that the moved calls keep theirs.
+		for i, c := range contents {
+			for _, part := range c.GetParts() {
+				if id := part.GetFunctionCall().GetId(); id != "" && p.callAt[id] == i && p.late(id) {
+					p.moved[p.latestAt[id]] = append(p.moved[p.latestAt[id]], part)
+				}
+			}
+		}
+	}
+	return p
+}
+
+// late reports whether the answered call id had a turn (anything but
+// function responses) between it and its latest response.
+func (p pairing) late(id string) bool {
+	at, ok := p.latestAt[id]
+	return ok && p.turns[at]-p.turns[p.callAt[id]+1] > 0
+}
+
+// appendLate appends, after contents[i], the late calls whose latest
+// response is in contents[i], then their responses in the same order: the
+// request's end when contents[i] is the newest.
+func (p pairing) appendLate(out []*agentrunnerv1.Content, i int) []*agentrunnerv1.Content {
+	calls := p.moved[i]
+	if len(calls) == 0 {
+		return out
+	}
+	answers := make([]*agentrunnerv1.Part, len(calls))
+	for k, call := range calls {
+		answers[k] = p.latest[call.GetFunctionCall().GetId()]
+	}
+	return append(out,
+		&agentrunnerv1.Content{Role: agent.RoleModel, Parts: calls},
+		&agentrunnerv1.Content{Role: agent.RoleUser, Parts: answers})
+}
+
+func onlyFunctionResponses(c *agentrunnerv1.Content) bool {
+	for _, part := range c.GetParts() {
+		if part.GetFunctionResponse() == nil {
+			return false
+		}
+	}
+	return true
 }
 
 // dropIDResponses removes responses with ids from a history that has no

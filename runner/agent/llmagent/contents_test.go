@@ -173,6 +173,63 @@ func TestHistoryPairsFunctionResponses(t *testing.T) {
 	}
 }
 
+// TestHistoryMovesLateAnswers checks that an answer that came after other
+// turns is given with its call at the place it came, so that a request
+// ending with it ends with the call and its answer (ADK's rearrangement of
+// async function responses).
+func TestHistoryMovesLateAnswers(t *testing.T) {
+	ev := func(author string, c *agentrunnerv1.Content) *agentrunnerv1.Event {
+		return &agentrunnerv1.Event{Author: author, Content: c}
+	}
+	tests := []struct {
+		name   string
+		events []*agentrunnerv1.Event
+		want   []string
+	}{
+		{
+			name: "a late answer comes last, with its call",
+			events: []*agentrunnerv1.Event{
+				ev("user", userText("refund")),
+				ev("me", content(agent.RoleModel, textPart("checking"), call("lr", "approve", nil))),
+				ev("user", userText("hello")),
+				ev("me", modelText("hi")),
+				ev("user", content(agent.RoleUser, reply("lr", "approve", map[string]any{"ok": true}))),
+			},
+			want: []string{"user: refund", "model: checking", "user: hello", "model: hi", "model: call lr approve", `user: response lr {"ok":true}`},
+		},
+		{
+			name: "a late answer replaces the interim one and stays where it came in later requests",
+			events: []*agentrunnerv1.Event{
+				ev("user", userText("refund")),
+				ev("me", content(agent.RoleModel, call("lr", "approve", nil))),
+				ev("me", content(agent.RoleUser, reply("lr", "approve", map[string]any{"status": "pending"}))),
+				ev("me", modelText("started")),
+				ev("user", content(agent.RoleUser, textPart("here"), reply("lr", "approve", map[string]any{"ok": true}))),
+				ev("me", modelText("approved")),
+			},
+			want: []string{"user: refund", "model: started", "user: here", "model: call lr approve", `user: response lr {"ok":true}`, "model: approved"},
+		},
+		{
+			name: "of parallel calls only the late one moves",
+			events: []*agentrunnerv1.Event{
+				ev("user", userText("go")),
+				ev("me", content(agent.RoleModel, call("a", "f", nil), call("b", "g", nil), call("c", "h", nil))),
+				ev("me", content(agent.RoleUser, reply("a", "f", map[string]any{"n": 1}))),
+				ev("me", modelText("waiting for g and h")),
+				ev("user", content(agent.RoleUser, reply("c", "h", map[string]any{"n": 3}), reply("b", "g", map[string]any{"n": 2}))),
+			},
+			want: []string{"user: go", "model: call a f", `user: response a {"n":1}`, "model: waiting for g and h", "model: call b g | call c h", `user: response b {"n":2} | response c {"n":3}`},
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := contentLines(historyContents("me", tc.events)); !equalStrings(got, tc.want) {
+				t.Fatalf("got\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(tc.want, "\n"))
+			}
+		})
+	}
+}
+
 func TestCurrentTurn(t *testing.T) {
 	ev := func(author string, c *agentrunnerv1.Content) *agentrunnerv1.Event {
 		return &agentrunnerv1.Event{Author: author, Content: c}
@@ -200,6 +257,13 @@ func TestCurrentTurn(t *testing.T) {
 			events: append(old[:2:2], ev("user", userText("new")), ev("me", content(agent.RoleModel, call("lr", "approve", nil))),
 				ev("user", content(agent.RoleUser, reply("lr", "approve", map[string]any{"ok": true})))),
 			want: []string{"user: new", "model: call lr approve", `user: response lr {"ok":true}`},
+		},
+		{
+			name: "a late answer brings back the turn of its call, without the turns in between",
+			events: append(old[:2:2], ev("user", userText("refund")), ev("me", content(agent.RoleModel, textPart("asking"), call("lr", "approve", nil))),
+				ev("user", userText("meanwhile")), ev("me", modelText("yes?")),
+				ev("user", content(agent.RoleUser, reply("lr", "approve", map[string]any{"ok": true})))),
+			want: []string{"user: refund", "model: asking | call lr approve", `user: response lr {"ok":true}`},
 		},
 		{name: "nothing", events: nil, want: nil},
 	}
