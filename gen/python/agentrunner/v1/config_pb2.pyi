@@ -163,10 +163,11 @@ class MemoryConfig(_message.Message):
     def __init__(self, add_sessions: bool = ...) -> None: ...
 
 class ModelConfig(_message.Message):
-    __slots__ = ["api_key_env", "base_url", "fallbacks", "model", "name", "provider", "retry", "timeout"]
+    __slots__ = ["api_key_env", "base_url", "fallbacks", "idle_timeout", "model", "name", "provider", "retry", "timeout"]
     API_KEY_ENV_FIELD_NUMBER: _ClassVar[int]
     BASE_URL_FIELD_NUMBER: _ClassVar[int]
     FALLBACKS_FIELD_NUMBER: _ClassVar[int]
+    IDLE_TIMEOUT_FIELD_NUMBER: _ClassVar[int]
     MODEL_FIELD_NUMBER: _ClassVar[int]
     NAME_FIELD_NUMBER: _ClassVar[int]
     PROVIDER_FIELD_NUMBER: _ClassVar[int]
@@ -175,12 +176,13 @@ class ModelConfig(_message.Message):
     api_key_env: str
     base_url: str
     fallbacks: _containers.RepeatedScalarFieldContainer[str]
+    idle_timeout: str
     model: str
     name: str
     provider: str
     retry: RetryConfig
     timeout: str
-    def __init__(self, name: _Optional[str] = ..., provider: _Optional[str] = ..., model: _Optional[str] = ..., base_url: _Optional[str] = ..., api_key_env: _Optional[str] = ..., timeout: _Optional[str] = ..., retry: _Optional[_Union[RetryConfig, _Mapping]] = ..., fallbacks: _Optional[_Iterable[str]] = ...) -> None: ...
+    def __init__(self, name: _Optional[str] = ..., provider: _Optional[str] = ..., model: _Optional[str] = ..., base_url: _Optional[str] = ..., api_key_env: _Optional[str] = ..., timeout: _Optional[str] = ..., retry: _Optional[_Union[RetryConfig, _Mapping]] = ..., fallbacks: _Optional[_Iterable[str]] = ..., idle_timeout: _Optional[str] = ...) -> None: ...
 
 class ParallelAgentConfig(_message.Message):
     __slots__ = []

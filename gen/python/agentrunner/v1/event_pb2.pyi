@@ -98,14 +98,16 @@ class EventActions(_message.Message):
     def __init__(self, state_delta: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., artifact_delta: _Optional[_Mapping[str, int]] = ..., transfer_to_agent: _Optional[str] = ..., escalate: bool = ..., skip_summarization: bool = ..., compaction: _Optional[_Union[EventCompaction, _Mapping]] = ...) -> None: ...
 
 class EventCompaction(_message.Message):
-    __slots__ = ["end_sequence", "start_sequence", "summary"]
+    __slots__ = ["authors", "end_sequence", "start_sequence", "summary"]
+    AUTHORS_FIELD_NUMBER: _ClassVar[int]
     END_SEQUENCE_FIELD_NUMBER: _ClassVar[int]
     START_SEQUENCE_FIELD_NUMBER: _ClassVar[int]
     SUMMARY_FIELD_NUMBER: _ClassVar[int]
+    authors: _containers.RepeatedScalarFieldContainer[str]
     end_sequence: int
     start_sequence: int
     summary: _content_pb2.Content
-    def __init__(self, start_sequence: _Optional[int] = ..., end_sequence: _Optional[int] = ..., summary: _Optional[_Union[_content_pb2.Content, _Mapping]] = ...) -> None: ...
+    def __init__(self, start_sequence: _Optional[int] = ..., end_sequence: _Optional[int] = ..., summary: _Optional[_Union[_content_pb2.Content, _Mapping]] = ..., authors: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class ModalityTokenCount(_message.Message):
     __slots__ = ["modality", "token_count"]
