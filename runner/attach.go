@@ -376,14 +376,18 @@ func (r *Runner) ListRuns(ctx context.Context, userID, sessionID string, page st
 // ended (or ctx ends first).
 func (r *Runner) Cancel(ctx context.Context, runID string) (*agentrunnerv1.Run, error) {
 	lr := r.lookup(runID)
-	if lr == nil && r.xr.queue != nil {
-		if _, err := r.GetRun(ctx, runID); err != nil {
-			return nil, err // not a run of this app
-		}
-		return r.cancelShared(ctx, runID, causeCancel)
-	}
 	if lr == nil {
-		return r.GetRun(ctx, runID)
+		rec, err := r.GetRun(ctx, runID)
+		switch {
+		case err != nil:
+			return nil, err // not a run of this app
+		case rec.GetStatus() == agentrunnerv1.RunStatus_RUN_STATUS_INPUT_REQUIRED:
+			// Waiting on its caller: its calls are answered as cancelled.
+			return r.cancelWaiting(ctx, rec)
+		case r.xr.queue != nil:
+			return r.cancelShared(ctx, runID, causeCancel)
+		}
+		return rec, nil
 	}
 	if rec, ok := r.cancelQueued(ctx, lr, ErrCancelled); ok {
 		return rec, nil

@@ -36,6 +36,9 @@ type prepared struct {
 	// For a resumed run: it waits on calls nobody answered (it ends
 	// INPUT_REQUIRED at once), or it had answered its user already.
 	waits, answered bool
+	// waiting is the session's run that waits on the caller, which this
+	// run's message answers or supersedes (see waiting.go).
+	waiting *waitingRun
 }
 
 // prepare loads the session of a run that is about to start and checks
@@ -64,9 +67,13 @@ func (r *Runner) prepare(ctx context.Context, lr *liveRun) (*prepared, error) {
 	if err := checkResponses(events, lr.req.NewMessage); err != nil {
 		return nil, err
 	}
+	waiting, err := r.findWaiting(ctx, events, lr.req.NewMessage)
+	if err != nil {
+		return nil, err
+	}
 	first := r.tree.SelectAgent(events, lr.req.NewMessage)
 	inv := r.newInvocation(lr.key, lr.id, sess, events, lr.req.Config, nil)
-	return &prepared{sess: sess, first: first, inv: inv}, nil
+	return &prepared{sess: sess, first: first, inv: inv, waiting: waiting}, nil
 }
 
 // execute runs an admitted run to its end, in its own goroutine, and lets

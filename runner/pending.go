@@ -35,11 +35,19 @@ func checkResponses(events []*agentrunnerv1.Event, msg *agentrunnerv1.Content) e
 	}
 	pending := pendingCalls(events) // call id -> invocation id
 	var unknown []string
+	var superseded map[string]bool
 	runs := map[string]bool{}
 	for _, id := range answers {
 		inv, ok := pending[id]
 		if !ok {
-			unknown = append(unknown, id)
+			// A call a new message superseded may still be answered: its
+			// interim result gives way to this one.
+			if superseded == nil {
+				superseded = supersededCalls(events)
+			}
+			if !superseded[id] {
+				unknown = append(unknown, id)
+			}
 			continue
 		}
 		runs[inv] = true

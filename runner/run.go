@@ -128,7 +128,7 @@ type invocation struct {
 // run stores the user's message, then lets before_run answer or runs the
 // agents, following transfers the agents left to the runner.
 func (in *invocation) run(ctx context.Context, req Request) error {
-	if err := in.appendUserEvent(ctx, req); err != nil {
+	if err := in.settleWaiting(ctx, req); err != nil {
 		return err
 	}
 	content, err := in.r.plugins.BeforeRun(in.hctx)
@@ -151,6 +151,28 @@ func (in *invocation) run(ctx context.Context, req Request) error {
 		if a, err = in.runAgent(ctx, a); err != nil {
 			return err
 		}
+	}
+	return nil
+}
+
+// settleWaiting stores the user's message, settling the session's run
+// that waits on the caller around it: a plain message supersedes its
+// calls first, so that the model reads an answer to each before the
+// message; a message that answers them ends it once they are stored.
+func (in *invocation) settleWaiting(ctx context.Context, req Request) error {
+	w := in.prep.waiting
+	if w != nil && !w.answered {
+		stored, _, err := in.r.supersede(ctx, in.inv.Events(), w, in.lr.id)
+		if err != nil {
+			return err
+		}
+		in.inv.Record(nil, stored)
+	}
+	if err := in.appendUserEvent(ctx, req); err != nil {
+		return err
+	}
+	if w != nil && w.answered {
+		return in.r.settleAnswered(ctx, w, in.lr.id)
 	}
 	return nil
 }

@@ -89,14 +89,27 @@ const (
 	// Running.
 	RunStatus_RUN_STATUS_RUNNING RunStatus = 2
 	// Ended waiting on the caller: a client-executed tool, a confirmation, or
-	// a tool call a crash left in doubt (pending_call_ids names them).
+	// a tool call a crash left in doubt (pending_call_ids names them). A run
+	// stays so only while something waits on it: ResumeRun with the answers
+	// continues it; a Run whose message answers its calls ends it SUCCEEDED,
+	// and a Run with a plain message instead answers its calls with a
+	// cancellation result the model can read and ends it CANCELLED (both
+	// name that run in continued_by_run_id); CancelRun ends it CANCELLED the
+	// same way.
 	RunStatus_RUN_STATUS_INPUT_REQUIRED RunStatus = 3
 	// Ended normally.
 	RunStatus_RUN_STATUS_SUCCEEDED RunStatus = 4
-	// Ended with an error (see error).
+	// Ended with an error (see error): the run could not go on (a storage
+	// failure, the max_llm_calls limit), or its agents returned after a step
+	// that failed and that nothing recovered from: the run's last agent
+	// event carries an error_code (a model that failed after its retries),
+	// or an in-band error was the last thing an agent reported. error is
+	// that failure. An agent that reported an error and then went on (a
+	// later event) does not fail the run.
 	RunStatus_RUN_STATUS_FAILED RunStatus = 5
-	// Cancelled by CancelRun, by its caller going away, or by a run that
-	// interrupted it.
+	// Cancelled by CancelRun, by its caller going away, by a run that
+	// interrupted it, or, while waiting on the caller, by a Run whose plain
+	// message superseded its calls.
 	RunStatus_RUN_STATUS_CANCELLED RunStatus = 6
 	// Cut off by a crash or a shutdown; ResumeRun continues it.
 	RunStatus_RUN_STATUS_INTERRUPTED RunStatus = 7
@@ -449,9 +462,15 @@ type Run struct {
 	// hex: a retry with the same request_id must send the same payload.
 	RequestDigest string `protobuf:"bytes,18,opt,name=request_digest,json=requestDigest,proto3" json:"request_digest,omitempty"`
 	// usage split by the agent that made the calls (the events' author).
-	UsageByAgent  map[string]*UsageMetadata `protobuf:"bytes,19,rep,name=usage_by_agent,json=usageByAgent,proto3" json:"usage_by_agent,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	UsageByAgent map[string]*UsageMetadata `protobuf:"bytes,19,rep,name=usage_by_agent,json=usageByAgent,proto3" json:"usage_by_agent,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	// The run that took over from this one when it waited on the caller: the
+	// Run whose message answered its calls (this run then ends
+	// RUN_STATUS_SUCCEEDED, the answer goes on in that run), or the Run whose
+	// plain message superseded them (this run then ends
+	// RUN_STATUS_CANCELLED). Empty otherwise.
+	ContinuedByRunId string `protobuf:"bytes,20,opt,name=continued_by_run_id,json=continuedByRunId,proto3" json:"continued_by_run_id,omitempty"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
 }
 
 func (x *Run) Reset() {
@@ -617,6 +636,13 @@ func (x *Run) GetUsageByAgent() map[string]*UsageMetadata {
 	return nil
 }
 
+func (x *Run) GetContinuedByRunId() string {
+	if x != nil {
+		return x.ContinuedByRunId
+	}
+	return ""
+}
+
 // RunInput is what a run was asked to do.
 type RunInput struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -694,7 +720,7 @@ const file_agentrunner_v1_run_proto_rawDesc = "" +
 	"\x06Status\x12\x12\n" +
 	"\x04code\x18\x01 \x01(\x05R\x04code\x12\x18\n" +
 	"\amessage\x18\x02 \x01(\tR\amessage\x12.\n" +
-	"\adetails\x18\x03 \x03(\v2\x14.google.protobuf.AnyR\adetails\"\xe2\a\n" +
+	"\adetails\x18\x03 \x03(\v2\x14.google.protobuf.AnyR\adetails\"\x91\b\n" +
 	"\x03Run\x12\x15\n" +
 	"\x06run_id\x18\x01 \x01(\tR\x05runId\x12\x19\n" +
 	"\bapp_name\x18\x02 \x01(\tR\aappName\x12\x17\n" +
@@ -719,7 +745,8 @@ const file_agentrunner_v1_run_proto_rawDesc = "" +
 	"\ron_disconnect\x18\x10 \x01(\x0e2\x1c.agentrunner.v1.OnDisconnectR\fonDisconnect\x12.\n" +
 	"\x05input\x18\x11 \x01(\v2\x18.agentrunner.v1.RunInputR\x05input\x12%\n" +
 	"\x0erequest_digest\x18\x12 \x01(\tR\rrequestDigest\x12K\n" +
-	"\x0eusage_by_agent\x18\x13 \x03(\v2%.agentrunner.v1.Run.UsageByAgentEntryR\fusageByAgent\x1a^\n" +
+	"\x0eusage_by_agent\x18\x13 \x03(\v2%.agentrunner.v1.Run.UsageByAgentEntryR\fusageByAgent\x12-\n" +
+	"\x13continued_by_run_id\x18\x14 \x01(\tR\x10continuedByRunId\x1a^\n" +
 	"\x11UsageByAgentEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x123\n" +
 	"\x05value\x18\x02 \x01(\v2\x1d.agentrunner.v1.UsageMetadataR\x05value:\x028\x01\"\xb8\x01\n" +

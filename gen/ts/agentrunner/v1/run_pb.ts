@@ -16,7 +16,7 @@ import type { JsonObject, Message } from "@bufbuild/protobuf";
  * Describes the file agentrunner/v1/run.proto.
  */
 export const file_agentrunner_v1_run: GenFile = /*@__PURE__*/
-  fileDesc("ChhhZ2VudHJ1bm5lci92MS9ydW4ucHJvdG8SDmFnZW50cnVubmVyLnYxIpsBCglSdW5Db25maWcSJQodc2F2ZV9pbnB1dF9ibG9ic19hc19hcnRpZmFjdHMYASABKAgSFQoNbWF4X2xsbV9jYWxscxgCIAEoBRIZChFzdHJlYW1fdXNlcl9ldmVudBgDIAEoCBI1Cg5zdHJlYW1pbmdfbW9kZRgEIAEoDjIdLmFnZW50cnVubmVyLnYxLlN0cmVhbWluZ01vZGUiTgoGU3RhdHVzEgwKBGNvZGUYASABKAUSDwoHbWVzc2FnZRgCIAEoCRIlCgdkZXRhaWxzGAMgAygLMhQuZ29vZ2xlLnByb3RvYnVmLkFueSKABgoDUnVuEg4KBnJ1bl9pZBgBIAEoCRIQCghhcHBfbmFtZRgCIAEoCRIPCgd1c2VyX2lkGAMgASgJEhIKCnNlc3Npb25faWQYBCABKAkSKQoGc3RhdHVzGAUgASgOMhkuYWdlbnRydW5uZXIudjEuUnVuU3RhdHVzEi8KC2NyZWF0ZV90aW1lGAYgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIuCgpzdGFydF90aW1lGAcgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIsCghlbmRfdGltZRgIIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASFgoOZmlyc3Rfc2VxdWVuY2UYCSABKAQSFQoNbGFzdF9zZXF1ZW5jZRgKIAEoBBIlCgVlcnJvchgLIAEoCzIWLmFnZW50cnVubmVyLnYxLlN0YXR1cxISCgpyZXF1ZXN0X2lkGAwgASgJEhgKEHBlbmRpbmdfY2FsbF9pZHMYDSADKAkSLAoFdXNhZ2UYDiABKAsyHS5hZ2VudHJ1bm5lci52MS5Vc2FnZU1ldGFkYXRhEj0KEm11bHRpdGFza19zdHJhdGVneRgPIAEoDjIhLmFnZW50cnVubmVyLnYxLk11bHRpdGFza1N0cmF0ZWd5EjMKDW9uX2Rpc2Nvbm5lY3QYECABKA4yHC5hZ2VudHJ1bm5lci52MS5PbkRpc2Nvbm5lY3QSJwoFaW5wdXQYESABKAsyGC5hZ2VudHJ1bm5lci52MS5SdW5JbnB1dBIWCg5yZXF1ZXN0X2RpZ2VzdBgSIAEoCRI9Cg51c2FnZV9ieV9hZ2VudBgTIAMoCzIlLmFnZW50cnVubmVyLnYxLlJ1bi5Vc2FnZUJ5QWdlbnRFbnRyeRpSChFVc2FnZUJ5QWdlbnRFbnRyeRILCgNrZXkYASABKAkSLAoFdmFsdWUYAiABKAsyHS5hZ2VudHJ1bm5lci52MS5Vc2FnZU1ldGFkYXRhOgI4ASKVAQoIUnVuSW5wdXQSLAoLbmV3X21lc3NhZ2UYASABKAsyFy5hZ2VudHJ1bm5lci52MS5Db250ZW50EiwKC3N0YXRlX2RlbHRhGAIgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBItCgpydW5fY29uZmlnGAMgASgLMhkuYWdlbnRydW5uZXIudjEuUnVuQ29uZmlnKmAKDVN0cmVhbWluZ01vZGUSHgoaU1RSRUFNSU5HX01PREVfVU5TUEVDSUZJRUQQABIXChNTVFJFQU1JTkdfTU9ERV9OT05FEAESFgoSU1RSRUFNSU5HX01PREVfU1NFEAIq3QEKCVJ1blN0YXR1cxIaChZSVU5fU1RBVFVTX1VOU1BFQ0lGSUVEEAASFgoSUlVOX1NUQVRVU19QRU5ESU5HEAESFgoSUlVOX1NUQVRVU19SVU5OSU5HEAISHQoZUlVOX1NUQVRVU19JTlBVVF9SRVFVSVJFRBADEhgKFFJVTl9TVEFUVVNfU1VDQ0VFREVEEAQSFQoRUlVOX1NUQVRVU19GQUlMRUQQBRIYChRSVU5fU1RBVFVTX0NBTkNFTExFRBAGEhoKFlJVTl9TVEFUVVNfSU5URVJSVVBURUQQByqYAQoRTXVsdGl0YXNrU3RyYXRlZ3kSIgoeTVVMVElUQVNLX1NUUkFURUdZX1VOU1BFQ0lGSUVEEAASHQoZTVVMVElUQVNLX1NUUkFURUdZX1JFSkVDVBABEh4KGk1VTFRJVEFTS19TVFJBVEVHWV9FTlFVRVVFEAISIAocTVVMVElUQVNLX1NUUkFURUdZX0lOVEVSUlVQVBADKmMKDE9uRGlzY29ubmVjdBIdChlPTl9ESVNDT05ORUNUX1VOU1BFQ0lGSUVEEAASGAoUT05fRElTQ09OTkVDVF9DQU5DRUwQARIaChZPTl9ESVNDT05ORUNUX0NPTlRJTlVFEAJiBnByb3RvMw", [file_agentrunner_v1_content, file_agentrunner_v1_event, file_google_protobuf_any, file_google_protobuf_struct, file_google_protobuf_timestamp]);
+  fileDesc("ChhhZ2VudHJ1bm5lci92MS9ydW4ucHJvdG8SDmFnZW50cnVubmVyLnYxIpsBCglSdW5Db25maWcSJQodc2F2ZV9pbnB1dF9ibG9ic19hc19hcnRpZmFjdHMYASABKAgSFQoNbWF4X2xsbV9jYWxscxgCIAEoBRIZChFzdHJlYW1fdXNlcl9ldmVudBgDIAEoCBI1Cg5zdHJlYW1pbmdfbW9kZRgEIAEoDjIdLmFnZW50cnVubmVyLnYxLlN0cmVhbWluZ01vZGUiTgoGU3RhdHVzEgwKBGNvZGUYASABKAUSDwoHbWVzc2FnZRgCIAEoCRIlCgdkZXRhaWxzGAMgAygLMhQuZ29vZ2xlLnByb3RvYnVmLkFueSKdBgoDUnVuEg4KBnJ1bl9pZBgBIAEoCRIQCghhcHBfbmFtZRgCIAEoCRIPCgd1c2VyX2lkGAMgASgJEhIKCnNlc3Npb25faWQYBCABKAkSKQoGc3RhdHVzGAUgASgOMhkuYWdlbnRydW5uZXIudjEuUnVuU3RhdHVzEi8KC2NyZWF0ZV90aW1lGAYgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIuCgpzdGFydF90aW1lGAcgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIsCghlbmRfdGltZRgIIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASFgoOZmlyc3Rfc2VxdWVuY2UYCSABKAQSFQoNbGFzdF9zZXF1ZW5jZRgKIAEoBBIlCgVlcnJvchgLIAEoCzIWLmFnZW50cnVubmVyLnYxLlN0YXR1cxISCgpyZXF1ZXN0X2lkGAwgASgJEhgKEHBlbmRpbmdfY2FsbF9pZHMYDSADKAkSLAoFdXNhZ2UYDiABKAsyHS5hZ2VudHJ1bm5lci52MS5Vc2FnZU1ldGFkYXRhEj0KEm11bHRpdGFza19zdHJhdGVneRgPIAEoDjIhLmFnZW50cnVubmVyLnYxLk11bHRpdGFza1N0cmF0ZWd5EjMKDW9uX2Rpc2Nvbm5lY3QYECABKA4yHC5hZ2VudHJ1bm5lci52MS5PbkRpc2Nvbm5lY3QSJwoFaW5wdXQYESABKAsyGC5hZ2VudHJ1bm5lci52MS5SdW5JbnB1dBIWCg5yZXF1ZXN0X2RpZ2VzdBgSIAEoCRI9Cg51c2FnZV9ieV9hZ2VudBgTIAMoCzIlLmFnZW50cnVubmVyLnYxLlJ1bi5Vc2FnZUJ5QWdlbnRFbnRyeRIbChNjb250aW51ZWRfYnlfcnVuX2lkGBQgASgJGlIKEVVzYWdlQnlBZ2VudEVudHJ5EgsKA2tleRgBIAEoCRIsCgV2YWx1ZRgCIAEoCzIdLmFnZW50cnVubmVyLnYxLlVzYWdlTWV0YWRhdGE6AjgBIpUBCghSdW5JbnB1dBIsCgtuZXdfbWVzc2FnZRgBIAEoCzIXLmFnZW50cnVubmVyLnYxLkNvbnRlbnQSLAoLc3RhdGVfZGVsdGEYAiABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0Ei0KCnJ1bl9jb25maWcYAyABKAsyGS5hZ2VudHJ1bm5lci52MS5SdW5Db25maWcqYAoNU3RyZWFtaW5nTW9kZRIeChpTVFJFQU1JTkdfTU9ERV9VTlNQRUNJRklFRBAAEhcKE1NUUkVBTUlOR19NT0RFX05PTkUQARIWChJTVFJFQU1JTkdfTU9ERV9TU0UQAirdAQoJUnVuU3RhdHVzEhoKFlJVTl9TVEFUVVNfVU5TUEVDSUZJRUQQABIWChJSVU5fU1RBVFVTX1BFTkRJTkcQARIWChJSVU5fU1RBVFVTX1JVTk5JTkcQAhIdChlSVU5fU1RBVFVTX0lOUFVUX1JFUVVJUkVEEAMSGAoUUlVOX1NUQVRVU19TVUNDRUVERUQQBBIVChFSVU5fU1RBVFVTX0ZBSUxFRBAFEhgKFFJVTl9TVEFUVVNfQ0FOQ0VMTEVEEAYSGgoWUlVOX1NUQVRVU19JTlRFUlJVUFRFRBAHKpgBChFNdWx0aXRhc2tTdHJhdGVneRIiCh5NVUxUSVRBU0tfU1RSQVRFR1lfVU5TUEVDSUZJRUQQABIdChlNVUxUSVRBU0tfU1RSQVRFR1lfUkVKRUNUEAESHgoaTVVMVElUQVNLX1NUUkFURUdZX0VOUVVFVUUQAhIgChxNVUxUSVRBU0tfU1RSQVRFR1lfSU5URVJSVVBUEAMqYwoMT25EaXNjb25uZWN0Eh0KGU9OX0RJU0NPTk5FQ1RfVU5TUEVDSUZJRUQQABIYChRPTl9ESVNDT05ORUNUX0NBTkNFTBABEhoKFk9OX0RJU0NPTk5FQ1RfQ09OVElOVUUQAmIGcHJvdG8z", [file_agentrunner_v1_content, file_agentrunner_v1_event, file_google_protobuf_any, file_google_protobuf_struct, file_google_protobuf_timestamp]);
 
 /**
  * RunConfig tunes one Run.
@@ -232,6 +232,17 @@ export type Run = Message<"agentrunner.v1.Run"> & {
    * @generated from field: map<string, agentrunner.v1.UsageMetadata> usage_by_agent = 19;
    */
   usageByAgent: { [key: string]: UsageMetadata };
+
+  /**
+   * The run that took over from this one when it waited on the caller: the
+   * Run whose message answered its calls (this run then ends
+   * RUN_STATUS_SUCCEEDED, the answer goes on in that run), or the Run whose
+   * plain message superseded them (this run then ends
+   * RUN_STATUS_CANCELLED). Empty otherwise.
+   *
+   * @generated from field: string continued_by_run_id = 20;
+   */
+  continuedByRunId: string;
 };
 
 /**
@@ -340,7 +351,13 @@ export enum RunStatus {
 
   /**
    * Ended waiting on the caller: a client-executed tool, a confirmation, or
-   * a tool call a crash left in doubt (pending_call_ids names them).
+   * a tool call a crash left in doubt (pending_call_ids names them). A run
+   * stays so only while something waits on it: ResumeRun with the answers
+   * continues it; a Run whose message answers its calls ends it SUCCEEDED,
+   * and a Run with a plain message instead answers its calls with a
+   * cancellation result the model can read and ends it CANCELLED (both
+   * name that run in continued_by_run_id); CancelRun ends it CANCELLED the
+   * same way.
    *
    * @generated from enum value: RUN_STATUS_INPUT_REQUIRED = 3;
    */
@@ -354,15 +371,22 @@ export enum RunStatus {
   SUCCEEDED = 4,
 
   /**
-   * Ended with an error (see error).
+   * Ended with an error (see error): the run could not go on (a storage
+   * failure, the max_llm_calls limit), or its agents returned after a step
+   * that failed and that nothing recovered from: the run's last agent
+   * event carries an error_code (a model that failed after its retries),
+   * or an in-band error was the last thing an agent reported. error is
+   * that failure. An agent that reported an error and then went on (a
+   * later event) does not fail the run.
    *
    * @generated from enum value: RUN_STATUS_FAILED = 5;
    */
   FAILED = 5,
 
   /**
-   * Cancelled by CancelRun, by its caller going away, or by a run that
-   * interrupted it.
+   * Cancelled by CancelRun, by its caller going away, by a run that
+   * interrupted it, or, while waiting on the caller, by a Run whose plain
+   * message superseded its calls.
    *
    * @generated from enum value: RUN_STATUS_CANCELLED = 6;
    */

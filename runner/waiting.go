@@ -1,0 +1,234 @@
+package runner
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+
+	agentrunnerv1 "github.com/agentrunner/agentrunner/gen/go/agentrunner/v1"
+	"github.com/agentrunner/agentrunner/runner/agent"
+	"github.com/agentrunner/agentrunner/store"
+	"google.golang.org/protobuf/types/known/structpb"
+	"google.golang.org/protobuf/types/known/timestamppb"
+)
+
+// A run that ends RUN_STATUS_INPUT_REQUIRED stays so only while it waits.
+// The session's next Run decides: a message that answers its calls ends
+// it SUCCEEDED (the answer goes on in the new run); a plain message
+// supersedes them: each waiting call is answered with an interim result
+// the model can read (supersededKey names the new run), and the run ends
+// CANCELLED. Both name the new run in continued_by_run_id. A superseded
+// call may still be answered later, by a Run whose function_response
+// carries its id: the latest response is the one the model reads, placed
+// where it arrived. CancelRun ends a waiting run the same way.
+//
+// Only the session's last run can wait: every run after it settles it
+// first. So finding it costs a scan of the last run's events.
+
+// supersededKey is the key of an interim function response the runner
+// stores for a call that a new message superseded; its value is the run
+// that did, or "" for CancelRun.
+const supersededKey = "superseded_by_run"
+
+// waitingRun is the session's last run while it waits on the caller.
+type waitingRun struct {
+	rec   *agentrunnerv1.Run
+	calls []string // the calls it waits on, sorted
+	// answered reports that the new message answers its calls.
+	answered bool
+}
+
+// lastRunWaits returns the id of the session's last run and the calls it
+// waits on (nil when none), from the events of that run alone.
+func lastRunWaits(events []*agentrunnerv1.Event) (string, []string) {
+	if len(events) == 0 {
+		return "", nil
+	}
+	id := events[len(events)-1].GetInvocationId()
+	from := len(events)
+	for from > 0 && events[from-1].GetInvocationId() == id {
+		from--
+	}
+	var calls []string
+	for call, inv := range pendingCalls(events[from:]) {
+		if inv == id {
+			calls = append(calls, call)
+		}
+	}
+	slices.Sort(calls)
+	return id, calls
+}
+
+// findWaiting returns the session's waiting run, if its last run waits
+// and its record says so, and whether msg answers it.
+func (r *Runner) findWaiting(ctx context.Context, events []*agentrunnerv1.Event, msg *agentrunnerv1.Content) (*waitingRun, error) {
+	id, calls := lastRunWaits(events)
+	if len(calls) == 0 {
+		return nil, nil
+	}
+	rec, err := r.store.GetRun(ctx, id)
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		return nil, nil // events of a run with no record (written before runs had them)
+	case err != nil:
+		return nil, fmt.Errorf("read the waiting run %s: %w", id, err)
+	case rec.GetStatus() != agentrunnerv1.RunStatus_RUN_STATUS_INPUT_REQUIRED:
+		return nil, nil
+	}
+	w := &waitingRun{rec: rec, calls: calls}
+	for _, p := range msg.GetParts() {
+		if slices.Contains(calls, p.GetFunctionResponse().GetId()) {
+			// checkResponses saw to it that the reply answers them all.
+			w.answered = true
+		}
+	}
+	return w, nil
+}
+
+// settleAnswered ends a waiting run whose calls the run by answered:
+// SUCCEEDED, its calls no longer pending, pointing to the run that goes
+// on with the answers. It is written once the answers are stored.
+func (r *Runner) settleAnswered(ctx context.Context, w *waitingRun, by string) error {
+	rec := w.rec
+	rec.Status = agentrunnerv1.RunStatus_RUN_STATUS_SUCCEEDED
+	rec.PendingCallIds = nil
+	rec.ContinuedByRunId = by
+	if err := r.store.PutRun(ctx, rec); err != nil && !errors.Is(err, store.ErrNotFound) {
+		return fmt.Errorf("end the answered run %s: %w", rec.GetRunId(), err)
+	}
+	return nil
+}
+
+// supersede answers a waiting run's calls with interim results and ends
+// it CANCELLED, in one transaction. by is the run whose plain message
+// superseded them ("" for CancelRun). It returns the stored event.
+func (r *Runner) supersede(ctx context.Context, events []*agentrunnerv1.Event, w *waitingRun, by string) (*agentrunnerv1.Event, *agentrunnerv1.Run, error) {
+	reason := "cancelled by request (CancelRun) before the caller answered"
+	if by != "" {
+		reason = fmt.Sprintf("not answered: the user sent a new message instead (run %s)", by)
+	}
+	names := callNames(events, w.calls)
+	parts := make([]*agentrunnerv1.Part, 0, len(w.calls))
+	for _, id := range w.calls {
+		resp, _ := structpb.NewStruct(map[string]any{"status": "cancelled", "reason": reason, supersededKey: by})
+		parts = append(parts, &agentrunnerv1.Part{Data: &agentrunnerv1.Part_FunctionResponse{FunctionResponse: &agentrunnerv1.FunctionResponse{
+			Id: id, Name: names[id], Response: resp,
+		}}})
+	}
+	now := r.now()
+	ev := &agentrunnerv1.Event{
+		Id: r.newID(), InvocationId: w.rec.GetRunId(), Author: agent.UserAuthor, Timestamp: timestamppb.New(now),
+		Content: &agentrunnerv1.Content{Role: agent.RoleUser, Parts: parts},
+	}
+	rec := w.rec
+	rec.Status = agentrunnerv1.RunStatus_RUN_STATUS_CANCELLED
+	rec.Error = &agentrunnerv1.Status{Code: codeCanceled, Message: reason}
+	rec.PendingCallIds = nil
+	rec.ContinuedByRunId = by
+	rec.EndTime = timestamppb.New(now)
+	stored, storedRec, err := r.store.AppendRunEvent(ctx, store.RunKey(rec), ev, rec)
+	if err != nil {
+		return nil, nil, fmt.Errorf("supersede the calls of run %s: %w", rec.GetRunId(), err)
+	}
+	return stored, storedRec, nil
+}
+
+// callNames returns the function name of each call id, from the events
+// that made the calls.
+func callNames(events []*agentrunnerv1.Event, ids []string) map[string]string {
+	names := make(map[string]string, len(ids))
+	for i := len(events) - 1; i >= 0 && len(names) < len(ids); i-- {
+		for _, p := range events[i].GetContent().GetParts() {
+			if fc := p.GetFunctionCall(); fc != nil && slices.Contains(ids, fc.GetId()) {
+				names[fc.GetId()] = fc.GetName()
+			}
+		}
+	}
+	return names
+}
+
+// supersededCalls returns the calls whose latest response is an interim
+// one the runner stored when it superseded them: a later answer to them
+// is still taken.
+func supersededCalls(events []*agentrunnerv1.Event) map[string]bool {
+	var out map[string]bool
+	for _, ev := range events {
+		if ev.GetAuthor() != agent.UserAuthor {
+			continue
+		}
+		for _, p := range ev.GetContent().GetParts() {
+			fr := p.GetFunctionResponse()
+			if fr == nil {
+				continue
+			}
+			_, interim := fr.GetResponse().GetFields()[supersededKey]
+			switch {
+			case interim && out == nil:
+				out = map[string]bool{fr.GetId(): true}
+			case interim:
+				out[fr.GetId()] = true
+			case out != nil:
+				delete(out, fr.GetId())
+			}
+		}
+	}
+	return out
+}
+
+// cancelWaiting ends a run that waits on its caller, for CancelRun: it
+// takes the session as a run would, supersedes the run's calls, and
+// returns the stored record. A session busy with another run is
+// ErrRunInProgress.
+func (r *Runner) cancelWaiting(ctx context.Context, rec *agentrunnerv1.Run) (*agentrunnerv1.Run, error) {
+	key := store.RunKey(rec)
+	lr := newLiveRun(key, rec, Request{UserID: key.User, SessionID: key.Session})
+	lr.ctx, lr.cancel = context.WithCancelCause(context.WithoutCancel(ctx))
+	lr.markQueued(nil)
+	r.runs.mu.Lock()
+	sr := r.runs.sessions[key]
+	var err error
+	switch {
+	case r.runs.draining:
+		err = fmt.Errorf("cancel run %s: %w", rec.GetRunId(), ErrShuttingDown)
+	case sr.busy():
+		err = fmt.Errorf("session %s: run %s: %w", key, sr.blocker().id, ErrRunInProgress)
+	default:
+		r.runs.sessions[key] = &sessionRuns{active: lr}
+		lr.started = true
+	}
+	r.runs.mu.Unlock()
+	if err != nil {
+		return nil, err
+	}
+	out, err := r.cancelWaitingHeld(ctx, lr)
+	lr.finish(lr.record(), err)
+	r.release(lr)
+	return out, err
+}
+
+// cancelWaitingHeld is cancelWaiting once the session is this process's:
+// under its lease, on the session as the last writer left it.
+func (r *Runner) cancelWaitingHeld(ctx context.Context, lr *liveRun) (*agentrunnerv1.Run, error) {
+	if err := r.acquireLease(ctx, lr); err != nil {
+		return nil, err
+	}
+	sess, events, err := r.history.Load(ctx, r.store, lr.key)
+	if err != nil {
+		return nil, fmt.Errorf("load session: %w", err)
+	}
+	w, err := r.findWaiting(ctx, events, nil)
+	if err != nil {
+		return nil, err
+	}
+	if w == nil || w.rec.GetRunId() != lr.id {
+		// Settled meanwhile (answered, superseded, resumed): as it is now.
+		return r.GetRun(ctx, lr.id)
+	}
+	stored, rec, err := r.supersede(lr.withLease(ctx), events, w, "")
+	if err != nil {
+		return nil, err
+	}
+	r.history.Put(lr.key, sess, append(slices.Clip(events), stored))
+	return rec, nil
+}
