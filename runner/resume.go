@@ -195,10 +195,10 @@ func (r *Runner) callerOf(events []*agentrunnerv1.Event, callID string) agent.Ag
 }
 
 // resumeAgent returns the agent that stored the run's last event with
-// content, and whether that event already answered the user: a model's
-// completed turn with no calls in it. Then there is nothing left to do; any
-// other last event (a call, a result, a custom agent's progress) means the
-// agent was cut off and runs again.
+// content, and whether the run's agents had finished (treeFinished): then
+// there is nothing left to do. Any other end (a call, a result, a custom
+// agent's progress, a workflow with agents still to run) means the agent
+// was cut off and runs again.
 func (r *Runner) resumeAgent(events []*agentrunnerv1.Event, runID string) (agent.Agent, bool) {
 	for i := len(events) - 1; i >= 0; i-- {
 		ev := events[i]
@@ -209,15 +209,20 @@ func (r *Runner) resumeAgent(events []*agentrunnerv1.Event, runID string) (agent
 		if !ok {
 			continue
 		}
-		answered := ev.GetTurnComplete()
-		for _, p := range ev.GetContent().GetParts() {
-			if p.GetFunctionCall() != nil || p.GetFunctionResponse() != nil {
-				answered = false
-			}
-		}
-		return a, answered
+		return a, r.treeFinished(runEvents(events, runID))
 	}
 	return r.tree.SelectAgent(events, nil), false
+}
+
+// runEvents returns the events of the run, in order.
+func runEvents(events []*agentrunnerv1.Event, runID string) []*agentrunnerv1.Event {
+	var out []*agentrunnerv1.Event
+	for _, ev := range events {
+		if ev.GetInvocationId() == runID {
+			out = append(out, ev)
+		}
+	}
+	return out
 }
 
 // userMessageOf returns the content of the event with sequence seq, when
@@ -371,22 +376,33 @@ func (r *Runner) pendingOrphan(ctx context.Context, rec *agentrunnerv1.Run) (boo
 	return true, nil
 }
 
-// markInterrupted stores the end of a run a crash cut off.
+// markInterrupted stores the end of a run a crash cut off: INTERRUPTED,
+// with an event saying so, unless its stored events show that its agents
+// had finished (treeFinished) and only its final record was lost; that
+// run ends as it would have (recoveredEnd).
 func (r *Runner) markInterrupted(ctx context.Context, rec *agentrunnerv1.Run) error {
 	key := store.RunKey(rec)
 	author := r.tree.Root().Name()
 	rec.Usage, rec.UsageByAgent = nil, nil // counted again from what is stored
+	var events []*agentrunnerv1.Event
 	err := r.scanRun(ctx, rec, func(ev *agentrunnerv1.Event) {
 		if ev.GetAuthor() != agent.UserAuthor {
 			author = ev.GetAuthor()
 		}
 		addEventUsage(rec, ev)
+		events = append(events, ev)
 	})
 	if errors.Is(err, store.ErrNotFound) {
 		return nil // the session is gone, and its runs with it
 	}
 	if err != nil {
 		return fmt.Errorf("recover run %s: %w", rec.GetRunId(), err)
+	}
+	if r.treeFinished(events) {
+		if err := r.store.PutRun(ctx, recoveredEnd(rec, events)); err != nil && !errors.Is(err, store.ErrNotFound) {
+			return fmt.Errorf("recover run %s: %w", rec.GetRunId(), err)
+		}
+		return nil
 	}
 	msg := "the server stopped while the run was running; ResumeRun continues it"
 	rec.Status = agentrunnerv1.RunStatus_RUN_STATUS_INTERRUPTED
@@ -398,6 +414,22 @@ func (r *Runner) markInterrupted(ctx context.Context, rec *agentrunnerv1.Run) er
 		return fmt.Errorf("recover run %s: %w", rec.GetRunId(), err)
 	}
 	return nil
+}
+
+// recoveredEnd is the final record of a run whose agents had finished
+// when a crash took its record: the status finalize would have given it,
+// ending at its last stored event.
+func recoveredEnd(rec *agentrunnerv1.Run, events []*agentrunnerv1.Event) *agentrunnerv1.Run {
+	last := events[len(events)-1]
+	rec.LastSequence = last.GetSequence()
+	rec.EndTime = last.GetTimestamp()
+	rec.Status = agentrunnerv1.RunStatus_RUN_STATUS_SUCCEEDED
+	if f := eventFailure(lastAgentEvent(events)); f != nil {
+		rec.Status, rec.Error = agentrunnerv1.RunStatus_RUN_STATUS_FAILED, f
+	} else if ids := waitingCalls(events, rec); len(ids) > 0 {
+		rec.Status, rec.PendingCallIds = agentrunnerv1.RunStatus_RUN_STATUS_INPUT_REQUIRED, ids
+	}
+	return rec
 }
 
 // scanRun calls fn with each stored event of the run, in order.

@@ -64,8 +64,8 @@ func lastRunWaits(events []*agentrunnerv1.Event) (string, []string) {
 // and its record says so, and whether msg answers it.
 func (r *Runner) findWaiting(ctx context.Context, events []*agentrunnerv1.Event, msg *agentrunnerv1.Content) (*waitingRun, error) {
 	id, calls := lastRunWaits(events)
-	if len(calls) == 0 {
-		return nil, nil
+	if len(calls) == 0 || id == "" {
+		return nil, nil // no run waits (or events appended outside any run)
 	}
 	rec, err := r.store.GetRun(ctx, id)
 	switch {

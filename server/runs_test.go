@@ -15,6 +15,7 @@ import (
 	servicev1 "github.com/agentrunner/agentrunner/gen/go/agentrunner/service/v1"
 	agentrunnerv1 "github.com/agentrunner/agentrunner/gen/go/agentrunner/v1"
 	"github.com/agentrunner/agentrunner/runner/agent"
+	"github.com/agentrunner/agentrunner/runner"
 	"github.com/agentrunner/agentrunner/runner/apps"
 	"github.com/agentrunner/agentrunner/store/boltstore"
 	"google.golang.org/grpc/codes"
@@ -538,11 +539,22 @@ func newEnvAt(t *testing.T, path string, build ...func(t *testing.T) apps.App) (
 // server's ClaimGate), then recovers.
 func newEnvAtLimits(t *testing.T, path string, l Limits, build ...func(t *testing.T) apps.App) (*env, registry) {
 	t.Helper()
+	return newEnvAtWrapped(t, path, l, nil, build...)
+}
+
+// newEnvAtWrapped is newEnvAtLimits whose runners use the store wrap
+// returns (the server itself uses the file's store).
+func newEnvAtWrapped(t *testing.T, path string, l Limits, wrap func(*boltstore.Store) runner.Store, build ...func(t *testing.T) apps.App) (*env, registry) {
+	t.Helper()
 	st, err := boltstore.Open(path, boltstore.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	reg, err := apps.NewRegistry(apps.Config{Store: st})
+	var rs runner.Store = st
+	if wrap != nil {
+		rs = wrap(st)
+	}
+	reg, err := apps.NewRegistry(apps.Config{Store: rs})
 	if err != nil {
 		t.Fatal(err)
 	}

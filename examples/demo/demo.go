@@ -84,8 +84,11 @@ func build() (apps.App, error) {
 	return apps.App{Name: Name, Description: "A demo of custom and workflow agents; no model needed.", Root: greeter}, nil
 }
 
+// say is an agent's one event. Each agent of the demo says one thing and
+// ends, so the event completes its turn: after a crash, recovery then
+// knows whether the run's agents had finished (ResumeRun runs none twice).
 func say(text string) *agentrunnerv1.Event {
-	return &agentrunnerv1.Event{Content: &agentrunnerv1.Content{Role: "model", Parts: []*agentrunnerv1.Part{
+	return &agentrunnerv1.Event{TurnComplete: true, Content: &agentrunnerv1.Content{Role: "model", Parts: []*agentrunnerv1.Part{
 		{Data: &agentrunnerv1.Part_Text{Text: text}},
 	}}}
 }

@@ -204,3 +204,7 @@ func (t *Tree) Info(a Agent) *agentrunnerv1.AgentInfo {
 	}
 	return info
 }
+
+// Kind returns what kind of agent a is (AGENT_KIND_CUSTOM for agents made
+// with New and no kind of their own).
+func (t *Tree) Kind(a Agent) agentrunnerv1.AgentKind { return a.base().kind }
