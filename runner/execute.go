@@ -12,6 +12,7 @@ import (
 	agentrunnerv1 "github.com/agentrunner/agentrunner/gen/go/agentrunner/v1"
 	"github.com/agentrunner/agentrunner/runner/agent"
 	"github.com/agentrunner/agentrunner/store"
+	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/timestamppb"
 )
 
@@ -238,6 +239,12 @@ func (in *invocation) stopped(ctx context.Context) (*agentrunnerv1.Run, error) {
 		return rec, termErr
 	}
 	ev := &agentrunnerv1.Event{Author: in.current.Name(), ErrorCode: codeName, ErrorMessage: rec.GetError().GetMessage()}
+	if len(in.streamed) > 0 {
+		// The caller saw part of an answer: it is kept, marked cut off,
+		// as a model connection that drops mid-answer keeps it, and
+		// ResumeRun goes on from it.
+		ev.Content, ev.Interrupted = joinStreamed(in.streamed), true
+	}
 	in.complete(ev, nil)
 	// The run's context is done; the store must still take this event.
 	stored, storedRec, err := r.store.AppendRunEvent(context.WithoutCancel(ctx), in.key, ev, rec)
@@ -253,6 +260,27 @@ func (in *invocation) stopped(ctx context.Context) (*agentrunnerv1.Run, error) {
 	lr.noteStored(stored)
 	lr.publish(Update{Event: stored})
 	return storedRec, termErr
+}
+
+// joinStreamed is the content streamed parts carried: consecutive text
+// of the same kind (answer or thought) joined into one part, as the
+// complete answer would have held it. The parts are not changed.
+func joinStreamed(parts []*agentrunnerv1.Part) *agentrunnerv1.Content {
+	c := &agentrunnerv1.Content{Role: agent.RoleModel}
+	var last *agentrunnerv1.Part
+	for _, p := range parts {
+		t, ok := p.GetData().(*agentrunnerv1.Part_Text)
+		if ok && last != nil && last.GetThought() == p.GetThought() {
+			if lt, ok := last.GetData().(*agentrunnerv1.Part_Text); ok {
+				lt.Text += t.Text
+				continue
+			}
+		}
+		cp := proto.CloneOf(p)
+		c.Parts = append(c.Parts, cp)
+		last = cp
+	}
+	return c
 }
 
 // stopStatus is how a run stopped by cause ends.

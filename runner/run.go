@@ -123,6 +123,9 @@ type invocation struct {
 	// event stored after it clears it: the agent recovered. A run whose
 	// agents return with a failure ends FAILED.
 	failure *agentrunnerv1.Status
+	// streamed holds the parts of the partial events streamed since the
+	// last complete event: what a cut-off answer had said so far.
+	streamed []*agentrunnerv1.Part
 }
 
 // run stores the user's message, then lets before_run answer or runs the
@@ -316,6 +319,7 @@ func (in *invocation) emit(ctx context.Context, ev *agentrunnerv1.Event) (*agent
 		return nil, fmt.Errorf("append event of agent %s: %w", ev.GetAuthor(), err)
 	}
 	in.inv.Record(ev.GetActions().GetStateDelta(), stored)
+	in.streamed = in.streamed[:0] // the complete event supersedes the partials
 	if stored.GetAuthor() != agent.UserAuthor {
 		in.failure = eventFailure(stored)
 	}
@@ -386,6 +390,9 @@ func (in *invocation) emitPartial(ev *agentrunnerv1.Event) error {
 		in.complete(rep, ev)
 		ev = rep
 	}
+	// What the caller saw of the answer so far: a run stopped before the
+	// complete event stores it (see stopped).
+	in.streamed = append(in.streamed, ev.GetContent().GetParts()...)
 	if !in.yield(ev, nil) {
 		return errStopped
 	}
