@@ -101,12 +101,15 @@ func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io
 	if err := c.checkApp(ctx, *addr); err != nil {
 		return describe(err)
 	}
-	if err := c.open(ctx, *session, *history); err != nil {
-		return describe(err)
-	}
 	in := bufio.NewScanner(stdin)
 	in.Buffer(make([]byte, 64<<10), 1<<20)
 	c.in = in
+	if err := c.open(ctx, *session, *history); err != nil {
+		return describe(err)
+	}
+	if err := c.answerWaiting(ctx); err != nil {
+		fmt.Fprintf(stdout, "! %v\n", describe(err))
+	}
 	for {
 		fmt.Fprint(stdout, "you> ")
 		if !in.Scan() {
@@ -202,7 +205,11 @@ const maxAnswerRounds = 10
 // client executes, a confirmation), it asks the person to answer them and
 // sends the answers, until a run waits on nothing.
 func (c *chat) send(ctx context.Context, text string) error {
-	msg := &agentrunnerv1.Content{Role: "user", Parts: []*agentrunnerv1.Part{{Data: &agentrunnerv1.Part_Text{Text: text}}}}
+	return c.sendContent(ctx, &agentrunnerv1.Content{Role: "user", Parts: []*agentrunnerv1.Part{{Data: &agentrunnerv1.Part_Text{Text: text}}}})
+}
+
+// sendContent runs msg as send does.
+func (c *chat) sendContent(ctx context.Context, msg *agentrunnerv1.Content) error {
 	for range maxAnswerRounds {
 		waiting, err := c.run(ctx, msg)
 		if err != nil || len(waiting) == 0 {
@@ -271,6 +278,42 @@ func (c *chat) run(ctx context.Context, msg *agentrunnerv1.Content) ([]*agentrun
 		c.printComplete(ev, c.partial != "" && c.speaking == ev.GetAuthor())
 		waiting = append(waiting, waitedOn(ev)...)
 	}
+}
+
+// answerWaiting asks the person for the answers a resumed session's last
+// run waits on (a tool the client executes, a confirmation), and sends
+// them, as it does when a run it sent ends waiting.
+func (c *chat) answerWaiting(ctx context.Context) error {
+	runs, err := c.runner.ListRuns(ctx, &servicev1.ListRunsRequest{AppName: c.app, UserId: c.user, SessionId: c.session, PageSize: 1})
+	if err != nil || len(runs.GetRuns()) == 0 {
+		return err
+	}
+	run := runs.GetRuns()[0]
+	if run.GetStatus() != agentrunnerv1.RunStatus_RUN_STATUS_INPUT_REQUIRED {
+		return nil
+	}
+	events, err := c.sessions.ListEvents(ctx, &servicev1.ListEventsRequest{
+		AppName: c.app, UserId: c.user, SessionId: c.session, AfterSequence: run.GetFirstSequence() - 1, PageSize: 1000,
+	})
+	if err != nil {
+		return err
+	}
+	var calls []*agentrunnerv1.FunctionCall
+	for _, ev := range events.GetEvents() {
+		for _, p := range ev.GetContent().GetParts() {
+			if fc := p.GetFunctionCall(); fc != nil && slices.Contains(run.GetPendingCallIds(), fc.GetId()) {
+				calls = append(calls, fc)
+			}
+		}
+	}
+	if len(calls) == 0 {
+		return nil
+	}
+	fmt.Fprintf(c.out, "run %s waits on your answer to %d call(s):\n", run.GetRunId(), len(calls))
+	if msg := c.answer(calls); msg != nil {
+		return c.sendContent(ctx, msg)
+	}
+	return nil
 }
 
 // waitedOn returns the calls of ev the run waits on.

@@ -605,3 +605,26 @@ func TestLargerThanAMessage(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestChatResumesAWaitingSession: a chat that resumes a session whose last
+// run waits on the person asks for the answer first, and sends it.
+func TestChatResumesAWaitingSession(t *testing.T) {
+	addr, _ := startServer(t)
+	c := startChat(t, "--addr", addr, "--app", "orders", "--user", "di", "--session", "waits", "--no-stream")
+	c.expect(`new session waits of app orders`)
+	c.typeLine(`call get_order {"order_id": "7"}`)
+	c.expect(`\? answer get_order\({"order_id":"7"}\) with a JSON object: $`)
+	c.in.Close() // the person leaves without answering
+	if err := c.wait(); err != nil {
+		t.Fatal(err)
+	}
+
+	c = startChat(t, "--addr", addr, "--app", "orders", "--user", "di", "--session", "waits", "--no-stream")
+	c.expect(`resumed session waits of app orders`, `run e-\S+ waits on your answer to 1 call\(s\):\n\? answer get_order\({"order_id":"7"}\) with a JSON object: $`)
+	c.typeLine(`{"status": "lost"}`)
+	c.expect(`\[clerk\] offline model: get_order returned {"status":"lost"}\n  \(events #\d+-#\d+\)\nyou> $`)
+	c.typeLine("/quit")
+	if err := c.wait(); err != nil {
+		t.Fatal(err)
+	}
+}
