@@ -1,0 +1,533 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	servicev1 "github.com/agentrunner/agentrunner/gen/go/agentrunner/service/v1"
+	agentrunnerv1 "github.com/agentrunner/agentrunner/gen/go/agentrunner/v1"
+)
+
+// killCycles is how many kill -9 cycles TestKill9RunRecords runs: a few
+// in CI, hundreds by hand to catch the rarer interleavings.
+var killCycles = flag.Int("kill-cycles", 3, "kill -9 cycles of TestKill9RunRecords")
+
+// killRunsConfig is an app whose run is the user's message and two model
+// answers (a sequential agent of two LLM agents on an OpenAI-compatible
+// model): a run can be cut off before, between or after its agents. Each
+// agent's instruction names it, so the fake knows who calls it. A
+// base_url model with no api_key_env sends no key; one attempt per call,
+// so the fake's counts are the agents' calls.
+const killRunsConfig = `models:
+  - name: fake
+    provider: openai
+    model: gpt-fake
+    base_url: %s/v1
+    retry: { max_attempts: 1 }
+apps:
+  - name: pair
+    root_agent:
+      name: pair
+      sequential: {}
+      sub_agents:
+        - { name: alpha, llm: { model: fake, instruction: "ROLE=alpha" } }
+        - { name: beta, llm: { model: fake, instruction: "ROLE=beta" } }
+`
+
+// killAgents are the agents of killRunsConfig, in the order they answer.
+var killAgents = []string{"alpha", "beta"}
+
+// killToken is the user message of run n of client i in cycle c: unique
+// in the data file, so the fake and the checks can tell the runs apart.
+func killToken(c, i, n int) string { return fmt.Sprintf("tok%d.%d.%d", c, i, n) }
+
+// killAnswer is the text the fake answers agent with for token.
+func killAnswer(agent, token string) string { return agent + " answers " + token }
+
+var killTokenRE = regexp.MustCompile(`tok\d+\.\d+\.(\d+)`)
+
+// fakeChat is an OpenAI Chat Completions server that answers every call
+// with killAnswer and counts the calls per token and agent.
+type fakeChat struct {
+	srv   *httptest.Server
+	mu    sync.Mutex
+	calls map[[2]string]int // {token, agent} -> calls
+}
+
+func newFakeChat(t *testing.T) *fakeChat {
+	f := &fakeChat{calls: map[[2]string]int{}}
+	f.srv = httptest.NewServer(http.HandlerFunc(f.serve))
+	t.Cleanup(f.srv.Close)
+	return f
+}
+
+func (f *fakeChat) serve(w http.ResponseWriter, r *http.Request) {
+	raw, err := io.ReadAll(r.Body)
+	if err != nil || !strings.HasSuffix(r.URL.Path, "/chat/completions") {
+		http.Error(w, `{"error":{"message":"fake: bad request","type":"invalid_request_error"}}`, http.StatusBadRequest)
+		return
+	}
+	var body struct {
+		Stream bool `json:"stream"`
+	}
+	_ = json.Unmarshal(raw, &body)
+	token, agent := tokenAndAgent(string(raw))
+	f.mu.Lock()
+	f.calls[[2]string{token, agent}]++
+	f.mu.Unlock()
+	text := killAnswer(agent, token)
+	if !body.Stream {
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprintf(w, `{"id":"c","object":"chat.completion","created":1,"model":"gpt-fake","choices":[{"index":0,"message":{"role":"assistant","content":%q},"finish_reason":"stop"}],"usage":{"prompt_tokens":5,"completion_tokens":3,"total_tokens":8}}`, text)
+		return
+	}
+	// Several chunks, so that a streaming run sends partial events.
+	w.Header().Set("Content-Type", "text/event-stream")
+	words := strings.SplitAfter(text, " ")
+	for _, word := range words {
+		fmt.Fprintf(w, "data: {\"id\":\"c\",\"object\":\"chat.completion.chunk\",\"created\":1,\"model\":\"gpt-fake\",\"choices\":[{\"index\":0,\"delta\":{\"content\":%q},\"finish_reason\":null}]}\n\n", word)
+		w.(http.Flusher).Flush()
+	}
+	io.WriteString(w, "data: {\"id\":\"c\",\"object\":\"chat.completion.chunk\",\"created\":1,\"model\":\"gpt-fake\",\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"stop\"}]}\n\ndata: [DONE]\n\n")
+}
+
+// tokenAndAgent finds the run a request is for: the history holds the
+// session's earlier runs too, and the current one has the highest number.
+// The system message names the agent.
+func tokenAndAgent(body string) (token, agent string) {
+	best := -1
+	for _, m := range killTokenRE.FindAllStringSubmatch(body, -1) {
+		if n, _ := strconv.Atoi(m[1]); n > best {
+			best, token = n, m[0]
+		}
+	}
+	for _, a := range killAgents {
+		if strings.Contains(body, "ROLE="+a) {
+			agent = a
+		}
+	}
+	return token, agent
+}
+
+// count returns the calls made so far for token, per agent.
+func (f *fakeChat) count(token string) map[string]int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	out := map[string]int{}
+	for _, a := range killAgents {
+		out[a] = f.calls[[2]string{token, a}]
+	}
+	return out
+}
+
+// seenRun is what one Run stream showed its client.
+type seenRun struct {
+	session, token string
+	runID          string                  // from the first record
+	final          agentrunnerv1.RunStatus // of the final record; UNSPECIFIED if none came
+	acked          []*agentrunnerv1.Event  // complete events, with their sequence
+	partials       int                     // partial events seen
+}
+
+// killFigures are the counts TestKill9RunRecords reports.
+type killFigures struct {
+	cycles, runs, finals, partials, unseen, interrupted, finishedInterrupted int
+	resumed, resumedWithoutCall                                              int
+	clientErrors, badFinal, unsettled, resumeFailed, rerun, lost             int
+	duplicated, missing, missingResumed                                      int
+}
+
+// killRunsHarness is the state of TestKill9RunRecords across its cycles.
+type killRunsHarness struct {
+	t                 *testing.T
+	bin, config, data string
+	fake              *fakeChat
+	fig               killFigures
+	reported          int // mismatches reported in full
+
+	// Per cycle, shared with the clients.
+	mu      sync.Mutex
+	seen    []*seenRun
+	acks    atomic.Int64
+	killAt  int64
+	enough  chan struct{}
+	killed  atomic.Bool
+	clientE []string
+}
+
+// TestKill9RunRecords kills the server (SIGKILL) while 64 clients run
+// two-agent runs on their own sessions, restarts it on the same file and
+// checks what the runs' clients were told against what is stored: a
+// final record a client saw is the stored status (the record is durable
+// before it is sent), no run stays RUNNING or PENDING, each INTERRUPTED
+// run resumes to SUCCEEDED without calling an agent whose answer is
+// stored, no answer is stored twice, and no acknowledged event is lost.
+func TestKill9RunRecords(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the binary")
+	}
+	dir := t.TempDir()
+	h := &killRunsHarness{t: t, bin: filepath.Join(dir, "agentrunner"), data: filepath.Join(dir, "agentrunner.db"), fake: newFakeChat(t)}
+	if out, err := exec.Command("go", "build", "-o", h.bin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	h.config = filepath.Join(dir, "apps.yaml")
+	if err := os.WriteFile(h.config, []byte(fmt.Sprintf(killRunsConfig, h.fake.srv.URL)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	p := h.start()
+	for c := range *killCycles {
+		// The restarted server, once checked, carries the next cycle.
+		p = h.cycle(c, p)
+	}
+	f := h.fig
+	t.Logf("cycles %d, runs %d (first record seen), final record seen %d, partial events seen %d, runs admitted unseen %d", f.cycles, f.runs, f.finals, f.partials, f.unseen)
+	t.Logf("INTERRUPTED after restart %d (agent tree finished before the kill: %d), resumed %d (with no model call: %d)", f.interrupted, f.finishedInterrupted, f.resumed, f.resumedWithoutCall)
+	t.Logf("mismatches: client errors %d, final record vs stored %d, RUNNING/PENDING after recovery %d, resume not SUCCEEDED %d, agent called again on resume %d, answers stored twice %d, answers missing from a SUCCEEDED run: not resumed %d, resumed %d, acknowledged events lost %d",
+		f.clientErrors, f.badFinal, f.unsettled, f.resumeFailed, f.rerun, f.duplicated, f.missing, f.missingResumed, f.lost)
+}
+
+// mismatch counts a failed check and reports the first ones in full: a
+// long run that fails everywhere still ends with readable figures.
+func (h *killRunsHarness) mismatch(n *int, format string, args ...any) {
+	h.t.Helper()
+	*n++
+	if h.reported++; h.reported <= 40 {
+		h.t.Errorf(format, args...)
+		return
+	}
+	h.t.Fail()
+}
+
+func (h *killRunsHarness) start() *proc {
+	return startBinary(h.t, h.bin, "--addr", "127.0.0.1:0", "--data", h.data, "--config", h.config)
+}
+
+// cycle runs the clients on p until killAt events are acknowledged,
+// kills p, restarts the server and checks the cycle's runs on it.
+func (h *killRunsHarness) cycle(c int, p *proc) *proc {
+	t := h.t
+	const clients = 64
+	conn := dial(t, p.addr)
+	rc, sc := servicev1.NewRunnerServiceClient(conn), servicev1.NewSessionServiceClient(conn)
+	sessions := make([]string, clients)
+	for i := range sessions {
+		sessions[i] = fmt.Sprintf("k%d-%d", c, i)
+		createSession(t, sc, "pair", sessions[i])
+	}
+	// Vary the kill point, so that cycles cut runs at different stages.
+	h.seen, h.clientE, h.enough = nil, nil, make(chan struct{})
+	h.acks.Store(0)
+	h.killed.Store(false)
+	h.killAt = int64(150 + (c*211)%450)
+	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
+	defer cancel()
+	var wg sync.WaitGroup
+	for i := range clients {
+		wg.Go(func() { h.client(ctx, rc, c, i, sessions[i]) })
+	}
+	select {
+	case <-h.enough:
+	case err := <-p.exited:
+		t.Fatalf("cycle %d: server exited: %v\n%s", c, err, p.logs)
+	case <-time.After(2 * time.Minute):
+		t.Fatalf("cycle %d: fewer than %d events acknowledged in 2 minutes\n%s", c, h.killAt, p.logs)
+	}
+	h.killed.Store(true)
+	if err := p.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	<-p.exited
+	// Every client is done before the restart: none can reach the new
+	// server and start a run the checks do not know of.
+	wg.Wait()
+	for _, e := range h.clientE {
+		h.mismatch(&h.fig.clientErrors, "cycle %d: before the kill: %s", c, e)
+	}
+	p = h.start()
+	conn = dial(t, p.addr)
+	rc, sc = servicev1.NewRunnerServiceClient(conn), servicev1.NewSessionServiceClient(conn)
+	h.checkCycle(c, rc, sc, sessions)
+	return p
+}
+
+// client sends runs on its session, one after the other, until the
+// server goes away; half the clients stream.
+func (h *killRunsHarness) client(ctx context.Context, rc servicev1.RunnerServiceClient, c, i int, session string) {
+	mode := agentrunnerv1.StreamingMode_STREAMING_MODE_NONE
+	if i%2 == 0 {
+		mode = agentrunnerv1.StreamingMode_STREAMING_MODE_SSE
+	}
+	for n := 1; n <= 10000; n++ {
+		r := &seenRun{session: session, token: killToken(c, i, n)}
+		err := h.runOnce(ctx, rc, r, mode)
+		h.mu.Lock()
+		if r.runID != "" {
+			h.seen = append(h.seen, r)
+		}
+		if err != nil && !h.killed.Load() {
+			h.clientE = append(h.clientE, fmt.Sprintf("run %s (%s) on %s: %v", r.runID, r.token, session, err))
+		}
+		h.mu.Unlock()
+		if err != nil {
+			return
+		}
+	}
+}
+
+// runOnce runs one Run stream to its end, recording what it shows.
+func (h *killRunsHarness) runOnce(ctx context.Context, rc servicev1.RunnerServiceClient, r *seenRun, mode agentrunnerv1.StreamingMode) error {
+	stream, err := rc.Run(ctx, &servicev1.RunRequest{
+		AppName: "pair", UserId: "u", SessionId: r.session, NewMessage: userText(r.token),
+		RunConfig: &agentrunnerv1.RunConfig{StreamingMode: mode},
+	})
+	if err != nil {
+		return err
+	}
+	for range 1000 {
+		resp, err := stream.Recv()
+		if errors.Is(err, io.EOF) {
+			if r.final == agentrunnerv1.RunStatus_RUN_STATUS_UNSPECIFIED {
+				return errors.New("the stream ended without a final record")
+			}
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		switch {
+		case resp.GetRun() != nil && r.runID == "":
+			r.runID = resp.GetRun().GetRunId()
+		case resp.GetRun() != nil:
+			r.final = resp.GetRun().GetStatus()
+		case resp.GetEvent().GetPartial():
+			r.partials++
+		case resp.GetEvent().GetSequence() > 0:
+			r.acked = append(r.acked, resp.GetEvent())
+			if h.acks.Add(1) == h.killAt {
+				close(h.enough)
+			}
+		}
+	}
+	return errors.New("more than 1000 messages on one run stream")
+}
+
+// checkCycle checks the cycle's runs on the restarted server.
+func (h *killRunsHarness) checkCycle(c int, rc servicev1.RunnerServiceClient, sc servicev1.SessionServiceClient, sessions []string) {
+	t := h.t
+	h.fig.cycles++
+	bySession := map[string][]*seenRun{}
+	for _, r := range h.seen {
+		h.fig.runs++
+		h.fig.partials += r.partials
+		bySession[r.session] = append(bySession[r.session], r)
+		if r.final == agentrunnerv1.RunStatus_RUN_STATUS_UNSPECIFIED {
+			continue
+		}
+		// 1. A final record a client saw was on disk before it was sent.
+		h.fig.finals++
+		rec := getRecord(t, rc, r.runID)
+		if r.final != agentrunnerv1.RunStatus_RUN_STATUS_SUCCEEDED || rec.GetStatus() != r.final {
+			h.mismatch(&h.fig.badFinal, "cycle %d: run %s (%s): the client saw a final record %v, stored after the restart: %v", c, r.runID, r.token, r.final, rec.GetStatus())
+		}
+	}
+	for _, s := range sessions {
+		h.checkSession(c, rc, sc, s, bySession[s])
+	}
+}
+
+// checkSession settles and checks the runs of one session: those the
+// clients saw and those admitted before the kill whose first record never
+// reached them.
+func (h *killRunsHarness) checkSession(c int, rc servicev1.RunnerServiceClient, sc servicev1.SessionServiceClient, session string, seen []*seenRun) {
+	known := map[string]bool{}
+	for _, r := range seen {
+		known[r.runID] = true
+	}
+	events := h.sessionEvents(sc, session)
+	resumed := map[string]bool{}
+	for _, rec := range h.listRuns(rc, session) {
+		if !known[rec.GetRunId()] {
+			h.fig.unseen++
+		}
+		switch rec.GetStatus() {
+		case agentrunnerv1.RunStatus_RUN_STATUS_SUCCEEDED, agentrunnerv1.RunStatus_RUN_STATUS_FAILED:
+		case agentrunnerv1.RunStatus_RUN_STATUS_INTERRUPTED:
+			h.fig.interrupted++
+			resumed[rec.GetRunId()] = true
+			h.resumeOne(c, rc, rec, events)
+		default:
+			// 2. Recovery leaves no run RUNNING or PENDING.
+			h.mismatch(&h.fig.unsettled, "cycle %d: run %s on %s is %v after the restart", c, rec.GetRunId(), session, rec.GetStatus())
+		}
+	}
+	events = h.sessionEvents(sc, session)
+	h.checkAnswers(c, session, events, h.listRuns(rc, session), resumed)
+	// 4. Every event a client saw acknowledged is stored, as it was sent.
+	stored := map[string]uint64{}
+	for _, ev := range events {
+		stored[ev.GetId()] = ev.GetSequence()
+	}
+	for _, r := range seen {
+		for _, ev := range r.acked {
+			if seq, ok := stored[ev.GetId()]; !ok || seq != ev.GetSequence() {
+				h.mismatch(&h.fig.lost, "cycle %d: run %s (%s): acknowledged event %s (sequence %d, %s) is not stored as such (stored: %v, sequence %d)", c, r.runID, r.token, ev.GetId(), ev.GetSequence(), ev.GetAuthor(), ok, seq)
+			}
+		}
+	}
+}
+
+// resumeOne resumes an INTERRUPTED run to its end (3.): it must succeed
+// without calling again an agent whose answer was stored before the kill.
+// A run whose last agent had answered has nothing left to run: recovery
+// should have marked it finished, not INTERRUPTED.
+func (h *killRunsHarness) resumeOne(c int, rc servicev1.RunnerServiceClient, rec *agentrunnerv1.Run, events []*agentrunnerv1.Event) {
+	t := h.t
+	id, token := rec.GetRunId(), runToken(rec, events)
+	answered := answerCounts(events)
+	last := killAgents[len(killAgents)-1]
+	if answered[killAnswer(last, token)] > 0 {
+		h.mismatch(&h.fig.finishedInterrupted, "cycle %d: recovery: run %s (%s): its agent tree had finished before the kill (%s's answer is stored) but it is INTERRUPTED after the restart, not finished", c, id, token, last)
+	}
+	before := h.fake.count(token)
+	got, err := resumeRun(t.Context(), rc, id)
+	h.fig.resumed++
+	if err != nil || got.GetStatus() != agentrunnerv1.RunStatus_RUN_STATUS_SUCCEEDED {
+		h.mismatch(&h.fig.resumeFailed, "cycle %d: ResumeRun(%s) (%s) = %v, %v; want SUCCEEDED", c, id, token, got, err)
+	}
+	after, calls := h.fake.count(token), 0
+	for _, a := range killAgents {
+		calls += after[a] - before[a]
+		if answered[killAnswer(a, token)] > 0 && after[a] != before[a] {
+			h.mismatch(&h.fig.rerun, "cycle %d: ResumeRun(%s) (%s) called agent %s %d more times; its answer was stored before the kill", c, id, token, a, after[a]-before[a])
+		}
+	}
+	if calls == 0 {
+		h.fig.resumedWithoutCall++
+	}
+}
+
+// checkAnswers checks that no answer is stored twice, and that a
+// SUCCEEDED run has every agent's answer once.
+func (h *killRunsHarness) checkAnswers(c int, session string, events []*agentrunnerv1.Event, runs []*agentrunnerv1.Run, resumed map[string]bool) {
+	counts := answerCounts(events)
+	for _, rec := range runs {
+		id, token := rec.GetRunId(), runToken(rec, events)
+		for _, a := range killAgents {
+			n := counts[killAnswer(a, token)]
+			var kind *int
+			switch {
+			case n > 1:
+				kind = &h.fig.duplicated
+			case n == 0 && rec.GetStatus() == agentrunnerv1.RunStatus_RUN_STATUS_SUCCEEDED && resumed[id]:
+				kind = &h.fig.missingResumed
+			case n == 0 && rec.GetStatus() == agentrunnerv1.RunStatus_RUN_STATUS_SUCCEEDED:
+				kind = &h.fig.missing
+			default:
+				continue
+			}
+			h.mismatch(kind, "cycle %d: run %s (%s) on %s is %v (resumed: %v) and %s's answer is stored %d times", c, id, token, session, rec.GetStatus(), resumed[id], a, n)
+		}
+	}
+}
+
+// runToken is a run's user message: its stored user event, or the input
+// of a run that never stored one.
+func runToken(rec *agentrunnerv1.Run, events []*agentrunnerv1.Event) string {
+	for _, ev := range events {
+		if ev.GetInvocationId() == rec.GetRunId() && ev.GetAuthor() == "user" {
+			return textOfEvent(ev)
+		}
+	}
+	var b strings.Builder
+	for _, p := range rec.GetInput().GetNewMessage().GetParts() {
+		b.WriteString(p.GetText())
+	}
+	return b.String()
+}
+
+// answerCounts counts the stored agent events by their text.
+func answerCounts(events []*agentrunnerv1.Event) map[string]int {
+	n := map[string]int{}
+	for _, ev := range events {
+		if ev.GetAuthor() != "user" {
+			n[textOfEvent(ev)]++
+		}
+	}
+	return n
+}
+
+// sessionEvents returns every event of the session, checking that their
+// sequences are gapless.
+func (h *killRunsHarness) sessionEvents(sc servicev1.SessionServiceClient, session string) []*agentrunnerv1.Event {
+	got, err := sc.GetSession(h.t.Context(), &servicev1.GetSessionRequest{AppName: "pair", UserId: "u", SessionId: session})
+	if err != nil {
+		h.t.Fatalf("GetSession(%s): %v", session, err)
+	}
+	for i, ev := range got.GetEvents() {
+		if ev.GetSequence() != uint64(i+1) {
+			h.t.Fatalf("session %s: event %d has sequence %d; sequences must be gapless", session, i, ev.GetSequence())
+		}
+	}
+	return got.GetEvents()
+}
+
+// listRuns returns every run of the session.
+func (h *killRunsHarness) listRuns(rc servicev1.RunnerServiceClient, session string) []*agentrunnerv1.Run {
+	var runs []*agentrunnerv1.Run
+	req := &servicev1.ListRunsRequest{AppName: "pair", UserId: "u", SessionId: session, PageSize: 1000}
+	for range 100 {
+		resp, err := rc.ListRuns(h.t.Context(), req)
+		if err != nil {
+			h.t.Fatalf("ListRuns(%s): %v", session, err)
+		}
+		runs = append(runs, resp.GetRuns()...)
+		if req.PageToken = resp.GetNextPageToken(); req.PageToken == "" {
+			return runs
+		}
+	}
+	h.t.Fatalf("ListRuns(%s): more than 100 pages", session)
+	return nil
+}
+
+// resumeRun resumes a run and returns the stream's last record, or the
+// error that ended the stream.
+func resumeRun(ctx context.Context, rc servicev1.RunnerServiceClient, id string) (*agentrunnerv1.Run, error) {
+	ctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	stream, err := rc.ResumeRun(ctx, &servicev1.ResumeRunRequest{RunId: id})
+	if err != nil {
+		return nil, err
+	}
+	var last *agentrunnerv1.Run
+	for range 1000 {
+		resp, err := stream.Recv()
+		if errors.Is(err, io.EOF) {
+			return last, nil
+		}
+		if err != nil {
+			return last, err
+		}
+		if r := resp.GetRun(); r != nil {
+			last = r
+		}
+	}
+	return last, errors.New("more than 1000 messages on one resume stream")
+}
