@@ -157,7 +157,7 @@ func (r *Runner) prepareResume(ctx context.Context, lr *liveRun, sess *agentrunn
 	case len(rq.RetryCallIDs) > 0:
 		p.first = r.callerOf(events, rq.RetryCallIDs[0])
 	default:
-		p.first, p.answered = r.resumeAgent(events, lr.id)
+		p.first, p.then, p.answered = r.resumeAgent(events, lr.id)
 	}
 	p.inv = r.newInvocation(lr.key, lr.id, sess, events, lr.rec.GetInput().GetRunConfig(), rq.RetryCallIDs)
 	p.inv.SetUserContent(userMessageOf(events, lr.rec.GetFirstSequence()))
@@ -194,12 +194,14 @@ func (r *Runner) callerOf(events []*agentrunnerv1.Event, callID string) agent.Ag
 	return r.tree.Root()
 }
 
-// resumeAgent returns the agent that stored the run's last event with
-// content, and whether the run's agents had finished (treeFinished): then
-// there is nothing left to do. Any other end (a call, a result, a custom
-// agent's progress, a workflow with agents still to run) means the agent
-// was cut off and runs again.
-func (r *Runner) resumeAgent(events []*agentrunnerv1.Event, runID string) (agent.Agent, bool) {
+// resumeAgent returns where a resumed run goes on: the agent to run first
+// and the agents to run after it, or that the run's agents had finished
+// (treeFinished): then there is nothing left to do. An agent whose last
+// event is a finished answer inside sequential agents is done: the run
+// goes on with the agents after it. Any other end (a call, a result, a
+// custom agent's progress, a loop or parallel agent still going) means
+// the agent that stored the run's last event was cut off and runs again.
+func (r *Runner) resumeAgent(events []*agentrunnerv1.Event, runID string) (agent.Agent, []agent.Agent, bool) {
 	for i := len(events) - 1; i >= 0; i-- {
 		ev := events[i]
 		if ev.GetInvocationId() != runID || ev.GetAuthor() == agent.UserAuthor || len(ev.GetContent().GetParts()) == 0 {
@@ -209,9 +211,41 @@ func (r *Runner) resumeAgent(events []*agentrunnerv1.Event, runID string) (agent
 		if !ok {
 			continue
 		}
-		return a, r.treeFinished(runEvents(events, runID))
+		run := runEvents(events, runID)
+		if r.treeFinished(run) {
+			return a, nil, true
+		}
+		if finalAnswer(ev) && ev.GetTurnComplete() && ev.GetErrorCode() == "" && !ev.GetInterrupted() {
+			if rest, ok := r.after(a, run); ok && len(rest) > 0 {
+				return rest[0], rest[1:], false
+			}
+		}
+		return a, nil, false
 	}
-	return r.tree.SelectAgent(events, nil), false
+	return r.tree.SelectAgent(events, nil), nil, false
+}
+
+// after returns the agents a run still had to run once agent a had
+// finished: the later sub-agents of each sequential agent above a, up to
+// the agent the runner itself ran. ok is false when an agent above a is
+// of another kind, whose next step the events do not tell.
+func (r *Runner) after(a agent.Agent, run []*agentrunnerv1.Event) (rest []agent.Agent, ok bool) {
+	for {
+		p := r.tree.Parent(a)
+		if p == nil || transferredTo(run, a.Name()) {
+			return rest, true
+		}
+		if r.tree.Kind(p) != agentrunnerv1.AgentKind_AGENT_KIND_SEQUENTIAL {
+			return nil, false
+		}
+		subs := p.SubAgents()
+		for i, s := range subs {
+			if s.Name() == a.Name() {
+				rest = append(rest, subs[i+1:]...)
+			}
+		}
+		a = p
+	}
 }
 
 // runEvents returns the events of the run, in order.
@@ -255,10 +289,15 @@ func (in *invocation) resume(ctx context.Context) error {
 		in.inv.Record(nil, stored)
 		in.inv.SetUserContent(stored.GetContent())
 	}
-	for a := in.first; a != nil; {
-		var err error
-		if a, err = in.runAgent(ctx, a); err != nil {
-			return err
+	for _, first := range append([]agent.Agent{in.first}, in.prep.then...) {
+		for a := first; a != nil; {
+			var err error
+			if a, err = in.runAgent(ctx, a); err != nil {
+				return err
+			}
+		}
+		if in.inv.Ended() {
+			break // an agent escalated or ended the invocation
 		}
 	}
 	return nil
