@@ -919,8 +919,11 @@ func TestGeminiCancelMidStream(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(events) != 2 || events[0].GetAuthor() != "user" || events[1].GetErrorCode() != "CANCELLED" || events[1].GetContent() != nil {
-		t.Errorf("stored %v, want only the user's message and the event that says the run was cancelled", events)
+	// The event that says the run was cancelled keeps what the caller saw
+	// stream, marked interrupted.
+	if len(events) != 2 || events[0].GetAuthor() != "user" || events[1].GetErrorCode() != "CANCELLED" ||
+		!events[1].GetInterrupted() || len(events[1].GetContent().GetParts()) != 1 || events[1].GetContent().GetParts()[0].GetText() != "Once upon" {
+		t.Errorf("stored %v, want only the user's message and the event that says the run was cancelled, with the streamed text", events)
 	}
 	waitNoGoroutines(t, "agentrunner/agentrunner/runner.", "agentrunner/runner/model/gemini.", "google.golang.org/genai.")
 }

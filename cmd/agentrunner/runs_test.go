@@ -276,8 +276,8 @@ func testResumeAnswersAClientTool(t *testing.T, data string) {
 		t.Errorf("runs resume of a finished run = %d\n%s\n%s", code, out, errOut)
 	}
 
-	// A waiting run whose session moved on (a later message) stays as it
-	// is: its answer would land after the other run's events.
+	// A waiting run whose session moved on (a later, plain message) was
+	// superseded: it ended CANCELLED, and ResumeRun no longer takes it.
 	createSession(t, sc, "orders", "later")
 	stale := runToEnd(t, rc, &servicev1.RunRequest{AppName: "orders", UserId: "u", SessionId: "later", NewMessage: userText(`call get_order {"order_id":"7"}`)})
 	if stale.GetStatus() != agentrunnerv1.RunStatus_RUN_STATUS_INPUT_REQUIRED {
@@ -285,7 +285,7 @@ func testResumeAnswersAClientTool(t *testing.T, data string) {
 	}
 	runToEnd(t, rc, &servicev1.RunRequest{AppName: "orders", UserId: "u", SessionId: "later", NewMessage: userText("never mind")})
 	out, errOut, code = runsCLI(t, addr, "resume", stale.GetRunId(), "--answer", stale.GetPendingCallIds()[0]+`={"status": "lost"}`)
-	if code != 1 || !strings.Contains(errOut, "agentrunner: FailedPrecondition: ") || !strings.Contains(errOut, "moved on") {
+	if code != 1 || !strings.Contains(errOut, "agentrunner: FailedPrecondition: ") || !strings.Contains(errOut, "RUN_STATUS_CANCELLED") {
 		t.Errorf("runs resume of a run the session moved past = %d\n%s\n%s", code, out, errOut)
 	}
 }
