@@ -12,36 +12,16 @@ import (
 
 	agentrunnerv1 "github.com/agentrunner/agentrunner/gen/go/agentrunner/v1"
 	"github.com/agentrunner/agentrunner/runner/agent"
+	"github.com/agentrunner/agentrunner/runner/internal/runrec"
+	"github.com/agentrunner/agentrunner/runner/internal/turn"
 	"github.com/agentrunner/agentrunner/store"
 	"google.golang.org/protobuf/proto"
-	"google.golang.org/protobuf/types/known/timestamppb"
 )
 
 // DefaultCancelWait bounds how long a run refused by a busy session waits
 // when the session's run is already cancelled and unwinding (its caller
 // went away, or it was cancelled), instead of being refused at once.
 const DefaultCancelWait = 5 * time.Second
-
-// Causes a run's context is cancelled with. Each wraps context.Canceled,
-// so that callers see a cancellation.
-var (
-	// ErrCancelled: CancelRun.
-	ErrCancelled = fmt.Errorf("cancelled by request: %w", context.Canceled)
-	// errDisconnected: the reader that started the run went away.
-	errDisconnected = fmt.Errorf("cancelled: the caller went away: %w", context.Canceled)
-	// ErrShuttingDown: the server is shutting down; the run is
-	// interrupted and can be resumed.
-	ErrShuttingDown = errors.New("the server is shutting down")
-	// ErrNotResumable: ResumeRun on a run that is not interrupted or
-	// waiting on input.
-	ErrNotResumable = errors.New("run cannot be resumed")
-)
-
-// interruptedBy is the cause a run is cancelled with when another run
-// interrupts it (MULTITASK_STRATEGY_INTERRUPT).
-func interruptedBy(runID string) error {
-	return fmt.Errorf("cancelled: interrupted by run %s: %w", runID, context.Canceled)
-}
 
 // runs is the runner's registry of live runs: the active run and the queue
 // of every session that has one, and the live runs by id.
@@ -73,9 +53,10 @@ type admitted struct {
 	// change under the registry lock once the run is released.)
 	now bool
 	// prep is the prepared execution of a fresh run that starts at once.
-	prep *prepared
+	prep *turn.Prepared
 	// queued is the record of a fresh run queued in the store shared with
-	// other replicas (xreplica.go), which the request follows from there.
+	// other replicas (package replica), which the request follows from
+	// there.
 	queued *agentrunnerv1.Run
 	// front and victim: a queued run that goes first, and the run of this
 	// process it interrupts (nil when it runs elsewhere or nowhere).
@@ -154,12 +135,12 @@ func (s *sessionRuns) unwindWait(waited *unwindWaits) *unwindWait {
 		return nil
 	}
 	switch {
-	case a.cancelling() && !waited.cancel:
+	case a.Cancelling() && !waited.cancel:
 		waited.cancel = true
-		return &unwindWait{done: a.done, bound: DefaultCancelWait}
-	case a.readerCtx != nil && !waited.reader && !waited.cancel:
+		return &unwindWait{done: a.Done(), bound: DefaultCancelWait}
+	case a.ReaderGone() != nil && !waited.reader && !waited.cancel:
 		waited.reader = true
-		return &unwindWait{done: a.done, readerGone: a.readerCtx.Done(), bound: ReaderGoneGrace}
+		return &unwindWait{done: a.Done(), readerGone: a.ReaderGone(), bound: ReaderGoneGrace}
 	}
 	return nil
 }
@@ -172,7 +153,7 @@ func (r *Runner) checkRequest(ctx context.Context, key store.SessionKey, req Req
 	if err := r.available(); err != nil {
 		return err
 	}
-	if err := validateMessage(req.NewMessage); err != nil {
+	if err := turn.ValidateMessage(req.NewMessage); err != nil {
 		return err
 	}
 	switch req.Strategy {
@@ -215,14 +196,14 @@ func (r *Runner) admitLocked(ctx context.Context, key store.SessionKey, req Requ
 			if w := sr.unwindWait(waited); w != nil {
 				return admitted{}, w, nil
 			}
-			return admitted{}, nil, fmt.Errorf("session %s: run %s: %w", key, sr.blocker().id, ErrRunInProgress)
+			return admitted{}, nil, fmt.Errorf("session %s: run %s: %w", key, sr.blocker().ID, ErrRunInProgress)
 		}
 	}
 	lr := r.newRun(ctx, key, req, digest)
-	if busy && r.xr.queue != nil {
+	if busy && r.mode.QueuesInStore() {
 		// The store's queue, not this process's: any replica may free the
 		// session.
-		a := admitted{live: lr, queued: lr.rec, front: req.Strategy == agentrunnerv1.MultitaskStrategy_MULTITASK_STRATEGY_INTERRUPT}
+		a := admitted{live: lr, queued: lr.Live(), front: req.Strategy == agentrunnerv1.MultitaskStrategy_MULTITASK_STRATEGY_INTERRUPT}
 		if a.front {
 			a.victim = sr.active
 		}
@@ -232,7 +213,7 @@ func (r *Runner) admitLocked(ctx context.Context, key store.SessionKey, req Requ
 		sr = &sessionRuns{}
 		r.runs.sessions[key] = sr
 	}
-	r.runs.byID[lr.id] = lr
+	r.runs.byID[lr.ID] = lr
 	a := admitted{live: lr, fresh: true}
 	switch {
 	case !busy:
@@ -242,7 +223,7 @@ func (r *Runner) admitLocked(ctx context.Context, key store.SessionKey, req Requ
 	case req.Strategy == agentrunnerv1.MultitaskStrategy_MULTITASK_STRATEGY_INTERRUPT:
 		sr.queue = append([]*liveRun{lr}, sr.queue...)
 		if sr.active != nil {
-			sr.active.cancel(interruptedBy(lr.id))
+			sr.active.Cancel(runrec.InterruptedBy(lr.ID))
 		}
 	default:
 		sr.queue = append(sr.queue, lr)
@@ -264,8 +245,8 @@ func (r *Runner) byRequestLocked(ctx context.Context, key store.SessionKey, requ
 	var rec *agentrunnerv1.Run
 	var live *liveRun
 	for _, lr := range r.runs.byID {
-		if lr.key == key && lr.req.RequestID == requestID {
-			live, rec = lr, lr.record()
+		if lr.Key == key && lr.req.RequestID == requestID {
+			live, rec = lr, lr.Record()
 			break
 		}
 	}
@@ -291,26 +272,15 @@ func (r *Runner) byRequestLocked(ctx context.Context, key store.SessionKey, requ
 // newRun makes the live run of an admitted request. Its context is the
 // run's own: it keeps ctx's values (trace spans) but not its cancellation.
 func (r *Runner) newRun(ctx context.Context, key store.SessionKey, req Request, digest string) *liveRun {
-	now := timestamppb.New(r.now())
-	rec := &agentrunnerv1.Run{
-		RunId:             r.newRunID(),
-		AppName:           key.App,
-		UserId:            key.User,
-		SessionId:         key.Session,
-		Status:            agentrunnerv1.RunStatus_RUN_STATUS_PENDING,
-		CreateTime:        now,
-		RequestId:         req.RequestID,
-		RequestDigest:     digest,
-		MultitaskStrategy: req.Strategy,
-		OnDisconnect:      req.OnDisconnect,
-		Input:             configOnly(req.input()),
-	}
-	lr := newLiveRun(key, rec, req)
-	lr.ctx, lr.cancel = context.WithCancelCause(context.WithoutCancel(ctx))
+	rec := runrec.Pending(r.newRunID(), key, r.now())
+	rec.RequestId, rec.RequestDigest = req.RequestID, digest
+	rec.MultitaskStrategy, rec.OnDisconnect = req.Strategy, req.OnDisconnect
+	rec.Input = runrec.ConfigOnly(req.input())
+	var readerCtx context.Context
 	if req.OnDisconnect != agentrunnerv1.OnDisconnect_ON_DISCONNECT_CONTINUE {
-		lr.readerCtx = ctx
+		readerCtx = ctx
 	}
-	return lr
+	return newLiveRun(ctx, key, rec, req, readerCtx)
 }
 
 // settle finishes the admission of a fresh run outside the lock: a run
@@ -320,12 +290,11 @@ func (r *Runner) settle(ctx context.Context, a admitted) (admitted, error) {
 	lr := a.live
 	if a.now {
 		lr.markQueued(nil)
-		lr.update(startRecord(r.now()))
+		lr.Update(func(rec *agentrunnerv1.Run) { runrec.Start(rec, r.now()) })
 		p, err := r.prepare(ctx, lr)
 		if err != nil {
-			lr.finish(lr.record(), err)
-			r.release(lr)
-			if r.queuesElsewhere(lr, err) {
+			r.end(lr, lr.Record(), err)
+			if r.mode.QueuesElsewhere(lr.req.Strategy, err) {
 				// Another replica runs the session: the run waits in the
 				// store's queue.
 				front := lr.req.Strategy == agentrunnerv1.MultitaskStrategy_MULTITASK_STRATEGY_INTERRUPT
@@ -336,10 +305,10 @@ func (r *Runner) settle(ctx context.Context, a admitted) (admitted, error) {
 		a.prep = p
 		return r.queueBehind(ctx, a)
 	}
-	rec := lr.record()
+	rec := lr.Record()
 	rec.Input = lr.req.input()
 	err := r.store.PutRun(ctx, rec)
-	lr.persisted = err == nil
+	lr.job.Persisted = err == nil
 	lr.markQueued(err)
 	if err != nil {
 		// A run the queue already started sees the error and ends itself.
@@ -347,57 +316,69 @@ func (r *Runner) settle(ctx context.Context, a admitted) (admitted, error) {
 		started := lr.started
 		r.runs.mu.Unlock()
 		if !started {
-			lr.finish(lr.record(), err)
-			r.release(lr)
+			r.end(lr, lr.Record(), err)
 		}
 		return admitted{}, fmt.Errorf("queue run: %w", err)
 	}
 	return a, nil
 }
 
-// startRecord marks a record running from now.
-func startRecord(now time.Time) func(*agentrunnerv1.Run) {
-	return func(rec *agentrunnerv1.Run) {
-		rec.Status = agentrunnerv1.RunStatus_RUN_STATUS_RUNNING
-		rec.StartTime = timestamppb.New(now)
-		rec.Input = configOnly(rec.GetInput())
+// enqueueShared queues a fresh run in the store, for a session that runs
+// elsewhere or here; front puts it first and interrupts the session's
+// run (victim, when it runs here). The caller follows the run through
+// the store.
+func (r *Runner) enqueueShared(ctx context.Context, lr *liveRun, front bool, victim *liveRun) (admitted, error) {
+	rec := lr.Record()
+	rec.Status = agentrunnerv1.RunStatus_RUN_STATUS_PENDING
+	rec.StartTime = nil
+	rec.Input = lr.req.input()
+	if err := r.mode.Enqueue(ctx, rec, front); err != nil {
+		return admitted{}, fmt.Errorf("queue run: %w", err)
 	}
+	if front {
+		// Queued first, then the session's run stopped: the run that ends
+		// hands the session to this one.
+		if victim != nil {
+			victim.Cancel(runrec.InterruptedBy(lr.ID))
+		} else {
+			r.mode.InterruptHolder(ctx, lr.Key, lr.ID)
+		}
+	}
+	return admitted{queued: rec}, nil
 }
 
-// configOnly is what a started run keeps of its input: the run config,
-// which ResumeRun goes on with (the message is a stored event by then).
-func configOnly(in *agentrunnerv1.RunInput) *agentrunnerv1.RunInput {
-	if in.GetRunConfig() == nil {
-		return nil
+// queueBehind keeps the order of a session's queue: a fresh ENQUEUE run
+// that took the session's lease (free between two runs, or after a
+// replica went away) while runs wait in the store's queue goes last in
+// it, and its lease goes to the first of them.
+func (r *Runner) queueBehind(ctx context.Context, a admitted) (admitted, error) {
+	lr := a.live
+	if lr.req.Strategy != agentrunnerv1.MultitaskStrategy_MULTITASK_STRATEGY_ENQUEUE {
+		return a, nil
 	}
-	return &agentrunnerv1.RunInput{RunConfig: in.GetRunConfig()}
+	ahead, err := r.mode.QueuedAhead(ctx, lr.Key)
+	if err == nil && !ahead {
+		return a, nil
+	}
+	if err == nil {
+		// Queued while this run holds the lease, so that the hand-off
+		// below sees it.
+		a, err = r.enqueueShared(ctx, lr, false, nil)
+	}
+	r.end(lr, lr.Record(), fmt.Errorf("run %s: queued behind the session's runs: %w", lr.ID, ErrRunInProgress))
+	if err != nil {
+		return admitted{}, err
+	}
+	return a, nil
 }
 
-// queuesElsewhere reports whether a fresh run that could not start with
-// err goes to the store's queue: its session runs on another replica and
-// it asked to wait (ENQUEUE) or to interrupt.
-func (r *Runner) queuesElsewhere(lr *liveRun, err error) bool {
-	switch lr.req.Strategy {
-	case agentrunnerv1.MultitaskStrategy_MULTITASK_STRATEGY_ENQUEUE, agentrunnerv1.MultitaskStrategy_MULTITASK_STRATEGY_INTERRUPT:
-		return r.xr.queue != nil && errors.Is(err, ErrRunInProgress) && !errors.Is(err, errTaken)
-	}
-	return false
-}
-
-// release removes an ended run from the registry and starts the next run
-// of its session, if one is queued.
-func (r *Runner) release(lr *liveRun) {
-	if r.xr.queue != nil {
-		// The registry first: the session's lease then goes to the next
-		// run of the store's queue, or is freed.
-		r.releaseRun(lr)
-		r.handOff(lr)
-		return
-	}
-	// The session's lease goes first, outside the registry lock: the
-	// run's record is stored by now.
-	r.dropLease(lr)
-	r.releaseRun(lr)
+// end ends a run: it leaves the registry (the session's next run may
+// start, and its lease is given up or handed on), then its readers hear
+// of its end, with rec and err. The session is free before they hear of
+// it, so that a caller can send the next message at once.
+func (r *Runner) end(lr *liveRun, rec *agentrunnerv1.Run, err error) {
+	r.mode.Release(lr.Key, lr.ID, func() { r.releaseRun(lr) })
+	lr.Finish(rec, err)
 }
 
 // releaseRun removes an ended run from the registry and starts the next
@@ -405,8 +386,8 @@ func (r *Runner) release(lr *liveRun) {
 func (r *Runner) releaseRun(lr *liveRun) {
 	r.runs.mu.Lock()
 	defer r.runs.mu.Unlock()
-	delete(r.runs.byID, lr.id)
-	sr := r.runs.sessions[lr.key]
+	delete(r.runs.byID, lr.ID)
+	sr := r.runs.sessions[lr.Key]
 	if sr == nil {
 		return
 	}
@@ -427,18 +408,18 @@ func (r *Runner) releaseRun(lr *liveRun) {
 		r.launchLocked(next, nil)
 	}
 	if !sr.busy() {
-		delete(r.runs.sessions, lr.key)
+		delete(r.runs.sessions, lr.Key)
 	}
 }
 
 // launch starts the execution of an admitted run in its own goroutine.
-func (r *Runner) launch(lr *liveRun, p *prepared) {
+func (r *Runner) launch(lr *liveRun, p *turn.Prepared) {
 	r.runs.mu.Lock()
 	defer r.runs.mu.Unlock()
 	r.launchLocked(lr, p)
 }
 
-func (r *Runner) launchLocked(lr *liveRun, p *prepared) {
+func (r *Runner) launchLocked(lr *liveRun, p *turn.Prepared) {
 	r.runs.wg.Add(1)
 	go func() {
 		defer r.runs.wg.Done()
@@ -458,16 +439,16 @@ func (r *Runner) recoverRun(lr *liveRun) {
 		return
 	}
 	err := &agent.PanicError{Where: "runner", Value: v}
-	r.log.Error("panic recovered", "where", "runner", "run", lr.id, "panic", v, "stack", string(debug.Stack()))
-	rec := r.failRecord(lr.record(), err)
+	r.log.Error("panic recovered", "where", "runner", "run", lr.ID, "panic", v, "stack", string(debug.Stack()))
+	rec := lr.Record()
+	runrec.Fail(rec, err, r.now()) // logged above
 	func() {
 		// Best effort: the store may be what panicked. Left RUNNING, the
 		// record is marked INTERRUPTED at the next start.
 		defer func() { _ = recover() }()
-		r.storeFinal(lr, rec)
+		turn.StoreFinal(lr.Context(), r.env, lr, rec)
 	}()
-	r.release(lr)
-	lr.finish(rec, err)
+	r.end(lr, rec, err)
 }
 
 // lookup returns the live run with the id, or nil.

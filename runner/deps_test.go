@@ -38,6 +38,14 @@ var importRules = map[string][]string{
 	"runner/model/providers":  {"runner", "runner/agent", "runner/agent/", "runner/tool", "runner/tool/", "runner/plugin", "runner/memory", "runner/apps", "runner/internal/", "store", "server", "cmd", "examples"},
 	"runner/apps":             {"runner/model/", "server", "cmd", "examples"},
 	"runner/internal/history": {"runner", "runner/", "server", "cmd", "examples"},
+	// The rooms of the run machinery (issue 33): the record's rules know
+	// records and events; live runs know their log; the turn knows its
+	// Env and Sink; the replicas know live runs and their Host. None of
+	// them reaches back up into the runner, nor into a room above it.
+	"runner/internal/runrec":  {"runner", "runner/internal/", "runner/apps", "runner/agent/llmagent", "runner/agent/workflow", "runner/model", "runner/plugin", "runner/memory", "server", "cmd", "examples"},
+	"runner/internal/live":    {"runner", "runner/internal/turn", "runner/internal/replica", "runner/internal/history", "runner/apps", "runner/agent/llmagent", "runner/agent/workflow", "runner/model", "runner/tool", "runner/plugin", "runner/memory", "server", "cmd", "examples"},
+	"runner/internal/turn":    {"runner", "runner/internal/replica", "runner/internal/live", "runner/apps", "runner/agent/llmagent", "runner/agent/workflow", "runner/model/", "server", "cmd", "examples"},
+	"runner/internal/replica": {"runner", "runner/internal/turn", "runner/internal/history", "runner/apps", "runner/agent/llmagent", "runner/agent/workflow", "runner/model", "runner/tool", "runner/plugin", "runner/memory", "server", "cmd", "examples"},
 	"runner/internal/seal":    {""},
 }
 

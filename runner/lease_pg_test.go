@@ -417,7 +417,7 @@ func TestSweeperInterruptsBeforeQueuedRun(t *testing.T) {
 	queued := f.enqueueOnA(t)
 	f.sa.cut.Store(true)
 	until(t, "b's sweep takes the queued run", func() bool {
-		n, err := f.b.sweepQueues(t.Context())
+		n, err := f.b.mode.Sweep(t.Context())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -452,7 +452,9 @@ func TestRunWaitsForRecoveryClaim(t *testing.T) {
 	if _, err := sa.CreateSession(t.Context(), k, nil); err != nil {
 		t.Fatal(err)
 	}
-	claim, err := sb.Store.AcquireLease(t.Context(), k, recoverHolder+"b", 5*time.Second)
+	// "recover@" prefixes the holder of the claims Recover takes (see
+	// package replica).
+	claim, err := sb.Store.AcquireLease(t.Context(), k, "recover@b", 5*time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,15 +13,18 @@ import (
 	agentrunnerv1 "github.com/agentrunner/agentrunner/gen/go/agentrunner/v1"
 	"github.com/agentrunner/agentrunner/runner/agent"
 	"github.com/agentrunner/agentrunner/runner/internal/history"
+	"github.com/agentrunner/agentrunner/runner/internal/live"
+	"github.com/agentrunner/agentrunner/runner/internal/replica"
+	"github.com/agentrunner/agentrunner/runner/internal/runrec"
+	"github.com/agentrunner/agentrunner/runner/internal/turn"
 	"github.com/agentrunner/agentrunner/runner/memory"
 	"github.com/agentrunner/agentrunner/runner/plugin"
 	"github.com/agentrunner/agentrunner/store"
-	"google.golang.org/protobuf/types/known/structpb"
 )
 
 // DefaultMaxLLMCalls is the LLM call limit of a run whose max_llm_calls is
 // zero.
-const DefaultMaxLLMCalls = 500
+const DefaultMaxLLMCalls = turn.DefaultMaxLLMCalls
 
 // DefaultHistoryEvents is how many of a session's most recent events a run
 // reads first when Config.HistoryEvents is zero.
@@ -41,7 +44,48 @@ const DefaultPluginCloseTimeout = 5 * time.Second
 
 // ErrRunInProgress is returned (wrapped, naming the invocation) when a run
 // is requested on a session that already has one in progress.
-var ErrRunInProgress = errors.New("a run is already in progress on this session")
+var ErrRunInProgress = runrec.ErrRunInProgress
+
+// Causes a run's context is cancelled with. Each wraps context.Canceled,
+// so that callers see a cancellation.
+var (
+	// ErrCancelled: CancelRun.
+	ErrCancelled = runrec.ErrCancelled
+	// ErrShuttingDown: the server is shutting down; the run is
+	// interrupted and can be resumed.
+	ErrShuttingDown = runrec.ErrShuttingDown
+	// ErrNotResumable: ResumeRun on a run that is not interrupted or
+	// waiting on input.
+	ErrNotResumable = runrec.ErrNotResumable
+)
+
+// DefaultLeaseTTL is how long a session lease lasts without a heartbeat
+// when Config.LeaseTTL is zero: how long a dead replica's sessions stay
+// closed to the others.
+const DefaultLeaseTTL = replica.DefaultLeaseTTL
+
+// Update is one element of a run stream (see live.Update): the run
+// record, a partial or complete event, or an in-band error.
+type Update = live.Update
+
+// Compaction configures how a Runner condenses the older events of long
+// sessions into compaction events (see turn.Compaction).
+type Compaction = turn.Compaction
+
+// DefaultCompactionMaxEvents is the hard cap on a session's uncompacted
+// events when Compaction.MaxEvents is zero.
+const DefaultCompactionMaxEvents = turn.DefaultCompactionMaxEvents
+
+// DefaultCompactionInstruction is what the summarizer is told when the app
+// gives no instruction of its own.
+const DefaultCompactionInstruction = turn.DefaultCompactionInstruction
+
+// ClaimGate bounds the runs a replica takes from the store's shared queue,
+// and counts the pending runs Recover starts (see replica.ClaimGate).
+type ClaimGate = replica.ClaimGate
+
+// Claim is room a ClaimGate reserved.
+type Claim = replica.Claim
 
 // ErrAppUnavailable is a run refused because its app cannot run (see
 // Config.Unavailable); the error's text says what to set.
@@ -139,31 +183,24 @@ type Config struct {
 // Runner runs one app's agent tree over its sessions. It is safe for
 // concurrent use.
 type Runner struct {
-	appName      string
-	description  string
-	unavailable  string
-	compaction   Compaction
-	tree         *agent.Tree
-	store        Store
-	memory       memory.Service
-	addToMemory  bool
-	plugins      *plugin.Manager
+	appName     string
+	description string
+	unavailable string
+	tree        *agent.Tree
+	store       Store
+	plugins     *plugin.Manager
+	// env is what every run's turn works with (package turn).
+	env          *turn.Env
 	closeTimeout time.Duration
 	now          func() time.Time
 	newID        func() string
 	newRunID     func() string
 	log          *slog.Logger
 	runs         runs
-	history      *history.Cache
-	// leaser is Store as a store.SessionLeaser, nil for a store that one
-	// process owns; replica, leaseTTL and leaseEvery configure the leases.
-	leaser     store.SessionLeaser
-	replica    string
-	leaseTTL   time.Duration
-	leaseEvery time.Duration
-	// xr is the run queue and the notifications shared with the other
-	// replicas (xreplica.go); its queue is nil on other stores.
-	xr shared
+	// mode is how this process shares the store with other replicas, if
+	// it does (package replica): chosen once, here, from what the store
+	// can do.
+	mode replica.Mode
 }
 
 // New validates the agent tree and the plugins and returns a Runner.
@@ -189,18 +226,14 @@ func New(cfg Config) (*Runner, error) {
 		appName:      cfg.AppName,
 		description:  cfg.Description,
 		unavailable:  cfg.Unavailable,
-		compaction:   cfg.Compaction,
 		tree:         t,
 		store:        cfg.Store,
-		memory:       cfg.Memory,
-		addToMemory:  cfg.AddSessionsToMemory && cfg.Memory != nil,
 		plugins:      plugins,
 		closeTimeout: cfg.PluginCloseTimeout,
 		now:          cfg.Now,
 		newID:        cfg.NewID,
 		log:          cfg.Logger,
 		runs:         runs{sessions: make(map[store.SessionKey]*sessionRuns), byID: make(map[string]*liveRun)},
-		history:      history.New(cfg.HistoryEvents, cfg.HistoryCacheEvents, cfg.HistoryCacheBytes),
 	}
 	if r.now == nil {
 		r.now = time.Now
@@ -213,8 +246,17 @@ func New(cfg Config) (*Runner, error) {
 	if r.closeTimeout <= 0 {
 		r.closeTimeout = DefaultPluginCloseTimeout
 	}
-	r.leaseConfig(cfg)
-	r.sharedConfig(cfg)
+	r.env = &turn.Env{
+		Store: cfg.Store, Tree: t, Plugins: plugins,
+		Memory: cfg.Memory, AddToMemory: cfg.AddSessionsToMemory && cfg.Memory != nil,
+		History:    history.New(cfg.HistoryEvents, cfg.HistoryCacheEvents, cfg.HistoryCacheBytes),
+		Compaction: cfg.Compaction, Now: r.now, NewID: r.newID, Log: r.log,
+	}
+	r.mode = replica.New(replica.Config{
+		AppName: cfg.AppName, Store: cfg.Store, Replica: cfg.Replica,
+		LeaseTTL: cfg.LeaseTTL, LeaseHeartbeat: cfg.LeaseHeartbeat, Logger: r.log, Now: r.now,
+	}, host{r})
+	r.mode.Start()
 	return r, nil
 }
 
@@ -233,57 +275,10 @@ func (r *Runner) Info() *agentrunnerv1.App {
 // configured PluginCloseTimeout (or until ctx is done). Runs must have
 // ended.
 func (r *Runner) Close(ctx context.Context) error {
-	r.stopSweeper()
+	r.mode.Stop()
 	ctx, cancel := context.WithTimeout(ctx, r.closeTimeout)
 	defer cancel()
 	return r.plugins.Close(ctx)
-}
-
-// runConfig returns cfg, or the defaults for nil.
-func runConfig(cfg *agentrunnerv1.RunConfig) *agentrunnerv1.RunConfig {
-	if cfg == nil {
-		return &agentrunnerv1.RunConfig{}
-	}
-	return cfg
-}
-
-// maxLLMCalls returns the effective limit; negative means none.
-func maxLLMCalls(cfg *agentrunnerv1.RunConfig) int64 {
-	switch n := cfg.GetMaxLlmCalls(); {
-	case n == 0:
-		return DefaultMaxLLMCalls
-	case n < 0:
-		return -1
-	default:
-		return int64(n)
-	}
-}
-
-// newInvocation starts the session view of a run.
-func (r *Runner) newInvocation(key store.SessionKey, id string, sess *agentrunnerv1.Session, events []*agentrunnerv1.Event, cfg *agentrunnerv1.RunConfig, retry []string) *agent.Invocation {
-	var hooks agent.Hooks
-	if r.plugins.Len() > 0 {
-		hooks = r.plugins
-	}
-	state := make(map[string]*structpb.Value, len(sess.GetState().GetFields()))
-	for k, v := range sess.GetState().GetFields() {
-		state[k] = v
-	}
-	return agent.NewInvocation(agent.InvocationConfig{
-		Session:     key,
-		ID:          id,
-		RunConfig:   runConfig(cfg),
-		MaxLLMCalls: maxLLMCalls(cfg),
-		State:       state,
-		Events:      events,
-		Tree:        r.tree,
-		Artifacts:   r.store,
-		Memory:      r.memory,
-		Hooks:       hooks,
-		NewID:       r.newID,
-		Logger:      r.log,
-		RetryCalls:  retry,
-	})
 }
 
 // runIDEncoding is base32 with the digits first (RFC 4648 "base32hex"):
@@ -301,3 +296,10 @@ func newRunID(now time.Time) string {
 	_, _ = rand.Read(b[6:]) // crypto/rand.Read never fails (Go 1.24)
 	return "e-" + runIDEncoding.EncodeToString(b[:])
 }
+
+// SetClaimGate makes g decide whether this runner takes a queued run from
+// a store that several replicas share, and count the pending runs Recover
+// starts on a store of one process; nil lets it take every run it can,
+// uncounted. It may be called while runs go on: a claim already made
+// keeps its room. Set it before Recover, as serve does.
+func (r *Runner) SetClaimGate(g ClaimGate) { r.mode.SetClaimGate(g) }

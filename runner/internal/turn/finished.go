@@ -1,8 +1,9 @@
-package runner
+package turn
 
 import (
 	agentrunnerv1 "github.com/agentrunner/agentrunner/gen/go/agentrunner/v1"
 	"github.com/agentrunner/agentrunner/runner/agent"
+	"github.com/agentrunner/agentrunner/runner/internal/runrec"
 )
 
 // A crash can land between a run's last event and its final record: the
@@ -18,12 +19,12 @@ import (
 
 // treeFinished reports whether the run's events (in order, the run's
 // own) show that its agents had finished.
-func (r *Runner) treeFinished(events []*agentrunnerv1.Event) bool {
-	last := lastAgentEvent(events)
+func (env *Env) treeFinished(events []*agentrunnerv1.Event) bool {
+	last := runrec.LastAgentEvent(events)
 	if last == nil || !finalAnswer(last) {
 		return false
 	}
-	a, ok := r.tree.Find(last.GetAuthor())
+	a, ok := env.Tree.Find(last.GetAuthor())
 	if !ok {
 		return false
 	}
@@ -33,11 +34,11 @@ func (r *Runner) treeFinished(events []*agentrunnerv1.Event) bool {
 		return false
 	}
 	for {
-		p := r.tree.Parent(a)
+		p := env.Tree.Parent(a)
 		if p == nil || transferredTo(events, a.Name()) {
 			return true // the runner ran it: nothing above it goes on
 		}
-		if !r.endsWith(p, a, events, last) {
+		if !env.endsWith(p, a, events, last) {
 			return false
 		}
 		a = p
@@ -46,9 +47,9 @@ func (r *Runner) treeFinished(events []*agentrunnerv1.Event) bool {
 
 // endsWith reports whether parent p ends once its sub-agent a ended with
 // last, given the run's events.
-func (r *Runner) endsWith(p, a agent.Agent, events []*agentrunnerv1.Event, last *agentrunnerv1.Event) bool {
+func (env *Env) endsWith(p, a agent.Agent, events []*agentrunnerv1.Event, last *agentrunnerv1.Event) bool {
 	subs := p.SubAgents()
-	switch r.tree.Kind(p) {
+	switch env.Tree.Kind(p) {
 	case agentrunnerv1.AgentKind_AGENT_KIND_SEQUENTIAL:
 		return len(subs) > 0 && subs[len(subs)-1].Name() == a.Name()
 	case agentrunnerv1.AgentKind_AGENT_KIND_LOOP:
@@ -57,7 +58,7 @@ func (r *Runner) endsWith(p, a agent.Agent, events []*agentrunnerv1.Event, last 
 		return last.GetActions().GetEscalate()
 	case agentrunnerv1.AgentKind_AGENT_KIND_PARALLEL:
 		for _, s := range subs {
-			if s.Name() != a.Name() && !r.branchAnswered(s, events) {
+			if s.Name() != a.Name() && !env.branchAnswered(s, events) {
 				return false
 			}
 		}
@@ -73,28 +74,18 @@ func (r *Runner) endsWith(p, a agent.Agent, events []*agentrunnerv1.Event, last 
 
 // branchAnswered reports whether an agent under s stored a final answer
 // in the run.
-func (r *Runner) branchAnswered(s agent.Agent, events []*agentrunnerv1.Event) bool {
+func (env *Env) branchAnswered(s agent.Agent, events []*agentrunnerv1.Event) bool {
 	for _, ev := range events {
 		if ev.GetAuthor() == agent.UserAuthor || !finalAnswer(ev) {
 			continue
 		}
-		for a, ok := r.tree.Find(ev.GetAuthor()); ok && a != nil; a = r.tree.Parent(a) {
+		for a, ok := env.Tree.Find(ev.GetAuthor()); ok && a != nil; a = env.Tree.Parent(a) {
 			if a.Name() == s.Name() {
 				return true
 			}
 		}
 	}
 	return false
-}
-
-// lastAgentEvent returns the run's last event written by an agent.
-func lastAgentEvent(events []*agentrunnerv1.Event) *agentrunnerv1.Event {
-	for i := len(events) - 1; i >= 0; i-- {
-		if events[i].GetAuthor() != agent.UserAuthor {
-			return events[i]
-		}
-	}
-	return nil
 }
 
 // finalAnswer reports whether an event ends its agent's turn: complete,

@@ -1,4 +1,4 @@
-package runner
+package turn
 
 import (
 	"context"
@@ -252,15 +252,15 @@ func beforeOpenCalls(events []*agentrunnerv1.Event) []*agentrunnerv1.Event {
 // stored and streamed. A summarizer that fails costs the run nothing: the
 // failure is logged and the next run tries again.
 func (in *invocation) compact(ctx context.Context) error {
-	c := in.r.compaction
+	c := in.env.Compaction
 	events := in.inv.Events()
 	if c.Summarizer == nil {
 		if n := c.maxEvents(); n > 0 && len(events) > n {
-			in.r.log.Warn("session history passes the compaction cap, and the app has no summarizer: its agents see every event", "session", in.key.Session, "events", len(events), "cap", n)
+			in.env.Log.Warn("session history passes the compaction cap, and the app has no summarizer: its agents see every event", "session", in.key.Session, "events", len(events), "cap", n)
 		}
 		return nil
 	}
-	p := c.planCompaction(events, in.lr.id)
+	p := c.planCompaction(events, in.job.ID)
 	if p == nil {
 		return nil
 	}
@@ -269,14 +269,14 @@ func (in *invocation) compact(ctx context.Context) error {
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
-		in.r.log.Warn("compaction failed; the next run tries again", "session", in.key.Session, "run", in.lr.id, "reason", p.reason, "err", err)
+		in.env.Log.Warn("compaction failed; the next run tries again", "session", in.key.Session, "run", in.job.ID, "reason", p.reason, "err", err)
 		return nil
 	}
-	log := in.r.log.Info
+	log := in.env.Log.Info
 	if strings.Contains(p.reason, "cap") {
-		log = in.r.log.Warn
+		log = in.env.Log.Warn
 	}
-	log("compacting session history", "session", in.key.Session, "run", in.lr.id, "reason", p.reason, "start", p.start, "end", p.end, "summarized", len(p.events))
+	log("compacting session history", "session", in.key.Session, "run", in.job.ID, "reason", p.reason, "start", p.start, "end", p.end, "summarized", len(p.events))
 	// The summarizer's tokens ride on the compaction event, so that the
 	// run's, its author's and the session's totals count them as they
 	// count every other event's.

@@ -1,13 +1,12 @@
-package runner
+package replica
 
 import "sync/atomic"
 
-// ClaimGate bounds the runs a replica takes from the store's shared queue
-// (xreplica.go): runs that were admitted by some replica, perhaps another
-// one, and wait for their session. The server behind a replica counts
-// what it admits itself against its limits; its gate counts, against the
-// same limits, what its runner takes from the queue, which no admission
-// here saw.
+// ClaimGate bounds the runs a replica takes from the store's shared queue:
+// runs that were admitted by some replica, perhaps another one, and wait
+// for their session. The server behind a replica counts what it admits
+// itself against its limits; its gate counts, against the same limits,
+// what its runner takes from the queue, which no admission here saw.
 type ClaimGate interface {
 	// TryClaim reserves room for one run taken from the queue. False
 	// leaves the run queued, for another replica or for this one's next
@@ -30,21 +29,16 @@ type Claim interface {
 // gateBox holds a ClaimGate for an atomic.Pointer.
 type gateBox struct{ g ClaimGate }
 
-// claimGate is where SetClaimGate keeps the gate; claims (the sweeper,
-// the hand-offs) and Recover's requeued runs read it.
+// claimGate is where SetClaimGate keeps the gate: it may be set while
+// runs go on, and a claim already made keeps its room.
 type claimGate struct{ p atomic.Pointer[gateBox] }
 
-// SetClaimGate makes g decide whether this runner takes a queued run from
-// a store that several replicas share, and count the pending runs Recover
-// starts on a store of one process; nil lets it take every run it can,
-// uncounted. It may be called while runs go on: a claim already made
-// keeps its room. Set it before Recover, as serve does.
-func (r *Runner) SetClaimGate(g ClaimGate) {
+func (c *claimGate) set(g ClaimGate) {
 	if g == nil {
-		r.xr.gate.p.Store(nil)
+		c.p.Store(nil)
 		return
 	}
-	r.xr.gate.p.Store(&gateBox{g: g})
+	c.p.Store(&gateBox{g: g})
 }
 
 // tryClaim asks the gate for room; without a gate there is always some

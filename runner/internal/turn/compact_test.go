@@ -1,4 +1,4 @@
-package runner
+package turn
 
 import (
 	"fmt"

@@ -1,12 +1,11 @@
-package runner
+package turn
 
 import (
 	"fmt"
 	"slices"
 
 	agentrunnerv1 "github.com/agentrunner/agentrunner/gen/go/agentrunner/v1"
-	"github.com/agentrunner/agentrunner/runner/agent"
-	"github.com/agentrunner/agentrunner/runner/tool/builtin"
+	"github.com/agentrunner/agentrunner/runner/internal/runrec"
 	"github.com/agentrunner/agentrunner/store"
 )
 
@@ -33,7 +32,7 @@ func checkResponses(events []*agentrunnerv1.Event, msg *agentrunnerv1.Content) e
 	if len(answers) == 0 {
 		return nil
 	}
-	pending := pendingCalls(events) // call id -> invocation id
+	pending := runrec.PendingCalls(events) // call id -> invocation id
 	var unknown []string
 	var superseded map[string]bool
 	runs := map[string]bool{}
@@ -66,33 +65,4 @@ func checkResponses(events []*agentrunnerv1.Event, msg *agentrunnerv1.Content) e
 		return fmt.Errorf("the reply leaves calls its run waits on unanswered: %q: %w", missing, store.ErrInvalidArgument)
 	}
 	return nil
-}
-
-// pendingCalls returns the calls of events that still wait for an
-// answer, with the invocation that made each: long-running calls (those in
-// an event's long_running_tool_ids) no user event has answered, and other
-// calls nobody has answered (a custom agent's call for the client).
-func pendingCalls(events []*agentrunnerv1.Event) map[string]string {
-	pending := map[string]string{}
-	longRunning := map[string]bool{}
-	for _, ev := range events {
-		for _, id := range ev.GetLongRunningToolIds() {
-			longRunning[id] = true
-		}
-		for _, p := range ev.GetContent().GetParts() {
-			if id := p.GetFunctionCall().GetId(); id != "" {
-				pending[id] = ev.GetInvocationId()
-			}
-			// A call that waits for confirmation is waited on through its
-			// confirmation request, not by itself.
-			if fc := p.GetFunctionCall(); fc.GetName() == builtin.RequestConfirmationName {
-				delete(pending, fc.GetArgs().GetFields()["call_id"].GetStringValue())
-			}
-			id := p.GetFunctionResponse().GetId()
-			if id != "" && (ev.GetAuthor() == agent.UserAuthor || !longRunning[id]) {
-				delete(pending, id)
-			}
-		}
-	}
-	return pending
 }

@@ -1,4 +1,4 @@
-package runner
+package turn
 
 import (
 	"context"
@@ -8,6 +8,7 @@ import (
 
 	agentrunnerv1 "github.com/agentrunner/agentrunner/gen/go/agentrunner/v1"
 	"github.com/agentrunner/agentrunner/runner/agent"
+	"github.com/agentrunner/agentrunner/runner/internal/runrec"
 	"github.com/agentrunner/agentrunner/store"
 	"google.golang.org/protobuf/types/known/structpb"
 	"google.golang.org/protobuf/types/known/timestamppb"
@@ -39,35 +40,14 @@ type waitingRun struct {
 	answered bool
 }
 
-// lastRunWaits returns the id of the session's last run and the calls it
-// waits on (nil when none), from the events of that run alone.
-func lastRunWaits(events []*agentrunnerv1.Event) (string, []string) {
-	if len(events) == 0 {
-		return "", nil
-	}
-	id := events[len(events)-1].GetInvocationId()
-	from := len(events)
-	for from > 0 && events[from-1].GetInvocationId() == id {
-		from--
-	}
-	var calls []string
-	for call, inv := range pendingCalls(events[from:]) {
-		if inv == id {
-			calls = append(calls, call)
-		}
-	}
-	slices.Sort(calls)
-	return id, calls
-}
-
 // findWaiting returns the session's waiting run, if its last run waits
 // and its record says so, and whether msg answers it.
-func (r *Runner) findWaiting(ctx context.Context, events []*agentrunnerv1.Event, msg *agentrunnerv1.Content) (*waitingRun, error) {
-	id, calls := lastRunWaits(events)
+func (env *Env) findWaiting(ctx context.Context, events []*agentrunnerv1.Event, msg *agentrunnerv1.Content) (*waitingRun, error) {
+	id, calls := runrec.LastRunWaits(events)
 	if len(calls) == 0 || id == "" {
 		return nil, nil // no run waits (or events appended outside any run)
 	}
-	rec, err := r.store.GetRun(ctx, id)
+	rec, err := env.Store.GetRun(ctx, id)
 	switch {
 	case errors.Is(err, store.ErrNotFound):
 		return nil, nil // events of a run with no record (written before runs had them)
@@ -89,12 +69,10 @@ func (r *Runner) findWaiting(ctx context.Context, events []*agentrunnerv1.Event,
 // settleAnswered ends a waiting run whose calls the run by answered:
 // SUCCEEDED, its calls no longer pending, pointing to the run that goes
 // on with the answers. It is written once the answers are stored.
-func (r *Runner) settleAnswered(ctx context.Context, w *waitingRun, by string) error {
+func (env *Env) settleAnswered(ctx context.Context, w *waitingRun, by string) error {
 	rec := w.rec
-	rec.Status = agentrunnerv1.RunStatus_RUN_STATUS_SUCCEEDED
-	rec.PendingCallIds = nil
-	rec.ContinuedByRunId = by
-	if err := r.store.PutRun(ctx, rec); err != nil && !errors.Is(err, store.ErrNotFound) {
+	runrec.Answered(rec, by)
+	if err := env.Store.PutRun(ctx, rec); err != nil && !errors.Is(err, store.ErrNotFound) {
 		return fmt.Errorf("end the answered run %s: %w", rec.GetRunId(), err)
 	}
 	return nil
@@ -103,7 +81,7 @@ func (r *Runner) settleAnswered(ctx context.Context, w *waitingRun, by string) e
 // supersede answers a waiting run's calls with interim results and ends
 // it CANCELLED, in one transaction. by is the run whose plain message
 // superseded them ("" for CancelRun). It returns the stored event.
-func (r *Runner) supersede(ctx context.Context, events []*agentrunnerv1.Event, w *waitingRun, by string) (*agentrunnerv1.Event, *agentrunnerv1.Run, error) {
+func (env *Env) supersede(ctx context.Context, events []*agentrunnerv1.Event, w *waitingRun, by string) (*agentrunnerv1.Event, *agentrunnerv1.Run, error) {
 	reason := "cancelled by request (CancelRun) before the caller answered"
 	if by != "" {
 		reason = fmt.Sprintf("not answered: the user sent a new message instead (run %s)", by)
@@ -116,18 +94,14 @@ func (r *Runner) supersede(ctx context.Context, events []*agentrunnerv1.Event, w
 			Id: id, Name: names[id], Response: resp,
 		}}})
 	}
-	now := r.now()
+	now := env.Now()
 	ev := &agentrunnerv1.Event{
-		Id: r.newID(), InvocationId: w.rec.GetRunId(), Author: agent.UserAuthor, Timestamp: timestamppb.New(now),
+		Id: env.NewID(), InvocationId: w.rec.GetRunId(), Author: agent.UserAuthor, Timestamp: timestamppb.New(now),
 		Content: &agentrunnerv1.Content{Role: agent.RoleUser, Parts: parts},
 	}
 	rec := w.rec
-	rec.Status = agentrunnerv1.RunStatus_RUN_STATUS_CANCELLED
-	rec.Error = &agentrunnerv1.Status{Code: codeCanceled, Message: reason}
-	rec.PendingCallIds = nil
-	rec.ContinuedByRunId = by
-	rec.EndTime = timestamppb.New(now)
-	stored, storedRec, err := r.store.AppendRunEvent(ctx, store.RunKey(rec), ev, rec)
+	runrec.Superseded(rec, by, reason, now)
+	stored, storedRec, err := env.Store.AppendRunEvent(ctx, store.RunKey(rec), ev, rec)
 	if err != nil {
 		return nil, nil, fmt.Errorf("supersede the calls of run %s: %w", rec.GetRunId(), err)
 	}
@@ -176,59 +150,27 @@ func supersededCalls(events []*agentrunnerv1.Event) map[string]bool {
 	return out
 }
 
-// cancelWaiting ends a run that waits on its caller, for CancelRun: it
-// takes the session as a run would, supersedes the run's calls, and
-// returns the stored record. A session busy with another run is
-// ErrRunInProgress.
-func (r *Runner) cancelWaiting(ctx context.Context, rec *agentrunnerv1.Run) (*agentrunnerv1.Run, error) {
-	key := store.RunKey(rec)
-	lr := newLiveRun(key, rec, Request{UserID: key.User, SessionID: key.Session})
-	lr.ctx, lr.cancel = context.WithCancelCause(context.WithoutCancel(ctx))
-	lr.markQueued(nil)
-	r.runs.mu.Lock()
-	sr := r.runs.sessions[key]
-	var err error
-	switch {
-	case r.runs.draining:
-		err = fmt.Errorf("cancel run %s: %w", rec.GetRunId(), ErrShuttingDown)
-	case sr.busy():
-		err = fmt.Errorf("session %s: run %s: %w", key, sr.blocker().id, ErrRunInProgress)
-	default:
-		r.runs.sessions[key] = &sessionRuns{active: lr}
-		lr.started = true
-	}
-	r.runs.mu.Unlock()
-	if err != nil {
-		return nil, err
-	}
-	out, err := r.cancelWaitingHeld(ctx, lr)
-	lr.finish(lr.record(), err)
-	r.release(lr)
-	return out, err
-}
-
-// cancelWaitingHeld is cancelWaiting once the session is this process's:
-// under its lease, on the session as the last writer left it.
-func (r *Runner) cancelWaitingHeld(ctx context.Context, lr *liveRun) (*agentrunnerv1.Run, error) {
-	if err := r.acquireLease(ctx, lr); err != nil {
-		return nil, err
-	}
-	sess, events, err := r.history.Load(ctx, r.store, lr.key)
+// CancelWaiting ends run id, which waits on its caller, for CancelRun:
+// it supersedes the run's calls and returns the stored record. The
+// caller holds the session (ctx carries its lease, if any), so that the
+// session is read as the last writer left it. A run settled meanwhile
+// (answered, superseded, resumed) is returned as it is now.
+func CancelWaiting(ctx context.Context, env *Env, key store.SessionKey, id string) (*agentrunnerv1.Run, error) {
+	sess, events, err := env.History.Load(ctx, env.Store, key)
 	if err != nil {
 		return nil, fmt.Errorf("load session: %w", err)
 	}
-	w, err := r.findWaiting(ctx, events, nil)
+	w, err := env.findWaiting(ctx, events, nil)
 	if err != nil {
 		return nil, err
 	}
-	if w == nil || w.rec.GetRunId() != lr.id {
-		// Settled meanwhile (answered, superseded, resumed): as it is now.
-		return r.GetRun(ctx, lr.id)
+	if w == nil || w.rec.GetRunId() != id {
+		return env.Store.GetRun(ctx, id)
 	}
-	stored, rec, err := r.supersede(lr.withLease(ctx), events, w, "")
+	stored, rec, err := env.supersede(ctx, events, w, "")
 	if err != nil {
 		return nil, err
 	}
-	r.history.Put(lr.key, sess, append(slices.Clip(events), stored))
+	env.History.Put(key, sess, append(slices.Clip(events), stored))
 	return rec, nil
 }

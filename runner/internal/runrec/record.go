@@ -1,0 +1,226 @@
+package runrec
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	agentrunnerv1 "github.com/agentrunner/agentrunner/gen/go/agentrunner/v1"
+	"github.com/agentrunner/agentrunner/runner/agent"
+	"github.com/agentrunner/agentrunner/store"
+	"google.golang.org/protobuf/types/known/timestamppb"
+)
+
+// A run's record moves PENDING (admitted, queued) → RUNNING (started) →
+// one final status: SUCCEEDED, FAILED, INPUT_REQUIRED (its calls wait on
+// the caller), CANCELLED or INTERRUPTED (a shutdown or a crash cut it;
+// ResumeRun continues it). INPUT_REQUIRED and INTERRUPTED runs may run
+// again (RUNNING); an INPUT_REQUIRED run that the session's next message
+// settles ends SUCCEEDED or CANCELLED (Answered, Superseded).
+
+// Pending is the record of a run admitted at now, before it starts.
+func Pending(id string, key store.SessionKey, now time.Time) *agentrunnerv1.Run {
+	return &agentrunnerv1.Run{
+		RunId: id, AppName: key.App, UserId: key.User, SessionId: key.Session,
+		Status: agentrunnerv1.RunStatus_RUN_STATUS_PENDING, CreateTime: timestamppb.New(now),
+	}
+}
+
+// Start marks a record running from now. A started run keeps only the
+// run config of its input (see ConfigOnly).
+func Start(rec *agentrunnerv1.Run, now time.Time) {
+	rec.Status = agentrunnerv1.RunStatus_RUN_STATUS_RUNNING
+	rec.StartTime = timestamppb.New(now)
+	rec.Input = ConfigOnly(rec.GetInput())
+}
+
+// Restart marks the record of a run that runs again (ResumeRun) running,
+// with nothing of its last end left.
+func Restart(rec *agentrunnerv1.Run) {
+	rec.Status = agentrunnerv1.RunStatus_RUN_STATUS_RUNNING
+	rec.EndTime, rec.Error, rec.PendingCallIds = nil, nil, nil
+}
+
+// ConfigOnly is what a started run keeps of its input: the run config,
+// which ResumeRun goes on with (the message is a stored event by then).
+func ConfigOnly(in *agentrunnerv1.RunInput) *agentrunnerv1.RunInput {
+	if in.GetRunConfig() == nil {
+		return nil
+	}
+	return &agentrunnerv1.RunInput{RunConfig: in.GetRunConfig()}
+}
+
+// Ended reports whether a record's status is final.
+func Ended(rec *agentrunnerv1.Run) bool {
+	switch rec.GetStatus() {
+	case agentrunnerv1.RunStatus_RUN_STATUS_PENDING, agentrunnerv1.RunStatus_RUN_STATUS_RUNNING, agentrunnerv1.RunStatus_RUN_STATUS_UNSPECIFIED:
+		return false
+	}
+	return true
+}
+
+// End is the final record of a run whose agents returned: FAILED with
+// failure when the last thing an agent did was fail, INPUT_REQUIRED when
+// calls of the run still wait for the caller (waiting), else SUCCEEDED.
+func End(rec *agentrunnerv1.Run, now time.Time, failure *agentrunnerv1.Status, waiting []string) {
+	rec.EndTime = timestamppb.New(now)
+	rec.Status = agentrunnerv1.RunStatus_RUN_STATUS_SUCCEEDED
+	switch {
+	case failure != nil:
+		rec.Status = agentrunnerv1.RunStatus_RUN_STATUS_FAILED
+		rec.Error = failure
+	case len(waiting) > 0:
+		rec.Status = agentrunnerv1.RunStatus_RUN_STATUS_INPUT_REQUIRED
+		rec.PendingCallIds = waiting
+	}
+}
+
+// Fail ends a record FAILED with err. Errors the runner does not know are
+// not described in the record (they may name files or drivers): for them
+// unknown is true, and the caller logs them.
+func Fail(rec *agentrunnerv1.Run, err error, now time.Time) (unknown bool) {
+	rec.Status = agentrunnerv1.RunStatus_RUN_STATUS_FAILED
+	rec.EndTime = timestamppb.New(now)
+	code, msg := CodeInternal, "internal error"
+	switch {
+	case errors.Is(err, agent.ErrMaxLLMCalls):
+		code, msg = CodeResourceExhausted, err.Error()
+	case errors.Is(err, store.ErrInvalidArgument):
+		code, msg = CodeInvalidArgument, err.Error()
+	case errors.Is(err, store.ErrNotFound):
+		code, msg = CodeNotFound, err.Error()
+	case errors.Is(err, ErrRunInProgress), errors.Is(err, ErrTaken):
+		// A queued run whose session another replica took meanwhile.
+		code, msg = CodeAborted, err.Error()
+	default:
+		unknown = true
+	}
+	rec.Error = &agentrunnerv1.Status{Code: code, Message: msg}
+	return unknown
+}
+
+// FencedEnd ends a record whose session another writer took over. It is
+// not stored: the session's new owner decides what the run became (a
+// replica that recovers it marks it INTERRUPTED).
+func FencedEnd(rec *agentrunnerv1.Run, now time.Time) {
+	rec.Status = agentrunnerv1.RunStatus_RUN_STATUS_FAILED
+	rec.EndTime = timestamppb.New(now)
+	rec.Error = &agentrunnerv1.Status{Code: CodeAborted, Message: ErrLeaseLost.Error()}
+}
+
+// Cancelled ends the record of a run that never started (it left its
+// queue) CANCELLED with cause.
+func Cancelled(rec *agentrunnerv1.Run, cause error, now time.Time) *agentrunnerv1.Run {
+	rec.Status = agentrunnerv1.RunStatus_RUN_STATUS_CANCELLED
+	rec.Error = &agentrunnerv1.Status{Code: CodeCanceled, Message: cause.Error()}
+	rec.Input = nil
+	rec.EndTime = timestamppb.New(now)
+	return rec
+}
+
+// Stop ends the record of a run stopped by cause (its context cancelled
+// or timed out) and returns the error_code of the event that says so: a
+// shutdown interrupts it, its deadline fails it, anything else cancels it.
+func Stop(rec *agentrunnerv1.Run, cause error, now time.Time) (codeName string) {
+	rec.EndTime = timestamppb.New(now)
+	switch {
+	case errors.Is(cause, ErrShuttingDown):
+		rec.Status, rec.Error = agentrunnerv1.RunStatus_RUN_STATUS_INTERRUPTED, &agentrunnerv1.Status{Code: CodeUnavailable, Message: cause.Error()}
+		return "INTERRUPTED"
+	case errors.Is(cause, context.DeadlineExceeded):
+		rec.Status, rec.Error = agentrunnerv1.RunStatus_RUN_STATUS_FAILED, &agentrunnerv1.Status{Code: CodeDeadlineExceeded, Message: "the run's deadline passed"}
+		return "DEADLINE_EXCEEDED"
+	}
+	rec.Status, rec.Error = agentrunnerv1.RunStatus_RUN_STATUS_CANCELLED, &agentrunnerv1.Status{Code: CodeCanceled, Message: cause.Error()}
+	return "CANCELLED"
+}
+
+// InterruptedMessage is what the record and the event of a run a crash
+// cut off say.
+const InterruptedMessage = "the server stopped while the run was running; ResumeRun continues it"
+
+// Interrupted ends the record of a run a crash cut off INTERRUPTED at
+// now; ResumeRun continues it.
+func Interrupted(rec *agentrunnerv1.Run, now time.Time) {
+	rec.Status = agentrunnerv1.RunStatus_RUN_STATUS_INTERRUPTED
+	rec.Error = &agentrunnerv1.Status{Code: CodeUnavailable, Message: InterruptedMessage}
+	rec.EndTime = timestamppb.New(now)
+}
+
+// Recovered is the final record of a run whose agents had finished when
+// a crash took its record: the status End would have given it, ending at
+// its last stored event (events: the run's, in order, at least one).
+func Recovered(rec *agentrunnerv1.Run, events []*agentrunnerv1.Event) *agentrunnerv1.Run {
+	last := events[len(events)-1]
+	rec.LastSequence = last.GetSequence()
+	rec.EndTime = last.GetTimestamp()
+	rec.Status = agentrunnerv1.RunStatus_RUN_STATUS_SUCCEEDED
+	if f := EventFailure(LastAgentEvent(events)); f != nil {
+		rec.Status, rec.Error = agentrunnerv1.RunStatus_RUN_STATUS_FAILED, f
+	} else if ids := WaitingCalls(events, rec); len(ids) > 0 {
+		rec.Status, rec.PendingCallIds = agentrunnerv1.RunStatus_RUN_STATUS_INPUT_REQUIRED, ids
+	}
+	return rec
+}
+
+// Answered ends a waiting run whose calls run by answered: SUCCEEDED,
+// pointing to the run that goes on with the answers.
+func Answered(rec *agentrunnerv1.Run, by string) {
+	rec.Status = agentrunnerv1.RunStatus_RUN_STATUS_SUCCEEDED
+	rec.PendingCallIds = nil
+	rec.ContinuedByRunId = by
+}
+
+// Superseded ends a waiting run whose calls were answered with interim
+// results (a plain message of run by, or CancelRun when by is empty):
+// CANCELLED, saying why.
+func Superseded(rec *agentrunnerv1.Run, by, reason string, now time.Time) {
+	rec.Status = agentrunnerv1.RunStatus_RUN_STATUS_CANCELLED
+	rec.Error = &agentrunnerv1.Status{Code: CodeCanceled, Message: reason}
+	rec.PendingCallIds = nil
+	rec.ContinuedByRunId = by
+	rec.EndTime = timestamppb.New(now)
+}
+
+// Stored moves the record's sequences and usage totals past an event the
+// run stored.
+func Stored(rec *agentrunnerv1.Run, ev *agentrunnerv1.Event) {
+	if rec.FirstSequence == 0 {
+		rec.FirstSequence = ev.GetSequence()
+	}
+	rec.LastSequence = ev.GetSequence()
+	AddUsage(rec, ev)
+}
+
+// AddUsage adds a stored event's token counts to the run's totals,
+// overall and of the event's author.
+func AddUsage(rec *agentrunnerv1.Run, ev *agentrunnerv1.Event) {
+	u := ev.GetUsageMetadata()
+	if u == nil {
+		return
+	}
+	rec.Usage = store.AddUsage(rec.Usage, u)
+	if rec.UsageByAgent == nil {
+		rec.UsageByAgent = map[string]*agentrunnerv1.UsageMetadata{}
+	}
+	rec.UsageByAgent[ev.GetAuthor()] = store.AddUsage(rec.UsageByAgent[ev.GetAuthor()], u)
+}
+
+// Err is the terminal error of a run that ended elsewhere, from its
+// record: what its own replica's reader got, as near as the record says.
+func Err(rec *agentrunnerv1.Run) error {
+	msg := rec.GetError().GetMessage()
+	switch rec.GetStatus() {
+	case agentrunnerv1.RunStatus_RUN_STATUS_CANCELLED:
+		return fmt.Errorf("run %s: %s: %w", rec.GetRunId(), msg, context.Canceled)
+	case agentrunnerv1.RunStatus_RUN_STATUS_INTERRUPTED:
+		return fmt.Errorf("run %s: %s: %w", rec.GetRunId(), msg, ErrShuttingDown)
+	case agentrunnerv1.RunStatus_RUN_STATUS_FAILED:
+		if rec.GetError().GetCode() == CodeDeadlineExceeded {
+			return fmt.Errorf("run %s: %w", rec.GetRunId(), context.DeadlineExceeded)
+		}
+		return fmt.Errorf("run %s failed: %s", rec.GetRunId(), msg)
+	}
+	return nil
+}

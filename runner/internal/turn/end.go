@@ -1,0 +1,169 @@
+package turn
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"runtime/debug"
+
+	agentrunnerv1 "github.com/agentrunner/agentrunner/gen/go/agentrunner/v1"
+	"github.com/agentrunner/agentrunner/runner/agent"
+	"github.com/agentrunner/agentrunner/runner/internal/runrec"
+	"github.com/agentrunner/agentrunner/store"
+	"google.golang.org/protobuf/proto"
+)
+
+// Execute runs a prepared execution to its end and returns its final
+// record and terminal error. The record is on disk before it returns
+// (unless the session was taken over, or the store refused it: then the
+// sink is told), so that the readers, who hear of the end only from the
+// caller, after this, are never told a status a crash could take back.
+// However the run ended, what it stored is the next run's starting point
+// (see history).
+func Execute(ctx context.Context, env *Env, job *Job, p *Prepared, sink Sink) (*agentrunnerv1.Run, error) {
+	in := &invocation{env: env, job: job, sink: sink, prep: p, key: job.Key, inv: p.inv, hctx: p.inv.Context(ctx, p.first), first: p.first, current: p.first}
+	err := in.runGuarded(ctx)
+	env.Plugins.AfterRun(in.hctx, err)
+	rec, err := in.finalize(ctx, err)
+	env.History.Put(job.Key, p.sess, p.inv.Events())
+	return rec, err
+}
+
+// runGuarded runs the invocation; a panic in the runner's own code ends
+// the run with an error instead of the process.
+func (in *invocation) runGuarded(ctx context.Context) (err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			err = &agent.PanicError{Where: "runner", Value: v}
+			in.env.Log.Error("panic recovered", "where", "runner", "run", in.job.ID, "panic", v, "stack", string(debug.Stack()))
+		}
+	}()
+	if in.job.Resume != nil {
+		err = in.resume(ctx)
+	} else {
+		err = in.run(ctx)
+	}
+	if err == nil {
+		// The run's last step: a summarizer that panics is caught here
+		// like any agent.
+		err = in.compact(ctx)
+	}
+	return err
+}
+
+// finalize decides how the run ended, stores the final record (with the
+// event that says so, for a stopped run), and returns the record and the
+// run's terminal error.
+func (in *invocation) finalize(ctx context.Context, err error) (*agentrunnerv1.Run, error) {
+	env, id := in.env, in.job.ID
+	switch {
+	case err == nil:
+		rec := in.sink.Record()
+		runrec.End(rec, env.Now(), in.failure, runrec.WaitingCalls(in.inv.Events(), rec))
+		StoreFinal(ctx, env, in.sink, rec)
+		return rec, nil
+	case runrec.Fenced(err) || runrec.Fenced(context.Cause(ctx)):
+		// Nothing more is stored: the session is another writer's.
+		return in.fenced()
+	case ctx.Err() != nil:
+		return in.stopped(ctx)
+	}
+	return Fail(ctx, env, in.sink, id, err, in.recordWritten || in.job.Persisted), err
+}
+
+// fenced is the end of a run whose session another writer took over.
+func (in *invocation) fenced() (*agentrunnerv1.Run, error) {
+	rec := in.sink.Record()
+	runrec.FencedEnd(rec, in.env.Now())
+	return rec, fmt.Errorf("run %s: %w", in.job.ID, runrec.ErrLeaseLost)
+}
+
+// Fail ends the run FAILED with err, storing the record when stored
+// says its record is in the store (else a crash leaves nothing to end),
+// and returns the record. An error the runner does not know is logged.
+func Fail(ctx context.Context, env *Env, sink Sink, id string, err error, stored bool) *agentrunnerv1.Run {
+	rec := sink.Record()
+	if runrec.Fail(rec, err, env.Now()) {
+		env.Log.Error("run failed", "run", id, "err", err)
+	}
+	if stored {
+		StoreFinal(ctx, env, sink, rec)
+	}
+	return rec
+}
+
+// StoreFinal writes a run's final record and waits until it is on disk.
+// It goes through the store's group commit, so that under load it shares
+// an fsync with other sessions' writes. A record the store cannot take is
+// logged and marks the run's end unrecorded: its readers then get the
+// terminal error without a final record they could not find again.
+func StoreFinal(ctx context.Context, env *Env, sink Sink, rec *agentrunnerv1.Run) {
+	// The run's context may be done (a cancelled or timed-out run): the
+	// store must still take its end.
+	err := env.Store.PutRun(context.WithoutCancel(ctx), rec)
+	if err == nil || errors.Is(err, store.ErrNotFound) {
+		return // stored, or the session was deleted with its runs
+	}
+	env.Log.Error("store the end of a run", "run", rec.GetRunId(), "status", rec.GetStatus(), "err", err)
+	sink.Unrecorded(fmt.Errorf("run %s ended %s, but its record could not be stored: %w", rec.GetRunId(), rec.GetStatus(), err))
+}
+
+// stopped ends a run whose context was cancelled or timed out: it stores
+// an event saying so, in the name of the agent that was running, with the
+// final record in the same transaction.
+func (in *invocation) stopped(ctx context.Context) (*agentrunnerv1.Run, error) {
+	env := in.env
+	cause := context.Cause(ctx)
+	rec := in.sink.Record()
+	codeName := runrec.Stop(rec, cause, env.Now())
+	termErr := fmt.Errorf("run %s: %w", in.job.ID, cause)
+	if !in.recordWritten && rec.GetFirstSequence() == 0 {
+		if in.job.Persisted {
+			StoreFinal(ctx, env, in.sink, rec)
+		}
+		return rec, termErr
+	}
+	ev := &agentrunnerv1.Event{Author: in.current.Name(), ErrorCode: codeName, ErrorMessage: rec.GetError().GetMessage()}
+	if len(in.streamed) > 0 {
+		// The caller saw part of an answer: it is kept, marked cut off,
+		// as a model connection that drops mid-answer keeps it, and
+		// ResumeRun goes on from it.
+		ev.Content, ev.Interrupted = joinStreamed(in.streamed), true
+	}
+	in.complete(ev, nil)
+	// The run's context is done; the store must still take this event.
+	stored, storedRec, err := env.Store.AppendRunEvent(context.WithoutCancel(ctx), in.key, ev, rec)
+	if runrec.Fenced(err) {
+		return in.fenced()
+	}
+	if err != nil {
+		env.Log.Error("store the end of a stopped run", "run", in.job.ID, "err", err)
+		StoreFinal(ctx, env, in.sink, rec)
+		return rec, termErr
+	}
+	in.inv.Record(nil, stored)
+	in.sink.Stored(stored)
+	in.sink.PublishEvent(stored)
+	return storedRec, termErr
+}
+
+// joinStreamed is the content streamed parts carried: consecutive text
+// of the same kind (answer or thought) joined into one part, as the
+// complete answer would have held it. The parts are not changed.
+func joinStreamed(parts []*agentrunnerv1.Part) *agentrunnerv1.Content {
+	c := &agentrunnerv1.Content{Role: agent.RoleModel}
+	var last *agentrunnerv1.Part
+	for _, p := range parts {
+		t, ok := p.GetData().(*agentrunnerv1.Part_Text)
+		if ok && last != nil && last.GetThought() == p.GetThought() {
+			if lt, ok := last.GetData().(*agentrunnerv1.Part_Text); ok {
+				lt.Text += t.Text
+				continue
+			}
+		}
+		cp := proto.CloneOf(p)
+		c.Parts = append(c.Parts, cp)
+		last = cp
+	}
+	return c
+}

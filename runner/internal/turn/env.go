@@ -1,0 +1,170 @@
+package turn
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"time"
+
+	agentrunnerv1 "github.com/agentrunner/agentrunner/gen/go/agentrunner/v1"
+	"github.com/agentrunner/agentrunner/runner/agent"
+	"github.com/agentrunner/agentrunner/runner/internal/history"
+	"github.com/agentrunner/agentrunner/runner/memory"
+	"github.com/agentrunner/agentrunner/runner/plugin"
+	"github.com/agentrunner/agentrunner/store"
+	"google.golang.org/protobuf/types/known/structpb"
+)
+
+// DefaultMaxLLMCalls is the LLM call limit of a run whose max_llm_calls
+// is zero.
+const DefaultMaxLLMCalls = 500
+
+// Store is the storage a turn needs.
+type Store interface {
+	history.Loader
+	AppendEvent(ctx context.Context, k store.SessionKey, ev *agentrunnerv1.Event) (*agentrunnerv1.Event, error)
+	agent.ArtifactStore
+	store.RunStore
+	ListEvents(ctx context.Context, k store.SessionKey, after store.EventFilter, page store.Page) ([]*agentrunnerv1.Event, string, error)
+	ListToolCalls(ctx context.Context, k store.SessionKey) ([]*agentrunnerv1.ToolCall, error)
+}
+
+// Env is what turns work with: the app's and the process's, the same for
+// every run of a runner.
+type Env struct {
+	Store       Store
+	Tree        *agent.Tree
+	Plugins     *plugin.Manager
+	Memory      memory.Service // nil: no memory
+	AddToMemory bool           // add each run's session to Memory
+	History     *history.Cache
+	Compaction  Compaction
+	Now         func() time.Time
+	NewID       func() string
+	Log         *slog.Logger
+}
+
+// Sink is where a turn's results go: the live run, which its readers
+// follow. Only the turn's goroutine calls it while the turn runs.
+type Sink interface {
+	// PublishEvent and PublishErr hand a stored or partial event, or an
+	// in-band error, to the run's readers; PublishAttachOnly the user's
+	// event when the stream that started the run did not ask for it.
+	PublishEvent(ev *agentrunnerv1.Event)
+	PublishErr(err error)
+	PublishAttachOnly(ev *agentrunnerv1.Event)
+	// Stored moves the record past an event the turn stored.
+	Stored(ev *agentrunnerv1.Event)
+	// Live is the record itself, which only the turn changes (through
+	// Stored); Record a copy of it.
+	Live() *agentrunnerv1.Run
+	Record() *agentrunnerv1.Run
+	// Unrecorded says the run's final record could not be stored.
+	Unrecorded(err error)
+}
+
+// Job is one execution of a run, as the runner admitted it.
+type Job struct {
+	ID  string
+	Key store.SessionKey
+	// Message, StateDelta and Config are a new run's request.
+	Message    *agentrunnerv1.Content
+	StateDelta *structpb.Struct
+	Config     *agentrunnerv1.RunConfig
+	// Resume is set when the execution continues a run (ResumeRun).
+	Resume *Resume
+	// Persisted: the record was stored before the run started (a queued
+	// or resumed run), so that its end must be stored too.
+	Persisted bool
+}
+
+// Resume is what a resumed run goes on with.
+type Resume struct {
+	// Answers and RetryCallIDs are as in runner.ResumeRequest.
+	Answers      *agentrunnerv1.Content
+	RetryCallIDs []string
+	// From is the status the run had; LastSeq and FirstSeq its stored
+	// events' range then; Config its run config.
+	From              agentrunnerv1.RunStatus
+	FirstSeq, LastSeq uint64
+	Config            *agentrunnerv1.RunConfig
+}
+
+// Prepared is a run ready to execute: its session loaded, the request
+// checked against it, the agent picked.
+type Prepared struct {
+	sess  *agentrunnerv1.Session
+	first agent.Agent
+	inv   *agent.Invocation
+	// For a resumed run: it waits on calls nobody answered (it ends
+	// INPUT_REQUIRED at once), or it had answered its user already.
+	waits, answered bool
+	// then holds the agents a resumed run runs after first, in order:
+	// the rest of the sequential agents whose earlier sub-agents had
+	// finished before the run was cut off.
+	then []agent.Agent
+	// waiting is the session's run that waits on the caller, which this
+	// run's message answers or supersedes (see waiting.go).
+	waiting *waitingRun
+}
+
+// runConfig returns cfg, or the defaults for nil.
+func runConfig(cfg *agentrunnerv1.RunConfig) *agentrunnerv1.RunConfig {
+	if cfg == nil {
+		return &agentrunnerv1.RunConfig{}
+	}
+	return cfg
+}
+
+// maxLLMCalls returns the effective limit; negative means none.
+func maxLLMCalls(cfg *agentrunnerv1.RunConfig) int64 {
+	switch n := cfg.GetMaxLlmCalls(); {
+	case n == 0:
+		return DefaultMaxLLMCalls
+	case n < 0:
+		return -1
+	default:
+		return int64(n)
+	}
+}
+
+// newInvocation starts the session view of a run.
+func (env *Env) newInvocation(key store.SessionKey, id string, sess *agentrunnerv1.Session, events []*agentrunnerv1.Event, cfg *agentrunnerv1.RunConfig, retry []string) *agent.Invocation {
+	var hooks agent.Hooks
+	if env.Plugins.Len() > 0 {
+		hooks = env.Plugins
+	}
+	state := make(map[string]*structpb.Value, len(sess.GetState().GetFields()))
+	for k, v := range sess.GetState().GetFields() {
+		state[k] = v
+	}
+	return agent.NewInvocation(agent.InvocationConfig{
+		Session:     key,
+		ID:          id,
+		RunConfig:   runConfig(cfg),
+		MaxLLMCalls: maxLLMCalls(cfg),
+		State:       state,
+		Events:      events,
+		Tree:        env.Tree,
+		Artifacts:   env.Store,
+		Memory:      env.Memory,
+		Hooks:       hooks,
+		NewID:       env.NewID,
+		Logger:      env.Log,
+		RetryCalls:  retry,
+	})
+}
+
+// ValidateMessage checks a user message: present, with parts that all
+// carry data.
+func ValidateMessage(c *agentrunnerv1.Content) error {
+	if len(c.GetParts()) == 0 {
+		return fmt.Errorf("new_message has no parts: %w", store.ErrInvalidArgument)
+	}
+	for i, p := range c.Parts {
+		if p.GetData() == nil {
+			return fmt.Errorf("new_message part %d is empty: %w", i, store.ErrInvalidArgument)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,439 @@
+package turn
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	agentrunnerv1 "github.com/agentrunner/agentrunner/gen/go/agentrunner/v1"
+	"github.com/agentrunner/agentrunner/runner/agent"
+	"github.com/agentrunner/agentrunner/runner/internal/runrec"
+	"github.com/agentrunner/agentrunner/runner/plugin"
+	"github.com/agentrunner/agentrunner/store"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/structpb"
+	"google.golang.org/protobuf/types/known/timestamppb"
+)
+
+// invocation is one run in progress, as the runner drives it.
+type invocation struct {
+	env   *Env
+	job   *Job
+	sink  Sink
+	prep  *Prepared
+	key   store.SessionKey
+	inv   *agent.Invocation
+	hctx  agent.InvocationContext // what run-level plugin hooks get
+	first agent.Agent             // the agent selection picked
+	// current is the agent whose events are being stored; a run that is
+	// cancelled stores its last event in its name.
+	current agent.Agent
+	// recordWritten reports that the record is in the store with this
+	// execution's status; until then the next event carries it.
+	recordWritten bool
+	// inMemory reports that the session was added to memory in this run.
+	inMemory bool
+	// failure is how the agents' last step ended when it ended in an
+	// error: a stored event with an error_code (a model that failed after
+	// its retries), or an in-band error with nothing after it. An agent
+	// event stored after it clears it: the agent recovered. A run whose
+	// agents return with a failure ends FAILED.
+	failure *agentrunnerv1.Status
+	// streamed holds the parts of the partial events streamed since the
+	// last complete event: what a cut-off answer had said so far.
+	streamed []*agentrunnerv1.Part
+}
+
+// run stores the user's message, then lets before_run answer or runs the
+// agents, following transfers the agents left to the runner.
+func (in *invocation) run(ctx context.Context) error {
+	if err := in.settleWaiting(ctx); err != nil {
+		return err
+	}
+	content, err := in.env.Plugins.BeforeRun(in.hctx)
+	if err != nil {
+		in.sink.PublishErr(&agent.AgentError{Agent: in.first.Name(), Err: err})
+	}
+	// The answer, or the state the hooks changed, lands in an event of the
+	// agent that would have answered.
+	ev := &agentrunnerv1.Event{Content: content, Author: in.first.Name(), InvocationId: in.hctx.InvocationID()}
+	agent.FlushActions(in.hctx, ev)
+	if content != nil || ev.Actions != nil {
+		if content != nil && content.Role == "" {
+			content.Role = agent.RoleModel
+		}
+		if _, err := in.emit(ctx, ev); err != nil || content != nil {
+			return err
+		}
+	}
+	for a := in.first; a != nil; {
+		if a, err = in.runAgent(ctx, a); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// resume is a resumed run's execution: store the answers, then let the
+// agent go on.
+func (in *invocation) resume(ctx context.Context) error {
+	rq := in.job.Resume
+	if in.prep.waits || in.prep.answered {
+		return nil // the record says what the run waits on, or that it is done
+	}
+	if rq.Answers != nil {
+		ev, err := in.userEvent(ctx, rq.Answers, nil)
+		if err != nil {
+			return err
+		}
+		stored, err := in.append(ctx, ev)
+		if err != nil {
+			return fmt.Errorf("append answers: %w", err)
+		}
+		in.inv.Record(nil, stored)
+		in.inv.SetUserContent(stored.GetContent())
+	}
+	for _, first := range append([]agent.Agent{in.first}, in.prep.then...) {
+		for a := first; a != nil; {
+			var err error
+			if a, err = in.runAgent(ctx, a); err != nil {
+				return err
+			}
+		}
+		if in.inv.Ended() {
+			break // an agent escalated or ended the invocation
+		}
+	}
+	return nil
+}
+
+// settleWaiting stores the user's message, settling the session's run
+// that waits on the caller around it: a plain message supersedes its
+// calls first, so that the model reads an answer to each before the
+// message; a message that answers them ends it once they are stored.
+func (in *invocation) settleWaiting(ctx context.Context) error {
+	w := in.prep.waiting
+	if w != nil && !w.answered {
+		stored, _, err := in.env.supersede(ctx, in.inv.Events(), w, in.job.ID)
+		if err != nil {
+			return err
+		}
+		in.inv.Record(nil, stored)
+	}
+	if err := in.appendUserEvent(ctx); err != nil {
+		return err
+	}
+	if w != nil && w.answered {
+		return in.env.settleAnswered(ctx, w, in.job.ID)
+	}
+	return nil
+}
+
+// appendUserEvent runs the on_user_message hooks, then stores the user's
+// message with the request's state delta.
+func (in *invocation) appendUserEvent(ctx context.Context) error {
+	msg := in.job.Message
+	replaced, err := in.env.Plugins.OnUserMessage(in.hctx, msg)
+	if err == nil && replaced != nil {
+		if verr := ValidateMessage(replaced); verr != nil {
+			err = fmt.Errorf("replacement message: %w", verr)
+		} else {
+			msg = replaced
+		}
+	}
+	if err != nil {
+		in.sink.PublishErr(&agent.AgentError{Agent: in.first.Name(), Err: err})
+	}
+	userEv, err := in.userEvent(ctx, msg, in.job.StateDelta)
+	if err != nil {
+		return err
+	}
+	// State the on_user_message hooks changed is stored with the message;
+	// the request's own delta wins for a key both set.
+	agent.FlushActions(in.hctx, userEv)
+	stored, err := in.append(ctx, userEv)
+	if err != nil {
+		return fmt.Errorf("append user event: %w", err)
+	}
+	in.inv.Record(userEv.GetActions().GetStateDelta(), stored) // with "temp:" keys, which the store dropped
+	in.inv.SetUserContent(stored.GetContent())
+	if !in.hctx.RunConfig().GetStreamUserEvent() {
+		in.sink.PublishAttachOnly(stored)
+		return nil
+	}
+	in.sink.PublishEvent(stored)
+	return nil
+}
+
+// runAgent runs one agent of the invocation to its end, persisting and
+// yielding its events. It returns the agent a transfer hands over to, if
+// any.
+func (in *invocation) runAgent(ctx context.Context, a agent.Agent) (next agent.Agent, err error) {
+	var transfer string
+	in.current = a
+	for ev, err := range a.Run(in.inv.Context(ctx, a)) {
+		if err != nil {
+			var ae *agent.AgentError
+			if transfer != "" && errors.As(err, &ae) && in.under(transfer, ae.Agent) {
+				transfer = "" // the target ran inside the turn, and failed
+			}
+			if err := in.deliver(ctx, a, err); err != nil {
+				return nil, err
+			}
+			continue
+		}
+		if ev == nil {
+			continue
+		}
+		stored, err := in.emit(ctx, ev)
+		if err != nil {
+			return nil, err
+		}
+		if t := stored.GetActions().GetTransferToAgent(); t != "" {
+			transfer = t
+		} else if transfer != "" && stored != nil && in.under(transfer, stored.GetAuthor()) {
+			// The target already took over inside the turn: it, or an
+			// agent under it (a workflow target writes no event of its
+			// own), wrote this.
+			transfer = ""
+		}
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("run %s: %w", in.hctx.InvocationID(), err)
+	}
+	if transfer == "" || in.inv.Ended() {
+		return nil, nil
+	}
+	target, ok := in.env.Tree.Find(transfer)
+	if !ok {
+		in.sink.PublishErr(&agent.AgentError{Agent: a.Name(), Err: fmt.Errorf("transfer to unknown agent %q", transfer)})
+		return nil, nil
+	}
+	return target, nil
+}
+
+// under reports whether the agent named name is target or one of its
+// descendants.
+func (in *invocation) under(target, name string) bool {
+	a, ok := in.env.Tree.Find(name)
+	for ok && a != nil {
+		if a.Name() == target {
+			return true
+		}
+		a = in.env.Tree.Parent(a)
+	}
+	return false
+}
+
+// deliver yields an agent's error in-band, or returns it when it ends the
+// run.
+func (in *invocation) deliver(ctx context.Context, a agent.Agent, err error) error {
+	var ae *agent.AgentError
+	switch {
+	case ctx.Err() != nil:
+		return fmt.Errorf("run %s: %w", in.hctx.InvocationID(), ctx.Err())
+	case errors.Is(err, agent.ErrMaxLLMCalls):
+		return err
+	case !errors.As(err, &ae):
+		err = &agent.AgentError{Agent: a.Name(), Err: err}
+	}
+	in.failure = runrec.InBandStatus(err)
+	in.sink.PublishErr(err)
+	return nil
+}
+
+// emit completes an event, lets the on_event hooks replace it, persists it
+// when complete, and yields the caller's copy. It returns the stored event
+// (nil for a partial one).
+func (in *invocation) emit(ctx context.Context, ev *agentrunnerv1.Event) (*agentrunnerv1.Event, error) {
+	in.complete(ev, nil)
+	if ev.Partial {
+		return nil, in.emitPartial(ev)
+	}
+	ev, err := in.onEvent(ev)
+	if err != nil {
+		return nil, err
+	}
+	stored, err := in.append(ctx, ev)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, fmt.Errorf("run %s: %w", in.hctx.InvocationID(), ctx.Err())
+		}
+		return nil, fmt.Errorf("append event of agent %s: %w", ev.GetAuthor(), err)
+	}
+	in.inv.Record(ev.GetActions().GetStateDelta(), stored)
+	in.streamed = in.streamed[:0] // the complete event supersedes the partials
+	if stored.GetAuthor() != agent.UserAuthor {
+		in.failure = runrec.EventFailure(stored)
+	}
+	// The stored instance stays with the runner (the session view and the
+	// history cache); each reader of the run gets a copy of its own.
+	in.sink.PublishEvent(stored)
+	return stored, nil
+}
+
+// append stores a complete event. The first event an execution stores
+// carries the run record, in the same transaction: the user message of a
+// new run, or the first event of a resumed one.
+func (in *invocation) append(ctx context.Context, ev *agentrunnerv1.Event) (*agentrunnerv1.Event, error) {
+	var stored *agentrunnerv1.Event
+	var err error
+	if in.recordWritten {
+		stored, err = in.env.Store.AppendEvent(ctx, in.key, ev)
+	} else {
+		// No copy: while the run runs, only this goroutine changes the
+		// record (noteStored, under the lock, after this returns), and
+		// the store does not keep what it is given.
+		stored, _, err = in.env.Store.AppendRunEvent(ctx, in.key, ev, in.sink.Live())
+		in.recordWritten = err == nil
+	}
+	if err == nil {
+		in.sink.Stored(stored)
+		in.addToMemory(ctx)
+	}
+	return stored, err
+}
+
+// addToMemory adds the session to memory after a complete event, when
+// the app says so: once per run, since the session then stays in memory
+// and the store indexes every later event as it stores it. Memory is a
+// convenience for later sessions: a failure is logged, not the run's.
+func (in *invocation) addToMemory(ctx context.Context) {
+	if !in.env.AddToMemory || in.inMemory {
+		return
+	}
+	if err := in.env.Memory.AddSession(ctx, in.key); err != nil {
+		in.env.Log.Warn("add session to memory", "session", in.key.String(), "err", err)
+		return
+	}
+	in.inMemory = true
+}
+
+// emitPartial lets the on_event hooks see a partial event, then yields it
+// unstored: its text reaches the caller at once, so a hook that redacts
+// the stored answer must be able to redact its pieces too. A replacement
+// stays partial; plugin.ErrDropPartial drops the event. State a hook
+// changes is not flushed into a partial (it would be lost with it): it
+// stays pending and lands in the next complete event.
+func (in *invocation) emitPartial(ev *agentrunnerv1.Event) error {
+	// The hot path of streaming: without on_event hooks, OnEvent returns
+	// at once and nothing is allocated.
+	rep, err := in.env.Plugins.OnEvent(in.hctx, ev)
+	switch {
+	case errors.Is(err, plugin.ErrDropPartial):
+		return nil
+	case err != nil:
+		in.sink.PublishErr(&agent.AgentError{Agent: ev.GetAuthor(), Err: err})
+	case rep != nil && rep != ev:
+		rep.Partial = true // a partial's replacement is not stored either
+		in.complete(rep, ev)
+		ev = rep
+	}
+	// What the caller saw of the answer so far: a run stopped before the
+	// complete event stores it (see stopped).
+	in.streamed = append(in.streamed, ev.GetContent().GetParts()...)
+	in.sink.PublishEvent(ev)
+	return nil
+}
+
+// onEvent runs the on_event hooks on a complete event. A replacement is
+// completed from the original (author, branch, ids, time); a hook's error
+// is delivered and the original goes on.
+func (in *invocation) onEvent(ev *agentrunnerv1.Event) (*agentrunnerv1.Event, error) {
+	rep, err := in.env.Plugins.OnEvent(in.hctx, ev)
+	if err != nil {
+		in.sink.PublishErr(&agent.AgentError{Agent: ev.GetAuthor(), Err: err})
+		return ev, nil
+	}
+	if rep != nil && rep != ev {
+		rep.Partial = false // a complete event's replacement is stored
+		in.complete(rep, ev)
+		ev = rep
+	}
+	// State the hooks changed lands in the event they saw.
+	agent.FlushActions(in.hctx, ev)
+	return ev, nil
+}
+
+// complete fills in the ids and the time of an event, from orig where it
+// has them.
+func (in *invocation) complete(ev, orig *agentrunnerv1.Event) {
+	if ev.Author == "" {
+		ev.Author = orig.GetAuthor()
+	}
+	if ev.Branch == "" {
+		ev.Branch = orig.GetBranch()
+	}
+	if ev.Id == "" {
+		ev.Id = orig.GetId()
+	}
+	if ev.Id == "" {
+		ev.Id = in.env.NewID()
+	}
+	if ev.InvocationId == "" {
+		ev.InvocationId = in.hctx.InvocationID()
+	}
+	if ev.Timestamp == nil {
+		ev.Timestamp = orig.GetTimestamp()
+	}
+	if ev.Timestamp == nil {
+		ev.Timestamp = timestamppb.New(in.env.Now())
+	}
+}
+
+// userEvent builds the event of the user's message: role "user", inline
+// blobs saved as artifacts and replaced by placeholders when the run asks
+// for it, and the request's state delta.
+func (in *invocation) userEvent(ctx context.Context, msg *agentrunnerv1.Content, delta *structpb.Struct) (*agentrunnerv1.Event, error) {
+	content := proto.CloneOf(msg)
+	content.Role = agent.RoleUser
+	ev := &agentrunnerv1.Event{
+		Id:           in.env.NewID(),
+		InvocationId: in.hctx.InvocationID(),
+		Author:       agent.UserAuthor,
+		Timestamp:    timestamppb.New(in.env.Now()),
+		Content:      content,
+	}
+	var actions agentrunnerv1.EventActions
+	if len(delta.GetFields()) > 0 {
+		// A copy: hooks' changes are added to it, and the request is the
+		// caller's.
+		actions.StateDelta = proto.CloneOf(delta)
+	}
+	if in.hctx.RunConfig().GetSaveInputBlobsAsArtifacts() {
+		if err := in.saveBlobs(ctx, content, &actions); err != nil {
+			return nil, err
+		}
+	}
+	if actions.StateDelta != nil || actions.ArtifactDelta != nil {
+		ev.Actions = &actions
+	}
+	return ev, nil
+}
+
+// saveBlobs saves the message's inline blobs as artifacts and replaces each
+// with a text placeholder.
+func (in *invocation) saveBlobs(ctx context.Context, content *agentrunnerv1.Content, actions *agentrunnerv1.EventActions) error {
+	for i, p := range content.Parts {
+		blob := p.GetInlineData()
+		if blob == nil {
+			continue
+		}
+		name := blob.GetDisplayName()
+		if name == "" {
+			name = fmt.Sprintf("upload_%s_%d", in.hctx.InvocationID(), i)
+		}
+		v, err := in.env.Store.SaveArtifact(ctx, in.key, name, p)
+		if err != nil {
+			return fmt.Errorf("save input blob %d as artifact %q: %w", i, name, err)
+		}
+		if actions.ArtifactDelta == nil {
+			actions.ArtifactDelta = make(map[string]int64)
+		}
+		actions.ArtifactDelta[name] = v.GetVersion()
+		content.Parts[i] = &agentrunnerv1.Part{Data: &agentrunnerv1.Part_Text{Text: fmt.Sprintf(
+			"[Uploaded file saved as artifact %q version %d (%s, %d bytes)]",
+			name, v.GetVersion(), blob.GetMimeType(), len(blob.GetData()))}}
+	}
+	return nil
+}

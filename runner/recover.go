@@ -1,0 +1,220 @@
+package runner
+
+import (
+	"context"
+	"fmt"
+
+	agentrunnerv1 "github.com/agentrunner/agentrunner/gen/go/agentrunner/v1"
+	"github.com/agentrunner/agentrunner/runner/internal/live"
+	"github.com/agentrunner/agentrunner/runner/internal/turn"
+	"github.com/agentrunner/agentrunner/store"
+)
+
+// Recover runs at start, before the server takes requests: the app's runs
+// that a crash left RUN_STATUS_RUNNING are marked RUN_STATUS_INTERRUPTED
+// with a stored event saying so (ResumeRun continues them), and its
+// pending runs are queued again, in order. It returns how many of each.
+//
+// On a store that keeps the run queue (store.RunQueue), pending runs wait
+// there: Recover puts back the ones a dead replica took and never started,
+// and takes the next queued run of every free session of the app, which
+// it counts as requeued.
+//
+// On a store that several replicas share (store.SessionLeaser), a run
+// counts as left behind only when its session's lease has expired or was
+// released: the runs of a live replica, which renews its leases, are left
+// alone. A run is marked under the session's lease, so that the replica
+// that ran it, should it come back, can store nothing more.
+func (r *Runner) Recover(ctx context.Context) (interrupted, requeued int, err error) {
+	recs, err := r.store.ListUnfinishedRuns(ctx)
+	if err != nil {
+		return 0, 0, fmt.Errorf("recover runs: %w", err)
+	}
+	for _, rec := range recs {
+		if rec.GetAppName() != r.appName || r.lookup(rec.GetRunId()) != nil {
+			continue
+		}
+		var done bool
+		switch rec.GetStatus() {
+		case agentrunnerv1.RunStatus_RUN_STATUS_RUNNING:
+			if done, err = r.mode.RecoverRunning(ctx, rec); err == nil && done {
+				interrupted++
+			}
+		case agentrunnerv1.RunStatus_RUN_STATUS_PENDING:
+			if done, err = r.mode.RecoverPending(ctx, rec); err == nil && done && r.requeue(rec) {
+				requeued++
+			}
+		}
+		if err != nil {
+			return interrupted, requeued, err
+		}
+	}
+	// Sessions whose queue in the store nobody took (the replica that
+	// would have handed the session on died or is shutting down).
+	n, err := r.mode.Sweep(ctx)
+	return interrupted, requeued + n, err
+}
+
+// requeue queues a pending run found at start (or by a sweep), and
+// reports whether it did.
+func (r *Runner) requeue(rec *agentrunnerv1.Run) bool {
+	lr := r.liveFromRecord(rec)
+	lr.requeued = true
+	key := lr.Key
+	r.runs.mu.Lock()
+	defer r.runs.mu.Unlock()
+	if r.runs.draining {
+		return false // it stays pending for the next start (a sweep raced Shutdown)
+	}
+	sr := r.runs.sessions[key]
+	if sr == nil {
+		sr = &sessionRuns{}
+		r.runs.sessions[key] = sr
+	}
+	r.runs.byID[lr.ID] = lr
+	// It was admitted before the restart: counted, never refused.
+	r.mode.Reserve(lr.Done())
+	if sr.busy() {
+		sr.queue = append(sr.queue, lr)
+		return true
+	}
+	sr.active = lr
+	lr.started = true
+	r.launchLocked(lr, nil)
+	return true
+}
+
+// liveFromRecord makes the live run of a pending run found in the store:
+// its request is rebuilt from the record's input, and nobody reads it here
+// yet (it goes on when its reader leaves).
+func (r *Runner) liveFromRecord(rec *agentrunnerv1.Run) *liveRun {
+	in := rec.GetInput()
+	req := Request{
+		UserID: rec.GetUserId(), SessionID: rec.GetSessionId(),
+		NewMessage: in.GetNewMessage(), StateDelta: in.GetStateDelta(), Config: in.GetRunConfig(),
+		RequestID: rec.GetRequestId(), Strategy: rec.GetMultitaskStrategy(),
+		OnDisconnect: agentrunnerv1.OnDisconnect_ON_DISCONNECT_CONTINUE,
+	}
+	lr := newLiveRun(context.Background(), store.RunKey(rec), rec, req, nil)
+	lr.job.Persisted = true
+	lr.markQueued(nil)
+	return lr
+}
+
+// Shutdown stops admitting runs (new ones fail with ErrShuttingDown) and
+// waits for the runs in progress to end. When ctx ends first, the runs
+// still in progress are stopped: each stores an event saying so and ends
+// RUN_STATUS_INTERRUPTED, and ResumeRun continues it after a restart.
+// Queued runs stay pending in the store and run after the restart.
+func (r *Runner) Shutdown(ctx context.Context) error {
+	r.runs.mu.Lock()
+	r.runs.draining = true
+	r.runs.mu.Unlock()
+	// Queued runs in a shared store stay there, for the other replicas.
+	r.mode.Stop()
+	r.runs.mu.Lock()
+	var queued []*liveRun
+	for _, sr := range r.runs.sessions {
+		queued = append(queued, sr.queue...)
+		sr.queue = nil
+	}
+	r.runs.mu.Unlock()
+	for _, lr := range queued {
+		r.end(lr, lr.Record(), fmt.Errorf("run %s stays pending: %w", lr.ID, ErrShuttingDown))
+	}
+	done := make(chan struct{})
+	go func() { r.runs.wg.Wait(); close(done) }()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+	}
+	r.runs.mu.Lock()
+	for _, lr := range r.runs.byID {
+		lr.Cancel(fmt.Errorf("interrupted: %w", ErrShuttingDown))
+	}
+	r.runs.mu.Unlock()
+	<-done
+	return fmt.Errorf("shutdown: runs interrupted: %w", ctx.Err())
+}
+
+// cancelWaiting ends a run that waits on its caller, for CancelRun: it
+// takes the session as a run would (in this process, then its lease),
+// supersedes the run's calls (turn.CancelWaiting), and returns the stored
+// record. A session busy with another run is ErrRunInProgress.
+func (r *Runner) cancelWaiting(ctx context.Context, rec *agentrunnerv1.Run) (*agentrunnerv1.Run, error) {
+	key := store.RunKey(rec)
+	lr := newLiveRun(ctx, key, rec, Request{UserID: key.User, SessionID: key.Session}, nil)
+	lr.markQueued(nil)
+	if err := r.claimSession(lr, "cancel run", false); err != nil {
+		return nil, err
+	}
+	var out *agentrunnerv1.Run
+	err := r.mode.Acquire(ctx, key, lr.ID)
+	if err == nil {
+		out, err = turn.CancelWaiting(r.mode.With(ctx, lr.ID), r.env, key, lr.ID)
+	}
+	r.end(lr, lr.Record(), err)
+	return out, err
+}
+
+// host is the runner as the replicas see it (replica.Host).
+type host struct{ r *Runner }
+
+func (h host) Lookup(id string) *live.Run {
+	if lr := h.r.lookup(id); lr != nil {
+		return lr.Run
+	}
+	return nil
+}
+
+func (h host) SessionFree(k store.SessionKey) bool {
+	h.r.runs.mu.Lock()
+	defer h.r.runs.mu.Unlock()
+	return !h.r.runs.draining && !h.r.runs.sessions[k].busy()
+}
+
+// StartClaimed makes a run taken from the store's queue the active run of
+// its session, as a requeued run rebuilt from its record, and launches it;
+// false when the runner is draining.
+func (h host) StartClaimed(rec *agentrunnerv1.Run, started func(*live.Run)) bool {
+	r := h.r
+	lr := r.liveFromRecord(rec)
+	r.runs.mu.Lock()
+	defer r.runs.mu.Unlock()
+	if r.runs.draining {
+		return false
+	}
+	sr := r.runs.sessions[lr.Key]
+	if sr == nil {
+		sr = &sessionRuns{}
+		r.runs.sessions[lr.Key] = sr
+	}
+	r.runs.byID[lr.ID] = lr
+	started(lr.Run)
+	if sr.busy() {
+		// A run of this process that was admitted meanwhile: it finds the
+		// lease taken and ends, and this run starts from the queue then.
+		sr.queue = append([]*liveRun{lr}, sr.queue...)
+		return true
+	}
+	sr.active = lr
+	lr.started = true
+	r.launchLocked(lr, nil)
+	return true
+}
+
+// CancelLocal cancels a run of this process on another replica's request.
+func (h host) CancelLocal(id string, cause error) {
+	lr := h.r.lookup(id)
+	if lr == nil {
+		return
+	}
+	if _, ok := h.r.cancelQueued(context.Background(), lr, cause); !ok {
+		lr.Cancel(cause)
+	}
+}
+
+func (h host) MarkInterrupted(ctx context.Context, rec *agentrunnerv1.Run) error {
+	return turn.MarkInterrupted(ctx, h.r.env, rec)
+}
