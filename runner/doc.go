@@ -1,22 +1,39 @@
-// Package runner runs agent trees inside persistent sessions: the run loop
-// and admission, and nothing else.
+// Package runner runs agent trees inside persistent sessions, and serves
+// their runs as resources: it admits runs (one per session at a time; the
+// others refused, queued or interrupting, as each asks), executes them,
+// lets any number of readers follow them, cancels, resumes and recovers
+// them. Its public API is Runner (New, Stream, Run, Start, Attach, GetRun,
+// ListRuns, Cancel, Resume, Recover, Shutdown); the machinery behind it
+// lives in rooms of its own under runner/internal:
+//
+//	runner/internal/runrec   the run record's rules: statuses, ends, codes
+//	runner/internal/live     a live run's log, its record, its readers
+//	runner/internal/turn     one execution: plan it, run the agents, end it
+//	runner/internal/replica  sharing the store with other replicas, or not
+//	runner/internal/history  the recent history kept between runs
+//
+// This package keeps admission and the registry of live runs
+// (admission.go), the entry points that stream a run (stream.go) and
+// treat runs as resources (runs.go), the glue of an execution
+// (execute.go), resuming (resume.go), recovery and shutdown (recover.go),
+// and what the replicas may ask of it (host.go).
 //
 // For each user message a Runner loads the session (its recent history,
 // kept between runs by an internal cache), selects the agent that should
 // answer (agent.Tree.SelectAgent), appends the user message, runs the
 // agent, and streams the events it produces. Complete events are persisted
 // before they are yielded and before the agent continues; partial
-// (streaming) events are yielded and never stored. One run per session at
-// a time: a second concurrent Run fails up front with ErrRunInProgress.
+// (streaming) events are yielded and never stored. A run's final record is
+// on disk before any reader hears of it.
 //
-// The pieces live in packages of their own:
+// The agents and their parts live in packages of their own:
 //
 //	runner/agent            Agent, contexts, callbacks, the tree
 //	runner/agent/llmagent   the agent a model drives
 //	runner/agent/workflow   sequential, parallel and loop agents
 //	runner/tool             Tool, function tools, schemas
 //	runner/tool/builtin     exit_loop, load_artifacts, transfer_to_agent
-//	runner/model            the Model interface (+ gemini, offline)
+//	runner/model            the Model interface (+ gemini, openai, anthropic, offline)
 //	runner/memory           long-term memory search
 //	runner/plugin           the runner-wide plugin seam (+ logging)
 //	runner/apps             the app registry and the apps file

@@ -5,8 +5,6 @@ import (
 	"fmt"
 
 	agentrunnerv1 "github.com/agentrunner/agentrunner/gen/go/agentrunner/v1"
-	"github.com/agentrunner/agentrunner/runner/internal/live"
-	"github.com/agentrunner/agentrunner/runner/internal/turn"
 	"github.com/agentrunner/agentrunner/store"
 )
 
@@ -136,85 +134,4 @@ func (r *Runner) Shutdown(ctx context.Context) error {
 	r.runs.mu.Unlock()
 	<-done
 	return fmt.Errorf("shutdown: runs interrupted: %w", ctx.Err())
-}
-
-// cancelWaiting ends a run that waits on its caller, for CancelRun: it
-// takes the session as a run would (in this process, then its lease),
-// supersedes the run's calls (turn.CancelWaiting), and returns the stored
-// record. A session busy with another run is ErrRunInProgress.
-func (r *Runner) cancelWaiting(ctx context.Context, rec *agentrunnerv1.Run) (*agentrunnerv1.Run, error) {
-	key := store.RunKey(rec)
-	lr := newLiveRun(ctx, key, rec, Request{UserID: key.User, SessionID: key.Session}, nil)
-	lr.markQueued(nil)
-	if err := r.claimSession(lr, "cancel run", false); err != nil {
-		return nil, err
-	}
-	var out *agentrunnerv1.Run
-	err := r.mode.Acquire(ctx, key, lr.ID)
-	if err == nil {
-		out, err = turn.CancelWaiting(r.mode.With(ctx, lr.ID), r.env, key, lr.ID)
-	}
-	r.end(lr, lr.Record(), err)
-	return out, err
-}
-
-// host is the runner as the replicas see it (replica.Host).
-type host struct{ r *Runner }
-
-func (h host) Lookup(id string) *live.Run {
-	if lr := h.r.lookup(id); lr != nil {
-		return lr.Run
-	}
-	return nil
-}
-
-func (h host) SessionFree(k store.SessionKey) bool {
-	h.r.runs.mu.Lock()
-	defer h.r.runs.mu.Unlock()
-	return !h.r.runs.draining && !h.r.runs.sessions[k].busy()
-}
-
-// StartClaimed makes a run taken from the store's queue the active run of
-// its session, as a requeued run rebuilt from its record, and launches it;
-// false when the runner is draining.
-func (h host) StartClaimed(rec *agentrunnerv1.Run, started func(*live.Run)) bool {
-	r := h.r
-	lr := r.liveFromRecord(rec)
-	r.runs.mu.Lock()
-	defer r.runs.mu.Unlock()
-	if r.runs.draining {
-		return false
-	}
-	sr := r.runs.sessions[lr.Key]
-	if sr == nil {
-		sr = &sessionRuns{}
-		r.runs.sessions[lr.Key] = sr
-	}
-	r.runs.byID[lr.ID] = lr
-	started(lr.Run)
-	if sr.busy() {
-		// A run of this process that was admitted meanwhile: it finds the
-		// lease taken and ends, and this run starts from the queue then.
-		sr.queue = append([]*liveRun{lr}, sr.queue...)
-		return true
-	}
-	sr.active = lr
-	lr.started = true
-	r.launchLocked(lr, nil)
-	return true
-}
-
-// CancelLocal cancels a run of this process on another replica's request.
-func (h host) CancelLocal(id string, cause error) {
-	lr := h.r.lookup(id)
-	if lr == nil {
-		return
-	}
-	if _, ok := h.r.cancelQueued(context.Background(), lr, cause); !ok {
-		lr.Cancel(cause)
-	}
-}
-
-func (h host) MarkInterrupted(ctx context.Context, rec *agentrunnerv1.Run) error {
-	return turn.MarkInterrupted(ctx, h.r.env, rec)
 }

@@ -91,7 +91,8 @@ type Claim = replica.Claim
 // Config.Unavailable); the error's text says what to set.
 var ErrAppUnavailable = errors.New("app unavailable")
 
-// Store is the storage a Runner needs. Implemented by *boltstore.Store.
+// Store is the storage a Runner needs. Implemented by *boltstore.Store (one
+// process) and *pgstore.Store (replicas; see package replica).
 type Store interface {
 	// GetSession returns the session with merged state and its events,
 	// oldest first; ErrNotFound when it does not exist.

@@ -1,9 +1,13 @@
 // Package store holds the storage vocabulary of agentrunner: session keys,
 // options, the sentinel errors every implementation returns, the state-scope
 // rules, and the Store interface that the conformance suite in
-// store/storetest checks. The bbolt implementation lives in store/boltstore,
-// the PostgreSQL one in store/pgstore, which also hands out session leases
-// (SessionLeaser, lease.go).
+// store/storetest checks. Two implementations pass it: store/boltstore, an
+// embedded bbolt file that one process owns (the default), and
+// store/pgstore, PostgreSQL that several replicas share, which also hands
+// out session leases (SessionLeaser, lease.go), keeps the run queue
+// (RunQueue, queue.go) and notifies every replica of changes (RunNotifier).
+// The runner decides from these interfaces, once, whether its runs share
+// the store (runner/internal/replica).
 //
 // The data model is the generated agentrunner.v1 messages: Session, Event,
 // Part and ArtifactVersion are stored and returned as they are.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime/debug"
 
 	agentrunnerv1 "github.com/agentrunner/agentrunner/gen/go/agentrunner/v1"
 	"github.com/agentrunner/agentrunner/runner/agent"
@@ -42,6 +43,44 @@ type invocation struct {
 	// streamed holds the parts of the partial events streamed since the
 	// last complete event: what a cut-off answer had said so far.
 	streamed []*agentrunnerv1.Part
+}
+
+// Execute runs a prepared execution to its end and returns its final
+// record and terminal error. The record is on disk before it returns
+// (unless the session was taken over, or the store refused it: then the
+// sink is told), so that the readers, who hear of the end only from the
+// caller, after this, are never told a status a crash could take back.
+// However the run ended, what it stored is the next run's starting point
+// (see history).
+func Execute(ctx context.Context, env *Env, job *Job, p *Prepared, sink Sink) (*agentrunnerv1.Run, error) {
+	in := &invocation{env: env, job: job, sink: sink, prep: p, key: job.Key, inv: p.inv, hctx: p.inv.Context(ctx, p.first), first: p.first, current: p.first}
+	err := in.runGuarded(ctx)
+	env.Plugins.AfterRun(in.hctx, err)
+	rec, err := in.finalize(ctx, err)
+	env.History.Put(job.Key, p.sess, p.inv.Events())
+	return rec, err
+}
+
+// runGuarded runs the invocation; a panic in the runner's own code ends
+// the run with an error instead of the process.
+func (in *invocation) runGuarded(ctx context.Context) (err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			err = &agent.PanicError{Where: "runner", Value: v}
+			in.env.Log.Error("panic recovered", "where", "runner", "run", in.job.ID, "panic", v, "stack", string(debug.Stack()))
+		}
+	}()
+	if in.job.Resume != nil {
+		err = in.resume(ctx)
+	} else {
+		err = in.run(ctx)
+	}
+	if err == nil {
+		// The run's last step: a summarizer that panics is caught here
+		// like any agent.
+		err = in.compact(ctx)
+	}
+	return err
 }
 
 // run stores the user's message, then lets before_run answer or runs the

@@ -16,7 +16,7 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 )
 
-// Runs across replicas (xreplica.go): two replicas on one database, both
+// Runs across replicas (package replica): two replicas on one database, both
 // with the gated agent (user message, "before", the gate, "after": three
 // events a run), and replica a's first run held at the gate.
 

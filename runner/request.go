@@ -1,8 +1,6 @@
 package runner
 
 import (
-	"context"
-	"iter"
 	"time"
 
 	agentrunnerv1 "github.com/agentrunner/agentrunner/gen/go/agentrunner/v1"
@@ -45,46 +43,4 @@ type Request struct {
 // input is the payload a request_id covers.
 func (req Request) input() *agentrunnerv1.RunInput {
 	return &agentrunnerv1.RunInput{NewMessage: req.NewMessage, StateDelta: req.StateDelta, RunConfig: req.Config}
-}
-
-// Run runs one invocation: it appends req.NewMessage to the session, runs
-// the agent the selection rules pick (and the agents it transfers to), and
-// streams the events. It is Stream without the run records.
-//
-// Complete events are yielded after they are persisted, with their sequence
-// set. Each yielded event is the caller's own copy: changing it changes
-// nothing the runner keeps. Partial events are yielded without being
-// stored, after the on_event hooks saw them (which may replace or drop
-// them). The stored user event is yielded first only when
-// req.Config.stream_user_event is set. An error that errors.As to
-// *agent.AgentError is delivered in place of an event and the run goes on.
-// Any other error is terminal and the last element: it wraps
-// store.ErrNotFound for a missing session, store.ErrInvalidArgument for an
-// invalid request, ErrRunInProgress when the session has a run in progress,
-// agent.ErrMaxLLMCalls when the LLM call limit is reached, or
-// context.Canceled or context.DeadlineExceeded when the run was cancelled
-// or timed out.
-//
-// The plugins' hooks run as package plugin describes. Stopping the
-// iteration early cancels the run (unless req.OnDisconnect says to go on)
-// and returns once it has released the session. The sequence is
-// single-use.
-func (r *Runner) Run(ctx context.Context, req Request) iter.Seq2[*agentrunnerv1.Event, error] {
-	return func(yield func(*agentrunnerv1.Event, error) bool) {
-		for u, err := range r.Stream(ctx, req) {
-			switch {
-			case err != nil:
-				yield(nil, err)
-				return
-			case u.Err != nil:
-				if !yield(nil, u.Err) {
-					return
-				}
-			case u.Event != nil:
-				if !yield(u.Event, nil) {
-					return
-				}
-			}
-		}
-	}
 }
