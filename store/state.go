@@ -135,3 +135,24 @@ func AddUsage(total, u *agentrunnerv1.UsageMetadata) *agentrunnerv1.UsageMetadat
 	total.TotalTokenCount += u.GetTotalTokenCount()
 	return total
 }
+
+// MergeState returns session rec as callers see it: a copy whose state
+// holds its own keys and the shared app and user scopes' (keys keep their
+// prefixes). Every store keeps the shared scopes apart from the session,
+// so every read of a session merges them back this one way.
+func MergeState(rec *agentrunnerv1.Session, appState, userState *structpb.Struct) *agentrunnerv1.Session {
+	out := proto.CloneOf(rec)
+	if out.State == nil {
+		out.State = &structpb.Struct{}
+	}
+	if out.State.Fields == nil {
+		out.State.Fields = make(map[string]*structpb.Value, len(appState.GetFields())+len(userState.GetFields()))
+	}
+	for key, v := range appState.GetFields() {
+		out.State.Fields[key] = v
+	}
+	for key, v := range userState.GetFields() {
+		out.State.Fields[key] = v
+	}
+	return out
+}

@@ -92,3 +92,19 @@ func (b *idleBody) Close() error {
 	})
 	return err
 }
+
+// IdleClient returns the HTTP client a provider's SDK is given: hc (a new
+// client when nil) with IdleTimeout(d) on its transport. The bound goes on
+// a copy, so that a client the caller configured is never changed under
+// them; a d of zero or less returns hc as it is.
+func IdleClient(hc *http.Client, d time.Duration) *http.Client {
+	if hc == nil {
+		hc = &http.Client{}
+	}
+	if d <= 0 {
+		return hc
+	}
+	c := *hc
+	c.Transport = IdleTimeout(hc.Transport, d)
+	return &c
+}

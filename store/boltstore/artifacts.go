@@ -13,16 +13,6 @@ import (
 	"github.com/agentrunner/agentrunner/store"
 )
 
-// validateArtifactKey validates the key of an artifact method for
-// filename ("" for a listing) and reports whether k names a session,
-// which must exist: "user:" names need none (store.ArtifactKey).
-func validateArtifactKey(k store.SessionKey, filename string) (needSession bool, err error) {
-	if needSession, err = store.ArtifactKey(k, filename); err != nil {
-		return false, err
-	}
-	return needSession, checkParts(k.App, k.User, k.Session)
-}
-
 // checkSession returns ErrNotFound when need is set and session k does not
 // exist.
 func checkSession(tx *bbolt.Tx, k store.SessionKey, need bool) error {
@@ -33,23 +23,9 @@ func checkSession(tx *bbolt.Tx, k store.SessionKey, need bool) error {
 	return err
 }
 
-func validateFilename(name string) error {
-	if name == "" {
-		return fmt.Errorf("filename is empty: %w", store.ErrInvalidArgument)
-	}
-	return checkParts(name)
-}
-
 // SaveArtifact implements store.Store.
 func (s *Store) SaveArtifact(ctx context.Context, k store.SessionKey, filename string, part *agentrunnerv1.Part) (*agentrunnerv1.ArtifactVersion, error) {
-	need, err := validateArtifactKey(k, filename)
-	if err != nil {
-		return nil, err
-	}
-	if err := validateFilename(filename); err != nil {
-		return nil, err
-	}
-	meta, blob, err := store.NewArtifactVersion(filename, part, s.opts.Now(), s.opts.MaxItemBytes)
+	need, meta, blob, err := store.NewArtifactVersion(k, filename, part, s.opts.Now(), s.opts.MaxItemBytes, checkParts)
 	if err != nil {
 		return nil, err
 	}
@@ -88,15 +64,9 @@ func (s *Store) SaveArtifact(ctx context.Context, k store.SessionKey, filename s
 
 // LoadArtifact implements store.Store.
 func (s *Store) LoadArtifact(ctx context.Context, k store.SessionKey, filename string, version int64) (*agentrunnerv1.Part, *agentrunnerv1.ArtifactVersion, error) {
-	need, err := validateArtifactKey(k, filename)
+	need, err := store.CheckArtifactVersion(k, filename, version, checkParts)
 	if err != nil {
 		return nil, nil, err
-	}
-	if err := validateFilename(filename); err != nil {
-		return nil, nil, err
-	}
-	if version < 0 {
-		return nil, nil, fmt.Errorf("version %d is negative: %w", version, store.ErrInvalidArgument)
 	}
 	var (
 		part *agentrunnerv1.Part
@@ -121,10 +91,7 @@ func (s *Store) LoadArtifact(ctx context.Context, k store.SessionKey, filename s
 			}
 		}
 		if key == nil {
-			if version == 0 {
-				return fmt.Errorf("artifact %q in session %s: %w", filename, k, store.ErrNotFound)
-			}
-			return fmt.Errorf("artifact %q version %d in session %s: %w", filename, version, k, store.ErrNotFound)
+			return store.ArtifactNotFound(k, filename, version)
 		}
 		meta = &agentrunnerv1.ArtifactVersion{}
 		if err := proto.Unmarshal(v, meta); err != nil {
@@ -170,7 +137,7 @@ func latestPerName(c *bbolt.Cursor, prefix []byte, after string, limit int) ([]*
 // with the user's "user:" names; the two sets never overlap. With no
 // session it lists the user's names alone.
 func (s *Store) ListArtifacts(ctx context.Context, k store.SessionKey, page store.Page) ([]*agentrunnerv1.ArtifactVersion, string, error) {
-	need, err := validateArtifactKey(k, "")
+	need, err := store.CheckArtifactKey(k, "", checkParts)
 	if err != nil {
 		return nil, "", err
 	}
@@ -221,11 +188,8 @@ func (s *Store) ListArtifacts(ctx context.Context, k store.SessionKey, page stor
 
 // ListArtifactVersions implements store.Store.
 func (s *Store) ListArtifactVersions(ctx context.Context, k store.SessionKey, filename string, page store.Page) ([]*agentrunnerv1.ArtifactVersion, string, error) {
-	need, err := validateArtifactKey(k, filename)
+	need, err := store.CheckArtifactName(k, filename, checkParts)
 	if err != nil {
-		return nil, "", err
-	}
-	if err := validateFilename(filename); err != nil {
 		return nil, "", err
 	}
 	nameKey := artifactNameKey(k, filename)
@@ -261,7 +225,7 @@ func (s *Store) ListArtifactVersions(ctx context.Context, k store.SessionKey, fi
 			out = append(out, m)
 		}
 		if len(out) == 0 && page.Token == "" {
-			return fmt.Errorf("artifact %q in session %s: %w", filename, k, store.ErrNotFound)
+			return store.ArtifactNotFound(k, filename, 0)
 		}
 		return nil
 	})
@@ -273,15 +237,9 @@ func (s *Store) ListArtifactVersions(ctx context.Context, k store.SessionKey, fi
 
 // DeleteArtifact implements store.Store.
 func (s *Store) DeleteArtifact(ctx context.Context, k store.SessionKey, filename string, version int64) error {
-	need, err := validateArtifactKey(k, filename)
+	need, err := store.CheckArtifactVersion(k, filename, version, checkParts)
 	if err != nil {
 		return err
-	}
-	if err := validateFilename(filename); err != nil {
-		return err
-	}
-	if version < 0 {
-		return fmt.Errorf("version %d is negative: %w", version, store.ErrInvalidArgument)
 	}
 	return s.write(ctx, func(tx *bbolt.Tx) error {
 		if err := checkSession(tx, k, need); err != nil {
@@ -297,10 +255,10 @@ func (s *Store) DeleteArtifact(ctx context.Context, k store.SessionKey, filename
 			// the first key, so it is the latest from now on.
 			keys = [][]byte{vk}
 		} else {
-			return fmt.Errorf("artifact %q version %d in session %s: %w", filename, version, k, store.ErrNotFound)
+			return store.ArtifactNotFound(k, filename, version)
 		}
 		if len(keys) == 0 {
-			return fmt.Errorf("artifact %q in session %s: %w", filename, k, store.ErrNotFound)
+			return store.ArtifactNotFound(k, filename, 0)
 		}
 		for _, key := range keys {
 			if err := del(arts, key); err != nil {

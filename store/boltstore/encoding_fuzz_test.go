@@ -66,7 +66,7 @@ func FuzzEventEncoding(f *testing.F) {
 			return // an invalid UTF-8 string: the server refuses it before the store
 		}
 		enc = protowire.AppendVarint(protowire.AppendTag(enc, eventSequenceField, protowire.VarintType), seq)
-		out, err := decodeEvent(enc)
+		out, err := store.DecodeEvent(enc)
 		if err != nil {
 			t.Fatalf("stored encoding does not decode: %v", err)
 		}

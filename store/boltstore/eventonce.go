@@ -7,7 +7,6 @@ import (
 
 	"go.etcd.io/bbolt"
 	"google.golang.org/protobuf/encoding/protowire"
-	"google.golang.org/protobuf/proto"
 
 	agentrunnerv1 "github.com/agentrunner/agentrunner/gen/go/agentrunner/v1"
 	"github.com/agentrunner/agentrunner/store"
@@ -66,25 +65,16 @@ func (s *Store) AppendEventOnce(ctx context.Context, k store.SessionKey, ev *age
 }
 
 // duplicate answers an append whose id the session holds already, in
-// the stored encoding found: the stored event when the content is the
-// same, else ErrAlreadyExists. A non-nil err is returned as it is.
+// the stored encoding found (store.RepeatedAppend). A non-nil err is returned as it is.
 func duplicate(found []byte, ev *agentrunnerv1.Event, w eventWrite, err error) (*agentrunnerv1.Event, bool, error) {
 	if err != nil {
 		return nil, false, err
 	}
-	stored, err := decodeEvent(found)
+	held, err := store.DecodeEvent(found)
 	if err != nil {
 		return nil, false, err
 	}
-	a, b := proto.CloneOf(stored), proto.CloneOf(w.stored)
-	a.Sequence, b.Sequence = 0, 0
-	if ev.GetTimestamp() == nil { // the store set this one's; compare the rest
-		a.Timestamp, b.Timestamp = nil, nil
-	}
-	if !proto.Equal(a, b) {
-		return nil, false, fmt.Errorf("event id %q is held by event %d of the session, with other content: %w", ev.GetId(), stored.GetSequence(), store.ErrAlreadyExists)
-	}
-	return stored, true, nil
+	return store.RepeatedAppend(held, w.stored, ev)
 }
 
 // findEventID returns the stored encoding of session sk's event with id

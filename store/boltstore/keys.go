@@ -86,15 +86,6 @@ func appStateKey(app string) []byte { return appendString(nil, app) }
 
 func userStateKey(app, user string) []byte { return appendString(appendString(nil, app), user) }
 
-// artifactScope returns the session part of an artifact key: "" for names
-// that belong to the user.
-func artifactScope(k store.SessionKey, filename string) string {
-	if store.ScopeOf(filename) == store.ScopeUser {
-		return ""
-	}
-	return k.Session
-}
-
 // artifactPrefix is T(app, user, scope): every artifact of one scope.
 func artifactPrefix(app, user, scope string) []byte {
 	return appendString(appendString(appendString(nil, app), user), scope)
@@ -102,7 +93,7 @@ func artifactPrefix(app, user, scope string) []byte {
 
 // artifactNameKey is T(app, user, scope, name): every version of one artifact.
 func artifactNameKey(k store.SessionKey, filename string) []byte {
-	return appendString(artifactPrefix(k.App, k.User, artifactScope(k, filename)), filename)
+	return appendString(artifactPrefix(k.App, k.User, store.ArtifactScope(k, filename)), filename)
 }
 
 func artifactVersionKey(nameKey []byte, version int64) []byte {

@@ -274,7 +274,7 @@ func eachEventAfter(tx *bbolt.Tx, sk []byte, after uint64, fn func(seq uint64, e
 		if isRunKey(key, sk) {
 			continue
 		}
-		ev, err := decodeEvent(v)
+		ev, err := store.DecodeEvent(v)
 		if err != nil {
 			return err
 		}
@@ -580,7 +580,7 @@ func loadHits(tx *bbolt.Tx, q store.MemoryQuery, hits []memHit, more bool, fp []
 		if q.Page.MaxBytes > 0 && size > q.Page.MaxBytes && len(out) > 0 {
 			return out, encodeMemToken(hits[i-1], fp), nil
 		}
-		ev, err := decodeEvent(v)
+		ev, err := store.DecodeEvent(v)
 		if err != nil {
 			return nil, "", err
 		}

@@ -86,45 +86,15 @@ func prepareRun(run *agentrunnerv1.Run) (*runWrite, error) {
 // prepareRunOf is prepareRun for a record the write may keep as it is:
 // its caller never changes it again.
 func prepareRunOf(run *agentrunnerv1.Run) (*runWrite, error) {
-	switch {
-	case run == nil:
-		return nil, fmt.Errorf("run is missing: %w", store.ErrInvalidArgument)
-	case run.GetRunId() == "":
-		return nil, fmt.Errorf("run_id is empty: %w", store.ErrInvalidArgument)
-	}
-	k := store.RunKey(run)
-	if err := validateKey(k); err != nil {
-		return nil, fmt.Errorf("run %s: %w", run.GetRunId(), err)
-	}
-	if err := checkParts(run.GetRunId(), run.GetRequestId()); err != nil {
+	nanos, err := store.CheckRun(run, checkParts)
+	if err != nil {
 		return nil, err
 	}
-	nanos, err := createNanos(run.GetCreateTime())
-	if err != nil {
-		return nil, fmt.Errorf("run %s: %w", run.GetRunId(), err)
-	}
-	w := &runWrite{rec: run, sk: sessionKey(k), nanos: nanos}
+	w := &runWrite{rec: run, sk: sessionKey(store.RunKey(run)), nanos: nanos}
 	if w.bytes, err = proto.Marshal(w.rec); err != nil {
 		return nil, fmt.Errorf("marshal run %s: %w", run.GetRunId(), err)
 	}
 	return w, nil
-}
-
-// createNanos returns a create_time as Unix nanoseconds; it must be set
-// and representable.
-func createNanos(ts *timestamppb.Timestamp) (int64, error) {
-	if ts == nil {
-		return 0, fmt.Errorf("create_time is missing: %w", store.ErrInvalidArgument)
-	}
-	if err := ts.CheckValid(); err != nil {
-		return 0, fmt.Errorf("create_time: %v: %w", err, store.ErrInvalidArgument)
-	}
-	t := ts.AsTime()
-	n := t.UnixNano()
-	if !time.Unix(0, n).Equal(t) {
-		return 0, fmt.Errorf("create_time %s is out of range: %w", t, store.ErrInvalidArgument)
-	}
-	return n, nil
 }
 
 // runPlan is what writing a record changes, worked out in the write
@@ -431,8 +401,8 @@ func (s *Store) AppendRunEvent(ctx context.Context, k store.SessionKey, ev *agen
 	if err != nil {
 		return nil, nil, err
 	}
-	if rk := store.RunKey(run); rk != k {
-		return nil, nil, fmt.Errorf("run %s belongs to session %s, not %s: %w", run.GetRunId(), rk, k, store.ErrInvalidArgument)
+	if err := store.CheckRunOf(run, k); err != nil {
+		return nil, nil, err
 	}
 	var (
 		seq        uint64
@@ -562,13 +532,7 @@ func (s *Store) FindRunByRequest(ctx context.Context, k store.SessionKey, reques
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	if err := validateKey(k); err != nil {
-		return nil, err
-	}
-	if requestID == "" {
-		return nil, fmt.Errorf("request_id is empty: %w", store.ErrInvalidArgument)
-	}
-	if err := checkParts(requestID); err != nil {
+	if err := store.CheckRequestKey(k, requestID, checkParts); err != nil {
 		return nil, err
 	}
 	sk := sessionKey(k)

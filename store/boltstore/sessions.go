@@ -24,11 +24,9 @@ import (
 // a scalar, so the stored bytes decode with the assigned sequence.
 const eventSequenceField = 6
 
+// validateKey is store.ValidateKey with this store's check of key parts.
 func validateKey(k store.SessionKey) error {
-	if err := k.Validate(); err != nil {
-		return err
-	}
-	return checkParts(k.App, k.User, k.Session)
+	return store.ValidateKey(k, checkParts)
 }
 
 // CreateSession implements store.Store.
@@ -68,7 +66,7 @@ func (s *Store) CreateSession(ctx context.Context, k store.SessionKey, state *st
 		if err := put(sessions, sk, recBytes); err != nil {
 			return err
 		}
-		out = mergeState(rec, appState, userState)
+		out = store.MergeState(rec, appState, userState)
 		return nil
 	})
 	if err != nil {
@@ -149,25 +147,6 @@ func getSession(tx *bbolt.Tx, k store.SessionKey, sk []byte) (*agentrunnerv1.Ses
 	return rec, nil
 }
 
-// mergeState returns the session as callers see it: its own state merged
-// with the shared app and user scopes (keys keep their prefixes).
-func mergeState(rec *agentrunnerv1.Session, appState, userState *structpb.Struct) *agentrunnerv1.Session {
-	out := proto.CloneOf(rec)
-	if out.State == nil {
-		out.State = &structpb.Struct{}
-	}
-	if out.State.Fields == nil {
-		out.State.Fields = make(map[string]*structpb.Value, len(appState.GetFields())+len(userState.GetFields()))
-	}
-	for key, v := range appState.GetFields() {
-		out.State.Fields[key] = v
-	}
-	for key, v := range userState.GetFields() {
-		out.State.Fields[key] = v
-	}
-	return out
-}
-
 // GetSession implements store.Store.
 func (s *Store) GetSession(ctx context.Context, k store.SessionKey, opts store.GetOptions) (*agentrunnerv1.Session, []*agentrunnerv1.Event, error) {
 	if err := validateKey(k); err != nil {
@@ -191,7 +170,7 @@ func (s *Store) GetSession(ctx context.Context, k store.SessionKey, opts store.G
 		if err != nil {
 			return err
 		}
-		sess = mergeState(rec, appState, userState)
+		sess = store.MergeState(rec, appState, userState)
 		if opts.AfterSequence >= rec.LastSequence {
 			return nil // nothing new (see sessionEvents): no bucket opened
 		}
@@ -243,7 +222,7 @@ func sessionEvents(c *bbolt.Cursor, sk []byte, last uint64, opts store.GetOption
 				break
 			}
 		}
-		ev, err := decodeEvent(v)
+		ev, err := store.DecodeEvent(v)
 		if err != nil {
 			return nil, err
 		}
@@ -266,7 +245,7 @@ func forwardEvents(c *bbolt.Cursor, sk []byte, f store.EventFilter) ([]*agentrun
 		} else if !keep {
 			continue
 		}
-		ev, err := decodeEvent(v)
+		ev, err := store.DecodeEvent(v)
 		if err != nil {
 			return nil, err
 		}
@@ -277,20 +256,9 @@ func forwardEvents(c *bbolt.Cursor, sk []byte, f store.EventFilter) ([]*agentrun
 
 func seqOf(eventKey []byte) uint64 { return binary.BigEndian.Uint64(eventKey[len(eventKey)-8:]) }
 
-func decodeEvent(v []byte) (*agentrunnerv1.Event, error) {
-	ev := &agentrunnerv1.Event{}
-	if err := proto.Unmarshal(v, ev); err != nil {
-		return nil, fmt.Errorf("decode event: %w", err)
-	}
-	return ev, nil
-}
-
 // ListSessions implements store.Store.
 func (s *Store) ListSessions(ctx context.Context, app, user string, page store.Page) ([]*agentrunnerv1.Session, string, error) {
-	if app == "" {
-		return nil, "", fmt.Errorf("app_name is empty: %w", store.ErrInvalidArgument)
-	}
-	if err := checkParts(app, user); err != nil {
+	if err := store.CheckSessionList(app, user, checkParts); err != nil {
 		return nil, "", err
 	}
 	prefix := appendString(nil, app)
@@ -337,7 +305,7 @@ func (s *Store) ListSessions(ctx context.Context, app, user string, page store.P
 				}
 				userStates[rec.UserId] = us
 			}
-			merged := mergeState(rec, appState, us)
+			merged := store.MergeState(rec, appState, us)
 			// The merged state counts: app and user state come with
 			// every session of the page.
 			if size += store.ItemBytes(proto.Size(merged)); page.MaxBytes > 0 && size > page.MaxBytes && len(out) > 0 {
@@ -458,30 +426,14 @@ type eventWrite struct {
 // prepareEvent checks an event to append and makes its stored copy: id
 // and timestamp set, "temp:" keys removed, encoded.
 func (s *Store) prepareEvent(k store.SessionKey, ev *agentrunnerv1.Event) (eventWrite, error) {
-	if err := validateKey(k); err != nil {
+	stored, err := store.StoredEvent(k, ev, checkParts, s.opts.NewID, s.opts.Now)
+	if err != nil {
 		return eventWrite{}, err
 	}
-	switch {
-	case ev == nil:
-		return eventWrite{}, fmt.Errorf("event is missing: %w", store.ErrInvalidArgument)
-	case ev.GetPartial():
-		return eventWrite{}, fmt.Errorf("event is partial; partial events are never stored: %w", store.ErrInvalidArgument)
-	}
-	w := eventWrite{stored: proto.CloneOf(ev)}
-	w.stored.Sequence = 0
-	if w.stored.Id == "" {
-		w.stored.Id = s.opts.NewID()
-	}
-	if w.stored.Timestamp == nil {
-		w.stored.Timestamp = timestamppb.New(s.opts.Now())
-	}
-	if a := w.stored.GetActions(); a != nil {
-		a.StateDelta = store.WithoutTemp(a.StateDelta)
-	}
+	w := eventWrite{stored: stored}
 	w.sessDelta, w.appDelta, w.userDelta = store.SplitDelta(w.stored.GetActions().GetStateDelta())
 	// Marshal outside the transaction: the committer is a single
 	// goroutine, so work done here runs in parallel across sessions.
-	var err error
 	if w.bytes, err = proto.Marshal(w.stored); err != nil {
 		return eventWrite{}, fmt.Errorf("marshal event: %w", err)
 	}
@@ -654,7 +606,7 @@ func (s *Store) ListEvents(ctx context.Context, k store.SessionKey, f store.Even
 				next = encodeToken(appendUint64(nil, out[len(out)-1].Sequence))
 				return nil
 			}
-			ev, err := decodeEvent(v)
+			ev, err := store.DecodeEvent(v)
 			if err != nil {
 				return err
 			}

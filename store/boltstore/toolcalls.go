@@ -4,9 +4,7 @@ import (
 	"bytes"
 	"cmp"
 	"context"
-	"crypto/sha256"
 	"encoding/binary"
-	"encoding/hex"
 	"fmt"
 	"slices"
 
@@ -20,10 +18,6 @@ import (
 // -> ToolCall. AppendEvent keeps it in the transaction that stores the
 // event: a function call opens an entry, its answer closes it. No extra
 // write transaction, no extra fsync.
-
-// userAuthor is the author of the caller's events (agent.UserAuthor; the
-// store does not import the runner).
-const userAuthor = "user"
 
 func toolCallKey(sk []byte, callID string) []byte {
 	return appendString(bytes.Clone(sk), callID)
@@ -58,23 +52,11 @@ func openCall(b *bbolt.Bucket, sk []byte, seq uint64, ev *agentrunnerv1.Event, f
 	if b.Get(key) != nil {
 		return nil // a call id is opened once; a replay changes nothing
 	}
-	rec := &agentrunnerv1.ToolCall{
-		CallId:         fc.GetId(),
-		Tool:           fc.GetName(),
-		Author:         ev.GetAuthor(),
-		InvocationId:   ev.GetInvocationId(),
-		ArgsDigest:     digest(fc.GetArgs()),
-		CallSequence:   seq,
-		CallTime:       ev.GetTimestamp(),
-		WaitsForCaller: slices.Contains(ev.GetLongRunningToolIds(), fc.GetId()),
-	}
-	return putProto(b, key, rec)
+	return putProto(b, key, store.OpenToolCall(ev, fc, seq))
 }
 
-// closeCall records the answer to a call: any response to a call that
-// does not wait for the caller, only the caller's to one that does (an
-// agent's interim response leaves it open). A response to a call the
-// ledger does not know, or to one already closed, changes nothing.
+// closeCall records the answer to a call (store.CloseToolCall). A
+// response to a call the ledger does not know changes nothing.
 func closeCall(b *bbolt.Bucket, sk []byte, seq uint64, ev *agentrunnerv1.Event, fr *agentrunnerv1.FunctionResponse) error {
 	key := toolCallKey(sk, fr.GetId())
 	v := b.Get(key)
@@ -85,12 +67,9 @@ func closeCall(b *bbolt.Bucket, sk []byte, seq uint64, ev *agentrunnerv1.Event, 
 	if err := proto.Unmarshal(v, rec); err != nil {
 		return fmt.Errorf("decode tool call %q: %w", fr.GetId(), err)
 	}
-	if rec.GetResponseSequence() != 0 || (rec.GetWaitsForCaller() && ev.GetAuthor() != userAuthor) {
+	if !store.CloseToolCall(rec, ev, fr, seq) {
 		return nil
 	}
-	rec.ResponseSequence = seq
-	rec.ResponseTime = ev.GetTimestamp()
-	rec.ResultDigest = digest(fr.GetResponse())
 	return putProto(b, key, rec)
 }
 
@@ -100,16 +79,6 @@ func putProto(b *bbolt.Bucket, key []byte, m proto.Message) error {
 		return fmt.Errorf("marshal %T: %w", m, err)
 	}
 	return put(b, key, v)
-}
-
-// digest is the hex SHA-256 of m's deterministic encoding.
-func digest(m proto.Message) string {
-	b, err := proto.MarshalOptions{Deterministic: true}.Marshal(m)
-	if err != nil {
-		return ""
-	}
-	sum := sha256.Sum256(b)
-	return hex.EncodeToString(sum[:])
 }
 
 // ListToolCalls returns the session's tool-call ledger, in call order;

@@ -12,32 +12,6 @@ import (
 	"github.com/agentrunner/agentrunner/store"
 )
 
-// validateArtifactKey validates the key of an artifact method for
-// filename ("" for a listing) and reports whether k names a session,
-// which must exist: "user:" names need none (store.ArtifactKey).
-func validateArtifactKey(k store.SessionKey, filename string) (needSession bool, err error) {
-	if needSession, err = store.ArtifactKey(k, filename); err != nil {
-		return false, err
-	}
-	return needSession, checkParts(k.App, k.User, k.Session)
-}
-
-func validateFilename(name string) error {
-	if name == "" {
-		return fmt.Errorf("filename is empty: %w", store.ErrInvalidArgument)
-	}
-	return checkParts(name)
-}
-
-// artifactScope returns the scope column of an artifact: "" for names
-// that belong to the user.
-func artifactScope(k store.SessionKey, filename string) string {
-	if store.ScopeOf(filename) == store.ScopeUser {
-		return ""
-	}
-	return k.Session
-}
-
 // artifactLockClass is the first key of the advisory locks that
 // serialize the saves of one artifact (the second is a hash of its name):
 // its next version number is read and written in one transaction.
@@ -45,18 +19,11 @@ const artifactLockClass int32 = 0x6172 // "ar"
 
 // SaveArtifact implements store.Store.
 func (s *Store) SaveArtifact(ctx context.Context, k store.SessionKey, filename string, part *agentrunnerv1.Part) (*agentrunnerv1.ArtifactVersion, error) {
-	need, err := validateArtifactKey(k, filename)
+	need, meta, blob, err := store.NewArtifactVersion(k, filename, part, s.opts.Now(), s.opts.MaxItemBytes, checkParts)
 	if err != nil {
 		return nil, err
 	}
-	if err := validateFilename(filename); err != nil {
-		return nil, err
-	}
-	meta, blob, err := store.NewArtifactVersion(filename, part, s.opts.Now(), s.opts.MaxItemBytes)
-	if err != nil {
-		return nil, err
-	}
-	scope := artifactScope(k, filename)
+	scope := store.ArtifactScope(k, filename)
 	err = s.inTx(ctx, func(tx pgx.Tx) error {
 		if need {
 			// FOR SHARE: the session cannot be deleted under the save.
@@ -114,15 +81,9 @@ const (
 // LoadArtifact implements store.Store. One query reads the session (to
 // tell a missing session from a missing artifact) and the version.
 func (s *Store) LoadArtifact(ctx context.Context, k store.SessionKey, filename string, version int64) (*agentrunnerv1.Part, *agentrunnerv1.ArtifactVersion, error) {
-	need, err := validateArtifactKey(k, filename)
+	need, err := store.CheckArtifactVersion(k, filename, version, checkParts)
 	if err != nil {
 		return nil, nil, err
-	}
-	if err := validateFilename(filename); err != nil {
-		return nil, nil, err
-	}
-	if version < 0 {
-		return nil, nil, fmt.Errorf("version %d is negative: %w", version, store.ErrInvalidArgument)
 	}
 	var (
 		part *agentrunnerv1.Part
@@ -134,7 +95,7 @@ func (s *Store) LoadArtifact(ctx context.Context, k store.SessionKey, filename s
 	}
 	err = s.query(ctx, func() error {
 		var mb, pb []byte
-		err := s.pool.QueryRow(ctx, q, k.App, k.User, k.Session, artifactScope(k, filename), filename, version).Scan(&mb, &pb)
+		err := s.pool.QueryRow(ctx, q, k.App, k.User, k.Session, store.ArtifactScope(k, filename), filename, version).Scan(&mb, &pb)
 		switch {
 		case errors.Is(err, pgx.ErrNoRows) && need:
 			return fmt.Errorf("session %s: %w", k, store.ErrNotFound)
@@ -142,10 +103,7 @@ func (s *Store) LoadArtifact(ctx context.Context, k store.SessionKey, filename s
 			mb = nil
 			fallthrough
 		case err == nil && mb == nil:
-			if version == 0 {
-				return fmt.Errorf("artifact %q in session %s: %w", filename, k, store.ErrNotFound)
-			}
-			return fmt.Errorf("artifact %q version %d in session %s: %w", filename, version, k, store.ErrNotFound)
+			return store.ArtifactNotFound(k, filename, version)
 		case err != nil:
 			return fmt.Errorf("load artifact: %w", err)
 		}
@@ -168,7 +126,7 @@ func (s *Store) LoadArtifact(ctx context.Context, k store.SessionKey, filename s
 // the session's own names and of the user's "user:" names (the two sets
 // never overlap), by name, read from the primary key's ranges.
 func (s *Store) ListArtifacts(ctx context.Context, k store.SessionKey, page store.Page) ([]*agentrunnerv1.ArtifactVersion, string, error) {
-	need, err := validateArtifactKey(k, "")
+	need, err := store.CheckArtifactKey(k, "", checkParts)
 	if err != nil {
 		return nil, "", err
 	}
@@ -225,11 +183,8 @@ func (s *Store) ListArtifacts(ctx context.Context, k store.SessionKey, page stor
 
 // ListArtifactVersions implements store.Store.
 func (s *Store) ListArtifactVersions(ctx context.Context, k store.SessionKey, filename string, page store.Page) ([]*agentrunnerv1.ArtifactVersion, string, error) {
-	need, err := validateArtifactKey(k, filename)
+	need, err := store.CheckArtifactName(k, filename, checkParts)
 	if err != nil {
-		return nil, "", err
-	}
-	if err := validateFilename(filename); err != nil {
 		return nil, "", err
 	}
 	before := uint64(1) << 62 // past every version
@@ -249,7 +204,7 @@ func (s *Store) ListArtifactVersions(ctx context.Context, k store.SessionKey, fi
 		}
 		rows, err := s.pool.Query(ctx, `SELECT meta FROM artifacts
 			WHERE app_name = $1 AND user_id = $2 AND scope = $3 AND filename = $4 AND version < $5
-			ORDER BY version DESC LIMIT $6`, k.App, k.User, artifactScope(k, filename), filename, int64(before), limit+1)
+			ORDER BY version DESC LIMIT $6`, k.App, k.User, store.ArtifactScope(k, filename), filename, int64(before), limit+1)
 		if err != nil {
 			return fmt.Errorf("list artifact versions: %w", err)
 		}
@@ -263,7 +218,7 @@ func (s *Store) ListArtifactVersions(ctx context.Context, k store.SessionKey, fi
 			return nil
 		})
 		if err == nil && len(out) == 0 && page.Token == "" {
-			return fmt.Errorf("artifact %q in session %s: %w", filename, k, store.ErrNotFound)
+			return store.ArtifactNotFound(k, filename, 0)
 		}
 		return err
 	})
@@ -288,15 +243,9 @@ func checkSession(ctx context.Context, q querier, k store.SessionKey, need bool)
 
 // DeleteArtifact implements store.Store.
 func (s *Store) DeleteArtifact(ctx context.Context, k store.SessionKey, filename string, version int64) error {
-	need, err := validateArtifactKey(k, filename)
+	need, err := store.CheckArtifactVersion(k, filename, version, checkParts)
 	if err != nil {
 		return err
-	}
-	if err := validateFilename(filename); err != nil {
-		return err
-	}
-	if version < 0 {
-		return fmt.Errorf("version %d is negative: %w", version, store.ErrInvalidArgument)
 	}
 	return s.inTx(ctx, func(tx pgx.Tx) error {
 		if err := checkSession(ctx, tx, k, need); err != nil {
@@ -305,15 +254,13 @@ func (s *Store) DeleteArtifact(ctx context.Context, k store.SessionKey, filename
 		// Version 0 deletes every version. The versions left keep their
 		// numbers; the greatest of them is the latest from now on.
 		tag, err := tx.Exec(ctx, `DELETE FROM artifacts WHERE app_name = $1 AND user_id = $2 AND scope = $3 AND filename = $4
-			AND ($5 = 0 OR version = $5)`, k.App, k.User, artifactScope(k, filename), filename, version)
+			AND ($5 = 0 OR version = $5)`, k.App, k.User, store.ArtifactScope(k, filename), filename, version)
 		switch {
 		case err != nil:
 			return fmt.Errorf("delete artifact: %w", err)
 		case tag.RowsAffected() > 0:
 			return nil
-		case version == 0:
-			return fmt.Errorf("artifact %q in session %s: %w", filename, k, store.ErrNotFound)
 		}
-		return fmt.Errorf("artifact %q version %d in session %s: %w", filename, version, k, store.ErrNotFound)
+		return store.ArtifactNotFound(k, filename, version)
 	})
 }

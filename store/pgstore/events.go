@@ -2,24 +2,16 @@ package pgstore
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
-	"slices"
 
 	"github.com/jackc/pgx/v5"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/structpb"
-	"google.golang.org/protobuf/types/known/timestamppb"
 
 	agentrunnerv1 "github.com/agentrunner/agentrunner/gen/go/agentrunner/v1"
 	"github.com/agentrunner/agentrunner/store"
 )
-
-// userAuthor is the author of the caller's events (agent.UserAuthor; the
-// store does not import the runner).
-const userAuthor = "user"
 
 // eventWrite is an event ready to be appended: checked and completed
 // outside the transaction.
@@ -31,34 +23,20 @@ type eventWrite struct {
 // prepareEvent checks an event to append and makes its stored copy: id
 // and timestamp set, "temp:" keys removed.
 func (s *Store) prepareEvent(k store.SessionKey, ev *agentrunnerv1.Event) (eventWrite, error) {
-	if err := validateKey(k); err != nil {
+	stored, err := store.StoredEvent(k, ev, checkParts, s.opts.NewID, s.opts.Now)
+	if err != nil {
 		return eventWrite{}, err
 	}
-	switch {
-	case ev == nil:
-		return eventWrite{}, fmt.Errorf("event is missing: %w", store.ErrInvalidArgument)
-	case ev.GetPartial():
-		return eventWrite{}, fmt.Errorf("event is partial; partial events are never stored: %w", store.ErrInvalidArgument)
-	}
-	w := eventWrite{stored: proto.CloneOf(ev)}
-	w.stored.Sequence = 0
-	if w.stored.Id == "" {
-		w.stored.Id = s.opts.NewID()
-	}
-	if err := checkText(w.stored.Id); err != nil {
+	// PostgreSQL's text holds the ids; bbolt's keys take any bytes.
+	if err := checkText(stored.Id); err != nil {
 		return eventWrite{}, fmt.Errorf("event id: %w", err)
 	}
-	for _, id := range callIDs(w.stored) {
+	for _, id := range callIDs(stored) {
 		if err := checkText(id); err != nil {
 			return eventWrite{}, fmt.Errorf("function call id: %w", err)
 		}
 	}
-	if w.stored.Timestamp == nil {
-		w.stored.Timestamp = timestamppb.New(s.opts.Now())
-	}
-	if a := w.stored.GetActions(); a != nil {
-		a.StateDelta = store.WithoutTemp(a.StateDelta)
-	}
+	w := eventWrite{stored: stored}
 	w.sessDelta, w.appDelta, w.userDelta = store.SplitDelta(w.stored.GetActions().GetStateDelta())
 	// The sequence, set in the transaction, adds at most 11 bytes.
 	if err := store.CheckSize("event", proto.Size(w.stored)+11, s.opts.MaxItemBytes); err != nil {
@@ -242,22 +220,13 @@ func (s *Store) AppendEventOnce(ctx context.Context, k store.SessionKey, ev *age
 }
 
 // duplicate answers an append whose id the session holds already, in
-// the stored encoding found: the stored event when the content is the
-// same, else ErrAlreadyExists.
+// the stored encoding found (store.RepeatedAppend).
 func duplicate(found []byte, ev *agentrunnerv1.Event, w eventWrite) (*agentrunnerv1.Event, bool, error) {
-	stored, err := decodeEvent(found)
+	held, err := store.DecodeEvent(found)
 	if err != nil {
 		return nil, false, err
 	}
-	a, b := proto.CloneOf(stored), proto.CloneOf(w.stored)
-	a.Sequence, b.Sequence = 0, 0
-	if ev.GetTimestamp() == nil { // the store set this one's; compare the rest
-		a.Timestamp, b.Timestamp = nil, nil
-	}
-	if !proto.Equal(a, b) {
-		return nil, false, fmt.Errorf("event id %q is held by event %d of the session, with other content: %w", ev.GetId(), stored.GetSequence(), store.ErrAlreadyExists)
-	}
-	return stored, true, nil
+	return store.RepeatedAppend(held, w.stored, ev)
 }
 
 // ListEvents implements store.Store.
@@ -292,7 +261,7 @@ func (s *Store) ListEvents(ctx context.Context, k store.SessionKey, f store.Even
 				next = encodeNumber(out[len(out)-1].GetSequence())
 				return false, nil
 			}
-			ev, err := decodeEvent(v)
+			ev, err := store.DecodeEvent(v)
 			out = append(out, ev)
 			return true, err
 		})
@@ -366,20 +335,13 @@ func ledgerChanges(k store.SessionKey, known map[string]*agentrunnerv1.ToolCall,
 	}
 	for _, p := range ev.GetContent().GetParts() {
 		if fc := p.GetFunctionCall(); fc.GetId() != "" && known[fc.GetId()] == nil {
-			known[fc.GetId()] = &agentrunnerv1.ToolCall{
-				CallId: fc.GetId(), Tool: fc.GetName(), Author: ev.GetAuthor(), InvocationId: ev.GetInvocationId(),
-				ArgsDigest: digest(fc.GetArgs()), CallSequence: seq, CallTime: ev.GetTimestamp(),
-				WaitsForCaller: slices.Contains(ev.GetLongRunningToolIds(), fc.GetId()),
-			}
+			known[fc.GetId()] = store.OpenToolCall(ev, fc, seq)
 			mark(fc.GetId())
 		}
 		fr := p.GetFunctionResponse()
-		rec := known[fr.GetId()]
-		if fr.GetId() == "" || rec == nil || rec.GetResponseSequence() != 0 || (rec.GetWaitsForCaller() && ev.GetAuthor() != userAuthor) {
-			continue
+		if rec := known[fr.GetId()]; fr.GetId() != "" && rec != nil && store.CloseToolCall(rec, ev, fr, seq) {
+			mark(fr.GetId())
 		}
-		rec.ResponseSequence, rec.ResponseTime, rec.ResultDigest = seq, ev.GetTimestamp(), digest(fr.GetResponse())
-		mark(fr.GetId())
 	}
 	out := make([][]any, 0, len(order))
 	for _, id := range order {
@@ -417,16 +379,6 @@ func recordToolCalls(ctx context.Context, tx pgx.Tx, k store.SessionKey, seq uin
 		}
 	}
 	return nil
-}
-
-// digest is the hex SHA-256 of m's deterministic encoding.
-func digest(m proto.Message) string {
-	b, err := proto.MarshalOptions{Deterministic: true}.Marshal(m)
-	if err != nil {
-		return ""
-	}
-	sum := sha256.Sum256(b)
-	return hex.EncodeToString(sum[:])
 }
 
 // ListToolCalls implements store.Store.

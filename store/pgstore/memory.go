@@ -141,7 +141,7 @@ func indexEvents(ctx context.Context, tx pgx.Tx, k store.SessionKey) error {
 			rows.Close()
 			return fmt.Errorf("read events to index: %w", err)
 		}
-		ev, err := decodeEvent(rec)
+		ev, err := store.DecodeEvent(rec)
 		if err != nil {
 			rows.Close()
 			return err
@@ -351,7 +351,7 @@ func loadHits(ctx context.Context, tx pgx.Tx, q store.MemoryQuery, hits []memHit
 		if q.Page.MaxBytes > 0 && size > q.Page.MaxBytes && len(out) > 0 {
 			return out, encodeMemToken(hits[i-1], fp), nil
 		}
-		ev, err := decodeEvent(rec)
+		ev, err := store.DecodeEvent(rec)
 		if err != nil {
 			return nil, "", err
 		}

@@ -353,11 +353,9 @@ func checkText(p string) error {
 	return nil
 }
 
+// validateKey is store.ValidateKey with this store's check of key parts.
 func validateKey(k store.SessionKey) error {
-	if err := k.Validate(); err != nil {
-		return err
-	}
-	return checkParts(k.App, k.User, k.Session)
+	return store.ValidateKey(k, checkParts)
 }
 
 func randomID() string {

@@ -29,41 +29,11 @@ type runWrite struct {
 }
 
 func prepareRun(run *agentrunnerv1.Run) (*runWrite, error) {
-	switch {
-	case run == nil:
-		return nil, fmt.Errorf("run is missing: %w", store.ErrInvalidArgument)
-	case run.GetRunId() == "":
-		return nil, fmt.Errorf("run_id is empty: %w", store.ErrInvalidArgument)
-	}
-	k := store.RunKey(run)
-	if err := validateKey(k); err != nil {
-		return nil, fmt.Errorf("run %s: %w", run.GetRunId(), err)
-	}
-	if err := checkParts(run.GetRunId(), run.GetRequestId()); err != nil {
+	nanos, err := store.CheckRun(run, checkParts)
+	if err != nil {
 		return nil, err
 	}
-	nanos, err := createNanos(run.GetCreateTime())
-	if err != nil {
-		return nil, fmt.Errorf("run %s: %w", run.GetRunId(), err)
-	}
-	return &runWrite{rec: proto.CloneOf(run), k: k, nanos: nanos}, nil
-}
-
-// createNanos returns a create_time as Unix nanoseconds; it must be set
-// and representable.
-func createNanos(ts *timestamppb.Timestamp) (int64, error) {
-	if ts == nil {
-		return 0, fmt.Errorf("create_time is missing: %w", store.ErrInvalidArgument)
-	}
-	if err := ts.CheckValid(); err != nil {
-		return 0, fmt.Errorf("create_time: %v: %w", err, store.ErrInvalidArgument)
-	}
-	t := ts.AsTime()
-	n := t.UnixNano()
-	if !time.Unix(0, n).Equal(t) {
-		return 0, fmt.Errorf("create_time %s is out of range: %w", t, store.ErrInvalidArgument)
-	}
-	return n, nil
+	return &runWrite{rec: proto.CloneOf(run), k: store.RunKey(run), nanos: nanos}, nil
 }
 
 // SQL of a run record's write, shared by the transaction and the
@@ -176,8 +146,8 @@ func (s *Store) AppendRunEvent(ctx context.Context, k store.SessionKey, ev *agen
 	if err != nil {
 		return nil, nil, err
 	}
-	if rw.k != k {
-		return nil, nil, fmt.Errorf("run %s belongs to session %s, not %s: %w", run.GetRunId(), rw.k, k, store.ErrInvalidArgument)
+	if err := store.CheckRunOf(run, k); err != nil {
+		return nil, nil, err
 	}
 	if !ew.shared() {
 		p := &pipeWrite{k: k, ev: &ew, run: rw}
@@ -292,13 +262,7 @@ func (s *Store) FindRunByRequest(ctx context.Context, k store.SessionKey, reques
 	if err := s.check(ctx); err != nil {
 		return nil, err
 	}
-	if err := validateKey(k); err != nil {
-		return nil, err
-	}
-	if requestID == "" {
-		return nil, fmt.Errorf("request_id is empty: %w", store.ErrInvalidArgument)
-	}
-	if err := checkParts(requestID); err != nil {
+	if err := store.CheckRequestKey(k, requestID, checkParts); err != nil {
 		return nil, err
 	}
 	var out *agentrunnerv1.Run

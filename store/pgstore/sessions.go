@@ -54,7 +54,7 @@ func (s *Store) CreateSession(ctx context.Context, k store.SessionKey, state *st
 		if err != nil {
 			return err
 		}
-		out = mergeState(rec, appState, userState)
+		out = store.MergeState(rec, appState, userState)
 		return nil
 	})
 	if err != nil {
@@ -164,25 +164,6 @@ func decodeStruct(b []byte) (*structpb.Struct, error) {
 	return st, nil
 }
 
-// mergeState returns the session as callers see it: its own state merged
-// with the shared app and user scopes (keys keep their prefixes).
-func mergeState(rec *agentrunnerv1.Session, appState, userState *structpb.Struct) *agentrunnerv1.Session {
-	out := proto.CloneOf(rec)
-	if out.State == nil {
-		out.State = &structpb.Struct{}
-	}
-	if out.State.Fields == nil {
-		out.State.Fields = make(map[string]*structpb.Value, len(appState.GetFields())+len(userState.GetFields()))
-	}
-	for key, v := range appState.GetFields() {
-		out.State.Fields[key] = v
-	}
-	for key, v := range userState.GetFields() {
-		out.State.Fields[key] = v
-	}
-	return out
-}
-
 func decodeSession(b []byte) (*agentrunnerv1.Session, error) {
 	rec := &agentrunnerv1.Session{}
 	if err := proto.Unmarshal(b, rec); err != nil {
@@ -216,7 +197,7 @@ func readSession(ctx context.Context, q querier, k store.SessionKey) (*agentrunn
 	if err != nil {
 		return nil, fmt.Errorf("decode user state: %w", err)
 	}
-	return mergeState(sess, appState, userState), nil
+	return store.MergeState(sess, appState, userState), nil
 }
 
 // querier is what reads need of a pool or a transaction.
@@ -263,7 +244,7 @@ func (s *Store) sessionEvents(ctx context.Context, k store.SessionKey, last uint
 	f := opts.Filter()
 	if opts.NumRecentEvents <= 0 && opts.MaxBytes <= 0 {
 		err := s.walkEvents(ctx, k, f, last, false, func(_ uint64, v []byte) (bool, error) {
-			ev, err := decodeEvent(v)
+			ev, err := store.DecodeEvent(v)
 			events = append(events, ev)
 			return true, err
 		})
@@ -284,7 +265,7 @@ func (s *Store) sessionEvents(ctx context.Context, k store.SessionKey, last uint
 				return false, nil
 			}
 		}
-		ev, err := decodeEvent(v)
+		ev, err := store.DecodeEvent(v)
 		events = append(events, ev)
 		return uint64(len(events)) < n, err
 	})
@@ -358,20 +339,9 @@ func (s *Store) walkEvents(ctx context.Context, k store.SessionKey, f store.Even
 	return nil
 }
 
-func decodeEvent(v []byte) (*agentrunnerv1.Event, error) {
-	ev := &agentrunnerv1.Event{}
-	if err := proto.Unmarshal(v, ev); err != nil {
-		return nil, fmt.Errorf("decode event: %w", err)
-	}
-	return ev, nil
-}
-
 // ListSessions implements store.Store.
 func (s *Store) ListSessions(ctx context.Context, app, user string, page store.Page) ([]*agentrunnerv1.Session, string, error) {
-	if app == "" {
-		return nil, "", fmt.Errorf("app_name is empty: %w", store.ErrInvalidArgument)
-	}
-	if err := checkParts(app, user); err != nil {
+	if err := store.CheckSessionList(app, user, checkParts); err != nil {
 		return nil, "", err
 	}
 	after := sessionToken{App: app}
@@ -425,7 +395,7 @@ func (s *Store) ListSessions(ctx context.Context, app, user string, page store.P
 			if err != nil {
 				return fmt.Errorf("decode user state: %w", err)
 			}
-			merged := mergeState(sess, appState, userState)
+			merged := store.MergeState(sess, appState, userState)
 			// The merged state counts: app and user state come with
 			// every session of the page.
 			size += store.ItemBytes(proto.Size(merged))

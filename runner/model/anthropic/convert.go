@@ -5,11 +5,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
-	"strconv"
 	"strings"
 
 	"github.com/anthropics/anthropic-sdk-go"
-	"google.golang.org/protobuf/types/known/structpb"
 
 	agentrunnerv1 "github.com/agentrunner/agentrunner/gen/go/agentrunner/v1"
 	"github.com/agentrunner/agentrunner/runner/model"
@@ -41,10 +39,10 @@ func (m *Model) toParams(name string, req *model.Request) (anthropic.MessageNewP
 		p.MaxTokens = int64(c.MaxOutputTokens)
 	}
 	if c.Temperature != nil {
-		p.Temperature = anthropic.Float(widen(*c.Temperature))
+		p.Temperature = anthropic.Float(model.Widen(*c.Temperature))
 	}
 	if c.TopP != nil {
-		p.TopP = anthropic.Float(widen(*c.TopP))
+		p.TopP = anthropic.Float(model.Widen(*c.TopP))
 	}
 	if c.TopK != nil {
 		p.TopK = anthropic.Int(int64(*c.TopK))
@@ -129,9 +127,9 @@ func toBlock(p *agentrunnerv1.Part, fromModel bool) (anthropic.ContentBlockParam
 		}
 		return anthropic.NewTextBlock(d.Text), true, nil
 	case *agentrunnerv1.Part_FunctionCall:
-		return anthropic.NewToolUseBlock(d.FunctionCall.GetId(), structToMap(d.FunctionCall.GetArgs()), d.FunctionCall.GetName()), true, nil
+		return anthropic.NewToolUseBlock(d.FunctionCall.GetId(), model.JSONObject(d.FunctionCall.GetArgs()), d.FunctionCall.GetName()), true, nil
 	case *agentrunnerv1.Part_FunctionResponse:
-		body, err := json.Marshal(structToMap(d.FunctionResponse.GetResponse()))
+		body, err := json.Marshal(model.JSONObject(d.FunctionResponse.GetResponse()))
 		if err != nil {
 			return anthropic.ContentBlockParamUnion{}, false, fmt.Errorf("function response %q: %w", d.FunctionResponse.GetName(), err)
 		}
@@ -197,23 +195,4 @@ func toStrings(v any) []string {
 		return out
 	}
 	return nil
-}
-
-// structToMap keeps an absent Struct an empty object: the API wants a JSON
-// object for tool input and results alike.
-func structToMap(s *structpb.Struct) map[string]any {
-	if s == nil {
-		return map[string]any{}
-	}
-	return s.AsMap()
-}
-
-// widen converts a setting to float64 by its shortest decimal form, so that
-// a temperature of 0.2 is sent as 0.2, not as 0.20000000298023224.
-func widen(f float32) float64 {
-	v, err := strconv.ParseFloat(strconv.FormatFloat(float64(f), 'g', -1, 32), 64)
-	if err != nil {
-		return float64(f)
-	}
-	return v
 }

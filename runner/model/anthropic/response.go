@@ -12,15 +12,6 @@ import (
 	"github.com/agentrunner/agentrunner/runner/model"
 )
 
-// Stop reasons are reported in Gemini's words, which the runner and its
-// callers already know: "STOP" is a normal end (a tool call included),
-// anything else is an answer cut short and becomes the event's error code.
-const (
-	finishStop      = "STOP"
-	finishMaxTokens = "MAX_TOKENS"
-	finishSafety    = "SAFETY"
-)
-
 // fromMessage converts a complete message: text and tool use blocks, and
 // thinking as thoughts carrying their signature, so that they can go back
 // to the model in the next turn as the API requires when tools are used.
@@ -55,7 +46,7 @@ func fromMessage(msg *anthropic.Message) (*model.Response, error) {
 	if len(citations) > 0 {
 		resp.Citations = &agentrunnerv1.CitationMetadata{Citations: citations}
 	}
-	if resp.FinishReason != "" && resp.FinishReason != finishStop {
+	if resp.FinishReason != "" && resp.FinishReason != model.FinishStop {
 		resp.ErrorCode = resp.FinishReason
 		resp.ErrorMessage = describeStop(msg.StopReason)
 	}
@@ -102,11 +93,11 @@ func stopReason(r anthropic.StopReason) string {
 	case "":
 		return ""
 	case anthropic.StopReasonEndTurn, anthropic.StopReasonToolUse, anthropic.StopReasonStopSequence, anthropic.StopReasonPauseTurn:
-		return finishStop
+		return model.FinishStop
 	case anthropic.StopReasonMaxTokens, anthropic.StopReasonModelContextWindowExceeded:
-		return finishMaxTokens
+		return model.FinishMaxTokens
 	case anthropic.StopReasonRefusal:
-		return finishSafety
+		return model.FinishSafety
 	default:
 		return strings.ToUpper(string(r))
 	}

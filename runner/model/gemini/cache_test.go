@@ -14,13 +14,14 @@ import (
 
 	agentrunnerv1 "github.com/agentrunner/agentrunner/gen/go/agentrunner/v1"
 	"github.com/agentrunner/agentrunner/runner/model"
+	pt "github.com/agentrunner/agentrunner/runner/model/internal/providertest"
 )
 
 // cachingFake is a Gemini API that makes context caches and answers
 // calls, with switches for a refused cache and a cache gone on the
 // server.
 type cachingFake struct {
-	*fakeGemini
+	*pt.Fake
 	mu          sync.Mutex
 	created     int
 	refuse      bool
@@ -31,7 +32,7 @@ type cachingFake struct {
 
 func newCachingFake(t *testing.T) *cachingFake {
 	f := &cachingFake{expireAfter: time.Hour}
-	f.fakeGemini = newFakeGemini(t, f.reply)
+	f.Fake = newFakeGemini(t, f.reply)
 	return f
 }
 
@@ -54,23 +55,12 @@ func (f *cachingFake) reply(w http.ResponseWriter, r *http.Request) {
 }
 
 func (f *cachingFake) lastBody() map[string]any {
-	f.fakeGemini.mu.Lock()
-	defer f.fakeGemini.mu.Unlock()
-	return f.requests[len(f.requests)-1].Body
+	seen := f.Seen()
+	return seen[len(seen)-1].Body
 }
 
 // since returns the requests seen from index i on.
-func (f *cachingFake) since(i int) []fakeRequest {
-	f.fakeGemini.mu.Lock()
-	defer f.fakeGemini.mu.Unlock()
-	return append([]fakeRequest(nil), f.requests[i:]...)
-}
-
-func (f *cachingFake) seen() int {
-	f.fakeGemini.mu.Lock()
-	defer f.fakeGemini.mu.Unlock()
-	return len(f.requests)
-}
+func (f *cachingFake) since(i int) []pt.Request { return f.Seen()[i:] }
 
 // turns is a conversation of n contents, alternating user and model,
 // ending with the user.
@@ -115,7 +105,7 @@ func TestContextCache(t *testing.T) {
 	fake := newCachingFake(t)
 	var logs bytes.Buffer
 	m, err := New(t.Context(), "gemini-test", WithClientConfig(genai.ClientConfig{
-		APIKey: "fake-key", Backend: genai.BackendGeminiAPI, HTTPOptions: genai.HTTPOptions{BaseURL: fake.srv.URL},
+		APIKey: "fake-key", Backend: genai.BackendGeminiAPI, HTTPOptions: genai.HTTPOptions{BaseURL: fake.URL},
 	}), WithLogger(slog.New(slog.NewTextHandler(&logs, nil))))
 	if err != nil {
 		t.Fatal(err)
@@ -151,7 +141,7 @@ func TestContextCache(t *testing.T) {
 		if minTokens == 0 {
 			minTokens = 10
 		}
-		before := fake.seen()
+		before := len(fake.Seen())
 		req := &model.Request{SystemInstruction: instr, Contents: turns(st.contents),
 			Tools: []*model.FunctionDeclaration{{Name: "lookup", Description: "looks up"}},
 			Cache: &model.CacheConfig{Intervals: 2, TTL: time.Hour, MinTokens: minTokens}}
@@ -172,9 +162,9 @@ func TestContextCache(t *testing.T) {
 	}
 }
 
-func checkCacheStep(t *testing.T, st cacheStep, reqs []fakeRequest, instr string) {
+func checkCacheStep(t *testing.T, st cacheStep, reqs []pt.Request, instr string) {
 	t.Helper()
-	var creates, calls []fakeRequest
+	var creates, calls []pt.Request
 	for _, r := range reqs {
 		if strings.HasSuffix(r.Path, "/cachedContents") {
 			creates = append(creates, r)

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/agentrunner/agentrunner/runner/model"
+	pt "github.com/agentrunner/agentrunner/runner/model/internal/providertest"
 )
 
 // TestErrorCodes checks that Gemini's failures carry the stable codes the
@@ -36,7 +37,7 @@ func TestErrorCodes(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			fake := newFakeGemini(t, tt.reply)
-			_, err := collectErr(fake.model(t, "gemini-test").Generate(t.Context(), helloRequest(), false))
+			_, err := pt.CollectErr(newModel(t, fake, "gemini-test").Generate(t.Context(), pt.HelloRequest(), false))
 			var me *model.Error
 			if !errors.As(err, &me) {
 				t.Fatalf("error %v (%T), want a *model.Error", err, err)

@@ -9,17 +9,18 @@ import (
 	"google.golang.org/protobuf/types/known/structpb"
 
 	agentrunnerv1 "github.com/agentrunner/agentrunner/gen/go/agentrunner/v1"
+	pt "github.com/agentrunner/agentrunner/runner/model/internal/providertest"
 )
 
 // allParts has one part of every kind, with the optional fields set.
 func allParts(t *testing.T) *agentrunnerv1.Content {
 	return &agentrunnerv1.Content{Role: "model", Parts: []*agentrunnerv1.Part{
-		textPart("answer"),
+		pt.Text("answer"),
 		thoughtPart("reasoning", "sig-t"),
-		signed(textPart(""), "sig-empty"),
+		signed(pt.Text(""), "sig-empty"),
 		{Data: &agentrunnerv1.Part_InlineData{InlineData: &agentrunnerv1.Blob{MimeType: "image/png", Data: []byte{0, 1, 2}, DisplayName: "a.png"}}},
 		{Data: &agentrunnerv1.Part_FileData{FileData: &agentrunnerv1.FileData{MimeType: "text/plain", FileUri: "gs://b/f.txt", DisplayName: "f"}}},
-		signed(callPart("id-1", "lookup", map[string]any{"q": "x", "n": 3.5, "tags": []any{"a", nil}, "nested": map[string]any{"b": true}}), "sig-c"),
+		signed(pt.Call("id-1", "lookup", map[string]any{"q": "x", "n": 3.5, "tags": []any{"a", nil}, "nested": map[string]any{"b": true}}), "sig-c"),
 		{Data: &agentrunnerv1.Part_FunctionCall{FunctionCall: &agentrunnerv1.FunctionCall{Id: "id-2", Name: "no_args"}}},
 		{Data: &agentrunnerv1.Part_FunctionCall{FunctionCall: &agentrunnerv1.FunctionCall{Name: "empty_args", Args: &structpb.Struct{}}}},
 		{Data: &agentrunnerv1.Part_FunctionResponse{FunctionResponse: &agentrunnerv1.FunctionResponse{

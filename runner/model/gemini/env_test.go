@@ -4,6 +4,8 @@ import (
 	"testing"
 
 	"google.golang.org/genai"
+
+	pt "github.com/agentrunner/agentrunner/runner/model/internal/providertest"
 )
 
 func TestCredentialsFromEnv(t *testing.T) {
@@ -40,7 +42,7 @@ func TestCredentialsFromEnv(t *testing.T) {
 func TestNewFromEnv(t *testing.T) {
 	fake := newFakeGemini(t, unary(okBody))
 	t.Setenv("GEMINI_API_KEY", "env-key")
-	t.Setenv("GOOGLE_GEMINI_BASE_URL", fake.srv.URL)
+	t.Setenv("GOOGLE_GEMINI_BASE_URL", fake.URL)
 
 	m, err := New(t.Context(), "gemini-env")
 	if err != nil {
@@ -49,10 +51,10 @@ func TestNewFromEnv(t *testing.T) {
 	if m.Name() != "gemini-env" {
 		t.Errorf("Name() = %q", m.Name())
 	}
-	collect(t, m.Generate(t.Context(), helloRequest(), false))
-	got := fake.onlyRequest(t)
-	if got.APIKey != "env-key" || got.Path != "/v1beta/models/gemini-env:generateContent" {
-		t.Errorf("request key %q path %q, want env-key and the env model", got.APIKey, got.Path)
+	pt.Collect(t, m.Generate(t.Context(), pt.HelloRequest(), false))
+	got := fake.Only(t)
+	if apiKey(got) != "env-key" || got.Path != "/v1beta/models/gemini-env:generateContent" {
+		t.Errorf("request key %q path %q, want env-key and the env model", apiKey(got), got.Path)
 	}
 }
 
@@ -69,7 +71,7 @@ func TestNewErrors(t *testing.T) {
 // TestWithClient checks that a caller-made client is used as is.
 func TestWithClient(t *testing.T) {
 	fake := newFakeGemini(t, unary(okBody))
-	cc := genai.ClientConfig{APIKey: "own-key", Backend: genai.BackendGeminiAPI, HTTPOptions: genai.HTTPOptions{BaseURL: fake.srv.URL}}
+	cc := genai.ClientConfig{APIKey: "own-key", Backend: genai.BackendGeminiAPI, HTTPOptions: genai.HTTPOptions{BaseURL: fake.URL}}
 	client, err := genai.NewClient(t.Context(), &cc)
 	if err != nil {
 		t.Fatal(err)
@@ -78,8 +80,8 @@ func TestWithClient(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	collect(t, m.Generate(t.Context(), helloRequest(), false))
-	if got := fake.onlyRequest(t).APIKey; got != "own-key" {
+	pt.Collect(t, m.Generate(t.Context(), pt.HelloRequest(), false))
+	if got := apiKey(fake.Only(t)); got != "own-key" {
 		t.Errorf("api key %q, want own-key", got)
 	}
 }

@@ -1,75 +1,42 @@
 package gemini
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"strings"
-	"sync"
 	"testing"
 
 	"google.golang.org/genai"
+
+	"github.com/agentrunner/agentrunner/runner/model"
+	pt "github.com/agentrunner/agentrunner/runner/model/internal/providertest"
 )
 
-// fakeGemini is a Gemini API stand-in on 127.0.0.1. It records every request
-// the real genai client sends and answers with what the test says.
-type fakeGemini struct {
-	srv *httptest.Server
+// The fake API and the checks every provider shares are providertest's;
+// what is Gemini's own is here: its genai client's configuration, its
+// streaming URL and framing, and its error bodies.
 
-	mu       sync.Mutex
-	requests []fakeRequest
-}
+// reply answers one request of the fake.
+type reply = pt.Reply
 
-// fakeRequest is one request as the fake saw it.
-type fakeRequest struct {
-	Method string
-	Path   string
-	Query  string
-	APIKey string
-	Body   map[string]any
-}
-
-// reply answers one request; body is the decoded JSON request body.
-type reply func(w http.ResponseWriter, r *http.Request)
-
-// newFakeGemini starts the fake. It clears every environment variable genai
-// reads, so that no test can pick up real credentials or a real endpoint.
-func newFakeGemini(t *testing.T, answer reply) *fakeGemini {
+// newFakeGemini starts a Gemini API stand-in on 127.0.0.1 answering with
+// replies (the last again once they run out). It clears every environment
+// variable genai reads, so that no test can pick up real credentials or a
+// real endpoint.
+func newFakeGemini(t *testing.T, replies ...reply) *pt.Fake {
 	t.Helper()
 	clearGenaiEnv(t)
-	f := &fakeGemini{}
-	f.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		raw, err := io.ReadAll(r.Body)
-		if err != nil {
-			t.Errorf("fake: read body: %v", err)
-			w.WriteHeader(http.StatusBadRequest)
-			return
-		}
-		req := fakeRequest{
-			Method: r.Method, Path: r.URL.Path, Query: r.URL.RawQuery,
-			APIKey: r.Header.Get("x-goog-api-key"),
-		}
-		if err := json.Unmarshal(raw, &req.Body); err != nil {
-			t.Errorf("fake: request body is not JSON: %v: %s", err, raw)
-		}
-		f.mu.Lock()
-		f.requests = append(f.requests, req)
-		f.mu.Unlock()
-		answer(w, r)
-	}))
-	t.Cleanup(f.srv.Close)
-	return f
+	return pt.NewFake(t, replies...)
 }
 
-// model returns a Model using the real genai client pointed at the fake.
-func (f *fakeGemini) model(t *testing.T, name string) *Model {
+// newModel returns a Model using the real genai client pointed at f.
+func newModel(t *testing.T, f *pt.Fake, name string) *Model {
 	t.Helper()
 	m, err := New(t.Context(), name, WithClientConfig(genai.ClientConfig{
-		APIKey:      "fake-key",
+		APIKey:      pt.APIKey,
 		Backend:     genai.BackendGeminiAPI,
-		HTTPOptions: genai.HTTPOptions{BaseURL: f.srv.URL},
+		HTTPOptions: genai.HTTPOptions{BaseURL: f.URL},
 	}))
 	if err != nil {
 		t.Fatalf("New: %v", err)
@@ -77,16 +44,24 @@ func (f *fakeGemini) model(t *testing.T, name string) *Model {
 	return m
 }
 
-// onlyRequest returns the single request the fake saw.
-func (f *fakeGemini) onlyRequest(t *testing.T) fakeRequest {
-	t.Helper()
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if len(f.requests) != 1 {
-		t.Fatalf("fake saw %d requests, want 1", len(f.requests))
-	}
-	return f.requests[0]
+// provider is Gemini's side of providertest's shared tests.
+var provider = pt.Provider{
+	Name:      "gemini",
+	ModelName: "gemini-test",
+	Start:     newFakeGemini,
+	Model:     func(t *testing.T, f *pt.Fake, name string) model.Model { return newModel(t, f, name) },
+	Error: func(code int, message string, headers ...string) pt.Reply {
+		return apiError(code, errorStatuses[code], message, headers...)
+	},
+	OK: unary(`{"candidates":[{"content":{"role":"model","parts":[{"text":"ok"}]},"finishReason":"STOP"}]}`),
 }
+
+// errorStatuses are the API's statuses of the HTTP codes the shared
+// tests answer with.
+var errorStatuses = map[int]string{429: "RESOURCE_EXHAUSTED", 503: "UNAVAILABLE"}
+
+// apiKey returns the key a request carried.
+func apiKey(r pt.Request) string { return r.Header.Get("x-goog-api-key") }
 
 func clearGenaiEnv(t *testing.T) {
 	t.Helper()
@@ -109,10 +84,12 @@ func unary(body string) reply {
 			sse(body)(w, r)
 			return
 		}
-		w.Header().Set("Content-Type", "application/json")
-		io.WriteString(w, body)
+		pt.JSON(body)(w, r)
 	}
 }
+
+// events is the API's framing of server-sent events.
+var events = pt.Stream{Event: func(w io.Writer, chunk string) { fmt.Fprintf(w, "data: %s\r\n\r\n", chunk) }}
 
 // sse answers with one server-sent event per chunk. A unary call gets a
 // 400, so a test that used the wrong mode fails loudly.
@@ -122,21 +99,14 @@ func sse(chunks ...string) reply {
 			apiError(http.StatusBadRequest, "INVALID_ARGUMENT", "fake: this reply is for streaming calls")(w, r)
 			return
 		}
-		w.Header().Set("Content-Type", "text/event-stream")
-		for _, c := range chunks {
-			fmt.Fprintf(w, "data: %s\r\n\r\n", c)
-			w.(http.Flusher).Flush()
-		}
+		events.Answer(chunks...)(w, r)
 	}
 }
 
-// apiError answers with an HTTP error in the API's JSON error shape.
-func apiError(code int, status, message string) reply {
-	return func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "application/json")
-		w.WriteHeader(code)
-		fmt.Fprintf(w, `{"error":{"code":%d,"message":%q,"status":%q}}`, code, message, status)
-	}
+// apiError answers with an HTTP error in the API's JSON error shape, and
+// the given headers.
+func apiError(code int, status, message string, headers ...string) reply {
+	return pt.APIError(code, fmt.Sprintf(`{"error":{"code":%d,"message":%q,"status":%q}}`, code, message, status), headers...)
 }
 
 func isStream(r *http.Request) bool {
@@ -162,7 +132,7 @@ func (b *blocking) reply(w http.ResponseWriter, r *http.Request) {
 	if isStream(r) {
 		w.Header().Set("Content-Type", "text/event-stream")
 		for _, c := range b.chunks {
-			fmt.Fprintf(w, "data: %s\r\n\r\n", c)
+			events.Event(w, c)
 		}
 		w.(http.Flusher).Flush()
 	}

@@ -3,109 +3,17 @@ package gemini
 import (
 	"context"
 	"errors"
-	"fmt"
-	"iter"
 	"net/http"
 	"strings"
 	"testing"
 	"time"
 
 	"google.golang.org/genai"
-	"google.golang.org/protobuf/encoding/prototext"
-	"google.golang.org/protobuf/proto"
-	"google.golang.org/protobuf/types/known/structpb"
 
 	agentrunnerv1 "github.com/agentrunner/agentrunner/gen/go/agentrunner/v1"
 	"github.com/agentrunner/agentrunner/runner/model"
+	pt "github.com/agentrunner/agentrunner/runner/model/internal/providertest"
 )
-
-// collect drains seq, failing the test on an error.
-func collect(t *testing.T, seq iter.Seq2[*model.Response, error]) []*model.Response {
-	t.Helper()
-	resps, err := collectErr(seq)
-	if err != nil {
-		t.Fatalf("Generate: %v", err)
-	}
-	return resps
-}
-
-// collectErr drains seq and returns the responses before the error, and the
-// error. It checks the contract that an error ends the sequence.
-func collectErr(seq iter.Seq2[*model.Response, error]) ([]*model.Response, error) {
-	var resps []*model.Response
-	var firstErr error
-	for r, err := range seq {
-		if firstErr != nil {
-			return resps, fmt.Errorf("sequence went on after error %v", firstErr)
-		}
-		if err != nil {
-			firstErr = err
-			continue
-		}
-		resps = append(resps, r)
-	}
-	return resps, firstErr
-}
-
-// diffResponses describes how got differs from want, or returns "".
-func diffResponses(got, want []*model.Response) string {
-	var b strings.Builder
-	if len(got) != len(want) {
-		fmt.Fprintf(&b, "got %d responses, want %d\n", len(got), len(want))
-	}
-	for i := range min(len(got), len(want)) {
-		if d := diffResponse(got[i], want[i]); d != "" {
-			fmt.Fprintf(&b, "response %d: %s\n", i, d)
-		}
-	}
-	if b.Len() > 0 {
-		for i, r := range got {
-			fmt.Fprintf(&b, "got[%d] = %s\n", i, showResponse(r))
-		}
-	}
-	return b.String()
-}
-
-func diffResponse(got, want *model.Response) string {
-	var d []string
-	if got == nil || want == nil {
-		if got != want {
-			return fmt.Sprintf("got %v, want %v", got, want)
-		}
-		return ""
-	}
-	if !proto.Equal(got.Content, want.Content) {
-		d = append(d, fmt.Sprintf("content {%s}, want {%s}", prototext.Format(got.Content), prototext.Format(want.Content)))
-	}
-	if !proto.Equal(got.Usage, want.Usage) {
-		d = append(d, fmt.Sprintf("usage {%s}, want {%s}", prototext.Format(got.Usage), prototext.Format(want.Usage)))
-	}
-	check := func(name string, g, w any) {
-		if g != w {
-			d = append(d, fmt.Sprintf("%s %v, want %v", name, g, w))
-		}
-	}
-	check("Partial", got.Partial, want.Partial)
-	check("TurnComplete", got.TurnComplete, want.TurnComplete)
-	check("FinishReason", got.FinishReason, want.FinishReason)
-	check("ErrorCode", got.ErrorCode, want.ErrorCode)
-	check("ErrorMessage", got.ErrorMessage, want.ErrorMessage)
-	check("ModelVersion", got.ModelVersion, want.ModelVersion)
-	return strings.Join(d, "; ")
-}
-
-func showResponse(r *model.Response) string {
-	if r == nil {
-		return "nil"
-	}
-	return fmt.Sprintf("{partial=%v complete=%v finish=%q err=%q/%q version=%q content={%s} usage={%s}}",
-		r.Partial, r.TurnComplete, r.FinishReason, r.ErrorCode, r.ErrorMessage, r.ModelVersion,
-		prototext.Format(r.Content), prototext.Format(r.Usage))
-}
-
-func modelContent(parts ...*agentrunnerv1.Part) *agentrunnerv1.Content {
-	return &agentrunnerv1.Content{Role: "model", Parts: parts}
-}
 
 func thoughtPart(s string, sig string) *agentrunnerv1.Part {
 	p := &agentrunnerv1.Part{Data: &agentrunnerv1.Part_Text{Text: s}, Thought: true}
@@ -120,26 +28,12 @@ func signed(p *agentrunnerv1.Part, sig string) *agentrunnerv1.Part {
 	return p
 }
 
-// callPart builds a part of the package-level case tables, from literals:
-// arguments structpb refuses are a bug in the table, hence the panic.
-func callPart(id, name string, args map[string]any) *agentrunnerv1.Part {
-	s, err := structpb.NewStruct(args)
-	if err != nil {
-		panic(err)
-	}
-	return &agentrunnerv1.Part{Data: &agentrunnerv1.Part_FunctionCall{FunctionCall: &agentrunnerv1.FunctionCall{Id: id, Name: name, Args: s}}}
-}
-
 func partial(version string, parts ...*agentrunnerv1.Part) *model.Response {
-	return &model.Response{Content: modelContent(parts...), Partial: true, ModelVersion: version}
+	return &model.Response{Content: pt.ModelContent(parts...), Partial: true, ModelVersion: version}
 }
 
 func usage(prompt, candidates, total int32) *agentrunnerv1.UsageMetadata {
 	return &agentrunnerv1.UsageMetadata{PromptTokenCount: prompt, CandidatesTokenCount: candidates, TotalTokenCount: total}
-}
-
-func helloRequest() *model.Request {
-	return &model.Request{Contents: []*agentrunnerv1.Content{{Role: "user", Parts: []*agentrunnerv1.Part{textPart("say hello")}}}}
 }
 
 // TestGenerate runs the real genai client against the fake for each kind of
@@ -149,45 +43,40 @@ func helloRequest() *model.Request {
 const fakeVersion = "fake-model-001"
 
 // generateCases are Gemini replies and the responses Generate must make of them.
-var generateCases = []struct {
-	name   string
-	stream bool
-	reply  reply
-	want   []*model.Response
-}{
+var generateCases = []pt.GenerateCase{
 	{
-		name:  "plain text",
-		reply: unary(`{"candidates":[{"content":{"role":"model","parts":[{"text":"Hello"}]},"index":0,"finishReason":"STOP"}],"usageMetadata":{"promptTokenCount":3,"candidatesTokenCount":2,"totalTokenCount":5},"modelVersion":"fake-model-001","responseId":"r1"}`),
-		want: []*model.Response{{
-			Content: modelContent(textPart("Hello")), TurnComplete: true, FinishReason: "STOP",
+		Name:  "plain text",
+		Reply: unary(`{"candidates":[{"content":{"role":"model","parts":[{"text":"Hello"}]},"index":0,"finishReason":"STOP"}],"usageMetadata":{"promptTokenCount":3,"candidatesTokenCount":2,"totalTokenCount":5},"modelVersion":"fake-model-001","responseId":"r1"}`),
+		Want: []*model.Response{{
+			Content: pt.ModelContent(pt.Text("Hello")), TurnComplete: true, FinishReason: "STOP",
 			Usage: usage(3, 2, 5), ModelVersion: fakeVersion,
 		}},
 	},
 	{
 		// A unary response is kept as the model returned it: its two
 		// text parts are not merged.
-		name:  "function call with thoughts",
-		reply: unary(`{"candidates":[{"content":{"role":"model","parts":[{"text":"need ","thought":true},{"text":"weather","thought":true},{"functionCall":{"id":"call-1","name":"get_weather","args":{"city":"Paris"}},"thoughtSignature":"c2lnLTE="}]},"finishReason":"STOP"}],"usageMetadata":{"promptTokenCount":10,"candidatesTokenCount":4,"thoughtsTokenCount":6,"cachedContentTokenCount":1,"toolUsePromptTokenCount":2,"totalTokenCount":20},"modelVersion":"fake-model-001"}`),
-		want: []*model.Response{{
-			Content: modelContent(thoughtPart("need ", ""), thoughtPart("weather", ""),
-				signed(callPart("call-1", "get_weather", map[string]any{"city": "Paris"}), "sig-1")),
+		Name:  "function call with thoughts",
+		Reply: unary(`{"candidates":[{"content":{"role":"model","parts":[{"text":"need ","thought":true},{"text":"weather","thought":true},{"functionCall":{"id":"call-1","name":"get_weather","args":{"city":"Paris"}},"thoughtSignature":"c2lnLTE="}]},"finishReason":"STOP"}],"usageMetadata":{"promptTokenCount":10,"candidatesTokenCount":4,"thoughtsTokenCount":6,"cachedContentTokenCount":1,"toolUsePromptTokenCount":2,"totalTokenCount":20},"modelVersion":"fake-model-001"}`),
+		Want: []*model.Response{{
+			Content: pt.ModelContent(thoughtPart("need ", ""), thoughtPart("weather", ""),
+				signed(pt.Call("call-1", "get_weather", map[string]any{"city": "Paris"}), "sig-1")),
 			TurnComplete: true, FinishReason: "STOP", ModelVersion: fakeVersion,
 			Usage: &agentrunnerv1.UsageMetadata{PromptTokenCount: 10, CandidatesTokenCount: 4, ThoughtsTokenCount: 6, CachedContentTokenCount: 1, ToolUsePromptTokenCount: 2, TotalTokenCount: 20},
 		}},
 	},
 	{
-		name:   "stream text",
-		stream: true,
-		reply: sse(
+		Name:   "stream text",
+		Stream: true,
+		Reply: sse(
 			`{"candidates":[{"content":{"role":"model","parts":[{"text":"Hel"}]}}],"modelVersion":"fake-model-001"}`,
 			`{"candidates":[{"content":{"role":"model","parts":[{"text":"lo, "}]}}],"usageMetadata":{"promptTokenCount":3,"totalTokenCount":3},"modelVersion":"fake-model-001"}`,
 			`{"candidates":[{"content":{"role":"model","parts":[{"text":"world"}]},"finishReason":"STOP"}],"usageMetadata":{"promptTokenCount":3,"candidatesTokenCount":3,"totalTokenCount":6},"modelVersion":"fake-model-001"}`,
 		),
-		want: []*model.Response{
-			partial(fakeVersion, textPart("Hel")),
-			partial(fakeVersion, textPart("lo, ")),
-			partial(fakeVersion, textPart("world")),
-			{Content: modelContent(textPart("Hello, world")), TurnComplete: true, FinishReason: "STOP", Usage: usage(3, 3, 6), ModelVersion: fakeVersion},
+		Want: []*model.Response{
+			partial(fakeVersion, pt.Text("Hel")),
+			partial(fakeVersion, pt.Text("lo, ")),
+			partial(fakeVersion, pt.Text("world")),
+			{Content: pt.ModelContent(pt.Text("Hello, world")), TurnComplete: true, FinishReason: "STOP", Usage: usage(3, 3, 6), ModelVersion: fakeVersion},
 		},
 	},
 	{
@@ -195,103 +84,95 @@ var generateCases = []struct {
 		// kept whole and only in the complete response, the trailing
 		// signature on an empty text part lands on the merged text, and
 		// usage comes from the last chunk that has it.
-		name:   "stream thoughts, text and a function call",
-		stream: true,
-		reply: sse(
+		Name:   "stream thoughts, text and a function call",
+		Stream: true,
+		Reply: sse(
 			`{"candidates":[{"content":{"role":"model","parts":[{"text":"Let me ","thought":true}]}}]}`,
 			`{"candidates":[{"content":{"role":"model","parts":[{"text":"think","thought":true}]}}],"usageMetadata":{"promptTokenCount":1,"totalTokenCount":1}}`,
 			`{"candidates":[{"content":{"role":"model","parts":[{"text":"Checking"},{"text":" the"}]}}]}`,
 			`{"candidates":[{"content":{"role":"model","parts":[{"text":" weather"},{"text":"","thoughtSignature":"c2lnLTI="}]}}],"usageMetadata":{"promptTokenCount":7,"candidatesTokenCount":5,"totalTokenCount":12}}`,
 			`{"candidates":[{"content":{"role":"model","parts":[{"functionCall":{"id":"call-9","name":"get_weather","args":{"city":"Oslo"}}}]},"finishReason":"STOP"}],"modelVersion":"fake-model-002"}`,
 		),
-		want: []*model.Response{
+		Want: []*model.Response{
 			partial("", thoughtPart("Let me ", "")),
 			partial("", thoughtPart("think", "")),
-			partial("", textPart("Checking"), textPart(" the")),
-			partial("", textPart(" weather")),
+			partial("", pt.Text("Checking"), pt.Text(" the")),
+			partial("", pt.Text(" weather")),
 			{
-				Content: modelContent(thoughtPart("Let me think", ""), signed(textPart("Checking the weather"), "sig-2"),
-					callPart("call-9", "get_weather", map[string]any{"city": "Oslo"})),
+				Content: pt.ModelContent(thoughtPart("Let me think", ""), signed(pt.Text("Checking the weather"), "sig-2"),
+					pt.Call("call-9", "get_weather", map[string]any{"city": "Oslo"})),
 				TurnComplete: true, FinishReason: "STOP", Usage: usage(7, 5, 12), ModelVersion: "fake-model-002",
 			},
 		},
 	},
 	{
-		name:  "blocked prompt",
-		reply: unary(`{"promptFeedback":{"blockReason":"SAFETY","safetyRatings":[{"category":"HARM_CATEGORY_HARASSMENT","probability":"HIGH"}]},"usageMetadata":{"promptTokenCount":4,"totalTokenCount":4},"modelVersion":"fake-model-001"}`),
-		want: []*model.Response{{
+		Name:  "blocked prompt",
+		Reply: unary(`{"promptFeedback":{"blockReason":"SAFETY","safetyRatings":[{"category":"HARM_CATEGORY_HARASSMENT","probability":"HIGH"}]},"usageMetadata":{"promptTokenCount":4,"totalTokenCount":4},"modelVersion":"fake-model-001"}`),
+		Want: []*model.Response{{
 			TurnComplete: true, ErrorCode: "SAFETY", ErrorMessage: "the prompt was blocked (SAFETY)",
 			Usage: usage(4, 0, 4), ModelVersion: fakeVersion,
 		}},
 	},
 	{
-		name:   "blocked prompt, stream",
-		stream: true,
-		reply:  sse(`{"promptFeedback":{"blockReason":"PROHIBITED_CONTENT","blockReasonMessage":"no"},"modelVersion":"fake-model-001"}`),
-		want: []*model.Response{{
+		Name:   "blocked prompt, stream",
+		Stream: true,
+		Reply:  sse(`{"promptFeedback":{"blockReason":"PROHIBITED_CONTENT","blockReasonMessage":"no"},"modelVersion":"fake-model-001"}`),
+		Want: []*model.Response{{
 			TurnComplete: true, ErrorCode: "PROHIBITED_CONTENT", ErrorMessage: "no", ModelVersion: fakeVersion,
 		}},
 	},
 	{
-		name:  "safety stop without content",
-		reply: unary(`{"candidates":[{"finishReason":"SAFETY","safetyRatings":[{"category":"HARM_CATEGORY_HARASSMENT","probability":"HIGH","blocked":true}]}]}`),
-		want: []*model.Response{{
-			Content: modelContent(), TurnComplete: true, FinishReason: "SAFETY",
+		Name:  "safety stop without content",
+		Reply: unary(`{"candidates":[{"finishReason":"SAFETY","safetyRatings":[{"category":"HARM_CATEGORY_HARASSMENT","probability":"HIGH","blocked":true}]}]}`),
+		Want: []*model.Response{{
+			Content: pt.ModelContent(), TurnComplete: true, FinishReason: "SAFETY",
 			ErrorCode: "SAFETY", ErrorMessage: "the response was stopped for safety reasons",
 		}},
 	},
 	{
-		name:   "max tokens keeps the truncated answer",
-		stream: true,
-		reply: sse(
+		Name:   "max tokens keeps the truncated answer",
+		Stream: true,
+		Reply: sse(
 			`{"candidates":[{"content":{"role":"model","parts":[{"text":"The answer is"}]}}]}`,
 			// genai drops finishMessage for the Gemini Developer API, so
 			// the message is ours.
 			`{"candidates":[{"content":{"role":"model","parts":[{"text":" long"}]},"finishReason":"MAX_TOKENS","finishMessage":"ignored"}]}`,
 		),
-		want: []*model.Response{
-			partial("", textPart("The answer is")),
-			partial("", textPart(" long")),
-			{Content: modelContent(textPart("The answer is long")), TurnComplete: true, FinishReason: "MAX_TOKENS", ErrorCode: "MAX_TOKENS", ErrorMessage: "the response reached the maximum number of output tokens"},
+		Want: []*model.Response{
+			partial("", pt.Text("The answer is")),
+			partial("", pt.Text(" long")),
+			{Content: pt.ModelContent(pt.Text("The answer is long")), TurnComplete: true, FinishReason: "MAX_TOKENS", ErrorCode: "MAX_TOKENS", ErrorMessage: "the response reached the maximum number of output tokens"},
 		},
 	},
 	{
-		name:  "no candidates",
-		reply: unary(`{"modelVersion":"fake-model-001"}`),
-		want: []*model.Response{{
+		Name:  "no candidates",
+		Reply: unary(`{"modelVersion":"fake-model-001"}`),
+		Want: []*model.Response{{
 			TurnComplete: true, ErrorCode: "UNKNOWN_ERROR", ErrorMessage: "the model returned no candidates", ModelVersion: fakeVersion,
 		}},
 	},
 	{
-		name:  "candidate without content",
-		reply: unary(`{"candidates":[{"finishReason":"STOP"}]}`),
-		want:  []*model.Response{{Content: modelContent(), TurnComplete: true, FinishReason: "STOP"}},
+		Name:  "candidate without content",
+		Reply: unary(`{"candidates":[{"finishReason":"STOP"}]}`),
+		Want:  []*model.Response{{Content: pt.ModelContent(), TurnComplete: true, FinishReason: "STOP"}},
 	},
 	{
-		name:   "empty parts, stream",
-		stream: true,
-		reply:  sse(`{"candidates":[{"content":{"role":"model","parts":[]}}]}`, `{"candidates":[{"content":{"role":"model"},"finishReason":"STOP"}]}`),
-		want:   []*model.Response{{Content: modelContent(), TurnComplete: true, FinishReason: "STOP"}},
+		Name:   "empty parts, stream",
+		Stream: true,
+		Reply:  sse(`{"candidates":[{"content":{"role":"model","parts":[]}}]}`, `{"candidates":[{"content":{"role":"model"},"finishReason":"STOP"}]}`),
+		Want:   []*model.Response{{Content: pt.ModelContent(), TurnComplete: true, FinishReason: "STOP"}},
 	},
 	{
 		// Parts agentrunner.v1 cannot hold are dropped, not turned into
 		// empty text.
-		name:  "unsupported part kinds",
-		reply: unary(`{"candidates":[{"content":{"role":"model","parts":[{"executableCode":{"language":"PYTHON","code":"print(1)"}},{"text":"1"}]},"finishReason":"STOP"}]}`),
-		want:  []*model.Response{{Content: modelContent(textPart("1")), TurnComplete: true, FinishReason: "STOP"}},
+		Name:  "unsupported part kinds",
+		Reply: unary(`{"candidates":[{"content":{"role":"model","parts":[{"executableCode":{"language":"PYTHON","code":"print(1)"}},{"text":"1"}]},"finishReason":"STOP"}]}`),
+		Want:  []*model.Response{{Content: pt.ModelContent(pt.Text("1")), TurnComplete: true, FinishReason: "STOP"}},
 	},
 }
 
 func TestGenerate(t *testing.T) {
-	for _, tt := range generateCases {
-		t.Run(tt.name, func(t *testing.T) {
-			fake := newFakeGemini(t, tt.reply)
-			got := collect(t, fake.model(t, "gemini-test").Generate(t.Context(), helloRequest(), tt.stream))
-			if d := diffResponses(got, tt.want); d != "" {
-				t.Error(d)
-			}
-		})
-	}
+	pt.RunGenerate(t, provider, generateCases, nil)
 }
 
 // TestGenerateAPIErrors checks that HTTP errors, and an error event inside
@@ -333,13 +214,13 @@ func TestGenerateAPIErrors(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			fake := newFakeGemini(t, tt.reply)
-			got, err := collectErr(fake.model(t, "gemini-test").Generate(t.Context(), helloRequest(), tt.stream))
+			got, err := pt.CollectErr(newModel(t, fake, "gemini-test").Generate(t.Context(), pt.HelloRequest(), tt.stream))
 			if len(got) != tt.wantPartials {
 				t.Errorf("got %d responses before the error, want %d", len(got), tt.wantPartials)
 			}
 			for _, r := range got {
 				if !r.Partial {
-					t.Errorf("complete response before the error: %s", showResponse(r))
+					t.Errorf("complete response before the error: %s", pt.ShowResponse(r))
 				}
 			}
 			var apiErr *APIError
@@ -376,7 +257,7 @@ func TestGenerateCancel(t *testing.T) {
 
 		var got []*model.Response
 		var gotErr error
-		for r, err := range fake.model(t, "gemini-test").Generate(ctx, helloRequest(), true) {
+		for r, err := range newModel(t, fake, "gemini-test").Generate(ctx, pt.HelloRequest(), true) {
 			if err != nil {
 				gotErr = err
 				break
@@ -402,7 +283,7 @@ func TestGenerateCancel(t *testing.T) {
 			<-hang.started
 			cancel()
 		}()
-		_, err := collectErr(fake.model(t, "gemini-test").Generate(ctx, helloRequest(), false))
+		_, err := pt.CollectErr(newModel(t, fake, "gemini-test").Generate(ctx, pt.HelloRequest(), false))
 		if !errors.Is(err, context.Canceled) {
 			t.Errorf("error %v, want context.Canceled", err)
 		}
@@ -412,7 +293,7 @@ func TestGenerateCancel(t *testing.T) {
 		hang := newBlocking(`{"candidates":[{"content":{"role":"model","parts":[{"text":"first"}]}}]}`)
 		fake := newFakeGemini(t, hang.reply)
 		n := 0
-		for range fake.model(t, "gemini-test").Generate(t.Context(), helloRequest(), true) {
+		for range newModel(t, fake, "gemini-test").Generate(t.Context(), pt.HelloRequest(), true) {
 			n++
 			break
 		}
@@ -452,13 +333,13 @@ func TestGenerateMalformed(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			fake := newFakeGemini(t, tt.reply)
-			resps, err := collectErr(fake.model(t, "gemini-test").Generate(t.Context(), helloRequest(), tt.stream))
+			resps, err := pt.CollectErr(newModel(t, fake, "gemini-test").Generate(t.Context(), pt.HelloRequest(), tt.stream))
 			if err == nil {
 				t.Fatalf("no error; responses: %v", resps)
 			}
 			for _, r := range resps {
 				if !r.Partial {
-					t.Errorf("complete response before the error: %s", showResponse(r))
+					t.Errorf("complete response before the error: %s", pt.ShowResponse(r))
 				}
 			}
 			var apiErr *APIError
@@ -474,13 +355,11 @@ func TestGenerateMalformed(t *testing.T) {
 
 func TestGenerateNilRequest(t *testing.T) {
 	fake := newFakeGemini(t, unary(okBody))
-	_, err := collectErr(fake.model(t, "gemini-test").Generate(t.Context(), nil, false))
+	_, err := pt.CollectErr(newModel(t, fake, "gemini-test").Generate(t.Context(), nil, false))
 	if err == nil {
 		t.Fatal("no error for a nil request")
 	}
-	fake.mu.Lock()
-	defer fake.mu.Unlock()
-	if len(fake.requests) != 0 {
+	if len(fake.Seen()) != 0 {
 		t.Errorf("a nil request reached the server")
 	}
 }

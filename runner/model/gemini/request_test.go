@@ -11,6 +11,7 @@ import (
 
 	agentrunnerv1 "github.com/agentrunner/agentrunner/gen/go/agentrunner/v1"
 	"github.com/agentrunner/agentrunner/runner/model"
+	pt "github.com/agentrunner/agentrunner/runner/model/internal/providertest"
 )
 
 const okBody = `{"candidates":[{"content":{"role":"model","parts":[{"text":"ok"}]},"finishReason":"STOP"}],"modelVersion":"fake-model-001"}`
@@ -24,10 +25,6 @@ func mustStruct(t *testing.T, m map[string]any) *structpb.Struct {
 	return s
 }
 
-func textPart(s string) *agentrunnerv1.Part {
-	return &agentrunnerv1.Part{Data: &agentrunnerv1.Part_Text{Text: s}}
-}
-
 // richRequest exercises every part kind, tools and every config field.
 func richRequest(t *testing.T) *model.Request {
 	temp, topP, topK := float32(0.25), float32(0.5), float32(40)
@@ -36,7 +33,7 @@ func richRequest(t *testing.T) *model.Request {
 		SystemInstruction: "You are terse.",
 		Contents: []*agentrunnerv1.Content{
 			{Role: "user", Parts: []*agentrunnerv1.Part{
-				textPart("what is the weather in Paris?"),
+				pt.Text("what is the weather in Paris?"),
 				{Data: &agentrunnerv1.Part_InlineData{InlineData: &agentrunnerv1.Blob{
 					MimeType: "image/png", Data: []byte{0x89, 'P', 'N', 'G'}, DisplayName: "map.png",
 				}}},
@@ -118,10 +115,10 @@ func TestRequestBody(t *testing.T) {
 	for _, stream := range []bool{false, true} {
 		t.Run(map[bool]string{false: "unary", true: "stream"}[stream], func(t *testing.T) {
 			fake := newFakeGemini(t, unary(okBody))
-			m := fake.model(t, "gemini-test")
-			collect(t, m.Generate(t.Context(), richRequest(t), stream))
+			m := newModel(t, fake, "gemini-test")
+			pt.Collect(t, m.Generate(t.Context(), richRequest(t), stream))
 
-			got := fake.onlyRequest(t)
+			got := fake.Only(t)
 			wantPath := "/v1beta/models/gemini-test:generateContent"
 			if stream {
 				wantPath = "/v1beta/models/gemini-test:streamGenerateContent"
@@ -129,8 +126,8 @@ func TestRequestBody(t *testing.T) {
 			if got.Method != "POST" || got.Path != wantPath {
 				t.Errorf("request %s %s, want POST %s", got.Method, got.Path, wantPath)
 			}
-			if got.APIKey != "fake-key" {
-				t.Errorf("x-goog-api-key = %q, want fake-key", got.APIKey)
+			if key := apiKey(got); key != pt.APIKey {
+				t.Errorf("x-goog-api-key = %q, want %s", key, pt.APIKey)
 			}
 			var want map[string]any
 			if err := json.Unmarshal([]byte(wantRichBody), &want); err != nil {
@@ -148,14 +145,14 @@ func TestRequestBody(t *testing.T) {
 // and that a request without config, tools or instruction sends none.
 func TestRequestModelOverride(t *testing.T) {
 	fake := newFakeGemini(t, unary(okBody))
-	m := fake.model(t, "gemini-default")
+	m := newModel(t, fake, "gemini-default")
 	req := &model.Request{
 		Model:    "gemini-other",
-		Contents: []*agentrunnerv1.Content{{Role: "user", Parts: []*agentrunnerv1.Part{textPart("hi")}}},
+		Contents: []*agentrunnerv1.Content{{Role: "user", Parts: []*agentrunnerv1.Part{pt.Text("hi")}}},
 	}
-	collect(t, m.Generate(t.Context(), req, false))
+	pt.Collect(t, m.Generate(t.Context(), req, false))
 
-	got := fake.onlyRequest(t)
+	got := fake.Only(t)
 	if want := "/v1beta/models/gemini-other:generateContent"; got.Path != want {
 		t.Errorf("path %s, want %s", got.Path, want)
 	}
@@ -174,7 +171,7 @@ func TestRequestVertexKeepsDisplayName(t *testing.T) {
 	fake := newFakeGemini(t, unary(okBody))
 	m, err := New(t.Context(), "gemini-test", WithClientConfig(genai.ClientConfig{
 		APIKey: "fake-key", Backend: genai.BackendVertexAI,
-		HTTPOptions: genai.HTTPOptions{BaseURL: fake.srv.URL},
+		HTTPOptions: genai.HTTPOptions{BaseURL: fake.URL},
 	}))
 	if err != nil {
 		t.Fatal(err)
@@ -182,9 +179,9 @@ func TestRequestVertexKeepsDisplayName(t *testing.T) {
 	req := &model.Request{Contents: []*agentrunnerv1.Content{{Role: "user", Parts: []*agentrunnerv1.Part{
 		{Data: &agentrunnerv1.Part_InlineData{InlineData: &agentrunnerv1.Blob{MimeType: "text/plain", Data: []byte("x"), DisplayName: "x.txt"}}},
 	}}}}
-	collect(t, m.Generate(t.Context(), req, false))
+	pt.Collect(t, m.Generate(t.Context(), req, false))
 
-	got := fake.onlyRequest(t)
+	got := fake.Only(t)
 	if !strings.HasSuffix(got.Path, "/models/gemini-test:generateContent") {
 		t.Errorf("path %s", got.Path)
 	}

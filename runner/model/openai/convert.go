@@ -4,12 +4,10 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
-	"strconv"
 	"strings"
 
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/shared"
-	"google.golang.org/protobuf/types/known/structpb"
 
 	agentrunnerv1 "github.com/agentrunner/agentrunner/gen/go/agentrunner/v1"
 	"github.com/agentrunner/agentrunner/runner/model"
@@ -40,10 +38,10 @@ func (m *Model) toParams(name string, req *model.Request, stream bool) (openai.C
 		return p, nil
 	}
 	if c.Temperature != nil {
-		p.Temperature = openai.Float(widen(*c.Temperature))
+		p.Temperature = openai.Float(model.Widen(*c.Temperature))
 	}
 	if c.TopP != nil {
-		p.TopP = openai.Float(widen(*c.TopP))
+		p.TopP = openai.Float(model.Widen(*c.TopP))
 	}
 	if c.MaxOutputTokens > 0 {
 		// OpenAI's reasoning models refuse max_tokens; older servers that
@@ -99,7 +97,7 @@ func toContentMessages(c *agentrunnerv1.Content) ([]openai.ChatCompletionMessage
 	var parts []openai.ChatCompletionContentPartUnionParam
 	for _, p := range c.GetParts() {
 		if fr := p.GetFunctionResponse(); fr != nil {
-			body, err := json.Marshal(structToMap(fr.GetResponse()))
+			body, err := json.Marshal(model.JSONObject(fr.GetResponse()))
 			if err != nil {
 				return nil, fmt.Errorf("function response %q: %w", fr.GetName(), err)
 			}
@@ -131,7 +129,7 @@ func toAssistant(c *agentrunnerv1.Content) (*openai.ChatCompletionAssistantMessa
 		case *agentrunnerv1.Part_Text:
 			text.WriteString(d.Text)
 		case *agentrunnerv1.Part_FunctionCall:
-			args, err := json.Marshal(structToMap(d.FunctionCall.GetArgs()))
+			args, err := json.Marshal(model.JSONObject(d.FunctionCall.GetArgs()))
 			if err != nil {
 				return nil, fmt.Errorf("function call %q: %w", d.FunctionCall.GetName(), err)
 			}
@@ -229,23 +227,4 @@ func toTools(decls []*model.FunctionDeclaration) []openai.ChatCompletionToolUnio
 		out = append(out, openai.ChatCompletionFunctionTool(fd))
 	}
 	return out
-}
-
-// structToMap keeps an absent Struct an empty object: the API wants a JSON
-// object for arguments and tool results alike.
-func structToMap(s *structpb.Struct) map[string]any {
-	if s == nil {
-		return map[string]any{}
-	}
-	return s.AsMap()
-}
-
-// widen converts a setting to float64 by its shortest decimal form, so that
-// a temperature of 0.2 is sent as 0.2, not as 0.20000000298023224.
-func widen(f float32) float64 {
-	v, err := strconv.ParseFloat(strconv.FormatFloat(float64(f), 'g', -1, 32), 64)
-	if err != nil {
-		return float64(f)
-	}
-	return v
 }

@@ -1,144 +1,43 @@
 package openai
 
 import (
-	"context"
-	"log/slog"
-	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/agentrunner/agentrunner/runner/model"
-	"github.com/agentrunner/agentrunner/runner/model/retry"
+	pt "github.com/agentrunner/agentrunner/runner/model/internal/providertest"
 )
-
-// These tests run the retry wrapper over the real SDK against the fake:
-// each injected fault ends as the retry package promises, retried into a
-// success or an in-band error with the stable code.
-
-// sleepless is a retry.Clock that records waits instead of sleeping.
-type sleepless struct {
-	mu    sync.Mutex
-	now   time.Time
-	waits []time.Duration
-}
-
-func (c *sleepless) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *sleepless) Sleep(ctx context.Context, d time.Duration) error {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.waits = append(c.waits, d)
-	c.now = c.now.Add(d)
-	return ctx.Err()
-}
-
-var faultPolicy = retry.Policy{MaxAttempts: 3, InitialBackoff: 100 * time.Millisecond, MaxTotal: time.Minute, CallTimeout: 5 * time.Second}
-
-func withRetry(t *testing.T, clock retry.Clock, p retry.Policy, primary model.Model, fallbacks ...model.Model) model.Model {
-	t.Helper()
-	cfg := retry.Config{Primary: retry.Target{Model: primary, Policy: p}, Clock: clock, Logger: slog.New(slog.DiscardHandler)}
-	for _, fb := range fallbacks {
-		cfg.Fallbacks = append(cfg.Fallbacks, retry.Target{Model: fb, Policy: p})
-	}
-	m, err := retry.New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return m
-}
 
 const (
 	finalChunk = `{"id":"c","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{"content":"Hello"},"finish_reason":"stop"}],"usage":{"prompt_tokens":2,"completion_tokens":1,"total_tokens":3}}`
 )
 
+// TestFaults runs the retry wrapper over the real SDK against the fake
+// with each fault of the Chat Completions API injected.
 func TestFaults(t *testing.T) {
-	tests := []struct {
-		name      string
-		stream    bool
-		timeout   time.Duration
-		replies   []reply
-		wantText  string // the answer, or "" for an in-band error
-		wantCode  string
-		wantCalls int
-		minWait   time.Duration // the first wait is at least this
-	}{
-		{name: "429 with Retry-After, then success", replies: []reply{apiError(429, "requests", "Rate limit", "Retry-After", "3"), unary(textReply)},
-			wantText: "ok", wantCalls: 2, minWait: 3 * time.Second},
-		{name: "500 then success", replies: []reply{apiError(500, "server_error", "boom"), unary(textReply)}, wantText: "ok", wantCalls: 2},
-		{name: "503 then success, stream", stream: true, replies: []reply{apiError(503, "server_error", "overloaded"), sse(finalChunk)}, wantText: "Hello", wantCalls: 2},
-		{name: "malformed JSON then success", replies: []reply{unary(`{"choices":[`), unary(textReply)}, wantText: "ok", wantCalls: 2},
-		{name: "dropped before the first chunk, then success", stream: true, replies: []reply{dropAfter(), sse(finalChunk)}, wantText: "Hello", wantCalls: 2},
-		{name: "503 every time", replies: []reply{apiError(503, "server_error", "overloaded")}, wantCode: model.CodeUnavailable, wantCalls: 3},
-		{name: "429 every time", stream: true, replies: []reply{apiError(429, "requests", "Rate limit")}, wantCode: model.CodeResourceExhausted, wantCalls: 3},
-		{name: "bad key", replies: []reply{apiError(401, "invalid_request_error", "Incorrect API key")}, wantCode: model.CodePermissionDenied, wantCalls: 1},
-		{name: "bad request", replies: []reply{apiError(400, "invalid_request_error", "bad")}, wantCode: model.CodeInvalidArgument, wantCalls: 1},
-		{name: "hang past the timeout", timeout: 50 * time.Millisecond, replies: []reply{hang()}, wantCode: model.CodeDeadlineExceeded, wantCalls: 3},
-		{name: "hang mid-stream past the timeout", stream: true, timeout: 50 * time.Millisecond, replies: []reply{hang(okChunk)}, wantCode: model.CodeDeadlineExceeded, wantCalls: 1},
-		{name: "dropped mid-stream", stream: true, replies: []reply{dropAfter(okChunk), sse(finalChunk)}, wantCode: model.CodeUnavailable, wantCalls: 1},
-		{name: "malformed chunk mid-stream", stream: true, replies: []reply{sse(okChunk, `{"choices":`), sse(finalChunk)}, wantCode: model.CodeUnavailable, wantCalls: 1},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			fake := newFake(t, tt.replies...)
-			p := faultPolicy
-			if tt.timeout > 0 {
-				p.CallTimeout = tt.timeout
-			}
-			clock := &sleepless{}
-			m := withRetry(t, clock, p, fake.model(t, "gpt-test"))
-			got, err := collectErr(m.Generate(t.Context(), helloRequest(), tt.stream))
-			if err != nil {
-				t.Fatalf("Go error %v; every fault must end in band", err)
-			}
-			last := got[len(got)-1]
-			for _, r := range got[:len(got)-1] {
-				if !r.Partial {
-					t.Errorf("complete response before the last: %s", showResponse(r))
-				}
-			}
-			if tt.wantText != "" && (textOf(last) != tt.wantText || last.ErrorCode != "") {
-				t.Errorf("last response %s, want the answer %q", showResponse(last), tt.wantText)
-			}
-			if tt.wantCode != "" && (last.ErrorCode != tt.wantCode || !last.TurnComplete || !strings.Contains(last.ErrorMessage, "gpt-test")) {
-				t.Errorf("last response %s, want an in-band %s naming the model", showResponse(last), tt.wantCode)
-			}
-			if n := len(fake.seen()); n != tt.wantCalls {
-				t.Errorf("fake saw %d requests, want %d", n, tt.wantCalls)
-			}
-			if tt.minWait > 0 && (len(clock.waits) == 0 || clock.waits[0] < tt.minWait) {
-				t.Errorf("waits %v, want the first at least %v", clock.waits, tt.minWait)
-			}
-		})
-	}
+	pt.RunFaults(t, provider, []pt.FaultCase{
+		{Name: "429 with Retry-After, then success", Replies: []pt.Reply{apiError(429, "requests", "Rate limit", "Retry-After", "3"), pt.JSON(textReply)},
+			WantText: "ok", WantCalls: 2, MinWait: 3 * time.Second},
+		{Name: "500 then success", Replies: []pt.Reply{apiError(500, "server_error", "boom"), pt.JSON(textReply)}, WantText: "ok", WantCalls: 2},
+		{Name: "503 then success, stream", Stream: true, Replies: []pt.Reply{apiError(503, "server_error", "overloaded"), sse.Answer(finalChunk)}, WantText: "Hello", WantCalls: 2},
+		{Name: "malformed JSON then success", Replies: []pt.Reply{pt.JSON(`{"choices":[`), pt.JSON(textReply)}, WantText: "ok", WantCalls: 2},
+		{Name: "dropped before the first chunk, then success", Stream: true, Replies: []pt.Reply{sse.DropAfter(), sse.Answer(finalChunk)}, WantText: "Hello", WantCalls: 2},
+		{Name: "503 every time", Replies: []pt.Reply{apiError(503, "server_error", "overloaded")}, WantCode: model.CodeUnavailable, WantCalls: 3},
+		{Name: "429 every time", Stream: true, Replies: []pt.Reply{apiError(429, "requests", "Rate limit")}, WantCode: model.CodeResourceExhausted, WantCalls: 3},
+		{Name: "bad key", Replies: []pt.Reply{apiError(401, "invalid_request_error", "Incorrect API key")}, WantCode: model.CodePermissionDenied, WantCalls: 1},
+		{Name: "bad request", Replies: []pt.Reply{apiError(400, "invalid_request_error", "bad")}, WantCode: model.CodeInvalidArgument, WantCalls: 1},
+		{Name: "hang past the timeout", Timeout: 50 * time.Millisecond, Replies: []pt.Reply{sse.Hang()}, WantCode: model.CodeDeadlineExceeded, WantCalls: 3},
+		{Name: "hang mid-stream past the timeout", Stream: true, Timeout: 50 * time.Millisecond, Replies: []pt.Reply{sse.Hang(okChunk)}, WantCode: model.CodeDeadlineExceeded, WantCalls: 1},
+		{Name: "dropped mid-stream", Stream: true, Replies: []pt.Reply{sse.DropAfter(okChunk), sse.Answer(finalChunk)}, WantCode: model.CodeUnavailable, WantCalls: 1},
+		{Name: "malformed chunk mid-stream", Stream: true, Replies: []pt.Reply{sse.Answer(okChunk, `{"choices":`), sse.Answer(finalChunk)}, WantCode: model.CodeUnavailable, WantCalls: 1},
+	})
 }
 
 // TestFallbackAnswers: the primary deployment is out of quota, so the
 // fallback (another server, another model) answers.
 func TestFallbackAnswers(t *testing.T) {
-	exhausted := newFake(t, apiError(429, "insufficient_quota", "You exceeded your current quota"))
-	spare := newFake(t, unary(`{"id":"c","object":"chat.completion","created":1,"model":"spare-001","choices":[{"index":0,"message":{"role":"assistant","content":"from the spare"},"finish_reason":"stop"}]}`))
-	m := withRetry(t, &sleepless{}, faultPolicy, exhausted.model(t, "gpt-primary"), spare.model(t, "gpt-spare"))
-	got := collect(t, m.Generate(t.Context(), helloRequest(), false))
-	if len(got) != 1 || textOf(got[0]) != "from the spare" || got[0].ModelVersion != "spare-001" {
-		t.Fatalf("got %v, want the spare's answer", got)
-	}
-	if len(exhausted.seen()) != 3 || len(spare.seen()) != 1 {
-		t.Errorf("requests: primary %d, spare %d; want 3 and 1", len(exhausted.seen()), len(spare.seen()))
-	}
-	if body := spare.seen()[0].Body; body["model"] != "gpt-spare" {
-		t.Errorf("the spare was asked for model %v", body["model"])
-	}
-}
-
-func textOf(r *model.Response) string {
-	var b strings.Builder
-	for _, p := range r.Content.GetParts() {
-		b.WriteString(p.GetText())
-	}
-	return b.String()
+	pt.FallbackAnswers(t, provider,
+		apiError(429, "insufficient_quota", "You exceeded your current quota"),
+		pt.JSON(`{"id":"c","object":"chat.completion","created":1,"model":"spare-001","choices":[{"index":0,"message":{"role":"assistant","content":"from the spare"},"finish_reason":"stop"}]}`),
+		"from the spare", "spare-001")
 }

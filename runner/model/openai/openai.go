@@ -79,18 +79,9 @@ func New(cfg Config) (*Model, error) {
 	if base == "" {
 		base = DefaultBaseURL
 	}
-	hc := cfg.HTTPClient
-	if hc == nil {
-		hc = &http.Client{}
-	}
-	if cfg.IdleTimeout > 0 {
-		c := *hc
-		c.Transport = model.IdleTimeout(hc.Transport, cfg.IdleTimeout)
-		hc = &c
-	}
 	opts := []option.RequestOption{
 		option.WithBaseURL(base),
-		option.WithHTTPClient(hc),
+		option.WithHTTPClient(model.IdleClient(cfg.HTTPClient, cfg.IdleTimeout)),
 		option.WithMaxRetries(0),
 	}
 	if cfg.APIKey != "" {

@@ -13,18 +13,6 @@ import (
 	"github.com/agentrunner/agentrunner/runner/model"
 )
 
-// Finish reasons are reported in Gemini's words, which the runner and its
-// callers already know: "STOP" is a normal end (a tool call included),
-// anything else is an answer cut short and becomes the event's error code.
-const (
-	finishStop      = "STOP"
-	finishMaxTokens = "MAX_TOKENS"
-	finishSafety    = "SAFETY"
-	// finishMalformedCall is Gemini's name for a function call whose
-	// arguments are not valid JSON.
-	finishMalformedCall = "MALFORMED_FUNCTION_CALL"
-)
-
 // accumulator builds the complete Response of a call from one completion
 // or from every chunk of a stream. Only the first choice is read: the
 // runner continues one conversation.
@@ -150,21 +138,21 @@ func (a *accumulator) response() (*model.Response, error) {
 	}
 	if a.refusal.Len() > 0 {
 		content.Parts = append(content.Parts, textPart(a.refusal.String()))
-		resp.FinishReason = finishSafety
-		resp.ErrorCode, resp.ErrorMessage = finishSafety, "the model refused: "+a.refusal.String()
+		resp.FinishReason = model.FinishSafety
+		resp.ErrorCode, resp.ErrorMessage = model.FinishSafety, "the model refused: "+a.refusal.String()
 	}
 	slices.SortStableFunc(a.calls, func(x, y *toolCall) int { return int(x.index - y.index) })
 	for _, c := range a.calls {
 		p, err := callPart(c)
 		if err != nil {
-			resp.FinishReason = finishMalformedCall
-			resp.ErrorCode, resp.ErrorMessage = finishMalformedCall, err.Error()
+			resp.FinishReason = model.FinishMalformedCall
+			resp.ErrorCode, resp.ErrorMessage = model.FinishMalformedCall, err.Error()
 			continue
 		}
 		content.Parts = append(content.Parts, p)
 	}
 	resp.Content = content
-	if resp.ErrorCode == "" && resp.FinishReason != "" && resp.FinishReason != finishStop {
+	if resp.ErrorCode == "" && resp.FinishReason != "" && resp.FinishReason != model.FinishStop {
 		resp.ErrorCode = resp.FinishReason
 		resp.ErrorMessage = describeFinish(a.finish)
 	}
@@ -201,11 +189,11 @@ func finishReason(r string) string {
 	case "":
 		return ""
 	case "stop", "tool_calls", "function_call":
-		return finishStop
+		return model.FinishStop
 	case "length":
-		return finishMaxTokens
+		return model.FinishMaxTokens
 	case "content_filter":
-		return finishSafety
+		return model.FinishSafety
 	default:
 		return strings.ToUpper(r)
 	}
