@@ -6,12 +6,12 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"runtime/debug"
 	"sync"
 	"time"
 
 	agentrunnerv1 "github.com/agentrunner/agentrunner/gen/go/agentrunner/v1"
-	"github.com/agentrunner/agentrunner/runner/agent"
+	"github.com/agentrunner/agentrunner/runner/internal/live"
+	"github.com/agentrunner/agentrunner/runner/internal/replica"
 	"github.com/agentrunner/agentrunner/runner/internal/runrec"
 	"github.com/agentrunner/agentrunner/runner/internal/turn"
 	"github.com/agentrunner/agentrunner/store"
@@ -22,6 +22,15 @@ import (
 // when the session's run is already cancelled and unwinding (its caller
 // went away, or it was cancelled), instead of being refused at once.
 const DefaultCancelWait = 5 * time.Second
+
+// ReaderGoneGrace bounds how long a run refused by a busy session waits
+// for the session's run to lose its caller, when that run was started by
+// a stream whose going away cancels it. A chat client that stops an
+// answer drops its stream and sends the next message at once, on the same
+// connection: the server may see the new message a moment before it sees
+// the old stream end (the client's cancel is sent by another goroutine).
+// A request that is refused after all is refused this much later.
+const ReaderGoneGrace = 500 * time.Millisecond
 
 // runs is the runner's registry of live runs: the active run and the queue
 // of every session that has one, and the live runs by id.
@@ -40,6 +49,59 @@ type sessionRuns struct {
 }
 
 func (s *sessionRuns) busy() bool { return s != nil && (s.active != nil || len(s.queue) > 0) }
+
+// liveRun is a run this process admitted and has not finished: pending or
+// running. Its jobs are split: what it produces and its record are the
+// live run's (package live), which its readers follow; what it executes is
+// its turn.Job; the rest is admission's, here. Its session's lease, on a
+// store shared by replicas, is the replica mode's.
+type liveRun struct {
+	*live.Run
+	req Request
+	job turn.Job
+
+	// started reports that the run left the queue (guarded by the
+	// runner's registry lock).
+	started bool
+	// queued is closed once a queued run's pending record is stored;
+	// queueErr says whether that failed.
+	queued   chan struct{}
+	queueErr error
+	// requeued reports a pending run that Recover found and queued here:
+	// on a shared store the replica that queued it may still start it
+	// (replica.Mode.RunElsewhere).
+	requeued bool
+}
+
+// newLiveRun makes the live run of record rec; readerCtx is the context
+// of the reader whose leaving cancels it, or nil.
+func newLiveRun(ctx context.Context, key store.SessionKey, rec *agentrunnerv1.Run, req Request, readerCtx context.Context) *liveRun {
+	return &liveRun{
+		Run:    live.New(ctx, key, rec, readerCtx),
+		req:    req,
+		job:    turn.Job{ID: rec.GetRunId(), Key: key, Message: req.NewMessage, StateDelta: req.StateDelta, Config: req.Config},
+		queued: make(chan struct{}),
+	}
+}
+
+// markQueued opens the gate of a queued run: its pending record is stored
+// (err nil), or could not be.
+func (lr *liveRun) markQueued(err error) {
+	lr.queueErr = err
+	close(lr.queued)
+}
+
+// expect is what the run's stored record must still say when it starts.
+func (lr *liveRun) expect() replica.Expect {
+	e := replica.Expect{Stored: lr.job.Persisted}
+	if rs := lr.job.Resume; rs != nil {
+		e.Resumed, e.From, e.Seq = true, rs.From, rs.LastSeq
+	}
+	return e
+}
+
+// resumed reports whether this execution continues a run (ResumeRun).
+func (lr *liveRun) resumed() bool { return lr.job.Resume != nil }
 
 // admitted is what admission decided: a new live run (fresh), an earlier
 // live run with the same request_id, or the record of an earlier run with
@@ -104,45 +166,6 @@ func (r *Runner) admit(ctx context.Context, req Request) (admitted, error) {
 		}
 		t.Stop()
 	}
-}
-
-// ReaderGoneGrace bounds how long a run refused by a busy session waits
-// for the session's run to lose its caller, when that run was started by
-// a stream whose going away cancels it. A chat client that stops an
-// answer drops its stream and sends the next message at once, on the same
-// connection: the server may see the new message a moment before it sees
-// the old stream end (the client's cancel is sent by another goroutine).
-// A request that is refused after all is refused this much later.
-const ReaderGoneGrace = 500 * time.Millisecond
-
-// unwindWait is what a request refused by a busy session may wait for
-// before it tries again: the active run's end, or its reader's leaving.
-type unwindWait struct {
-	done, readerGone <-chan struct{}
-	bound            time.Duration
-}
-
-// unwindWaits records which waits a request has had: each at most once.
-type unwindWaits struct{ reader, cancel bool }
-
-// unwindWait returns the wait a request refused by the session's active
-// run may have, or nil: a run that was cancelled and is unwinding is
-// waited for (DefaultCancelWait), and a run whose stream may be leaving
-// is given ReaderGoneGrace to leave. Never behind queued runs.
-func (s *sessionRuns) unwindWait(waited *unwindWaits) *unwindWait {
-	a := s.active
-	if a == nil || len(s.queue) > 0 {
-		return nil
-	}
-	switch {
-	case a.Cancelling() && !waited.cancel:
-		waited.cancel = true
-		return &unwindWait{done: a.Done(), bound: DefaultCancelWait}
-	case a.ReaderGone() != nil && !waited.reader && !waited.cancel:
-		waited.reader = true
-		return &unwindWait{done: a.Done(), readerGone: a.ReaderGone(), bound: ReaderGoneGrace}
-	}
-	return nil
 }
 
 // checkRequest validates what can be checked before admission.
@@ -230,6 +253,36 @@ func (r *Runner) admitLocked(ctx context.Context, key store.SessionKey, req Requ
 	}
 	return a, nil, nil
 }
+
+// unwindWait is what a request refused by a busy session may wait for
+// before it tries again: the active run's end, or its reader's leaving.
+type unwindWait struct {
+	done, readerGone <-chan struct{}
+	bound            time.Duration
+}
+
+// unwindWait returns the wait a request refused by the session's active
+// run may have, or nil: a run that was cancelled and is unwinding is
+// waited for (DefaultCancelWait), and a run whose stream may be leaving
+// is given ReaderGoneGrace to leave. Never behind queued runs.
+func (s *sessionRuns) unwindWait(waited *unwindWaits) *unwindWait {
+	a := s.active
+	if a == nil || len(s.queue) > 0 {
+		return nil
+	}
+	switch {
+	case a.Cancelling() && !waited.cancel:
+		waited.cancel = true
+		return &unwindWait{done: a.Done(), bound: DefaultCancelWait}
+	case a.ReaderGone() != nil && !waited.reader && !waited.cancel:
+		waited.reader = true
+		return &unwindWait{done: a.Done(), readerGone: a.ReaderGone(), bound: ReaderGoneGrace}
+	}
+	return nil
+}
+
+// unwindWaits records which waits a request has had: each at most once.
+type unwindWaits struct{ reader, cancel bool }
 
 // blocker is the run a refused request is told about.
 func (s *sessionRuns) blocker() *liveRun {
@@ -323,28 +376,17 @@ func (r *Runner) settle(ctx context.Context, a admitted) (admitted, error) {
 	return a, nil
 }
 
-// enqueueShared queues a fresh run in the store, for a session that runs
-// elsewhere or here; front puts it first and interrupts the session's
-// run (victim, when it runs here). The caller follows the run through
-// the store.
-func (r *Runner) enqueueShared(ctx context.Context, lr *liveRun, front bool, victim *liveRun) (admitted, error) {
-	rec := lr.Record()
-	rec.Status = agentrunnerv1.RunStatus_RUN_STATUS_PENDING
-	rec.StartTime = nil
-	rec.Input = lr.req.input()
-	if err := r.mode.Enqueue(ctx, rec, front); err != nil {
-		return admitted{}, fmt.Errorf("queue run: %w", err)
+// prepare takes the session of a run that is about to start and plans
+// its turn (turn.Prepare). The lease first: the history read next must be
+// the last writer's; a run taken from the store's queue holds it already.
+func (r *Runner) prepare(ctx context.Context, lr *liveRun) (*turn.Prepared, error) {
+	if err := r.mode.Acquire(ctx, lr.Key, lr.ID); err != nil {
+		return nil, err
 	}
-	if front {
-		// Queued first, then the session's run stopped: the run that ends
-		// hands the session to this one.
-		if victim != nil {
-			victim.Cancel(runrec.InterruptedBy(lr.ID))
-		} else {
-			r.mode.InterruptHolder(ctx, lr.Key, lr.ID)
-		}
+	if err := r.mode.StillOurs(ctx, lr.ID, lr.expect()); err != nil {
+		return nil, err
 	}
-	return admitted{queued: rec}, nil
+	return turn.Prepare(ctx, r.env, &lr.job)
 }
 
 // queueBehind keeps the order of a session's queue: a fresh ENQUEUE run
@@ -372,83 +414,28 @@ func (r *Runner) queueBehind(ctx context.Context, a admitted) (admitted, error) 
 	return a, nil
 }
 
-// end ends a run: it leaves the registry (the session's next run may
-// start, and its lease is given up or handed on), then its readers hear
-// of its end, with rec and err. The session is free before they hear of
-// it, so that a caller can send the next message at once.
-func (r *Runner) end(lr *liveRun, rec *agentrunnerv1.Run, err error) {
-	r.mode.Release(lr.Key, lr.ID, func() { r.releaseRun(lr) })
-	lr.Finish(rec, err)
-}
-
-// releaseRun removes an ended run from the registry and starts the next
-// run of its session's queue in this process, if any.
-func (r *Runner) releaseRun(lr *liveRun) {
-	r.runs.mu.Lock()
-	defer r.runs.mu.Unlock()
-	delete(r.runs.byID, lr.ID)
-	sr := r.runs.sessions[lr.Key]
-	if sr == nil {
-		return
+// enqueueShared queues a fresh run in the store, for a session that runs
+// elsewhere or here; front puts it first and interrupts the session's
+// run (victim, when it runs here). The caller follows the run through
+// the store.
+func (r *Runner) enqueueShared(ctx context.Context, lr *liveRun, front bool, victim *liveRun) (admitted, error) {
+	rec := lr.Record()
+	rec.Status = agentrunnerv1.RunStatus_RUN_STATUS_PENDING
+	rec.StartTime = nil
+	rec.Input = lr.req.input()
+	if err := r.mode.Enqueue(ctx, rec, front); err != nil {
+		return admitted{}, fmt.Errorf("queue run: %w", err)
 	}
-	if sr.active == lr {
-		sr.active = nil
-	}
-	for i, q := range sr.queue {
-		if q == lr {
-			sr.queue = append(sr.queue[:i], sr.queue[i+1:]...)
-			break
+	if front {
+		// Queued first, then the session's run stopped: the run that ends
+		// hands the session to this one.
+		if victim != nil {
+			victim.Cancel(runrec.InterruptedBy(lr.ID))
+		} else {
+			r.mode.InterruptHolder(ctx, lr.Key, lr.ID)
 		}
 	}
-	if sr.active == nil && len(sr.queue) > 0 && !r.runs.draining {
-		next := sr.queue[0]
-		sr.queue = sr.queue[1:]
-		sr.active = next
-		next.started = true
-		r.launchLocked(next, nil)
-	}
-	if !sr.busy() {
-		delete(r.runs.sessions, lr.Key)
-	}
-}
-
-// launch starts the execution of an admitted run in its own goroutine.
-func (r *Runner) launch(lr *liveRun, p *turn.Prepared) {
-	r.runs.mu.Lock()
-	defer r.runs.mu.Unlock()
-	r.launchLocked(lr, p)
-}
-
-func (r *Runner) launchLocked(lr *liveRun, p *turn.Prepared) {
-	r.runs.wg.Add(1)
-	go func() {
-		defer r.runs.wg.Done()
-		defer r.recoverRun(lr)
-		r.execute(lr, p)
-	}()
-}
-
-// recoverRun keeps a panic in the runner's own code around a run (its
-// record, the registry) from killing the process: a run no longer lives on
-// its stream's goroutine, where the gRPC recovery caught it. The run ends
-// FAILED for its readers and its session is freed. (Panics in agents,
-// tools and plugins are caught nearer, by runGuarded and agent.Guard.)
-func (r *Runner) recoverRun(lr *liveRun) {
-	v := recover()
-	if v == nil {
-		return
-	}
-	err := &agent.PanicError{Where: "runner", Value: v}
-	r.log.Error("panic recovered", "where", "runner", "run", lr.ID, "panic", v, "stack", string(debug.Stack()))
-	rec := lr.Record()
-	runrec.Fail(rec, err, r.now()) // logged above
-	func() {
-		// Best effort: the store may be what panicked. Left RUNNING, the
-		// record is marked INTERRUPTED at the next start.
-		defer func() { _ = recover() }()
-		turn.StoreFinal(lr.Context(), r.env, lr, rec)
-	}()
-	r.end(lr, rec, err)
+	return admitted{queued: rec}, nil
 }
 
 // lookup returns the live run with the id, or nil.

@@ -2,24 +2,62 @@ package runner
 
 import (
 	"context"
+	"fmt"
+	"runtime/debug"
 
 	agentrunnerv1 "github.com/agentrunner/agentrunner/gen/go/agentrunner/v1"
 	"github.com/agentrunner/agentrunner/runner/agent"
+	"github.com/agentrunner/agentrunner/runner/internal/live"
 	"github.com/agentrunner/agentrunner/runner/internal/runrec"
 	"github.com/agentrunner/agentrunner/runner/internal/turn"
 )
 
-// prepare takes the session of a run that is about to start and plans
-// its turn (turn.Prepare). The lease first: the history read next must be
-// the last writer's; a run taken from the store's queue holds it already.
-func (r *Runner) prepare(ctx context.Context, lr *liveRun) (*turn.Prepared, error) {
-	if err := r.mode.Acquire(ctx, lr.Key, lr.ID); err != nil {
-		return nil, err
+// runInline executes a run that starts at once on its reader's
+// goroutine and hands the reader each update as the run produces it: the
+// run needs no goroutine of its own and no wake-up per update, which is
+// most of what a short run costs besides its commits. Attachers follow the
+// run's log as they follow any run. The run waits for this reader only as
+// long as the reader's yield takes (a server's Send, which gRPC buffers up
+// to its flow-control window). A reader that stops, or whose context ends,
+// leaves the run as on_disconnect says, and the run goes on here, unread,
+// to its end: its session is free when this returns.
+func (r *Runner) runInline(ctx context.Context, lr *liveRun, p *turn.Prepared, policy agentrunnerv1.OnDisconnect, yield func(Update, error) bool) {
+	var leave func()
+	if policy != agentrunnerv1.OnDisconnect_ON_DISCONNECT_CONTINUE {
+		leave = func() { lr.Cancel(runrec.ErrDisconnected) }
+		stop := context.AfterFunc(ctx, leave)
+		defer stop()
 	}
-	if err := r.mode.StillOurs(ctx, lr.ID, lr.expect()); err != nil {
-		return nil, err
+	d := live.NewDirect(ctx, lr.Run, lr.req.SharedEvents, leave, yield)
+	lr.SetDirect(d.Deliver)
+	r.runs.mu.Lock()
+	r.runs.wg.Add(1)
+	r.runs.mu.Unlock()
+	func() {
+		defer r.runs.wg.Done()
+		defer r.recoverRun(lr)
+		r.execute(lr, p)
+	}()
+	<-lr.Done()
+	if d.Finish() {
+		yield(Update{}, fmt.Errorf("run %s: %w", lr.ID, ctx.Err()))
 	}
-	return turn.Prepare(ctx, r.env, &lr.job)
+}
+
+// launch starts the execution of an admitted run in its own goroutine.
+func (r *Runner) launch(lr *liveRun, p *turn.Prepared) {
+	r.runs.mu.Lock()
+	defer r.runs.mu.Unlock()
+	r.launchLocked(lr, p)
+}
+
+func (r *Runner) launchLocked(lr *liveRun, p *turn.Prepared) {
+	r.runs.wg.Add(1)
+	go func() {
+		defer r.runs.wg.Done()
+		defer r.recoverRun(lr)
+		r.execute(lr, p)
+	}()
 }
 
 // execute runs an admitted run to its end (a queued one is prepared
@@ -53,4 +91,67 @@ func (r *Runner) execute(lr *liveRun, p *turn.Prepared) {
 	rec, err := turn.Execute(r.mode.With(ctx, lr.ID), r.env, &lr.job, p, lr)
 	r.end(lr, rec, err)
 	r.mode.RoomFreed()
+}
+
+// end ends a run: it leaves the registry (the session's next run may
+// start, and its lease is given up or handed on), then its readers hear
+// of its end, with rec and err. The session is free before they hear of
+// it, so that a caller can send the next message at once.
+func (r *Runner) end(lr *liveRun, rec *agentrunnerv1.Run, err error) {
+	r.mode.Release(lr.Key, lr.ID, func() { r.releaseRun(lr) })
+	lr.Finish(rec, err)
+}
+
+// releaseRun removes an ended run from the registry and starts the next
+// run of its session's queue in this process, if any.
+func (r *Runner) releaseRun(lr *liveRun) {
+	r.runs.mu.Lock()
+	defer r.runs.mu.Unlock()
+	delete(r.runs.byID, lr.ID)
+	sr := r.runs.sessions[lr.Key]
+	if sr == nil {
+		return
+	}
+	if sr.active == lr {
+		sr.active = nil
+	}
+	for i, q := range sr.queue {
+		if q == lr {
+			sr.queue = append(sr.queue[:i], sr.queue[i+1:]...)
+			break
+		}
+	}
+	if sr.active == nil && len(sr.queue) > 0 && !r.runs.draining {
+		next := sr.queue[0]
+		sr.queue = sr.queue[1:]
+		sr.active = next
+		next.started = true
+		r.launchLocked(next, nil)
+	}
+	if !sr.busy() {
+		delete(r.runs.sessions, lr.Key)
+	}
+}
+
+// recoverRun keeps a panic in the runner's own code around a run (its
+// record, the registry) from killing the process: a run no longer lives on
+// its stream's goroutine, where the gRPC recovery caught it. The run ends
+// FAILED for its readers and its session is freed. (Panics in agents,
+// tools and plugins are caught nearer, by runGuarded and agent.Guard.)
+func (r *Runner) recoverRun(lr *liveRun) {
+	v := recover()
+	if v == nil {
+		return
+	}
+	err := &agent.PanicError{Where: "runner", Value: v}
+	r.log.Error("panic recovered", "where", "runner", "run", lr.ID, "panic", v, "stack", string(debug.Stack()))
+	rec := lr.Record()
+	runrec.Fail(rec, err, r.now()) // logged above
+	func() {
+		// Best effort: the store may be what panicked. Left RUNNING, the
+		// record is marked INTERRUPTED at the next start.
+		defer func() { _ = recover() }()
+		turn.StoreFinal(lr.Context(), r.env, lr, rec)
+	}()
+	r.end(lr, rec, err)
 }

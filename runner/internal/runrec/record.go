@@ -1,13 +1,16 @@
 package runrec
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	agentrunnerv1 "github.com/agentrunner/agentrunner/gen/go/agentrunner/v1"
 	"github.com/agentrunner/agentrunner/runner/agent"
+	"github.com/agentrunner/agentrunner/runner/tool/builtin"
 	"github.com/agentrunner/agentrunner/store"
 	"google.golang.org/protobuf/types/known/timestamppb"
 )
@@ -223,4 +226,160 @@ func Err(rec *agentrunnerv1.Run) error {
 		return fmt.Errorf("run %s failed: %s", rec.GetRunId(), msg)
 	}
 	return nil
+}
+
+// EventFailure is the status of a stored agent event that reports an
+// error (error_code set), nil for any other event.
+func EventFailure(ev *agentrunnerv1.Event) *agentrunnerv1.Status {
+	name := ev.GetErrorCode()
+	if name == "" {
+		return nil
+	}
+	msg := ev.GetErrorMessage()
+	if msg == "" {
+		msg = name
+	}
+	return &agentrunnerv1.Status{Code: CodeOf(name), Message: "agent " + ev.GetAuthor() + ": " + msg}
+}
+
+// InBandStatus is the status of an in-band error an agent reported. The
+// runner does not import gRPC, so only the causes it knows get a code of
+// their own; the server sends the in-band error itself with its full
+// mapping.
+func InBandStatus(err error) *agentrunnerv1.Status {
+	var pe *agent.PanicError
+	code := CodeUnknown
+	switch {
+	case errors.As(err, &pe):
+		code = CodeInternal
+	case errors.Is(err, context.DeadlineExceeded):
+		code = CodeDeadlineExceeded
+	case errors.Is(err, store.ErrInvalidArgument):
+		code = CodeInvalidArgument
+	case errors.Is(err, store.ErrNotFound):
+		code = CodeNotFound
+	}
+	return &agentrunnerv1.Status{Code: code, Message: err.Error()}
+}
+
+// LastAgentEvent returns the last of events written by an agent.
+func LastAgentEvent(events []*agentrunnerv1.Event) *agentrunnerv1.Event {
+	for i := len(events) - 1; i >= 0; i-- {
+		if events[i].GetAuthor() != agent.UserAuthor {
+			return events[i]
+		}
+	}
+	return nil
+}
+
+// PendingCalls returns the calls of events that still wait for an
+// answer, with the invocation that made each: long-running calls (those
+// in an event's long_running_tool_ids) no user event has answered, and
+// other calls nobody has answered (a custom agent's call for the client).
+func PendingCalls(events []*agentrunnerv1.Event) map[string]string {
+	pending := map[string]string{}
+	longRunning := map[string]bool{}
+	for _, ev := range events {
+		for _, id := range ev.GetLongRunningToolIds() {
+			longRunning[id] = true
+		}
+		for _, p := range ev.GetContent().GetParts() {
+			if id := p.GetFunctionCall().GetId(); id != "" {
+				pending[id] = ev.GetInvocationId()
+			}
+			// A call that waits for confirmation is waited on through its
+			// confirmation request, not by itself.
+			if fc := p.GetFunctionCall(); fc.GetName() == builtin.RequestConfirmationName {
+				delete(pending, fc.GetArgs().GetFields()["call_id"].GetStringValue())
+			}
+			id := p.GetFunctionResponse().GetId()
+			if id != "" && (ev.GetAuthor() == agent.UserAuthor || !longRunning[id]) {
+				delete(pending, id)
+			}
+		}
+	}
+	return pending
+}
+
+// WaitingCalls returns the calls the run made that still wait for the
+// caller, sorted: the record's pending_call_ids. Only the events from the
+// run's first on can hold them: the scan costs the run's length, not the
+// session's.
+func WaitingCalls(events []*agentrunnerv1.Event, rec *agentrunnerv1.Run) []string {
+	from, _ := slices.BinarySearchFunc(events, rec.GetFirstSequence(), func(ev *agentrunnerv1.Event, seq uint64) int {
+		return cmp.Compare(ev.GetSequence(), seq)
+	})
+	var ids []string
+	for call, inv := range PendingCalls(events[from:]) {
+		if inv == rec.GetRunId() {
+			ids = append(ids, call)
+		}
+	}
+	slices.Sort(ids)
+	return ids
+}
+
+// LastRunWaits returns the id of the session's last run and the calls it
+// waits on (nil when none), from the events of that run alone.
+func LastRunWaits(events []*agentrunnerv1.Event) (string, []string) {
+	if len(events) == 0 {
+		return "", nil
+	}
+	id := events[len(events)-1].GetInvocationId()
+	from := len(events)
+	for from > 0 && events[from-1].GetInvocationId() == id {
+		from--
+	}
+	var calls []string
+	for call, inv := range PendingCalls(events[from:]) {
+		if inv == id {
+			calls = append(calls, call)
+		}
+	}
+	slices.Sort(calls)
+	return id, calls
+}
+
+// google.rpc.Code values of run records' errors. The runner does not
+// import gRPC; the numbers are the wire's, and the server maps the same
+// causes to the same codes.
+const (
+	CodeCanceled           int32 = 1
+	CodeUnknown            int32 = 2
+	CodeInvalidArgument    int32 = 3
+	CodeDeadlineExceeded   int32 = 4
+	CodeNotFound           int32 = 5
+	CodeAlreadyExists      int32 = 6
+	CodePermissionDenied   int32 = 7
+	CodeResourceExhausted  int32 = 8
+	CodeFailedPrecondition int32 = 9
+	CodeAborted            int32 = 10
+	CodeOutOfRange         int32 = 11
+	CodeUnimplemented      int32 = 12
+	CodeInternal           int32 = 13
+	CodeUnavailable        int32 = 14
+	CodeDataLoss           int32 = 15
+	CodeUnauthenticated    int32 = 16
+)
+
+// codeNames maps the google.rpc.Code names that events carry in
+// error_code (a model's failure after its retries is classified as one of
+// them) to their numbers. A name outside it, such as a model's finish
+// reason (SAFETY, MAX_TOKENS), is UNKNOWN.
+var codeNames = map[string]int32{
+	"CANCELLED": CodeCanceled, "UNKNOWN": CodeUnknown, "INVALID_ARGUMENT": CodeInvalidArgument,
+	"DEADLINE_EXCEEDED": CodeDeadlineExceeded, "NOT_FOUND": CodeNotFound, "ALREADY_EXISTS": CodeAlreadyExists,
+	"PERMISSION_DENIED": CodePermissionDenied, "RESOURCE_EXHAUSTED": CodeResourceExhausted,
+	"FAILED_PRECONDITION": CodeFailedPrecondition, "ABORTED": CodeAborted, "OUT_OF_RANGE": CodeOutOfRange,
+	"UNIMPLEMENTED": CodeUnimplemented, "INTERNAL": CodeInternal, "UNAVAILABLE": CodeUnavailable,
+	"DATA_LOSS": CodeDataLoss, "UNAUTHENTICATED": CodeUnauthenticated,
+}
+
+// CodeOf returns the code an event's error_code names; UNKNOWN for a
+// name that is not a google.rpc.Code.
+func CodeOf(name string) int32 {
+	if c, ok := codeNames[name]; ok {
+		return c
+	}
+	return CodeUnknown
 }
