@@ -380,10 +380,7 @@ func (r *Runner) settle(ctx context.Context, a admitted) (admitted, error) {
 // its turn (turn.Prepare). The lease first: the history read next must be
 // the last writer's; a run taken from the store's queue holds it already.
 func (r *Runner) prepare(ctx context.Context, lr *liveRun) (*turn.Prepared, error) {
-	if err := r.mode.Acquire(ctx, lr.Key, lr.ID); err != nil {
-		return nil, err
-	}
-	if err := r.mode.StillOurs(ctx, lr.ID, lr.expect()); err != nil {
+	if err := r.mode.Take(ctx, lr.Key, lr.ID, lr.expect()); err != nil {
 		return nil, err
 	}
 	return turn.Prepare(ctx, r.env, &lr.job)

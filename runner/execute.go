@@ -2,47 +2,13 @@ package runner
 
 import (
 	"context"
-	"fmt"
 	"runtime/debug"
 
 	agentrunnerv1 "github.com/agentrunner/agentrunner/gen/go/agentrunner/v1"
 	"github.com/agentrunner/agentrunner/runner/agent"
-	"github.com/agentrunner/agentrunner/runner/internal/live"
 	"github.com/agentrunner/agentrunner/runner/internal/runrec"
 	"github.com/agentrunner/agentrunner/runner/internal/turn"
 )
-
-// runInline executes a run that starts at once on its reader's
-// goroutine and hands the reader each update as the run produces it: the
-// run needs no goroutine of its own and no wake-up per update, which is
-// most of what a short run costs besides its commits. Attachers follow the
-// run's log as they follow any run. The run waits for this reader only as
-// long as the reader's yield takes (a server's Send, which gRPC buffers up
-// to its flow-control window). A reader that stops, or whose context ends,
-// leaves the run as on_disconnect says, and the run goes on here, unread,
-// to its end: its session is free when this returns.
-func (r *Runner) runInline(ctx context.Context, lr *liveRun, p *turn.Prepared, policy agentrunnerv1.OnDisconnect, yield func(Update, error) bool) {
-	var leave func()
-	if policy != agentrunnerv1.OnDisconnect_ON_DISCONNECT_CONTINUE {
-		leave = func() { lr.Cancel(runrec.ErrDisconnected) }
-		stop := context.AfterFunc(ctx, leave)
-		defer stop()
-	}
-	d := live.NewDirect(ctx, lr.Run, lr.req.SharedEvents, leave, yield)
-	lr.SetDirect(d.Deliver)
-	r.runs.mu.Lock()
-	r.runs.wg.Add(1)
-	r.runs.mu.Unlock()
-	func() {
-		defer r.runs.wg.Done()
-		defer r.recoverRun(lr)
-		r.execute(lr, p)
-	}()
-	<-lr.Done()
-	if d.Finish() {
-		yield(Update{}, fmt.Errorf("run %s: %w", lr.ID, ctx.Err()))
-	}
-}
 
 // launch starts the execution of an admitted run in its own goroutine.
 func (r *Runner) launch(lr *liveRun, p *turn.Prepared) {
@@ -90,7 +56,6 @@ func (r *Runner) execute(lr *liveRun, p *turn.Prepared) {
 	}
 	rec, err := turn.Execute(r.mode.With(ctx, lr.ID), r.env, &lr.job, p, lr)
 	r.end(lr, rec, err)
-	r.mode.RoomFreed()
 }
 
 // end ends a run: it leaves the registry (the session's next run may
@@ -98,8 +63,7 @@ func (r *Runner) execute(lr *liveRun, p *turn.Prepared) {
 // of its end, with rec and err. The session is free before they hear of
 // it, so that a caller can send the next message at once.
 func (r *Runner) end(lr *liveRun, rec *agentrunnerv1.Run, err error) {
-	r.mode.Release(lr.Key, lr.ID, func() { r.releaseRun(lr) })
-	lr.Finish(rec, err)
+	r.mode.Release(lr.Key, lr.ID, func() { r.releaseRun(lr) }, func() { lr.Finish(rec, err) })
 }
 
 // releaseRun removes an ended run from the registry and starts the next

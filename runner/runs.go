@@ -8,6 +8,7 @@ import (
 
 	agentrunnerv1 "github.com/agentrunner/agentrunner/gen/go/agentrunner/v1"
 	"github.com/agentrunner/agentrunner/runner/internal/live"
+	"github.com/agentrunner/agentrunner/runner/internal/replica"
 	"github.com/agentrunner/agentrunner/runner/internal/runrec"
 	"github.com/agentrunner/agentrunner/runner/internal/turn"
 	"github.com/agentrunner/agentrunner/store"
@@ -206,7 +207,7 @@ func (r *Runner) cancelWaiting(ctx context.Context, rec *agentrunnerv1.Run) (*ag
 		return nil, err
 	}
 	var out *agentrunnerv1.Run
-	err := r.mode.Acquire(ctx, key, lr.ID)
+	err := r.mode.Take(ctx, key, lr.ID, replica.Expect{})
 	if err == nil {
 		out, err = turn.CancelWaiting(r.mode.With(ctx, lr.ID), r.env, key, lr.ID)
 	}

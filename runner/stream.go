@@ -7,6 +7,8 @@ import (
 
 	agentrunnerv1 "github.com/agentrunner/agentrunner/gen/go/agentrunner/v1"
 	"github.com/agentrunner/agentrunner/runner/internal/live"
+	"github.com/agentrunner/agentrunner/runner/internal/runrec"
+	"github.com/agentrunner/agentrunner/runner/internal/turn"
 )
 
 // Stream runs one invocation as Run does, and streams it with its record:
@@ -49,6 +51,37 @@ func (r *Runner) Stream(ctx context.Context, req Request) iter.Seq2[Update, erro
 			rd.Shared = req.SharedEvents
 			r.leave(ctx, a.live, rd.Follow(ctx, a.live.Run, yield), req.OnDisconnect, yield)
 		}
+	}
+}
+
+// runInline executes a run that starts at once on its reader's
+// goroutine and hands the reader each update as the run produces it: the
+// run needs no goroutine of its own and no wake-up per update, which is
+// most of what a short run costs besides its commits. Attachers follow the
+// run's log as they follow any run. The run waits for this reader only as
+// long as the reader's yield takes (a server's Send, which gRPC buffers up
+// to its flow-control window). A reader that stops, or whose context ends,
+// leaves the run as on_disconnect says, and the run goes on here, unread,
+// to its end: its session is free when this returns.
+func (r *Runner) runInline(ctx context.Context, lr *liveRun, p *turn.Prepared, policy agentrunnerv1.OnDisconnect, yield func(Update, error) bool) {
+	var leave func()
+	if policy != agentrunnerv1.OnDisconnect_ON_DISCONNECT_CONTINUE {
+		leave = func() { lr.Cancel(runrec.ErrDisconnected) }
+		stop := context.AfterFunc(ctx, leave)
+		defer stop()
+	}
+	d := live.NewDirect(ctx, lr.Run, lr.req.SharedEvents, leave, yield)
+	r.runs.mu.Lock()
+	r.runs.wg.Add(1)
+	r.runs.mu.Unlock()
+	func() {
+		defer r.runs.wg.Done()
+		defer r.recoverRun(lr)
+		r.execute(lr, p)
+	}()
+	<-lr.Done()
+	if d.Finish() {
+		yield(Update{}, fmt.Errorf("run %s: %w", lr.ID, ctx.Err()))
 	}
 }
 

@@ -21,16 +21,13 @@ type alone struct {
 
 func (*alone) Start()                                                           {}
 func (*alone) Stop()                                                            {}
-func (*alone) Acquire(context.Context, store.SessionKey, string) error          { return nil }
+func (*alone) Take(context.Context, store.SessionKey, string, Expect) error     { return nil }
 func (*alone) With(ctx context.Context, _ string) context.Context               { return ctx }
-func (*alone) StillOurs(context.Context, string, Expect) error                  { return nil }
-func (*alone) Release(_ store.SessionKey, _ string, unregister func())          { unregister() }
 func (*alone) QueuesInStore() bool                                              { return false }
 func (*alone) InterruptHolder(context.Context, store.SessionKey, string)        {}
 func (*alone) QueuedAhead(context.Context, store.SessionKey) (bool, error)      { return false, nil }
 func (*alone) RecoverPending(context.Context, *agentrunnerv1.Run) (bool, error) { return true, nil }
 func (*alone) Sweep(context.Context) (int, error)                               { return 0, nil }
-func (*alone) RoomFreed()                                                       {}
 func (a *alone) SetClaimGate(g ClaimGate)                                       { a.gate.set(g) }
 func (a *alone) Reserve(done <-chan struct{})                                   { bindClaim(a.gate.reserve(), done) }
 
@@ -60,4 +57,10 @@ func (*alone) Cancel(_ context.Context, rec *agentrunnerv1.Run) (*agentrunnerv1.
 // RecoverRunning: no other process can be running it.
 func (a *alone) RecoverRunning(ctx context.Context, rec *agentrunnerv1.Run) (bool, error) {
 	return true, a.host.MarkInterrupted(ctx, rec)
+}
+
+// Release: the registry is the only rule.
+func (*alone) Release(_ store.SessionKey, _ string, unregister, finish func()) {
+	unregister()
+	finish()
 }

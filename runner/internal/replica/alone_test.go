@@ -2,6 +2,7 @@ package replica
 
 import (
 	"context"
+	"fmt"
 	"testing"
 
 	agentrunnerv1 "github.com/agentrunner/agentrunner/gen/go/agentrunner/v1"
@@ -73,21 +74,17 @@ func TestAloneDoesNothing(t *testing.T) {
 	ctx := t.Context()
 	k := store.SessionKey{App: "app", User: "u", Session: "s"}
 	m.Start()
-	if err := m.Acquire(ctx, k, "e-1"); err != nil {
+	if err := m.Take(ctx, k, "e-1", Expect{Stored: true, Resumed: true, Seq: 7}); err != nil {
 		t.Fatal(err)
 	}
 	if got := m.With(ctx, "e-1"); got != ctx {
 		t.Error("With added a lease to the run's context")
 	}
-	if err := m.StillOurs(ctx, "e-1", Expect{Stored: true, Resumed: true, Seq: 7}); err != nil {
-		t.Error(err)
+	var order []string
+	m.Release(k, "e-1", func() { order = append(order, "unregister") }, func() { order = append(order, "finish") })
+	if fmt.Sprint(order) != "[unregister finish]" {
+		t.Errorf("Release did %v, want the run unregistered, then its readers told", order)
 	}
-	released := 0
-	m.Release(k, "e-1", func() { released++ })
-	if released != 1 {
-		t.Errorf("Release unregistered the run %d times, want 1", released)
-	}
-	m.RoomFreed()
 	if m.QueuesInStore() || m.QueuesElsewhere(agentrunnerv1.MultitaskStrategy_MULTITASK_STRATEGY_ENQUEUE, runrec.ErrRunInProgress) {
 		t.Error("a store of one process has a run queue")
 	}

@@ -49,13 +49,21 @@ func (s *shared) unhold(id string) *heldLease {
 	return h
 }
 
-// Acquire takes the session's lease and starts its heartbeat. A session
-// another replica writes to is ErrRunInProgress, as a busy session is in
-// one process; the error names the holder (a run id and a replica).
-func (s *shared) Acquire(ctx context.Context, k store.SessionKey, id string) error {
-	if s.lease(id) != nil {
-		return nil // taken from the store's queue with the lease
+// Take takes the session's lease, starts its heartbeat, and checks the
+// run's stored record (stillOurs). A session another replica writes to
+// is ErrRunInProgress, as a busy session is in one process; the error
+// names the holder (a run id and a replica).
+func (s *shared) Take(ctx context.Context, k store.SessionKey, id string, want Expect) error {
+	if s.lease(id) == nil { // else taken from the store's queue with it
+		if err := s.acquire(ctx, k, id); err != nil {
+			return err
+		}
 	}
+	return s.stillOurs(ctx, id, want)
+}
+
+// acquire takes session k's lease for run id and starts its heartbeat.
+func (s *shared) acquire(ctx context.Context, k store.SessionKey, id string) error {
 	l, err := s.takeLease(ctx, k, id+"@"+s.replica)
 	switch {
 	case errors.Is(err, store.ErrAlreadyExists):
@@ -140,15 +148,19 @@ func (s *shared) heartbeat(id string, h *heldLease) {
 // queued run. Without a queue the lease goes first, outside the runner's
 // registry lock (the run's record is stored by now); with one, the
 // registry first: the lease then goes to the next run of the store's
-// queue, or is freed.
-func (s *shared) Release(k store.SessionKey, id string, unregister func()) {
-	if s.queue != nil {
+// queue, or is freed. Once the readers know, the room the run held may
+// let a queued run in (roomFreed).
+func (s *shared) Release(k store.SessionKey, id string, unregister, finish func()) {
+	if s.queue == nil {
+		s.drop(id)
 		unregister()
-		s.handOff(k, id)
+		finish()
 		return
 	}
-	s.drop(id)
 	unregister()
+	s.handOff(k, id)
+	finish()
+	s.roomFreed()
 }
 
 // drop stops the heartbeat of an execution that has ended and gives its
@@ -193,13 +205,13 @@ func (s *shared) releaseClaim(ctx context.Context, l store.Lease) {
 	}
 }
 
-// StillOurs checks, with the session's lease held, that no replica
+// stillOurs checks, with the session's lease held, that no replica
 // started the run meanwhile from the same stored record: a pending run
 // that Recover adopted is also its first replica's queue, and two
 // replicas may be asked to resume one run. Whoever takes the lease first
 // runs it, and its record changes before the lease is given up; the other
 // finds the record changed here. A fresh run has no record yet.
-func (s *shared) StillOurs(ctx context.Context, id string, want Expect) error {
+func (s *shared) stillOurs(ctx context.Context, id string, want Expect) error {
 	if !want.Stored {
 		return nil
 	}

@@ -82,21 +82,20 @@ type Mode interface {
 	// Stop stops it, for Shutdown and Close.
 	Stop()
 
-	// Acquire takes session k's lease for an execution of run id that is
-	// about to start, before it reads or writes anything, unless the run
-	// holds it already (taken from the store's queue with it).
-	Acquire(ctx context.Context, k store.SessionKey, id string) error
+	// Take takes session k for an execution of run id that is about to
+	// start, before it reads or writes anything: its lease, unless the run
+	// holds it already (taken from the store's queue with it), and then
+	// the check that the run's stored record still says what want says
+	// (no replica started the run meanwhile).
+	Take(ctx context.Context, k store.SessionKey, id string, want Expect) error
 	// With returns ctx carrying run id's lease, if it holds one: the
 	// store refuses its appends once another writer took the session.
 	With(ctx context.Context, id string) context.Context
-	// StillOurs checks, with the lease held, that no replica started the
-	// run meanwhile from the same stored record.
-	StillOurs(ctx context.Context, id string, want Expect) error
 	// Release ends run id's hold on session k once it has ended:
 	// unregister removes it from the runner's registry (and may start the
-	// session's next run there); the lease is given up or handed on, in
-	// the order the mode needs.
-	Release(k store.SessionKey, id string, unregister func())
+	// session's next run there), the lease is given up or handed on, in
+	// the order the mode needs, and then finish tells the run's readers.
+	Release(k store.SessionKey, id string, unregister, finish func())
 	// RunElsewhere reports, for a queued run that could not start with
 	// err, whether its record is another replica's to write. requeued:
 	// Recover found the run pending and queued it here.
@@ -139,9 +138,6 @@ type Mode interface {
 	// Sweep takes the next queued run of every free session of the app,
 	// and returns how many it started here.
 	Sweep(ctx context.Context) (int, error)
-	// RoomFreed follows the end of a run here (see ClaimGate).
-	RoomFreed()
-
 	// SetClaimGate and Reserve: see ClaimGate.
 	SetClaimGate(g ClaimGate)
 	Reserve(done <-chan struct{})

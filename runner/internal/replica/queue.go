@@ -132,7 +132,7 @@ func (s *shared) claimNext(ctx context.Context, k store.SessionKey, prev store.L
 			// replica, or for this one's next sweep. A run that ends
 			// here still holds its room while it hands its session on,
 			// so at the limit the session's next run goes that way too,
-			// and RoomFreed sweeps once the run has ended.
+			// and roomFreed sweeps once the run has ended.
 			s.log.Debug("queued run left for another replica: this one is at its run limit", "session", k.String())
 			s.starved.Store(true)
 			skip = true
@@ -170,11 +170,11 @@ func (s *shared) claimNext(ctx context.Context, k store.SessionKey, prev store.L
 	return true
 }
 
-// RoomFreed follows the end of a run here: when the claim gate turned a
+// roomFreed follows the end of a run here: when the claim gate turned a
 // queued run away since the last one, the sweeper looks at every queue
 // again, now that there may be room.
-func (s *shared) RoomFreed() {
-	if s.queue != nil && s.starved.Swap(false) {
+func (s *shared) roomFreed() {
+	if s.starved.Swap(false) {
 		s.wakeSweep(store.SessionKey{})
 	}
 }

@@ -103,8 +103,7 @@ func (in *invocation) stopped(ctx context.Context) (*agentrunnerv1.Run, error) {
 		return rec, termErr
 	}
 	in.inv.Record(nil, stored)
-	in.sink.Stored(stored)
-	in.sink.PublishEvent(stored)
+	in.sink.Commit(stored, false)
 	return storedRec, termErr
 }
 

@@ -47,14 +47,16 @@ type Env struct {
 // Sink is where a turn's results go: the live run, which its readers
 // follow. Only the turn's goroutine calls it while the turn runs.
 type Sink interface {
-	// PublishEvent and PublishErr hand a stored or partial event, or an
-	// in-band error, to the run's readers; PublishAttachOnly the user's
-	// event when the stream that started the run did not ask for it.
+	// Commit moves the record past an event the turn stored and hands
+	// the event to the run's readers (attachOnly: to attachers only, the
+	// user's event when the stream that started the run did not ask for
+	// it); Stored only moves the record.
+	Commit(ev *agentrunnerv1.Event, attachOnly bool)
+	Stored(ev *agentrunnerv1.Event)
+	// PublishEvent and PublishErr hand a partial event or an in-band
+	// error to the run's readers.
 	PublishEvent(ev *agentrunnerv1.Event)
 	PublishErr(err error)
-	PublishAttachOnly(ev *agentrunnerv1.Event)
-	// Stored moves the record past an event the turn stored.
-	Stored(ev *agentrunnerv1.Event)
 	// Live is the record itself, which only the turn changes (through
 	// Stored); Record a copy of it.
 	Live() *agentrunnerv1.Run

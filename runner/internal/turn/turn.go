@@ -131,6 +131,7 @@ func (in *invocation) resume(ctx context.Context) error {
 		}
 		in.inv.Record(nil, stored)
 		in.inv.SetUserContent(stored.GetContent())
+		in.sink.Stored(stored) // attachers read the answers from the store
 	}
 	for _, first := range append([]agent.Agent{in.first}, in.prep.then...) {
 		for a := first; a != nil; {
@@ -196,11 +197,7 @@ func (in *invocation) appendUserEvent(ctx context.Context) error {
 	}
 	in.inv.Record(userEv.GetActions().GetStateDelta(), stored) // with "temp:" keys, which the store dropped
 	in.inv.SetUserContent(stored.GetContent())
-	if !in.hctx.RunConfig().GetStreamUserEvent() {
-		in.sink.PublishAttachOnly(stored)
-		return nil
-	}
-	in.sink.PublishEvent(stored)
+	in.sink.Commit(stored, !in.hctx.RunConfig().GetStreamUserEvent())
 	return nil
 }
 
@@ -307,7 +304,7 @@ func (in *invocation) emit(ctx context.Context, ev *agentrunnerv1.Event) (*agent
 	}
 	// The stored instance stays with the runner (the session view and the
 	// history cache); each reader of the run gets a copy of its own.
-	in.sink.PublishEvent(stored)
+	in.sink.Commit(stored, false)
 	return stored, nil
 }
 
@@ -327,7 +324,6 @@ func (in *invocation) append(ctx context.Context, ev *agentrunnerv1.Event) (*age
 		in.recordWritten = err == nil
 	}
 	if err == nil {
-		in.sink.Stored(stored)
 		in.addToMemory(ctx)
 	}
 	return stored, err
