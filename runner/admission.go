@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -49,6 +50,16 @@ type sessionRuns struct {
 }
 
 func (s *sessionRuns) busy() bool { return s != nil && (s.active != nil || len(s.queue) > 0) }
+
+// unqueue takes lr out of the session's queue, if it is there.
+func (s *sessionRuns) unqueue(lr *liveRun) {
+	if s == nil {
+		return
+	}
+	if i := slices.Index(s.queue, lr); i >= 0 {
+		s.queue = slices.Delete(s.queue, i, i+1)
+	}
+}
 
 // liveRun is a run this process admitted and has not finished: pending or
 // running. Its jobs are split: what it produces and its record are the

@@ -79,12 +79,7 @@ func (r *Runner) releaseRun(lr *liveRun) {
 	if sr.active == lr {
 		sr.active = nil
 	}
-	for i, q := range sr.queue {
-		if q == lr {
-			sr.queue = append(sr.queue[:i], sr.queue[i+1:]...)
-			break
-		}
-	}
+	sr.unqueue(lr)
 	if sr.active == nil && len(sr.queue) > 0 && !r.runs.draining {
 		next := sr.queue[0]
 		sr.queue = sr.queue[1:]

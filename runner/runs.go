@@ -155,14 +155,7 @@ func (r *Runner) cancelQueued(ctx context.Context, lr *liveRun, cause error) (*a
 	started := lr.started
 	if !started {
 		lr.started = true // the queue will never start it now
-		if sr := r.runs.sessions[lr.Key]; sr != nil {
-			for i, q := range sr.queue {
-				if q == lr {
-					sr.queue = append(sr.queue[:i], sr.queue[i+1:]...)
-					break
-				}
-			}
-		}
+		r.runs.sessions[lr.Key].unqueue(lr)
 	}
 	r.runs.mu.Unlock()
 	if started {

@@ -72,7 +72,7 @@ func CheckArtifactKey(k SessionKey, filename string, check KeyCheck) (needSessio
 	if needSession, err = ArtifactKey(k, filename); err != nil {
 		return false, err
 	}
-	return needSession, check(k.App, k.User, k.Session)
+	return needSession, checkAll(check, k.App, k.User, k.Session)
 }
 
 // CheckArtifactName is CheckArtifactKey for a method on one artifact:

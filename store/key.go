@@ -6,7 +6,19 @@ import "fmt"
 // What makes a key valid is the same in every store, but what a backend
 // can hold is not (bbolt takes any bytes, PostgreSQL's text neither a NUL
 // byte nor invalid UTF-8), so the shared checks below take the store's.
-type KeyCheck func(parts ...string) error
+// It takes one part at a time: a variadic func value would put its
+// arguments on the heap at every call, on the path of every append.
+type KeyCheck func(part string) error
+
+// checkAll applies check to each part.
+func checkAll(check KeyCheck, parts ...string) error {
+	for _, p := range parts {
+		if err := check(p); err != nil {
+			return err
+		}
+	}
+	return nil
+}
 
 // ValidateKey checks that k names a session (Validate) whose parts the
 // store can hold.
@@ -14,7 +26,7 @@ func ValidateKey(k SessionKey, check KeyCheck) error {
 	if err := k.Validate(); err != nil {
 		return err
 	}
-	return check(k.App, k.User, k.Session)
+	return checkAll(check, k.App, k.User, k.Session)
 }
 
 // CheckSessionList validates the arguments of ListSessions: the app is
@@ -23,7 +35,7 @@ func CheckSessionList(app, user string, check KeyCheck) error {
 	if app == "" {
 		return fmt.Errorf("app_name is empty: %w", ErrInvalidArgument)
 	}
-	return check(app, user)
+	return checkAll(check, app, user)
 }
 
 // CheckRequestKey validates the arguments of FindRunByRequest: a session

@@ -23,7 +23,7 @@ func CheckRun(run *agentrunnerv1.Run, check KeyCheck) (createNanos int64, err er
 	if err := ValidateKey(RunKey(run), check); err != nil {
 		return 0, fmt.Errorf("run %s: %w", run.GetRunId(), err)
 	}
-	if err := check(run.GetRunId(), run.GetRequestId()); err != nil {
+	if err := checkAll(check, run.GetRunId(), run.GetRequestId()); err != nil {
 		return 0, err
 	}
 	n, err := unixNanos(run.GetCreateTime())

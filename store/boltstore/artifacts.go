@@ -25,7 +25,7 @@ func checkSession(tx *bbolt.Tx, k store.SessionKey, need bool) error {
 
 // SaveArtifact implements store.Store.
 func (s *Store) SaveArtifact(ctx context.Context, k store.SessionKey, filename string, part *agentrunnerv1.Part) (*agentrunnerv1.ArtifactVersion, error) {
-	need, meta, blob, err := store.NewArtifactVersion(k, filename, part, s.opts.Now(), s.opts.MaxItemBytes, checkParts)
+	need, meta, blob, err := store.NewArtifactVersion(k, filename, part, s.opts.Now(), s.opts.MaxItemBytes, checkPart)
 	if err != nil {
 		return nil, err
 	}
@@ -64,7 +64,7 @@ func (s *Store) SaveArtifact(ctx context.Context, k store.SessionKey, filename s
 
 // LoadArtifact implements store.Store.
 func (s *Store) LoadArtifact(ctx context.Context, k store.SessionKey, filename string, version int64) (*agentrunnerv1.Part, *agentrunnerv1.ArtifactVersion, error) {
-	need, err := store.CheckArtifactVersion(k, filename, version, checkParts)
+	need, err := store.CheckArtifactVersion(k, filename, version, checkPart)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -137,7 +137,7 @@ func latestPerName(c *bbolt.Cursor, prefix []byte, after string, limit int) ([]*
 // with the user's "user:" names; the two sets never overlap. With no
 // session it lists the user's names alone.
 func (s *Store) ListArtifacts(ctx context.Context, k store.SessionKey, page store.Page) ([]*agentrunnerv1.ArtifactVersion, string, error) {
-	need, err := store.CheckArtifactKey(k, "", checkParts)
+	need, err := store.CheckArtifactKey(k, "", checkPart)
 	if err != nil {
 		return nil, "", err
 	}
@@ -188,7 +188,7 @@ func (s *Store) ListArtifacts(ctx context.Context, k store.SessionKey, page stor
 
 // ListArtifactVersions implements store.Store.
 func (s *Store) ListArtifactVersions(ctx context.Context, k store.SessionKey, filename string, page store.Page) ([]*agentrunnerv1.ArtifactVersion, string, error) {
-	need, err := store.CheckArtifactName(k, filename, checkParts)
+	need, err := store.CheckArtifactName(k, filename, checkPart)
 	if err != nil {
 		return nil, "", err
 	}
@@ -237,7 +237,7 @@ func (s *Store) ListArtifactVersions(ctx context.Context, k store.SessionKey, fi
 
 // DeleteArtifact implements store.Store.
 func (s *Store) DeleteArtifact(ctx context.Context, k store.SessionKey, filename string, version int64) error {
-	need, err := store.CheckArtifactVersion(k, filename, version, checkParts)
+	need, err := store.CheckArtifactVersion(k, filename, version, checkPart)
 	if err != nil {
 		return err
 	}

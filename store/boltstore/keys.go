@@ -66,9 +66,17 @@ func successor(p []byte) []byte {
 
 func checkParts(parts ...string) error {
 	for _, p := range parts {
-		if len(p) > maxKeyPart {
-			return fmt.Errorf("key part of %d bytes exceeds %d: %w", len(p), maxKeyPart, store.ErrInvalidArgument)
+		if err := checkPart(p); err != nil {
+			return err
 		}
+	}
+	return nil
+}
+
+// checkPart is checkParts for one part: the store.KeyCheck of this store.
+func checkPart(p string) error {
+	if len(p) > maxKeyPart {
+		return fmt.Errorf("key part of %d bytes exceeds %d: %w", len(p), maxKeyPart, store.ErrInvalidArgument)
 	}
 	return nil
 }

@@ -86,7 +86,7 @@ func prepareRun(run *agentrunnerv1.Run) (*runWrite, error) {
 // prepareRunOf is prepareRun for a record the write may keep as it is:
 // its caller never changes it again.
 func prepareRunOf(run *agentrunnerv1.Run) (*runWrite, error) {
-	nanos, err := store.CheckRun(run, checkParts)
+	nanos, err := store.CheckRun(run, checkPart)
 	if err != nil {
 		return nil, err
 	}
@@ -532,7 +532,7 @@ func (s *Store) FindRunByRequest(ctx context.Context, k store.SessionKey, reques
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	if err := store.CheckRequestKey(k, requestID, checkParts); err != nil {
+	if err := store.CheckRequestKey(k, requestID, checkPart); err != nil {
 		return nil, err
 	}
 	sk := sessionKey(k)

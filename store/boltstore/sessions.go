@@ -26,7 +26,7 @@ const eventSequenceField = 6
 
 // validateKey is store.ValidateKey with this store's check of key parts.
 func validateKey(k store.SessionKey) error {
-	return store.ValidateKey(k, checkParts)
+	return store.ValidateKey(k, checkPart)
 }
 
 // CreateSession implements store.Store.
@@ -258,7 +258,7 @@ func seqOf(eventKey []byte) uint64 { return binary.BigEndian.Uint64(eventKey[len
 
 // ListSessions implements store.Store.
 func (s *Store) ListSessions(ctx context.Context, app, user string, page store.Page) ([]*agentrunnerv1.Session, string, error) {
-	if err := store.CheckSessionList(app, user, checkParts); err != nil {
+	if err := store.CheckSessionList(app, user, checkPart); err != nil {
 		return nil, "", err
 	}
 	prefix := appendString(nil, app)
@@ -426,7 +426,7 @@ type eventWrite struct {
 // prepareEvent checks an event to append and makes its stored copy: id
 // and timestamp set, "temp:" keys removed, encoded.
 func (s *Store) prepareEvent(k store.SessionKey, ev *agentrunnerv1.Event) (eventWrite, error) {
-	stored, err := store.StoredEvent(k, ev, checkParts, s.opts.NewID, s.opts.Now)
+	stored, err := store.StoredEvent(k, ev, checkPart, s.opts.NewID, s.opts.Now)
 	if err != nil {
 		return eventWrite{}, err
 	}

@@ -19,7 +19,7 @@ const artifactLockClass int32 = 0x6172 // "ar"
 
 // SaveArtifact implements store.Store.
 func (s *Store) SaveArtifact(ctx context.Context, k store.SessionKey, filename string, part *agentrunnerv1.Part) (*agentrunnerv1.ArtifactVersion, error) {
-	need, meta, blob, err := store.NewArtifactVersion(k, filename, part, s.opts.Now(), s.opts.MaxItemBytes, checkParts)
+	need, meta, blob, err := store.NewArtifactVersion(k, filename, part, s.opts.Now(), s.opts.MaxItemBytes, checkPart)
 	if err != nil {
 		return nil, err
 	}
@@ -81,7 +81,7 @@ const (
 // LoadArtifact implements store.Store. One query reads the session (to
 // tell a missing session from a missing artifact) and the version.
 func (s *Store) LoadArtifact(ctx context.Context, k store.SessionKey, filename string, version int64) (*agentrunnerv1.Part, *agentrunnerv1.ArtifactVersion, error) {
-	need, err := store.CheckArtifactVersion(k, filename, version, checkParts)
+	need, err := store.CheckArtifactVersion(k, filename, version, checkPart)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -126,7 +126,7 @@ func (s *Store) LoadArtifact(ctx context.Context, k store.SessionKey, filename s
 // the session's own names and of the user's "user:" names (the two sets
 // never overlap), by name, read from the primary key's ranges.
 func (s *Store) ListArtifacts(ctx context.Context, k store.SessionKey, page store.Page) ([]*agentrunnerv1.ArtifactVersion, string, error) {
-	need, err := store.CheckArtifactKey(k, "", checkParts)
+	need, err := store.CheckArtifactKey(k, "", checkPart)
 	if err != nil {
 		return nil, "", err
 	}
@@ -183,7 +183,7 @@ func (s *Store) ListArtifacts(ctx context.Context, k store.SessionKey, page stor
 
 // ListArtifactVersions implements store.Store.
 func (s *Store) ListArtifactVersions(ctx context.Context, k store.SessionKey, filename string, page store.Page) ([]*agentrunnerv1.ArtifactVersion, string, error) {
-	need, err := store.CheckArtifactName(k, filename, checkParts)
+	need, err := store.CheckArtifactName(k, filename, checkPart)
 	if err != nil {
 		return nil, "", err
 	}
@@ -243,7 +243,7 @@ func checkSession(ctx context.Context, q querier, k store.SessionKey, need bool)
 
 // DeleteArtifact implements store.Store.
 func (s *Store) DeleteArtifact(ctx context.Context, k store.SessionKey, filename string, version int64) error {
-	need, err := store.CheckArtifactVersion(k, filename, version, checkParts)
+	need, err := store.CheckArtifactVersion(k, filename, version, checkPart)
 	if err != nil {
 		return err
 	}

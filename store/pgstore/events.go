@@ -23,7 +23,7 @@ type eventWrite struct {
 // prepareEvent checks an event to append and makes its stored copy: id
 // and timestamp set, "temp:" keys removed.
 func (s *Store) prepareEvent(k store.SessionKey, ev *agentrunnerv1.Event) (eventWrite, error) {
-	stored, err := store.StoredEvent(k, ev, checkParts, s.opts.NewID, s.opts.Now)
+	stored, err := store.StoredEvent(k, ev, checkPart, s.opts.NewID, s.opts.Now)
 	if err != nil {
 		return eventWrite{}, err
 	}

@@ -331,14 +331,19 @@ const maxKeyPart = 1024
 // text cannot hold (see checkText).
 func checkParts(parts ...string) error {
 	for _, p := range parts {
-		if len(p) > maxKeyPart {
-			return fmt.Errorf("key part of %d bytes exceeds %d: %w", len(p), maxKeyPart, store.ErrInvalidArgument)
-		}
-		if err := checkText(p); err != nil {
+		if err := checkPart(p); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// checkPart is checkParts for one part: the store.KeyCheck of this store.
+func checkPart(p string) error {
+	if len(p) > maxKeyPart {
+		return fmt.Errorf("key part of %d bytes exceeds %d: %w", len(p), maxKeyPart, store.ErrInvalidArgument)
+	}
+	return checkText(p)
 }
 
 // checkText refuses a string PostgreSQL's text cannot hold: one with a
@@ -355,7 +360,7 @@ func checkText(p string) error {
 
 // validateKey is store.ValidateKey with this store's check of key parts.
 func validateKey(k store.SessionKey) error {
-	return store.ValidateKey(k, checkParts)
+	return store.ValidateKey(k, checkPart)
 }
 
 func randomID() string {

@@ -29,7 +29,7 @@ type runWrite struct {
 }
 
 func prepareRun(run *agentrunnerv1.Run) (*runWrite, error) {
-	nanos, err := store.CheckRun(run, checkParts)
+	nanos, err := store.CheckRun(run, checkPart)
 	if err != nil {
 		return nil, err
 	}
@@ -262,7 +262,7 @@ func (s *Store) FindRunByRequest(ctx context.Context, k store.SessionKey, reques
 	if err := s.check(ctx); err != nil {
 		return nil, err
 	}
-	if err := store.CheckRequestKey(k, requestID, checkParts); err != nil {
+	if err := store.CheckRequestKey(k, requestID, checkPart); err != nil {
 		return nil, err
 	}
 	var out *agentrunnerv1.Run

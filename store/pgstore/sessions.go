@@ -341,7 +341,7 @@ func (s *Store) walkEvents(ctx context.Context, k store.SessionKey, f store.Even
 
 // ListSessions implements store.Store.
 func (s *Store) ListSessions(ctx context.Context, app, user string, page store.Page) ([]*agentrunnerv1.Session, string, error) {
-	if err := store.CheckSessionList(app, user, checkParts); err != nil {
+	if err := store.CheckSessionList(app, user, checkPart); err != nil {
 		return nil, "", err
 	}
 	after := sessionToken{App: app}
