@@ -1,8 +1,12 @@
 #!/usr/bin/env bash
-# .ci/walkthrough.sh: runs the grpcurl walkthrough of README.md as written,
-# against the built binary, and checks each command's output.
+# .ci/walkthrough.sh: runs the grpcurl walkthroughs of README.md and of the
+# pages of docs/ as written, against the built binary, and checks each
+# command's output.
 #
-# The README is the script. Between <!-- walkthrough:begin --> and
+# The pages are the script: README.md first, then docs/*.md in name order,
+# all against one server (the README's first command: the embedded default,
+# no --config), so a page may rely on that server and on nothing another
+# page did (each deletes the sessions it made). Between <!-- walkthrough:begin --> and
 # <!-- walkthrough:end -->, every ```sh block is grpcurl commands (a line
 # may keep one's output in a shell variable for the next); the
 # HTML comments just above it say what to check:
@@ -34,7 +38,9 @@ export PATH="$GOBIN:$PATH"
 go install github.com/fullstorydev/grpcurl/cmd/grpcurl@v1.9.4
 
 # Extract the steps.
+pages=(README.md docs/*.md)
 awk -v dir="$work" '
+  FNR == 1 { on = 0; fence = 0; expects = ""; code = "" }
   /<!-- walkthrough:begin -->/ { on = 1; next }
   /<!-- walkthrough:end -->/   { on = 0; next }
   !on { next }
@@ -46,16 +52,17 @@ awk -v dir="$work" '
   }
   /^<!-- expect-exit: [0-9]+ -->$/ { code = $3; next }
   /^```sh$/ {
-    n++; base = sprintf("%s/step%02d", dir, n); f = base ".sh"; fence = 1
+    n++; base = sprintf("%s/step%03d", dir, n); f = base ".sh"; fence = 1
+    print FILENAME > (base ".page"); close(base ".page")
     printf "%s", expects > (base ".expect"); close(base ".expect")
     print (code == "" ? 0 : code) > (base ".exit"); close(base ".exit")
     expects = ""; code = ""
     next
   }
-' README.md
+' "${pages[@]}"
 steps=("$work"/step*.sh)
 if [[ ! -e ${steps[0]} ]]; then
-  echo "walkthrough: no steps found in README.md" >&2
+  echo "walkthrough: no steps found in ${pages[*]}" >&2
   exit 1
 fi
 
@@ -87,7 +94,7 @@ for round in 1 2; do
     # next, as a reader answering a call by its id would.
     while IFS= read -r line; do
       if [[ $line != grpcurl* && ! $line =~ ^[A-Z_]+=\$\(grpcurl\  ]]; then
-        echo "walkthrough: $(basename "$s"): every line of a walkthrough block must be a grpcurl command, got: $line" >&2
+        echo "walkthrough: $(basename "$s") ($(<"$base.page")): every line of a walkthrough block must be a grpcurl command, got: $line" >&2
         exit 1
       fi
     done <<<"$cmd"
@@ -104,10 +111,10 @@ for round in 1 2; do
     done <"$base.expect"
     if ((${#problems[@]})); then
       failed=1
-      printf 'FAIL round %d %s\n$ %s\n%s\n' "$round" "$(basename "$s")" "$cmd" "$out" >&2
+      printf 'FAIL round %d %s (%s)\n$ %s\n%s\n' "$round" "$(basename "$s")" "$(<"$base.page")" "$cmd" "$out" >&2
       printf '  %s\n' "${problems[@]}" >&2
     else
-      printf 'ok   round %d %s: %s\n' "$round" "$(basename "$s")" "$(head -c 100 <<<"${cmd//$'\n'/ }")"
+      printf 'ok   round %d %s %s: %s\n' "$round" "$(basename "$s")" "$(<"$base.page")" "$(head -c 100 <<<"${cmd//$'\n'/ }")"
     fi
   done
 done
@@ -124,4 +131,4 @@ if ((failed)); then
   cat "$work/server.log" >&2
   exit 1
 fi
-echo "walkthrough: ${#steps[@]} README commands passed, twice"
+echo "walkthrough: ${#steps[@]} commands of README.md and docs/ passed, twice"
