@@ -36,6 +36,13 @@ trap cleanup EXIT
 export GOBIN="$PWD/.tmp/bin"
 export PATH="$GOBIN:$PATH"
 go install github.com/fullstorydev/grpcurl/cmd/grpcurl@v1.9.4
+# The README's tour pipes one answer through jq. Without Debian's jq, gojq
+# (the same language, in Go) stands in, so that this step still needs only
+# Go and git.
+if ! command -v jq >/dev/null; then
+  go install github.com/itchyny/gojq/cmd/gojq@v0.12.17
+  jq() { gojq "$@"; }
+fi
 
 # Extract the steps.
 pages=(README.md docs/*.md)
