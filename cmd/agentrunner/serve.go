@@ -19,6 +19,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/agentrunner/agentrunner/cmd/agentrunner/internal/cliflags"
 	"github.com/agentrunner/agentrunner/runner"
 	"github.com/agentrunner/agentrunner/runner/apps"
 	"github.com/agentrunner/agentrunner/server"
@@ -114,14 +115,15 @@ func parseServeFlags(args []string, stderr io.Writer) (serveFlags, error) {
 	fs.StringVar(&f.sec.clientCA, "client-ca", "", "PEM CA `file` that verifies client certificates (mTLS; the auth file's mtls_identity names them)")
 	fs.BoolVar(&f.sec.insecureNoAuthOK, "insecure-no-auth", false, "serve a non-loopback address without --auth-file: anyone who reaches the port may do anything")
 	fs.TextVar(&f.logLevel, "log-level", slog.LevelInfo, "`level` of the log: debug (every RPC), info, warn or error (env "+envLogLevel+")")
-	if err := fs.Parse(args); err != nil {
+	rest, err := cliflags.Parse(fs, args)
+	if err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return f, err
 		}
 		return f, usageError{err.Error()}
 	}
-	if fs.NArg() > 0 {
-		return f, usagef("serve takes no arguments, got %q", fs.Args())
+	if len(rest) > 0 {
+		return f, usagef("serve takes no arguments, got %q", rest)
 	}
 	if err := f.sec.check(); err != nil {
 		return f, err
