@@ -228,6 +228,9 @@ func clientUser() string {
 // command does.
 func describeRPC(err error) error {
 	if st, ok := status.FromError(err); ok {
+		if clientconn.IsTLSMismatch(err) {
+			return errors.New(st.Message())
+		}
 		if st.Code() == codes.Unavailable {
 			return fmt.Errorf("server unavailable (is `agentrunner serve` running?): %s", st.Message())
 		}

@@ -61,6 +61,9 @@ func printOmitted(out io.Writer, n uint64) {
 // describe turns an RPC error into one readable line.
 func describe(err error) error {
 	if st, ok := status.FromError(err); ok {
+		if clientconn.IsTLSMismatch(err) {
+			return errors.New(st.Message())
+		}
 		if st.Code() == codes.Unavailable {
 			return fmt.Errorf("server unavailable (is `agentrunner serve` running?): %s", st.Message())
 		}
