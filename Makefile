@@ -13,9 +13,19 @@ help: ## Describe the targets
 	@grep -hE '^[a-zA-Z_-]+:.*?## .*$$' $(MAKEFILE_LIST) | \
 		awk 'BEGIN {FS = ":.*?## "}; {printf "%-16s %s\n", $$1, $$2}'
 
+# What `agentrunner version` prints, from git (empty outside a checkout):
+# go build stamps the commit only with -buildvcs, and go run never does.
+BIN ?= .tmp/bin/agentrunner
+GIT_VERSION := $(shell git describe --tags --always --dirty 2>/dev/null)
+GIT_COMMIT := $(shell git rev-parse HEAD 2>/dev/null)
+GIT_TIME := $(shell git log -1 --format=%cI 2>/dev/null)
+GIT_MODIFIED := $(shell git status --porcelain --untracked-files=no 2>/dev/null | grep -q . && echo true)
+LDFLAGS := -X main.stampedVersion=$(GIT_VERSION) -X main.stampedCommit=$(GIT_COMMIT) \
+	-X main.stampedTime=$(GIT_TIME) -X main.stampedModified=$(GIT_MODIFIED)
+
 .PHONY: build
-build: ## Build .tmp/bin/agentrunner
-	go build -o .tmp/bin/agentrunner ./cmd/agentrunner
+build: ## Build .tmp/bin/agentrunner (BIN=path), stamped with the git commit
+	go build -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/agentrunner
 
 .PHONY: serve
 serve: ## Run the service on 127.0.0.1:50051 with ./agentrunner.db

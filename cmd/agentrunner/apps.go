@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"slices"
 	"time"
 
 	"github.com/agentrunner/agentrunner/examples/demo"
@@ -85,6 +86,21 @@ func loadApps(ctx context.Context, configPath string, st store.Store, ls leasing
 		}
 	}
 	return reg, nil
+}
+
+// defaultAppNames names the apps served without --config, for serve -h:
+// those of the default apps file and the demo app.
+func defaultAppNames() []string {
+	names := []string{demo.Name}
+	cfg, err := apps.Parse("default_apps.yaml", defaultApps)
+	if err != nil {
+		return names // the start reports it, with its line
+	}
+	for _, a := range cfg.GetApps() {
+		names = append(names, a.GetName())
+	}
+	slices.Sort(names)
+	return names
 }
 
 // leasing is how serve's runners lease sessions on a shared store.

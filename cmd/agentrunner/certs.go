@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/agentrunner/agentrunner/cmd/agentrunner/internal/cliflags"
 	"github.com/agentrunner/agentrunner/server/auth/devcerts"
 )
 
@@ -25,8 +26,12 @@ func certsCommand(args []string, stdout, stderr io.Writer) error {
 			"for trying TLS and mTLS. Use your own CA in production.\n\nFlags:\n")
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(args); err != nil {
+	rest, err := cliflags.Parse(fs, args)
+	if err != nil {
 		return err
+	}
+	if len(rest) > 0 {
+		return usagef("certs takes no arguments, got %q", rest)
 	}
 	o := devcerts.Options{Dir: *dir, Hosts: split(*hosts), Clients: split(*clients), Valid: *valid}
 	if err := devcerts.Generate(o); err != nil {

@@ -139,10 +139,11 @@ func TestServe(t *testing.T) {
 	// offline model.
 	runnerClient := servicev1.NewRunnerServiceClient(conn)
 	apps, err := runnerClient.ListApps(t.Context(), &servicev1.ListAppsRequest{})
-	if err != nil || len(apps.GetApps()) != 3 || apps.GetApps()[0].GetName() != demo.Name || apps.GetApps()[1].GetName() != "orders" || apps.GetApps()[2].GetName() != "support" {
-		t.Fatalf("ListApps = %v, %v; want the demo, orders and support apps", apps, err)
+	if err != nil || len(apps.GetApps()) != 4 || apps.GetApps()[0].GetName() != demo.Name || apps.GetApps()[1].GetName() != "orders" ||
+		apps.GetApps()[2].GetName() != "slow" || apps.GetApps()[3].GetName() != "support" {
+		t.Fatalf("ListApps = %v, %v; want the demo, orders, slow and support apps", apps, err)
 	}
-	if m := apps.GetApps()[2].GetRootAgent().GetModel(); !strings.HasPrefix(m, "offline") {
+	if m := apps.GetApps()[3].GetRootAgent().GetModel(); !strings.HasPrefix(m, "offline") {
 		t.Fatalf("support runs on %q without credentials; want the offline model", m)
 	}
 	if _, err := sessions.CreateSession(t.Context(), &servicev1.CreateSessionRequest{AppName: "support", UserId: "u", SessionId: "s"}); err != nil {
@@ -336,7 +337,7 @@ func TestHelp(t *testing.T) {
 	if !errors.Is(err, flag.ErrHelp) || exitCode(err, io.Discard) != 0 {
 		t.Fatalf("serve -h = %v", err)
 	}
-	for _, want := range []string{envAddr, envData, envConfig, defaultAddr, defaultData, "-shutdown-grace", "demo app"} {
+	for _, want := range []string{envAddr, envData, envConfig, defaultAddr, defaultData, "-shutdown-grace", "default apps are served: demo, orders, slow, support"} {
 		if !strings.Contains(stderr.String(), want) {
 			t.Errorf("serve -h does not mention %q:\n%s", want, stderr.String())
 		}

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"os"
 
+	"github.com/agentrunner/agentrunner/cmd/agentrunner/internal/cliflags"
 	"github.com/agentrunner/agentrunner/store/boltstore"
 	"github.com/agentrunner/agentrunner/store/pgstore"
 )
@@ -34,14 +35,15 @@ func migrateCommand(ctx context.Context, args []string, stdout, stderr io.Writer
 	}
 	var data string
 	fs.StringVar(&data, "data", defaultData, dataUsage)
-	if err := fs.Parse(args); err != nil {
+	rest, err := cliflags.Parse(fs, args)
+	if err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return err
 		}
 		return usageError{err.Error()}
 	}
-	if fs.NArg() > 0 {
-		return usagef("migrate takes no arguments, got %q", fs.Args())
+	if len(rest) > 0 {
+		return usagef("migrate takes no arguments, got %q", rest)
 	}
 	set := false
 	fs.Visit(func(fl *flag.Flag) { set = set || fl.Name == "data" })

@@ -20,6 +20,7 @@ import (
 
 	"github.com/agentrunner/agentrunner/cmd/agentrunner/internal/chat"
 	"github.com/agentrunner/agentrunner/cmd/agentrunner/internal/clientconn"
+	"github.com/agentrunner/agentrunner/cmd/agentrunner/internal/cliflags"
 	servicev1 "github.com/agentrunner/agentrunner/gen/go/agentrunner/service/v1"
 	agentrunnerv1 "github.com/agentrunner/agentrunner/gen/go/agentrunner/v1"
 )
@@ -162,19 +163,12 @@ var subcommandFlags = map[string][]string{
 func parseRunsFlags(cmd string, args []string, stderr io.Writer) (*runsFlags, string, error) {
 	f := &runsFlags{}
 	fs := newRunsFlagSet(f, stderr)
-	var positional []string
-	for {
-		if err := fs.Parse(args); err != nil {
-			if errors.Is(err, flag.ErrHelp) {
-				return nil, "", err
-			}
-			return nil, "", usagef("runs %s: %v", cmd, err)
+	positional, err := cliflags.Parse(fs, args)
+	if err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return nil, "", err
 		}
-		if fs.NArg() == 0 {
-			break
-		}
-		positional = append(positional, fs.Arg(0))
-		args = fs.Args()[1:]
+		return nil, "", usagef("runs %s: %v", cmd, err)
 	}
 	var bad []string
 	fs.Visit(func(fl *flag.Flag) {
@@ -234,6 +228,9 @@ func clientUser() string {
 // command does.
 func describeRPC(err error) error {
 	if st, ok := status.FromError(err); ok {
+		if clientconn.IsTLSMismatch(err) {
+			return errors.New(st.Message())
+		}
 		if st.Code() == codes.Unavailable {
 			return fmt.Errorf("server unavailable (is `agentrunner serve` running?): %s", st.Message())
 		}

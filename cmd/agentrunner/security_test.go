@@ -117,7 +117,7 @@ func TestServeTLSWithTokens(t *testing.T) {
 		t.Errorf("sessions list without a token: exit %d\n%s", code, out)
 	}
 	out, code = cli(t, "", "sessions", "list", "--addr", addr, "--token-file", tok, "--app", "demo", "--user", "alice")
-	if code != 1 || !strings.Contains(out, "server unavailable") {
+	if code != 1 || !strings.Contains(out, clientconn.ServerSpeaksTLS) {
 		t.Errorf("sessions list in plaintext to a TLS server: exit %d\n%s", code, out)
 	}
 	// Health checks stay open.

@@ -19,6 +19,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/agentrunner/agentrunner/cmd/agentrunner/internal/cliflags"
 	"github.com/agentrunner/agentrunner/runner"
 	"github.com/agentrunner/agentrunner/runner/apps"
 	"github.com/agentrunner/agentrunner/server"
@@ -92,7 +93,7 @@ func parseServeFlags(args []string, stderr io.Writer) (serveFlags, error) {
 	}
 	fs.StringVar(&f.addr, "addr", defaultAddr, "`host:port` to listen on; port 0 picks a free port (env "+envAddr+")")
 	fs.StringVar(&f.data, "data", defaultData, dataUsage)
-	fs.StringVar(&f.config, "config", "", "apps `file` (YAML or JSON, schema agentrunner.v1.AppsConfig); without one the built-in demo app is served (env "+envConfig+")")
+	fs.StringVar(&f.config, "config", "", "apps `file` (YAML or JSON, schema agentrunner.v1.AppsConfig); without one the default apps are served: "+strings.Join(defaultAppNames(), ", ")+" (env "+envConfig+")")
 	fs.DurationVar(&f.maxRun, "max-run", 15*time.Minute, "longest a single Run may take (its deadline); 0 means no limit")
 	fs.DurationVar(&f.leaseTTL, "lease-ttl", runner.DefaultLeaseTTL, "on PostgreSQL: how long a session lease lasts without a heartbeat, so how soon the runs of a replica that died are marked interrupted")
 	fs.StringVar(&f.replica, "replica", "", "on PostgreSQL: this replica's name in session leases (and busy-session errors); default host name and process id")
@@ -114,14 +115,15 @@ func parseServeFlags(args []string, stderr io.Writer) (serveFlags, error) {
 	fs.StringVar(&f.sec.clientCA, "client-ca", "", "PEM CA `file` that verifies client certificates (mTLS; the auth file's mtls_identity names them)")
 	fs.BoolVar(&f.sec.insecureNoAuthOK, "insecure-no-auth", false, "serve a non-loopback address without --auth-file: anyone who reaches the port may do anything")
 	fs.TextVar(&f.logLevel, "log-level", slog.LevelInfo, "`level` of the log: debug (every RPC), info, warn or error (env "+envLogLevel+")")
-	if err := fs.Parse(args); err != nil {
+	rest, err := cliflags.Parse(fs, args)
+	if err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return f, err
 		}
 		return f, usageError{err.Error()}
 	}
-	if fs.NArg() > 0 {
-		return f, usagef("serve takes no arguments, got %q", fs.Args())
+	if len(rest) > 0 {
+		return f, usagef("serve takes no arguments, got %q", rest)
 	}
 	if err := f.sec.check(); err != nil {
 		return f, err

@@ -92,6 +92,8 @@ func validateModel(m *agentrunnerv1.ModelConfig, p string) error {
 		{"retry.initial_backoff", m.GetRetry().GetInitialBackoff()},
 		{"retry.max_backoff", m.GetRetry().GetMaxBackoff()},
 		{"retry.max_elapsed", m.GetRetry().GetMaxElapsed()},
+		{"offline.first_chunk_delay", m.GetOffline().GetFirstChunkDelay()},
+		{"offline.chunk_delay", m.GetOffline().GetChunkDelay()},
 	}
 	for _, d := range durations {
 		if d.value == "" {
@@ -103,6 +105,14 @@ func validateModel(m *agentrunnerv1.ModelConfig, p string) error {
 	}
 	if m.GetRetry().GetMaxAttempts() < 0 {
 		return &Error{Path: p + ".retry.max_attempts", Msg: "must not be negative"}
+	}
+	// The offline section paces the offline model only; on another
+	// provider it would be silently ignored.
+	if m.GetOffline() != nil && m.GetProvider() != "offline" {
+		return &Error{Path: p + ".offline", Msg: fmt.Sprintf("only for provider \"offline\", not %q", m.GetProvider())}
+	}
+	if m.GetOffline().GetChunks() < 0 {
+		return &Error{Path: p + ".offline.chunks", Msg: "must not be negative"}
 	}
 	return nil
 }

@@ -86,6 +86,11 @@ type Config struct {
 	// unary call. It stands in for model latency in benchmarks; zero (the
 	// default) means no wait. The wait ends early when ctx is cancelled.
 	ChunkDelay time.Duration
+	// FirstChunkDelay, when positive, is waited before the first response
+	// of a call instead of ChunkDelay: a real model's time to first token,
+	// which the apps file sets so that a demo's runs last long enough to
+	// cancel or attach to.
+	FirstChunkDelay time.Duration
 	// Chunks, when positive, is how many partial responses a streamed text
 	// answer is split into, in pieces of nearly equal rune counts. An
 	// answer shorter than Chunks runes is padded with "." so that every
@@ -97,6 +102,7 @@ type Config struct {
 type Model struct {
 	name   string
 	delay  time.Duration
+	first  time.Duration
 	chunks int
 }
 
@@ -104,7 +110,11 @@ var _ model.Model = (*Model)(nil)
 
 // New returns an offline model.
 func New(cfg Config) *Model {
-	return &Model{name: offlineName(cfg.Name), delay: cfg.ChunkDelay, chunks: max(cfg.Chunks, 0)}
+	first := cfg.FirstChunkDelay
+	if first <= 0 {
+		first = cfg.ChunkDelay
+	}
+	return &Model{name: offlineName(cfg.Name), delay: cfg.ChunkDelay, first: first, chunks: max(cfg.Chunks, 0)}
 }
 
 // offlineName marks name as offline, unless it already is.
@@ -145,6 +155,7 @@ func (m *Model) Generate(ctx context.Context, req *model.Request, stream bool) i
 			Usage:        usage(req, content),
 			ModelVersion: version,
 		}
+		delay := m.first
 		if stream {
 			if text, ok := onlyText(content); ok {
 				pieces := splitWords(text)
@@ -153,17 +164,18 @@ func (m *Model) Generate(ctx context.Context, req *model.Request, stream bool) i
 					final.Content = textContent(text)
 				}
 				for _, p := range pieces {
-					if err := m.wait(ctx); err != nil {
+					if err := wait(ctx, delay); err != nil {
 						yield(nil, err)
 						return
 					}
 					if !yield(&model.Response{Content: textContent(p), Partial: true, ModelVersion: version}, nil) {
 						return
 					}
+					delay = m.delay
 				}
 			}
 		}
-		if err := m.wait(ctx); err != nil {
+		if err := wait(ctx, delay); err != nil {
 			yield(nil, err)
 			return
 		}
@@ -171,10 +183,10 @@ func (m *Model) Generate(ctx context.Context, req *model.Request, stream bool) i
 	}
 }
 
-// wait waits the configured delay, and reports ctx's error if it is done.
-func (m *Model) wait(ctx context.Context) error {
-	if m.delay > 0 {
-		t := time.NewTimer(m.delay)
+// wait waits delay, and reports ctx's error if it is done.
+func wait(ctx context.Context, delay time.Duration) error {
+	if delay > 0 {
+		t := time.NewTimer(delay)
 		defer t.Stop()
 		select {
 		case <-ctx.Done():

@@ -456,6 +456,32 @@ func TestDelayKeepsOutput(t *testing.T) {
 	}
 }
 
+// TestFirstChunkDelay checks that the first response waits
+// FirstChunkDelay and each later one ChunkDelay. Only lower bounds are
+// checked: a busy machine may be slower, never faster.
+func TestFirstChunkDelay(t *testing.T) {
+	const first, each = 150 * time.Millisecond, 30 * time.Millisecond
+	req := &model.Request{Contents: []*agentrunnerv1.Content{user(text("a b c"))}}
+	for _, stream := range []bool{true, false} {
+		start := time.Now()
+		var at []time.Duration
+		for _, err := range New(Config{FirstChunkDelay: first, ChunkDelay: each}).Generate(t.Context(), req, stream) {
+			if err != nil {
+				t.Fatal(err)
+			}
+			at = append(at, time.Since(start))
+		}
+		if len(at) == 0 || at[0] < first {
+			t.Fatalf("stream=%v: first response after %v, want at least %v", stream, at, first)
+		}
+		for i := 1; i < len(at); i++ {
+			if gap := at[i] - at[i-1]; gap < each {
+				t.Errorf("stream=%v: response %d came %v after the one before, want at least %v", stream, i, gap, each)
+			}
+		}
+	}
+}
+
 // TestEarlyStop checks that the model stops when the consumer does (a
 // range-over-func iterator that yields after false panics).
 func TestEarlyStop(t *testing.T) {

@@ -215,7 +215,12 @@ func (f *Factory) declaredModel(ctx context.Context, mc *agentrunnerv1.ModelConf
 	case Anthropic:
 		return anthropic.New(anthropic.Config{Model: id, APIKey: key, BaseURL: mc.GetBaseUrl(), IdleTimeout: idle})
 	case Offline:
-		return offline.New(offline.Config{Name: id}), nil
+		cfg, err := OfflineConfig(mc)
+		if err != nil {
+			return nil, fmt.Errorf("model %s: %w", mc.GetName(), err)
+		}
+		cfg.Name = id
+		return offline.New(cfg), nil
 	}
 	return nil, fmt.Errorf("model %s: unknown provider %q, want one of %v", mc.GetName(), mc.GetProvider(), Names)
 }
@@ -288,6 +293,34 @@ func IdleTimeout(mc *agentrunnerv1.ModelConfig) (time.Duration, error) {
 		return 0, &FieldError{Field: "idle_timeout", Msg: fmt.Sprintf("want a positive Go duration such as \"30s\", got %q", v)}
 	}
 	return d, nil
+}
+
+// OfflineConfig is the pace an offline models entry sets (its offline
+// section), without the name.
+func OfflineConfig(mc *agentrunnerv1.ModelConfig) (offline.Config, error) {
+	oc := mc.GetOffline()
+	cfg := offline.Config{Chunks: int(oc.GetChunks())}
+	if cfg.Chunks < 0 {
+		return cfg, &FieldError{Field: "offline.chunks", Msg: "must not be negative"}
+	}
+	durations := []struct {
+		field, value string
+		into         *time.Duration
+	}{
+		{"offline.first_chunk_delay", oc.GetFirstChunkDelay(), &cfg.FirstChunkDelay},
+		{"offline.chunk_delay", oc.GetChunkDelay(), &cfg.ChunkDelay},
+	}
+	for _, d := range durations {
+		if d.value == "" {
+			continue
+		}
+		v, err := time.ParseDuration(d.value)
+		if err != nil || v <= 0 {
+			return cfg, &FieldError{Field: d.field, Msg: fmt.Sprintf("want a positive Go duration such as \"500ms\", got %q", d.value)}
+		}
+		*d.into = v
+	}
+	return cfg, nil
 }
 
 // FieldError is a bad value in a models entry, by its field's path within

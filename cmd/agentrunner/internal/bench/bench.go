@@ -22,6 +22,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
+	"github.com/agentrunner/agentrunner/cmd/agentrunner/internal/cliflags"
 	servicev1 "github.com/agentrunner/agentrunner/gen/go/agentrunner/service/v1"
 	agentrunnerv1 "github.com/agentrunner/agentrunner/gen/go/agentrunner/v1"
 )
@@ -118,10 +119,13 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			"beside the limit this machine allows.\n\nFlags:\n")
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(args); err != nil {
+	rest, err := cliflags.Parse(fs, args)
+	if err != nil {
 		return err
 	}
-	var err error
+	if len(rest) > 0 {
+		return fmt.Errorf("bench takes no arguments, got %q", rest)
+	}
 	if o.Concurrency, err = intList(conc); err != nil {
 		return fmt.Errorf("--sessions: %w", err)
 	}

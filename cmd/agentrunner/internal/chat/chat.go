@@ -23,6 +23,7 @@ import (
 	"google.golang.org/protobuf/types/known/structpb"
 
 	"github.com/agentrunner/agentrunner/cmd/agentrunner/internal/clientconn"
+	"github.com/agentrunner/agentrunner/cmd/agentrunner/internal/cliflags"
 	servicev1 "github.com/agentrunner/agentrunner/gen/go/agentrunner/service/v1"
 	agentrunnerv1 "github.com/agentrunner/agentrunner/gen/go/agentrunner/v1"
 )
@@ -60,6 +61,9 @@ func printOmitted(out io.Writer, n uint64) {
 // describe turns an RPC error into one readable line.
 func describe(err error) error {
 	if st, ok := status.FromError(err); ok {
+		if clientconn.IsTLSMismatch(err) {
+			return errors.New(st.Message())
+		}
 		if st.Code() == codes.Unavailable {
 			return fmt.Errorf("server unavailable (is `agentrunner serve` running?): %s", st.Message())
 		}
@@ -85,8 +89,12 @@ func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io
 			"Talk to an app in the terminal. Type a message and press Enter; /quit or Ctrl-D ends.\n\nFlags:\n")
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(args); err != nil {
+	rest, err := cliflags.Parse(fs, args)
+	if err != nil {
 		return err
+	}
+	if len(rest) > 0 {
+		return fmt.Errorf("chat takes no arguments, got %q (the session goes in --session): %w", rest, ErrUsage)
 	}
 	conn, err := cf.Dial(*addr)
 	if err != nil {
@@ -502,7 +510,8 @@ func Sessions(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		fs.Usage()
 		return fmt.Errorf("sessions: unknown command %q (want list, show or delete): %w", cmd, ErrUsage)
 	}
-	if err := fs.Parse(args[1:]); err != nil {
+	positional, err := cliflags.Parse(fs, args[1:])
+	if err != nil {
 		return err
 	}
 	conn, err := cf.Dial(*addr)
@@ -512,10 +521,10 @@ func Sessions(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	defer conn.Close()
 	sc := servicev1.NewSessionServiceClient(conn)
 	needID := func() (string, error) {
-		if fs.NArg() != 1 {
+		if len(positional) != 1 {
 			return "", fmt.Errorf("sessions %s: want one SESSION argument: %w", cmd, ErrUsage)
 		}
-		return fs.Arg(0), nil
+		return positional[0], nil
 	}
 	switch cmd {
 	case "list":

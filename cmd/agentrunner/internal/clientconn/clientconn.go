@@ -7,14 +7,20 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
+	"errors"
 	"flag"
 	"fmt"
+	"net"
 	"os"
 	"strings"
+	"sync"
+	"time"
 
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/status"
 )
 
 // Environment variables the flags fall back to.
@@ -89,6 +95,16 @@ func (f *Flags) Dial(addr string) (*grpc.ClientConn, error) {
 	if err != nil {
 		return nil, err
 	}
+	tlsOn := f.CAFile != "" || f.CertFile != "" || f.KeyFile != "" || f.TLS
+	explain := mismatchExplainer(addr, tlsOn)
+	opts = append(opts,
+		grpc.WithChainUnaryInterceptor(func(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, o ...grpc.CallOption) error {
+			return explain(invoker(ctx, method, req, reply, cc, o...))
+		}),
+		grpc.WithChainStreamInterceptor(func(ctx context.Context, desc *grpc.StreamDesc, cc *grpc.ClientConn, method string, streamer grpc.Streamer, o ...grpc.CallOption) (grpc.ClientStream, error) {
+			s, err := streamer(ctx, desc, cc, method, o...)
+			return s, explain(err)
+		}))
 	conn, err := grpc.NewClient(addr, opts...)
 	if err != nil {
 		return nil, fmt.Errorf("connect to %s: %w", addr, err)
@@ -136,3 +152,66 @@ func (b Bearer) GetRequestMetadata(context.Context, ...string) (map[string]strin
 
 // RequireTransportSecurity implements credentials.PerRPCCredentials.
 func (Bearer) RequireTransportSecurity() bool { return false }
+
+// What a client is told when it and the server disagree on TLS, in place
+// of gRPC's "connection closed" or "first record does not look like a TLS
+// handshake", which send people looking for a server that is running.
+const (
+	// ServerSpeaksTLS starts the message of a plaintext client's failed
+	// call to a TLS server.
+	ServerSpeaksTLS = "the server speaks TLS and this client does not"
+	// ServerSpeaksPlaintext starts the message of a TLS client's failed
+	// call to a plaintext server.
+	ServerSpeaksPlaintext = "the server speaks plaintext, not TLS"
+)
+
+// IsTLSMismatch reports whether err is a call that failed because the
+// client and the server disagree on TLS; its message says which flag fixes
+// it.
+func IsTLSMismatch(err error) bool {
+	msg := status.Convert(err).Message()
+	return strings.HasPrefix(msg, ServerSpeaksTLS) || strings.HasPrefix(msg, ServerSpeaksPlaintext)
+}
+
+// mismatchExplainer returns what turns an Unavailable error into one that
+// says the client and the server disagree on TLS, when they do. A TLS
+// client sees the plaintext server's bytes as a bad TLS record; a
+// plaintext client sees only a closed connection, so a TLS handshake is
+// tried once to tell a TLS server from one that is down.
+func mismatchExplainer(addr string, tlsOn bool) func(error) error {
+	var once sync.Once
+	var speaksTLS bool
+	return func(err error) error {
+		st, ok := status.FromError(err)
+		if err == nil || !ok || st.Code() != codes.Unavailable {
+			return err
+		}
+		if tlsOn {
+			if strings.Contains(st.Message(), "does not look like a TLS handshake") {
+				return status.Errorf(codes.Unavailable, "%s: leave out --ca-file, --cert-file, --key-file and --tls (and unset %s), or serve with --tls-cert and --tls-key (%s)", ServerSpeaksPlaintext, EnvCAFile, st.Message())
+			}
+			return err
+		}
+		once.Do(func() { speaksTLS = probeTLS(addr) })
+		if speaksTLS {
+			return status.Errorf(codes.Unavailable, "%s: pass --ca-file FILE (the CA that signed the server's certificate; env %s) or --tls (a certificate the system trusts) (%s)", ServerSpeaksTLS, EnvCAFile, st.Message())
+		}
+		return err
+	}
+}
+
+// probeTLS reports whether the server at addr answers a TLS handshake. The
+// certificate is not checked: the probe only asks whether the server
+// speaks TLS at all, and sends nothing over the connection. A TLS alert
+// (a server that wants a client certificate) is TLS too.
+func probeTLS(addr string) bool {
+	d := &net.Dialer{Timeout: 3 * time.Second}
+	conn, err := tls.DialWithDialer(d, "tcp", addr, &tls.Config{InsecureSkipVerify: true, MinVersion: tls.VersionTLS12})
+	if err != nil {
+		// crypto/tls reports an alert the server sent as this OpError.
+		var op *net.OpError
+		return errors.As(err, &op) && op.Op == "remote error"
+	}
+	conn.Close()
+	return true
+}

@@ -179,7 +179,12 @@ type ModelConfig struct {
 	// arrives starts it again. An attempt that falls silent this long is a
 	// DEADLINE_EXCEEDED failure, like one past timeout. Raise it for
 	// reasoning models that think silently for longer mid-stream.
-	IdleTimeout   string `protobuf:"bytes,9,opt,name=idle_timeout,json=idleTimeout,proto3" json:"idle_timeout,omitempty"`
+	IdleTimeout string `protobuf:"bytes,9,opt,name=idle_timeout,json=idleTimeout,proto3" json:"idle_timeout,omitempty"`
+	// How the offline model paces its answers; only for provider "offline".
+	// Unset, it answers at once, which is what tests and benchmarks want; a
+	// latency makes its runs last long enough to watch, cancel, queue behind,
+	// interrupt, attach to and cut by a drain.
+	Offline       *OfflineModelConfig `protobuf:"bytes,10,opt,name=offline,proto3" json:"offline,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -277,6 +282,82 @@ func (x *ModelConfig) GetIdleTimeout() string {
 	return ""
 }
 
+func (x *ModelConfig) GetOffline() *OfflineModelConfig {
+	if x != nil {
+		return x.Offline
+	}
+	return nil
+}
+
+// OfflineModelConfig gives the offline model a latency, so that it stands
+// in for a real model's pace. Durations are Go durations ("1.5s"); empty
+// means none.
+type OfflineModelConfig struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Waited before the first response of a call (a real model's time to
+	// first token); empty means chunk_delay.
+	FirstChunkDelay string `protobuf:"bytes,1,opt,name=first_chunk_delay,json=firstChunkDelay,proto3" json:"first_chunk_delay,omitempty"`
+	// Waited before each later response: each streamed piece and the
+	// complete response.
+	ChunkDelay string `protobuf:"bytes,2,opt,name=chunk_delay,json=chunkDelay,proto3" json:"chunk_delay,omitempty"`
+	// How many pieces a streamed text answer comes in (padded with "." when
+	// shorter); 0 means one per word.
+	Chunks        int32 `protobuf:"varint,3,opt,name=chunks,proto3" json:"chunks,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *OfflineModelConfig) Reset() {
+	*x = OfflineModelConfig{}
+	mi := &file_agentrunner_v1_config_proto_msgTypes[2]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *OfflineModelConfig) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*OfflineModelConfig) ProtoMessage() {}
+
+func (x *OfflineModelConfig) ProtoReflect() protoreflect.Message {
+	mi := &file_agentrunner_v1_config_proto_msgTypes[2]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use OfflineModelConfig.ProtoReflect.Descriptor instead.
+func (*OfflineModelConfig) Descriptor() ([]byte, []int) {
+	return file_agentrunner_v1_config_proto_rawDescGZIP(), []int{2}
+}
+
+func (x *OfflineModelConfig) GetFirstChunkDelay() string {
+	if x != nil {
+		return x.FirstChunkDelay
+	}
+	return ""
+}
+
+func (x *OfflineModelConfig) GetChunkDelay() string {
+	if x != nil {
+		return x.ChunkDelay
+	}
+	return ""
+}
+
+func (x *OfflineModelConfig) GetChunks() int32 {
+	if x != nil {
+		return x.Chunks
+	}
+	return 0
+}
+
 // RetryConfig bounds the attempts at one model. Unset fields take the
 // defaults noted.
 type RetryConfig struct {
@@ -299,7 +380,7 @@ type RetryConfig struct {
 
 func (x *RetryConfig) Reset() {
 	*x = RetryConfig{}
-	mi := &file_agentrunner_v1_config_proto_msgTypes[2]
+	mi := &file_agentrunner_v1_config_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -311,7 +392,7 @@ func (x *RetryConfig) String() string {
 func (*RetryConfig) ProtoMessage() {}
 
 func (x *RetryConfig) ProtoReflect() protoreflect.Message {
-	mi := &file_agentrunner_v1_config_proto_msgTypes[2]
+	mi := &file_agentrunner_v1_config_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -324,7 +405,7 @@ func (x *RetryConfig) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RetryConfig.ProtoReflect.Descriptor instead.
 func (*RetryConfig) Descriptor() ([]byte, []int) {
-	return file_agentrunner_v1_config_proto_rawDescGZIP(), []int{2}
+	return file_agentrunner_v1_config_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *RetryConfig) GetMaxAttempts() int32 {
@@ -390,7 +471,7 @@ type AppConfig struct {
 
 func (x *AppConfig) Reset() {
 	*x = AppConfig{}
-	mi := &file_agentrunner_v1_config_proto_msgTypes[3]
+	mi := &file_agentrunner_v1_config_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -402,7 +483,7 @@ func (x *AppConfig) String() string {
 func (*AppConfig) ProtoMessage() {}
 
 func (x *AppConfig) ProtoReflect() protoreflect.Message {
-	mi := &file_agentrunner_v1_config_proto_msgTypes[3]
+	mi := &file_agentrunner_v1_config_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -415,7 +496,7 @@ func (x *AppConfig) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AppConfig.ProtoReflect.Descriptor instead.
 func (*AppConfig) Descriptor() ([]byte, []int) {
-	return file_agentrunner_v1_config_proto_rawDescGZIP(), []int{3}
+	return file_agentrunner_v1_config_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *AppConfig) GetName() string {
@@ -488,7 +569,7 @@ type MemoryConfig struct {
 
 func (x *MemoryConfig) Reset() {
 	*x = MemoryConfig{}
-	mi := &file_agentrunner_v1_config_proto_msgTypes[4]
+	mi := &file_agentrunner_v1_config_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -500,7 +581,7 @@ func (x *MemoryConfig) String() string {
 func (*MemoryConfig) ProtoMessage() {}
 
 func (x *MemoryConfig) ProtoReflect() protoreflect.Message {
-	mi := &file_agentrunner_v1_config_proto_msgTypes[4]
+	mi := &file_agentrunner_v1_config_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -513,7 +594,7 @@ func (x *MemoryConfig) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MemoryConfig.ProtoReflect.Descriptor instead.
 func (*MemoryConfig) Descriptor() ([]byte, []int) {
-	return file_agentrunner_v1_config_proto_rawDescGZIP(), []int{4}
+	return file_agentrunner_v1_config_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *MemoryConfig) GetAddSessions() bool {
@@ -546,7 +627,7 @@ type ContextCacheConfig struct {
 
 func (x *ContextCacheConfig) Reset() {
 	*x = ContextCacheConfig{}
-	mi := &file_agentrunner_v1_config_proto_msgTypes[5]
+	mi := &file_agentrunner_v1_config_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -558,7 +639,7 @@ func (x *ContextCacheConfig) String() string {
 func (*ContextCacheConfig) ProtoMessage() {}
 
 func (x *ContextCacheConfig) ProtoReflect() protoreflect.Message {
-	mi := &file_agentrunner_v1_config_proto_msgTypes[5]
+	mi := &file_agentrunner_v1_config_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -571,7 +652,7 @@ func (x *ContextCacheConfig) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ContextCacheConfig.ProtoReflect.Descriptor instead.
 func (*ContextCacheConfig) Descriptor() ([]byte, []int) {
-	return file_agentrunner_v1_config_proto_rawDescGZIP(), []int{5}
+	return file_agentrunner_v1_config_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *ContextCacheConfig) GetCacheIntervals() int32 {
@@ -632,7 +713,7 @@ type CompactionConfig struct {
 
 func (x *CompactionConfig) Reset() {
 	*x = CompactionConfig{}
-	mi := &file_agentrunner_v1_config_proto_msgTypes[6]
+	mi := &file_agentrunner_v1_config_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -644,7 +725,7 @@ func (x *CompactionConfig) String() string {
 func (*CompactionConfig) ProtoMessage() {}
 
 func (x *CompactionConfig) ProtoReflect() protoreflect.Message {
-	mi := &file_agentrunner_v1_config_proto_msgTypes[6]
+	mi := &file_agentrunner_v1_config_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -657,7 +738,7 @@ func (x *CompactionConfig) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CompactionConfig.ProtoReflect.Descriptor instead.
 func (*CompactionConfig) Descriptor() ([]byte, []int) {
-	return file_agentrunner_v1_config_proto_rawDescGZIP(), []int{6}
+	return file_agentrunner_v1_config_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *CompactionConfig) GetInterval() int32 {
@@ -733,7 +814,7 @@ type McpServerConfig struct {
 
 func (x *McpServerConfig) Reset() {
 	*x = McpServerConfig{}
-	mi := &file_agentrunner_v1_config_proto_msgTypes[7]
+	mi := &file_agentrunner_v1_config_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -745,7 +826,7 @@ func (x *McpServerConfig) String() string {
 func (*McpServerConfig) ProtoMessage() {}
 
 func (x *McpServerConfig) ProtoReflect() protoreflect.Message {
-	mi := &file_agentrunner_v1_config_proto_msgTypes[7]
+	mi := &file_agentrunner_v1_config_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -758,7 +839,7 @@ func (x *McpServerConfig) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use McpServerConfig.ProtoReflect.Descriptor instead.
 func (*McpServerConfig) Descriptor() ([]byte, []int) {
-	return file_agentrunner_v1_config_proto_rawDescGZIP(), []int{7}
+	return file_agentrunner_v1_config_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *McpServerConfig) GetName() string {
@@ -830,7 +911,7 @@ type McpToolsConfig struct {
 
 func (x *McpToolsConfig) Reset() {
 	*x = McpToolsConfig{}
-	mi := &file_agentrunner_v1_config_proto_msgTypes[8]
+	mi := &file_agentrunner_v1_config_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -842,7 +923,7 @@ func (x *McpToolsConfig) String() string {
 func (*McpToolsConfig) ProtoMessage() {}
 
 func (x *McpToolsConfig) ProtoReflect() protoreflect.Message {
-	mi := &file_agentrunner_v1_config_proto_msgTypes[8]
+	mi := &file_agentrunner_v1_config_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -855,7 +936,7 @@ func (x *McpToolsConfig) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use McpToolsConfig.ProtoReflect.Descriptor instead.
 func (*McpToolsConfig) Descriptor() ([]byte, []int) {
-	return file_agentrunner_v1_config_proto_rawDescGZIP(), []int{8}
+	return file_agentrunner_v1_config_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *McpToolsConfig) GetServer() string {
@@ -896,7 +977,7 @@ type AgentConfig struct {
 
 func (x *AgentConfig) Reset() {
 	*x = AgentConfig{}
-	mi := &file_agentrunner_v1_config_proto_msgTypes[9]
+	mi := &file_agentrunner_v1_config_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -908,7 +989,7 @@ func (x *AgentConfig) String() string {
 func (*AgentConfig) ProtoMessage() {}
 
 func (x *AgentConfig) ProtoReflect() protoreflect.Message {
-	mi := &file_agentrunner_v1_config_proto_msgTypes[9]
+	mi := &file_agentrunner_v1_config_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -921,7 +1002,7 @@ func (x *AgentConfig) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AgentConfig.ProtoReflect.Descriptor instead.
 func (*AgentConfig) Descriptor() ([]byte, []int) {
-	return file_agentrunner_v1_config_proto_rawDescGZIP(), []int{9}
+	return file_agentrunner_v1_config_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *AgentConfig) GetName() string {
@@ -1066,7 +1147,7 @@ type LlmAgentConfig struct {
 
 func (x *LlmAgentConfig) Reset() {
 	*x = LlmAgentConfig{}
-	mi := &file_agentrunner_v1_config_proto_msgTypes[10]
+	mi := &file_agentrunner_v1_config_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1078,7 +1159,7 @@ func (x *LlmAgentConfig) String() string {
 func (*LlmAgentConfig) ProtoMessage() {}
 
 func (x *LlmAgentConfig) ProtoReflect() protoreflect.Message {
-	mi := &file_agentrunner_v1_config_proto_msgTypes[10]
+	mi := &file_agentrunner_v1_config_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1091,7 +1172,7 @@ func (x *LlmAgentConfig) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LlmAgentConfig.ProtoReflect.Descriptor instead.
 func (*LlmAgentConfig) Descriptor() ([]byte, []int) {
-	return file_agentrunner_v1_config_proto_rawDescGZIP(), []int{10}
+	return file_agentrunner_v1_config_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *LlmAgentConfig) GetModel() string {
@@ -1203,7 +1284,7 @@ type FunctionToolConfig struct {
 
 func (x *FunctionToolConfig) Reset() {
 	*x = FunctionToolConfig{}
-	mi := &file_agentrunner_v1_config_proto_msgTypes[11]
+	mi := &file_agentrunner_v1_config_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1215,7 +1296,7 @@ func (x *FunctionToolConfig) String() string {
 func (*FunctionToolConfig) ProtoMessage() {}
 
 func (x *FunctionToolConfig) ProtoReflect() protoreflect.Message {
-	mi := &file_agentrunner_v1_config_proto_msgTypes[11]
+	mi := &file_agentrunner_v1_config_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1228,7 +1309,7 @@ func (x *FunctionToolConfig) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FunctionToolConfig.ProtoReflect.Descriptor instead.
 func (*FunctionToolConfig) Descriptor() ([]byte, []int) {
-	return file_agentrunner_v1_config_proto_rawDescGZIP(), []int{11}
+	return file_agentrunner_v1_config_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *FunctionToolConfig) GetName() string {
@@ -1268,7 +1349,7 @@ type SequentialAgentConfig struct {
 
 func (x *SequentialAgentConfig) Reset() {
 	*x = SequentialAgentConfig{}
-	mi := &file_agentrunner_v1_config_proto_msgTypes[12]
+	mi := &file_agentrunner_v1_config_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1280,7 +1361,7 @@ func (x *SequentialAgentConfig) String() string {
 func (*SequentialAgentConfig) ProtoMessage() {}
 
 func (x *SequentialAgentConfig) ProtoReflect() protoreflect.Message {
-	mi := &file_agentrunner_v1_config_proto_msgTypes[12]
+	mi := &file_agentrunner_v1_config_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1293,7 +1374,7 @@ func (x *SequentialAgentConfig) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SequentialAgentConfig.ProtoReflect.Descriptor instead.
 func (*SequentialAgentConfig) Descriptor() ([]byte, []int) {
-	return file_agentrunner_v1_config_proto_rawDescGZIP(), []int{12}
+	return file_agentrunner_v1_config_proto_rawDescGZIP(), []int{13}
 }
 
 // ParallelAgentConfig configures a parallel agent. It has no options.
@@ -1305,7 +1386,7 @@ type ParallelAgentConfig struct {
 
 func (x *ParallelAgentConfig) Reset() {
 	*x = ParallelAgentConfig{}
-	mi := &file_agentrunner_v1_config_proto_msgTypes[13]
+	mi := &file_agentrunner_v1_config_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1317,7 +1398,7 @@ func (x *ParallelAgentConfig) String() string {
 func (*ParallelAgentConfig) ProtoMessage() {}
 
 func (x *ParallelAgentConfig) ProtoReflect() protoreflect.Message {
-	mi := &file_agentrunner_v1_config_proto_msgTypes[13]
+	mi := &file_agentrunner_v1_config_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1330,7 +1411,7 @@ func (x *ParallelAgentConfig) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ParallelAgentConfig.ProtoReflect.Descriptor instead.
 func (*ParallelAgentConfig) Descriptor() ([]byte, []int) {
-	return file_agentrunner_v1_config_proto_rawDescGZIP(), []int{13}
+	return file_agentrunner_v1_config_proto_rawDescGZIP(), []int{14}
 }
 
 // LoopAgentConfig configures a loop agent.
@@ -1345,7 +1426,7 @@ type LoopAgentConfig struct {
 
 func (x *LoopAgentConfig) Reset() {
 	*x = LoopAgentConfig{}
-	mi := &file_agentrunner_v1_config_proto_msgTypes[14]
+	mi := &file_agentrunner_v1_config_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1357,7 +1438,7 @@ func (x *LoopAgentConfig) String() string {
 func (*LoopAgentConfig) ProtoMessage() {}
 
 func (x *LoopAgentConfig) ProtoReflect() protoreflect.Message {
-	mi := &file_agentrunner_v1_config_proto_msgTypes[14]
+	mi := &file_agentrunner_v1_config_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1370,7 +1451,7 @@ func (x *LoopAgentConfig) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LoopAgentConfig.ProtoReflect.Descriptor instead.
 func (*LoopAgentConfig) Descriptor() ([]byte, []int) {
-	return file_agentrunner_v1_config_proto_rawDescGZIP(), []int{14}
+	return file_agentrunner_v1_config_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *LoopAgentConfig) GetMaxIterations() int32 {
@@ -1388,7 +1469,7 @@ const file_agentrunner_v1_config_proto_rawDesc = "" +
 	"\n" +
 	"AppsConfig\x12-\n" +
 	"\x04apps\x18\x01 \x03(\v2\x19.agentrunner.v1.AppConfigR\x04apps\x123\n" +
-	"\x06models\x18\x02 \x03(\v2\x1b.agentrunner.v1.ModelConfigR\x06models\"\x9c\x02\n" +
+	"\x06models\x18\x02 \x03(\v2\x1b.agentrunner.v1.ModelConfigR\x06models\"\xda\x02\n" +
 	"\vModelConfig\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x1a\n" +
 	"\bprovider\x18\x02 \x01(\tR\bprovider\x12\x14\n" +
@@ -1398,7 +1479,14 @@ const file_agentrunner_v1_config_proto_rawDesc = "" +
 	"\atimeout\x18\x06 \x01(\tR\atimeout\x121\n" +
 	"\x05retry\x18\a \x01(\v2\x1b.agentrunner.v1.RetryConfigR\x05retry\x12\x1c\n" +
 	"\tfallbacks\x18\b \x03(\tR\tfallbacks\x12!\n" +
-	"\fidle_timeout\x18\t \x01(\tR\vidleTimeout\"\x9b\x01\n" +
+	"\fidle_timeout\x18\t \x01(\tR\vidleTimeout\x12<\n" +
+	"\aoffline\x18\n" +
+	" \x01(\v2\".agentrunner.v1.OfflineModelConfigR\aoffline\"y\n" +
+	"\x12OfflineModelConfig\x12*\n" +
+	"\x11first_chunk_delay\x18\x01 \x01(\tR\x0ffirstChunkDelay\x12\x1f\n" +
+	"\vchunk_delay\x18\x02 \x01(\tR\n" +
+	"chunkDelay\x12\x16\n" +
+	"\x06chunks\x18\x03 \x01(\x05R\x06chunks\"\x9b\x01\n" +
 	"\vRetryConfig\x12!\n" +
 	"\fmax_attempts\x18\x01 \x01(\x05R\vmaxAttempts\x12'\n" +
 	"\x0finitial_backoff\x18\x02 \x01(\tR\x0einitialBackoff\x12\x1f\n" +
@@ -1505,51 +1593,53 @@ func file_agentrunner_v1_config_proto_rawDescGZIP() []byte {
 }
 
 var file_agentrunner_v1_config_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_agentrunner_v1_config_proto_msgTypes = make([]protoimpl.MessageInfo, 15)
+var file_agentrunner_v1_config_proto_msgTypes = make([]protoimpl.MessageInfo, 16)
 var file_agentrunner_v1_config_proto_goTypes = []any{
 	(IncludeContents)(0),          // 0: agentrunner.v1.IncludeContents
 	(*AppsConfig)(nil),            // 1: agentrunner.v1.AppsConfig
 	(*ModelConfig)(nil),           // 2: agentrunner.v1.ModelConfig
-	(*RetryConfig)(nil),           // 3: agentrunner.v1.RetryConfig
-	(*AppConfig)(nil),             // 4: agentrunner.v1.AppConfig
-	(*MemoryConfig)(nil),          // 5: agentrunner.v1.MemoryConfig
-	(*ContextCacheConfig)(nil),    // 6: agentrunner.v1.ContextCacheConfig
-	(*CompactionConfig)(nil),      // 7: agentrunner.v1.CompactionConfig
-	(*McpServerConfig)(nil),       // 8: agentrunner.v1.McpServerConfig
-	(*McpToolsConfig)(nil),        // 9: agentrunner.v1.McpToolsConfig
-	(*AgentConfig)(nil),           // 10: agentrunner.v1.AgentConfig
-	(*LlmAgentConfig)(nil),        // 11: agentrunner.v1.LlmAgentConfig
-	(*FunctionToolConfig)(nil),    // 12: agentrunner.v1.FunctionToolConfig
-	(*SequentialAgentConfig)(nil), // 13: agentrunner.v1.SequentialAgentConfig
-	(*ParallelAgentConfig)(nil),   // 14: agentrunner.v1.ParallelAgentConfig
-	(*LoopAgentConfig)(nil),       // 15: agentrunner.v1.LoopAgentConfig
-	(*structpb.Struct)(nil),       // 16: google.protobuf.Struct
+	(*OfflineModelConfig)(nil),    // 3: agentrunner.v1.OfflineModelConfig
+	(*RetryConfig)(nil),           // 4: agentrunner.v1.RetryConfig
+	(*AppConfig)(nil),             // 5: agentrunner.v1.AppConfig
+	(*MemoryConfig)(nil),          // 6: agentrunner.v1.MemoryConfig
+	(*ContextCacheConfig)(nil),    // 7: agentrunner.v1.ContextCacheConfig
+	(*CompactionConfig)(nil),      // 8: agentrunner.v1.CompactionConfig
+	(*McpServerConfig)(nil),       // 9: agentrunner.v1.McpServerConfig
+	(*McpToolsConfig)(nil),        // 10: agentrunner.v1.McpToolsConfig
+	(*AgentConfig)(nil),           // 11: agentrunner.v1.AgentConfig
+	(*LlmAgentConfig)(nil),        // 12: agentrunner.v1.LlmAgentConfig
+	(*FunctionToolConfig)(nil),    // 13: agentrunner.v1.FunctionToolConfig
+	(*SequentialAgentConfig)(nil), // 14: agentrunner.v1.SequentialAgentConfig
+	(*ParallelAgentConfig)(nil),   // 15: agentrunner.v1.ParallelAgentConfig
+	(*LoopAgentConfig)(nil),       // 16: agentrunner.v1.LoopAgentConfig
+	(*structpb.Struct)(nil),       // 17: google.protobuf.Struct
 }
 var file_agentrunner_v1_config_proto_depIdxs = []int32{
-	4,  // 0: agentrunner.v1.AppsConfig.apps:type_name -> agentrunner.v1.AppConfig
+	5,  // 0: agentrunner.v1.AppsConfig.apps:type_name -> agentrunner.v1.AppConfig
 	2,  // 1: agentrunner.v1.AppsConfig.models:type_name -> agentrunner.v1.ModelConfig
-	3,  // 2: agentrunner.v1.ModelConfig.retry:type_name -> agentrunner.v1.RetryConfig
-	10, // 3: agentrunner.v1.AppConfig.root_agent:type_name -> agentrunner.v1.AgentConfig
-	12, // 4: agentrunner.v1.AppConfig.function_tools:type_name -> agentrunner.v1.FunctionToolConfig
-	8,  // 5: agentrunner.v1.AppConfig.mcp_servers:type_name -> agentrunner.v1.McpServerConfig
-	7,  // 6: agentrunner.v1.AppConfig.compaction:type_name -> agentrunner.v1.CompactionConfig
-	5,  // 7: agentrunner.v1.AppConfig.memory:type_name -> agentrunner.v1.MemoryConfig
-	6,  // 8: agentrunner.v1.AppConfig.context_cache:type_name -> agentrunner.v1.ContextCacheConfig
-	10, // 9: agentrunner.v1.AgentConfig.sub_agents:type_name -> agentrunner.v1.AgentConfig
-	11, // 10: agentrunner.v1.AgentConfig.llm:type_name -> agentrunner.v1.LlmAgentConfig
-	13, // 11: agentrunner.v1.AgentConfig.sequential:type_name -> agentrunner.v1.SequentialAgentConfig
-	14, // 12: agentrunner.v1.AgentConfig.parallel:type_name -> agentrunner.v1.ParallelAgentConfig
-	15, // 13: agentrunner.v1.AgentConfig.loop:type_name -> agentrunner.v1.LoopAgentConfig
-	0,  // 14: agentrunner.v1.LlmAgentConfig.include_contents:type_name -> agentrunner.v1.IncludeContents
-	12, // 15: agentrunner.v1.LlmAgentConfig.function_tools:type_name -> agentrunner.v1.FunctionToolConfig
-	9,  // 16: agentrunner.v1.LlmAgentConfig.mcp:type_name -> agentrunner.v1.McpToolsConfig
-	16, // 17: agentrunner.v1.FunctionToolConfig.parameters:type_name -> google.protobuf.Struct
-	16, // 18: agentrunner.v1.FunctionToolConfig.response:type_name -> google.protobuf.Struct
-	19, // [19:19] is the sub-list for method output_type
-	19, // [19:19] is the sub-list for method input_type
-	19, // [19:19] is the sub-list for extension type_name
-	19, // [19:19] is the sub-list for extension extendee
-	0,  // [0:19] is the sub-list for field type_name
+	4,  // 2: agentrunner.v1.ModelConfig.retry:type_name -> agentrunner.v1.RetryConfig
+	3,  // 3: agentrunner.v1.ModelConfig.offline:type_name -> agentrunner.v1.OfflineModelConfig
+	11, // 4: agentrunner.v1.AppConfig.root_agent:type_name -> agentrunner.v1.AgentConfig
+	13, // 5: agentrunner.v1.AppConfig.function_tools:type_name -> agentrunner.v1.FunctionToolConfig
+	9,  // 6: agentrunner.v1.AppConfig.mcp_servers:type_name -> agentrunner.v1.McpServerConfig
+	8,  // 7: agentrunner.v1.AppConfig.compaction:type_name -> agentrunner.v1.CompactionConfig
+	6,  // 8: agentrunner.v1.AppConfig.memory:type_name -> agentrunner.v1.MemoryConfig
+	7,  // 9: agentrunner.v1.AppConfig.context_cache:type_name -> agentrunner.v1.ContextCacheConfig
+	11, // 10: agentrunner.v1.AgentConfig.sub_agents:type_name -> agentrunner.v1.AgentConfig
+	12, // 11: agentrunner.v1.AgentConfig.llm:type_name -> agentrunner.v1.LlmAgentConfig
+	14, // 12: agentrunner.v1.AgentConfig.sequential:type_name -> agentrunner.v1.SequentialAgentConfig
+	15, // 13: agentrunner.v1.AgentConfig.parallel:type_name -> agentrunner.v1.ParallelAgentConfig
+	16, // 14: agentrunner.v1.AgentConfig.loop:type_name -> agentrunner.v1.LoopAgentConfig
+	0,  // 15: agentrunner.v1.LlmAgentConfig.include_contents:type_name -> agentrunner.v1.IncludeContents
+	13, // 16: agentrunner.v1.LlmAgentConfig.function_tools:type_name -> agentrunner.v1.FunctionToolConfig
+	10, // 17: agentrunner.v1.LlmAgentConfig.mcp:type_name -> agentrunner.v1.McpToolsConfig
+	17, // 18: agentrunner.v1.FunctionToolConfig.parameters:type_name -> google.protobuf.Struct
+	17, // 19: agentrunner.v1.FunctionToolConfig.response:type_name -> google.protobuf.Struct
+	20, // [20:20] is the sub-list for method output_type
+	20, // [20:20] is the sub-list for method input_type
+	20, // [20:20] is the sub-list for extension type_name
+	20, // [20:20] is the sub-list for extension extendee
+	0,  // [0:20] is the sub-list for field type_name
 }
 
 func init() { file_agentrunner_v1_config_proto_init() }
@@ -1557,20 +1647,20 @@ func file_agentrunner_v1_config_proto_init() {
 	if File_agentrunner_v1_config_proto != nil {
 		return
 	}
-	file_agentrunner_v1_config_proto_msgTypes[9].OneofWrappers = []any{
+	file_agentrunner_v1_config_proto_msgTypes[10].OneofWrappers = []any{
 		(*AgentConfig_Llm)(nil),
 		(*AgentConfig_Sequential)(nil),
 		(*AgentConfig_Parallel)(nil),
 		(*AgentConfig_Loop)(nil),
 	}
-	file_agentrunner_v1_config_proto_msgTypes[10].OneofWrappers = []any{}
+	file_agentrunner_v1_config_proto_msgTypes[11].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_agentrunner_v1_config_proto_rawDesc), len(file_agentrunner_v1_config_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   15,
+			NumMessages:   16,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

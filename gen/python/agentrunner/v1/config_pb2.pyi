@@ -163,13 +163,14 @@ class MemoryConfig(_message.Message):
     def __init__(self, add_sessions: bool = ...) -> None: ...
 
 class ModelConfig(_message.Message):
-    __slots__ = ["api_key_env", "base_url", "fallbacks", "idle_timeout", "model", "name", "provider", "retry", "timeout"]
+    __slots__ = ["api_key_env", "base_url", "fallbacks", "idle_timeout", "model", "name", "offline", "provider", "retry", "timeout"]
     API_KEY_ENV_FIELD_NUMBER: _ClassVar[int]
     BASE_URL_FIELD_NUMBER: _ClassVar[int]
     FALLBACKS_FIELD_NUMBER: _ClassVar[int]
     IDLE_TIMEOUT_FIELD_NUMBER: _ClassVar[int]
     MODEL_FIELD_NUMBER: _ClassVar[int]
     NAME_FIELD_NUMBER: _ClassVar[int]
+    OFFLINE_FIELD_NUMBER: _ClassVar[int]
     PROVIDER_FIELD_NUMBER: _ClassVar[int]
     RETRY_FIELD_NUMBER: _ClassVar[int]
     TIMEOUT_FIELD_NUMBER: _ClassVar[int]
@@ -179,10 +180,21 @@ class ModelConfig(_message.Message):
     idle_timeout: str
     model: str
     name: str
+    offline: OfflineModelConfig
     provider: str
     retry: RetryConfig
     timeout: str
-    def __init__(self, name: _Optional[str] = ..., provider: _Optional[str] = ..., model: _Optional[str] = ..., base_url: _Optional[str] = ..., api_key_env: _Optional[str] = ..., timeout: _Optional[str] = ..., retry: _Optional[_Union[RetryConfig, _Mapping]] = ..., fallbacks: _Optional[_Iterable[str]] = ..., idle_timeout: _Optional[str] = ...) -> None: ...
+    def __init__(self, name: _Optional[str] = ..., provider: _Optional[str] = ..., model: _Optional[str] = ..., base_url: _Optional[str] = ..., api_key_env: _Optional[str] = ..., timeout: _Optional[str] = ..., retry: _Optional[_Union[RetryConfig, _Mapping]] = ..., fallbacks: _Optional[_Iterable[str]] = ..., idle_timeout: _Optional[str] = ..., offline: _Optional[_Union[OfflineModelConfig, _Mapping]] = ...) -> None: ...
+
+class OfflineModelConfig(_message.Message):
+    __slots__ = ["chunk_delay", "chunks", "first_chunk_delay"]
+    CHUNKS_FIELD_NUMBER: _ClassVar[int]
+    CHUNK_DELAY_FIELD_NUMBER: _ClassVar[int]
+    FIRST_CHUNK_DELAY_FIELD_NUMBER: _ClassVar[int]
+    chunk_delay: str
+    chunks: int
+    first_chunk_delay: str
+    def __init__(self, first_chunk_delay: _Optional[str] = ..., chunk_delay: _Optional[str] = ..., chunks: _Optional[int] = ...) -> None: ...
 
 class ParallelAgentConfig(_message.Message):
     __slots__ = []

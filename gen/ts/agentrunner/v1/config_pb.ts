@@ -11,7 +11,7 @@ import type { JsonObject, Message } from "@bufbuild/protobuf";
  * Describes the file agentrunner/v1/config.proto.
  */
 export const file_agentrunner_v1_config: GenFile = /*@__PURE__*/
-  fileDesc("ChthZ2VudHJ1bm5lci92MS9jb25maWcucHJvdG8SDmFnZW50cnVubmVyLnYxImIKCkFwcHNDb25maWcSJwoEYXBwcxgBIAMoCzIZLmFnZW50cnVubmVyLnYxLkFwcENvbmZpZxIrCgZtb2RlbHMYAiADKAsyGy5hZ2VudHJ1bm5lci52MS5Nb2RlbENvbmZpZyLJAQoLTW9kZWxDb25maWcSDAoEbmFtZRgBIAEoCRIQCghwcm92aWRlchgCIAEoCRINCgVtb2RlbBgDIAEoCRIQCghiYXNlX3VybBgEIAEoCRITCgthcGlfa2V5X2VudhgFIAEoCRIPCgd0aW1lb3V0GAYgASgJEioKBXJldHJ5GAcgASgLMhsuYWdlbnRydW5uZXIudjEuUmV0cnlDb25maWcSEQoJZmFsbGJhY2tzGAggAygJEhQKDGlkbGVfdGltZW91dBgJIAEoCSJmCgtSZXRyeUNvbmZpZxIUCgxtYXhfYXR0ZW1wdHMYASABKAUSFwoPaW5pdGlhbF9iYWNrb2ZmGAIgASgJEhMKC21heF9iYWNrb2ZmGAMgASgJEhMKC21heF9lbGFwc2VkGAQgASgJIvACCglBcHBDb25maWcSDAoEbmFtZRgBIAEoCRITCgtkZXNjcmlwdGlvbhgCIAEoCRIvCgpyb290X2FnZW50GAMgASgLMhsuYWdlbnRydW5uZXIudjEuQWdlbnRDb25maWcSOgoOZnVuY3Rpb25fdG9vbHMYBCADKAsyIi5hZ2VudHJ1bm5lci52MS5GdW5jdGlvblRvb2xDb25maWcSNAoLbWNwX3NlcnZlcnMYBSADKAsyHy5hZ2VudHJ1bm5lci52MS5NY3BTZXJ2ZXJDb25maWcSNAoKY29tcGFjdGlvbhgGIAEoCzIgLmFnZW50cnVubmVyLnYxLkNvbXBhY3Rpb25Db25maWcSLAoGbWVtb3J5GAcgASgLMhwuYWdlbnRydW5uZXIudjEuTWVtb3J5Q29uZmlnEjkKDWNvbnRleHRfY2FjaGUYCCABKAsyIi5hZ2VudHJ1bm5lci52MS5Db250ZXh0Q2FjaGVDb25maWciJAoMTWVtb3J5Q29uZmlnEhQKDGFkZF9zZXNzaW9ucxgBIAEoCCJOChJDb250ZXh0Q2FjaGVDb25maWcSFwoPY2FjaGVfaW50ZXJ2YWxzGAEgASgFEgsKA3R0bBgCIAEoCRISCgptaW5fdG9rZW5zGAMgASgFIoYBChBDb21wYWN0aW9uQ29uZmlnEhAKCGludGVydmFsGAEgASgFEg8KB292ZXJsYXAYAiABKAUSFwoPdG9rZW5fdGhyZXNob2xkGAMgASgFEg0KBW1vZGVsGAQgASgJEhMKC2luc3RydWN0aW9uGAUgASgJEhIKCm1heF9ldmVudHMYBiABKAUijwEKD01jcFNlcnZlckNvbmZpZxIMCgRuYW1lGAEgASgJEg8KB2NvbW1hbmQYAiABKAkSDAoEYXJncxgDIAMoCRILCgNlbnYYBCADKAkSCwoDdXJsGAUgASgJEhIKCmhlYWRlcl9lbnYYBiADKAkSEAoIb3B0aW9uYWwYByABKAgSDwoHdGltZW91dBgIIAEoCSIvCg5NY3BUb29sc0NvbmZpZxIOCgZzZXJ2ZXIYASABKAkSDQoFdG9vbHMYAiADKAkivwIKC0FnZW50Q29uZmlnEgwKBG5hbWUYASABKAkSEwoLZGVzY3JpcHRpb24YAiABKAkSLwoKc3ViX2FnZW50cxgDIAMoCzIbLmFnZW50cnVubmVyLnYxLkFnZW50Q29uZmlnEi0KA2xsbRgEIAEoCzIeLmFnZW50cnVubmVyLnYxLkxsbUFnZW50Q29uZmlnSAASOwoKc2VxdWVudGlhbBgFIAEoCzIlLmFnZW50cnVubmVyLnYxLlNlcXVlbnRpYWxBZ2VudENvbmZpZ0gAEjcKCHBhcmFsbGVsGAYgASgLMiMuYWdlbnRydW5uZXIudjEuUGFyYWxsZWxBZ2VudENvbmZpZ0gAEi8KBGxvb3AYByABKAsyHy5hZ2VudHJ1bm5lci52MS5Mb29wQWdlbnRDb25maWdIAEIGCgRraW5kIqcDCg5MbG1BZ2VudENvbmZpZxINCgVtb2RlbBgBIAEoCRITCgtpbnN0cnVjdGlvbhgCIAEoCRISCgpvdXRwdXRfa2V5GAMgASgJEiMKG2Rpc2FsbG93X3RyYW5zZmVyX3RvX3BhcmVudBgEIAEoCBIiChpkaXNhbGxvd190cmFuc2Zlcl90b19wZWVycxgFIAEoCBINCgV0b29scxgGIAMoCRI5ChBpbmNsdWRlX2NvbnRlbnRzGAcgASgOMh8uYWdlbnRydW5uZXIudjEuSW5jbHVkZUNvbnRlbnRzEhgKC3RlbXBlcmF0dXJlGAggASgCSACIAQESGQoRbWF4X291dHB1dF90b2tlbnMYCSABKAUSOgoOZnVuY3Rpb25fdG9vbHMYCiADKAsyIi5hZ2VudHJ1bm5lci52MS5GdW5jdGlvblRvb2xDb25maWcSHAoUcmVxdWlyZV9jb25maXJtYXRpb24YCyADKAkSKwoDbWNwGAwgAygLMh4uYWdlbnRydW5uZXIudjEuTWNwVG9vbHNDb25maWdCDgoMX3RlbXBlcmF0dXJlIo8BChJGdW5jdGlvblRvb2xDb25maWcSDAoEbmFtZRgBIAEoCRITCgtkZXNjcmlwdGlvbhgCIAEoCRIrCgpwYXJhbWV0ZXJzGAMgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBIpCghyZXNwb25zZRgEIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QiFwoVU2VxdWVudGlhbEFnZW50Q29uZmlnIhUKE1BhcmFsbGVsQWdlbnRDb25maWciKQoPTG9vcEFnZW50Q29uZmlnEhYKDm1heF9pdGVyYXRpb25zGAEgASgFKmwKD0luY2x1ZGVDb250ZW50cxIgChxJTkNMVURFX0NPTlRFTlRTX1VOU1BFQ0lGSUVEEAASHAoYSU5DTFVERV9DT05URU5UU19ERUZBVUxUEAESGQoVSU5DTFVERV9DT05URU5UU19OT05FEAJiBnByb3RvMw", [file_google_protobuf_struct]);
+  fileDesc("ChthZ2VudHJ1bm5lci92MS9jb25maWcucHJvdG8SDmFnZW50cnVubmVyLnYxImIKCkFwcHNDb25maWcSJwoEYXBwcxgBIAMoCzIZLmFnZW50cnVubmVyLnYxLkFwcENvbmZpZxIrCgZtb2RlbHMYAiADKAsyGy5hZ2VudHJ1bm5lci52MS5Nb2RlbENvbmZpZyL+AQoLTW9kZWxDb25maWcSDAoEbmFtZRgBIAEoCRIQCghwcm92aWRlchgCIAEoCRINCgVtb2RlbBgDIAEoCRIQCghiYXNlX3VybBgEIAEoCRITCgthcGlfa2V5X2VudhgFIAEoCRIPCgd0aW1lb3V0GAYgASgJEioKBXJldHJ5GAcgASgLMhsuYWdlbnRydW5uZXIudjEuUmV0cnlDb25maWcSEQoJZmFsbGJhY2tzGAggAygJEhQKDGlkbGVfdGltZW91dBgJIAEoCRIzCgdvZmZsaW5lGAogASgLMiIuYWdlbnRydW5uZXIudjEuT2ZmbGluZU1vZGVsQ29uZmlnIlQKEk9mZmxpbmVNb2RlbENvbmZpZxIZChFmaXJzdF9jaHVua19kZWxheRgBIAEoCRITCgtjaHVua19kZWxheRgCIAEoCRIOCgZjaHVua3MYAyABKAUiZgoLUmV0cnlDb25maWcSFAoMbWF4X2F0dGVtcHRzGAEgASgFEhcKD2luaXRpYWxfYmFja29mZhgCIAEoCRITCgttYXhfYmFja29mZhgDIAEoCRITCgttYXhfZWxhcHNlZBgEIAEoCSLwAgoJQXBwQ29uZmlnEgwKBG5hbWUYASABKAkSEwoLZGVzY3JpcHRpb24YAiABKAkSLwoKcm9vdF9hZ2VudBgDIAEoCzIbLmFnZW50cnVubmVyLnYxLkFnZW50Q29uZmlnEjoKDmZ1bmN0aW9uX3Rvb2xzGAQgAygLMiIuYWdlbnRydW5uZXIudjEuRnVuY3Rpb25Ub29sQ29uZmlnEjQKC21jcF9zZXJ2ZXJzGAUgAygLMh8uYWdlbnRydW5uZXIudjEuTWNwU2VydmVyQ29uZmlnEjQKCmNvbXBhY3Rpb24YBiABKAsyIC5hZ2VudHJ1bm5lci52MS5Db21wYWN0aW9uQ29uZmlnEiwKBm1lbW9yeRgHIAEoCzIcLmFnZW50cnVubmVyLnYxLk1lbW9yeUNvbmZpZxI5Cg1jb250ZXh0X2NhY2hlGAggASgLMiIuYWdlbnRydW5uZXIudjEuQ29udGV4dENhY2hlQ29uZmlnIiQKDE1lbW9yeUNvbmZpZxIUCgxhZGRfc2Vzc2lvbnMYASABKAgiTgoSQ29udGV4dENhY2hlQ29uZmlnEhcKD2NhY2hlX2ludGVydmFscxgBIAEoBRILCgN0dGwYAiABKAkSEgoKbWluX3Rva2VucxgDIAEoBSKGAQoQQ29tcGFjdGlvbkNvbmZpZxIQCghpbnRlcnZhbBgBIAEoBRIPCgdvdmVybGFwGAIgASgFEhcKD3Rva2VuX3RocmVzaG9sZBgDIAEoBRINCgVtb2RlbBgEIAEoCRITCgtpbnN0cnVjdGlvbhgFIAEoCRISCgptYXhfZXZlbnRzGAYgASgFIo8BCg9NY3BTZXJ2ZXJDb25maWcSDAoEbmFtZRgBIAEoCRIPCgdjb21tYW5kGAIgASgJEgwKBGFyZ3MYAyADKAkSCwoDZW52GAQgAygJEgsKA3VybBgFIAEoCRISCgpoZWFkZXJfZW52GAYgAygJEhAKCG9wdGlvbmFsGAcgASgIEg8KB3RpbWVvdXQYCCABKAkiLwoOTWNwVG9vbHNDb25maWcSDgoGc2VydmVyGAEgASgJEg0KBXRvb2xzGAIgAygJIr8CCgtBZ2VudENvbmZpZxIMCgRuYW1lGAEgASgJEhMKC2Rlc2NyaXB0aW9uGAIgASgJEi8KCnN1Yl9hZ2VudHMYAyADKAsyGy5hZ2VudHJ1bm5lci52MS5BZ2VudENvbmZpZxItCgNsbG0YBCABKAsyHi5hZ2VudHJ1bm5lci52MS5MbG1BZ2VudENvbmZpZ0gAEjsKCnNlcXVlbnRpYWwYBSABKAsyJS5hZ2VudHJ1bm5lci52MS5TZXF1ZW50aWFsQWdlbnRDb25maWdIABI3CghwYXJhbGxlbBgGIAEoCzIjLmFnZW50cnVubmVyLnYxLlBhcmFsbGVsQWdlbnRDb25maWdIABIvCgRsb29wGAcgASgLMh8uYWdlbnRydW5uZXIudjEuTG9vcEFnZW50Q29uZmlnSABCBgoEa2luZCKnAwoOTGxtQWdlbnRDb25maWcSDQoFbW9kZWwYASABKAkSEwoLaW5zdHJ1Y3Rpb24YAiABKAkSEgoKb3V0cHV0X2tleRgDIAEoCRIjChtkaXNhbGxvd190cmFuc2Zlcl90b19wYXJlbnQYBCABKAgSIgoaZGlzYWxsb3dfdHJhbnNmZXJfdG9fcGVlcnMYBSABKAgSDQoFdG9vbHMYBiADKAkSOQoQaW5jbHVkZV9jb250ZW50cxgHIAEoDjIfLmFnZW50cnVubmVyLnYxLkluY2x1ZGVDb250ZW50cxIYCgt0ZW1wZXJhdHVyZRgIIAEoAkgAiAEBEhkKEW1heF9vdXRwdXRfdG9rZW5zGAkgASgFEjoKDmZ1bmN0aW9uX3Rvb2xzGAogAygLMiIuYWdlbnRydW5uZXIudjEuRnVuY3Rpb25Ub29sQ29uZmlnEhwKFHJlcXVpcmVfY29uZmlybWF0aW9uGAsgAygJEisKA21jcBgMIAMoCzIeLmFnZW50cnVubmVyLnYxLk1jcFRvb2xzQ29uZmlnQg4KDF90ZW1wZXJhdHVyZSKPAQoSRnVuY3Rpb25Ub29sQ29uZmlnEgwKBG5hbWUYASABKAkSEwoLZGVzY3JpcHRpb24YAiABKAkSKwoKcGFyYW1ldGVycxgDIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSKQoIcmVzcG9uc2UYBCABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0IhcKFVNlcXVlbnRpYWxBZ2VudENvbmZpZyIVChNQYXJhbGxlbEFnZW50Q29uZmlnIikKD0xvb3BBZ2VudENvbmZpZxIWCg5tYXhfaXRlcmF0aW9ucxgBIAEoBSpsCg9JbmNsdWRlQ29udGVudHMSIAocSU5DTFVERV9DT05URU5UU19VTlNQRUNJRklFRBAAEhwKGElOQ0xVREVfQ09OVEVOVFNfREVGQVVMVBABEhkKFUlOQ0xVREVfQ09OVEVOVFNfTk9ORRACYgZwcm90bzM", [file_google_protobuf_struct]);
 
 /**
  * AppsConfig is the schema of the apps file the server loads at start
@@ -138,6 +138,16 @@ export type ModelConfig = Message<"agentrunner.v1.ModelConfig"> & {
    * @generated from field: string idle_timeout = 9;
    */
   idleTimeout: string;
+
+  /**
+   * How the offline model paces its answers; only for provider "offline".
+   * Unset, it answers at once, which is what tests and benchmarks want; a
+   * latency makes its runs last long enough to watch, cancel, queue behind,
+   * interrupt, attach to and cut by a drain.
+   *
+   * @generated from field: agentrunner.v1.OfflineModelConfig offline = 10;
+   */
+  offline?: OfflineModelConfig | undefined;
 };
 
 /**
@@ -146,6 +156,46 @@ export type ModelConfig = Message<"agentrunner.v1.ModelConfig"> & {
  */
 export const ModelConfigSchema: GenMessage<ModelConfig> = /*@__PURE__*/
   messageDesc(file_agentrunner_v1_config, 1);
+
+/**
+ * OfflineModelConfig gives the offline model a latency, so that it stands
+ * in for a real model's pace. Durations are Go durations ("1.5s"); empty
+ * means none.
+ *
+ * @generated from message agentrunner.v1.OfflineModelConfig
+ */
+export type OfflineModelConfig = Message<"agentrunner.v1.OfflineModelConfig"> & {
+  /**
+   * Waited before the first response of a call (a real model's time to
+   * first token); empty means chunk_delay.
+   *
+   * @generated from field: string first_chunk_delay = 1;
+   */
+  firstChunkDelay: string;
+
+  /**
+   * Waited before each later response: each streamed piece and the
+   * complete response.
+   *
+   * @generated from field: string chunk_delay = 2;
+   */
+  chunkDelay: string;
+
+  /**
+   * How many pieces a streamed text answer comes in (padded with "." when
+   * shorter); 0 means one per word.
+   *
+   * @generated from field: int32 chunks = 3;
+   */
+  chunks: number;
+};
+
+/**
+ * Describes the message agentrunner.v1.OfflineModelConfig.
+ * Use `create(OfflineModelConfigSchema)` to create a new message.
+ */
+export const OfflineModelConfigSchema: GenMessage<OfflineModelConfig> = /*@__PURE__*/
+  messageDesc(file_agentrunner_v1_config, 2);
 
 /**
  * RetryConfig bounds the attempts at one model. Unset fields take the
@@ -192,7 +242,7 @@ export type RetryConfig = Message<"agentrunner.v1.RetryConfig"> & {
  * Use `create(RetryConfigSchema)` to create a new message.
  */
 export const RetryConfigSchema: GenMessage<RetryConfig> = /*@__PURE__*/
-  messageDesc(file_agentrunner_v1_config, 2);
+  messageDesc(file_agentrunner_v1_config, 3);
 
 /**
  * AppConfig is one app: a name and an agent tree.
@@ -272,7 +322,7 @@ export type AppConfig = Message<"agentrunner.v1.AppConfig"> & {
  * Use `create(AppConfigSchema)` to create a new message.
  */
 export const AppConfigSchema: GenMessage<AppConfig> = /*@__PURE__*/
-  messageDesc(file_agentrunner_v1_config, 3);
+  messageDesc(file_agentrunner_v1_config, 4);
 
 /**
  * MemoryConfig says how the app's sessions get into long-term memory,
@@ -296,7 +346,7 @@ export type MemoryConfig = Message<"agentrunner.v1.MemoryConfig"> & {
  * Use `create(MemoryConfigSchema)` to create a new message.
  */
 export const MemoryConfigSchema: GenMessage<MemoryConfig> = /*@__PURE__*/
-  messageDesc(file_agentrunner_v1_config, 4);
+  messageDesc(file_agentrunner_v1_config, 5);
 
 /**
  * ContextCacheConfig says how long a context cache lives and when one is
@@ -339,7 +389,7 @@ export type ContextCacheConfig = Message<"agentrunner.v1.ContextCacheConfig"> & 
  * Use `create(ContextCacheConfigSchema)` to create a new message.
  */
 export const ContextCacheConfigSchema: GenMessage<ContextCacheConfig> = /*@__PURE__*/
-  messageDesc(file_agentrunner_v1_config, 5);
+  messageDesc(file_agentrunner_v1_config, 6);
 
 /**
  * CompactionConfig makes a summarizing model condense the older events of
@@ -411,7 +461,7 @@ export type CompactionConfig = Message<"agentrunner.v1.CompactionConfig"> & {
  * Use `create(CompactionConfigSchema)` to create a new message.
  */
 export const CompactionConfigSchema: GenMessage<CompactionConfig> = /*@__PURE__*/
-  messageDesc(file_agentrunner_v1_config, 6);
+  messageDesc(file_agentrunner_v1_config, 7);
 
 /**
  * McpServerConfig is an MCP server: a command run over stdio, or a
@@ -486,7 +536,7 @@ export type McpServerConfig = Message<"agentrunner.v1.McpServerConfig"> & {
  * Use `create(McpServerConfigSchema)` to create a new message.
  */
 export const McpServerConfigSchema: GenMessage<McpServerConfig> = /*@__PURE__*/
-  messageDesc(file_agentrunner_v1_config, 7);
+  messageDesc(file_agentrunner_v1_config, 8);
 
 /**
  * McpToolsConfig gives an LLM agent tools of one of its app's MCP servers.
@@ -514,7 +564,7 @@ export type McpToolsConfig = Message<"agentrunner.v1.McpToolsConfig"> & {
  * Use `create(McpToolsConfigSchema)` to create a new message.
  */
 export const McpToolsConfigSchema: GenMessage<McpToolsConfig> = /*@__PURE__*/
-  messageDesc(file_agentrunner_v1_config, 8);
+  messageDesc(file_agentrunner_v1_config, 9);
 
 /**
  * AgentConfig is one agent of a tree. Exactly one kind must be set.
@@ -588,7 +638,7 @@ export type AgentConfig = Message<"agentrunner.v1.AgentConfig"> & {
  * Use `create(AgentConfigSchema)` to create a new message.
  */
 export const AgentConfigSchema: GenMessage<AgentConfig> = /*@__PURE__*/
-  messageDesc(file_agentrunner_v1_config, 9);
+  messageDesc(file_agentrunner_v1_config, 10);
 
 /**
  * LlmAgentConfig configures an LLM agent.
@@ -699,7 +749,7 @@ export type LlmAgentConfig = Message<"agentrunner.v1.LlmAgentConfig"> & {
  * Use `create(LlmAgentConfigSchema)` to create a new message.
  */
 export const LlmAgentConfigSchema: GenMessage<LlmAgentConfig> = /*@__PURE__*/
-  messageDesc(file_agentrunner_v1_config, 10);
+  messageDesc(file_agentrunner_v1_config, 11);
 
 /**
  * FunctionToolConfig declares a function tool that the caller executes.
@@ -749,7 +799,7 @@ export type FunctionToolConfig = Message<"agentrunner.v1.FunctionToolConfig"> & 
  * Use `create(FunctionToolConfigSchema)` to create a new message.
  */
 export const FunctionToolConfigSchema: GenMessage<FunctionToolConfig> = /*@__PURE__*/
-  messageDesc(file_agentrunner_v1_config, 11);
+  messageDesc(file_agentrunner_v1_config, 12);
 
 /**
  * SequentialAgentConfig configures a sequential agent. It has no options.
@@ -764,7 +814,7 @@ export type SequentialAgentConfig = Message<"agentrunner.v1.SequentialAgentConfi
  * Use `create(SequentialAgentConfigSchema)` to create a new message.
  */
 export const SequentialAgentConfigSchema: GenMessage<SequentialAgentConfig> = /*@__PURE__*/
-  messageDesc(file_agentrunner_v1_config, 12);
+  messageDesc(file_agentrunner_v1_config, 13);
 
 /**
  * ParallelAgentConfig configures a parallel agent. It has no options.
@@ -779,7 +829,7 @@ export type ParallelAgentConfig = Message<"agentrunner.v1.ParallelAgentConfig"> 
  * Use `create(ParallelAgentConfigSchema)` to create a new message.
  */
 export const ParallelAgentConfigSchema: GenMessage<ParallelAgentConfig> = /*@__PURE__*/
-  messageDesc(file_agentrunner_v1_config, 13);
+  messageDesc(file_agentrunner_v1_config, 14);
 
 /**
  * LoopAgentConfig configures a loop agent.
@@ -801,7 +851,7 @@ export type LoopAgentConfig = Message<"agentrunner.v1.LoopAgentConfig"> & {
  * Use `create(LoopAgentConfigSchema)` to create a new message.
  */
 export const LoopAgentConfigSchema: GenMessage<LoopAgentConfig> = /*@__PURE__*/
-  messageDesc(file_agentrunner_v1_config, 14);
+  messageDesc(file_agentrunner_v1_config, 15);
 
 /**
  * IncludeContents selects the history an LLM agent sends to its model.
