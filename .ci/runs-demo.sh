@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# .ci/runs-demo.sh: runs the runs demo (.fragments/runs-demo.md, or the file
-# given as $1 once the docs hold it) as written, and checks each block.
+# .ci/runs-demo.sh: runs the demonstration of docs/runs.md ("Watching runs
+# happen", or the file given as $1) as written, and checks each block.
 #
 # Between <!-- runs-demo:begin --> and <!-- runs-demo:end -->, every ```sh
 # block is run in order in one bash shell, so that a block may use the
@@ -17,7 +17,7 @@
 # prints every block's output.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
-doc=${1:-.fragments/runs-demo.md}
+doc=${1:-docs/runs.md}
 readme_addr=127.0.0.1:50051
 
 work=$(mktemp -d)
