@@ -75,8 +75,8 @@ func (l *errList) err() error {
 
 // didYouMean returns ` (did you mean "x"?)` for the candidate closest to
 // got, when one is close enough to be a typo: at most a third of its
-// letters off, or two for a longer name (a swap of two letters). Otherwise
-// "".
+// letters off, at least two, or one for a name of under four letters.
+// Otherwise "".
 func didYouMean(got string, candidates []string) string {
 	limit := max(2, len(got)/3)
 	if len(got) < 4 {
@@ -97,23 +97,29 @@ func didYouMean(got string, candidates []string) string {
 	return fmt.Sprintf(" (did you mean %q?)", best)
 }
 
-// editDistance is the Levenshtein distance between a and b, in bytes.
+// editDistance is the edit distance between a and b in bytes, a swap of
+// two neighbours counting as one edit (optimal string alignment): "gtp"
+// is one slip from "gpt".
 func editDistance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
+	d := make([][]int, len(a)+1)
+	for i := range d {
+		d[i] = make([]int, len(b)+1)
+		d[i][0] = i
+	}
+	for j := range d[0] {
+		d[0][j] = j
 	}
 	for i := 1; i <= len(a); i++ {
-		cur[0] = i
 		for j := 1; j <= len(b); j++ {
 			cost := 1
 			if a[i-1] == b[j-1] {
 				cost = 0
 			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+			d[i][j] = min(d[i-1][j]+1, d[i][j-1]+1, d[i-1][j-1]+cost)
+			if i > 1 && j > 1 && a[i-1] == b[j-2] && a[i-2] == b[j-1] {
+				d[i][j] = min(d[i][j], d[i-2][j-2]+1)
+			}
 		}
-		prev, cur = cur, prev
 	}
-	return prev[len(b)]
+	return d[len(a)][len(b)]
 }
