@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/agentrunner/agentrunner/cmd/agentrunner/internal/clientconn"
 	servicev1 "github.com/agentrunner/agentrunner/gen/go/agentrunner/service/v1"
@@ -190,8 +191,12 @@ func TestSecretsRefusedAtStartNotPrinted(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
+			// A start that wrongly succeeds serves until this bound, then
+			// fails the test for ending without an error.
+			ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+			defer cancel()
 			var stdout, stderr strings.Builder
-			err := run(t.Context(), append([]string{"serve", "--addr", "127.0.0.1:0"}, c.args...), strings.NewReader(""), &stdout, &stderr)
+			err := run(ctx, append([]string{"serve", "--addr", "127.0.0.1:0"}, c.args...), strings.NewReader(""), &stdout, &stderr)
 			var out seen
 			out.add(err, stdout.String(), stderr.String())
 			exitCode(err, &out)
