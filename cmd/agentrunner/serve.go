@@ -358,8 +358,9 @@ func listenAndServe(f serveFlags, core *server.Server, reg *apps.Registry, sec *
 	return srv, served, nil
 }
 
-// redactData returns --data as it may be logged: a URL without its
-// password.
+// redactData returns --data as it may be logged or printed: a URL
+// without its password, whether in its user part or given as a password
+// or sslpassword parameter.
 func redactData(data string) string {
 	if !pgstore.IsURL(data) {
 		return data
@@ -367,6 +368,13 @@ func redactData(data string) string {
 	u, err := url.Parse(data)
 	if err != nil {
 		return "postgres://…" // unparsable: show nothing of it
+	}
+	q := u.Query()
+	for k := range q {
+		if strings.EqualFold(k, "password") || strings.EqualFold(k, "sslpassword") {
+			q.Set(k, "xxxxx")
+			u.RawQuery = q.Encode()
+		}
 	}
 	return u.Redacted()
 }

@@ -372,7 +372,9 @@ func mcpConfig(c *agentrunnerv1.McpServerConfig) (mcptool.Config, error) {
 	for _, h := range c.GetHeaderEnv() {
 		name, env, ok := strings.Cut(h, "=")
 		if !ok || name == "" || env == "" {
-			return cfg, fmt.Errorf("header_env %q: want Header-Name=ENV_VAR", h)
+			// Not %q of h: it may be a header's value pasted in place of its
+			// variable's name.
+			return cfg, errors.New("header_env: want Header-Name=ENV_VAR (the value is not shown, as it may be a secret)")
 		}
 		v, set := os.LookupEnv(env)
 		if !set {

@@ -3,7 +3,6 @@ package apps
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"os"
 	"strconv"
@@ -20,6 +19,7 @@ import (
 type Error struct {
 	File string // path of the file
 	Line int    // 1-based line, 0 when unknown
+	Col  int    // 1-based column (of a syntax error), 0 when unknown
 	Path string // where in the document, e.g. apps[0].root_agent.name
 	Msg  string // what is wrong
 }
@@ -30,6 +30,9 @@ func (e *Error) Error() string {
 		loc := e.File
 		if e.Line > 0 {
 			loc += ":" + strconv.Itoa(e.Line)
+		}
+		if e.Line > 0 && e.Col > 0 {
+			loc += ":" + strconv.Itoa(e.Col)
 		}
 		parts = append(parts, loc)
 	}
@@ -49,21 +52,24 @@ func LoadFile(path string, opts ...Option) (*agentrunnerv1.AppsConfig, error) {
 }
 
 // Parse decodes and validates an apps document; name is used in errors.
-// JSON is accepted as the YAML subset it is.
+// JSON is accepted as the YAML subset it is. The error is an *Error, or
+// Errors when the file has several problems: all of them, up to
+// MaxErrors, each with its file, line and field.
 func Parse(name string, data []byte, opts ...Option) (*agentrunnerv1.AppsConfig, error) {
 	var doc yaml.Node
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	if err := dec.Decode(&doc); err != nil {
-		return nil, &Error{File: name, Msg: fmt.Sprintf("not valid YAML or JSON: %v", err)}
+		return nil, syntaxError(name, data, err)
 	}
 	cfg := &agentrunnerv1.AppsConfig{}
 	root := &doc
 	if root.Kind == yaml.DocumentNode && len(root.Content) == 1 {
 		root = root.Content[0]
 	}
-	c := converter{file: name}
+	c := converter{file: name, lines: map[string]int{}}
 	generic, err := c.message(root, cfg.ProtoReflect().Descriptor(), "")
-	if err != nil {
+	c.errs.add(err)
+	if err := c.errs.err(); err != nil {
 		return nil, err
 	}
 	js, err := json.Marshal(generic)
@@ -76,10 +82,10 @@ func Parse(name string, data []byte, opts ...Option) (*agentrunnerv1.AppsConfig,
 		return nil, &Error{File: name, Msg: err.Error()}
 	}
 	if err := Validate(cfg, opts...); err != nil {
-		var ve *Error
-		if errors.As(err, &ve) {
-			ve.File = name
-			ve.Line = c.lineOf(ve.Path)
+		var l errList
+		l.add(err)
+		for _, ve := range l.errs {
+			ve.File, ve.Line = name, c.lineOf(ve.Path)
 		}
 		return nil, err
 	}
@@ -88,9 +94,11 @@ func Parse(name string, data []byte, opts ...Option) (*agentrunnerv1.AppsConfig,
 
 // converter turns a YAML tree into plain JSON values, checking it against a
 // message descriptor, and remembers the line of every path for later errors.
+// It goes on past a bad field, so that one run reports them all.
 type converter struct {
 	file  string
 	lines map[string]int
+	errs  errList
 }
 
 func (c *converter) fail(n *yaml.Node, path, format string, args ...any) error {
@@ -104,10 +112,9 @@ func join(path, field string) string {
 	return path + "." + field
 }
 
+// message converts a mapping. Problems in its fields go to c.errs and the
+// fields are left out; the error is for a value that is no mapping.
 func (c *converter) message(n *yaml.Node, md protoreflect.MessageDescriptor, path string) (map[string]any, error) {
-	if c.lines == nil {
-		c.lines = map[string]int{}
-	}
 	c.lines[path] = n.Line
 	if n.Kind == yaml.ScalarNode && n.Tag == "!!null" {
 		return map[string]any{}, nil
@@ -116,35 +123,52 @@ func (c *converter) message(n *yaml.Node, md protoreflect.MessageDescriptor, pat
 		return nil, c.fail(n, path, "want a mapping of %s fields", md.Name())
 	}
 	out := make(map[string]any, len(n.Content)/2)
-	for i := 0; i+1 < len(n.Content); i += 2 {
+	for i := 0; i+1 < len(n.Content) && !c.errs.full(); i += 2 {
 		kn, vn := n.Content[i], n.Content[i+1]
-		fd := md.Fields().ByName(protoreflect.Name(kn.Value))
-		if fd == nil {
-			fd = md.Fields().ByJSONName(kn.Value)
-		}
-		if fd == nil {
-			return nil, c.fail(kn, path, "unknown field %q in %s", kn.Value, md.Name())
+		fd, err := c.fieldOf(kn, md, path, out)
+		if err != nil {
+			c.errs.add(err)
+			continue
 		}
 		fpath := join(path, string(fd.Name()))
-		if _, dup := out[fd.JSONName()]; dup {
-			return nil, c.fail(kn, fpath, "field given twice")
-		}
-		if od := fd.ContainingOneof(); od != nil && !od.IsSynthetic() {
-			for j := range od.Fields().Len() {
-				other := od.Fields().Get(j)
-				if _, set := out[other.JSONName()]; set && other != fd {
-					return nil, c.fail(kn, fpath, "%s and %s are exclusive: give only one", other.Name(), fd.Name())
-				}
-			}
-		}
 		c.lines[fpath] = vn.Line
 		v, err := c.field(vn, fd, fpath)
 		if err != nil {
-			return nil, err
+			c.errs.add(err)
+			continue
 		}
 		out[fd.JSONName()] = v
 	}
 	return out, nil
+}
+
+// fieldOf finds the field a key names, refusing unknown fields (with the
+// closest known name), repeats, and a second member of a oneof.
+func (c *converter) fieldOf(kn *yaml.Node, md protoreflect.MessageDescriptor, path string, out map[string]any) (protoreflect.FieldDescriptor, error) {
+	fd := md.Fields().ByName(protoreflect.Name(kn.Value))
+	if fd == nil {
+		fd = md.Fields().ByJSONName(kn.Value)
+	}
+	if fd == nil {
+		var names []string
+		for i := range md.Fields().Len() {
+			names = append(names, string(md.Fields().Get(i).Name()))
+		}
+		return nil, c.fail(kn, path, "unknown field %q in %s%s", kn.Value, md.Name(), didYouMean(kn.Value, names))
+	}
+	fpath := join(path, string(fd.Name()))
+	if _, dup := out[fd.JSONName()]; dup {
+		return nil, c.fail(kn, fpath, "field given twice")
+	}
+	if od := fd.ContainingOneof(); od != nil && !od.IsSynthetic() {
+		for j := range od.Fields().Len() {
+			other := od.Fields().Get(j)
+			if _, set := out[other.JSONName()]; set && other != fd {
+				return nil, c.fail(kn, fpath, "%s and %s are exclusive: give only one", other.Name(), fd.Name())
+			}
+		}
+	}
+	return fd, nil
 }
 
 func (c *converter) field(n *yaml.Node, fd protoreflect.FieldDescriptor, path string) (any, error) {
@@ -161,7 +185,8 @@ func (c *converter) field(n *yaml.Node, fd protoreflect.FieldDescriptor, path st
 			c.lines[epath] = e.Line
 			v, err := c.single(e, fd, epath)
 			if err != nil {
-				return nil, err
+				c.errs.add(err)
+				continue
 			}
 			out = append(out, v)
 		}
@@ -182,6 +207,9 @@ func (c *converter) single(n *yaml.Node, fd protoreflect.FieldDescriptor, path s
 	}
 	switch fd.Kind() {
 	case protoreflect.StringKind:
+		if n.Tag != "!!str" && secretBearing(fd) {
+			return nil, c.fail(n, path, "want a string (quote it; the value is not shown, as it may be a secret)")
+		}
 		if n.Tag != "!!str" {
 			return nil, c.fail(n, path, "want a string, got %q (quote it)", n.Value)
 		}
@@ -212,7 +240,7 @@ func (c *converter) single(n *yaml.Node, fd protoreflect.FieldDescriptor, path s
 		for i := range fd.Enum().Values().Len() {
 			names = append(names, string(fd.Enum().Values().Get(i).Name()))
 		}
-		return nil, c.fail(n, path, "unknown value %q, want one of %v", n.Value, names)
+		return nil, c.fail(n, path, "unknown value %q%s, want one of %v", n.Value, didYouMean(n.Value, names), names)
 	}
 	return nil, c.fail(n, path, "unsupported field kind %s", fd.Kind())
 }
@@ -244,4 +272,12 @@ func (c *converter) lineOf(path string) int {
 		path = path[:i]
 	}
 	return 0
+}
+
+// secretBearing reports whether a field's value may be a secret, or a
+// secret pasted in place of a name (api_key_env, header_env, env): errors
+// must not show it.
+func secretBearing(fd protoreflect.FieldDescriptor) bool {
+	name := string(fd.Name())
+	return name == "env" || strings.HasSuffix(name, "_env")
 }

@@ -2,6 +2,7 @@ package apps
 
 import (
 	"fmt"
+	"maps"
 	"net/url"
 	"regexp"
 	"slices"
@@ -37,54 +38,54 @@ func UndeclaredModels(ok func(name string) bool, want string) Option {
 
 var envName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 
-// validateModels checks the models section and returns the declared
-// names.
-func validateModels(models []*agentrunnerv1.ModelConfig, o options) (map[string]bool, error) {
+// validateModels checks the models section, adding its problems to errs,
+// and returns the declared names.
+func validateModels(models []*agentrunnerv1.ModelConfig, o options, errs *errList) map[string]bool {
 	names := map[string]bool{}
 	for i, m := range models {
 		p := fmt.Sprintf("models[%d]", i)
 		switch name := m.GetName(); {
 		case name == "":
-			return nil, &Error{Path: p + ".name", Msg: "model name is required"}
+			errs.add(&Error{Path: p + ".name", Msg: "model name is required"})
 		case name == "offline" || strings.HasPrefix(name, "offline:"):
-			return nil, &Error{Path: p + ".name", Msg: fmt.Sprintf("%q is reserved for the offline model", name)}
+			errs.add(&Error{Path: p + ".name", Msg: fmt.Sprintf("%q is reserved for the offline model", name)})
 		case names[name]:
-			return nil, &Error{Path: p + ".name", Msg: fmt.Sprintf("duplicate model name %q", name)}
+			errs.add(&Error{Path: p + ".name", Msg: fmt.Sprintf("duplicate model name %q", name)})
 		}
 		names[m.GetName()] = true
-		if err := validateModel(m, p); err != nil {
-			return nil, err
-		}
+		errs.add(validateModel(m, p))
 	}
 	for i, m := range models {
 		for j, fb := range m.GetFallbacks() {
 			p := fmt.Sprintf("models[%d].fallbacks[%d]", i, j)
 			switch {
 			case fb == m.GetName():
-				return nil, &Error{Path: p, Msg: "a model cannot be its own fallback"}
+				errs.add(&Error{Path: p, Msg: "a model cannot be its own fallback"})
 			case slices.Contains(m.GetFallbacks()[:j], fb):
-				return nil, &Error{Path: p, Msg: fmt.Sprintf("fallback %q given twice", fb)}
+				errs.add(&Error{Path: p, Msg: fmt.Sprintf("fallback %q given twice", fb)})
 			case !names[fb] && !isOffline(fb) && (o.undeclared == nil || !o.undeclared(fb)):
-				return nil, &Error{Path: p, Msg: fmt.Sprintf("no model %q in models", fb)}
+				errs.add(&Error{Path: p, Msg: fmt.Sprintf("no model %q in models%s", fb, didYouMean(fb, slices.Sorted(maps.Keys(names))))})
 			}
 		}
 	}
-	return names, nil
+	return names
 }
 
 // validateModel checks one entry's fields.
 func validateModel(m *agentrunnerv1.ModelConfig, p string) error {
 	if !slices.Contains(Providers, m.GetProvider()) {
-		return &Error{Path: p + ".provider", Msg: fmt.Sprintf("unknown provider %q, want one of %v", m.GetProvider(), Providers)}
+		return &Error{Path: p + ".provider", Msg: fmt.Sprintf("unknown provider %q%s, want one of %v", m.GetProvider(), didYouMean(m.GetProvider(), Providers), Providers)}
 	}
 	if u := m.GetBaseUrl(); u != "" {
 		parsed, err := url.Parse(u)
 		if err != nil || (parsed.Scheme != "http" && parsed.Scheme != "https") || parsed.Host == "" {
-			return &Error{Path: p + ".base_url", Msg: fmt.Sprintf("want an http or https URL, got %q", u)}
+			return &Error{Path: p + ".base_url", Msg: "want an http or https URL with a host (the value is not shown: a URL may hold a password)"}
 		}
 	}
-	if e := m.GetApiKeyEnv(); e != "" && !envName.MatchString(e) {
-		return &Error{Path: p + ".api_key_env", Msg: fmt.Sprintf("want the name of an environment variable (not the key itself), got %q", e)}
+	if e := m.GetApiKeyEnv(); e != "" {
+		if err := checkEnvName(e, p+".api_key_env"); err != nil {
+			return err
+		}
 	}
 	durations := []struct{ field, value string }{
 		{"timeout", m.GetTimeout()},
@@ -122,7 +123,7 @@ func checkModelRef(name, path string, declared map[string]bool, o options) error
 	if declared[name] || isOffline(name) || o.undeclared == nil || o.undeclared(name) {
 		return nil
 	}
-	return &Error{Path: path, Msg: fmt.Sprintf("model %q is not declared in models and is not %s: declare it, for example models: [{name: %s, provider: openai}]", name, o.undeclaredWant, name)}
+	return &Error{Path: path, Msg: fmt.Sprintf("model %q is not declared in models and is not %s%s: declare it, for example models: [{name: %s, provider: openai}]", name, o.undeclaredWant, didYouMean(name, slices.Sorted(maps.Keys(declared))), name)}
 }
 
 func isOffline(name string) bool {

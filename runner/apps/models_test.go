@@ -68,7 +68,7 @@ func TestParseModelErrors(t *testing.T) {
 		{"bad backoff", "initial_backoff: 500ms", "initial_backoff: fast",
 			[]string{"models[0].retry.initial_backoff", "Go duration"}},
 		{"a key instead of its variable", "api_key_env: OPENAI_API_KEY", "api_key_env: sk-proj-abc",
-			[]string{"apps.yaml:5", "models[0].api_key_env", "not the key itself"}},
+			[]string{"apps.yaml:5", "models[0].api_key_env", "looks like an OpenAI API key"}},
 		{"bad base URL", "base_url: http://127.0.0.1:11434/v1/", "base_url: 127.0.0.1:11434",
 			[]string{"models[2].base_url", "http or https URL"}},
 		{"duplicate name", "name: local", "name: claude",

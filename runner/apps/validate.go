@@ -2,6 +2,7 @@ package apps
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 
@@ -27,42 +28,35 @@ func Validate(cfg *agentrunnerv1.AppsConfig, opts ...Option) error {
 	if len(cfg.GetApps()) == 0 {
 		return &Error{Path: "apps", Msg: "no apps configured"}
 	}
-	models, err := validateModels(cfg.GetModels(), o)
-	if err != nil {
-		return err
-	}
+	var errs errList
+	models := validateModels(cfg.GetModels(), o, &errs)
 	apps := map[string]int{}
 	for i, app := range cfg.GetApps() {
 		path := fmt.Sprintf("apps[%d]", i)
-		if app.GetName() == "" {
-			return &Error{Path: path + ".name", Msg: "app name is required"}
+		switch j, dup := apps[app.GetName()]; {
+		case app.GetName() == "":
+			errs.add(&Error{Path: path + ".name", Msg: "app name is required"})
+		case dup:
+			errs.add(&Error{Path: path + ".name", Msg: fmt.Sprintf("duplicate app name %q (also apps[%d])", app.GetName(), j)})
+		default:
+			apps[app.GetName()] = i
 		}
-		if j, dup := apps[app.GetName()]; dup {
-			return &Error{Path: path + ".name", Msg: fmt.Sprintf("duplicate app name %q (also apps[%d])", app.GetName(), j)}
-		}
-		apps[app.GetName()] = i
-		if app.GetRootAgent() == nil {
-			return &Error{Path: path + ".root_agent", Msg: "root_agent is required"}
-		}
-		appTools, err := validateFunctionTools(app.GetFunctionTools(), path+".function_tools", nil)
-		if err != nil {
-			return err
-		}
-		servers, err := validateMCPServers(app.GetMcpServers(), path+".mcp_servers")
-		if err != nil {
-			return err
-		}
-		if err := validateCompaction(app, path, models, o); err != nil {
-			return err
-		}
-		if err := validateContextCache(app, path); err != nil {
-			return err
-		}
-		if err := validateAgent(app.GetRootAgent(), path+".root_agent", &treeScope{seen: map[string]string{}, appTools: appTools, mcp: servers, models: models, opts: o}); err != nil {
-			return err
-		}
+		validateApp(app, path, models, o, &errs)
 	}
-	return nil
+	return errs.err()
+}
+
+// validateApp checks one app, adding its problems to errs.
+func validateApp(app *agentrunnerv1.AppConfig, path string, models map[string]bool, o options, errs *errList) {
+	appTools := validateFunctionTools(app.GetFunctionTools(), path+".function_tools", nil, errs)
+	servers := validateMCPServers(app.GetMcpServers(), path+".mcp_servers", errs)
+	errs.add(validateCompaction(app, path, models, o))
+	errs.add(validateContextCache(app, path))
+	if app.GetRootAgent() == nil {
+		errs.add(&Error{Path: path + ".root_agent", Msg: "root_agent is required"})
+		return
+	}
+	validateAgent(app.GetRootAgent(), path+".root_agent", &treeScope{seen: map[string]string{}, appTools: appTools, mcp: servers, models: models, opts: o}, errs)
 }
 
 // treeScope is what the agents of one app's tree are checked against.
@@ -74,118 +68,128 @@ type treeScope struct {
 	opts     options
 }
 
-// validateMCPServers checks MCP server entries: a unique name and exactly
-// one of command and url. It returns the names.
-func validateMCPServers(servers []*agentrunnerv1.McpServerConfig, path string) (map[string]bool, error) {
+// validateMCPServers checks MCP server entries: a unique name, exactly
+// one of command and url, and names of environment variables where those
+// go. It returns the names.
+func validateMCPServers(servers []*agentrunnerv1.McpServerConfig, path string, errs *errList) map[string]bool {
 	names := map[string]bool{}
 	for i, s := range servers {
 		p := fmt.Sprintf("%s[%d]", path, i)
 		switch {
 		case s.GetName() == "":
-			return nil, &Error{Path: p + ".name", Msg: "MCP server name is required"}
+			errs.add(&Error{Path: p + ".name", Msg: "MCP server name is required"})
 		case names[s.GetName()]:
-			return nil, &Error{Path: p + ".name", Msg: fmt.Sprintf("duplicate MCP server name %q", s.GetName())}
+			errs.add(&Error{Path: p + ".name", Msg: fmt.Sprintf("duplicate MCP server name %q", s.GetName())})
 		case (s.GetCommand() == "") == (s.GetUrl() == ""):
-			return nil, &Error{Path: p, Msg: "give exactly one of command (stdio) and url (streamable HTTP)"}
+			errs.add(&Error{Path: p, Msg: "give exactly one of command (stdio) and url (streamable HTTP)"})
+		}
+		for _, err := range checkMCPSecrets(s.GetHeaderEnv(), s.GetEnv(), p) {
+			errs.add(err)
 		}
 		names[s.GetName()] = true
 	}
-	return names, nil
+	return names
 }
 
 // validateFunctionTools checks function tool declarations: a name, unique
 // and not a built-in's nor one of taken, and schemas that compile. It
 // returns the names.
-func validateFunctionTools(decls []*agentrunnerv1.FunctionToolConfig, path string, taken map[string]bool) (map[string]bool, error) {
+func validateFunctionTools(decls []*agentrunnerv1.FunctionToolConfig, path string, taken map[string]bool, errs *errList) map[string]bool {
 	names := map[string]bool{}
 	for i, ft := range decls {
 		p := fmt.Sprintf("%s[%d]", path, i)
 		switch name := ft.GetName(); {
 		case name == "":
-			return nil, &Error{Path: p + ".name", Msg: "function tool name is required"}
+			errs.add(&Error{Path: p + ".name", Msg: "function tool name is required"})
+			continue
 		case slices.Contains(BuiltinTools, name):
-			return nil, &Error{Path: p + ".name", Msg: fmt.Sprintf("%q is the name of a built-in tool", name)}
+			errs.add(&Error{Path: p + ".name", Msg: fmt.Sprintf("%q is the name of a built-in tool", name)})
 		case names[name] || taken[name]:
-			return nil, &Error{Path: p + ".name", Msg: fmt.Sprintf("duplicate tool name %q", name)}
+			errs.add(&Error{Path: p + ".name", Msg: fmt.Sprintf("duplicate tool name %q", name)})
 		}
 		names[ft.GetName()] = true
 		if ft.GetParameters() == nil {
-			return nil, &Error{Path: p + ".parameters", Msg: "parameters (a JSON Schema of an object) is required"}
+			errs.add(&Error{Path: p + ".parameters", Msg: "parameters (a JSON Schema of an object) is required"})
+			continue
 		}
 		if _, err := clientFunction(ft); err != nil {
 			field := ".parameters"
 			if strings.Contains(err.Error(), ": response: ") {
 				field = ".response"
 			}
-			return nil, &Error{Path: p + field, Msg: err.Error()}
+			errs.add(&Error{Path: p + field, Msg: err.Error()})
 		}
 	}
-	return names, nil
+	return names
 }
 
-func validateAgent(a *agentrunnerv1.AgentConfig, path string, scope *treeScope) error {
+// validateAgent checks an agent and its sub-agents, adding their problems
+// to errs.
+func validateAgent(a *agentrunnerv1.AgentConfig, path string, scope *treeScope, errs *errList) {
 	seen := scope.seen
 	switch name := a.GetName(); {
 	case name == "":
-		return &Error{Path: path + ".name", Msg: "agent name is required"}
+		errs.add(&Error{Path: path + ".name", Msg: "agent name is required"})
 	case name == "user":
-		return &Error{Path: path + ".name", Msg: `"user" is reserved for the user's own events`}
+		errs.add(&Error{Path: path + ".name", Msg: `"user" is reserved for the user's own events`})
 	case seen[name] != "":
-		return &Error{Path: path + ".name", Msg: fmt.Sprintf("duplicate agent name %q (also at %s)", name, seen[name])}
+		errs.add(&Error{Path: path + ".name", Msg: fmt.Sprintf("duplicate agent name %q (also at %s)", name, seen[name])})
+	default:
+		seen[a.GetName()] = path
 	}
-	seen[a.GetName()] = path
 	switch k := a.GetKind().(type) {
 	case nil:
-		return &Error{Path: path, Msg: "agent needs exactly one of llm, sequential, parallel, loop"}
+		errs.add(&Error{Path: path, Msg: "agent needs exactly one of llm, sequential, parallel, loop"})
 	case *agentrunnerv1.AgentConfig_Llm:
-		if k.Llm.GetModel() == "" {
-			return &Error{Path: path + ".llm.model", Msg: "model is required"}
-		}
-		if err := checkModelRef(k.Llm.GetModel(), path+".llm.model", scope.models, scope.opts); err != nil {
-			return err
-		}
-		listed := map[string]bool{}
-		for i, tool := range k.Llm.GetTools() {
-			if !slices.Contains(BuiltinTools, tool) && !scope.appTools[tool] {
-				return &Error{Path: fmt.Sprintf("%s.llm.tools[%d]", path, i), Msg: fmt.Sprintf("unknown tool %q, want a built-in (%v) or one of the app's function_tools", tool, BuiltinTools)}
-			}
-			listed[tool] = true
-		}
-		own, err := validateFunctionTools(k.Llm.GetFunctionTools(), path+".llm.function_tools", listed)
-		if err != nil {
-			return err
-		}
-		for i, ref := range k.Llm.GetMcp() {
-			if !scope.mcp[ref.GetServer()] {
-				return &Error{Path: fmt.Sprintf("%s.llm.mcp[%d].server", path, i), Msg: fmt.Sprintf("no MCP server %q in the app's mcp_servers", ref.GetServer())}
-			}
-		}
-		for i, name := range k.Llm.GetRequireConfirmation() {
-			// MCP tools are known only once their servers are reached:
-			// llmagent.New checks those at build.
-			if !listed[name] && !own[name] && len(k.Llm.GetMcp()) == 0 {
-				return &Error{Path: fmt.Sprintf("%s.llm.require_confirmation[%d]", path, i), Msg: fmt.Sprintf("%q is not one of the agent's tools", name)}
-			}
-		}
-		if t := k.Llm.Temperature; t != nil && (*t < 0 || *t > 2) {
-			return &Error{Path: path + ".llm.temperature", Msg: "temperature must be between 0 and 2"}
-		}
+		validateLLM(k.Llm, path+".llm", scope, errs)
 	case *agentrunnerv1.AgentConfig_Loop:
 		if len(a.GetSubAgents()) == 0 {
-			return &Error{Path: path + ".sub_agents", Msg: "a loop agent needs at least one sub-agent"}
+			errs.add(&Error{Path: path + ".sub_agents", Msg: "a loop agent needs at least one sub-agent"})
 		}
 		if k.Loop.GetMaxIterations() < 0 {
-			return &Error{Path: path + ".loop.max_iterations", Msg: "max_iterations must not be negative"}
+			errs.add(&Error{Path: path + ".loop.max_iterations", Msg: "max_iterations must not be negative"})
 		}
 	case *agentrunnerv1.AgentConfig_Sequential, *agentrunnerv1.AgentConfig_Parallel:
 		if len(a.GetSubAgents()) == 0 {
-			return &Error{Path: path + ".sub_agents", Msg: "a workflow agent needs at least one sub-agent"}
+			errs.add(&Error{Path: path + ".sub_agents", Msg: "a workflow agent needs at least one sub-agent"})
 		}
 	}
 	for i, sub := range a.GetSubAgents() {
-		if err := validateAgent(sub, fmt.Sprintf("%s.sub_agents[%d]", path, i), scope); err != nil {
-			return err
+		validateAgent(sub, fmt.Sprintf("%s.sub_agents[%d]", path, i), scope, errs)
+	}
+}
+
+// validateLLM checks an LLM agent's settings: its model, tools, MCP
+// servers and confirmations against what the file declares.
+func validateLLM(llm *agentrunnerv1.LlmAgentConfig, path string, scope *treeScope, errs *errList) {
+	if llm.GetModel() == "" {
+		errs.add(&Error{Path: path + ".model", Msg: "model is required"})
+	} else {
+		errs.add(checkModelRef(llm.GetModel(), path+".model", scope.models, scope.opts))
+	}
+	listed := map[string]bool{}
+	for i, tool := range llm.GetTools() {
+		if !slices.Contains(BuiltinTools, tool) && !scope.appTools[tool] {
+			known := append(slices.Clone(BuiltinTools), slices.Sorted(maps.Keys(scope.appTools))...)
+			errs.add(&Error{Path: fmt.Sprintf("%s.tools[%d]", path, i), Msg: fmt.Sprintf("unknown tool %q%s, want a built-in (%v) or one of the app's function_tools", tool, didYouMean(tool, known), BuiltinTools)})
+		}
+		listed[tool] = true
+	}
+	own := validateFunctionTools(llm.GetFunctionTools(), path+".function_tools", listed, errs)
+	for i, ref := range llm.GetMcp() {
+		if !scope.mcp[ref.GetServer()] {
+			errs.add(&Error{Path: fmt.Sprintf("%s.mcp[%d].server", path, i), Msg: fmt.Sprintf("no MCP server %q in the app's mcp_servers%s", ref.GetServer(), didYouMean(ref.GetServer(), slices.Sorted(maps.Keys(scope.mcp))))})
 		}
 	}
-	return nil
+	for i, name := range llm.GetRequireConfirmation() {
+		// MCP tools are known only once their servers are reached:
+		// llmagent.New checks those at build.
+		if !listed[name] && !own[name] && len(llm.GetMcp()) == 0 {
+			known := append(slices.Sorted(maps.Keys(listed)), slices.Sorted(maps.Keys(own))...)
+			errs.add(&Error{Path: fmt.Sprintf("%s.require_confirmation[%d]", path, i), Msg: fmt.Sprintf("%q is not one of the agent's tools%s", name, didYouMean(name, known))})
+		}
+	}
+	if t := llm.Temperature; t != nil && (*t < 0 || *t > 2) {
+		errs.add(&Error{Path: path + ".temperature", Msg: "temperature must be between 0 and 2"})
+	}
 }
