@@ -61,7 +61,7 @@ test: ## go test -race ./...
 	bash .ci/run test
 
 .PHONY: walkthrough
-walkthrough: ## Run the README's grpcurl walkthrough against the built binary
+walkthrough: ## Run the grpcurl walkthroughs of README.md and docs/ against the built binary
 	bash .ci/run walkthrough
 
 .PHONY: embed

@@ -105,7 +105,7 @@ func checkExposure(lis net.Listener, sec *security, insecureOK bool, log *slog.L
 	}
 	switch {
 	case sec.auth == nil && !loopback && !insecureOK:
-		return fmt.Errorf("refusing to serve %s, which is not a loopback address, with %w: give --auth-file (README, \"Security model\"), or --insecure-no-auth to let anyone who reaches the port read and write every user's sessions", addr, errNoAuth)
+		return fmt.Errorf("refusing to serve %s, which is not a loopback address, with %w: give --auth-file (docs/security.md), or --insecure-no-auth to let anyone who reaches the port read and write every user's sessions", addr, errNoAuth)
 	case sec.auth == nil && insecureOK:
 		log.Warn("!!! --insecure-no-auth: SERVING WITHOUT AUTHENTICATION: anyone who reaches " + addr + " can read, write and delete every user's sessions, artifacts and runs !!!")
 	case sec.auth != nil && !sec.tls && !loopback:

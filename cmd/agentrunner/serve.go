@@ -61,7 +61,7 @@ SIGTERM shuts down gracefully: health turns NOT_SERVING, in-flight calls get
 Without --auth-file anyone who reaches the port may do anything, so serve
 refuses a non-loopback --addr unless --insecure-no-auth. With it, every call
 but health checks needs a bearer token or a client certificate the file
-names (README, "Security model").
+names (docs/security.md).
 
 Flags:
 `

@@ -3,7 +3,7 @@
 //
 //	go run ./examples/go [-addr 127.0.0.1:50051] [-app demo] [-user U] [MESSAGE ...]
 //
-// Against a server with authentication (README, "Security model"):
+// Against a server with authentication (docs/security.md):
 // -token-file FILE (or env AGENTRUNNER_TOKEN) sends a bearer token,
 // -ca-file CA.pem turns TLS on, -cert-file/-key-file add a client
 // certificate (mTLS).

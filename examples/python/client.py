@@ -4,7 +4,7 @@
 Usage: /usr/bin/python3 examples/python/client.py [--addr 127.0.0.1:50051] [--app demo] [--user U] [MESSAGE ...]
 Uses Debian's python3-grpcio and python3-protobuf, and the stubs in gen/python.
 
-Against a server with authentication (README, "Security model"): --token-file FILE (or env
+Against a server with authentication (docs/security.md): --token-file FILE (or env
 AGENTRUNNER_TOKEN) sends a bearer token, --ca-file CA.pem turns TLS on, --cert-file and
 --key-file add a client certificate (mTLS).
 """

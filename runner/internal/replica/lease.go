@@ -274,7 +274,7 @@ func (s *shared) RecoverRunning(ctx context.Context, rec *agentrunnerv1.Run) (bo
 // RecoverPending reports whether a PENDING run is to be queued here: only
 // when its session's lease is free. A live replica holds the lease of a
 // session while it has a run queued behind the active one, except for the
-// moment between one run and the next (the limit the README states:
+// moment between one run and the next (the limit docs/postgresql.md states:
 // queues are per replica). With a run queue, the run goes back there
 // instead (unless it is there): a replica that took it from the queue
 // died before it started it.
