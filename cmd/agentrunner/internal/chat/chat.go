@@ -264,19 +264,23 @@ func (c *chat) run(ctx context.Context, msg *agentrunnerv1.Content) ([]*agentrun
 		}
 	}()
 	var waiting []*agentrunnerv1.FunctionCall
+	cancelled := false
 	for {
 		resp, err := stream.Recv()
 		if errors.Is(err, io.EOF) {
 			return waiting, nil
+		}
+		if cancelled && status.Code(err) == codes.Canceled {
+			return nil, nil // what the last record said; the chat goes on
 		}
 		if err != nil {
 			return nil, err
 		}
 		if r := resp.GetRun(); r != nil { // the run record, first and last
 			stopper.started(r.GetRunId())
-			if r.GetStatus() == agentrunnerv1.RunStatus_RUN_STATUS_CANCELLED {
+			if cancelled = r.GetStatus() == agentrunnerv1.RunStatus_RUN_STATUS_CANCELLED; cancelled {
 				c.endPartial()
-				fmt.Fprintln(c.out, "  (run stopped)")
+				fmt.Fprintln(c.out, "  (run cancelled)")
 			}
 			continue
 		}

@@ -20,6 +20,7 @@ import (
 	"github.com/agentrunner/agentrunner/cmd/agentrunner/internal/chat"
 	"github.com/agentrunner/agentrunner/examples/demo"
 	agentrunnerv1 "github.com/agentrunner/agentrunner/gen/go/agentrunner/v1"
+	"github.com/agentrunner/agentrunner/runner/agent"
 	"github.com/agentrunner/agentrunner/runner/apps"
 	"github.com/agentrunner/agentrunner/runner/memory"
 	"github.com/agentrunner/agentrunner/runner/model"
@@ -149,7 +150,7 @@ func startServer(t *testing.T) (addr string, gated *gatedModel) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, app := range append(built, demo.App()) {
+	for _, app := range append(built, demo.App(), snailApp(t), unreadyApp(t)) {
 		if _, err := reg.Register(app); err != nil {
 			t.Fatal(err)
 		}
@@ -175,6 +176,54 @@ func startServer(t *testing.T) (addr string, gated *gatedModel) {
 		}
 	})
 	return lis.Addr().String(), gated
+}
+
+// takeYourTime is the message the snail agent never finishes answering:
+// it streams a partial "thinking..." and then waits until its run is
+// cancelled, the slowest of answers, with no clock involved.
+const takeYourTime = "take your time"
+
+// snailApp is the app "slow": its agent snail answers takeYourTime as
+// above, and any other message at once with its length.
+func snailApp(t *testing.T) apps.App {
+	t.Helper()
+	snail, err := agent.New(agent.Config{Name: "snail", Run: func(ctx agent.InvocationContext) iter.Seq2[*agentrunnerv1.Event, error] {
+		return func(yield func(*agentrunnerv1.Event, error) bool) {
+			msg := ctx.UserContent().GetParts()[0].GetText()
+			if msg != takeYourTime {
+				yield(modelSays(fmt.Sprintf("heard %d characters", len(msg)), false), nil)
+				return
+			}
+			if !yield(modelSays("thinking...", true), nil) {
+				return
+			}
+			<-ctx.Done()
+			yield(nil, ctx.Err())
+		}
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return apps.App{Name: "slow", Root: snail}
+}
+
+func modelSays(text string, partial bool) *agentrunnerv1.Event {
+	return &agentrunnerv1.Event{Partial: partial, Content: &agentrunnerv1.Content{Role: "model", Parts: []*agentrunnerv1.Part{{Data: &agentrunnerv1.Part_Text{Text: text}}}}}
+}
+
+// unreadyReason is why the app "unready" cannot run, as a server says it
+// of an app whose model has no API key.
+const unreadyReason = "model gpt-4o (openai) needs OPENAI_API_KEY set"
+
+func unreadyApp(t *testing.T) apps.App {
+	t.Helper()
+	root, err := agent.New(agent.Config{Name: "idle", Run: func(agent.InvocationContext) iter.Seq2[*agentrunnerv1.Event, error] {
+		return func(func(*agentrunnerv1.Event, error) bool) {}
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return apps.App{Name: "unready", Root: root, Unavailable: unreadyReason}
 }
 
 // syncBuffer is an output the client writes while the test reads it.
@@ -383,7 +432,7 @@ func TestChatUnknownApp(t *testing.T) {
 	addr, _ := startServer(t)
 	c := startChat(t, "--addr", addr, "--app", "nope", "--user", "dee")
 	err := c.wait()
-	want := `NotFound: app "nope" is not served by ` + addr + `; it serves: broken, demo, orders, support`
+	want := `NotFound: app "nope" is not served by ` + addr + `; it serves: broken, demo, orders, slow, support, unready`
 	if err == nil || err.Error() != want {
 		t.Fatalf("chat --app nope: got error %v, want %q", err, want)
 	}

@@ -55,12 +55,18 @@ func newTerminal(r io.Reader, out io.Writer) *terminal {
 	return &terminal{keys: keys, readErr: &readErr, out: out}
 }
 
-// fill waits for the next keys, after showing what was typed so far.
-func (t *terminal) fill(ctx context.Context) error {
+// show writes what was typed since it last did: once per read of the
+// terminal rather than once per key, which matters for a long paste.
+func (t *terminal) show() {
 	if len(t.echo) > 0 {
 		_, _ = t.out.Write(t.echo)
 		t.echo = t.echo[:0]
 	}
+}
+
+// fill waits for the next keys, after showing what was typed so far.
+func (t *terminal) fill(ctx context.Context) error {
+	t.show()
 	if t.closed {
 		return t.err()
 	}
@@ -104,6 +110,7 @@ type lineState struct {
 }
 
 func (t *terminal) readLine(ctx context.Context) (string, error) {
+	defer t.show()
 	var l lineState
 	for {
 		b, err := t.next(ctx)
