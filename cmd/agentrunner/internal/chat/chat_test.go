@@ -12,13 +12,18 @@ import (
 	"net"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+
 	"github.com/agentrunner/agentrunner/cmd/agentrunner/internal/chat"
 	"github.com/agentrunner/agentrunner/examples/demo"
+	servicev1 "github.com/agentrunner/agentrunner/gen/go/agentrunner/service/v1"
 	agentrunnerv1 "github.com/agentrunner/agentrunner/gen/go/agentrunner/v1"
 	"github.com/agentrunner/agentrunner/runner/agent"
 	"github.com/agentrunner/agentrunner/runner/apps"
@@ -224,6 +229,35 @@ func unreadyApp(t *testing.T) apps.App {
 		t.Fatal(err)
 	}
 	return apps.App{Name: "unready", Root: root, Unavailable: unreadyReason}
+}
+
+// clients dials addr for the test's own look at the server.
+func clients(t *testing.T, addr string) (servicev1.SessionServiceClient, servicev1.RunnerServiceClient) {
+	t.Helper()
+	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	return servicev1.NewSessionServiceClient(conn), servicev1.NewRunnerServiceClient(conn)
+}
+
+// userMessages reads back, through the API, the messages the user sent to
+// a session.
+func userMessages(t *testing.T, addr, app, user, session string) []string {
+	t.Helper()
+	sessions, _ := clients(t, addr)
+	resp, err := sessions.ListEvents(t.Context(), &servicev1.ListEventsRequest{AppName: app, UserId: user, SessionId: session, PageSize: 1000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, ev := range resp.GetEvents() {
+		if ev.GetAuthor() == "user" {
+			out = append(out, ev.GetContent().GetParts()[0].GetText())
+		}
+	}
+	return out
 }
 
 // syncBuffer is an output the client writes while the test reads it.
@@ -675,5 +709,74 @@ func TestChatResumesAWaitingSession(t *testing.T) {
 	c.typeLine("/quit")
 	if err := c.wait(); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestChatCommands: /help lists the commands; a line that starts with "/"
+// and is no command gets the help and goes nowhere (no run, no event);
+// "//" sends a message that starts with "/".
+func TestChatCommands(t *testing.T) {
+	addr, _ := startServer(t)
+	c := startChat(t, "--addr", addr, "--app", "slow", "--user", "ho", "--session", "cmds")
+	c.expect(`you> $`)
+	c.typeLine("/help")
+	c.expect(`Commands:\n  /help .*\n  /session .*\n  /quit .*\n`, `Ctrl-C .*\n  Ctrl-D .*\nyou> $`)
+	c.typeLine("/frobnicate the thing")
+	c.expect(`you> unknown command /frobnicate; nothing was sent.\nCommands:\n(.*\n)+you> $`)
+	c.typeLine("/sesion")
+	c.expect(`unknown command /sesion; nothing was sent.\n`)
+	if got := userMessages(t, addr, "slow", "ho", "cmds"); len(got) != 0 {
+		t.Fatalf("unknown commands reached the agent: %q", got)
+	}
+	c.typeLine("//etc/hosts is gone")
+	c.expect(`\[snail\] heard 18 characters\n`)
+	c.typeLine("/quit")
+	if err := c.wait(); err != nil {
+		t.Fatal(err)
+	}
+	if got := userMessages(t, addr, "slow", "ho", "cmds"); !slices.Equal(got, []string{"/etc/hosts is gone"}) {
+		t.Fatalf("stored messages %q, want only the one sent with //", got)
+	}
+}
+
+// TestChatUnavailableApp: an app the server cannot run (its model has no
+// API key) fails the chat when it starts, with the server's reason, before
+// a session is made; the binary exits 1 for any error Main returns.
+func TestChatUnavailableApp(t *testing.T) {
+	addr, _ := startServer(t)
+	c := startChat(t, "--addr", addr, "--app", "unready", "--user", "un")
+	err := c.wait()
+	want := `FailedPrecondition: app "unready" cannot run on ` + addr + `: ` + unreadyReason
+	if err == nil || err.Error() != want {
+		t.Fatalf("chat --app unready: got error %v, want %q\noutput:\n%s", err, want, c.out)
+	}
+	if out := c.out.String(); out != "" {
+		t.Errorf("the chat printed before failing:\n%s", out)
+	}
+	sessions, _ := clients(t, addr)
+	list, err := sessions.ListSessions(t.Context(), &servicev1.ListSessionsRequest{AppName: "unready"})
+	if err != nil || len(list.GetSessions()) != 0 {
+		t.Fatalf("sessions of app unready: %v, %v; want none", list.GetSessions(), err)
+	}
+}
+
+// TestChatLongLinesFromAPipe: input that is not a terminal is read in
+// lines of any length (a Scanner stopped at 1 MiB), and a trailing
+// backslash goes on on the next line.
+func TestChatLongLinesFromAPipe(t *testing.T) {
+	addr, _ := startServer(t)
+	c := startChat(t, "--addr", addr, "--app", "slow", "--user", "pi", "--session", "pipe")
+	long := strings.Repeat("x", 3<<20)
+	c.typeLine(long)
+	c.expect(fmt.Sprintf(`\[snail\] heard %d characters\n`, len(long)))
+	c.typeLine(`first \`)
+	c.typeLine("second")
+	c.expect(`\[snail\] heard 13 characters\n`)
+	c.typeLine("/quit")
+	if err := c.wait(); err != nil {
+		t.Fatal(err)
+	}
+	if got := userMessages(t, addr, "slow", "pi", "pipe"); len(got) != 2 || got[0] != long || got[1] != "first \nsecond" {
+		t.Fatalf("stored %d messages; want the long line whole and \"first \\nsecond\"", len(got))
 	}
 }

@@ -3,18 +3,16 @@
 package chat_test
 
 import (
-	"slices"
 	"fmt"
 	"io"
 	"os"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"golang.org/x/sys/unix"
-	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
 
 	"github.com/agentrunner/agentrunner/cmd/agentrunner/internal/chat"
 	servicev1 "github.com/agentrunner/agentrunner/gen/go/agentrunner/service/v1"
@@ -129,35 +127,6 @@ func tail(s string, n int) string {
 	return s
 }
 
-// clients dials addr for the test's own look at the server.
-func clients(t *testing.T, addr string) (servicev1.SessionServiceClient, servicev1.RunnerServiceClient) {
-	t.Helper()
-	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { conn.Close() })
-	return servicev1.NewSessionServiceClient(conn), servicev1.NewRunnerServiceClient(conn)
-}
-
-// userMessages reads back, through the API, the messages the user sent to
-// a session.
-func userMessages(t *testing.T, addr, app, user, session string) []string {
-	t.Helper()
-	sessions, _ := clients(t, addr)
-	resp, err := sessions.ListEvents(t.Context(), &servicev1.ListEventsRequest{AppName: app, UserId: user, SessionId: session, PageSize: 1000})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out []string
-	for _, ev := range resp.GetEvents() {
-		if ev.GetAuthor() == "user" {
-			out = append(out, ev.GetContent().GetParts()[0].GetText())
-		}
-	}
-	return out
-}
-
 // TestTerminalLongLine: a 20,000-character line typed into a terminal is
 // stored whole. In the terminal's own line mode it was cut at 4,095 bytes.
 func TestTerminalLongLine(t *testing.T) {
@@ -172,7 +141,7 @@ func TestTerminalLongLine(t *testing.T) {
 	c.typeKeys(line + "\r")
 	c.expect(`\[snail\] heard 20000 characters\n  \(events #1-#2\)\nyou> $`)
 	if got := userMessages(t, addr, "slow", "lu", "long"); len(got) != 1 || got[0] != line {
-		t.Fatalf("stored messages: %d, first %d characters; want the 20,000-character line whole", len(got), len(slices.Concat([]byte(strings.Join(got, "")))))
+		t.Fatalf("stored %d messages of %d characters in all; want the 20,000-character line whole", len(got), len(strings.Join(got, "")))
 	}
 }
 
