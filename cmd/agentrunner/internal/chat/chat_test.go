@@ -580,7 +580,12 @@ func TestSessions(t *testing.T) {
 			t.Errorf("sessions %s of a deleted session: got %v, want %q", cmd, err, want)
 		}
 	}
+}
 
+// TestSessionsUsage: -h prints the usage, and command lines that cannot
+// work are usage errors, found before any call to a server.
+func TestSessionsUsage(t *testing.T) {
+	const addr = "127.0.0.1:1" // nothing listens: no call is made
 	for _, args := range [][]string{{"-h"}, {"list", "-h"}} {
 		var out, errOut syncBuffer
 		if err := chat.Sessions(t.Context(), args, &out, &errOut); !errors.Is(err, flag.ErrHelp) || !strings.Contains(errOut.String(), "agentrunner sessions show   [--app APP]") {
