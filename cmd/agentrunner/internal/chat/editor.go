@@ -23,25 +23,30 @@ const (
 // of lines is one message. It is small on purpose: no cursor movement, no
 // history.
 type terminal struct {
-	keys    <-chan []byte // what each read of the terminal returned
-	readErr *error        // why keys was closed
-	closed  bool          // keys was closed
-	pending []byte        // read and not yet handled
+	want    chan<- struct{} // asks for the next read of the terminal
+	asked   bool            // a read was asked for and has not arrived
+	keys    <-chan []byte   // what each read of the terminal returned
+	readErr *error          // why keys was closed
+	closed  bool            // keys was closed
+	pending []byte          // read and not yet handled
 	out     io.Writer
 	echo    []byte // what to show, written before waiting for keys
 }
 
-// newTerminal starts the one goroutine that reads r for as long as the
-// process lives: the line editor and the watch during an answer take
-// turns at its keys. A read blocked on a terminal cannot be called off, so
-// it is never left to either of them.
+// newTerminal starts the one goroutine that reads r: the line editor and
+// the watch during an answer take turns at its keys, since a read blocked
+// on a terminal cannot be called off. It reads only when asked: after
+// /quit nothing may take the keys the person types next to the shell.
 func newTerminal(r io.Reader, out io.Writer) *terminal {
-	keys := make(chan []byte)
+	want, keys := make(chan struct{}, 1), make(chan []byte)
 	var readErr error
 	go func() {
 		buf := make([]byte, 64<<10)
-		for {
+		for range want {
 			n, err := r.Read(buf)
+			for n == 0 && err == nil {
+				n, err = r.Read(buf)
+			}
 			if n > 0 {
 				keys <- bytes.Clone(buf[:n])
 			}
@@ -52,7 +57,22 @@ func newTerminal(r io.Reader, out io.Writer) *terminal {
 			}
 		}
 	}()
-	return &terminal{keys: keys, readErr: &readErr, out: out}
+	return &terminal{want: want, keys: keys, readErr: &readErr, out: out}
+}
+
+// ask asks for the next read, once.
+func (t *terminal) ask() {
+	if !t.asked {
+		t.want <- struct{}{}
+		t.asked = true
+	}
+}
+
+// received notes what came from keys; false when the keys have ended.
+func (t *terminal) received(b []byte, ok bool) bool {
+	t.asked = false
+	t.closed = !ok
+	return ok
 }
 
 // show writes what was typed since it last did: once per read of the
@@ -70,10 +90,10 @@ func (t *terminal) fill(ctx context.Context) error {
 	if t.closed {
 		return t.err()
 	}
+	t.ask()
 	select {
 	case b, ok := <-t.keys:
-		if !ok {
-			t.closed = true
+		if !t.received(b, ok) {
 			return t.err()
 		}
 		t.pending = append(t.pending, b...)
@@ -224,11 +244,11 @@ func (t *terminal) watch(interrupt func()) (stop func()) {
 	go func() {
 		defer close(done)
 		for !t.closed {
+			t.ask()
 			select {
 			case b, ok := <-t.keys:
 				switch {
-				case !ok:
-					t.closed = true
+				case !t.received(b, ok):
 				case bytes.IndexByte(b, ctrlC) >= 0 || (len(b) == 1 && b[0] == esc):
 					interrupt()
 				default:

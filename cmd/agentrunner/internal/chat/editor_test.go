@@ -5,7 +5,9 @@ import (
 	"errors"
 	"io"
 	"strings"
+	"sync/atomic"
 	"testing"
+	"testing/synctest"
 )
 
 // chunks is a terminal whose reads return the given chunks, one each, as
@@ -84,21 +86,52 @@ func TestEditorScreen(t *testing.T) {
 // TestWatch: while an answer streams, Ctrl-C and Esc alone interrupt, and
 // other keys wait for the next line.
 func TestWatch(t *testing.T) {
-	keys := make(chan []byte)
-	var readErr error
-	term := &terminal{keys: keys, readErr: &readErr, out: io.Discard}
+	r, w := io.Pipe()
+	term := newTerminal(r, io.Discard)
 	interrupts := make(chan struct{}, 10)
 	stop := term.watch(func() { interrupts <- struct{}{} })
+	// Each write returns once the watch has taken the one before.
 	for _, k := range []string{"typed ", "\x03", "\x1b", "\x1b[A", "ahead\r"} {
-		keys <- []byte(k)
+		if _, err := io.WriteString(w, k); err != nil {
+			t.Fatal(err)
+		}
 	}
 	stop()
 	if n := len(interrupts); n != 2 {
 		t.Errorf("%d interrupts, want 2 (Ctrl-C and Esc)", n)
 	}
-	close(keys)
 	line, err := term.readLine(t.Context())
 	if err != nil || line != "typed ahead" {
 		t.Errorf("the line after the answer: %q, %v; want the keys typed ahead", line, err)
 	}
+}
+
+// TestReadsOnlyWhenAsked: after a line the editor reads no further, so
+// that what is typed after /quit reaches the shell, not the ended chat.
+func TestReadsOnlyWhenAsked(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		r := &countingReader{chunks: chunks{[]string{"/quit\r", "echo shell\r"}}}
+		term := newTerminal(r, io.Discard)
+		line, err := term.readLine(t.Context())
+		if err != nil || line != "/quit" {
+			t.Fatalf("readLine: %q, %v", line, err)
+		}
+		synctest.Wait() // the reading goroutine does what it would do next
+		if n := r.reads.Load(); n != 1 {
+			t.Errorf("%d reads of the terminal, want 1: the chat took keys it did not need", n)
+		}
+		for err == nil { // to the end of input, which ends the reading goroutine
+			_, err = term.readLine(t.Context())
+		}
+	})
+}
+
+type countingReader struct {
+	chunks
+	reads atomic.Int32
+}
+
+func (r *countingReader) Read(p []byte) (int, error) {
+	r.reads.Add(1)
+	return r.chunks.Read(p)
 }
