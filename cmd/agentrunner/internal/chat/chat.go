@@ -12,8 +12,10 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/signal"
 	"slices"
 	"strings"
+	"syscall"
 	"time"
 
 	"google.golang.org/grpc/codes"
@@ -104,6 +106,13 @@ func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io
 	in, restore := openInput(stdin, stdout)
 	defer restore()
 	c.in = in
+	if _, ok := in.(*terminal); ok {
+		// A chat ended by a signal must still leave raw mode (restore);
+		// the terminal's reads, unlike a pipe's, give way to ctx.
+		var stop context.CancelFunc
+		ctx, stop = signal.NotifyContext(ctx, syscall.SIGTERM, syscall.SIGHUP)
+		defer stop()
+	}
 	if err := c.open(ctx, *session, *history); err != nil {
 		return describe(err)
 	}

@@ -53,6 +53,9 @@ func openPTY(t *testing.T) (master, slave *os.File) {
 type termChat struct {
 	t      *testing.T
 	master *os.File
+	// probe is the chat's terminal opened once more, for the test to
+	// read its mode.
+	probe  *os.File
 	screen *syncBuffer // everything the terminal showed
 	stderr *syncBuffer
 	done   chan error
@@ -61,7 +64,11 @@ type termChat struct {
 func startTermChat(t *testing.T, args ...string) *termChat {
 	t.Helper()
 	master, slave := openPTY(t)
-	c := &termChat{t: t, master: master, screen: &syncBuffer{}, stderr: &syncBuffer{}, done: make(chan error, 1)}
+	probe, err := os.OpenFile(slave.Name(), os.O_RDWR|unix.O_NOCTTY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := &termChat{t: t, master: master, probe: probe, screen: &syncBuffer{}, stderr: &syncBuffer{}, done: make(chan error, 1)}
 	copied := make(chan struct{})
 	go func() {
 		defer close(copied)
@@ -75,6 +82,7 @@ func startTermChat(t *testing.T, args ...string) *termChat {
 		case <-time.After(waitFor):
 			t.Errorf("chat did not end within %v", waitFor)
 		}
+		probe.Close()
 		slave.Close()
 		master.Close()
 		<-copied
@@ -218,4 +226,47 @@ func TestTerminalCtrlCStopsAnAnswer(t *testing.T) {
 		c.typeKeys("still there?\r")
 		c.expect(fmt.Sprintf(`(?s)(\[snail\] heard 12 characters.*){%d}\nyou> $`, i+1))
 	}
+}
+
+// TestTerminalRestoredOnSIGTERM: a chat ended by SIGTERM leaves the
+// terminal as it found it (line mode, echo), not in raw mode.
+func TestTerminalRestoredOnSIGTERM(t *testing.T) {
+	addr, _ := startServer(t)
+	c := startTermChat(t, "--addr", addr, "--app", "slow", "--user", "sig", "--session", "term")
+	c.expect(`you> $`)
+	if lflag := c.lflag(); lflag&unix.ICANON != 0 {
+		t.Fatalf("the chat's terminal is in line mode (lflag %#x), want raw", lflag)
+	}
+	if err := unix.Kill(os.Getpid(), unix.SIGTERM); err != nil { // the chat is in this process; it catches the signal
+		t.Fatal(err)
+	}
+	select {
+	case err := <-c.done:
+		c.done <- err
+		if err != nil {
+			t.Fatalf("chat after SIGTERM: %v", err)
+		}
+	case <-time.After(waitFor):
+		t.Fatalf("SIGTERM did not end the chat")
+	}
+	if lflag := c.lflag(); lflag&(unix.ICANON|unix.ECHO) != unix.ICANON|unix.ECHO {
+		t.Fatalf("after the chat the terminal is left raw (lflag %#x)", lflag)
+	}
+}
+
+// lflag reads the terminal's local mode flags.
+func (c *termChat) lflag() uint32 {
+	c.t.Helper()
+	rc, err := c.probe.SyscallConn()
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	var tio *unix.Termios
+	if err := rc.Control(func(fd uintptr) { tio, err = unix.IoctlGetTermios(int(fd), unix.TCGETS) }); err != nil {
+		c.t.Fatal(err)
+	}
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	return tio.Lflag
 }
