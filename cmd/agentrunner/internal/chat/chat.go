@@ -5,7 +5,6 @@
 package chat
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
@@ -13,8 +12,10 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/signal"
 	"slices"
 	"strings"
+	"syscall"
 	"time"
 
 	"google.golang.org/grpc/codes"
@@ -77,7 +78,7 @@ func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io
 	fs := flag.NewFlagSet("agentrunner chat", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	addr := fs.String("addr", defaultAddr(), "server address (env AGENTRUNNER_ADDR)")
-	app := fs.String("app", "demo", "app to talk to (an app the server does not host fails, naming those it does)")
+	app := fs.String("app", "demo", "app to talk to (an app the server does not host, or cannot run, fails at once)")
 	user := fs.String("user", defaultUser(), "user id (env USER)")
 	session := fs.String("session", "", "session to resume; empty starts a new one")
 	history := fs.Int("history", 10, "events of a resumed session to show")
@@ -86,7 +87,8 @@ func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io
 	cf.Register(fs)
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "Usage: agentrunner chat --app APP [--user U] [--session S]\n\n"+
-			"Talk to an app in the terminal. Type a message and press Enter; /quit or Ctrl-D ends.\n\nFlags:\n")
+			"Talk to an app in the terminal. Type a message and press Enter; /help lists the commands and keys,\n"+
+			"/quit or Ctrl-D ends.\n\nFlags:\n")
 		fs.PrintDefaults()
 	}
 	rest, err := cliflags.Parse(fs, args)
@@ -109,39 +111,55 @@ func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io
 	if err := c.checkApp(ctx, *addr); err != nil {
 		return describe(err)
 	}
-	in := bufio.NewScanner(stdin)
-	in.Buffer(make([]byte, 64<<10), 1<<20)
+	in, restore := openInput(stdin, stdout)
+	defer restore()
 	c.in = in
+	if _, ok := in.(*terminal); ok {
+		// A chat ended by a signal must still leave raw mode (restore);
+		// the terminal's reads, unlike a pipe's, give way to ctx.
+		var stop context.CancelFunc
+		ctx, stop = signal.NotifyContext(ctx, syscall.SIGTERM, syscall.SIGHUP)
+		defer stop()
+	}
 	if err := c.open(ctx, *session, *history); err != nil {
 		return describe(err)
 	}
 	if err := c.answerWaiting(ctx); err != nil {
 		fmt.Fprintf(stdout, "! %v\n", describe(err))
 	}
+	return c.loop(ctx)
+}
+
+// loop reads the person's lines and runs each, until /quit or the end of
+// input.
+func (c *chat) loop(ctx context.Context) error {
 	for {
-		fmt.Fprint(stdout, "you> ")
-		if !in.Scan() {
-			fmt.Fprintln(stdout)
-			return in.Err()
-		}
-		line := strings.TrimSpace(in.Text())
+		fmt.Fprint(c.out, "you> ")
+		line, err := c.in.readLine(ctx)
 		switch {
-		case line == "":
-			continue
-		case line == "/quit" || line == "/exit":
+		case errors.Is(err, errInterrupt):
+			continue // the line is dropped; the chat goes on
+		case errors.Is(err, io.EOF):
+			fmt.Fprintln(c.out)
 			return nil
-		case line == "/session":
-			fmt.Fprintf(stdout, "session %s (app %s, user %s; resume with --session %s)\n", c.session, c.app, c.user, c.session)
-			continue
-		case line == "/help":
-			fmt.Fprintln(stdout, "Type a message and press Enter. /session shows the session, /quit (or Ctrl-D) ends.")
-			continue
-		}
-		if err := c.send(ctx, line); err != nil {
+		case err != nil:
 			if ctx.Err() != nil {
 				return nil
 			}
-			fmt.Fprintf(stdout, "! %v\n", describe(err))
+			return err
+		}
+		msg, quit := c.command(strings.TrimSpace(line))
+		if quit {
+			return nil
+		}
+		if msg == "" {
+			continue
+		}
+		if err := c.send(ctx, msg); err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			fmt.Fprintf(c.out, "! %v\n", describe(err))
 		}
 	}
 }
@@ -153,13 +171,15 @@ type chat struct {
 	stream            bool
 	sessions          servicev1.SessionServiceClient
 	runner            servicev1.RunnerServiceClient
-	speaking, partial string         // agent whose partial text is being printed
-	in                *bufio.Scanner // the person's lines, for answering calls
+	speaking, partial string // agent whose partial text is being printed
+	in                input  // the person's lines, for answering calls too
 }
 
 // checkApp fails with NotFound, naming the apps there are, when the server
 // does not host c.app: sessions of any app name can be stored, so without
-// this check a typo would only show at the first message.
+// this check a typo would only show at the first message. It fails with
+// FailedPrecondition when the app cannot run (a model without its API
+// key), for the same reason.
 func (c *chat) checkApp(ctx context.Context, addr string) error {
 	resp, err := c.runner.ListApps(ctx, &servicev1.ListAppsRequest{})
 	if err != nil {
@@ -167,6 +187,10 @@ func (c *chat) checkApp(ctx context.Context, addr string) error {
 	}
 	var names []string
 	for _, a := range resp.GetApps() {
+		if a.GetName() == c.app && a.GetUnavailableReason() != "" {
+			// Said now, not as the failure of the first message.
+			return status.Errorf(codes.FailedPrecondition, "app %q cannot run on %s: %s", c.app, addr, a.GetUnavailableReason())
+		}
 		if a.GetName() == c.app {
 			return nil
 		}
@@ -223,7 +247,7 @@ func (c *chat) sendContent(ctx context.Context, msg *agentrunnerv1.Content) erro
 		if err != nil || len(waiting) == 0 {
 			return err
 		}
-		if msg = c.answer(waiting); msg == nil {
+		if msg = c.answer(ctx, waiting); msg == nil {
 			return nil // the person gave up (end of input)
 		}
 	}
@@ -236,7 +260,9 @@ func (c *chat) run(ctx context.Context, msg *agentrunnerv1.Content) ([]*agentrun
 	if c.stream {
 		mode = agentrunnerv1.StreamingMode_STREAMING_MODE_SSE
 	}
-	stream, err := c.runner.Run(ctx, &servicev1.RunRequest{
+	runCtx, cancelStream := context.WithCancel(ctx)
+	defer cancelStream()
+	stream, err := c.runner.Run(runCtx, &servicev1.RunRequest{
 		AppName: c.app, UserId: c.user, SessionId: c.session, NewMessage: msg,
 		// The user's event too, for its sequence number; its text is
 		// already on the screen.
@@ -245,6 +271,8 @@ func (c *chat) run(ctx context.Context, msg *agentrunnerv1.Content) ([]*agentrun
 	if err != nil {
 		return nil, err
 	}
+	stopper := c.stopOnInterrupt(ctx, cancelStream)
+	defer stopper.stop()
 	var first, last uint64
 	defer func() {
 		c.endPartial()
@@ -253,15 +281,24 @@ func (c *chat) run(ctx context.Context, msg *agentrunnerv1.Content) ([]*agentrun
 		}
 	}()
 	var waiting []*agentrunnerv1.FunctionCall
+	cancelled := false
 	for {
 		resp, err := stream.Recv()
 		if errors.Is(err, io.EOF) {
 			return waiting, nil
 		}
+		if cancelled && status.Code(err) == codes.Canceled {
+			return nil, nil // what the last record said; the chat goes on
+		}
 		if err != nil {
 			return nil, err
 		}
-		if resp.GetRun() != nil { // the run record, first and last
+		if r := resp.GetRun(); r != nil { // the run record, first and last
+			stopper.started(r.GetRunId())
+			if cancelled = r.GetStatus() == agentrunnerv1.RunStatus_RUN_STATUS_CANCELLED; cancelled {
+				c.endPartial()
+				fmt.Fprintln(c.out, "  (run cancelled)")
+			}
 			continue
 		}
 		if e := resp.GetError(); e != nil {
@@ -286,6 +323,59 @@ func (c *chat) run(ctx context.Context, msg *agentrunnerv1.Content) ([]*agentrun
 		c.printComplete(ev, c.partial != "" && c.speaking == ev.GetAuthor())
 		waiting = append(waiting, waitedOn(ev)...)
 	}
+}
+
+// runStopper cancels a run on the server (CancelRun) when the person
+// presses Ctrl-C or Esc while its answer streams; the chat goes on.
+type runStopper struct {
+	interrupted chan struct{} // capacity 1: one press is enough
+	runID       chan string   // capacity 1: the run's id, once known
+	done        chan struct{} // closed when the run's stream is over
+	stopWatch   func()
+}
+
+// stopOnInterrupt watches the keys until stop is called. The run's id
+// comes with the stream's first message, which a quick Ctrl-C may
+// precede: the goroutine waits for both.
+func (c *chat) stopOnInterrupt(ctx context.Context, cancelStream func()) *runStopper {
+	s := &runStopper{interrupted: make(chan struct{}, 1), runID: make(chan string, 1), done: make(chan struct{})}
+	s.stopWatch = c.in.watch(func() {
+		select {
+		case s.interrupted <- struct{}{}:
+		default:
+		}
+	})
+	go func() {
+		var id string
+		select {
+		case <-s.interrupted:
+		case <-s.done:
+			return
+		}
+		select {
+		case id = <-s.runID:
+		case <-s.done:
+			return
+		}
+		if _, err := c.runner.CancelRun(ctx, &servicev1.CancelRunRequest{RunId: id}); err != nil {
+			// Going away cancels the run too (ON_DISCONNECT_CANCEL),
+			// though without the server's word that it has ended.
+			cancelStream()
+		}
+	}()
+	return s
+}
+
+func (s *runStopper) started(runID string) {
+	select {
+	case s.runID <- runID:
+	default:
+	}
+}
+
+func (s *runStopper) stop() {
+	close(s.done)
+	s.stopWatch()
 }
 
 // answerWaiting asks the person for the answers a resumed session's last
@@ -318,7 +408,7 @@ func (c *chat) answerWaiting(ctx context.Context) error {
 		return nil
 	}
 	fmt.Fprintf(c.out, "run %s waits on your answer to %d call(s):\n", run.GetRunId(), len(calls))
-	if msg := c.answer(calls); msg != nil {
+	if msg := c.answer(ctx, calls); msg != nil {
 		return c.sendContent(ctx, msg)
 	}
 	return nil
@@ -338,10 +428,10 @@ func waitedOn(ev *agentrunnerv1.Event) []*agentrunnerv1.FunctionCall {
 // answer asks the person to answer each call and returns the message that
 // carries the answers, or nil at the end of input: y or n for a
 // confirmation, a JSON object for any other call.
-func (c *chat) answer(calls []*agentrunnerv1.FunctionCall) *agentrunnerv1.Content {
+func (c *chat) answer(ctx context.Context, calls []*agentrunnerv1.FunctionCall) *agentrunnerv1.Content {
 	msg := &agentrunnerv1.Content{Role: "user"}
 	for _, fc := range calls {
-		resp := c.ask(fc)
+		resp := c.ask(ctx, fc)
 		if resp == nil {
 			return nil
 		}
@@ -354,7 +444,7 @@ func (c *chat) answer(calls []*agentrunnerv1.FunctionCall) *agentrunnerv1.Conten
 
 // ask prompts for one call's answer until it is a valid one; nil at the
 // end of input.
-func (c *chat) ask(fc *agentrunnerv1.FunctionCall) *structpb.Struct {
+func (c *chat) ask(ctx context.Context, fc *agentrunnerv1.FunctionCall) *structpb.Struct {
 	confirm := fc.GetName() == confirmationTool
 	for c.in != nil {
 		if confirm {
@@ -363,11 +453,15 @@ func (c *chat) ask(fc *agentrunnerv1.FunctionCall) *structpb.Struct {
 		} else {
 			fmt.Fprintf(c.out, "? answer %s(%s) with a JSON object: ", fc.GetName(), Compact(fc.GetArgs()))
 		}
-		if !c.in.Scan() {
+		line, err := c.in.readLine(ctx)
+		if errors.Is(err, errInterrupt) {
+			continue // Ctrl-C clears the line; the question is asked again
+		}
+		if err != nil {
 			fmt.Fprintln(c.out)
 			return nil
 		}
-		line := strings.TrimSpace(c.in.Text())
+		line = strings.TrimSpace(line)
 		if confirm && (line == "y" || line == "n" || line == "yes" || line == "no") {
 			return &structpb.Struct{Fields: map[string]*structpb.Value{"confirmed": structpb.NewBoolValue(line[0] == 'y')}}
 		}

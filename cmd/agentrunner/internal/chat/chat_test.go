@@ -12,14 +12,20 @@ import (
 	"net"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+
 	"github.com/agentrunner/agentrunner/cmd/agentrunner/internal/chat"
 	"github.com/agentrunner/agentrunner/examples/demo"
+	servicev1 "github.com/agentrunner/agentrunner/gen/go/agentrunner/service/v1"
 	agentrunnerv1 "github.com/agentrunner/agentrunner/gen/go/agentrunner/v1"
+	"github.com/agentrunner/agentrunner/runner/agent"
 	"github.com/agentrunner/agentrunner/runner/apps"
 	"github.com/agentrunner/agentrunner/runner/memory"
 	"github.com/agentrunner/agentrunner/runner/model"
@@ -149,7 +155,7 @@ func startServer(t *testing.T) (addr string, gated *gatedModel) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, app := range append(built, demo.App()) {
+	for _, app := range append(built, demo.App(), snailApp(t), unreadyApp(t)) {
 		if _, err := reg.Register(app); err != nil {
 			t.Fatal(err)
 		}
@@ -175,6 +181,83 @@ func startServer(t *testing.T) (addr string, gated *gatedModel) {
 		}
 	})
 	return lis.Addr().String(), gated
+}
+
+// takeYourTime is the message the snail agent never finishes answering:
+// it streams a partial "thinking..." and then waits until its run is
+// cancelled, the slowest of answers, with no clock involved.
+const takeYourTime = "take your time"
+
+// snailApp is the app "slow": its agent snail answers takeYourTime as
+// above, and any other message at once with its length.
+func snailApp(t *testing.T) apps.App {
+	t.Helper()
+	snail, err := agent.New(agent.Config{Name: "snail", Run: func(ctx agent.InvocationContext) iter.Seq2[*agentrunnerv1.Event, error] {
+		return func(yield func(*agentrunnerv1.Event, error) bool) {
+			msg := ctx.UserContent().GetParts()[0].GetText()
+			if msg != takeYourTime {
+				yield(modelSays(fmt.Sprintf("heard %d characters", len(msg)), false), nil)
+				return
+			}
+			if !yield(modelSays("thinking...", true), nil) {
+				return
+			}
+			<-ctx.Done()
+			yield(nil, ctx.Err())
+		}
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return apps.App{Name: "slow", Root: snail}
+}
+
+func modelSays(text string, partial bool) *agentrunnerv1.Event {
+	return &agentrunnerv1.Event{Partial: partial, Content: &agentrunnerv1.Content{Role: "model", Parts: []*agentrunnerv1.Part{{Data: &agentrunnerv1.Part_Text{Text: text}}}}}
+}
+
+// unreadyReason is why the app "unready" cannot run, as a server says it
+// of an app whose model has no API key.
+const unreadyReason = "model gpt-4o (openai) needs OPENAI_API_KEY set"
+
+func unreadyApp(t *testing.T) apps.App {
+	t.Helper()
+	root, err := agent.New(agent.Config{Name: "idle", Run: func(agent.InvocationContext) iter.Seq2[*agentrunnerv1.Event, error] {
+		return func(func(*agentrunnerv1.Event, error) bool) {}
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return apps.App{Name: "unready", Root: root, Unavailable: unreadyReason}
+}
+
+// clients dials addr for the test's own look at the server.
+func clients(t *testing.T, addr string) (servicev1.SessionServiceClient, servicev1.RunnerServiceClient) {
+	t.Helper()
+	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	return servicev1.NewSessionServiceClient(conn), servicev1.NewRunnerServiceClient(conn)
+}
+
+// userMessages reads back, through the API, the messages the user sent to
+// a session.
+func userMessages(t *testing.T, addr, app, user, session string) []string {
+	t.Helper()
+	sessions, _ := clients(t, addr)
+	resp, err := sessions.ListEvents(t.Context(), &servicev1.ListEventsRequest{AppName: app, UserId: user, SessionId: session, PageSize: 1000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, ev := range resp.GetEvents() {
+		if ev.GetAuthor() == "user" {
+			out = append(out, ev.GetContent().GetParts()[0].GetText())
+		}
+	}
+	return out
 }
 
 // syncBuffer is an output the client writes while the test reads it.
@@ -383,7 +466,7 @@ func TestChatUnknownApp(t *testing.T) {
 	addr, _ := startServer(t)
 	c := startChat(t, "--addr", addr, "--app", "nope", "--user", "dee")
 	err := c.wait()
-	want := `NotFound: app "nope" is not served by ` + addr + `; it serves: broken, demo, orders, support`
+	want := `NotFound: app "nope" is not served by ` + addr + `; it serves: broken, demo, orders, slow, support, unready`
 	if err == nil || err.Error() != want {
 		t.Fatalf("chat --app nope: got error %v, want %q", err, want)
 	}
@@ -497,7 +580,12 @@ func TestSessions(t *testing.T) {
 			t.Errorf("sessions %s of a deleted session: got %v, want %q", cmd, err, want)
 		}
 	}
+}
 
+// TestSessionsUsage: -h prints the usage, and command lines that cannot
+// work are usage errors, found before any call to a server.
+func TestSessionsUsage(t *testing.T) {
+	const addr = "127.0.0.1:1" // nothing listens: no call is made
 	for _, args := range [][]string{{"-h"}, {"list", "-h"}} {
 		var out, errOut syncBuffer
 		if err := chat.Sessions(t.Context(), args, &out, &errOut); !errors.Is(err, flag.ErrHelp) || !strings.Contains(errOut.String(), "agentrunner sessions show   [--app APP]") {
@@ -626,5 +714,74 @@ func TestChatResumesAWaitingSession(t *testing.T) {
 	c.typeLine("/quit")
 	if err := c.wait(); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestChatCommands: /help lists the commands; a line that starts with "/"
+// and is no command gets the help and goes nowhere (no run, no event);
+// "//" sends a message that starts with "/".
+func TestChatCommands(t *testing.T) {
+	addr, _ := startServer(t)
+	c := startChat(t, "--addr", addr, "--app", "slow", "--user", "ho", "--session", "cmds")
+	c.expect(`you> $`)
+	c.typeLine("/help")
+	c.expect(`Commands:\n  /help .*\n  /session .*\n  /quit .*\n`, `Ctrl-C .*\n  Ctrl-D .*\nyou> $`)
+	c.typeLine("/frobnicate the thing")
+	c.expect(`you> unknown command /frobnicate; nothing was sent.\nCommands:\n(.*\n)+you> $`)
+	c.typeLine("/sesion")
+	c.expect(`unknown command /sesion; nothing was sent.\n`)
+	if got := userMessages(t, addr, "slow", "ho", "cmds"); len(got) != 0 {
+		t.Fatalf("unknown commands reached the agent: %q", got)
+	}
+	c.typeLine("//etc/hosts is gone")
+	c.expect(`\[snail\] heard 18 characters\n`)
+	c.typeLine("/quit")
+	if err := c.wait(); err != nil {
+		t.Fatal(err)
+	}
+	if got := userMessages(t, addr, "slow", "ho", "cmds"); !slices.Equal(got, []string{"/etc/hosts is gone"}) {
+		t.Fatalf("stored messages %q, want only the one sent with //", got)
+	}
+}
+
+// TestChatUnavailableApp: an app the server cannot run (its model has no
+// API key) fails the chat when it starts, with the server's reason, before
+// a session is made; the binary exits 1 for any error Main returns.
+func TestChatUnavailableApp(t *testing.T) {
+	addr, _ := startServer(t)
+	c := startChat(t, "--addr", addr, "--app", "unready", "--user", "un")
+	err := c.wait()
+	want := `FailedPrecondition: app "unready" cannot run on ` + addr + `: ` + unreadyReason
+	if err == nil || err.Error() != want {
+		t.Fatalf("chat --app unready: got error %v, want %q\noutput:\n%s", err, want, c.out)
+	}
+	if out := c.out.String(); out != "" {
+		t.Errorf("the chat printed before failing:\n%s", out)
+	}
+	sessions, _ := clients(t, addr)
+	list, err := sessions.ListSessions(t.Context(), &servicev1.ListSessionsRequest{AppName: "unready"})
+	if err != nil || len(list.GetSessions()) != 0 {
+		t.Fatalf("sessions of app unready: %v, %v; want none", list.GetSessions(), err)
+	}
+}
+
+// TestChatLongLinesFromAPipe: input that is not a terminal is read in
+// lines of any length (a Scanner stopped at 1 MiB), and a trailing
+// backslash goes on on the next line.
+func TestChatLongLinesFromAPipe(t *testing.T) {
+	addr, _ := startServer(t)
+	c := startChat(t, "--addr", addr, "--app", "slow", "--user", "pi", "--session", "pipe")
+	long := strings.Repeat("x", 3<<20)
+	c.typeLine(long)
+	c.expect(fmt.Sprintf(`\[snail\] heard %d characters\n`, len(long)))
+	c.typeLine(`first \`)
+	c.typeLine("second")
+	c.expect(`\[snail\] heard 13 characters\n`)
+	c.typeLine("/quit")
+	if err := c.wait(); err != nil {
+		t.Fatal(err)
+	}
+	if got := userMessages(t, addr, "slow", "pi", "pipe"); len(got) != 2 || got[0] != long || got[1] != "first \nsecond" {
+		t.Fatalf("stored %d messages; want the long line whole and \"first \\nsecond\"", len(got))
 	}
 }
