@@ -177,7 +177,8 @@ func (f *Factory) target(ctx context.Context, name string) (retry.Target, error)
 func (f *Factory) undeclared(ctx context.Context, name string) (m model.Model, standIn bool, err error) {
 	if gemini.CredentialsFromEnv() {
 		m, err := gemini.New(ctx, name, gemini.WithLogger(f.log), gemini.WithIdleTimeout(model.DefaultIdleTimeout))
-		return m, false, err
+		km, err := f.geminiEnvKeyCut(m, err)
+		return km, false, err
 	}
 	if !f.opts.OfflineFallback {
 		return nil, false, &model.CredentialsError{Model: name, Provider: Gemini, Set: geminiCredentials}
@@ -207,13 +208,16 @@ func (f *Factory) declaredModel(ctx context.Context, mc *agentrunnerv1.ModelConf
 			if !gemini.CredentialsFromEnv() {
 				return nil, &model.CredentialsError{Model: mc.GetName(), Provider: Gemini, Set: geminiCredentials}
 			}
-			return gemini.New(ctx, id, opts...)
+			return f.geminiEnvKeyCut(gemini.New(ctx, id, opts...))
 		}
-		return gemini.New(ctx, id, append(opts, gemini.WithAPIKey(key, mc.GetBaseUrl()))...)
+		m, err := gemini.New(ctx, id, append(opts, gemini.WithAPIKey(key, mc.GetBaseUrl()))...)
+		return keyCut(m, err, key)
 	case OpenAI:
-		return openai.New(openai.Config{Model: id, APIKey: key, BaseURL: mc.GetBaseUrl(), IdleTimeout: idle})
+		m, err := openai.New(openai.Config{Model: id, APIKey: key, BaseURL: mc.GetBaseUrl(), IdleTimeout: idle})
+		return keyCut(m, err, key)
 	case Anthropic:
-		return anthropic.New(anthropic.Config{Model: id, APIKey: key, BaseURL: mc.GetBaseUrl(), IdleTimeout: idle})
+		m, err := anthropic.New(anthropic.Config{Model: id, APIKey: key, BaseURL: mc.GetBaseUrl(), IdleTimeout: idle})
+		return keyCut(m, err, key)
 	case Offline:
 		cfg, err := OfflineConfig(mc)
 		if err != nil {
