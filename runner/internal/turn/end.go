@@ -17,10 +17,24 @@ import (
 // run's terminal error.
 func (in *invocation) finalize(ctx context.Context, err error) (*agentrunnerv1.Run, error) {
 	env, id := in.env, in.job.ID
+	if err != nil && in.held != nil {
+		// The run did not end with its answer after all: the answer is
+		// stored as it would have been, and the end goes as it goes. A
+		// stopped run's context is done; the store must still take it.
+		switch rerr := in.release(context.WithoutCancel(ctx)); {
+		case runrec.Fenced(rerr):
+			return in.fenced()
+		case rerr != nil:
+			env.Log.Error("store the answer of a run that did not end with it", "run", id, "err", rerr)
+		}
+	}
 	switch {
 	case err == nil:
 		rec := in.sink.Record()
 		runrec.End(rec, env.Now(), in.failure, runrec.WaitingCalls(in.inv.Events(), rec))
+		if in.held != nil {
+			return in.endWithHeld(ctx, rec)
+		}
 		StoreFinal(ctx, env, in.sink, rec)
 		return rec, nil
 	case runrec.Fenced(err) || runrec.Fenced(context.Cause(ctx)):

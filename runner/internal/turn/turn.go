@@ -43,6 +43,9 @@ type invocation struct {
 	// streamed holds the parts of the partial events streamed since the
 	// last complete event: what a cut-off answer had said so far.
 	streamed []*agentrunnerv1.Part
+	// held is a final answer held back to be stored with the run's final
+	// record (held.go); nil when none is.
+	held *agentrunnerv1.Event
 }
 
 // Execute runs a prepared execution to its end and returns its final
@@ -273,6 +276,9 @@ func (in *invocation) deliver(ctx context.Context, a agent.Agent, err error) err
 	case !errors.As(err, &ae):
 		err = &agent.AgentError{Agent: a.Name(), Err: err}
 	}
+	if rerr := in.release(ctx); rerr != nil {
+		return rerr
+	}
 	in.failure = runrec.InBandStatus(err)
 	in.sink.PublishErr(err)
 	return nil
@@ -284,11 +290,21 @@ func (in *invocation) deliver(ctx context.Context, a agent.Agent, err error) err
 func (in *invocation) emit(ctx context.Context, ev *agentrunnerv1.Event) (*agentrunnerv1.Event, error) {
 	in.complete(ev, nil)
 	if ev.Partial {
-		return nil, in.emitPartial(ev)
+		return nil, in.emitPartial(ctx, ev)
 	}
 	ev, err := in.onEvent(ev)
 	if err != nil {
 		return nil, err
+	}
+	if err := in.release(ctx); err != nil {
+		return nil, err
+	}
+	if in.holds(ev) {
+		// Stored with the final record (held.go); the agents see it as
+		// stored from here on, the readers once it is.
+		in.held, in.failure = ev, runrec.EventFailure(ev)
+		in.streamed = in.streamed[:0]
+		return ev, nil
 	}
 	stored, err := in.append(ctx, ev)
 	if err != nil {
@@ -350,7 +366,10 @@ func (in *invocation) addToMemory(ctx context.Context) {
 // stays partial; plugin.ErrDropPartial drops the event. State a hook
 // changes is not flushed into a partial (it would be lost with it): it
 // stays pending and lands in the next complete event.
-func (in *invocation) emitPartial(ev *agentrunnerv1.Event) error {
+func (in *invocation) emitPartial(ctx context.Context, ev *agentrunnerv1.Event) error {
+	if err := in.release(ctx); err != nil {
+		return err
+	}
 	// The hot path of streaming: without on_event hooks, OnEvent returns
 	// at once and nothing is allocated.
 	rep, err := in.env.Plugins.OnEvent(in.hctx, ev)

@@ -1,0 +1,88 @@
+package turn
+
+import (
+	"context"
+	"fmt"
+
+	agentrunnerv1 "github.com/agentrunner/agentrunner/gen/go/agentrunner/v1"
+	"github.com/agentrunner/agentrunner/runner/agent"
+	"github.com/agentrunner/agentrunner/runner/internal/runrec"
+)
+
+// A run's final record must be on disk before anyone hears of the end,
+// and each complete event before anyone sees it. Written one after the
+// other, the last answer and the record cost two commits, and on a store
+// that fsyncs each commit (bbolt) a short run pays a third of its time
+// for the second. When the answer visibly ends the run, the turn holds it
+// back instead, unstored and unseen, and stores it with the final record
+// in one transaction (AppendRunEvent): one commit, and a crash keeps
+// both or neither, so recovery never finds the answer without its end.
+//
+// "Visibly ends the run" is the rule recovery reads (treeFinished): a
+// final answer, marked turn_complete, whose every ancestor ends with it.
+// Held only when nothing else needs it stored first: it changes no state
+// or artifacts (an agent's callback could read them), and no compaction
+// will run after the agents (it summarizes stored events). Anything that
+// comes after it after all (an agent's callback answering, an in-band
+// error, a cancel) stores it first, in order, as if it had not been held.
+
+// holds reports whether a complete event, ready to store, is to be held
+// back to go with the final record.
+func (in *invocation) holds(ev *agentrunnerv1.Event) bool {
+	if in.env.Compaction.Summarizer != nil || ev.GetAuthor() == agent.UserAuthor || !ev.GetTurnComplete() {
+		return false
+	}
+	if a := ev.GetActions(); len(a.GetStateDelta().GetFields()) > 0 || len(a.GetArtifactDelta()) > 0 || a.GetCompaction() != nil || a.GetEscalate() {
+		return false
+	}
+	return finalAnswer(ev) && in.env.treeFinished(append(in.runTail(), ev))
+}
+
+// runTail returns this run's stored events, in order: the tail of the
+// session view, where a run's events are, together.
+func (in *invocation) runTail() []*agentrunnerv1.Event {
+	events := in.inv.Events()
+	from := len(events)
+	for from > 0 && events[from-1].GetInvocationId() == in.job.ID {
+		from--
+	}
+	return events[from:len(events):len(events)]
+}
+
+// release stores a held event, as emit would have, before whatever comes
+// after it; nothing when none is held.
+func (in *invocation) release(ctx context.Context) error {
+	ev := in.held
+	if ev == nil {
+		return nil
+	}
+	in.held = nil
+	stored, err := in.append(ctx, ev)
+	if err != nil {
+		return fmt.Errorf("append event of agent %s: %w", ev.GetAuthor(), err)
+	}
+	in.inv.Record(nil, stored)
+	in.sink.Commit(stored, false)
+	return nil
+}
+
+// endWithHeld stores the held answer and the final record rec in one
+// transaction and publishes the answer; the record is the stored one.
+func (in *invocation) endWithHeld(ctx context.Context, rec *agentrunnerv1.Run) (*agentrunnerv1.Run, error) {
+	ev := in.held
+	in.held = nil
+	runrec.AddUsage(rec, ev) // its sequences the store sets
+	stored, storedRec, err := in.env.Store.AppendRunEvent(ctx, in.key, ev, rec)
+	switch {
+	case runrec.Fenced(err):
+		return in.fenced()
+	case err != nil:
+		err = fmt.Errorf("append event of agent %s: %w", ev.GetAuthor(), err)
+		return Fail(ctx, in.env, in.sink, in.job.ID, err, true), err
+	}
+	in.recordWritten = true
+	in.addToMemory(ctx)
+	in.inv.Record(nil, stored)
+	in.sink.Commit(stored, false)
+	return storedRec, nil
+}
