@@ -125,7 +125,7 @@ open_terminal third
 type_line third "$ci_bin chat --addr $addr --app nope --user tess"
 type_line third 'echo "chat exited: $?"'
 wait_screen third \
-  "^agentrunner: NotFound: app \"nope\" is not served by $addr; it serves: demo, orders, support$" \
+  "^agentrunner: NotFound: app \"nope\" is not served by $addr; it serves: demo, orders, slow, support$" \
   '^chat exited: 1$'
 echo "--- terminal 3: unknown app"
 screen third | sed '/^$/d; s/^/  | /'
