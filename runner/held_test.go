@@ -104,3 +104,72 @@ func TestFinalAnswerCommitsWithRecord(t *testing.T) {
 		})
 	}
 }
+
+// TestHeldAnswerStoredBeforeCancel: an answer held for the final record
+// is stored, in order and seen by the reader, when the run is cancelled
+// after it instead of ending with it.
+func TestHeldAnswerStoredBeforeCancel(t *testing.T) {
+	waiting := make(chan struct{})
+	root := llm(t, llmagent.Config{Name: "root", AfterAgentCallbacks: []agent.AfterAgentCallback{func(ctx agent.CallbackContext) (*agentrunnerv1.Content, error) {
+		close(waiting) // the answer is held by now
+		<-ctx.Done()
+		return nil, nil
+	}}})
+	r, db, k := newTestRunner(t, root)
+	ctx := t.Context()
+	var seen []*agentrunnerv1.Event
+	var final *agentrunnerv1.Run
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		req := request(k, "hi")
+		req.OnDisconnect = agentrunnerv1.OnDisconnect_ON_DISCONNECT_CONTINUE
+		for u, err := range r.Stream(ctx, req) {
+			if err != nil {
+				return // the cancellation's terminal error
+			}
+			if u.Event != nil {
+				seen = append(seen, u.Event)
+			}
+			if u.Run != nil {
+				final = u.Run
+			}
+		}
+	}()
+	waitClosed(t, waiting, "the answer held and the callback waiting")
+	runs, _, err := r.ListRuns(ctx, k.User, k.Session, store.Page{})
+	if err != nil || len(runs) != 1 {
+		t.Fatalf("runs %v, %v", runs, err)
+	}
+	if _, err := r.Cancel(ctx, runs[0].GetRunId()); err != nil {
+		t.Fatal(err)
+	}
+	waitClosed(t, done, "the stream's end")
+	_, events, err := db.GetSession(ctx, k, store.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, ev := range events {
+		got = append(got, ev.GetAuthor()+":"+ev.GetErrorCode()+":"+firstText(ev))
+	}
+	want := []string{"user::hi", "root::I am root #1", "root:CANCELLED:"}
+	if !equalStrings(got, want) {
+		t.Fatalf("stored %q, want %q", got, want)
+	}
+	if len(seen) < 2 || firstText(seen[0]) != "I am root #1" || seen[0].GetSequence() != events[1].GetSequence() {
+		t.Errorf("the reader saw %v; want the stored answer first", seen)
+	}
+	if final.GetStatus() != agentrunnerv1.RunStatus_RUN_STATUS_CANCELLED || final.GetLastSequence() != events[2].GetSequence() {
+		t.Errorf("final record %v at %d, want CANCELLED at %d", final.GetStatus(), final.GetLastSequence(), events[2].GetSequence())
+	}
+}
+
+func firstText(ev *agentrunnerv1.Event) string {
+	for _, p := range ev.GetContent().GetParts() {
+		if p.GetText() != "" {
+			return p.GetText()
+		}
+	}
+	return ""
+}
