@@ -164,6 +164,42 @@ func (d *doc) configOrder() []protoreflect.Descriptor {
 // api writes docs/api.md: the services, then every message and enum of
 // the API's packages, file by file.
 func (d *doc) api() []byte {
+	files := d.apiFiles()
+	all, short := apiDescriptors(files)
+	for _, desc := range all {
+		d.anchors[desc.FullName()] = "#" + slug(d.title(desc, short))
+	}
+	var b bytes.Buffer
+	b.WriteString("# API reference\n\n")
+	b.WriteString(header)
+	b.WriteString("Every service, RPC, message and enum of the API, from [`proto/`](../proto). The services are in\n")
+	b.WriteString("`" + apiServices + "`, the messages they share in `agentrunner.v1`. grpcurl and the generated clients\n")
+	b.WriteString("use protobuf's JSON mapping: field names in camelCase (snake_case is accepted), 64-bit integers as strings,\n")
+	b.WriteString("enums by name. [The API, with grpcurl](grpcurl.md) shows it at work; the apps file's messages\n")
+	b.WriteString("(`agentrunner.v1.AppsConfig` and what it reaches) are on [config.md](config.md).\n\n")
+	b.WriteString("## Services\n\n")
+	for _, f := range files {
+		for i := range f.Services().Len() {
+			s := f.Services().Get(i)
+			fmt.Fprintf(&b, "- [%s](#%s)\n", s.FullName(), slug(string(s.FullName())))
+		}
+	}
+	for _, f := range files {
+		for i := range f.Services().Len() {
+			d.service(&b, f.Services().Get(i))
+		}
+	}
+	b.WriteString("\n## Messages and enums\n")
+	for _, f := range files {
+		d.apiFile(&b, f, all, short)
+	}
+	return b.Bytes()
+}
+
+// apiFiles returns the API's files, services first, then the message
+// packages, each in path order, without the files that hold only the
+// apps file's messages (config.md has them; their anchors point there).
+func (d *doc) apiFiles() []protoreflect.FileDescriptor {
 	var files []protoreflect.FileDescriptor
 	d.files.RangeFiles(func(f protoreflect.FileDescriptor) bool {
 		if strings.HasPrefix(string(f.Package()), ownPrefix) {
@@ -171,7 +207,6 @@ func (d *doc) api() []byte {
 		}
 		return true
 	})
-	// Services first, then the message packages, each file in path order.
 	slices.SortFunc(files, func(a, b protoreflect.FileDescriptor) int {
 		as, bs := a.Services().Len() > 0, b.Services().Len() > 0
 		if as != bs {
@@ -182,16 +217,20 @@ func (d *doc) api() []byte {
 		}
 		return strings.Compare(a.Path(), b.Path())
 	})
-	// The apps file's messages are on config.md; its file is left out here.
 	d.anchors = map[protoreflect.FullName]string{}
 	configFiles := map[string]bool{}
 	for _, desc := range d.configOrder() {
 		d.anchors[desc.FullName()] = "config.md#" + slug(string(desc.Name()))
 		configFiles[desc.ParentFile().Path()] = true
 	}
-	files = slices.DeleteFunc(files, func(f protoreflect.FileDescriptor) bool {
+	return slices.DeleteFunc(files, func(f protoreflect.FileDescriptor) bool {
 		return configFiles[f.Path()] && f.Services().Len() == 0 && d.onlyConfig(f)
 	})
+}
+
+// apiDescriptors returns the messages and enums of files, nested ones
+// after their parent, and how many of them share each short name.
+func apiDescriptors(files []protoreflect.FileDescriptor) ([]protoreflect.Descriptor, map[protoreflect.Name]int) {
 	short := map[protoreflect.Name]int{}
 	var all []protoreflect.Descriptor
 	var collect func(protoreflect.Descriptor)
@@ -217,57 +256,33 @@ func (d *doc) api() []byte {
 			collect(f.Enums().Get(i))
 		}
 	}
-	for _, desc := range all {
-		d.anchors[desc.FullName()] = "#" + slug(d.title(desc, short))
-	}
+	return all, short
+}
 
-	var b bytes.Buffer
-	b.WriteString("# API reference\n\n")
-	b.WriteString(header)
-	b.WriteString("Every service, RPC, message and enum of the API, from [`proto/`](../proto). The services are in\n")
-	b.WriteString("`" + apiServices + "`, the messages they share in `agentrunner.v1`. grpcurl and the generated clients\n")
-	b.WriteString("use protobuf's JSON mapping: field names in camelCase (snake_case is accepted), 64-bit integers as strings,\n")
-	b.WriteString("enums by name. [The API, with grpcurl](grpcurl.md) shows it at work; the apps file's messages\n")
-	b.WriteString("(`agentrunner.v1.AppsConfig` and what it reaches) are on [config.md](config.md).\n\n")
-	b.WriteString("## Services\n\n")
-	for _, f := range files {
-		for i := range f.Services().Len() {
-			s := f.Services().Get(i)
-			fmt.Fprintf(&b, "- [%s](#%s)\n", s.FullName(), slug(string(s.FullName())))
+// apiFile writes the messages and enums of file f: an index, then each.
+func (d *doc) apiFile(b *bytes.Buffer, f protoreflect.FileDescriptor, all []protoreflect.Descriptor, short map[protoreflect.Name]int) {
+	if f.Messages().Len()+f.Enums().Len() == 0 {
+		return
+	}
+	fmt.Fprintf(b, "\n### %s\n\n", f.Path())
+	for _, desc := range all {
+		if desc.ParentFile() == f {
+			fmt.Fprintf(b, "[%s](%s) ", d.title(desc, short), d.anchors[desc.FullName()])
 		}
 	}
-	for _, f := range files {
-		for i := range f.Services().Len() {
-			d.service(&b, f.Services().Get(i))
-		}
-	}
-	b.WriteString("\n## Messages and enums\n")
-	for _, f := range files {
-		if f.Messages().Len()+f.Enums().Len() == 0 {
+	b.WriteString("\n")
+	for _, desc := range all {
+		if desc.ParentFile() != f {
 			continue
 		}
-		fmt.Fprintf(&b, "\n### %s\n\n", f.Path())
-		for _, desc := range all {
-			if desc.ParentFile() != f {
-				continue
-			}
-			fmt.Fprintf(&b, "[%s](%s) ", d.title(desc, short), d.anchors[desc.FullName()])
-		}
 		b.WriteString("\n")
-		for _, desc := range all {
-			if desc.ParentFile() != f {
-				continue
-			}
-			b.WriteString("\n")
-			switch desc := desc.(type) {
-			case protoreflect.MessageDescriptor:
-				d.messageTitled(&b, desc, "####", d.title(desc, short), false)
-			case protoreflect.EnumDescriptor:
-				d.enumTitled(&b, desc, "####", d.title(desc, short))
-			}
+		switch desc := desc.(type) {
+		case protoreflect.MessageDescriptor:
+			d.messageTitled(b, desc, "####", d.title(desc, short), false)
+		case protoreflect.EnumDescriptor:
+			d.enumTitled(b, desc, "####", d.title(desc, short))
 		}
 	}
-	return b.Bytes()
 }
 
 // onlyConfig says whether every message and enum of a file is one of the
