@@ -133,6 +133,7 @@ func AddUsage(total, u *agentrunnerv1.UsageMetadata) *agentrunnerv1.UsageMetadat
 	total.CachedContentTokenCount += u.GetCachedContentTokenCount()
 	total.ToolUsePromptTokenCount += u.GetToolUsePromptTokenCount()
 	total.TotalTokenCount += u.GetTotalTokenCount()
+	total.CacheCreationTokenCount += u.GetCacheCreationTokenCount()
 	return total
 }
 

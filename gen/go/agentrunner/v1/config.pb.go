@@ -184,7 +184,10 @@ type ModelConfig struct {
 	// Unset, it answers at once, which is what tests and benchmarks want; a
 	// latency makes its runs last long enough to watch, cancel, queue behind,
 	// interrupt, attach to and cut by a drain.
-	Offline       *OfflineModelConfig `protobuf:"bytes,10,opt,name=offline,proto3" json:"offline,omitempty"`
+	Offline *OfflineModelConfig `protobuf:"bytes,10,opt,name=offline,proto3" json:"offline,omitempty"`
+	// What the model's calls cost; unset, their cost is unknown (never
+	// guessed, never zero) and budgets in money do not count them.
+	Price         *ModelPrice `protobuf:"bytes,11,opt,name=price,proto3" json:"price,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -289,6 +292,114 @@ func (x *ModelConfig) GetOffline() *OfflineModelConfig {
 	return nil
 }
 
+func (x *ModelConfig) GetPrice() *ModelPrice {
+	if x != nil {
+		return x.Price
+	}
+	return nil
+}
+
+// ModelPrice is a model's price list, per million tokens, in the
+// currency's units: input 2.5 is 2.50 per million prompt tokens. A value
+// has at most six decimals, so that every call's cost is a whole number
+// of micro-units: tokens times price per million tokens, rounded to the
+// nearest micro-unit once per call.
+type ModelPrice struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// ISO 4217 code, for example "USD" or "EUR"; empty means "USD". Every
+	// priced model of an apps file has the same currency, so that sums mean
+	// something.
+	Currency string `protobuf:"bytes,1,opt,name=currency,proto3" json:"currency,omitempty"`
+	// Prompt tokens that are neither read from nor written to a cache, tool
+	// prompt tokens included. Required.
+	Input *float64 `protobuf:"fixed64,2,opt,name=input,proto3,oneof" json:"input,omitempty"`
+	// Generated tokens (the answer, thoughts apart). Required.
+	Output *float64 `protobuf:"fixed64,3,opt,name=output,proto3,oneof" json:"output,omitempty"`
+	// Prompt tokens read from the provider's cache; unset means input's
+	// price.
+	CachedInput *float64 `protobuf:"fixed64,4,opt,name=cached_input,json=cachedInput,proto3,oneof" json:"cached_input,omitempty"`
+	// Prompt tokens written to the provider's cache (Anthropic's cache
+	// writes); unset means input's price.
+	CacheWrite *float64 `protobuf:"fixed64,5,opt,name=cache_write,json=cacheWrite,proto3,oneof" json:"cache_write,omitempty"`
+	// Thinking tokens, where the provider counts them apart from the
+	// answer; unset means output's price (providers bill them as output).
+	Thoughts      *float64 `protobuf:"fixed64,6,opt,name=thoughts,proto3,oneof" json:"thoughts,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ModelPrice) Reset() {
+	*x = ModelPrice{}
+	mi := &file_agentrunner_v1_config_proto_msgTypes[2]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ModelPrice) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ModelPrice) ProtoMessage() {}
+
+func (x *ModelPrice) ProtoReflect() protoreflect.Message {
+	mi := &file_agentrunner_v1_config_proto_msgTypes[2]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ModelPrice.ProtoReflect.Descriptor instead.
+func (*ModelPrice) Descriptor() ([]byte, []int) {
+	return file_agentrunner_v1_config_proto_rawDescGZIP(), []int{2}
+}
+
+func (x *ModelPrice) GetCurrency() string {
+	if x != nil {
+		return x.Currency
+	}
+	return ""
+}
+
+func (x *ModelPrice) GetInput() float64 {
+	if x != nil && x.Input != nil {
+		return *x.Input
+	}
+	return 0
+}
+
+func (x *ModelPrice) GetOutput() float64 {
+	if x != nil && x.Output != nil {
+		return *x.Output
+	}
+	return 0
+}
+
+func (x *ModelPrice) GetCachedInput() float64 {
+	if x != nil && x.CachedInput != nil {
+		return *x.CachedInput
+	}
+	return 0
+}
+
+func (x *ModelPrice) GetCacheWrite() float64 {
+	if x != nil && x.CacheWrite != nil {
+		return *x.CacheWrite
+	}
+	return 0
+}
+
+func (x *ModelPrice) GetThoughts() float64 {
+	if x != nil && x.Thoughts != nil {
+		return *x.Thoughts
+	}
+	return 0
+}
+
 // OfflineModelConfig gives the offline model a latency, so that it stands
 // in for a real model's pace. Durations are Go durations ("1.5s"); empty
 // means none.
@@ -309,7 +420,7 @@ type OfflineModelConfig struct {
 
 func (x *OfflineModelConfig) Reset() {
 	*x = OfflineModelConfig{}
-	mi := &file_agentrunner_v1_config_proto_msgTypes[2]
+	mi := &file_agentrunner_v1_config_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -321,7 +432,7 @@ func (x *OfflineModelConfig) String() string {
 func (*OfflineModelConfig) ProtoMessage() {}
 
 func (x *OfflineModelConfig) ProtoReflect() protoreflect.Message {
-	mi := &file_agentrunner_v1_config_proto_msgTypes[2]
+	mi := &file_agentrunner_v1_config_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -334,7 +445,7 @@ func (x *OfflineModelConfig) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use OfflineModelConfig.ProtoReflect.Descriptor instead.
 func (*OfflineModelConfig) Descriptor() ([]byte, []int) {
-	return file_agentrunner_v1_config_proto_rawDescGZIP(), []int{2}
+	return file_agentrunner_v1_config_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *OfflineModelConfig) GetFirstChunkDelay() string {
@@ -380,7 +491,7 @@ type RetryConfig struct {
 
 func (x *RetryConfig) Reset() {
 	*x = RetryConfig{}
-	mi := &file_agentrunner_v1_config_proto_msgTypes[3]
+	mi := &file_agentrunner_v1_config_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -392,7 +503,7 @@ func (x *RetryConfig) String() string {
 func (*RetryConfig) ProtoMessage() {}
 
 func (x *RetryConfig) ProtoReflect() protoreflect.Message {
-	mi := &file_agentrunner_v1_config_proto_msgTypes[3]
+	mi := &file_agentrunner_v1_config_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -405,7 +516,7 @@ func (x *RetryConfig) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RetryConfig.ProtoReflect.Descriptor instead.
 func (*RetryConfig) Descriptor() ([]byte, []int) {
-	return file_agentrunner_v1_config_proto_rawDescGZIP(), []int{3}
+	return file_agentrunner_v1_config_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *RetryConfig) GetMaxAttempts() int32 {
@@ -464,14 +575,17 @@ type AppConfig struct {
 	// provider's context cache and not sent again on every call. Only Gemini
 	// supports it; an agent on another provider sends its requests whole,
 	// and the server logs that once at start.
-	ContextCache  *ContextCacheConfig `protobuf:"bytes,8,opt,name=context_cache,json=contextCache,proto3" json:"context_cache,omitempty"`
+	ContextCache *ContextCacheConfig `protobuf:"bytes,8,opt,name=context_cache,json=contextCache,proto3" json:"context_cache,omitempty"`
+	// What the app's runs may spend; unset, nothing stops them but
+	// max_llm_calls.
+	Budgets       *BudgetsConfig `protobuf:"bytes,9,opt,name=budgets,proto3" json:"budgets,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *AppConfig) Reset() {
 	*x = AppConfig{}
-	mi := &file_agentrunner_v1_config_proto_msgTypes[4]
+	mi := &file_agentrunner_v1_config_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -483,7 +597,7 @@ func (x *AppConfig) String() string {
 func (*AppConfig) ProtoMessage() {}
 
 func (x *AppConfig) ProtoReflect() protoreflect.Message {
-	mi := &file_agentrunner_v1_config_proto_msgTypes[4]
+	mi := &file_agentrunner_v1_config_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -496,7 +610,7 @@ func (x *AppConfig) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AppConfig.ProtoReflect.Descriptor instead.
 func (*AppConfig) Descriptor() ([]byte, []int) {
-	return file_agentrunner_v1_config_proto_rawDescGZIP(), []int{4}
+	return file_agentrunner_v1_config_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *AppConfig) GetName() string {
@@ -555,6 +669,151 @@ func (x *AppConfig) GetContextCache() *ContextCacheConfig {
 	return nil
 }
 
+func (x *AppConfig) GetBudgets() *BudgetsConfig {
+	if x != nil {
+		return x.Budgets
+	}
+	return nil
+}
+
+// BudgetsConfig caps what an app's runs spend. A run that would start over
+// a budget is refused with RESOURCE_EXHAUSTED (a google.rpc.QuotaFailure
+// names the budget, a google.rpc.ErrorInfo gives the limit, the spend and
+// when it resets); a run that reaches one while it runs stops before its
+// next model call with an in-band error naming it and ends
+// RUN_STATUS_FAILED, keeping what it stored. Spend is counted when a model
+// call's event is stored: runs in flight when a budget is reached may each
+// finish the model call they are in, so a shared budget (session, user,
+// app) can be passed by at most one model call per run then in flight.
+type BudgetsConfig struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// What one run may spend.
+	Run *BudgetLimit `protobuf:"bytes,1,opt,name=run,proto3" json:"run,omitempty"`
+	// What one session may spend over all its runs.
+	Session *BudgetLimit `protobuf:"bytes,2,opt,name=session,proto3" json:"session,omitempty"`
+	// What one user of the app may spend in a UTC day.
+	UserDaily *BudgetLimit `protobuf:"bytes,3,opt,name=user_daily,json=userDaily,proto3" json:"user_daily,omitempty"`
+	// What the app may spend in a UTC day, all users together.
+	AppDaily      *BudgetLimit `protobuf:"bytes,4,opt,name=app_daily,json=appDaily,proto3" json:"app_daily,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *BudgetsConfig) Reset() {
+	*x = BudgetsConfig{}
+	mi := &file_agentrunner_v1_config_proto_msgTypes[6]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *BudgetsConfig) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*BudgetsConfig) ProtoMessage() {}
+
+func (x *BudgetsConfig) ProtoReflect() protoreflect.Message {
+	mi := &file_agentrunner_v1_config_proto_msgTypes[6]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use BudgetsConfig.ProtoReflect.Descriptor instead.
+func (*BudgetsConfig) Descriptor() ([]byte, []int) {
+	return file_agentrunner_v1_config_proto_rawDescGZIP(), []int{6}
+}
+
+func (x *BudgetsConfig) GetRun() *BudgetLimit {
+	if x != nil {
+		return x.Run
+	}
+	return nil
+}
+
+func (x *BudgetsConfig) GetSession() *BudgetLimit {
+	if x != nil {
+		return x.Session
+	}
+	return nil
+}
+
+func (x *BudgetsConfig) GetUserDaily() *BudgetLimit {
+	if x != nil {
+		return x.UserDaily
+	}
+	return nil
+}
+
+func (x *BudgetsConfig) GetAppDaily() *BudgetLimit {
+	if x != nil {
+		return x.AppDaily
+	}
+	return nil
+}
+
+// BudgetLimit is a cap in tokens, in money, or both (whichever is reached
+// first). Zero means no cap of that kind.
+type BudgetLimit struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Total tokens (UsageMetadata.total_token_count summed).
+	Tokens int64 `protobuf:"varint,1,opt,name=tokens,proto3" json:"tokens,omitempty"`
+	// Money in the models' currency, at most six decimals: 2.5 is 2.50.
+	// Calls of models without a price do not count against it.
+	Cost          float64 `protobuf:"fixed64,2,opt,name=cost,proto3" json:"cost,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *BudgetLimit) Reset() {
+	*x = BudgetLimit{}
+	mi := &file_agentrunner_v1_config_proto_msgTypes[7]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *BudgetLimit) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*BudgetLimit) ProtoMessage() {}
+
+func (x *BudgetLimit) ProtoReflect() protoreflect.Message {
+	mi := &file_agentrunner_v1_config_proto_msgTypes[7]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use BudgetLimit.ProtoReflect.Descriptor instead.
+func (*BudgetLimit) Descriptor() ([]byte, []int) {
+	return file_agentrunner_v1_config_proto_rawDescGZIP(), []int{7}
+}
+
+func (x *BudgetLimit) GetTokens() int64 {
+	if x != nil {
+		return x.Tokens
+	}
+	return 0
+}
+
+func (x *BudgetLimit) GetCost() float64 {
+	if x != nil {
+		return x.Cost
+	}
+	return 0
+}
+
 // MemoryConfig says how the app's sessions get into long-term memory,
 // which the load_memory and preload_memory tools and SearchMemory read.
 type MemoryConfig struct {
@@ -569,7 +828,7 @@ type MemoryConfig struct {
 
 func (x *MemoryConfig) Reset() {
 	*x = MemoryConfig{}
-	mi := &file_agentrunner_v1_config_proto_msgTypes[5]
+	mi := &file_agentrunner_v1_config_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -581,7 +840,7 @@ func (x *MemoryConfig) String() string {
 func (*MemoryConfig) ProtoMessage() {}
 
 func (x *MemoryConfig) ProtoReflect() protoreflect.Message {
-	mi := &file_agentrunner_v1_config_proto_msgTypes[5]
+	mi := &file_agentrunner_v1_config_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -594,7 +853,7 @@ func (x *MemoryConfig) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MemoryConfig.ProtoReflect.Descriptor instead.
 func (*MemoryConfig) Descriptor() ([]byte, []int) {
-	return file_agentrunner_v1_config_proto_rawDescGZIP(), []int{5}
+	return file_agentrunner_v1_config_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *MemoryConfig) GetAddSessions() bool {
@@ -627,7 +886,7 @@ type ContextCacheConfig struct {
 
 func (x *ContextCacheConfig) Reset() {
 	*x = ContextCacheConfig{}
-	mi := &file_agentrunner_v1_config_proto_msgTypes[6]
+	mi := &file_agentrunner_v1_config_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -639,7 +898,7 @@ func (x *ContextCacheConfig) String() string {
 func (*ContextCacheConfig) ProtoMessage() {}
 
 func (x *ContextCacheConfig) ProtoReflect() protoreflect.Message {
-	mi := &file_agentrunner_v1_config_proto_msgTypes[6]
+	mi := &file_agentrunner_v1_config_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -652,7 +911,7 @@ func (x *ContextCacheConfig) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ContextCacheConfig.ProtoReflect.Descriptor instead.
 func (*ContextCacheConfig) Descriptor() ([]byte, []int) {
-	return file_agentrunner_v1_config_proto_rawDescGZIP(), []int{6}
+	return file_agentrunner_v1_config_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *ContextCacheConfig) GetCacheIntervals() int32 {
@@ -713,7 +972,7 @@ type CompactionConfig struct {
 
 func (x *CompactionConfig) Reset() {
 	*x = CompactionConfig{}
-	mi := &file_agentrunner_v1_config_proto_msgTypes[7]
+	mi := &file_agentrunner_v1_config_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -725,7 +984,7 @@ func (x *CompactionConfig) String() string {
 func (*CompactionConfig) ProtoMessage() {}
 
 func (x *CompactionConfig) ProtoReflect() protoreflect.Message {
-	mi := &file_agentrunner_v1_config_proto_msgTypes[7]
+	mi := &file_agentrunner_v1_config_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -738,7 +997,7 @@ func (x *CompactionConfig) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CompactionConfig.ProtoReflect.Descriptor instead.
 func (*CompactionConfig) Descriptor() ([]byte, []int) {
-	return file_agentrunner_v1_config_proto_rawDescGZIP(), []int{7}
+	return file_agentrunner_v1_config_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *CompactionConfig) GetInterval() int32 {
@@ -814,7 +1073,7 @@ type McpServerConfig struct {
 
 func (x *McpServerConfig) Reset() {
 	*x = McpServerConfig{}
-	mi := &file_agentrunner_v1_config_proto_msgTypes[8]
+	mi := &file_agentrunner_v1_config_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -826,7 +1085,7 @@ func (x *McpServerConfig) String() string {
 func (*McpServerConfig) ProtoMessage() {}
 
 func (x *McpServerConfig) ProtoReflect() protoreflect.Message {
-	mi := &file_agentrunner_v1_config_proto_msgTypes[8]
+	mi := &file_agentrunner_v1_config_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -839,7 +1098,7 @@ func (x *McpServerConfig) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use McpServerConfig.ProtoReflect.Descriptor instead.
 func (*McpServerConfig) Descriptor() ([]byte, []int) {
-	return file_agentrunner_v1_config_proto_rawDescGZIP(), []int{8}
+	return file_agentrunner_v1_config_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *McpServerConfig) GetName() string {
@@ -911,7 +1170,7 @@ type McpToolsConfig struct {
 
 func (x *McpToolsConfig) Reset() {
 	*x = McpToolsConfig{}
-	mi := &file_agentrunner_v1_config_proto_msgTypes[9]
+	mi := &file_agentrunner_v1_config_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -923,7 +1182,7 @@ func (x *McpToolsConfig) String() string {
 func (*McpToolsConfig) ProtoMessage() {}
 
 func (x *McpToolsConfig) ProtoReflect() protoreflect.Message {
-	mi := &file_agentrunner_v1_config_proto_msgTypes[9]
+	mi := &file_agentrunner_v1_config_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -936,7 +1195,7 @@ func (x *McpToolsConfig) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use McpToolsConfig.ProtoReflect.Descriptor instead.
 func (*McpToolsConfig) Descriptor() ([]byte, []int) {
-	return file_agentrunner_v1_config_proto_rawDescGZIP(), []int{9}
+	return file_agentrunner_v1_config_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *McpToolsConfig) GetServer() string {
@@ -977,7 +1236,7 @@ type AgentConfig struct {
 
 func (x *AgentConfig) Reset() {
 	*x = AgentConfig{}
-	mi := &file_agentrunner_v1_config_proto_msgTypes[10]
+	mi := &file_agentrunner_v1_config_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -989,7 +1248,7 @@ func (x *AgentConfig) String() string {
 func (*AgentConfig) ProtoMessage() {}
 
 func (x *AgentConfig) ProtoReflect() protoreflect.Message {
-	mi := &file_agentrunner_v1_config_proto_msgTypes[10]
+	mi := &file_agentrunner_v1_config_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1002,7 +1261,7 @@ func (x *AgentConfig) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AgentConfig.ProtoReflect.Descriptor instead.
 func (*AgentConfig) Descriptor() ([]byte, []int) {
-	return file_agentrunner_v1_config_proto_rawDescGZIP(), []int{10}
+	return file_agentrunner_v1_config_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *AgentConfig) GetName() string {
@@ -1147,7 +1406,7 @@ type LlmAgentConfig struct {
 
 func (x *LlmAgentConfig) Reset() {
 	*x = LlmAgentConfig{}
-	mi := &file_agentrunner_v1_config_proto_msgTypes[11]
+	mi := &file_agentrunner_v1_config_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1159,7 +1418,7 @@ func (x *LlmAgentConfig) String() string {
 func (*LlmAgentConfig) ProtoMessage() {}
 
 func (x *LlmAgentConfig) ProtoReflect() protoreflect.Message {
-	mi := &file_agentrunner_v1_config_proto_msgTypes[11]
+	mi := &file_agentrunner_v1_config_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1172,7 +1431,7 @@ func (x *LlmAgentConfig) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LlmAgentConfig.ProtoReflect.Descriptor instead.
 func (*LlmAgentConfig) Descriptor() ([]byte, []int) {
-	return file_agentrunner_v1_config_proto_rawDescGZIP(), []int{11}
+	return file_agentrunner_v1_config_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *LlmAgentConfig) GetModel() string {
@@ -1284,7 +1543,7 @@ type FunctionToolConfig struct {
 
 func (x *FunctionToolConfig) Reset() {
 	*x = FunctionToolConfig{}
-	mi := &file_agentrunner_v1_config_proto_msgTypes[12]
+	mi := &file_agentrunner_v1_config_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1296,7 +1555,7 @@ func (x *FunctionToolConfig) String() string {
 func (*FunctionToolConfig) ProtoMessage() {}
 
 func (x *FunctionToolConfig) ProtoReflect() protoreflect.Message {
-	mi := &file_agentrunner_v1_config_proto_msgTypes[12]
+	mi := &file_agentrunner_v1_config_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1309,7 +1568,7 @@ func (x *FunctionToolConfig) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FunctionToolConfig.ProtoReflect.Descriptor instead.
 func (*FunctionToolConfig) Descriptor() ([]byte, []int) {
-	return file_agentrunner_v1_config_proto_rawDescGZIP(), []int{12}
+	return file_agentrunner_v1_config_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *FunctionToolConfig) GetName() string {
@@ -1349,7 +1608,7 @@ type SequentialAgentConfig struct {
 
 func (x *SequentialAgentConfig) Reset() {
 	*x = SequentialAgentConfig{}
-	mi := &file_agentrunner_v1_config_proto_msgTypes[13]
+	mi := &file_agentrunner_v1_config_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1361,7 +1620,7 @@ func (x *SequentialAgentConfig) String() string {
 func (*SequentialAgentConfig) ProtoMessage() {}
 
 func (x *SequentialAgentConfig) ProtoReflect() protoreflect.Message {
-	mi := &file_agentrunner_v1_config_proto_msgTypes[13]
+	mi := &file_agentrunner_v1_config_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1374,7 +1633,7 @@ func (x *SequentialAgentConfig) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SequentialAgentConfig.ProtoReflect.Descriptor instead.
 func (*SequentialAgentConfig) Descriptor() ([]byte, []int) {
-	return file_agentrunner_v1_config_proto_rawDescGZIP(), []int{13}
+	return file_agentrunner_v1_config_proto_rawDescGZIP(), []int{16}
 }
 
 // ParallelAgentConfig configures a parallel agent. It has no options.
@@ -1386,7 +1645,7 @@ type ParallelAgentConfig struct {
 
 func (x *ParallelAgentConfig) Reset() {
 	*x = ParallelAgentConfig{}
-	mi := &file_agentrunner_v1_config_proto_msgTypes[14]
+	mi := &file_agentrunner_v1_config_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1398,7 +1657,7 @@ func (x *ParallelAgentConfig) String() string {
 func (*ParallelAgentConfig) ProtoMessage() {}
 
 func (x *ParallelAgentConfig) ProtoReflect() protoreflect.Message {
-	mi := &file_agentrunner_v1_config_proto_msgTypes[14]
+	mi := &file_agentrunner_v1_config_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1411,7 +1670,7 @@ func (x *ParallelAgentConfig) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ParallelAgentConfig.ProtoReflect.Descriptor instead.
 func (*ParallelAgentConfig) Descriptor() ([]byte, []int) {
-	return file_agentrunner_v1_config_proto_rawDescGZIP(), []int{14}
+	return file_agentrunner_v1_config_proto_rawDescGZIP(), []int{17}
 }
 
 // LoopAgentConfig configures a loop agent.
@@ -1426,7 +1685,7 @@ type LoopAgentConfig struct {
 
 func (x *LoopAgentConfig) Reset() {
 	*x = LoopAgentConfig{}
-	mi := &file_agentrunner_v1_config_proto_msgTypes[15]
+	mi := &file_agentrunner_v1_config_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1438,7 +1697,7 @@ func (x *LoopAgentConfig) String() string {
 func (*LoopAgentConfig) ProtoMessage() {}
 
 func (x *LoopAgentConfig) ProtoReflect() protoreflect.Message {
-	mi := &file_agentrunner_v1_config_proto_msgTypes[15]
+	mi := &file_agentrunner_v1_config_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1451,7 +1710,7 @@ func (x *LoopAgentConfig) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LoopAgentConfig.ProtoReflect.Descriptor instead.
 func (*LoopAgentConfig) Descriptor() ([]byte, []int) {
-	return file_agentrunner_v1_config_proto_rawDescGZIP(), []int{15}
+	return file_agentrunner_v1_config_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *LoopAgentConfig) GetMaxIterations() int32 {
@@ -1469,7 +1728,7 @@ const file_agentrunner_v1_config_proto_rawDesc = "" +
 	"\n" +
 	"AppsConfig\x12-\n" +
 	"\x04apps\x18\x01 \x03(\v2\x19.agentrunner.v1.AppConfigR\x04apps\x123\n" +
-	"\x06models\x18\x02 \x03(\v2\x1b.agentrunner.v1.ModelConfigR\x06models\"\xda\x02\n" +
+	"\x06models\x18\x02 \x03(\v2\x1b.agentrunner.v1.ModelConfigR\x06models\"\x8c\x03\n" +
 	"\vModelConfig\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x1a\n" +
 	"\bprovider\x18\x02 \x01(\tR\bprovider\x12\x14\n" +
@@ -1481,7 +1740,22 @@ const file_agentrunner_v1_config_proto_rawDesc = "" +
 	"\tfallbacks\x18\b \x03(\tR\tfallbacks\x12!\n" +
 	"\fidle_timeout\x18\t \x01(\tR\vidleTimeout\x12<\n" +
 	"\aoffline\x18\n" +
-	" \x01(\v2\".agentrunner.v1.OfflineModelConfigR\aoffline\"y\n" +
+	" \x01(\v2\".agentrunner.v1.OfflineModelConfigR\aoffline\x120\n" +
+	"\x05price\x18\v \x01(\v2\x1a.agentrunner.v1.ModelPriceR\x05price\"\x92\x02\n" +
+	"\n" +
+	"ModelPrice\x12\x1a\n" +
+	"\bcurrency\x18\x01 \x01(\tR\bcurrency\x12\x19\n" +
+	"\x05input\x18\x02 \x01(\x01H\x00R\x05input\x88\x01\x01\x12\x1b\n" +
+	"\x06output\x18\x03 \x01(\x01H\x01R\x06output\x88\x01\x01\x12&\n" +
+	"\fcached_input\x18\x04 \x01(\x01H\x02R\vcachedInput\x88\x01\x01\x12$\n" +
+	"\vcache_write\x18\x05 \x01(\x01H\x03R\n" +
+	"cacheWrite\x88\x01\x01\x12\x1f\n" +
+	"\bthoughts\x18\x06 \x01(\x01H\x04R\bthoughts\x88\x01\x01B\b\n" +
+	"\x06_inputB\t\n" +
+	"\a_outputB\x0f\n" +
+	"\r_cached_inputB\x0e\n" +
+	"\f_cache_writeB\v\n" +
+	"\t_thoughts\"y\n" +
 	"\x12OfflineModelConfig\x12*\n" +
 	"\x11first_chunk_delay\x18\x01 \x01(\tR\x0ffirstChunkDelay\x12\x1f\n" +
 	"\vchunk_delay\x18\x02 \x01(\tR\n" +
@@ -1493,7 +1767,7 @@ const file_agentrunner_v1_config_proto_rawDesc = "" +
 	"\vmax_backoff\x18\x03 \x01(\tR\n" +
 	"maxBackoff\x12\x1f\n" +
 	"\vmax_elapsed\x18\x04 \x01(\tR\n" +
-	"maxElapsed\"\xcb\x03\n" +
+	"maxElapsed\"\x84\x04\n" +
 	"\tAppConfig\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12 \n" +
 	"\vdescription\x18\x02 \x01(\tR\vdescription\x12:\n" +
@@ -1506,7 +1780,17 @@ const file_agentrunner_v1_config_proto_rawDesc = "" +
 	"compaction\x18\x06 \x01(\v2 .agentrunner.v1.CompactionConfigR\n" +
 	"compaction\x124\n" +
 	"\x06memory\x18\a \x01(\v2\x1c.agentrunner.v1.MemoryConfigR\x06memory\x12G\n" +
-	"\rcontext_cache\x18\b \x01(\v2\".agentrunner.v1.ContextCacheConfigR\fcontextCache\"1\n" +
+	"\rcontext_cache\x18\b \x01(\v2\".agentrunner.v1.ContextCacheConfigR\fcontextCache\x127\n" +
+	"\abudgets\x18\t \x01(\v2\x1d.agentrunner.v1.BudgetsConfigR\abudgets\"\xeb\x01\n" +
+	"\rBudgetsConfig\x12-\n" +
+	"\x03run\x18\x01 \x01(\v2\x1b.agentrunner.v1.BudgetLimitR\x03run\x125\n" +
+	"\asession\x18\x02 \x01(\v2\x1b.agentrunner.v1.BudgetLimitR\asession\x12:\n" +
+	"\n" +
+	"user_daily\x18\x03 \x01(\v2\x1b.agentrunner.v1.BudgetLimitR\tuserDaily\x128\n" +
+	"\tapp_daily\x18\x04 \x01(\v2\x1b.agentrunner.v1.BudgetLimitR\bappDaily\"9\n" +
+	"\vBudgetLimit\x12\x16\n" +
+	"\x06tokens\x18\x01 \x01(\x03R\x06tokens\x12\x12\n" +
+	"\x04cost\x18\x02 \x01(\x01R\x04cost\"1\n" +
 	"\fMemoryConfig\x12!\n" +
 	"\fadd_sessions\x18\x01 \x01(\bR\vaddSessions\"n\n" +
 	"\x12ContextCacheConfig\x12'\n" +
@@ -1593,53 +1877,62 @@ func file_agentrunner_v1_config_proto_rawDescGZIP() []byte {
 }
 
 var file_agentrunner_v1_config_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_agentrunner_v1_config_proto_msgTypes = make([]protoimpl.MessageInfo, 16)
+var file_agentrunner_v1_config_proto_msgTypes = make([]protoimpl.MessageInfo, 19)
 var file_agentrunner_v1_config_proto_goTypes = []any{
 	(IncludeContents)(0),          // 0: agentrunner.v1.IncludeContents
 	(*AppsConfig)(nil),            // 1: agentrunner.v1.AppsConfig
 	(*ModelConfig)(nil),           // 2: agentrunner.v1.ModelConfig
-	(*OfflineModelConfig)(nil),    // 3: agentrunner.v1.OfflineModelConfig
-	(*RetryConfig)(nil),           // 4: agentrunner.v1.RetryConfig
-	(*AppConfig)(nil),             // 5: agentrunner.v1.AppConfig
-	(*MemoryConfig)(nil),          // 6: agentrunner.v1.MemoryConfig
-	(*ContextCacheConfig)(nil),    // 7: agentrunner.v1.ContextCacheConfig
-	(*CompactionConfig)(nil),      // 8: agentrunner.v1.CompactionConfig
-	(*McpServerConfig)(nil),       // 9: agentrunner.v1.McpServerConfig
-	(*McpToolsConfig)(nil),        // 10: agentrunner.v1.McpToolsConfig
-	(*AgentConfig)(nil),           // 11: agentrunner.v1.AgentConfig
-	(*LlmAgentConfig)(nil),        // 12: agentrunner.v1.LlmAgentConfig
-	(*FunctionToolConfig)(nil),    // 13: agentrunner.v1.FunctionToolConfig
-	(*SequentialAgentConfig)(nil), // 14: agentrunner.v1.SequentialAgentConfig
-	(*ParallelAgentConfig)(nil),   // 15: agentrunner.v1.ParallelAgentConfig
-	(*LoopAgentConfig)(nil),       // 16: agentrunner.v1.LoopAgentConfig
-	(*structpb.Struct)(nil),       // 17: google.protobuf.Struct
+	(*ModelPrice)(nil),            // 3: agentrunner.v1.ModelPrice
+	(*OfflineModelConfig)(nil),    // 4: agentrunner.v1.OfflineModelConfig
+	(*RetryConfig)(nil),           // 5: agentrunner.v1.RetryConfig
+	(*AppConfig)(nil),             // 6: agentrunner.v1.AppConfig
+	(*BudgetsConfig)(nil),         // 7: agentrunner.v1.BudgetsConfig
+	(*BudgetLimit)(nil),           // 8: agentrunner.v1.BudgetLimit
+	(*MemoryConfig)(nil),          // 9: agentrunner.v1.MemoryConfig
+	(*ContextCacheConfig)(nil),    // 10: agentrunner.v1.ContextCacheConfig
+	(*CompactionConfig)(nil),      // 11: agentrunner.v1.CompactionConfig
+	(*McpServerConfig)(nil),       // 12: agentrunner.v1.McpServerConfig
+	(*McpToolsConfig)(nil),        // 13: agentrunner.v1.McpToolsConfig
+	(*AgentConfig)(nil),           // 14: agentrunner.v1.AgentConfig
+	(*LlmAgentConfig)(nil),        // 15: agentrunner.v1.LlmAgentConfig
+	(*FunctionToolConfig)(nil),    // 16: agentrunner.v1.FunctionToolConfig
+	(*SequentialAgentConfig)(nil), // 17: agentrunner.v1.SequentialAgentConfig
+	(*ParallelAgentConfig)(nil),   // 18: agentrunner.v1.ParallelAgentConfig
+	(*LoopAgentConfig)(nil),       // 19: agentrunner.v1.LoopAgentConfig
+	(*structpb.Struct)(nil),       // 20: google.protobuf.Struct
 }
 var file_agentrunner_v1_config_proto_depIdxs = []int32{
-	5,  // 0: agentrunner.v1.AppsConfig.apps:type_name -> agentrunner.v1.AppConfig
+	6,  // 0: agentrunner.v1.AppsConfig.apps:type_name -> agentrunner.v1.AppConfig
 	2,  // 1: agentrunner.v1.AppsConfig.models:type_name -> agentrunner.v1.ModelConfig
-	4,  // 2: agentrunner.v1.ModelConfig.retry:type_name -> agentrunner.v1.RetryConfig
-	3,  // 3: agentrunner.v1.ModelConfig.offline:type_name -> agentrunner.v1.OfflineModelConfig
-	11, // 4: agentrunner.v1.AppConfig.root_agent:type_name -> agentrunner.v1.AgentConfig
-	13, // 5: agentrunner.v1.AppConfig.function_tools:type_name -> agentrunner.v1.FunctionToolConfig
-	9,  // 6: agentrunner.v1.AppConfig.mcp_servers:type_name -> agentrunner.v1.McpServerConfig
-	8,  // 7: agentrunner.v1.AppConfig.compaction:type_name -> agentrunner.v1.CompactionConfig
-	6,  // 8: agentrunner.v1.AppConfig.memory:type_name -> agentrunner.v1.MemoryConfig
-	7,  // 9: agentrunner.v1.AppConfig.context_cache:type_name -> agentrunner.v1.ContextCacheConfig
-	11, // 10: agentrunner.v1.AgentConfig.sub_agents:type_name -> agentrunner.v1.AgentConfig
-	12, // 11: agentrunner.v1.AgentConfig.llm:type_name -> agentrunner.v1.LlmAgentConfig
-	14, // 12: agentrunner.v1.AgentConfig.sequential:type_name -> agentrunner.v1.SequentialAgentConfig
-	15, // 13: agentrunner.v1.AgentConfig.parallel:type_name -> agentrunner.v1.ParallelAgentConfig
-	16, // 14: agentrunner.v1.AgentConfig.loop:type_name -> agentrunner.v1.LoopAgentConfig
-	0,  // 15: agentrunner.v1.LlmAgentConfig.include_contents:type_name -> agentrunner.v1.IncludeContents
-	13, // 16: agentrunner.v1.LlmAgentConfig.function_tools:type_name -> agentrunner.v1.FunctionToolConfig
-	10, // 17: agentrunner.v1.LlmAgentConfig.mcp:type_name -> agentrunner.v1.McpToolsConfig
-	17, // 18: agentrunner.v1.FunctionToolConfig.parameters:type_name -> google.protobuf.Struct
-	17, // 19: agentrunner.v1.FunctionToolConfig.response:type_name -> google.protobuf.Struct
-	20, // [20:20] is the sub-list for method output_type
-	20, // [20:20] is the sub-list for method input_type
-	20, // [20:20] is the sub-list for extension type_name
-	20, // [20:20] is the sub-list for extension extendee
-	0,  // [0:20] is the sub-list for field type_name
+	5,  // 2: agentrunner.v1.ModelConfig.retry:type_name -> agentrunner.v1.RetryConfig
+	4,  // 3: agentrunner.v1.ModelConfig.offline:type_name -> agentrunner.v1.OfflineModelConfig
+	3,  // 4: agentrunner.v1.ModelConfig.price:type_name -> agentrunner.v1.ModelPrice
+	14, // 5: agentrunner.v1.AppConfig.root_agent:type_name -> agentrunner.v1.AgentConfig
+	16, // 6: agentrunner.v1.AppConfig.function_tools:type_name -> agentrunner.v1.FunctionToolConfig
+	12, // 7: agentrunner.v1.AppConfig.mcp_servers:type_name -> agentrunner.v1.McpServerConfig
+	11, // 8: agentrunner.v1.AppConfig.compaction:type_name -> agentrunner.v1.CompactionConfig
+	9,  // 9: agentrunner.v1.AppConfig.memory:type_name -> agentrunner.v1.MemoryConfig
+	10, // 10: agentrunner.v1.AppConfig.context_cache:type_name -> agentrunner.v1.ContextCacheConfig
+	7,  // 11: agentrunner.v1.AppConfig.budgets:type_name -> agentrunner.v1.BudgetsConfig
+	8,  // 12: agentrunner.v1.BudgetsConfig.run:type_name -> agentrunner.v1.BudgetLimit
+	8,  // 13: agentrunner.v1.BudgetsConfig.session:type_name -> agentrunner.v1.BudgetLimit
+	8,  // 14: agentrunner.v1.BudgetsConfig.user_daily:type_name -> agentrunner.v1.BudgetLimit
+	8,  // 15: agentrunner.v1.BudgetsConfig.app_daily:type_name -> agentrunner.v1.BudgetLimit
+	14, // 16: agentrunner.v1.AgentConfig.sub_agents:type_name -> agentrunner.v1.AgentConfig
+	15, // 17: agentrunner.v1.AgentConfig.llm:type_name -> agentrunner.v1.LlmAgentConfig
+	17, // 18: agentrunner.v1.AgentConfig.sequential:type_name -> agentrunner.v1.SequentialAgentConfig
+	18, // 19: agentrunner.v1.AgentConfig.parallel:type_name -> agentrunner.v1.ParallelAgentConfig
+	19, // 20: agentrunner.v1.AgentConfig.loop:type_name -> agentrunner.v1.LoopAgentConfig
+	0,  // 21: agentrunner.v1.LlmAgentConfig.include_contents:type_name -> agentrunner.v1.IncludeContents
+	16, // 22: agentrunner.v1.LlmAgentConfig.function_tools:type_name -> agentrunner.v1.FunctionToolConfig
+	13, // 23: agentrunner.v1.LlmAgentConfig.mcp:type_name -> agentrunner.v1.McpToolsConfig
+	20, // 24: agentrunner.v1.FunctionToolConfig.parameters:type_name -> google.protobuf.Struct
+	20, // 25: agentrunner.v1.FunctionToolConfig.response:type_name -> google.protobuf.Struct
+	26, // [26:26] is the sub-list for method output_type
+	26, // [26:26] is the sub-list for method input_type
+	26, // [26:26] is the sub-list for extension type_name
+	26, // [26:26] is the sub-list for extension extendee
+	0,  // [0:26] is the sub-list for field type_name
 }
 
 func init() { file_agentrunner_v1_config_proto_init() }
@@ -1647,20 +1940,21 @@ func file_agentrunner_v1_config_proto_init() {
 	if File_agentrunner_v1_config_proto != nil {
 		return
 	}
-	file_agentrunner_v1_config_proto_msgTypes[10].OneofWrappers = []any{
+	file_agentrunner_v1_config_proto_msgTypes[2].OneofWrappers = []any{}
+	file_agentrunner_v1_config_proto_msgTypes[13].OneofWrappers = []any{
 		(*AgentConfig_Llm)(nil),
 		(*AgentConfig_Sequential)(nil),
 		(*AgentConfig_Parallel)(nil),
 		(*AgentConfig_Loop)(nil),
 	}
-	file_agentrunner_v1_config_proto_msgTypes[11].OneofWrappers = []any{}
+	file_agentrunner_v1_config_proto_msgTypes[14].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_agentrunner_v1_config_proto_rawDesc), len(file_agentrunner_v1_config_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   16,
+			NumMessages:   19,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -84,7 +84,10 @@ type Event struct {
 	// True when the model's answer was cut off after part of it had been
 	// streamed (the connection dropped, the call timed out): content holds
 	// what arrived, and error_code says why it stopped.
-	Interrupted   bool `protobuf:"varint,20,opt,name=interrupted,proto3" json:"interrupted,omitempty"`
+	Interrupted bool `protobuf:"varint,20,opt,name=interrupted,proto3" json:"interrupted,omitempty"`
+	// What the model call that produced the event cost, set with
+	// usage_metadata. Unset, or with unpriced_calls 1, the cost is unknown.
+	Cost          *Cost `protobuf:"bytes,21,opt,name=cost,proto3" json:"cost,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -259,6 +262,93 @@ func (x *Event) GetInterrupted() bool {
 	return false
 }
 
+func (x *Event) GetCost() *Cost {
+	if x != nil {
+		return x.Cost
+	}
+	return nil
+}
+
+// Cost is what model calls cost in money: one call's on an event, a sum
+// on a run, a session or a day.
+type Cost struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The currency of micros (ISO 4217, "USD"); empty when no call counted
+	// was priced.
+	Currency string `protobuf:"bytes,1,opt,name=currency,proto3" json:"currency,omitempty"`
+	// What the priced calls cost, in millionths of the currency: 1500000 is
+	// 1.50. Each call's cost is rounded to a whole micro-unit once; sums are
+	// exact sums of those.
+	Micros int64 `protobuf:"varint,2,opt,name=micros,proto3" json:"micros,omitempty"`
+	// Calls counted here whose model has no price: their cost is unknown and
+	// not in micros. A sum with unpriced calls is a lower bound; with only
+	// unpriced calls the cost is unknown, not zero.
+	UnpricedCalls int64 `protobuf:"varint,3,opt,name=unpriced_calls,json=unpricedCalls,proto3" json:"unpriced_calls,omitempty"`
+	// The models entry whose price was applied (the name agents give, not
+	// the provider's model version); set on an event's cost only.
+	Model         string `protobuf:"bytes,4,opt,name=model,proto3" json:"model,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Cost) Reset() {
+	*x = Cost{}
+	mi := &file_agentrunner_v1_event_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Cost) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Cost) ProtoMessage() {}
+
+func (x *Cost) ProtoReflect() protoreflect.Message {
+	mi := &file_agentrunner_v1_event_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Cost.ProtoReflect.Descriptor instead.
+func (*Cost) Descriptor() ([]byte, []int) {
+	return file_agentrunner_v1_event_proto_rawDescGZIP(), []int{1}
+}
+
+func (x *Cost) GetCurrency() string {
+	if x != nil {
+		return x.Currency
+	}
+	return ""
+}
+
+func (x *Cost) GetMicros() int64 {
+	if x != nil {
+		return x.Micros
+	}
+	return 0
+}
+
+func (x *Cost) GetUnpricedCalls() int64 {
+	if x != nil {
+		return x.UnpricedCalls
+	}
+	return 0
+}
+
+func (x *Cost) GetModel() string {
+	if x != nil {
+		return x.Model
+	}
+	return ""
+}
+
 // CitationMetadata lists the sources an answer quotes.
 type CitationMetadata struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -269,7 +359,7 @@ type CitationMetadata struct {
 
 func (x *CitationMetadata) Reset() {
 	*x = CitationMetadata{}
-	mi := &file_agentrunner_v1_event_proto_msgTypes[1]
+	mi := &file_agentrunner_v1_event_proto_msgTypes[2]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -281,7 +371,7 @@ func (x *CitationMetadata) String() string {
 func (*CitationMetadata) ProtoMessage() {}
 
 func (x *CitationMetadata) ProtoReflect() protoreflect.Message {
-	mi := &file_agentrunner_v1_event_proto_msgTypes[1]
+	mi := &file_agentrunner_v1_event_proto_msgTypes[2]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -294,7 +384,7 @@ func (x *CitationMetadata) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CitationMetadata.ProtoReflect.Descriptor instead.
 func (*CitationMetadata) Descriptor() ([]byte, []int) {
-	return file_agentrunner_v1_event_proto_rawDescGZIP(), []int{1}
+	return file_agentrunner_v1_event_proto_rawDescGZIP(), []int{2}
 }
 
 func (x *CitationMetadata) GetCitations() []*Citation {
@@ -323,7 +413,7 @@ type Citation struct {
 
 func (x *Citation) Reset() {
 	*x = Citation{}
-	mi := &file_agentrunner_v1_event_proto_msgTypes[2]
+	mi := &file_agentrunner_v1_event_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -335,7 +425,7 @@ func (x *Citation) String() string {
 func (*Citation) ProtoMessage() {}
 
 func (x *Citation) ProtoReflect() protoreflect.Message {
-	mi := &file_agentrunner_v1_event_proto_msgTypes[2]
+	mi := &file_agentrunner_v1_event_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -348,7 +438,7 @@ func (x *Citation) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Citation.ProtoReflect.Descriptor instead.
 func (*Citation) Descriptor() ([]byte, []int) {
-	return file_agentrunner_v1_event_proto_rawDescGZIP(), []int{2}
+	return file_agentrunner_v1_event_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *Citation) GetStartIndex() int32 {
@@ -421,7 +511,7 @@ type EventActions struct {
 
 func (x *EventActions) Reset() {
 	*x = EventActions{}
-	mi := &file_agentrunner_v1_event_proto_msgTypes[3]
+	mi := &file_agentrunner_v1_event_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -433,7 +523,7 @@ func (x *EventActions) String() string {
 func (*EventActions) ProtoMessage() {}
 
 func (x *EventActions) ProtoReflect() protoreflect.Message {
-	mi := &file_agentrunner_v1_event_proto_msgTypes[3]
+	mi := &file_agentrunner_v1_event_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -446,7 +536,7 @@ func (x *EventActions) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EventActions.ProtoReflect.Descriptor instead.
 func (*EventActions) Descriptor() ([]byte, []int) {
-	return file_agentrunner_v1_event_proto_rawDescGZIP(), []int{3}
+	return file_agentrunner_v1_event_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *EventActions) GetStateDelta() *structpb.Struct {
@@ -514,7 +604,7 @@ type EventCompaction struct {
 
 func (x *EventCompaction) Reset() {
 	*x = EventCompaction{}
-	mi := &file_agentrunner_v1_event_proto_msgTypes[4]
+	mi := &file_agentrunner_v1_event_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -526,7 +616,7 @@ func (x *EventCompaction) String() string {
 func (*EventCompaction) ProtoMessage() {}
 
 func (x *EventCompaction) ProtoReflect() protoreflect.Message {
-	mi := &file_agentrunner_v1_event_proto_msgTypes[4]
+	mi := &file_agentrunner_v1_event_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -539,7 +629,7 @@ func (x *EventCompaction) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EventCompaction.ProtoReflect.Descriptor instead.
 func (*EventCompaction) Descriptor() ([]byte, []int) {
-	return file_agentrunner_v1_event_proto_rawDescGZIP(), []int{4}
+	return file_agentrunner_v1_event_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *EventCompaction) GetStartSequence() uint64 {
@@ -604,7 +694,7 @@ type UsageMetadata struct {
 
 func (x *UsageMetadata) Reset() {
 	*x = UsageMetadata{}
-	mi := &file_agentrunner_v1_event_proto_msgTypes[5]
+	mi := &file_agentrunner_v1_event_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -616,7 +706,7 @@ func (x *UsageMetadata) String() string {
 func (*UsageMetadata) ProtoMessage() {}
 
 func (x *UsageMetadata) ProtoReflect() protoreflect.Message {
-	mi := &file_agentrunner_v1_event_proto_msgTypes[5]
+	mi := &file_agentrunner_v1_event_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -629,7 +719,7 @@ func (x *UsageMetadata) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UsageMetadata.ProtoReflect.Descriptor instead.
 func (*UsageMetadata) Descriptor() ([]byte, []int) {
-	return file_agentrunner_v1_event_proto_rawDescGZIP(), []int{5}
+	return file_agentrunner_v1_event_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *UsageMetadata) GetPromptTokenCount() int32 {
@@ -716,6 +806,71 @@ func (x *UsageMetadata) GetTrafficType() string {
 	return ""
 }
 
+// Spend is what model calls used and cost over some span: a day of an
+// app, of a user or of a model.
+type Spend struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Tokens summed over the calls.
+	Usage *UsageMetadata `protobuf:"bytes,1,opt,name=usage,proto3" json:"usage,omitempty"`
+	// Their cost.
+	Cost *Cost `protobuf:"bytes,2,opt,name=cost,proto3" json:"cost,omitempty"`
+	// How many model calls reported usage.
+	ModelCalls    int64 `protobuf:"varint,3,opt,name=model_calls,json=modelCalls,proto3" json:"model_calls,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Spend) Reset() {
+	*x = Spend{}
+	mi := &file_agentrunner_v1_event_proto_msgTypes[7]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Spend) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Spend) ProtoMessage() {}
+
+func (x *Spend) ProtoReflect() protoreflect.Message {
+	mi := &file_agentrunner_v1_event_proto_msgTypes[7]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Spend.ProtoReflect.Descriptor instead.
+func (*Spend) Descriptor() ([]byte, []int) {
+	return file_agentrunner_v1_event_proto_rawDescGZIP(), []int{7}
+}
+
+func (x *Spend) GetUsage() *UsageMetadata {
+	if x != nil {
+		return x.Usage
+	}
+	return nil
+}
+
+func (x *Spend) GetCost() *Cost {
+	if x != nil {
+		return x.Cost
+	}
+	return nil
+}
+
+func (x *Spend) GetModelCalls() int64 {
+	if x != nil {
+		return x.ModelCalls
+	}
+	return 0
+}
+
 // ModalityTokenCount is a token count of one modality.
 type ModalityTokenCount struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -728,7 +883,7 @@ type ModalityTokenCount struct {
 
 func (x *ModalityTokenCount) Reset() {
 	*x = ModalityTokenCount{}
-	mi := &file_agentrunner_v1_event_proto_msgTypes[6]
+	mi := &file_agentrunner_v1_event_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -740,7 +895,7 @@ func (x *ModalityTokenCount) String() string {
 func (*ModalityTokenCount) ProtoMessage() {}
 
 func (x *ModalityTokenCount) ProtoReflect() protoreflect.Message {
-	mi := &file_agentrunner_v1_event_proto_msgTypes[6]
+	mi := &file_agentrunner_v1_event_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -753,7 +908,7 @@ func (x *ModalityTokenCount) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ModalityTokenCount.ProtoReflect.Descriptor instead.
 func (*ModalityTokenCount) Descriptor() ([]byte, []int) {
-	return file_agentrunner_v1_event_proto_rawDescGZIP(), []int{6}
+	return file_agentrunner_v1_event_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *ModalityTokenCount) GetModality() string {
@@ -774,7 +929,7 @@ var File_agentrunner_v1_event_proto protoreflect.FileDescriptor
 
 const file_agentrunner_v1_event_proto_rawDesc = "" +
 	"\n" +
-	"\x1aagentrunner/v1/event.proto\x12\x0eagentrunner.v1\x1a\x1cagentrunner/v1/content.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xee\x06\n" +
+	"\x1aagentrunner/v1/event.proto\x12\x0eagentrunner.v1\x1a\x1cagentrunner/v1/content.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\x98\a\n" +
 	"\x05Event\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12#\n" +
 	"\rinvocation_id\x18\x02 \x01(\tR\finvocationId\x12\x16\n" +
@@ -797,7 +952,13 @@ const file_agentrunner_v1_event_proto_rawDesc = "" +
 	"\x11citation_metadata\x18\x11 \x01(\v2 .agentrunner.v1.CitationMetadataR\x10citationMetadata\x12F\n" +
 	"\x12grounding_metadata\x18\x12 \x01(\v2\x17.google.protobuf.StructR\x11groundingMetadata\x12@\n" +
 	"\x0fcustom_metadata\x18\x13 \x01(\v2\x17.google.protobuf.StructR\x0ecustomMetadata\x12 \n" +
-	"\vinterrupted\x18\x14 \x01(\bR\vinterrupted\"J\n" +
+	"\vinterrupted\x18\x14 \x01(\bR\vinterrupted\x12(\n" +
+	"\x04cost\x18\x15 \x01(\v2\x14.agentrunner.v1.CostR\x04cost\"w\n" +
+	"\x04Cost\x12\x1a\n" +
+	"\bcurrency\x18\x01 \x01(\tR\bcurrency\x12\x16\n" +
+	"\x06micros\x18\x02 \x01(\x03R\x06micros\x12%\n" +
+	"\x0eunpriced_calls\x18\x03 \x01(\x03R\runpricedCalls\x12\x14\n" +
+	"\x05model\x18\x04 \x01(\tR\x05model\"J\n" +
 	"\x10CitationMetadata\x126\n" +
 	"\tcitations\x18\x01 \x03(\v2\x18.agentrunner.v1.CitationR\tcitations\"\xb5\x01\n" +
 	"\bCitation\x12\x1f\n" +
@@ -839,7 +1000,12 @@ const file_agentrunner_v1_event_proto_rawDesc = "" +
 	"\x1etool_use_prompt_tokens_details\x18\n" +
 	" \x03(\v2\".agentrunner.v1.ModalityTokenCountR\x1atoolUsePromptTokensDetails\x12;\n" +
 	"\x1acache_creation_token_count\x18\v \x01(\x05R\x17cacheCreationTokenCount\x12!\n" +
-	"\ftraffic_type\x18\f \x01(\tR\vtrafficType\"Q\n" +
+	"\ftraffic_type\x18\f \x01(\tR\vtrafficType\"\x87\x01\n" +
+	"\x05Spend\x123\n" +
+	"\x05usage\x18\x01 \x01(\v2\x1d.agentrunner.v1.UsageMetadataR\x05usage\x12(\n" +
+	"\x04cost\x18\x02 \x01(\v2\x14.agentrunner.v1.CostR\x04cost\x12\x1f\n" +
+	"\vmodel_calls\x18\x03 \x01(\x03R\n" +
+	"modelCalls\"Q\n" +
 	"\x12ModalityTokenCount\x12\x1a\n" +
 	"\bmodality\x18\x01 \x01(\tR\bmodality\x12\x1f\n" +
 	"\vtoken_count\x18\x02 \x01(\x05R\n" +
@@ -859,42 +1025,47 @@ func file_agentrunner_v1_event_proto_rawDescGZIP() []byte {
 	return file_agentrunner_v1_event_proto_rawDescData
 }
 
-var file_agentrunner_v1_event_proto_msgTypes = make([]protoimpl.MessageInfo, 8)
+var file_agentrunner_v1_event_proto_msgTypes = make([]protoimpl.MessageInfo, 10)
 var file_agentrunner_v1_event_proto_goTypes = []any{
 	(*Event)(nil),                 // 0: agentrunner.v1.Event
-	(*CitationMetadata)(nil),      // 1: agentrunner.v1.CitationMetadata
-	(*Citation)(nil),              // 2: agentrunner.v1.Citation
-	(*EventActions)(nil),          // 3: agentrunner.v1.EventActions
-	(*EventCompaction)(nil),       // 4: agentrunner.v1.EventCompaction
-	(*UsageMetadata)(nil),         // 5: agentrunner.v1.UsageMetadata
-	(*ModalityTokenCount)(nil),    // 6: agentrunner.v1.ModalityTokenCount
-	nil,                           // 7: agentrunner.v1.EventActions.ArtifactDeltaEntry
-	(*timestamppb.Timestamp)(nil), // 8: google.protobuf.Timestamp
-	(*Content)(nil),               // 9: agentrunner.v1.Content
-	(*structpb.Struct)(nil),       // 10: google.protobuf.Struct
+	(*Cost)(nil),                  // 1: agentrunner.v1.Cost
+	(*CitationMetadata)(nil),      // 2: agentrunner.v1.CitationMetadata
+	(*Citation)(nil),              // 3: agentrunner.v1.Citation
+	(*EventActions)(nil),          // 4: agentrunner.v1.EventActions
+	(*EventCompaction)(nil),       // 5: agentrunner.v1.EventCompaction
+	(*UsageMetadata)(nil),         // 6: agentrunner.v1.UsageMetadata
+	(*Spend)(nil),                 // 7: agentrunner.v1.Spend
+	(*ModalityTokenCount)(nil),    // 8: agentrunner.v1.ModalityTokenCount
+	nil,                           // 9: agentrunner.v1.EventActions.ArtifactDeltaEntry
+	(*timestamppb.Timestamp)(nil), // 10: google.protobuf.Timestamp
+	(*Content)(nil),               // 11: agentrunner.v1.Content
+	(*structpb.Struct)(nil),       // 12: google.protobuf.Struct
 }
 var file_agentrunner_v1_event_proto_depIdxs = []int32{
-	8,  // 0: agentrunner.v1.Event.timestamp:type_name -> google.protobuf.Timestamp
-	9,  // 1: agentrunner.v1.Event.content:type_name -> agentrunner.v1.Content
-	3,  // 2: agentrunner.v1.Event.actions:type_name -> agentrunner.v1.EventActions
-	5,  // 3: agentrunner.v1.Event.usage_metadata:type_name -> agentrunner.v1.UsageMetadata
-	1,  // 4: agentrunner.v1.Event.citation_metadata:type_name -> agentrunner.v1.CitationMetadata
-	10, // 5: agentrunner.v1.Event.grounding_metadata:type_name -> google.protobuf.Struct
-	10, // 6: agentrunner.v1.Event.custom_metadata:type_name -> google.protobuf.Struct
-	2,  // 7: agentrunner.v1.CitationMetadata.citations:type_name -> agentrunner.v1.Citation
-	10, // 8: agentrunner.v1.EventActions.state_delta:type_name -> google.protobuf.Struct
-	7,  // 9: agentrunner.v1.EventActions.artifact_delta:type_name -> agentrunner.v1.EventActions.ArtifactDeltaEntry
-	4,  // 10: agentrunner.v1.EventActions.compaction:type_name -> agentrunner.v1.EventCompaction
-	9,  // 11: agentrunner.v1.EventCompaction.summary:type_name -> agentrunner.v1.Content
-	6,  // 12: agentrunner.v1.UsageMetadata.prompt_tokens_details:type_name -> agentrunner.v1.ModalityTokenCount
-	6,  // 13: agentrunner.v1.UsageMetadata.cache_tokens_details:type_name -> agentrunner.v1.ModalityTokenCount
-	6,  // 14: agentrunner.v1.UsageMetadata.candidates_tokens_details:type_name -> agentrunner.v1.ModalityTokenCount
-	6,  // 15: agentrunner.v1.UsageMetadata.tool_use_prompt_tokens_details:type_name -> agentrunner.v1.ModalityTokenCount
-	16, // [16:16] is the sub-list for method output_type
-	16, // [16:16] is the sub-list for method input_type
-	16, // [16:16] is the sub-list for extension type_name
-	16, // [16:16] is the sub-list for extension extendee
-	0,  // [0:16] is the sub-list for field type_name
+	10, // 0: agentrunner.v1.Event.timestamp:type_name -> google.protobuf.Timestamp
+	11, // 1: agentrunner.v1.Event.content:type_name -> agentrunner.v1.Content
+	4,  // 2: agentrunner.v1.Event.actions:type_name -> agentrunner.v1.EventActions
+	6,  // 3: agentrunner.v1.Event.usage_metadata:type_name -> agentrunner.v1.UsageMetadata
+	2,  // 4: agentrunner.v1.Event.citation_metadata:type_name -> agentrunner.v1.CitationMetadata
+	12, // 5: agentrunner.v1.Event.grounding_metadata:type_name -> google.protobuf.Struct
+	12, // 6: agentrunner.v1.Event.custom_metadata:type_name -> google.protobuf.Struct
+	1,  // 7: agentrunner.v1.Event.cost:type_name -> agentrunner.v1.Cost
+	3,  // 8: agentrunner.v1.CitationMetadata.citations:type_name -> agentrunner.v1.Citation
+	12, // 9: agentrunner.v1.EventActions.state_delta:type_name -> google.protobuf.Struct
+	9,  // 10: agentrunner.v1.EventActions.artifact_delta:type_name -> agentrunner.v1.EventActions.ArtifactDeltaEntry
+	5,  // 11: agentrunner.v1.EventActions.compaction:type_name -> agentrunner.v1.EventCompaction
+	11, // 12: agentrunner.v1.EventCompaction.summary:type_name -> agentrunner.v1.Content
+	8,  // 13: agentrunner.v1.UsageMetadata.prompt_tokens_details:type_name -> agentrunner.v1.ModalityTokenCount
+	8,  // 14: agentrunner.v1.UsageMetadata.cache_tokens_details:type_name -> agentrunner.v1.ModalityTokenCount
+	8,  // 15: agentrunner.v1.UsageMetadata.candidates_tokens_details:type_name -> agentrunner.v1.ModalityTokenCount
+	8,  // 16: agentrunner.v1.UsageMetadata.tool_use_prompt_tokens_details:type_name -> agentrunner.v1.ModalityTokenCount
+	6,  // 17: agentrunner.v1.Spend.usage:type_name -> agentrunner.v1.UsageMetadata
+	1,  // 18: agentrunner.v1.Spend.cost:type_name -> agentrunner.v1.Cost
+	19, // [19:19] is the sub-list for method output_type
+	19, // [19:19] is the sub-list for method input_type
+	19, // [19:19] is the sub-list for extension type_name
+	19, // [19:19] is the sub-list for extension extendee
+	0,  // [0:19] is the sub-list for field type_name
 }
 
 func init() { file_agentrunner_v1_event_proto_init() }
@@ -909,7 +1080,7 @@ func file_agentrunner_v1_event_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_agentrunner_v1_event_proto_rawDesc), len(file_agentrunner_v1_event_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   8,
+			NumMessages:   10,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

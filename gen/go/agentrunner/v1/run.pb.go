@@ -469,8 +469,11 @@ type Run struct {
 	// plain message superseded them (this run then ends
 	// RUN_STATUS_CANCELLED). Empty otherwise.
 	ContinuedByRunId string `protobuf:"bytes,20,opt,name=continued_by_run_id,json=continuedByRunId,proto3" json:"continued_by_run_id,omitempty"`
-	unknownFields    protoimpl.UnknownFields
-	sizeCache        protoimpl.SizeCache
+	// What the run's model calls cost, summed over the events of the run
+	// with usage, beside usage.
+	Cost          *Cost `protobuf:"bytes,22,opt,name=cost,proto3" json:"cost,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Run) Reset() {
@@ -643,6 +646,13 @@ func (x *Run) GetContinuedByRunId() string {
 	return ""
 }
 
+func (x *Run) GetCost() *Cost {
+	if x != nil {
+		return x.Cost
+	}
+	return nil
+}
+
 // RunInput is what a run was asked to do.
 type RunInput struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -720,7 +730,7 @@ const file_agentrunner_v1_run_proto_rawDesc = "" +
 	"\x06Status\x12\x12\n" +
 	"\x04code\x18\x01 \x01(\x05R\x04code\x12\x18\n" +
 	"\amessage\x18\x02 \x01(\tR\amessage\x12.\n" +
-	"\adetails\x18\x03 \x03(\v2\x14.google.protobuf.AnyR\adetails\"\x91\b\n" +
+	"\adetails\x18\x03 \x03(\v2\x14.google.protobuf.AnyR\adetails\"\xbb\b\n" +
 	"\x03Run\x12\x15\n" +
 	"\x06run_id\x18\x01 \x01(\tR\x05runId\x12\x19\n" +
 	"\bapp_name\x18\x02 \x01(\tR\aappName\x12\x17\n" +
@@ -746,7 +756,8 @@ const file_agentrunner_v1_run_proto_rawDesc = "" +
 	"\x05input\x18\x11 \x01(\v2\x18.agentrunner.v1.RunInputR\x05input\x12%\n" +
 	"\x0erequest_digest\x18\x12 \x01(\tR\rrequestDigest\x12K\n" +
 	"\x0eusage_by_agent\x18\x13 \x03(\v2%.agentrunner.v1.Run.UsageByAgentEntryR\fusageByAgent\x12-\n" +
-	"\x13continued_by_run_id\x18\x14 \x01(\tR\x10continuedByRunId\x1a^\n" +
+	"\x13continued_by_run_id\x18\x14 \x01(\tR\x10continuedByRunId\x12(\n" +
+	"\x04cost\x18\x16 \x01(\v2\x14.agentrunner.v1.CostR\x04cost\x1a^\n" +
 	"\x11UsageByAgentEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x123\n" +
 	"\x05value\x18\x02 \x01(\v2\x1d.agentrunner.v1.UsageMetadataR\x05value:\x028\x01\"\xb8\x01\n" +
@@ -808,8 +819,9 @@ var file_agentrunner_v1_run_proto_goTypes = []any{
 	(*anypb.Any)(nil),             // 9: google.protobuf.Any
 	(*timestamppb.Timestamp)(nil), // 10: google.protobuf.Timestamp
 	(*UsageMetadata)(nil),         // 11: agentrunner.v1.UsageMetadata
-	(*Content)(nil),               // 12: agentrunner.v1.Content
-	(*structpb.Struct)(nil),       // 13: google.protobuf.Struct
+	(*Cost)(nil),                  // 12: agentrunner.v1.Cost
+	(*Content)(nil),               // 13: agentrunner.v1.Content
+	(*structpb.Struct)(nil),       // 14: google.protobuf.Struct
 }
 var file_agentrunner_v1_run_proto_depIdxs = []int32{
 	0,  // 0: agentrunner.v1.RunConfig.streaming_mode:type_name -> agentrunner.v1.StreamingMode
@@ -824,15 +836,16 @@ var file_agentrunner_v1_run_proto_depIdxs = []int32{
 	3,  // 9: agentrunner.v1.Run.on_disconnect:type_name -> agentrunner.v1.OnDisconnect
 	7,  // 10: agentrunner.v1.Run.input:type_name -> agentrunner.v1.RunInput
 	8,  // 11: agentrunner.v1.Run.usage_by_agent:type_name -> agentrunner.v1.Run.UsageByAgentEntry
-	12, // 12: agentrunner.v1.RunInput.new_message:type_name -> agentrunner.v1.Content
-	13, // 13: agentrunner.v1.RunInput.state_delta:type_name -> google.protobuf.Struct
-	4,  // 14: agentrunner.v1.RunInput.run_config:type_name -> agentrunner.v1.RunConfig
-	11, // 15: agentrunner.v1.Run.UsageByAgentEntry.value:type_name -> agentrunner.v1.UsageMetadata
-	16, // [16:16] is the sub-list for method output_type
-	16, // [16:16] is the sub-list for method input_type
-	16, // [16:16] is the sub-list for extension type_name
-	16, // [16:16] is the sub-list for extension extendee
-	0,  // [0:16] is the sub-list for field type_name
+	12, // 12: agentrunner.v1.Run.cost:type_name -> agentrunner.v1.Cost
+	13, // 13: agentrunner.v1.RunInput.new_message:type_name -> agentrunner.v1.Content
+	14, // 14: agentrunner.v1.RunInput.state_delta:type_name -> google.protobuf.Struct
+	4,  // 15: agentrunner.v1.RunInput.run_config:type_name -> agentrunner.v1.RunConfig
+	11, // 16: agentrunner.v1.Run.UsageByAgentEntry.value:type_name -> agentrunner.v1.UsageMetadata
+	17, // [17:17] is the sub-list for method output_type
+	17, // [17:17] is the sub-list for method input_type
+	17, // [17:17] is the sub-list for extension type_name
+	17, // [17:17] is the sub-list for extension extendee
+	0,  // [0:17] is the sub-list for field type_name
 }
 
 func init() { file_agentrunner_v1_run_proto_init() }

@@ -50,8 +50,10 @@ type Session struct {
 	// its agents see that compaction's summary in place of the events up
 	// to here. Zero when nothing was compacted.
 	CompactedSequence uint64 `protobuf:"varint,9,opt,name=compacted_sequence,json=compactedSequence,proto3" json:"compacted_sequence,omitempty"`
-	unknownFields     protoimpl.UnknownFields
-	sizeCache         protoimpl.SizeCache
+	// What the session's model calls cost, summed like usage.
+	Cost          *Cost `protobuf:"bytes,10,opt,name=cost,proto3" json:"cost,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Session) Reset() {
@@ -147,11 +149,18 @@ func (x *Session) GetCompactedSequence() uint64 {
 	return 0
 }
 
+func (x *Session) GetCost() *Cost {
+	if x != nil {
+		return x.Cost
+	}
+	return nil
+}
+
 var File_agentrunner_v1_session_proto protoreflect.FileDescriptor
 
 const file_agentrunner_v1_session_proto_rawDesc = "" +
 	"\n" +
-	"\x1cagentrunner/v1/session.proto\x12\x0eagentrunner.v1\x1a\x1aagentrunner/v1/event.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\x8e\x03\n" +
+	"\x1cagentrunner/v1/session.proto\x12\x0eagentrunner.v1\x1a\x1aagentrunner/v1/event.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xb8\x03\n" +
 	"\aSession\x12\x19\n" +
 	"\bapp_name\x18\x01 \x01(\tR\aappName\x12\x17\n" +
 	"\auser_id\x18\x02 \x01(\tR\x06userId\x12\x1d\n" +
@@ -164,7 +173,9 @@ const file_agentrunner_v1_session_proto_rawDesc = "" +
 	"updateTime\x12#\n" +
 	"\rlast_sequence\x18\a \x01(\x04R\flastSequence\x123\n" +
 	"\x05usage\x18\b \x01(\v2\x1d.agentrunner.v1.UsageMetadataR\x05usage\x12-\n" +
-	"\x12compacted_sequence\x18\t \x01(\x04R\x11compactedSequenceB\xc3\x01\n" +
+	"\x12compacted_sequence\x18\t \x01(\x04R\x11compactedSequence\x12(\n" +
+	"\x04cost\x18\n" +
+	" \x01(\v2\x14.agentrunner.v1.CostR\x04costB\xc3\x01\n" +
 	"\x12com.agentrunner.v1B\fSessionProtoP\x01ZFgithub.com/agentrunner/agentrunner/gen/go/agentrunner/v1;agentrunnerv1\xa2\x02\x03AXX\xaa\x02\x0eAgentrunner.V1\xca\x02\x0eAgentrunner\\V1\xe2\x02\x1aAgentrunner\\V1\\GPBMetadata\xea\x02\x0fAgentrunner::V1b\x06proto3"
 
 var (
@@ -185,17 +196,19 @@ var file_agentrunner_v1_session_proto_goTypes = []any{
 	(*structpb.Struct)(nil),       // 1: google.protobuf.Struct
 	(*timestamppb.Timestamp)(nil), // 2: google.protobuf.Timestamp
 	(*UsageMetadata)(nil),         // 3: agentrunner.v1.UsageMetadata
+	(*Cost)(nil),                  // 4: agentrunner.v1.Cost
 }
 var file_agentrunner_v1_session_proto_depIdxs = []int32{
 	1, // 0: agentrunner.v1.Session.state:type_name -> google.protobuf.Struct
 	2, // 1: agentrunner.v1.Session.create_time:type_name -> google.protobuf.Timestamp
 	2, // 2: agentrunner.v1.Session.update_time:type_name -> google.protobuf.Timestamp
 	3, // 3: agentrunner.v1.Session.usage:type_name -> agentrunner.v1.UsageMetadata
-	4, // [4:4] is the sub-list for method output_type
-	4, // [4:4] is the sub-list for method input_type
-	4, // [4:4] is the sub-list for extension type_name
-	4, // [4:4] is the sub-list for extension extendee
-	0, // [0:4] is the sub-list for field type_name
+	4, // 4: agentrunner.v1.Session.cost:type_name -> agentrunner.v1.Cost
+	5, // [5:5] is the sub-list for method output_type
+	5, // [5:5] is the sub-list for method input_type
+	5, // [5:5] is the sub-list for extension type_name
+	5, // [5:5] is the sub-list for extension extendee
+	0, // [0:5] is the sub-list for field type_name
 }
 
 func init() { file_agentrunner_v1_session_proto_init() }

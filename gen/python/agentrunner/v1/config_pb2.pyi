@@ -29,7 +29,8 @@ class AgentConfig(_message.Message):
     def __init__(self, name: _Optional[str] = ..., description: _Optional[str] = ..., sub_agents: _Optional[_Iterable[_Union[AgentConfig, _Mapping]]] = ..., llm: _Optional[_Union[LlmAgentConfig, _Mapping]] = ..., sequential: _Optional[_Union[SequentialAgentConfig, _Mapping]] = ..., parallel: _Optional[_Union[ParallelAgentConfig, _Mapping]] = ..., loop: _Optional[_Union[LoopAgentConfig, _Mapping]] = ...) -> None: ...
 
 class AppConfig(_message.Message):
-    __slots__ = ["compaction", "context_cache", "description", "function_tools", "mcp_servers", "memory", "name", "root_agent"]
+    __slots__ = ["budgets", "compaction", "context_cache", "description", "function_tools", "mcp_servers", "memory", "name", "root_agent"]
+    BUDGETS_FIELD_NUMBER: _ClassVar[int]
     COMPACTION_FIELD_NUMBER: _ClassVar[int]
     CONTEXT_CACHE_FIELD_NUMBER: _ClassVar[int]
     DESCRIPTION_FIELD_NUMBER: _ClassVar[int]
@@ -38,6 +39,7 @@ class AppConfig(_message.Message):
     MEMORY_FIELD_NUMBER: _ClassVar[int]
     NAME_FIELD_NUMBER: _ClassVar[int]
     ROOT_AGENT_FIELD_NUMBER: _ClassVar[int]
+    budgets: BudgetsConfig
     compaction: CompactionConfig
     context_cache: ContextCacheConfig
     description: str
@@ -46,7 +48,7 @@ class AppConfig(_message.Message):
     memory: MemoryConfig
     name: str
     root_agent: AgentConfig
-    def __init__(self, name: _Optional[str] = ..., description: _Optional[str] = ..., root_agent: _Optional[_Union[AgentConfig, _Mapping]] = ..., function_tools: _Optional[_Iterable[_Union[FunctionToolConfig, _Mapping]]] = ..., mcp_servers: _Optional[_Iterable[_Union[McpServerConfig, _Mapping]]] = ..., compaction: _Optional[_Union[CompactionConfig, _Mapping]] = ..., memory: _Optional[_Union[MemoryConfig, _Mapping]] = ..., context_cache: _Optional[_Union[ContextCacheConfig, _Mapping]] = ...) -> None: ...
+    def __init__(self, name: _Optional[str] = ..., description: _Optional[str] = ..., root_agent: _Optional[_Union[AgentConfig, _Mapping]] = ..., function_tools: _Optional[_Iterable[_Union[FunctionToolConfig, _Mapping]]] = ..., mcp_servers: _Optional[_Iterable[_Union[McpServerConfig, _Mapping]]] = ..., compaction: _Optional[_Union[CompactionConfig, _Mapping]] = ..., memory: _Optional[_Union[MemoryConfig, _Mapping]] = ..., context_cache: _Optional[_Union[ContextCacheConfig, _Mapping]] = ..., budgets: _Optional[_Union[BudgetsConfig, _Mapping]] = ...) -> None: ...
 
 class AppsConfig(_message.Message):
     __slots__ = ["apps", "models"]
@@ -55,6 +57,26 @@ class AppsConfig(_message.Message):
     apps: _containers.RepeatedCompositeFieldContainer[AppConfig]
     models: _containers.RepeatedCompositeFieldContainer[ModelConfig]
     def __init__(self, apps: _Optional[_Iterable[_Union[AppConfig, _Mapping]]] = ..., models: _Optional[_Iterable[_Union[ModelConfig, _Mapping]]] = ...) -> None: ...
+
+class BudgetLimit(_message.Message):
+    __slots__ = ["cost", "tokens"]
+    COST_FIELD_NUMBER: _ClassVar[int]
+    TOKENS_FIELD_NUMBER: _ClassVar[int]
+    cost: float
+    tokens: int
+    def __init__(self, tokens: _Optional[int] = ..., cost: _Optional[float] = ...) -> None: ...
+
+class BudgetsConfig(_message.Message):
+    __slots__ = ["app_daily", "run", "session", "user_daily"]
+    APP_DAILY_FIELD_NUMBER: _ClassVar[int]
+    RUN_FIELD_NUMBER: _ClassVar[int]
+    SESSION_FIELD_NUMBER: _ClassVar[int]
+    USER_DAILY_FIELD_NUMBER: _ClassVar[int]
+    app_daily: BudgetLimit
+    run: BudgetLimit
+    session: BudgetLimit
+    user_daily: BudgetLimit
+    def __init__(self, run: _Optional[_Union[BudgetLimit, _Mapping]] = ..., session: _Optional[_Union[BudgetLimit, _Mapping]] = ..., user_daily: _Optional[_Union[BudgetLimit, _Mapping]] = ..., app_daily: _Optional[_Union[BudgetLimit, _Mapping]] = ...) -> None: ...
 
 class CompactionConfig(_message.Message):
     __slots__ = ["instruction", "interval", "max_events", "model", "overlap", "token_threshold"]
@@ -163,7 +185,7 @@ class MemoryConfig(_message.Message):
     def __init__(self, add_sessions: bool = ...) -> None: ...
 
 class ModelConfig(_message.Message):
-    __slots__ = ["api_key_env", "base_url", "fallbacks", "idle_timeout", "model", "name", "offline", "provider", "retry", "timeout"]
+    __slots__ = ["api_key_env", "base_url", "fallbacks", "idle_timeout", "model", "name", "offline", "price", "provider", "retry", "timeout"]
     API_KEY_ENV_FIELD_NUMBER: _ClassVar[int]
     BASE_URL_FIELD_NUMBER: _ClassVar[int]
     FALLBACKS_FIELD_NUMBER: _ClassVar[int]
@@ -171,6 +193,7 @@ class ModelConfig(_message.Message):
     MODEL_FIELD_NUMBER: _ClassVar[int]
     NAME_FIELD_NUMBER: _ClassVar[int]
     OFFLINE_FIELD_NUMBER: _ClassVar[int]
+    PRICE_FIELD_NUMBER: _ClassVar[int]
     PROVIDER_FIELD_NUMBER: _ClassVar[int]
     RETRY_FIELD_NUMBER: _ClassVar[int]
     TIMEOUT_FIELD_NUMBER: _ClassVar[int]
@@ -181,10 +204,27 @@ class ModelConfig(_message.Message):
     model: str
     name: str
     offline: OfflineModelConfig
+    price: ModelPrice
     provider: str
     retry: RetryConfig
     timeout: str
-    def __init__(self, name: _Optional[str] = ..., provider: _Optional[str] = ..., model: _Optional[str] = ..., base_url: _Optional[str] = ..., api_key_env: _Optional[str] = ..., timeout: _Optional[str] = ..., retry: _Optional[_Union[RetryConfig, _Mapping]] = ..., fallbacks: _Optional[_Iterable[str]] = ..., idle_timeout: _Optional[str] = ..., offline: _Optional[_Union[OfflineModelConfig, _Mapping]] = ...) -> None: ...
+    def __init__(self, name: _Optional[str] = ..., provider: _Optional[str] = ..., model: _Optional[str] = ..., base_url: _Optional[str] = ..., api_key_env: _Optional[str] = ..., timeout: _Optional[str] = ..., retry: _Optional[_Union[RetryConfig, _Mapping]] = ..., fallbacks: _Optional[_Iterable[str]] = ..., idle_timeout: _Optional[str] = ..., offline: _Optional[_Union[OfflineModelConfig, _Mapping]] = ..., price: _Optional[_Union[ModelPrice, _Mapping]] = ...) -> None: ...
+
+class ModelPrice(_message.Message):
+    __slots__ = ["cache_write", "cached_input", "currency", "input", "output", "thoughts"]
+    CACHED_INPUT_FIELD_NUMBER: _ClassVar[int]
+    CACHE_WRITE_FIELD_NUMBER: _ClassVar[int]
+    CURRENCY_FIELD_NUMBER: _ClassVar[int]
+    INPUT_FIELD_NUMBER: _ClassVar[int]
+    OUTPUT_FIELD_NUMBER: _ClassVar[int]
+    THOUGHTS_FIELD_NUMBER: _ClassVar[int]
+    cache_write: float
+    cached_input: float
+    currency: str
+    input: float
+    output: float
+    thoughts: float
+    def __init__(self, currency: _Optional[str] = ..., input: _Optional[float] = ..., output: _Optional[float] = ..., cached_input: _Optional[float] = ..., cache_write: _Optional[float] = ..., thoughts: _Optional[float] = ...) -> None: ...
 
 class OfflineModelConfig(_message.Message):
     __slots__ = ["chunk_delay", "chunks", "first_chunk_delay"]

@@ -30,13 +30,26 @@ class CitationMetadata(_message.Message):
     citations: _containers.RepeatedCompositeFieldContainer[Citation]
     def __init__(self, citations: _Optional[_Iterable[_Union[Citation, _Mapping]]] = ...) -> None: ...
 
+class Cost(_message.Message):
+    __slots__ = ["currency", "micros", "model", "unpriced_calls"]
+    CURRENCY_FIELD_NUMBER: _ClassVar[int]
+    MICROS_FIELD_NUMBER: _ClassVar[int]
+    MODEL_FIELD_NUMBER: _ClassVar[int]
+    UNPRICED_CALLS_FIELD_NUMBER: _ClassVar[int]
+    currency: str
+    micros: int
+    model: str
+    unpriced_calls: int
+    def __init__(self, currency: _Optional[str] = ..., micros: _Optional[int] = ..., unpriced_calls: _Optional[int] = ..., model: _Optional[str] = ...) -> None: ...
+
 class Event(_message.Message):
-    __slots__ = ["actions", "author", "branch", "citation_metadata", "content", "custom_metadata", "error_code", "error_message", "finish_reason", "grounding_metadata", "id", "interrupted", "invocation_id", "long_running_tool_ids", "model_version", "partial", "sequence", "timestamp", "turn_complete", "usage_metadata"]
+    __slots__ = ["actions", "author", "branch", "citation_metadata", "content", "cost", "custom_metadata", "error_code", "error_message", "finish_reason", "grounding_metadata", "id", "interrupted", "invocation_id", "long_running_tool_ids", "model_version", "partial", "sequence", "timestamp", "turn_complete", "usage_metadata"]
     ACTIONS_FIELD_NUMBER: _ClassVar[int]
     AUTHOR_FIELD_NUMBER: _ClassVar[int]
     BRANCH_FIELD_NUMBER: _ClassVar[int]
     CITATION_METADATA_FIELD_NUMBER: _ClassVar[int]
     CONTENT_FIELD_NUMBER: _ClassVar[int]
+    COST_FIELD_NUMBER: _ClassVar[int]
     CUSTOM_METADATA_FIELD_NUMBER: _ClassVar[int]
     ERROR_CODE_FIELD_NUMBER: _ClassVar[int]
     ERROR_MESSAGE_FIELD_NUMBER: _ClassVar[int]
@@ -57,6 +70,7 @@ class Event(_message.Message):
     branch: str
     citation_metadata: CitationMetadata
     content: _content_pb2.Content
+    cost: Cost
     custom_metadata: _struct_pb2.Struct
     error_code: str
     error_message: str
@@ -72,7 +86,7 @@ class Event(_message.Message):
     timestamp: _timestamp_pb2.Timestamp
     turn_complete: bool
     usage_metadata: UsageMetadata
-    def __init__(self, id: _Optional[str] = ..., invocation_id: _Optional[str] = ..., author: _Optional[str] = ..., branch: _Optional[str] = ..., timestamp: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., sequence: _Optional[int] = ..., content: _Optional[_Union[_content_pb2.Content, _Mapping]] = ..., partial: bool = ..., turn_complete: bool = ..., error_code: _Optional[str] = ..., error_message: _Optional[str] = ..., actions: _Optional[_Union[EventActions, _Mapping]] = ..., long_running_tool_ids: _Optional[_Iterable[str]] = ..., usage_metadata: _Optional[_Union[UsageMetadata, _Mapping]] = ..., finish_reason: _Optional[str] = ..., model_version: _Optional[str] = ..., citation_metadata: _Optional[_Union[CitationMetadata, _Mapping]] = ..., grounding_metadata: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., custom_metadata: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., interrupted: bool = ...) -> None: ...
+    def __init__(self, id: _Optional[str] = ..., invocation_id: _Optional[str] = ..., author: _Optional[str] = ..., branch: _Optional[str] = ..., timestamp: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., sequence: _Optional[int] = ..., content: _Optional[_Union[_content_pb2.Content, _Mapping]] = ..., partial: bool = ..., turn_complete: bool = ..., error_code: _Optional[str] = ..., error_message: _Optional[str] = ..., actions: _Optional[_Union[EventActions, _Mapping]] = ..., long_running_tool_ids: _Optional[_Iterable[str]] = ..., usage_metadata: _Optional[_Union[UsageMetadata, _Mapping]] = ..., finish_reason: _Optional[str] = ..., model_version: _Optional[str] = ..., citation_metadata: _Optional[_Union[CitationMetadata, _Mapping]] = ..., grounding_metadata: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., custom_metadata: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., interrupted: bool = ..., cost: _Optional[_Union[Cost, _Mapping]] = ...) -> None: ...
 
 class EventActions(_message.Message):
     __slots__ = ["artifact_delta", "compaction", "escalate", "skip_summarization", "state_delta", "transfer_to_agent"]
@@ -116,6 +130,16 @@ class ModalityTokenCount(_message.Message):
     modality: str
     token_count: int
     def __init__(self, modality: _Optional[str] = ..., token_count: _Optional[int] = ...) -> None: ...
+
+class Spend(_message.Message):
+    __slots__ = ["cost", "model_calls", "usage"]
+    COST_FIELD_NUMBER: _ClassVar[int]
+    MODEL_CALLS_FIELD_NUMBER: _ClassVar[int]
+    USAGE_FIELD_NUMBER: _ClassVar[int]
+    cost: Cost
+    model_calls: int
+    usage: UsageMetadata
+    def __init__(self, usage: _Optional[_Union[UsageMetadata, _Mapping]] = ..., cost: _Optional[_Union[Cost, _Mapping]] = ..., model_calls: _Optional[int] = ...) -> None: ...
 
 class UsageMetadata(_message.Message):
     __slots__ = ["cache_creation_token_count", "cache_tokens_details", "cached_content_token_count", "candidates_token_count", "candidates_tokens_details", "prompt_token_count", "prompt_tokens_details", "thoughts_token_count", "tool_use_prompt_token_count", "tool_use_prompt_tokens_details", "total_token_count", "traffic_type"]

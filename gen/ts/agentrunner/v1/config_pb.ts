@@ -11,7 +11,7 @@ import type { JsonObject, Message } from "@bufbuild/protobuf";
  * Describes the file agentrunner/v1/config.proto.
  */
 export const file_agentrunner_v1_config: GenFile = /*@__PURE__*/
-  fileDesc("ChthZ2VudHJ1bm5lci92MS9jb25maWcucHJvdG8SDmFnZW50cnVubmVyLnYxImIKCkFwcHNDb25maWcSJwoEYXBwcxgBIAMoCzIZLmFnZW50cnVubmVyLnYxLkFwcENvbmZpZxIrCgZtb2RlbHMYAiADKAsyGy5hZ2VudHJ1bm5lci52MS5Nb2RlbENvbmZpZyL+AQoLTW9kZWxDb25maWcSDAoEbmFtZRgBIAEoCRIQCghwcm92aWRlchgCIAEoCRINCgVtb2RlbBgDIAEoCRIQCghiYXNlX3VybBgEIAEoCRITCgthcGlfa2V5X2VudhgFIAEoCRIPCgd0aW1lb3V0GAYgASgJEioKBXJldHJ5GAcgASgLMhsuYWdlbnRydW5uZXIudjEuUmV0cnlDb25maWcSEQoJZmFsbGJhY2tzGAggAygJEhQKDGlkbGVfdGltZW91dBgJIAEoCRIzCgdvZmZsaW5lGAogASgLMiIuYWdlbnRydW5uZXIudjEuT2ZmbGluZU1vZGVsQ29uZmlnIlQKEk9mZmxpbmVNb2RlbENvbmZpZxIZChFmaXJzdF9jaHVua19kZWxheRgBIAEoCRITCgtjaHVua19kZWxheRgCIAEoCRIOCgZjaHVua3MYAyABKAUiZgoLUmV0cnlDb25maWcSFAoMbWF4X2F0dGVtcHRzGAEgASgFEhcKD2luaXRpYWxfYmFja29mZhgCIAEoCRITCgttYXhfYmFja29mZhgDIAEoCRITCgttYXhfZWxhcHNlZBgEIAEoCSLwAgoJQXBwQ29uZmlnEgwKBG5hbWUYASABKAkSEwoLZGVzY3JpcHRpb24YAiABKAkSLwoKcm9vdF9hZ2VudBgDIAEoCzIbLmFnZW50cnVubmVyLnYxLkFnZW50Q29uZmlnEjoKDmZ1bmN0aW9uX3Rvb2xzGAQgAygLMiIuYWdlbnRydW5uZXIudjEuRnVuY3Rpb25Ub29sQ29uZmlnEjQKC21jcF9zZXJ2ZXJzGAUgAygLMh8uYWdlbnRydW5uZXIudjEuTWNwU2VydmVyQ29uZmlnEjQKCmNvbXBhY3Rpb24YBiABKAsyIC5hZ2VudHJ1bm5lci52MS5Db21wYWN0aW9uQ29uZmlnEiwKBm1lbW9yeRgHIAEoCzIcLmFnZW50cnVubmVyLnYxLk1lbW9yeUNvbmZpZxI5Cg1jb250ZXh0X2NhY2hlGAggASgLMiIuYWdlbnRydW5uZXIudjEuQ29udGV4dENhY2hlQ29uZmlnIiQKDE1lbW9yeUNvbmZpZxIUCgxhZGRfc2Vzc2lvbnMYASABKAgiTgoSQ29udGV4dENhY2hlQ29uZmlnEhcKD2NhY2hlX2ludGVydmFscxgBIAEoBRILCgN0dGwYAiABKAkSEgoKbWluX3Rva2VucxgDIAEoBSKGAQoQQ29tcGFjdGlvbkNvbmZpZxIQCghpbnRlcnZhbBgBIAEoBRIPCgdvdmVybGFwGAIgASgFEhcKD3Rva2VuX3RocmVzaG9sZBgDIAEoBRINCgVtb2RlbBgEIAEoCRITCgtpbnN0cnVjdGlvbhgFIAEoCRISCgptYXhfZXZlbnRzGAYgASgFIo8BCg9NY3BTZXJ2ZXJDb25maWcSDAoEbmFtZRgBIAEoCRIPCgdjb21tYW5kGAIgASgJEgwKBGFyZ3MYAyADKAkSCwoDZW52GAQgAygJEgsKA3VybBgFIAEoCRISCgpoZWFkZXJfZW52GAYgAygJEhAKCG9wdGlvbmFsGAcgASgIEg8KB3RpbWVvdXQYCCABKAkiLwoOTWNwVG9vbHNDb25maWcSDgoGc2VydmVyGAEgASgJEg0KBXRvb2xzGAIgAygJIr8CCgtBZ2VudENvbmZpZxIMCgRuYW1lGAEgASgJEhMKC2Rlc2NyaXB0aW9uGAIgASgJEi8KCnN1Yl9hZ2VudHMYAyADKAsyGy5hZ2VudHJ1bm5lci52MS5BZ2VudENvbmZpZxItCgNsbG0YBCABKAsyHi5hZ2VudHJ1bm5lci52MS5MbG1BZ2VudENvbmZpZ0gAEjsKCnNlcXVlbnRpYWwYBSABKAsyJS5hZ2VudHJ1bm5lci52MS5TZXF1ZW50aWFsQWdlbnRDb25maWdIABI3CghwYXJhbGxlbBgGIAEoCzIjLmFnZW50cnVubmVyLnYxLlBhcmFsbGVsQWdlbnRDb25maWdIABIvCgRsb29wGAcgASgLMh8uYWdlbnRydW5uZXIudjEuTG9vcEFnZW50Q29uZmlnSABCBgoEa2luZCKnAwoOTGxtQWdlbnRDb25maWcSDQoFbW9kZWwYASABKAkSEwoLaW5zdHJ1Y3Rpb24YAiABKAkSEgoKb3V0cHV0X2tleRgDIAEoCRIjChtkaXNhbGxvd190cmFuc2Zlcl90b19wYXJlbnQYBCABKAgSIgoaZGlzYWxsb3dfdHJhbnNmZXJfdG9fcGVlcnMYBSABKAgSDQoFdG9vbHMYBiADKAkSOQoQaW5jbHVkZV9jb250ZW50cxgHIAEoDjIfLmFnZW50cnVubmVyLnYxLkluY2x1ZGVDb250ZW50cxIYCgt0ZW1wZXJhdHVyZRgIIAEoAkgAiAEBEhkKEW1heF9vdXRwdXRfdG9rZW5zGAkgASgFEjoKDmZ1bmN0aW9uX3Rvb2xzGAogAygLMiIuYWdlbnRydW5uZXIudjEuRnVuY3Rpb25Ub29sQ29uZmlnEhwKFHJlcXVpcmVfY29uZmlybWF0aW9uGAsgAygJEisKA21jcBgMIAMoCzIeLmFnZW50cnVubmVyLnYxLk1jcFRvb2xzQ29uZmlnQg4KDF90ZW1wZXJhdHVyZSKPAQoSRnVuY3Rpb25Ub29sQ29uZmlnEgwKBG5hbWUYASABKAkSEwoLZGVzY3JpcHRpb24YAiABKAkSKwoKcGFyYW1ldGVycxgDIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSKQoIcmVzcG9uc2UYBCABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0IhcKFVNlcXVlbnRpYWxBZ2VudENvbmZpZyIVChNQYXJhbGxlbEFnZW50Q29uZmlnIikKD0xvb3BBZ2VudENvbmZpZxIWCg5tYXhfaXRlcmF0aW9ucxgBIAEoBSpsCg9JbmNsdWRlQ29udGVudHMSIAocSU5DTFVERV9DT05URU5UU19VTlNQRUNJRklFRBAAEhwKGElOQ0xVREVfQ09OVEVOVFNfREVGQVVMVBABEhkKFUlOQ0xVREVfQ09OVEVOVFNfTk9ORRACYgZwcm90bzM", [file_google_protobuf_struct]);
+  fileDesc("ChthZ2VudHJ1bm5lci92MS9jb25maWcucHJvdG8SDmFnZW50cnVubmVyLnYxImIKCkFwcHNDb25maWcSJwoEYXBwcxgBIAMoCzIZLmFnZW50cnVubmVyLnYxLkFwcENvbmZpZxIrCgZtb2RlbHMYAiADKAsyGy5hZ2VudHJ1bm5lci52MS5Nb2RlbENvbmZpZyKpAgoLTW9kZWxDb25maWcSDAoEbmFtZRgBIAEoCRIQCghwcm92aWRlchgCIAEoCRINCgVtb2RlbBgDIAEoCRIQCghiYXNlX3VybBgEIAEoCRITCgthcGlfa2V5X2VudhgFIAEoCRIPCgd0aW1lb3V0GAYgASgJEioKBXJldHJ5GAcgASgLMhsuYWdlbnRydW5uZXIudjEuUmV0cnlDb25maWcSEQoJZmFsbGJhY2tzGAggAygJEhQKDGlkbGVfdGltZW91dBgJIAEoCRIzCgdvZmZsaW5lGAogASgLMiIuYWdlbnRydW5uZXIudjEuT2ZmbGluZU1vZGVsQ29uZmlnEikKBXByaWNlGAsgASgLMhouYWdlbnRydW5uZXIudjEuTW9kZWxQcmljZSLWAQoKTW9kZWxQcmljZRIQCghjdXJyZW5jeRgBIAEoCRISCgVpbnB1dBgCIAEoAUgAiAEBEhMKBm91dHB1dBgDIAEoAUgBiAEBEhkKDGNhY2hlZF9pbnB1dBgEIAEoAUgCiAEBEhgKC2NhY2hlX3dyaXRlGAUgASgBSAOIAQESFQoIdGhvdWdodHMYBiABKAFIBIgBAUIICgZfaW5wdXRCCQoHX291dHB1dEIPCg1fY2FjaGVkX2lucHV0Qg4KDF9jYWNoZV93cml0ZUILCglfdGhvdWdodHMiVAoST2ZmbGluZU1vZGVsQ29uZmlnEhkKEWZpcnN0X2NodW5rX2RlbGF5GAEgASgJEhMKC2NodW5rX2RlbGF5GAIgASgJEg4KBmNodW5rcxgDIAEoBSJmCgtSZXRyeUNvbmZpZxIUCgxtYXhfYXR0ZW1wdHMYASABKAUSFwoPaW5pdGlhbF9iYWNrb2ZmGAIgASgJEhMKC21heF9iYWNrb2ZmGAMgASgJEhMKC21heF9lbGFwc2VkGAQgASgJIqADCglBcHBDb25maWcSDAoEbmFtZRgBIAEoCRITCgtkZXNjcmlwdGlvbhgCIAEoCRIvCgpyb290X2FnZW50GAMgASgLMhsuYWdlbnRydW5uZXIudjEuQWdlbnRDb25maWcSOgoOZnVuY3Rpb25fdG9vbHMYBCADKAsyIi5hZ2VudHJ1bm5lci52MS5GdW5jdGlvblRvb2xDb25maWcSNAoLbWNwX3NlcnZlcnMYBSADKAsyHy5hZ2VudHJ1bm5lci52MS5NY3BTZXJ2ZXJDb25maWcSNAoKY29tcGFjdGlvbhgGIAEoCzIgLmFnZW50cnVubmVyLnYxLkNvbXBhY3Rpb25Db25maWcSLAoGbWVtb3J5GAcgASgLMhwuYWdlbnRydW5uZXIudjEuTWVtb3J5Q29uZmlnEjkKDWNvbnRleHRfY2FjaGUYCCABKAsyIi5hZ2VudHJ1bm5lci52MS5Db250ZXh0Q2FjaGVDb25maWcSLgoHYnVkZ2V0cxgJIAEoCzIdLmFnZW50cnVubmVyLnYxLkJ1ZGdldHNDb25maWciyAEKDUJ1ZGdldHNDb25maWcSKAoDcnVuGAEgASgLMhsuYWdlbnRydW5uZXIudjEuQnVkZ2V0TGltaXQSLAoHc2Vzc2lvbhgCIAEoCzIbLmFnZW50cnVubmVyLnYxLkJ1ZGdldExpbWl0Ei8KCnVzZXJfZGFpbHkYAyABKAsyGy5hZ2VudHJ1bm5lci52MS5CdWRnZXRMaW1pdBIuCglhcHBfZGFpbHkYBCABKAsyGy5hZ2VudHJ1bm5lci52MS5CdWRnZXRMaW1pdCIrCgtCdWRnZXRMaW1pdBIOCgZ0b2tlbnMYASABKAMSDAoEY29zdBgCIAEoASIkCgxNZW1vcnlDb25maWcSFAoMYWRkX3Nlc3Npb25zGAEgASgIIk4KEkNvbnRleHRDYWNoZUNvbmZpZxIXCg9jYWNoZV9pbnRlcnZhbHMYASABKAUSCwoDdHRsGAIgASgJEhIKCm1pbl90b2tlbnMYAyABKAUihgEKEENvbXBhY3Rpb25Db25maWcSEAoIaW50ZXJ2YWwYASABKAUSDwoHb3ZlcmxhcBgCIAEoBRIXCg90b2tlbl90aHJlc2hvbGQYAyABKAUSDQoFbW9kZWwYBCABKAkSEwoLaW5zdHJ1Y3Rpb24YBSABKAkSEgoKbWF4X2V2ZW50cxgGIAEoBSKPAQoPTWNwU2VydmVyQ29uZmlnEgwKBG5hbWUYASABKAkSDwoHY29tbWFuZBgCIAEoCRIMCgRhcmdzGAMgAygJEgsKA2VudhgEIAMoCRILCgN1cmwYBSABKAkSEgoKaGVhZGVyX2VudhgGIAMoCRIQCghvcHRpb25hbBgHIAEoCBIPCgd0aW1lb3V0GAggASgJIi8KDk1jcFRvb2xzQ29uZmlnEg4KBnNlcnZlchgBIAEoCRINCgV0b29scxgCIAMoCSK/AgoLQWdlbnRDb25maWcSDAoEbmFtZRgBIAEoCRITCgtkZXNjcmlwdGlvbhgCIAEoCRIvCgpzdWJfYWdlbnRzGAMgAygLMhsuYWdlbnRydW5uZXIudjEuQWdlbnRDb25maWcSLQoDbGxtGAQgASgLMh4uYWdlbnRydW5uZXIudjEuTGxtQWdlbnRDb25maWdIABI7CgpzZXF1ZW50aWFsGAUgASgLMiUuYWdlbnRydW5uZXIudjEuU2VxdWVudGlhbEFnZW50Q29uZmlnSAASNwoIcGFyYWxsZWwYBiABKAsyIy5hZ2VudHJ1bm5lci52MS5QYXJhbGxlbEFnZW50Q29uZmlnSAASLwoEbG9vcBgHIAEoCzIfLmFnZW50cnVubmVyLnYxLkxvb3BBZ2VudENvbmZpZ0gAQgYKBGtpbmQipwMKDkxsbUFnZW50Q29uZmlnEg0KBW1vZGVsGAEgASgJEhMKC2luc3RydWN0aW9uGAIgASgJEhIKCm91dHB1dF9rZXkYAyABKAkSIwobZGlzYWxsb3dfdHJhbnNmZXJfdG9fcGFyZW50GAQgASgIEiIKGmRpc2FsbG93X3RyYW5zZmVyX3RvX3BlZXJzGAUgASgIEg0KBXRvb2xzGAYgAygJEjkKEGluY2x1ZGVfY29udGVudHMYByABKA4yHy5hZ2VudHJ1bm5lci52MS5JbmNsdWRlQ29udGVudHMSGAoLdGVtcGVyYXR1cmUYCCABKAJIAIgBARIZChFtYXhfb3V0cHV0X3Rva2VucxgJIAEoBRI6Cg5mdW5jdGlvbl90b29scxgKIAMoCzIiLmFnZW50cnVubmVyLnYxLkZ1bmN0aW9uVG9vbENvbmZpZxIcChRyZXF1aXJlX2NvbmZpcm1hdGlvbhgLIAMoCRIrCgNtY3AYDCADKAsyHi5hZ2VudHJ1bm5lci52MS5NY3BUb29sc0NvbmZpZ0IOCgxfdGVtcGVyYXR1cmUijwEKEkZ1bmN0aW9uVG9vbENvbmZpZxIMCgRuYW1lGAEgASgJEhMKC2Rlc2NyaXB0aW9uGAIgASgJEisKCnBhcmFtZXRlcnMYAyABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0EikKCHJlc3BvbnNlGAQgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdCIXChVTZXF1ZW50aWFsQWdlbnRDb25maWciFQoTUGFyYWxsZWxBZ2VudENvbmZpZyIpCg9Mb29wQWdlbnRDb25maWcSFgoObWF4X2l0ZXJhdGlvbnMYASABKAUqbAoPSW5jbHVkZUNvbnRlbnRzEiAKHElOQ0xVREVfQ09OVEVOVFNfVU5TUEVDSUZJRUQQABIcChhJTkNMVURFX0NPTlRFTlRTX0RFRkFVTFQQARIZChVJTkNMVURFX0NPTlRFTlRTX05PTkUQAmIGcHJvdG8z", [file_google_protobuf_struct]);
 
 /**
  * AppsConfig is the schema of the apps file the server loads at start
@@ -148,6 +148,14 @@ export type ModelConfig = Message<"agentrunner.v1.ModelConfig"> & {
    * @generated from field: agentrunner.v1.OfflineModelConfig offline = 10;
    */
   offline?: OfflineModelConfig | undefined;
+
+  /**
+   * What the model's calls cost; unset, their cost is unknown (never
+   * guessed, never zero) and budgets in money do not count them.
+   *
+   * @generated from field: agentrunner.v1.ModelPrice price = 11;
+   */
+  price?: ModelPrice | undefined;
 };
 
 /**
@@ -156,6 +164,72 @@ export type ModelConfig = Message<"agentrunner.v1.ModelConfig"> & {
  */
 export const ModelConfigSchema: GenMessage<ModelConfig> = /*@__PURE__*/
   messageDesc(file_agentrunner_v1_config, 1);
+
+/**
+ * ModelPrice is a model's price list, per million tokens, in the
+ * currency's units: input 2.5 is 2.50 per million prompt tokens. A value
+ * has at most six decimals, so that every call's cost is a whole number
+ * of micro-units: tokens times price per million tokens, rounded to the
+ * nearest micro-unit once per call.
+ *
+ * @generated from message agentrunner.v1.ModelPrice
+ */
+export type ModelPrice = Message<"agentrunner.v1.ModelPrice"> & {
+  /**
+   * ISO 4217 code, for example "USD" or "EUR"; empty means "USD". Every
+   * priced model of an apps file has the same currency, so that sums mean
+   * something.
+   *
+   * @generated from field: string currency = 1;
+   */
+  currency: string;
+
+  /**
+   * Prompt tokens that are neither read from nor written to a cache, tool
+   * prompt tokens included. Required.
+   *
+   * @generated from field: optional double input = 2;
+   */
+  input?: number | undefined;
+
+  /**
+   * Generated tokens (the answer, thoughts apart). Required.
+   *
+   * @generated from field: optional double output = 3;
+   */
+  output?: number | undefined;
+
+  /**
+   * Prompt tokens read from the provider's cache; unset means input's
+   * price.
+   *
+   * @generated from field: optional double cached_input = 4;
+   */
+  cachedInput?: number | undefined;
+
+  /**
+   * Prompt tokens written to the provider's cache (Anthropic's cache
+   * writes); unset means input's price.
+   *
+   * @generated from field: optional double cache_write = 5;
+   */
+  cacheWrite?: number | undefined;
+
+  /**
+   * Thinking tokens, where the provider counts them apart from the
+   * answer; unset means output's price (providers bill them as output).
+   *
+   * @generated from field: optional double thoughts = 6;
+   */
+  thoughts?: number | undefined;
+};
+
+/**
+ * Describes the message agentrunner.v1.ModelPrice.
+ * Use `create(ModelPriceSchema)` to create a new message.
+ */
+export const ModelPriceSchema: GenMessage<ModelPrice> = /*@__PURE__*/
+  messageDesc(file_agentrunner_v1_config, 2);
 
 /**
  * OfflineModelConfig gives the offline model a latency, so that it stands
@@ -195,7 +269,7 @@ export type OfflineModelConfig = Message<"agentrunner.v1.OfflineModelConfig"> & 
  * Use `create(OfflineModelConfigSchema)` to create a new message.
  */
 export const OfflineModelConfigSchema: GenMessage<OfflineModelConfig> = /*@__PURE__*/
-  messageDesc(file_agentrunner_v1_config, 2);
+  messageDesc(file_agentrunner_v1_config, 3);
 
 /**
  * RetryConfig bounds the attempts at one model. Unset fields take the
@@ -242,7 +316,7 @@ export type RetryConfig = Message<"agentrunner.v1.RetryConfig"> & {
  * Use `create(RetryConfigSchema)` to create a new message.
  */
 export const RetryConfigSchema: GenMessage<RetryConfig> = /*@__PURE__*/
-  messageDesc(file_agentrunner_v1_config, 3);
+  messageDesc(file_agentrunner_v1_config, 4);
 
 /**
  * AppConfig is one app: a name and an agent tree.
@@ -315,6 +389,14 @@ export type AppConfig = Message<"agentrunner.v1.AppConfig"> & {
    * @generated from field: agentrunner.v1.ContextCacheConfig context_cache = 8;
    */
   contextCache?: ContextCacheConfig | undefined;
+
+  /**
+   * What the app's runs may spend; unset, nothing stops them but
+   * max_llm_calls.
+   *
+   * @generated from field: agentrunner.v1.BudgetsConfig budgets = 9;
+   */
+  budgets?: BudgetsConfig | undefined;
 };
 
 /**
@@ -322,7 +404,87 @@ export type AppConfig = Message<"agentrunner.v1.AppConfig"> & {
  * Use `create(AppConfigSchema)` to create a new message.
  */
 export const AppConfigSchema: GenMessage<AppConfig> = /*@__PURE__*/
-  messageDesc(file_agentrunner_v1_config, 4);
+  messageDesc(file_agentrunner_v1_config, 5);
+
+/**
+ * BudgetsConfig caps what an app's runs spend. A run that would start over
+ * a budget is refused with RESOURCE_EXHAUSTED (a google.rpc.QuotaFailure
+ * names the budget, a google.rpc.ErrorInfo gives the limit, the spend and
+ * when it resets); a run that reaches one while it runs stops before its
+ * next model call with an in-band error naming it and ends
+ * RUN_STATUS_FAILED, keeping what it stored. Spend is counted when a model
+ * call's event is stored: runs in flight when a budget is reached may each
+ * finish the model call they are in, so a shared budget (session, user,
+ * app) can be passed by at most one model call per run then in flight.
+ *
+ * @generated from message agentrunner.v1.BudgetsConfig
+ */
+export type BudgetsConfig = Message<"agentrunner.v1.BudgetsConfig"> & {
+  /**
+   * What one run may spend.
+   *
+   * @generated from field: agentrunner.v1.BudgetLimit run = 1;
+   */
+  run?: BudgetLimit | undefined;
+
+  /**
+   * What one session may spend over all its runs.
+   *
+   * @generated from field: agentrunner.v1.BudgetLimit session = 2;
+   */
+  session?: BudgetLimit | undefined;
+
+  /**
+   * What one user of the app may spend in a UTC day.
+   *
+   * @generated from field: agentrunner.v1.BudgetLimit user_daily = 3;
+   */
+  userDaily?: BudgetLimit | undefined;
+
+  /**
+   * What the app may spend in a UTC day, all users together.
+   *
+   * @generated from field: agentrunner.v1.BudgetLimit app_daily = 4;
+   */
+  appDaily?: BudgetLimit | undefined;
+};
+
+/**
+ * Describes the message agentrunner.v1.BudgetsConfig.
+ * Use `create(BudgetsConfigSchema)` to create a new message.
+ */
+export const BudgetsConfigSchema: GenMessage<BudgetsConfig> = /*@__PURE__*/
+  messageDesc(file_agentrunner_v1_config, 6);
+
+/**
+ * BudgetLimit is a cap in tokens, in money, or both (whichever is reached
+ * first). Zero means no cap of that kind.
+ *
+ * @generated from message agentrunner.v1.BudgetLimit
+ */
+export type BudgetLimit = Message<"agentrunner.v1.BudgetLimit"> & {
+  /**
+   * Total tokens (UsageMetadata.total_token_count summed).
+   *
+   * @generated from field: int64 tokens = 1;
+   */
+  tokens: bigint;
+
+  /**
+   * Money in the models' currency, at most six decimals: 2.5 is 2.50.
+   * Calls of models without a price do not count against it.
+   *
+   * @generated from field: double cost = 2;
+   */
+  cost: number;
+};
+
+/**
+ * Describes the message agentrunner.v1.BudgetLimit.
+ * Use `create(BudgetLimitSchema)` to create a new message.
+ */
+export const BudgetLimitSchema: GenMessage<BudgetLimit> = /*@__PURE__*/
+  messageDesc(file_agentrunner_v1_config, 7);
 
 /**
  * MemoryConfig says how the app's sessions get into long-term memory,
@@ -346,7 +508,7 @@ export type MemoryConfig = Message<"agentrunner.v1.MemoryConfig"> & {
  * Use `create(MemoryConfigSchema)` to create a new message.
  */
 export const MemoryConfigSchema: GenMessage<MemoryConfig> = /*@__PURE__*/
-  messageDesc(file_agentrunner_v1_config, 5);
+  messageDesc(file_agentrunner_v1_config, 8);
 
 /**
  * ContextCacheConfig says how long a context cache lives and when one is
@@ -389,7 +551,7 @@ export type ContextCacheConfig = Message<"agentrunner.v1.ContextCacheConfig"> & 
  * Use `create(ContextCacheConfigSchema)` to create a new message.
  */
 export const ContextCacheConfigSchema: GenMessage<ContextCacheConfig> = /*@__PURE__*/
-  messageDesc(file_agentrunner_v1_config, 6);
+  messageDesc(file_agentrunner_v1_config, 9);
 
 /**
  * CompactionConfig makes a summarizing model condense the older events of
@@ -461,7 +623,7 @@ export type CompactionConfig = Message<"agentrunner.v1.CompactionConfig"> & {
  * Use `create(CompactionConfigSchema)` to create a new message.
  */
 export const CompactionConfigSchema: GenMessage<CompactionConfig> = /*@__PURE__*/
-  messageDesc(file_agentrunner_v1_config, 7);
+  messageDesc(file_agentrunner_v1_config, 10);
 
 /**
  * McpServerConfig is an MCP server: a command run over stdio, or a
@@ -536,7 +698,7 @@ export type McpServerConfig = Message<"agentrunner.v1.McpServerConfig"> & {
  * Use `create(McpServerConfigSchema)` to create a new message.
  */
 export const McpServerConfigSchema: GenMessage<McpServerConfig> = /*@__PURE__*/
-  messageDesc(file_agentrunner_v1_config, 8);
+  messageDesc(file_agentrunner_v1_config, 11);
 
 /**
  * McpToolsConfig gives an LLM agent tools of one of its app's MCP servers.
@@ -564,7 +726,7 @@ export type McpToolsConfig = Message<"agentrunner.v1.McpToolsConfig"> & {
  * Use `create(McpToolsConfigSchema)` to create a new message.
  */
 export const McpToolsConfigSchema: GenMessage<McpToolsConfig> = /*@__PURE__*/
-  messageDesc(file_agentrunner_v1_config, 9);
+  messageDesc(file_agentrunner_v1_config, 12);
 
 /**
  * AgentConfig is one agent of a tree. Exactly one kind must be set.
@@ -638,7 +800,7 @@ export type AgentConfig = Message<"agentrunner.v1.AgentConfig"> & {
  * Use `create(AgentConfigSchema)` to create a new message.
  */
 export const AgentConfigSchema: GenMessage<AgentConfig> = /*@__PURE__*/
-  messageDesc(file_agentrunner_v1_config, 10);
+  messageDesc(file_agentrunner_v1_config, 13);
 
 /**
  * LlmAgentConfig configures an LLM agent.
@@ -749,7 +911,7 @@ export type LlmAgentConfig = Message<"agentrunner.v1.LlmAgentConfig"> & {
  * Use `create(LlmAgentConfigSchema)` to create a new message.
  */
 export const LlmAgentConfigSchema: GenMessage<LlmAgentConfig> = /*@__PURE__*/
-  messageDesc(file_agentrunner_v1_config, 11);
+  messageDesc(file_agentrunner_v1_config, 14);
 
 /**
  * FunctionToolConfig declares a function tool that the caller executes.
@@ -799,7 +961,7 @@ export type FunctionToolConfig = Message<"agentrunner.v1.FunctionToolConfig"> & 
  * Use `create(FunctionToolConfigSchema)` to create a new message.
  */
 export const FunctionToolConfigSchema: GenMessage<FunctionToolConfig> = /*@__PURE__*/
-  messageDesc(file_agentrunner_v1_config, 12);
+  messageDesc(file_agentrunner_v1_config, 15);
 
 /**
  * SequentialAgentConfig configures a sequential agent. It has no options.
@@ -814,7 +976,7 @@ export type SequentialAgentConfig = Message<"agentrunner.v1.SequentialAgentConfi
  * Use `create(SequentialAgentConfigSchema)` to create a new message.
  */
 export const SequentialAgentConfigSchema: GenMessage<SequentialAgentConfig> = /*@__PURE__*/
-  messageDesc(file_agentrunner_v1_config, 13);
+  messageDesc(file_agentrunner_v1_config, 16);
 
 /**
  * ParallelAgentConfig configures a parallel agent. It has no options.
@@ -829,7 +991,7 @@ export type ParallelAgentConfig = Message<"agentrunner.v1.ParallelAgentConfig"> 
  * Use `create(ParallelAgentConfigSchema)` to create a new message.
  */
 export const ParallelAgentConfigSchema: GenMessage<ParallelAgentConfig> = /*@__PURE__*/
-  messageDesc(file_agentrunner_v1_config, 14);
+  messageDesc(file_agentrunner_v1_config, 17);
 
 /**
  * LoopAgentConfig configures a loop agent.
@@ -851,7 +1013,7 @@ export type LoopAgentConfig = Message<"agentrunner.v1.LoopAgentConfig"> & {
  * Use `create(LoopAgentConfigSchema)` to create a new message.
  */
 export const LoopAgentConfigSchema: GenMessage<LoopAgentConfig> = /*@__PURE__*/
-  messageDesc(file_agentrunner_v1_config, 15);
+  messageDesc(file_agentrunner_v1_config, 18);
 
 /**
  * IncludeContents selects the history an LLM agent sends to its model.

@@ -14,7 +14,7 @@ import type { JsonObject, Message } from "@bufbuild/protobuf";
  * Describes the file agentrunner/v1/event.proto.
  */
 export const file_agentrunner_v1_event: GenFile = /*@__PURE__*/
-  fileDesc("ChphZ2VudHJ1bm5lci92MS9ldmVudC5wcm90bxIOYWdlbnRydW5uZXIudjEi9AQKBUV2ZW50EgoKAmlkGAEgASgJEhUKDWludm9jYXRpb25faWQYAiABKAkSDgoGYXV0aG9yGAMgASgJEg4KBmJyYW5jaBgEIAEoCRItCgl0aW1lc3RhbXAYBSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEhAKCHNlcXVlbmNlGAYgASgEEigKB2NvbnRlbnQYByABKAsyFy5hZ2VudHJ1bm5lci52MS5Db250ZW50Eg8KB3BhcnRpYWwYCCABKAgSFQoNdHVybl9jb21wbGV0ZRgJIAEoCBISCgplcnJvcl9jb2RlGAogASgJEhUKDWVycm9yX21lc3NhZ2UYCyABKAkSLQoHYWN0aW9ucxgMIAEoCzIcLmFnZW50cnVubmVyLnYxLkV2ZW50QWN0aW9ucxIdChVsb25nX3J1bm5pbmdfdG9vbF9pZHMYDSADKAkSNQoOdXNhZ2VfbWV0YWRhdGEYDiABKAsyHS5hZ2VudHJ1bm5lci52MS5Vc2FnZU1ldGFkYXRhEhUKDWZpbmlzaF9yZWFzb24YDyABKAkSFQoNbW9kZWxfdmVyc2lvbhgQIAEoCRI7ChFjaXRhdGlvbl9tZXRhZGF0YRgRIAEoCzIgLmFnZW50cnVubmVyLnYxLkNpdGF0aW9uTWV0YWRhdGESMwoSZ3JvdW5kaW5nX21ldGFkYXRhGBIgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBIwCg9jdXN0b21fbWV0YWRhdGEYEyABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0EhMKC2ludGVycnVwdGVkGBQgASgIIj8KEENpdGF0aW9uTWV0YWRhdGESKwoJY2l0YXRpb25zGAEgAygLMhguYWdlbnRydW5uZXIudjEuQ2l0YXRpb24ieQoIQ2l0YXRpb24SEwoLc3RhcnRfaW5kZXgYASABKAUSEQoJZW5kX2luZGV4GAIgASgFEgsKA3VyaRgDIAEoCRINCgV0aXRsZRgEIAEoCRIPCgdsaWNlbnNlGAUgASgJEhgKEHB1YmxpY2F0aW9uX2RhdGUYBiABKAkiuQIKDEV2ZW50QWN0aW9ucxIsCgtzdGF0ZV9kZWx0YRgBIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSRwoOYXJ0aWZhY3RfZGVsdGEYAiADKAsyLy5hZ2VudHJ1bm5lci52MS5FdmVudEFjdGlvbnMuQXJ0aWZhY3REZWx0YUVudHJ5EhkKEXRyYW5zZmVyX3RvX2FnZW50GAMgASgJEhAKCGVzY2FsYXRlGAQgASgIEhoKEnNraXBfc3VtbWFyaXphdGlvbhgFIAEoCBIzCgpjb21wYWN0aW9uGAYgASgLMh8uYWdlbnRydW5uZXIudjEuRXZlbnRDb21wYWN0aW9uGjQKEkFydGlmYWN0RGVsdGFFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAM6AjgBInoKD0V2ZW50Q29tcGFjdGlvbhIWCg5zdGFydF9zZXF1ZW5jZRgBIAEoBBIUCgxlbmRfc2VxdWVuY2UYAiABKAQSKAoHc3VtbWFyeRgDIAEoCzIXLmFnZW50cnVubmVyLnYxLkNvbnRlbnQSDwoHYXV0aG9ycxgEIAMoCSKfBAoNVXNhZ2VNZXRhZGF0YRIaChJwcm9tcHRfdG9rZW5fY291bnQYASABKAUSHgoWY2FuZGlkYXRlc190b2tlbl9jb3VudBgCIAEoBRIcChR0aG91Z2h0c190b2tlbl9jb3VudBgDIAEoBRIiChpjYWNoZWRfY29udGVudF90b2tlbl9jb3VudBgEIAEoBRIjCht0b29sX3VzZV9wcm9tcHRfdG9rZW5fY291bnQYBSABKAUSGQoRdG90YWxfdG9rZW5fY291bnQYBiABKAUSQQoVcHJvbXB0X3Rva2Vuc19kZXRhaWxzGAcgAygLMiIuYWdlbnRydW5uZXIudjEuTW9kYWxpdHlUb2tlbkNvdW50EkAKFGNhY2hlX3Rva2Vuc19kZXRhaWxzGAggAygLMiIuYWdlbnRydW5uZXIudjEuTW9kYWxpdHlUb2tlbkNvdW50EkUKGWNhbmRpZGF0ZXNfdG9rZW5zX2RldGFpbHMYCSADKAsyIi5hZ2VudHJ1bm5lci52MS5Nb2RhbGl0eVRva2VuQ291bnQSSgoedG9vbF91c2VfcHJvbXB0X3Rva2Vuc19kZXRhaWxzGAogAygLMiIuYWdlbnRydW5uZXIudjEuTW9kYWxpdHlUb2tlbkNvdW50EiIKGmNhY2hlX2NyZWF0aW9uX3Rva2VuX2NvdW50GAsgASgFEhQKDHRyYWZmaWNfdHlwZRgMIAEoCSI7ChJNb2RhbGl0eVRva2VuQ291bnQSEAoIbW9kYWxpdHkYASABKAkSEwoLdG9rZW5fY291bnQYAiABKAViBnByb3RvMw", [file_agentrunner_v1_content, file_google_protobuf_struct, file_google_protobuf_timestamp]);
+  fileDesc("ChphZ2VudHJ1bm5lci92MS9ldmVudC5wcm90bxIOYWdlbnRydW5uZXIudjEimAUKBUV2ZW50EgoKAmlkGAEgASgJEhUKDWludm9jYXRpb25faWQYAiABKAkSDgoGYXV0aG9yGAMgASgJEg4KBmJyYW5jaBgEIAEoCRItCgl0aW1lc3RhbXAYBSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEhAKCHNlcXVlbmNlGAYgASgEEigKB2NvbnRlbnQYByABKAsyFy5hZ2VudHJ1bm5lci52MS5Db250ZW50Eg8KB3BhcnRpYWwYCCABKAgSFQoNdHVybl9jb21wbGV0ZRgJIAEoCBISCgplcnJvcl9jb2RlGAogASgJEhUKDWVycm9yX21lc3NhZ2UYCyABKAkSLQoHYWN0aW9ucxgMIAEoCzIcLmFnZW50cnVubmVyLnYxLkV2ZW50QWN0aW9ucxIdChVsb25nX3J1bm5pbmdfdG9vbF9pZHMYDSADKAkSNQoOdXNhZ2VfbWV0YWRhdGEYDiABKAsyHS5hZ2VudHJ1bm5lci52MS5Vc2FnZU1ldGFkYXRhEhUKDWZpbmlzaF9yZWFzb24YDyABKAkSFQoNbW9kZWxfdmVyc2lvbhgQIAEoCRI7ChFjaXRhdGlvbl9tZXRhZGF0YRgRIAEoCzIgLmFnZW50cnVubmVyLnYxLkNpdGF0aW9uTWV0YWRhdGESMwoSZ3JvdW5kaW5nX21ldGFkYXRhGBIgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBIwCg9jdXN0b21fbWV0YWRhdGEYEyABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0EhMKC2ludGVycnVwdGVkGBQgASgIEiIKBGNvc3QYFSABKAsyFC5hZ2VudHJ1bm5lci52MS5Db3N0Ik8KBENvc3QSEAoIY3VycmVuY3kYASABKAkSDgoGbWljcm9zGAIgASgDEhYKDnVucHJpY2VkX2NhbGxzGAMgASgDEg0KBW1vZGVsGAQgASgJIj8KEENpdGF0aW9uTWV0YWRhdGESKwoJY2l0YXRpb25zGAEgAygLMhguYWdlbnRydW5uZXIudjEuQ2l0YXRpb24ieQoIQ2l0YXRpb24SEwoLc3RhcnRfaW5kZXgYASABKAUSEQoJZW5kX2luZGV4GAIgASgFEgsKA3VyaRgDIAEoCRINCgV0aXRsZRgEIAEoCRIPCgdsaWNlbnNlGAUgASgJEhgKEHB1YmxpY2F0aW9uX2RhdGUYBiABKAkiuQIKDEV2ZW50QWN0aW9ucxIsCgtzdGF0ZV9kZWx0YRgBIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSRwoOYXJ0aWZhY3RfZGVsdGEYAiADKAsyLy5hZ2VudHJ1bm5lci52MS5FdmVudEFjdGlvbnMuQXJ0aWZhY3REZWx0YUVudHJ5EhkKEXRyYW5zZmVyX3RvX2FnZW50GAMgASgJEhAKCGVzY2FsYXRlGAQgASgIEhoKEnNraXBfc3VtbWFyaXphdGlvbhgFIAEoCBIzCgpjb21wYWN0aW9uGAYgASgLMh8uYWdlbnRydW5uZXIudjEuRXZlbnRDb21wYWN0aW9uGjQKEkFydGlmYWN0RGVsdGFFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAM6AjgBInoKD0V2ZW50Q29tcGFjdGlvbhIWCg5zdGFydF9zZXF1ZW5jZRgBIAEoBBIUCgxlbmRfc2VxdWVuY2UYAiABKAQSKAoHc3VtbWFyeRgDIAEoCzIXLmFnZW50cnVubmVyLnYxLkNvbnRlbnQSDwoHYXV0aG9ycxgEIAMoCSKfBAoNVXNhZ2VNZXRhZGF0YRIaChJwcm9tcHRfdG9rZW5fY291bnQYASABKAUSHgoWY2FuZGlkYXRlc190b2tlbl9jb3VudBgCIAEoBRIcChR0aG91Z2h0c190b2tlbl9jb3VudBgDIAEoBRIiChpjYWNoZWRfY29udGVudF90b2tlbl9jb3VudBgEIAEoBRIjCht0b29sX3VzZV9wcm9tcHRfdG9rZW5fY291bnQYBSABKAUSGQoRdG90YWxfdG9rZW5fY291bnQYBiABKAUSQQoVcHJvbXB0X3Rva2Vuc19kZXRhaWxzGAcgAygLMiIuYWdlbnRydW5uZXIudjEuTW9kYWxpdHlUb2tlbkNvdW50EkAKFGNhY2hlX3Rva2Vuc19kZXRhaWxzGAggAygLMiIuYWdlbnRydW5uZXIudjEuTW9kYWxpdHlUb2tlbkNvdW50EkUKGWNhbmRpZGF0ZXNfdG9rZW5zX2RldGFpbHMYCSADKAsyIi5hZ2VudHJ1bm5lci52MS5Nb2RhbGl0eVRva2VuQ291bnQSSgoedG9vbF91c2VfcHJvbXB0X3Rva2Vuc19kZXRhaWxzGAogAygLMiIuYWdlbnRydW5uZXIudjEuTW9kYWxpdHlUb2tlbkNvdW50EiIKGmNhY2hlX2NyZWF0aW9uX3Rva2VuX2NvdW50GAsgASgFEhQKDHRyYWZmaWNfdHlwZRgMIAEoCSJuCgVTcGVuZBIsCgV1c2FnZRgBIAEoCzIdLmFnZW50cnVubmVyLnYxLlVzYWdlTWV0YWRhdGESIgoEY29zdBgCIAEoCzIULmFnZW50cnVubmVyLnYxLkNvc3QSEwoLbW9kZWxfY2FsbHMYAyABKAMiOwoSTW9kYWxpdHlUb2tlbkNvdW50EhAKCG1vZGFsaXR5GAEgASgJEhMKC3Rva2VuX2NvdW50GAIgASgFYgZwcm90bzM", [file_agentrunner_v1_content, file_google_protobuf_struct, file_google_protobuf_timestamp]);
 
 /**
  * Event is one entry in a session's history: a user message, a model answer,
@@ -180,6 +180,14 @@ export type Event = Message<"agentrunner.v1.Event"> & {
    * @generated from field: bool interrupted = 20;
    */
   interrupted: boolean;
+
+  /**
+   * What the model call that produced the event cost, set with
+   * usage_metadata. Unset, or with unpriced_calls 1, the cost is unknown.
+   *
+   * @generated from field: agentrunner.v1.Cost cost = 21;
+   */
+  cost?: Cost | undefined;
 };
 
 /**
@@ -188,6 +196,55 @@ export type Event = Message<"agentrunner.v1.Event"> & {
  */
 export const EventSchema: GenMessage<Event> = /*@__PURE__*/
   messageDesc(file_agentrunner_v1_event, 0);
+
+/**
+ * Cost is what model calls cost in money: one call's on an event, a sum
+ * on a run, a session or a day.
+ *
+ * @generated from message agentrunner.v1.Cost
+ */
+export type Cost = Message<"agentrunner.v1.Cost"> & {
+  /**
+   * The currency of micros (ISO 4217, "USD"); empty when no call counted
+   * was priced.
+   *
+   * @generated from field: string currency = 1;
+   */
+  currency: string;
+
+  /**
+   * What the priced calls cost, in millionths of the currency: 1500000 is
+   * 1.50. Each call's cost is rounded to a whole micro-unit once; sums are
+   * exact sums of those.
+   *
+   * @generated from field: int64 micros = 2;
+   */
+  micros: bigint;
+
+  /**
+   * Calls counted here whose model has no price: their cost is unknown and
+   * not in micros. A sum with unpriced calls is a lower bound; with only
+   * unpriced calls the cost is unknown, not zero.
+   *
+   * @generated from field: int64 unpriced_calls = 3;
+   */
+  unpricedCalls: bigint;
+
+  /**
+   * The models entry whose price was applied (the name agents give, not
+   * the provider's model version); set on an event's cost only.
+   *
+   * @generated from field: string model = 4;
+   */
+  model: string;
+};
+
+/**
+ * Describes the message agentrunner.v1.Cost.
+ * Use `create(CostSchema)` to create a new message.
+ */
+export const CostSchema: GenMessage<Cost> = /*@__PURE__*/
+  messageDesc(file_agentrunner_v1_event, 1);
 
 /**
  * CitationMetadata lists the sources an answer quotes.
@@ -206,7 +263,7 @@ export type CitationMetadata = Message<"agentrunner.v1.CitationMetadata"> & {
  * Use `create(CitationMetadataSchema)` to create a new message.
  */
 export const CitationMetadataSchema: GenMessage<CitationMetadata> = /*@__PURE__*/
-  messageDesc(file_agentrunner_v1_event, 1);
+  messageDesc(file_agentrunner_v1_event, 2);
 
 /**
  * Citation is one quoted source.
@@ -257,7 +314,7 @@ export type Citation = Message<"agentrunner.v1.Citation"> & {
  * Use `create(CitationSchema)` to create a new message.
  */
 export const CitationSchema: GenMessage<Citation> = /*@__PURE__*/
-  messageDesc(file_agentrunner_v1_event, 2);
+  messageDesc(file_agentrunner_v1_event, 3);
 
 /**
  * EventActions are the side effects of an event, applied when it is persisted.
@@ -320,7 +377,7 @@ export type EventActions = Message<"agentrunner.v1.EventActions"> & {
  * Use `create(EventActionsSchema)` to create a new message.
  */
 export const EventActionsSchema: GenMessage<EventActions> = /*@__PURE__*/
-  messageDesc(file_agentrunner_v1_event, 3);
+  messageDesc(file_agentrunner_v1_event, 4);
 
 /**
  * EventCompaction is a summary of a range of a session's events.
@@ -367,7 +424,7 @@ export type EventCompaction = Message<"agentrunner.v1.EventCompaction"> & {
  * Use `create(EventCompactionSchema)` to create a new message.
  */
 export const EventCompactionSchema: GenMessage<EventCompaction> = /*@__PURE__*/
-  messageDesc(file_agentrunner_v1_event, 4);
+  messageDesc(file_agentrunner_v1_event, 5);
 
 /**
  * UsageMetadata counts the tokens of one model call.
@@ -463,7 +520,43 @@ export type UsageMetadata = Message<"agentrunner.v1.UsageMetadata"> & {
  * Use `create(UsageMetadataSchema)` to create a new message.
  */
 export const UsageMetadataSchema: GenMessage<UsageMetadata> = /*@__PURE__*/
-  messageDesc(file_agentrunner_v1_event, 5);
+  messageDesc(file_agentrunner_v1_event, 6);
+
+/**
+ * Spend is what model calls used and cost over some span: a day of an
+ * app, of a user or of a model.
+ *
+ * @generated from message agentrunner.v1.Spend
+ */
+export type Spend = Message<"agentrunner.v1.Spend"> & {
+  /**
+   * Tokens summed over the calls.
+   *
+   * @generated from field: agentrunner.v1.UsageMetadata usage = 1;
+   */
+  usage?: UsageMetadata | undefined;
+
+  /**
+   * Their cost.
+   *
+   * @generated from field: agentrunner.v1.Cost cost = 2;
+   */
+  cost?: Cost | undefined;
+
+  /**
+   * How many model calls reported usage.
+   *
+   * @generated from field: int64 model_calls = 3;
+   */
+  modelCalls: bigint;
+};
+
+/**
+ * Describes the message agentrunner.v1.Spend.
+ * Use `create(SpendSchema)` to create a new message.
+ */
+export const SpendSchema: GenMessage<Spend> = /*@__PURE__*/
+  messageDesc(file_agentrunner_v1_event, 7);
 
 /**
  * ModalityTokenCount is a token count of one modality.
@@ -489,5 +582,5 @@ export type ModalityTokenCount = Message<"agentrunner.v1.ModalityTokenCount"> & 
  * Use `create(ModalityTokenCountSchema)` to create a new message.
  */
 export const ModalityTokenCountSchema: GenMessage<ModalityTokenCount> = /*@__PURE__*/
-  messageDesc(file_agentrunner_v1_event, 6);
+  messageDesc(file_agentrunner_v1_event, 8);
 

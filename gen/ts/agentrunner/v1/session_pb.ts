@@ -4,7 +4,7 @@
 
 import type { GenFile, GenMessage } from "@bufbuild/protobuf/codegenv2";
 import { fileDesc, messageDesc } from "@bufbuild/protobuf/codegenv2";
-import type { UsageMetadata } from "./event_pb.js";
+import type { Cost, UsageMetadata } from "./event_pb.js";
 import { file_agentrunner_v1_event } from "./event_pb.js";
 import type { Timestamp } from "@bufbuild/protobuf/wkt";
 import { file_google_protobuf_struct, file_google_protobuf_timestamp } from "@bufbuild/protobuf/wkt";
@@ -14,7 +14,7 @@ import type { JsonObject, Message } from "@bufbuild/protobuf";
  * Describes the file agentrunner/v1/session.proto.
  */
 export const file_agentrunner_v1_session: GenFile = /*@__PURE__*/
-  fileDesc("ChxhZ2VudHJ1bm5lci92MS9zZXNzaW9uLnByb3RvEg5hZ2VudHJ1bm5lci52MSKrAgoHU2Vzc2lvbhIQCghhcHBfbmFtZRgBIAEoCRIPCgd1c2VyX2lkGAIgASgJEhIKCnNlc3Npb25faWQYAyABKAkSJgoFc3RhdGUYBCABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0Ei8KC2NyZWF0ZV90aW1lGAUgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIvCgt1cGRhdGVfdGltZRgGIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASFQoNbGFzdF9zZXF1ZW5jZRgHIAEoBBIsCgV1c2FnZRgIIAEoCzIdLmFnZW50cnVubmVyLnYxLlVzYWdlTWV0YWRhdGESGgoSY29tcGFjdGVkX3NlcXVlbmNlGAkgASgEYgZwcm90bzM", [file_agentrunner_v1_event, file_google_protobuf_struct, file_google_protobuf_timestamp]);
+  fileDesc("ChxhZ2VudHJ1bm5lci92MS9zZXNzaW9uLnByb3RvEg5hZ2VudHJ1bm5lci52MSLPAgoHU2Vzc2lvbhIQCghhcHBfbmFtZRgBIAEoCRIPCgd1c2VyX2lkGAIgASgJEhIKCnNlc3Npb25faWQYAyABKAkSJgoFc3RhdGUYBCABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0Ei8KC2NyZWF0ZV90aW1lGAUgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIvCgt1cGRhdGVfdGltZRgGIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASFQoNbGFzdF9zZXF1ZW5jZRgHIAEoBBIsCgV1c2FnZRgIIAEoCzIdLmFnZW50cnVubmVyLnYxLlVzYWdlTWV0YWRhdGESGgoSY29tcGFjdGVkX3NlcXVlbmNlGAkgASgEEiIKBGNvc3QYCiABKAsyFC5hZ2VudHJ1bm5lci52MS5Db3N0YgZwcm90bzM", [file_agentrunner_v1_event, file_google_protobuf_struct, file_google_protobuf_timestamp]);
 
 /**
  * Session is one conversation between a user and an app. Its events are
@@ -90,6 +90,13 @@ export type Session = Message<"agentrunner.v1.Session"> & {
    * @generated from field: uint64 compacted_sequence = 9;
    */
   compactedSequence: bigint;
+
+  /**
+   * What the session's model calls cost, summed like usage.
+   *
+   * @generated from field: agentrunner.v1.Cost cost = 10;
+   */
+  cost?: Cost | undefined;
 };
 
 /**
