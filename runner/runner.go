@@ -12,6 +12,7 @@ import (
 
 	agentrunnerv1 "github.com/agentrunner/agentrunner/gen/go/agentrunner/v1"
 	"github.com/agentrunner/agentrunner/runner/agent"
+	"github.com/agentrunner/agentrunner/runner/internal/budget"
 	"github.com/agentrunner/agentrunner/runner/internal/history"
 	"github.com/agentrunner/agentrunner/runner/internal/live"
 	"github.com/agentrunner/agentrunner/runner/internal/replica"
@@ -67,6 +68,18 @@ const DefaultLeaseTTL = replica.DefaultLeaseTTL
 // Update is one element of a run stream (see live.Update): the run
 // record, a partial or complete event, or an in-band error.
 type Update = live.Update
+
+// Budgets cap what an app's runs spend: per run, per session, per user
+// per UTC day and for the app per UTC day, each in tokens, money or both.
+// A run that would start over one is refused with an error wrapping
+// agent.ErrBudgetExceeded (an *agent.BudgetError naming it); a run that
+// reaches one stops before its next model call with that error in band
+// and ends RUN_STATUS_FAILED. See package budget for how spend is counted
+// and by how much runs in flight may pass a shared budget.
+type Budgets = budget.Budgets
+
+// BudgetLimit is one cap of Budgets.
+type BudgetLimit = budget.Limit
 
 // Compaction configures how a Runner condenses the older events of long
 // sessions into compaction events (see turn.Compaction).
@@ -167,6 +180,10 @@ type Config struct {
 	// Compaction condenses long sessions' older events into summaries
 	// (see Compaction); the zero value compacts nothing.
 	Compaction Compaction
+	// Budgets cap what the app's runs spend (see Budgets); the zero
+	// value caps nothing. Daily budgets need a Store that keeps the days'
+	// spend (store.SpendStore, as every store of this module does).
+	Budgets Budgets
 	// Replica names this process among the replicas that share Store,
 	// when Store hands out session leases (store.SessionLeaser): every
 	// execution of a run holds its session's lease, named after the run
@@ -252,6 +269,12 @@ func New(cfg Config) (*Runner, error) {
 		Memory: cfg.Memory, AddToMemory: cfg.AddSessionsToMemory && cfg.Memory != nil,
 		History:    history.New(cfg.HistoryEvents, cfg.HistoryCacheEvents, cfg.HistoryCacheBytes),
 		Compaction: cfg.Compaction, Now: r.now, NewID: r.newID, Log: r.log,
+		Budgets: cfg.Budgets,
+	}
+	if sr, ok := cfg.Store.(budget.Reader); ok {
+		r.env.Spend = sr
+	} else if cfg.Budgets.UserDaily != (BudgetLimit{}) || cfg.Budgets.AppDaily != (BudgetLimit{}) {
+		return nil, fmt.Errorf("new runner %s: daily budgets need a store that keeps the days' spend", cfg.AppName)
 	}
 	r.mode = replica.New(replica.Config{
 		AppName: cfg.AppName, Store: cfg.Store, Replica: cfg.Replica,

@@ -3,6 +3,12 @@ package server
 import (
 	"context"
 	"errors"
+	"strconv"
+	"time"
+
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
+	"google.golang.org/protobuf/protoadapt"
+	"google.golang.org/protobuf/types/known/durationpb"
 
 	agentrunnerv1 "github.com/agentrunner/agentrunner/gen/go/agentrunner/v1"
 	"github.com/agentrunner/agentrunner/runner"
@@ -28,6 +34,10 @@ func (s *Server) toStatus(ctx context.Context, err error) error {
 	}
 	if _, ok := status.FromError(err); ok {
 		return err
+	}
+	var be *agent.BudgetError
+	if errors.As(err, &be) {
+		return budgetStatus(be)
 	}
 	if c, ok := codeOf(err); ok {
 		return status.Error(c, err.Error())
@@ -66,10 +76,35 @@ func codeOf(err error) (c codes.Code, ok bool) {
 		return codes.Unavailable, true
 	case errors.Is(err, runner.ErrNotResumable), errors.Is(err, runner.ErrAppUnavailable):
 		return codes.FailedPrecondition, true
-	case errors.Is(err, agent.ErrMaxLLMCalls):
+	case errors.Is(err, agent.ErrMaxLLMCalls), errors.Is(err, agent.ErrBudgetExceeded):
 		return codes.ResourceExhausted, true
 	}
 	return codes.Unknown, false
+}
+
+// budgetStatus is RESOURCE_EXHAUSTED for a run refused by a budget, with
+// what a client needs to act on it as details: a QuotaFailure naming the
+// budget and what spent it, an ErrorInfo with the limit, the spend and the
+// reset time as values, and, for a daily budget, a RetryInfo saying when
+// it resets.
+func budgetStatus(be *agent.BudgetError) error {
+	st := status.New(codes.ResourceExhausted, be.Error())
+	meta := map[string]string{
+		"budget": be.Budget, "app": be.App, "subject": be.Subject, "unit": be.Unit,
+		"limit": strconv.FormatInt(be.Limit, 10), "spent": strconv.FormatInt(be.Spent, 10),
+	}
+	details := []protoadapt.MessageV1{
+		&errdetails.QuotaFailure{Violations: []*errdetails.QuotaFailure_Violation{{Subject: be.Subject, Description: be.Error()}}},
+		&errdetails.ErrorInfo{Reason: "BUDGET_EXCEEDED", Domain: "agentrunner", Metadata: meta},
+	}
+	if !be.ResetsAt.IsZero() {
+		meta["resets_at"] = be.ResetsAt.UTC().Format(time.RFC3339)
+		details = append(details, &errdetails.RetryInfo{RetryDelay: durationpb.New(time.Until(be.ResetsAt).Round(time.Second))})
+	}
+	if d, err := st.WithDetails(details...); err == nil {
+		st = d
+	}
+	return st.Err()
 }
 
 // agentStatus converts an agent's error into the in-band status of a

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
+	"time"
 )
 
 // ErrMaxLLMCalls ends a run that reached its max_llm_calls limit.
@@ -51,4 +53,57 @@ func asAgentError(ctx context.Context, name string, err error) error {
 		return err
 	}
 	return &AgentError{Agent: name, Err: err}
+}
+
+// ErrBudgetExceeded is what every *BudgetError wraps: a run was refused,
+// or stopped before a model call, because a budget of its app was
+// reached.
+var ErrBudgetExceeded = errors.New("budget exceeded")
+
+// BudgetError names the budget a run reached: which one, its limit, what
+// was spent, and when it resets.
+type BudgetError struct {
+	// Budget is "run", "session", "user_daily" or "app_daily"; App the
+	// app whose budget it is.
+	Budget, App string
+	// Subject is what spent: "run:<id>", "session:<id>", "user:<id>" or
+	// "app:<name>".
+	Subject string
+	// Unit is "tokens" or the currency of Limit and Spent, which are
+	// then micro-units.
+	Unit         string
+	Limit, Spent int64
+	// ResetsAt is when a daily budget starts again (the next UTC
+	// midnight); zero for the others, which never reset.
+	ResetsAt time.Time
+}
+
+func (e *BudgetError) Error() string {
+	amount := func(v int64) string {
+		if e.Unit == "tokens" {
+			return fmt.Sprintf("%d tokens", v)
+		}
+		return FormatMicros(v) + " " + e.Unit
+	}
+	msg := fmt.Sprintf("budget %s of app %q reached: %s spent %s of %s", e.Budget, e.App, e.Subject, amount(e.Spent), amount(e.Limit))
+	if !e.ResetsAt.IsZero() {
+		msg += "; it resets at " + e.ResetsAt.UTC().Format(time.RFC3339)
+	}
+	return msg
+}
+
+func (e *BudgetError) Unwrap() error { return ErrBudgetExceeded }
+
+// FormatMicros writes an amount of micro-units in units, with at least
+// two decimals and at most six: 1500000 is "1.50", 1234 is "0.001234".
+func FormatMicros(v int64) string {
+	sign := ""
+	if v < 0 {
+		sign, v = "-", -v
+	}
+	frac := strings.TrimRight(fmt.Sprintf("%06d", v%1_000_000), "0")
+	for len(frac) < 2 {
+		frac += "0"
+	}
+	return fmt.Sprintf("%s%d.%s", sign, v/1_000_000, frac)
 }

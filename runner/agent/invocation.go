@@ -54,6 +54,17 @@ type InvocationConfig struct {
 	// RetryCalls are calls of the session a resumed run runs again because
 	// its caller asked: calls a crash left started and unfinished.
 	RetryCalls []string
+	// Budget, when set, is asked before every model call whether the run
+	// may make it, given what the events recorded in this invocation
+	// spent; an error (a *BudgetError) ends the invocation and is
+	// delivered in band. nil allows every call.
+	Budget func(ctx context.Context, spent Spent) error
+}
+
+// Spent is what model calls spent: tokens (total_token_count) and
+// micro-units of money (of the calls that had a price).
+type Spent struct {
+	Tokens, Micros int64
 }
 
 // Invocation is the runner's side of one run: the session view every agent
@@ -63,6 +74,10 @@ type Invocation struct {
 	cfg         InvocationConfig
 	userContent *agentrunnerv1.Content
 	llmCalls    atomic.Int64
+	// spentTokens and spentMicros sum the usage of the events recorded:
+	// parallel branches read them (countLLMCall) while the runner adds.
+	spentTokens atomic.Int64
+	spentMicros atomic.Int64
 	ended       atomic.Bool
 	hooks       Hooks
 	log         *slog.Logger
@@ -94,6 +109,10 @@ func (inv *Invocation) Context(ctx context.Context, a Agent) InvocationContext {
 	return &invocationContext{Context: ctx, inv: inv, agent: a, pending: &pendingActions{}}
 }
 
+// SetBudget sets the invocation's Budget (see InvocationConfig), before
+// it runs.
+func (inv *Invocation) SetBudget(f func(ctx context.Context, spent Spent) error) { inv.cfg.Budget = f }
+
 // SetUserContent records the stored user message the run answers.
 func (inv *Invocation) SetUserContent(c *agentrunnerv1.Content) { inv.userContent = c }
 
@@ -112,6 +131,10 @@ func (inv *Invocation) Record(delta *structpb.Struct, stored *agentrunnerv1.Even
 	}
 	if stored != nil {
 		inv.events = append(inv.events, stored)
+		if u := stored.GetUsageMetadata(); u != nil {
+			inv.spentTokens.Add(int64(u.GetTotalTokenCount()))
+			inv.spentMicros.Add(stored.GetCost().GetMicros())
+		}
 	}
 }
 
@@ -127,13 +150,21 @@ func (inv *Invocation) Events() []*agentrunnerv1.Event {
 func (inv *Invocation) Ended() bool { return inv.ended.Load() }
 
 // countLLMCall records a model call and fails once the run's limit is
-// passed.
-func (inv *Invocation) countLLMCall() error {
+// passed, or its budget reached; a budget reached ends the invocation,
+// so that workflow agents (a loop) stop too.
+func (inv *Invocation) countLLMCall(ctx context.Context) error {
 	n := inv.llmCalls.Add(1)
 	if max := inv.cfg.MaxLLMCalls; max >= 0 && n > max {
 		return fmt.Errorf("invocation %s: more than %d LLM calls: %w", inv.cfg.ID, max, ErrMaxLLMCalls)
 	}
-	return nil
+	if inv.cfg.Budget == nil {
+		return nil
+	}
+	err := inv.cfg.Budget(ctx, Spent{Tokens: inv.spentTokens.Load(), Micros: inv.spentMicros.Load()})
+	if err != nil {
+		inv.ended.Store(true)
+	}
+	return err
 }
 
 func (inv *Invocation) getState(key string) (*structpb.Value, bool) {

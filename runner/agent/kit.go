@@ -40,7 +40,10 @@ func WithBranch(ctx InvocationContext, c context.Context, branch string) Invocat
 // CountModelCall counts a model call against the run's max_llm_calls; past
 // the limit it returns an error wrapping ErrMaxLLMCalls, which ends the
 // run. An agent calls it before every model call it makes.
-func CountModelCall(ctx CallbackContext) error { return ctx.impl().inv.countLLMCall() }
+func CountModelCall(ctx CallbackContext) error {
+	ic := ctx.impl()
+	return ic.inv.countLLMCall(ic)
+}
 
 // NewID returns a fresh id from the runner's generator.
 func NewID(ctx CallbackContext) string { return ctx.impl().inv.cfg.NewID() }

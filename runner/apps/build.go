@@ -51,6 +51,7 @@ func (bl Builder) Build(ctx context.Context, cfg *agentrunnerv1.AppsConfig) (app
 		log = slog.New(slog.DiscardHandler)
 	}
 	b := builder{models: bl.Models, cache: map[string]model.Model{}, log: log}
+	b.currency = validateCurrencies(cfg.GetModels(), &errList{}) // validated: one currency
 	defer func() {
 		if err != nil {
 			for _, a := range apps {
@@ -100,7 +101,7 @@ func (b *builder) app(ctx context.Context, app *agentrunnerv1.AppConfig, path st
 		return App{}, err
 	}
 	a := App{Name: app.GetName(), Description: app.GetDescription(), Root: root, Compaction: compaction,
-		AddSessionsToMemory: app.GetMemory().GetAddSessions(), closer: closeAll}
+		AddSessionsToMemory: app.GetMemory().GetAddSessions(), Budgets: budgets(app.GetBudgets(), b.currency), closer: closeAll}
 	if len(b.missing) > 0 {
 		a.Unavailable = strings.Join(b.missing, "; ")
 		b.log.Warn("app unavailable: a model it uses has no credentials; its runs fail with FAILED_PRECONDITION until the server restarts with them", "app", a.Name, "reason", a.Unavailable)
@@ -165,6 +166,9 @@ type builder struct {
 	// context cache settings (nil for none).
 	appName      string
 	contextCache *model.CacheConfig
+	// currency is the file's priced models' currency ("" when none is
+	// priced).
+	currency string
 }
 
 // model returns the model named name, made once per Build. A model

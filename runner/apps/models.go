@@ -115,7 +115,7 @@ func validateModel(m *agentrunnerv1.ModelConfig, p string) error {
 	if m.GetOffline().GetChunks() < 0 {
 		return &Error{Path: p + ".offline.chunks", Msg: "must not be negative"}
 	}
-	return nil
+	return validatePrice(m.GetPrice(), p)
 }
 
 // checkModelRef checks an agent's model name against the models section.

@@ -33,6 +33,8 @@ type App struct {
 	// AddSessionsToMemory adds each session of the app to memory after
 	// each of its complete events (see runner.Config).
 	AddSessionsToMemory bool
+	// Budgets cap what the app's runs spend (see runner.Budgets).
+	Budgets runner.Budgets
 
 	// closer releases what the app holds (its MCP connections); set by
 	// Build.
@@ -97,6 +99,7 @@ func (g *Registry) Register(app App) (*runner.Runner, error) {
 		Store:               g.cfg.Store,
 		Memory:              g.cfg.Memory,
 		AddSessionsToMemory: app.AddSessionsToMemory,
+		Budgets:             app.Budgets,
 		Plugins:             g.cfg.Plugins,
 		Now:                 g.cfg.Now,
 		NewID:               g.cfg.NewID,

@@ -30,6 +30,7 @@ func Validate(cfg *agentrunnerv1.AppsConfig, opts ...Option) error {
 	}
 	var errs errList
 	models := validateModels(cfg.GetModels(), o, &errs)
+	currency := validateCurrencies(cfg.GetModels(), &errs)
 	apps := map[string]int{}
 	for i, app := range cfg.GetApps() {
 		path := fmt.Sprintf("apps[%d]", i)
@@ -42,6 +43,7 @@ func Validate(cfg *agentrunnerv1.AppsConfig, opts ...Option) error {
 			apps[app.GetName()] = i
 		}
 		validateApp(app, path, models, o, &errs)
+		validateBudgets(app, path, currency, &errs)
 	}
 	return errs.err()
 }

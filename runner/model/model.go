@@ -113,6 +113,9 @@ type Response struct {
 	ErrorMessage string
 	// Usage is the token usage of the call, on the final response.
 	Usage *agentrunnerv1.UsageMetadata
+	// Cost is what the call cost, set beside Usage by the wrapper that
+	// knows the model's price (package retry); nil when nobody priced it.
+	Cost *agentrunnerv1.Cost
 	// ModelVersion reported by the model.
 	ModelVersion string
 	// Citations are the sources the answer quotes, when the model reports

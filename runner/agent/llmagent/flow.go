@@ -350,6 +350,7 @@ func responseEvent(ctx agent.InvocationContext, r *model.Response, share bool) *
 		ErrorCode:         r.ErrorCode,
 		ErrorMessage:      r.ErrorMessage,
 		UsageMetadata:     r.Usage,
+		Cost:              r.Cost,
 		FinishReason:      r.FinishReason,
 		ModelVersion:      r.ModelVersion,
 		CitationMetadata:  r.Citations,

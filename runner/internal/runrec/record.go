@@ -87,7 +87,7 @@ func Fail(rec *agentrunnerv1.Run, err error, now time.Time) (unknown bool) {
 	rec.EndTime = timestamppb.New(now)
 	code, msg := CodeInternal, "internal error"
 	switch {
-	case errors.Is(err, agent.ErrMaxLLMCalls):
+	case errors.Is(err, agent.ErrMaxLLMCalls), errors.Is(err, agent.ErrBudgetExceeded):
 		code, msg = CodeResourceExhausted, err.Error()
 	case errors.Is(err, store.ErrInvalidArgument):
 		code, msg = CodeInvalidArgument, err.Error()
@@ -204,6 +204,7 @@ func AddUsage(rec *agentrunnerv1.Run, ev *agentrunnerv1.Event) {
 		return
 	}
 	rec.Usage = store.AddUsage(rec.Usage, u)
+	rec.Cost = store.AddEventCost(rec.Cost, ev)
 	if rec.UsageByAgent == nil {
 		rec.UsageByAgent = map[string]*agentrunnerv1.UsageMetadata{}
 	}
@@ -258,6 +259,8 @@ func InBandStatus(err error) *agentrunnerv1.Status {
 		code = CodeInvalidArgument
 	case errors.Is(err, store.ErrNotFound):
 		code = CodeNotFound
+	case errors.Is(err, agent.ErrBudgetExceeded):
+		code = CodeResourceExhausted
 	}
 	return &agentrunnerv1.Status{Code: code, Message: err.Error()}
 }

@@ -8,6 +8,7 @@ import (
 
 	agentrunnerv1 "github.com/agentrunner/agentrunner/gen/go/agentrunner/v1"
 	"github.com/agentrunner/agentrunner/runner/agent"
+	"github.com/agentrunner/agentrunner/runner/internal/budget"
 	"github.com/agentrunner/agentrunner/runner/internal/history"
 	"github.com/agentrunner/agentrunner/runner/memory"
 	"github.com/agentrunner/agentrunner/runner/plugin"
@@ -39,9 +40,13 @@ type Env struct {
 	AddToMemory bool           // add each run's session to Memory
 	History     *history.Cache
 	Compaction  Compaction
-	Now         func() time.Time
-	NewID       func() string
-	Log         *slog.Logger
+	// Budgets cap what the runs spend; Spend reads the days' spend for
+	// the daily ones (the store).
+	Budgets budget.Budgets
+	Spend   budget.Reader
+	Now     func() time.Time
+	NewID   func() string
+	Log     *slog.Logger
 }
 
 // Sink is where a turn's results go: the live run, which its readers

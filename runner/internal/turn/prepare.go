@@ -26,6 +26,12 @@ func Prepare(ctx context.Context, env *Env, job *Job) (*Prepared, error) {
 	if err := checkResponses(events, job.Message); err != nil {
 		return nil, err
 	}
+	if chk := env.Budgets.ForRun(env.Spend, sess, &agentrunnerv1.Run{RunId: job.ID}, env.Now); chk != nil {
+		// Refused before anything is stored.
+		if err := chk.Start(ctx); err != nil {
+			return nil, err
+		}
+	}
 	waiting, err := env.findWaiting(ctx, events, job.Message)
 	if err != nil {
 		return nil, err

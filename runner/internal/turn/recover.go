@@ -18,7 +18,7 @@ import (
 func MarkInterrupted(ctx context.Context, env *Env, rec *agentrunnerv1.Run) error {
 	key := store.RunKey(rec)
 	author := env.Tree.Root().Name()
-	rec.Usage, rec.UsageByAgent = nil, nil // counted again from what is stored
+	rec.Usage, rec.UsageByAgent, rec.Cost = nil, nil, nil // counted again from what is stored
 	var events []*agentrunnerv1.Event
 	err := env.scanRun(ctx, rec, func(ev *agentrunnerv1.Event) {
 		if ev.GetAuthor() != agent.UserAuthor {

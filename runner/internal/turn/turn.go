@@ -57,6 +57,9 @@ type invocation struct {
 // (see history).
 func Execute(ctx context.Context, env *Env, job *Job, p *Prepared, sink Sink) (*agentrunnerv1.Run, error) {
 	in := &invocation{env: env, job: job, sink: sink, prep: p, key: job.Key, inv: p.inv, hctx: p.inv.Context(ctx, p.first), first: p.first, current: p.first}
+	if chk := env.Budgets.ForRun(env.Spend, p.sess, sink.Live(), env.Now); chk != nil {
+		p.inv.SetBudget(chk.Call)
+	}
 	err := in.runGuarded(ctx)
 	env.Plugins.AfterRun(in.hctx, err)
 	rec, err := in.finalize(ctx, err)

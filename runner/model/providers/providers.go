@@ -17,6 +17,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"os"
 	"strings"
 	"time"
@@ -102,7 +103,7 @@ func (f *Factory) Model(ctx context.Context, name string) (model.Model, error) {
 		// A 429 or a passing 503 is retried, with backoff, rather than
 		// failing the turn; what still fails ends in band with a stable
 		// code.
-		return retry.New(retry.Config{Primary: retry.Target{Model: m}, Logger: f.log})
+		return retry.New(retry.Config{Primary: retry.Target{Model: m, Name: name}, Logger: f.log})
 	}
 	primary, err := f.target(ctx, name)
 	if err != nil {
@@ -169,7 +170,7 @@ func (f *Factory) target(ctx context.Context, name string) (retry.Target, error)
 	if err != nil {
 		return retry.Target{}, err
 	}
-	return retry.Target{Model: m, Policy: policy}, nil
+	return retry.Target{Model: m, Policy: policy, Name: name, Price: PriceOf(mc)}, nil
 }
 
 // undeclared is a Gemini model by its bare name or, when standIn, its
@@ -284,6 +285,38 @@ func Policy(mc *agentrunnerv1.ModelConfig) (retry.Policy, error) {
 	}
 	return p, errors.Join(errs...)
 }
+
+// PriceOf is a models entry's price list, nil when it has none. The
+// entry is validated (apps.Validate): prices have at most six decimals
+// and are not negative.
+func PriceOf(mc *agentrunnerv1.ModelConfig) *model.Price {
+	p := mc.GetPrice()
+	if p == nil {
+		return nil
+	}
+	micros := func(perMillion *float64, fallback float64) uint64 {
+		v := fallback
+		if perMillion != nil {
+			v = *perMillion
+		}
+		return uint64(math.Round(max(v, 0) * 1e6))
+	}
+	cur := p.GetCurrency()
+	if cur == "" {
+		cur = DefaultCurrency
+	}
+	return &model.Price{
+		Currency:    cur,
+		Input:       micros(p.Input, 0),
+		Output:      micros(p.Output, 0),
+		CachedInput: micros(p.CachedInput, p.GetInput()),
+		CacheWrite:  micros(p.CacheWrite, p.GetInput()),
+		Thoughts:    micros(p.Thoughts, p.GetOutput()),
+	}
+}
+
+// DefaultCurrency is the currency of a price that names none.
+const DefaultCurrency = "USD"
 
 // IdleTimeout is the idle timeout of a models entry (idle_timeout):
 // model.DefaultIdleTimeout when it sets none.

@@ -101,6 +101,7 @@ func (m *Model) attempt(ctx context.Context, t Target, req *model.Request, strea
 		}
 		// The complete response ends the call, whatever the model might
 		// still send.
+		t.price(r)
 		yield(r, nil)
 		return outcome{done: true}
 	}

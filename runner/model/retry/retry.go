@@ -95,6 +95,22 @@ func (p Policy) withDefaults() Policy {
 type Target struct {
 	Model  model.Model
 	Policy Policy
+	// Name is the models entry the target is (the name agents give);
+	// with it, a complete response with usage gets a Cost: Price's, or an
+	// unpriced one when Price is nil. Without it nothing is priced.
+	Name  string
+	Price *model.Price
+}
+
+// price sets r's cost from its usage, as the package doc says.
+func (t *Target) price(r *model.Response) {
+	switch {
+	case r.Usage == nil || t.Name == "" || r.Cost != nil:
+	case t.Price != nil:
+		r.Cost = t.Price.Cost(t.Name, r.Usage)
+	default:
+		r.Cost = model.Unpriced(t.Name)
+	}
 }
 
 // Clock is the time the waits are measured and made in. Tests pass one
