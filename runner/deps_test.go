@@ -48,6 +48,8 @@ var importRules = map[string][]string{
 	"runner/internal/turn":    {"runner", "runner/internal/replica", "runner/internal/live", "runner/apps", "runner/agent/llmagent", "runner/agent/workflow", "runner/model/", "server", "cmd", "examples"},
 	"runner/internal/replica": {"runner", "runner/internal/turn", "runner/internal/history", "runner/apps", "runner/agent/llmagent", "runner/agent/workflow", "runner/model", "runner/tool", "runner/plugin", "runner/memory", "server", "cmd", "examples"},
 	"runner/internal/seal":    {""},
+	// Budgets know spend, the store's reader of it, and agents' errors.
+	"runner/internal/budget": {"runner", "runner/internal/", "runner/apps", "runner/agent/llmagent", "runner/agent/workflow", "runner/model", "runner/model/", "runner/tool", "runner/plugin", "runner/memory", "server", "cmd", "examples"},
 }
 
 // sdkOwners names, for each model provider's SDK, the one package that may

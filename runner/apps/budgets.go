@@ -7,7 +7,7 @@ import (
 
 	agentrunnerv1 "github.com/agentrunner/agentrunner/gen/go/agentrunner/v1"
 	"github.com/agentrunner/agentrunner/runner"
-	"github.com/agentrunner/agentrunner/runner/model/providers"
+	"github.com/agentrunner/agentrunner/runner/model"
 )
 
 // maxPrice bounds a price per million tokens, and a budget in money: far
@@ -69,7 +69,7 @@ func validateCurrencies(models []*agentrunnerv1.ModelConfig, errs *errList) stri
 		}
 		c := m.GetPrice().GetCurrency()
 		if c == "" {
-			c = providers.DefaultCurrency
+			c = model.DefaultCurrency
 		}
 		switch {
 		case first < 0:

@@ -6,6 +6,9 @@ import (
 	agentrunnerv1 "github.com/agentrunner/agentrunner/gen/go/agentrunner/v1"
 )
 
+// DefaultCurrency is the currency of a price that names none.
+const DefaultCurrency = "USD"
+
 // Price is a model's price list: micro-units of Currency per million
 // tokens of each kind (2.50 per million is 2_500_000), so that one token
 // costs exactly Input/1e6 micro-units and a call's cost is whole after one

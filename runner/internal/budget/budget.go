@@ -11,7 +11,8 @@
 // shared budget is reached may each finish the call they are in: that is
 // the most a shared budget is passed by.
 //
-// Imports: the generated messages, store and runner/agent; never gRPC
+// It knows spend, the store and agents' errors only: it must not import
+// the runner, another room of it, the models, tools, plugins or gRPC
 // (runner/deps_test.go checks).
 package budget
 

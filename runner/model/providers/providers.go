@@ -303,7 +303,7 @@ func PriceOf(mc *agentrunnerv1.ModelConfig) *model.Price {
 	}
 	cur := p.GetCurrency()
 	if cur == "" {
-		cur = DefaultCurrency
+		cur = model.DefaultCurrency
 	}
 	return &model.Price{
 		Currency:    cur,
@@ -314,9 +314,6 @@ func PriceOf(mc *agentrunnerv1.ModelConfig) *model.Price {
 		Thoughts:    micros(p.Thoughts, p.GetOutput()),
 	}
 }
-
-// DefaultCurrency is the currency of a price that names none.
-const DefaultCurrency = "USD"
 
 // IdleTimeout is the idle timeout of a models entry (idle_timeout):
 // model.DefaultIdleTimeout when it sets none.
