@@ -1,0 +1,319 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	servicev1 "github.com/agentrunner/agentrunner/gen/go/agentrunner/service/v1"
+	agentrunnerv1 "github.com/agentrunner/agentrunner/gen/go/agentrunner/v1"
+)
+
+// costsConfig prices the offline model at 2 per million prompt tokens
+// and 10 per million answer tokens: a call costs prompt*2 + answer*10
+// micro-dollars, exactly. "plain" has no budget, "looped" caps a run at
+// 60 tokens, "capped" a user's day at userDailyTokens tokens.
+const costsConfig = `
+models:
+  - name: priced
+    provider: offline
+    price: {currency: USD, input: 2, output: 10}
+apps:
+  - name: plain
+    root_agent: {name: answer, llm: {model: priced}}
+  - name: unpriced
+    root_agent: {name: answer, llm: {model: offline}}
+  - name: looped
+    budgets: {run: {tokens: 60}}
+    root_agent:
+      name: loop
+      loop: {max_iterations: 40}
+      sub_agents:
+        - {name: chatty, llm: {model: priced}}
+  - name: capped
+    budgets: {user_daily: {tokens: %d}}
+    root_agent: {name: answer, llm: {model: priced}}
+`
+
+// costsServer serves costsConfig on data and returns its clients.
+func costsServer(t *testing.T, data string, userDailyTokens int) (servicev1.RunnerServiceClient, servicev1.SessionServiceClient, func()) {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "apps.yaml")
+	if err := os.WriteFile(path, fmt.Appendf(nil, costsConfig, userDailyTokens), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, rc, sc, stop := stoppableRunsServer(t, data, path)
+	return rc, sc, stop
+}
+
+func sessionOf(t *testing.T, sc servicev1.SessionServiceClient, app, user, id string) {
+	t.Helper()
+	if _, err := sc.CreateSession(t.Context(), &servicev1.CreateSessionRequest{AppName: app, UserId: user, SessionId: id}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// callCost is what the price list says a call with usage u costs.
+func callCost(u *agentrunnerv1.UsageMetadata) int64 {
+	return 2*int64(u.GetPromptTokenCount()) + 10*int64(u.GetCandidatesTokenCount())
+}
+
+// TestCostsOnBothStores: every model call's event carries its cost,
+// tokens times prices exactly; a run's cost and a session's are the sums
+// of their events', and stay so after a restart; a model without a price
+// leaves cost unknown, not zero.
+func TestCostsOnBothStores(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		data func(t *testing.T) string
+	}{
+		{"bbolt", func(t *testing.T) string { return filepath.Join(t.TempDir(), "agentrunner.db") }},
+		{"postgres", func(t *testing.T) string { return pg.URL(t) }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			data := tc.data(t)
+			rc, sc, stop := costsServer(t, data, 1000)
+			runs := map[string]*agentrunnerv1.Run{}
+			sessionOf(t, sc, "plain", "u1", "a")
+			sessionOf(t, sc, "plain", "u1", "b")
+			sessionOf(t, sc, "plain", "u2", "c")
+			for i, who := range []struct{ user, session string }{{"u1", "a"}, {"u1", "a"}, {"u1", "b"}, {"u2", "c"}} {
+				r := runToEnd(t, rc, &servicev1.RunRequest{AppName: "plain", UserId: who.user, SessionId: who.session, NewMessage: userText(fmt.Sprintf("question number %d, with some words", i))})
+				runs[r.GetRunId()] = r
+			}
+			check := func(when string) {
+				for _, s := range []struct{ user, session string }{{"u1", "a"}, {"u1", "b"}, {"u2", "c"}} {
+					checkSessionCosts(t, sc, "plain", s.user, s.session, runs, when)
+				}
+			}
+			check("served")
+			stop()
+			rc, sc, _ = costsServer(t, data, 1000)
+			check("after a restart")
+
+			sessionOf(t, sc, "unpriced", "u1", "x")
+			r := runToEnd(t, rc, &servicev1.RunRequest{AppName: "unpriced", UserId: "u1", SessionId: "x", NewMessage: userText("hello")})
+			if c := r.GetCost(); c.GetUnpricedCalls() != 1 || c.GetMicros() != 0 || r.GetUsage().GetTotalTokenCount() == 0 {
+				t.Errorf("a run of an unpriced model: cost %v, usage %v; want one unpriced call and usage", c, r.GetUsage())
+			}
+		})
+	}
+}
+
+// checkSessionCosts checks the events, runs and session record of one
+// session against the price list.
+func checkSessionCosts(t *testing.T, sc servicev1.SessionServiceClient, app, user, id string, runs map[string]*agentrunnerv1.Run, when string) {
+	t.Helper()
+	got, err := sc.GetSession(t.Context(), &servicev1.GetSessionRequest{AppName: app, UserId: user, SessionId: id})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var session int64
+	byRun := map[string]int64{}
+	for _, ev := range got.GetEvents() {
+		u := ev.GetUsageMetadata()
+		if u == nil {
+			if ev.GetCost() != nil {
+				t.Errorf("%s: event %d has a cost and no usage", when, ev.GetSequence())
+			}
+			continue
+		}
+		want := callCost(u)
+		if c := ev.GetCost(); c.GetMicros() != want || c.GetCurrency() != "USD" || c.GetModel() != "priced" || c.GetUnpricedCalls() != 0 || want == 0 {
+			t.Errorf("%s: event %d (usage %v) costs %v, want %d USD micros of model priced", when, ev.GetSequence(), u, c, want)
+		}
+		session += want
+		byRun[ev.GetInvocationId()] += want
+	}
+	if c := got.GetSession().GetCost(); c.GetMicros() != session || c.GetCurrency() != "USD" || c.GetUnpricedCalls() != 0 {
+		t.Errorf("%s: session %s/%s costs %v, its events %d", when, user, id, c, session)
+	}
+	for id, want := range byRun {
+		if r := runs[id]; r != nil && r.GetCost().GetMicros() != want {
+			t.Errorf("%s: run %s's record costs %v, its events %d", when, id, r.GetCost(), want)
+		}
+	}
+}
+
+// TestRunBudgetStopsLoop: a loop agent whose run reaches its budget
+// stops before its next model call with an in-band RESOURCE_EXHAUSTED
+// naming the budget, ends FAILED, and keeps what it stored.
+func TestRunBudgetStopsLoop(t *testing.T) {
+	rc, sc, _ := costsServer(t, filepath.Join(t.TempDir(), "agentrunner.db"), 1000)
+	sessionOf(t, sc, "looped", "u1", "s")
+	stream, err := rc.Run(t.Context(), &servicev1.RunRequest{AppName: "looped", UserId: "u1", SessionId: "s", NewMessage: userText("go round and round")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var inBand []*agentrunnerv1.Status
+	var last *agentrunnerv1.Run
+	for {
+		resp, err := stream.Recv()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			t.Fatalf("Run: %v", err)
+		}
+		if e := resp.GetError(); e != nil {
+			inBand = append(inBand, e)
+		}
+		if r := resp.GetRun(); r != nil {
+			last = r
+		}
+	}
+	if len(inBand) != 1 || codes.Code(inBand[0].GetCode()) != codes.ResourceExhausted || !strings.Contains(inBand[0].GetMessage(), "budget run") {
+		t.Fatalf("in-band errors %v, want one RESOURCE_EXHAUSTED naming the run budget", inBand)
+	}
+	if last.GetStatus() != agentrunnerv1.RunStatus_RUN_STATUS_FAILED || codes.Code(last.GetError().GetCode()) != codes.ResourceExhausted {
+		t.Fatalf("run ended %v (%v), want FAILED with RESOURCE_EXHAUSTED", last.GetStatus(), last.GetError())
+	}
+	got, err := sc.GetSession(t.Context(), &servicev1.GetSessionRequest{AppName: "looped", UserId: "u1", SessionId: "s"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var calls, tokens int64
+	for _, ev := range got.GetEvents() {
+		if u := ev.GetUsageMetadata(); u != nil {
+			calls++
+			tokens += int64(u.GetTotalTokenCount())
+		}
+	}
+	// It went on while under 60 tokens and not past: the last call is the
+	// one that reached the budget.
+	if calls < 2 || calls >= 40 || tokens < 60 || last.GetUsage().GetTotalTokenCount() != int32(tokens) {
+		t.Fatalf("%d model calls stored, %d tokens (record: %v); want the loop stopped once 60 tokens were reached", calls, tokens, last.GetUsage())
+	}
+}
+
+// TestUserDailyBudget: once a user's day reaches its budget, the next run
+// of that user is refused with RESOURCE_EXHAUSTED and the details a
+// client acts on; another user still runs.
+func TestUserDailyBudget(t *testing.T) {
+	rc, sc, _ := costsServer(t, filepath.Join(t.TempDir(), "agentrunner.db"), 1)
+	sessionOf(t, sc, "capped", "u1", "s")
+	sessionOf(t, sc, "capped", "u2", "s")
+	runToEnd(t, rc, &servicev1.RunRequest{AppName: "capped", UserId: "u1", SessionId: "s", NewMessage: userText("hello")})
+	err := runOnce(t, rc, &servicev1.RunRequest{AppName: "capped", UserId: "u1", SessionId: "s", NewMessage: userText("hello again")})
+	checkBudgetRefusal(t, err, "user_daily", "user:u1")
+	runToEnd(t, rc, &servicev1.RunRequest{AppName: "capped", UserId: "u2", SessionId: "s", NewMessage: userText("hello")})
+	got, err := sc.GetSession(t.Context(), &servicev1.GetSessionRequest{AppName: "capped", UserId: "u1", SessionId: "s"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := len(got.GetEvents()); n != 2 {
+		t.Fatalf("u1's session holds %d events, want the first run's 2: a refused run stores nothing", n)
+	}
+}
+
+// checkBudgetRefusal checks a refusal by a daily budget: its code, and
+// the QuotaFailure, ErrorInfo and RetryInfo details.
+func checkBudgetRefusal(t *testing.T, err error, budget, subject string) {
+	t.Helper()
+	st := status.Convert(err)
+	if st.Code() != codes.ResourceExhausted || !strings.Contains(st.Message(), "budget "+budget) {
+		t.Fatalf("refusal: %v, want RESOURCE_EXHAUSTED naming budget %s", err, budget)
+	}
+	var quota, info, retry bool
+	for _, d := range st.Details() {
+		switch d := d.(type) {
+		case *errdetails.QuotaFailure:
+			quota = len(d.GetViolations()) == 1 && d.GetViolations()[0].GetSubject() == subject
+		case *errdetails.ErrorInfo:
+			m := d.GetMetadata()
+			info = d.GetReason() == "BUDGET_EXCEEDED" && m["budget"] == budget && m["unit"] == "tokens" && m["spent"] >= m["limit"] && m["resets_at"] != ""
+		case *errdetails.RetryInfo:
+			retry = d.GetRetryDelay().AsDuration() > 0
+		}
+	}
+	if !quota || !info || !retry {
+		t.Fatalf("details %v: QuotaFailure naming %s %v, ErrorInfo %v, RetryInfo %v", st.Details(), subject, quota, info, retry)
+	}
+}
+
+// TestConcurrentRunsShareUserBudget: 32 runs of one user at once against
+// a budget of about four calls: runs refused at start get the budget's
+// error, and what the user spent passes the budget by at most one call
+// per run in flight when it was reached (here: fewer than 32 calls).
+func TestConcurrentRunsShareUserBudget(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		data func(t *testing.T) string
+	}{
+		{"bbolt", func(t *testing.T) string { return filepath.Join(t.TempDir(), "agentrunner.db") }},
+		{"postgres", func(t *testing.T) string { return pg.URL(t) }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			concurrentBudget(t, tc.data(t), 1)
+		})
+	}
+}
+
+// TestReplicasShareUserBudget: two replicas on one PostgreSQL database
+// share a user's daily budget.
+func TestReplicasShareUserBudget(t *testing.T) {
+	concurrentBudget(t, pg.URL(t), 2)
+}
+
+// concurrentBudget runs 32 one-call runs of one user, in as many sessions,
+// spread over servers replicas sharing data, against a user budget of
+// about four calls.
+func concurrentBudget(t *testing.T, data string, servers int) {
+	const runs, limit = 32, 60
+	var rcs []servicev1.RunnerServiceClient
+	var sc servicev1.SessionServiceClient
+	for range servers {
+		rc, s, _ := costsServer(t, data, limit)
+		rcs, sc = append(rcs, rc), s
+	}
+	for i := range runs {
+		sessionOf(t, sc, "capped", "u1", fmt.Sprintf("s%d", i))
+	}
+	var mu sync.Mutex
+	var ran, refused int
+	var wg sync.WaitGroup
+	for i := range runs {
+		wg.Go(func() {
+			err := runOnce(t, rcs[i%servers], &servicev1.RunRequest{AppName: "capped", UserId: "u1", SessionId: fmt.Sprintf("s%d", i), NewMessage: userText("hello, how are you")})
+			mu.Lock()
+			defer mu.Unlock()
+			switch status.Code(err) {
+			case codes.OK:
+				ran++
+			case codes.ResourceExhausted:
+				refused++
+				checkBudgetRefusal(t, err, "user_daily", "user:u1")
+			default:
+				t.Errorf("run %d: %v", i, err)
+			}
+		})
+	}
+	wg.Wait()
+	var spent, maxCall int64
+	for i := range runs {
+		got, err := sc.GetSession(t.Context(), &servicev1.GetSessionRequest{AppName: "capped", UserId: "u1", SessionId: fmt.Sprintf("s%d", i)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := int64(got.GetSession().GetUsage().GetTotalTokenCount())
+		spent, maxCall = spent+n, max(maxCall, n)
+	}
+	t.Logf("%d runs ran, %d refused; %d tokens spent against a budget of %d (one call: at most %d)", ran, refused, spent, limit, maxCall)
+	if refused == 0 || ran == 0 || ran+refused != runs {
+		t.Fatalf("%d ran, %d refused of %d", ran, refused, runs)
+	}
+	// Every run that ran passed the check with the budget not yet
+	// reached; those that passed after it was reached were in flight.
+	if spent-limit >= int64(runs-1)*maxCall {
+		t.Fatalf("spent %d tokens: more than one call per run in flight past the budget of %d", spent, limit)
+	}
+}
