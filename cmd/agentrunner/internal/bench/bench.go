@@ -47,6 +47,10 @@ type Options struct {
 	StreamWords    int
 	Limits         bool
 	JSON           string
+	// Priced serves the app on a priced model with budgets of every kind
+	// set far above what the bench spends, so that every call is priced,
+	// counted in the daily ledger and checked against the budgets.
+	Priced bool
 }
 
 // Report is everything a bench run measured; it is also the JSON output.
@@ -105,6 +109,7 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs.IntVar(&o.LengthRuns, "length-runs", 100, "runs on each pre-grown session")
 	fs.IntVar(&o.StoredSessions, "stored-sessions", 100000, "sessions stored before the memory scenario (0 skips it)")
 	fs.IntVar(&o.StreamWords, "stream-words", 200, "words per answer in the streaming scenario (one partial event each)")
+	fs.BoolVar(&o.Priced, "priced", false, "serve the app on a priced offline model with run, session, user and app budgets set far above what the bench spends, so that prices, the spend ledger and the budget checks are measured (with --baseline, the baseline is served the plain app)")
 	fs.BoolVar(&o.Limits, "limits", true, "measure the machine's fsync and loopback stream limits")
 	fs.StringVar(&o.JSON, "json", "", "also write the report as JSON to this file (- for stdout)")
 	var baseline string
@@ -431,7 +436,7 @@ func startServers(ctx context.Context, o Options, dir string) (servers, error) {
 		if err := os.MkdirAll(sdir, 0o755); err != nil {
 			return srv, err
 		}
-		p, err := startServer(ctx, o.Binary, sdir, o.App, o.Data, replica)
+		p, err := startServer(ctx, o.Binary, sdir, o.App, o.Data, replica, o.Priced)
 		if err != nil {
 			return srv, err
 		}

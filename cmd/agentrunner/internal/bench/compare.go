@@ -56,6 +56,9 @@ func Compare(ctx context.Context, o Options, baseline string, rounds int, w io.W
 			fmt.Fprintf(w, "round %d of %d: %s\n", r+1, rounds, side.binary)
 			ob := o
 			ob.Binary = side.binary
+			// The baseline may predate prices and budgets: it is served
+			// the plain app, which measures what they cost this build.
+			ob.Priced = o.Priced && !side.base
 			rep, err := Run(ctx, ob, w)
 			if err != nil {
 				return nil, fmt.Errorf("round %d, %s: %w", r+1, side.binary, err)

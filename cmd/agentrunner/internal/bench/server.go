@@ -34,6 +34,27 @@ const benchConfig = `apps:
       llm: { model: offline }
 `
 
+// pricedConfig is benchConfig on a priced offline model, with budgets of
+// every kind far above what a bench spends: every call is priced, counted
+// in the day's spend and checked against the budgets, and none stops.
+const pricedConfig = `models:
+  - name: priced
+    provider: offline
+    price: {currency: USD, input: 1.25, output: 10, cached_input: 0.125}
+apps:
+  - name: %s
+    description: Load benchmark app (priced offline model, zero latency, budgets).
+    budgets:
+      run: {tokens: 1000000000, cost: 100000}
+      session: {tokens: 1000000000000, cost: 1000000}
+      user_daily: {tokens: 1000000000000, cost: 1000000}
+      app_daily: {tokens: 1000000000000, cost: 10000000}
+    root_agent:
+      name: answer
+      description: Answers with the deterministic offline model.
+      llm: { model: priced }
+`
+
 // serverProc is an agentrunner server the bench started as a child
 // process, so that its CPU time and memory can be read from /proc.
 type serverProc struct {
@@ -54,11 +75,16 @@ func freePort() (string, error) {
 
 // startServer runs `binary serve` on a free loopback port with a data file
 // in dir (or on the database at data, a URL, when not empty), named
-// replica when that is not empty, and waits until its health check
+// replica when that is not empty, serving the priced app when priced,
+// and waits until its health check
 // answers SERVING.
-func startServer(ctx context.Context, binary, dir, app, data, replica string) (*serverProc, error) {
+func startServer(ctx context.Context, binary, dir, app, data, replica string, priced bool) (*serverProc, error) {
 	cfg := filepath.Join(dir, "apps.yaml")
-	if err := os.WriteFile(cfg, fmt.Appendf(nil, benchConfig, app), 0o600); err != nil {
+	config := benchConfig
+	if priced {
+		config = pricedConfig
+	}
+	if err := os.WriteFile(cfg, fmt.Appendf(nil, config, app), 0o600); err != nil {
 		return nil, err
 	}
 	addr, err := freePort()
