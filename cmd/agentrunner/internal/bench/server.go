@@ -76,8 +76,7 @@ func freePort() (string, error) {
 // startServer runs `binary serve` on a free loopback port with a data file
 // in dir (or on the database at data, a URL, when not empty), named
 // replica when that is not empty, serving the priced app when priced,
-// and waits until its health check
-// answers SERVING.
+// and waits until its health check answers SERVING.
 func startServer(ctx context.Context, binary, dir, app, data, replica string, priced bool) (*serverProc, error) {
 	cfg := filepath.Join(dir, "apps.yaml")
 	config := benchConfig
