@@ -264,7 +264,7 @@ func (in *invocation) compact(ctx context.Context) error {
 	if p == nil {
 		return nil
 	}
-	summary, usage, err := c.summarize(ctx, p)
+	summary, spend, err := c.summarize(ctx, p)
 	if err != nil {
 		if ctx.Err() != nil {
 			return ctx.Err()
@@ -277,10 +277,10 @@ func (in *invocation) compact(ctx context.Context) error {
 		log = in.env.Log.Warn
 	}
 	log("compacting session history", "session", in.key.Session, "run", in.job.ID, "reason", p.reason, "start", p.start, "end", p.end, "summarized", len(p.events))
-	// The summarizer's tokens ride on the compaction event, so that the
-	// run's, its author's and the session's totals count them as they
-	// count every other event's.
-	ev := &agentrunnerv1.Event{Author: agent.UserAuthor, UsageMetadata: usage, Actions: &agentrunnerv1.EventActions{Compaction: &agentrunnerv1.EventCompaction{
+	// The summarizer's tokens and cost ride on the compaction event, so
+	// that the run's, its author's and the session's totals count them as
+	// they count every other event's.
+	ev := &agentrunnerv1.Event{Author: agent.UserAuthor, UsageMetadata: spend.GetUsage(), Cost: spend.GetCost(), Actions: &agentrunnerv1.EventActions{Compaction: &agentrunnerv1.EventCompaction{
 		StartSequence: p.start, EndSequence: p.end, Summary: summary, Authors: p.authors(),
 	}}}
 	_, err = in.emit(ctx, ev)
@@ -288,24 +288,29 @@ func (in *invocation) compact(ctx context.Context) error {
 }
 
 // summarize condenses p's events, in chunks, each call folding the
-// summary so far in. usage sums the calls' token counts.
-func (c Compaction) summarize(ctx context.Context, p *compactionPlan) (summary *agentrunnerv1.Content, usage *agentrunnerv1.UsageMetadata, err error) {
+// summary so far in. spend sums the calls' token counts and costs.
+func (c Compaction) summarize(ctx context.Context, p *compactionPlan) (summary *agentrunnerv1.Content, spend *agentrunnerv1.Spend, err error) {
 	summary = p.prev.GetSummary()
 	for events := p.events; len(events) > 0; {
 		n := min(len(events), compactionChunk)
-		var u *agentrunnerv1.UsageMetadata
-		if summary, u, err = c.summarizeChunk(ctx, summary, events[:n]); err != nil {
+		var call *model.Response
+		if summary, call, err = c.summarizeChunk(ctx, summary, events[:n]); err != nil {
 			return nil, nil, err
 		}
-		usage = store.AddUsage(usage, u)
+		if call.Usage != nil {
+			spend = store.AddEventSpend(spend, &agentrunnerv1.Event{UsageMetadata: call.Usage, Cost: call.Cost})
+			if spend.Cost.Model == "" {
+				spend.Cost.Model = call.Cost.GetModel()
+			}
+		}
 		events = events[n:]
 	}
-	return summary, usage, nil
+	return summary, spend, nil
 }
 
 // summarizeChunk makes one summarizer call and returns the summary with
-// the call's usage.
-func (c Compaction) summarizeChunk(ctx context.Context, prev *agentrunnerv1.Content, events []*agentrunnerv1.Event) (*agentrunnerv1.Content, *agentrunnerv1.UsageMetadata, error) {
+// the call's usage and cost (on a Response of their own).
+func (c Compaction) summarizeChunk(ctx context.Context, prev *agentrunnerv1.Content, events []*agentrunnerv1.Event) (*agentrunnerv1.Content, *model.Response, error) {
 	var b strings.Builder
 	if text := contentText(prev); text != "" {
 		b.WriteString("Summary of the earlier conversation:\n" + text + "\n\n")
@@ -321,7 +326,7 @@ func (c Compaction) summarizeChunk(ctx context.Context, prev *agentrunnerv1.Cont
 	}
 	req := &model.Request{SystemInstruction: instr, Config: &model.GenerateConfig{MaxOutputTokens: summaryTokens}, Contents: []*agentrunnerv1.Content{{Role: agent.RoleUser, Parts: []*agentrunnerv1.Part{{Data: &agentrunnerv1.Part_Text{Text: b.String()}}}}}}
 	var out *agentrunnerv1.Content
-	var usage *agentrunnerv1.UsageMetadata
+	var call model.Response
 	for resp, err := range c.Summarizer.Generate(ctx, req, false) {
 		if err != nil {
 			return nil, nil, err
@@ -331,7 +336,8 @@ func (c Compaction) summarizeChunk(ctx context.Context, prev *agentrunnerv1.Cont
 		}
 		out = resp.Content
 		if resp.Usage != nil {
-			usage = resp.Usage // the call's usage, on its final response
+			// The call's usage and cost, on its final response.
+			call.Usage, call.Cost = resp.Usage, resp.Cost
 		}
 	}
 	text := contentText(out)
@@ -343,7 +349,7 @@ func (c Compaction) summarizeChunk(ctx context.Context, prev *agentrunnerv1.Cont
 		// summary folds it in: a runaway one must not grow with them.
 		text = strings.ToValidUTF8(text[:maxSummaryBytes], "")
 	}
-	return &agentrunnerv1.Content{Role: "model", Parts: []*agentrunnerv1.Part{{Data: &agentrunnerv1.Part_Text{Text: text}}}}, usage, nil
+	return &agentrunnerv1.Content{Role: "model", Parts: []*agentrunnerv1.Part{{Data: &agentrunnerv1.Part_Text{Text: text}}}}, &call, nil
 }
 
 // contentText joins the non-thought text parts of c.
