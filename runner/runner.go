@@ -292,7 +292,18 @@ func (r *Runner) Root() agent.Agent { return r.tree.Root() }
 
 // Info describes the app and its agent tree.
 func (r *Runner) Info() *agentrunnerv1.App {
-	return &agentrunnerv1.App{Name: r.appName, Description: r.description, RootAgent: r.tree.Info(r.tree.Root()), UnavailableReason: r.unavailable}
+	info := &agentrunnerv1.App{Name: r.appName, Description: r.description, RootAgent: r.tree.Info(r.tree.Root()), UnavailableReason: r.unavailable}
+	if b := r.env.Budgets; b.Any() {
+		limit := func(l BudgetLimit) *agentrunnerv1.BudgetLimit {
+			if l == (BudgetLimit{}) {
+				return nil
+			}
+			return &agentrunnerv1.BudgetLimit{Tokens: l.Tokens, Cost: float64(l.Micros) / 1e6}
+		}
+		info.Budgets = &agentrunnerv1.BudgetsConfig{Run: limit(b.Run), Session: limit(b.Session), UserDaily: limit(b.UserDaily), AppDaily: limit(b.AppDaily)}
+	}
+	info.Currency = r.env.Budgets.Currency
+	return info
 }
 
 // Close closes the plugins that hold resources, waiting at most the

@@ -385,8 +385,14 @@ type App struct {
 	// with FAILED_PRECONDITION and this reason until the server restarts
 	// with the credentials.
 	UnavailableReason string `protobuf:"bytes,4,opt,name=unavailable_reason,json=unavailableReason,proto3" json:"unavailable_reason,omitempty"`
-	unknownFields     protoimpl.UnknownFields
-	sizeCache         protoimpl.SizeCache
+	// What the app's runs may spend (AppConfig.budgets); unset when it caps
+	// nothing. Money is in currency.
+	Budgets *BudgetsConfig `protobuf:"bytes,5,opt,name=budgets,proto3" json:"budgets,omitempty"`
+	// The currency of the app's prices and of budgets' cost; empty when no
+	// model is priced.
+	Currency      string `protobuf:"bytes,6,opt,name=currency,proto3" json:"currency,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *App) Reset() {
@@ -447,11 +453,25 @@ func (x *App) GetUnavailableReason() string {
 	return ""
 }
 
+func (x *App) GetBudgets() *BudgetsConfig {
+	if x != nil {
+		return x.Budgets
+	}
+	return nil
+}
+
+func (x *App) GetCurrency() string {
+	if x != nil {
+		return x.Currency
+	}
+	return ""
+}
+
 var File_agentrunner_v1_agent_proto protoreflect.FileDescriptor
 
 const file_agentrunner_v1_agent_proto_rawDesc = "" +
 	"\n" +
-	"\x1aagentrunner/v1/agent.proto\x12\x0eagentrunner.v1\x1a\x1cgoogle/protobuf/struct.proto\"\xe1\x03\n" +
+	"\x1aagentrunner/v1/agent.proto\x12\x0eagentrunner.v1\x1a\x1bagentrunner/v1/config.proto\x1a\x1cgoogle/protobuf/struct.proto\"\xe1\x03\n" +
 	"\tAgentInfo\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12 \n" +
 	"\vdescription\x18\x02 \x01(\tR\vdescription\x12-\n" +
@@ -473,13 +493,15 @@ const file_agentrunner_v1_agent_proto_rawDesc = "" +
 	"\n" +
 	"parameters\x18\x04 \x01(\v2\x17.google.protobuf.StructR\n" +
 	"parameters\x121\n" +
-	"\x14require_confirmation\x18\x05 \x01(\bR\x13requireConfirmation\"\xa4\x01\n" +
+	"\x14require_confirmation\x18\x05 \x01(\bR\x13requireConfirmation\"\xf9\x01\n" +
 	"\x03App\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12 \n" +
 	"\vdescription\x18\x02 \x01(\tR\vdescription\x128\n" +
 	"\n" +
 	"root_agent\x18\x03 \x01(\v2\x19.agentrunner.v1.AgentInfoR\trootAgent\x12-\n" +
-	"\x12unavailable_reason\x18\x04 \x01(\tR\x11unavailableReason*\x9b\x01\n" +
+	"\x12unavailable_reason\x18\x04 \x01(\tR\x11unavailableReason\x127\n" +
+	"\abudgets\x18\x05 \x01(\v2\x1d.agentrunner.v1.BudgetsConfigR\abudgets\x12\x1a\n" +
+	"\bcurrency\x18\x06 \x01(\tR\bcurrency*\x9b\x01\n" +
 	"\tAgentKind\x12\x1a\n" +
 	"\x16AGENT_KIND_UNSPECIFIED\x10\x00\x12\x15\n" +
 	"\x11AGENT_KIND_CUSTOM\x10\x01\x12\x12\n" +
@@ -517,6 +539,7 @@ var file_agentrunner_v1_agent_proto_goTypes = []any{
 	(*ToolInfo)(nil),        // 3: agentrunner.v1.ToolInfo
 	(*App)(nil),             // 4: agentrunner.v1.App
 	(*structpb.Struct)(nil), // 5: google.protobuf.Struct
+	(*BudgetsConfig)(nil),   // 6: agentrunner.v1.BudgetsConfig
 }
 var file_agentrunner_v1_agent_proto_depIdxs = []int32{
 	0, // 0: agentrunner.v1.AgentInfo.kind:type_name -> agentrunner.v1.AgentKind
@@ -525,11 +548,12 @@ var file_agentrunner_v1_agent_proto_depIdxs = []int32{
 	1, // 3: agentrunner.v1.ToolInfo.kind:type_name -> agentrunner.v1.ToolKind
 	5, // 4: agentrunner.v1.ToolInfo.parameters:type_name -> google.protobuf.Struct
 	2, // 5: agentrunner.v1.App.root_agent:type_name -> agentrunner.v1.AgentInfo
-	6, // [6:6] is the sub-list for method output_type
-	6, // [6:6] is the sub-list for method input_type
-	6, // [6:6] is the sub-list for extension type_name
-	6, // [6:6] is the sub-list for extension extendee
-	0, // [0:6] is the sub-list for field type_name
+	6, // 6: agentrunner.v1.App.budgets:type_name -> agentrunner.v1.BudgetsConfig
+	7, // [7:7] is the sub-list for method output_type
+	7, // [7:7] is the sub-list for method input_type
+	7, // [7:7] is the sub-list for extension type_name
+	7, // [7:7] is the sub-list for extension extendee
+	0, // [0:7] is the sub-list for field type_name
 }
 
 func init() { file_agentrunner_v1_agent_proto_init() }
@@ -537,6 +561,7 @@ func file_agentrunner_v1_agent_proto_init() {
 	if File_agentrunner_v1_agent_proto != nil {
 		return
 	}
+	file_agentrunner_v1_config_proto_init()
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{

@@ -11,24 +11,25 @@ from google.protobuf import symbol_database as _symbol_database
 _sym_db = _symbol_database.Default()
 
 
+from agentrunner.v1 import config_pb2 as agentrunner_dot_v1_dot_config__pb2
 from google.protobuf import struct_pb2 as google_dot_protobuf_dot_struct__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1a\x61gentrunner/v1/agent.proto\x12\x0e\x61gentrunner.v1\x1a\x1cgoogle/protobuf/struct.proto\"\xe1\x03\n\tAgentInfo\x12\x12\n\x04name\x18\x01 \x01(\tR\x04name\x12 \n\x0b\x64\x65scription\x18\x02 \x01(\tR\x0b\x64\x65scription\x12-\n\x04kind\x18\x03 \x01(\x0e\x32\x19.agentrunner.v1.AgentKindR\x04kind\x12\x14\n\x05model\x18\x04 \x01(\tR\x05model\x12=\n\x1b\x64isallow_transfer_to_parent\x18\x05 \x01(\x08R\x18\x64isallowTransferToParent\x12;\n\x1a\x64isallow_transfer_to_peers\x18\x06 \x01(\x08R\x17\x64isallowTransferToPeers\x12%\n\x0emax_iterations\x18\x07 \x01(\x05R\rmaxIterations\x12\x38\n\nsub_agents\x18\x08 \x03(\x0b\x32\x19.agentrunner.v1.AgentInfoR\tsubAgents\x12\x14\n\x05tools\x18\t \x03(\tR\x05tools\x12)\n\x10transfer_targets\x18\n \x03(\tR\x0ftransferTargets\x12;\n\x0ctool_details\x18\x0b \x03(\x0b\x32\x18.agentrunner.v1.ToolInfoR\x0btoolDetails\"\xda\x01\n\x08ToolInfo\x12\x12\n\x04name\x18\x01 \x01(\tR\x04name\x12,\n\x04kind\x18\x02 \x01(\x0e\x32\x18.agentrunner.v1.ToolKindR\x04kind\x12 \n\x0b\x64\x65scription\x18\x03 \x01(\tR\x0b\x64\x65scription\x12\x37\n\nparameters\x18\x04 \x01(\x0b\x32\x17.google.protobuf.StructR\nparameters\x12\x31\n\x14require_confirmation\x18\x05 \x01(\x08R\x13requireConfirmation\"\xa4\x01\n\x03\x41pp\x12\x12\n\x04name\x18\x01 \x01(\tR\x04name\x12 \n\x0b\x64\x65scription\x18\x02 \x01(\tR\x0b\x64\x65scription\x12\x38\n\nroot_agent\x18\x03 \x01(\x0b\x32\x19.agentrunner.v1.AgentInfoR\trootAgent\x12-\n\x12unavailable_reason\x18\x04 \x01(\tR\x11unavailableReason*\x9b\x01\n\tAgentKind\x12\x1a\n\x16\x41GENT_KIND_UNSPECIFIED\x10\x00\x12\x15\n\x11\x41GENT_KIND_CUSTOM\x10\x01\x12\x12\n\x0e\x41GENT_KIND_LLM\x10\x02\x12\x19\n\x15\x41GENT_KIND_SEQUENTIAL\x10\x03\x12\x17\n\x13\x41GENT_KIND_PARALLEL\x10\x04\x12\x13\n\x0f\x41GENT_KIND_LOOP\x10\x05*}\n\x08ToolKind\x12\x19\n\x15TOOL_KIND_UNSPECIFIED\x10\x00\x12\x15\n\x11TOOL_KIND_BUILTIN\x10\x01\x12\x16\n\x12TOOL_KIND_FUNCTION\x10\x02\x12\x11\n\rTOOL_KIND_MCP\x10\x03\x12\x14\n\x10TOOL_KIND_CUSTOM\x10\x04\x62\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1a\x61gentrunner/v1/agent.proto\x12\x0e\x61gentrunner.v1\x1a\x1b\x61gentrunner/v1/config.proto\x1a\x1cgoogle/protobuf/struct.proto\"\xe1\x03\n\tAgentInfo\x12\x12\n\x04name\x18\x01 \x01(\tR\x04name\x12 \n\x0b\x64\x65scription\x18\x02 \x01(\tR\x0b\x64\x65scription\x12-\n\x04kind\x18\x03 \x01(\x0e\x32\x19.agentrunner.v1.AgentKindR\x04kind\x12\x14\n\x05model\x18\x04 \x01(\tR\x05model\x12=\n\x1b\x64isallow_transfer_to_parent\x18\x05 \x01(\x08R\x18\x64isallowTransferToParent\x12;\n\x1a\x64isallow_transfer_to_peers\x18\x06 \x01(\x08R\x17\x64isallowTransferToPeers\x12%\n\x0emax_iterations\x18\x07 \x01(\x05R\rmaxIterations\x12\x38\n\nsub_agents\x18\x08 \x03(\x0b\x32\x19.agentrunner.v1.AgentInfoR\tsubAgents\x12\x14\n\x05tools\x18\t \x03(\tR\x05tools\x12)\n\x10transfer_targets\x18\n \x03(\tR\x0ftransferTargets\x12;\n\x0ctool_details\x18\x0b \x03(\x0b\x32\x18.agentrunner.v1.ToolInfoR\x0btoolDetails\"\xda\x01\n\x08ToolInfo\x12\x12\n\x04name\x18\x01 \x01(\tR\x04name\x12,\n\x04kind\x18\x02 \x01(\x0e\x32\x18.agentrunner.v1.ToolKindR\x04kind\x12 \n\x0b\x64\x65scription\x18\x03 \x01(\tR\x0b\x64\x65scription\x12\x37\n\nparameters\x18\x04 \x01(\x0b\x32\x17.google.protobuf.StructR\nparameters\x12\x31\n\x14require_confirmation\x18\x05 \x01(\x08R\x13requireConfirmation\"\xf9\x01\n\x03\x41pp\x12\x12\n\x04name\x18\x01 \x01(\tR\x04name\x12 \n\x0b\x64\x65scription\x18\x02 \x01(\tR\x0b\x64\x65scription\x12\x38\n\nroot_agent\x18\x03 \x01(\x0b\x32\x19.agentrunner.v1.AgentInfoR\trootAgent\x12-\n\x12unavailable_reason\x18\x04 \x01(\tR\x11unavailableReason\x12\x37\n\x07\x62udgets\x18\x05 \x01(\x0b\x32\x1d.agentrunner.v1.BudgetsConfigR\x07\x62udgets\x12\x1a\n\x08\x63urrency\x18\x06 \x01(\tR\x08\x63urrency*\x9b\x01\n\tAgentKind\x12\x1a\n\x16\x41GENT_KIND_UNSPECIFIED\x10\x00\x12\x15\n\x11\x41GENT_KIND_CUSTOM\x10\x01\x12\x12\n\x0e\x41GENT_KIND_LLM\x10\x02\x12\x19\n\x15\x41GENT_KIND_SEQUENTIAL\x10\x03\x12\x17\n\x13\x41GENT_KIND_PARALLEL\x10\x04\x12\x13\n\x0f\x41GENT_KIND_LOOP\x10\x05*}\n\x08ToolKind\x12\x19\n\x15TOOL_KIND_UNSPECIFIED\x10\x00\x12\x15\n\x11TOOL_KIND_BUILTIN\x10\x01\x12\x16\n\x12TOOL_KIND_FUNCTION\x10\x02\x12\x11\n\rTOOL_KIND_MCP\x10\x03\x12\x14\n\x10TOOL_KIND_CUSTOM\x10\x04\x62\x06proto3')
 
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, globals())
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'agentrunner.v1.agent_pb2', globals())
 if _descriptor._USE_C_DESCRIPTORS == False:
 
   DESCRIPTOR._options = None
-  _AGENTKIND._serialized_start=949
-  _AGENTKIND._serialized_end=1104
-  _TOOLKIND._serialized_start=1106
-  _TOOLKIND._serialized_end=1231
-  _AGENTINFO._serialized_start=77
-  _AGENTINFO._serialized_end=558
-  _TOOLINFO._serialized_start=561
-  _TOOLINFO._serialized_end=779
-  _APP._serialized_start=782
-  _APP._serialized_end=946
+  _AGENTKIND._serialized_start=1063
+  _AGENTKIND._serialized_end=1218
+  _TOOLKIND._serialized_start=1220
+  _TOOLKIND._serialized_end=1345
+  _AGENTINFO._serialized_start=106
+  _AGENTINFO._serialized_end=587
+  _TOOLINFO._serialized_start=590
+  _TOOLINFO._serialized_end=808
+  _APP._serialized_start=811
+  _APP._serialized_end=1060
 # @@protoc_insertion_point(module_scope)

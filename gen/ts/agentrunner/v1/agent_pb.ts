@@ -4,6 +4,8 @@
 
 import type { GenEnum, GenFile, GenMessage } from "@bufbuild/protobuf/codegenv2";
 import { enumDesc, fileDesc, messageDesc } from "@bufbuild/protobuf/codegenv2";
+import type { BudgetsConfig } from "./config_pb.js";
+import { file_agentrunner_v1_config } from "./config_pb.js";
 import { file_google_protobuf_struct } from "@bufbuild/protobuf/wkt";
 import type { JsonObject, Message } from "@bufbuild/protobuf";
 
@@ -11,7 +13,7 @@ import type { JsonObject, Message } from "@bufbuild/protobuf";
  * Describes the file agentrunner/v1/agent.proto.
  */
 export const file_agentrunner_v1_agent: GenFile = /*@__PURE__*/
-  fileDesc("ChphZ2VudHJ1bm5lci92MS9hZ2VudC5wcm90bxIOYWdlbnRydW5uZXIudjEizwIKCUFnZW50SW5mbxIMCgRuYW1lGAEgASgJEhMKC2Rlc2NyaXB0aW9uGAIgASgJEicKBGtpbmQYAyABKA4yGS5hZ2VudHJ1bm5lci52MS5BZ2VudEtpbmQSDQoFbW9kZWwYBCABKAkSIwobZGlzYWxsb3dfdHJhbnNmZXJfdG9fcGFyZW50GAUgASgIEiIKGmRpc2FsbG93X3RyYW5zZmVyX3RvX3BlZXJzGAYgASgIEhYKDm1heF9pdGVyYXRpb25zGAcgASgFEi0KCnN1Yl9hZ2VudHMYCCADKAsyGS5hZ2VudHJ1bm5lci52MS5BZ2VudEluZm8SDQoFdG9vbHMYCSADKAkSGAoQdHJhbnNmZXJfdGFyZ2V0cxgKIAMoCRIuCgx0b29sX2RldGFpbHMYCyADKAsyGC5hZ2VudHJ1bm5lci52MS5Ub29sSW5mbyKgAQoIVG9vbEluZm8SDAoEbmFtZRgBIAEoCRImCgRraW5kGAIgASgOMhguYWdlbnRydW5uZXIudjEuVG9vbEtpbmQSEwoLZGVzY3JpcHRpb24YAyABKAkSKwoKcGFyYW1ldGVycxgEIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSHAoUcmVxdWlyZV9jb25maXJtYXRpb24YBSABKAgicwoDQXBwEgwKBG5hbWUYASABKAkSEwoLZGVzY3JpcHRpb24YAiABKAkSLQoKcm9vdF9hZ2VudBgDIAEoCzIZLmFnZW50cnVubmVyLnYxLkFnZW50SW5mbxIaChJ1bmF2YWlsYWJsZV9yZWFzb24YBCABKAkqmwEKCUFnZW50S2luZBIaChZBR0VOVF9LSU5EX1VOU1BFQ0lGSUVEEAASFQoRQUdFTlRfS0lORF9DVVNUT00QARISCg5BR0VOVF9LSU5EX0xMTRACEhkKFUFHRU5UX0tJTkRfU0VRVUVOVElBTBADEhcKE0FHRU5UX0tJTkRfUEFSQUxMRUwQBBITCg9BR0VOVF9LSU5EX0xPT1AQBSp9CghUb29sS2luZBIZChVUT09MX0tJTkRfVU5TUEVDSUZJRUQQABIVChFUT09MX0tJTkRfQlVJTFRJThABEhYKElRPT0xfS0lORF9GVU5DVElPThACEhEKDVRPT0xfS0lORF9NQ1AQAxIUChBUT09MX0tJTkRfQ1VTVE9NEARiBnByb3RvMw", [file_google_protobuf_struct]);
+  fileDesc("ChphZ2VudHJ1bm5lci92MS9hZ2VudC5wcm90bxIOYWdlbnRydW5uZXIudjEizwIKCUFnZW50SW5mbxIMCgRuYW1lGAEgASgJEhMKC2Rlc2NyaXB0aW9uGAIgASgJEicKBGtpbmQYAyABKA4yGS5hZ2VudHJ1bm5lci52MS5BZ2VudEtpbmQSDQoFbW9kZWwYBCABKAkSIwobZGlzYWxsb3dfdHJhbnNmZXJfdG9fcGFyZW50GAUgASgIEiIKGmRpc2FsbG93X3RyYW5zZmVyX3RvX3BlZXJzGAYgASgIEhYKDm1heF9pdGVyYXRpb25zGAcgASgFEi0KCnN1Yl9hZ2VudHMYCCADKAsyGS5hZ2VudHJ1bm5lci52MS5BZ2VudEluZm8SDQoFdG9vbHMYCSADKAkSGAoQdHJhbnNmZXJfdGFyZ2V0cxgKIAMoCRIuCgx0b29sX2RldGFpbHMYCyADKAsyGC5hZ2VudHJ1bm5lci52MS5Ub29sSW5mbyKgAQoIVG9vbEluZm8SDAoEbmFtZRgBIAEoCRImCgRraW5kGAIgASgOMhguYWdlbnRydW5uZXIudjEuVG9vbEtpbmQSEwoLZGVzY3JpcHRpb24YAyABKAkSKwoKcGFyYW1ldGVycxgEIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSHAoUcmVxdWlyZV9jb25maXJtYXRpb24YBSABKAgitQEKA0FwcBIMCgRuYW1lGAEgASgJEhMKC2Rlc2NyaXB0aW9uGAIgASgJEi0KCnJvb3RfYWdlbnQYAyABKAsyGS5hZ2VudHJ1bm5lci52MS5BZ2VudEluZm8SGgoSdW5hdmFpbGFibGVfcmVhc29uGAQgASgJEi4KB2J1ZGdldHMYBSABKAsyHS5hZ2VudHJ1bm5lci52MS5CdWRnZXRzQ29uZmlnEhAKCGN1cnJlbmN5GAYgASgJKpsBCglBZ2VudEtpbmQSGgoWQUdFTlRfS0lORF9VTlNQRUNJRklFRBAAEhUKEUFHRU5UX0tJTkRfQ1VTVE9NEAESEgoOQUdFTlRfS0lORF9MTE0QAhIZChVBR0VOVF9LSU5EX1NFUVVFTlRJQUwQAxIXChNBR0VOVF9LSU5EX1BBUkFMTEVMEAQSEwoPQUdFTlRfS0lORF9MT09QEAUqfQoIVG9vbEtpbmQSGQoVVE9PTF9LSU5EX1VOU1BFQ0lGSUVEEAASFQoRVE9PTF9LSU5EX0JVSUxUSU4QARIWChJUT09MX0tJTkRfRlVOQ1RJT04QAhIRCg1UT09MX0tJTkRfTUNQEAMSFAoQVE9PTF9LSU5EX0NVU1RPTRAEYgZwcm90bzM", [file_agentrunner_v1_config, file_google_protobuf_struct]);
 
 /**
  * AgentInfo describes one agent of an app's tree.
@@ -193,6 +195,22 @@ export type App = Message<"agentrunner.v1.App"> & {
    * @generated from field: string unavailable_reason = 4;
    */
   unavailableReason: string;
+
+  /**
+   * What the app's runs may spend (AppConfig.budgets); unset when it caps
+   * nothing. Money is in currency.
+   *
+   * @generated from field: agentrunner.v1.BudgetsConfig budgets = 5;
+   */
+  budgets?: BudgetsConfig | undefined;
+
+  /**
+   * The currency of the app's prices and of budgets' cost; empty when no
+   * model is priced.
+   *
+   * @generated from field: string currency = 6;
+   */
+  currency: string;
 };
 
 /**
