@@ -10,8 +10,8 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/agentrunner/agentrunner/cmd/agentrunner/internal/cliflags"
 	"github.com/agentrunner/agentrunner/cmd/agentrunner/internal/clientconn"
+	"github.com/agentrunner/agentrunner/cmd/agentrunner/internal/cliflags"
 	"github.com/agentrunner/agentrunner/cmd/agentrunner/internal/spendfmt"
 	servicev1 "github.com/agentrunner/agentrunner/gen/go/agentrunner/service/v1"
 	agentrunnerv1 "github.com/agentrunner/agentrunner/gen/go/agentrunner/v1"
