@@ -70,6 +70,10 @@ func methodAccess() map[string]access {
 
 		servicev1.MemoryService_SearchMemory_FullMethodName:       accessScoped,
 		servicev1.MemoryService_AddSessionToMemory_FullMethodName: accessScoped,
+
+		// A user's usage is that user's; an app's (no user_id) is every
+		// user's, so admin-only like other listings of every user.
+		servicev1.UsageService_GetUsage_FullMethodName: accessScoped,
 	}
 	for _, d := range []grpc.ServiceDesc{healthpb.Health_ServiceDesc} {
 		for _, name := range methodNames(d) {

@@ -183,7 +183,8 @@ func sessionCases() []rpcCase {
 	}
 }
 
-// runnerCases are the matrix cases of RunnerService and MemoryService.
+// runnerCases are the matrix cases of RunnerService, MemoryService and
+// UsageService.
 func runnerCases() []rpcCase {
 	return []rpcCase{
 		{method: servicev1.RunnerService_Run_FullMethodName, call: func(ctx context.Context, e *env, f fixture) error {
@@ -220,6 +221,10 @@ func runnerCases() []rpcCase {
 			_, err := servicev1.NewMemoryServiceClient(e.conn).AddSessionToMemory(ctx, &servicev1.AddSessionToMemoryRequest{AppName: f.app, UserId: f.user, SessionId: f.session})
 			return err
 		}},
+		{method: servicev1.UsageService_GetUsage_FullMethodName, call: func(ctx context.Context, e *env, f fixture) error {
+			_, err := servicev1.NewUsageServiceClient(e.conn).GetUsage(ctx, &servicev1.GetUsageRequest{AppName: f.app, UserId: f.user})
+			return err
+		}},
 		// The run has ended well: there is nothing to resume.
 		{method: servicev1.RunnerService_ResumeRun_FullMethodName, allowed: codes.FailedPrecondition, call: func(ctx context.Context, e *env, f fixture) error {
 			return streamErr(e.runner.ResumeRun(ctx, &servicev1.ResumeRunRequest{RunId: f.run}))
@@ -232,7 +237,7 @@ func runnerCases() []rpcCase {
 // its own, root reaches all, and every other call is PermissionDenied and
 // changes nothing.
 func TestAuthorizationMatrix(t *testing.T) {
-	e := newEnv(t, withRunnerApps(t, customApp("echo", sayHi), customApp("other", sayHi)), withAuth(t, matrixAuth))
+	e := newEnv(t, withRunnerApps(t, customApp("echo", sayHi), customApp("other", sayHi)), withAuth(t, matrixAuth), withSpendTotals(t))
 	cases := matrixCases()
 	n := 0
 	for _, c := range cases {

@@ -182,15 +182,17 @@ func ServiceNames() []string {
 		servicev1.ArtifactService_ServiceDesc.ServiceName,
 		servicev1.RunnerService_ServiceDesc.ServiceName,
 		servicev1.MemoryService_ServiceDesc.ServiceName,
+		servicev1.UsageService_ServiceDesc.ServiceName,
 	}
 }
 
-// Register registers the four agentrunner services on r.
+// Register registers the agentrunner services on r.
 func (s *Server) Register(r grpc.ServiceRegistrar) {
 	servicev1.RegisterSessionServiceServer(r, sessionService{s: s})
 	servicev1.RegisterArtifactServiceServer(r, artifactService{s: s})
 	servicev1.RegisterRunnerServiceServer(r, runnerService{s: s})
 	servicev1.RegisterMemoryServiceServer(r, memoryService{s: s})
+	servicev1.RegisterUsageServiceServer(r, usageService{s: s})
 }
 
 // noApps serves no apps: every Run is NotFound and ListApps is empty.

@@ -5,6 +5,7 @@
 //	agentrunner chat                   # talk to an app from the terminal
 //	agentrunner sessions list|show|delete
 //	agentrunner runs list|get|cancel|attach|resume
+//	agentrunner usage --app APP        tokens and cost by day and model
 //	agentrunner bench                  # load benchmark
 //	agentrunner migrate                # apply the store's migrations
 //
@@ -61,6 +62,8 @@ Usage:
   agentrunner sessions list|show|delete     inspect stored sessions
   agentrunner runs list|get|cancel|attach|resume
                                             inspect, follow, cancel and resume runs
+  agentrunner usage --app APP [--user U] [--from D] [--to D]
+                                            tokens and cost by UTC day and model
   agentrunner bench [flags]                 load benchmark of a local server
   agentrunner migrate [flags]               apply the store's migrations (bbolt file or PostgreSQL) and exit
   agentrunner certs [flags]                 a private CA, server and client certificates to try TLS and mTLS
@@ -89,6 +92,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return chat.Sessions(ctx, rest, stdout, stderr)
 	case "runs":
 		return runsCommand(ctx, rest, stdout, stderr)
+	case "usage":
+		return usageCommand(ctx, rest, stdout, stderr)
 	case "bench":
 		return bench.Main(ctx, rest, stdout, stderr)
 	case "migrate":

@@ -21,6 +21,7 @@ import (
 	"github.com/agentrunner/agentrunner/cmd/agentrunner/internal/chat"
 	"github.com/agentrunner/agentrunner/cmd/agentrunner/internal/clientconn"
 	"github.com/agentrunner/agentrunner/cmd/agentrunner/internal/cliflags"
+	"github.com/agentrunner/agentrunner/cmd/agentrunner/internal/spendfmt"
 	servicev1 "github.com/agentrunner/agentrunner/gen/go/agentrunner/service/v1"
 	agentrunnerv1 "github.com/agentrunner/agentrunner/gen/go/agentrunner/v1"
 )
@@ -251,7 +252,7 @@ type runsClient struct {
 // --page-size the one page asked for and how to get the next.
 func (rc runsClient) list(ctx context.Context) error {
 	if !rc.f.json {
-		fmt.Fprintf(rc.out, "%-28s  %-14s  %-19s  %-11s  %-16s  %s\n", "RUN", "STATUS", "CREATED", "EVENTS", "REQUEST", "WAITING ON")
+		fmt.Fprintf(rc.out, "%-28s  %-14s  %-19s  %-11s  %9s  %-16s  %-16s  %s\n", "RUN", "STATUS", "CREATED", "EVENTS", "TOKENS", "COST", "REQUEST", "WAITING ON")
 	}
 	token, size := rc.f.pageToken, rc.f.pageSize
 	if size == 0 {
@@ -273,8 +274,9 @@ func (rc runsClient) list(ctx context.Context) error {
 				fmt.Fprintf(rc.out, "%s\n", b)
 				continue
 			}
-			row := fmt.Sprintf("%-28s  %-14s  %-19s  %-11s  %-16s  %s", r.GetRunId(), shortStatus(r.GetStatus()),
-				localTime(r.GetCreateTime()), orDash(seqRange(r)), orDash(r.GetRequestId()), strings.Join(r.GetPendingCallIds(), ","))
+			row := fmt.Sprintf("%-28s  %-14s  %-19s  %-11s  %9s  %-16s  %-16s  %s", r.GetRunId(), shortStatus(r.GetStatus()),
+				localTime(r.GetCreateTime()), orDash(seqRange(r)), runTokens(r), spendfmt.Short(r.GetCost()),
+				orDash(r.GetRequestId()), strings.Join(r.GetPendingCallIds(), ","))
 			fmt.Fprintln(rc.out, strings.TrimRight(row, " "))
 		}
 		token = resp.GetNextPageToken()
@@ -324,9 +326,20 @@ func (rc runsClient) printRecord(r *agentrunnerv1.Run) error {
 		line("error", fmt.Sprintf("%s: %s", codes.Code(e.GetCode()), e.GetMessage()))
 	}
 	if u := r.GetUsage(); u != nil {
-		line("tokens", fmt.Sprintf("%d in, %d out, %d total", u.GetPromptTokenCount(), u.GetCandidatesTokenCount(), u.GetTotalTokenCount()))
+		line("tokens", fmt.Sprintf("%s in, %s out, %s total", spendfmt.Count(int64(u.GetPromptTokenCount())),
+			spendfmt.Count(int64(u.GetCandidatesTokenCount())), spendfmt.Count(int64(u.GetTotalTokenCount()))))
 	}
+	line("cost", spendfmt.Cost(r.GetCost()))
 	return nil
+}
+
+// runTokens is a run's total tokens for a table: "-" when no model call
+// reported usage.
+func runTokens(r *agentrunnerv1.Run) string {
+	if r.GetUsage() == nil {
+		return "-"
+	}
+	return spendfmt.Count(int64(r.GetUsage().GetTotalTokenCount()))
 }
 
 // cancel cancels a run and prints its status once that took effect. A run
@@ -440,6 +453,9 @@ func (rc runsClient) finalLine(ctx context.Context, r *agentrunnerv1.Run, stream
 		fmt.Fprintf(rc.out, " (events %s)", rng)
 	}
 	fmt.Fprintln(rc.out)
+	if spend := spendfmt.Summary(r.GetUsage(), r.GetCost()); spend != "" {
+		fmt.Fprintf(rc.out, "  %s\n", spend)
+	}
 	rc.printWaiting(ctx, r)
 	switch r.GetStatus() {
 	case agentrunnerv1.RunStatus_RUN_STATUS_SUCCEEDED, agentrunnerv1.RunStatus_RUN_STATUS_INPUT_REQUIRED:

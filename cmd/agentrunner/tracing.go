@@ -23,8 +23,9 @@ import (
 )
 
 // telemetrySetup is what tracing (OTLP) and metrics (--metrics-addr) add to
-// serve: the telemetry plugin, otelgrpc's server stats handler (a span and
-// metrics per RPC, the runs' spans under them), the store's commit hook,
+// serve: the telemetry plugin (and, with metrics, the spend meter),
+// otelgrpc's server stats handler (a span and metrics per RPC, the runs'
+// spans under them), the store's commit hook,
 // and what to flush and stop at shutdown. With neither, it is empty and
 // costs nothing.
 type telemetrySetup struct {
@@ -80,6 +81,14 @@ func setupTelemetry(ctx context.Context, log *slog.Logger, metricsAddr, dataPath
 		return none, err
 	}
 	setup.plugins = []plugin.Plugin{p}
+	if m != nil {
+		sm, err := newSpendMeter(m.provider)
+		if err != nil {
+			stopMetrics()
+			return none, err
+		}
+		setup.plugins = append(setup.plugins, sm)
+	}
 	setup.options = []grpc.ServerOption{grpc.StatsHandler(otelgrpc.NewServerHandler(grpcOpts...))}
 	setup.shutdown = func(ctx context.Context) error {
 		defer stopMetrics()

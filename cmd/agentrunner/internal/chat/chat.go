@@ -25,6 +25,7 @@ import (
 
 	"github.com/agentrunner/agentrunner/cmd/agentrunner/internal/clientconn"
 	"github.com/agentrunner/agentrunner/cmd/agentrunner/internal/cliflags"
+	"github.com/agentrunner/agentrunner/cmd/agentrunner/internal/spendfmt"
 	servicev1 "github.com/agentrunner/agentrunner/gen/go/agentrunner/service/v1"
 	agentrunnerv1 "github.com/agentrunner/agentrunner/gen/go/agentrunner/v1"
 )
@@ -274,10 +275,11 @@ func (c *chat) run(ctx context.Context, msg *agentrunnerv1.Content) ([]*agentrun
 	stopper := c.stopOnInterrupt(ctx, cancelStream)
 	defer stopper.stop()
 	var first, last uint64
+	var record *agentrunnerv1.Run // the last run record seen
 	defer func() {
 		c.endPartial()
 		if first > 0 {
-			fmt.Fprintf(c.out, "  (events #%d-#%d)\n", first, last)
+			fmt.Fprintf(c.out, "  (events #%d-#%d%s)\n", first, last, spendOf(record))
 		}
 	}()
 	var waiting []*agentrunnerv1.FunctionCall
@@ -294,6 +296,7 @@ func (c *chat) run(ctx context.Context, msg *agentrunnerv1.Content) ([]*agentrun
 			return nil, err
 		}
 		if r := resp.GetRun(); r != nil { // the run record, first and last
+			record = r
 			stopper.started(r.GetRunId())
 			if cancelled = r.GetStatus() == agentrunnerv1.RunStatus_RUN_STATUS_CANCELLED; cancelled {
 				c.endPartial()
@@ -323,6 +326,16 @@ func (c *chat) run(ctx context.Context, msg *agentrunnerv1.Content) ([]*agentrun
 		c.printComplete(ev, c.partial != "" && c.speaking == ev.GetAuthor())
 		waiting = append(waiting, waitedOn(ev)...)
 	}
+}
+
+// spendOf is what a run's model calls used and cost, for the line that
+// ends the run: " · tokens 1,234 · cost 0.0123 USD", or "" when it made
+// none (or its last record never came).
+func spendOf(r *agentrunnerv1.Run) string {
+	if s := spendfmt.Summary(r.GetUsage(), r.GetCost()); s != "" {
+		return " · " + s
+	}
+	return ""
 }
 
 // runStopper cancels a run on the server (CancelRun) when the person

@@ -60,6 +60,19 @@ apps:
     root_agent:
       name: clerk
       llm: { model: gated, tools: [get_order, exit_loop], require_confirmation: [exit_loop] }
+  - name: priced
+    root_agent:
+      name: till
+      llm: { model: priced }
+  - name: mixed
+    root_agent:
+      name: front
+      description: Routes the user.
+      llm: { model: priced, instruction: Route billing questions to billing. }
+      sub_agents:
+        - name: billing
+          description: Answers billing questions on an unpriced model.
+          llm: { model: gated }
 `
 
 // gatedModel is the offline model, except that while the test holds its
@@ -143,8 +156,11 @@ func startServer(t *testing.T) (addr string, gated *gatedModel) {
 		t.Fatal(err)
 	}
 	built, err := apps.Build(t.Context(), cfg, func(_ context.Context, name string) (model.Model, error) {
-		if name == "failing" {
+		switch name {
+		case "failing":
 			return failingModel{}, nil
+		case "priced":
+			return pricedModel{offline.New(offline.Config{Name: "priced"})}, nil
 		}
 		return gated, nil
 	})
@@ -385,7 +401,7 @@ func TestChatStreamsTransfersAndResumes(t *testing.T) {
 		t.Fatalf("the run ended before the model's complete response was released:\n%s", out)
 	}
 	release()
-	c.expect(`\[billing\] offline model: you said: I have a billing question\n  \(events #1-#4\)\nyou> $`)
+	c.expect(`\[billing\] offline model: you said: I have a billing question\n  \(events #1-#4 · tokens \d+ · cost unknown\)\nyou> $`)
 	if n := strings.Count(c.out.String(), "offline model: you said: I have a billing question"); n != 1 {
 		t.Errorf("the streamed answer was printed %d times, want once:\n%s", n, c.out)
 	}
@@ -410,7 +426,7 @@ func TestChatStreamsTransfersAndResumes(t *testing.T) {
 		`you> $`,
 	)
 	c.typeLine("and another question")
-	c.expect(`you> \[billing\] offline model: you said: and another question\n  \(events #5-#6\)\nyou> $`)
+	c.expect(`you> \[billing\] offline model: you said: and another question\n  \(events #5-#6 · tokens \d+ · cost unknown\)\nyou> $`)
 	if n := strings.Count(c.out.String(), "transfers to"); n != 1 {
 		t.Errorf("resumed run transferred again (%d transfer lines):\n%s", n, c.out)
 	}
@@ -466,7 +482,7 @@ func TestChatUnknownApp(t *testing.T) {
 	addr, _ := startServer(t)
 	c := startChat(t, "--addr", addr, "--app", "nope", "--user", "dee")
 	err := c.wait()
-	want := `NotFound: app "nope" is not served by ` + addr + `; it serves: broken, demo, orders, slow, support, unready`
+	want := `NotFound: app "nope" is not served by ` + addr + `; it serves: broken, demo, mixed, orders, priced, slow, support, unready`
 	if err == nil || err.Error() != want {
 		t.Fatalf("chat --app nope: got error %v, want %q", err, want)
 	}
@@ -623,7 +639,7 @@ func TestChatAnswersWaitingCalls(t *testing.T) {
 	c.typeLine(`shipped`)
 	c.expect(`  \(not an answer; try again\)\n\? answer get_order`)
 	c.typeLine(`{"status": "shipped"}`)
-	c.expect(`\[clerk\] offline model: get_order returned {"status":"shipped"}\n  \(events #\d+-#\d+\)\nyou> $`)
+	c.expect(`\[clerk\] offline model: get_order returned {"status":"shipped"}\n  \(events #\d+-#\d+ · tokens \d+ · cost unknown\)\nyou> $`)
 	c.typeLine(`call exit_loop`)
 	c.expect(`  -> clerk calls request_confirmation\(`, `\? confirm exit_loop\({}\) \[y/n\] $`)
 	c.typeLine(`n`)
@@ -710,7 +726,7 @@ func TestChatResumesAWaitingSession(t *testing.T) {
 	c = startChat(t, "--addr", addr, "--app", "orders", "--user", "di", "--session", "waits", "--no-stream")
 	c.expect(`resumed session waits of app orders`, `run e-\S+ waits on your answer to 1 call\(s\):\n\? answer get_order\({"order_id":"7"}\) with a JSON object: $`)
 	c.typeLine(`{"status": "lost"}`)
-	c.expect(`\[clerk\] offline model: get_order returned {"status":"lost"}\n  \(events #\d+-#\d+\)\nyou> $`)
+	c.expect(`\[clerk\] offline model: get_order returned {"status":"lost"}\n  \(events #\d+-#\d+ · tokens \d+ · cost unknown\)\nyou> $`)
 	c.typeLine("/quit")
 	if err := c.wait(); err != nil {
 		t.Fatal(err)
