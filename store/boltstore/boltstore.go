@@ -36,7 +36,7 @@ var (
 	bucketMemUsers    = []byte("memory_users")
 
 	allBuckets = [][]byte{bucketMeta, bucketSessions, bucketEvents, bucketAppState, bucketUserState, bucketArtifacts, bucketBlobs, bucketToolCalls,
-		bucketRunRecords, bucketRunReqs, bucketRunIndex, bucketMemSessions, bucketMemPostings,
+		bucketRunRecords, bucketRunReqs, bucketMemSessions, bucketMemPostings,
 		bucketMemUsers}
 
 	keySchemaVersion = []byte("schema_version")

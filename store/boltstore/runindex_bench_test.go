@@ -16,7 +16,9 @@ import (
 // user's active runs, and of the app's (every user), across 1,000
 // sessions of 10 users, each session with 20 finished runs and 2 active
 // ones (one RUNNING, one INPUT_REQUIRED). The file holds 22,000 runs; a
-// page reads only active ones, from the run index.
+// page of active runs reads only active ones, from the run index. The
+// pages of every status are there for scale: a user's walks one range,
+// the app's merges its users'.
 func BenchmarkListActiveRuns(b *testing.B) {
 	const (
 		users, sessions, finished, active = 10, 1000, 20, 2
@@ -61,6 +63,7 @@ func BenchmarkListActiveRuns(b *testing.B) {
 		{"user", store.RunFilter{App: "app", User: "u3", Statuses: statuses}, 100},
 		{"app", store.RunFilter{App: "app", Statuses: statuses}, 100},
 		{"user_all_statuses", store.RunFilter{App: "app", User: "u3"}, 100},
+		{"app_all_statuses", store.RunFilter{App: "app"}, 100}, // a merge of the 10 users' ranges
 	} {
 		b.Run(bc.name, func(b *testing.B) {
 			for b.Loop() {

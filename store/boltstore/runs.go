@@ -25,6 +25,7 @@ import (
 //
 //	run_records     'r' T(run_id)                       -> U(len(run key)) run key, Run
 //	run_records     'u' T(run_id)                       -> empty, while the status is PENDING or RUNNING
+//	run_records     'i', 'v' T(app, user) N(create) T(run_id) -> empty: the run index (runindex.go)
 //	events          run key                             -> empty: the session's list of runs
 //	run_requests    T(app, user, session, request_id)   -> run key
 //
@@ -109,7 +110,7 @@ type runPlan struct {
 	putReq     []byte                 // run_requests entry to add
 	delReq     []byte                 // run_requests entry of the record's old request_id, to delete
 	unfinished int                    // +1: add the unfinished mark, -1: remove it, 0: leave
-	active     int                    // the same for the entries of the active-runs index (runindex.go)
+	active     int                    // the same for the run's active entry in the run index (runindex.go)
 }
 
 // planRun checks a write of w (whose session exists, with last sequence
@@ -120,7 +121,7 @@ func planRun(tx *bbolt.Tx, w *runWrite, anchor uint64) (*runPlan, error) {
 	var (
 		oldReq    string
 		has       bool // the run has an unfinished mark: its stored status is unfinished
-		wasActive bool // the run has active-runs index entries: its stored status is active
+		wasActive bool // the run has an active entry in the run index: its stored status is active
 	)
 	stored, v, err := storedRun(tx, w.rec.GetRunId())
 	switch {
@@ -226,7 +227,7 @@ func (p *runPlan) apply(tx *bbolt.Tx, seq uint64) error {
 			return err
 		}
 	}
-	if err := p.index(tx); err != nil {
+	if err := p.index(records); err != nil {
 		return err
 	}
 	switch p.unfinished {
@@ -838,9 +839,8 @@ func unfinishedTx(tx *bbolt.Tx, queued map[string]*runWrite) ([]placedRun, error
 // sessionRuns are the keys of a session's run records and of their
 // index entries.
 type sessionRuns struct {
-	records [][]byte // run_records keys: each run's record and unfinished mark
+	records [][]byte // run_records keys: each run's record, unfinished mark and run index entries
 	reqs    [][]byte // run_requests keys
-	index   [][]byte // run_index entries, active or not
 }
 
 // collectRuns collects the keys DeleteSession deletes with session sk,
@@ -861,11 +861,11 @@ func collectRuns(tx *bbolt.Tx, sk []byte, evKeys [][]byte) (*sessionRuns, error)
 		}
 		if bytes.Equal(stored, key) {
 			r.records = append(r.records, recordKey(id), unfinishedKey(id))
-			idx, err := sessionIndexKeys(sk, key, id)
+			idx, err := sessionIndexKeys(key, id)
 			if err != nil {
 				return nil, fmt.Errorf("run key: %w", err)
 			}
-			r.index = append(r.index, idx...)
+			r.records = append(r.records, idx...)
 		}
 	}
 	return r, nil
@@ -877,7 +877,7 @@ func (r *sessionRuns) delete(tx *bbolt.Tx) error {
 	for _, b := range []struct {
 		bucket *bbolt.Bucket
 		keys   [][]byte
-	}{{tx.Bucket(bucketRunRecords), r.records}, {tx.Bucket(bucketRunReqs), r.reqs}, {tx.Bucket(bucketRunIndex), r.index}} {
+	}{{tx.Bucket(bucketRunRecords), r.records}, {tx.Bucket(bucketRunReqs), r.reqs}} {
 		for _, key := range b.keys {
 			if err := del(b.bucket, key); err != nil { // a no-op for the mark of a finished run
 				return err

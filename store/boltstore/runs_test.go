@@ -37,8 +37,8 @@ func testRun(k store.SessionKey, id string, minute int, st agentrunnerv1.RunStat
 // checkRunIndexes checks, on the raw file, that every run record is
 // where its fields say and that the indexes name exactly what they must:
 // the events bucket every record's run key (and no other), run_requests
-// every request_id, unfinished_runs every pending or running run,
-// run_index every run and, apart, every active one.
+// every request_id, the 'u' marks every pending or running run, the
+// run index ('i', 'v' in run_records) every run and every active one.
 func checkRunIndexes(t testing.TB, tx *bbolt.Tx) {
 	t.Helper()
 	want := map[string]map[string]string{"run_keys": {}, "run_requests": {}, "unfinished_runs": {}, "run_index": {}}
@@ -65,9 +65,9 @@ func checkRunIndexes(t testing.TB, tx *bbolt.Tx) {
 			want["unfinished_runs"][string(unfinishedKey(rec.GetRunId()))] = ""
 		}
 		nanos := runNanos(key, sk)
-		idx := runIndexKeys(false, rec.GetAppName(), rec.GetUserId(), nanos, rec.GetRunId())
+		idx := [][]byte{indexKey(indexAll, rec.GetAppName(), rec.GetUserId(), nanos, rec.GetRunId())}
 		if store.Active(rec.GetStatus()) {
-			idx = append(idx, runIndexKeys(true, rec.GetAppName(), rec.GetUserId(), nanos, rec.GetRunId())...)
+			idx = append(idx, indexKey(indexActive, rec.GetAppName(), rec.GetUserId(), nanos, rec.GetRunId()))
 		}
 		for _, k := range idx {
 			want["run_index"][string(k)] = ""
@@ -78,19 +78,16 @@ func checkRunIndexes(t testing.TB, tx *bbolt.Tx) {
 		t.Fatalf("run records: %v", err)
 	}
 	got := map[string]map[string]string{"run_keys": runKeysOf(t, tx), "run_requests": {}, "unfinished_runs": {}, "run_index": {}}
-	if b := tx.Bucket(bucketRunIndex); b != nil {
-		_ = b.ForEach(func(k, v []byte) error {
-			got["run_index"][string(k)] = string(v)
-			return nil
-		})
-	}
 	_ = tx.Bucket(bucketRunReqs).ForEach(func(k, v []byte) error {
 		got["run_requests"][string(k)] = string(v)
 		return nil
 	})
 	_ = tx.Bucket(bucketRunRecords).ForEach(func(k, v []byte) error {
-		if bytes.HasPrefix(k, unfinishedPrefix) {
+		switch k[0] {
+		case unfinishedPrefix[0]:
 			got["unfinished_runs"][string(k)] = string(v)
+		case indexAll, indexActive:
+			got["run_index"][string(k)] = string(v)
 		}
 		return nil
 	})
@@ -134,7 +131,7 @@ func runKeysOf(t testing.TB, tx *bbolt.Tx) map[string]string {
 func forEachRunRecord(tx *bbolt.Tx, fn func(key, v []byte) error) error {
 	return tx.Bucket(bucketRunRecords).ForEach(func(idKey, _ []byte) error {
 		switch {
-		case bytes.HasPrefix(idKey, unfinishedPrefix):
+		case bytes.HasPrefix(idKey, unfinishedPrefix), idKey[0] == indexAll, idKey[0] == indexActive:
 			return nil
 		case !bytes.HasPrefix(idKey, []byte{'r'}):
 			return fmt.Errorf("run_records key %x", idKey)
@@ -1048,13 +1045,13 @@ func TestRunIndexMigration(t *testing.T) {
 			}
 		}
 		s.Close()
-		// What a schema 6 binary leaves: no run_index.
+		// What a schema 6 binary leaves: no run index entries.
 		db, err := bbolt.Open(path, 0o600, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
 		err = db.Update(func(tx *bbolt.Tx) error {
-			if err := tx.DeleteBucket(bucketRunIndex); err != nil {
+			if err := deleteRunIndex(tx); err != nil {
 				return err
 			}
 			return tx.Bucket(bucketMeta).Put(keySchemaVersion, binary.AppendUvarint(nil, 6))
@@ -1075,6 +1072,27 @@ func TestRunIndexMigration(t *testing.T) {
 		}
 		wantAcross(t, s, store.RunFilter{App: "app", Statuses: active}, "e-2")
 	})
+}
+
+// deleteRunIndex deletes every run index entry of run_records, and fails
+// when there is none: the migration would then have nothing to build.
+func deleteRunIndex(tx *bbolt.Tx) error {
+	var keys [][]byte
+	c := tx.Bucket(bucketRunRecords).Cursor()
+	for k, _ := c.First(); k != nil; k, _ = c.Next() {
+		if k[0] == indexAll || k[0] == indexActive {
+			keys = append(keys, bytes.Clone(k))
+		}
+	}
+	if len(keys) == 0 {
+		return errors.New("no run index entries to delete")
+	}
+	for _, k := range keys {
+		if err := tx.Bucket(bucketRunRecords).Delete(k); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func wantAcross(t *testing.T, s *Store, f store.RunFilter, want string) {
