@@ -354,7 +354,8 @@ type userRange struct {
 func (r *userRange) at(k []byte) {
 	r.place = nil
 	if k != nil && bytes.HasPrefix(k, r.prefix) {
-		r.place = append(bytes.Clone(r.scope), k[len(r.prefix):]...)
+		suffix := k[len(r.prefix):]
+		r.place = append(append(make([]byte, 0, len(r.scope)+len(suffix)), r.scope...), suffix...)
 	}
 }
 
