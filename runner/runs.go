@@ -96,6 +96,30 @@ func (r *Runner) ListRuns(ctx context.Context, userID, sessionID string, page st
 	return recs, next, nil
 }
 
+// ListRunsOf pages through the runs of the runner's app that f selects
+// (f.App is the runner's, whatever it says), newest first, with the live
+// state of those running here: a user's across their sessions, every
+// user's when f.User is empty, or one session's (see
+// store.RunStore.ListRunsOf). A live run whose current status f does not
+// keep is left out, so a page may be short; the token still goes on.
+func (r *Runner) ListRunsOf(ctx context.Context, f store.RunFilter, page store.Page) ([]*agentrunnerv1.Run, string, error) {
+	f.App = r.appName
+	recs, next, err := r.store.ListRunsOf(ctx, f, page)
+	if err != nil {
+		return nil, "", err
+	}
+	out := recs[:0]
+	for _, rec := range recs {
+		if lr := r.lookup(rec.GetRunId()); lr != nil {
+			rec = lr.Record()
+		}
+		if f.Keeps(rec.GetStatus()) {
+			out = append(out, rec)
+		}
+	}
+	return out, next, nil
+}
+
 // Cancel cancels a run and returns its record once the cancellation took
 // effect: a running run stores an event saying so and ends
 // RUN_STATUS_CANCELLED; a pending one leaves the queue. A run that has

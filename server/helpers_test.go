@@ -64,7 +64,7 @@ func newEnv(t *testing.T, opts ...envOption) *env {
 
 // startEnv serves cfg on a loopback port and connects clients to it. The
 // server and the store close at the end of the test, or at env.close.
-func startEnv(t *testing.T, st *boltstore.Store, cfg Config, logs *syncBuffer) *env {
+func startEnv(t *testing.T, st interface{ Close() error }, cfg Config, logs *syncBuffer) *env {
 	t.Helper()
 	g := NewGRPCServer(New(cfg))
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
@@ -79,8 +79,9 @@ func startEnv(t *testing.T, st *boltstore.Store, cfg Config, logs *syncBuffer) *
 	if err != nil {
 		t.Fatal(err)
 	}
+	bolt, _ := st.(*boltstore.Store) // nil on another store
 	e := &env{
-		store:     st,
+		store:     bolt,
 		grpc:      g,
 		conn:      conn,
 		sessions:  servicev1.NewSessionServiceClient(conn),
@@ -224,6 +225,10 @@ func (f runFunc) Resume(context.Context, runner.ResumeRequest) iter.Seq2[runner.
 
 func (f runFunc) GetRun(context.Context, string) (*agentrunnerv1.Run, error) {
 	return nil, errNoRecords
+}
+
+func (f runFunc) ListRunsOf(context.Context, store.RunFilter, store.Page) ([]*agentrunnerv1.Run, string, error) {
+	return nil, "", errNoRecords
 }
 
 func (f runFunc) ListRuns(context.Context, string, string, store.Page) ([]*agentrunnerv1.Run, string, error) {

@@ -16,6 +16,7 @@ import (
 	"github.com/agentrunner/agentrunner/runner/apps"
 	"github.com/agentrunner/agentrunner/runner/model"
 	"github.com/agentrunner/agentrunner/runner/model/offline"
+	"github.com/agentrunner/agentrunner/store/pgstore/pgtest"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -32,8 +33,12 @@ func TestMain(m *testing.M) {
 		}
 		os.Exit(0)
 	}
-	os.Exit(m.Run())
+	os.Exit(pgtest.Main(m, &pg))
 }
+
+// pg is this test binary's PostgreSQL cluster, started by the first test
+// that needs it (see pgtest).
+var pg pgtest.Shared
 
 type addArgs struct {
 	A float64 `json:"a"`

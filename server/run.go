@@ -112,23 +112,21 @@ func (h runnerService) GetRun(ctx context.Context, req *servicev1.GetRunRequest)
 	return &servicev1.GetRunResponse{Run: run}, nil
 }
 
-// ListRuns lists a session's runs, newest first.
+// ListRuns lists runs newest first: a session's, a user's across their
+// sessions, or (admins only, see authz.go) every user's of the app.
 func (h runnerService) ListRuns(ctx context.Context, req *servicev1.ListRunsRequest) (*servicev1.ListRunsResponse, error) {
-	k, err := sessionKey(req)
+	f, err := validateListRuns(req)
 	if err != nil {
-		return nil, err
-	}
-	if err := checkPageSize(req.GetPageSize()); err != nil {
 		return nil, err
 	}
 	if err := h.s.checkPage(req); err != nil {
 		return nil, err
 	}
-	app, ok := h.s.apps.Lookup(k.App)
+	app, ok := h.s.apps.Lookup(f.App)
 	if !ok {
-		return nil, unknownApp(k.App)
+		return nil, unknownApp(f.App)
 	}
-	runs, next, err := app.ListRuns(ctx, k.User, k.Session, store.Page{Size: int(req.GetPageSize()), Token: req.GetPageToken()})
+	runs, next, err := app.ListRunsOf(ctx, f, store.Page{Size: int(req.GetPageSize()), Token: req.GetPageToken()})
 	if err != nil {
 		return nil, h.s.toStatus(ctx, err)
 	}

@@ -53,6 +53,7 @@ type AppRunner interface {
 	Resume(ctx context.Context, req runner.ResumeRequest) iter.Seq2[runner.Update, error]
 	GetRun(ctx context.Context, runID string) (*agentrunnerv1.Run, error)
 	ListRuns(ctx context.Context, userID, sessionID string, page store.Page) ([]*agentrunnerv1.Run, string, error)
+	ListRunsOf(ctx context.Context, f store.RunFilter, page store.Page) ([]*agentrunnerv1.Run, string, error)
 	Cancel(ctx context.Context, runID string) (*agentrunnerv1.Run, error)
 	// HasLiveRun reports whether the run is pending or running in this
 	// process (its record may not be stored yet).

@@ -205,6 +205,31 @@ func validateListSessions(r *servicev1.ListSessionsRequest) error {
 	return checkPageSize(r.GetPageSize())
 }
 
+// validateListRuns returns the runs a ListRuns request selects: app_name
+// is required; user_id may be empty (every user) only without a
+// session_id; every status must be one a run can have.
+func validateListRuns(r *servicev1.ListRunsRequest) (store.RunFilter, error) {
+	f := store.RunFilter{App: r.GetAppName(), User: r.GetUserId(), Session: r.GetSessionId(), Statuses: r.GetStatuses()}
+	if err := checkID("app_name", f.App); err != nil {
+		return f, err
+	}
+	if err := checkOptionalID("user_id", f.User); err != nil {
+		return f, err
+	}
+	if err := checkOptionalID("session_id", f.Session); err != nil {
+		return f, err
+	}
+	if f.Session != "" && f.User == "" {
+		return f, invalid("user_id", "required with a session_id")
+	}
+	for i, st := range f.Statuses {
+		if _, ok := agentrunnerv1.RunStatus_name[int32(st)]; !ok || st == agentrunnerv1.RunStatus_RUN_STATUS_UNSPECIFIED {
+			return f, invalid(fmt.Sprintf("statuses[%d]", i), "%d is not a run status (RUN_STATUS_PENDING .. RUN_STATUS_INTERRUPTED)", int32(st))
+		}
+	}
+	return f, checkPageSize(r.GetPageSize())
+}
+
 func validateAppendEvent(r *servicev1.AppendEventRequest) (store.SessionKey, error) {
 	k, err := sessionKey(r)
 	if err != nil {

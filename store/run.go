@@ -2,6 +2,7 @@ package store
 
 import (
 	"fmt"
+	"slices"
 	"time"
 
 	"google.golang.org/protobuf/types/known/timestamppb"
@@ -58,4 +59,59 @@ func CheckRunOf(run *agentrunnerv1.Run, k SessionKey) error {
 		return fmt.Errorf("run %s belongs to session %s, not %s: %w", run.GetRunId(), rk, k, ErrInvalidArgument)
 	}
 	return nil
+}
+
+// RunFilter selects the runs ListRunsOf lists.
+type RunFilter struct {
+	// App is required.
+	App string
+	// User, when empty, selects every user of App (Session must then be
+	// empty too).
+	User string
+	// Session, when empty, selects every session of User.
+	Session string
+	// Statuses, when not empty, keeps only runs with one of these
+	// statuses.
+	Statuses []agentrunnerv1.RunStatus
+}
+
+// Validate reports an ErrInvalidArgument for a filter no listing serves.
+func (f RunFilter) Validate(check KeyCheck) error {
+	switch {
+	case f.App == "":
+		return fmt.Errorf("app_name is empty: %w", ErrInvalidArgument)
+	case f.User == "" && f.Session != "":
+		return fmt.Errorf("session_id %q without a user_id: %w", f.Session, ErrInvalidArgument)
+	}
+	if err := checkAll(check, f.App, f.User, f.Session); err != nil {
+		return err
+	}
+	for _, st := range f.Statuses {
+		if _, ok := agentrunnerv1.RunStatus_name[int32(st)]; !ok || st == agentrunnerv1.RunStatus_RUN_STATUS_UNSPECIFIED {
+			return fmt.Errorf("run status %d is not a status a run can have: %w", st, ErrInvalidArgument)
+		}
+	}
+	return nil
+}
+
+// Keeps reports whether the filter's statuses keep a run of status st.
+func (f RunFilter) Keeps(st agentrunnerv1.RunStatus) bool {
+	return len(f.Statuses) == 0 || slices.Contains(f.Statuses, st)
+}
+
+// Active reports whether a run of this status is in flight or waits on
+// its caller: what the console's runs board shows, and what every store
+// keeps an index of across sessions.
+func Active(st agentrunnerv1.RunStatus) bool {
+	switch st {
+	case agentrunnerv1.RunStatus_RUN_STATUS_PENDING, agentrunnerv1.RunStatus_RUN_STATUS_RUNNING, agentrunnerv1.RunStatus_RUN_STATUS_INPUT_REQUIRED:
+		return true
+	}
+	return false
+}
+
+// OnlyActive reports whether the filter keeps active runs only, so that a
+// store may walk its index of active runs instead of every run.
+func (f RunFilter) OnlyActive() bool {
+	return len(f.Statuses) > 0 && !slices.ContainsFunc(f.Statuses, func(st agentrunnerv1.RunStatus) bool { return !Active(st) })
 }

@@ -44,7 +44,7 @@ var (
 
 // currentSchema is the layout this code reads and writes. Raise it with a
 // new entry in schemaMigrations (and a test) whenever the layout changes.
-const currentSchema = 6
+const currentSchema = 7
 
 // migration upgrades a file from schema version N to N+1 inside the open
 // transaction.
@@ -56,8 +56,9 @@ type migration func(tx *bbolt.Tx) error
 // unfinished_runs, see migrateRuns); version 4 moved the records from
 // runs into events (migrateRunsIntoEvents); version 5 added the memory
 // index (migrateMemory); version 6 moved the records into run_records,
-// by run id (migrateRunRecords).
-var schemaMigrations = []migration{migrateToolCalls, migrateRuns, migrateRunsIntoEvents, migrateMemory, migrateRunRecords}
+// by run id (migrateRunRecords); version 7 added the run index across
+// sessions (migrateRunIndex, runindex.go).
+var schemaMigrations = []migration{migrateToolCalls, migrateRuns, migrateRunsIntoEvents, migrateMemory, migrateRunRecords, migrateRunIndex}
 
 // migrateMemory adds the memory buckets (memory.go), empty: no session of
 // an older file is in memory. Open creates them before it migrates; the

@@ -299,6 +299,10 @@ func TestKeysGolden(t *testing.T) {
 		"run_unfinished " + hex.EncodeToString(unfinishedKey("e-1")),
 		"run_record_value " + hex.EncodeToString(recordEntry(runKey(sessionKey(k), 7, 1_700_000_000_123456789, "e-1"), []byte{0x0a, 0x03, 'e', '-', '1'})),
 		"run_request " + hex.EncodeToString(runRequestKey(sessionKey(k), "req\x001")),
+		"run_index " + hex.EncodeToString(indexKey(indexAll, "app", "user\x00x", 1_700_000_000_123456789, "e-1")),
+		"run_index_active " + hex.EncodeToString(indexKey(indexActive, "app", "user\x00x", -1, "e-1")),
+		"run_index_token " + hex.EncodeToString(indexEntry(indexScope(scopeUser, "app", "user\x00x"), 1_700_000_000_123456789, "e-1")) +
+			" " + hex.EncodeToString(indexEntry(indexScope(scopeApp, "app", ""), 1_700_000_000_123456789, "e-1")),
 		"memory_segment " + hex.EncodeToString(segmentKey(userStateKey("app", "user\x00x"), "rex", 3)),
 		"memory_event_id " + hex.EncodeToString(memEventID),
 		"schema " + hex.EncodeToString(binary.AppendUvarint(nil, currentSchema)),

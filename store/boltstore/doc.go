@@ -18,6 +18,8 @@
 //	tool_calls      T(app, user, session, call_id)            -> ToolCall: the session's tool-call ledger
 //	run_records     'r' T(run_id)                             -> uvarint(len) run key, Run; a run keeps the key of its first write
 //	                'u' T(run_id)                             -> empty, while the run is PENDING or RUNNING
+//	                'i' T(app, user) N(create) T(run_id)      -> empty: every run of the user, by creation (the run index)
+//	                'v' T(app, user) N(create) T(run_id)      -> empty, while the run is PENDING, RUNNING or INPUT_REQUIRED
 //	run_requests    T(app, user, session, request_id)         -> run key: request ids are unique per session
 //	memory_sessions T(app, user, session)                     -> uvarints: in memory; the last sequence with postings,
 //	                                                             the merges holding its postings
@@ -54,7 +56,11 @@
 // page of its session's events of its own, in a commit that wrote none of
 // them. Runs are listed newest first by a reverse walk of the session's
 // key range that steps over its events; GetRun is one lookup; recovery
-// reads only the 'u' marks, never every record. DeleteSession removes a
+// reads only the 'u' marks, never every record. Runs across sessions are
+// listed from the run index in run_records (runindex.go): a run's 'i'
+// entry is written with its first record, its 'v' entry comes and goes
+// with the records that change its status, so the runs board's listing of
+// active runs reads only active runs. DeleteSession removes a
 // session's runs and their index entries with the rest. An append that changes no
 // session state rewrites two fields of the session record's encoding
 // instead of decoding and re-encoding it.

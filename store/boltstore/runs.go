@@ -25,6 +25,7 @@ import (
 //
 //	run_records     'r' T(run_id)                       -> U(len(run key)) run key, Run
 //	run_records     'u' T(run_id)                       -> empty, while the status is PENDING or RUNNING
+//	run_records     'i', 'v' T(app, user) N(create) T(run_id) -> empty: the run index (runindex.go)
 //	events          run key                             -> empty: the session's list of runs
 //	run_requests    T(app, user, session, request_id)   -> run key
 //
@@ -109,6 +110,7 @@ type runPlan struct {
 	putReq     []byte                 // run_requests entry to add
 	delReq     []byte                 // run_requests entry of the record's old request_id, to delete
 	unfinished int                    // +1: add the unfinished mark, -1: remove it, 0: leave
+	active     int                    // the same for the run's active entry in the run index (runindex.go)
 }
 
 // planRun checks a write of w (whose session exists, with last sequence
@@ -117,8 +119,9 @@ type runPlan struct {
 func planRun(tx *bbolt.Tx, w *runWrite, anchor uint64) (*runPlan, error) {
 	p := &runPlan{w: w, bytes: w.bytes}
 	var (
-		oldReq string
-		has    bool // the run has an unfinished mark: its stored status is unfinished
+		oldReq    string
+		has       bool // the run has an unfinished mark: its stored status is unfinished
+		wasActive bool // the run has an active entry in the run index: its stored status is active
 	)
 	stored, v, err := storedRun(tx, w.rec.GetRunId())
 	switch {
@@ -134,7 +137,7 @@ func planRun(tx *bbolt.Tx, w *runWrite, anchor uint64) (*runPlan, error) {
 		p.key = bytes.Clone(stored)
 		var st agentrunnerv1.RunStatus
 		oldReq, st = requestAndStatusOf(v)
-		has = unfinished(st)
+		has, wasActive = unfinished(st), store.Active(st)
 		if runNanos(p.key, w.sk) != w.nanos {
 			if err := p.keepCreateTime(); err != nil {
 				return nil, err
@@ -152,6 +155,12 @@ func planRun(tx *bbolt.Tx, w *runWrite, anchor uint64) (*runPlan, error) {
 		p.unfinished = 1
 	case !want && has:
 		p.unfinished = -1
+	}
+	switch want := store.Active(w.rec.GetStatus()); {
+	case want && !wasActive:
+		p.active = 1
+	case !want && wasActive:
+		p.active = -1
 	}
 	return p, nil
 }
@@ -217,6 +226,9 @@ func (p *runPlan) apply(tx *bbolt.Tx, seq uint64) error {
 		if err := del(tx.Bucket(bucketRunReqs), p.delReq); err != nil {
 			return err
 		}
+	}
+	if err := p.index(records); err != nil {
+		return err
 	}
 	switch p.unfinished {
 	case 1:
@@ -624,6 +636,11 @@ func (s *Store) ListRuns(ctx context.Context, k store.SessionKey, page store.Pag
 	if err := validateKey(k); err != nil {
 		return nil, "", err
 	}
+	return s.listSessionRuns(ctx, k, store.RunFilter{}, page)
+}
+
+// listSessionRuns is ListRuns of the runs of session k that f keeps.
+func (s *Store) listSessionRuns(ctx context.Context, k store.SessionKey, f store.RunFilter, page store.Page) ([]*agentrunnerv1.Run, string, error) {
 	sk := sessionKey(k)
 	bound, err := runsPageBound(sk, page.Token)
 	if err != nil {
@@ -641,7 +658,7 @@ func (s *Store) ListRuns(ctx context.Context, k store.SessionKey, page store.Pag
 		}
 		fresh := freshRuns(tx, queued, lastSequenceOf(sess), bound)
 		var err error
-		out, next, err = listRunsTx(tx, sk, bound, fresh, queued, page.Limit())
+		out, next, err = listRunsTx(tx, sk, bound, fresh, queued, f, page.Limit())
 		return err
 	})
 	if err != nil {
@@ -676,7 +693,8 @@ type placedRun struct {
 // (the queued records of runs not stored yet) and replacing stored
 // records by their queued ones. It steps over the session's events, which
 // share the key range: a page costs the events between its runs too.
-func listRunsTx(tx *bbolt.Tx, sk, bound []byte, fresh []placedRun, queued map[string]*runWrite, limit int) ([]*agentrunnerv1.Run, string, error) {
+// Only the runs whose status f keeps are listed.
+func listRunsTx(tx *bbolt.Tx, sk, bound []byte, fresh []placedRun, queued map[string]*runWrite, f store.RunFilter, limit int) ([]*agentrunnerv1.Run, string, error) {
 	c := tx.Bucket(bucketEvents).Cursor()
 	key, _ := seekBefore(c, bound)
 	key = prevRun(c, sk, key)
@@ -686,24 +704,31 @@ func listRunsTx(tx *bbolt.Tx, sk, bound []byte, fresh []placedRun, queued map[st
 	)
 	for {
 		stored := key != nil && bytes.HasPrefix(key, sk)
+		var (
+			rec   *agentrunnerv1.Run
+			place []byte
+			err   error
+		)
 		switch {
 		case !stored && len(fresh) == 0:
 			return out, "", nil
-		case len(out) == limit:
-			return out, encodeToken(last), nil
 		case len(fresh) > 0 && (!stored || bytes.Compare(fresh[0].key, key) > 0):
-			out = append(out, proto.CloneOf(fresh[0].rec))
-			last, fresh = fresh[0].key, fresh[1:]
+			rec, place, fresh = proto.CloneOf(fresh[0].rec), fresh[0].key, fresh[1:]
+		default:
+			if rec, err = listedRun(tx, sk, key, queued); err != nil {
+				return nil, "", err
+			}
+			place = key
+			key, _ = c.Prev()
+			key = prevRun(c, sk, key)
+		}
+		if !f.Keeps(rec.GetStatus()) {
 			continue
 		}
-		rec, err := listedRun(tx, sk, key, queued)
-		if err != nil {
-			return nil, "", err
+		if len(out) == limit {
+			return out, encodeToken(last), nil
 		}
-		out = append(out, rec)
-		last = key
-		key, _ = c.Prev()
-		key = prevRun(c, sk, key)
+		out, last = append(out, rec), place
 	}
 }
 
@@ -814,7 +839,7 @@ func unfinishedTx(tx *bbolt.Tx, queued map[string]*runWrite) ([]placedRun, error
 // sessionRuns are the keys of a session's run records and of their
 // index entries.
 type sessionRuns struct {
-	records [][]byte // run_records keys: each run's record and unfinished mark
+	records [][]byte // run_records keys: each run's record, unfinished mark and run index entries
 	reqs    [][]byte // run_requests keys
 }
 
@@ -836,6 +861,11 @@ func collectRuns(tx *bbolt.Tx, sk []byte, evKeys [][]byte) (*sessionRuns, error)
 		}
 		if bytes.Equal(stored, key) {
 			r.records = append(r.records, recordKey(id), unfinishedKey(id))
+			idx, err := sessionIndexKeys(key, id)
+			if err != nil {
+				return nil, fmt.Errorf("run key: %w", err)
+			}
+			r.records = append(r.records, idx...)
 		}
 	}
 	return r, nil

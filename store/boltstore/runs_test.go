@@ -2,11 +2,14 @@ package boltstore
 
 import (
 	"bytes"
+	"cmp"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -34,10 +37,11 @@ func testRun(k store.SessionKey, id string, minute int, st agentrunnerv1.RunStat
 // checkRunIndexes checks, on the raw file, that every run record is
 // where its fields say and that the indexes name exactly what they must:
 // the events bucket every record's run key (and no other), run_requests
-// every request_id, unfinished_runs every pending or running run.
+// every request_id, the 'u' marks every pending or running run, the
+// run index ('i', 'v' in run_records) every run and every active one.
 func checkRunIndexes(t testing.TB, tx *bbolt.Tx) {
 	t.Helper()
-	want := map[string]map[string]string{"run_keys": {}, "run_requests": {}, "unfinished_runs": {}}
+	want := map[string]map[string]string{"run_keys": {}, "run_requests": {}, "unfinished_runs": {}, "run_index": {}}
 	err := forEachRunRecord(tx, func(key, v []byte) error {
 		rec := &agentrunnerv1.Run{}
 		if err := proto.Unmarshal(v, rec); err != nil {
@@ -60,19 +64,30 @@ func checkRunIndexes(t testing.TB, tx *bbolt.Tx) {
 		if unfinished(rec.GetStatus()) {
 			want["unfinished_runs"][string(unfinishedKey(rec.GetRunId()))] = ""
 		}
+		nanos := runNanos(key, sk)
+		idx := [][]byte{indexKey(indexAll, rec.GetAppName(), rec.GetUserId(), nanos, rec.GetRunId())}
+		if store.Active(rec.GetStatus()) {
+			idx = append(idx, indexKey(indexActive, rec.GetAppName(), rec.GetUserId(), nanos, rec.GetRunId()))
+		}
+		for _, k := range idx {
+			want["run_index"][string(k)] = ""
+		}
 		return nil
 	})
 	if err != nil {
 		t.Fatalf("run records: %v", err)
 	}
-	got := map[string]map[string]string{"run_keys": runKeysOf(t, tx), "run_requests": {}, "unfinished_runs": {}}
+	got := map[string]map[string]string{"run_keys": runKeysOf(t, tx), "run_requests": {}, "unfinished_runs": {}, "run_index": {}}
 	_ = tx.Bucket(bucketRunReqs).ForEach(func(k, v []byte) error {
 		got["run_requests"][string(k)] = string(v)
 		return nil
 	})
 	_ = tx.Bucket(bucketRunRecords).ForEach(func(k, v []byte) error {
-		if bytes.HasPrefix(k, unfinishedPrefix) {
+		switch k[0] {
+		case unfinishedPrefix[0]:
 			got["unfinished_runs"][string(k)] = string(v)
+		case indexAll, indexActive:
+			got["run_index"][string(k)] = string(v)
 		}
 		return nil
 	})
@@ -116,7 +131,7 @@ func runKeysOf(t testing.TB, tx *bbolt.Tx) map[string]string {
 func forEachRunRecord(tx *bbolt.Tx, fn func(key, v []byte) error) error {
 	return tx.Bucket(bucketRunRecords).ForEach(func(idKey, _ []byte) error {
 		switch {
-		case bytes.HasPrefix(idKey, unfinishedPrefix):
+		case bytes.HasPrefix(idKey, unfinishedPrefix), idKey[0] == indexAll, idKey[0] == indexActive:
 			return nil
 		case !bytes.HasPrefix(idKey, []byte{'r'}):
 			return fmt.Errorf("run_records key %x", idKey)
@@ -981,5 +996,109 @@ func TestAppendRunEventFailsWhole(t *testing.T) {
 	}
 	if err := s.db.View(func(tx *bbolt.Tx) error { checkRunIndexes(t, tx); return nil }); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// newestFirst returns the ids of runs by create_time descending, ties by
+// id descending: the order of ListRunsOf across sessions.
+func newestFirst(runs ...*agentrunnerv1.Run) string {
+	slices.SortFunc(runs, func(a, b *agentrunnerv1.Run) int {
+		return cmp.Or(b.GetCreateTime().AsTime().Compare(a.GetCreateTime().AsTime()), strings.Compare(b.GetRunId(), a.GetRunId()))
+	})
+	return runIDList(runs)
+}
+
+// TestRunIndexMigration: files written before the run index (schema 5 by
+// the code of that schema, and schema 6) open with the index built from
+// their records: ListRunsOf lists them across sessions, the active ones
+// apart, and the index then follows new writes.
+func TestRunIndexMigration(t *testing.T) {
+	t.Run("schema5", func(t *testing.T) {
+		b, err := os.ReadFile(filepath.Join("testdata", "schema5-runs.db"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		path := filepath.Join(t.TempDir(), "db")
+		if err := os.WriteFile(path, b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		s := openMigrated(t, path)
+		a, bb, c := getRunOf(t, s, "e-a"), getRunOf(t, s, "e-b"), getRunOf(t, s, "e-c")
+		wantAcross(t, s, store.RunFilter{App: "app", User: "u"}, newestFirst(a, bb, c))
+		wantAcross(t, s, store.RunFilter{App: "app", Statuses: []agentrunnerv1.RunStatus{agentrunnerv1.RunStatus_RUN_STATUS_PENDING, agentrunnerv1.RunStatus_RUN_STATUS_RUNNING}}, newestFirst(bb, c))
+	})
+	t.Run("schema6", func(t *testing.T) {
+		s, path := newTestStore(t, Options{})
+		k1, k2 := store.SessionKey{App: "app", User: "u", Session: "s1"}, store.SessionKey{App: "app", User: "u", Session: "s2"}
+		for _, k := range []store.SessionKey{k1, k2} {
+			if _, err := s.CreateSession(t.Context(), k, nil); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for _, r := range []*agentrunnerv1.Run{
+			testRun(k1, "e-1", 1, agentrunnerv1.RunStatus_RUN_STATUS_SUCCEEDED),
+			testRun(k2, "e-2", 2, agentrunnerv1.RunStatus_RUN_STATUS_INPUT_REQUIRED),
+			testRun(k1, "e-3", 3, agentrunnerv1.RunStatus_RUN_STATUS_RUNNING),
+		} {
+			if err := s.PutRun(t.Context(), r); err != nil {
+				t.Fatal(err)
+			}
+		}
+		s.Close()
+		// What a schema 6 binary leaves: no run index entries.
+		db, err := bbolt.Open(path, 0o600, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = db.Update(func(tx *bbolt.Tx) error {
+			if err := deleteRunIndex(tx); err != nil {
+				return err
+			}
+			return tx.Bucket(bucketMeta).Put(keySchemaVersion, binary.AppendUvarint(nil, 6))
+		})
+		if cerr := db.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		s = openMigrated(t, path)
+		active := []agentrunnerv1.RunStatus{agentrunnerv1.RunStatus_RUN_STATUS_RUNNING, agentrunnerv1.RunStatus_RUN_STATUS_INPUT_REQUIRED}
+		wantAcross(t, s, store.RunFilter{App: "app", User: "u"}, "e-3 e-2 e-1")
+		wantAcross(t, s, store.RunFilter{App: "app", User: "u", Statuses: active}, "e-3 e-2")
+		end := testRun(k1, "e-3", 3, agentrunnerv1.RunStatus_RUN_STATUS_SUCCEEDED)
+		if err := s.PutRun(t.Context(), end); err != nil {
+			t.Fatal(err)
+		}
+		wantAcross(t, s, store.RunFilter{App: "app", Statuses: active}, "e-2")
+	})
+}
+
+// deleteRunIndex deletes every run index entry of run_records, and fails
+// when there is none: the migration would then have nothing to build.
+func deleteRunIndex(tx *bbolt.Tx) error {
+	var keys [][]byte
+	c := tx.Bucket(bucketRunRecords).Cursor()
+	for k, _ := c.First(); k != nil; k, _ = c.Next() {
+		if k[0] == indexAll || k[0] == indexActive {
+			keys = append(keys, bytes.Clone(k))
+		}
+	}
+	if len(keys) == 0 {
+		return errors.New("no run index entries to delete")
+	}
+	for _, k := range keys {
+		if err := tx.Bucket(bucketRunRecords).Delete(k); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func wantAcross(t *testing.T, s *Store, f store.RunFilter, want string) {
+	t.Helper()
+	list, next, err := s.ListRunsOf(t.Context(), f, store.Page{})
+	if err != nil || next != "" || runIDList(list) != want {
+		t.Fatalf("ListRunsOf(%+v) = %s, %q, %v; want %s", f, runIDList(list), next, err, want)
 	}
 }

@@ -137,7 +137,11 @@ func New(ctx context.Context, pool *pgxpool.Pool, opts Options) (*Store, error) 
 	if _, err := Migrate(ctx, pool, opts.Logger); err != nil {
 		return nil, err
 	}
-	return &Store{pool: pool, opts: opts}, nil
+	s := &Store{pool: pool, opts: opts}
+	if err := backfillRunStatus(ctx, s); err != nil {
+		return nil, err
+	}
+	return s, nil
 }
 
 // Pool exposes the connection pool for checks and tools; callers must not

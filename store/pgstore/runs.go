@@ -44,9 +44,9 @@ const (
 	// sqlRequestHolder reads the other run of a session holding a request_id.
 	sqlRequestHolder = "SELECT run_id FROM runs WHERE app_name = $1 AND user_id = $2 AND session_id = $3 AND request_id = $4 AND run_id <> $5"
 	// sqlPutRun writes a record; a rewrite keeps its anchor and create_nanos.
-	sqlPutRun = `INSERT INTO runs (run_id, app_name, user_id, session_id, anchor, create_nanos, request_id, unfinished, record)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
-		ON CONFLICT (run_id) DO UPDATE SET request_id = excluded.request_id, unfinished = excluded.unfinished, record = excluded.record`
+	sqlPutRun = `INSERT INTO runs (run_id, app_name, user_id, session_id, anchor, create_nanos, request_id, unfinished, record, status)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
+		ON CONFLICT (run_id) DO UPDATE SET request_id = excluded.request_id, unfinished = excluded.unfinished, record = excluded.record, status = excluded.status`
 )
 
 // storedRun is what a write reads of the stored record of its run id.
@@ -107,7 +107,7 @@ func (w *runWrite) plan(stored storedRun, anchor, seq uint64) (*agentrunnerv1.Ru
 	if err != nil {
 		return nil, nil, fmt.Errorf("marshal run %s: %w", rec.GetRunId(), err)
 	}
-	return rec, []any{rec.GetRunId(), w.k.App, w.k.User, w.k.Session, int64(anchor), w.nanos, req, unfinished(rec.GetStatus()), b}, nil
+	return rec, []any{rec.GetRunId(), w.k.App, w.k.User, w.k.Session, int64(anchor), w.nanos, req, unfinished(rec.GetStatus()), b, int32(rec.GetStatus())}, nil
 }
 
 // putRunTx writes w's record in tx, which holds its session's row lock
@@ -290,9 +290,20 @@ func (s *Store) ListRuns(ctx context.Context, k store.SessionKey, page store.Pag
 	if err := validateKey(k); err != nil {
 		return nil, "", err
 	}
-	q := `SELECT anchor, create_nanos, run_id, record FROM runs WHERE app_name = $1 AND user_id = $2 AND session_id = $3
+	return s.listSessionRuns(ctx, k, nil, page)
+}
+
+// listSessionRuns is ListRuns of the runs of session k with one of
+// statuses (every run when empty).
+func (s *Store) listSessionRuns(ctx context.Context, k store.SessionKey, statuses []int32, page store.Page) ([]*agentrunnerv1.Run, string, error) {
+	// A nil statuses is NULL: every status.
+	const where = " AND ($5::integer[] IS NULL OR status = ANY($5::integer[]))"
+	if len(statuses) == 0 {
+		statuses = nil
+	}
+	q := `SELECT anchor, create_nanos, run_id, record FROM runs WHERE app_name = $1 AND user_id = $2 AND session_id = $3` + where + `
 		ORDER BY anchor DESC, create_nanos DESC, run_id DESC LIMIT $4`
-	args := []any{k.App, k.User, k.Session, page.Limit() + 1}
+	args := []any{k.App, k.User, k.Session, page.Limit() + 1, statuses}
 	if page.Token != "" {
 		var tok runToken
 		if err := decodeToken(page.Token, &tok); err != nil {
@@ -301,8 +312,8 @@ func (s *Store) ListRuns(ctx context.Context, k store.SessionKey, page store.Pag
 		if tok.App != k.App || tok.User != k.User || tok.Session != k.Session || tok.RunID == "" {
 			return nil, "", fmt.Errorf("page_token belongs to another listing: %w", store.ErrInvalidArgument)
 		}
-		q = `SELECT anchor, create_nanos, run_id, record FROM runs WHERE app_name = $1 AND user_id = $2 AND session_id = $3
-		AND (anchor, create_nanos, run_id) < ($5, $6, $7)
+		q = `SELECT anchor, create_nanos, run_id, record FROM runs WHERE app_name = $1 AND user_id = $2 AND session_id = $3` + where + `
+		AND (anchor, create_nanos, run_id) < ($6, $7, $8)
 		ORDER BY anchor DESC, create_nanos DESC, run_id DESC LIMIT $4`
 		args = append(args, int64(tok.Anchor), tok.Nanos, tok.RunID)
 	}

@@ -389,14 +389,26 @@ func (x *GetRunResponse) GetRun() *v1.Run {
 // ListRunsRequest is the input of ListRuns.
 type ListRunsRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// The session whose runs to list. Required.
-	AppName   string `protobuf:"bytes,1,opt,name=app_name,json=appName,proto3" json:"app_name,omitempty"`
-	UserId    string `protobuf:"bytes,2,opt,name=user_id,json=userId,proto3" json:"user_id,omitempty"`
+	// App whose runs to list. Required.
+	AppName string `protobuf:"bytes,1,opt,name=app_name,json=appName,proto3" json:"app_name,omitempty"`
+	// Owner of the runs. Empty lists the runs of every user of the app,
+	// which only a principal granted every user (an admin) may ask for:
+	// others get PERMISSION_DENIED.
+	UserId string `protobuf:"bytes,2,opt,name=user_id,json=userId,proto3" json:"user_id,omitempty"`
+	// Session whose runs to list; it must exist. Empty lists the runs of
+	// every session of user_id (of every user when user_id is empty too). A
+	// session_id without a user_id is INVALID_ARGUMENT.
 	SessionId string `protobuf:"bytes,3,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
 	// Maximum runs to return; 0 means 100, at most 1000.
 	PageSize int32 `protobuf:"varint,4,opt,name=page_size,json=pageSize,proto3" json:"page_size,omitempty"`
-	// next_page_token of a previous response.
-	PageToken     string `protobuf:"bytes,5,opt,name=page_token,json=pageToken,proto3" json:"page_token,omitempty"`
+	// next_page_token of a previous response, for the same app_name, user_id
+	// and session_id; statuses may change between pages.
+	PageToken string `protobuf:"bytes,5,opt,name=page_token,json=pageToken,proto3" json:"page_token,omitempty"`
+	// Only runs with one of these statuses; empty lists every status.
+	// RUN_STATUS_UNSPECIFIED and unknown values are INVALID_ARGUMENT. Active
+	// runs (PENDING, RUNNING, INPUT_REQUIRED) are listed from an index of
+	// their own, however many finished runs there are.
+	Statuses      []v1.RunStatus `protobuf:"varint,6,rep,packed,name=statuses,proto3,enum=agentrunner.v1.RunStatus" json:"statuses,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -466,10 +478,19 @@ func (x *ListRunsRequest) GetPageToken() string {
 	return ""
 }
 
+func (x *ListRunsRequest) GetStatuses() []v1.RunStatus {
+	if x != nil {
+		return x.Statuses
+	}
+	return nil
+}
+
 // ListRunsResponse is the output of ListRuns.
 type ListRunsResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// Newest first.
+	// Newest first: within a session, by the point of the session's history
+	// where each run was first stored; across sessions, by create_time, ties
+	// by run_id.
 	Runs []*v1.Run `protobuf:"bytes,1,rep,name=runs,proto3" json:"runs,omitempty"`
 	// Continues the listing; empty at the end.
 	NextPageToken string `protobuf:"bytes,2,opt,name=next_page_token,json=nextPageToken,proto3" json:"next_page_token,omitempty"`
@@ -971,7 +992,7 @@ const file_agentrunner_service_v1_runner_service_proto_rawDesc = "" +
 	"\rGetRunRequest\x12\x15\n" +
 	"\x06run_id\x18\x01 \x01(\tR\x05runId\"7\n" +
 	"\x0eGetRunResponse\x12%\n" +
-	"\x03run\x18\x01 \x01(\v2\x13.agentrunner.v1.RunR\x03run\"\xa0\x01\n" +
+	"\x03run\x18\x01 \x01(\v2\x13.agentrunner.v1.RunR\x03run\"\xd7\x01\n" +
 	"\x0fListRunsRequest\x12\x19\n" +
 	"\bapp_name\x18\x01 \x01(\tR\aappName\x12\x17\n" +
 	"\auser_id\x18\x02 \x01(\tR\x06userId\x12\x1d\n" +
@@ -979,7 +1000,8 @@ const file_agentrunner_service_v1_runner_service_proto_rawDesc = "" +
 	"session_id\x18\x03 \x01(\tR\tsessionId\x12\x1b\n" +
 	"\tpage_size\x18\x04 \x01(\x05R\bpageSize\x12\x1d\n" +
 	"\n" +
-	"page_token\x18\x05 \x01(\tR\tpageToken\"c\n" +
+	"page_token\x18\x05 \x01(\tR\tpageToken\x125\n" +
+	"\bstatuses\x18\x06 \x03(\x0e2\x19.agentrunner.v1.RunStatusR\bstatuses\"c\n" +
 	"\x10ListRunsResponse\x12'\n" +
 	"\x04runs\x18\x01 \x03(\v2\x13.agentrunner.v1.RunR\x04runs\x12&\n" +
 	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\")\n" +
@@ -1048,9 +1070,10 @@ var file_agentrunner_service_v1_runner_service_proto_goTypes = []any{
 	(v1.MultitaskStrategy)(0), // 17: agentrunner.v1.MultitaskStrategy
 	(v1.OnDisconnect)(0),      // 18: agentrunner.v1.OnDisconnect
 	(*v1.Run)(nil),            // 19: agentrunner.v1.Run
-	(*v1.Event)(nil),          // 20: agentrunner.v1.Event
-	(*v1.Status)(nil),         // 21: agentrunner.v1.Status
-	(*v1.App)(nil),            // 22: agentrunner.v1.App
+	(v1.RunStatus)(0),         // 20: agentrunner.v1.RunStatus
+	(*v1.Event)(nil),          // 21: agentrunner.v1.Event
+	(*v1.Status)(nil),         // 22: agentrunner.v1.Status
+	(*v1.App)(nil),            // 23: agentrunner.v1.App
 }
 var file_agentrunner_service_v1_runner_service_proto_depIdxs = []int32{
 	14, // 0: agentrunner.service.v1.RunRequest.new_message:type_name -> agentrunner.v1.Content
@@ -1064,35 +1087,36 @@ var file_agentrunner_service_v1_runner_service_proto_depIdxs = []int32{
 	17, // 8: agentrunner.service.v1.StartRunRequest.multitask_strategy:type_name -> agentrunner.v1.MultitaskStrategy
 	19, // 9: agentrunner.service.v1.StartRunResponse.run:type_name -> agentrunner.v1.Run
 	19, // 10: agentrunner.service.v1.GetRunResponse.run:type_name -> agentrunner.v1.Run
-	19, // 11: agentrunner.service.v1.ListRunsResponse.runs:type_name -> agentrunner.v1.Run
-	19, // 12: agentrunner.service.v1.CancelRunResponse.run:type_name -> agentrunner.v1.Run
-	14, // 13: agentrunner.service.v1.ResumeRunRequest.answers:type_name -> agentrunner.v1.Content
-	18, // 14: agentrunner.service.v1.ResumeRunRequest.on_disconnect:type_name -> agentrunner.v1.OnDisconnect
-	20, // 15: agentrunner.service.v1.RunResponse.event:type_name -> agentrunner.v1.Event
-	21, // 16: agentrunner.service.v1.RunResponse.error:type_name -> agentrunner.v1.Status
-	19, // 17: agentrunner.service.v1.RunResponse.run:type_name -> agentrunner.v1.Run
-	22, // 18: agentrunner.service.v1.ListAppsResponse.apps:type_name -> agentrunner.v1.App
-	0,  // 19: agentrunner.service.v1.RunnerService.Run:input_type -> agentrunner.service.v1.RunRequest
-	12, // 20: agentrunner.service.v1.RunnerService.ListApps:input_type -> agentrunner.service.v1.ListAppsRequest
-	1,  // 21: agentrunner.service.v1.RunnerService.StartRun:input_type -> agentrunner.service.v1.StartRunRequest
-	3,  // 22: agentrunner.service.v1.RunnerService.GetRun:input_type -> agentrunner.service.v1.GetRunRequest
-	5,  // 23: agentrunner.service.v1.RunnerService.ListRuns:input_type -> agentrunner.service.v1.ListRunsRequest
-	7,  // 24: agentrunner.service.v1.RunnerService.CancelRun:input_type -> agentrunner.service.v1.CancelRunRequest
-	9,  // 25: agentrunner.service.v1.RunnerService.AttachRun:input_type -> agentrunner.service.v1.AttachRunRequest
-	10, // 26: agentrunner.service.v1.RunnerService.ResumeRun:input_type -> agentrunner.service.v1.ResumeRunRequest
-	11, // 27: agentrunner.service.v1.RunnerService.Run:output_type -> agentrunner.service.v1.RunResponse
-	13, // 28: agentrunner.service.v1.RunnerService.ListApps:output_type -> agentrunner.service.v1.ListAppsResponse
-	2,  // 29: agentrunner.service.v1.RunnerService.StartRun:output_type -> agentrunner.service.v1.StartRunResponse
-	4,  // 30: agentrunner.service.v1.RunnerService.GetRun:output_type -> agentrunner.service.v1.GetRunResponse
-	6,  // 31: agentrunner.service.v1.RunnerService.ListRuns:output_type -> agentrunner.service.v1.ListRunsResponse
-	8,  // 32: agentrunner.service.v1.RunnerService.CancelRun:output_type -> agentrunner.service.v1.CancelRunResponse
-	11, // 33: agentrunner.service.v1.RunnerService.AttachRun:output_type -> agentrunner.service.v1.RunResponse
-	11, // 34: agentrunner.service.v1.RunnerService.ResumeRun:output_type -> agentrunner.service.v1.RunResponse
-	27, // [27:35] is the sub-list for method output_type
-	19, // [19:27] is the sub-list for method input_type
-	19, // [19:19] is the sub-list for extension type_name
-	19, // [19:19] is the sub-list for extension extendee
-	0,  // [0:19] is the sub-list for field type_name
+	20, // 11: agentrunner.service.v1.ListRunsRequest.statuses:type_name -> agentrunner.v1.RunStatus
+	19, // 12: agentrunner.service.v1.ListRunsResponse.runs:type_name -> agentrunner.v1.Run
+	19, // 13: agentrunner.service.v1.CancelRunResponse.run:type_name -> agentrunner.v1.Run
+	14, // 14: agentrunner.service.v1.ResumeRunRequest.answers:type_name -> agentrunner.v1.Content
+	18, // 15: agentrunner.service.v1.ResumeRunRequest.on_disconnect:type_name -> agentrunner.v1.OnDisconnect
+	21, // 16: agentrunner.service.v1.RunResponse.event:type_name -> agentrunner.v1.Event
+	22, // 17: agentrunner.service.v1.RunResponse.error:type_name -> agentrunner.v1.Status
+	19, // 18: agentrunner.service.v1.RunResponse.run:type_name -> agentrunner.v1.Run
+	23, // 19: agentrunner.service.v1.ListAppsResponse.apps:type_name -> agentrunner.v1.App
+	0,  // 20: agentrunner.service.v1.RunnerService.Run:input_type -> agentrunner.service.v1.RunRequest
+	12, // 21: agentrunner.service.v1.RunnerService.ListApps:input_type -> agentrunner.service.v1.ListAppsRequest
+	1,  // 22: agentrunner.service.v1.RunnerService.StartRun:input_type -> agentrunner.service.v1.StartRunRequest
+	3,  // 23: agentrunner.service.v1.RunnerService.GetRun:input_type -> agentrunner.service.v1.GetRunRequest
+	5,  // 24: agentrunner.service.v1.RunnerService.ListRuns:input_type -> agentrunner.service.v1.ListRunsRequest
+	7,  // 25: agentrunner.service.v1.RunnerService.CancelRun:input_type -> agentrunner.service.v1.CancelRunRequest
+	9,  // 26: agentrunner.service.v1.RunnerService.AttachRun:input_type -> agentrunner.service.v1.AttachRunRequest
+	10, // 27: agentrunner.service.v1.RunnerService.ResumeRun:input_type -> agentrunner.service.v1.ResumeRunRequest
+	11, // 28: agentrunner.service.v1.RunnerService.Run:output_type -> agentrunner.service.v1.RunResponse
+	13, // 29: agentrunner.service.v1.RunnerService.ListApps:output_type -> agentrunner.service.v1.ListAppsResponse
+	2,  // 30: agentrunner.service.v1.RunnerService.StartRun:output_type -> agentrunner.service.v1.StartRunResponse
+	4,  // 31: agentrunner.service.v1.RunnerService.GetRun:output_type -> agentrunner.service.v1.GetRunResponse
+	6,  // 32: agentrunner.service.v1.RunnerService.ListRuns:output_type -> agentrunner.service.v1.ListRunsResponse
+	8,  // 33: agentrunner.service.v1.RunnerService.CancelRun:output_type -> agentrunner.service.v1.CancelRunResponse
+	11, // 34: agentrunner.service.v1.RunnerService.AttachRun:output_type -> agentrunner.service.v1.RunResponse
+	11, // 35: agentrunner.service.v1.RunnerService.ResumeRun:output_type -> agentrunner.service.v1.RunResponse
+	28, // [28:36] is the sub-list for method output_type
+	20, // [20:28] is the sub-list for method input_type
+	20, // [20:20] is the sub-list for extension type_name
+	20, // [20:20] is the sub-list for extension extendee
+	0,  // [0:20] is the sub-list for field type_name
 }
 
 func init() { file_agentrunner_service_v1_runner_service_proto_init() }

@@ -49,7 +49,10 @@ type RunnerServiceClient interface {
 	StartRun(ctx context.Context, in *StartRunRequest, opts ...grpc.CallOption) (*StartRunResponse, error)
 	// GetRun returns a run's record.
 	GetRun(ctx context.Context, in *GetRunRequest, opts ...grpc.CallOption) (*GetRunResponse, error)
-	// ListRuns lists one session's runs, newest first.
+	// ListRuns lists runs newest first: one session's, a user's across their
+	// sessions, or (for an admin principal) every user's runs of an app,
+	// optionally only those of some statuses (the console's runs board asks
+	// for the active ones: PENDING, RUNNING, INPUT_REQUIRED).
 	ListRuns(ctx context.Context, in *ListRunsRequest, opts ...grpc.CallOption) (*ListRunsResponse, error)
 	// CancelRun cancels a pending or running run and returns its record. The
 	// run stores an event saying so and ends RUN_STATUS_CANCELLED; a run that
@@ -204,7 +207,10 @@ type RunnerServiceServer interface {
 	StartRun(context.Context, *StartRunRequest) (*StartRunResponse, error)
 	// GetRun returns a run's record.
 	GetRun(context.Context, *GetRunRequest) (*GetRunResponse, error)
-	// ListRuns lists one session's runs, newest first.
+	// ListRuns lists runs newest first: one session's, a user's across their
+	// sessions, or (for an admin principal) every user's runs of an app,
+	// optionally only those of some statuses (the console's runs board asks
+	// for the active ones: PENDING, RUNNING, INPUT_REQUIRED).
 	ListRuns(context.Context, *ListRunsRequest) (*ListRunsResponse, error)
 	// CancelRun cancels a pending or running run and returns its record. The
 	// run stores an event saying so and ends RUN_STATUS_CANCELLED; a run that

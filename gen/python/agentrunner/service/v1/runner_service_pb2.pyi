@@ -53,18 +53,20 @@ class ListAppsResponse(_message.Message):
     def __init__(self, apps: _Optional[_Iterable[_Union[_agent_pb2.App, _Mapping]]] = ...) -> None: ...
 
 class ListRunsRequest(_message.Message):
-    __slots__ = ["app_name", "page_size", "page_token", "session_id", "user_id"]
+    __slots__ = ["app_name", "page_size", "page_token", "session_id", "statuses", "user_id"]
     APP_NAME_FIELD_NUMBER: _ClassVar[int]
     PAGE_SIZE_FIELD_NUMBER: _ClassVar[int]
     PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
     SESSION_ID_FIELD_NUMBER: _ClassVar[int]
+    STATUSES_FIELD_NUMBER: _ClassVar[int]
     USER_ID_FIELD_NUMBER: _ClassVar[int]
     app_name: str
     page_size: int
     page_token: str
     session_id: str
+    statuses: _containers.RepeatedScalarFieldContainer[_run_pb2.RunStatus]
     user_id: str
-    def __init__(self, app_name: _Optional[str] = ..., user_id: _Optional[str] = ..., session_id: _Optional[str] = ..., page_size: _Optional[int] = ..., page_token: _Optional[str] = ...) -> None: ...
+    def __init__(self, app_name: _Optional[str] = ..., user_id: _Optional[str] = ..., session_id: _Optional[str] = ..., page_size: _Optional[int] = ..., page_token: _Optional[str] = ..., statuses: _Optional[_Iterable[_Union[_run_pb2.RunStatus, str]]] = ...) -> None: ...
 
 class ListRunsResponse(_message.Message):
     __slots__ = ["next_page_token", "runs"]

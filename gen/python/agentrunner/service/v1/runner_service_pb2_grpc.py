@@ -96,7 +96,10 @@ class RunnerServiceServicer(object):
         raise NotImplementedError('Method not implemented!')
 
     def ListRuns(self, request, context):
-        """ListRuns lists one session's runs, newest first.
+        """ListRuns lists runs newest first: one session's, a user's across their
+        sessions, or (for an admin principal) every user's runs of an app,
+        optionally only those of some statuses (the console's runs board asks
+        for the active ones: PENDING, RUNNING, INPUT_REQUIRED).
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')

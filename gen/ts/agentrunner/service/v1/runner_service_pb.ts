@@ -10,7 +10,7 @@ import type { Content } from "../../v1/content_pb.js";
 import { file_agentrunner_v1_content } from "../../v1/content_pb.js";
 import type { Event } from "../../v1/event_pb.js";
 import { file_agentrunner_v1_event } from "../../v1/event_pb.js";
-import type { MultitaskStrategy, OnDisconnect, Run, RunConfig, Status } from "../../v1/run_pb.js";
+import type { MultitaskStrategy, OnDisconnect, Run, RunConfig, RunStatus, Status } from "../../v1/run_pb.js";
 import { file_agentrunner_v1_run } from "../../v1/run_pb.js";
 import { file_google_protobuf_struct } from "@bufbuild/protobuf/wkt";
 import type { JsonObject, Message } from "@bufbuild/protobuf";
@@ -19,7 +19,7 @@ import type { JsonObject, Message } from "@bufbuild/protobuf";
  * Describes the file agentrunner/service/v1/runner_service.proto.
  */
 export const file_agentrunner_service_v1_runner_service: GenFile = /*@__PURE__*/
-  fileDesc("CithZ2VudHJ1bm5lci9zZXJ2aWNlL3YxL3J1bm5lcl9zZXJ2aWNlLnByb3RvEhZhZ2VudHJ1bm5lci5zZXJ2aWNlLnYxItYCCgpSdW5SZXF1ZXN0EhAKCGFwcF9uYW1lGAEgASgJEg8KB3VzZXJfaWQYAiABKAkSEgoKc2Vzc2lvbl9pZBgDIAEoCRIsCgtuZXdfbWVzc2FnZRgEIAEoCzIXLmFnZW50cnVubmVyLnYxLkNvbnRlbnQSLAoLc3RhdGVfZGVsdGEYBSABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0Ei0KCnJ1bl9jb25maWcYBiABKAsyGS5hZ2VudHJ1bm5lci52MS5SdW5Db25maWcSEgoKcmVxdWVzdF9pZBgHIAEoCRI9ChJtdWx0aXRhc2tfc3RyYXRlZ3kYCCABKA4yIS5hZ2VudHJ1bm5lci52MS5NdWx0aXRhc2tTdHJhdGVneRIzCg1vbl9kaXNjb25uZWN0GAkgASgOMhwuYWdlbnRydW5uZXIudjEuT25EaXNjb25uZWN0IqYCCg9TdGFydFJ1blJlcXVlc3QSEAoIYXBwX25hbWUYASABKAkSDwoHdXNlcl9pZBgCIAEoCRISCgpzZXNzaW9uX2lkGAMgASgJEiwKC25ld19tZXNzYWdlGAQgASgLMhcuYWdlbnRydW5uZXIudjEuQ29udGVudBIsCgtzdGF0ZV9kZWx0YRgFIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSLQoKcnVuX2NvbmZpZxgGIAEoCzIZLmFnZW50cnVubmVyLnYxLlJ1bkNvbmZpZxISCgpyZXF1ZXN0X2lkGAcgASgJEj0KEm11bHRpdGFza19zdHJhdGVneRgIIAEoDjIhLmFnZW50cnVubmVyLnYxLk11bHRpdGFza1N0cmF0ZWd5IjQKEFN0YXJ0UnVuUmVzcG9uc2USIAoDcnVuGAEgASgLMhMuYWdlbnRydW5uZXIudjEuUnVuIh8KDUdldFJ1blJlcXVlc3QSDgoGcnVuX2lkGAEgASgJIjIKDkdldFJ1blJlc3BvbnNlEiAKA3J1bhgBIAEoCzITLmFnZW50cnVubmVyLnYxLlJ1biJvCg9MaXN0UnVuc1JlcXVlc3QSEAoIYXBwX25hbWUYASABKAkSDwoHdXNlcl9pZBgCIAEoCRISCgpzZXNzaW9uX2lkGAMgASgJEhEKCXBhZ2Vfc2l6ZRgEIAEoBRISCgpwYWdlX3Rva2VuGAUgASgJIk4KEExpc3RSdW5zUmVzcG9uc2USIQoEcnVucxgBIAMoCzITLmFnZW50cnVubmVyLnYxLlJ1bhIXCg9uZXh0X3BhZ2VfdG9rZW4YAiABKAkiIgoQQ2FuY2VsUnVuUmVxdWVzdBIOCgZydW5faWQYASABKAkiNQoRQ2FuY2VsUnVuUmVzcG9uc2USIAoDcnVuGAEgASgLMhMuYWdlbnRydW5uZXIudjEuUnVuIjoKEEF0dGFjaFJ1blJlcXVlc3QSDgoGcnVuX2lkGAEgASgJEhYKDmFmdGVyX3NlcXVlbmNlGAIgASgEIpkBChBSZXN1bWVSdW5SZXF1ZXN0Eg4KBnJ1bl9pZBgBIAEoCRIoCgdhbnN3ZXJzGAIgASgLMhcuYWdlbnRydW5uZXIudjEuQ29udGVudBIWCg5yZXRyeV9jYWxsX2lkcxgDIAMoCRIzCg1vbl9kaXNjb25uZWN0GAQgASgOMhwuYWdlbnRydW5uZXIudjEuT25EaXNjb25uZWN0Io0BCgtSdW5SZXNwb25zZRImCgVldmVudBgBIAEoCzIVLmFnZW50cnVubmVyLnYxLkV2ZW50SAASJwoFZXJyb3IYAiABKAsyFi5hZ2VudHJ1bm5lci52MS5TdGF0dXNIABIiCgNydW4YAyABKAsyEy5hZ2VudHJ1bm5lci52MS5SdW5IAEIJCgdwYXlsb2FkIhEKD0xpc3RBcHBzUmVxdWVzdCI1ChBMaXN0QXBwc1Jlc3BvbnNlEiEKBGFwcHMYASADKAsyEy5hZ2VudHJ1bm5lci52MS5BcHAy9QUKDVJ1bm5lclNlcnZpY2USUAoDUnVuEiIuYWdlbnRydW5uZXIuc2VydmljZS52MS5SdW5SZXF1ZXN0GiMuYWdlbnRydW5uZXIuc2VydmljZS52MS5SdW5SZXNwb25zZTABEl0KCExpc3RBcHBzEicuYWdlbnRydW5uZXIuc2VydmljZS52MS5MaXN0QXBwc1JlcXVlc3QaKC5hZ2VudHJ1bm5lci5zZXJ2aWNlLnYxLkxpc3RBcHBzUmVzcG9uc2USXQoIU3RhcnRSdW4SJy5hZ2VudHJ1bm5lci5zZXJ2aWNlLnYxLlN0YXJ0UnVuUmVxdWVzdBooLmFnZW50cnVubmVyLnNlcnZpY2UudjEuU3RhcnRSdW5SZXNwb25zZRJXCgZHZXRSdW4SJS5hZ2VudHJ1bm5lci5zZXJ2aWNlLnYxLkdldFJ1blJlcXVlc3QaJi5hZ2VudHJ1bm5lci5zZXJ2aWNlLnYxLkdldFJ1blJlc3BvbnNlEl0KCExpc3RSdW5zEicuYWdlbnRydW5uZXIuc2VydmljZS52MS5MaXN0UnVuc1JlcXVlc3QaKC5hZ2VudHJ1bm5lci5zZXJ2aWNlLnYxLkxpc3RSdW5zUmVzcG9uc2USYAoJQ2FuY2VsUnVuEiguYWdlbnRydW5uZXIuc2VydmljZS52MS5DYW5jZWxSdW5SZXF1ZXN0GikuYWdlbnRydW5uZXIuc2VydmljZS52MS5DYW5jZWxSdW5SZXNwb25zZRJcCglBdHRhY2hSdW4SKC5hZ2VudHJ1bm5lci5zZXJ2aWNlLnYxLkF0dGFjaFJ1blJlcXVlc3QaIy5hZ2VudHJ1bm5lci5zZXJ2aWNlLnYxLlJ1blJlc3BvbnNlMAESXAoJUmVzdW1lUnVuEiguYWdlbnRydW5uZXIuc2VydmljZS52MS5SZXN1bWVSdW5SZXF1ZXN0GiMuYWdlbnRydW5uZXIuc2VydmljZS52MS5SdW5SZXNwb25zZTABYgZwcm90bzM", [file_agentrunner_v1_agent, file_agentrunner_v1_content, file_agentrunner_v1_event, file_agentrunner_v1_run, file_google_protobuf_struct]);
+  fileDesc("CithZ2VudHJ1bm5lci9zZXJ2aWNlL3YxL3J1bm5lcl9zZXJ2aWNlLnByb3RvEhZhZ2VudHJ1bm5lci5zZXJ2aWNlLnYxItYCCgpSdW5SZXF1ZXN0EhAKCGFwcF9uYW1lGAEgASgJEg8KB3VzZXJfaWQYAiABKAkSEgoKc2Vzc2lvbl9pZBgDIAEoCRIsCgtuZXdfbWVzc2FnZRgEIAEoCzIXLmFnZW50cnVubmVyLnYxLkNvbnRlbnQSLAoLc3RhdGVfZGVsdGEYBSABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0Ei0KCnJ1bl9jb25maWcYBiABKAsyGS5hZ2VudHJ1bm5lci52MS5SdW5Db25maWcSEgoKcmVxdWVzdF9pZBgHIAEoCRI9ChJtdWx0aXRhc2tfc3RyYXRlZ3kYCCABKA4yIS5hZ2VudHJ1bm5lci52MS5NdWx0aXRhc2tTdHJhdGVneRIzCg1vbl9kaXNjb25uZWN0GAkgASgOMhwuYWdlbnRydW5uZXIudjEuT25EaXNjb25uZWN0IqYCCg9TdGFydFJ1blJlcXVlc3QSEAoIYXBwX25hbWUYASABKAkSDwoHdXNlcl9pZBgCIAEoCRISCgpzZXNzaW9uX2lkGAMgASgJEiwKC25ld19tZXNzYWdlGAQgASgLMhcuYWdlbnRydW5uZXIudjEuQ29udGVudBIsCgtzdGF0ZV9kZWx0YRgFIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSLQoKcnVuX2NvbmZpZxgGIAEoCzIZLmFnZW50cnVubmVyLnYxLlJ1bkNvbmZpZxISCgpyZXF1ZXN0X2lkGAcgASgJEj0KEm11bHRpdGFza19zdHJhdGVneRgIIAEoDjIhLmFnZW50cnVubmVyLnYxLk11bHRpdGFza1N0cmF0ZWd5IjQKEFN0YXJ0UnVuUmVzcG9uc2USIAoDcnVuGAEgASgLMhMuYWdlbnRydW5uZXIudjEuUnVuIh8KDUdldFJ1blJlcXVlc3QSDgoGcnVuX2lkGAEgASgJIjIKDkdldFJ1blJlc3BvbnNlEiAKA3J1bhgBIAEoCzITLmFnZW50cnVubmVyLnYxLlJ1biKcAQoPTGlzdFJ1bnNSZXF1ZXN0EhAKCGFwcF9uYW1lGAEgASgJEg8KB3VzZXJfaWQYAiABKAkSEgoKc2Vzc2lvbl9pZBgDIAEoCRIRCglwYWdlX3NpemUYBCABKAUSEgoKcGFnZV90b2tlbhgFIAEoCRIrCghzdGF0dXNlcxgGIAMoDjIZLmFnZW50cnVubmVyLnYxLlJ1blN0YXR1cyJOChBMaXN0UnVuc1Jlc3BvbnNlEiEKBHJ1bnMYASADKAsyEy5hZ2VudHJ1bm5lci52MS5SdW4SFwoPbmV4dF9wYWdlX3Rva2VuGAIgASgJIiIKEENhbmNlbFJ1blJlcXVlc3QSDgoGcnVuX2lkGAEgASgJIjUKEUNhbmNlbFJ1blJlc3BvbnNlEiAKA3J1bhgBIAEoCzITLmFnZW50cnVubmVyLnYxLlJ1biI6ChBBdHRhY2hSdW5SZXF1ZXN0Eg4KBnJ1bl9pZBgBIAEoCRIWCg5hZnRlcl9zZXF1ZW5jZRgCIAEoBCKZAQoQUmVzdW1lUnVuUmVxdWVzdBIOCgZydW5faWQYASABKAkSKAoHYW5zd2VycxgCIAEoCzIXLmFnZW50cnVubmVyLnYxLkNvbnRlbnQSFgoOcmV0cnlfY2FsbF9pZHMYAyADKAkSMwoNb25fZGlzY29ubmVjdBgEIAEoDjIcLmFnZW50cnVubmVyLnYxLk9uRGlzY29ubmVjdCKNAQoLUnVuUmVzcG9uc2USJgoFZXZlbnQYASABKAsyFS5hZ2VudHJ1bm5lci52MS5FdmVudEgAEicKBWVycm9yGAIgASgLMhYuYWdlbnRydW5uZXIudjEuU3RhdHVzSAASIgoDcnVuGAMgASgLMhMuYWdlbnRydW5uZXIudjEuUnVuSABCCQoHcGF5bG9hZCIRCg9MaXN0QXBwc1JlcXVlc3QiNQoQTGlzdEFwcHNSZXNwb25zZRIhCgRhcHBzGAEgAygLMhMuYWdlbnRydW5uZXIudjEuQXBwMvUFCg1SdW5uZXJTZXJ2aWNlElAKA1J1bhIiLmFnZW50cnVubmVyLnNlcnZpY2UudjEuUnVuUmVxdWVzdBojLmFnZW50cnVubmVyLnNlcnZpY2UudjEuUnVuUmVzcG9uc2UwARJdCghMaXN0QXBwcxInLmFnZW50cnVubmVyLnNlcnZpY2UudjEuTGlzdEFwcHNSZXF1ZXN0GiguYWdlbnRydW5uZXIuc2VydmljZS52MS5MaXN0QXBwc1Jlc3BvbnNlEl0KCFN0YXJ0UnVuEicuYWdlbnRydW5uZXIuc2VydmljZS52MS5TdGFydFJ1blJlcXVlc3QaKC5hZ2VudHJ1bm5lci5zZXJ2aWNlLnYxLlN0YXJ0UnVuUmVzcG9uc2USVwoGR2V0UnVuEiUuYWdlbnRydW5uZXIuc2VydmljZS52MS5HZXRSdW5SZXF1ZXN0GiYuYWdlbnRydW5uZXIuc2VydmljZS52MS5HZXRSdW5SZXNwb25zZRJdCghMaXN0UnVucxInLmFnZW50cnVubmVyLnNlcnZpY2UudjEuTGlzdFJ1bnNSZXF1ZXN0GiguYWdlbnRydW5uZXIuc2VydmljZS52MS5MaXN0UnVuc1Jlc3BvbnNlEmAKCUNhbmNlbFJ1bhIoLmFnZW50cnVubmVyLnNlcnZpY2UudjEuQ2FuY2VsUnVuUmVxdWVzdBopLmFnZW50cnVubmVyLnNlcnZpY2UudjEuQ2FuY2VsUnVuUmVzcG9uc2USXAoJQXR0YWNoUnVuEiguYWdlbnRydW5uZXIuc2VydmljZS52MS5BdHRhY2hSdW5SZXF1ZXN0GiMuYWdlbnRydW5uZXIuc2VydmljZS52MS5SdW5SZXNwb25zZTABElwKCVJlc3VtZVJ1bhIoLmFnZW50cnVubmVyLnNlcnZpY2UudjEuUmVzdW1lUnVuUmVxdWVzdBojLmFnZW50cnVubmVyLnNlcnZpY2UudjEuUnVuUmVzcG9uc2UwAWIGcHJvdG8z", [file_agentrunner_v1_agent, file_agentrunner_v1_content, file_agentrunner_v1_event, file_agentrunner_v1_run, file_google_protobuf_struct]);
 
 /**
  * RunRequest is the input of Run.
@@ -227,18 +227,26 @@ export const GetRunResponseSchema: GenMessage<GetRunResponse> = /*@__PURE__*/
  */
 export type ListRunsRequest = Message<"agentrunner.service.v1.ListRunsRequest"> & {
   /**
-   * The session whose runs to list. Required.
+   * App whose runs to list. Required.
    *
    * @generated from field: string app_name = 1;
    */
   appName: string;
 
   /**
+   * Owner of the runs. Empty lists the runs of every user of the app,
+   * which only a principal granted every user (an admin) may ask for:
+   * others get PERMISSION_DENIED.
+   *
    * @generated from field: string user_id = 2;
    */
   userId: string;
 
   /**
+   * Session whose runs to list; it must exist. Empty lists the runs of
+   * every session of user_id (of every user when user_id is empty too). A
+   * session_id without a user_id is INVALID_ARGUMENT.
+   *
    * @generated from field: string session_id = 3;
    */
   sessionId: string;
@@ -251,11 +259,22 @@ export type ListRunsRequest = Message<"agentrunner.service.v1.ListRunsRequest"> 
   pageSize: number;
 
   /**
-   * next_page_token of a previous response.
+   * next_page_token of a previous response, for the same app_name, user_id
+   * and session_id; statuses may change between pages.
    *
    * @generated from field: string page_token = 5;
    */
   pageToken: string;
+
+  /**
+   * Only runs with one of these statuses; empty lists every status.
+   * RUN_STATUS_UNSPECIFIED and unknown values are INVALID_ARGUMENT. Active
+   * runs (PENDING, RUNNING, INPUT_REQUIRED) are listed from an index of
+   * their own, however many finished runs there are.
+   *
+   * @generated from field: repeated agentrunner.v1.RunStatus statuses = 6;
+   */
+  statuses: RunStatus[];
 };
 
 /**
@@ -272,7 +291,9 @@ export const ListRunsRequestSchema: GenMessage<ListRunsRequest> = /*@__PURE__*/
  */
 export type ListRunsResponse = Message<"agentrunner.service.v1.ListRunsResponse"> & {
   /**
-   * Newest first.
+   * Newest first: within a session, by the point of the session's history
+   * where each run was first stored; across sessions, by create_time, ties
+   * by run_id.
    *
    * @generated from field: repeated agentrunner.v1.Run runs = 1;
    */
@@ -542,7 +563,10 @@ export const RunnerService: GenService<{
     output: typeof GetRunResponseSchema;
   },
   /**
-   * ListRuns lists one session's runs, newest first.
+   * ListRuns lists runs newest first: one session's, a user's across their
+   * sessions, or (for an admin principal) every user's runs of an app,
+   * optionally only those of some statuses (the console's runs board asks
+   * for the active ones: PENDING, RUNNING, INPUT_REQUIRED).
    *
    * @generated from rpc agentrunner.service.v1.RunnerService.ListRuns
    */
