@@ -182,7 +182,7 @@ func CleanPrefix(p string) (string, error) {
 		return "", fmt.Errorf("prefix %q must start with /", p)
 	}
 	trimmed := strings.TrimSuffix(p, "/")
-	if path.Clean(trimmed) != trimmed {
+	if trimmed == "/" || path.Clean(trimmed) != trimmed {
 		return "", fmt.Errorf("prefix %q has an empty, . or .. segment", p)
 	}
 	for _, r := range trimmed {
