@@ -36,8 +36,8 @@ start_server() {
   # first look at the log below.
   : >"$log"
   env -u GOOGLE_API_KEY -u GEMINI_API_KEY -u GOOGLE_GENAI_USE_VERTEXAI -u GOOGLE_GENAI_USE_ENTERPRISE \
-    -u GOOGLE_GEMINI_BASE_URL -u AGENTRUNNER_CONFIG -u AGENTRUNNER_ADDR -u AGENTRUNNER_DATA -u AGENTRUNNER_AUTH_FILE "${envs[@]}" \
-    "$ci_bin" serve --addr 127.0.0.1:0 --data "$ci_work/$name.db" "${flags[@]}" 2>"$log" &
+    -u GOOGLE_GEMINI_BASE_URL -u AGENTRUNNER_CONFIG -u AGENTRUNNER_ADDR -u AGENTRUNNER_DATA -u AGENTRUNNER_AUTH_FILE -u AGENTRUNNER_HTTP_PREFIX "${envs[@]}" \
+    "$ci_bin" serve --addr 127.0.0.1:0 --http-addr 127.0.0.1:0 --data "$ci_work/$name.db" "${flags[@]}" 2>"$log" &
   server_pid=$!
   ci_server_pids+=("$server_pid")
   server_addr=

@@ -11,7 +11,8 @@
 #   <!-- expect-exit: N -->    the block's exit status (default 0)
 # The commands address 127.0.0.1:50051 as a reader's would; here they are
 # rewritten to a free loopback port, and AGENTRUNNER_ADDR points the
-# `agentrunner runs` commands there. They run in a temporary directory with
+# `agentrunner runs` commands there. AGENTRUNNER_HTTP_ADDR puts the
+# console's listener on a free port too, not on 8080, which may be taken. They run in a temporary directory with
 # the built binary and grpcurl first on the PATH, and the whole demo must
 # end within $RUNS_DEMO_TIMEOUT seconds (default 300). RUNS_DEMO_VERBOSE=1
 # prints every block's output.
@@ -104,8 +105,8 @@ cd "$work"
 status=0
 # setsid: a process group of its own, which cleanup can kill whole.
 setsid env -u GOOGLE_API_KEY -u GEMINI_API_KEY -u GOOGLE_GENAI_USE_VERTEXAI -u GOOGLE_GENAI_USE_ENTERPRISE \
-  -u AGENTRUNNER_CONFIG -u AGENTRUNNER_DATA -u AGENTRUNNER_AUTH_FILE \
-  AGENTRUNNER_ADDR="$addr" PATH="$work/bin:$PATH" \
+  -u AGENTRUNNER_CONFIG -u AGENTRUNNER_DATA -u AGENTRUNNER_AUTH_FILE -u AGENTRUNNER_HTTP_PREFIX \
+  AGENTRUNNER_ADDR="$addr" AGENTRUNNER_HTTP_ADDR=127.0.0.1:0 PATH="$work/bin:$PATH" \
   timeout "${RUNS_DEMO_TIMEOUT:-300}" bash run.sh "${steps[@]}" &
 demo_pid=$!
 wait "$demo_pid" || status=$?

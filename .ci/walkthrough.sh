@@ -76,7 +76,7 @@ fi
 # Start the server.
 go build -o "$work/agentrunner" ./cmd/agentrunner
 : >"$work/server.log" # exists before the first look below, whenever the job starts
-AGENTRUNNER_CONFIG= "$work/agentrunner" serve --addr 127.0.0.1:0 --data "$work/agentrunner.db" 2>"$work/server.log" &
+AGENTRUNNER_CONFIG= AGENTRUNNER_HTTP_PREFIX= "$work/agentrunner" serve --addr 127.0.0.1:0 --http-addr 127.0.0.1:0 --data "$work/agentrunner.db" 2>"$work/server.log" &
 server_pid=$!
 addr=
 for _ in $(seq 300); do

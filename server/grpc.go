@@ -53,6 +53,16 @@ func NewGRPCServer(s *Server, extra ...grpc.ServerOption) *GRPCServer {
 	return &GRPCServer{grpc: gs, health: hs, srv: s}
 }
 
+// GRPC returns the grpc.Server itself, for server/web, which serves the
+// same services, with the same interceptors, over HTTP (Connect,
+// gRPC-Web and gRPC through net/http). Serve stays the way to serve gRPC
+// on a listener: grpc-go's own transport is faster than its ServeHTTP.
+func (g *GRPCServer) GRPC() *grpc.Server { return g.grpc }
+
+// MaxMessageBytes is the largest message the server sends or receives:
+// server/web bounds what it buffers to transcode a message by it.
+func (g *GRPCServer) MaxMessageBytes() int { return g.srv.maxMsg }
+
 // Serve accepts connections on lis until Shutdown. It returns nil after a
 // shutdown and the listener's error otherwise.
 func (g *GRPCServer) Serve(lis net.Listener) error {

@@ -28,8 +28,8 @@ type proc struct {
 
 func startBinary(t *testing.T, bin string, args ...string) *proc {
 	t.Helper()
-	cmd := exec.Command(bin, append([]string{"serve"}, args...)...)
-	cmd.Env = append(cmd.Environ(), envAddr+"=", envData+"=", envConfig+"=")
+	cmd := exec.Command(bin, append(noConsole(), args...)...)
+	cmd.Env = append(cmd.Environ(), envAddr+"=", envData+"=", envConfig+"=", envHTTPAddr+"=", envHTTPPrefix+"=")
 	pr, pw := io.Pipe()
 	cmd.Stderr = pw
 	if err := cmd.Start(); err != nil {

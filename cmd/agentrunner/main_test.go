@@ -99,6 +99,12 @@ func checkServing(t *testing.T, conn *grpc.ClientConn) {
 	}
 }
 
+// noConsole starts a serve command line with the HTTP listener off: its
+// default port, 8080, is one for the whole machine, so parallel tests
+// (and anything else on 8080) would collide on it. A test that wants the
+// listener gives --http-addr itself, after this; the last one wins.
+func noConsole() []string { return []string{"serve", "--http-addr", ""} }
+
 // startRun runs `serve args...` in-process and returns the bound address and
 // a channel with run's result.
 func startRun(t *testing.T, ctx context.Context, args ...string) (string, <-chan error, *logWatcher) {
@@ -107,7 +113,7 @@ func startRun(t *testing.T, ctx context.Context, args ...string) (string, <-chan
 	logs := watchLogs(pr)
 	exited := make(chan error, 1)
 	go func() {
-		err := run(ctx, append([]string{"serve"}, args...), strings.NewReader(""), io.Discard, pw)
+		err := run(ctx, append(noConsole(), args...), strings.NewReader(""), io.Discard, pw)
 		pw.Close()
 		exited <- err
 	}()
@@ -298,17 +304,17 @@ func TestServeCommandLineErrors(t *testing.T) {
 		want string
 		code int
 	}{
-		{"missing apps file", []string{"serve", "--config", filepath.Join(dir, "none.yaml"), "--data", filepath.Join(dir, "y.db")}, nil, "none.yaml", 1},
-		{"apps file from env", []string{"serve", "--data", filepath.Join(dir, "z.db")}, map[string]string{envConfig: badConfig}, "bad.yaml:7", 1},
-		{"bad duration", []string{"serve", "--max-run", "soon"}, nil, "invalid value", 2},
-		{"lease ttl zero", []string{"serve", "--lease-ttl", "0s"}, nil, "--lease-ttl must be positive", 2},
-		{"stray argument", []string{"serve", "now"}, nil, "no arguments", 2},
+		{"missing apps file", append(noConsole(), "--config", filepath.Join(dir, "none.yaml"), "--data", filepath.Join(dir, "y.db")), nil, "none.yaml", 1},
+		{"apps file from env", append(noConsole(), "--data", filepath.Join(dir, "z.db")), map[string]string{envConfig: badConfig}, "bad.yaml:7", 1},
+		{"bad duration", append(noConsole(), "--max-run", "soon"), nil, "invalid value", 2},
+		{"lease ttl zero", append(noConsole(), "--lease-ttl", "0s"), nil, "--lease-ttl must be positive", 2},
+		{"stray argument", append(noConsole(), "now"), nil, "no arguments", 2},
 		{"unknown command", []string{"serv"}, nil, `unknown command "serv"`, 2},
 		{"no command", nil, nil, "no command", 2},
 		{"sessions without a command", []string{"sessions"}, nil, "missing command", 2},
 		{"sessions show without an id", []string{"sessions", "show", "--addr", "127.0.0.1:1"}, nil, "want one SESSION", 2},
-		{"unbindable address", []string{"serve", "--addr", "256.0.0.1:1", "--data", filepath.Join(dir, "x.db")}, nil, "listen", 1},
-		{"data is a directory", []string{"serve", "--addr", "127.0.0.1:0", "--data", dir}, nil, "open data file", 1},
+		{"unbindable address", append(noConsole(), "--addr", "256.0.0.1:1", "--data", filepath.Join(dir, "x.db")), nil, "listen", 1},
+		{"data is a directory", append(noConsole(), "--addr", "127.0.0.1:0", "--data", dir), nil, "open data file", 1},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

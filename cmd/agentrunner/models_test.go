@@ -98,7 +98,7 @@ func TestServeRefusesUndeclaredModel(t *testing.T) {
 	if err := os.WriteFile(cfg, []byte(strings.Replace(testConfig, "model: offline", "model: gpt-4o", 1)), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	err := run(t.Context(), []string{"serve", "--addr", "127.0.0.1:0", "--data", filepath.Join(dir, "a.db"), "--config", cfg}, strings.NewReader(""), io.Discard, io.Discard)
+	err := run(t.Context(), append(noConsole(), "--addr", "127.0.0.1:0", "--data", filepath.Join(dir, "a.db"), "--config", cfg), strings.NewReader(""), io.Discard, io.Discard)
 	if err == nil || !strings.Contains(err.Error(), "apps.yaml:7") || !strings.Contains(err.Error(), "root_agent.llm.model") || !strings.Contains(err.Error(), `"gpt-4o" is not declared`) {
 		t.Fatalf("serve = %v, want the file, line and field of the undeclared model", err)
 	}

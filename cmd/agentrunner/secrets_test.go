@@ -196,7 +196,7 @@ func TestSecretsRefusedAtStartNotPrinted(t *testing.T) {
 			ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
 			defer cancel()
 			var stdout, stderr strings.Builder
-			err := run(ctx, append([]string{"serve", "--addr", "127.0.0.1:0"}, c.args...), strings.NewReader(""), &stdout, &stderr)
+			err := run(ctx, append(append(noConsole(), "--addr", "127.0.0.1:0"), c.args...), strings.NewReader(""), &stdout, &stderr)
 			var out seen
 			out.add(err, stdout.String(), stderr.String())
 			exitCode(err, &out)

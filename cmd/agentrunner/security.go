@@ -32,6 +32,9 @@ type security struct {
 	tls     bool
 	mtls    bool
 	options []grpc.ServerOption
+	// tlsConfig is the TLS of options, for the HTTP listener (nil:
+	// plaintext), which serves the same certificate and client CAs.
+	tlsConfig *tls.Config
 }
 
 // check refuses combinations that cannot mean what was asked.
@@ -88,6 +91,7 @@ func loadSecurity(f securityFlags) (*security, error) {
 	}
 	sec.tls = true
 	sec.options = []grpc.ServerOption{grpc.Creds(credentials.NewTLS(tc))}
+	sec.tlsConfig = tc
 	return sec, nil
 }
 
@@ -96,8 +100,10 @@ var errNoAuth = errors.New("no authentication")
 
 // checkExposure refuses to serve an address other hosts can reach without
 // authentication, unless --insecure-no-auth says so; then, and when tokens
-// would cross the network in clear text, it warns at start.
-func checkExposure(lis net.Listener, sec *security, insecureOK bool, log *slog.Logger) error {
+// would cross the network in clear text, it warns at start. flag names
+// the listener's flag (--addr, --http-addr) in what it says: both
+// listeners serve the same API and are held to the same rule.
+func checkExposure(lis net.Listener, flag string, sec *security, insecureOK bool, log *slog.Logger) error {
 	addr := lis.Addr().String()
 	loopback := false
 	if ta, ok := lis.Addr().(*net.TCPAddr); ok {
@@ -105,11 +111,11 @@ func checkExposure(lis net.Listener, sec *security, insecureOK bool, log *slog.L
 	}
 	switch {
 	case sec.auth == nil && !loopback && !insecureOK:
-		return fmt.Errorf("refusing to serve %s, which is not a loopback address, with %w: give --auth-file (docs/security.md), or --insecure-no-auth to let anyone who reaches the port read and write every user's sessions", addr, errNoAuth)
+		return fmt.Errorf("refusing to serve %s (%s), which is not a loopback address, with %w: give --auth-file (docs/security.md), or --insecure-no-auth to let anyone who reaches the port read and write every user's sessions", addr, flag, errNoAuth)
 	case sec.auth == nil && insecureOK:
 		log.Warn("!!! --insecure-no-auth: SERVING WITHOUT AUTHENTICATION: anyone who reaches " + addr + " can read, write and delete every user's sessions, artifacts and runs !!!")
 	case sec.auth != nil && !sec.tls && !loopback:
-		log.Warn("serving tokens over plaintext: bearer tokens cross the network readable; give --tls-cert and --tls-key", "addr", addr)
+		log.Warn("serving tokens over plaintext: bearer tokens cross the network readable; give --tls-cert and --tls-key", "addr", addr, "flag", flag)
 	}
 	return nil
 }

@@ -175,7 +175,7 @@ func TestServeExposure(t *testing.T) {
 	t.Setenv(envConfig, "")
 	t.Setenv(envAuthFile, "")
 	var stderr strings.Builder
-	err := run(t.Context(), []string{"serve", "--addr", "0.0.0.0:0", "--data", filepath.Join(dir, "a.db")}, strings.NewReader(""), io.Discard, &stderr)
+	err := run(t.Context(), append(noConsole(), "--addr", "0.0.0.0:0", "--data", filepath.Join(dir, "a.db")), strings.NewReader(""), io.Discard, &stderr)
 	if err == nil || !strings.Contains(err.Error(), "not a loopback address") || !strings.Contains(err.Error(), "--insecure-no-auth") {
 		t.Fatalf("serve on 0.0.0.0 without auth: %v", err)
 	}
@@ -221,7 +221,7 @@ func TestServeSecurityFlagErrors(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Setenv(envConfig, "")
 			t.Setenv(envAuthFile, "")
-			err := run(t.Context(), append([]string{"serve", "--addr", "127.0.0.1:0", "--data", data}, tc.args...), strings.NewReader(""), io.Discard, io.Discard)
+			err := run(t.Context(), append(append(noConsole(), "--addr", "127.0.0.1:0", "--data", data), tc.args...), strings.NewReader(""), io.Discard, io.Discard)
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("error %v does not mention %q", err, tc.want)
 			}

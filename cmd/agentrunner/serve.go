@@ -23,6 +23,8 @@ import (
 	"github.com/agentrunner/agentrunner/runner"
 	"github.com/agentrunner/agentrunner/runner/apps"
 	"github.com/agentrunner/agentrunner/server"
+	"github.com/agentrunner/agentrunner/server/console"
+	"github.com/agentrunner/agentrunner/server/web"
 	"github.com/agentrunner/agentrunner/store"
 	"github.com/agentrunner/agentrunner/store/boltstore"
 	"github.com/agentrunner/agentrunner/store/pgstore"
@@ -39,10 +41,15 @@ const (
 	// envLogLevel sets --log-level.
 	envLogLevel    = "AGENTRUNNER_LOG_LEVEL"
 	envMetricsAddr = "AGENTRUNNER_METRICS_ADDR"
+	envHTTPAddr    = "AGENTRUNNER_HTTP_ADDR"
+	envHTTPPrefix  = "AGENTRUNNER_HTTP_PREFIX"
 )
 
 const (
 	defaultAddr = "127.0.0.1:50051"
+	// defaultHTTPAddr serves the console to the machine's own browser,
+	// and to no one else, unless asked.
+	defaultHTTPAddr = "127.0.0.1:8080"
 	// defaultData is relative to the working directory, so that the first
 	// command of the README keeps its data next to the checkout, where the
 	// user can see and delete it.
@@ -53,13 +60,15 @@ const serveUsage = `Usage: agentrunner serve [flags]
 
 Serves SessionService, ArtifactService and RunnerService over gRPC, with
 health checking and reflection, storing sessions, events and artifacts in a
-bbolt file, or in PostgreSQL when --data is a postgres:// URL. Flags fall
+bbolt file, or in PostgreSQL when --data is a postgres:// URL. A second
+listener, --http-addr, serves the same API over Connect, gRPC-Web and gRPC
+(h2c) and the web console; "" turns it off. Flags fall
 back to environment variables; a flag on the command line wins. SIGINT or
 SIGTERM shuts down gracefully: health turns NOT_SERVING, in-flight calls get
 --shutdown-grace to finish, and the store is closed last.
 
 Without --auth-file anyone who reaches the port may do anything, so serve
-refuses a non-loopback --addr unless --insecure-no-auth. With it, every call
+refuses a non-loopback --addr or --http-addr unless --insecure-no-auth. With it, every call
 but health checks needs a bearer token or a client certificate the file
 names (docs/security.md).
 
@@ -81,6 +90,9 @@ type serveFlags struct {
 	// store (see runner.Config).
 	leaseTTL time.Duration
 	replica  string
+	// httpAddr ("" for none) and httpPrefix (CleanPrefix'd) place the
+	// HTTP listener of the console.
+	httpAddr, httpPrefix string
 }
 
 func parseServeFlags(args []string, stderr io.Writer) (serveFlags, error) {
@@ -93,6 +105,8 @@ func parseServeFlags(args []string, stderr io.Writer) (serveFlags, error) {
 	}
 	fs.StringVar(&f.addr, "addr", defaultAddr, "`host:port` to listen on; port 0 picks a free port (env "+envAddr+")")
 	fs.StringVar(&f.data, "data", defaultData, dataUsage)
+	fs.StringVar(&f.httpAddr, "http-addr", defaultHTTPAddr, "`host:port` serving the web console and the API over Connect, gRPC-Web and gRPC (h2c, or HTTPS with --tls-cert); \"\" turns it off; port 0 picks a free port (env "+envHTTPAddr+")")
+	fs.StringVar(&f.httpPrefix, "http-prefix", "", "URL `path` under which --http-addr serves everything, such as /agentrunner behind a reverse proxy (env "+envHTTPPrefix+")")
 	fs.StringVar(&f.config, "config", "", "apps `file` (YAML or JSON, schema agentrunner.v1.AppsConfig); without one the default apps are served: "+strings.Join(defaultAppNames(), ", ")+" (env "+envConfig+")")
 	fs.DurationVar(&f.maxRun, "max-run", 15*time.Minute, "longest a single Run may take (its deadline); 0 means no limit")
 	fs.DurationVar(&f.leaseTTL, "lease-ttl", runner.DefaultLeaseTTL, "on PostgreSQL: how long a session lease lasts without a heartbeat, so how soon the runs of a replica that died are marked interrupted")
@@ -143,12 +157,16 @@ func parseServeFlags(args []string, stderr io.Writer) (serveFlags, error) {
 	// Environment fallbacks, for the flags not given on the command line.
 	set := map[string]bool{}
 	fs.Visit(func(fl *flag.Flag) { set[fl.Name] = true })
-	for name, env := range map[string]string{"addr": envAddr, "data": envData, "config": envConfig, "log-level": envLogLevel, "metrics-addr": envMetricsAddr, "auth-file": envAuthFile} {
+	for name, env := range map[string]string{"addr": envAddr, "data": envData, "config": envConfig, "log-level": envLogLevel, "metrics-addr": envMetricsAddr, "auth-file": envAuthFile, "http-addr": envHTTPAddr, "http-prefix": envHTTPPrefix} {
 		if v := os.Getenv(env); v != "" && !set[name] {
 			if err := fs.Set(name, v); err != nil {
 				return f, usagef("%s: %v", env, err)
 			}
 		}
+	}
+	// Checked after the environment, which may have set it.
+	if f.httpPrefix, err = web.CleanPrefix(f.httpPrefix); err != nil {
+		return f, usagef("--http-prefix: %v", err)
 	}
 	return f, nil
 }
@@ -214,21 +232,24 @@ func serve(ctx context.Context, args []string, stderr io.Writer) (err error) {
 		}
 		defer stopDebug()
 	}
-	srv, served, err := listenAndServe(f, core, apps, sec, tr.options, log)
+	sv, err := listenAndServe(f, core, apps, sec, tr.options, log)
 	if err != nil {
 		return err
 	}
 
 	select {
-	case err := <-served:
+	case err := <-sv.served:
 		// The listener failed; nothing is serving. Stop the rest.
-		_ = srv.Shutdown(context.Background())
+		sv.stopNow()
 		return fmt.Errorf("serve: %w", err)
+	case err := <-sv.webServed:
+		sv.stopNow()
+		return fmt.Errorf("serve --http-addr: %w", err)
 	case <-ctx.Done():
 	}
 	// A second Ctrl-C now kills the process the default way.
 	stopSignals()
-	return shutdown(ctx, srv, served, apps, f, log)
+	return shutdown(ctx, sv, apps, f, log)
 }
 
 // startRuns builds the server's core and recovers the runs a crash or a
@@ -293,19 +314,27 @@ func openStore(ctx context.Context, path string, log *slog.Logger, onCommit func
 }
 
 // shutdown drains the runs (health NOT_SERVING, new runs refused, runs in
-// progress get f.drain to end), then stops the server gracefully within
-// f.grace (then cancels what is left), waits for it, and closes what the
-// apps hold.
-func shutdown(ctx context.Context, srv *server.GRPCServer, served <-chan error, apps *apps.Registry, f serveFlags, log *slog.Logger) error {
+// progress get f.drain to end), then stops the servers gracefully within
+// f.grace (then cancels what is left), waits for them, and closes what
+// the apps hold. The HTTP server goes first: the gRPC server's graceful
+// stop would cut off the streams it serves (web.Server.Shutdown).
+func shutdown(ctx context.Context, sv *serving, apps *apps.Registry, f serveFlags, log *slog.Logger) error {
 	log.Info("shutting down", "drain", f.drain, "grace", f.grace)
-	srv.NotServing()
+	sv.grpc.NotServing()
 	drainRuns(context.WithoutCancel(ctx), apps, f.drain, log)
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), f.grace)
 	defer cancel()
-	if err := srv.Shutdown(sctx); err != nil {
+	var webErr error
+	if sv.web != nil {
+		if err := sv.web.Shutdown(sctx); err != nil {
+			log.Warn("grace period over; closed the HTTP connections still open", "err", err)
+		}
+		webErr = <-sv.webServed
+	}
+	if err := sv.grpc.Shutdown(sctx); err != nil {
 		log.Warn("grace period over; cancelled the calls still in flight", "err", err)
 	}
-	if err := <-served; err != nil {
+	if err := errors.Join(<-sv.served, webErr); err != nil {
 		return fmt.Errorf("serve: %w", err)
 	}
 	// No run is left: the plugins can let go of what they hold.
@@ -335,27 +364,95 @@ func serveDebug(addr string, log *slog.Logger) (stop func(), err error) {
 	return func() { _ = hs.Close() }, nil
 }
 
-// listenAndServe starts the gRPC server on f.addr and logs the bound
-// address: with port 0 that line is how callers (and tests) learn it.
-func listenAndServe(f serveFlags, core *server.Server, reg *apps.Registry, sec *security, opts []grpc.ServerOption, log *slog.Logger) (*server.GRPCServer, <-chan error, error) {
+// serving is what listenAndServe started: the gRPC server and, unless
+// --http-addr is "", the HTTP one, each with the channel its Serve
+// returns on (nil for no HTTP server, which a select never picks).
+type serving struct {
+	grpc      *server.GRPCServer
+	served    <-chan error
+	web       *web.Server
+	webServed <-chan error
+}
+
+// stopNow stops both servers without grace: one of them failed.
+func (sv *serving) stopNow() {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if sv.web != nil {
+		_ = sv.web.Shutdown(ctx)
+	}
+	_ = sv.grpc.Shutdown(ctx)
+}
+
+// listenAndServe starts the gRPC server on f.addr and the HTTP one on
+// f.httpAddr, and logs the bound addresses: with port 0 that line is how
+// callers (and tests) learn them. Both listen before either serves, so
+// that a busy port fails the start, not half of it.
+func listenAndServe(f serveFlags, core *server.Server, reg *apps.Registry, sec *security, opts []grpc.ServerOption, log *slog.Logger) (*serving, error) {
 	lis, err := net.Listen("tcp", f.addr)
 	if err != nil {
-		return nil, nil, fmt.Errorf("listen: %w", err)
+		return nil, fmt.Errorf("listen: %w", err)
 	}
-	if err := checkExposure(lis, sec, f.sec.insecureNoAuthOK, log); err != nil {
+	if err := checkExposure(lis, "--addr", sec, f.sec.insecureNoAuthOK, log); err != nil {
 		lis.Close()
-		return nil, nil, err
+		return nil, err
 	}
 	srv := server.NewGRPCServer(core, append(slices.Clone(sec.options), opts...)...)
+	ws, wlis, err := listenWeb(f, srv, sec, log)
+	if err != nil {
+		lis.Close()
+		return nil, err
+	}
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(lis) }()
+	sv := &serving{grpc: srv, served: served}
+	consoleURL := "off"
+	if ws != nil {
+		webServed := make(chan error, 1)
+		go func() { webServed <- ws.Serve(wlis) }()
+		sv.web, sv.webServed = ws, webServed
+		consoleURL = web.URL(wlis.Addr(), sec.tls, f.httpPrefix)
+	}
 	var names []string
 	for _, a := range reg.List() {
 		names = append(names, a.GetName())
 	}
-	log.Info("serving", "addr", lis.Addr().String(), "data", redactData(f.data), "apps", strings.Join(names, ","),
+	log.Info("serving", "addr", lis.Addr().String(), "console", consoleURL, "data", redactData(f.data), "apps", strings.Join(names, ","),
 		"tls", sec.tls, "mtls", sec.mtls, "auth", sec.auth != nil)
-	return srv, served, nil
+	return sv, nil
+}
+
+// listenWeb listens on f.httpAddr, under the same exposure rule as
+// --addr, and returns the HTTP server of srv's services and the console
+// for it; nil, nil when --http-addr is "".
+func listenWeb(f serveFlags, srv *server.GRPCServer, sec *security, log *slog.Logger) (*web.Server, net.Listener, error) {
+	if f.httpAddr == "" {
+		return nil, nil, nil
+	}
+	lis, err := net.Listen("tcp", f.httpAddr)
+	if errors.Is(err, syscall.EADDRINUSE) {
+		// The default port is a common one: say how to get past it.
+		return nil, nil, fmt.Errorf("listen --http-addr %s (the web console): %w; give --http-addr another host:port (port 0 picks a free one), or --http-addr \"\" to serve no console (env %s)", f.httpAddr, err, envHTTPAddr)
+	} else if err != nil {
+		return nil, nil, fmt.Errorf("listen --http-addr %s: %w", f.httpAddr, err)
+	}
+	if err := checkExposure(lis, "--http-addr", sec, f.sec.insecureNoAuthOK, log); err != nil {
+		lis.Close()
+		return nil, nil, err
+	}
+	ws, err := web.New(web.Config{
+		GRPC:            srv.GRPC(),
+		MaxMessageBytes: srv.MaxMessageBytes(),
+		Prefix:          f.httpPrefix,
+		Console:         console.FS(),
+		TLS:             sec.tlsConfig,
+		Logger:          log,
+	})
+	if err != nil {
+		lis.Close()
+		return nil, nil, err
+	}
+	return ws, lis, nil
 }
 
 // redactData returns --data as it may be logged or printed: a URL

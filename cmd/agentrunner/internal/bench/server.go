@@ -102,10 +102,16 @@ func startServer(ctx context.Context, binary, dir, app, data, replica string, pr
 	// Keep the environment but never a model key: the bench app must not
 	// reach a real model.
 	for _, kv := range os.Environ() {
-		if k, _, _ := strings.Cut(kv, "="); k != "GOOGLE_API_KEY" && k != "GEMINI_API_KEY" && k != "GOOGLE_GENAI_USE_VERTEXAI" {
+		if k, _, _ := strings.Cut(kv, "="); k != "GOOGLE_API_KEY" && k != "GEMINI_API_KEY" && k != "GOOGLE_GENAI_USE_VERTEXAI" && k != "AGENTRUNNER_HTTP_ADDR" {
 			p.cmd.Env = append(p.cmd.Env, kv)
 		}
 	}
+	// The console's listener stays on, as it is by default, so that the
+	// bench measures the gRPC port of the server people run; but on a
+	// free port: its default, 8080, would collide between replicas and
+	// with whatever else uses it. Set through the environment, which a
+	// --baseline binary from before the listener ignores.
+	p.cmd.Env = append(p.cmd.Env, "AGENTRUNNER_HTTP_ADDR=127.0.0.1:0")
 	p.cmd.Stdout, p.cmd.Stderr = p.logs, p.logs
 	if err := p.cmd.Start(); err != nil {
 		return nil, fmt.Errorf("start server: %w", err)

@@ -1,0 +1,219 @@
+// Package web serves agentrunner over HTTP: every RPC of a grpc.Server
+// over Connect, gRPC-Web and gRPC (h2c, or HTTP/2 over TLS), and the web
+// console's files, from one handler on one port (`serve --http-addr`).
+//
+// The RPCs go through vanguard's transcoder into the grpc.Server's
+// ServeHTTP, so the same handlers and the same interceptors (logging,
+// recovery, auth, limits, telemetry) answer them as on the gRPC port.
+// The gRPC port keeps grpc-go's own transport (grpc.Server.Serve): the
+// ServeHTTP path is several times slower per call, which a browser
+// console does not notice but a gRPC client would.
+//
+// Everything that is not an RPC is the console (see package
+// server/console): its files, and index.html for any other GET path, so
+// that deep links load the page.
+package web
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"net"
+	"net/http"
+	"path"
+	"strings"
+	"time"
+
+	"connectrpc.com/vanguard"
+	"connectrpc.com/vanguard/vanguardgrpc"
+	"google.golang.org/grpc"
+)
+
+// Config configures New and Handler.
+type Config struct {
+	// GRPC is the server whose services are served. Required.
+	GRPC *grpc.Server
+	// MaxMessageBytes bounds a message vanguard buffers to transcode it
+	// (Connect or gRPC-Web to gRPC); zero means 4 MiB. Give the
+	// grpc.Server's own limit, so that both paths take the same messages.
+	MaxMessageBytes int
+	// Prefix mounts everything under a path, such as "/agentrunner",
+	// for a reverse proxy; "" mounts at the root. It must be what
+	// CleanPrefix returns.
+	Prefix string
+	// Console holds the console's files, with index.html at its root.
+	// Required.
+	Console fs.FS
+	// TLS, when not nil, serves HTTPS (HTTP/1.1 and HTTP/2) with it;
+	// else plain HTTP/1.1 and h2c. It is cloned, not changed.
+	TLS *tls.Config
+	// Logger receives net/http's own errors (a failed TLS handshake, a
+	// malformed request); nil means slog.Default().
+	Logger *slog.Logger
+}
+
+// readHeaderTimeout bounds how long a client may take to send a
+// request's headers: a slow or idle client cannot hold a connection
+// forever. There is no write timeout: a Run stream lasts as long as the
+// run.
+const readHeaderTimeout = 10 * time.Second
+
+// idleTimeout closes keep-alive connections no request has used for a
+// while, so that abandoned browser tabs do not pin connections.
+const idleTimeout = 2 * time.Minute
+
+// Handler returns the handler that serves the RPCs of cfg.GRPC and the
+// console under cfg.Prefix.
+func Handler(cfg Config) (http.Handler, error) {
+	if cfg.GRPC == nil || cfg.Console == nil {
+		return nil, errors.New("web: Config.GRPC and Config.Console are required")
+	}
+	if p, err := CleanPrefix(cfg.Prefix); err != nil || p != cfg.Prefix {
+		return nil, fmt.Errorf("web: prefix %q is not clean (CleanPrefix)", cfg.Prefix)
+	}
+	pages, err := newPages(cfg.Console, cfg.Prefix)
+	if err != nil {
+		return nil, err
+	}
+	opts := []vanguard.TranscoderOption{vanguard.WithUnknownHandler(pages)}
+	if cfg.MaxMessageBytes > 0 {
+		opts = append(opts, vanguard.WithDefaultServiceOptions(vanguard.WithMaxMessageBufferBytes(uint32(cfg.MaxMessageBytes))))
+	}
+	// No JSON codec is registered with grpc-go (the server forces its
+	// own proto codec), so vanguard turns Connect JSON into proto here
+	// and the handlers see what the gRPC port gives them.
+	tr, err := vanguardgrpc.NewTranscoder(cfg.GRPC, opts...)
+	if err != nil {
+		return nil, fmt.Errorf("web: %w", err)
+	}
+	return mount(cfg.Prefix, tr), nil
+}
+
+// Server is the HTTP server of Handler.
+type Server struct {
+	hs  *http.Server
+	tls bool
+}
+
+// New returns a Server; Serve starts it.
+func New(cfg Config) (*Server, error) {
+	h, err := Handler(cfg)
+	if err != nil {
+		return nil, err
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	var protocols http.Protocols
+	protocols.SetHTTP1(true)
+	hs := &http.Server{
+		Handler:           h,
+		ReadHeaderTimeout: readHeaderTimeout,
+		IdleTimeout:       idleTimeout,
+		Protocols:         &protocols,
+		ErrorLog:          slog.NewLogLogger(cfg.Logger.Handler(), slog.LevelWarn),
+	}
+	if cfg.TLS != nil {
+		protocols.SetHTTP2(true)
+		// ServeTLS adds h2 and http/1.1 to the clone's ALPN protocols.
+		hs.TLSConfig = cfg.TLS.Clone()
+	} else {
+		// h2c, so that grpc-go clients and grpcurl -plaintext reach
+		// this port as well as browsers.
+		protocols.SetUnencryptedHTTP2(true)
+	}
+	return &Server{hs: hs, tls: cfg.TLS != nil}, nil
+}
+
+// Serve serves on lis until Shutdown; it returns nil after Shutdown and
+// the listener's error otherwise.
+func (s *Server) Serve(lis net.Listener) error {
+	var err error
+	if s.tls {
+		err = s.hs.ServeTLS(lis, "", "")
+	} else {
+		err = s.hs.Serve(lis)
+	}
+	if errors.Is(err, http.ErrServerClosed) {
+		return nil
+	}
+	return err
+}
+
+// Shutdown stops accepting connections and waits for the requests in
+// flight, streams included, until ctx is done; then it closes the
+// connections left and returns ctx's error.
+//
+// Call it before the grpc.Server's GracefulStop: on the ServeHTTP path
+// grpc-go cannot drain a stream, it cuts it off, so the streams must
+// have ended here first.
+func (s *Server) Shutdown(ctx context.Context) error {
+	err := s.hs.Shutdown(ctx)
+	if err != nil {
+		_ = s.hs.Close()
+	}
+	return err
+}
+
+// URL is the console's address on lis: scheme, the bound host and port,
+// and the prefix, with a trailing slash.
+func URL(lis net.Addr, tls bool, prefix string) string {
+	scheme := "http"
+	if tls {
+		scheme = "https"
+	}
+	return scheme + "://" + lis.String() + prefix + "/"
+}
+
+// CleanPrefix checks a --http-prefix and returns it in the form Config
+// takes: "" for none (also for "/"), else a path that starts with a
+// slash and does not end with one ("/agentrunner/" becomes
+// "/agentrunner"). It refuses what a URL path would not carry as is:
+// empty, "." and ".." segments, and characters outside letters, digits
+// and "-._~/", so the prefix matches the raw request path exactly.
+func CleanPrefix(p string) (string, error) {
+	if p == "" || p == "/" {
+		return "", nil
+	}
+	if !strings.HasPrefix(p, "/") {
+		return "", fmt.Errorf("prefix %q must start with /", p)
+	}
+	trimmed := strings.TrimSuffix(p, "/")
+	if trimmed == "/" || path.Clean(trimmed) != trimmed {
+		return "", fmt.Errorf("prefix %q has an empty, . or .. segment", p)
+	}
+	for _, r := range trimmed {
+		ok := r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("-._~/", r)
+		if !ok {
+			return "", fmt.Errorf("prefix %q has %q; use letters, digits and -._~/", p, r)
+		}
+	}
+	return trimmed, nil
+}
+
+// mount serves h under prefix and nothing outside it. The bare prefix
+// redirects to prefix/, so that the page's relative URLs resolve under
+// it.
+func mount(prefix string, h http.Handler) http.Handler {
+	if prefix == "" {
+		return h
+	}
+	strip := http.StripPrefix(prefix, h)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch {
+		case strings.HasPrefix(r.URL.Path, prefix+"/"):
+			strip.ServeHTTP(w, r)
+		case r.URL.Path == prefix && (r.Method == http.MethodGet || r.Method == http.MethodHead):
+			to := prefix + "/"
+			if r.URL.RawQuery != "" {
+				to += "?" + r.URL.RawQuery
+			}
+			http.Redirect(w, r, to, http.StatusMovedPermanently)
+		default:
+			http.NotFound(w, r)
+		}
+	})
+}
