@@ -19,15 +19,32 @@ import (
 // empty (SessionKey.Validate refuses it).
 const allUsers = ""
 
+// spendShards is how many rows each total is split over (see the
+// migration): appends of different sessions wait on each other's commit
+// only when their sessions hash to the same shard. Reads sum at most
+// this many rows per day and model.
+const spendShards = 64
+
+// spendShard is session's shard, the same for all its appends: its
+// id's FNV-1a hash (written out: hash/fnv would allocate per append).
+func spendShard(session string) int16 {
+	h := uint32(2166136261)
+	for i := 0; i < len(session); i++ {
+		h ^= uint32(session[i])
+		h *= 16777619
+	}
+	return int16(h % spendShards)
+}
+
 // sqlAddSpend adds one model call to the user's row ($2) and the app's,
 // in that order (see the migration: the order every append locks them
 // in). One statement with two rows: one entry of a pipelined batch.
 const sqlAddSpend = `INSERT INTO spend AS t (app_name, user_id, day, model,
 		prompt_tokens, candidates_tokens, thoughts_tokens, cached_content_tokens, tool_use_prompt_tokens, total_tokens, cache_creation_tokens,
-		micros, unpriced_calls, currency, calls)
-	VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, 1),
-		($1, '', $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, 1)
-	ON CONFLICT (app_name, user_id, day, model) DO UPDATE SET
+		micros, unpriced_calls, currency, calls, shard)
+	VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, 1, $15),
+		($1, '', $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, 1, $15)
+	ON CONFLICT (app_name, user_id, day, model, shard) DO UPDATE SET
 		prompt_tokens = t.prompt_tokens + EXCLUDED.prompt_tokens,
 		candidates_tokens = t.candidates_tokens + EXCLUDED.candidates_tokens,
 		thoughts_tokens = t.thoughts_tokens + EXCLUDED.thoughts_tokens,
@@ -40,9 +57,12 @@ const sqlAddSpend = `INSERT INTO spend AS t (app_name, user_id, day, model,
 		currency = CASE WHEN t.currency = '' THEN EXCLUDED.currency ELSE t.currency END,
 		calls = t.calls + EXCLUDED.calls`
 
-// spendColumns are the sums a Spend is read from, in scanSpend's order.
-const spendColumns = `prompt_tokens, candidates_tokens, thoughts_tokens, cached_content_tokens, tool_use_prompt_tokens, total_tokens,
-	cache_creation_tokens, micros, unpriced_calls, currency, calls`
+// spendSums sums a group's shards into what scanSpend reads. The
+// currency is the same in every shard that has one (an apps file prices
+// every model in one currency); ” sorts first, so max finds it.
+const spendSums = `sum(prompt_tokens)::bigint, sum(candidates_tokens)::bigint, sum(thoughts_tokens)::bigint,
+	sum(cached_content_tokens)::bigint, sum(tool_use_prompt_tokens)::bigint, sum(total_tokens)::bigint,
+	sum(cache_creation_tokens)::bigint, sum(micros)::bigint, sum(unpriced_calls)::bigint, max(currency), sum(calls)::bigint`
 
 // spendArgs returns the arguments of sqlAddSpend for ev, stored in session
 // k; false for an event without usage, which adds nothing (no statement).
@@ -55,7 +75,7 @@ func spendArgs(k store.SessionKey, ev *agentrunnerv1.Event) ([]any, bool) {
 	return []any{k.App, k.User, dayDate(ev.GetTimestamp().AsTime()), store.SpendModel(ev),
 		int64(u.GetPromptTokenCount()), int64(u.GetCandidatesTokenCount()), int64(u.GetThoughtsTokenCount()),
 		int64(u.GetCachedContentTokenCount()), int64(u.GetToolUsePromptTokenCount()), int64(u.GetTotalTokenCount()),
-		int64(u.GetCacheCreationTokenCount()), c.GetMicros(), c.GetUnpricedCalls(), c.GetCurrency()}, true
+		int64(u.GetCacheCreationTokenCount()), c.GetMicros(), c.GetUnpricedCalls(), c.GetCurrency(), spendShard(k.Session)}, true
 }
 
 // addSpend adds ev to the ledger in tx (the statement-by-statement
@@ -77,7 +97,7 @@ func dayDate(t time.Time) time.Time {
 	return time.Date(y, m, d, 0, 0, 0, 0, time.UTC)
 }
 
-// scanSpend reads spendColumns, after the dest given before them. A row
+// scanSpend reads spendSums, after the dest given before them. A row
 // holds at least one call: its usage and cost are set, as
 // store.AddEventSpend sets them.
 func scanSpend(row pgx.CollectableRow, dest ...any) (*agentrunnerv1.Spend, error) {
@@ -111,8 +131,8 @@ func checkSpendArgs(app, user string) error {
 }
 
 // DailySpend implements store.SpendStore: the user's and the app's rows
-// of the day, summed over their models in name order, as boltstore sums
-// them.
+// of the day, their shards summed by model, then the models in name
+// order, as boltstore sums them.
 func (s *Store) DailySpend(ctx context.Context, app, user string, day time.Time) (userSpend, appSpend *agentrunnerv1.Spend, err error) {
 	if user == "" {
 		return nil, nil, fmt.Errorf("user_id is empty: %w", store.ErrInvalidArgument)
@@ -122,8 +142,8 @@ func (s *Store) DailySpend(ctx context.Context, app, user string, day time.Time)
 	}
 	userSpend, appSpend = &agentrunnerv1.Spend{}, &agentrunnerv1.Spend{}
 	err = s.query(ctx, func() error {
-		rows, err := s.pool.Query(ctx, `SELECT user_id, `+spendColumns+` FROM spend
-			WHERE app_name = $1 AND user_id IN ($2, '') AND day = $3 ORDER BY user_id, model`, app, user, dayDate(day))
+		rows, err := s.pool.Query(ctx, `SELECT user_id, `+spendSums+` FROM spend
+			WHERE app_name = $1 AND user_id IN ($2, '') AND day = $3 GROUP BY user_id, model ORDER BY user_id, model`, app, user, dayDate(day))
 		if err != nil {
 			return fmt.Errorf("read spend: %w", err)
 		}
@@ -148,15 +168,17 @@ func (s *Store) DailySpend(ctx context.Context, app, user string, day time.Time)
 	return userSpend, appSpend, nil
 }
 
-// ListSpend implements store.SpendStore: one range of the primary key.
+// ListSpend implements store.SpendStore: one range of the primary key,
+// its shards summed by day and model.
 func (s *Store) ListSpend(ctx context.Context, app, user string, from, to time.Time) ([]store.DaySpend, error) {
 	if err := checkSpendArgs(app, user); err != nil {
 		return nil, err
 	}
 	var out []store.DaySpend
 	err := s.query(ctx, func() error {
-		rows, err := s.pool.Query(ctx, `SELECT day, model, `+spendColumns+` FROM spend
-			WHERE app_name = $1 AND user_id = $2 AND day BETWEEN $3 AND $4 ORDER BY day, model`, app, user, dayDate(from), dayDate(to))
+		rows, err := s.pool.Query(ctx, `SELECT day, model, `+spendSums+` FROM spend
+			WHERE app_name = $1 AND user_id = $2 AND day BETWEEN $3 AND $4 GROUP BY day, model ORDER BY day, model`,
+			app, user, dayDate(from), dayDate(to))
 		if err != nil {
 			return fmt.Errorf("list spend: %w", err)
 		}

@@ -5,8 +5,13 @@
 -- INSERT ... ON CONFLICT DO UPDATE SET x = spend.x + EXCLUDED.x, so that
 -- replicas appending at once add up exactly; the user's row is always
 -- locked before the app's, so that two appends never wait on each other
--- in opposite order. The user comes before the day in the key: a user's
--- (or the app's) listing over a range of days is one range of the index.
+-- in opposite order. A row's lock is held until the commit's WAL flush,
+-- so one row per (app, day, model) would let the app's model calls commit
+-- one flush at a time: each total is split over shards instead, the
+-- session's (a hash of its id), whose rows the session's own appends,
+-- serialized by its row lock anyway, are the main writers of; reads sum
+-- the shards. The user comes before the day in the key: a user's (or
+-- the app's) listing over a range of days is one range of the index.
 -- DeleteSession leaves the rows alone: what was spent stays spent. What
 -- was spent before this migration is not known by day: the ledger starts
 -- empty.
@@ -29,5 +34,6 @@ CREATE TABLE spend (
     currency               text NOT NULL DEFAULT '',
     -- The model calls counted (Spend.model_calls).
     calls                  bigint NOT NULL DEFAULT 0,
-    PRIMARY KEY (app_name, user_id, day, model)
+    shard                  smallint NOT NULL,
+    PRIMARY KEY (app_name, user_id, day, model, shard)
 );
