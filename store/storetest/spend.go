@@ -376,3 +376,14 @@ func testSpendInvalid(t *testing.T, s store.Store) {
 		}
 	}
 }
+
+// testSpendClosed: the ledger's reads after Close return ErrClosed.
+func testSpendClosed(t *testing.T, s store.Store) {
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	_, _, err := s.DailySpend(t.Context(), "app", "u", spendDays[0])
+	wantErr(t, err, store.ErrClosed, "DailySpend after Close")
+	_, err = s.ListSpend(t.Context(), "app", "u", spendDays[0], spendDays[1])
+	wantErr(t, err, store.ErrClosed, "ListSpend after Close")
+}

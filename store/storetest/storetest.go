@@ -81,6 +81,7 @@ func Run(t *testing.T, open Open) {
 		{"SpendSums", testSpendSums},
 		{"SpendConcurrent", testSpendConcurrent},
 		{"SpendInvalid", testSpendInvalid},
+		{"SpendClosed", testSpendClosed},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
