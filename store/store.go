@@ -229,6 +229,7 @@ type Store interface {
 	DeleteArtifact(ctx context.Context, k SessionKey, filename string, version int64) error
 
 	RunStore
+	SpendStore
 
 	// Close releases the store, first writing what PutRunLater queued.
 	// Calls after Close return ErrClosed.

@@ -34,17 +34,18 @@ var (
 	bucketMemSessions = []byte("memory_sessions")
 	bucketMemPostings = []byte("memory_postings")
 	bucketMemUsers    = []byte("memory_users")
+	// bucketSpend is in spend.go.
 
 	allBuckets = [][]byte{bucketMeta, bucketSessions, bucketEvents, bucketAppState, bucketUserState, bucketArtifacts, bucketBlobs, bucketToolCalls,
 		bucketRunRecords, bucketRunReqs, bucketMemSessions, bucketMemPostings,
-		bucketMemUsers}
+		bucketMemUsers, bucketSpend}
 
 	keySchemaVersion = []byte("schema_version")
 )
 
 // currentSchema is the layout this code reads and writes. Raise it with a
 // new entry in schemaMigrations (and a test) whenever the layout changes.
-const currentSchema = 7
+const currentSchema = 8
 
 // migration upgrades a file from schema version N to N+1 inside the open
 // transaction.
@@ -57,8 +58,9 @@ type migration func(tx *bbolt.Tx) error
 // runs into events (migrateRunsIntoEvents); version 5 added the memory
 // index (migrateMemory); version 6 moved the records into run_records,
 // by run id (migrateRunRecords); version 7 added the run index across
-// sessions (migrateRunIndex, runindex.go).
-var schemaMigrations = []migration{migrateToolCalls, migrateRuns, migrateRunsIntoEvents, migrateMemory, migrateRunRecords, migrateRunIndex}
+// sessions (migrateRunIndex, runindex.go); version 8 the daily spend
+// ledger (bucket spend, migrateSpend).
+var schemaMigrations = []migration{migrateToolCalls, migrateRuns, migrateRunsIntoEvents, migrateMemory, migrateRunRecords, migrateRunIndex, migrateSpend}
 
 // migrateMemory adds the memory buckets (memory.go), empty: no session of
 // an older file is in memory. Open creates them before it migrates; the

@@ -305,6 +305,8 @@ func TestKeysGolden(t *testing.T) {
 			" " + hex.EncodeToString(indexEntry(indexScope(scopeApp, "app", ""), 1_700_000_000_123456789, "e-1")),
 		"memory_segment " + hex.EncodeToString(segmentKey(userStateKey("app", "user\x00x"), "rex", 3)),
 		"memory_event_id " + hex.EncodeToString(memEventID),
+		"spend " + hex.EncodeToString(spendKey("app", "user\x00x", "2026-11-26", "flash")),
+		"spend_all_users " + hex.EncodeToString(spendKey("app", allUsers, "2026-11-26", "flash")),
 		"schema " + hex.EncodeToString(binary.AppendUvarint(nil, currentSchema)),
 	}, "\n") + "\n"
 	path := filepath.Join("testdata", "keys.golden")
@@ -336,8 +338,10 @@ func TestPatchSessionMatchesDecode(t *testing.T) {
 		AppName: "app", UserId: "u", SessionId: "s", State: state,
 		CreateTime: timestamppb.New(time.Unix(1_700_000_000, 5)), UpdateTime: timestamppb.New(time.Unix(1_700_000_100, 0)), LastSequence: 41,
 		Usage: &agentrunnerv1.UsageMetadata{PromptTokenCount: 100, CandidatesTokenCount: 20, TotalTokenCount: 120},
+		Cost:  &agentrunnerv1.Cost{Currency: "USD", Micros: 300, UnpricedCalls: 2},
 	}
-	twice := append(mustMarshal(t, &agentrunnerv1.Session{LastSequence: 9, UpdateTime: timestamppb.New(time.Unix(1, 1)), Usage: &agentrunnerv1.UsageMetadata{ThoughtsTokenCount: 5}}), mustMarshal(t, full)...)
+	twice := append(mustMarshal(t, &agentrunnerv1.Session{LastSequence: 9, UpdateTime: timestamppb.New(time.Unix(1, 1)), Usage: &agentrunnerv1.UsageMetadata{ThoughtsTokenCount: 5},
+		Cost: &agentrunnerv1.Cost{Micros: 1, UnpricedCalls: 1}}), mustMarshal(t, full)...)
 	for name, sv := range map[string][]byte{
 		"full":               mustMarshal(t, full),
 		"empty":              nil,
@@ -345,8 +349,9 @@ func TestPatchSessionMatchesDecode(t *testing.T) {
 		"no update_time yet": mustMarshal(t, &agentrunnerv1.Session{AppName: "app", LastSequence: 1}),
 	} {
 		for _, ts := range []*timestamppb.Timestamp{timestamppb.New(time.Unix(1_800_000_000, 999_999_999)), timestamppb.New(time.Unix(-5, 7)), {}} {
-			usage := &agentrunnerv1.UsageMetadata{PromptTokenCount: 7, TotalTokenCount: 9}
-			got, err := patchSession(sv, 42, ts, usage)
+			ev := &agentrunnerv1.Event{UsageMetadata: &agentrunnerv1.UsageMetadata{PromptTokenCount: 7, TotalTokenCount: 9},
+				Cost: &agentrunnerv1.Cost{Currency: "USD", Micros: 5, Model: "m"}}
+			got, err := patchSession(sv, 42, ts, ev)
 			if err != nil {
 				t.Fatalf("%s: %v", name, err)
 			}
@@ -355,7 +360,8 @@ func TestPatchSessionMatchesDecode(t *testing.T) {
 				t.Fatal(err)
 			}
 			want.LastSequence, want.UpdateTime = 42, ts
-			want.Usage = store.AddUsage(want.Usage, usage)
+			want.Usage = store.AddUsage(want.Usage, ev.GetUsageMetadata())
+			want.Cost = store.AddEventCost(want.Cost, ev)
 			dec := &agentrunnerv1.Session{}
 			if err := proto.Unmarshal(got, dec); err != nil {
 				t.Fatalf("%s: patched record does not decode: %v", name, err)
@@ -365,7 +371,7 @@ func TestPatchSessionMatchesDecode(t *testing.T) {
 			}
 		}
 	}
-	if _, err := patchSession([]byte{0x0a, 0x05, 'a'}, 1, timestamppb.Now(), nil); err == nil {
+	if _, err := patchSession([]byte{0x0a, 0x05, 'a'}, 1, timestamppb.Now(), &agentrunnerv1.Event{}); err == nil {
 		t.Fatal("a truncated record was patched")
 	}
 }

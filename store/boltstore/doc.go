@@ -25,6 +25,7 @@
 //	                                                             the merges holding its postings
 //	memory_postings T(app, user, term) U(^merge)              -> (U(^time) T(session) U(seq) uvarint(count))...: a segment
 //	memory_users    T(app, user)                              -> uvarint: the user's events with postings
+//	spend           T(app, user|"", day, model)               -> Spend: the daily ledger; user "" holds the app's totals
 //
 // T(...) encodes strings so that byte order is tuple order and a tuple's
 // encoding is a prefix of every longer tuple that starts with it; U is a
@@ -64,6 +65,13 @@
 // session's runs and their index entries with the rest. An append that changes no
 // session state rewrites two fields of the session record's encoding
 // instead of decoding and re-encoding it.
+//
+// An append of an event with usage (a model call) adds it to two keys of
+// the spend ledger (spend.go) in its transaction, its user's and the
+// app's of the event's UTC day and model, and its cost to the session
+// record's beside its usage; an event without usage opens no bucket for
+// it. A listing of spend is a range scan of one user's (or the app's)
+// days.
 //
 // Memory (memory.go) is an inverted index per app and user over the
 // sessions added to it (IndexSession). An append writes nothing for it

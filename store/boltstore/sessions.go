@@ -421,6 +421,7 @@ type eventWrite struct {
 	sessDelta, appDelta, userDelta map[string]*structpb.Value
 	limit                          int       // the store's MaxItemBytes
 	mem                            *memState // the store's, told of appends to sessions in memory
+	spend                          [2][]byte // the ledger keys the event adds to (spendKeys); none without usage
 }
 
 // prepareEvent checks an event to append and makes its stored copy: id
@@ -443,6 +444,7 @@ func (s *Store) prepareEvent(k store.SessionKey, ev *agentrunnerv1.Event) (event
 	}
 	w.limit = s.opts.MaxItemBytes
 	w.mem = &s.mem
+	w.spend = spendKeys(k, w.stored)
 	return w, nil
 }
 
@@ -459,6 +461,10 @@ func appendEventTx(tx *bbolt.Tx, k store.SessionKey, sk, sv []byte, w eventWrite
 	// a retry of the transaction reuses.
 	b := protowire.AppendTag(w.bytes[:len(w.bytes):len(w.bytes)], eventSequenceField, protowire.VarintType)
 	b = protowire.AppendVarint(b, seq)
+	spend, err := planSpend(tx, &w)
+	if err != nil {
+		return 0, err
+	}
 	if _, _, err := applyShared(tx, k, false, w.appDelta, w.userDelta, w.limit); err != nil {
 		return 0, err
 	}
@@ -471,6 +477,9 @@ func appendEventTx(tx *bbolt.Tx, k store.SessionKey, sk, sv []byte, w eventWrite
 		return 0, abortError{err}
 	}
 	indexAppended(tx, k, sk, w.mem)
+	if err := putSpend(tx, &w, spend); err != nil {
+		return 0, err
+	}
 	if err := put(tx.Bucket(bucketSessions), sk, recBytes); err != nil {
 		return 0, err
 	}
@@ -487,7 +496,7 @@ func nextSession(sv []byte, seq uint64, w eventWrite) ([]byte, error) {
 	ts := w.stored.GetTimestamp()
 	compaction := w.stored.GetActions().GetCompaction()
 	if len(w.sessDelta) == 0 && compaction == nil {
-		return patchSession(sv, seq, ts, w.stored.GetUsageMetadata())
+		return patchSession(sv, seq, ts, w.stored)
 	}
 	rec := &agentrunnerv1.Session{}
 	if err := proto.Unmarshal(sv, rec); err != nil {
@@ -502,6 +511,7 @@ func nextSession(sv []byte, seq uint64, w eventWrite) ([]byte, error) {
 	}
 	rec.LastSequence, rec.UpdateTime = seq, ts
 	rec.Usage = store.AddUsage(rec.Usage, w.stored.GetUsageMetadata())
+	rec.Cost = store.AddEventCost(rec.Cost, w.stored)
 	if rec.State == nil {
 		rec.State = &structpb.Struct{}
 	}
@@ -517,11 +527,13 @@ func nextSession(sv []byte, seq uint64, w eventWrite) ([]byte, error) {
 }
 
 // patchSession copies the encoded session sv without its last_sequence
-// and update_time fields, and appends them with the values given; with
-// usage, the session's usage total too (decoded alone: a few varints).
-func patchSession(sv []byte, seq uint64, ts *timestamppb.Timestamp, usage *agentrunnerv1.UsageMetadata) ([]byte, error) {
-	out := make([]byte, 0, len(sv)+48)
-	var total []byte // the usage field's occurrences, which protobuf merges
+// and update_time fields, and appends them with the values given; for an
+// event ev with usage, the session's usage and cost totals too (decoded
+// alone: a few varints).
+func patchSession(sv []byte, seq uint64, ts *timestamppb.Timestamp, ev *agentrunnerv1.Event) ([]byte, error) {
+	usage := ev.GetUsageMetadata()
+	out := make([]byte, 0, len(sv)+64)
+	var totals []byte // the usage and cost fields' occurrences, which protobuf merges
 	for v := sv; len(v) > 0; {
 		num, typ, n := protowire.ConsumeTag(v)
 		if n < 0 {
@@ -535,23 +547,18 @@ func patchSession(sv []byte, seq uint64, ts *timestamppb.Timestamp, usage *agent
 		// kept as it is: so here (found by FuzzPatchSession).
 		switch {
 		case num == sessionLastSequenceField && typ == protowire.VarintType, num == sessionUpdateTimeField && typ == protowire.BytesType:
-		case num == sessionUsageField && typ == protowire.BytesType && usage != nil:
-			total = append(total, v[:n+m]...)
+		case (num == sessionUsageField || num == sessionCostField) && typ == protowire.BytesType && usage != nil:
+			totals = append(totals, v[:n+m]...)
 		default:
 			out = append(out, v[:n+m]...)
 		}
 		v = v[n+m:]
 	}
 	if usage != nil {
-		sum := &agentrunnerv1.Session{}
-		if err := proto.Unmarshal(total, sum); err != nil {
-			return nil, fmt.Errorf("decode session usage: %w", err)
+		var err error
+		if out, err = appendTotals(out, totals, ev); err != nil {
+			return nil, err
 		}
-		u, err := proto.Marshal(store.AddUsage(sum.Usage, usage))
-		if err != nil {
-			return nil, fmt.Errorf("encode session usage: %w", err)
-		}
-		out = protowire.AppendBytes(protowire.AppendTag(out, sessionUsageField, protowire.BytesType), u)
 	}
 	var t []byte // a Timestamp: seconds = 1, nanos = 2, zero values left out
 	if sec := ts.GetSeconds(); sec != 0 {
@@ -562,6 +569,26 @@ func patchSession(sv []byte, seq uint64, ts *timestamppb.Timestamp, usage *agent
 	}
 	out = protowire.AppendBytes(protowire.AppendTag(out, sessionUpdateTimeField, protowire.BytesType), t)
 	return protowire.AppendVarint(protowire.AppendTag(out, sessionLastSequenceField, protowire.VarintType), seq), nil
+}
+
+// appendTotals appends to the session record out its usage and cost
+// fields after ev: those of totals (their occurrences in the stored
+// record) plus ev's.
+func appendTotals(out, totals []byte, ev *agentrunnerv1.Event) ([]byte, error) {
+	sum := &agentrunnerv1.Session{}
+	if err := proto.Unmarshal(totals, sum); err != nil {
+		return nil, fmt.Errorf("decode session usage: %w", err)
+	}
+	u, err := proto.Marshal(store.AddUsage(sum.Usage, ev.GetUsageMetadata()))
+	if err != nil {
+		return nil, fmt.Errorf("encode session usage: %w", err)
+	}
+	c, err := proto.Marshal(store.AddEventCost(sum.Cost, ev))
+	if err != nil {
+		return nil, fmt.Errorf("encode session cost: %w", err)
+	}
+	out = protowire.AppendBytes(protowire.AppendTag(out, sessionUsageField, protowire.BytesType), u)
+	return protowire.AppendBytes(protowire.AppendTag(out, sessionCostField, protowire.BytesType), c), nil
 }
 
 // ListEvents implements store.Store.

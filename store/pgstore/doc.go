@@ -34,6 +34,9 @@
 //	memory_sessions (app, user, session)                -> indexed: its events with postings
 //	memory_postings (app, user, session, sequence, term) -> tf, event_nanos;
 //	                by (app, user, term): long-term memory (memory.go)
+//	spend       (app, user|'', day, model, shard)       -> token, cost and call sums: the daily
+//	            ledger (spend.go); user '' holds the app's totals, shard
+//	            splits each over its sessions' hashes, and reads sum them
 //
 // # Writes
 //
@@ -42,7 +45,10 @@
 // processes too, and the next sequence is the row's last_sequence plus
 // one; it then writes the event, the ledger entries it changes, the run
 // record it carries (AppendRunEvent), the event's memory postings when
-// the session is in memory, and the session row. It is
+// the session is in memory, the session row and, for an event with usage,
+// the two rows of the spend ledger it adds to (last: other sessions'
+// appends wait on them until the commit, only those whose session shares
+// the shard). It is
 // pipelined (pipeline.go): BEGIN goes with every read the append needs,
 // and its writes with COMMIT, two round trips in all. An append that
 // changes "app:" or "user:" state runs statement by statement instead,

@@ -132,6 +132,11 @@ func (s *Store) appendTx(ctx context.Context, tx pgx.Tx, k store.SessionKey, ses
 	if err != nil {
 		return nil, fmt.Errorf("update session: %w", err)
 	}
+	// Last of the writes: the ledger's rows are shared by the user's and
+	// the app's appends, and stay locked until the commit.
+	if err := addSpend(ctx, tx, k, stored); err != nil {
+		return nil, err
+	}
 	if err := notifyTx(ctx, tx, chanRun, runPayload(stored.GetInvocationId(), seq)); err != nil {
 		return nil, err
 	}
@@ -139,9 +144,9 @@ func (s *Store) appendTx(ctx context.Context, tx pgx.Tx, k store.SessionKey, ses
 }
 
 // nextSession returns the encoded session record after an append of w
-// with sequence seq: last_sequence, update_time and the usage total set,
-// a compaction's end kept (never moving back), and w's session-scoped
-// state changes applied.
+// with sequence seq: last_sequence, update_time and the usage and cost
+// totals set, a compaction's end kept (never moving back), and w's
+// session-scoped state changes applied.
 func (s *Store) nextSession(rec *agentrunnerv1.Session, seq uint64, w eventWrite) ([]byte, error) {
 	rec = proto.CloneOf(rec)
 	if compaction := w.stored.GetActions().GetCompaction(); compaction != nil {
@@ -153,6 +158,7 @@ func (s *Store) nextSession(rec *agentrunnerv1.Session, seq uint64, w eventWrite
 	}
 	rec.LastSequence, rec.UpdateTime = seq, w.stored.GetTimestamp()
 	rec.Usage = store.AddUsage(rec.Usage, w.stored.GetUsageMetadata())
+	rec.Cost = store.AddEventCost(rec.Cost, w.stored)
 	if len(w.sessDelta) > 0 {
 		if rec.State == nil {
 			rec.State = &structpb.Struct{}

@@ -225,6 +225,11 @@ func (s *Store) planWrites(ctx context.Context, p *pipeWrite, r *pipeReads) (*pg
 		b.Queue(sqlPutRun, args...)
 		p.storedRun = rec
 	}
+	// Last before the COMMIT: the ledger's rows are shared by the user's
+	// and the app's appends, and stay locked until it.
+	if args, ok := spendArgs(k, p.stored); ok {
+		b.Queue(sqlAddSpend, args...)
+	}
 	b.Queue("COMMIT")
 	// The notifications go after the COMMIT, in the same round trip, each
 	// in a transaction of its own that writes no WAL: inside the write's

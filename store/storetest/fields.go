@@ -12,8 +12,8 @@ import (
 	"github.com/agentrunner/agentrunner/store"
 )
 
-// fullEvent is an event with every field of Event, EventActions and
-// UsageMetadata set, and a citation with every field set. The store
+// fullEvent is an event with every field of Event, EventActions,
+// UsageMetadata and Cost set, and a citation with every field set. The store
 // assigns the sequence, so the caller sets it to what it expects.
 func fullEvent(t *testing.T) *agentrunnerv1.Event {
 	t.Helper()
@@ -63,11 +63,13 @@ func fullEvent(t *testing.T) *agentrunnerv1.Event {
 			CacheCreationTokenCount:    7,
 			TrafficType:                "ON_DEMAND",
 		},
+		Cost: &agentrunnerv1.Cost{Currency: "USD", Micros: 1_234_567, UnpricedCalls: 1, Model: "fast"},
 	}
 	// Sequence is the store's to assign; partial events are refused.
 	requireAllSet(t, ev, "sequence", "partial")
 	requireAllSet(t, ev.GetActions())
 	requireAllSet(t, ev.GetUsageMetadata())
+	requireAllSet(t, ev.GetCost())
 	requireAllSet(t, ev.GetCitationMetadata().GetCitations()[0])
 	return ev
 }

@@ -81,6 +81,10 @@ func Run(t *testing.T, open Open) {
 		{"AppendEventOnce", testAppendEventOnce},
 		{"Compaction", testCompaction},
 		{"EventAllFields", testEventAllFields},
+		{"SpendSums", testSpendSums},
+		{"SpendConcurrent", testSpendConcurrent},
+		{"SpendInvalid", testSpendInvalid},
+		{"SpendClosed", testSpendClosed},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

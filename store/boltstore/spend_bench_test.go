@@ -1,0 +1,52 @@
+package boltstore
+
+import (
+	"testing"
+
+	agentrunnerv1 "github.com/agentrunner/agentrunner/gen/go/agentrunner/v1"
+	"github.com/agentrunner/agentrunner/store"
+)
+
+// spendBenchEvent is a model answer without state delta, so that its
+// append takes the wire-level patch of the session record (patchSession):
+// the path every event of the runner takes unless it changes state. With
+// usage it carries a cost too, as priced model calls do.
+func spendBenchEvent(usage bool) *agentrunnerv1.Event {
+	ev := benchEvent()
+	ev.Actions = nil
+	if !usage {
+		ev.UsageMetadata = nil
+		return ev
+	}
+	ev.ModelVersion = "gemini-2.5-flash"
+	ev.Cost = &agentrunnerv1.Cost{Currency: "USD", Micros: 1234, Model: "flash"}
+	return ev
+}
+
+// BenchmarkAppendSpend measures one append without fsync (the CPU of the
+// committer's work, which an fsync hides otherwise) of an event without
+// usage, which must cost nothing for spend, and of one with usage and
+// cost, which updates the session's sums and the two rows of the daily
+// ledger.
+func BenchmarkAppendSpend(b *testing.B) {
+	for _, usage := range []bool{false, true} {
+		name := map[bool]string{false: "no-usage", true: "usage"}[usage]
+		b.Run(name, func(b *testing.B) {
+			s, _ := newTestStore(b, Options{NoSync: true})
+			k := store.SessionKey{App: "app", User: "u", Session: "s"}
+			if _, err := s.CreateSession(b.Context(), k, nil); err != nil {
+				b.Fatal(err)
+			}
+			ev := spendBenchEvent(usage)
+			before := s.db.Stats().TxStats
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := s.AppendEvent(b.Context(), k, ev); err != nil {
+					b.Fatal(err)
+				}
+			}
+			after := s.db.Stats().TxStats
+			b.ReportMetric(float64(after.GetWrite()-before.GetWrite())/float64(b.N), "pages/op")
+		})
+	}
+}
