@@ -237,7 +237,7 @@ func runnerCases() []rpcCase {
 // its own, root reaches all, and every other call is PermissionDenied and
 // changes nothing.
 func TestAuthorizationMatrix(t *testing.T) {
-	e := newEnv(t, withRunnerApps(t, customApp("echo", sayHi), customApp("other", sayHi)), withAuth(t, matrixAuth), withSpendTotals(t))
+	e := newEnv(t, withRunnerApps(t, customApp("echo", sayHi), customApp("other", sayHi)), withAuth(t, matrixAuth))
 	cases := matrixCases()
 	n := 0
 	for _, c := range cases {

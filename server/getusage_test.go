@@ -1,7 +1,6 @@
 package server
 
 import (
-	"context"
 	"fmt"
 	"slices"
 	"strings"
@@ -15,105 +14,7 @@ import (
 	servicev1 "github.com/agentrunner/agentrunner/gen/go/agentrunner/service/v1"
 	agentrunnerv1 "github.com/agentrunner/agentrunner/gen/go/agentrunner/v1"
 	"github.com/agentrunner/agentrunner/store"
-	"github.com/agentrunner/agentrunner/store/boltstore"
 )
-
-// scanSpend is a STAND-IN, for as long as *boltstore.Store does not keep
-// the spend totals itself (store.SpendStore is being implemented in
-// boltstore and pgstore on another branch). It answers ListSpend by
-// scanning every stored event of the app, which the real store never
-// does, and it does not survive DeleteSession as the real totals do.
-// withSpendTotals stops using it on its own as soon as the real store
-// implements store.SpendStore; then delete scanSpend and make
-// withSpendTotals a no-op (or remove it): the tests below then run
-// against the real store unchanged.
-type scanSpend struct{ *boltstore.Store }
-
-// withSpendTotals gives the server a store that keeps spend totals: the
-// real bbolt store when it does, else scanSpend around it.
-func withSpendTotals(t *testing.T) envOption {
-	return func(c *Config) {
-		if _, ok := c.Store.(store.SpendStore); ok {
-			return
-		}
-		bs, ok := c.Store.(*boltstore.Store)
-		if !ok {
-			t.Fatalf("withSpendTotals: the store is a %T, not the bbolt store", c.Store)
-		}
-		c.Store = scanSpend{bs}
-	}
-}
-
-// maxScanPages bounds the stand-in's listings; the tests store far less.
-const maxScanPages = 1000
-
-func (s scanSpend) ListSpend(ctx context.Context, app, user string, from, to time.Time) ([]store.DaySpend, error) {
-	first, last := store.Day(from), store.Day(to)
-	sums := map[[2]string]*agentrunnerv1.Spend{} // by day, model
-	token := ""
-	for range maxScanPages {
-		sessions, next, err := s.ListSessions(ctx, app, user, store.Page{Token: token})
-		if err != nil {
-			return nil, err
-		}
-		for _, ss := range sessions {
-			if err := s.scanSession(ctx, ss, first, last, sums); err != nil {
-				return nil, err
-			}
-		}
-		if token = next; token == "" {
-			break
-		}
-	}
-	var out []store.DaySpend
-	for k, sp := range sums {
-		out = append(out, store.DaySpend{Day: k[0], Model: k[1], Spend: sp})
-	}
-	slices.SortFunc(out, func(a, b store.DaySpend) int {
-		return strings.Compare(a.Day+"\x00"+a.Model, b.Day+"\x00"+b.Model)
-	})
-	return out, nil
-}
-
-func (s scanSpend) scanSession(ctx context.Context, ss *agentrunnerv1.Session, first, last string, sums map[[2]string]*agentrunnerv1.Spend) error {
-	k := store.SessionKey{App: ss.GetAppName(), User: ss.GetUserId(), Session: ss.GetSessionId()}
-	token := ""
-	for range maxScanPages {
-		events, next, err := s.ListEvents(ctx, k, store.EventFilter{}, store.Page{Token: token})
-		if err != nil {
-			return err
-		}
-		for _, ev := range events {
-			day := store.Day(ev.GetTimestamp().AsTime())
-			if ev.GetUsageMetadata() == nil || day < first || day > last {
-				continue
-			}
-			key := [2]string{day, store.SpendModel(ev)}
-			sums[key] = store.AddEventSpend(sums[key], ev)
-		}
-		if token = next; token == "" {
-			return nil
-		}
-	}
-	return nil
-}
-
-func (s scanSpend) DailySpend(ctx context.Context, app, user string, day time.Time) (*agentrunnerv1.Spend, *agentrunnerv1.Spend, error) {
-	sum := func(user string) (*agentrunnerv1.Spend, error) {
-		days, err := s.ListSpend(ctx, app, user, day, day)
-		total := &agentrunnerv1.Spend{}
-		for _, d := range days {
-			total = store.AddSpend(total, d.Spend)
-		}
-		return total, err
-	}
-	u, err := sum(user)
-	if err != nil {
-		return nil, nil, err
-	}
-	a, err := sum("")
-	return u, a, err
-}
 
 // spent is one model call stored through AppendEvent, and what it adds
 // to the totals.
@@ -201,7 +102,7 @@ var usageCalls = []spent{
 // user, within the range asked (ends included, by UTC day), by day and
 // model, with their sum; an empty start is 30 days before the end.
 func TestGetUsageRanges(t *testing.T) {
-	e := newEnv(t, withRunnerApps(t, customApp("echo", sayHi)), withSpendTotals(t))
+	e := newEnv(t, withRunnerApps(t, customApp("echo", sayHi)))
 	e.storeSpent(t, "echo", usageCalls)
 	usage := servicev1.NewUsageServiceClient(e.conn)
 	for _, c := range []struct {
@@ -234,7 +135,7 @@ func TestGetUsageRanges(t *testing.T) {
 // TestGetUsageDefaultsToToday: with no dates the range is the 30 UTC days
 // ending today.
 func TestGetUsageDefaultsToToday(t *testing.T) {
-	e := newEnv(t, withRunnerApps(t, customApp("echo", sayHi)), withSpendTotals(t))
+	e := newEnv(t, withRunnerApps(t, customApp("echo", sayHi)))
 	before := time.Now().UTC()
 	got, err := servicev1.NewUsageServiceClient(e.conn).GetUsage(t.Context(), &servicev1.GetUsageRequest{AppName: "echo", UserId: "alice"})
 	after := time.Now().UTC()
@@ -258,7 +159,7 @@ func TestGetUsageDefaultsToToday(t *testing.T) {
 // and a missing app are InvalidArgument naming the field; an app not
 // served here is NotFound; a store without totals is FailedPrecondition.
 func TestGetUsageInvalid(t *testing.T) {
-	e := newEnv(t, withRunnerApps(t, customApp("echo", sayHi)), withSpendTotals(t))
+	e := newEnv(t, withRunnerApps(t, customApp("echo", sayHi)))
 	usage := servicev1.NewUsageServiceClient(e.conn)
 	for _, c := range []struct {
 		name  string
@@ -302,7 +203,7 @@ func TestGetUsageInvalid(t *testing.T) {
 // principals allowed every user (admins); the rest is PermissionDenied
 // and says why.
 func TestGetUsageAuthorization(t *testing.T) {
-	e := newEnv(t, withRunnerApps(t, customApp("echo", sayHi), customApp("other", sayHi)), withAuth(t, matrixAuth), withSpendTotals(t))
+	e := newEnv(t, withRunnerApps(t, customApp("echo", sayHi), customApp("other", sayHi)), withAuth(t, matrixAuth))
 	e.storeSpent(t, "echo", usageCalls)
 	usage := servicev1.NewUsageServiceClient(e.conn)
 	for _, c := range []struct {

@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -40,19 +41,32 @@ apps:
       sub_agents:
         - {name: chatty, llm: {model: priced}}
   - name: capped
-    budgets: {user_daily: {tokens: %d}}
+    budgets: {user_daily: {tokens: %[1]d}}
     root_agent: {name: answer, llm: {model: priced}}
+  - name: capped_loop
+    budgets: {user_daily: {tokens: %[1]d}}
+    root_agent:
+      name: thrice
+      loop: {max_iterations: 3}
+      sub_agents:
+        - {name: chatty, llm: {model: priced}}
 `
 
 // costsServer serves costsConfig on data and returns its clients.
 func costsServer(t *testing.T, data string, userDailyTokens int) (servicev1.RunnerServiceClient, servicev1.SessionServiceClient, func()) {
+	rc, sc, _, stop := costsServerAt(t, data, userDailyTokens)
+	return rc, sc, stop
+}
+
+// costsServerAt is costsServer that also says where it serves.
+func costsServerAt(t *testing.T, data string, userDailyTokens int) (servicev1.RunnerServiceClient, servicev1.SessionServiceClient, string, func()) {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "apps.yaml")
 	if err := os.WriteFile(path, fmt.Appendf(nil, costsConfig, userDailyTokens), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	_, rc, sc, stop := stoppableRunsServer(t, data, path)
-	return rc, sc, stop
+	addr, rc, sc, stop := stoppableRunsServer(t, data, path)
+	return rc, sc, addr, stop
 }
 
 func sessionOf(t *testing.T, sc servicev1.SessionServiceClient, app, user, id string) {
@@ -81,7 +95,7 @@ func TestCostsOnBothStores(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			data := tc.data(t)
-			rc, sc, stop := costsServer(t, data, 1000)
+			rc, sc, addr, stop := costsServerAt(t, data, 1000)
 			runs := map[string]*agentrunnerv1.Run{}
 			sessionOf(t, sc, "plain", "u1", "a")
 			sessionOf(t, sc, "plain", "u1", "b")
@@ -91,13 +105,15 @@ func TestCostsOnBothStores(t *testing.T) {
 				runs[r.GetRunId()] = r
 			}
 			check := func(when string) {
+				byUser := map[string]int64{}
 				for _, s := range []struct{ user, session string }{{"u1", "a"}, {"u1", "b"}, {"u2", "c"}} {
-					checkSessionCosts(t, sc, "plain", s.user, s.session, runs, when)
+					byUser[s.user] += checkSessionCosts(t, sc, "plain", s.user, s.session, runs, when)
 				}
+				checkDailyCosts(t, usageClient(t, addr), byUser, when)
 			}
 			check("served")
 			stop()
-			rc, sc, _ = costsServer(t, data, 1000)
+			rc, sc, addr, _ = costsServerAt(t, data, 1000)
 			check("after a restart")
 
 			sessionOf(t, sc, "unpriced", "u1", "x")
@@ -109,9 +125,38 @@ func TestCostsOnBothStores(t *testing.T) {
 	}
 }
 
+// checkDailyCosts checks today's totals, of each user and of the app,
+// against the sessions' costs.
+func checkDailyCosts(t *testing.T, uc servicev1.UsageServiceClient, byUser map[string]int64, when string) {
+	t.Helper()
+	var app int64
+	for user, want := range byUser {
+		app += want
+		got, err := uc.GetUsage(t.Context(), &servicev1.GetUsageRequest{AppName: "plain", UserId: user})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c := got.GetTotal().GetCost(); c.GetMicros() != want || c.GetCurrency() != "USD" || len(got.GetDays()) != 1 || got.GetDays()[0].GetModel() != "priced" {
+			t.Errorf("%s: GetUsage of %s: %v, want %d USD micros today on model priced", when, user, got, want)
+		}
+	}
+	got, err := uc.GetUsage(t.Context(), &servicev1.GetUsageRequest{AppName: "plain"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := got.GetTotal().GetCost(); c.GetMicros() != app {
+		t.Errorf("%s: GetUsage of the app: %v, want %d USD micros", when, c, app)
+	}
+}
+
+// usageClient is a UsageService client of the server at addr.
+func usageClient(t *testing.T, addr string) servicev1.UsageServiceClient {
+	return servicev1.NewUsageServiceClient(dial(t, addr))
+}
+
 // checkSessionCosts checks the events, runs and session record of one
-// session against the price list.
-func checkSessionCosts(t *testing.T, sc servicev1.SessionServiceClient, app, user, id string, runs map[string]*agentrunnerv1.Run, when string) {
+// session against the price list, and returns the session's cost.
+func checkSessionCosts(t *testing.T, sc servicev1.SessionServiceClient, app, user, id string, runs map[string]*agentrunnerv1.Run, when string) int64 {
 	t.Helper()
 	got, err := sc.GetSession(t.Context(), &servicev1.GetSessionRequest{AppName: app, UserId: user, SessionId: id})
 	if err != nil {
@@ -142,6 +187,7 @@ func checkSessionCosts(t *testing.T, sc servicev1.SessionServiceClient, app, use
 			t.Errorf("%s: run %s's record costs %v, its events %d", when, id, r.GetCost(), want)
 		}
 	}
+	return session
 }
 
 // TestRunBudgetStopsLoop: a loop agent whose run reaches its budget
@@ -230,7 +276,9 @@ func checkBudgetRefusal(t *testing.T, err error, budget, subject string) {
 			quota = len(d.GetViolations()) == 1 && d.GetViolations()[0].GetSubject() == subject
 		case *errdetails.ErrorInfo:
 			m := d.GetMetadata()
-			info = d.GetReason() == "BUDGET_EXCEEDED" && m["budget"] == budget && m["unit"] == "tokens" && m["spent"] >= m["limit"] && m["resets_at"] != ""
+			spent, _ := strconv.Atoi(m["spent"])
+			limit, _ := strconv.Atoi(m["limit"])
+			info = d.GetReason() == "BUDGET_EXCEEDED" && m["budget"] == budget && m["unit"] == "tokens" && limit > 0 && spent >= limit && m["resets_at"] != ""
 		case *errdetails.RetryInfo:
 			retry = d.GetRetryDelay().AsDuration() > 0
 		}
@@ -264,9 +312,12 @@ func TestReplicasShareUserBudget(t *testing.T) {
 	concurrentBudget(t, pg.URL(t), 2)
 }
 
-// concurrentBudget runs 32 one-call runs of one user, in as many sessions,
-// spread over servers replicas sharing data, against a user budget of
-// about four calls.
+// concurrentBudget runs 32 runs of one user at once, each of up to three
+// model calls (a loop), in as many sessions, spread over servers replicas
+// sharing data, against a user budget of about four calls. A run is
+// refused at start once the budget is reached, or stops in band before
+// its next call; what the user spent passes the budget by at most one
+// call per run in flight.
 func concurrentBudget(t *testing.T, data string, servers int) {
 	const runs, limit = 32, 60
 	var rcs []servicev1.RunnerServiceClient
@@ -276,44 +327,72 @@ func concurrentBudget(t *testing.T, data string, servers int) {
 		rcs, sc = append(rcs, rc), s
 	}
 	for i := range runs {
-		sessionOf(t, sc, "capped", "u1", fmt.Sprintf("s%d", i))
+		sessionOf(t, sc, "capped_loop", "u1", fmt.Sprintf("s%d", i))
 	}
 	var mu sync.Mutex
-	var ran, refused int
+	var whole, stopped, refused int
 	var wg sync.WaitGroup
 	for i := range runs {
 		wg.Go(func() {
-			err := runOnce(t, rcs[i%servers], &servicev1.RunRequest{AppName: "capped", UserId: "u1", SessionId: fmt.Sprintf("s%d", i), NewMessage: userText("hello, how are you")})
+			last, err := lastRecord(t, rcs[i%servers], &servicev1.RunRequest{AppName: "capped_loop", UserId: "u1", SessionId: fmt.Sprintf("s%d", i), NewMessage: userText("hello, how are you")})
 			mu.Lock()
 			defer mu.Unlock()
-			switch status.Code(err) {
-			case codes.OK:
-				ran++
-			case codes.ResourceExhausted:
+			switch {
+			case status.Code(err) == codes.ResourceExhausted:
 				refused++
 				checkBudgetRefusal(t, err, "user_daily", "user:u1")
-			default:
+			case err != nil:
 				t.Errorf("run %d: %v", i, err)
+			case last.GetStatus() == agentrunnerv1.RunStatus_RUN_STATUS_SUCCEEDED:
+				whole++
+			case last.GetStatus() == agentrunnerv1.RunStatus_RUN_STATUS_FAILED && codes.Code(last.GetError().GetCode()) == codes.ResourceExhausted:
+				stopped++
+			default:
+				t.Errorf("run %d ended %v (%v)", i, last.GetStatus(), last.GetError())
 			}
 		})
 	}
 	wg.Wait()
 	var spent, maxCall int64
 	for i := range runs {
-		got, err := sc.GetSession(t.Context(), &servicev1.GetSessionRequest{AppName: "capped", UserId: "u1", SessionId: fmt.Sprintf("s%d", i)})
+		got, err := sc.GetSession(t.Context(), &servicev1.GetSessionRequest{AppName: "capped_loop", UserId: "u1", SessionId: fmt.Sprintf("s%d", i)})
 		if err != nil {
 			t.Fatal(err)
 		}
-		n := int64(got.GetSession().GetUsage().GetTotalTokenCount())
-		spent, maxCall = spent+n, max(maxCall, n)
+		for _, ev := range got.GetEvents() {
+			n := int64(ev.GetUsageMetadata().GetTotalTokenCount())
+			spent, maxCall = spent+n, max(maxCall, n)
+		}
 	}
-	t.Logf("%d runs ran, %d refused; %d tokens spent against a budget of %d (one call: at most %d)", ran, refused, spent, limit, maxCall)
-	if refused == 0 || ran == 0 || ran+refused != runs {
-		t.Fatalf("%d ran, %d refused of %d", ran, refused, runs)
+	t.Logf("%d runs made all their calls, %d were stopped mid-run, %d refused at start; %d tokens spent against a budget of %d (one call: at most %d)", whole, stopped, refused, spent, limit, maxCall)
+	if stopped+refused == 0 || whole+stopped+refused != runs {
+		t.Fatalf("%d whole, %d stopped, %d refused of %d runs: the budget stopped nothing", whole, stopped, refused, runs)
 	}
-	// Every run that ran passed the check with the budget not yet
-	// reached; those that passed after it was reached were in flight.
-	if spent-limit >= int64(runs-1)*maxCall {
+	// Every call was checked with the budget not yet reached; those made
+	// after it was reached were in flight then, one per run at most.
+	if spent >= limit+int64(runs)*maxCall {
 		t.Fatalf("spent %d tokens: more than one call per run in flight past the budget of %d", spent, limit)
+	}
+}
+
+// lastRecord runs req to its end and returns the stream's last run record
+// and its error.
+func lastRecord(t *testing.T, rc servicev1.RunnerServiceClient, req *servicev1.RunRequest) (*agentrunnerv1.Run, error) {
+	stream, err := rc.Run(t.Context(), req)
+	if err != nil {
+		return nil, err
+	}
+	var last *agentrunnerv1.Run
+	for {
+		resp, err := stream.Recv()
+		if errors.Is(err, io.EOF) {
+			return last, nil
+		}
+		if err != nil {
+			return last, err
+		}
+		if r := resp.GetRun(); r != nil {
+			last = r
+		}
 	}
 }

@@ -140,9 +140,6 @@ func TestUsageCommandLine(t *testing.T) {
 
 // TestUsageCommandServe runs `agentrunner usage` against a real server
 // after runs on a priced model: the totals are those of the stored events.
-// It needs the store's spend totals (store.SpendStore), which boltstore
-// gains on another branch; until that is merged the server answers
-// FailedPrecondition and the test says so and skips.
 func TestUsageCommandServe(t *testing.T) {
 	dir := t.TempDir()
 	config := filepath.Join(dir, "apps.yaml")
@@ -153,9 +150,6 @@ func TestUsageCommandServe(t *testing.T) {
 	createSession(t, sc, "shop", "s")
 	runToEnd(t, rc, &servicev1.RunRequest{AppName: "shop", UserId: "u", SessionId: "s", NewMessage: userText("how much is it")})
 	out, errOut, code := usageCLI(t, "--addr", addr, "--app", "shop", "--user", "u")
-	if code == 1 && strings.Contains(errOut, "FailedPrecondition: this server's store keeps no usage totals") {
-		t.Skip("the bbolt store keeps no spend totals on this branch yet (store.SpendStore)")
-	}
 	if code != 0 {
 		t.Fatalf("usage = %d\n%s\n%s", code, out, errOut)
 	}
