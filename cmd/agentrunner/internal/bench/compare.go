@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"path/filepath"
 	"slices"
 )
 
@@ -59,6 +60,11 @@ func Compare(ctx context.Context, o Options, baseline string, rounds int, w io.W
 			// The baseline may predate prices and budgets: it is served
 			// the plain app, which measures what they cost this build.
 			ob.Priced = o.Priced && !side.base
+			if o.DataDir != "" {
+				// Each build keeps files of its own: a newer one
+				// migrates a file to a schema the older one refuses.
+				ob.DataDir = filepath.Join(o.DataDir, map[bool]string{true: "baseline", false: "this"}[side.base])
+			}
 			rep, err := Run(ctx, ob, w)
 			if err != nil {
 				return nil, fmt.Errorf("round %d, %s: %w", r+1, side.binary, err)
