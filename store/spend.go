@@ -102,6 +102,7 @@ func AddEventSpend(total *agentrunnerv1.Spend, ev *agentrunnerv1.Event) *agentru
 	total.Usage = AddUsage(total.Usage, ev.GetUsageMetadata())
 	total.Cost = AddEventCost(total.Cost, ev)
 	total.ModelCalls++
+	total.TotalTokens += int64(ev.GetUsageMetadata().GetTotalTokenCount())
 	return total
 }
 
@@ -117,5 +118,6 @@ func AddSpend(total, s *agentrunnerv1.Spend) *agentrunnerv1.Spend {
 	total.Usage = AddUsage(total.Usage, s.GetUsage())
 	total.Cost = AddCost(total.Cost, s.GetCost())
 	total.ModelCalls += s.GetModelCalls()
+	total.TotalTokens += s.GetTotalTokens()
 	return total
 }

@@ -109,8 +109,9 @@ func scanSpend(row pgx.CollectableRow, dest ...any) (*agentrunnerv1.Spend, error
 		return nil, fmt.Errorf("read spend: %w", err)
 	}
 	// Token counts are int32 in UsageMetadata; a sum past it wraps, as
-	// store.AddUsage's does.
+	// store.AddUsage's does. TotalTokens does not.
 	return &agentrunnerv1.Spend{
+		TotalTokens: n[5],
 		Usage: &agentrunnerv1.UsageMetadata{
 			PromptTokenCount: int32(n[0]), CandidatesTokenCount: int32(n[1]), ThoughtsTokenCount: int32(n[2]),
 			CachedContentTokenCount: int32(n[3]), ToolUsePromptTokenCount: int32(n[4]), TotalTokenCount: int32(n[5]),

@@ -87,8 +87,9 @@ func (t *SpendTally) Spend() *agentrunnerv1.Spend {
 			CachedContentTokenCount: int32(t.cached), ToolUsePromptTokenCount: int32(t.toolUse), TotalTokenCount: int32(t.total),
 			CacheCreationTokenCount: int32(t.cacheCreation),
 		},
-		Cost:       t.Cost(),
-		ModelCalls: t.calls,
+		Cost:        t.Cost(),
+		ModelCalls:  t.calls,
+		TotalTokens: t.total,
 	}
 }
 

@@ -84,6 +84,12 @@ func spentOf(u *agentrunnerv1.UsageMetadata, c *agentrunnerv1.Cost) agent.Spent 
 	return agent.Spent{Tokens: int64(u.GetTotalTokenCount()), Micros: c.GetMicros()}
 }
 
+// daySpent is a day's spend: its 64-bit token sum, which a busy app's day
+// needs.
+func daySpent(s *agentrunnerv1.Spend) agent.Spent {
+	return agent.Spent{Tokens: s.GetTotalTokens(), Micros: s.GetCost().GetMicros()}
+}
+
 // Start checks that the run may start: no budget is reached yet.
 func (c *Run) Start(ctx context.Context) error {
 	return c.Call(ctx, agent.Spent{})
@@ -110,10 +116,10 @@ func (c *Run) Call(ctx context.Context, spent agent.Spent) error {
 	}
 	y, m, d := now.Date()
 	resets := time.Date(y, m, d+1, 0, 0, 0, 0, time.UTC)
-	if err := c.check("user_daily", "user:"+c.key.User, c.b.UserDaily, spentOf(user.GetUsage(), user.GetCost()), resets); err != nil {
+	if err := c.check("user_daily", "user:"+c.key.User, c.b.UserDaily, daySpent(user), resets); err != nil {
 		return err
 	}
-	return c.check("app_daily", "app:"+c.key.App, c.b.AppDaily, spentOf(app.GetUsage(), app.GetCost()), resets)
+	return c.check("app_daily", "app:"+c.key.App, c.b.AppDaily, daySpent(app), resets)
 }
 
 // check fails when spent has reached l, naming the budget.

@@ -815,7 +815,10 @@ type Spend struct {
 	// Their cost.
 	Cost *Cost `protobuf:"bytes,2,opt,name=cost,proto3" json:"cost,omitempty"`
 	// How many model calls reported usage.
-	ModelCalls    int64 `protobuf:"varint,3,opt,name=model_calls,json=modelCalls,proto3" json:"model_calls,omitempty"`
+	ModelCalls int64 `protobuf:"varint,3,opt,name=model_calls,json=modelCalls,proto3" json:"model_calls,omitempty"`
+	// usage.total_token_count summed in 64 bits: usage's counts are 32-bit
+	// and a busy app's day can pass them; budgets in tokens read this.
+	TotalTokens   int64 `protobuf:"varint,4,opt,name=total_tokens,json=totalTokens,proto3" json:"total_tokens,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -867,6 +870,13 @@ func (x *Spend) GetCost() *Cost {
 func (x *Spend) GetModelCalls() int64 {
 	if x != nil {
 		return x.ModelCalls
+	}
+	return 0
+}
+
+func (x *Spend) GetTotalTokens() int64 {
+	if x != nil {
+		return x.TotalTokens
 	}
 	return 0
 }
@@ -1000,12 +1010,13 @@ const file_agentrunner_v1_event_proto_rawDesc = "" +
 	"\x1etool_use_prompt_tokens_details\x18\n" +
 	" \x03(\v2\".agentrunner.v1.ModalityTokenCountR\x1atoolUsePromptTokensDetails\x12;\n" +
 	"\x1acache_creation_token_count\x18\v \x01(\x05R\x17cacheCreationTokenCount\x12!\n" +
-	"\ftraffic_type\x18\f \x01(\tR\vtrafficType\"\x87\x01\n" +
+	"\ftraffic_type\x18\f \x01(\tR\vtrafficType\"\xaa\x01\n" +
 	"\x05Spend\x123\n" +
 	"\x05usage\x18\x01 \x01(\v2\x1d.agentrunner.v1.UsageMetadataR\x05usage\x12(\n" +
 	"\x04cost\x18\x02 \x01(\v2\x14.agentrunner.v1.CostR\x04cost\x12\x1f\n" +
 	"\vmodel_calls\x18\x03 \x01(\x03R\n" +
-	"modelCalls\"Q\n" +
+	"modelCalls\x12!\n" +
+	"\ftotal_tokens\x18\x04 \x01(\x03R\vtotalTokens\"Q\n" +
 	"\x12ModalityTokenCount\x12\x1a\n" +
 	"\bmodality\x18\x01 \x01(\tR\bmodality\x12\x1f\n" +
 	"\vtoken_count\x18\x02 \x01(\x05R\n" +

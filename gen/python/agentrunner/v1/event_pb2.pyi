@@ -132,14 +132,16 @@ class ModalityTokenCount(_message.Message):
     def __init__(self, modality: _Optional[str] = ..., token_count: _Optional[int] = ...) -> None: ...
 
 class Spend(_message.Message):
-    __slots__ = ["cost", "model_calls", "usage"]
+    __slots__ = ["cost", "model_calls", "total_tokens", "usage"]
     COST_FIELD_NUMBER: _ClassVar[int]
     MODEL_CALLS_FIELD_NUMBER: _ClassVar[int]
+    TOTAL_TOKENS_FIELD_NUMBER: _ClassVar[int]
     USAGE_FIELD_NUMBER: _ClassVar[int]
     cost: Cost
     model_calls: int
+    total_tokens: int
     usage: UsageMetadata
-    def __init__(self, usage: _Optional[_Union[UsageMetadata, _Mapping]] = ..., cost: _Optional[_Union[Cost, _Mapping]] = ..., model_calls: _Optional[int] = ...) -> None: ...
+    def __init__(self, usage: _Optional[_Union[UsageMetadata, _Mapping]] = ..., cost: _Optional[_Union[Cost, _Mapping]] = ..., model_calls: _Optional[int] = ..., total_tokens: _Optional[int] = ...) -> None: ...
 
 class UsageMetadata(_message.Message):
     __slots__ = ["cache_creation_token_count", "cache_tokens_details", "cached_content_token_count", "candidates_token_count", "candidates_tokens_details", "prompt_token_count", "prompt_tokens_details", "thoughts_token_count", "tool_use_prompt_token_count", "tool_use_prompt_tokens_details", "total_token_count", "traffic_type"]
