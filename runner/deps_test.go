@@ -23,6 +23,7 @@ var importRules = map[string][]string{
 	"runner/agent":                       {"runner", "runner/agent/", "runner/tool", "runner/plugin", "runner/apps", "runner/model", "runner/internal/history", "server", "cmd", "examples"},
 	"runner/agent/llmagent":              {"runner", "runner/agent/workflow", "runner/plugin", "runner/apps", "runner/model/", "runner/internal/history", "server", "cmd", "examples"},
 	"runner/agent/workflow":              {"runner", "runner/agent/llmagent", "runner/tool", "runner/model", "runner/plugin", "runner/apps", "runner/internal/history", "server", "cmd", "examples"},
+	"runner/agent/remotea2a":             {"runner", "runner/agent/llmagent", "runner/agent/workflow", "runner/tool", "runner/plugin", "runner/apps", "runner/model", "runner/model/", "runner/internal/", "server", "cmd", "examples"},
 	"runner/tool":                        {"runner", "runner/agent/", "runner/plugin", "runner/apps", "runner/model/", "runner/internal/history", "server", "cmd", "examples"},
 	"runner/tool/builtin":                {"runner", "runner/agent/", "runner/plugin", "runner/apps", "runner/model/", "runner/internal/history", "server", "cmd", "examples"},
 	"runner/tool/mcptool":                {"runner", "runner/agent/", "runner/plugin", "runner/apps", "runner/model/", "runner/internal/history", "server", "cmd", "examples"},
