@@ -274,8 +274,11 @@ func (b *builder) agent(ctx context.Context, a *agentrunnerv1.AgentConfig, path 
 		ag, err = workflow.NewParallel(workflow.Config{Name: a.GetName(), Description: a.GetDescription(), SubAgents: subs})
 	case *agentrunnerv1.AgentConfig_Loop:
 		ag, err = workflow.NewLoop(workflow.LoopConfig{Name: a.GetName(), Description: a.GetDescription(), SubAgents: subs, MaxIterations: int(k.Loop.GetMaxIterations())})
+	case *agentrunnerv1.AgentConfig_RemoteA2A:
+		// Its errors are *Error values already, naming the field.
+		return b.remoteAgent(ctx, a, path)
 	default:
-		return nil, &Error{Path: path, Msg: "agent needs exactly one of llm, sequential, parallel, loop"}
+		return nil, &Error{Path: path, Msg: "agent needs exactly one of llm, sequential, parallel, loop, remote_a2a"}
 	}
 	if err != nil {
 		return nil, &Error{Path: path, Msg: err.Error()}

@@ -141,7 +141,9 @@ func validateAgent(a *agentrunnerv1.AgentConfig, path string, scope *treeScope, 
 	}
 	switch k := a.GetKind().(type) {
 	case nil:
-		errs.add(&Error{Path: path, Msg: "agent needs exactly one of llm, sequential, parallel, loop"})
+		errs.add(&Error{Path: path, Msg: "agent needs exactly one of llm, sequential, parallel, loop, remote_a2a"})
+	case *agentrunnerv1.AgentConfig_RemoteA2A:
+		validateRemote(a, path, errs)
 	case *agentrunnerv1.AgentConfig_Llm:
 		validateLLM(k.Llm, path+".llm", scope, errs)
 	case *agentrunnerv1.AgentConfig_Loop:

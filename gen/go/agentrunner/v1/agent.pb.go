@@ -39,6 +39,8 @@ const (
 	// Runs its sub-agents in order, repeatedly, until one escalates or the
 	// iteration limit is reached.
 	AgentKind_AGENT_KIND_LOOP AgentKind = 5
+	// An agent served elsewhere, called over A2A (Agent2Agent).
+	AgentKind_AGENT_KIND_REMOTE_A2A AgentKind = 6
 )
 
 // Enum value maps for AgentKind.
@@ -50,6 +52,7 @@ var (
 		3: "AGENT_KIND_SEQUENTIAL",
 		4: "AGENT_KIND_PARALLEL",
 		5: "AGENT_KIND_LOOP",
+		6: "AGENT_KIND_REMOTE_A2A",
 	}
 	AgentKind_value = map[string]int32{
 		"AGENT_KIND_UNSPECIFIED": 0,
@@ -58,6 +61,7 @@ var (
 		"AGENT_KIND_SEQUENTIAL":  3,
 		"AGENT_KIND_PARALLEL":    4,
 		"AGENT_KIND_LOOP":        5,
+		"AGENT_KIND_REMOTE_A2A":  6,
 	}
 )
 
@@ -501,14 +505,15 @@ const file_agentrunner_v1_agent_proto_rawDesc = "" +
 	"root_agent\x18\x03 \x01(\v2\x19.agentrunner.v1.AgentInfoR\trootAgent\x12-\n" +
 	"\x12unavailable_reason\x18\x04 \x01(\tR\x11unavailableReason\x127\n" +
 	"\abudgets\x18\x05 \x01(\v2\x1d.agentrunner.v1.BudgetsConfigR\abudgets\x12\x1a\n" +
-	"\bcurrency\x18\x06 \x01(\tR\bcurrency*\x9b\x01\n" +
+	"\bcurrency\x18\x06 \x01(\tR\bcurrency*\xb6\x01\n" +
 	"\tAgentKind\x12\x1a\n" +
 	"\x16AGENT_KIND_UNSPECIFIED\x10\x00\x12\x15\n" +
 	"\x11AGENT_KIND_CUSTOM\x10\x01\x12\x12\n" +
 	"\x0eAGENT_KIND_LLM\x10\x02\x12\x19\n" +
 	"\x15AGENT_KIND_SEQUENTIAL\x10\x03\x12\x17\n" +
 	"\x13AGENT_KIND_PARALLEL\x10\x04\x12\x13\n" +
-	"\x0fAGENT_KIND_LOOP\x10\x05*}\n" +
+	"\x0fAGENT_KIND_LOOP\x10\x05\x12\x19\n" +
+	"\x15AGENT_KIND_REMOTE_A2A\x10\x06*}\n" +
 	"\bToolKind\x12\x19\n" +
 	"\x15TOOL_KIND_UNSPECIFIED\x10\x00\x12\x15\n" +
 	"\x11TOOL_KIND_BUILTIN\x10\x01\x12\x16\n" +

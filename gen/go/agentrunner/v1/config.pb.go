@@ -1229,6 +1229,7 @@ type AgentConfig struct {
 	//	*AgentConfig_Sequential
 	//	*AgentConfig_Parallel
 	//	*AgentConfig_Loop
+	//	*AgentConfig_RemoteA2A
 	Kind          isAgentConfig_Kind `protobuf_oneof:"kind"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -1328,6 +1329,15 @@ func (x *AgentConfig) GetLoop() *LoopAgentConfig {
 	return nil
 }
 
+func (x *AgentConfig) GetRemoteA2A() *RemoteA2AAgentConfig {
+	if x != nil {
+		if x, ok := x.Kind.(*AgentConfig_RemoteA2A); ok {
+			return x.RemoteA2A
+		}
+	}
+	return nil
+}
+
 type isAgentConfig_Kind interface {
 	isAgentConfig_Kind()
 }
@@ -1352,6 +1362,12 @@ type AgentConfig_Loop struct {
 	Loop *LoopAgentConfig `protobuf:"bytes,7,opt,name=loop,proto3,oneof"`
 }
 
+type AgentConfig_RemoteA2A struct {
+	// An agent another team serves over A2A (Agent2Agent), called as a
+	// client. It has no sub-agents.
+	RemoteA2A *RemoteA2AAgentConfig `protobuf:"bytes,8,opt,name=remote_a2a,json=remoteA2a,proto3,oneof"`
+}
+
 func (*AgentConfig_Llm) isAgentConfig_Kind() {}
 
 func (*AgentConfig_Sequential) isAgentConfig_Kind() {}
@@ -1359,6 +1375,110 @@ func (*AgentConfig_Sequential) isAgentConfig_Kind() {}
 func (*AgentConfig_Parallel) isAgentConfig_Kind() {}
 
 func (*AgentConfig_Loop) isAgentConfig_Kind() {}
+
+func (*AgentConfig_RemoteA2A) isAgentConfig_Kind() {}
+
+// RemoteA2aAgentConfig configures an agent served elsewhere over A2A. Each
+// turn sends the user's latest message, with what other agents said since
+// this agent last answered as context, to the remote agent in the A2A
+// context tied to the session; its streamed answer becomes this agent's
+// events. A remote task that needs input (state input-required) makes the
+// run wait: the agent calls the reserved function a2a_input_required, whose
+// id is in the event's long_running_tool_ids, and the caller's
+// function_response to it continues the same remote task. A remote agent
+// that fails, cannot be reached or passes the timeout yields an in-band
+// error, and the run goes on. Give exactly one of card_url and card.
+type RemoteA2AAgentConfig struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// URL of the remote agent's card: a base URL ("https://host" or
+	// "https://host/prefix") is read at /.well-known/agent-card.json under
+	// it; a URL whose path ends in ".json" is read as it is. The card is
+	// fetched at start.
+	CardUrl string `protobuf:"bytes,1,opt,name=card_url,json=cardUrl,proto3" json:"card_url,omitempty"`
+	// The agent card inline, as the JSON object the remote agent would
+	// serve; its supported_interfaces say where to call it.
+	Card *structpb.Struct `protobuf:"bytes,2,opt,name=card,proto3" json:"card,omitempty"`
+	// Name of an environment variable holding one HTTP header, "Name:
+	// value" (for example "Authorization: Bearer ..."), sent with every
+	// request to the remote agent, the card's included. The value is read
+	// at start and never logged.
+	HeaderEnv string `protobuf:"bytes,3,opt,name=header_env,json=headerEnv,proto3" json:"header_env,omitempty"`
+	// How long one turn of the remote agent may take, as a Go duration
+	// ("90s"); empty means 5m. The run's own deadline and cancellation apply
+	// too.
+	Timeout string `protobuf:"bytes,4,opt,name=timeout,proto3" json:"timeout,omitempty"`
+	// When set, a card that cannot be fetched at start does not fail the
+	// start: the agent is served as unavailable, with a warning, and each of
+	// its turns yields an in-band error saying so.
+	Optional      bool `protobuf:"varint,5,opt,name=optional,proto3" json:"optional,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RemoteA2AAgentConfig) Reset() {
+	*x = RemoteA2AAgentConfig{}
+	mi := &file_agentrunner_v1_config_proto_msgTypes[14]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RemoteA2AAgentConfig) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RemoteA2AAgentConfig) ProtoMessage() {}
+
+func (x *RemoteA2AAgentConfig) ProtoReflect() protoreflect.Message {
+	mi := &file_agentrunner_v1_config_proto_msgTypes[14]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RemoteA2AAgentConfig.ProtoReflect.Descriptor instead.
+func (*RemoteA2AAgentConfig) Descriptor() ([]byte, []int) {
+	return file_agentrunner_v1_config_proto_rawDescGZIP(), []int{14}
+}
+
+func (x *RemoteA2AAgentConfig) GetCardUrl() string {
+	if x != nil {
+		return x.CardUrl
+	}
+	return ""
+}
+
+func (x *RemoteA2AAgentConfig) GetCard() *structpb.Struct {
+	if x != nil {
+		return x.Card
+	}
+	return nil
+}
+
+func (x *RemoteA2AAgentConfig) GetHeaderEnv() string {
+	if x != nil {
+		return x.HeaderEnv
+	}
+	return ""
+}
+
+func (x *RemoteA2AAgentConfig) GetTimeout() string {
+	if x != nil {
+		return x.Timeout
+	}
+	return ""
+}
+
+func (x *RemoteA2AAgentConfig) GetOptional() bool {
+	if x != nil {
+		return x.Optional
+	}
+	return false
+}
 
 // LlmAgentConfig configures an LLM agent.
 type LlmAgentConfig struct {
@@ -1406,7 +1526,7 @@ type LlmAgentConfig struct {
 
 func (x *LlmAgentConfig) Reset() {
 	*x = LlmAgentConfig{}
-	mi := &file_agentrunner_v1_config_proto_msgTypes[14]
+	mi := &file_agentrunner_v1_config_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1418,7 +1538,7 @@ func (x *LlmAgentConfig) String() string {
 func (*LlmAgentConfig) ProtoMessage() {}
 
 func (x *LlmAgentConfig) ProtoReflect() protoreflect.Message {
-	mi := &file_agentrunner_v1_config_proto_msgTypes[14]
+	mi := &file_agentrunner_v1_config_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1431,7 +1551,7 @@ func (x *LlmAgentConfig) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LlmAgentConfig.ProtoReflect.Descriptor instead.
 func (*LlmAgentConfig) Descriptor() ([]byte, []int) {
-	return file_agentrunner_v1_config_proto_rawDescGZIP(), []int{14}
+	return file_agentrunner_v1_config_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *LlmAgentConfig) GetModel() string {
@@ -1543,7 +1663,7 @@ type FunctionToolConfig struct {
 
 func (x *FunctionToolConfig) Reset() {
 	*x = FunctionToolConfig{}
-	mi := &file_agentrunner_v1_config_proto_msgTypes[15]
+	mi := &file_agentrunner_v1_config_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1555,7 +1675,7 @@ func (x *FunctionToolConfig) String() string {
 func (*FunctionToolConfig) ProtoMessage() {}
 
 func (x *FunctionToolConfig) ProtoReflect() protoreflect.Message {
-	mi := &file_agentrunner_v1_config_proto_msgTypes[15]
+	mi := &file_agentrunner_v1_config_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1568,7 +1688,7 @@ func (x *FunctionToolConfig) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FunctionToolConfig.ProtoReflect.Descriptor instead.
 func (*FunctionToolConfig) Descriptor() ([]byte, []int) {
-	return file_agentrunner_v1_config_proto_rawDescGZIP(), []int{15}
+	return file_agentrunner_v1_config_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *FunctionToolConfig) GetName() string {
@@ -1608,7 +1728,7 @@ type SequentialAgentConfig struct {
 
 func (x *SequentialAgentConfig) Reset() {
 	*x = SequentialAgentConfig{}
-	mi := &file_agentrunner_v1_config_proto_msgTypes[16]
+	mi := &file_agentrunner_v1_config_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1620,7 +1740,7 @@ func (x *SequentialAgentConfig) String() string {
 func (*SequentialAgentConfig) ProtoMessage() {}
 
 func (x *SequentialAgentConfig) ProtoReflect() protoreflect.Message {
-	mi := &file_agentrunner_v1_config_proto_msgTypes[16]
+	mi := &file_agentrunner_v1_config_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1633,7 +1753,7 @@ func (x *SequentialAgentConfig) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SequentialAgentConfig.ProtoReflect.Descriptor instead.
 func (*SequentialAgentConfig) Descriptor() ([]byte, []int) {
-	return file_agentrunner_v1_config_proto_rawDescGZIP(), []int{16}
+	return file_agentrunner_v1_config_proto_rawDescGZIP(), []int{17}
 }
 
 // ParallelAgentConfig configures a parallel agent. It has no options.
@@ -1645,7 +1765,7 @@ type ParallelAgentConfig struct {
 
 func (x *ParallelAgentConfig) Reset() {
 	*x = ParallelAgentConfig{}
-	mi := &file_agentrunner_v1_config_proto_msgTypes[17]
+	mi := &file_agentrunner_v1_config_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1657,7 +1777,7 @@ func (x *ParallelAgentConfig) String() string {
 func (*ParallelAgentConfig) ProtoMessage() {}
 
 func (x *ParallelAgentConfig) ProtoReflect() protoreflect.Message {
-	mi := &file_agentrunner_v1_config_proto_msgTypes[17]
+	mi := &file_agentrunner_v1_config_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1670,7 +1790,7 @@ func (x *ParallelAgentConfig) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ParallelAgentConfig.ProtoReflect.Descriptor instead.
 func (*ParallelAgentConfig) Descriptor() ([]byte, []int) {
-	return file_agentrunner_v1_config_proto_rawDescGZIP(), []int{17}
+	return file_agentrunner_v1_config_proto_rawDescGZIP(), []int{18}
 }
 
 // LoopAgentConfig configures a loop agent.
@@ -1685,7 +1805,7 @@ type LoopAgentConfig struct {
 
 func (x *LoopAgentConfig) Reset() {
 	*x = LoopAgentConfig{}
-	mi := &file_agentrunner_v1_config_proto_msgTypes[18]
+	mi := &file_agentrunner_v1_config_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1697,7 +1817,7 @@ func (x *LoopAgentConfig) String() string {
 func (*LoopAgentConfig) ProtoMessage() {}
 
 func (x *LoopAgentConfig) ProtoReflect() protoreflect.Message {
-	mi := &file_agentrunner_v1_config_proto_msgTypes[18]
+	mi := &file_agentrunner_v1_config_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1710,7 +1830,7 @@ func (x *LoopAgentConfig) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LoopAgentConfig.ProtoReflect.Descriptor instead.
 func (*LoopAgentConfig) Descriptor() ([]byte, []int) {
-	return file_agentrunner_v1_config_proto_rawDescGZIP(), []int{18}
+	return file_agentrunner_v1_config_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *LoopAgentConfig) GetMaxIterations() int32 {
@@ -1818,7 +1938,7 @@ const file_agentrunner_v1_config_proto_rawDesc = "" +
 	"\atimeout\x18\b \x01(\tR\atimeout\">\n" +
 	"\x0eMcpToolsConfig\x12\x16\n" +
 	"\x06server\x18\x01 \x01(\tR\x06server\x12\x14\n" +
-	"\x05tools\x18\x02 \x03(\tR\x05tools\"\xfe\x02\n" +
+	"\x05tools\x18\x02 \x03(\tR\x05tools\"\xc5\x03\n" +
 	"\vAgentConfig\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12 \n" +
 	"\vdescription\x18\x02 \x01(\tR\vdescription\x12:\n" +
@@ -1829,8 +1949,17 @@ const file_agentrunner_v1_config_proto_rawDesc = "" +
 	"sequential\x18\x05 \x01(\v2%.agentrunner.v1.SequentialAgentConfigH\x00R\n" +
 	"sequential\x12A\n" +
 	"\bparallel\x18\x06 \x01(\v2#.agentrunner.v1.ParallelAgentConfigH\x00R\bparallel\x125\n" +
-	"\x04loop\x18\a \x01(\v2\x1f.agentrunner.v1.LoopAgentConfigH\x00R\x04loopB\x06\n" +
-	"\x04kind\"\xd8\x04\n" +
+	"\x04loop\x18\a \x01(\v2\x1f.agentrunner.v1.LoopAgentConfigH\x00R\x04loop\x12E\n" +
+	"\n" +
+	"remote_a2a\x18\b \x01(\v2$.agentrunner.v1.RemoteA2aAgentConfigH\x00R\tremoteA2aB\x06\n" +
+	"\x04kind\"\xb3\x01\n" +
+	"\x14RemoteA2aAgentConfig\x12\x19\n" +
+	"\bcard_url\x18\x01 \x01(\tR\acardUrl\x12+\n" +
+	"\x04card\x18\x02 \x01(\v2\x17.google.protobuf.StructR\x04card\x12\x1d\n" +
+	"\n" +
+	"header_env\x18\x03 \x01(\tR\theaderEnv\x12\x18\n" +
+	"\atimeout\x18\x04 \x01(\tR\atimeout\x12\x1a\n" +
+	"\boptional\x18\x05 \x01(\bR\boptional\"\xd8\x04\n" +
 	"\x0eLlmAgentConfig\x12\x14\n" +
 	"\x05model\x18\x01 \x01(\tR\x05model\x12 \n" +
 	"\vinstruction\x18\x02 \x01(\tR\vinstruction\x12\x1d\n" +
@@ -1877,7 +2006,7 @@ func file_agentrunner_v1_config_proto_rawDescGZIP() []byte {
 }
 
 var file_agentrunner_v1_config_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_agentrunner_v1_config_proto_msgTypes = make([]protoimpl.MessageInfo, 19)
+var file_agentrunner_v1_config_proto_msgTypes = make([]protoimpl.MessageInfo, 20)
 var file_agentrunner_v1_config_proto_goTypes = []any{
 	(IncludeContents)(0),          // 0: agentrunner.v1.IncludeContents
 	(*AppsConfig)(nil),            // 1: agentrunner.v1.AppsConfig
@@ -1894,12 +2023,13 @@ var file_agentrunner_v1_config_proto_goTypes = []any{
 	(*McpServerConfig)(nil),       // 12: agentrunner.v1.McpServerConfig
 	(*McpToolsConfig)(nil),        // 13: agentrunner.v1.McpToolsConfig
 	(*AgentConfig)(nil),           // 14: agentrunner.v1.AgentConfig
-	(*LlmAgentConfig)(nil),        // 15: agentrunner.v1.LlmAgentConfig
-	(*FunctionToolConfig)(nil),    // 16: agentrunner.v1.FunctionToolConfig
-	(*SequentialAgentConfig)(nil), // 17: agentrunner.v1.SequentialAgentConfig
-	(*ParallelAgentConfig)(nil),   // 18: agentrunner.v1.ParallelAgentConfig
-	(*LoopAgentConfig)(nil),       // 19: agentrunner.v1.LoopAgentConfig
-	(*structpb.Struct)(nil),       // 20: google.protobuf.Struct
+	(*RemoteA2AAgentConfig)(nil),  // 15: agentrunner.v1.RemoteA2aAgentConfig
+	(*LlmAgentConfig)(nil),        // 16: agentrunner.v1.LlmAgentConfig
+	(*FunctionToolConfig)(nil),    // 17: agentrunner.v1.FunctionToolConfig
+	(*SequentialAgentConfig)(nil), // 18: agentrunner.v1.SequentialAgentConfig
+	(*ParallelAgentConfig)(nil),   // 19: agentrunner.v1.ParallelAgentConfig
+	(*LoopAgentConfig)(nil),       // 20: agentrunner.v1.LoopAgentConfig
+	(*structpb.Struct)(nil),       // 21: google.protobuf.Struct
 }
 var file_agentrunner_v1_config_proto_depIdxs = []int32{
 	6,  // 0: agentrunner.v1.AppsConfig.apps:type_name -> agentrunner.v1.AppConfig
@@ -1908,7 +2038,7 @@ var file_agentrunner_v1_config_proto_depIdxs = []int32{
 	4,  // 3: agentrunner.v1.ModelConfig.offline:type_name -> agentrunner.v1.OfflineModelConfig
 	3,  // 4: agentrunner.v1.ModelConfig.price:type_name -> agentrunner.v1.ModelPrice
 	14, // 5: agentrunner.v1.AppConfig.root_agent:type_name -> agentrunner.v1.AgentConfig
-	16, // 6: agentrunner.v1.AppConfig.function_tools:type_name -> agentrunner.v1.FunctionToolConfig
+	17, // 6: agentrunner.v1.AppConfig.function_tools:type_name -> agentrunner.v1.FunctionToolConfig
 	12, // 7: agentrunner.v1.AppConfig.mcp_servers:type_name -> agentrunner.v1.McpServerConfig
 	11, // 8: agentrunner.v1.AppConfig.compaction:type_name -> agentrunner.v1.CompactionConfig
 	9,  // 9: agentrunner.v1.AppConfig.memory:type_name -> agentrunner.v1.MemoryConfig
@@ -1919,20 +2049,22 @@ var file_agentrunner_v1_config_proto_depIdxs = []int32{
 	8,  // 14: agentrunner.v1.BudgetsConfig.user_daily:type_name -> agentrunner.v1.BudgetLimit
 	8,  // 15: agentrunner.v1.BudgetsConfig.app_daily:type_name -> agentrunner.v1.BudgetLimit
 	14, // 16: agentrunner.v1.AgentConfig.sub_agents:type_name -> agentrunner.v1.AgentConfig
-	15, // 17: agentrunner.v1.AgentConfig.llm:type_name -> agentrunner.v1.LlmAgentConfig
-	17, // 18: agentrunner.v1.AgentConfig.sequential:type_name -> agentrunner.v1.SequentialAgentConfig
-	18, // 19: agentrunner.v1.AgentConfig.parallel:type_name -> agentrunner.v1.ParallelAgentConfig
-	19, // 20: agentrunner.v1.AgentConfig.loop:type_name -> agentrunner.v1.LoopAgentConfig
-	0,  // 21: agentrunner.v1.LlmAgentConfig.include_contents:type_name -> agentrunner.v1.IncludeContents
-	16, // 22: agentrunner.v1.LlmAgentConfig.function_tools:type_name -> agentrunner.v1.FunctionToolConfig
-	13, // 23: agentrunner.v1.LlmAgentConfig.mcp:type_name -> agentrunner.v1.McpToolsConfig
-	20, // 24: agentrunner.v1.FunctionToolConfig.parameters:type_name -> google.protobuf.Struct
-	20, // 25: agentrunner.v1.FunctionToolConfig.response:type_name -> google.protobuf.Struct
-	26, // [26:26] is the sub-list for method output_type
-	26, // [26:26] is the sub-list for method input_type
-	26, // [26:26] is the sub-list for extension type_name
-	26, // [26:26] is the sub-list for extension extendee
-	0,  // [0:26] is the sub-list for field type_name
+	16, // 17: agentrunner.v1.AgentConfig.llm:type_name -> agentrunner.v1.LlmAgentConfig
+	18, // 18: agentrunner.v1.AgentConfig.sequential:type_name -> agentrunner.v1.SequentialAgentConfig
+	19, // 19: agentrunner.v1.AgentConfig.parallel:type_name -> agentrunner.v1.ParallelAgentConfig
+	20, // 20: agentrunner.v1.AgentConfig.loop:type_name -> agentrunner.v1.LoopAgentConfig
+	15, // 21: agentrunner.v1.AgentConfig.remote_a2a:type_name -> agentrunner.v1.RemoteA2aAgentConfig
+	21, // 22: agentrunner.v1.RemoteA2aAgentConfig.card:type_name -> google.protobuf.Struct
+	0,  // 23: agentrunner.v1.LlmAgentConfig.include_contents:type_name -> agentrunner.v1.IncludeContents
+	17, // 24: agentrunner.v1.LlmAgentConfig.function_tools:type_name -> agentrunner.v1.FunctionToolConfig
+	13, // 25: agentrunner.v1.LlmAgentConfig.mcp:type_name -> agentrunner.v1.McpToolsConfig
+	21, // 26: agentrunner.v1.FunctionToolConfig.parameters:type_name -> google.protobuf.Struct
+	21, // 27: agentrunner.v1.FunctionToolConfig.response:type_name -> google.protobuf.Struct
+	28, // [28:28] is the sub-list for method output_type
+	28, // [28:28] is the sub-list for method input_type
+	28, // [28:28] is the sub-list for extension type_name
+	28, // [28:28] is the sub-list for extension extendee
+	0,  // [0:28] is the sub-list for field type_name
 }
 
 func init() { file_agentrunner_v1_config_proto_init() }
@@ -1946,15 +2078,16 @@ func file_agentrunner_v1_config_proto_init() {
 		(*AgentConfig_Sequential)(nil),
 		(*AgentConfig_Parallel)(nil),
 		(*AgentConfig_Loop)(nil),
+		(*AgentConfig_RemoteA2A)(nil),
 	}
-	file_agentrunner_v1_config_proto_msgTypes[14].OneofWrappers = []any{}
+	file_agentrunner_v1_config_proto_msgTypes[15].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_agentrunner_v1_config_proto_rawDesc), len(file_agentrunner_v1_config_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   19,
+			NumMessages:   20,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

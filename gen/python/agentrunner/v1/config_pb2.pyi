@@ -11,12 +11,13 @@ INCLUDE_CONTENTS_NONE: IncludeContents
 INCLUDE_CONTENTS_UNSPECIFIED: IncludeContents
 
 class AgentConfig(_message.Message):
-    __slots__ = ["description", "llm", "loop", "name", "parallel", "sequential", "sub_agents"]
+    __slots__ = ["description", "llm", "loop", "name", "parallel", "remote_a2a", "sequential", "sub_agents"]
     DESCRIPTION_FIELD_NUMBER: _ClassVar[int]
     LLM_FIELD_NUMBER: _ClassVar[int]
     LOOP_FIELD_NUMBER: _ClassVar[int]
     NAME_FIELD_NUMBER: _ClassVar[int]
     PARALLEL_FIELD_NUMBER: _ClassVar[int]
+    REMOTE_A2A_FIELD_NUMBER: _ClassVar[int]
     SEQUENTIAL_FIELD_NUMBER: _ClassVar[int]
     SUB_AGENTS_FIELD_NUMBER: _ClassVar[int]
     description: str
@@ -24,9 +25,10 @@ class AgentConfig(_message.Message):
     loop: LoopAgentConfig
     name: str
     parallel: ParallelAgentConfig
+    remote_a2a: RemoteA2aAgentConfig
     sequential: SequentialAgentConfig
     sub_agents: _containers.RepeatedCompositeFieldContainer[AgentConfig]
-    def __init__(self, name: _Optional[str] = ..., description: _Optional[str] = ..., sub_agents: _Optional[_Iterable[_Union[AgentConfig, _Mapping]]] = ..., llm: _Optional[_Union[LlmAgentConfig, _Mapping]] = ..., sequential: _Optional[_Union[SequentialAgentConfig, _Mapping]] = ..., parallel: _Optional[_Union[ParallelAgentConfig, _Mapping]] = ..., loop: _Optional[_Union[LoopAgentConfig, _Mapping]] = ...) -> None: ...
+    def __init__(self, name: _Optional[str] = ..., description: _Optional[str] = ..., sub_agents: _Optional[_Iterable[_Union[AgentConfig, _Mapping]]] = ..., llm: _Optional[_Union[LlmAgentConfig, _Mapping]] = ..., sequential: _Optional[_Union[SequentialAgentConfig, _Mapping]] = ..., parallel: _Optional[_Union[ParallelAgentConfig, _Mapping]] = ..., loop: _Optional[_Union[LoopAgentConfig, _Mapping]] = ..., remote_a2a: _Optional[_Union[RemoteA2aAgentConfig, _Mapping]] = ...) -> None: ...
 
 class AppConfig(_message.Message):
     __slots__ = ["budgets", "compaction", "context_cache", "description", "function_tools", "mcp_servers", "memory", "name", "root_agent"]
@@ -239,6 +241,20 @@ class OfflineModelConfig(_message.Message):
 class ParallelAgentConfig(_message.Message):
     __slots__ = []
     def __init__(self) -> None: ...
+
+class RemoteA2aAgentConfig(_message.Message):
+    __slots__ = ["card", "card_url", "header_env", "optional", "timeout"]
+    CARD_FIELD_NUMBER: _ClassVar[int]
+    CARD_URL_FIELD_NUMBER: _ClassVar[int]
+    HEADER_ENV_FIELD_NUMBER: _ClassVar[int]
+    OPTIONAL_FIELD_NUMBER: _ClassVar[int]
+    TIMEOUT_FIELD_NUMBER: _ClassVar[int]
+    card: _struct_pb2.Struct
+    card_url: str
+    header_env: str
+    optional: bool
+    timeout: str
+    def __init__(self, card_url: _Optional[str] = ..., card: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., header_env: _Optional[str] = ..., timeout: _Optional[str] = ..., optional: bool = ...) -> None: ...
 
 class RetryConfig(_message.Message):
     __slots__ = ["initial_backoff", "max_attempts", "max_backoff", "max_elapsed"]

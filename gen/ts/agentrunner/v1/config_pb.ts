@@ -11,7 +11,7 @@ import type { JsonObject, Message } from "@bufbuild/protobuf";
  * Describes the file agentrunner/v1/config.proto.
  */
 export const file_agentrunner_v1_config: GenFile = /*@__PURE__*/
-  fileDesc("ChthZ2VudHJ1bm5lci92MS9jb25maWcucHJvdG8SDmFnZW50cnVubmVyLnYxImIKCkFwcHNDb25maWcSJwoEYXBwcxgBIAMoCzIZLmFnZW50cnVubmVyLnYxLkFwcENvbmZpZxIrCgZtb2RlbHMYAiADKAsyGy5hZ2VudHJ1bm5lci52MS5Nb2RlbENvbmZpZyKpAgoLTW9kZWxDb25maWcSDAoEbmFtZRgBIAEoCRIQCghwcm92aWRlchgCIAEoCRINCgVtb2RlbBgDIAEoCRIQCghiYXNlX3VybBgEIAEoCRITCgthcGlfa2V5X2VudhgFIAEoCRIPCgd0aW1lb3V0GAYgASgJEioKBXJldHJ5GAcgASgLMhsuYWdlbnRydW5uZXIudjEuUmV0cnlDb25maWcSEQoJZmFsbGJhY2tzGAggAygJEhQKDGlkbGVfdGltZW91dBgJIAEoCRIzCgdvZmZsaW5lGAogASgLMiIuYWdlbnRydW5uZXIudjEuT2ZmbGluZU1vZGVsQ29uZmlnEikKBXByaWNlGAsgASgLMhouYWdlbnRydW5uZXIudjEuTW9kZWxQcmljZSLWAQoKTW9kZWxQcmljZRIQCghjdXJyZW5jeRgBIAEoCRISCgVpbnB1dBgCIAEoAUgAiAEBEhMKBm91dHB1dBgDIAEoAUgBiAEBEhkKDGNhY2hlZF9pbnB1dBgEIAEoAUgCiAEBEhgKC2NhY2hlX3dyaXRlGAUgASgBSAOIAQESFQoIdGhvdWdodHMYBiABKAFIBIgBAUIICgZfaW5wdXRCCQoHX291dHB1dEIPCg1fY2FjaGVkX2lucHV0Qg4KDF9jYWNoZV93cml0ZUILCglfdGhvdWdodHMiVAoST2ZmbGluZU1vZGVsQ29uZmlnEhkKEWZpcnN0X2NodW5rX2RlbGF5GAEgASgJEhMKC2NodW5rX2RlbGF5GAIgASgJEg4KBmNodW5rcxgDIAEoBSJmCgtSZXRyeUNvbmZpZxIUCgxtYXhfYXR0ZW1wdHMYASABKAUSFwoPaW5pdGlhbF9iYWNrb2ZmGAIgASgJEhMKC21heF9iYWNrb2ZmGAMgASgJEhMKC21heF9lbGFwc2VkGAQgASgJIqADCglBcHBDb25maWcSDAoEbmFtZRgBIAEoCRITCgtkZXNjcmlwdGlvbhgCIAEoCRIvCgpyb290X2FnZW50GAMgASgLMhsuYWdlbnRydW5uZXIudjEuQWdlbnRDb25maWcSOgoOZnVuY3Rpb25fdG9vbHMYBCADKAsyIi5hZ2VudHJ1bm5lci52MS5GdW5jdGlvblRvb2xDb25maWcSNAoLbWNwX3NlcnZlcnMYBSADKAsyHy5hZ2VudHJ1bm5lci52MS5NY3BTZXJ2ZXJDb25maWcSNAoKY29tcGFjdGlvbhgGIAEoCzIgLmFnZW50cnVubmVyLnYxLkNvbXBhY3Rpb25Db25maWcSLAoGbWVtb3J5GAcgASgLMhwuYWdlbnRydW5uZXIudjEuTWVtb3J5Q29uZmlnEjkKDWNvbnRleHRfY2FjaGUYCCABKAsyIi5hZ2VudHJ1bm5lci52MS5Db250ZXh0Q2FjaGVDb25maWcSLgoHYnVkZ2V0cxgJIAEoCzIdLmFnZW50cnVubmVyLnYxLkJ1ZGdldHNDb25maWciyAEKDUJ1ZGdldHNDb25maWcSKAoDcnVuGAEgASgLMhsuYWdlbnRydW5uZXIudjEuQnVkZ2V0TGltaXQSLAoHc2Vzc2lvbhgCIAEoCzIbLmFnZW50cnVubmVyLnYxLkJ1ZGdldExpbWl0Ei8KCnVzZXJfZGFpbHkYAyABKAsyGy5hZ2VudHJ1bm5lci52MS5CdWRnZXRMaW1pdBIuCglhcHBfZGFpbHkYBCABKAsyGy5hZ2VudHJ1bm5lci52MS5CdWRnZXRMaW1pdCIrCgtCdWRnZXRMaW1pdBIOCgZ0b2tlbnMYASABKAMSDAoEY29zdBgCIAEoASIkCgxNZW1vcnlDb25maWcSFAoMYWRkX3Nlc3Npb25zGAEgASgIIk4KEkNvbnRleHRDYWNoZUNvbmZpZxIXCg9jYWNoZV9pbnRlcnZhbHMYASABKAUSCwoDdHRsGAIgASgJEhIKCm1pbl90b2tlbnMYAyABKAUihgEKEENvbXBhY3Rpb25Db25maWcSEAoIaW50ZXJ2YWwYASABKAUSDwoHb3ZlcmxhcBgCIAEoBRIXCg90b2tlbl90aHJlc2hvbGQYAyABKAUSDQoFbW9kZWwYBCABKAkSEwoLaW5zdHJ1Y3Rpb24YBSABKAkSEgoKbWF4X2V2ZW50cxgGIAEoBSKPAQoPTWNwU2VydmVyQ29uZmlnEgwKBG5hbWUYASABKAkSDwoHY29tbWFuZBgCIAEoCRIMCgRhcmdzGAMgAygJEgsKA2VudhgEIAMoCRILCgN1cmwYBSABKAkSEgoKaGVhZGVyX2VudhgGIAMoCRIQCghvcHRpb25hbBgHIAEoCBIPCgd0aW1lb3V0GAggASgJIi8KDk1jcFRvb2xzQ29uZmlnEg4KBnNlcnZlchgBIAEoCRINCgV0b29scxgCIAMoCSK/AgoLQWdlbnRDb25maWcSDAoEbmFtZRgBIAEoCRITCgtkZXNjcmlwdGlvbhgCIAEoCRIvCgpzdWJfYWdlbnRzGAMgAygLMhsuYWdlbnRydW5uZXIudjEuQWdlbnRDb25maWcSLQoDbGxtGAQgASgLMh4uYWdlbnRydW5uZXIudjEuTGxtQWdlbnRDb25maWdIABI7CgpzZXF1ZW50aWFsGAUgASgLMiUuYWdlbnRydW5uZXIudjEuU2VxdWVudGlhbEFnZW50Q29uZmlnSAASNwoIcGFyYWxsZWwYBiABKAsyIy5hZ2VudHJ1bm5lci52MS5QYXJhbGxlbEFnZW50Q29uZmlnSAASLwoEbG9vcBgHIAEoCzIfLmFnZW50cnVubmVyLnYxLkxvb3BBZ2VudENvbmZpZ0gAQgYKBGtpbmQipwMKDkxsbUFnZW50Q29uZmlnEg0KBW1vZGVsGAEgASgJEhMKC2luc3RydWN0aW9uGAIgASgJEhIKCm91dHB1dF9rZXkYAyABKAkSIwobZGlzYWxsb3dfdHJhbnNmZXJfdG9fcGFyZW50GAQgASgIEiIKGmRpc2FsbG93X3RyYW5zZmVyX3RvX3BlZXJzGAUgASgIEg0KBXRvb2xzGAYgAygJEjkKEGluY2x1ZGVfY29udGVudHMYByABKA4yHy5hZ2VudHJ1bm5lci52MS5JbmNsdWRlQ29udGVudHMSGAoLdGVtcGVyYXR1cmUYCCABKAJIAIgBARIZChFtYXhfb3V0cHV0X3Rva2VucxgJIAEoBRI6Cg5mdW5jdGlvbl90b29scxgKIAMoCzIiLmFnZW50cnVubmVyLnYxLkZ1bmN0aW9uVG9vbENvbmZpZxIcChRyZXF1aXJlX2NvbmZpcm1hdGlvbhgLIAMoCRIrCgNtY3AYDCADKAsyHi5hZ2VudHJ1bm5lci52MS5NY3BUb29sc0NvbmZpZ0IOCgxfdGVtcGVyYXR1cmUijwEKEkZ1bmN0aW9uVG9vbENvbmZpZxIMCgRuYW1lGAEgASgJEhMKC2Rlc2NyaXB0aW9uGAIgASgJEisKCnBhcmFtZXRlcnMYAyABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0EikKCHJlc3BvbnNlGAQgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdCIXChVTZXF1ZW50aWFsQWdlbnRDb25maWciFQoTUGFyYWxsZWxBZ2VudENvbmZpZyIpCg9Mb29wQWdlbnRDb25maWcSFgoObWF4X2l0ZXJhdGlvbnMYASABKAUqbAoPSW5jbHVkZUNvbnRlbnRzEiAKHElOQ0xVREVfQ09OVEVOVFNfVU5TUEVDSUZJRUQQABIcChhJTkNMVURFX0NPTlRFTlRTX0RFRkFVTFQQARIZChVJTkNMVURFX0NPTlRFTlRTX05PTkUQAmIGcHJvdG8z", [file_google_protobuf_struct]);
+  fileDesc("ChthZ2VudHJ1bm5lci92MS9jb25maWcucHJvdG8SDmFnZW50cnVubmVyLnYxImIKCkFwcHNDb25maWcSJwoEYXBwcxgBIAMoCzIZLmFnZW50cnVubmVyLnYxLkFwcENvbmZpZxIrCgZtb2RlbHMYAiADKAsyGy5hZ2VudHJ1bm5lci52MS5Nb2RlbENvbmZpZyKpAgoLTW9kZWxDb25maWcSDAoEbmFtZRgBIAEoCRIQCghwcm92aWRlchgCIAEoCRINCgVtb2RlbBgDIAEoCRIQCghiYXNlX3VybBgEIAEoCRITCgthcGlfa2V5X2VudhgFIAEoCRIPCgd0aW1lb3V0GAYgASgJEioKBXJldHJ5GAcgASgLMhsuYWdlbnRydW5uZXIudjEuUmV0cnlDb25maWcSEQoJZmFsbGJhY2tzGAggAygJEhQKDGlkbGVfdGltZW91dBgJIAEoCRIzCgdvZmZsaW5lGAogASgLMiIuYWdlbnRydW5uZXIudjEuT2ZmbGluZU1vZGVsQ29uZmlnEikKBXByaWNlGAsgASgLMhouYWdlbnRydW5uZXIudjEuTW9kZWxQcmljZSLWAQoKTW9kZWxQcmljZRIQCghjdXJyZW5jeRgBIAEoCRISCgVpbnB1dBgCIAEoAUgAiAEBEhMKBm91dHB1dBgDIAEoAUgBiAEBEhkKDGNhY2hlZF9pbnB1dBgEIAEoAUgCiAEBEhgKC2NhY2hlX3dyaXRlGAUgASgBSAOIAQESFQoIdGhvdWdodHMYBiABKAFIBIgBAUIICgZfaW5wdXRCCQoHX291dHB1dEIPCg1fY2FjaGVkX2lucHV0Qg4KDF9jYWNoZV93cml0ZUILCglfdGhvdWdodHMiVAoST2ZmbGluZU1vZGVsQ29uZmlnEhkKEWZpcnN0X2NodW5rX2RlbGF5GAEgASgJEhMKC2NodW5rX2RlbGF5GAIgASgJEg4KBmNodW5rcxgDIAEoBSJmCgtSZXRyeUNvbmZpZxIUCgxtYXhfYXR0ZW1wdHMYASABKAUSFwoPaW5pdGlhbF9iYWNrb2ZmGAIgASgJEhMKC21heF9iYWNrb2ZmGAMgASgJEhMKC21heF9lbGFwc2VkGAQgASgJIqADCglBcHBDb25maWcSDAoEbmFtZRgBIAEoCRITCgtkZXNjcmlwdGlvbhgCIAEoCRIvCgpyb290X2FnZW50GAMgASgLMhsuYWdlbnRydW5uZXIudjEuQWdlbnRDb25maWcSOgoOZnVuY3Rpb25fdG9vbHMYBCADKAsyIi5hZ2VudHJ1bm5lci52MS5GdW5jdGlvblRvb2xDb25maWcSNAoLbWNwX3NlcnZlcnMYBSADKAsyHy5hZ2VudHJ1bm5lci52MS5NY3BTZXJ2ZXJDb25maWcSNAoKY29tcGFjdGlvbhgGIAEoCzIgLmFnZW50cnVubmVyLnYxLkNvbXBhY3Rpb25Db25maWcSLAoGbWVtb3J5GAcgASgLMhwuYWdlbnRydW5uZXIudjEuTWVtb3J5Q29uZmlnEjkKDWNvbnRleHRfY2FjaGUYCCABKAsyIi5hZ2VudHJ1bm5lci52MS5Db250ZXh0Q2FjaGVDb25maWcSLgoHYnVkZ2V0cxgJIAEoCzIdLmFnZW50cnVubmVyLnYxLkJ1ZGdldHNDb25maWciyAEKDUJ1ZGdldHNDb25maWcSKAoDcnVuGAEgASgLMhsuYWdlbnRydW5uZXIudjEuQnVkZ2V0TGltaXQSLAoHc2Vzc2lvbhgCIAEoCzIbLmFnZW50cnVubmVyLnYxLkJ1ZGdldExpbWl0Ei8KCnVzZXJfZGFpbHkYAyABKAsyGy5hZ2VudHJ1bm5lci52MS5CdWRnZXRMaW1pdBIuCglhcHBfZGFpbHkYBCABKAsyGy5hZ2VudHJ1bm5lci52MS5CdWRnZXRMaW1pdCIrCgtCdWRnZXRMaW1pdBIOCgZ0b2tlbnMYASABKAMSDAoEY29zdBgCIAEoASIkCgxNZW1vcnlDb25maWcSFAoMYWRkX3Nlc3Npb25zGAEgASgIIk4KEkNvbnRleHRDYWNoZUNvbmZpZxIXCg9jYWNoZV9pbnRlcnZhbHMYASABKAUSCwoDdHRsGAIgASgJEhIKCm1pbl90b2tlbnMYAyABKAUihgEKEENvbXBhY3Rpb25Db25maWcSEAoIaW50ZXJ2YWwYASABKAUSDwoHb3ZlcmxhcBgCIAEoBRIXCg90b2tlbl90aHJlc2hvbGQYAyABKAUSDQoFbW9kZWwYBCABKAkSEwoLaW5zdHJ1Y3Rpb24YBSABKAkSEgoKbWF4X2V2ZW50cxgGIAEoBSKPAQoPTWNwU2VydmVyQ29uZmlnEgwKBG5hbWUYASABKAkSDwoHY29tbWFuZBgCIAEoCRIMCgRhcmdzGAMgAygJEgsKA2VudhgEIAMoCRILCgN1cmwYBSABKAkSEgoKaGVhZGVyX2VudhgGIAMoCRIQCghvcHRpb25hbBgHIAEoCBIPCgd0aW1lb3V0GAggASgJIi8KDk1jcFRvb2xzQ29uZmlnEg4KBnNlcnZlchgBIAEoCRINCgV0b29scxgCIAMoCSL7AgoLQWdlbnRDb25maWcSDAoEbmFtZRgBIAEoCRITCgtkZXNjcmlwdGlvbhgCIAEoCRIvCgpzdWJfYWdlbnRzGAMgAygLMhsuYWdlbnRydW5uZXIudjEuQWdlbnRDb25maWcSLQoDbGxtGAQgASgLMh4uYWdlbnRydW5uZXIudjEuTGxtQWdlbnRDb25maWdIABI7CgpzZXF1ZW50aWFsGAUgASgLMiUuYWdlbnRydW5uZXIudjEuU2VxdWVudGlhbEFnZW50Q29uZmlnSAASNwoIcGFyYWxsZWwYBiABKAsyIy5hZ2VudHJ1bm5lci52MS5QYXJhbGxlbEFnZW50Q29uZmlnSAASLwoEbG9vcBgHIAEoCzIfLmFnZW50cnVubmVyLnYxLkxvb3BBZ2VudENvbmZpZ0gAEjoKCnJlbW90ZV9hMmEYCCABKAsyJC5hZ2VudHJ1bm5lci52MS5SZW1vdGVBMmFBZ2VudENvbmZpZ0gAQgYKBGtpbmQihgEKFFJlbW90ZUEyYUFnZW50Q29uZmlnEhAKCGNhcmRfdXJsGAEgASgJEiUKBGNhcmQYAiABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0EhIKCmhlYWRlcl9lbnYYAyABKAkSDwoHdGltZW91dBgEIAEoCRIQCghvcHRpb25hbBgFIAEoCCKnAwoOTGxtQWdlbnRDb25maWcSDQoFbW9kZWwYASABKAkSEwoLaW5zdHJ1Y3Rpb24YAiABKAkSEgoKb3V0cHV0X2tleRgDIAEoCRIjChtkaXNhbGxvd190cmFuc2Zlcl90b19wYXJlbnQYBCABKAgSIgoaZGlzYWxsb3dfdHJhbnNmZXJfdG9fcGVlcnMYBSABKAgSDQoFdG9vbHMYBiADKAkSOQoQaW5jbHVkZV9jb250ZW50cxgHIAEoDjIfLmFnZW50cnVubmVyLnYxLkluY2x1ZGVDb250ZW50cxIYCgt0ZW1wZXJhdHVyZRgIIAEoAkgAiAEBEhkKEW1heF9vdXRwdXRfdG9rZW5zGAkgASgFEjoKDmZ1bmN0aW9uX3Rvb2xzGAogAygLMiIuYWdlbnRydW5uZXIudjEuRnVuY3Rpb25Ub29sQ29uZmlnEhwKFHJlcXVpcmVfY29uZmlybWF0aW9uGAsgAygJEisKA21jcBgMIAMoCzIeLmFnZW50cnVubmVyLnYxLk1jcFRvb2xzQ29uZmlnQg4KDF90ZW1wZXJhdHVyZSKPAQoSRnVuY3Rpb25Ub29sQ29uZmlnEgwKBG5hbWUYASABKAkSEwoLZGVzY3JpcHRpb24YAiABKAkSKwoKcGFyYW1ldGVycxgDIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSKQoIcmVzcG9uc2UYBCABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0IhcKFVNlcXVlbnRpYWxBZ2VudENvbmZpZyIVChNQYXJhbGxlbEFnZW50Q29uZmlnIikKD0xvb3BBZ2VudENvbmZpZxIWCg5tYXhfaXRlcmF0aW9ucxgBIAEoBSpsCg9JbmNsdWRlQ29udGVudHMSIAocSU5DTFVERV9DT05URU5UU19VTlNQRUNJRklFRBAAEhwKGElOQ0xVREVfQ09OVEVOVFNfREVGQVVMVBABEhkKFUlOQ0xVREVfQ09OVEVOVFNfTk9ORRACYgZwcm90bzM", [file_google_protobuf_struct]);
 
 /**
  * AppsConfig is the schema of the apps file the server loads at start
@@ -792,6 +792,15 @@ export type AgentConfig = Message<"agentrunner.v1.AgentConfig"> & {
      */
     value: LoopAgentConfig;
     case: "loop";
+  } | {
+    /**
+     * An agent another team serves over A2A (Agent2Agent), called as a
+     * client. It has no sub-agents.
+     *
+     * @generated from field: agentrunner.v1.RemoteA2aAgentConfig remote_a2a = 8;
+     */
+    value: RemoteA2aAgentConfig;
+    case: "remoteA2a";
   } | { case: undefined; value?: undefined };
 };
 
@@ -801,6 +810,75 @@ export type AgentConfig = Message<"agentrunner.v1.AgentConfig"> & {
  */
 export const AgentConfigSchema: GenMessage<AgentConfig> = /*@__PURE__*/
   messageDesc(file_agentrunner_v1_config, 13);
+
+/**
+ * RemoteA2aAgentConfig configures an agent served elsewhere over A2A. Each
+ * turn sends the user's latest message, with what other agents said since
+ * this agent last answered as context, to the remote agent in the A2A
+ * context tied to the session; its streamed answer becomes this agent's
+ * events. A remote task that needs input (state input-required) makes the
+ * run wait: the agent calls the reserved function a2a_input_required, whose
+ * id is in the event's long_running_tool_ids, and the caller's
+ * function_response to it continues the same remote task. A remote agent
+ * that fails, cannot be reached or passes the timeout yields an in-band
+ * error, and the run goes on. Give exactly one of card_url and card.
+ *
+ * @generated from message agentrunner.v1.RemoteA2aAgentConfig
+ */
+export type RemoteA2aAgentConfig = Message<"agentrunner.v1.RemoteA2aAgentConfig"> & {
+  /**
+   * URL of the remote agent's card: a base URL ("https://host" or
+   * "https://host/prefix") is read at /.well-known/agent-card.json under
+   * it; a URL whose path ends in ".json" is read as it is. The card is
+   * fetched at start.
+   *
+   * @generated from field: string card_url = 1;
+   */
+  cardUrl: string;
+
+  /**
+   * The agent card inline, as the JSON object the remote agent would
+   * serve; its supported_interfaces say where to call it.
+   *
+   * @generated from field: google.protobuf.Struct card = 2;
+   */
+  card?: JsonObject | undefined;
+
+  /**
+   * Name of an environment variable holding one HTTP header, "Name:
+   * value" (for example "Authorization: Bearer ..."), sent with every
+   * request to the remote agent, the card's included. The value is read
+   * at start and never logged.
+   *
+   * @generated from field: string header_env = 3;
+   */
+  headerEnv: string;
+
+  /**
+   * How long one turn of the remote agent may take, as a Go duration
+   * ("90s"); empty means 5m. The run's own deadline and cancellation apply
+   * too.
+   *
+   * @generated from field: string timeout = 4;
+   */
+  timeout: string;
+
+  /**
+   * When set, a card that cannot be fetched at start does not fail the
+   * start: the agent is served as unavailable, with a warning, and each of
+   * its turns yields an in-band error saying so.
+   *
+   * @generated from field: bool optional = 5;
+   */
+  optional: boolean;
+};
+
+/**
+ * Describes the message agentrunner.v1.RemoteA2aAgentConfig.
+ * Use `create(RemoteA2aAgentConfigSchema)` to create a new message.
+ */
+export const RemoteA2aAgentConfigSchema: GenMessage<RemoteA2aAgentConfig> = /*@__PURE__*/
+  messageDesc(file_agentrunner_v1_config, 14);
 
 /**
  * LlmAgentConfig configures an LLM agent.
@@ -911,7 +989,7 @@ export type LlmAgentConfig = Message<"agentrunner.v1.LlmAgentConfig"> & {
  * Use `create(LlmAgentConfigSchema)` to create a new message.
  */
 export const LlmAgentConfigSchema: GenMessage<LlmAgentConfig> = /*@__PURE__*/
-  messageDesc(file_agentrunner_v1_config, 14);
+  messageDesc(file_agentrunner_v1_config, 15);
 
 /**
  * FunctionToolConfig declares a function tool that the caller executes.
@@ -961,7 +1039,7 @@ export type FunctionToolConfig = Message<"agentrunner.v1.FunctionToolConfig"> & 
  * Use `create(FunctionToolConfigSchema)` to create a new message.
  */
 export const FunctionToolConfigSchema: GenMessage<FunctionToolConfig> = /*@__PURE__*/
-  messageDesc(file_agentrunner_v1_config, 15);
+  messageDesc(file_agentrunner_v1_config, 16);
 
 /**
  * SequentialAgentConfig configures a sequential agent. It has no options.
@@ -976,7 +1054,7 @@ export type SequentialAgentConfig = Message<"agentrunner.v1.SequentialAgentConfi
  * Use `create(SequentialAgentConfigSchema)` to create a new message.
  */
 export const SequentialAgentConfigSchema: GenMessage<SequentialAgentConfig> = /*@__PURE__*/
-  messageDesc(file_agentrunner_v1_config, 16);
+  messageDesc(file_agentrunner_v1_config, 17);
 
 /**
  * ParallelAgentConfig configures a parallel agent. It has no options.
@@ -991,7 +1069,7 @@ export type ParallelAgentConfig = Message<"agentrunner.v1.ParallelAgentConfig"> 
  * Use `create(ParallelAgentConfigSchema)` to create a new message.
  */
 export const ParallelAgentConfigSchema: GenMessage<ParallelAgentConfig> = /*@__PURE__*/
-  messageDesc(file_agentrunner_v1_config, 17);
+  messageDesc(file_agentrunner_v1_config, 18);
 
 /**
  * LoopAgentConfig configures a loop agent.
@@ -1013,7 +1091,7 @@ export type LoopAgentConfig = Message<"agentrunner.v1.LoopAgentConfig"> & {
  * Use `create(LoopAgentConfigSchema)` to create a new message.
  */
 export const LoopAgentConfigSchema: GenMessage<LoopAgentConfig> = /*@__PURE__*/
-  messageDesc(file_agentrunner_v1_config, 18);
+  messageDesc(file_agentrunner_v1_config, 19);
 
 /**
  * IncludeContents selects the history an LLM agent sends to its model.

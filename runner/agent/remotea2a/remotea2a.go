@@ -1,0 +1,171 @@
+package remotea2a
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"iter"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/a2aproject/a2a-go/v2/a2a"
+	"github.com/a2aproject/a2a-go/v2/a2aclient"
+	"github.com/a2aproject/a2a-go/v2/a2aclient/agentcard"
+
+	agentrunnerv1 "github.com/agentrunner/agentrunner/gen/go/agentrunner/v1"
+	"github.com/agentrunner/agentrunner/runner/agent"
+)
+
+const (
+	// MetadataKey is the key of Event.custom_metadata under which the
+	// agent's events carry the remote context id, task id and task state.
+	MetadataKey = "a2a"
+	// InputRequiredName is the reserved function the agent calls when the
+	// remote task needs input; the caller answers it.
+	InputRequiredName = "a2a_input_required"
+	// DefaultTimeout bounds one turn of the remote agent when the config
+	// gives none.
+	DefaultTimeout = 5 * time.Minute
+	// cancelTimeout bounds the best-effort cancellation of a remote task
+	// our side gave up on.
+	cancelTimeout = 5 * time.Second
+)
+
+// Config configures a remote A2A agent.
+type Config struct {
+	// Name is the agent's name in the tree; Description what it does, for
+	// LLM agents choosing a transfer target (empty takes the card's).
+	Name, Description string
+	// Card is the remote agent's card, fetched (ResolveCard) or parsed
+	// (ParseCard) at start. Nil only with Unavailable set.
+	Card *a2a.AgentCard
+	// HTTPClient makes every call; nil is http.DefaultClient. HeaderClient
+	// makes one that adds a header.
+	HTTPClient *http.Client
+	// Timeout bounds one turn; zero is DefaultTimeout.
+	Timeout time.Duration
+	// Unavailable, when set, says why the agent cannot be called (an
+	// optional agent whose card could not be fetched at start): each turn
+	// yields it as an in-band error.
+	Unavailable error
+}
+
+// New returns the agent. The A2A client is made here, once: a card that
+// offers no transport this client speaks fails now, at start, not on the
+// first turn.
+func New(ctx context.Context, cfg Config) (agent.Agent, error) {
+	r := &remote{name: cfg.Name, timeout: cfg.Timeout, unavailable: cfg.Unavailable}
+	if r.timeout <= 0 {
+		r.timeout = DefaultTimeout
+	}
+	if cfg.Card == nil && cfg.Unavailable == nil {
+		return nil, fmt.Errorf("remote agent %q: a card is required", cfg.Name)
+	}
+	desc := cfg.Description
+	if cfg.Card != nil {
+		if desc == "" {
+			desc = cfg.Card.Description
+		}
+		hc := cfg.HTTPClient
+		if hc == nil {
+			hc = http.DefaultClient
+		}
+		// Only JSON-RPC and HTTP+JSON: see the package doc on gRPC.
+		c, err := a2aclient.NewFromCard(ctx, cfg.Card, a2aclient.WithDefaultsDisabled(),
+			a2aclient.WithJSONRPCTransport(hc), a2aclient.WithRESTTransport(hc))
+		if err != nil {
+			return nil, fmt.Errorf("remote agent %q: card %q: %w", cfg.Name, cfg.Card.Name, err)
+		}
+		r.client, r.streaming = c, cfg.Card.Capabilities.Streaming
+	}
+	return agent.New(agent.Config{
+		Name:        cfg.Name,
+		Description: desc,
+		Kind:        agentrunnerv1.AgentKind_AGENT_KIND_REMOTE_A2A,
+		Run: func(ctx agent.InvocationContext) iter.Seq2[*agentrunnerv1.Event, error] {
+			return func(yield func(*agentrunnerv1.Event, error) bool) { r.turn(ctx, yield) }
+		},
+	})
+}
+
+// client is what the agent calls of *a2aclient.Client.
+type client interface {
+	SendMessage(ctx context.Context, req *a2a.SendMessageRequest) (a2a.SendMessageResult, error)
+	SendStreamingMessage(ctx context.Context, req *a2a.SendMessageRequest) iter.Seq2[a2a.Event, error]
+	CancelTask(ctx context.Context, req *a2a.CancelTaskRequest) (*a2a.Task, error)
+}
+
+// remote is the state of one remote agent: fixed at start, shared by its
+// concurrent turns (in other sessions), never written afterwards.
+type remote struct {
+	name        string
+	client      client
+	streaming   bool
+	timeout     time.Duration
+	unavailable error
+}
+
+// ResolveCard fetches a card. A cardURL whose path ends in ".json" is read
+// as it is; any other is a base URL, read at the well-known path under it.
+func ResolveCard(ctx context.Context, hc *http.Client, cardURL string) (*a2a.AgentCard, error) {
+	u, err := url.Parse(cardURL)
+	if err != nil {
+		return nil, fmt.Errorf("card URL: %w", err)
+	}
+	base, opts := cardURL, []agentcard.ResolveOption(nil)
+	if strings.HasSuffix(u.Path, ".json") {
+		path := u.Path
+		u.Path, u.RawPath = "", ""
+		base, opts = u.String(), []agentcard.ResolveOption{agentcard.WithPath(path)}
+	}
+	card, err := agentcard.NewResolver(hc).Resolve(ctx, base, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return card, checkCard(card)
+}
+
+// ParseCard reads a card given inline, as JSON.
+func ParseCard(data []byte) (*a2a.AgentCard, error) {
+	var card a2a.AgentCard
+	if err := json.Unmarshal(data, &card); err != nil {
+		return nil, fmt.Errorf("agent card: %w", err)
+	}
+	return &card, checkCard(&card)
+}
+
+// checkCard checks what the client needs of a card: somewhere to call.
+func checkCard(card *a2a.AgentCard) error {
+	for _, iface := range card.SupportedInterfaces {
+		if iface != nil && iface.URL != "" {
+			return nil
+		}
+	}
+	return errors.New("agent card lists no supported interface with a URL")
+}
+
+// HeaderClient returns an HTTP client that sends header, "Name: value",
+// with every request. Errors never show the value, which is a secret.
+func HeaderClient(header string) (*http.Client, error) {
+	name, value, ok := strings.Cut(header, ":")
+	name, value = strings.TrimSpace(name), strings.TrimSpace(value)
+	if !ok || name == "" || value == "" || strings.ContainsAny(name, " \t\r\n") || strings.ContainsAny(value, "\r\n") {
+		return nil, errors.New(`want a header "Name: value" (the value is not shown, as it may be a secret)`)
+	}
+	return &http.Client{Transport: headerTransport{name: http.CanonicalHeaderKey(name), value: value, base: http.DefaultTransport}}, nil
+}
+
+// headerTransport adds one header to each request.
+type headerTransport struct {
+	name, value string
+	base        http.RoundTripper
+}
+
+func (t headerTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	req = req.Clone(req.Context()) // a RoundTripper must not change the caller's request
+	req.Header.Set(t.name, t.value)
+	return t.base.RoundTrip(req)
+}
