@@ -43,6 +43,9 @@ apps:
   - name: capped
     budgets: {user_daily: {tokens: %[1]d}}
     root_agent: {name: answer, llm: {model: priced}}
+  - name: sessioned
+    budgets: {session: {cost: 0.000001}}
+    root_agent: {name: answer, llm: {model: priced}}
   - name: capped_loop
     budgets: {user_daily: {tokens: %[1]d}}
     root_agent:
@@ -259,6 +262,30 @@ func TestUserDailyBudget(t *testing.T) {
 	if n := len(got.GetEvents()); n != 2 {
 		t.Fatalf("u1's session holds %d events, want the first run's 2: a refused run stores nothing", n)
 	}
+}
+
+// TestSessionBudget: a session whose calls reached its budget in money
+// refuses the next run, naming the budget, with no reset time (a session
+// budget never resets); another session of the same user still runs.
+func TestSessionBudget(t *testing.T) {
+	rc, sc, _ := costsServer(t, filepath.Join(t.TempDir(), "agentrunner.db"), 1000)
+	sessionOf(t, sc, "sessioned", "u1", "a")
+	sessionOf(t, sc, "sessioned", "u1", "b")
+	runToEnd(t, rc, &servicev1.RunRequest{AppName: "sessioned", UserId: "u1", SessionId: "a", NewMessage: userText("hello")})
+	err := runOnce(t, rc, &servicev1.RunRequest{AppName: "sessioned", UserId: "u1", SessionId: "a", NewMessage: userText("hello again")})
+	st := status.Convert(err)
+	if st.Code() != codes.ResourceExhausted || !strings.Contains(st.Message(), "budget session") || !strings.Contains(st.Message(), "0.000001 USD") {
+		t.Fatalf("second run of session a: %v, want RESOURCE_EXHAUSTED naming the session budget in USD", err)
+	}
+	for _, d := range st.Details() {
+		if info, ok := d.(*errdetails.ErrorInfo); ok && (info.GetMetadata()["unit"] != "USD" || info.GetMetadata()["resets_at"] != "") {
+			t.Errorf("ErrorInfo %v: want unit USD and no reset time", info)
+		}
+		if _, ok := d.(*errdetails.RetryInfo); ok {
+			t.Errorf("a session budget never resets, yet the refusal has %v", d)
+		}
+	}
+	runToEnd(t, rc, &servicev1.RunRequest{AppName: "sessioned", UserId: "u1", SessionId: "b", NewMessage: userText("hello")})
 }
 
 // checkBudgetRefusal checks a refusal by a daily budget: its code, and
