@@ -27,6 +27,10 @@ type translator struct {
 	info    a2a.TaskInfo
 	history []*a2a.Message
 	opened  bool
+	// ended is set once the status update that ends the task is out:
+	// the terminal error the runner adds after a cancelled or failed
+	// run's last record says nothing more to an A2A client.
+	ended   bool
 	calls   map[string]*agentrunnerv1.Part
 	partial map[string]a2a.ArtifactID
 }
@@ -72,6 +76,7 @@ func (t *translator) record(run *agentrunnerv1.Run) []a2a.Event {
 	if !ended(run.GetStatus()) && st.State == a2a.TaskStateSubmitted {
 		return nil
 	}
+	t.ended = ended(run.GetStatus())
 	ev := &a2a.TaskStatusUpdateEvent{TaskID: t.info.TaskID, ContextID: t.info.ContextID, Status: st}
 	return append(out, ev)
 }

@@ -119,11 +119,16 @@ func (h *Handler) userOf(ctx context.Context, app string) (string, error) {
 }
 
 // task returns the run of a task id, authorized as GetRun authorizes it,
-// and refuses one of another app than the call's.
+// and refuses one of another app than the call's. A call that names no
+// app (the SDK's gRPC client sends no tenant with SubscribeToTask) takes
+// the task's: a task id names its app.
 func (h *Handler) task(ctx context.Context, tenant string, id a2a.TaskID) (srv.AppRunner, *agentrunnerv1.Run, error) {
-	app, err := h.appOf(ctx, tenant)
-	if err != nil {
-		return nil, nil, err
+	app, _ := ctx.Value(appKey{}).(string)
+	if app != "" || tenant != "" {
+		var err error
+		if app, err = h.appOf(ctx, tenant); err != nil {
+			return nil, nil, err
+		}
 	}
 	if id == "" {
 		return nil, nil, fmt.Errorf("%w: the task id is empty", a2a.ErrInvalidParams)
@@ -136,7 +141,7 @@ func (h *Handler) task(ctx context.Context, tenant string, id a2a.TaskID) (srv.A
 	if err != nil {
 		return nil, nil, h.fail(ctx, h.s.Status(ctx, err))
 	}
-	if run.GetAppName() != app {
+	if app != "" && run.GetAppName() != app {
 		return nil, nil, fmt.Errorf("%w: task %s is not a task of %q", a2a.ErrTaskNotFound, id, app)
 	}
 	return ar, run, nil

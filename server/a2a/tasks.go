@@ -49,7 +49,9 @@ func (h *Handler) send(ctx context.Context, req *a2a.SendMessageRequest, streami
 		t := newTranslator(h.s, k, "", msg)
 		for u, err := range seq {
 			if err != nil {
-				yield(nil, h.fail(ctx, err))
+				if !t.ended {
+					yield(nil, h.fail(ctx, err))
+				}
 				return
 			}
 			if u.Run != nil && t.info.TaskID == "" {
@@ -58,7 +60,9 @@ func (h *Handler) send(ctx context.Context, req *a2a.SendMessageRequest, streami
 			}
 			evs, err := t.events(ctx, u)
 			if err != nil {
-				yield(nil, h.fail(ctx, err))
+				if !t.ended {
+					yield(nil, h.fail(ctx, err))
+				}
 				return
 			}
 			for _, ev := range evs {
@@ -228,7 +232,9 @@ func (h *Handler) SubscribeToTask(ctx context.Context, req *a2a.SubscribeToTaskR
 				evs, err = t.events(ctx, u)
 			}
 			if err != nil {
-				yield(nil, h.fail(ctx, err))
+				if !t.ended {
+					yield(nil, h.fail(ctx, err))
+				}
 				return
 			}
 			for _, ev := range evs {
