@@ -303,3 +303,86 @@ func TestA2AAuth(t *testing.T) {
 		})
 	}
 }
+
+// adkEvent is what adk-go's remoteagent makes of one A2A event (its
+// session.Event, reduced to what the test checks).
+type adkEvent struct {
+	text    string
+	partial bool
+	final   bool
+	state   a2a.TaskState
+}
+
+// adkRead reads a streamed task as adk-go's remoteagent (v2) does:
+// adka2a.ToSessionEvent for each event, then its run processor's
+// aggregatePartial. An event whose metadata sets adk_partial is taken as
+// it is (partial as the flag says); an artifact update's text parts are
+// the event's content; a status update that is terminal or
+// input-required ends the run; other status updates with a message are
+// partial thoughts.
+func adkRead(t *testing.T, seq func(func(a2a.Event, error) bool)) []adkEvent {
+	t.Helper()
+	var out []adkEvent
+	for ev, err := range seq {
+		if err != nil {
+			t.Fatalf("remote agent: %v", err)
+		}
+		switch v := ev.(type) {
+		case *a2a.TaskArtifactUpdateEvent:
+			partial, set := v.Metadata["adk_partial"].(bool)
+			if !set {
+				partial = v.Append || !v.LastChunk
+			}
+			if partial && v.LastChunk { // an ADK partial artifact reset
+				continue
+			}
+			var b strings.Builder
+			for _, p := range v.Artifact.Parts {
+				b.WriteString(p.Text())
+			}
+			out = append(out, adkEvent{text: b.String(), partial: partial})
+		case *a2a.TaskStatusUpdateEvent:
+			if v.Status.State.Terminal() || v.Status.State == a2a.TaskStateInputRequired {
+				out = append(out, adkEvent{final: true, state: v.Status.State})
+			}
+		}
+	}
+	return out
+}
+
+// TestA2AADKRemoteAgent reads the slow app's card and a streamed task as
+// adk-go's remoteagent does: agentcard.DefaultResolver, a client from the
+// SDK's default factory (no transport preference: the card's order), one
+// SendStreamingMessage; the agent's answer arrives as partial chunks, then
+// once whole, then the completed status.
+func TestA2AADKRemoteAgent(t *testing.T) {
+	_, console, _, _ := startConsole(t)
+	card, err := agentcard.DefaultResolver.Resolve(t.Context(), console+"a2a/slow")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !card.Capabilities.Streaming || card.Capabilities.PushNotifications || card.Name != "slow" || len(card.Skills) == 0 {
+		t.Errorf("card: %+v", card)
+	}
+	c, err := a2aclient.NewFactory().CreateFromCard(t.Context(), card)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Destroy()
+	msg := a2a.NewMessage(a2a.MessageRoleUser, a2a.NewTextPart("from an ADK agent"))
+	evs := adkRead(t, c.SendStreamingMessage(t.Context(), &a2a.SendMessageRequest{Message: msg}))
+	var partials, whole []string
+	for _, e := range evs[:max(len(evs)-1, 0)] {
+		if e.partial {
+			partials = append(partials, e.text)
+		} else {
+			whole = append(whole, e.text)
+		}
+	}
+	if len(evs) == 0 || !evs[len(evs)-1].final || evs[len(evs)-1].state != a2a.TaskStateCompleted {
+		t.Fatalf("events %+v; want the completed status last", evs)
+	}
+	if len(partials) < 2 || len(whole) != 1 || strings.Join(partials, "") != whole[0] || !strings.Contains(whole[0], "you said: from an ADK agent") {
+		t.Errorf("partials %q, whole %q; want chunks that add up to the one whole answer", partials, whole)
+	}
+}
