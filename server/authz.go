@@ -37,6 +37,10 @@ const (
 	// calls authorizeRun before anything else, answering PermissionDenied
 	// alike for a run that is missing and one that is someone else's.
 	accessRun
+	// accessA2A: any principal here (A2A requests name no user); package
+	// server/a2a picks the call's user and checks it with AuthorizeUser,
+	// and authorizes task ids as accessRun does (RunApp).
+	accessA2A
 )
 
 // methodAccess is the access rule of every method the server registers,
@@ -74,6 +78,9 @@ func methodAccess() map[string]access {
 		// A user's usage is that user's; an app's (no user_id) is every
 		// user's, so admin-only like other listings of every user.
 		servicev1.UsageService_GetUsage_FullMethodName: accessScoped,
+	}
+	for _, name := range a2aMethods() {
+		m[name] = accessA2A
 	}
 	for _, d := range []grpc.ServiceDesc{healthpb.Health_ServiceDesc} {
 		for _, name := range methodNames(d) {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	a2agrpc "github.com/a2aproject/a2a-go/v2/a2agrpc/v1"
 	"io"
 	"log/slog"
 	"net"
@@ -23,6 +24,7 @@ import (
 	"github.com/agentrunner/agentrunner/runner"
 	"github.com/agentrunner/agentrunner/runner/apps"
 	"github.com/agentrunner/agentrunner/server"
+	a2aserve "github.com/agentrunner/agentrunner/server/a2a"
 	"github.com/agentrunner/agentrunner/server/console"
 	"github.com/agentrunner/agentrunner/server/web"
 	"github.com/agentrunner/agentrunner/store"
@@ -398,7 +400,15 @@ func listenAndServe(f serveFlags, core *server.Server, reg *apps.Registry, sec *
 		return nil, err
 	}
 	srv := server.NewGRPCServer(core, append(slices.Clone(sec.options), opts...)...)
-	ws, wlis, err := listenWeb(f, srv, sec, log)
+	// Every app is an A2A agent too: the gRPC binding on the same
+	// grpc.Server (same interceptors), the HTTP ones beside the console.
+	agents := a2aserve.New(core, log)
+	a2agrpc.NewHandler(agents).RegisterWith(srv.GRPC())
+	a2aHTTP := agents.HTTP(a2aserve.HTTPConfig{
+		Prefix: f.httpPrefix, GRPCAddr: lis.Addr().String(), TLS: sec.tls, MTLS: sec.mtls, Auth: sec.auth,
+		MaxRequestBytes: srv.MaxMessageBytes(), Version: buildVersion(),
+	})
+	ws, wlis, err := listenWeb(f, srv, a2aHTTP, sec, log)
 	if err != nil {
 		lis.Close()
 		return nil, err
@@ -425,7 +435,7 @@ func listenAndServe(f serveFlags, core *server.Server, reg *apps.Registry, sec *
 // listenWeb listens on f.httpAddr, under the same exposure rule as
 // --addr, and returns the HTTP server of srv's services and the console
 // for it; nil, nil when --http-addr is "".
-func listenWeb(f serveFlags, srv *server.GRPCServer, sec *security, log *slog.Logger) (*web.Server, net.Listener, error) {
+func listenWeb(f serveFlags, srv *server.GRPCServer, a2aHTTP http.Handler, sec *security, log *slog.Logger) (*web.Server, net.Listener, error) {
 	if f.httpAddr == "" {
 		return nil, nil, nil
 	}
@@ -445,6 +455,7 @@ func listenWeb(f serveFlags, srv *server.GRPCServer, sec *security, log *slog.Lo
 		MaxMessageBytes: srv.MaxMessageBytes(),
 		Prefix:          f.httpPrefix,
 		Console:         console.FS(),
+		A2A:             a2aHTTP,
 		TLS:             sec.tlsConfig,
 		Logger:          log,
 	})

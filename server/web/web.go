@@ -9,7 +9,11 @@
 // ServeHTTP path is several times slower per call, which a browser
 // console does not notice but a gRPC client would.
 //
-// Everything that is not an RPC is the console (see package
+// A2A's HTTP bindings and agent cards (package server/a2a), when
+// Config.A2A is set, answer every path under /a2a/; the gRPC binding is
+// on the grpc.Server itself.
+//
+// Everything else that is not an RPC is the console (see package
 // server/console): its files, and index.html for any other GET path, so
 // that deep links load the page.
 package web
@@ -50,6 +54,9 @@ type Config struct {
 	// TLS, when not nil, serves HTTPS (HTTP/1.1 and HTTP/2) with it;
 	// else plain HTTP/1.1 and h2c. It is cloned, not changed.
 	TLS *tls.Config
+	// A2A, when not nil, serves every path under /a2a/ (after Prefix):
+	// A2A's JSON-RPC and REST bindings and agent cards (server/a2a.Handler.HTTP).
+	A2A http.Handler
 	// Logger receives net/http's own errors (a failed TLS handshake, a
 	// malformed request); nil means slog.Default().
 	Logger *slog.Logger
@@ -89,7 +96,23 @@ func Handler(cfg Config) (http.Handler, error) {
 	if err != nil {
 		return nil, fmt.Errorf("web: %w", err)
 	}
-	return mount(cfg.Prefix, tr), nil
+	return mount(cfg.Prefix, withA2A(cfg.A2A, tr)), nil
+}
+
+// withA2A sends the paths under /a2a/ to a2a, the others to next. The
+// RPC paths ("/agentrunner.service.v1.…/…") and the console's never start
+// so.
+func withA2A(a2a, next http.Handler) http.Handler {
+	if a2a == nil {
+		return next
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if strings.HasPrefix(r.URL.Path, "/a2a/") {
+			a2a.ServeHTTP(w, r)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
 }
 
 // Server is the HTTP server of Handler.

@@ -1,0 +1,309 @@
+package a2a
+
+import (
+	"context"
+	"fmt"
+	"iter"
+
+	"github.com/a2aproject/a2a-go/v2/a2a"
+	servicev1 "github.com/agentrunner/agentrunner/gen/go/agentrunner/service/v1"
+	agentrunnerv1 "github.com/agentrunner/agentrunner/gen/go/agentrunner/v1"
+	"github.com/agentrunner/agentrunner/runner"
+	"github.com/agentrunner/agentrunner/store"
+)
+
+// SendMessage runs the message to its end and returns the task (see
+// start). ReturnImmediately is not offered: the client streams instead.
+func (h *Handler) SendMessage(ctx context.Context, req *a2a.SendMessageRequest) (a2a.SendMessageResult, error) {
+	var task *a2a.Task
+	for ev, err := range h.send(ctx, req, false) {
+		if err != nil {
+			return nil, err
+		}
+		task = apply(task, ev)
+	}
+	if task == nil {
+		return nil, a2a.NewError(a2a.ErrInternalError, "the run produced no task")
+	}
+	return task, nil
+}
+
+// SendStreamingMessage streams the run of the message as the task's
+// events, partial chunks included (streaming mode SSE).
+func (h *Handler) SendStreamingMessage(ctx context.Context, req *a2a.SendMessageRequest) iter.Seq2[a2a.Event, error] {
+	return h.send(ctx, req, true)
+}
+
+// send starts the run of a message and translates it. A message with a
+// task id that waits on its caller and answers its calls resumes that
+// task; any other message is a new run (a new task) on the session its
+// context id names, created when new (a message without one starts a new
+// session).
+func (h *Handler) send(ctx context.Context, req *a2a.SendMessageRequest, streaming bool) iter.Seq2[a2a.Event, error] {
+	return func(yield func(a2a.Event, error) bool) {
+		k, msg, seq, err := h.start(ctx, req, streaming)
+		if err != nil {
+			yield(nil, err)
+			return
+		}
+		t := newTranslator(h.s, k, "", msg)
+		for u, err := range seq {
+			if err != nil {
+				if !t.ended {
+					yield(nil, h.fail(ctx, err))
+				}
+				return
+			}
+			if u.Run != nil && t.info.TaskID == "" {
+				t.info.TaskID = a2a.TaskID(u.Run.GetRunId())
+				msg.TaskID, msg.ContextID = t.info.TaskID, k.Session
+			}
+			evs, err := t.events(ctx, u)
+			if err != nil {
+				if !t.ended {
+					yield(nil, h.fail(ctx, err))
+				}
+				return
+			}
+			for _, ev := range evs {
+				if !yield(ev, nil) {
+					return
+				}
+			}
+		}
+	}
+}
+
+// start checks a send, picks its session and starts or resumes the run.
+func (h *Handler) start(ctx context.Context, req *a2a.SendMessageRequest, streaming bool) (store.SessionKey, *a2a.Message, iter.Seq2[runner.Update, error], error) {
+	var k store.SessionKey
+	if req == nil || req.Message == nil {
+		return k, nil, nil, fmt.Errorf("%w: message is required", a2a.ErrInvalidParams)
+	}
+	if req.Config != nil && req.Config.PushConfig != nil {
+		return k, nil, nil, a2a.ErrPushNotificationNotSupported
+	}
+	content, err := fromA2AMessage(req.Message)
+	if err != nil {
+		return k, nil, nil, err
+	}
+	msg := *req.Message
+	if msg.TaskID != "" {
+		seq, k, err := h.reply(ctx, req.Tenant, &msg, content)
+		if err != nil || seq != nil {
+			return k, &msg, seq, err
+		}
+	}
+	app, err := h.appOf(ctx, req.Tenant)
+	if err != nil {
+		return k, nil, nil, err
+	}
+	user, err := h.userOf(ctx, app)
+	if err != nil {
+		return k, nil, nil, err
+	}
+	k = store.SessionKey{App: app, User: user, Session: msg.ContextID}
+	if k.Session == "" {
+		k.Session = newContextID()
+	}
+	if _, err := h.s.OpenSession(ctx, k); err != nil {
+		return k, nil, nil, h.fail(ctx, err)
+	}
+	rr := &servicev1.RunRequest{AppName: app, UserId: user, SessionId: k.Session, NewMessage: content}
+	if streaming {
+		rr.RunConfig = &agentrunnerv1.RunConfig{StreamingMode: agentrunnerv1.StreamingMode_STREAMING_MODE_SSE}
+	}
+	seq, err := h.s.StreamRun(ctx, rr)
+	if err != nil {
+		return k, nil, nil, h.fail(ctx, err)
+	}
+	msg.ContextID = k.Session
+	return k, &msg, seq, nil
+}
+
+// reply handles a message sent to an existing task: one that waits on
+// its caller and whose message answers its calls is resumed (the same
+// task goes on); one that waits and gets a plain message is left to a new
+// run in its session, which supersedes its calls (nil sequence, the
+// message's context set); one that runs or has ended takes no message.
+func (h *Handler) reply(ctx context.Context, tenant string, msg *a2a.Message, content *agentrunnerv1.Content) (iter.Seq2[runner.Update, error], store.SessionKey, error) {
+	_, run, err := h.task(ctx, tenant, msg.TaskID)
+	if err != nil {
+		return nil, store.SessionKey{}, err
+	}
+	k := store.SessionKey{App: run.GetAppName(), User: run.GetUserId(), Session: run.GetSessionId()}
+	if msg.ContextID != "" && msg.ContextID != k.Session {
+		return nil, k, fmt.Errorf("%w: task %s is in context %q, not %q", a2a.ErrInvalidParams, msg.TaskID, k.Session, msg.ContextID)
+	}
+	if run.GetStatus() != agentrunnerv1.RunStatus_RUN_STATUS_INPUT_REQUIRED {
+		return nil, k, a2a.NewError(a2a.ErrUnsupportedOperation, fmt.Sprintf("task %s is %s: only a task waiting on input takes a message; send one without a task id to start another task in context %s", msg.TaskID, taskState(run.GetStatus()), k.Session))
+	}
+	msg.ContextID = k.Session
+	if !answersCalls(content) {
+		msg.TaskID = ""
+		return nil, k, nil
+	}
+	seq, err := h.s.ResumeRun(ctx, &servicev1.ResumeRunRequest{RunId: run.GetRunId(), Answers: content})
+	if err != nil {
+		return nil, k, h.fail(ctx, err)
+	}
+	return seq, k, nil
+}
+
+// GetTask returns a task as its stored events tell it.
+func (h *Handler) GetTask(ctx context.Context, req *a2a.GetTaskRequest) (*a2a.Task, error) {
+	_, run, err := h.task(ctx, req.Tenant, req.ID)
+	if err != nil {
+		return nil, err
+	}
+	return h.taskOf(ctx, run)
+}
+
+// maxTaskPages bounds the pages of events GetTask reads: a task is one
+// run, whose events are far fewer than this many pages.
+const maxTaskPages = 100
+
+// taskOf builds a task from the run's record and its stored events.
+func (h *Handler) taskOf(ctx context.Context, run *agentrunnerv1.Run) (*a2a.Task, error) {
+	k := store.SessionKey{App: run.GetAppName(), User: run.GetUserId(), Session: run.GetSessionId()}
+	t := newTranslator(h.s, k, run.GetRunId())
+	task := apply(nil, t.record(run)[0])
+	page := store.Page{Size: h.s.MaxPageSize()}
+	after := store.EventFilter{AfterSequence: max(run.GetFirstSequence(), 1) - 1}
+	for range maxTaskPages {
+		evs, next, err := h.s.Store().ListEvents(ctx, k, after, page)
+		if err != nil {
+			return nil, h.fail(ctx, err)
+		}
+		for _, ev := range evs {
+			if last := run.GetLastSequence(); last != 0 && ev.GetSequence() > last {
+				next = "" // past the run: the session went on after it
+				break
+			}
+			out, err := t.events(ctx, runner.Update{Event: ev})
+			if err != nil {
+				return nil, h.fail(ctx, err)
+			}
+			for _, e := range out {
+				task = apply(task, e)
+			}
+		}
+		if next == "" {
+			break
+		}
+		page.Token = next
+	}
+	task.Status = statusOf(run, t.calls)
+	task.History = t.history
+	return task, nil
+}
+
+// CancelTask cancels a running task (CancelRun) and returns it; a task
+// that has ended is not cancelable.
+func (h *Handler) CancelTask(ctx context.Context, req *a2a.CancelTaskRequest) (*a2a.Task, error) {
+	ar, run, err := h.task(ctx, req.Tenant, req.ID)
+	if err != nil {
+		return nil, err
+	}
+	if ended(run.GetStatus()) && run.GetStatus() != agentrunnerv1.RunStatus_RUN_STATUS_INPUT_REQUIRED {
+		return nil, a2a.NewError(a2a.ErrTaskNotCancelable, fmt.Sprintf("task %s is %s", req.ID, taskState(run.GetStatus())))
+	}
+	run, err = ar.Cancel(ctx, string(req.ID))
+	if err != nil {
+		return nil, h.fail(ctx, err)
+	}
+	return h.taskOf(ctx, run)
+}
+
+// SubscribeToTask follows a task (AttachRun): every event from its start,
+// once, then its updates until it ends; an ended task is replayed.
+func (h *Handler) SubscribeToTask(ctx context.Context, req *a2a.SubscribeToTaskRequest) iter.Seq2[a2a.Event, error] {
+	return func(yield func(a2a.Event, error) bool) {
+		ar, run, err := h.task(ctx, req.Tenant, req.ID)
+		if err != nil {
+			yield(nil, err)
+			return
+		}
+		k := store.SessionKey{App: run.GetAppName(), User: run.GetUserId(), Session: run.GetSessionId()}
+		t := newTranslator(h.s, k, run.GetRunId())
+		for u, err := range ar.Attach(ctx, run.GetRunId(), 0) {
+			var evs []a2a.Event
+			if err == nil {
+				evs, err = t.events(ctx, u)
+			}
+			if err != nil {
+				if !t.ended {
+					yield(nil, h.fail(ctx, err))
+				}
+				return
+			}
+			for _, ev := range evs {
+				if !yield(ev, nil) {
+					return
+				}
+			}
+		}
+	}
+}
+
+// ListTasks lists the caller's tasks of the app (ListRuns), newest first:
+// a context's, or every context's of the user.
+func (h *Handler) ListTasks(ctx context.Context, req *a2a.ListTasksRequest) (*a2a.ListTasksResponse, error) {
+	app, err := h.appOf(ctx, req.Tenant)
+	if err != nil {
+		return nil, err
+	}
+	user, err := h.userOf(ctx, app)
+	if err != nil {
+		return nil, err
+	}
+	ar, _ := h.s.Apps().Lookup(app)
+	f := store.RunFilter{App: app, User: user, Session: req.ContextID}
+	if req.Status != a2a.TaskStateUnspecified {
+		if f.Statuses = runStatuses(req.Status); len(f.Statuses) == 0 {
+			return &a2a.ListTasksResponse{Tasks: []*a2a.Task{}}, nil
+		}
+	}
+	if req.PageSize < 0 || req.PageSize > 100 {
+		return nil, fmt.Errorf("%w: pageSize %d is not between 1 and 100", a2a.ErrInvalidParams, req.PageSize)
+	}
+	runs, next, err := ar.ListRunsOf(ctx, f, store.Page{Size: req.PageSize, Token: req.PageToken})
+	if err != nil {
+		return nil, h.fail(ctx, err)
+	}
+	resp := &a2a.ListTasksResponse{Tasks: make([]*a2a.Task, 0, len(runs)), NextPageToken: next, PageSize: len(runs)}
+	for _, run := range runs {
+		task := &a2a.Task{ID: a2a.TaskID(run.GetRunId()), ContextID: run.GetSessionId(), Status: statusOf(run, nil)}
+		if req.IncludeArtifacts {
+			if task, err = h.taskOf(ctx, run); err != nil {
+				return nil, err
+			}
+		}
+		resp.Tasks = append(resp.Tasks, task)
+	}
+	resp.TotalSize = len(resp.Tasks)
+	return resp, nil
+}
+
+// Push notifications are not offered (the card says so).
+
+func (h *Handler) GetTaskPushConfig(context.Context, *a2a.GetTaskPushConfigRequest) (*a2a.PushConfig, error) {
+	return nil, a2a.ErrPushNotificationNotSupported
+}
+
+func (h *Handler) ListTaskPushConfigs(context.Context, *a2a.ListTaskPushConfigRequest) (*a2a.ListTaskPushConfigResponse, error) {
+	return nil, a2a.ErrPushNotificationNotSupported
+}
+
+func (h *Handler) CreateTaskPushConfig(context.Context, *a2a.PushConfig) (*a2a.PushConfig, error) {
+	return nil, a2a.ErrPushNotificationNotSupported
+}
+
+func (h *Handler) DeleteTaskPushConfig(context.Context, *a2a.DeleteTaskPushConfigRequest) error {
+	return a2a.ErrPushNotificationNotSupported
+}
+
+// GetExtendedAgentCard is not offered: the public card says everything.
+func (h *Handler) GetExtendedAgentCard(context.Context, *a2a.GetExtendedAgentCardRequest) (*a2a.AgentCard, error) {
+	return nil, a2a.ErrExtendedCardNotConfigured
+}
