@@ -9,10 +9,12 @@
 #   <!-- expect: TEXT -->      TEXT must appear
 #   <!-- expect-not: TEXT -->  TEXT must not appear
 #   <!-- expect-exit: N -->    the block's exit status (default 0)
-# The commands address 127.0.0.1:50051 as a reader's would; here they are
-# rewritten to a free loopback port, and AGENTRUNNER_ADDR points the
-# `agentrunner runs` commands there. AGENTRUNNER_HTTP_ADDR puts the
-# console's listener on a free port too, not on 8080, which may be taken. They run in a temporary directory with
+# The commands address 127.0.0.1:50051 and 127.0.0.1:8080 (the gRPC port
+# and the HTTP listener) as a reader's would; here they are rewritten to
+# free loopback ports, AGENTRUNNER_ADDR points the `agentrunner runs`
+# commands at the first and AGENTRUNNER_HTTP_ADDR puts the HTTP listener
+# on the second, not on 8080, which may be taken. They run in a temporary
+# directory with
 # the built binary and grpcurl first on the PATH, and the whole demo must
 # end within $RUNS_DEMO_TIMEOUT seconds (default 300). RUNS_DEMO_VERBOSE=1
 # prints every block's output.
@@ -20,6 +22,7 @@ set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 doc=${1:-docs/runs.md}
 readme_addr=127.0.0.1:50051
+readme_http=127.0.0.1:8080
 
 work=$(mktemp -d)
 demo_pid=
@@ -37,9 +40,12 @@ mkdir -p "$work/bin"
 go build -o "$work/bin/agentrunner" ./cmd/agentrunner
 cp "$GOBIN/grpcurl" "$work/bin/"
 
-# A free port: the kernel picks one, which is closed again for the server.
-port=$(/usr/bin/python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
-addr=127.0.0.1:$port
+# Free ports: the kernel picks them, and they are closed again for the
+# server.
+free_port() { /usr/bin/python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
+addr=127.0.0.1:$(free_port)
+http_addr=127.0.0.1:$(free_port)
+while [[ $http_addr == "$addr" ]]; do http_addr=127.0.0.1:$(free_port); done
 
 # Extract the blocks and their checks into one script.
 awk -v dir="$work" '
@@ -65,7 +71,7 @@ if [[ ! -e ${steps[0]} ]]; then
   exit 1
 fi
 for s in "${steps[@]}"; do
-  sed -i "s/$readme_addr/$addr/g" "$s"
+  sed -i "s/$readme_addr/$addr/g; s/$readme_http/$http_addr/g" "$s"
 done
 
 # The runner: each block in this shell (its variables stay), its output in
@@ -106,7 +112,7 @@ status=0
 # setsid: a process group of its own, which cleanup can kill whole.
 setsid env -u GOOGLE_API_KEY -u GEMINI_API_KEY -u GOOGLE_GENAI_USE_VERTEXAI -u GOOGLE_GENAI_USE_ENTERPRISE \
   -u AGENTRUNNER_CONFIG -u AGENTRUNNER_DATA -u AGENTRUNNER_AUTH_FILE -u AGENTRUNNER_HTTP_PREFIX \
-  AGENTRUNNER_ADDR="$addr" AGENTRUNNER_HTTP_ADDR=127.0.0.1:0 PATH="$work/bin:$PATH" \
+  AGENTRUNNER_ADDR="$addr" AGENTRUNNER_HTTP_ADDR="$http_addr" PATH="$work/bin:$PATH" \
   timeout "${RUNS_DEMO_TIMEOUT:-300}" bash run.sh "${steps[@]}" &
 demo_pid=$!
 wait "$demo_pid" || status=$?
