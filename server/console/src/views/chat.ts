@@ -148,6 +148,8 @@ class Chat {
     this.stopBtn.disabled = !running;
     this.runState.textContent = this.active ? `run ${this.active.runId.slice(0, 8)} ${statusName(this.active.status)}` : "";
     this.runState.dataset.status = this.active ? statusName(this.active.status) : "";
+    if (r) this.runState.dataset.runId = r.runId;
+    if (r) this.runState.dataset.last = statusName(r.status);
     if (r) this.statuses.set(r.runId, r.status);
   }
 
