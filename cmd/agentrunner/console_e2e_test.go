@@ -194,6 +194,7 @@ func TestConsoleSignIn(t *testing.T) {
 	p.fill("#token", "alice-secret")
 	p.click("#signin-submit")
 	p.wait("alice's apps", `document.querySelector("#app-slow") && document.querySelector("#app-demo") && !document.querySelector("#app-support")`, 20*time.Second)
+	p.shot("apps")
 	if got := p.wait("the token in sessionStorage", `sessionStorage.getItem("agentrunner.token")`, 5*time.Second); got != "alice-secret" {
 		t.Errorf("sessionStorage token = %q", got)
 	}
@@ -419,6 +420,8 @@ func TestConsolePrefixDeepLink(t *testing.T) {
 	p.wait("the usage tab of the session", `document.querySelector("#session-id")?.textContent === "deep" && document.querySelector("#tab-usage.active") && document.querySelector("#run-usage")`, 20*time.Second)
 	p.click("#tab-chat")
 	p.wait("the chat tab under the prefix", `location.pathname === "/agentrunner/apps/slow/users/u/sessions/deep" && document.querySelector("#chat-input")`, 20*time.Second)
+	p.click("#nav-usage")
+	p.wait("the usage view", `document.querySelector("#usage-total")`, 20*time.Second)
 	p.click("#nav-apps")
 	p.click("section.card .rpc")
 	cmd := p.text("#rpc-grpcurl")
@@ -480,5 +483,25 @@ func saveGrpcurl(t *testing.T, cmd string) {
 	out, err := sh.CombinedOutput()
 	if err != nil || !strings.Contains(string(out), "{") {
 		t.Errorf("the copied command failed: %v\n%s", err, out)
+	}
+}
+
+// TestConsoleLiveSession: a session open in the page shows a run another
+// client starts on it, live, without a reload.
+func TestConsoleLiveSession(t *testing.T) {
+	console, rc, sc, _ := consoleServer(t)
+	createSession(t, sc, "slow", "shared")
+	p := openTab(t, console, sessionPath("slow", "u", "shared"))
+	p.wait("the empty timeline", `document.querySelector("#chat-input") && document.querySelectorAll("#timeline article").length === 0`, 20*time.Second)
+	_, err := rc.StartRun(t.Context(), &servicev1.StartRunRequest{AppName: "slow", UserId: "u", SessionId: "shared", NewMessage: userText("said elsewhere"),
+		RunConfig: &agentrunnerv1.RunConfig{StreamingMode: agentrunnerv1.StreamingMode_STREAMING_MODE_SSE}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.wait("the other client's message", `[...document.querySelectorAll("#timeline .text")].some(e => e.textContent === "said elsewhere")`, 20*time.Second)
+	p.wait("its answer streaming", `document.querySelector("#live-text")?.textContent.length > 0`, 20*time.Second)
+	p.wait("its stored answer", `[...document.querySelectorAll("#timeline .author")].some(e => e.textContent === "slowpoke")`, 30*time.Second)
+	if n := p.wait("streams", `document.body.dataset.streams || "0"`, 5*time.Second); n > "2" {
+		t.Errorf("%s streams open", n)
 	}
 }

@@ -114,3 +114,9 @@ export function rememberedUser(): string {
 export function rememberUser(u: string): void {
   localStorage.setItem("agentrunner.user", u);
 }
+
+// shortId keeps the end of an id: run ids start with their time, so
+// their beginnings look alike.
+export function shortId(id: string): string {
+  return id.length > 12 ? "…" + id.slice(-8) : id;
+}

@@ -64,6 +64,6 @@ export async function appsView(root: HTMLElement, signal: AbortSignal, only?: st
   replace(root,
     section(only ? `App ${only}` : "Apps", [rpcButton(RunnerService, "listApps", ListAppsRequestSchema, () => ({}))],
       apps.length ? null : h("p.hint", "No app is visible to you.")),
-    apps.map((a) => appCard(a, Boolean(only))),
+    apps.map((a) => appCard(a, Boolean(only) || apps.length <= 4)),
   );
 }

@@ -13,11 +13,11 @@ import type { Event as PEvent } from "../../../../gen/ts/agentrunner/v1/event_pb
 import type { FunctionCall, Part } from "../../../../gen/ts/agentrunner/v1/content_pb.js";
 import type { ToolInfo } from "../../../../gen/ts/agentrunner/v1/agent_pb.js";
 import { RunStatus, StreamingMode, type Run } from "../../../../gen/ts/agentrunner/v1/run_pb.js";
-import { activeStatuses, errCode, errText, isActive, runner, sessions, statusName, tryOpenStream } from "../api.js";
+import { activeStatuses, errCode, errText, isActive, runner, sessions, statusName, tryOpenStream, shortId } from "../api.js";
 import { h, replace } from "../dom.js";
 import { showError } from "../ui.js";
 import { rpcButton } from "../rpc.js";
-import { eventCard, Pairs } from "./events.js";
+import { eventCard, Pairs, updateRunTags } from "./events.js";
 import { answerForm, type Answer } from "./answer.js";
 
 const pageSize = 40;
@@ -138,7 +138,7 @@ class Chat {
   async refreshRuns(): Promise<Run[]> {
     const { app, user, sid } = this.ctx;
     const resp = await runner.listRuns({ appName: app, userId: user, sessionId: sid, pageSize: 20 }, { signal: this.signal });
-    for (const r of resp.runs) this.statuses.set(r.runId, r.status);
+    for (const r of resp.runs) this.noteStatus(r);
     return resp.runs;
   }
 
@@ -146,11 +146,17 @@ class Chat {
     this.active = r && isActive(r.status) ? r : undefined;
     const running = this.active && this.active.status !== RunStatus.INPUT_REQUIRED;
     this.stopBtn.disabled = !running;
-    this.runState.textContent = this.active ? `run ${this.active.runId.slice(0, 8)} ${statusName(this.active.status)}` : "";
+    this.runState.textContent = this.active ? `run ${shortId(this.active.runId)} ${statusName(this.active.status)}` : "";
     this.runState.dataset.status = this.active ? statusName(this.active.status) : "";
     if (r) this.runState.dataset.runId = r.runId;
     if (r) this.runState.dataset.last = statusName(r.status);
-    if (r) this.statuses.set(r.runId, r.status);
+    if (r) this.noteStatus(r);
+  }
+
+  noteStatus(r: Run): void {
+    if (this.statuses.get(r.runId) === r.status) return;
+    this.statuses.set(r.runId, r.status);
+    updateRunTags(this.timeline, r.runId, r.status);
   }
 
   // checkActive looks for the session's active run: attaches to a running
@@ -230,7 +236,7 @@ class Chat {
     if (!release) return; // the poll keeps the view current without it
     const abort = new AbortController();
     this.stream = { runId: run.runId, kind: "attached", abort };
-    replace(this.live, h("div.hint#attached", `Following run ${run.runId.slice(0, 8)}, started elsewhere…`));
+    replace(this.live, h("div.hint#attached", `Following run ${shortId(run.runId)}, started elsewhere…`));
     try {
       await this.consume(runner.attachRun({ runId: run.runId, afterSequence: this.newest }, { signal: abort.signal }));
     } catch (e) {
@@ -315,7 +321,7 @@ class Chat {
     };
     replace(this.pending,
       h("section.card.pending",
-        h("div.row.head", h("h3", `Run ${run.runId.slice(0, 8)} waits on ${calls.length} call${calls.length === 1 ? "" : "s"}`), h("span.grow"),
+        h("div.row.head", h("h3", `Run ${shortId(run.runId)} waits on ${calls.length} call${calls.length === 1 ? "" : "s"}`), h("span.grow"),
           rpcButton(RunnerService, "run", RunRequestSchema, () => this.runRequest(calls.map((fc) => ({ data: { case: "functionResponse", value: { id: fc.id, name: fc.name, response: answers.get(fc.id)?.response ?? {} } } }) as Part)), "RPC"),
           rpcButton(RunnerService, "cancelRun", CancelRunRequestSchema, () => ({ runId: run.runId }), "RPC: cancel")),
         calls.map((fc) => answerForm(fc, this.ctx.tools, (a) => {

@@ -6,7 +6,7 @@ import { toJson } from "@bufbuild/protobuf";
 import { EventSchema, type Event } from "../../../../gen/ts/agentrunner/v1/event_pb.js";
 import type { FunctionCall, FunctionResponse, Part } from "../../../../gen/ts/agentrunner/v1/content_pb.js";
 import { RunStatus } from "../../../../gen/ts/agentrunner/v1/run_pb.js";
-import { date, fmtCost, fmtTokens, statusName } from "../api.js";
+import { date, fmtCost, fmtTokens, statusName, shortId } from "../api.js";
 import { fmtTime, h, json, replace } from "../dom.js";
 import { href, link } from "../ui.js";
 
@@ -95,7 +95,7 @@ export function eventCard(ev: Event, pairs: Pairs, runStatus: (runId: string) =>
       h("span.seq", `#${ev.sequence}`),
       h("b.author", ev.author),
       ev.branch && ev.branch !== ev.author ? h("span.tag", ev.branch) : null,
-      ev.invocationId ? link(href(`runs/${ev.invocationId}`), h("span.tag.run", { title: ev.invocationId }, ev.invocationId.slice(0, 8), st !== undefined ? ` ${statusName(st)}` : "")) : null,
+      ev.invocationId ? link(href(`runs/${ev.invocationId}`), h("span.tag.run", { title: ev.invocationId, "data-run": ev.invocationId }, shortId(ev.invocationId), h("span.run-st", st !== undefined ? ` ${statusName(st)}` : ""))) : null,
       h("span.grow"),
       ev.finishReason ? h("span.tag", ev.finishReason) : null,
       ev.modelVersion ? h("span.tag.model", ev.modelVersion) : null,
@@ -107,4 +107,9 @@ export function eventCard(ev: Event, pairs: Pairs, runStatus: (runId: string) =>
     actions(ev, sessionPath),
     h("details.raw", h("summary", "raw JSON"), h("pre", json(toJson(EventSchema, ev)))),
   );
+}
+
+// updateRunTags shows a run's newest status on every event of it.
+export function updateRunTags(root: HTMLElement, runId: string, st: RunStatus): void {
+  for (const el of root.querySelectorAll<HTMLElement>(`.tag.run[data-run="${CSS.escape(runId)}"] .run-st`)) el.textContent = ` ${statusName(st)}`;
 }

@@ -3,11 +3,11 @@
 // few seconds; and one run, followed live with AttachRun.
 import { RunnerService, ListRunsRequestSchema, AttachRunRequestSchema, CancelRunRequestSchema, GetRunRequestSchema } from "../../../../gen/ts/agentrunner/service/v1/runner_service_pb.js";
 import { RunStatus, type Run } from "../../../../gen/ts/agentrunner/v1/run_pb.js";
-import { activeStatuses, date, fmtCost, fmtTokens, isActive, runner, statusName, tryOpenStream } from "../api.js";
+import { activeStatuses, date, fmtCost, fmtTokens, isActive, runner, statusName, tryOpenStream, shortId } from "../api.js";
 import { fmtAge, fmtTime, h, replace } from "../dom.js";
 import { href, link, navigate, poll, section, showError } from "../ui.js";
 import { rpcButton } from "../rpc.js";
-import { eventCard, Pairs } from "./events.js";
+import { eventCard, Pairs, updateRunTags } from "./events.js";
 
 const refreshMs = 3000;
 
@@ -56,8 +56,8 @@ export async function runsView(root: HTMLElement, signal: AbortSignal, app: stri
 function runRow(r: Run, changed: () => void): HTMLElement {
   return h("tr", { "data-run": r.runId, "data-status": statusName(r.status) },
     h("td", h(`span.status.s-${statusName(r.status).toLowerCase()}`, statusName(r.status))),
-    h("td", link(href(`runs/${r.runId}`), h("code", r.runId.slice(0, 8)))),
-    h("td", `${r.userId} / `, link(href(sessionPath(r)), h("code", r.sessionId.slice(0, 12)))),
+    h("td", link(href(`runs/${r.runId}`), h("code", shortId(r.runId)))),
+    h("td", `${r.userId} / `, link(href(sessionPath(r)), h("code", shortId(r.sessionId)))),
     h("td", r.pendingCallIds.length ? `${r.pendingCallIds.length} call${r.pendingCallIds.length > 1 ? "s" : ""}` : ""),
     h("td", fmtAge(date(r.createTime))),
     h("td", fmtTokens(r.usage)),
@@ -76,6 +76,7 @@ export async function runView(root: HTMLElement, signal: AbortSignal, id: string
   const statuses = new Map<string, RunStatus>();
   const drawHead = (r: Run) => {
     statuses.set(r.runId, r.status);
+    updateRunTags(events, r.runId, r.status);
     replace(head,
       h("div.row", h(`span.status.s-${statusName(r.status).toLowerCase()}#run-status`, statusName(r.status)), h("span.grow"),
         isActive(r.status) && r.status !== RunStatus.INPUT_REQUIRED ? h("button#run-cancel.danger", { type: "button", onclick: () => void cancel(r.runId, () => {}) }, "Cancel") : null,

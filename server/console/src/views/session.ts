@@ -11,7 +11,7 @@ import { RunnerService, ListRunsRequestSchema } from "../../../../gen/ts/agentru
 import type { AgentInfo, ToolInfo } from "../../../../gen/ts/agentrunner/v1/agent_pb.js";
 import type { ArtifactVersion } from "../../../../gen/ts/agentrunner/v1/artifact_pb.js";
 import type { Session } from "../../../../gen/ts/agentrunner/v1/session_pb.js";
-import { artifacts, date, fmtCost, fmtTokens, runner, sessions, statusName } from "../api.js";
+import { artifacts, date, fmtCost, fmtTokens, runner, sessions, statusName, shortId } from "../api.js";
 import { download, fmtAge, fmtTime, h, json, replace } from "../dom.js";
 import { href, link, section, showError } from "../ui.js";
 import { rpcButton } from "../rpc.js";
@@ -253,7 +253,7 @@ async function usageTab(root: HTMLElement, signal: AbortSignal, app: string, use
   const load = async (token: string) => {
     const r = await runner.listRuns({ appName: app, userId: user, sessionId: sid, pageSize: 50, pageToken: token }, { signal });
     for (const run of r.runs) {
-      tbody.append(h("tr", h("td", link(href(`runs/${run.runId}`), h("code", run.runId.slice(0, 8)))), h("td", statusName(run.status)), h("td", fmtTime(date(run.createTime))),
+      tbody.append(h("tr", h("td", link(href(`runs/${run.runId}`), h("code", shortId(run.runId)))), h("td", statusName(run.status)), h("td", fmtTime(date(run.createTime))),
         h("td", fmtTokens(run.usage)), h("td", fmtCost(run.cost)),
         h("td.hint", Object.entries(run.usageByAgent).map(([a, u]) => `${a}: ${u.totalTokenCount}`).join(", "))));
     }
