@@ -53,7 +53,7 @@ export function snippets(c: Call): Record<string, string> {
     `from ${pyPkg} import ${pyMod}_pb2, ${pyMod}_pb2_grpc`,
     ``,
     `stub = ${pyMod}_pb2_grpc.${svc}Stub(grpc.insecure_channel(${JSON.stringify(addr)}))`,
-    `req = json_format.Parse(${JSON.stringify(body)}, ${pyMod}_pb2.${m.input.name}())`,
+    `req = json_format.Parse(${/['\\]/.test(body) ? JSON.stringify(body) : `'${body}'`}, ${pyMod}_pb2.${m.input.name}())`,
     stream ? `for resp in stub.${m.name}(req):\n    print(resp)` : `print(stub.${m.name}(req))`,
   ].join("\n");
   const ts = [
@@ -95,7 +95,7 @@ function showRPC(c: Call): void {
     panel,
     h(
       "div.rpc-box",
-      h("div.row", h("h3", `${c.service.name}.${c.method}`), h("span.grow"), h("button", { type: "button", onclick: () => panel.classList.remove("open") }, "Close")),
+      h("div.row", h("h3", `${c.service.name}.${c.service.methods.find((x) => x.localName === c.method)?.name ?? c.method}`), h("span.grow"), h("button", { type: "button", onclick: () => panel.classList.remove("open") }, "Close")),
       known ? null : h("p.hint", "This page is served under a path prefix, which gRPC clients cannot use: replace localhost:50051 with the server's --addr."),
       Object.entries(s).map(([lang, text]) =>
         h("div.snippet", h("div.row", h("b", lang), h("span.grow"), h("button", { type: "button", id: `copy-${lang}`, onclick: () => copy(text) }, "Copy")), h("pre", { id: `rpc-${lang}` }, text)),
