@@ -135,6 +135,12 @@ func (p *tab) fill(sel, value string) {
 	p.wait("input "+sel, fmt.Sprintf(`(() => { const e = document.querySelector(%s); if (!e) return false; e.value = %s; e.dispatchEvent(new Event("input", {bubbles: true})); e.dispatchEvent(new Event("change", {bubbles: true})); return true })()`, q, v), 20*time.Second)
 }
 
+// chatReady waits until a session's chat has loaded its events and runs.
+func (p *tab) chatReady() {
+	p.t.Helper()
+	p.wait("the loaded chat", `document.querySelector("#timeline")?.dataset.loaded`, 20*time.Second)
+}
+
 func (p *tab) text(sel string) string {
 	q, _ := json.Marshal(sel)
 	return p.wait("text of "+sel, fmt.Sprintf(`(() => { const e = document.querySelector(%s); return e ? e.textContent || " " : false })()`, q), 20*time.Second)
@@ -230,6 +236,7 @@ func TestConsoleChatStreams(t *testing.T) {
 	console, rc, sc, _ := consoleServer(t)
 	createSession(t, sc, "slow", "chat")
 	p := openTab(t, console, sessionPath("slow", "u", "chat"))
+	p.chatReady()
 	p.fill("#chat-input", "hello there")
 	p.click("#send")
 	partial := p.wait("streamed text while the run runs",
@@ -252,6 +259,7 @@ func TestConsoleStop(t *testing.T) {
 	console, rc, sc, _ := consoleServer(t)
 	createSession(t, sc, "slow", "stop")
 	p := openTab(t, console, sessionPath("slow", "u", "stop"))
+	p.chatReady()
 	p.fill("#chat-input", "take your time")
 	p.click("#send")
 	id := p.wait("a running run", `document.querySelector("#run-state").dataset.status === "RUNNING" && document.querySelector("#run-state").dataset.runId`, 20*time.Second)
@@ -270,6 +278,7 @@ func TestConsoleAnswers(t *testing.T) {
 	console, _, sc, _ := consoleServer(t)
 	createSession(t, sc, "orders", "ask")
 	p := openTab(t, console, sessionPath("orders", "u", "ask"))
+	p.chatReady()
 	p.fill("#chat-input", `where is it? call get_order {"order_id": "42"}`)
 	p.click("#send")
 	p.wait("the tool's form with its schema", `(() => { const f = document.querySelector("#pending .answer.tool"); return f && f.textContent.includes("order_id") && f.textContent.includes("The order's number.") })()`, 30*time.Second)
@@ -492,7 +501,7 @@ func TestConsoleLiveSession(t *testing.T) {
 	console, rc, sc, _ := consoleServer(t)
 	createSession(t, sc, "slow", "shared")
 	p := openTab(t, console, sessionPath("slow", "u", "shared"))
-	p.wait("the empty timeline", `document.querySelector("#chat-input") && document.querySelectorAll("#timeline article").length === 0`, 20*time.Second)
+	p.wait("the empty timeline", `document.querySelector("#timeline")?.dataset.loaded && document.querySelectorAll("#timeline article").length === 0`, 20*time.Second)
 	_, err := rc.StartRun(t.Context(), &servicev1.StartRunRequest{AppName: "slow", UserId: "u", SessionId: "shared", NewMessage: userText("said elsewhere"),
 		RunConfig: &agentrunnerv1.RunConfig{StreamingMode: agentrunnerv1.StreamingMode_STREAMING_MODE_SSE}})
 	if err != nil {
@@ -504,4 +513,27 @@ func TestConsoleLiveSession(t *testing.T) {
 	if n := p.wait("streams", `document.body.dataset.streams || "0"`, 5*time.Second); n > "2" {
 		t.Errorf("%s streams open", n)
 	}
+}
+
+// TestConsoleReconnect: a session open in the page while the server
+// restarts says it lost the server, then that it is back, and shows what
+// was stored meanwhile.
+func TestConsoleReconnect(t *testing.T) {
+	data := filepath.Join(t.TempDir(), "a.db")
+	browser(t)
+	addr, console, _, stop := startConsole(t, "--data", data)
+	createSession(t, servicev1.NewSessionServiceClient(dial(t, addr)), "slow", "restart")
+	p := openTab(t, console, sessionPath("slow", "u", "restart"))
+	p.wait("the loaded chat", `document.querySelector("#timeline")?.dataset.loaded`, 20*time.Second)
+	stop()
+	p.wait("the lost server", `document.querySelector("#disconnected")`, 20*time.Second)
+	httpAddr := strings.TrimSuffix(strings.TrimPrefix(console, "http://"), "/")
+	addr, _, _, _ = startConsole(t, "--data", data, "--http-addr", httpAddr)
+	sc2 := servicev1.NewSessionServiceClient(dial(t, addr))
+	ev := &agentrunnerv1.Event{Author: "user", InvocationId: "elsewhere", Content: userText("while you were away")}
+	if _, err := sc2.AppendEvent(t.Context(), &servicev1.AppendEventRequest{AppName: "slow", UserId: "u", SessionId: "restart", Event: ev}); err != nil {
+		t.Fatal(err)
+	}
+	p.wait("the reconnection", `document.querySelector("#reconnected")`, 20*time.Second)
+	p.wait("the event stored meanwhile", `[...document.querySelectorAll("#timeline .text")].some(e => e.textContent === "while you were away")`, 20*time.Second)
 }

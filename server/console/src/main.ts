@@ -86,7 +86,7 @@ async function render(): Promise<void> {
     }
   } catch (e) {
     if (signal.aborted) return;
-    view.replaceChildren(h("p.hint", "This view could not load."));
+    view.replaceChildren(h("p.hint", "This view could not load. ", h("button#retry", { type: "button", onclick: () => void render() }, "Retry")));
     showError(e);
   }
 }

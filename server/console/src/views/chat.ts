@@ -12,7 +12,7 @@ import { SessionService, ListEventsRequestSchema } from "../../../../gen/ts/agen
 import type { Event as PEvent } from "../../../../gen/ts/agentrunner/v1/event_pb.js";
 import type { FunctionCall, Part } from "../../../../gen/ts/agentrunner/v1/content_pb.js";
 import type { ToolInfo } from "../../../../gen/ts/agentrunner/v1/agent_pb.js";
-import { RunStatus, StreamingMode, type Run } from "../../../../gen/ts/agentrunner/v1/run_pb.js";
+import { OnDisconnect, RunStatus, StreamingMode, type Run } from "../../../../gen/ts/agentrunner/v1/run_pb.js";
 import { activeStatuses, errCode, errText, isActive, runner, sessions, statusName, tryOpenStream, shortId } from "../api.js";
 import { h, replace } from "../dom.js";
 import { showError } from "../ui.js";
@@ -92,12 +92,16 @@ class Chat {
     io.observe(this.older);
     this.signal.addEventListener("abort", () => io.disconnect());
     await this.checkActive();
+    this.timeline.dataset.loaded = "1";
     this.poll();
   }
 
   runRequest(parts: Part[]) {
     const { app, user, sid } = this.ctx;
-    return { appName: app, userId: user, sessionId: sid, newMessage: { role: "user", parts }, runConfig: { streamingMode: StreamingMode.SSE } };
+    // ON_DISCONNECT_CONTINUE: leaving the view or closing the tab does not
+    // cancel the run (the runs board and this view find it again); Stop
+    // does, with CancelRun.
+    return { appName: app, userId: user, sessionId: sid, newMessage: { role: "user", parts }, runConfig: { streamingMode: StreamingMode.SSE }, onDisconnect: OnDisconnect.CONTINUE };
   }
 
   statusOf = (id: string) => this.statuses.get(id);
