@@ -135,6 +135,16 @@ func (p *tab) fill(sel, value string) {
 	p.wait("input "+sel, fmt.Sprintf(`(() => { const e = document.querySelector(%s); if (!e) return false; e.value = %s; e.dispatchEvent(new Event("input", {bubbles: true})); e.dispatchEvent(new Event("change", {bubbles: true})); return true })()`, q, v), 20*time.Second)
 }
 
+// has evaluates a JavaScript condition once.
+func (p *tab) has(expr string) bool {
+	p.t.Helper()
+	ok, err := chromedp.Run(p.ctx, chromedp.Evaluate[bool](`Boolean(`+expr+`)`))
+	if err != nil {
+		p.t.Fatalf("evaluating %s: %v", expr, err)
+	}
+	return ok
+}
+
 // chatReady waits until a session's chat has loaded its events and runs.
 func (p *tab) chatReady() {
 	p.t.Helper()
@@ -241,6 +251,9 @@ func TestConsoleChatStreams(t *testing.T) {
 	p.click("#send")
 	partial := p.wait("streamed text while the run runs",
 		`(() => { const l = document.querySelector("#live-text"); return l && l.textContent.length > 0 && document.querySelector("#run-state").dataset.status === "RUNNING" ? l.textContent : false })()`, 20*time.Second)
+	if !p.has(`[...document.querySelectorAll("#timeline article.from-user .text")].some(e => e.textContent === "hello there")`) {
+		t.Error("the user's message is not in the timeline while its run streams")
+	}
 	p.shot("chat-streaming")
 	final := p.wait("the answer in the timeline",
 		`(() => { const a = [...document.querySelectorAll("#timeline article.event")].find(e => e.querySelector(".author")?.textContent === "slowpoke"); return a && document.querySelector("#run-state").dataset.status === "" ? a.querySelector(".text").textContent : false })()`, 30*time.Second)

@@ -69,6 +69,11 @@ function toolForm(fc: FunctionCall, tool: ToolInfo | undefined, done: (a: Answer
   addRow("result");
   const raw = h("textarea.raw-json", { rows: 4, placeholder: '{"status": "shipped"}' }) as HTMLTextAreaElement;
   const useRaw = h("input.use-raw", { type: "checkbox" }) as HTMLInputElement;
+  raw.hidden = true;
+  useRaw.addEventListener("change", () => {
+    raw.hidden = !useRaw.checked;
+    rows.hidden = useRaw.checked;
+  });
   const err = h("div.error-text");
   const box = h("div.answer.tool", { "data-call-id": fc.id });
   const submit = () => {

@@ -101,7 +101,7 @@ class Chat {
     // ON_DISCONNECT_CONTINUE: leaving the view or closing the tab does not
     // cancel the run (the runs board and this view find it again); Stop
     // does, with CancelRun.
-    return { appName: app, userId: user, sessionId: sid, newMessage: { role: "user", parts }, runConfig: { streamingMode: StreamingMode.SSE }, onDisconnect: OnDisconnect.CONTINUE };
+    return { appName: app, userId: user, sessionId: sid, newMessage: { role: "user", parts }, runConfig: { streamingMode: StreamingMode.SSE, streamUserEvent: true }, onDisconnect: OnDisconnect.CONTINUE };
   }
 
   statusOf = (id: string) => this.statuses.get(id);
