@@ -480,8 +480,10 @@ func TestConsoleCopyAsRPC(t *testing.T) {
 	saveGrpcurl(t, cmd)
 }
 
-// saveGrpcurl keeps the command in .tmp/console-grpcurl.sh (with the
-// listener's address as $ADDR) and runs it when grpcurl is installed.
+// saveGrpcurl keeps the command in .tmp/console-grpcurl.sh and runs it
+// against the test's server with grpcurl, which CI installs in .tmp/bin
+// (the test step): there a missing grpcurl fails the test, elsewhere it
+// only skips the run.
 func saveGrpcurl(t *testing.T, cmd string) {
 	t.Helper()
 	root := filepath.Join("..", "..")
@@ -498,6 +500,9 @@ func saveGrpcurl(t *testing.T, cmd string) {
 		}
 	}
 	if err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatalf("grpcurl is not installed (the test step installs it in .tmp/bin): %v", err)
+		}
 		t.Log("grpcurl not installed: the command was saved, not run")
 		return
 	}
