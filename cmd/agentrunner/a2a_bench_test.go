@@ -19,8 +19,9 @@ import (
 )
 
 // benchServer serves the default apps with the HTTP listener, for a
-// benchmark, and returns the gRPC address and the console URL.
-func benchServer(b *testing.B) (addr, console string) {
+// benchmark, and returns the gRPC address and the console URL. Extra args
+// come last, so they override the defaults (a --data of seeded store).
+func benchServer(b *testing.B, args ...string) (addr, console string) {
 	b.Helper()
 	for _, k := range []string{"GOOGLE_API_KEY", "GEMINI_API_KEY", "GOOGLE_GENAI_USE_VERTEXAI", "GOOGLE_GENAI_USE_ENTERPRISE", envConfig, envAuthFile, envHTTPPrefix} {
 		b.Setenv(k, "")
@@ -30,8 +31,9 @@ func benchServer(b *testing.B) (addr, console string) {
 	logs := watchLogs(pr)
 	exited := make(chan error, 1)
 	go func() {
-		err := run(ctx, []string{"serve", "--addr", "127.0.0.1:0", "--http-addr", "127.0.0.1:0",
-			"--data", filepath.Join(b.TempDir(), "a.db")}, strings.NewReader(""), io.Discard, pw)
+		all := append([]string{"serve", "--addr", "127.0.0.1:0", "--http-addr", "127.0.0.1:0",
+			"--data", filepath.Join(b.TempDir(), "a.db")}, args...)
+		err := run(ctx, all, strings.NewReader(""), io.Discard, pw)
 		pw.Close()
 		exited <- err
 	}()

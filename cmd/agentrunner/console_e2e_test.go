@@ -31,7 +31,7 @@ var (
 )
 
 // chromium finds the browser, or skips (fails under CI).
-func chromium(t *testing.T) string {
+func chromium(t testing.TB) string {
 	t.Helper()
 	for _, name := range []string{"chromium", "chromium-browser", "google-chrome"} {
 		if p, err := exec.LookPath(name); err == nil {
@@ -49,7 +49,7 @@ func chromium(t *testing.T) string {
 // deadline: that context owns the browser, and a deadline would end it for
 // every later test. The browser dies with the test binary (chromedp sets
 // Pdeathsig on Linux).
-func browser(t *testing.T) context.Context {
+func browser(t testing.TB) context.Context {
 	t.Helper()
 	path := chromium(t)
 	browserOnce.Do(func() {
