@@ -40,13 +40,17 @@ import (
 	"google.golang.org/adk/session/database"
 )
 
-// sqliteDSN makes SQLite wait for its write lock instead of failing at once
-// with SQLITE_BUSY when concurrent runs append events (busy_timeout), lets
-// readers proceed beside the writer (WAL), and keeps every commit durable
-// (synchronous FULL: the WAL is fsynced at each commit, as agentrunner's
-// bbolt store fsyncs each of its commits). These are the settings an
-// operator would pick to serve concurrent sessions from one file.
-const sqliteDSN = "file:%s?_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)&_pragma=synchronous(FULL)"
+// sqliteDSN makes SQLite wait for its write lock instead of failing with
+// SQLITE_BUSY when concurrent runs append events: busy_timeout waits, and
+// _txlock=immediate takes the lock when a transaction begins, since two
+// deferred transactions that read and then both write get SQLITE_BUSY at
+// once, whatever the timeout (adk-go's database service reads before it
+// writes). WAL lets readers proceed beside the writer, and synchronous
+// FULL keeps every commit durable (the WAL is fsynced at each commit, as
+// agentrunner's bbolt store fsyncs each of its commits). These are the
+// settings an operator would pick to serve concurrent sessions from one
+// file; with SQLite's defaults, 8 concurrent sessions already fail.
+const sqliteDSN = "file:%s?_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)&_pragma=synchronous(FULL)&_txlock=immediate"
 
 func main() {
 	addr := flag.String("addr", "127.0.0.1:0", "loopback address to serve on (port 0 picks a free one)")
