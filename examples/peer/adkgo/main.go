@@ -17,6 +17,7 @@ package main
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"flag"
 	"fmt"
@@ -56,19 +57,20 @@ func main() {
 	addr := flag.String("addr", "127.0.0.1:0", "loopback address to serve on (port 0 picks a free one)")
 	store := flag.String("sessions", "memory", "session service: memory (adk-go's in-memory service) or sqlite (its database service on a SQLite file)")
 	dir := flag.String("dir", "", "directory of the SQLite file (with --sessions sqlite; default: the current directory)")
+	conns := flag.Int("sqlite-conns", 1, "most open SQLite connections (0: no limit); one serializes the service's transactions in Go's pool, in the order they ask, where SQLite's busy handler lets a waiter starve past any busy_timeout under a few hundred concurrent sessions")
 	app := flag.String("app", "bench", "app name; it is the root agent's name too, since adk-go's single agent loader serves the root agent under its name")
 	flag.Parse()
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()
-	if err := run(ctx, *addr, *store, *dir, *app); err != nil {
+	if err := run(ctx, *addr, *store, *dir, *app, *conns); err != nil {
 		slog.Error("adkgo peer", "err", err)
 		os.Exit(1)
 	}
 }
 
 // run serves until ctx ends, then shuts the server down.
-func run(ctx context.Context, addr, store, dir, app string) error {
-	sessions, err := sessionService(store, dir)
+func run(ctx context.Context, addr, store, dir, app string, conns int) error {
+	sessions, err := sessionService(store, dir, conns)
 	if err != nil {
 		return err
 	}
@@ -115,8 +117,9 @@ func run(ctx context.Context, addr, store, dir, app string) error {
 	return nil
 }
 
-// sessionService builds the session service store names.
-func sessionService(store, dir string) (session.Service, error) {
+// sessionService builds the session service store names, on at most
+// conns SQLite connections when it is sqlite.
+func sessionService(store, dir string, conns int) (session.Service, error) {
 	switch store {
 	case "memory":
 		return session.InMemoryService(), nil
@@ -124,7 +127,12 @@ func sessionService(store, dir string) (session.Service, error) {
 		path := filepath.Join(dir, "sessions.db")
 		// gorm's default logger writes slow-query warnings to stdout,
 		// which is the harness's; errors reach it as failed requests.
-		svc, err := database.NewSessionService(sqlite.Open(fmt.Sprintf(sqliteDSN, path)),
+		db, err := sql.Open(sqlite.DriverName, fmt.Sprintf(sqliteDSN, path))
+		if err != nil {
+			return nil, fmt.Errorf("sqlite %s: %w", path, err)
+		}
+		db.SetMaxOpenConns(conns)
+		svc, err := database.NewSessionService(sqlite.Dialector{Conn: db},
 			&gorm.Config{Logger: gormlogger.Default.LogMode(gormlogger.Silent)})
 		if err != nil {
 			return nil, fmt.Errorf("sqlite %s: %w", path, err)
