@@ -7,7 +7,7 @@
 //
 // It is a module of its own so that agentrunner never depends on adk-go.
 //
-//	go build -C examples/peer/adkgo -o .tmp/adkpeer .
+//	go build -C examples/peer/adkgo -o "$PWD/.tmp/adkpeer" .  # -o is relative to -C
 //	.tmp/adkpeer --addr 127.0.0.1:0 --sessions sqlite --dir /tmp/x
 //
 // When it serves, it prints "listening on http://HOST:PORT" on stdout; the

@@ -118,7 +118,7 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs.StringVar(&baseline, "baseline", "", "compare with this other agentrunner `binary`: each scenario runs under both builds, alternating, --rounds times, and the report gives the medians of the rounds' ratios (the machine's limits are not measured)")
 	fs.IntVar(&rounds, "rounds", 3, "rounds of a --baseline or --peer comparison")
 	var peer string
-	fs.StringVar(&peer, "peer", "", "side-by-side with adk-go: the peer `binary` built from examples/peer/adkgo (go build -C examples/peer/adkgo -o .tmp/adkpeer .), which serves adk-go's REST API on the same zero-latency model; the single-session and --sessions mixed workloads run on agentrunner, on the peer with adk-go's in-memory sessions and on it with its SQLite sessions, alternating, --rounds times, and one table gives the ratios; exits non-zero if any run failed on any side (docs/performance.md)")
+	fs.StringVar(&peer, "peer", "", "side-by-side with adk-go: the peer `binary` built from examples/peer/adkgo (go build -C examples/peer/adkgo -o \"$PWD/.tmp/adkpeer\" .), which serves adk-go's REST API on the same zero-latency model; the single-session and --sessions mixed workloads run on agentrunner, on the peer with adk-go's in-memory sessions and on it with its SQLite sessions, alternating, --rounds times, and one table gives the ratios; exits non-zero if any run failed on any side (docs/performance.md)")
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "Usage: agentrunner bench [flags]\n\n"+
 			"Drives agentrunner through its gRPC API with the offline model at zero latency and\n"+
@@ -152,14 +152,7 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		if baseline != "" {
 			return errors.New("--peer and --baseline: choose one")
 		}
-		pc, err := Peer(ctx, o, peer, rounds, stderr)
-		if pc != nil {
-			printPeer(stdout, pc)
-			if jerr := writeJSON(o.JSON, stdout, pc); jerr != nil {
-				return errors.Join(err, jerr)
-			}
-		}
-		return err
+		return peerMain(ctx, o, peer, rounds, stdout, stderr)
 	}
 	if baseline != "" {
 		c, err := Compare(ctx, o, baseline, rounds, stderr)
@@ -175,6 +168,19 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	printReport(stdout, rep)
 	return writeJSON(o.JSON, stdout, rep)
+}
+
+// peerMain runs `bench --peer` and prints its table (and JSON), also when
+// runs failed: the table shows where, and the error fails the command.
+func peerMain(ctx context.Context, o Options, peer string, rounds int, stdout, stderr io.Writer) error {
+	pc, err := Peer(ctx, o, peer, rounds, stderr)
+	if pc != nil {
+		printPeer(stdout, pc)
+		if jerr := writeJSON(o.JSON, stdout, pc); jerr != nil {
+			return errors.Join(err, jerr)
+		}
+	}
+	return err
 }
 
 // writeJSON writes v as indented JSON to the file at path, or to stdout
