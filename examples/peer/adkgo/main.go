@@ -50,7 +50,9 @@ import (
 // FULL keeps every commit durable (the WAL is fsynced at each commit, as
 // agentrunner's bbolt store fsyncs each of its commits). These are the
 // settings an operator would pick to serve concurrent sessions from one
-// file; with SQLite's defaults, 8 concurrent sessions already fail.
+// file; without _txlock=immediate, creating 8 sessions at once already
+// fails. Even so, SQLite's busy handler can let a waiter starve past the
+// timeout under a few hundred concurrent sessions: see --sqlite-conns.
 const sqliteDSN = "file:%s?_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)&_pragma=synchronous(FULL)&_txlock=immediate"
 
 func main() {
