@@ -8,6 +8,7 @@ package bench
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -115,7 +116,9 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	var baseline string
 	var rounds int
 	fs.StringVar(&baseline, "baseline", "", "compare with this other agentrunner `binary`: each scenario runs under both builds, alternating, --rounds times, and the report gives the medians of the rounds' ratios (the machine's limits are not measured)")
-	fs.IntVar(&rounds, "rounds", 3, "rounds of a --baseline comparison")
+	fs.IntVar(&rounds, "rounds", 3, "rounds of a --baseline or --peer comparison")
+	var peer string
+	fs.StringVar(&peer, "peer", "", "side-by-side with adk-go: the peer `binary` built from examples/peer/adkgo (go build -C examples/peer/adkgo -o \"$PWD/.tmp/adkpeer\" .), which serves adk-go's REST API on the same zero-latency model; the single-session and --sessions mixed workloads run on agentrunner, on the peer with adk-go's in-memory sessions and on it with its SQLite sessions, alternating, --rounds times, and one table gives the ratios; exits non-zero if any run failed on any side (docs/performance.md)")
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "Usage: agentrunner bench [flags]\n\n"+
 			"Drives agentrunner through its gRPC API with the offline model at zero latency and\n"+
@@ -145,6 +148,12 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			return err
 		}
 	}
+	if peer != "" {
+		if baseline != "" {
+			return errors.New("--peer and --baseline: choose one")
+		}
+		return peerMain(ctx, o, peer, rounds, stdout, stderr)
+	}
 	if baseline != "" {
 		c, err := Compare(ctx, o, baseline, rounds, stderr)
 		if err != nil {
@@ -159,6 +168,19 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	printReport(stdout, rep)
 	return writeJSON(o.JSON, stdout, rep)
+}
+
+// peerMain runs `bench --peer` and prints its table (and JSON), also when
+// runs failed: the table shows where, and the error fails the command.
+func peerMain(ctx context.Context, o Options, peer string, rounds int, stdout, stderr io.Writer) error {
+	pc, err := Peer(ctx, o, peer, rounds, stderr)
+	if pc != nil {
+		printPeer(stdout, pc)
+		if jerr := writeJSON(o.JSON, stdout, pc); jerr != nil {
+			return errors.Join(err, jerr)
+		}
+	}
+	return err
 }
 
 // writeJSON writes v as indented JSON to the file at path, or to stdout
@@ -369,7 +391,7 @@ func storedGroup(ctx context.Context, o Options, dir, tag string, w io.Writer, r
 // measured runs one scenario with a progress line and the servers' CPU
 // and memory read around it: CPU summed over the replicas, peak RSS the
 // largest replica's.
-func measured(ctx context.Context, w io.Writer, c replicas, srv servers, spec loadSpec) (Result, error) {
+func measured(ctx context.Context, w io.Writer, c runClients, srv servers, spec loadSpec) (Result, error) {
 	cpu0, _ := srv.cpuSeconds()
 	var done atomic.Int64
 	stop := progress(w, spec.name, &done, spec.sessions*spec.runs)
@@ -387,6 +409,9 @@ func measured(ctx context.Context, w io.Writer, c replicas, srv servers, spec lo
 		}
 	}
 	fmt.Fprintf(w, "%-40s %8.0f runs/s  p50 %6.2f ms\n", spec.name, res.RunsPerSec, res.LatencyMs.P50)
+	if res.Failed > 0 {
+		fmt.Fprintf(w, "%-40s %8d runs failed, the first: %s\n", "", res.Failed, res.FirstError)
+	}
 	return res, nil
 }
 

@@ -40,6 +40,10 @@ type Result struct {
 	ServerCPUPerRunMs float64    `json:"server_cpu_ms_per_run,omitempty"`
 	PeakRSSMiB        float64    `json:"server_peak_rss_mib,omitempty"`
 	File              *FileStats `json:"file,omitempty"`
+	// Failed counts the runs that failed, and FirstError is the first
+	// one's error, when the scenario tolerated failures (--peer).
+	Failed     int    `json:"failed_runs,omitempty"`
+	FirstError string `json:"first_error,omitempty"`
 }
 
 // Pcts are latency percentiles in milliseconds.
@@ -153,65 +157,102 @@ type loadSpec struct {
 	words     int
 	streaming string // none, sse, mixed
 	sessionID func(i int) string
+	// tolerate counts failed runs instead of stopping at the first: the
+	// side-by-side with a peer reports every side's failures.
+	tolerate bool
+}
+
+// runClient is one server's API as the bench drives it: agentrunner's
+// gRPC API (client), or a peer's REST API (restClient).
+type runClient interface {
+	run(ctx context.Context, user, session, text string, sse bool) (runStats, error)
+}
+
+// runClients picks the client of session i.
+type runClients interface {
+	runner(i int) runClient
+}
+
+func (rs replicas) runner(i int) runClient { return rs.of(i) }
+
+// tally gathers the runs of one scenario from its sessions' goroutines.
+type tally struct {
+	mu       sync.Mutex
+	lat, fst []time.Duration
+	total    runStats
+	failed   int
+	firstErr error
+}
+
+// add records one run; it reports whether the session should go on.
+// A failed run stops the scenario unless spec.tolerate, when it is
+// counted and the next run follows.
+func (t *tally) add(spec loadSpec, sid string, r int, st runStats, err error, cancel func()) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if err != nil {
+		t.failed++
+		if t.firstErr == nil {
+			t.firstErr = fmt.Errorf("%s: session %s run %d: %w", spec.name, sid, r, err)
+		}
+		if !spec.tolerate {
+			cancel()
+			return false
+		}
+		return true
+	}
+	t.lat, t.fst = append(t.lat, st.latency), append(t.fst, st.first)
+	t.total.msgs += st.msgs
+	t.total.persisted += st.persisted
+	t.total.p += st.p
+	return true
 }
 
 // drive runs spec against c: spec.sessions goroutines, each sending
 // spec.runs sequential runs to its own session on its replica. progress
-// counts runs.
-func drive(ctx context.Context, c replicas, spec loadSpec, progress *atomic.Int64) (Result, error) {
+// counts runs. Without spec.tolerate the first failed run ends the
+// scenario with its error; with it, failed runs are counted in the
+// Result (Failed, FirstError) and the scenario goes on.
+func drive(ctx context.Context, c runClients, spec loadSpec, progress *atomic.Int64) (Result, error) {
 	text := message(spec.words)
-	var (
-		mu       sync.Mutex
-		lat, fst []time.Duration
-		total    runStats
-		firstErr error
-	)
+	var t tally
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var wg sync.WaitGroup
 	start := time.Now()
 	for i := range spec.sessions {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			user, sid := fmt.Sprintf("bench-user-%d", i%64), spec.sessionID(i)
 			for r := range spec.runs {
 				sse := spec.streaming == "sse" || (spec.streaming == "mixed" && (i+r)%2 == 1)
-				st, err := c.of(i).run(ctx, user, sid, text, sse)
-				mu.Lock()
-				if err != nil {
-					if firstErr == nil {
-						firstErr = fmt.Errorf("%s: session %s run %d: %w", spec.name, sid, r, err)
-						cancel()
-					}
-					mu.Unlock()
+				st, err := c.runner(i).run(ctx, user, sid, text, sse)
+				if !t.add(spec, sid, r, st, err, cancel) {
 					return
 				}
-				lat, fst = append(lat, st.latency), append(fst, st.first)
-				total.msgs += st.msgs
-				total.persisted += st.persisted
-				total.p += st.p
-				mu.Unlock()
 				progress.Add(1)
 			}
-		}()
+		})
 	}
 	wg.Wait()
 	elapsed := time.Since(start).Seconds()
-	if firstErr != nil {
-		return Result{}, firstErr
+	if t.firstErr != nil && !spec.tolerate {
+		return Result{}, t.firstErr
 	}
-	n := len(lat)
-	return Result{
+	n := len(t.lat)
+	res := Result{
 		Name: spec.name, Sessions: spec.sessions, RunsPerSess: spec.runs, Streaming: spec.streaming,
-		Runs: n, Seconds: elapsed,
+		Runs: n, Seconds: elapsed, Failed: t.failed,
 		RunsPerSec:      float64(n) / elapsed,
-		PersistedPerSec: float64(total.persisted) / elapsed,
-		StreamedPerSec:  float64(total.msgs) / elapsed,
-		PartialPerSec:   float64(total.p) / elapsed,
-		LatencyMs:       percentiles(lat),
-		FirstEventMs:    percentiles(fst),
-	}, nil
+		PersistedPerSec: float64(t.total.persisted) / elapsed,
+		StreamedPerSec:  float64(t.total.msgs) / elapsed,
+		PartialPerSec:   float64(t.total.p) / elapsed,
+		LatencyMs:       percentiles(t.lat),
+		FirstEventMs:    percentiles(t.fst),
+	}
+	if t.firstErr != nil {
+		res.FirstError = t.firstErr.Error()
+	}
+	return res, nil
 }
 
 // createSessions creates n sessions with ids from id, 64 at a time, each

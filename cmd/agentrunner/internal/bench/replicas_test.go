@@ -14,7 +14,13 @@ import (
 // that needs one and stopped by TestMain.
 var pg pgtest.Shared
 
-func TestMain(m *testing.M) { os.Exit(pgtest.Main(m, &pg)) }
+func TestMain(m *testing.M) {
+	// Re-executed as a fake peer by TestPeer (peer_test.go).
+	if os.Getenv(fakePeerEnv) != "" {
+		os.Exit(fakePeerMain())
+	}
+	os.Exit(pgtest.Main(m, &pg))
+}
 
 // TestReplicasNeedPostgres: more than one replica needs a postgres:// URL
 // and servers the bench starts; the error says so before anything starts.

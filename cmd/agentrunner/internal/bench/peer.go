@@ -1,0 +1,251 @@
+package bench
+
+import (
+	"context"
+	"debug/buildinfo"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"text/tabwriter"
+	"time"
+)
+
+// The sides of a side-by-side with the adk-go peer (examples/peer/adkgo):
+// agentrunner's own server, and the peer on each of adk-go's session
+// services.
+const (
+	sideOurs      = "agentrunner"
+	sidePeerMem   = "adk-go memory"
+	sidePeerLite  = "adk-go sqlite"
+	peerModuleADK = "google.golang.org/adk"
+)
+
+var peerSides = []string{sideOurs, sidePeerMem, sidePeerLite}
+
+// PeerComparison is what `bench --peer BINARY` measures: the same
+// workloads on agentrunner and on adk-go's REST API (in memory and on
+// SQLite), in rounds that alternate the three, so that a slow spell of a
+// shared machine weighs on all of them. A scenario's ratios are medians
+// of the rounds' ratios, agentrunner's runs/s over the peer's.
+type PeerComparison struct {
+	Peer       string         `json:"peer"`
+	ADKVersion string         `json:"adk_version"` // from the peer's build info
+	Rounds     int            `json:"rounds"`
+	LoadBefore string         `json:"loadavg_before"` // /proc/loadavg
+	LoadAfter  string         `json:"loadavg_after"`
+	Scenarios  []PeerScenario `json:"scenarios"`
+}
+
+// PeerScenario holds one scenario's figures per side, one per round.
+type PeerScenario struct {
+	Name       string               `json:"name"`
+	RunsPerSec map[string][]float64 `json:"runs_per_sec"`
+	CPUMs      map[string][]float64 `json:"server_cpu_ms_per_run"`
+	Failed     map[string]int       `json:"failed_runs"`
+	FirstError map[string]string    `json:"first_error,omitempty"`
+	// Ratio is, per peer side, the median over the rounds of
+	// agentrunner's runs/s over that side's: above 1, agentrunner is faster.
+	Ratio map[string]float64 `json:"ratio"`
+}
+
+// peerSpecs are the workloads of a side-by-side: one session's sequential
+// runs, unstreamed, and each --sessions count of concurrent sessions with
+// half of the runs streamed, as `bench` runs them. Failures are counted.
+func peerSpecs(o Options) []loadSpec {
+	specs := []loadSpec{{name: "single session, no streaming", sessions: 1, runs: o.SingleRuns, words: 8, streaming: "none", tolerate: true}}
+	for _, n := range o.Concurrency {
+		specs = append(specs, loadSpec{name: fmt.Sprintf("%d sessions, mixed", n), sessions: n, runs: o.Runs, words: 8, streaming: "mixed", tolerate: true})
+	}
+	return specs
+}
+
+// Peer runs the side-by-side; progress goes to w. It returns the
+// comparison, and an error too when any run failed on any side, so that
+// a smoke test fails then (the comparison is still printed).
+func Peer(ctx context.Context, o Options, peer string, rounds int, w io.Writer) (*PeerComparison, error) {
+	switch {
+	case o.Addr != "":
+		return nil, errors.New("--peer with --addr: the side-by-side starts both servers itself")
+	case rounds < 1:
+		return nil, fmt.Errorf("--rounds %d: must be at least 1", rounds)
+	}
+	abs, err := filepath.Abs(peer)
+	if err != nil {
+		return nil, err
+	}
+	pc := &PeerComparison{Peer: peer, ADKVersion: peerADKVersion(abs), Rounds: rounds, LoadBefore: loadAvg()}
+	dir := o.DataDir
+	if dir == "" {
+		d, err := os.MkdirTemp("", "agentrunner-peer-*")
+		if err != nil {
+			return nil, err
+		}
+		defer os.RemoveAll(d)
+		dir = d
+	}
+	started := time.Now().UnixNano()
+	for r := range rounds {
+		for _, side := range peerSides {
+			fmt.Fprintf(w, "round %d of %d: %s\n", r+1, rounds, side)
+			// Session ids differ per round and side: a peer's SQLite file
+			// or our bbolt file is new each time, but ids never repeat.
+			tag := strconv.FormatInt(started, 36) + fmt.Sprintf("-r%d-%d", r, slices.Index(peerSides, side))
+			sdir := filepath.Join(dir, fmt.Sprintf("r%d-%s", r, strings.ReplaceAll(side, " ", "-")))
+			results, err := peerRound(ctx, o, abs, side, sdir, tag, w)
+			if err != nil {
+				return nil, fmt.Errorf("round %d, %s: %w", r+1, side, err)
+			}
+			for _, res := range results {
+				pc.add(side, res)
+			}
+		}
+	}
+	pc.LoadAfter = loadAvg()
+	for i := range pc.Scenarios {
+		pc.Scenarios[i].finish()
+	}
+	return pc, pc.failures()
+}
+
+// peerRound runs every workload on a fresh server of one side, in dir.
+func peerRound(ctx context.Context, o Options, peer, side, dir, tag string, w io.Writer) ([]Result, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	specs := peerSpecs(o)
+	for si := range specs {
+		specs[si].sessionID = func(i int) string { return fmt.Sprintf("peer-%s-%d-%d", tag, si, i) }
+	}
+	if side == sideOurs {
+		var out []Result
+		o.Replicas, o.Data, o.Priced = 1, "", false
+		err := withServer(ctx, o, filepath.Dir(dir), filepath.Base(dir), func(c replicas, srv servers) error {
+			var err error
+			out, err = runSpecs(ctx, w, c, srv, specs, func(ctx context.Context, s loadSpec) error {
+				var done atomic.Int64
+				return createSessions(ctx, c, s.sessions, s.sessionID, &done)
+			})
+			return err
+		})
+		return out, err
+	}
+	store := map[string]string{sidePeerMem: "memory", sidePeerLite: "sqlite"}[side]
+	p, err := startPeer(ctx, peer, store, dir, o.App)
+	if err != nil {
+		return nil, err
+	}
+	defer p.kill()
+	c := newRESTClient(p.addr, o.App)
+	defer c.close()
+	out, err := runSpecs(ctx, w, c, servers{p}, specs, func(ctx context.Context, s loadSpec) error {
+		return parallel(ctx, s.sessions, 64, func(ctx context.Context, i int) error {
+			return c.createSession(ctx, fmt.Sprintf("bench-user-%d", i%64), s.sessionID(i))
+		})
+	})
+	if err != nil {
+		return nil, fmt.Errorf("%w\npeer log:\n%s", err, tail(p.logs.String(), 2000))
+	}
+	return out, p.stop()
+}
+
+// runSpecs creates each spec's sessions with create, then measures it.
+func runSpecs(ctx context.Context, w io.Writer, c runClients, srv servers, specs []loadSpec, create func(context.Context, loadSpec) error) ([]Result, error) {
+	var out []Result
+	for _, s := range specs {
+		if err := create(ctx, s); err != nil {
+			return nil, fmt.Errorf("%s: create sessions: %w", s.name, err)
+		}
+		res, err := measured(ctx, w, c, srv, s)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, res)
+	}
+	return out, nil
+}
+
+// add records one side's result of a scenario in one round.
+func (pc *PeerComparison) add(side string, res Result) {
+	i := slices.IndexFunc(pc.Scenarios, func(s PeerScenario) bool { return s.Name == res.Name })
+	if i < 0 {
+		pc.Scenarios = append(pc.Scenarios, PeerScenario{Name: res.Name, RunsPerSec: map[string][]float64{},
+			CPUMs: map[string][]float64{}, Failed: map[string]int{}, FirstError: map[string]string{}, Ratio: map[string]float64{}})
+		i = len(pc.Scenarios) - 1
+	}
+	s := &pc.Scenarios[i]
+	s.RunsPerSec[side] = append(s.RunsPerSec[side], res.RunsPerSec)
+	s.CPUMs[side] = append(s.CPUMs[side], res.ServerCPUPerRunMs)
+	s.Failed[side] += res.Failed
+	if res.FirstError != "" && s.FirstError[side] == "" {
+		s.FirstError[side] = res.FirstError
+	}
+}
+
+func (s *PeerScenario) finish() {
+	for _, side := range peerSides[1:] {
+		s.Ratio[side] = medianRatio(s.RunsPerSec[sideOurs], s.RunsPerSec[side])
+	}
+}
+
+// failures is an error naming every side and scenario with failed runs.
+func (pc *PeerComparison) failures() error {
+	var errs []error
+	for _, s := range pc.Scenarios {
+		for _, side := range peerSides {
+			if n := s.Failed[side]; n > 0 {
+				errs = append(errs, fmt.Errorf("%s, %s: %d runs failed, first: %s", s.Name, side, n, s.FirstError[side]))
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// peerADKVersion is the adk-go version the peer binary was built with,
+// from its build info; "unknown" when it cannot be read.
+func peerADKVersion(binary string) string {
+	bi, err := buildinfo.ReadFile(binary)
+	if err != nil {
+		return "unknown"
+	}
+	for _, d := range bi.Deps {
+		if d.Path == peerModuleADK {
+			return d.Version
+		}
+	}
+	return "unknown"
+}
+
+// loadAvg is the first three fields of /proc/loadavg, for the record: the
+// bench's machine may be shared.
+func loadAvg() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "unknown"
+	}
+	f := strings.Fields(string(b))
+	return strings.Join(f[:min(3, len(f))], " ")
+}
+
+// printPeer writes the side-by-side as one table: medians of each side's
+// figures, the medians of the rounds' ratios, and failed runs.
+func printPeer(w io.Writer, pc *PeerComparison) {
+	fmt.Fprintf(w, "peer %s (adk-go %s, REST API: JSON over HTTP/1.1); agentrunner: gRPC (protobuf over HTTP/2), bbolt\n", pc.Peer, pc.ADKVersion)
+	fmt.Fprintf(w, "%d rounds alternating %s; figures are medians; ratio = agentrunner runs/s ÷ adk-go runs/s (median of the rounds' ratios; above 1, agentrunner is faster)\n", pc.Rounds, strings.Join(peerSides, ", "))
+	fmt.Fprintf(w, "load average before %s, after %s\n\n", pc.LoadBefore, pc.LoadAfter)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "scenario\tagentrunner r/s\tadk-go mem r/s\tratio\tadk-go sqlite r/s\tratio\tcpu ms/run: agentrunner\tadk-go mem\tadk-go sqlite\tfailed runs\t")
+	for _, s := range pc.Scenarios {
+		fmt.Fprintf(tw, "%s\t%.0f\t%.0f\t%.2f\t%.0f\t%.2f\t%.2f\t%.2f\t%.2f\t%d / %d / %d\t\n", s.Name,
+			median(s.RunsPerSec[sideOurs]), median(s.RunsPerSec[sidePeerMem]), s.Ratio[sidePeerMem],
+			median(s.RunsPerSec[sidePeerLite]), s.Ratio[sidePeerLite],
+			median(s.CPUMs[sideOurs]), median(s.CPUMs[sidePeerMem]), median(s.CPUMs[sidePeerLite]),
+			s.Failed[sideOurs], s.Failed[sidePeerMem], s.Failed[sidePeerLite])
+	}
+	tw.Flush()
+}

@@ -1,0 +1,117 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"iter"
+	"regexp"
+	"slices"
+	"strings"
+
+	"google.golang.org/adk/model"
+	"google.golang.org/genai"
+)
+
+// replyPrefix starts every answer, as in agentrunner's offline model
+// (runner/model/offline), whose echo this model mirrors.
+const replyPrefix = "offline model: "
+
+// echoModel is a zero-latency model.LLM that answers as agentrunner's
+// offline model answers a plain text message: "offline model: you said:
+// <the user's last message>", streamed word by word as partial responses
+// and then once whole, with usage counted the same way. It mirrors only
+// that branch (no tool calls, no transfers): the bench's messages are plain
+// text, and so is the bench app of either server.
+type echoModel struct{ name string }
+
+var _ model.LLM = echoModel{}
+
+func (m echoModel) Name() string { return m.name }
+
+// GenerateContent answers req at once; see echoModel.
+func (m echoModel) GenerateContent(ctx context.Context, req *model.LLMRequest, stream bool) iter.Seq2[*model.LLMResponse, error] {
+	return func(yield func(*model.LLMResponse, error) bool) {
+		if req == nil {
+			yield(nil, errors.New("echo model: nil request"))
+			return
+		}
+		text := replyPrefix + "there is nothing to answer"
+		if user := lastUserText(req.Contents); user != "" {
+			text = replyPrefix + "you said: " + user
+		}
+		if stream {
+			for _, w := range splitWords(text) {
+				if ctx.Err() != nil {
+					yield(nil, ctx.Err())
+					return
+				}
+				if !yield(&model.LLMResponse{Content: genai.NewContentFromText(w, genai.RoleModel), Partial: true, ModelVersion: m.name}, nil) {
+					return
+				}
+			}
+		}
+		yield(&model.LLMResponse{
+			Content:       genai.NewContentFromText(text, genai.RoleModel),
+			TurnComplete:  true,
+			FinishReason:  genai.FinishReasonStop,
+			UsageMetadata: usage(req, text),
+			ModelVersion:  m.name,
+		}, nil)
+	}
+}
+
+// lastUserText is the text of the last user content that has any.
+func lastUserText(contents []*genai.Content) string {
+	for _, c := range slices.Backward(contents) {
+		if c == nil || (c.Role != genai.RoleUser && c.Role != "") {
+			continue
+		}
+		if t := textOf(c); strings.TrimSpace(t) != "" {
+			return t
+		}
+	}
+	return ""
+}
+
+func textOf(c *genai.Content) string {
+	var b strings.Builder
+	for _, p := range c.Parts {
+		if p != nil {
+			b.WriteString(p.Text)
+		}
+	}
+	return b.String()
+}
+
+// usage counts tokens as the offline model does: a quarter of the prompt's
+// text bytes (rounded up), and one per word of the answer.
+func usage(req *model.LLMRequest, answer string) *genai.GenerateContentResponseUsageMetadata {
+	promptBytes := 0
+	if req.Config != nil && req.Config.SystemInstruction != nil {
+		promptBytes += len(textOf(req.Config.SystemInstruction))
+	}
+	for _, c := range req.Contents {
+		if c != nil {
+			promptBytes += len(textOf(c))
+		}
+	}
+	prompt := int32((promptBytes + 3) / 4)
+	candidates := int32(len(strings.Fields(answer)))
+	return &genai.GenerateContentResponseUsageMetadata{
+		PromptTokenCount:     prompt,
+		CandidatesTokenCount: candidates,
+		TotalTokenCount:      prompt + candidates,
+	}
+}
+
+// wordWithSpace is the offline model's streaming split: each word with
+// the spaces that follow it, the first with those before it too.
+var wordWithSpace = regexp.MustCompile(`^\s*\S+\s*|\S+\s*`)
+
+func splitWords(s string) []string {
+	pieces := wordWithSpace.FindAllString(s, -1)
+	if len(pieces) == 0 {
+		return []string{s}
+	}
+	return pieces
+}
