@@ -178,7 +178,8 @@ func TestPages(t *testing.T) {
 		{"GET", "runs/r1", "", 200, "<title>agentrunner console</title>"},
 		{"HEAD", "runs/r1", "", 200, ""},
 		{"GET", "runs/", "", 200, "<title>agentrunner console</title>"},
-		{"GET", "app.js", "", 404, ""},
+		{"GET", "no-such-asset.js", "", 404, ""}, // a broken build fails loudly
+		{"GET", "app.js", "", 200, "function"},
 		{"PUT", "runs/r1", "", 405, ""},
 		{"POST", "runs/r1", "application/json", 404, `"code":"unimplemented"`},
 		{"GET", "agentrunner.service.v1.RunnerService/Nope", "", 404, `"code":"unimplemented"`},
