@@ -86,7 +86,7 @@ wait_screen first \
   '^  -> triage calls transfer_to_agent\(\{"agent_name":"billing"\}\)$' \
   '^  => triage transfers to billing$' \
   '^\[billing\] offline model: you said: I have a billing question$' \
-  '^  \(events #1-#4\)$'
+  '^  \(events #1-#4 · tokens [0-9,]+ · cost unknown\)$'
 type_line first "/quit"
 type_line first 'echo "chat exited: $?"'
 wait_screen first '^chat exited: 0$'
@@ -107,7 +107,7 @@ type_line second "and another one"
 wait_screen second \
   '^you> and another one$' \
   '^\[billing\] offline model: you said: and another one$' \
-  '^  \(events #5-#6\)$'
+  '^  \(events #5-#6 · tokens [0-9,]+ · cost unknown\)$'
 tm send-keys -t second C-d
 type_line second 'echo "chat exited: $?"'
 wait_screen second '^chat exited: 0$'
