@@ -2,10 +2,14 @@ package web
 
 import (
 	"bytes"
+	"compress/gzip"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
-	"io"
 	"io/fs"
+	"mime"
 	"net/http"
 	"path"
 	"regexp"
@@ -16,9 +20,19 @@ import (
 // pages serves what vanguard does not route: the console's files, the
 // page for deep links, and an RPC error for a method no service has.
 type pages struct {
-	files fs.FS
-	// index is index.html with its base element set to the prefix.
-	index []byte
+	// assets are the console's files, read once: they are embedded and
+	// never change while the process runs. "index.html" has its base
+	// element set to the prefix.
+	assets map[string]*asset
+}
+
+// asset is one file as served: its bytes, gzipped when that saves
+// something, and an ETag of its content. Embedded files have no
+// modification time, so without the ETag every new tab would download
+// app.js again; with it a browser revalidates and gets a 304.
+type asset struct {
+	body, gz []byte
+	etag     string
 }
 
 // baseElement is the base element index.html carries for the root; it
@@ -26,12 +40,71 @@ type pages struct {
 const baseElement = `<base href="/">`
 
 func newPages(files fs.FS, prefix string) (*pages, error) {
-	index, err := fs.ReadFile(files, "index.html")
+	p := &pages{assets: map[string]*asset{}}
+	err := fs.WalkDir(files, ".", func(name string, d fs.DirEntry, err error) error {
+		if err != nil || !d.Type().IsRegular() {
+			return err
+		}
+		body, err := fs.ReadFile(files, name)
+		if err != nil {
+			return err
+		}
+		if name == "index.html" {
+			body = bytes.Replace(body, []byte(baseElement), []byte(`<base href="`+prefix+`/">`), 1)
+		}
+		p.assets[name] = newAsset(body)
+		return nil
+	})
 	if err != nil {
-		return nil, fmt.Errorf("web: the console has no index.html: %w", err)
+		return nil, fmt.Errorf("web: read the console's files: %w", err)
 	}
-	index = bytes.Replace(index, []byte(baseElement), []byte(`<base href="`+prefix+`/">`), 1)
-	return &pages{files: files, index: index}, nil
+	if p.assets["index.html"] == nil {
+		return nil, errors.New("web: the console has no index.html")
+	}
+	return p, nil
+}
+
+// newAsset prepares body for serving.
+func newAsset(body []byte) *asset {
+	sum := sha256.Sum256(body)
+	a := &asset{body: body, etag: `"` + hex.EncodeToString(sum[:12]) + `"`}
+	var b bytes.Buffer
+	zw, _ := gzip.NewWriterLevel(&b, gzip.BestCompression) // the level is valid
+	_, _ = zw.Write(body)                                  // a bytes.Buffer does not fail
+	if zw.Close() == nil && b.Len() < len(body)*9/10 {
+		a.gz = b.Bytes()
+	}
+	return a
+}
+
+// serve writes a, gzipped when the client takes it, with its ETag and
+// the other caching headers: revalidate every time (file names carry no
+// hash, so a new build must be seen at once), which a 304 makes cheap.
+func (a *asset) serve(w http.ResponseWriter, r *http.Request, name string) {
+	h := w.Header()
+	h.Set("Cache-Control", "no-cache")
+	h.Add("Vary", "Accept-Encoding")
+	body, etag := a.body, a.etag
+	if a.gz != nil && acceptsGzip(r) {
+		body, etag = a.gz, a.etag[:len(a.etag)-1]+`-gz"`
+		h.Set("Content-Encoding", "gzip")
+		if ct := mime.TypeByExtension(path.Ext(name)); ct != "" {
+			h.Set("Content-Type", ct) // not sniffed from the gzip bytes
+		}
+	}
+	h.Set("ETag", etag)
+	http.ServeContent(w, r, name, time.Time{}, bytes.NewReader(body))
+}
+
+// acceptsGzip reports whether the request's Accept-Encoding takes gzip.
+func acceptsGzip(r *http.Request) bool {
+	for _, part := range strings.Split(r.Header.Get("Accept-Encoding"), ",") {
+		coding, params, _ := strings.Cut(strings.TrimSpace(part), ";")
+		if strings.EqualFold(strings.TrimSpace(coding), "gzip") && strings.ReplaceAll(params, " ", "") != "q=0" {
+			return true
+		}
+	}
+	return false
 }
 
 func (p *pages) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -50,45 +123,18 @@ func (p *pages) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// it and have a click land on a button.
 	h.Set("X-Frame-Options", "DENY")
 	name := strings.TrimPrefix(path.Clean("/"+r.URL.Path), "/")
-	if name != "" && name != "index.html" {
-		if p.serveFile(w, r, name) {
-			return
-		}
-		// A missing asset is an error to see, not a page that loads
-		// and then fails to run.
-		if path.Ext(name) != "" {
-			http.NotFound(w, r)
-			return
-		}
+	if a := p.assets[name]; a != nil && name != "index.html" {
+		a.serve(w, r, name)
+		return
 	}
-	// A new build must reach browsers at once: revalidate the page each
-	// time (the assets it names may be cached).
-	h.Set("Cache-Control", "no-cache")
-	http.ServeContent(w, r, "index.html", time.Time{}, bytes.NewReader(p.index))
-}
-
-// serveFile serves the named regular file, reporting false when there is
-// none (a directory is none: it is a deep link, not a listing).
-func (p *pages) serveFile(w http.ResponseWriter, r *http.Request, name string) bool {
-	f, err := p.files.Open(name)
-	if err != nil {
-		return false
+	// A missing asset is an error to see, not a page that loads and then
+	// fails to run; any other path is a deep link (a directory too: no
+	// listings).
+	if name != "" && name != "index.html" && path.Ext(name) != "" {
+		http.NotFound(w, r)
+		return
 	}
-	defer f.Close()
-	st, err := f.Stat()
-	if err != nil || !st.Mode().IsRegular() {
-		return false
-	}
-	rs, ok := f.(io.ReadSeeker)
-	if !ok {
-		b, err := io.ReadAll(f)
-		if err != nil {
-			return false
-		}
-		rs = bytes.NewReader(b)
-	}
-	http.ServeContent(w, r, name, st.ModTime(), rs)
-	return true
+	p.assets["index.html"].serve(w, r, "index.html")
 }
 
 // rpcPath is the path of an RPC, /package.Service/Method.
