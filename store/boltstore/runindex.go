@@ -17,40 +17,35 @@ import (
 	"github.com/agentrunner/agentrunner/store"
 )
 
-// The run index lists runs across sessions (ListRunsOf without a
-// session), newest first, without walking any session. Its entries live
-// in run_records, beside the records and the unfinished marks:
+// The run index lists the active runs across sessions (ListRunsOf without
+// a session, for the console's runs board), newest first, without walking
+// any session. Its entries live in run_records, beside the records and the
+// unfinished marks:
 //
-//	run_records  'i' T(app, user) N(create) T(run_id)  -> empty: every run of the user, by creation
-//	             'v' T(app, user) N(create) T(run_id)  -> empty, while the run is active
+//	run_records  'v' T(app, user) N(create) T(run_id)  -> empty, while the run is active
 //
-// create is the stored create_time, which never changes, so a run's 'i'
-// entry is written once, with its first record. Its 'v' entry
-// (store.Active: PENDING, RUNNING, INPUT_REQUIRED) comes and goes with
-// the writes that change its status, in their transaction (runPlan.index),
-// so that the runs board reads only active runs however many have ended.
+// create is the stored create_time, which never changes. A run's entry
+// (store.Active: PENDING, RUNNING, INPUT_REQUIRED) comes and goes with the
+// writes that change its status, in their transaction (runPlan.index).
 // planRun reads the stored status with the record it reads anyway: the
-// index costs no read of its own.
+// index costs no read of its own. The entries, as few as the runs in
+// flight, sort right after the 'u' marks, which come and go in the same
+// writes: they share the last leaf of the bucket, which those writes dirty
+// anyway, and cost no page of their own (BenchmarkRunLifecycle). An app's
+// listing (admins only) merges its users' ranges (appRanges).
 //
-// The write of a run is the hottest path of the service, and a bbolt
-// commit writes every page it touches with the branch pages above them,
-// hence one entry per run and one while it is active (none per app), and
-// where they sit. The 'v' entries, as few as the runs in flight, sort
-// right after the 'u' marks, which come and go in the same writes: they
-// share the last leaf of the bucket, which those writes dirty anyway, and
-// cost no page of their own (BenchmarkRunLifecycle). The 'i' entries sort
-// before the records, so that they never come between the newest records
-// and the marks, which share their branch pages too; a new run's 'i'
-// entry dirties its user's newest leaf and the branch above it: about
-// two pages per run in a serial commit, fewer when a commit writes
-// several runs of a user. An app's listing (admins only) merges its
-// users' ranges (appRanges) instead of reading an app-wide copy of them.
+// Runs of every status are not indexed: an entry per run ('i', kind
+// indexAll, which schema 7 files of an earlier build may hold and which
+// nothing reads) dirtied a leaf and a branch page more in each commit, a
+// tenth of a single-session run. A listing of ended runs across sessions
+// reads every run record instead (scan).
 //
 // A page token is the place of the last run listed: the listing's scope
 // ('a' T(app) or 'u' T(app, user)) then N(create) T(run_id). The same
 // token continues a listing of active runs or of all runs.
 
-// Kinds of the run index's entries in run_records.
+// Kinds of the run index's entries in run_records: indexActive is the
+// one written; indexAll names the walk of every status (scan).
 const (
 	indexAll    = 'i'
 	indexActive = 'v'
@@ -84,20 +79,15 @@ func indexKey(kind byte, app, user string, nanos int64, runID string) []byte {
 	return indexEntry(appendString(appendString([]byte{kind}, app), user), nanos, runID)
 }
 
-// index keeps the run index for the planned write: a new run's entry, and
-// its active entry when its status enters or leaves the active ones: at
-// most two puts, or one delete. It fails only with an abortError.
+// index keeps the run index for the planned write: the run's entry when
+// its status enters the active ones, its deletion when it leaves them. It
+// fails only with an abortError.
 func (p *runPlan) index(records *bbolt.Bucket) error {
-	if !p.newRun && p.active == 0 {
+	if p.active == 0 {
 		return nil
 	}
 	app, user, id := p.w.rec.GetAppName(), p.w.rec.GetUserId(), p.w.rec.GetRunId()
 	nanos := runNanos(p.key, p.w.sk)
-	if p.newRun {
-		if err := put(records, indexKey(indexAll, app, user, nanos, id), []byte{}); err != nil {
-			return err
-		}
-	}
 	switch p.active {
 	case 1:
 		return put(records, indexKey(indexActive, app, user, nanos, id), []byte{})
@@ -163,7 +153,6 @@ func migrateRunIndex(tx *bbolt.Tx) error {
 			return fmt.Errorf("run %s: run key: %w", runID, err)
 		}
 		nanos := runNanos(key, sk)
-		keys = append(keys, indexKey(indexAll, app, user, nanos, runID))
 		if _, st := requestAndStatusOf(v); store.Active(st) {
 			keys = append(keys, indexKey(indexActive, app, user, nanos, runID))
 		}
@@ -256,7 +245,13 @@ func (w *acrossWalk) walkKind() byte {
 func (w *acrossWalk) list(tx *bbolt.Tx, limit int) ([]*agentrunnerv1.Run, string, error) {
 	records := tx.Bucket(bucketRunRecords)
 	kind := w.walkKind()
-	src, err := w.ranges(records, kind)
+	var src placeSource
+	var err error
+	if kind == indexActive {
+		src, err = w.ranges(records, kind)
+	} else {
+		src, err = w.scan(tx)
+	}
 	if err != nil {
 		return nil, "", err
 	}
@@ -293,6 +288,56 @@ func (w *acrossWalk) list(tx *bbolt.Tx, limit int) ([]*agentrunnerv1.Run, string
 		}
 		out, last = append(out, rec), place
 	}
+}
+
+// placeSource gives a walk's places, newest first; nil at the end.
+type placeSource interface{ next() []byte }
+
+// scannedPlaces are places found by a scan, sorted newest first.
+type scannedPlaces [][]byte
+
+func (s *scannedPlaces) next() []byte {
+	if len(*s) == 0 {
+		return nil
+	}
+	p := (*s)[0]
+	*s = (*s)[1:]
+	return p
+}
+
+// scan returns the places before the walk's bound of every stored run of
+// its scope, read from every run record of the store. Runs of every
+// status have no index of their own: one entry per run, written with its
+// first record, cost a single-session run a tenth of its time (a leaf and
+// a branch page more in each commit), and only a listing of ended runs
+// across sessions needs it, so that listing pays instead, in proportion
+// to the store's runs. The runs board lists the active runs, which are
+// indexed.
+func (w *acrossWalk) scan(tx *bbolt.Tx) (*scannedPlaces, error) {
+	var out scannedPlaces
+	c := tx.Bucket(bucketRunRecords).Cursor()
+	for k, _ := c.Seek([]byte{'r'}); k != nil && k[0] == 'r'; k, _ = c.Next() {
+		runID, _, err := readString(k[1:])
+		if err != nil {
+			return nil, fmt.Errorf("run_records key %x: %w", k, err)
+		}
+		key, _, err := storedRun(tx, runID)
+		if err != nil {
+			return nil, err
+		}
+		app, user, sk, err := runKeyOwner(key)
+		if err != nil {
+			return nil, fmt.Errorf("run %s: run key: %w", runID, err)
+		}
+		if app != w.f.App || (w.f.User != "" && user != w.f.User) {
+			continue
+		}
+		if place := indexEntry(w.scope, runNanos(key, sk), runID); bytes.Compare(place, w.bound) < 0 {
+			out = append(out, place)
+		}
+	}
+	slices.SortFunc(out, func(a, b []byte) int { return bytes.Compare(b, a) })
+	return &out, nil
 }
 
 // ranges returns the walk's entries of kind as places, newest first: a
@@ -438,13 +483,23 @@ func (w *acrossWalk) queuedOutside(tx *bbolt.Tx, records *bbolt.Bucket, kind byt
 		}
 		nanos, id := runNanos(key, q.sk), q.rec.GetRunId()
 		place := indexEntry(w.scope, nanos, id)
-		if bytes.Compare(place, w.bound) >= 0 || exists(records, indexKey(kind, rec.GetAppName(), rec.GetUserId(), nanos, id)) {
+		if bytes.Compare(place, w.bound) >= 0 || w.meets(tx, records, kind, rec, nanos) {
 			continue
 		}
 		out = append(out, placedRun{key: place, rec: rec})
 	}
 	slices.SortFunc(out, func(a, b placedRun) int { return bytes.Compare(b.key, a.key) })
 	return out
+}
+
+// meets reports whether the walk of kind meets a run of its own: an
+// active run by its entry, any run by its stored record (scan).
+func (w *acrossWalk) meets(tx *bbolt.Tx, records *bbolt.Bucket, kind byte, rec *agentrunnerv1.Run, nanos int64) bool {
+	if kind == indexActive {
+		return exists(records, indexKey(kind, rec.GetAppName(), rec.GetUserId(), nanos, rec.GetRunId()))
+	}
+	_, v, err := storedRun(tx, rec.GetRunId())
+	return err == nil && v != nil
 }
 
 // ofScope returns the queued records of app (and of user, when not
