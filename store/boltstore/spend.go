@@ -105,22 +105,13 @@ func decodeSpend(v []byte) (*agentrunnerv1.Spend, error) {
 	return sp, nil
 }
 
-// checkSpendArgs validates the app and user of a ledger read; user may be
-// empty where all users are meant.
-func checkSpendArgs(app, user string) error {
-	if app == "" {
-		return fmt.Errorf("app_name is empty: %w", store.ErrInvalidArgument)
-	}
-	return checkParts(app, user)
-}
-
 // DailySpend implements store.SpendStore: the user's and the app's keys of
 // the day, summed over their models.
 func (s *Store) DailySpend(ctx context.Context, app, user string, day time.Time) (userSpend, appSpend *agentrunnerv1.Spend, err error) {
 	if user == "" {
 		return nil, nil, fmt.Errorf("user_id is empty: %w", store.ErrInvalidArgument)
 	}
-	if err := checkSpendArgs(app, user); err != nil {
+	if err := store.CheckSpendArgs(app, user, checkPart); err != nil {
 		return nil, nil, err
 	}
 	d := store.Day(day)
@@ -152,7 +143,7 @@ func (s *Store) DailySpend(ctx context.Context, app, user string, day time.Time)
 // allUsers') keys from the first day to the last, which key order gives
 // by day and then by model.
 func (s *Store) ListSpend(ctx context.Context, app, user string, from, to time.Time) ([]store.DaySpend, error) {
-	if err := checkSpendArgs(app, user); err != nil {
+	if err := store.CheckSpendArgs(app, user, checkPart); err != nil {
 		return nil, err
 	}
 	first, last := store.Day(from), store.Day(to)

@@ -122,15 +122,6 @@ func scanSpend(row pgx.CollectableRow, dest ...any) (*agentrunnerv1.Spend, error
 	}, nil
 }
 
-// checkSpendArgs validates the app and user of a ledger read; user may be
-// empty where all users are meant.
-func checkSpendArgs(app, user string) error {
-	if app == "" {
-		return fmt.Errorf("app_name is empty: %w", store.ErrInvalidArgument)
-	}
-	return checkParts(app, user)
-}
-
 // DailySpend implements store.SpendStore: the user's and the app's rows
 // of the day, their shards summed by model, then the models in name
 // order, as boltstore sums them.
@@ -138,7 +129,7 @@ func (s *Store) DailySpend(ctx context.Context, app, user string, day time.Time)
 	if user == "" {
 		return nil, nil, fmt.Errorf("user_id is empty: %w", store.ErrInvalidArgument)
 	}
-	if err := checkSpendArgs(app, user); err != nil {
+	if err := store.CheckSpendArgs(app, user, checkPart); err != nil {
 		return nil, nil, err
 	}
 	userSpend, appSpend = &agentrunnerv1.Spend{}, &agentrunnerv1.Spend{}
@@ -172,7 +163,7 @@ func (s *Store) DailySpend(ctx context.Context, app, user string, day time.Time)
 // ListSpend implements store.SpendStore: one range of the primary key,
 // its shards summed by day and model.
 func (s *Store) ListSpend(ctx context.Context, app, user string, from, to time.Time) ([]store.DaySpend, error) {
-	if err := checkSpendArgs(app, user); err != nil {
+	if err := store.CheckSpendArgs(app, user, checkPart); err != nil {
 		return nil, err
 	}
 	var out []store.DaySpend
