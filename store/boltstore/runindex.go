@@ -250,7 +250,9 @@ func (w *acrossWalk) list(tx *bbolt.Tx, limit int) ([]*agentrunnerv1.Run, string
 	if kind == indexActive {
 		src, err = w.ranges(records, kind)
 	} else {
-		src, err = w.scan(tx)
+		// One more than the page tells whether there is a next one; a
+		// queued record the page meets may turn out not to be kept.
+		src, err = w.scan(tx, limit+1+len(w.queued))
 	}
 	if err != nil {
 		return nil, "", err
@@ -313,15 +315,19 @@ func (s *scannedPlaces) next() []byte {
 // across sessions needs it, so that listing pays instead, in proportion
 // to the store's runs. The runs board lists the active runs, which are
 // indexed.
-func (w *acrossWalk) scan(tx *bbolt.Tx) (*scannedPlaces, error) {
-	var out scannedPlaces
+//
+// It keeps only the keep newest places whose stored status the filter
+// keeps (or whose record is queued, which may change it), in a heap, so
+// that a page costs memory in proportion to its size, not to the store.
+func (w *acrossWalk) scan(tx *bbolt.Tx, keep int) (*scannedPlaces, error) {
+	var h oldestFirst
 	c := tx.Bucket(bucketRunRecords).Cursor()
 	for k, _ := c.Seek([]byte{'r'}); k != nil && k[0] == 'r'; k, _ = c.Next() {
 		runID, _, err := readString(k[1:])
 		if err != nil {
 			return nil, fmt.Errorf("run_records key %x: %w", k, err)
 		}
-		key, _, err := storedRun(tx, runID)
+		key, v, err := storedRun(tx, runID)
 		if err != nil {
 			return nil, err
 		}
@@ -332,12 +338,35 @@ func (w *acrossWalk) scan(tx *bbolt.Tx) (*scannedPlaces, error) {
 		if app != w.f.App || (w.f.User != "" && user != w.f.User) {
 			continue
 		}
-		if place := indexEntry(w.scope, runNanos(key, sk), runID); bytes.Compare(place, w.bound) < 0 {
-			out = append(out, place)
+		if _, st := requestAndStatusOf(v); !w.f.Keeps(st) && w.queued[runID] == nil {
+			continue
+		}
+		place := indexEntry(w.scope, runNanos(key, sk), runID)
+		if bytes.Compare(place, w.bound) >= 0 || (len(h) == keep && bytes.Compare(place, h[0]) <= 0) {
+			continue
+		}
+		heap.Push(&h, place)
+		if len(h) > keep {
+			heap.Pop(&h)
 		}
 	}
+	out := scannedPlaces(h)
 	slices.SortFunc(out, func(a, b []byte) int { return bytes.Compare(b, a) })
 	return &out, nil
+}
+
+// oldestFirst is a heap of places with the oldest (smallest) on top.
+type oldestFirst [][]byte
+
+func (h oldestFirst) Len() int           { return len(h) }
+func (h oldestFirst) Less(i, j int) bool { return bytes.Compare(h[i], h[j]) < 0 }
+func (h oldestFirst) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
+func (h *oldestFirst) Push(x any)        { *h = append(*h, x.([]byte)) }
+func (h *oldestFirst) Pop() any {
+	old := *h
+	x := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return x
 }
 
 // ranges returns the walk's entries of kind as places, newest first: a

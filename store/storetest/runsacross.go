@@ -1,6 +1,7 @@
 package storetest
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -157,4 +158,40 @@ func testRunListAcrossInvalid(t *testing.T, s store.Store) {
 	}
 	_, _, err = s.ListRunsOf(ctx, store.RunFilter{App: "app", User: "u1", Session: "nope"}, store.Page{})
 	wantErr(t, err, store.ErrNotFound, "ListRunsOf of a missing session")
+}
+
+// testRunListAcrossFilteredPages: a status filter that keeps one run in
+// three, paged three at a time across many sessions, lists every kept run
+// once, newest first, and ends.
+func testRunListAcrossFilteredPages(t *testing.T, s store.Store) {
+	statuses := []agentrunnerv1.RunStatus{runSucceeded, runFailed, runCancelled}
+	var want []string
+	for i := range 30 {
+		k := key("app", "u1", fmt.Sprintf("s%d", i%6))
+		if i < 6 {
+			create(t, s, k, nil)
+		}
+		putRun(t, s, runRec(k, fmt.Sprintf("r%02d", i), i+1, statuses[i%3]))
+		if i%3 == 1 {
+			want = append([]string{fmt.Sprintf("r%02d", i)}, want...)
+		}
+	}
+	f := store.RunFilter{App: "app", User: "u1", Statuses: []agentrunnerv1.RunStatus{runFailed}}
+	var got []string
+	token := ""
+	for range 20 {
+		runs, next, err := s.ListRunsOf(t.Context(), f, store.Page{Size: 3, Token: token})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range runs {
+			got = append(got, r.GetRunId())
+		}
+		if token = next; token == "" {
+			break
+		}
+	}
+	if strings.Join(got, " ") != strings.Join(want, " ") {
+		t.Fatalf("FAILED runs across sessions, 3 a page: %v, want %v", got, want)
+	}
 }

@@ -74,6 +74,7 @@ func Run(t *testing.T, open Open) {
 		{"RunListAcross", testRunListAcross},
 		{"RunListAcrossPagesStable", testRunListAcrossPagesStable},
 		{"RunListAcrossInvalid", testRunListAcrossInvalid},
+		{"RunListAcrossFilteredPages", testRunListAcrossFilteredPages},
 		{"Closed", testClosed},
 		{"RunClosed", testRunClosed},
 		{"PagesBoundedByBytes", testPagesBoundedByBytes},
