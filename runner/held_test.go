@@ -9,6 +9,7 @@ import (
 	"github.com/agentrunner/agentrunner/runner/agent"
 	"github.com/agentrunner/agentrunner/runner/agent/llmagent"
 	"github.com/agentrunner/agentrunner/runner/agent/workflow"
+	"github.com/agentrunner/agentrunner/runner/model/offline"
 	"github.com/agentrunner/agentrunner/store"
 )
 
@@ -102,6 +103,51 @@ func TestFinalAnswerCommitsWithRecord(t *testing.T) {
 				t.Errorf("streamed final record ends at %d, stored at %d", final.GetLastSequence(), stored.GetLastSequence())
 			}
 		})
+	}
+}
+
+// TestHeldUnderSummarizer: an app with a summarizer (every app with an
+// LLM agent has one) still stores a final answer with its final record,
+// unless this run compacts: then the answer is stored first, so that the
+// summarizer reads it, and the compaction event after it.
+func TestHeldUnderSummarizer(t *testing.T) {
+	db := newTestStore(t)
+	r, err := New(Config{AppName: testApp, Root: llm(t, llmagent.Config{Name: "root"}), Store: db,
+		Compaction: Compaction{Summarizer: offline.New(offline.Config{}), Interval: 2}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	k := newSession(t, db, "u1", "s1")
+	cc := &commitCounter{Store: db}
+	r.store, r.env.Store = cc, cc
+	wants := [][]string{
+		{"event+RUN_STATUS_RUNNING", "event+RUN_STATUS_SUCCEEDED"},             // one run: nothing to compact
+		{"event+RUN_STATUS_RUNNING", "event", "event", "RUN_STATUS_SUCCEEDED"}, // two: the answer, then the compaction
+	}
+	for i, want := range wants {
+		var final *agentrunnerv1.Run
+		for u, err := range r.Stream(t.Context(), request(k, "hi")) {
+			if err != nil {
+				t.Fatal(err)
+			}
+			if u.Run != nil {
+				final = u.Run
+			}
+		}
+		if got := cc.taken(); !equalStrings(got, want) {
+			t.Errorf("run %d: commits %q, want %q", i+1, got, want)
+		}
+		if final.GetStatus() != agentrunnerv1.RunStatus_RUN_STATUS_SUCCEEDED {
+			t.Fatalf("run %d ended %v", i+1, final.GetStatus())
+		}
+	}
+	_, events, err := db.GetSession(t.Context(), k, store.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	last := events[len(events)-1]
+	if c := last.GetActions().GetCompaction(); c == nil || c.GetEndSequence() != events[len(events)-2].GetSequence() {
+		t.Fatalf("last event %v; want a compaction through the answer before it", last)
 	}
 }
 

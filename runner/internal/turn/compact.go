@@ -76,6 +76,34 @@ type compactionPlan struct {
 // needs a compaction, and over which range. runID is the run that just
 // ended.
 func (c Compaction) planCompaction(events []*agentrunnerv1.Event, runID string) *compactionPlan {
+	p, open := openEvents(events)
+	reason, keep := c.trigger(open, nil, runID)
+	if reason == "" {
+		return nil
+	}
+	p.reason = reason
+	return p.cover(open, keep)
+}
+
+// dueAfter reports whether compaction would run at the end of run runID
+// once next, an event not stored yet, is stored after events: the turn
+// holds a final answer back for the final record only when it would not
+// (held.go), since a summarizer reads stored events.
+func (c Compaction) dueAfter(events []*agentrunnerv1.Event, next *agentrunnerv1.Event, runID string) bool {
+	if c.Summarizer == nil {
+		return false
+	}
+	p, open := openEvents(events)
+	reason, keep := c.trigger(open, next, runID)
+	if reason == "" {
+		return false // most runs: decided from counts, without a copy
+	}
+	return p.cover(append(open[:len(open):len(open)], next), keep) != nil
+}
+
+// openEvents returns a plan holding the newest compaction among events,
+// if any, and the events after its range.
+func openEvents(events []*agentrunnerv1.Event) (*compactionPlan, []*agentrunnerv1.Event) {
 	p := &compactionPlan{}
 	// Most runs compact nothing: decide that from counts, without
 	// copying the history.
@@ -92,23 +120,52 @@ func (c Compaction) planCompaction(events []*agentrunnerv1.Event, runID string) 
 			break
 		}
 	}
-	open := events[first:]
-	keep := c.Overlap
+	return p, events[first:]
+}
+
+// trigger returns why the uncompacted events open, with next after them
+// when not nil, call for a compaction, and how many runs it keeps
+// verbatim; "" when they do not.
+func (c Compaction) trigger(open []*agentrunnerv1.Event, next *agentrunnerv1.Event, runID string) (reason string, keep int) {
+	keep = c.Overlap
 	// Counting runs compares invocation ids, event by event: only for an
 	// app that compacts by interval.
-	switch {
-	case c.Interval > 0 && countRuns(open) >= c.Interval:
-		p.reason = fmt.Sprintf("%d runs since the last compaction (interval %d)", countRuns(open), c.Interval)
-	case c.TokenThreshold > 0 && promptTokens(open, runID) >= c.TokenThreshold:
-		p.reason = fmt.Sprintf("a prompt of %d tokens (threshold %d)", promptTokens(open, runID), c.TokenThreshold)
-		keep = max(keep, 1)
-	case c.maxEvents() > 0 && countUncompacted(open) > c.maxEvents():
-		p.reason = fmt.Sprintf("%d uncompacted events, over the cap of %d", countUncompacted(open), c.maxEvents())
-		keep = max(keep, 1)
-	default:
-		return nil
+	if c.Interval > 0 {
+		if runs := countRuns(open) + newRun(open, next); runs >= c.Interval {
+			return fmt.Sprintf("%d runs since the last compaction (interval %d)", runs, c.Interval), keep
+		}
 	}
-	return p.cover(open, keep)
+	if c.TokenThreshold > 0 {
+		prompt := promptTokens(open, runID)
+		if next != nil && next.GetInvocationId() == runID {
+			prompt = max(prompt, int(next.GetUsageMetadata().GetPromptTokenCount()))
+		}
+		if prompt >= c.TokenThreshold {
+			return fmt.Sprintf("a prompt of %d tokens (threshold %d)", prompt, c.TokenThreshold), max(keep, 1)
+		}
+	}
+	if c.maxEvents() > 0 {
+		n := countUncompacted(open)
+		if next != nil && next.GetActions().GetCompaction() == nil {
+			n++
+		}
+		if n > c.maxEvents() {
+			return fmt.Sprintf("%d uncompacted events, over the cap of %d", n, c.maxEvents()), max(keep, 1)
+		}
+	}
+	return "", 0
+}
+
+// newRun is 1 when next, after open, starts a run of its own (as
+// countRuns counts them), else 0.
+func newRun(open []*agentrunnerv1.Event, next *agentrunnerv1.Event) int {
+	if next == nil || next.GetActions().GetCompaction() != nil {
+		return 0
+	}
+	if len(open) == 0 || next.GetInvocationId() == "" || open[len(open)-1].GetInvocationId() != next.GetInvocationId() {
+		return 1
+	}
+	return 0
 }
 
 // countUncompacted counts the events of open that are not compactions.

@@ -22,20 +22,26 @@ import (
 // final answer, marked turn_complete, whose every ancestor ends with it.
 // Held only when nothing else needs it stored first: it changes no state
 // or artifacts (an agent's callback could read them), and no compaction
-// will run after the agents (it summarizes stored events). Anything that
+// will run after the agents (it summarizes stored events; an app's
+// summarizer alone does not say that one will). Anything that
 // comes after it after all (an agent's callback answering, an in-band
 // error, a cancel) stores it first, in order, as if it had not been held.
 
 // holds reports whether a complete event, ready to store, is to be held
 // back to go with the final record.
 func (in *invocation) holds(ev *agentrunnerv1.Event) bool {
-	if in.env.Compaction.Summarizer != nil || ev.GetAuthor() == agent.UserAuthor || !ev.GetTurnComplete() {
+	if ev.GetAuthor() == agent.UserAuthor || !ev.GetTurnComplete() {
 		return false
 	}
 	if a := ev.GetActions(); len(a.GetStateDelta().GetFields()) > 0 || len(a.GetArtifactDelta()) > 0 || a.GetCompaction() != nil || a.GetEscalate() {
 		return false
 	}
-	return finalAnswer(ev) && in.env.treeFinished(append(in.runTail(), ev))
+	if !finalAnswer(ev) || !in.env.treeFinished(append(in.runTail(), ev)) {
+		return false
+	}
+	// Every app with an LLM agent has a summarizer, but few runs compact:
+	// what decides is whether this one will once the answer is stored.
+	return !in.env.Compaction.dueAfter(in.inv.Events(), ev, in.job.ID)
 }
 
 // runTail returns this run's stored events, in order: the tail of the
