@@ -10,7 +10,6 @@ import (
 	"github.com/agentrunner/agentrunner/runner/internal/runrec"
 	"github.com/agentrunner/agentrunner/runner/internal/turn"
 	"github.com/agentrunner/agentrunner/store"
-	"google.golang.org/protobuf/proto"
 )
 
 // ResumeRequest continues a run that a crash or a shutdown cut off
@@ -88,7 +87,7 @@ func (r *Runner) admitResume(ctx context.Context, req ResumeRequest) (*liveRun, 
 // returns it with a copy of rec as it was.
 func (r *Runner) resumedRun(ctx context.Context, rec *agentrunnerv1.Run, req ResumeRequest) (*liveRun, *agentrunnerv1.Run) {
 	key := store.RunKey(rec)
-	orig := proto.CloneOf(rec)
+	orig := rec.CloneVT()
 	runrec.Restart(rec)
 	var readerCtx context.Context
 	if req.OnDisconnect != agentrunnerv1.OnDisconnect_ON_DISCONNECT_CONTINUE {

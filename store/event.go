@@ -26,7 +26,7 @@ func StoredEvent(k SessionKey, ev *agentrunnerv1.Event, check KeyCheck, newID fu
 	case ev.GetPartial():
 		return nil, fmt.Errorf("event is partial; partial events are never stored: %w", ErrInvalidArgument)
 	}
-	stored := proto.CloneOf(ev)
+	stored := ev.CloneVT()
 	stored.Sequence = 0
 	if stored.Id == "" {
 		stored.Id = newID()
@@ -46,7 +46,7 @@ func StoredEvent(k SessionKey, ev *agentrunnerv1.Event, check KeyCheck, newID fu
 // idempotent, else ErrAlreadyExists. A timestamp the store set is not
 // compared: a retry gets a new one.
 func RepeatedAppend(held, stored, ev *agentrunnerv1.Event) (*agentrunnerv1.Event, bool, error) {
-	a, b := proto.CloneOf(held), proto.CloneOf(stored)
+	a, b := held.CloneVT(), stored.CloneVT()
 	a.Sequence, b.Sequence = 0, 0
 	if ev.GetTimestamp() == nil {
 		a.Timestamp, b.Timestamp = nil, nil
@@ -61,7 +61,7 @@ func RepeatedAppend(held, stored, ev *agentrunnerv1.Event) (*agentrunnerv1.Event
 // for a record it cannot read.
 func DecodeEvent(b []byte) (*agentrunnerv1.Event, error) {
 	ev := &agentrunnerv1.Event{}
-	if err := proto.Unmarshal(b, ev); err != nil {
+	if err := ev.UnmarshalVT(b); err != nil {
 		return nil, fmt.Errorf("decode event: %w", err)
 	}
 	return ev, nil

@@ -142,7 +142,7 @@ func AddUsage(total, u *agentrunnerv1.UsageMetadata) *agentrunnerv1.UsageMetadat
 // prefixes). Every store keeps the shared scopes apart from the session,
 // so every read of a session merges them back this one way.
 func MergeState(rec *agentrunnerv1.Session, appState, userState *structpb.Struct) *agentrunnerv1.Session {
-	out := proto.CloneOf(rec)
+	out := rec.CloneVT()
 	if out.State == nil {
 		out.State = &structpb.Struct{}
 	}

@@ -11,7 +11,6 @@ import (
 	agentrunnerv1 "github.com/agentrunner/agentrunner/gen/go/agentrunner/v1"
 	"github.com/agentrunner/agentrunner/runner/memory"
 	"github.com/agentrunner/agentrunner/store"
-	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/structpb"
 )
 
@@ -59,7 +58,7 @@ func (c *invocationContext) UserContent() *agentrunnerv1.Content {
 	if c.inv.userContent == nil {
 		return nil
 	}
-	return proto.CloneOf(c.inv.userContent)
+	return c.inv.userContent.CloneVT()
 }
 
 // fill completes an event the agent yielded.

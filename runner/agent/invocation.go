@@ -13,7 +13,6 @@ import (
 	agentrunnerv1 "github.com/agentrunner/agentrunner/gen/go/agentrunner/v1"
 	"github.com/agentrunner/agentrunner/runner/memory"
 	"github.com/agentrunner/agentrunner/store"
-	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/structpb"
 )
 
@@ -211,11 +210,11 @@ func visibleIn(evBranch, branch string) bool {
 type eventCopies []*agentrunnerv1.Event
 
 func (e eventCopies) Len() int                      { return len(e) }
-func (e eventCopies) At(i int) *agentrunnerv1.Event { return proto.CloneOf(e[i]) }
+func (e eventCopies) At(i int) *agentrunnerv1.Event { return e[i].CloneVT() }
 func (e eventCopies) All() iter.Seq[*agentrunnerv1.Event] {
 	return func(yield func(*agentrunnerv1.Event) bool) {
 		for _, ev := range e {
-			if !yield(proto.CloneOf(ev)) {
+			if !yield(ev.CloneVT()) {
 				return
 			}
 		}

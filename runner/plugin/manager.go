@@ -11,7 +11,6 @@ import (
 	"github.com/agentrunner/agentrunner/runner/agent"
 	"github.com/agentrunner/agentrunner/runner/model"
 	"github.com/agentrunner/agentrunner/runner/tool"
-	"google.golang.org/protobuf/proto"
 )
 
 // Error is a plugin hook's error (or recovered panic), as the caller
@@ -148,7 +147,7 @@ func (m *Manager) OnUserMessage(ctx agent.InvocationContext, msg *agentrunnerv1.
 	if m == nil || len(m.userMessage) == 0 {
 		return nil, nil
 	}
-	msg = proto.CloneOf(msg)
+	msg = msg.CloneVT()
 	return first(ctx, m, "on_user_message", m.userMessage, isContent, func(h UserMessageHook) (*agentrunnerv1.Content, error) {
 		return h.OnUserMessage(ctx, msg)
 	})

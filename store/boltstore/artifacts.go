@@ -40,7 +40,7 @@ func (s *Store) SaveArtifact(ctx context.Context, k store.SessionKey, filename s
 		if key, _ := arts.Cursor().Seek(nameKey); key != nil && bytes.HasPrefix(key, nameKey) {
 			version = versionFromKey(key) + 1 // the first key is the newest version
 		}
-		m := proto.CloneOf(meta)
+		m := meta.CloneVT()
 		m.Version = version
 		mb, err := proto.Marshal(m)
 		if err != nil {

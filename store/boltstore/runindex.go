@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"go.etcd.io/bbolt"
-	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	agentrunnerv1 "github.com/agentrunner/agentrunner/gen/go/agentrunner/v1"
@@ -273,7 +272,7 @@ func (w *acrossWalk) list(tx *bbolt.Tx, limit int) ([]*agentrunnerv1.Run, string
 		case entry == nil && len(extra) == 0:
 			return out, "", nil
 		case len(extra) > 0 && (entry == nil || bytes.Compare(extra[0].key, entry) > 0):
-			rec, place, extra = proto.CloneOf(extra[0].rec), extra[0].key, extra[1:]
+			rec, place, extra = extra[0].rec.CloneVT(), extra[0].key, extra[1:]
 		default:
 			place = entry
 			rec, err = w.entryRun(tx, entry)
@@ -480,7 +479,7 @@ func (w *acrossWalk) entryRun(tx *bbolt.Tx, place []byte) (*agentrunnerv1.Run, e
 		return nil, fmt.Errorf("run index entry %x: %w", place, err)
 	}
 	if q := w.queued[id]; q != nil {
-		rec := proto.CloneOf(q.rec)
+		rec := q.rec.CloneVT()
 		if nanos := entryNanos(place, len(w.scope)); nanos != q.nanos {
 			rec.CreateTime = timestamppb.New(time.Unix(0, nanos))
 		}

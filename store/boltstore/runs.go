@@ -13,7 +13,6 @@ import (
 
 	"go.etcd.io/bbolt"
 	"google.golang.org/protobuf/encoding/protowire"
-	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	agentrunnerv1 "github.com/agentrunner/agentrunner/gen/go/agentrunner/v1"
@@ -81,7 +80,7 @@ func (w *runWrite) newKey(anchor uint64) []byte {
 }
 
 func prepareRun(run *agentrunnerv1.Run) (*runWrite, error) {
-	return prepareRunOf(proto.CloneOf(run))
+	return prepareRunOf(run.CloneVT())
 }
 
 // prepareRunOf is prepareRun for a record the write may keep as it is:
@@ -92,7 +91,7 @@ func prepareRunOf(run *agentrunnerv1.Run) (*runWrite, error) {
 		return nil, err
 	}
 	w := &runWrite{rec: run, sk: sessionKey(store.RunKey(run)), nanos: nanos}
-	if w.bytes, err = proto.Marshal(w.rec); err != nil {
+	if w.bytes, err = w.rec.MarshalVT(); err != nil {
 		return nil, fmt.Errorf("marshal run %s: %w", run.GetRunId(), err)
 	}
 	return w, nil
@@ -169,10 +168,10 @@ func planRun(tx *bbolt.Tx, w *runWrite, anchor uint64) (*runPlan, error) {
 // a record's create_time never changes once written.
 func (p *runPlan) keepCreateTime() error {
 	p.createTime = timestamppb.New(time.Unix(0, runNanos(p.key, p.w.sk)))
-	rec := proto.CloneOf(p.w.rec)
+	rec := p.w.rec.CloneVT()
 	rec.CreateTime = p.createTime
 	var err error
-	if p.bytes, err = proto.Marshal(rec); err != nil {
+	if p.bytes, err = rec.MarshalVT(); err != nil {
 		return fmt.Errorf("marshal run %s: %w", rec.GetRunId(), err)
 	}
 	return nil
@@ -361,7 +360,7 @@ func exists(b *bbolt.Bucket, key []byte) bool {
 
 func decodeRun(v []byte) (*agentrunnerv1.Run, error) {
 	rec := &agentrunnerv1.Run{}
-	if err := proto.Unmarshal(v, rec); err != nil {
+	if err := rec.UnmarshalVT(v); err != nil {
 		return nil, fmt.Errorf("decode run: %w", err)
 	}
 	return rec, nil
@@ -519,7 +518,7 @@ func (s *Store) GetRun(ctx context.Context, runID string) (*agentrunnerv1.Run, e
 	err := s.view(ctx, func(tx *bbolt.Tx) error {
 		if queued != nil {
 			if _, rec, ok := resolveQueued(tx, queued); ok {
-				out = proto.CloneOf(rec)
+				out = rec.CloneVT()
 				return nil
 			}
 		}
@@ -588,7 +587,7 @@ func findByRequest(tx *bbolt.Tx, sk []byte, requestID string, queued map[string]
 			continue
 		}
 		if _, rec, ok := resolveQueued(tx, w); ok {
-			return proto.CloneOf(rec), nil
+			return rec.CloneVT(), nil
 		}
 	}
 	return nil, nil
@@ -620,7 +619,7 @@ func resolveQueued(tx *bbolt.Tx, w *runWrite) (key []byte, rec *agentrunnerv1.Ru
 // placeQueued returns a copy of a queued record for the stored record at
 // key (of the same run): with the create_time of key.
 func placeQueued(w *runWrite, key []byte) *agentrunnerv1.Run {
-	rec := proto.CloneOf(w.rec)
+	rec := w.rec.CloneVT()
 	if runNanos(key, w.sk) != w.nanos {
 		rec.CreateTime = timestamppb.New(time.Unix(0, runNanos(key, w.sk)))
 	}
@@ -713,7 +712,7 @@ func listRunsTx(tx *bbolt.Tx, sk, bound []byte, fresh []placedRun, queued map[st
 		case !stored && len(fresh) == 0:
 			return out, "", nil
 		case len(fresh) > 0 && (!stored || bytes.Compare(fresh[0].key, key) > 0):
-			rec, place, fresh = proto.CloneOf(fresh[0].rec), fresh[0].key, fresh[1:]
+			rec, place, fresh = fresh[0].rec.CloneVT(), fresh[0].key, fresh[1:]
 		default:
 			if rec, err = listedRun(tx, sk, key, queued); err != nil {
 				return nil, "", err
@@ -830,7 +829,7 @@ func unfinishedTx(tx *bbolt.Tx, queued map[string]*runWrite) ([]placedRun, error
 			continue
 		}
 		if key, rec, ok := resolveQueued(tx, w); ok {
-			out = append(out, placedRun{key: bytes.Clone(key), rec: proto.CloneOf(rec)})
+			out = append(out, placedRun{key: bytes.Clone(key), rec: rec.CloneVT()})
 		}
 	}
 	return out, nil

@@ -107,7 +107,7 @@ func (s *Store) appendTx(ctx context.Context, tx pgx.Tx, k store.SessionKey, ses
 	if err != nil {
 		return nil, fmt.Errorf("session %s: %w", k, err)
 	}
-	stored := proto.CloneOf(w.stored)
+	stored := w.stored.CloneVT()
 	stored.Sequence = seq
 	evBytes, err := proto.Marshal(stored)
 	if err != nil {
@@ -148,7 +148,7 @@ func (s *Store) appendTx(ctx context.Context, tx pgx.Tx, k store.SessionKey, ses
 // totals set, a compaction's end kept (never moving back), and w's
 // session-scoped state changes applied.
 func (s *Store) nextSession(rec *agentrunnerv1.Session, seq uint64, w eventWrite) ([]byte, error) {
-	rec = proto.CloneOf(rec)
+	rec = rec.CloneVT()
 	if compaction := w.stored.GetActions().GetCompaction(); compaction != nil {
 		// A compaction summarizes events before it: known, stored ones.
 		if start, end := compaction.GetStartSequence(), compaction.GetEndSequence(); start == 0 || start > end || end >= seq {

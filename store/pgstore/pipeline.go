@@ -197,7 +197,7 @@ func (s *Store) planWrites(ctx context.Context, p *pipeWrite, r *pipeReads) (*pg
 		if err != nil {
 			return nil, fmt.Errorf("session %s: %w", k, err)
 		}
-		stored := proto.CloneOf(p.ev.stored)
+		stored := p.ev.stored.CloneVT()
 		stored.Sequence = seq
 		evBytes, err := proto.Marshal(stored)
 		if err != nil {

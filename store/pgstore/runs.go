@@ -33,7 +33,7 @@ func prepareRun(run *agentrunnerv1.Run) (*runWrite, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &runWrite{rec: proto.CloneOf(run), k: store.RunKey(run), nanos: nanos}, nil
+	return &runWrite{rec: run.CloneVT(), k: store.RunKey(run), nanos: nanos}, nil
 }
 
 // SQL of a run record's write, shared by the transaction and the
@@ -81,7 +81,7 @@ func (r *storedRun) scanHolder(row pgx.Row) error {
 // that is zero). The run id must not be another session's, and the
 // request_id not another run's (ErrAlreadyExists).
 func (w *runWrite) plan(stored storedRun, anchor, seq uint64) (*agentrunnerv1.Run, []any, error) {
-	rec := proto.CloneOf(w.rec)
+	rec := w.rec.CloneVT()
 	if seq != 0 {
 		rec.LastSequence = seq
 		if rec.FirstSequence == 0 {

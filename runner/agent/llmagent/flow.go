@@ -11,7 +11,6 @@ import (
 	"github.com/agentrunner/agentrunner/runner/model"
 	"github.com/agentrunner/agentrunner/runner/tool"
 	"github.com/agentrunner/agentrunner/runner/tool/builtin"
-	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/structpb"
 )
 
@@ -336,7 +335,7 @@ func responseEvent(ctx agent.InvocationContext, r *model.Response, share bool) *
 	switch {
 	case content == nil:
 	case !share:
-		content = proto.CloneOf(content)
+		content = content.CloneVT()
 		if content.Role == "" {
 			content.Role = agent.RoleModel
 		}
@@ -427,7 +426,7 @@ func (l *llmAgent) request(ctx agent.InvocationContext, cc agent.CallbackContext
 func copyContents(cs []*agentrunnerv1.Content) []*agentrunnerv1.Content {
 	out := make([]*agentrunnerv1.Content, len(cs))
 	for i, c := range cs {
-		out[i] = proto.CloneOf(c)
+		out[i] = c.CloneVT()
 	}
 	return out
 }

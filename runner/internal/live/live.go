@@ -10,7 +10,6 @@ import (
 	"github.com/agentrunner/agentrunner/runner/agent"
 	"github.com/agentrunner/agentrunner/runner/internal/runrec"
 	"github.com/agentrunner/agentrunner/store"
-	"google.golang.org/protobuf/proto"
 )
 
 // Update is one element of a run stream. Exactly one field is set: Run for
@@ -116,7 +115,7 @@ func (lr *Run) ReaderGone() <-chan struct{} {
 func (lr *Run) Record() *agentrunnerv1.Run {
 	lr.mu.Lock()
 	defer lr.mu.Unlock()
-	return proto.CloneOf(lr.rec)
+	return lr.rec.CloneVT()
 }
 
 // Live returns the record itself: the final record of a run that has
@@ -401,7 +400,7 @@ func (rd Reader) send(e entry, history bool, yield func(Update, error) bool) boo
 		return true
 	case rd.Shared && rd.Primary:
 	case stored || (!rd.Primary && ev != nil):
-		u.Event = proto.CloneOf(ev)
+		u.Event = ev.CloneVT()
 	}
 	return yield(u, nil)
 }
@@ -415,7 +414,7 @@ func ReplayStored(ctx context.Context, s EventLister, rec *agentrunnerv1.Run, af
 	if rec.GetLastSequence() > after && !Replay(ctx, s, store.RunKey(rec), rec.GetRunId(), after, rec.GetLastSequence(), yield) {
 		return
 	}
-	yield(Update{Run: proto.CloneOf(rec)}, nil)
+	yield(Update{Run: rec.CloneVT()}, nil)
 }
 
 // ReplayPage is how many events a replay reads at a time.

@@ -14,7 +14,6 @@ import (
 	"github.com/agentrunner/agentrunner/runner/internal/live"
 	"github.com/agentrunner/agentrunner/runner/internal/runrec"
 	"github.com/agentrunner/agentrunner/store"
-	"google.golang.org/protobuf/proto"
 )
 
 // Causes sent with NotifyCancel; causeOf turns them back into the errors
@@ -302,7 +301,7 @@ func (s *shared) cancelQueuedShared(ctx context.Context, id, cause string) (*age
 	case err != nil:
 		return nil, fmt.Errorf("cancel queued run %s: %w", id, err)
 	}
-	return proto.CloneOf(rec), nil
+	return rec.CloneVT(), nil
 }
 
 // watchNotices subscribes to the store's notices of run id (and to its

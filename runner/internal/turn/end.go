@@ -9,7 +9,6 @@ import (
 	"github.com/agentrunner/agentrunner/runner/agent"
 	"github.com/agentrunner/agentrunner/runner/internal/runrec"
 	"github.com/agentrunner/agentrunner/store"
-	"google.golang.org/protobuf/proto"
 )
 
 // finalize decides how the run ended, stores the final record (with the
@@ -135,7 +134,7 @@ func joinStreamed(parts []*agentrunnerv1.Part) *agentrunnerv1.Content {
 				continue
 			}
 		}
-		cp := proto.CloneOf(p)
+		cp := p.CloneVT()
 		c.Parts = append(c.Parts, cp)
 		last = cp
 	}

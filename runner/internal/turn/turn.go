@@ -442,7 +442,7 @@ func (in *invocation) complete(ev, orig *agentrunnerv1.Event) {
 // blobs saved as artifacts and replaced by placeholders when the run asks
 // for it, and the request's state delta.
 func (in *invocation) userEvent(ctx context.Context, msg *agentrunnerv1.Content, delta *structpb.Struct) (*agentrunnerv1.Event, error) {
-	content := proto.CloneOf(msg)
+	content := msg.CloneVT()
 	content.Role = agent.RoleUser
 	ev := &agentrunnerv1.Event{
 		Id:           in.env.NewID(),

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"iter"
+	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -521,4 +523,43 @@ func BenchmarkGenerateStream(b *testing.B) {
 			}
 		}
 	}
+}
+
+// wordWithSpace is the regular expression splitWords replaced: a word with
+// the spaces after it, the first match taking any leading spaces too.
+var wordWithSpace = regexp.MustCompile(`^\s*\S+\s*|\S+\s*`)
+
+func splitWordsRegexp(s string) []string {
+	pieces := wordWithSpace.FindAllString(s, -1)
+	if len(pieces) == 0 {
+		return []string{s}
+	}
+	return pieces
+}
+
+// FuzzSplitWords: splitWords cuts every text as the regular expression did.
+func FuzzSplitWords(f *testing.F) {
+	for _, s := range []string{"", " ", "a", "  a b ", "one two\tthree\nfour\r\n", "\v x \f y", "héllo wörld ", "\xff\xfe a"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		got, want := splitWords(s), splitWordsRegexp(s)
+		if !slices.Equal(got, want) {
+			t.Fatalf("splitWords(%q) = %q, want %q", s, got, want)
+		}
+	})
+}
+
+func BenchmarkSplitWords(b *testing.B) {
+	text := strings.Repeat("The quick brown fox jumps over the lazy dog. ", 25)
+	b.Run("bytes", func(b *testing.B) {
+		for b.Loop() {
+			splitWords(text)
+		}
+	})
+	b.Run("regexp", func(b *testing.B) {
+		for b.Loop() {
+			splitWordsRegexp(text)
+		}
+	})
 }

@@ -35,8 +35,6 @@ import (
 	"strings"
 	"time"
 
-	"google.golang.org/protobuf/proto"
-
 	agentrunnerv1 "github.com/agentrunner/agentrunner/gen/go/agentrunner/v1"
 	"github.com/agentrunner/agentrunner/runner/model"
 )
@@ -262,7 +260,7 @@ func joinPartials(parts []*agentrunnerv1.Part) *agentrunnerv1.Content {
 	for _, p := range parts {
 		t, ok := p.GetData().(*agentrunnerv1.Part_Text)
 		if !ok {
-			c.Parts = append(c.Parts, proto.CloneOf(p))
+			c.Parts = append(c.Parts, p.CloneVT())
 			last = nil
 			continue
 		}
@@ -273,7 +271,7 @@ func joinPartials(parts []*agentrunnerv1.Part) *agentrunnerv1.Content {
 			}
 			continue
 		}
-		last = proto.CloneOf(p)
+		last = p.CloneVT()
 		c.Parts = append(c.Parts, last)
 	}
 	return c
