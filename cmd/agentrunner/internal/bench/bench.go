@@ -46,6 +46,11 @@ type Options struct {
 	LengthRuns     int
 	StoredSessions int
 	StreamWords    int
+	// StreamPartials is the least number of partial events the streaming
+	// scenario streams: its runs per session are raised to reach it, so
+	// that its rate, set against the loopback limit, is not that of a
+	// fraction of a second. Zero leaves them at Runs/2.
+	StreamPartials int
 	Limits         bool
 	JSON           string
 	// Priced serves the app on a priced model with budgets of every kind
@@ -110,6 +115,7 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs.IntVar(&o.LengthRuns, "length-runs", 100, "runs on each pre-grown session")
 	fs.IntVar(&o.StoredSessions, "stored-sessions", 100000, "sessions stored before the memory scenario (0 skips it)")
 	fs.IntVar(&o.StreamWords, "stream-words", 200, "words per answer in the streaming scenario (one partial event each)")
+	fs.IntVar(&o.StreamPartials, "stream-partials", 100000, "least partial events the streaming scenario streams; its runs per session are raised to reach it (0: --runs/2)")
 	fs.BoolVar(&o.Priced, "priced", false, "serve the app on a priced offline model with run, session, user and app budgets set far above what the bench spends, so that prices, the spend ledger and the budget checks are measured (with --baseline, the baseline is served the plain app)")
 	fs.BoolVar(&o.Limits, "limits", true, "measure the machine's fsync and loopback stream limits")
 	fs.StringVar(&o.JSON, "json", "", "also write the report as JSON to this file (- for stdout)")
@@ -298,6 +304,17 @@ func measureLimits(ctx context.Context, o Options, dir string, w io.Writer, rep 
 	return err
 }
 
+// streamRuns is how many runs each of the streaming scenario's sessions
+// makes: half of --runs, or more when that streams fewer than
+// --stream-partials partial events over all of them.
+func streamRuns(o Options, sessions int) int {
+	runs := max(1, o.Runs/2)
+	if per := sessions * max(1, o.StreamWords); o.StreamPartials > runs*per {
+		runs = (o.StreamPartials + per - 1) / per
+	}
+	return runs
+}
+
 // loadGroup runs the concurrency scenarios on one server (or one set of
 // replicas).
 func loadGroup(ctx context.Context, o Options, dir, tag string, w io.Writer, rep *Report) error {
@@ -306,7 +323,7 @@ func loadGroup(ctx context.Context, o Options, dir, tag string, w io.Writer, rep
 		for _, n := range o.Concurrency {
 			specs = append(specs, loadSpec{name: fmt.Sprintf("%d sessions, mixed", n), sessions: n, runs: o.Runs, words: 8, streaming: "mixed"})
 		}
-		specs = append(specs, loadSpec{name: "16 sessions, SSE partials", sessions: 16, runs: max(1, o.Runs/2), words: o.StreamWords, streaming: "sse"})
+		specs = append(specs, loadSpec{name: "16 sessions, SSE partials", sessions: 16, runs: streamRuns(o, 16), words: o.StreamWords, streaming: "sse"})
 		for si, spec := range specs {
 			spec.sessionID = func(i int) string { return fmt.Sprintf("load-%s-%d-%d", tag, si, i) }
 			var created atomic.Int64
