@@ -3,6 +3,7 @@ package runner
 import (
 	"fmt"
 	"iter"
+	"log/slog"
 	"path/filepath"
 	"strconv"
 	"testing"
@@ -64,6 +65,9 @@ func BenchmarkRunStreaming(b *testing.B) {
 		{"plugins=none", nil},
 		{"plugins=no_on_event", []plugin.Plugin{beforeRunNop{}}},
 		{"plugins=on_event", []plugin.Plugin{onEventNop{}}},
+		// What every served app has: the logging plugin, whose on_event
+		// hook counts complete events only.
+		{"plugins=logging", []plugin.Plugin{plugin.NewLogging(slog.New(slog.DiscardHandler))}},
 	} {
 		b.Run(fmt.Sprintf("%s/partials=%d", tc.name, n), func(b *testing.B) {
 			db, err := boltstore.Open(filepath.Join(b.TempDir(), "bench.db"), boltstore.Options{NoSync: true})

@@ -56,6 +56,9 @@ func newSpendMeter(mp metric.MeterProvider) (*spendMeter, error) {
 
 func (*spendMeter) Name() string { return "spend_metrics" }
 
+// CompleteEventsOnly marks OnEvent as a plugin.CompleteEventHook.
+func (*spendMeter) CompleteEventsOnly() {}
+
 // OnEvent counts a complete event's model call.
 func (s *spendMeter) OnEvent(ctx agent.InvocationContext, ev *agentrunnerv1.Event) (*agentrunnerv1.Event, error) {
 	u := ev.GetUsageMetadata()

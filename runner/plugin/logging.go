@@ -52,6 +52,10 @@ func (l *Logging) BeforeRun(ctx agent.InvocationContext) (*agentrunnerv1.Content
 	return nil, nil
 }
 
+// CompleteEventsOnly marks OnEvent as a CompleteEventHook: partial events
+// are not the run's.
+func (l *Logging) CompleteEventsOnly() {}
+
 func (l *Logging) OnEvent(ctx agent.InvocationContext, ev *agentrunnerv1.Event) (*agentrunnerv1.Event, error) {
 	if ev.GetPartial() {
 		return nil, nil // the run's events are those it stores

@@ -41,6 +41,7 @@ type Manager struct {
 	beforeRun   []hooked[BeforeRunHook]
 	afterRun    []hooked[AfterRunHook]
 	event       []hooked[EventHook]
+	partial     []hooked[EventHook] // those of event that see partial events too
 	beforeAgent []hooked[BeforeAgentHook]
 	afterAgent  []hooked[AfterAgentHook]
 	beforeModel []hooked[BeforeModelHook]
@@ -83,6 +84,9 @@ func (m *Manager) add(p Plugin) {
 	register(&m.beforeRun, n, p)
 	register(&m.afterRun, n, p)
 	register(&m.event, n, p)
+	if _, completeOnly := p.(CompleteEventHook); !completeOnly {
+		register(&m.partial, n, p)
+	}
 	register(&m.beforeAgent, n, p)
 	register(&m.afterAgent, n, p)
 	register(&m.beforeModel, n, p)
@@ -178,13 +182,21 @@ func (m *Manager) AfterRun(ctx agent.InvocationContext, runErr error) {
 
 // OnEvent runs the on_event hooks on a partial or complete event; a
 // non-nil event replaces ev, and an error that is ErrDropPartial drops a
-// partial ev. Without on_event hooks it returns at once: it runs for every
-// partial event of a stream.
+// partial ev. Without on_event hooks it returns at once, and a partial
+// event skips the hooks that look at complete events only
+// (CompleteEventHook): it runs for every chunk of a stream.
 func (m *Manager) OnEvent(ctx agent.InvocationContext, ev *agentrunnerv1.Event) (*agentrunnerv1.Event, error) {
-	if m == nil || len(m.event) == 0 {
+	if m == nil {
 		return nil, nil
 	}
-	return first(ctx, m, "on_event", m.event, isEvent, func(h EventHook) (*agentrunnerv1.Event, error) {
+	hs := m.event
+	if ev.GetPartial() {
+		hs = m.partial
+	}
+	if len(hs) == 0 {
+		return nil, nil
+	}
+	return first(ctx, m, "on_event", hs, isEvent, func(h EventHook) (*agentrunnerv1.Event, error) {
 		return h.OnEvent(ctx, ev)
 	})
 }

@@ -3,6 +3,7 @@ package plugin
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"strings"
 	"testing"
 	"testing/synctest"
@@ -223,4 +224,53 @@ type changer struct{ name string }
 func (c changer) Name() string { return c.name }
 func (changer) BeforeModel(agent.CallbackContext, *model.Request) (*model.Response, error) {
 	return nil, nil
+}
+
+// eventSeen records the events its on_event hook is called with.
+type eventSeen struct {
+	name  string
+	calls *[]string
+}
+
+func (e eventSeen) Name() string { return e.name }
+
+func (e eventSeen) OnEvent(_ agent.InvocationContext, ev *agentrunnerv1.Event) (*agentrunnerv1.Event, error) {
+	kind := "complete"
+	if ev.GetPartial() {
+		kind = "partial"
+	}
+	*e.calls = append(*e.calls, e.name+":"+kind)
+	return nil, nil
+}
+
+// completeSeen is eventSeen for complete events only.
+type completeSeen struct{ eventSeen }
+
+func (completeSeen) CompleteEventsOnly() {}
+
+// TestCompleteEventHooks: a hook marked CompleteEventHook is not called
+// for partial events, but is for complete ones, in the plugins' order;
+// the other hooks see both; and partial events skip the manager's hooks
+// at once when only such hooks are there (the served apps' logging).
+func TestCompleteEventHooks(t *testing.T) {
+	var calls []string
+	m, err := NewManager([]Plugin{completeSeen{eventSeen{"counts", &calls}}, eventSeen{"all", &calls}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, partial := range []bool{true, false} {
+		if _, err := m.OnEvent(nil, &agentrunnerv1.Event{Partial: partial}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got, want := strings.Join(calls, ","), "all:partial,counts:complete,all:complete"; got != want {
+		t.Fatalf("calls %q, want %q", got, want)
+	}
+	only, err := NewManager([]Plugin{NewLogging(slog.New(slog.DiscardHandler)), completeSeen{eventSeen{"counts", &calls}}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(only.partial) != 0 || len(only.event) != 2 {
+		t.Fatalf("%d hooks for partial events and %d for complete ones, want 0 and 2", len(only.partial), len(only.event))
+	}
 }

@@ -100,6 +100,17 @@ type EventHook interface {
 	OnEvent(ctx agent.InvocationContext, ev *agentrunnerv1.Event) (*agentrunnerv1.Event, error)
 }
 
+// CompleteEventHook is an EventHook that never looks at partial events
+// (it returns nil for them): the manager calls it for complete events
+// only, so that the chunks of a streamed answer, the hot path of
+// streaming, cost it nothing. The logging plugin, on in every served app,
+// is one: it counts what a run stores.
+type CompleteEventHook interface {
+	EventHook
+	// CompleteEventsOnly marks the hook; it is never called.
+	CompleteEventsOnly()
+}
+
 // ErrDropPartial, returned by an on_event hook for a partial event, drops
 // that event: the run's readers never see it. Like fs.SkipDir it is a
 // signal, not a failure; for a complete event it is an error like any
