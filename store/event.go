@@ -61,7 +61,7 @@ func RepeatedAppend(held, stored, ev *agentrunnerv1.Event) (*agentrunnerv1.Event
 // for a record it cannot read.
 func DecodeEvent(b []byte) (*agentrunnerv1.Event, error) {
 	ev := &agentrunnerv1.Event{}
-	if err := ev.UnmarshalVT(b); err != nil {
+	if err := proto.Unmarshal(b, ev); err != nil {
 		return nil, fmt.Errorf("decode event: %w", err)
 	}
 	return ev, nil

@@ -13,6 +13,7 @@ import (
 
 	"go.etcd.io/bbolt"
 	"google.golang.org/protobuf/encoding/protowire"
+	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	agentrunnerv1 "github.com/agentrunner/agentrunner/gen/go/agentrunner/v1"
@@ -91,7 +92,7 @@ func prepareRunOf(run *agentrunnerv1.Run) (*runWrite, error) {
 		return nil, err
 	}
 	w := &runWrite{rec: run, sk: sessionKey(store.RunKey(run)), nanos: nanos}
-	if w.bytes, err = w.rec.MarshalVT(); err != nil {
+	if w.bytes, err = proto.Marshal(w.rec); err != nil {
 		return nil, fmt.Errorf("marshal run %s: %w", run.GetRunId(), err)
 	}
 	return w, nil
@@ -171,7 +172,7 @@ func (p *runPlan) keepCreateTime() error {
 	rec := p.w.rec.CloneVT()
 	rec.CreateTime = p.createTime
 	var err error
-	if p.bytes, err = rec.MarshalVT(); err != nil {
+	if p.bytes, err = proto.Marshal(rec); err != nil {
 		return fmt.Errorf("marshal run %s: %w", rec.GetRunId(), err)
 	}
 	return nil
@@ -360,7 +361,7 @@ func exists(b *bbolt.Bucket, key []byte) bool {
 
 func decodeRun(v []byte) (*agentrunnerv1.Run, error) {
 	rec := &agentrunnerv1.Run{}
-	if err := rec.UnmarshalVT(v); err != nil {
+	if err := proto.Unmarshal(v, rec); err != nil {
 		return nil, fmt.Errorf("decode run: %w", err)
 	}
 	return rec, nil

@@ -52,7 +52,7 @@ func (s *Store) CreateSession(ctx context.Context, k store.SessionKey, state *st
 			CreateTime: now, UpdateTime: now,
 		}
 		store.ApplyDelta(rec.State, sessDelta)
-		recBytes, err := rec.MarshalVT()
+		recBytes, err := proto.Marshal(rec)
 		if err != nil {
 			return fmt.Errorf("marshal session: %w", err)
 		}
@@ -141,7 +141,7 @@ func getSession(tx *bbolt.Tx, k store.SessionKey, sk []byte) (*agentrunnerv1.Ses
 		return nil, fmt.Errorf("session %s: %w", k, store.ErrNotFound)
 	}
 	rec := &agentrunnerv1.Session{}
-	if err := rec.UnmarshalVT(v); err != nil {
+	if err := proto.Unmarshal(v, rec); err != nil {
 		return nil, fmt.Errorf("decode session %s: %w", k, err)
 	}
 	return rec, nil
@@ -295,7 +295,7 @@ func (s *Store) ListSessions(ctx context.Context, app, user string, page store.P
 				return nil
 			}
 			rec := &agentrunnerv1.Session{}
-			if err := rec.UnmarshalVT(v); err != nil {
+			if err := proto.Unmarshal(v, rec); err != nil {
 				return fmt.Errorf("decode session: %w", err)
 			}
 			us, ok := userStates[rec.UserId]
@@ -435,7 +435,7 @@ func (s *Store) prepareEvent(k store.SessionKey, ev *agentrunnerv1.Event) (event
 	w.sessDelta, w.appDelta, w.userDelta = store.SplitDelta(w.stored.GetActions().GetStateDelta())
 	// Marshal outside the transaction: the committer is a single
 	// goroutine, so work done here runs in parallel across sessions.
-	if w.bytes, err = w.stored.MarshalVT(); err != nil {
+	if w.bytes, err = proto.Marshal(w.stored); err != nil {
 		return eventWrite{}, fmt.Errorf("marshal event: %w", err)
 	}
 	// The sequence, appended in the committer, adds at most 11 bytes.
@@ -499,7 +499,7 @@ func nextSession(sv []byte, seq uint64, w eventWrite) ([]byte, error) {
 		return patchSession(sv, seq, ts, w.stored)
 	}
 	rec := &agentrunnerv1.Session{}
-	if err := rec.UnmarshalVT(sv); err != nil {
+	if err := proto.Unmarshal(sv, rec); err != nil {
 		return nil, fmt.Errorf("decode session: %w", err)
 	}
 	if compaction != nil {
@@ -516,7 +516,7 @@ func nextSession(sv []byte, seq uint64, w eventWrite) ([]byte, error) {
 		rec.State = &structpb.Struct{}
 	}
 	store.ApplyDelta(rec.State, w.sessDelta)
-	b, err := rec.MarshalVT()
+	b, err := proto.Marshal(rec)
 	if err != nil {
 		return nil, fmt.Errorf("marshal session: %w", err)
 	}
@@ -576,14 +576,14 @@ func patchSession(sv []byte, seq uint64, ts *timestamppb.Timestamp, ev *agentrun
 // record) plus ev's.
 func appendTotals(out, totals []byte, ev *agentrunnerv1.Event) ([]byte, error) {
 	sum := &agentrunnerv1.Session{}
-	if err := sum.UnmarshalVT(totals); err != nil {
+	if err := proto.Unmarshal(totals, sum); err != nil {
 		return nil, fmt.Errorf("decode session usage: %w", err)
 	}
-	u, err := store.AddUsage(sum.Usage, ev.GetUsageMetadata()).MarshalVT()
+	u, err := proto.Marshal(store.AddUsage(sum.Usage, ev.GetUsageMetadata()))
 	if err != nil {
 		return nil, fmt.Errorf("encode session usage: %w", err)
 	}
-	c, err := store.AddEventCost(sum.Cost, ev).MarshalVT()
+	c, err := proto.Marshal(store.AddEventCost(sum.Cost, ev))
 	if err != nil {
 		return nil, fmt.Errorf("encode session cost: %w", err)
 	}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"go.etcd.io/bbolt"
+	"google.golang.org/protobuf/proto"
 
 	agentrunnerv1 "github.com/agentrunner/agentrunner/gen/go/agentrunner/v1"
 	"github.com/agentrunner/agentrunner/store"
@@ -74,7 +75,7 @@ func planSpend(tx *bbolt.Tx, w *eventWrite) ([2][]byte, error) {
 		if err != nil {
 			return out, err
 		}
-		if out[i], err = store.AddEventSpend(total, w.stored).MarshalVT(); err != nil {
+		if out[i], err = proto.Marshal(store.AddEventSpend(total, w.stored)); err != nil {
 			return out, fmt.Errorf("encode spend: %w", err)
 		}
 	}
@@ -98,7 +99,7 @@ func putSpend(tx *bbolt.Tx, w *eventWrite, vals [2][]byte) error {
 // decodeSpend decodes a ledger value; nil (no entry yet) is a zero Spend.
 func decodeSpend(v []byte) (*agentrunnerv1.Spend, error) {
 	sp := &agentrunnerv1.Spend{}
-	if err := sp.UnmarshalVT(v); err != nil {
+	if err := proto.Unmarshal(v, sp); err != nil {
 		return nil, fmt.Errorf("decode spend: %w", err)
 	}
 	return sp, nil

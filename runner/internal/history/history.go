@@ -101,11 +101,12 @@ func New(window, limit, maxBytes int) *Cache {
 		entries: map[store.SessionKey]*list.Element{}, lent: map[store.SessionKey]view{}}
 }
 
-// sizeOf is an event's encoded size, by its generated sizer: Put sizes
-// only the events a run added (known), so each event is sized once when
-// it enters the cache.
+// sizeOf is an event's encoded size. The events a run holds were encoded
+// by the store or are decoded from it, and never change afterwards: the
+// size protobuf cached then is reused, so that a Put costs nothing per
+// event it has seen before.
 func sizeOf(ev *agentrunnerv1.Event) int {
-	return ev.SizeVT()
+	return proto.MarshalOptions{UseCachedSize: true}.Size(ev)
 }
 
 // Load returns the session with its state and the events its agents
