@@ -26,6 +26,14 @@ func StoredEvent(k SessionKey, ev *agentrunnerv1.Event, check KeyCheck, newID fu
 	case ev.GetPartial():
 		return nil, fmt.Errorf("event is partial; partial events are never stored: %w", ErrInvalidArgument)
 	}
+	if ev.GetUsageMetadata() != nil {
+		// The spend ledger keys the call's totals by its model, and keeps
+		// its currency: a client's event names both, which must fit the
+		// store's keys like every other key part.
+		if err := checkAll(check, SpendModel(ev), ev.GetCost().GetCurrency()); err != nil {
+			return nil, fmt.Errorf("event's model or currency: %w", err)
+		}
+	}
 	stored := ev.CloneVT()
 	stored.Sequence = 0
 	if stored.Id == "" {

@@ -3,6 +3,7 @@ package storetest
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -375,6 +376,30 @@ func testSpendInvalid(t *testing.T, s store.Store) {
 		if err := call(); !errors.Is(err, store.ErrInvalidArgument) {
 			t.Errorf("%s: %v, want ErrInvalidArgument", name, err)
 		}
+	}
+	// A client's event names the model its spend is kept under: one the
+	// ledger's keys cannot hold is refused, and nothing is appended.
+	k := key("app", "u", "spend-invalid")
+	create(t, s, k, nil)
+	for name, ev := range map[string]*agentrunnerv1.Event{
+		"a model of 40 KB": SpendCall(0, day, string(make([]byte, 40<<10)), false),
+		"a currency of 40 KB": func() *agentrunnerv1.Event {
+			ev := SpendCall(0, day, "m", false)
+			ev.Cost.Currency = strings.Repeat("U", 40<<10)
+			return ev
+		}(),
+		"a priced model of 40 KB": func() *agentrunnerv1.Event {
+			ev := SpendCall(0, day, "m", false)
+			ev.Cost.Model = strings.Repeat("m", 40<<10)
+			return ev
+		}(),
+	} {
+		if _, err := s.AppendEvent(ctx, k, ev); !errors.Is(err, store.ErrInvalidArgument) {
+			t.Errorf("append of %s: %v, want ErrInvalidArgument", name, err)
+		}
+	}
+	if _, events, err := s.GetSession(ctx, k, store.GetOptions{}); err != nil || len(events) != 0 {
+		t.Errorf("session after refused appends: %d events, %v; want none", len(events), err)
 	}
 }
 
