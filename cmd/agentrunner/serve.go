@@ -458,6 +458,9 @@ func listenWeb(f serveFlags, srv *server.GRPCServer, a2aHTTP http.Handler, sec *
 		A2A:             a2aHTTP,
 		TLS:             sec.tlsConfig,
 		Logger:          log,
+		// Without authentication only a loopback listener is served
+		// (checkExposure), unless --insecure-no-auth says otherwise.
+		LoopbackHosts: sec.auth == nil && !f.sec.insecureNoAuthOK,
 	})
 	if err != nil {
 		lis.Close()

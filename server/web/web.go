@@ -60,6 +60,12 @@ type Config struct {
 	// Logger receives net/http's own errors (a failed TLS handshake, a
 	// malformed request); nil means slog.Default().
 	Logger *slog.Logger
+	// LoopbackHosts refuses a request whose Host is not localhost or a
+	// loopback address (403). Set it for a loopback listener without
+	// authentication: a web page whose own domain resolves to 127.0.0.1
+	// (DNS rebinding) is otherwise the same origin as the console, and
+	// could read and write every session.
+	LoopbackHosts bool
 }
 
 // readHeaderTimeout bounds how long a client may take to send a
@@ -96,7 +102,44 @@ func Handler(cfg Config) (http.Handler, error) {
 	if err != nil {
 		return nil, fmt.Errorf("web: %w", err)
 	}
-	return mount(cfg.Prefix, withA2A(cfg.A2A, tr)), nil
+	h := mount(cfg.Prefix, withA2A(cfg.A2A, tr))
+	// A browser sends a form-like POST (text/plain) to any site without
+	// asking first, and A2A's JSON-RPC reads its body whatever its type:
+	// without this, any page the user visits could run the user's agents
+	// (and spend on them). Same-origin requests, the console's, and
+	// clients that are not browsers (no Sec-Fetch-Site or Origin) pass.
+	h = http.NewCrossOriginProtection().Handler(h)
+	if cfg.LoopbackHosts {
+		h = loopbackHosts(h)
+	}
+	return h, nil
+}
+
+// loopbackHosts answers 403 to a request whose Host is not localhost or a
+// loopback IP (see Config.LoopbackHosts).
+func loopbackHosts(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !isLoopbackHost(r.Host) {
+			http.Error(w, fmt.Sprintf("host %q is not this server's: a server without authentication answers only localhost and loopback addresses", r.Host), http.StatusForbidden)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// isLoopbackHost reports whether a request's Host (host or host:port)
+// names this machine's loopback interface.
+func isLoopbackHost(hostport string) bool {
+	host := hostport
+	if h, _, err := net.SplitHostPort(hostport); err == nil {
+		host = h
+	}
+	host = strings.TrimSuffix(strings.Trim(host, "[]"), ".")
+	if strings.EqualFold(host, "localhost") || strings.HasSuffix(strings.ToLower(host), ".localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
 }
 
 // withA2A sends the paths under /a2a/ to a2a, the others to next. The

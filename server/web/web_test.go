@@ -5,6 +5,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -216,5 +217,50 @@ func TestHandlerNeedsIndex(t *testing.T) {
 	_, err = Handler(Config{GRPC: grpc.NewServer(), Console: console.FS(), Prefix: "/x/"})
 	if err == nil {
 		t.Errorf("an unclean prefix: %v", err)
+	}
+}
+
+// TestCrossSiteAndRebinding: a browser's cross-site POST (which a page
+// may send to any site without asking) is refused before it reaches A2A
+// or an RPC, while same-origin requests and clients that are not
+// browsers pass; with LoopbackHosts, a Host that is not localhost or a
+// loopback address (a rebound domain) is refused too.
+func TestCrossSiteAndRebinding(t *testing.T) {
+	var calls atomic.Int32
+	a2a := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { calls.Add(1) })
+	for _, loopbackOnly := range []bool{true, false} {
+		h, err := Handler(Config{GRPC: grpc.NewServer(), Console: console.FS(), A2A: a2a, LoopbackHosts: loopbackOnly})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, tc := range []struct {
+			method, host, site string
+			code               int
+			reaches            bool
+		}{
+			{"POST", "127.0.0.1:8080", "cross-site", 403, false},
+			{"POST", "127.0.0.1:8080", "same-origin", 200, true},
+			{"POST", "127.0.0.1:8080", "", 200, true}, // not a browser
+			{"POST", "localhost:8080", "", 200, true},
+			{"POST", "[::1]:8080", "", 200, true},
+			{"POST", "rebind.evil.example:8080", "same-origin", map[bool]int{true: 403, false: 200}[loopbackOnly], !loopbackOnly},
+			{"GET", "rebind.evil.example", "", map[bool]int{true: 403, false: 200}[loopbackOnly], false},
+		} {
+			calls.Store(0)
+			path := "/a2a/demo/jsonrpc"
+			if tc.method == "GET" {
+				path = "/"
+			}
+			req := httptest.NewRequest(tc.method, "http://"+tc.host+path, strings.NewReader(`{"jsonrpc":"2.0"}`))
+			req.Header.Set("Content-Type", "text/plain")
+			if tc.site != "" {
+				req.Header.Set("Sec-Fetch-Site", tc.site)
+			}
+			rec := httptest.NewRecorder()
+			h.ServeHTTP(rec, req)
+			if rec.Code != tc.code || (calls.Load() == 1) != tc.reaches {
+				t.Errorf("loopback hosts %v, %s %s (Sec-Fetch-Site %q): %d, reached A2A %v; want %d, %v", loopbackOnly, tc.method, tc.host, tc.site, rec.Code, calls.Load() == 1, tc.code, tc.reaches)
+			}
+		}
 	}
 }
