@@ -126,8 +126,10 @@ func answersCalls(c *agentrunnerv1.Content) bool {
 	return slices.ContainsFunc(c.GetParts(), func(p *agentrunnerv1.Part) bool { return p.GetFunctionResponse() != nil })
 }
 
-// taskState is a run's status as a task's state. An interrupted run is
-// working: the server that restarts recovers it (or ResumeRun does).
+// taskState is a run's status as a task's state. An interrupted run (a
+// server stopped under it) is failed: it goes on only through ResumeRun,
+// which A2A has no word for, so "working" would keep a client waiting
+// for ever.
 func taskState(s agentrunnerv1.RunStatus) a2a.TaskState {
 	switch s {
 	case agentrunnerv1.RunStatus_RUN_STATUS_PENDING:
@@ -136,7 +138,7 @@ func taskState(s agentrunnerv1.RunStatus) a2a.TaskState {
 		return a2a.TaskStateInputRequired
 	case agentrunnerv1.RunStatus_RUN_STATUS_SUCCEEDED:
 		return a2a.TaskStateCompleted
-	case agentrunnerv1.RunStatus_RUN_STATUS_FAILED:
+	case agentrunnerv1.RunStatus_RUN_STATUS_FAILED, agentrunnerv1.RunStatus_RUN_STATUS_INTERRUPTED:
 		return a2a.TaskStateFailed
 	case agentrunnerv1.RunStatus_RUN_STATUS_CANCELLED:
 		return a2a.TaskStateCanceled
@@ -161,7 +163,8 @@ func runStatuses(s a2a.TaskState) []agentrunnerv1.RunStatus {
 func ended(s agentrunnerv1.RunStatus) bool {
 	switch s {
 	case agentrunnerv1.RunStatus_RUN_STATUS_INPUT_REQUIRED, agentrunnerv1.RunStatus_RUN_STATUS_SUCCEEDED,
-		agentrunnerv1.RunStatus_RUN_STATUS_FAILED, agentrunnerv1.RunStatus_RUN_STATUS_CANCELLED:
+		agentrunnerv1.RunStatus_RUN_STATUS_FAILED, agentrunnerv1.RunStatus_RUN_STATUS_CANCELLED,
+		agentrunnerv1.RunStatus_RUN_STATUS_INTERRUPTED:
 		return true
 	}
 	return false
@@ -191,7 +194,11 @@ func statusOf(run *agentrunnerv1.Run, calls map[string]*agentrunnerv1.Part) a2a.
 		}
 		st.Message = a2a.NewMessageForTask(a2a.MessageRoleAgent, taskInfo(run), toA2AParts(c, run.GetPendingCallIds())...)
 	case a2a.TaskStateFailed:
-		p := a2a.NewTextPart(run.GetError().GetMessage())
+		msg := run.GetError().GetMessage()
+		if run.GetStatus() == agentrunnerv1.RunStatus_RUN_STATUS_INTERRUPTED && msg == "" {
+			msg = "the run was interrupted: the server stopped while it ran; ResumeRun (agentrunner's API) continues it"
+		}
+		p := a2a.NewTextPart(msg)
 		p.SetMeta(metaIsError, true)
 		st.Message = a2a.NewMessageForTask(a2a.MessageRoleAgent, taskInfo(run), p)
 	}

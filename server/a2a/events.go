@@ -2,6 +2,7 @@ package a2a
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -97,7 +98,12 @@ func (t *translator) event(ctx context.Context, ev *agentrunnerv1.Event) ([]a2a.
 	names := slices.Sorted(maps.Keys(ev.GetActions().GetArtifactDelta()))
 	for _, name := range names {
 		up, err := t.saved(ctx, name, ev.GetActions().GetArtifactDelta()[name])
-		if err != nil {
+		switch {
+		case errors.Is(err, store.ErrNotFound):
+			// The version was deleted since: the task goes on without it,
+			// rather than being "not found" as a whole.
+			continue
+		case err != nil:
 			return nil, err
 		}
 		out = append(out, up)
