@@ -112,7 +112,9 @@ func (s *stream) handle(ev a2a.Event) error {
 		return s.emit(nil)
 	case *a2a.Task:
 		for _, art := range v.Artifacts {
-			s.parts = append(s.parts, fromA2A(art.Parts)...)
+			if art != nil { // a remote's JSON may say null
+				s.parts = append(s.parts, fromA2A(art.Parts)...)
+			}
 		}
 		return s.status(v.Status)
 	case *a2a.TaskStatusUpdateEvent:
@@ -135,8 +137,14 @@ func (s *stream) artifact(v *a2a.TaskArtifactUpdateEvent) error {
 		s.artifacts[v.Artifact.ID] = len(s.parts)
 	case !v.Append:
 		// A replacement: drop what the artifact had (artifacts after it
-		// in the answer are rare enough to be dropped with it).
+		// in the answer are rare enough to be dropped with it, and
+		// start again where the answer now ends if they come back).
 		s.parts = s.parts[:start]
+		for id, at := range s.artifacts {
+			if at > start {
+				delete(s.artifacts, id)
+			}
+		}
 	}
 	parts := fromA2A(v.Artifact.Parts)
 	s.parts = append(s.parts, parts...)
