@@ -52,10 +52,18 @@ func checkMoney(v float64, path string) error {
 		return &Error{Path: path, Msg: fmt.Sprintf("must not be negative, got %v", v)}
 	case v > maxPrice:
 		return &Error{Path: path, Msg: fmt.Sprintf("must be at most %v, got %v", float64(maxPrice), v)}
-	case math.Abs(v*1e6-math.Round(v*1e6)) > 1e-6*math.Max(1, v):
+	case fractionalMicros(v):
 		return &Error{Path: path, Msg: fmt.Sprintf("at most six decimals (a micro-unit), got %v", v)}
 	}
 	return nil
+}
+
+// fractionalMicros reports whether v has a seventh decimal: a fraction
+// of a micro-unit that float64's rounding of v alone does not explain.
+func fractionalMicros(v float64) bool {
+	x := v * 1e6
+	ulp := math.Nextafter(x, math.Inf(1)) - x
+	return math.Abs(x-math.Round(x)) > math.Max(1e-3, 4*ulp)
 }
 
 // validateCurrencies checks that the priced models of a file share one
@@ -94,8 +102,13 @@ func validateBudgets(app *agentrunnerv1.AppConfig, path, currency string, errs *
 	}{{"run", b.GetRun()}, {"session", b.GetSession()}, {"user_daily", b.GetUserDaily()}, {"app_daily", b.GetAppDaily()}}
 	for _, l := range limits {
 		p := path + ".budgets." + l.name
-		if l.l.GetTokens() < 0 {
+		switch t := l.l.GetTokens(); {
+		case t < 0:
 			errs.add(&Error{Path: p + ".tokens", Msg: "must not be negative"})
+		case t > math.MaxInt32 && (l.name == "run" || l.name == "session"):
+			// A run's and a session's totals are UsageMetadata's 32-bit
+			// counts: a larger limit could never be reached.
+			errs.add(&Error{Path: p + ".tokens", Msg: fmt.Sprintf("must be at most %d (a run's and a session's token totals are 32-bit), got %d", math.MaxInt32, t)})
 		}
 		if err := checkMoney(l.l.GetCost(), p+".cost"); err != nil {
 			errs.add(err)

@@ -73,6 +73,13 @@ func TestParseBudgetErrors(t *testing.T) {
 			[]string{"apps[0].budgets.run.tokens", "negative"}},
 		{"money budget too precise", "cost: 1.25", "cost: 1.2500001",
 			[]string{"apps[0].budgets.user_daily.cost", "six decimals"}},
+		// The tolerance for float64's rounding must not grow with the
+		// amount until it accepts anything.
+		{"large money budget too precise", "cost: 1.25", "cost: 600000.1234567",
+			[]string{"apps[0].budgets.user_daily.cost", "six decimals"}},
+		// A run's total is 32-bit: a larger budget could never be reached.
+		{"run tokens past 32 bits", "tokens: 5000", "tokens: 3000000000",
+			[]string{"apps[0].budgets.run.tokens", "at most 2147483647"}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -46,7 +46,7 @@ apps:
     description: Load benchmark app (priced offline model, zero latency, budgets).
     budgets:
       run: {tokens: 1000000000, cost: 100000}
-      session: {tokens: 1000000000000, cost: 1000000}
+      session: {tokens: 2000000000, cost: 1000000}
       user_daily: {tokens: 1000000000000, cost: 1000000}
       app_daily: {tokens: 1000000000000, cost: 10000000}
     root_agent:
