@@ -29,8 +29,9 @@ func ValidateKey(k SessionKey, check KeyCheck) error {
 	return checkAll(check, k.App, k.User, k.Session)
 }
 
-// CheckSessionList validates the arguments of ListSessions: the app is
-// required, the user optional (all users).
+// CheckSessionList validates the arguments of ListSessions, and those of
+// the spend ledger's reads: the app is required, the user optional (all
+// users) where the call allows it.
 func CheckSessionList(app, user string, check KeyCheck) error {
 	if app == "" {
 		return fmt.Errorf("app_name is empty: %w", ErrInvalidArgument)

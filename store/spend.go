@@ -2,7 +2,6 @@ package store
 
 import (
 	"context"
-	"fmt"
 	"time"
 
 	agentrunnerv1 "github.com/agentrunner/agentrunner/gen/go/agentrunner/v1"
@@ -29,16 +28,6 @@ type SpendStore interface {
 	// inclusive) by model: oldest day first, models by name within a day,
 	// days without calls left out.
 	ListSpend(ctx context.Context, app, user string, from, to time.Time) ([]DaySpend, error)
-}
-
-// CheckSpendArgs validates the app and user of a ledger read with a
-// store's key check: the app is required, the user may be empty where all
-// users are meant.
-func CheckSpendArgs(app, user string, check KeyCheck) error {
-	if app == "" {
-		return fmt.Errorf("app_name is empty: %w", ErrInvalidArgument)
-	}
-	return checkAll(check, app, user)
 }
 
 // DaySpend is what one model used and cost on one UTC day.

@@ -278,13 +278,15 @@ type RunStore interface {
 	// ListRunsOf pages through the runs f selects, newest first. With a
 	// session, it lists as ListRuns does (the same order and page tokens)
 	// and a missing session is ErrNotFound. Without one it lists across
-	// sessions, by create_time then run_id, both descending, from an index
-	// of the runs of each app and each user, never a walk of their
-	// sessions; a filter of active statuses only (RunFilter.OnlyActive)
-	// walks an index of active runs, whatever the number of finished ones.
-	// A page token continues the listing it came from (the same app, user
-	// and session); the statuses may change between pages. A filter of
-	// finished statuses walks every run of the scope, reading each status.
+	// sessions, by create_time then run_id, both descending, never a walk
+	// of their sessions; a filter of active statuses only
+	// (RunFilter.OnlyActive) walks an index of active runs, whatever the
+	// number of finished ones. Any other filter reads the status of every
+	// run of the scope (PostgreSQL, by an index of each app's and each
+	// user's runs) or, on bbolt, of every run of the store, keeping a
+	// page's worth in memory: its cost grows with the store's runs. A page
+	// token continues the listing it came from (the same app, user and
+	// session); the statuses may change between pages.
 	ListRunsOf(ctx context.Context, f RunFilter, page Page) ([]*agentrunnerv1.Run, string, error)
 	// ListUnfinishedRuns returns every run of the store whose status is
 	// RUN_STATUS_PENDING or RUN_STATUS_RUNNING, oldest first (by

@@ -321,12 +321,12 @@ func (s *scannedPlaces) next() []byte {
 func (w *acrossWalk) scan(tx *bbolt.Tx, keep int) (*scannedPlaces, error) {
 	var h oldestFirst
 	c := tx.Bucket(bucketRunRecords).Cursor()
-	for k, _ := c.Seek([]byte{'r'}); k != nil && k[0] == 'r'; k, _ = c.Next() {
+	for k, entry := c.Seek([]byte{'r'}); k != nil && k[0] == 'r'; k, entry = c.Next() {
 		runID, _, err := readString(k[1:])
 		if err != nil {
 			return nil, fmt.Errorf("run_records key %x: %w", k, err)
 		}
-		key, v, err := storedRun(tx, runID)
+		key, v, err := parseRecordEntry(runID, entry)
 		if err != nil {
 			return nil, err
 		}

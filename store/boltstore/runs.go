@@ -346,6 +346,12 @@ func storedRun(tx *bbolt.Tx, runID string) (key, rec []byte, err error) {
 	if v == nil {
 		return nil, nil, nil
 	}
+	return parseRecordEntry(runID, v)
+}
+
+// parseRecordEntry splits a run_records 'r' value (recordEntry) into the
+// run key and the encoded record.
+func parseRecordEntry(runID string, v []byte) (key, rec []byte, err error) {
 	n, m := binary.Uvarint(v)
 	if m <= 0 || n == 0 || uint64(len(v)-m) < n {
 		return nil, nil, fmt.Errorf("run %s: corrupt run_records entry", runID)

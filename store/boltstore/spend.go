@@ -111,7 +111,7 @@ func (s *Store) DailySpend(ctx context.Context, app, user string, day time.Time)
 	if user == "" {
 		return nil, nil, fmt.Errorf("user_id is empty: %w", store.ErrInvalidArgument)
 	}
-	if err := store.CheckSpendArgs(app, user, checkPart); err != nil {
+	if err := store.CheckSessionList(app, user, checkPart); err != nil {
 		return nil, nil, err
 	}
 	d := store.Day(day)
@@ -143,7 +143,7 @@ func (s *Store) DailySpend(ctx context.Context, app, user string, day time.Time)
 // allUsers') keys from the first day to the last, which key order gives
 // by day and then by model.
 func (s *Store) ListSpend(ctx context.Context, app, user string, from, to time.Time) ([]store.DaySpend, error) {
-	if err := store.CheckSpendArgs(app, user, checkPart); err != nil {
+	if err := store.CheckSessionList(app, user, checkPart); err != nil {
 		return nil, err
 	}
 	first, last := store.Day(from), store.Day(to)

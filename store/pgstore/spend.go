@@ -12,7 +12,7 @@ import (
 )
 
 // The daily spend ledger (store.SpendStore): table spend (migration
-// 0005), two rows of which every append of an event with usage adds to
+// 0006), two rows of which every append of an event with usage adds to
 // in its transaction, the user's and the app's (allUsers).
 
 // allUsers is the user_id of the app's totals: no session's user is
@@ -129,7 +129,7 @@ func (s *Store) DailySpend(ctx context.Context, app, user string, day time.Time)
 	if user == "" {
 		return nil, nil, fmt.Errorf("user_id is empty: %w", store.ErrInvalidArgument)
 	}
-	if err := store.CheckSpendArgs(app, user, checkPart); err != nil {
+	if err := store.CheckSessionList(app, user, checkPart); err != nil {
 		return nil, nil, err
 	}
 	userSpend, appSpend = &agentrunnerv1.Spend{}, &agentrunnerv1.Spend{}
@@ -163,7 +163,7 @@ func (s *Store) DailySpend(ctx context.Context, app, user string, day time.Time)
 // ListSpend implements store.SpendStore: one range of the primary key,
 // its shards summed by day and model.
 func (s *Store) ListSpend(ctx context.Context, app, user string, from, to time.Time) ([]store.DaySpend, error) {
-	if err := store.CheckSpendArgs(app, user, checkPart); err != nil {
+	if err := store.CheckSessionList(app, user, checkPart); err != nil {
 		return nil, err
 	}
 	var out []store.DaySpend
