@@ -99,11 +99,11 @@ func (c *Run) Start(ctx context.Context) error {
 // execution's stored events spent; it is agent.InvocationConfig.Budget.
 func (c *Run) Call(ctx context.Context, spent agent.Spent) error {
 	run := agent.Spent{Tokens: c.prior.Tokens + spent.Tokens, Micros: c.prior.Micros + spent.Micros}
-	if err := c.check("run", "run:"+c.runID, c.b.Run, run, time.Time{}); err != nil {
+	if err := c.check("run", "run:", c.runID, c.b.Run, run, time.Time{}); err != nil {
 		return err
 	}
 	session := agent.Spent{Tokens: c.before.Tokens + run.Tokens, Micros: c.before.Micros + run.Micros}
-	if err := c.check("session", "session:"+c.key.Session, c.b.Session, session, time.Time{}); err != nil {
+	if err := c.check("session", "session:", c.key.Session, c.b.Session, session, time.Time{}); err != nil {
 		return err
 	}
 	if !c.b.daily() {
@@ -116,22 +116,25 @@ func (c *Run) Call(ctx context.Context, spent agent.Spent) error {
 	}
 	y, m, d := now.Date()
 	resets := time.Date(y, m, d+1, 0, 0, 0, 0, time.UTC)
-	if err := c.check("user_daily", "user:"+c.key.User, c.b.UserDaily, daySpent(user), resets); err != nil {
+	if err := c.check("user_daily", "user:", c.key.User, c.b.UserDaily, daySpent(user), resets); err != nil {
 		return err
 	}
-	return c.check("app_daily", "app:"+c.key.App, c.b.AppDaily, daySpent(app), resets)
+	return c.check("app_daily", "app:", c.key.App, c.b.AppDaily, daySpent(app), resets)
 }
 
-// check fails when spent has reached l, naming the budget.
-func (c *Run) check(name, subject string, l Limit, spent agent.Spent, resets time.Time) error {
-	e := &agent.BudgetError{Budget: name, App: c.key.App, Subject: subject, ResetsAt: resets}
+// check fails when spent has reached l, naming the budget and its
+// subject (kind and id, as "user:alice").
+func (c *Run) check(name, kind, id string, l Limit, spent agent.Spent, resets time.Time) error {
+	// Built only when a limit is reached: this runs before every model
+	// call of a budgeted app.
+	reached := func(unit string, limit, spent int64) error {
+		return &agent.BudgetError{Budget: name, App: c.key.App, Subject: kind + id, ResetsAt: resets, Unit: unit, Limit: limit, Spent: spent}
+	}
 	switch {
 	case l.Tokens > 0 && spent.Tokens >= l.Tokens:
-		e.Unit, e.Limit, e.Spent = "tokens", l.Tokens, spent.Tokens
+		return reached("tokens", l.Tokens, spent.Tokens)
 	case l.Micros > 0 && spent.Micros >= l.Micros:
-		e.Unit, e.Limit, e.Spent = c.b.Currency, l.Micros, spent.Micros
-	default:
-		return nil
+		return reached(c.b.Currency, l.Micros, spent.Micros)
 	}
-	return e
+	return nil
 }
