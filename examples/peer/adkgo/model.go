@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"iter"
-	"regexp"
 	"slices"
 	"strings"
 
@@ -104,14 +103,39 @@ func usage(req *model.LLMRequest, answer string) *genai.GenerateContentResponseU
 	}
 }
 
-// wordWithSpace is the offline model's streaming split: each word with
-// the spaces that follow it, the first with those before it too.
-var wordWithSpace = regexp.MustCompile(`^\s*\S+\s*|\S+\s*`)
-
+// splitWords is the offline model's streaming split (runner/model/offline,
+// copied: this module does not import agentrunner): each word with the
+// spaces that follow it, the first with those before it too, cut byte by
+// byte as agentrunner's is, so that both sides pay the same for it.
 func splitWords(s string) []string {
-	pieces := wordWithSpace.FindAllString(s, -1)
+	pieces := make([]string, 0, len(s)/6+1)
+	for i := 0; i < len(s); {
+		start := i
+		if start == 0 {
+			for i < len(s) && isSpace(s[i]) {
+				i++
+			}
+		}
+		j := i
+		for j < len(s) && !isSpace(s[j]) {
+			j++
+		}
+		if j == i {
+			break // s is all spaces
+		}
+		for j < len(s) && isSpace(s[j]) {
+			j++
+		}
+		pieces = append(pieces, s[start:j])
+		i = j
+	}
 	if len(pieces) == 0 {
 		return []string{s}
 	}
 	return pieces
+}
+
+// isSpace reports whether b is a space as RE2's \s means it.
+func isSpace(b byte) bool {
+	return b == ' ' || b == '\t' || b == '\n' || b == '\f' || b == '\r'
 }
