@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"strings"
 	"time"
 
 	servicev1 "github.com/agentrunner/agentrunner/gen/go/agentrunner/service/v1"
@@ -104,7 +105,7 @@ func usageDate(field, v string, def time.Time) (time.Time, error) {
 		// time's message quotes the layout's pieces, which say little to
 		// a caller; the field and the expected form say enough.
 		if len(v) > maxIDBytes {
-			v = v[:maxIDBytes] + "…"
+			v = strings.ToValidUTF8(v[:maxIDBytes], "") + "…" // not half a character
 		}
 		return t, invalid(field, "%q is not a date of the form YYYY-MM-DD", v)
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strconv"
 	"sync"
+	"sync/atomic"
 
 	agentrunnerv1 "github.com/agentrunner/agentrunner/gen/go/agentrunner/v1"
 	"github.com/agentrunner/agentrunner/runner/agent"
@@ -37,7 +38,11 @@ const (
 type spendMeter struct {
 	tokens, cost, calls metric.Int64Counter
 	sets                sync.Map // spendAttrs -> metric.MeasurementOption
+	count               atomic.Int64
 }
+
+// maxSpendSets bounds the attribute sets the meter keeps (see attrs).
+const maxSpendSets = 1024
 
 // spendAttrs names one attribute set: app and model, and the kind of
 // tokens, the currency or whether the call was priced.
@@ -98,6 +103,17 @@ func (s *spendMeter) attrs(a spendAttrs) metric.MeasurementOption {
 	if o, ok := s.sets.Load(a); ok {
 		return o.(metric.MeasurementOption)
 	}
+	// A model without a models entry is named by what its provider says,
+	// which an OpenAI-compatible endpoint may vary at will: past
+	// maxSpendSets the others share one "other" model, so that neither
+	// this cache nor the series grow without bound.
+	if s.count.Load() >= maxSpendSets {
+		a.model = "other"
+		if o, ok := s.sets.Load(a); ok {
+			return o.(metric.MeasurementOption)
+		}
+	}
+	s.count.Add(1)
 	o, _ := s.sets.LoadOrStore(a, metric.WithAttributeSet(attribute.NewSet(
 		attribute.String("app", a.app), attribute.String("model", a.model), attribute.String(a.key, a.value))))
 	return o.(metric.MeasurementOption)

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"net/http"
 	"os"
@@ -12,6 +13,7 @@ import (
 	"testing"
 
 	servicev1 "github.com/agentrunner/agentrunner/gen/go/agentrunner/service/v1"
+	metricnoop "go.opentelemetry.io/otel/metric/noop"
 )
 
 // spendApps prices one offline model (2 per million input tokens, 10 per
@@ -167,4 +169,27 @@ func promSum(text, name string, labels map[string]string) int64 {
 		}
 	}
 	return sum
+}
+
+// TestSpendMeterBounded: models a provider names at will stop adding
+// attribute sets past maxSpendSets; the others share the model "other".
+func TestSpendMeterBounded(t *testing.T) {
+	s, err := newSpendMeter(metricnoop.NewMeterProvider())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range maxSpendSets + 500 {
+		s.attrs(spendAttrs{"app", fmt.Sprintf("model-%d", i), "priced", "false"})
+	}
+	n := 0
+	s.sets.Range(func(k, _ any) bool {
+		n++
+		return true
+	})
+	if n > maxSpendSets+1 {
+		t.Fatalf("%d attribute sets kept, want at most %d", n, maxSpendSets+1)
+	}
+	if _, ok := s.sets.Load(spendAttrs{"app", "other", "priced", "false"}); !ok {
+		t.Fatal(`no "other" model past the bound`)
+	}
 }
