@@ -102,11 +102,17 @@ func (b *builder) remoteAgent(ctx context.Context, a *agentrunnerv1.AgentConfig,
 	if err != nil {
 		return nil, &Error{Path: p + ".timeout", Msg: err.Error()}
 	}
-	hc, err := remoteHTTPClient(r.GetHeaderEnv())
+	// The header goes to the card's host, and then to the hosts its
+	// interfaces name: never to a host a redirect points to.
+	var cardHost []string
+	if u, err := url.Parse(r.GetCardUrl()); err == nil && u.Host != "" {
+		cardHost = []string{u.Host}
+	}
+	hc, err := remoteHTTPClient(r.GetHeaderEnv(), cardHost...)
 	if err != nil {
 		return nil, &Error{Path: p + ".header_env", Msg: err.Error()}
 	}
-	cfg := remotea2a.Config{Name: a.GetName(), Description: a.GetDescription(), HTTPClient: hc, Timeout: timeout}
+	cfg := remotea2a.Config{Name: a.GetName(), Description: a.GetDescription(), Timeout: timeout}
 	if r.GetCard() != nil {
 		cfg.Card, err = inlineCard(r)
 		if err != nil {
@@ -126,6 +132,11 @@ func (b *builder) remoteAgent(ctx context.Context, a *agentrunnerv1.AgentConfig,
 			cfg.Card, cfg.Unavailable = nil, fmt.Errorf("unavailable: its agent card could not be fetched at start (%w)", err)
 		}
 	}
+	if cfg.Card != nil {
+		if cfg.HTTPClient, err = remoteHTTPClient(r.GetHeaderEnv(), append(cardHost, remotea2a.CardHosts(cfg.Card)...)...); err != nil {
+			return nil, &Error{Path: p + ".header_env", Msg: err.Error()}
+		}
+	}
 	ag, err := remotea2a.New(ctx, cfg)
 	if err != nil {
 		return nil, &Error{Path: p, Msg: err.Error()}
@@ -134,8 +145,8 @@ func (b *builder) remoteAgent(ctx context.Context, a *agentrunnerv1.AgentConfig,
 }
 
 // remoteHTTPClient is the client of a remote agent: the default one, or
-// one sending the header held by the environment variable env.
-func remoteHTTPClient(env string) (*http.Client, error) {
+// one sending the header held by the environment variable env to hosts.
+func remoteHTTPClient(env string, hosts ...string) (*http.Client, error) {
 	if env == "" {
 		return http.DefaultClient, nil
 	}
@@ -143,7 +154,7 @@ func remoteHTTPClient(env string) (*http.Client, error) {
 	if !ok {
 		return nil, fmt.Errorf("environment variable %s is not set", env)
 	}
-	hc, err := remotea2a.HeaderClient(v)
+	hc, err := remotea2a.HeaderClient(v, hosts...)
 	if err != nil {
 		return nil, errors.New("environment variable " + env + ": " + err.Error())
 	}

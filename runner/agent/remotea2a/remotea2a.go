@@ -148,23 +148,48 @@ func checkCard(card *a2a.AgentCard) error {
 }
 
 // HeaderClient returns an HTTP client that sends header, "Name: value",
-// with every request. Errors never show the value, which is a secret.
-func HeaderClient(header string) (*http.Client, error) {
+// with every request to one of hosts ("host" or "host:port", as URLs name
+// them), and with no other: a redirect elsewhere, or a URL a card names on
+// another host, does not get it. Errors never show the value, which is a
+// secret.
+func HeaderClient(header string, hosts ...string) (*http.Client, error) {
 	name, value, ok := strings.Cut(header, ":")
 	name, value = strings.TrimSpace(name), strings.TrimSpace(value)
 	if !ok || name == "" || value == "" || strings.ContainsAny(name, " \t\r\n") || strings.ContainsAny(value, "\r\n") {
 		return nil, errors.New(`want a header "Name: value" (the value is not shown, as it may be a secret)`)
 	}
-	return &http.Client{Transport: headerTransport{name: http.CanonicalHeaderKey(name), value: value, base: http.DefaultTransport}}, nil
+	t := headerTransport{name: http.CanonicalHeaderKey(name), value: value, hosts: map[string]bool{}, base: http.DefaultTransport}
+	for _, h := range hosts {
+		t.hosts[strings.ToLower(h)] = true
+	}
+	return &http.Client{Transport: t}, nil
 }
 
-// headerTransport adds one header to each request.
+// CardHosts returns the hosts of the URLs card's interfaces name.
+func CardHosts(card *a2a.AgentCard) []string {
+	var hosts []string
+	for _, iface := range card.SupportedInterfaces {
+		if iface == nil {
+			continue
+		}
+		if u, err := url.Parse(iface.URL); err == nil && u.Host != "" {
+			hosts = append(hosts, u.Host)
+		}
+	}
+	return hosts
+}
+
+// headerTransport adds one header to each request to one of its hosts.
 type headerTransport struct {
 	name, value string
+	hosts       map[string]bool
 	base        http.RoundTripper
 }
 
 func (t headerTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	if !t.hosts[strings.ToLower(req.URL.Host)] {
+		return t.base.RoundTrip(req)
+	}
 	req = req.Clone(req.Context()) // a RoundTripper must not change the caller's request
 	req.Header.Set(t.name, t.value)
 	return t.base.RoundTrip(req)
