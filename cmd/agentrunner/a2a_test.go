@@ -14,6 +14,7 @@ import (
 	a2agrpc "github.com/a2aproject/a2a-go/v2/a2agrpc/v1"
 	servicev1 "github.com/agentrunner/agentrunner/gen/go/agentrunner/service/v1"
 	agentrunnerv1 "github.com/agentrunner/agentrunner/gen/go/agentrunner/v1"
+	a2aserve "github.com/agentrunner/agentrunner/server/a2a"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 )
@@ -384,5 +385,32 @@ func TestA2AADKRemoteAgent(t *testing.T) {
 	}
 	if len(partials) < 2 || len(whole) != 1 || strings.Join(partials, "") != whole[0] || !strings.Contains(whole[0], "you said: from an ADK agent") {
 		t.Errorf("partials %q, whole %q; want chunks that add up to the one whole answer", partials, whole)
+	}
+}
+
+// TestA2ARefusedSendLeavesNoSession: a send without a context that the
+// server refuses (here, more parts than --max-parts) leaves no empty
+// session behind, however often a client retries it.
+func TestA2ARefusedSendLeavesNoSession(t *testing.T) {
+	addr, console, _, _ := startConsole(t, "--max-parts", "1")
+	c, _ := a2aClient(t, console, "support", a2a.TransportProtocolJSONRPC)
+	two := a2a.NewMessage(a2a.MessageRoleUser, a2a.NewTextPart("one"), a2a.NewTextPart("two"))
+	for range 3 {
+		if _, err := c.SendMessage(t.Context(), &a2a.SendMessageRequest{Message: two}); err == nil {
+			t.Fatal("a message of two parts was taken with --max-parts 1")
+		}
+	}
+	sc := servicev1.NewSessionServiceClient(dial(t, addr))
+	list, err := sc.ListSessions(t.Context(), &servicev1.ListSessionsRequest{AppName: "support", UserId: a2aserve.DefaultUser})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := len(list.GetSessions()); n != 0 {
+		t.Fatalf("%d sessions left by refused sends, want none", n)
+	}
+	// A send that is taken still makes its session.
+	sendBlocking(t, c, textMessage("", "one part"))
+	if list, err = sc.ListSessions(t.Context(), &servicev1.ListSessionsRequest{AppName: "support", UserId: a2aserve.DefaultUser}); err != nil || len(list.GetSessions()) != 1 {
+		t.Fatalf("after a taken send: %v, %v; want one session", list.GetSessions(), err)
 	}
 }

@@ -89,36 +89,54 @@ func (h *Handler) start(ctx context.Context, req *a2a.SendMessageRequest, stream
 	}
 	msg := *req.Message
 	if msg.TaskID != "" {
-		seq, k, err := h.reply(ctx, req.Tenant, &msg, content)
+		seq, rk, err := h.reply(ctx, req.Tenant, &msg, content)
 		if err != nil || seq != nil {
-			return k, &msg, seq, err
+			return rk, &msg, seq, err
 		}
-	}
-	app, err := h.appOf(ctx, req.Tenant)
-	if err != nil {
+		// A plain message to a waiting task: a new run in the task's
+		// session, the task's user's (not the caller's default one).
+		k = rk
+	} else if k, err = h.newKey(ctx, req.Tenant, msg.ContextID); err != nil {
 		return k, nil, nil, err
 	}
-	user, err := h.userOf(ctx, app)
+	created, err := h.s.OpenSession(ctx, k)
 	if err != nil {
-		return k, nil, nil, err
-	}
-	k = store.SessionKey{App: app, User: user, Session: msg.ContextID}
-	if k.Session == "" {
-		k.Session = newContextID()
-	}
-	if _, err := h.s.OpenSession(ctx, k); err != nil {
 		return k, nil, nil, h.fail(ctx, err)
 	}
-	rr := &servicev1.RunRequest{AppName: app, UserId: user, SessionId: k.Session, NewMessage: content}
+	rr := &servicev1.RunRequest{AppName: k.App, UserId: k.User, SessionId: k.Session, NewMessage: content}
 	if streaming {
 		rr.RunConfig = &agentrunnerv1.RunConfig{StreamingMode: agentrunnerv1.StreamingMode_STREAMING_MODE_SSE}
 	}
 	seq, err := h.s.StreamRun(ctx, rr)
 	if err != nil {
+		if created && msg.ContextID == "" {
+			// A refused run (too large, too many runs) leaves no empty
+			// session behind for each retry. Only a context made here:
+			// one the client named may have a run of another send by now.
+			_ = h.s.Store().DeleteSession(context.WithoutCancel(ctx), k)
+		}
 		return k, nil, nil, h.fail(ctx, err)
 	}
 	msg.ContextID = k.Session
 	return k, &msg, seq, nil
+}
+
+// newKey is the session of a send without a task: the caller's user's,
+// in the context it names or a new one.
+func (h *Handler) newKey(ctx context.Context, tenant, contextID string) (store.SessionKey, error) {
+	app, err := h.appOf(ctx, tenant)
+	if err != nil {
+		return store.SessionKey{}, err
+	}
+	user, err := h.userOf(ctx, app)
+	if err != nil {
+		return store.SessionKey{}, err
+	}
+	k := store.SessionKey{App: app, User: user, Session: contextID}
+	if k.Session == "" {
+		k.Session = newContextID()
+	}
+	return k, nil
 }
 
 // reply handles a message sent to an existing task: one that waits on
