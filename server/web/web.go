@@ -91,7 +91,7 @@ func Handler(cfg Config) (http.Handler, error) {
 	if err != nil {
 		return nil, err
 	}
-	opts := []vanguard.TranscoderOption{vanguard.WithUnknownHandler(pages)}
+	opts := []vanguard.TranscoderOption{vanguard.WithUnknownHandler(pages), vanguard.WithCodec(newJSONCodec)}
 	if cfg.MaxMessageBytes > 0 {
 		opts = append(opts, vanguard.WithDefaultServiceOptions(vanguard.WithMaxMessageBufferBytes(uint32(cfg.MaxMessageBytes))))
 	}

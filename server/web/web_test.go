@@ -264,3 +264,32 @@ func TestCrossSiteAndRebinding(t *testing.T) {
 		}
 	}
 }
+
+// TestBadJSONIsInvalidArgument: a Connect call whose JSON body does not
+// decode is the caller's mistake (invalid_argument, 400), as a malformed
+// binary request is on either port, not "unknown"; and it reaches no
+// handler.
+func TestBadJSONIsInvalidArgument(t *testing.T) {
+	var calls atomic.Int32
+	_, base := startWeb(t, gate{}, "", &calls)
+	for _, body := range []string{`notjson`, `{"service":5}`} {
+		req, err := http.NewRequestWithContext(t.Context(), "POST", base+"grpc.health.v1.Health/Check", strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Connect-Protocol-Version", "1")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 400 || !strings.Contains(string(b), `"code":"invalid_argument"`) {
+			t.Errorf("body %q: %d %s, want 400 invalid_argument", body, resp.StatusCode, b)
+		}
+	}
+	if calls.Load() != 0 {
+		t.Errorf("%d calls reached the services", calls.Load())
+	}
+}
