@@ -11,6 +11,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -554,4 +555,22 @@ func TestConsoleReconnect(t *testing.T) {
 	}
 	p.wait("the reconnection", `document.querySelector("#reconnected")`, 20*time.Second)
 	p.wait("the event stored meanwhile", `[...document.querySelectorAll("#timeline .text")].some(e => e.textContent === "while you were away")`, 20*time.Second)
+}
+
+// TestConsoleOddIDs: ids may hold "/" and "%" (the server takes any
+// printable text): the console's links encode each as one segment, so
+// that a session "a/b%41" of the user "100%" opens as itself, from the
+// list and from a deep link, and nothing is stuck loading.
+func TestConsoleOddIDs(t *testing.T) {
+	console, _, sc, _ := consoleServer(t)
+	const user, sid = "100%", "a/b%41"
+	if _, err := sc.CreateSession(t.Context(), &servicev1.CreateSessionRequest{AppName: "slow", UserId: user, SessionId: sid}); err != nil {
+		t.Fatal(err)
+	}
+	p := openTab(t, console, "apps/slow/users/"+url.PathEscape(user)+"/sessions")
+	p.wait("the session in the list", `document.querySelector('#session-rows tr[data-session="a/b%41"] a')`, 20*time.Second)
+	p.click(`#session-rows tr[data-session="a/b%41"] a`)
+	p.wait("the session's page", `document.querySelector("#session-id")?.textContent === "a/b%41" && document.querySelector("#chat-input")`, 20*time.Second)
+	p.click("#nav-sessions")
+	p.wait("the user's list again", `document.querySelector('#session-rows tr[data-session="a/b%41"]')`, 20*time.Second)
 }

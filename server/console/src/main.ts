@@ -4,7 +4,7 @@
 import "./style.css";
 import { probeAuth, rememberUser, rememberedUser, token, setToken } from "./api.js";
 import { h, replace } from "./dom.js";
-import { clearErrors, href, link, route, setNavigateHandler, showError } from "./ui.js";
+import { clearErrors, href, link, pathOf, route, segments, setNavigateHandler, showError } from "./ui.js";
 import { appsView } from "./views/apps.js";
 import { sessionsView } from "./views/sessions.js";
 import { sessionView } from "./views/session.js";
@@ -43,7 +43,7 @@ function navLinks(): void {
   const user = rememberedUser();
   const items: [string, string, string][] = [
     ["Apps", href("apps"), "apps"],
-    ["Sessions", app && user ? href(`apps/${app}/users/${user}/sessions`) : href("apps"), "sessions"],
+    ["Sessions", app && user ? href(pathOf`apps/${app}/users/${user}/sessions`) : href("apps"), "sessions"],
     ["Runs", href("runs", { app, user }), "runs"],
     ["Usage", href("usage", { app, user }), "usage"],
   ];
@@ -66,7 +66,7 @@ async function render(): Promise<void> {
   navLinks();
   const view = document.getElementById("view")!;
   view.replaceChildren(h("p.hint", "Loading…"));
-  const seg = route().split("/").map(decodeURIComponent);
+  const seg = segments();
   const q = new URLSearchParams(location.search);
   try {
     if (seg[0] === "apps" && seg[2] === "users" && seg[4] === "sessions" && seg[5]) {

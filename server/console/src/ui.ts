@@ -12,11 +12,32 @@ export function route(): string {
   return p.replace(/^\/+|\/+$/g, "");
 }
 
+// pathOf builds a path below the base from a template, each value (an
+// id, which may hold "/" or "%") encoded as one segment of its own:
+// pathOf`apps/${app}/users/${user}`.
+export function pathOf(parts: TemplateStringsArray, ...ids: string[]): string {
+  return parts.reduce((out, s, i) => out + s + (i < ids.length ? encodeURIComponent(ids[i]) : ""), "");
+}
+
+// href is the URL of a path below the base (built by pathOf when it holds
+// ids), with a query.
 export function href(path: string, query?: Record<string, string | undefined>): string {
   const q = new URLSearchParams();
   for (const [k, v] of Object.entries(query ?? {})) if (v) q.set(k, v);
   const qs = q.toString();
-  return basePath + path.split("/").map((s) => encodeURIComponent(decodeURIComponent(s))).join("/") + (qs ? "?" + qs : "");
+  return basePath + path + (qs ? "?" + qs : "");
+}
+
+// segments are the route's segments, decoded; a malformed escape (a URL
+// typed by hand) is kept as it is rather than failing the page.
+export function segments(): string[] {
+  return route().split("/").map((s) => {
+    try {
+      return decodeURIComponent(s);
+    } catch {
+      return s;
+    }
+  });
 }
 
 let onNavigate: () => void = () => {};

@@ -6,7 +6,7 @@ import { AgentKind, ToolKind, type AgentInfo, type App } from "../../../../gen/t
 import type { BudgetLimit } from "../../../../gen/ts/agentrunner/v1/config_pb.js";
 import { runner, rememberedUser } from "../api.js";
 import { h, json, replace } from "../dom.js";
-import { href, link, section } from "../ui.js";
+import { href, link, pathOf, section } from "../ui.js";
 import { rpcButton } from "../rpc.js";
 
 function agentTree(a: AgentInfo): HTMLElement {
@@ -44,10 +44,10 @@ function appCard(a: App, open: boolean): HTMLElement {
   const budgets = b ? [limit("per run", b.run, a.currency), limit("per session", b.session, a.currency), limit("per user per day", b.userDaily, a.currency), limit("app per day", b.appDaily, a.currency)].filter(Boolean) : [];
   return h("section.card.app", { id: `app-${a.name}` },
     h("div.row.head",
-      h("h2", link(href(`apps/${a.name}`), a.name)),
+      h("h2", link(href(pathOf`apps/${a.name}`), a.name)),
       a.unavailableReason ? h("span.tag.bad", "unavailable") : null,
       h("span.grow"),
-      user ? link(href(`apps/${a.name}/users/${user}/sessions`), "Sessions →") : h("span.hint", "enter a user id to see sessions"),
+      user ? link(href(pathOf`apps/${a.name}/users/${user}/sessions`), "Sessions →") : h("span.hint", "enter a user id to see sessions"),
       link(href("runs", { app: a.name, user }), "Runs →")),
     a.description ? h("p", a.description) : null,
     a.unavailableReason ? h("p.error-text", a.unavailableReason) : null,

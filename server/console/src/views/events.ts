@@ -8,7 +8,7 @@ import type { FunctionCall, FunctionResponse, Part } from "../../../../gen/ts/ag
 import { RunStatus } from "../../../../gen/ts/agentrunner/v1/run_pb.js";
 import { date, fmtCost, fmtTokens, statusName, shortId } from "../api.js";
 import { fmtTime, h, json, replace } from "../dom.js";
-import { href, link } from "../ui.js";
+import { href, link, pathOf } from "../ui.js";
 
 // Calls and responses seen so far, by call id, so a response stored in a
 // later event lands beside its call.
@@ -95,7 +95,7 @@ export function eventCard(ev: Event, pairs: Pairs, runStatus: (runId: string) =>
       h("span.seq", `#${ev.sequence}`),
       h("b.author", ev.author),
       ev.branch && ev.branch !== ev.author ? h("span.tag", ev.branch) : null,
-      ev.invocationId ? link(href(`runs/${ev.invocationId}`), h("span.tag.run", { title: ev.invocationId, "data-run": ev.invocationId }, shortId(ev.invocationId), h("span.run-st", st !== undefined ? ` ${statusName(st)}` : ""))) : null,
+      ev.invocationId ? link(href(pathOf`runs/${ev.invocationId}`), h("span.tag.run", { title: ev.invocationId, "data-run": ev.invocationId }, shortId(ev.invocationId), h("span.run-st", st !== undefined ? ` ${statusName(st)}` : ""))) : null,
       h("span.grow"),
       ev.finishReason ? h("span.tag", ev.finishReason) : null,
       ev.modelVersion ? h("span.tag.model", ev.modelVersion) : null,

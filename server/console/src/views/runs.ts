@@ -5,14 +5,14 @@ import { RunnerService, ListRunsRequestSchema, AttachRunRequestSchema, CancelRun
 import { RunStatus, type Run } from "../../../../gen/ts/agentrunner/v1/run_pb.js";
 import { activeStatuses, date, fmtCost, fmtTokens, isActive, runner, statusName, tryOpenStream, shortId } from "../api.js";
 import { fmtAge, fmtTime, h, replace } from "../dom.js";
-import { href, link, navigate, poll, section, showError } from "../ui.js";
+import { href, link, pathOf, navigate, poll, section, showError } from "../ui.js";
 import { rpcButton } from "../rpc.js";
 import { eventCard, Pairs, updateRunTags } from "./events.js";
 
 const refreshMs = 3000;
 
 function sessionPath(r: Run): string {
-  return `apps/${r.appName}/users/${r.userId}/sessions/${r.sessionId}`;
+  return pathOf`apps/${r.appName}/users/${r.userId}/sessions/${r.sessionId}`;
 }
 
 async function cancel(id: string, after: () => void): Promise<void> {
@@ -56,14 +56,14 @@ export async function runsView(root: HTMLElement, signal: AbortSignal, app: stri
 function runRow(r: Run, changed: () => void): HTMLElement {
   return h("tr", { "data-run": r.runId, "data-status": statusName(r.status) },
     h("td", h(`span.status.s-${statusName(r.status).toLowerCase()}`, statusName(r.status))),
-    h("td", link(href(`runs/${r.runId}`), h("code", shortId(r.runId)))),
+    h("td", link(href(pathOf`runs/${r.runId}`), h("code", shortId(r.runId)))),
     h("td", `${r.userId} / `, link(href(sessionPath(r)), h("code", shortId(r.sessionId)))),
     h("td", r.pendingCallIds.length ? `${r.pendingCallIds.length} call${r.pendingCallIds.length > 1 ? "s" : ""}` : ""),
     h("td", fmtAge(date(r.createTime))),
     h("td", fmtTokens(r.usage)),
     h("td", fmtCost(r.cost)),
     h("td.actions",
-      r.status === RunStatus.INPUT_REQUIRED ? link(href(sessionPath(r)), "Answer") : link(href(`runs/${r.runId}`), "Attach"),
+      r.status === RunStatus.INPUT_REQUIRED ? link(href(sessionPath(r)), "Answer") : link(href(pathOf`runs/${r.runId}`), "Attach"),
       h("button.danger", { type: "button", onclick: () => void cancel(r.runId, changed) }, "Cancel")));
 }
 
@@ -90,7 +90,7 @@ export async function runView(root: HTMLElement, signal: AbortSignal, id: string
         h("tr", h("td", "cost"), h("td", fmtCost(r.cost))),
         r.pendingCallIds.length ? h("tr", h("td", "waits on"), h("td", r.pendingCallIds.join(", "))) : null,
         r.error ? h("tr", h("td", "error"), h("td.error-text", `${r.error.code}: ${r.error.message}`)) : null,
-        r.continuedByRunId ? h("tr", h("td", "continued by"), h("td", link(href(`runs/${r.continuedByRunId}`), r.continuedByRunId))) : null));
+        r.continuedByRunId ? h("tr", h("td", "continued by"), h("td", link(href(pathOf`runs/${r.continuedByRunId}`), r.continuedByRunId))) : null));
   };
   drawHead(got);
   replace(root, section(`Run ${id}`, [rpcButton(RunnerService, "attachRun", AttachRunRequestSchema, () => ({ runId: id })), rpcButton(RunnerService, "getRun", GetRunRequestSchema, () => ({ runId: id }), "RPC: get"), rpcButton(RunnerService, "cancelRun", CancelRunRequestSchema, () => ({ runId: id }), "RPC: cancel")], head),

@@ -13,7 +13,7 @@ import type { ArtifactVersion } from "../../../../gen/ts/agentrunner/v1/artifact
 import type { Session } from "../../../../gen/ts/agentrunner/v1/session_pb.js";
 import { artifacts, date, fmtCost, fmtTokens, runner, sessions, statusName, shortId } from "../api.js";
 import { download, fmtAge, fmtTime, h, json, replace } from "../dom.js";
-import { href, link, section, showError } from "../ui.js";
+import { href, link, pathOf, section, showError } from "../ui.js";
 import { rpcButton } from "../rpc.js";
 import { chatTab } from "./chat.js";
 import { exportSession } from "./sessions.js";
@@ -27,7 +27,7 @@ function collectTools(a: AgentInfo | undefined, into: Map<string, ToolInfo>): vo
 }
 
 export async function sessionView(root: HTMLElement, signal: AbortSignal, app: string, user: string, sid: string, tab: string): Promise<void> {
-  const path = `apps/${app}/users/${user}/sessions/${sid}`;
+  const path = pathOf`apps/${app}/users/${user}/sessions/${sid}`;
   const [got, apps] = await Promise.all([
     sessions.getSession({ appName: app, userId: user, sessionId: sid, numRecentEvents: 1 }, { signal }),
     runner.listApps({}, { signal }),
@@ -44,7 +44,7 @@ export async function sessionView(root: HTMLElement, signal: AbortSignal, app: s
         h("span.usage#session-usage", fmtTokens(s.usage), s.cost ? ` · ${fmtCost(s.cost)}` : ""),
         h("button", { type: "button", onclick: () => exportSession(app, user, sid).catch((e) => showError(e)) }, "Export JSON"),
         rpcButton(SessionService, "getSession", GetSessionRequestSchema, () => ({ appName: app, userId: user, sessionId: sid, numRecentEvents: 50 }))),
-      h("div.hint", link(href(`apps/${app}/users/${user}/sessions`), `${app} / ${user}`), ` · ${s.lastSequence} events · updated ${fmtAge(date(s.updateTime))} ago`),
+      h("div.hint", link(href(pathOf`apps/${app}/users/${user}/sessions`), `${app} / ${user}`), ` · ${s.lastSequence} events · updated ${fmtAge(date(s.updateTime))} ago`),
       h("div.tabs", tabs.map((t) => {
         const a = link(href(t === "chat" ? path : `${path}/${t}`), t === "tools" ? "tool calls" : t);
         a.id = `tab-${t}`;
@@ -112,7 +112,7 @@ function stateTab(root: HTMLElement, app: string, user: string, sid: string, s: 
           if (!key.value.trim()) return;
           try {
             const resp = await sessions.appendEvent(req());
-            replace(result, h("p", "Stored as event ", link(href(`apps/${app}/users/${user}/sessions/${sid}`), `#${resp.event!.sequence}`), " of the timeline. ", link(href(`apps/${app}/users/${user}/sessions/${sid}/state`), "Reload state")));
+            replace(result, h("p", "Stored as event ", link(href(pathOf`apps/${app}/users/${user}/sessions/${sid}`), `#${resp.event!.sequence}`), " of the timeline. ", link(href(pathOf`apps/${app}/users/${user}/sessions/${sid}/state`), "Reload state")));
           } catch (err) {
             showError(err);
           }
@@ -129,7 +129,7 @@ async function artifactsTab(root: HTMLElement, signal: AbortSignal, app: string,
     const resp = await artifacts.listArtifacts({ appName: app, userId: user, sessionId: sid, pageSize: 50, pageToken: token }, { signal });
     for (const a of resp.artifacts) {
       files.append(h("tr", { "data-file": a.filename },
-        h("td", h("a", { href: href(`apps/${app}/users/${user}/sessions/${sid}/artifacts`, { file: a.filename }), onclick: (e: MouseEvent) => { e.preventDefault(); history.replaceState(null, "", href(`apps/${app}/users/${user}/sessions/${sid}/artifacts`, { file: a.filename })); void versions(detail, signal, app, user, sid, a.filename).catch((er) => showError(er)); } }, a.filename)),
+        h("td", h("a", { href: href(pathOf`apps/${app}/users/${user}/sessions/${sid}/artifacts`, { file: a.filename }), onclick: (e: MouseEvent) => { e.preventDefault(); history.replaceState(null, "", href(pathOf`apps/${app}/users/${user}/sessions/${sid}/artifacts`, { file: a.filename })); void versions(detail, signal, app, user, sid, a.filename).catch((er) => showError(er)); } }, a.filename)),
         h("td", `v${a.version}`), h("td", a.mimeType), h("td", `${a.sizeBytes} B`), h("td", fmtTime(date(a.createTime)))));
     }
     if (!resp.artifacts.length && !token) files.append(h("tr", h("td.hint", { colspan: 5 }, "No artifacts in this session.")));
@@ -253,7 +253,7 @@ async function usageTab(root: HTMLElement, signal: AbortSignal, app: string, use
   const load = async (token: string) => {
     const r = await runner.listRuns({ appName: app, userId: user, sessionId: sid, pageSize: 50, pageToken: token }, { signal });
     for (const run of r.runs) {
-      tbody.append(h("tr", h("td", link(href(`runs/${run.runId}`), h("code", shortId(run.runId)))), h("td", statusName(run.status)), h("td", fmtTime(date(run.createTime))),
+      tbody.append(h("tr", h("td", link(href(pathOf`runs/${run.runId}`), h("code", shortId(run.runId)))), h("td", statusName(run.status)), h("td", fmtTime(date(run.createTime))),
         h("td", fmtTokens(run.usage)), h("td", fmtCost(run.cost)),
         h("td.hint", Object.entries(run.usageByAgent).map(([a, u]) => `${a}: ${u.totalTokenCount}`).join(", "))));
     }

@@ -8,7 +8,7 @@ import { EventSchema } from "../../../../gen/ts/agentrunner/v1/event_pb.js";
 import { SessionSchema, type Session } from "../../../../gen/ts/agentrunner/v1/session_pb.js";
 import { date, fmtCost, fmtTokens, sessions } from "../api.js";
 import { download, fmtAge, h, replace } from "../dom.js";
-import { href, link, navigate, section, showError } from "../ui.js";
+import { href, link, pathOf, navigate, section, showError } from "../ui.js";
 import { rpcButton } from "../rpc.js";
 
 const pageSize = 25;
@@ -44,8 +44,8 @@ export async function sessionsView(root: HTMLElement, signal: AbortSignal, app: 
       rpcButton(SessionService, "listSessions", ListSessionsRequestSchema, () => ({ appName: app, userId: user, pageSize })),
     ],
       h("div.row", filter,
-        h("button#session-open", { type: "button", onclick: () => filter.value.trim() && navigate(href(`apps/${app}/users/${user}/sessions/${filter.value.trim()}`)) }, "Open"),
-        h("span.grow"), link(href(`apps/${app}`), "app ", app), link(href("runs", { app, user }), "runs board")),
+        h("button#session-open", { type: "button", onclick: () => filter.value.trim() && navigate(href(pathOf`apps/${app}/users/${user}/sessions/${filter.value.trim()}`)) }, "Open"),
+        h("span.grow"), link(href(pathOf`apps/${app}`), "app ", app), link(href("runs", { app, user }), "runs board")),
       h("table.list", h("thead", h("tr", h("th", "session"), h("th", "updated"), h("th", "events"), h("th", "usage"), h("th", "cost"), h("th", ""))), rows),
       more),
     createForm(app, user),
@@ -70,7 +70,7 @@ function sessionRow(app: string, user: string, s: Session, removed: () => void):
     }
   });
   return h("tr", { "data-session": s.sessionId },
-    h("td", link(href(`apps/${app}/users/${user}/sessions/${s.sessionId}`), h("code", s.sessionId))),
+    h("td", link(href(pathOf`apps/${app}/users/${user}/sessions/${s.sessionId}`), h("code", s.sessionId))),
     h("td", { title: date(s.updateTime)?.toISOString() ?? "" }, fmtAge(date(s.updateTime)), " ago"),
     h("td", String(s.lastSequence)),
     h("td", fmtTokens(s.usage)),
@@ -96,7 +96,7 @@ function createForm(app: string, user: string): HTMLElement {
         e.preventDefault();
         try {
           const resp = await sessions.createSession(req());
-          navigate(href(`apps/${app}/users/${user}/sessions/${resp.session!.sessionId}`));
+          navigate(href(pathOf`apps/${app}/users/${user}/sessions/${resp.session!.sessionId}`));
         } catch (err) {
           showError(err);
         }
