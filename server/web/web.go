@@ -102,7 +102,7 @@ func Handler(cfg Config) (http.Handler, error) {
 	if err != nil {
 		return nil, fmt.Errorf("web: %w", err)
 	}
-	h := mount(cfg.Prefix, withA2A(cfg.A2A, tr))
+	h := mount(cfg.Prefix, withA2A(cfg.A2A, unaryConnect(tr)))
 	// A browser sends a form-like POST (text/plain) to any site without
 	// asking first, and A2A's JSON-RPC reads its body whatever its type:
 	// without this, any page the user visits could run the user's agents
@@ -156,6 +156,34 @@ func withA2A(a2a, next http.Handler) http.Handler {
 		}
 		next.ServeHTTP(w, r)
 	})
+}
+
+// unaryConnect marks a POST of a unary Connect call (a body of type
+// application/json or application/proto to an RPC's path) that lacks the
+// Connect-Protocol-Version header as the Connect call it is. The Connect
+// protocol lets a server require the header, and connect-go's handlers
+// do not; nor do the calls people type with curl. Without it vanguard
+// does not recognise the protocol, and the call was answered "not an RPC
+// this server serves" (404) for an RPC the server serves.
+func unaryConnect(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodPost && r.Header.Get("Connect-Protocol-Version") == "" &&
+			isUnaryConnectType(r.Header.Get("Content-Type")) && rpcPath.MatchString(r.URL.Path) {
+			r.Header.Set("Connect-Protocol-Version", "1")
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// isUnaryConnectType reports whether ct is the content type of a unary
+// Connect call's body, parameters such as charset aside.
+func isUnaryConnectType(ct string) bool {
+	mt, _, _ := strings.Cut(ct, ";")
+	switch strings.TrimSpace(mt) {
+	case "application/json", "application/proto":
+		return true
+	}
+	return false
 }
 
 // Server is the HTTP server of Handler.

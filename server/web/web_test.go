@@ -293,3 +293,47 @@ func TestBadJSONIsInvalidArgument(t *testing.T) {
 		t.Errorf("%d calls reached the services", calls.Load())
 	}
 }
+
+// TestConnectWithoutVersionHeader: a unary Connect call without the
+// Connect-Protocol-Version header (as curl sends it) is served like one
+// with it, in JSON and in binary; a POST of another type to the same path
+// is still no RPC (404 unimplemented), and a streaming RPC's path is not
+// taken for a unary call.
+func TestConnectWithoutVersionHeader(t *testing.T) {
+	var calls atomic.Int32
+	_, base := startWeb(t, gate{}, "", &calls)
+	post := func(path, ct, body string) (int, string) {
+		t.Helper()
+		req, err := http.NewRequestWithContext(t.Context(), "POST", base+path, strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Content-Type", ct)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	const check = "grpc.health.v1.Health/Check"
+	for _, ct := range []string{"application/json", "application/json; charset=utf-8"} {
+		if code, body := post(check, ct, `{}`); code != 200 || !strings.Contains(body, `"status":"SERVING"`) {
+			t.Errorf("%s without the version header: %d %s, want 200 SERVING", ct, code, body)
+		}
+	}
+	// An empty HealthCheckRequest is an empty body; SERVING is field 1 = 1.
+	if code, body := post(check, "application/proto", ""); code != 200 || body != "\x08\x01" {
+		t.Errorf("application/proto without the version header: %d %q, want 200 08 01", code, body)
+	}
+	if got := calls.Load(); got != 0 {
+		t.Errorf("%d unary calls went through the stream interceptor", got)
+	}
+	if code, body := post(check, "text/plain", `{}`); code != 404 || !strings.Contains(body, `"code":"unimplemented"`) {
+		t.Errorf("text/plain: %d %s, want 404 unimplemented", code, body)
+	}
+	if code, _ := post("agentrunner.service.v1.RunnerService/Run", "application/json", `{}`); code == 200 {
+		t.Errorf("a streaming RPC answered 200 to a unary Connect call")
+	}
+}
