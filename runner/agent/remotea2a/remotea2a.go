@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"iter"
 	"net/http"
 	"net/url"
@@ -51,7 +52,23 @@ type Config struct {
 	// optional agent whose card could not be fetched at start): each turn
 	// yields it as an in-band error.
 	Unavailable error
+	// MaxAnswerBytes bounds what the remote agent sends back in one turn:
+	// the body of its response (JSON, or the event stream of a streamed
+	// turn). Past it the turn fails in band and the remote task is
+	// cancelled. Zero is DefaultMaxAnswerBytes.
+	MaxAnswerBytes int64
 }
+
+// DefaultMaxAnswerBytes is the default of Config.MaxAnswerBytes: twice the
+// largest event the server stores by default (32 MiB a message), room for
+// JSON's encoding of an answer that can still be stored. A remote agent
+// that answers more can only fail the run, and is stopped before its
+// answer fills the server's memory.
+const DefaultMaxAnswerBytes = 64 << 20
+
+// ErrAnswerTooLarge is the error of a turn whose answer passed
+// Config.MaxAnswerBytes.
+var ErrAnswerTooLarge = errors.New("answer too large")
 
 // New returns the agent. The A2A client is made here, once: a card that
 // offers no transport this client speaks fails now, at start, not on the
@@ -69,10 +86,7 @@ func New(ctx context.Context, cfg Config) (agent.Agent, error) {
 		if desc == "" {
 			desc = cfg.Card.Description
 		}
-		hc := cfg.HTTPClient
-		if hc == nil {
-			hc = http.DefaultClient
-		}
+		hc := capAnswers(cfg.HTTPClient, cfg.MaxAnswerBytes)
 		// Only JSON-RPC and HTTP+JSON: see the package doc on gRPC.
 		c, err := a2aclient.NewFromCard(ctx, cfg.Card, a2aclient.WithDefaultsDisabled(),
 			a2aclient.WithJSONRPCTransport(hc), a2aclient.WithRESTTransport(hc))
@@ -193,4 +207,61 @@ func (t headerTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	req = req.Clone(req.Context()) // a RoundTripper must not change the caller's request
 	req.Header.Set(t.name, t.value)
 	return t.base.RoundTrip(req)
+}
+
+// capAnswers returns a copy of hc (nil: http.DefaultClient) whose
+// responses fail once their body passes max bytes (zero:
+// DefaultMaxAnswerBytes) with ErrAnswerTooLarge.
+func capAnswers(hc *http.Client, max int64) *http.Client {
+	if hc == nil {
+		hc = http.DefaultClient
+	}
+	if max <= 0 {
+		max = DefaultMaxAnswerBytes
+	}
+	base := hc.Transport
+	if base == nil {
+		base = http.DefaultTransport
+	}
+	c := *hc
+	c.Transport = capTransport{base: base, max: max}
+	return &c
+}
+
+// capTransport bounds the body of each response (capAnswers).
+type capTransport struct {
+	base http.RoundTripper
+	max  int64
+}
+
+func (t capTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	resp, err := t.base.RoundTrip(req)
+	if err == nil && resp.Body != nil {
+		resp.Body = &cappedBody{ReadCloser: resp.Body, left: t.max, max: t.max}
+	}
+	return resp, err
+}
+
+// cappedBody reads up to left more bytes, then fails.
+type cappedBody struct {
+	io.ReadCloser
+	left, max int64
+}
+
+func (b *cappedBody) Read(p []byte) (int, error) {
+	if b.left <= 0 {
+		// One byte more tells a body of exactly max bytes, which is
+		// within the bound, from a longer one.
+		var one [1]byte
+		if n, err := b.ReadCloser.Read(one[:]); n == 0 {
+			return 0, err
+		}
+		return 0, fmt.Errorf("the remote agent's response passes %d bytes: %w", b.max, ErrAnswerTooLarge)
+	}
+	if int64(len(p)) > b.left {
+		p = p[:b.left]
+	}
+	n, err := b.ReadCloser.Read(p)
+	b.left -= int64(n)
+	return n, err
 }
