@@ -158,6 +158,9 @@ func (s *Server) Store() Store { return s.store }
 // MaxPageSize is the largest page a listing returns.
 func (s *Server) MaxPageSize() int { return s.limits.MaxPageSize }
 
+// MaxMessageBytes is the largest message the server sends or receives.
+func (s *Server) MaxMessageBytes() int { return s.maxMsg }
+
 // Status maps an error of the runner or the store to a gRPC status as
 // every RPC does: sentinels to their codes, anything else logged and
 // Internal. A status passes through.

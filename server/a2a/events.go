@@ -8,6 +8,8 @@ import (
 	"slices"
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
+	"google.golang.org/protobuf/proto"
+
 	agentrunnerv1 "github.com/agentrunner/agentrunner/gen/go/agentrunner/v1"
 	"github.com/agentrunner/agentrunner/runner"
 	"github.com/agentrunner/agentrunner/store"
@@ -34,6 +36,9 @@ type translator struct {
 	ended   bool
 	calls   map[string]*agentrunnerv1.Part
 	partial map[string]a2a.ArtifactID
+	// bytes is the encoded size of the parts the artifacts so far carry
+	// (GetTask and ListTasks bound a response by it).
+	bytes int
 }
 
 func newTranslator(st server, k store.SessionKey, runID string, history ...*a2a.Message) *translator {
@@ -126,6 +131,7 @@ func (t *translator) artifactOf(ev *agentrunnerv1.Event) *a2a.TaskArtifactUpdate
 	if len(parts) == 0 {
 		return nil
 	}
+	t.bytes += proto.Size(c)
 	author := ev.GetAuthor()
 	id, streaming := t.partial[author]
 	up := &a2a.TaskArtifactUpdateEvent{TaskID: t.info.TaskID, ContextID: t.info.ContextID}
@@ -157,6 +163,7 @@ func (t *translator) saved(ctx context.Context, name string, version int64) (*a2
 	if err != nil {
 		return nil, fmt.Errorf("load artifact %q version %d: %w", name, version, err)
 	}
+	t.bytes += proto.Size(part)
 	parts := toA2AParts(&agentrunnerv1.Content{Parts: []*agentrunnerv1.Part{part}}, nil)
 	for _, p := range parts {
 		if p.Filename == "" {

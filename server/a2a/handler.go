@@ -32,6 +32,7 @@ type server interface {
 	Apps() srv.Apps
 	Store() srv.Store
 	MaxPageSize() int
+	MaxMessageBytes() int
 	Status(ctx context.Context, err error) error
 }
 

@@ -6,9 +6,13 @@ import (
 	"iter"
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
 	servicev1 "github.com/agentrunner/agentrunner/gen/go/agentrunner/service/v1"
 	agentrunnerv1 "github.com/agentrunner/agentrunner/gen/go/agentrunner/v1"
 	"github.com/agentrunner/agentrunner/runner"
+	srv "github.com/agentrunner/agentrunner/server"
 	"github.com/agentrunner/agentrunner/store"
 )
 
@@ -168,21 +172,51 @@ func (h *Handler) reply(ctx context.Context, tenant string, msg *a2a.Message, co
 	return seq, k, nil
 }
 
-// GetTask returns a task as its stored events tell it.
+// GetTask returns a task as its stored events tell it, with at most
+// historyLength messages of its history when the request gives one.
 func (h *Handler) GetTask(ctx context.Context, req *a2a.GetTaskRequest) (*a2a.Task, error) {
 	_, run, err := h.task(ctx, req.Tenant, req.ID)
 	if err != nil {
 		return nil, err
 	}
-	return h.taskOf(ctx, run)
+	task, _, err := h.taskOf(ctx, run, h.responseBytes())
+	if err != nil {
+		return nil, err
+	}
+	return withHistory(task, req.HistoryLength), nil
+}
+
+// withHistory keeps the n most recent messages of task's history; nil
+// keeps them all.
+func withHistory(task *a2a.Task, n *int) *a2a.Task {
+	if n != nil && *n >= 0 && len(task.History) > *n {
+		task.History = task.History[len(task.History)-*n:]
+	}
+	return task
+}
+
+// responseBytes bounds the artifacts of the tasks one response carries:
+// what a message of the server's limit holds, less room for the rest.
+func (h *Handler) responseBytes() int {
+	return srv.MaxItemBytes(h.s.MaxMessageBytes())
+}
+
+// errTaskTooLarge is the error of a task whose artifacts pass budget
+// bytes: it is read another way.
+func errTaskTooLarge(id string, budget int) error {
+	return status.Errorf(codes.ResourceExhausted, "task %s carries more than %d bytes of artifacts, more than one response holds: "+
+		"follow it with SubscribeToTask, or read its events with RunnerService.ListEvents", id, budget)
 }
 
 // maxTaskPages bounds the pages of events GetTask reads: a task is one
 // run, whose events are far fewer than this many pages.
 const maxTaskPages = 100
 
-// taskOf builds a task from the run's record and its stored events.
-func (h *Handler) taskOf(ctx context.Context, run *agentrunnerv1.Run) (*a2a.Task, error) {
+// taskOf builds a task from the run's record and its stored events, and
+// returns the encoded size of its artifacts' parts too. A task whose
+// artifacts pass budget bytes is refused (errTaskTooLarge) as soon as
+// they do.
+func (h *Handler) taskOf(ctx context.Context, run *agentrunnerv1.Run, budget int) (*a2a.Task, int, error) {
 	k := store.SessionKey{App: run.GetAppName(), User: run.GetUserId(), Session: run.GetSessionId()}
 	t := newTranslator(h.s, k, run.GetRunId())
 	task := apply(nil, t.record(run)[0])
@@ -191,7 +225,7 @@ func (h *Handler) taskOf(ctx context.Context, run *agentrunnerv1.Run) (*a2a.Task
 	for range maxTaskPages {
 		evs, next, err := h.s.Store().ListEvents(ctx, k, after, page)
 		if err != nil {
-			return nil, h.fail(ctx, err)
+			return nil, 0, h.fail(ctx, err)
 		}
 		for _, ev := range evs {
 			if last := run.GetLastSequence(); last != 0 && ev.GetSequence() > last {
@@ -200,7 +234,10 @@ func (h *Handler) taskOf(ctx context.Context, run *agentrunnerv1.Run) (*a2a.Task
 			}
 			out, err := t.events(ctx, runner.Update{Event: ev})
 			if err != nil {
-				return nil, h.fail(ctx, err)
+				return nil, 0, h.fail(ctx, err)
+			}
+			if t.bytes > budget {
+				return nil, 0, h.fail(ctx, errTaskTooLarge(run.GetRunId(), budget))
 			}
 			for _, e := range out {
 				task = apply(task, e)
@@ -213,7 +250,7 @@ func (h *Handler) taskOf(ctx context.Context, run *agentrunnerv1.Run) (*a2a.Task
 	}
 	task.Status = statusOf(run, t.calls)
 	task.History = t.history
-	return task, nil
+	return task, t.bytes, nil
 }
 
 // CancelTask cancels a running task (CancelRun) and returns it; a task
@@ -230,7 +267,8 @@ func (h *Handler) CancelTask(ctx context.Context, req *a2a.CancelTaskRequest) (*
 	if err != nil {
 		return nil, h.fail(ctx, err)
 	}
-	return h.taskOf(ctx, run)
+	task, _, err := h.taskOf(ctx, run, h.responseBytes())
+	return task, err
 }
 
 // SubscribeToTask follows a task (AttachRun): every event from its start,
@@ -285,22 +323,47 @@ func (h *Handler) ListTasks(ctx context.Context, req *a2a.ListTasksRequest) (*a2
 	if req.PageSize < 0 || req.PageSize > 100 {
 		return nil, fmt.Errorf("%w: pageSize %d is not between 1 and 100", a2a.ErrInvalidParams, req.PageSize)
 	}
-	runs, next, err := ar.ListRunsOf(ctx, f, store.Page{Size: req.PageSize, Token: req.PageToken})
+	page := store.Page{Size: req.PageSize, Token: req.PageToken}
+	runs, next, err := ar.ListRunsOf(ctx, f, page)
 	if err != nil {
 		return nil, h.fail(ctx, err)
 	}
-	resp := &a2a.ListTasksResponse{Tasks: make([]*a2a.Task, 0, len(runs)), NextPageToken: next, PageSize: len(runs)}
-	for _, run := range runs {
+	tasks, cut, err := h.listedTasks(ctx, runs, req)
+	if err != nil {
+		return nil, err
+	}
+	if cut < len(runs) {
+		// The page is cut where the artifacts fill a response: the next
+		// one starts after the last task it holds.
+		page.Size = cut
+		if _, next, err = ar.ListRunsOf(ctx, f, page); err != nil {
+			return nil, h.fail(ctx, err)
+		}
+	}
+	return &a2a.ListTasksResponse{Tasks: tasks, NextPageToken: next, PageSize: len(tasks), TotalSize: len(tasks)}, nil
+}
+
+// listedTasks builds the tasks of runs, as far as their artifacts (when
+// the request wants them) fit in one response: it returns how many runs
+// the tasks stand for. The first task alone may not pass the bound.
+func (h *Handler) listedTasks(ctx context.Context, runs []*agentrunnerv1.Run, req *a2a.ListTasksRequest) ([]*a2a.Task, int, error) {
+	tasks := make([]*a2a.Task, 0, len(runs))
+	left := h.responseBytes()
+	for i, run := range runs {
 		task := &a2a.Task{ID: a2a.TaskID(run.GetRunId()), ContextID: run.GetSessionId(), Status: statusOf(run, nil)}
 		if req.IncludeArtifacts {
-			if task, err = h.taskOf(ctx, run); err != nil {
-				return nil, err
+			full, n, err := h.taskOf(ctx, run, left)
+			if st, ok := status.FromError(err); ok && st.Code() == codes.ResourceExhausted && i > 0 {
+				return tasks, i, nil
 			}
+			if err != nil {
+				return nil, 0, err
+			}
+			task, left = withHistory(full, req.HistoryLength), left-n
 		}
-		resp.Tasks = append(resp.Tasks, task)
+		tasks = append(tasks, task)
 	}
-	resp.TotalSize = len(resp.Tasks)
-	return resp, nil
+	return tasks, len(runs), nil
 }
 
 // Push notifications are not offered (the card says so).
