@@ -166,6 +166,17 @@ func (inv *Invocation) countLLMCall(ctx context.Context) error {
 	return err
 }
 
+// BudgetAllows asks the invocation's Budget whether a model call may be
+// made now, given what the events recorded spent, without counting one:
+// for a call outside the agents' own (the compaction summarizer's). nil
+// when no budget is set.
+func (inv *Invocation) BudgetAllows(ctx context.Context) error {
+	if inv.cfg.Budget == nil {
+		return nil
+	}
+	return inv.cfg.Budget(ctx, Spent{Tokens: inv.spentTokens.Load(), Micros: inv.spentMicros.Load()})
+}
+
 func (inv *Invocation) getState(key string) (*structpb.Value, bool) {
 	inv.mu.RLock()
 	defer inv.mu.RUnlock()

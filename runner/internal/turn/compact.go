@@ -321,6 +321,13 @@ func (in *invocation) compact(ctx context.Context) error {
 	if p == nil {
 		return nil
 	}
+	// The summarizer's calls are paid for like the agents': a run whose
+	// budget is reached makes none. The compaction waits for a run with
+	// budget left; the agents see the whole history meanwhile.
+	if err := in.inv.BudgetAllows(ctx); err != nil {
+		in.env.Log.Warn("compaction waits: a budget is reached", "session", in.key.Session, "run", in.job.ID, "reason", p.reason, "err", err)
+		return nil
+	}
 	summary, spend, err := c.summarize(ctx, p)
 	if err != nil {
 		if ctx.Err() != nil {
