@@ -1,7 +1,6 @@
 package bench
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -113,7 +112,7 @@ func TestRESTClientRun(t *testing.T) {
 func TestReadyWriter(t *testing.T) {
 	out := "starting\n" + peerReady + "http://127.0.0.1:9\nlater\n"
 	for cut := range len(out) {
-		rw := &readyWriter{buf: &bytes.Buffer{}, url: make(chan string, 1)}
+		rw := &readyWriter{buf: &logBuffer{}, url: make(chan string, 1)}
 		io.WriteString(rw, out[:cut])
 		io.WriteString(rw, out[cut:])
 		select {

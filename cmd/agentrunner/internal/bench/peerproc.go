@@ -26,7 +26,7 @@ const peerReady = "listening on "
 // url. exec calls Write from one goroutine at a time when Stdout and
 // Stderr are the same writer.
 type readyWriter struct {
-	buf  *bytes.Buffer
+	buf  *logBuffer
 	line []byte
 	url  chan string
 	sent bool
@@ -58,8 +58,9 @@ func (rw *readyWriter) Write(b []byte) (int, error) {
 // and memory are read from /proc as agentrunner's are; its addr is the
 // base URL.
 func startPeer(ctx context.Context, binary, sessions, dir, app string) (*serverProc, error) {
-	p := &serverProc{logs: &bytes.Buffer{}}
+	p := &serverProc{logs: &logBuffer{}}
 	p.cmd = exec.Command(binary, "--addr", "127.0.0.1:0", "--sessions", sessions, "--dir", dir, "--app", app)
+	p.cmd.SysProcAttr = childAttr()
 	// Never a model key: the peer's model is local, and stays so.
 	for _, kv := range os.Environ() {
 		if k, _, _ := strings.Cut(kv, "="); k != "GOOGLE_API_KEY" && k != "GEMINI_API_KEY" && k != "GOOGLE_GENAI_USE_VERTEXAI" {

@@ -61,7 +61,26 @@ type serverProc struct {
 	cmd  *exec.Cmd
 	addr string
 	data string
-	logs *bytes.Buffer
+	logs *logBuffer
+}
+
+// logBuffer keeps a child's output. exec's copying goroutine writes it
+// while the bench may read it (a log tail in an error): hence the lock.
+type logBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *logBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *logBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }
 
 func freePort() (string, error) {
@@ -90,7 +109,7 @@ func startServer(ctx context.Context, binary, dir, app, data, replica string, pr
 	if err != nil {
 		return nil, err
 	}
-	p := &serverProc{addr: addr, data: filepath.Join(dir, "agentrunner.db"), logs: &bytes.Buffer{}}
+	p := &serverProc{addr: addr, data: filepath.Join(dir, "agentrunner.db"), logs: &logBuffer{}}
 	if data != "" {
 		p.data = data
 	}
@@ -99,6 +118,7 @@ func startServer(ctx context.Context, binary, dir, app, data, replica string, pr
 		args = append(args, "--replica", replica)
 	}
 	p.cmd = exec.Command(binary, args...)
+	p.cmd.SysProcAttr = childAttr()
 	// Keep the environment but never a model key: the bench app must not
 	// reach a real model.
 	for _, kv := range os.Environ() {
