@@ -67,3 +67,30 @@ func FuzzReadString(f *testing.F) {
 		}
 	})
 }
+
+// FuzzStringsLen: stringsLen measures the first strings of any bytes as
+// readString reads them, one after the other, and fails where it fails.
+func FuzzStringsLen(f *testing.F) {
+	f.Add([]byte("a\x00\x01b\x00\x01c\x00\x01rest"), 3)
+	f.Add([]byte("\x00\xff\x00\x01\x00\x01"), 2)
+	f.Add([]byte("a\x00\x01\x00"), 2)
+	f.Add([]byte("a\x00\x07"), 1)
+	f.Fuzz(func(t *testing.T, b []byte, n int) {
+		n = n%4 + 1
+		if n < 1 {
+			n += 4
+		}
+		want, rest := 0, b
+		for range n {
+			_, r, err := readString(rest)
+			if err != nil {
+				want = -1
+				break
+			}
+			want, rest = len(b)-len(r), r
+		}
+		if got := stringsLen(b, n); got != want {
+			t.Fatalf("stringsLen(%x, %d) = %d, want %d", b, n, got, want)
+		}
+	})
+}

@@ -319,39 +319,84 @@ func (s *scannedPlaces) next() []byte {
 // keeps (or whose record is queued, which may change it), in a heap, so
 // that a page costs memory in proportion to its size, not to the store.
 func (w *acrossWalk) scan(tx *bbolt.Tx, keep int) (*scannedPlaces, error) {
-	var h oldestFirst
+	// Every record is looked at, so none costs an allocation unless it
+	// is kept: the owner is matched on the key's bytes, the place is built
+	// in one buffer, and a kept place takes over the slot of the one it
+	// pushes out.
+	owner := appendString(nil, w.f.App)
+	if w.f.User != "" {
+		owner = appendString(owner, w.f.User)
+	}
+	var (
+		h     oldestFirst
+		place []byte
+	)
+	// Newest run ids first: ids that start with their creation time (the
+	// runner's) then come in about the order of the places, and once the
+	// heap is full most records are older than all it keeps. Any order
+	// gives the same places.
 	c := tx.Bucket(bucketRunRecords).Cursor()
-	for k, entry := c.Seek([]byte{'r'}); k != nil && k[0] == 'r'; k, entry = c.Next() {
-		runID, _, err := readString(k[1:])
-		if err != nil {
-			return nil, fmt.Errorf("run_records key %x: %w", k, err)
+	for k, entry := seekBefore(c, []byte{'r' + 1}); k != nil && k[0] == 'r'; k, entry = c.Prev() {
+		key, v, ok := splitRecordEntry(entry)
+		if !ok {
+			return nil, fmt.Errorf("run_records key %x: corrupt entry", k)
 		}
-		key, v, err := parseRecordEntry(runID, entry)
-		if err != nil {
-			return nil, err
-		}
-		app, user, sk, err := runKeyOwner(key)
-		if err != nil {
-			return nil, fmt.Errorf("run %s: run key: %w", runID, err)
-		}
-		if app != w.f.App || (w.f.User != "" && user != w.f.User) {
+		if !bytes.HasPrefix(key, owner) {
 			continue
 		}
-		if _, st := requestAndStatusOf(v); !w.f.Keeps(st) && w.queued[runID] == nil {
+		n := stringsLen(key, 3) // T(app, user, session): the session's key
+		if n < 0 || len(key) < n+16 {
+			return nil, fmt.Errorf("run_records key %x: corrupt run key", k)
+		}
+		if !w.f.Keeps(recordStatus(v)) && !w.isQueued(k) {
 			continue
 		}
-		place := indexEntry(w.scope, runNanos(key, sk), runID)
-		if bytes.Compare(place, w.bound) >= 0 || (len(h) == keep && bytes.Compare(place, h[0]) <= 0) {
-			continue
-		}
-		heap.Push(&h, place)
-		if len(h) > keep {
-			heap.Pop(&h)
+		// scope N(create) T(run_id); k is 'r' T(run_id).
+		place = append(appendUint64(append(place[:0], w.scope...), uint64(runNanos(key, key[:n]))^1<<63), k[1:]...)
+		switch {
+		case bytes.Compare(place, w.bound) >= 0:
+		case len(h) < keep:
+			heap.Push(&h, bytes.Clone(place))
+		case bytes.Compare(place, h[0]) > 0:
+			h[0] = append(h[0][:0], place...)
+			heap.Fix(&h, 0)
 		}
 	}
 	out := scannedPlaces(h)
 	slices.SortFunc(out, func(a, b []byte) int { return bytes.Compare(b, a) })
 	return &out, nil
+}
+
+// isQueued reports whether the run of run_records key k ('r' T(run_id))
+// has a record PutRunLater queued, which may change its status.
+func (w *acrossWalk) isQueued(k []byte) bool {
+	if len(w.queued) == 0 {
+		return false
+	}
+	id, _, err := readString(k[1:])
+	return err == nil && w.queued[id] != nil
+}
+
+// stringsLen returns the length of the first n strings of the tuple key,
+// or -1 when it does not start with n well-formed strings.
+func stringsLen(key []byte, n int) int {
+	i := 0
+	for ; n > 0; n-- {
+		for {
+			j := bytes.IndexByte(key[i:], 0)
+			if j < 0 || i+j+1 >= len(key) {
+				return -1
+			}
+			i += j + 2
+			if key[i-1] == 1 {
+				break // the terminator
+			}
+			if key[i-1] != 0xFF {
+				return -1 // neither an escaped 0x00 nor the end
+			}
+		}
+	}
+	return i
 }
 
 // oldestFirst is a heap of places with the oldest (smallest) on top.

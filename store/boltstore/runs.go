@@ -292,6 +292,33 @@ func lastSequenceOf(v []byte) uint64 {
 	return seq
 }
 
+// recordStatus is requestAndStatusOf's status alone, without the
+// request id's copy.
+func recordStatus(v []byte) agentrunnerv1.RunStatus {
+	var st agentrunnerv1.RunStatus
+	for len(v) > 0 {
+		num, typ, n := protowire.ConsumeTag(v)
+		if n < 0 {
+			return st
+		}
+		v = v[n:]
+		if num == runStatusField && typ == protowire.VarintType {
+			x, m := protowire.ConsumeVarint(v)
+			if m < 0 {
+				return st
+			}
+			st, v = agentrunnerv1.RunStatus(int32(x)), v[m:]
+			continue
+		}
+		m := protowire.ConsumeFieldValue(num, typ, v)
+		if m < 0 {
+			return st
+		}
+		v = v[m:]
+	}
+	return st
+}
+
 // requestAndStatusOf reads the request_id and the status of an encoded
 // Run without decoding the rest of it (the last occurrence of each wins,
 // as in protobuf). A run has an unfinished mark exactly when its stored
@@ -352,11 +379,20 @@ func storedRun(tx *bbolt.Tx, runID string) (key, rec []byte, err error) {
 // parseRecordEntry splits a run_records 'r' value (recordEntry) into the
 // run key and the encoded record.
 func parseRecordEntry(runID string, v []byte) (key, rec []byte, err error) {
-	n, m := binary.Uvarint(v)
-	if m <= 0 || n == 0 || uint64(len(v)-m) < n {
+	key, rec, ok := splitRecordEntry(v)
+	if !ok {
 		return nil, nil, fmt.Errorf("run %s: corrupt run_records entry", runID)
 	}
-	return v[m : m+int(n)], v[m+int(n):], nil
+	return key, rec, nil
+}
+
+// splitRecordEntry is parseRecordEntry without an error to build.
+func splitRecordEntry(v []byte) (key, rec []byte, ok bool) {
+	n, m := binary.Uvarint(v)
+	if m <= 0 || n == 0 || uint64(len(v)-m) < n {
+		return nil, nil, false
+	}
+	return v[m : m+int(n)], v[m+int(n):], true
 }
 
 // exists reports whether b holds key (whatever its value, even empty).
