@@ -398,6 +398,32 @@ func TestConsoleArtifacts(t *testing.T) {
 	}
 }
 
+// TestConsoleImagePreview: an image artifact previews as an image, and the
+// object URL that carried its bytes is revoked once it has loaded: the
+// image stays shown, and the page does not keep a copy of every image it
+// ever showed.
+func TestConsoleImagePreview(t *testing.T) {
+	console, _, sc, ac := consoleServer(t)
+	createSession(t, sc, "slow", "pictures")
+	// A 1x1 PNG.
+	png := []byte("\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR\x00\x00\x00\x01\x00\x00\x00\x01\x08\x06\x00\x00\x00\x1f\x15\xc4\x89" +
+		"\x00\x00\x00\rIDATx\x9cc\xf8\xcf\xc0\xf0\x1f\x00\x05\x00\x01\xff\x89\x99=\x1d\x00\x00\x00\x00IEND\xaeB`\x82")
+	part := &agentrunnerv1.Part{Data: &agentrunnerv1.Part_InlineData{InlineData: &agentrunnerv1.Blob{MimeType: "image/png", Data: png}}}
+	if _, err := ac.SaveArtifact(t.Context(), &servicev1.SaveArtifactRequest{AppName: "slow", UserId: "u", SessionId: "pictures", Filename: "dot.png", Artifact: part}); err != nil {
+		t.Fatal(err)
+	}
+	p := openTab(t, console, sessionPath("slow", "u", "pictures")+"/artifacts?file=dot.png")
+	p.click(`#version-rows tr[data-version="1"] .preview`)
+	p.wait("the image decoded", `(() => { const i = document.querySelector("#artifact-preview img.preview-img"); return i && i.complete && i.naturalWidth === 1 })()`, 20*time.Second)
+	p.do(chromedp.Evaluate[chromedp.Void](`fetch(document.querySelector("#artifact-preview img.preview-img").src).then(() => { window.previewURL = "live" }, () => { window.previewURL = "revoked" })`))
+	if got := p.wait("the object URL's fate", `window.previewURL`, 20*time.Second); got != "revoked" {
+		t.Fatalf("the preview's object URL is %s after the image loaded; want it revoked", got)
+	}
+	if !p.has(`document.querySelector("#artifact-preview img.preview-img").naturalWidth === 1`) {
+		t.Fatal("the image is no longer shown once its URL is revoked")
+	}
+}
+
 // TestConsoleOtherUser: a principal limited to its own user sees neither
 // another user's sessions nor their runs, and the page says why rather
 // than showing an empty list.

@@ -66,3 +66,13 @@ export function download(name: string, blob: Blob): void {
   a.remove();
   setTimeout(() => URL.revokeObjectURL(a.href), 10_000);
 }
+
+// blobImage is an <img> of blob's bytes. Its object URL is revoked once
+// the image has loaded (or failed to): the element keeps what it decoded,
+// and the URL would otherwise hold the bytes for as long as the page
+// lives, one copy per event or preview ever shown.
+export function blobImage(tag: string, blob: Blob, alt: string): HTMLImageElement {
+  const url = URL.createObjectURL(blob);
+  const revoke = () => URL.revokeObjectURL(url);
+  return h(tag, { src: url, alt, onload: revoke, onerror: revoke }) as HTMLImageElement;
+}

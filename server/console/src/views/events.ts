@@ -7,7 +7,7 @@ import { EventSchema, type Event } from "../../../../gen/ts/agentrunner/v1/event
 import type { FunctionCall, FunctionResponse, Part } from "../../../../gen/ts/agentrunner/v1/content_pb.js";
 import { RunStatus } from "../../../../gen/ts/agentrunner/v1/run_pb.js";
 import { date, fmtCost, fmtTokens, statusName, shortId } from "../api.js";
-import { fmtTime, h, json, replace } from "../dom.js";
+import { blobImage, fmtTime, h, json, replace } from "../dom.js";
 import { href, link, pathOf } from "../ui.js";
 
 // Calls and responses seen so far, by call id, so a response stored in a
@@ -42,8 +42,8 @@ function part(p: Part, ev: Event, pairs: Pairs): HTMLElement | null {
     case "inlineData": {
       const b = p.data.value;
       if (b.mimeType.startsWith("image/")) {
-        const url = URL.createObjectURL(new Blob([b.data as BlobPart], { type: b.mimeType }));
-        return h("div.blob", h("img", { src: url, alt: b.displayName || b.mimeType }), h("div.hint", b.displayName, " ", b.mimeType));
+        const img = blobImage("img", new Blob([b.data as BlobPart], { type: b.mimeType }), b.displayName || b.mimeType);
+        return h("div.blob", img, h("div.hint", b.displayName, " ", b.mimeType));
       }
       return h("div.blob.hint", `${b.displayName || "file"} (${b.mimeType}, ${b.data.length} bytes)`);
     }

@@ -12,7 +12,7 @@ import type { AgentInfo, ToolInfo } from "../../../../gen/ts/agentrunner/v1/agen
 import type { ArtifactVersion } from "../../../../gen/ts/agentrunner/v1/artifact_pb.js";
 import type { Session } from "../../../../gen/ts/agentrunner/v1/session_pb.js";
 import { artifacts, date, fmtCost, fmtTokens, runner, sessions, statusName, shortId } from "../api.js";
-import { download, fmtAge, fmtTime, h, json, replace } from "../dom.js";
+import { blobImage, download, fmtAge, fmtTime, h, json, replace } from "../dom.js";
 import { href, link, pathOf, section, showError } from "../ui.js";
 import { rpcButton } from "../rpc.js";
 import { chatTab } from "./chat.js";
@@ -190,7 +190,7 @@ function versionRow(v: ArtifactVersion, preview: HTMLElement, reload: () => Prom
 function showPreview(root: HTMLElement, v: ArtifactVersion, d: { mime: string; data: Uint8Array }): void {
   let body: HTMLElement;
   if (d.mime.startsWith("image/")) {
-    body = h("img.preview-img", { src: URL.createObjectURL(new Blob([d.data as BlobPart], { type: d.mime })), alt: v.filename });
+    body = blobImage("img.preview-img", new Blob([d.data as BlobPart], { type: d.mime }), v.filename);
   } else if (d.mime.startsWith("text/") || d.mime.includes("json") || d.mime.includes("xml") || d.mime.includes("yaml")) {
     let text = new TextDecoder().decode(d.data.slice(0, 1 << 20));
     if (d.mime.includes("json")) {
