@@ -266,57 +266,41 @@ func appendSequences(b []byte, first bool, seq uint64) []byte {
 }
 
 // lastSequenceOf reads the last_sequence of an encoded Session without
-// decoding the rest of it (the last occurrence wins, as in protobuf).
-func lastSequenceOf(v []byte) uint64 {
-	var seq uint64
-	for len(v) > 0 {
-		num, typ, n := protowire.ConsumeTag(v)
-		if n < 0 {
-			return seq
-		}
-		v = v[n:]
-		if num == sessionLastSequenceField && typ == protowire.VarintType {
-			x, m := protowire.ConsumeVarint(v)
-			if m < 0 {
-				return seq
-			}
-			seq, v = x, v[m:]
-			continue
-		}
-		m := protowire.ConsumeFieldValue(num, typ, v)
-		if m < 0 {
-			return seq
-		}
-		v = v[m:]
-	}
-	return seq
-}
+// decoding the rest of it.
+func lastSequenceOf(v []byte) uint64 { return lastVarint(v, sessionLastSequenceField) }
 
 // recordStatus is requestAndStatusOf's status alone, without the
 // request id's copy.
 func recordStatus(v []byte) agentrunnerv1.RunStatus {
-	var st agentrunnerv1.RunStatus
+	return agentrunnerv1.RunStatus(int32(lastVarint(v, runStatusField)))
+}
+
+// lastVarint reads the varint field field of an encoded message without
+// decoding the rest of it (the last occurrence wins, as in protobuf); 0
+// when there is none.
+func lastVarint(v []byte, field protowire.Number) uint64 {
+	var x uint64
 	for len(v) > 0 {
 		num, typ, n := protowire.ConsumeTag(v)
 		if n < 0 {
-			return st
+			return x
 		}
 		v = v[n:]
-		if num == runStatusField && typ == protowire.VarintType {
-			x, m := protowire.ConsumeVarint(v)
+		if num == field && typ == protowire.VarintType {
+			y, m := protowire.ConsumeVarint(v)
 			if m < 0 {
-				return st
+				return x
 			}
-			st, v = agentrunnerv1.RunStatus(int32(x)), v[m:]
+			x, v = y, v[m:]
 			continue
 		}
 		m := protowire.ConsumeFieldValue(num, typ, v)
 		if m < 0 {
-			return st
+			return x
 		}
 		v = v[m:]
 	}
-	return st
+	return x
 }
 
 // requestAndStatusOf reads the request_id and the status of an encoded
