@@ -2,6 +2,7 @@ package a2a
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"iter"
 
@@ -181,7 +182,7 @@ func (h *Handler) GetTask(ctx context.Context, req *a2a.GetTaskRequest) (*a2a.Ta
 	}
 	task, _, err := h.taskOf(ctx, run, h.responseBytes())
 	if err != nil {
-		return nil, err
+		return nil, h.fail(ctx, err)
 	}
 	return withHistory(task, req.HistoryLength), nil
 }
@@ -201,11 +202,18 @@ func (h *Handler) responseBytes() int {
 	return srv.MaxItemBytes(h.s.MaxMessageBytes())
 }
 
-// errTaskTooLarge is the error of a task whose artifacts pass budget
-// bytes: it is read another way.
-func errTaskTooLarge(id string, budget int) error {
-	return status.Errorf(codes.ResourceExhausted, "task %s carries more than %d bytes of artifacts, more than one response holds: "+
-		"follow it with SubscribeToTask, or read its events with RunnerService.ListEvents", id, budget)
+// taskTooLarge is the error of a task whose artifacts pass budget bytes:
+// it is read another way. Its status is ResourceExhausted.
+type taskTooLarge struct {
+	id     string
+	budget int
+}
+
+func (e *taskTooLarge) Error() string { return e.GRPCStatus().Message() }
+
+func (e *taskTooLarge) GRPCStatus() *status.Status {
+	return status.Newf(codes.ResourceExhausted, "task %s carries more than %d bytes of artifacts, more than one response holds: "+
+		"follow it with SubscribeToTask, or read its events with RunnerService.ListEvents", e.id, e.budget)
 }
 
 // maxTaskPages bounds the pages of events GetTask reads: a task is one
@@ -214,8 +222,8 @@ const maxTaskPages = 100
 
 // taskOf builds a task from the run's record and its stored events, and
 // returns the encoded size of its artifacts' parts too. A task whose
-// artifacts pass budget bytes is refused (errTaskTooLarge) as soon as
-// they do.
+// artifacts pass budget bytes is refused (a *taskTooLarge, which the
+// caller passes to fail) as soon as they do.
 func (h *Handler) taskOf(ctx context.Context, run *agentrunnerv1.Run, budget int) (*a2a.Task, int, error) {
 	k := store.SessionKey{App: run.GetAppName(), User: run.GetUserId(), Session: run.GetSessionId()}
 	t := newTranslator(h.s, k, run.GetRunId())
@@ -237,7 +245,7 @@ func (h *Handler) taskOf(ctx context.Context, run *agentrunnerv1.Run, budget int
 				return nil, 0, h.fail(ctx, err)
 			}
 			if t.bytes > budget {
-				return nil, 0, h.fail(ctx, errTaskTooLarge(run.GetRunId(), budget))
+				return nil, 0, &taskTooLarge{id: run.GetRunId(), budget: budget}
 			}
 			for _, e := range out {
 				task = apply(task, e)
@@ -268,7 +276,10 @@ func (h *Handler) CancelTask(ctx context.Context, req *a2a.CancelTaskRequest) (*
 		return nil, h.fail(ctx, err)
 	}
 	task, _, err := h.taskOf(ctx, run, h.responseBytes())
-	return task, err
+	if err != nil {
+		return nil, h.fail(ctx, err)
+	}
+	return task, nil
 }
 
 // SubscribeToTask follows a task (AttachRun): every event from its start,
@@ -353,11 +364,12 @@ func (h *Handler) listedTasks(ctx context.Context, runs []*agentrunnerv1.Run, re
 		task := &a2a.Task{ID: a2a.TaskID(run.GetRunId()), ContextID: run.GetSessionId(), Status: statusOf(run, nil)}
 		if req.IncludeArtifacts {
 			full, n, err := h.taskOf(ctx, run, left)
-			if st, ok := status.FromError(err); ok && st.Code() == codes.ResourceExhausted && i > 0 {
+			var large *taskTooLarge
+			if errors.As(err, &large) && i > 0 {
 				return tasks, i, nil
 			}
 			if err != nil {
-				return nil, 0, err
+				return nil, 0, h.fail(ctx, err)
 			}
 			task, left = withHistory(full, req.HistoryLength), left-n
 		}
