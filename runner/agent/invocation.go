@@ -156,10 +156,7 @@ func (inv *Invocation) countLLMCall(ctx context.Context) error {
 	if max := inv.cfg.MaxLLMCalls; max >= 0 && n > max {
 		return fmt.Errorf("invocation %s: more than %d LLM calls: %w", inv.cfg.ID, max, ErrMaxLLMCalls)
 	}
-	if inv.cfg.Budget == nil {
-		return nil
-	}
-	err := inv.cfg.Budget(ctx, Spent{Tokens: inv.spentTokens.Load(), Micros: inv.spentMicros.Load()})
+	err := inv.BudgetAllows(ctx)
 	if err != nil {
 		inv.ended.Store(true)
 	}
