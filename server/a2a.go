@@ -96,6 +96,13 @@ func (s *Server) OpenSession(ctx context.Context, k store.SessionKey) (created b
 // before the run are statuses; the sequence's own are the runner's (see
 // Status).
 func (s *Server) StreamRun(ctx context.Context, req *servicev1.RunRequest) (iter.Seq2[runner.Update, error], error) {
+	return s.streamRun(ctx, req, false)
+}
+
+// streamRun checks and admits a Run request and returns its updates, as
+// RunnerService.Run and StreamRun share it. sharedEvents hands the
+// consumer the runner's own events, for one that only encodes them.
+func (s *Server) streamRun(ctx context.Context, req *servicev1.RunRequest, sharedEvents bool) (iter.Seq2[runner.Update, error], error) {
 	k, err := validateRunRequest(req)
 	if err == nil {
 		err = s.checkContentLimits("new_message", req.GetNewMessage())
@@ -113,6 +120,7 @@ func (s *Server) StreamRun(ctx context.Context, req *servicev1.RunRequest) (iter
 	}
 	rr := s.runnerRequest(req)
 	rr.OnDisconnect = req.GetOnDisconnect()
+	rr.SharedEvents = sharedEvents
 	return s.runs.tracked(slot, app, app.Stream(ctx, rr)), nil
 }
 

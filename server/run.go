@@ -30,25 +30,11 @@ type runnerService struct {
 // the client goes away, on_disconnect decides whether the run is cancelled
 // (and the RPC returns once the session is free) or goes on alone.
 func (h runnerService) Run(req *servicev1.RunRequest, stream grpc.ServerStreamingServer[servicev1.RunResponse]) error {
-	k, err := validateRunRequest(req)
-	if err == nil {
-		err = h.s.checkContentLimits("new_message", req.GetNewMessage())
-	}
+	updates, err := h.s.streamRun(stream.Context(), req, true) // send only encodes the events
 	if err != nil {
 		return err
 	}
-	app, ok := h.s.apps.Lookup(k.App)
-	if !ok {
-		return unknownApp(k.App)
-	}
-	slot, err := h.s.acquireRun(stream.Context())
-	if err != nil {
-		return err
-	}
-	rr := h.s.runnerRequest(req)
-	rr.OnDisconnect = req.GetOnDisconnect()
-	rr.SharedEvents = true // send only encodes them
-	return h.s.send(stream, h.s.runs.tracked(slot, app, app.Stream(stream.Context(), rr)))
+	return h.s.send(stream, updates)
 }
 
 // StartRun admits a run and returns its record; the run goes on alone.
@@ -157,27 +143,11 @@ func (h runnerService) AttachRun(req *servicev1.AttachRunRequest, stream grpc.Se
 
 // ResumeRun continues an interrupted run, or answers one that waits.
 func (h runnerService) ResumeRun(req *servicev1.ResumeRunRequest, stream grpc.ServerStreamingServer[servicev1.RunResponse]) error {
-	if err := validateResumeRun(req); err != nil {
-		return err
-	}
-	if err := h.s.checkContentLimits("answers", req.GetAnswers()); err != nil {
-		return err
-	}
-	app, err := h.s.runApp(stream.Context(), req.GetRunId())
+	updates, err := h.s.ResumeRun(stream.Context(), req)
 	if err != nil {
 		return err
 	}
-	slot, err := h.s.acquireRun(stream.Context())
-	if err != nil {
-		return err
-	}
-	return h.s.send(stream, h.s.runs.tracked(slot, app, app.Resume(stream.Context(), runner.ResumeRequest{
-		RunID:        req.GetRunId(),
-		Answers:      req.GetAnswers(),
-		RetryCallIDs: req.GetRetryCallIds(),
-		OnDisconnect: req.GetOnDisconnect(),
-		Timeout:      h.s.maxRun,
-	})))
+	return h.s.send(stream, updates)
 }
 
 // runApp returns the runner of the app a run belongs to: one that has it
