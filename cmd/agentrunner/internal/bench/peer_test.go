@@ -205,3 +205,22 @@ func TestPeer(t *testing.T) {
 		t.Errorf("table does not show the failed runs:\n%s", table.String())
 	}
 }
+
+// TestLogBufferKeepsTail: a child's output is kept to its tail, however
+// long the child runs, and the newest bytes are always there.
+func TestLogBufferKeepsTail(t *testing.T) {
+	var b logBuffer
+	line := strings.Repeat("x", 1023) + "\n"
+	for i := range 5 * logKeep / len(line) {
+		if n, err := b.Write([]byte(line)); n != len(line) || err != nil {
+			t.Fatalf("write %d: %d, %v", i, n, err)
+		}
+	}
+	if _, err := b.Write([]byte("last line\n")); err != nil {
+		t.Fatal(err)
+	}
+	got := b.String()
+	if len(got) < logKeep || len(got) > 2*logKeep || !strings.HasSuffix(got, "x\nlast line\n") {
+		t.Fatalf("kept %d bytes ending %q; want between %d and %d ending with the last line", len(got), got[max(0, len(got)-20):], logKeep, 2*logKeep)
+	}
+}

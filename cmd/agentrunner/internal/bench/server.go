@@ -64,17 +64,29 @@ type serverProc struct {
 	logs *logBuffer
 }
 
-// logBuffer keeps a child's output. exec's copying goroutine writes it
-// while the bench may read it (a log tail in an error): hence the lock.
+// logBuffer keeps the tail of a child's output: the bench only ever
+// shows a tail, and a server's log over a long bench has no bound. exec's
+// copying goroutine writes it while the bench may read it (a log tail in
+// an error): hence the lock.
 type logBuffer struct {
 	mu  sync.Mutex
 	buf bytes.Buffer
 }
 
+// logKeep is the least of a child's output a logBuffer keeps; it holds at
+// most twice as much.
+const logKeep = 1 << 20
+
 func (b *logBuffer) Write(p []byte) (int, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	return b.buf.Write(p)
+	b.buf.Write(p)
+	if b.buf.Len() > 2*logKeep {
+		tail := bytes.Clone(b.buf.Bytes()[b.buf.Len()-logKeep:])
+		b.buf.Reset()
+		b.buf.Write(tail)
+	}
+	return len(p), nil
 }
 
 func (b *logBuffer) String() string {
