@@ -60,6 +60,12 @@ type Config struct {
 	// Logger receives net/http's own errors (a failed TLS handshake, a
 	// malformed request); nil means slog.Default().
 	Logger *slog.Logger
+	// Authenticate, when not nil, is asked about every request for an
+	// RPC before its body is read: an error refuses the call as
+	// Unauthenticated, with the error's text. It answers who the caller
+	// is, not what it may do: the grpc.Server's interceptors still
+	// authorize every call. nil means no authentication.
+	Authenticate func(*http.Request) error
 	// LoopbackHosts refuses a request whose Host is not localhost or a
 	// loopback address (403). Set it for a loopback listener without
 	// authentication: a web page whose own domain resolves to 127.0.0.1
@@ -67,6 +73,10 @@ type Config struct {
 	// could read and write every session.
 	LoopbackHosts bool
 }
+
+// defaultMaxMessageBytes is vanguard's own bound on a message it buffers,
+// used when Config.MaxMessageBytes is zero.
+const defaultMaxMessageBytes = 4 << 20
 
 // readHeaderTimeout bounds how long a client may take to send a
 // request's headers: a slow or idle client cannot hold a connection
@@ -102,7 +112,15 @@ func Handler(cfg Config) (http.Handler, error) {
 	if err != nil {
 		return nil, fmt.Errorf("web: %w", err)
 	}
-	h := mount(cfg.Prefix, withA2A(cfg.A2A, unaryConnect(tr)))
+	max := cfg.MaxMessageBytes
+	if max <= 0 {
+		max = defaultMaxMessageBytes
+	}
+	g, err := newGate(cfg.GRPC, max, cfg.Authenticate, tr, pages)
+	if err != nil {
+		return nil, err
+	}
+	h := mount(cfg.Prefix, withA2A(cfg.A2A, unaryConnect(g)))
 	// A browser sends a form-like POST (text/plain) to any site without
 	// asking first, and A2A's JSON-RPC reads its body whatever its type:
 	// without this, any page the user visits could run the user's agents
