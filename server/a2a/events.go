@@ -22,8 +22,13 @@ import (
 // (so a client that keeps artifacts by id ends with the answer once);
 // each artifact the run saves is a task artifact; calls the run waits on
 // go in the input-required status message; the last record is the
-// status update that ends the task. A complete event's artifact has the
-// event's id, so GetTask, which reads the stored events, names it alike.
+// status update that ends the task.
+//
+// An answer's artifact id is its author's and its rank among the
+// author's answers in the run ("agent:{author}:{n}", see answerID), not
+// the complete event's id: the partial chunks that open the artifact come
+// before the complete event and its id exist, and GetTask, which reads
+// the stored events alone, must name the artifact as the stream did.
 type translator struct {
 	st      server
 	k       store.SessionKey
@@ -33,9 +38,13 @@ type translator struct {
 	// ended is set once the status update that ends the task is out:
 	// the terminal error the runner adds after a cancelled or failed
 	// run's last record says nothing more to an A2A client.
-	ended   bool
-	calls   map[string]*agentrunnerv1.Part
-	partial map[string]a2a.ArtifactID
+	ended bool
+	calls map[string]*agentrunnerv1.Part
+	// streaming holds the authors whose partial chunks opened an
+	// artifact that their complete event has not closed yet; answers
+	// counts each author's complete answers so far.
+	streaming map[string]bool
+	answers   map[string]int
 	// bytes is the encoded size of the parts the artifacts so far carry
 	// (GetTask and ListTasks bound a response by it).
 	bytes int
@@ -44,9 +53,24 @@ type translator struct {
 func newTranslator(st server, k store.SessionKey, runID string, history ...*a2a.Message) *translator {
 	return &translator{
 		st: st, k: k, history: history,
-		info:    a2a.TaskInfo{TaskID: a2a.TaskID(runID), ContextID: k.Session},
-		calls:   map[string]*agentrunnerv1.Part{},
-		partial: map[string]a2a.ArtifactID{},
+		info:      a2a.TaskInfo{TaskID: a2a.TaskID(runID), ContextID: k.Session},
+		calls:     map[string]*agentrunnerv1.Part{},
+		streaming: map[string]bool{},
+		answers:   map[string]int{},
+	}
+}
+
+// answerID is the artifact id of author's n-th answer in a task (from 1).
+func answerID(author string, n int) a2a.ArtifactID {
+	return a2a.ArtifactID(fmt.Sprintf("agent:%s:%d", author, n))
+}
+
+// seed counts the answers of a run's earlier events, stored before this
+// translator's updates: a resumed run's stream goes on from them, and
+// its artifacts must be named as GetTask names them.
+func (t *translator) seed(ev *agentrunnerv1.Event) {
+	if ev.GetAuthor() != "user" && !ev.GetPartial() && len(answerContent(ev).GetParts()) > 0 {
+		t.answers[ev.GetAuthor()]++
 	}
 }
 
@@ -116,10 +140,10 @@ func (t *translator) event(ctx context.Context, ev *agentrunnerv1.Event) ([]a2a.
 	return out, nil
 }
 
-// artifactOf is the artifact update of an agent event's parts, or nil.
-// Calls the caller must answer are left out: the input-required status
-// carries them.
-func (t *translator) artifactOf(ev *agentrunnerv1.Event) *a2a.TaskArtifactUpdateEvent {
+// answerContent is what an agent event shows as an artifact: its parts
+// but the calls the caller must answer, which the input-required status
+// carries.
+func answerContent(ev *agentrunnerv1.Event) *agentrunnerv1.Content {
 	c := &agentrunnerv1.Content{Role: ev.GetContent().GetRole()}
 	for _, p := range ev.GetContent().GetParts() {
 		if fc := p.GetFunctionCall(); fc != nil && slices.Contains(ev.GetLongRunningToolIds(), fc.GetId()) {
@@ -127,29 +151,30 @@ func (t *translator) artifactOf(ev *agentrunnerv1.Event) *a2a.TaskArtifactUpdate
 		}
 		c.Parts = append(c.Parts, p)
 	}
+	return c
+}
+
+// artifactOf is the artifact update of an agent event's parts, or nil.
+func (t *translator) artifactOf(ev *agentrunnerv1.Event) *a2a.TaskArtifactUpdateEvent {
+	c := answerContent(ev)
 	parts := toA2AParts(c, nil)
 	if len(parts) == 0 {
 		return nil
 	}
 	t.bytes += proto.Size(c)
 	author := ev.GetAuthor()
-	id, streaming := t.partial[author]
+	id := answerID(author, t.answers[author]+1)
 	up := &a2a.TaskArtifactUpdateEvent{TaskID: t.info.TaskID, ContextID: t.info.ContextID}
 	meta := map[string]any{metaPartial: ev.GetPartial()}
 	if ev.GetErrorCode() != "" {
 		meta[metaErrorCode] = ev.GetErrorCode()
 	}
 	if ev.GetPartial() {
-		if !streaming {
-			id = a2a.NewArtifactID()
-			t.partial[author] = id
-		}
-		up.Append = streaming
+		up.Append = t.streaming[author]
+		t.streaming[author] = true
 	} else {
-		if !streaming {
-			id = a2a.ArtifactID(ev.GetId())
-		}
-		delete(t.partial, author)
+		delete(t.streaming, author)
+		t.answers[author]++
 		up.LastChunk = true
 	}
 	up.Metadata = meta

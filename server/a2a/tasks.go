@@ -46,12 +46,19 @@ func (h *Handler) SendStreamingMessage(ctx context.Context, req *a2a.SendMessage
 // session).
 func (h *Handler) send(ctx context.Context, req *a2a.SendMessageRequest, streaming bool) iter.Seq2[a2a.Event, error] {
 	return func(yield func(a2a.Event, error) bool) {
-		k, msg, seq, err := h.start(ctx, req, streaming)
+		k, msg, seq, prior, err := h.start(ctx, req, streaming)
 		if err != nil {
 			yield(nil, err)
 			return
 		}
 		t := newTranslator(h.s, k, "", msg)
+		if prior != nil {
+			// A resumed task: its stream names answers after the earlier ones.
+			if err := h.eachEvent(ctx, prior, func(ev *agentrunnerv1.Event) error { t.seed(ev); return nil }); err != nil {
+				yield(nil, h.fail(ctx, err))
+				return
+			}
+		}
 		for u, err := range seq {
 			if err != nil {
 				if !t.ended {
@@ -80,33 +87,42 @@ func (h *Handler) send(ctx context.Context, req *a2a.SendMessageRequest, streami
 }
 
 // start checks a send, picks its session and starts or resumes the run.
-func (h *Handler) start(ctx context.Context, req *a2a.SendMessageRequest, streaming bool) (store.SessionKey, *a2a.Message, iter.Seq2[runner.Update, error], error) {
-	var k store.SessionKey
+// For a resumed run it returns the run's record as it was before
+// (prior), nil otherwise.
+func (h *Handler) start(ctx context.Context, req *a2a.SendMessageRequest, streaming bool) (k store.SessionKey, msg *a2a.Message, seq iter.Seq2[runner.Update, error], prior *agentrunnerv1.Run, err error) {
 	if req == nil || req.Message == nil {
-		return k, nil, nil, fmt.Errorf("%w: message is required", a2a.ErrInvalidParams)
+		return k, nil, nil, nil, fmt.Errorf("%w: message is required", a2a.ErrInvalidParams)
 	}
 	if req.Config != nil && req.Config.PushConfig != nil {
-		return k, nil, nil, a2a.ErrPushNotificationNotSupported
+		return k, nil, nil, nil, a2a.ErrPushNotificationNotSupported
 	}
 	content, err := fromA2AMessage(req.Message)
 	if err != nil {
-		return k, nil, nil, err
+		return k, nil, nil, nil, err
 	}
-	msg := *req.Message
+	m := *req.Message
+	msg = &m
 	if msg.TaskID != "" {
-		seq, rk, err := h.reply(ctx, req.Tenant, &msg, content)
+		seq, rk, run, err := h.reply(ctx, req.Tenant, msg, content)
 		if err != nil || seq != nil {
-			return rk, &msg, seq, err
+			return rk, msg, seq, run, err
 		}
 		// A plain message to a waiting task: a new run in the task's
 		// session, the task's user's (not the caller's default one).
 		k = rk
 	} else if k, err = h.newKey(ctx, req.Tenant, msg.ContextID); err != nil {
-		return k, nil, nil, err
+		return k, nil, nil, nil, err
 	}
+	seq, err = h.newRun(ctx, k, msg, content, streaming)
+	return k, msg, seq, nil, err
+}
+
+// newRun starts the run of a message that is no reply: a new task in
+// session k, which is created when new.
+func (h *Handler) newRun(ctx context.Context, k store.SessionKey, msg *a2a.Message, content *agentrunnerv1.Content, streaming bool) (iter.Seq2[runner.Update, error], error) {
 	created, err := h.s.OpenSession(ctx, k)
 	if err != nil {
-		return k, nil, nil, h.fail(ctx, err)
+		return nil, h.fail(ctx, err)
 	}
 	rr := &servicev1.RunRequest{AppName: k.App, UserId: k.User, SessionId: k.Session, NewMessage: content}
 	if streaming {
@@ -120,10 +136,10 @@ func (h *Handler) start(ctx context.Context, req *a2a.SendMessageRequest, stream
 			// one the client named may have a run of another send by now.
 			_ = h.s.Store().DeleteSession(context.WithoutCancel(ctx), k)
 		}
-		return k, nil, nil, h.fail(ctx, err)
+		return nil, h.fail(ctx, err)
 	}
 	msg.ContextID = k.Session
-	return k, &msg, seq, nil
+	return seq, nil
 }
 
 // newKey is the session of a send without a task: the caller's user's,
@@ -149,28 +165,28 @@ func (h *Handler) newKey(ctx context.Context, tenant, contextID string) (store.S
 // task goes on); one that waits and gets a plain message is left to a new
 // run in its session, which supersedes its calls (nil sequence, the
 // message's context set); one that runs or has ended takes no message.
-func (h *Handler) reply(ctx context.Context, tenant string, msg *a2a.Message, content *agentrunnerv1.Content) (iter.Seq2[runner.Update, error], store.SessionKey, error) {
+func (h *Handler) reply(ctx context.Context, tenant string, msg *a2a.Message, content *agentrunnerv1.Content) (iter.Seq2[runner.Update, error], store.SessionKey, *agentrunnerv1.Run, error) {
 	_, run, err := h.task(ctx, tenant, msg.TaskID)
 	if err != nil {
-		return nil, store.SessionKey{}, err
+		return nil, store.SessionKey{}, nil, err
 	}
 	k := store.SessionKey{App: run.GetAppName(), User: run.GetUserId(), Session: run.GetSessionId()}
 	if msg.ContextID != "" && msg.ContextID != k.Session {
-		return nil, k, fmt.Errorf("%w: task %s is in context %q, not %q", a2a.ErrInvalidParams, msg.TaskID, k.Session, msg.ContextID)
+		return nil, k, nil, fmt.Errorf("%w: task %s is in context %q, not %q", a2a.ErrInvalidParams, msg.TaskID, k.Session, msg.ContextID)
 	}
 	if run.GetStatus() != agentrunnerv1.RunStatus_RUN_STATUS_INPUT_REQUIRED {
-		return nil, k, a2a.NewError(a2a.ErrUnsupportedOperation, fmt.Sprintf("task %s is %s: only a task waiting on input takes a message; send one without a task id to start another task in context %s", msg.TaskID, taskState(run.GetStatus()), k.Session))
+		return nil, k, nil, a2a.NewError(a2a.ErrUnsupportedOperation, fmt.Sprintf("task %s is %s: only a task waiting on input takes a message; send one without a task id to start another task in context %s", msg.TaskID, taskState(run.GetStatus()), k.Session))
 	}
 	msg.ContextID = k.Session
 	if !answersCalls(content) {
 		msg.TaskID = ""
-		return nil, k, nil
+		return nil, k, nil, nil
 	}
 	seq, err := h.s.ResumeRun(ctx, &servicev1.ResumeRunRequest{RunId: run.GetRunId(), Answers: content})
 	if err != nil {
-		return nil, k, h.fail(ctx, err)
+		return nil, k, nil, h.fail(ctx, err)
 	}
-	return seq, k, nil
+	return seq, k, run, nil
 }
 
 // GetTask returns a task as its stored events tell it, with at most
@@ -228,37 +244,56 @@ func (h *Handler) taskOf(ctx context.Context, run *agentrunnerv1.Run, budget int
 	k := store.SessionKey{App: run.GetAppName(), User: run.GetUserId(), Session: run.GetSessionId()}
 	t := newTranslator(h.s, k, run.GetRunId())
 	task := apply(nil, t.record(run)[0])
+	err := h.eachEvent(ctx, run, func(ev *agentrunnerv1.Event) error {
+		out, err := t.events(ctx, runner.Update{Event: ev})
+		if err != nil {
+			return err
+		}
+		if t.bytes > budget {
+			return &taskTooLarge{id: run.GetRunId(), budget: budget}
+		}
+		for _, e := range out {
+			task = apply(task, e)
+		}
+		return nil
+	})
+	var large *taskTooLarge
+	if errors.As(err, &large) {
+		return nil, 0, err
+	}
+	if err != nil {
+		return nil, 0, h.fail(ctx, err)
+	}
+	task.Status = statusOf(run, t.calls)
+	task.History = t.history
+	return task, t.bytes, nil
+}
+
+// eachEvent calls fn with each stored event of run, as its record
+// bounds them, oldest first, and stops at fn's first error.
+func (h *Handler) eachEvent(ctx context.Context, run *agentrunnerv1.Run, fn func(*agentrunnerv1.Event) error) error {
+	k := store.SessionKey{App: run.GetAppName(), User: run.GetUserId(), Session: run.GetSessionId()}
 	page := store.Page{Size: h.s.MaxPageSize()}
 	after := store.EventFilter{AfterSequence: max(run.GetFirstSequence(), 1) - 1}
 	for range maxTaskPages {
 		evs, next, err := h.s.Store().ListEvents(ctx, k, after, page)
 		if err != nil {
-			return nil, 0, h.fail(ctx, err)
+			return err
 		}
 		for _, ev := range evs {
 			if last := run.GetLastSequence(); last != 0 && ev.GetSequence() > last {
-				next = "" // past the run: the session went on after it
-				break
+				return nil // past the run: the session went on after it
 			}
-			out, err := t.events(ctx, runner.Update{Event: ev})
-			if err != nil {
-				return nil, 0, h.fail(ctx, err)
-			}
-			if t.bytes > budget {
-				return nil, 0, &taskTooLarge{id: run.GetRunId(), budget: budget}
-			}
-			for _, e := range out {
-				task = apply(task, e)
+			if err := fn(ev); err != nil {
+				return err
 			}
 		}
 		if next == "" {
-			break
+			return nil
 		}
 		page.Token = next
 	}
-	task.Status = statusOf(run, t.calls)
-	task.History = t.history
-	return task, t.bytes, nil
+	return nil
 }
 
 // CancelTask cancels a running task (CancelRun) and returns it; a task
