@@ -2,7 +2,10 @@ package server
 
 import (
 	"context"
+	"crypto/x509"
+	"errors"
 	"log/slog"
+	"net/http"
 	"strconv"
 	"strings"
 
@@ -139,10 +142,22 @@ type scopedRequest interface {
 // verified client certificate.
 func (a *authorizer) authenticate(ctx context.Context) (*auth.Principal, string) {
 	md, _ := metadata.FromIncomingContext(ctx)
-	switch vals := md.Get("authorization"); len(vals) {
+	var chains [][]*x509.Certificate
+	if pr, ok := peer.FromContext(ctx); ok {
+		if ti, ok := pr.AuthInfo.(credentials.TLSInfo); ok {
+			chains = ti.State.VerifiedChains
+		}
+	}
+	return a.identify(md.Get("authorization"), chains)
+}
+
+// identify finds the caller from its authorization values and its
+// verified certificate chains, for gRPC metadata and HTTP headers alike.
+func (a *authorizer) identify(authorization []string, chains [][]*x509.Certificate) (*auth.Principal, string) {
+	switch len(authorization) {
 	case 0:
 	case 1:
-		scheme, token, ok := strings.Cut(vals[0], " ")
+		scheme, token, ok := strings.Cut(authorization[0], " ")
 		if !ok || !strings.EqualFold(scheme, "bearer") || token == "" {
 			return nil, "authorization metadata is not \"Bearer <token>\""
 		}
@@ -153,16 +168,33 @@ func (a *authorizer) authenticate(ctx context.Context) (*auth.Principal, string)
 	default:
 		return nil, "more than one authorization metadata value"
 	}
-	if pr, ok := peer.FromContext(ctx); ok {
-		if ti, ok := pr.AuthInfo.(credentials.TLSInfo); ok && len(ti.State.VerifiedChains) > 0 && len(ti.State.VerifiedChains[0]) > 0 {
-			cert := ti.State.VerifiedChains[0][0]
-			if p, ok := a.cfg.ByCertificate(cert); ok {
-				return p, ""
-			}
-			return nil, "client certificate " + strings.Join(auth.CertificateIdentities(cert), ",") + " matches no principal"
+	if len(chains) > 0 && len(chains[0]) > 0 {
+		cert := chains[0][0]
+		if p, ok := a.cfg.ByCertificate(cert); ok {
+			return p, ""
 		}
+		return nil, "client certificate " + strings.Join(auth.CertificateIdentities(cert), ",") + " matches no principal"
 	}
 	return nil, "no credentials: send \"authorization: Bearer <token>\" metadata or a client certificate"
+}
+
+// authenticateHTTP refuses an HTTP request for a method that needs
+// credentials when it carries none that name a principal, before its
+// body is read (server/web's Config.Authenticate). What the principal
+// may do is still decided by the interceptors.
+func (a *authorizer) authenticateHTTP(r *http.Request) error {
+	if a.rules[r.URL.Path] == accessOpen {
+		return nil
+	}
+	var chains [][]*x509.Certificate
+	if r.TLS != nil {
+		chains = r.TLS.VerifiedChains
+	}
+	if p, reason := a.identify(r.Header.Values("Authorization"), chains); p == nil {
+		_ = a.deny(r.Context(), codes.Unauthenticated, "", r.URL.Path, reason)
+		return errors.New(reason)
+	}
+	return nil
 }
 
 // admit authenticates the caller of method and applies its rule, except

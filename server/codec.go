@@ -112,10 +112,11 @@ func decodeError(req any) error {
 	return nil
 }
 
-// decodeUnary refuses a request requestCodec could not decode.
-func decodeUnary() grpc.UnaryServerInterceptor {
+// decodeUnary refuses a request requestCodec could not decode, and one
+// holding a Value JSON cannot carry (see valueChecker).
+func decodeUnary(vc *valueChecker) grpc.UnaryServerInterceptor {
 	return func(ctx context.Context, req any, _ *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
-		if err := decodeError(req); err != nil {
+		if err := requestError(vc, req); err != nil {
 			return nil, err
 		}
 		return handler(ctx, req)
@@ -123,18 +124,32 @@ func decodeUnary() grpc.UnaryServerInterceptor {
 }
 
 // decodeStream refuses, on the stream, each message requestCodec could
-// not decode.
-func decodeStream() grpc.StreamServerInterceptor {
+// not decode or that holds a Value JSON cannot carry.
+func decodeStream(vc *valueChecker) grpc.StreamServerInterceptor {
 	return func(srv any, ss grpc.ServerStream, _ *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
-		return handler(srv, decodingStream{ss})
+		return handler(srv, decodingStream{ss, vc})
 	}
 }
 
-type decodingStream struct{ grpc.ServerStream }
+type decodingStream struct {
+	grpc.ServerStream
+	vc *valueChecker
+}
 
 func (s decodingStream) RecvMsg(m any) error {
 	if err := s.ServerStream.RecvMsg(m); err != nil {
 		return err
 	}
-	return decodeError(m)
+	return requestError(s.vc, m)
+}
+
+// requestError is decodeError, then the valueChecker's verdict.
+func requestError(vc *valueChecker, req any) error {
+	if err := decodeError(req); err != nil {
+		return err
+	}
+	if m, ok := req.(proto.Message); ok {
+		return vc.check(m.ProtoReflect())
+	}
+	return nil
 }

@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"net"
+	"net/http"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/health"
@@ -27,6 +28,7 @@ type GRPCServer struct {
 // authenticated and authorized (methodAccess). extra options are appended:
 // TLS credentials (grpc.Creds), telemetry, test options.
 func NewGRPCServer(s *Server, extra ...grpc.ServerOption) *GRPCServer {
+	vc := newValueChecker()
 	opts := append([]grpc.ServerOption{
 		grpc.MaxRecvMsgSize(s.maxRequest),
 		grpc.MaxSendMsgSize(s.maxMsg),
@@ -38,8 +40,8 @@ func NewGRPCServer(s *Server, extra ...grpc.ServerOption) *GRPCServer {
 		grpc.ForceServerCodecV2(newRequestCodec()),
 		// Authorization comes before decoding: a caller that may not
 		// call learns nothing, not even that its request was malformed.
-		grpc.ChainUnaryInterceptor(unaryLogging(s.log), unaryRecovery(s.log), s.authz.unary(), decodeUnary()),
-		grpc.ChainStreamInterceptor(streamLogging(s.log), streamRecovery(s.log), s.authz.stream(), decodeStream()),
+		grpc.ChainUnaryInterceptor(unaryLogging(s.log), unaryRecovery(s.log), s.authz.unary(), decodeUnary(vc)),
+		grpc.ChainStreamInterceptor(streamLogging(s.log), streamRecovery(s.log), s.authz.stream(), decodeStream(vc)),
 	}, extra...)
 	gs := grpc.NewServer(opts...)
 	s.Register(gs)
@@ -58,6 +60,17 @@ func NewGRPCServer(s *Server, extra ...grpc.ServerOption) *GRPCServer {
 // gRPC-Web and gRPC through net/http). Serve stays the way to serve gRPC
 // on a listener: grpc-go's own transport is faster than its ServeHTTP.
 func (g *GRPCServer) GRPC() *grpc.Server { return g.grpc }
+
+// AuthenticateHTTP is what server/web asks of a request for an RPC before
+// it reads the body (web.Config.Authenticate): an error when the method
+// needs credentials and the request carries none that name a principal.
+// It is nil when the server has no authentication.
+func (g *GRPCServer) AuthenticateHTTP() func(*http.Request) error {
+	if g.srv.authz.cfg == nil {
+		return nil
+	}
+	return g.srv.authz.authenticateHTTP
+}
 
 // MaxMessageBytes is the largest message the server sends or receives:
 // server/web bounds what it buffers to transcode a message by it.

@@ -453,11 +453,13 @@ func listenWeb(f serveFlags, srv *server.GRPCServer, a2aHTTP http.Handler, sec *
 	ws, err := web.New(web.Config{
 		GRPC:            srv.GRPC(),
 		MaxMessageBytes: srv.MaxMessageBytes(),
-		Prefix:          f.httpPrefix,
-		Console:         console.FS(),
-		A2A:             a2aHTTP,
-		TLS:             sec.tlsConfig,
-		Logger:          log,
+		// Credentials are checked before a request's body is read.
+		Authenticate: srv.AuthenticateHTTP(),
+		Prefix:       f.httpPrefix,
+		Console:      console.FS(),
+		A2A:          a2aHTTP,
+		TLS:          sec.tlsConfig,
+		Logger:       log,
 		// Without authentication only a loopback listener is served
 		// (checkExposure), unless --insecure-no-auth says otherwise.
 		LoopbackHosts: sec.auth == nil && !f.sec.insecureNoAuthOK,

@@ -151,7 +151,7 @@ func TestConsoleProtocols(t *testing.T) {
 	if code != http.StatusNotFound || !strings.Contains(body, `"code":"unimplemented"`) {
 		t.Errorf("Connect unknown method: %d %s", code, body)
 	}
-	for path, want := range map[string]int{"": 200, "sessions/s1/events": 200, "index.html": 200, "missing.js": 404, listApps: 404} {
+	for path, want := range map[string]int{"": 200, "sessions/s1/events": 200, "index.html": 200, "missing.js": 404, listApps: 405} {
 		if code, body := get(t, &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}, console+path); code != want {
 			t.Errorf("GET /%s: %d, want %d", path, code, want)
 		} else if want == 200 && !strings.Contains(body, "<title>agentrunner console</title>") {
