@@ -7,6 +7,7 @@ import (
 	"maps"
 	"slices"
 	"sync"
+	"sync/atomic"
 
 	agentrunnerv1 "github.com/agentrunner/agentrunner/gen/go/agentrunner/v1"
 	"github.com/agentrunner/agentrunner/runner/memory"
@@ -24,6 +25,9 @@ type invocationContext struct {
 	// pending collects the state changes and artifact saves made through
 	// this context until an event carries them.
 	pending *pendingActions
+	// replayEscalated: a child this agent ran had escalated before the
+	// run was cut (see Replay); a loop reads it with EscalatedBeforeCut.
+	replayEscalated atomic.Bool
 }
 
 func (c *invocationContext) impl() *invocationContext { return c }

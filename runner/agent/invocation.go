@@ -53,6 +53,9 @@ type InvocationConfig struct {
 	// RetryCalls are calls of the session a resumed run runs again because
 	// its caller asked: calls a crash left started and unfinished.
 	RetryCalls []string
+	// Replay, for a resumed run, is what its agents had done before the
+	// run was cut; nil for a run that starts afresh.
+	Replay *Replay
 	// Budget, when set, is asked before every model call whether the run
 	// may make it, given what the events recorded in this invocation
 	// spent; an error (a *BudgetError) ends the invocation and is
@@ -111,6 +114,14 @@ func (inv *Invocation) Context(ctx context.Context, a Agent) InvocationContext {
 // SetBudget sets the invocation's Budget (see InvocationConfig), before
 // it runs.
 func (inv *Invocation) SetBudget(f func(ctx context.Context, spent Spent) error) { inv.cfg.Budget = f }
+
+// SetReplay sets the invocation's Replay (see InvocationConfig), before
+// it runs.
+func (inv *Invocation) SetReplay(r *Replay) { inv.cfg.Replay = r }
+
+// Replay returns the invocation's Replay; nil for a run that starts
+// afresh.
+func (inv *Invocation) Replay() *Replay { return inv.cfg.Replay }
 
 // SetUserContent records the stored user message the run answers.
 func (inv *Invocation) SetUserContent(c *agentrunnerv1.Content) { inv.userContent = c }

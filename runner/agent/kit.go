@@ -82,3 +82,10 @@ func SharedUserContent(ctx InvocationContext, _ seal.Key) *agentrunnerv1.Content
 func RetryCalls(ctx InvocationContext, _ seal.Key) []string {
 	return ctx.impl().inv.cfg.RetryCalls
 }
+
+// EscalatedBeforeCut reports, and forgets, that a child ctx's agent ran
+// had escalated before a resumed run was cut (see Replay): the child was
+// skipped or went on, and the loop running it stops as it would have.
+func EscalatedBeforeCut(ctx InvocationContext) bool {
+	return ctx.impl().replayEscalated.Swap(false)
+}

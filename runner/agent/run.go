@@ -23,10 +23,19 @@ type Hooks interface {
 func (a *base) Run(parent InvocationContext) iter.Seq2[*agentrunnerv1.Event, error] {
 	return func(yield func(*agentrunnerv1.Event, error) bool) {
 		ctx := parent.impl().forAgent(a)
-		if stop := a.runBefore(ctx, yield); stop || ctx.Ended() {
-			return
+		o := ctx.inv.cfg.Replay.take(a.name)
+		if o != nil && o.escalated {
+			parent.impl().replayEscalated.Store(true)
 		}
-		if !a.runBody(ctx, yield) {
+		if o != nil && o.done {
+			return // it finished before the run was cut (see Replay)
+		}
+		if o == nil || !o.started {
+			if stop := a.runBefore(ctx, yield); stop || ctx.Ended() {
+				return
+			}
+		}
+		if !a.runResumedBody(ctx, o, yield) {
 			return
 		}
 		// State set or artifacts saved after the agent's last own event
@@ -39,6 +48,25 @@ func (a *base) Run(parent InvocationContext) iter.Seq2[*agentrunnerv1.Event, err
 		}
 		a.runAfter(ctx, yield)
 	}
+}
+
+// runResumedBody runs the agent's body, or, for an agent that had handed
+// over to a transfer target before the run was cut, goes on with the
+// target as its body would have.
+func (a *base) runResumedBody(ctx *invocationContext, o *occurrence, yield func(*agentrunnerv1.Event, error) bool) bool {
+	if o == nil || o.transfer == "" {
+		return a.runBody(ctx, yield)
+	}
+	target, ok := ctx.inv.cfg.Tree.Find(o.transfer)
+	if !ok {
+		return yield(nil, &AgentError{Agent: a.name, Err: fmt.Errorf("transfer to unknown agent %q", o.transfer)})
+	}
+	for ev, err := range target.Run(ctx) {
+		if !yield(ev, err) {
+			return false
+		}
+	}
+	return true
 }
 
 // runBefore runs the before_agent hooks and callbacks and yields what they

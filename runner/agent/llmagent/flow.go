@@ -45,10 +45,16 @@ func (l *llmAgent) run(ctx agent.InvocationContext) iter.Seq2[*agentrunnerv1.Eve
 			if (ev != nil && !yield(ev, nil)) || !yieldAll(panics, yield) {
 				return
 			}
+			if ev != nil && !l.goOn(ctx, nil, ev.GetActions(), yield) {
+				return // a transfer among them ran its target, as after any call
+			}
 		}
 		// A resumed run asked to run again calls a crash cut off.
 		if ev, panics := l.retriedCalls(ctx, h); ev != nil || panics != nil {
 			if (ev != nil && !yield(ev, nil)) || !yieldAll(panics, yield) {
+				return
+			}
+			if ev != nil && !l.goOn(ctx, nil, ev.GetActions(), yield) {
 				return
 			}
 		}

@@ -115,7 +115,9 @@ func runLoop(ctx agent.InvocationContext, subs []agent.Agent, maxIter int, yield
 					return
 				}
 			}
-			if escalated {
+			// A child that escalated before a resumed run was cut is not
+			// run again; the loop stops as it did then.
+			if escalated || agent.EscalatedBeforeCut(ctx) {
 				return
 			}
 		}

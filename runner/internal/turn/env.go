@@ -106,10 +106,6 @@ type Prepared struct {
 	// For a resumed run: it waits on calls nobody answered (it ends
 	// INPUT_REQUIRED at once), or it had answered its user already.
 	waits, answered bool
-	// then holds the agents a resumed run runs after first, in order:
-	// the rest of the sequential agents whose earlier sub-agents had
-	// finished before the run was cut off.
-	then []agent.Agent
 	// waiting is the session's run that waits on the caller, which this
 	// run's message answers or supersedes (see waiting.go).
 	waiting *waitingRun

@@ -36,7 +36,7 @@ func (in *invocation) holds(ev *agentrunnerv1.Event) bool {
 	if a := ev.GetActions(); len(a.GetStateDelta().GetFields()) > 0 || len(a.GetArtifactDelta()) > 0 || a.GetCompaction() != nil || a.GetEscalate() {
 		return false
 	}
-	if !finalAnswer(ev) || !in.env.treeFinished(append(in.runTail(), ev)) {
+	if !finalAnswer(ev) || !in.env.treeFinished(append(in.runTail(), ev), in.first) {
 		return false
 	}
 	// Every app with an LLM agent has a summarizer, but few runs compact:

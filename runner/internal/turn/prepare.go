@@ -1,6 +1,7 @@
 package turn
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"slices"
@@ -71,17 +72,31 @@ func (env *Env) prepareResume(ctx context.Context, job *Job, sess *agentrunnerv1
 		return nil, fmt.Errorf("answer or retry every call run %s waits on; left: %q: %w", job.ID, unresolved, store.ErrInvalidArgument)
 	}
 	p := &Prepared{sess: sess, waits: len(unresolved) > 0}
-	switch {
-	case len(answered) > 0:
-		p.first = env.Tree.SelectAgent(events, rq.Answers)
-	case len(rq.RetryCallIDs) > 0:
-		p.first = env.callerOf(events, rq.RetryCallIDs[0])
-	default:
-		p.first, p.then, p.answered = env.resumeAgent(events, job.ID)
-	}
+	run := runEvents(events, job.ID)
+	// The run goes on where it was cut (agent.Replay): from the agent it
+	// started with, every agent that had finished skipped. Answers and
+	// retried calls reach the agent that made the calls, which was cut
+	// while it waited on them.
+	p.first = env.firstAgentOf(events, rq.FirstSeq)
+	p.answered = len(answered) == 0 && len(rq.RetryCallIDs) == 0 && env.treeFinished(run, p.first)
 	p.inv = env.newInvocation(job.Key, job.ID, sess, events, rq.Config, rq.RetryCallIDs)
+	p.inv.SetReplay(agent.NewReplay(env.Tree, p.first, run))
 	p.inv.SetUserContent(userMessageOf(events, rq.FirstSeq))
 	return p, nil
+}
+
+// firstAgentOf returns the agent a run started with: the one the
+// selection rules picked for its message (stored at sequence seq) from
+// the events before it. A run whose message is no longer loaded starts
+// at the root.
+func (env *Env) firstAgentOf(events []*agentrunnerv1.Event, seq uint64) agent.Agent {
+	i, ok := slices.BinarySearchFunc(events, seq, func(ev *agentrunnerv1.Event, seq uint64) int {
+		return cmp.Compare(ev.GetSequence(), seq)
+	})
+	if !ok {
+		return env.Tree.Root()
+	}
+	return env.Tree.SelectAgent(events[:i], events[i].GetContent())
 }
 
 // answeredCalls checks a resume request's answers and retries against
@@ -118,74 +133,6 @@ func (env *Env) inDoubtCalls(ctx context.Context, job *Job) (map[string]bool, er
 		}
 	}
 	return open, nil
-}
-
-// callerOf returns the agent that made a call, or the root.
-func (env *Env) callerOf(events []*agentrunnerv1.Event, callID string) agent.Agent {
-	for _, ev := range events {
-		for _, p := range ev.GetContent().GetParts() {
-			if p.GetFunctionCall().GetId() == callID {
-				if a, ok := env.Tree.Find(ev.GetAuthor()); ok {
-					return a
-				}
-			}
-		}
-	}
-	return env.Tree.Root()
-}
-
-// resumeAgent returns where a resumed run goes on: the agent to run first
-// and the agents to run after it, or that the run's agents had finished
-// (treeFinished): then there is nothing left to do. An agent whose last
-// event is a finished answer inside sequential agents is done: the run
-// goes on with the agents after it. Any other end (a call, a result, a
-// custom agent's progress, a loop or parallel agent still going) means
-// the agent that stored the run's last event was cut off and runs again.
-func (env *Env) resumeAgent(events []*agentrunnerv1.Event, runID string) (agent.Agent, []agent.Agent, bool) {
-	for i := len(events) - 1; i >= 0; i-- {
-		ev := events[i]
-		if ev.GetInvocationId() != runID || ev.GetAuthor() == agent.UserAuthor || len(ev.GetContent().GetParts()) == 0 {
-			continue
-		}
-		a, ok := env.Tree.Find(ev.GetAuthor())
-		if !ok {
-			continue
-		}
-		run := runEvents(events, runID)
-		if env.treeFinished(run) {
-			return a, nil, true
-		}
-		if finalAnswer(ev) && ev.GetTurnComplete() && ev.GetErrorCode() == "" && !ev.GetInterrupted() {
-			if rest, ok := env.after(a, run); ok && len(rest) > 0 {
-				return rest[0], rest[1:], false
-			}
-		}
-		return a, nil, false
-	}
-	return env.Tree.SelectAgent(events, nil), nil, false
-}
-
-// after returns the agents a run still had to run once agent a had
-// finished: the later sub-agents of each sequential agent above a, up to
-// the agent the runner itself ran. ok is false when an agent above a is
-// of another kind, whose next step the events do not tell.
-func (env *Env) after(a agent.Agent, run []*agentrunnerv1.Event) (rest []agent.Agent, ok bool) {
-	for {
-		p := env.Tree.Parent(a)
-		if p == nil || transferredTo(run, a.Name()) {
-			return rest, true
-		}
-		if env.Tree.Kind(p) != agentrunnerv1.AgentKind_AGENT_KIND_SEQUENTIAL {
-			return nil, false
-		}
-		subs := p.SubAgents()
-		for i, s := range subs {
-			if s.Name() == a.Name() {
-				rest = append(rest, subs[i+1:]...)
-			}
-		}
-		a = p
-	}
 }
 
 // runEvents returns the events of the run, in order.

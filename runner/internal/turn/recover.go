@@ -33,7 +33,7 @@ func MarkInterrupted(ctx context.Context, env *Env, rec *agentrunnerv1.Run) erro
 	if err != nil {
 		return fmt.Errorf("recover run %s: %w", rec.GetRunId(), err)
 	}
-	if env.treeFinished(events) {
+	if env.treeFinished(events, startedWith(env.Tree, events)) {
 		if err := env.Store.PutRun(ctx, runrec.Recovered(rec, events)); err != nil && !errors.Is(err, store.ErrNotFound) {
 			return fmt.Errorf("recover run %s: %w", rec.GetRunId(), err)
 		}
@@ -72,4 +72,20 @@ func (env *Env) scanRun(ctx context.Context, rec *agentrunnerv1.Run, fn func(*ag
 			return nil
 		}
 	}
+}
+
+// startedWith returns the agent a run started with, from its events
+// alone (recovery does not read the session before them): see
+// agent.Tree.StartedWith.
+func startedWith(t *agent.Tree, run []*agentrunnerv1.Event) agent.Agent {
+	answering := false
+	for _, ev := range run {
+		if ev.GetAuthor() != agent.UserAuthor {
+			break
+		}
+		for _, p := range ev.GetContent().GetParts() {
+			answering = answering || p.GetFunctionResponse() != nil
+		}
+	}
+	return t.StartedWith(run, answering)
 }

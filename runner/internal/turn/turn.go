@@ -139,16 +139,19 @@ func (in *invocation) resume(ctx context.Context) error {
 		in.inv.SetUserContent(stored.GetContent())
 		in.sink.Stored(stored) // attachers read the answers from the store
 	}
-	for _, first := range append([]agent.Agent{in.first}, in.prep.then...) {
-		for a := first; a != nil; {
-			var err error
-			if a, err = in.runAgent(ctx, a); err != nil {
-				return err
-			}
+	// The agents the runner ran before the cut run again in order, each
+	// going on where it was (agent.Replay); a transfer the runner had
+	// followed is followed again.
+	tops := in.inv.Replay().Tops()
+	for i, a := 0, in.first; a != nil; i++ {
+		next, err := in.runAgent(ctx, a)
+		if err != nil {
+			return err
 		}
-		if in.inv.Ended() {
-			break // an agent escalated or ended the invocation
+		if next == nil && i+1 < len(tops) && !in.inv.Ended() {
+			next, _ = in.env.Tree.Find(tops[i+1])
 		}
+		a = next
 	}
 	return nil
 }
