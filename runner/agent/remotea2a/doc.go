@@ -17,13 +17,24 @@
 // the session is the only state, nothing is kept in memory.
 //
 // A remote task that asks for input (TASK_STATE_INPUT_REQUIRED) makes the
-// run wait as a client-executed tool does: the agent calls the reserved
-// function InputRequiredName, with the remote agent's question as
-// {"message": ..., "task_id": ...}, and puts the call's id in the event's
-// long_running_tool_ids. The caller answers with a function_response to
-// that id (in a new Run or in ResumeRun); the agent sends the answer in
-// the same remote task: {"text": "..."} as a text part, any other object
-// as a data part.
+// run wait as a client-executed tool does. When it waits on tool calls of
+// its own (data parts marked adk_type function_call, adk-go's shape), the
+// agent's event holds those calls, their ids in long_running_tool_ids;
+// their function_responses go back in the same remote task as data parts
+// marked function_response, as adk-go's remoteagent sends them. When it
+// asks in words, the agent calls the reserved function InputRequiredName,
+// with the remote agent's question as {"message": ..., "task_id": ...};
+// the answer goes in the same task: {"text": "..."} as a text part, any
+// other object as a data part.
+//
+// The remote's own tool traffic (function calls and responses it shows as
+// it works) becomes events of the agent of their own, never text of its
+// answer; a call left without a response is closed when the turn ends,
+// so that the run does not wait on it.
+//
+// A message's id is derived from the newest event it carries
+// (messageID): a turn a crash cut and a resume runs again sends the same
+// message with the same id, which a deduplicating remote can recognize.
 //
 // A remote agent that fails, rejects the task, cannot be reached, ends its
 // stream before the task ends, or takes longer than the timeout yields one

@@ -1,8 +1,11 @@
 package remotea2a
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
@@ -17,71 +20,116 @@ import (
 const contextMarker = "For context:"
 
 // message builds the A2A message of a turn. When the newest event answers
-// this agent's input-required call, the answer goes to the task that asked,
-// in its context. Otherwise the message holds the events since this
-// agent's last event, in the context of its previous turns (none yet: the
-// remote agent starts one).
+// calls of this agent, the answers go to the task that asked, in its
+// context. Otherwise the message holds the events since this agent's last
+// turn, in the context of its previous turns (none yet: the remote agent
+// starts one).
+//
+// Its id is not random: it is derived from the newest event it carries
+// (messageID), so that a turn run again (a resume after a crash cut it)
+// sends the same message with the same id, and a remote that
+// deduplicates messages by id (agentrunner's A2A server does) does the
+// work once.
 func (r *remote) message(ctx agent.InvocationContext) *a2a.Message {
 	events := ctx.Session().Events()
 	if msg := r.answer(events); msg != nil {
+		msg.ID = messageID(r.name, events.At(events.Len()-1).GetId())
 		return msg
 	}
 	start, contextID := 0, ""
 	for i := events.Len() - 1; i >= 0; i-- {
-		if ev := events.At(i); ev.GetAuthor() == r.name {
+		// An event that does not end a turn (the remote's tool traffic) is
+		// part of a turn a crash may have cut: what that turn was sent is
+		// sent again, in the same context.
+		if ev := events.At(i); ev.GetAuthor() == r.name && ev.GetTurnComplete() {
 			start, contextID = i+1, idsOf(ev).contextID
 			break
 		}
 	}
 	var parts []*a2a.Part
+	newest := ""
 	for i := start; i < events.Len(); i++ {
-		parts = append(parts, r.contextParts(events.At(i))...)
+		ev := events.At(i)
+		if p := r.contextParts(ev); len(p) > 0 {
+			parts, newest = append(parts, p...), ev.GetId()
+		}
 	}
 	msg := a2a.NewMessage(a2a.MessageRoleUser, parts...)
 	msg.ContextID = contextID
+	if newest != "" {
+		msg.ID = messageID(r.name, newest)
+	}
 	return msg
 }
 
-// answer returns the message that answers this agent's input-required
-// call with the newest event, or nil when the newest event is no such
-// answer.
+// messageID is the id of the message agent sends with the event of id
+// eventID as its newest: the same on every try, unique in the session.
+func messageID(agentName, eventID string) string {
+	sum := sha256.Sum256([]byte(agentName + "\x00" + eventID))
+	return "agentrunner-" + hex.EncodeToString(sum[:16])
+}
+
+// answer returns the message that answers this agent's calls with the
+// newest event, or nil when the newest event answers none. The answers to
+// the calls of one remote task go in one message: to the reserved
+// InputRequiredName call as text or data (answerPart), to a call the
+// remote made as a function_response data part (adk-go's shape), which
+// an ADK or agentrunner server takes as the answer to its call.
 func (r *remote) answer(events agent.Events) *a2a.Message {
 	n := events.Len()
-	if n == 0 {
+	if n == 0 || events.At(n-1).GetAuthor() != agent.UserAuthor {
 		return nil
 	}
-	last := events.At(n - 1)
-	if last.GetAuthor() != agent.UserAuthor {
-		return nil
-	}
-	for _, p := range last.GetContent().GetParts() {
+	var parts []*a2a.Part
+	var ids remoteIDs
+	for _, p := range events.At(n - 1).GetContent().GetParts() {
 		fr := p.GetFunctionResponse()
 		if fr == nil {
 			continue
 		}
-		for i := n - 2; i >= 0; i-- {
-			call := events.At(i)
-			if call.GetAuthor() != r.name || !callsInput(call, fr.GetId()) {
-				continue
-			}
-			ids := idsOf(call)
-			msg := a2a.NewMessage(a2a.MessageRoleUser, answerPart(fr.GetResponse()))
-			msg.TaskID, msg.ContextID = a2a.TaskID(ids.taskID), ids.contextID
-			return msg
+		call, ev := r.waitingCall(events, n-1, fr.GetId())
+		if call == nil || (len(parts) > 0 && idsOf(ev).taskID != ids.taskID) {
+			continue
+		}
+		ids = idsOf(ev)
+		if call.GetName() == InputRequiredName {
+			parts = append(parts, answerPart(fr.GetResponse()))
+		} else {
+			parts = append(parts, responsePart(fr))
 		}
 	}
-	return nil
+	if len(parts) == 0 {
+		return nil
+	}
+	msg := a2a.NewMessage(a2a.MessageRoleUser, parts...)
+	msg.TaskID, msg.ContextID = a2a.TaskID(ids.taskID), ids.contextID
+	return msg
 }
 
-// callsInput reports whether ev holds this package's input-required call
-// with id.
-func callsInput(ev *agentrunnerv1.Event, id string) bool {
-	for _, p := range ev.GetContent().GetParts() {
-		if fc := p.GetFunctionCall(); fc.GetName() == InputRequiredName && fc.GetId() == id {
-			return true
+// waitingCall finds, among the events before end, this agent's call of id
+// that the remote waits on (one in its event's long_running_tool_ids),
+// and the event that holds it.
+func (r *remote) waitingCall(events agent.Events, end int, id string) (*agentrunnerv1.FunctionCall, *agentrunnerv1.Event) {
+	for i := end - 1; i >= 0; i-- {
+		ev := events.At(i)
+		if ev.GetAuthor() != r.name || !slices.Contains(ev.GetLongRunningToolIds(), id) {
+			continue
+		}
+		for _, p := range ev.GetContent().GetParts() {
+			if fc := p.GetFunctionCall(); fc.GetId() == id {
+				return fc, ev
+			}
 		}
 	}
-	return false
+	return nil, nil
+}
+
+// responsePart is a function response as adk-go sends one: data {id,
+// name, response}, marked function_response.
+func responsePart(fr *agentrunnerv1.FunctionResponse) *a2a.Part {
+	p := a2a.NewDataPart(map[string]any{"id": fr.GetId(), "name": fr.GetName(), "response": fr.GetResponse().AsMap()})
+	p.SetMeta(metaType, typeFunctionResponse)
+	return p
 }
 
 // answerPart is the caller's answer as the remote agent gets it: the
@@ -142,10 +190,21 @@ func jsonOf(v any) string {
 	return string(b)
 }
 
-// fromA2A converts the remote agent's parts: text as text, data as its
-// JSON text, bytes inline, URLs as file references.
-func fromA2A(parts []*a2a.Part) []*agentrunnerv1.Part {
-	var out []*agentrunnerv1.Part
+// Metadata keys and data-part types of adk-go's A2A convention
+// (server/adka2a), which agentrunner's own A2A server follows: a data part
+// so marked is a function call or response, not data of the answer.
+const (
+	metaType             = "adk_type"
+	metaLongRunning      = "adk_is_long_running"
+	typeFunctionCall     = "function_call"
+	typeFunctionResponse = "function_response"
+)
+
+// fromA2A converts the remote agent's parts: text as text, bytes inline,
+// URLs as file references, data marked as a function call or response as
+// one (toolPart), other data as its JSON text. It returns too the ids of
+// the calls marked long-running: the remote waits on its caller for them.
+func fromA2A(parts []*a2a.Part) (out []*agentrunnerv1.Part, longRunning []string) {
 	for _, p := range parts {
 		if p == nil {
 			continue
@@ -154,6 +213,13 @@ func fromA2A(parts []*a2a.Part) []*agentrunnerv1.Part {
 		case a2a.Text:
 			out = append(out, &agentrunnerv1.Part{Data: &agentrunnerv1.Part_Text{Text: string(c)}})
 		case a2a.Data:
+			if tp, long := toolPart(p, c); tp != nil {
+				out = append(out, tp)
+				if long {
+					longRunning = append(longRunning, tp.GetFunctionCall().GetId())
+				}
+				continue
+			}
 			out = append(out, &agentrunnerv1.Part{Data: &agentrunnerv1.Part_Text{Text: jsonOf(c.Value)}})
 		case a2a.Raw:
 			out = append(out, &agentrunnerv1.Part{Data: &agentrunnerv1.Part_InlineData{InlineData: &agentrunnerv1.Blob{MimeType: p.MediaType, Data: c, DisplayName: p.Filename}}})
@@ -161,7 +227,40 @@ func fromA2A(parts []*a2a.Part) []*agentrunnerv1.Part {
 			out = append(out, &agentrunnerv1.Part{Data: &agentrunnerv1.Part_FileData{FileData: &agentrunnerv1.FileData{MimeType: p.MediaType, FileUri: string(c), DisplayName: p.Filename}}})
 		}
 	}
-	return out
+	return out, longRunning
+}
+
+// toolPart reads a data part marked function_call ({id, name, args}) or
+// function_response ({id, name, response}), and whether a call is marked
+// long-running; nil for any other data, and for a marked part without an
+// id or whose values are no JSON objects (kept as data).
+func toolPart(p *a2a.Part, d a2a.Data) (*agentrunnerv1.Part, bool) {
+	typ, _ := p.Metadata[metaType].(string)
+	m, _ := d.Value.(map[string]any)
+	id, _ := m["id"].(string)
+	name, _ := m["name"].(string)
+	if id == "" || (typ != typeFunctionCall && typ != typeFunctionResponse) {
+		return nil, false
+	}
+	key := "args"
+	if typ == typeFunctionResponse {
+		key = "response"
+	}
+	v, _ := m[key].(map[string]any)
+	st, err := structpb.NewStruct(v)
+	if err != nil {
+		return nil, false
+	}
+	if typ == typeFunctionResponse {
+		return &agentrunnerv1.Part{Data: &agentrunnerv1.Part_FunctionResponse{FunctionResponse: &agentrunnerv1.FunctionResponse{Id: id, Name: name, Response: st}}}, false
+	}
+	long, _ := p.Metadata[metaLongRunning].(bool)
+	return &agentrunnerv1.Part{Data: &agentrunnerv1.Part_FunctionCall{FunctionCall: &agentrunnerv1.FunctionCall{Id: id, Name: name, Args: st}}}, long
+}
+
+// isTool reports whether p is a function call or response.
+func isTool(p *agentrunnerv1.Part) bool {
+	return p.GetFunctionCall() != nil || p.GetFunctionResponse() != nil
 }
 
 // mergeText joins neighbouring text parts, as streamed chunks arrive.

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
 
@@ -27,10 +29,7 @@ func (r *remote) turn(ctx agent.InvocationContext, yield func(*agentrunnerv1.Eve
 	}
 	tctx, cancel := context.WithTimeout(ctx, r.timeout)
 	defer cancel()
-	s := &stream{
-		ctx: ctx, yield: yield, partials: ctx.RunConfig().GetStreamingMode() == agentrunnerv1.StreamingMode_STREAMING_MODE_SSE,
-		contextID: msg.ContextID, taskID: msg.TaskID, artifacts: map[a2a.ArtifactID]int{},
-	}
+	s := newStream(ctx, yield, msg)
 	err := r.send(tctx, s, &a2a.SendMessageRequest{Message: msg})
 	if !s.done && s.taskID != "" {
 		r.cancelTask(ctx, s.taskID)
@@ -81,7 +80,11 @@ func (r *remote) cancelTask(ctx agent.InvocationContext, id a2a.TaskID) {
 	}
 }
 
-// stream turns the A2A events of one turn into the agent's events.
+// stream turns the A2A events of one turn into the agent's events: the
+// remote's tool traffic (function calls and responses, as adk-go marks
+// them) as events of their own as it comes, its answer (text, files) as
+// partial events when the run streams and one complete event that ends
+// the turn.
 type stream struct {
 	ctx      agent.InvocationContext
 	yield    func(*agentrunnerv1.Event, error) bool
@@ -95,8 +98,19 @@ type stream struct {
 	// replaces it).
 	parts     []*agentrunnerv1.Part
 	artifacts map[a2a.ArtifactID]int
+	// open holds the remote's own calls (id to name) whose responses
+	// have not come yet; stepped is set once a tool event was yielded.
+	open    map[string]string
+	stepped bool
 	// done is set once the task reached a state that ends the turn.
 	done bool
+}
+
+func newStream(ctx agent.InvocationContext, yield func(*agentrunnerv1.Event, error) bool, msg *a2a.Message) *stream {
+	return &stream{
+		ctx: ctx, yield: yield, partials: ctx.RunConfig().GetStreamingMode() == agentrunnerv1.StreamingMode_STREAMING_MODE_SSE,
+		contextID: msg.ContextID, taskID: msg.TaskID, artifacts: map[a2a.ArtifactID]int{}, open: map[string]string{},
+	}
 }
 
 // handle takes one A2A event.
@@ -107,13 +121,19 @@ func (s *stream) handle(ev a2a.Event) error {
 	switch v := ev.(type) {
 	case *a2a.Message:
 		// A direct answer, without a task: the turn is over.
-		s.parts = append(s.parts, fromA2A(v.Parts)...)
+		parts, _ := fromA2A(v.Parts)
+		if err := s.collect(parts); err != nil {
+			return err
+		}
 		s.done = true
-		return s.emit(nil)
+		return s.finish(nil)
 	case *a2a.Task:
 		for _, art := range v.Artifacts {
-			if art != nil { // a remote's JSON may say null
-				s.parts = append(s.parts, fromA2A(art.Parts)...)
+			if art == nil { // a remote's JSON may say null
+				continue
+			}
+			if err := s.collect(withoutWaited(fromA2A(art.Parts))); err != nil {
+				return err
 			}
 		}
 		return s.status(v.Status)
@@ -125,28 +145,51 @@ func (s *stream) handle(ev a2a.Event) error {
 	return nil
 }
 
+// withoutWaited leaves out the calls the remote waits on: its
+// input-required status names them, and they are the caller's to answer.
+func withoutWaited(parts []*agentrunnerv1.Part, longRunning []string) []*agentrunnerv1.Part {
+	return slices.DeleteFunc(parts, func(p *agentrunnerv1.Part) bool {
+		return slices.Contains(longRunning, p.GetFunctionCall().GetId()) && p.GetFunctionCall() != nil
+	})
+}
+
+// collect adds parts to the answer, or yields them as a step when they
+// hold tool traffic.
+func (s *stream) collect(parts []*agentrunnerv1.Part) error {
+	if slices.ContainsFunc(parts, isTool) {
+		return s.step(parts)
+	}
+	s.parts = append(s.parts, parts...)
+	return nil
+}
+
 // artifact takes an artifact update: its text streams as a partial event
-// and is kept for the complete one.
+// and is kept for the complete one; tool traffic is a step of its own,
+// which replaces what the artifact streamed so far.
 func (s *stream) artifact(v *a2a.TaskArtifactUpdateEvent) error {
 	if v.Artifact == nil {
 		return nil
 	}
+	parts := withoutWaited(fromA2A(v.Artifact.Parts))
 	start, seen := s.artifacts[v.Artifact.ID]
 	switch {
-	case !seen:
-		s.artifacts[v.Artifact.ID] = len(s.parts)
-	case !v.Append:
+	case seen && (!v.Append || slices.ContainsFunc(parts, isTool)):
 		// A replacement: drop what the artifact had (artifacts after it
 		// in the answer are rare enough to be dropped with it, and
 		// start again where the answer now ends if they come back).
 		s.parts = s.parts[:start]
 		for id, at := range s.artifacts {
-			if at > start {
+			if at >= start {
 				delete(s.artifacts, id)
 			}
 		}
 	}
-	parts := fromA2A(v.Artifact.Parts)
+	if slices.ContainsFunc(parts, isTool) {
+		return s.step(parts)
+	}
+	if _, seen := s.artifacts[v.Artifact.ID]; !seen {
+		s.artifacts[v.Artifact.ID] = len(s.parts)
+	}
 	s.parts = append(s.parts, parts...)
 	if !s.partials || len(parts) == 0 {
 		return nil
@@ -158,25 +201,102 @@ func (s *stream) artifact(v *a2a.TaskArtifactUpdateEvent) error {
 	return nil
 }
 
+// step yields the remote's tool traffic as complete events of the agent,
+// in the order it came: what the answer held before it and the calls as
+// one event (a model's turn), responses as another (role user, as a
+// tool's result is). The calls stay open until their responses come.
+func (s *stream) step(parts []*agentrunnerv1.Part) error {
+	for len(parts) > 0 {
+		responses := parts[0].GetFunctionResponse() != nil
+		n := 1
+		for n < len(parts) && (parts[n].GetFunctionResponse() != nil) == responses {
+			n++
+		}
+		role, group := agent.RoleModel, parts[:n]
+		if responses {
+			role = agent.RoleUser
+			if err := s.yieldStep(agent.RoleModel, s.parts); err != nil {
+				return err
+			}
+		} else {
+			group = append(s.parts, group...)
+		}
+		s.parts, s.artifacts = nil, map[a2a.ArtifactID]int{}
+		for _, p := range group {
+			if fc := p.GetFunctionCall(); fc != nil {
+				s.open[fc.GetId()] = fc.GetName()
+			}
+			delete(s.open, p.GetFunctionResponse().GetId())
+		}
+		if err := s.yieldStep(role, group); err != nil {
+			return err
+		}
+		parts = parts[n:]
+	}
+	return nil
+}
+
+// yieldStep yields one event of the turn that does not end it.
+func (s *stream) yieldStep(role string, parts []*agentrunnerv1.Part) error {
+	parts = mergeText(parts)
+	if len(parts) == 0 {
+		return nil
+	}
+	s.stepped = true
+	// The author is set: an event of role user would otherwise be the
+	// user's, and a tool's result is the agent's.
+	ev := &agentrunnerv1.Event{Author: s.ctx.AgentName(), Content: &agentrunnerv1.Content{Role: role, Parts: parts}, CustomMetadata: metadata(s.contextID, s.taskID, s.state)}
+	if !s.yield(ev, nil) {
+		return errStopped
+	}
+	return nil
+}
+
+// closeOpen answers the remote's calls whose responses never came with an
+// error the model can read: left open, they would make the run wait on a
+// call nobody but the remote could answer.
+func (s *stream) closeOpen() error {
+	if len(s.open) == 0 {
+		return nil
+	}
+	var parts []*agentrunnerv1.Part
+	for _, id := range slices.Sorted(maps.Keys(s.open)) {
+		resp, _ := newStruct(map[string]any{"error": "the remote agent did not report this call's result"})
+		parts = append(parts, &agentrunnerv1.Part{Data: &agentrunnerv1.Part_FunctionResponse{FunctionResponse: &agentrunnerv1.FunctionResponse{Id: id, Name: s.open[id], Response: resp}}})
+	}
+	clear(s.open)
+	if err := s.yieldStep(agent.RoleModel, s.parts); err != nil {
+		return err
+	}
+	s.parts, s.artifacts = nil, map[a2a.ArtifactID]int{}
+	return s.yieldStep(agent.RoleUser, parts)
+}
+
 // status takes the task's new status.
 func (s *stream) status(st a2a.TaskStatus) error {
 	s.state = st.State
 	var said []*agentrunnerv1.Part
 	if st.Message != nil {
-		said = fromA2A(st.Message.Parts)
+		said, _ = fromA2A(st.Message.Parts)
 	}
 	switch st.State {
 	case a2a.TaskStateCompleted:
-		s.parts = append(s.parts, said...)
 		s.done = true
-		return s.emit(nil)
+		if err := s.collect(said); err != nil {
+			return err
+		}
+		return s.finish(nil)
 	case a2a.TaskStateInputRequired:
 		s.done = true
-		return s.emit(s.inputRequired(said))
+		if slices.ContainsFunc(said, func(p *agentrunnerv1.Part) bool { return p.GetFunctionCall() != nil }) {
+			// The remote waits on calls of its own: the caller answers them.
+			return s.finish(said)
+		}
+		return s.finish([]*agentrunnerv1.Part{{Data: &agentrunnerv1.Part_FunctionCall{FunctionCall: s.inputRequired(said)}}})
 	case a2a.TaskStateFailed, a2a.TaskStateRejected, a2a.TaskStateCanceled, a2a.TaskStateAuthRequired:
 		// What came before the failure is kept; then the failure, in band.
 		s.done = true
-		if err := s.emit(nil); err != nil {
+		if err := s.finish(nil); err != nil {
 			return err
 		}
 		return fmt.Errorf("task %q ended in state %q: %s", s.taskID, st.State, orNone(textOf(said)))
@@ -184,28 +304,37 @@ func (s *stream) status(st a2a.TaskStatus) error {
 	return nil // submitted, working: the answer is still to come
 }
 
-// inputRequired is the call that makes the run wait for the caller.
+// inputRequired is the call that makes the run wait for the caller when
+// the remote asks in words.
 func (s *stream) inputRequired(said []*agentrunnerv1.Part) *agentrunnerv1.FunctionCall {
 	args, _ := newStruct(map[string]any{"message": textOf(said), "task_id": string(s.taskID)})
 	return &agentrunnerv1.FunctionCall{Id: "a2a-" + agent.NewID(s.ctx), Name: InputRequiredName, Args: args}
 }
 
-// emit yields the turn's complete event: the answer collected, then call
-// when there is one, with the remote ids in custom_metadata. Nothing is
-// yielded when there is neither an answer nor a call.
-func (s *stream) emit(call *agentrunnerv1.FunctionCall) error {
-	parts := mergeText(s.parts)
-	s.parts, s.artifacts = nil, map[a2a.ArtifactID]int{}
-	ev := &agentrunnerv1.Event{TurnComplete: true}
-	if call != nil {
-		parts = append(parts, &agentrunnerv1.Part{Data: &agentrunnerv1.Part_FunctionCall{FunctionCall: call}})
-		ev.LongRunningToolIds = []string{call.GetId()}
+// finish closes the remote's open calls and yields the turn's complete
+// event: the answer collected, then waited (the calls the remote waits
+// on, with its words), the calls' ids in long_running_tool_ids, the
+// remote ids in custom_metadata. With nothing to say it yields nothing,
+// unless steps were yielded: then an event without content still ends
+// the turn, which the next turn starts after.
+func (s *stream) finish(waited []*agentrunnerv1.Part) error {
+	if err := s.closeOpen(); err != nil {
+		return err
 	}
-	if len(parts) == 0 {
+	parts := mergeText(append(s.parts, waited...))
+	s.parts, s.artifacts = nil, map[a2a.ArtifactID]int{}
+	ev := &agentrunnerv1.Event{TurnComplete: true, CustomMetadata: metadata(s.contextID, s.taskID, s.state)}
+	for _, p := range waited {
+		if fc := p.GetFunctionCall(); fc != nil {
+			ev.LongRunningToolIds = append(ev.LongRunningToolIds, fc.GetId())
+		}
+	}
+	if len(parts) == 0 && !s.stepped {
 		return nil
 	}
-	ev.Content = &agentrunnerv1.Content{Role: agent.RoleModel, Parts: parts}
-	ev.CustomMetadata = metadata(s.contextID, s.taskID, s.state)
+	if len(parts) > 0 {
+		ev.Content = &agentrunnerv1.Content{Role: agent.RoleModel, Parts: parts}
+	}
 	if !s.yield(ev, nil) {
 		return errStopped
 	}

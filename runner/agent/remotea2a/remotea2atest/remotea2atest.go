@@ -10,12 +10,23 @@
 //     agent broke");
 //   - "hang" streams "working on it", then waits until the request's
 //     context ends (the caller gives up, or Kill closes the server);
+//   - "tool" calls a tool of its own as adk-go's A2A server shows it: an
+//     artifact with the call (a data part marked adk_type function_call,
+//     {id, name: "lookup", args: {q}}), one with its response (marked
+//     function_response, {found: true}), then "looked it up" and
+//     completes;
+//   - "wait" waits on a tool call its caller must answer, as adk-go's
+//     server does: input-required, the status message "need an order"
+//     and a function_call data part {id: "wait-<task id>", name:
+//     "get_order", args: {order_id: "42"}} marked adk_is_long_running; a
+//     continuation holding a function_response data part to that id
+//     completes the task with "got <response as JSON>";
 //   - anything else streams "remote echo: <text>" word by word and
 //     completes.
 //
 // "The text" is the first text part that is not "For context:" narration.
-// Every message received is recorded (Received), with its task and
-// context ids.
+// Every message received is recorded (Received), with its ids and parts,
+// and every task cancelled (Canceled).
 //
 // Imports: the a2a-go SDK and the standard library. It must not import
 // the runner, agents, server, cmd or gRPC (runner/deps_test.go checks).
@@ -23,6 +34,7 @@ package remotea2atest
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"iter"
 	"net/http"
@@ -41,6 +53,9 @@ type Received struct {
 	Text string
 	// Continued is set when the message continued a stored task.
 	Continued bool
+	// MessageID is the message's id; Parts are its parts as they came.
+	MessageID string
+	Parts     []*a2a.Part
 }
 
 // Server is a running stand-in.
@@ -50,6 +65,8 @@ type Server struct {
 	// Hung receives once each time a "hang" task has streamed its chunk
 	// and waits.
 	Hung chan struct{}
+	// Canceled receives the id of each task cancelled.
+	Canceled chan string
 
 	srv      *httptest.Server
 	killed   chan struct{}
@@ -62,7 +79,7 @@ type Server struct {
 func Start(tb interface {
 	Cleanup(func())
 }) *Server {
-	s := &Server{Hung: make(chan struct{}, 8), killed: make(chan struct{})}
+	s := &Server{Hung: make(chan struct{}, 8), Canceled: make(chan string, 8), killed: make(chan struct{})}
 	mux := http.NewServeMux()
 	s.srv = httptest.NewServer(mux)
 	s.URL = s.srv.URL
@@ -111,7 +128,7 @@ func (e executor) Execute(ctx context.Context, ec *a2asrv.ExecutorContext) iter.
 	return func(yield func(a2a.Event, error) bool) {
 		text, all := userText(ec.Message)
 		continued := ec.StoredTask != nil
-		e.s.record(Received{TaskID: string(ec.TaskID), ContextID: ec.ContextID, Text: all, Continued: continued})
+		e.s.record(Received{TaskID: string(ec.TaskID), ContextID: ec.ContextID, Text: all, Continued: continued, MessageID: ec.Message.ID, Parts: ec.Message.Parts})
 		if !continued && !yield(a2a.NewSubmittedTask(ec, ec.Message), nil) {
 			return
 		}
@@ -119,8 +136,17 @@ func (e executor) Execute(ctx context.Context, ec *a2asrv.ExecutorContext) iter.
 			return
 		}
 		switch {
+		case continued && ec.StoredTask.Status.State == a2a.TaskStateInputRequired && answerOf(ec) != "":
+			e.finish(ec, []string{"got " + answerOf(ec)}, yield)
 		case continued && ec.StoredTask.Status.State == a2a.TaskStateInputRequired:
 			e.finish(ec, []string{"order " + text + " confirmed"}, yield)
+		case strings.HasPrefix(text, "tool"):
+			e.tool(ec, text, yield)
+		case strings.HasPrefix(text, "wait"):
+			call := toolData("function_call", map[string]any{"id": "wait-" + string(ec.TaskID), "name": "get_order", "args": map[string]any{"order_id": "42"}})
+			call.SetMeta("adk_is_long_running", true)
+			q := a2a.NewMessageForTask(a2a.MessageRoleAgent, ec, a2a.NewTextPart("need an order"), call)
+			yield(a2a.NewStatusUpdateEvent(ec, a2a.TaskStateInputRequired, q), nil)
 		case strings.HasPrefix(text, "ask"):
 			q := a2a.NewMessageForTask(a2a.MessageRoleAgent, ec, a2a.NewTextPart("what is your order number?"))
 			yield(a2a.NewStatusUpdateEvent(ec, a2a.TaskStateInputRequired, q), nil)
@@ -171,7 +197,49 @@ func (e executor) finish(ec *a2asrv.ExecutorContext, chunks []string, yield func
 	yield(a2a.NewStatusUpdateEvent(ec, a2a.TaskStateCompleted, nil), nil)
 }
 
+// tool shows a call of the stand-in's own tool and its response, as
+// adk-go's server does, then answers.
+func (e executor) tool(ec *a2asrv.ExecutorContext, text string, yield func(a2a.Event, error) bool) {
+	call := toolData("function_call", map[string]any{"id": "lookup-" + string(ec.TaskID), "name": "lookup", "args": map[string]any{"q": text}})
+	call.SetMeta("adk_is_long_running", false)
+	resp := toolData("function_response", map[string]any{"id": "lookup-" + string(ec.TaskID), "name": "lookup", "response": map[string]any{"found": true}})
+	for _, p := range []*a2a.Part{call, resp} {
+		ev := a2a.NewArtifactEvent(ec, p)
+		ev.LastChunk = true
+		ev.Metadata = map[string]any{"adk_partial": false}
+		if !yield(ev, nil) {
+			return
+		}
+	}
+	e.finish(ec, []string{"looked ", "it ", "up"}, yield)
+}
+
+// toolData is a data part marked as adk-go marks calls and responses.
+func toolData(typ string, v map[string]any) *a2a.Part {
+	p := a2a.NewDataPart(v)
+	p.SetMeta("adk_type", typ)
+	return p
+}
+
+// answerOf is the JSON of the response a continuation gives to the
+// task's waiting call, or "".
+func answerOf(ec *a2asrv.ExecutorContext) string {
+	for _, p := range ec.Message.Parts {
+		d, ok := p.Content.(a2a.Data)
+		m, _ := d.Value.(map[string]any)
+		if ok && p.Metadata["adk_type"] == "function_response" && m["id"] == "wait-"+string(ec.TaskID) {
+			b, _ := json.Marshal(m["response"])
+			return string(b)
+		}
+	}
+	return ""
+}
+
 func (e executor) Cancel(_ context.Context, ec *a2asrv.ExecutorContext) iter.Seq2[a2a.Event, error] {
+	select {
+	case e.s.Canceled <- string(ec.TaskID):
+	default: // a test that reads no cancellations does not block the server
+	}
 	return func(yield func(a2a.Event, error) bool) {
 		yield(a2a.NewStatusUpdateEvent(ec, a2a.TaskStateCanceled, nil), nil)
 	}
