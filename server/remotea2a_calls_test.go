@@ -132,3 +132,38 @@ func (e *env) resume(t *testing.T, req *servicev1.ResumeRunRequest) runResult {
 	}
 	return res
 }
+
+// TestRemoteA2AAbandonedTaskCancelled: a remote task the run waits on is
+// cancelled on the remote when our side abandons it: CancelRun on the
+// waiting run, or a plain message that supersedes the waiting call.
+func TestRemoteA2AAbandonedTaskCancelled(t *testing.T) {
+	e, remote := remoteCallsEnv(t)
+	for _, how := range []string{"CancelRun", "a new message"} {
+		t.Run(how, func(t *testing.T) {
+			sess := e.createSession(t, "remote", "u1", "").GetSessionId()
+			res := e.run(t, t.Context(), runReq("remote", sess, "wait: transfer to partner"))
+			rec := res.runs[len(res.runs)-1]
+			_, taskID, _ := remoteIDs(lastBy(res, "partner"))
+			if rec.GetStatus() != agentrunnerv1.RunStatus_RUN_STATUS_INPUT_REQUIRED || taskID == "" {
+				t.Fatalf("run ended %v (stream %q); want INPUT_REQUIRED on a remote task", rec.GetStatus(), res.kinds)
+			}
+			if how == "CancelRun" {
+				if _, err := e.runner.CancelRun(t.Context(), &servicev1.CancelRunRequest{RunId: rec.GetRunId()}); err != nil {
+					t.Fatal(err)
+				}
+			} else {
+				e.run(t, t.Context(), runReq("remote", sess, "hello"))
+			}
+			// Cancelled before CancelRun or the new run returned: nothing to
+			// wait for but a cancellation already received.
+			select {
+			case got := <-remote.Canceled:
+				if got != taskID {
+					t.Errorf("remote task %s cancelled, want %s", got, taskID)
+				}
+			default:
+				t.Fatalf("the remote task %s was not cancelled", taskID)
+			}
+		})
+	}
+}

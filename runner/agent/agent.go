@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"iter"
@@ -94,6 +95,12 @@ type Config struct {
 	// (model, tools, max iterations). It is given the tree the agent is
 	// served in.
 	Describe func(info *agentrunnerv1.AgentInfo, t *Tree)
+	// Abandon, when set, is told of calls of the agent's event ev that a
+	// run waited on and that nobody will answer: CancelRun ended the run,
+	// or a new message superseded the calls. The remote A2A agent cancels
+	// the remote task that waits. It runs after the calls are settled, so
+	// it is best effort: nothing it does changes them.
+	Abandon func(ctx context.Context, ev *agentrunnerv1.Event, callIDs []string)
 }
 
 // TransferPolicy says where an agent that takes part in transfers may go.
@@ -123,6 +130,7 @@ func New(cfg Config) (Agent, error) {
 		after:       cfg.AfterAgentCallbacks,
 		impl:        cfg.Run,
 		describe:    cfg.Describe,
+		abandon:     cfg.Abandon,
 	}
 	if cfg.Transfers != nil {
 		p := *cfg.Transfers
@@ -144,10 +152,19 @@ type base struct {
 	impl              RunFunc
 	transfers         *TransferPolicy
 	describe          func(*agentrunnerv1.AgentInfo, *Tree)
+	abandon           func(context.Context, *agentrunnerv1.Event, []string)
 
 	// parent is set once, when the agent is given to a parent's
 	// constructor; a second parent is refused.
 	parent atomic.Pointer[base]
+}
+
+// Abandoned tells agent a (its Config.Abandon, if any) that the calls
+// callIDs of its event ev will never be answered.
+func Abandoned(ctx context.Context, a Agent, ev *agentrunnerv1.Event, callIDs []string) {
+	if f := a.base().abandon; f != nil {
+		f(ctx, ev, callIDs)
+	}
 }
 
 func (a *base) Name() string        { return a.name }

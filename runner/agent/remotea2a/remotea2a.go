@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"iter"
+	"log/slog"
 	"net/http"
 	"net/url"
 	"strings"
@@ -57,6 +58,9 @@ type Config struct {
 	// turn). Past it the turn fails in band and the remote task is
 	// cancelled. Zero is DefaultMaxAnswerBytes.
 	MaxAnswerBytes int64
+	// Log logs what no turn reports (a failed cancellation of an
+	// abandoned task); nil is slog.Default().
+	Log *slog.Logger
 }
 
 // DefaultMaxAnswerBytes is the default of Config.MaxAnswerBytes: twice the
@@ -74,9 +78,12 @@ var ErrAnswerTooLarge = errors.New("answer too large")
 // offers no transport this client speaks fails now, at start, not on the
 // first turn.
 func New(ctx context.Context, cfg Config) (agent.Agent, error) {
-	r := &remote{name: cfg.Name, timeout: cfg.Timeout, unavailable: cfg.Unavailable}
+	r := &remote{name: cfg.Name, timeout: cfg.Timeout, unavailable: cfg.Unavailable, log: cfg.Log}
 	if r.timeout <= 0 {
 		r.timeout = DefaultTimeout
+	}
+	if r.log == nil {
+		r.log = slog.Default()
 	}
 	if cfg.Card == nil && cfg.Unavailable == nil {
 		return nil, fmt.Errorf("remote agent %q: a card is required", cfg.Name)
@@ -102,6 +109,7 @@ func New(ctx context.Context, cfg Config) (agent.Agent, error) {
 		Run: func(ctx agent.InvocationContext) iter.Seq2[*agentrunnerv1.Event, error] {
 			return func(yield func(*agentrunnerv1.Event, error) bool) { r.turn(ctx, yield) }
 		},
+		Abandon: r.abandon,
 	})
 }
 
@@ -120,6 +128,7 @@ type remote struct {
 	streaming   bool
 	timeout     time.Duration
 	unavailable error
+	log         *slog.Logger
 }
 
 // ResolveCard fetches a card. A cardURL whose path ends in ".json" is read

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"maps"
 	"slices"
 
@@ -32,7 +33,7 @@ func (r *remote) turn(ctx agent.InvocationContext, yield func(*agentrunnerv1.Eve
 	s := newStream(ctx, yield, msg)
 	err := r.send(tctx, s, &a2a.SendMessageRequest{Message: msg})
 	if !s.done && s.taskID != "" {
-		r.cancelTask(ctx, s.taskID)
+		r.cancelTask(ctx, agent.Logger(ctx), s.taskID)
 	}
 	switch {
 	case errors.Is(err, errStopped):
@@ -72,11 +73,20 @@ func (r *remote) send(ctx context.Context, s *stream, req *a2a.SendMessageReques
 // cancelTask cancels a remote task this side gave up on (an error, a
 // timeout, a cancelled run), so that it does not run on for nobody. Best
 // effort: the run's own context may be gone, hence WithoutCancel.
-func (r *remote) cancelTask(ctx agent.InvocationContext, id a2a.TaskID) {
+func (r *remote) cancelTask(ctx context.Context, log *slog.Logger, id a2a.TaskID) {
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cancelTimeout)
 	defer cancel()
 	if _, err := r.client.CancelTask(cctx, &a2a.CancelTaskRequest{ID: id}); err != nil {
-		agent.Logger(ctx).WarnContext(cctx, "cancel remote A2A task", "agent", r.name, "task_id", string(id), "err", err)
+		log.WarnContext(cctx, "cancel remote A2A task", "agent", r.name, "task_id", string(id), "err", err)
+	}
+}
+
+// abandon cancels the remote task that waits on calls of ev nobody will
+// answer (agent.Config.Abandon): the run waiting on them was cancelled or
+// a new message superseded them.
+func (r *remote) abandon(ctx context.Context, ev *agentrunnerv1.Event, _ []string) {
+	if id := idsOf(ev).taskID; id != "" && r.client != nil {
+		r.cancelTask(ctx, r.log, a2a.TaskID(id))
 	}
 }
 

@@ -105,7 +105,30 @@ func (env *Env) supersede(ctx context.Context, events []*agentrunnerv1.Event, w 
 	if err != nil {
 		return nil, nil, fmt.Errorf("supersede the calls of run %s: %w", rec.GetRunId(), err)
 	}
+	env.abandon(ctx, events, w.calls)
 	return stored, storedRec, nil
+}
+
+// abandon tells the agents that made calls nobody will answer now
+// (agent.Abandoned): a remote A2A agent cancels the remote task that
+// waits on its caller, which would otherwise wait for ever.
+func (env *Env) abandon(ctx context.Context, events []*agentrunnerv1.Event, ids []string) {
+	left := len(ids)
+	for i := len(events) - 1; i >= 0 && left > 0; i-- {
+		var mine []string
+		for _, p := range events[i].GetContent().GetParts() {
+			if id := p.GetFunctionCall().GetId(); id != "" && slices.Contains(ids, id) {
+				mine = append(mine, id)
+			}
+		}
+		if len(mine) == 0 {
+			continue
+		}
+		left -= len(mine)
+		if a, ok := env.Tree.Find(events[i].GetAuthor()); ok {
+			agent.Abandoned(ctx, a, events[i], mine)
+		}
+	}
 }
 
 // callNames returns the function name of each call id, from the events
