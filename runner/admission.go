@@ -19,6 +19,12 @@ import (
 	"google.golang.org/protobuf/proto"
 )
 
+// SessionLeasedError is the error of a run refused because another
+// replica holds its session's lease, on a store several replicas share:
+// it is ErrRunInProgress, and its RetryAt says when the lease runs out,
+// when a caller may try again (the server gives it as RetryInfo).
+type SessionLeasedError = runrec.SessionLeased
+
 // DefaultCancelWait bounds how long a run refused by a busy session waits
 // when the session's run is already cancelled and unwinding (its caller
 // went away, or it was cancelled), instead of being refused at once.

@@ -39,6 +39,10 @@ func (s *Server) toStatus(ctx context.Context, err error) error {
 	if errors.As(err, &be) {
 		return budgetStatus(be)
 	}
+	var le *runner.SessionLeasedError
+	if errors.As(err, &le) {
+		return leasedStatus(err, le)
+	}
 	if c, ok := codeOf(err); ok {
 		return status.Error(c, err.Error())
 	}
@@ -102,6 +106,27 @@ func budgetStatus(be *agent.BudgetError) error {
 		details = append(details, &errdetails.RetryInfo{RetryDelay: durationpb.New(time.Until(be.ResetsAt).Round(time.Second))})
 	}
 	if d, err := st.WithDetails(details...); err == nil {
+		st = d
+	}
+	return st.Err()
+}
+
+// leasedStatus is ABORTED for a run refused because another replica
+// holds its session's lease, as any busy session is, with when to try
+// again as a budget refusal says it: the message names the time, an
+// ErrorInfo gives it as a value, and a RetryInfo gives the delay (rounded
+// up to the millisecond: a short lease has less than a second left).
+func leasedStatus(err error, le *runner.SessionLeasedError) error {
+	st := status.New(codes.Aborted, err.Error())
+	delay := max(time.Until(le.RetryAt), 0)
+	if r := delay % time.Millisecond; r != 0 {
+		delay += time.Millisecond - r
+	}
+	meta := map[string]string{"session": le.Session, "holder": le.Holder, "retry_at": le.RetryAt.UTC().Format(time.RFC3339Nano)}
+	if d, derr := st.WithDetails(
+		&errdetails.ErrorInfo{Reason: "SESSION_LEASED", Domain: "agentrunner", Metadata: meta},
+		&errdetails.RetryInfo{RetryDelay: durationpb.New(delay)},
+	); derr == nil {
 		st = d
 	}
 	return st.Err()

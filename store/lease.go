@@ -21,6 +21,11 @@ type Lease struct {
 	Holder  string
 	Token   uint64
 	Expires time.Time
+	// Replaced, set by AcquireLease, is the holder of the expired lease
+	// this one took over (empty when the session was free, released or
+	// already holder's): that holder stopped renewing, so it may have
+	// died in a run it never ended.
+	Replaced string
 }
 
 // SessionLeaser is implemented by stores that hand out session leases
@@ -48,6 +53,10 @@ type LeaseHeld struct {
 	Key     SessionKey
 	Holder  string
 	Expires time.Time
+	// Left is how long the lease had to run when it was refused, by the
+	// store's clock: a caller whose clock differs from the store's
+	// counts from its own now, not from Expires.
+	Left time.Duration
 }
 
 func (e *LeaseHeld) Error() string {

@@ -38,6 +38,22 @@ type RunQueue interface {
 	// SessionLease returns session k's live lease; ErrNotFound when it has
 	// none.
 	SessionLease(ctx context.Context, k SessionKey) (Lease, error)
+	// RunningRuns returns app's runs whose record is RUN_STATUS_RUNNING,
+	// each with its session's live lease, so that a replica can tell the
+	// runs of a replica that died (whose lease expired) without locking
+	// any session.
+	RunningRuns(ctx context.Context, app string) ([]RunningRun, error)
+}
+
+// RunningRun is a RUNNING run and its session's lease when
+// RunQueue.RunningRuns read it.
+type RunningRun struct {
+	Run *agentrunnerv1.Run
+	// Lease is the session's live lease; its Holder is empty when the
+	// session has none (free, released or expired).
+	Lease Lease
+	// Left is how long Lease had to run, by the store's clock.
+	Left time.Duration
 }
 
 // NoticeKind says what a Notice reports.

@@ -30,18 +30,23 @@ func (s *Store) AcquireLease(ctx context.Context, k store.SessionKey, holder str
 		var (
 			cur     *string
 			expires *time.Time
-			live    bool
+			left    int64 // microseconds, 0 when not live
 		)
-		err := tx.QueryRow(ctx, `SELECT lease_holder, lease_expires, coalesce(lease_expires > clock_timestamp(), false)
+		err := tx.QueryRow(ctx, `SELECT lease_holder, lease_expires,
+				coalesce(greatest((extract(epoch FROM lease_expires - clock_timestamp()) * 1e6)::bigint, 0), 0)
 			FROM sessions WHERE app_name = $1 AND user_id = $2 AND session_id = $3 FOR UPDATE`,
-			k.App, k.User, k.Session).Scan(&cur, &expires, &live)
+			k.App, k.User, k.Session).Scan(&cur, &expires, &left)
 		if errors.Is(err, pgx.ErrNoRows) {
 			return fmt.Errorf("session %s: %w", k, store.ErrNotFound)
 		} else if err != nil {
 			return fmt.Errorf("read lease of %s: %w", k, err)
 		}
-		if live && cur != nil && expires != nil && *cur != holder {
-			return &store.LeaseHeld{Key: k, Holder: *cur, Expires: *expires}
+		if left > 0 && cur != nil && expires != nil && *cur != holder {
+			return &store.LeaseHeld{Key: k, Holder: *cur, Expires: *expires, Left: time.Duration(left) * time.Microsecond}
+		}
+		if cur != nil && *cur != holder {
+			// Expired, not released: ReleaseLease clears the holder.
+			l.Replaced = *cur
 		}
 		var token int64
 		err = tx.QueryRow(ctx, `UPDATE sessions SET lease_holder = $4, lease_token = lease_token + 1,

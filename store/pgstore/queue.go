@@ -343,3 +343,47 @@ func (s *Store) SessionLease(ctx context.Context, k store.SessionKey) (store.Lea
 	})
 	return l, err
 }
+
+// RunningRuns implements store.RunQueue, from the partial index of the
+// app's active runs (runs_active_by_app): one read, no lock, however many
+// runs have ended.
+func (s *Store) RunningRuns(ctx context.Context, app string) ([]store.RunningRun, error) {
+	if err := s.check(ctx); err != nil {
+		return nil, err
+	}
+	var out []store.RunningRun
+	err := s.query(ctx, func() error {
+		out = out[:0]
+		rows, err := s.pool.Query(ctx, `SELECT r.record, s.lease_holder, s.lease_token,
+				coalesce(greatest((extract(epoch FROM s.lease_expires - clock_timestamp()) * 1e6)::bigint, 0), 0)
+			FROM runs r JOIN sessions s USING (app_name, user_id, session_id)
+			WHERE r.app_name = $1 AND r.status = $2 ORDER BY r.create_nanos, r.run_id`,
+			app, int32(agentrunnerv1.RunStatus_RUN_STATUS_RUNNING))
+		if err != nil {
+			return fmt.Errorf("list running runs: %w", err)
+		}
+		var (
+			b      []byte
+			holder *string
+			token  int64
+			left   int64
+		)
+		_, err = pgx.ForEachRow(rows, []any{&b, &holder, &token, &left}, func() error {
+			rec, err := decodeRun(b)
+			if err != nil {
+				return err
+			}
+			rr := store.RunningRun{Run: rec, Lease: store.Lease{Key: store.RunKey(rec)}}
+			if holder != nil && left > 0 {
+				rr.Lease.Holder, rr.Lease.Token, rr.Left = *holder, uint64(token), time.Duration(left)*time.Microsecond
+			}
+			out = append(out, rr)
+			return nil
+		})
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}

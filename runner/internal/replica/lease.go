@@ -63,17 +63,41 @@ func (s *shared) Take(ctx context.Context, k store.SessionKey, id string, want E
 }
 
 // acquire takes session k's lease for run id and starts its heartbeat.
+// A lease taken over from a holder that stopped renewing it (Replaced)
+// first interrupts the runs that holder left RUNNING on the session:
+// nobody runs them any more, and the session's history must say where
+// they were cut before this run adds to it. Without this, a session that
+// keeps getting runs is never idle when a replica looks for such runs
+// (Recover, the reaper), and they stay RUNNING beside the live one.
 func (s *shared) acquire(ctx context.Context, k store.SessionKey, id string) error {
 	l, err := s.takeLease(ctx, k, id+"@"+s.replica)
+	var held *store.LeaseHeld
 	switch {
-	case errors.Is(err, store.ErrAlreadyExists):
+	case errors.As(err, &held):
 		// Not wrapped: the session is busy, not the run's id taken.
+		return s.leasedError(k, held)
+	case errors.Is(err, store.ErrAlreadyExists):
 		return fmt.Errorf("session %s has a run on another replica (%v): %w", k, err, runrec.ErrRunInProgress)
 	case err != nil:
 		return fmt.Errorf("take the lease of session %s: %w", k, err)
 	}
 	s.hold(id, l)
+	if l.Replaced != "" {
+		s.interruptLeftovers(ctx, k, l)
+	}
 	return nil
+}
+
+// leasedError is the refusal of a run whose session another holder's
+// live lease covers: it says until when, counted from this runner's
+// clock with what the store said was left, so that a caller knows when
+// to try again.
+func (s *shared) leasedError(k store.SessionKey, held *store.LeaseHeld) error {
+	left := held.Left
+	if left <= 0 {
+		left = time.Until(held.Expires) // a store that does not say
+	}
+	return &runrec.SessionLeased{Session: k.String(), Holder: held.Holder, RetryAt: s.now().Add(max(left, 0))}
 }
 
 // With returns ctx carrying run id's lease, if it holds one.
@@ -188,7 +212,10 @@ func (s *shared) drop(id string) {
 // lease is live (a replica is writing to it: the run is not an orphan)
 // or the session is gone. The caller releases the lease it got.
 func (s *shared) claimOrphan(ctx context.Context, k store.SessionKey) (store.Lease, bool, error) {
-	l, err := s.leaser.AcquireLease(ctx, k, recoverHolder+s.replica, s.ttl)
+	// A holder of its own: two recoveries of this replica (Recover and
+	// the reaper) would otherwise take the lease from each other.
+	holder := fmt.Sprintf("%s%s#%d", recoverHolder, s.replica, s.claims.Add(1))
+	l, err := s.leaser.AcquireLease(ctx, k, holder, s.ttl)
 	switch {
 	case errors.Is(err, store.ErrAlreadyExists), errors.Is(err, store.ErrNotFound):
 		return store.Lease{}, false, nil

@@ -23,6 +23,7 @@ type sweeper struct {
 	wake     chan struct{}             // capacity 1
 	stop     chan struct{}
 	done     chan struct{} // closed when the sweeper has stopped
+	reaped   chan struct{} // closed when the reaper (reap.go) has stopped
 	stopOnce sync.Once
 	// ctx bounds the sweeper's and the interrupters' work; Stop cancels
 	// it.
@@ -32,7 +33,7 @@ type sweeper struct {
 
 func (w *sweeper) init() {
 	w.pending = map[store.SessionKey]bool{}
-	w.wake, w.stop, w.done = make(chan struct{}, 1), make(chan struct{}), make(chan struct{})
+	w.wake, w.stop, w.done, w.reaped = make(chan struct{}, 1), make(chan struct{}), make(chan struct{}), make(chan struct{})
 	w.ctx, w.cancel = context.WithCancel(context.Background())
 }
 

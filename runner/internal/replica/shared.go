@@ -26,6 +26,8 @@ type shared struct {
 	leaser  store.SessionLeaser
 	now     func() time.Time
 
+	claims atomic.Uint64 // numbers the holders of claimOrphan's leases
+
 	heldMu sync.Mutex
 	held   map[string]*heldLease // by run id: the leases executions hold
 
@@ -75,13 +77,15 @@ func newShared(cfg Config, l store.SessionLeaser, host Host) *shared {
 	return s
 }
 
-// Start subscribes to the store's notices and starts the sweeper.
+// Start subscribes to the store's notices and starts the sweeper and
+// the reaper.
 func (s *shared) Start() {
 	if s.queue == nil {
 		return
 	}
 	s.sweep.unsub = s.notifier.Subscribe(s.onNotice)
 	go s.sweeper()
+	go s.reaper()
 }
 
 // Stop stops the sweeper and the notices.
@@ -97,6 +101,7 @@ func (s *shared) Stop() {
 		close(s.sweep.stop)
 		if s.sweep.unsub != nil {
 			<-s.sweep.done
+			<-s.sweep.reaped
 		}
 	})
 }
