@@ -2,10 +2,12 @@ package main
 
 import (
 	"bytes"
+	"compress/gzip"
 	"context"
 	"encoding/binary"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -15,6 +17,11 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	agentrunnerv1 "github.com/agentrunner/agentrunner/gen/go/agentrunner/v1"
+	"github.com/agentrunner/agentrunner/store"
+	"github.com/agentrunner/agentrunner/store/boltstore"
+	"google.golang.org/protobuf/types/known/structpb"
 )
 
 // stressBody is the reproducer of the HTTP listener's crash: a valid
@@ -225,4 +232,132 @@ func isServerError(answer string) bool {
 		return true
 	}
 	return false
+}
+
+// TestJSONReadsOfUnmappableValues: a store written before the server
+// refused them holds NaN, ±Infinity and a Value with no kind in a
+// session's state, an event's state delta and a call's arguments. Every
+// JSON read still answers (GetSession, ListEvents, a user's ListSessions
+// and the listing of all users), with those values as JSON writes a
+// double (the strings "NaN", "Infinity", "-Infinity") or null; it was a
+// 500 "unknown" for the whole response.
+func TestJSONReadsOfUnmappableValues(t *testing.T) {
+	data := filepath.Join(t.TempDir(), "a.db")
+	st, err := boltstore.Open(data, boltstore.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	k := store.SessionKey{App: "demo", User: "alice", Session: "odd"}
+	state := &structpb.Struct{Fields: map[string]*structpb.Value{
+		"nan": structpb.NewNumberValue(math.NaN()), "ok": structpb.NewNumberValue(2),
+	}}
+	if _, err := st.CreateSession(t.Context(), k, state); err != nil {
+		t.Fatal(err)
+	}
+	ev := &agentrunnerv1.Event{Author: "bot", InvocationId: "i1",
+		Content: &agentrunnerv1.Content{Role: "model", Parts: []*agentrunnerv1.Part{{Data: &agentrunnerv1.Part_FunctionCall{FunctionCall: &agentrunnerv1.FunctionCall{
+			Id: "c1", Name: "f", Args: &structpb.Struct{Fields: map[string]*structpb.Value{"big": structpb.NewNumberValue(math.Inf(1)), "none": {}}}}}}}},
+		Actions: &agentrunnerv1.EventActions{StateDelta: &structpb.Struct{Fields: map[string]*structpb.Value{"neg": structpb.NewNumberValue(math.Inf(-1))}}}}
+	if _, err := st.AppendEvent(t.Context(), k, ev); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.Close(); err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []string{"GOOGLE_API_KEY", "GEMINI_API_KEY", "GOOGLE_GENAI_USE_VERTEXAI", "GOOGLE_GENAI_USE_ENTERPRISE", envConfig, envAuthFile, envHTTPPrefix} {
+		t.Setenv(k, "")
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	_, exited, logs := startRun(t, ctx, "--addr", "127.0.0.1:0", "--http-addr", "127.0.0.1:0", "--data", data)
+	defer func() { cancel(); <-exited }()
+	m := consoleLine.FindStringSubmatch(logs.String())
+	if m == nil {
+		t.Fatalf("no console URL:\n%s", logs)
+	}
+	const svc = "agentrunner.service.v1.SessionService/"
+	for _, c := range []struct{ method, body string }{
+		{"GetSession", `{"appName":"demo","userId":"alice","sessionId":"odd"}`},
+		{"ListEvents", `{"appName":"demo","userId":"alice","sessionId":"odd"}`},
+		{"ListSessions", `{"appName":"demo","userId":"alice"}`},
+		{"ListSessions", `{"appName":"demo"}`},
+	} {
+		code, body := postJSON(t, http.DefaultClient, m[1]+svc+c.method, c.body, nil)
+		if code != 200 {
+			t.Errorf("%s %s: %d %s", c.method, c.body, code, body)
+			continue
+		}
+		if c.method != "ListEvents" && !strings.Contains(body, `"nan":"NaN"`) {
+			t.Errorf("%s %s: the state's NaN is not rendered: %s", c.method, c.body, body)
+		}
+		if c.method != "ListSessions" && (!strings.Contains(body, `"big":"Infinity"`) || !strings.Contains(body, `"neg":"-Infinity"`) || !strings.Contains(body, `"none":null`)) {
+			t.Errorf("%s: the event's values are not rendered: %s", c.method, body)
+		}
+	}
+}
+
+// TestHTTPBadInputIsAClientError: what a client gets wrong on the HTTP
+// listener is answered as the client's error (a 4xx, InvalidArgument or
+// Unauthenticated first when credentials are missing), in the request's
+// protocol, never a 5xx, Internal or Unknown; each case was a server
+// error at 1dc16e9.
+func TestHTTPBadInputIsAClientError(t *testing.T) {
+	dir := t.TempDir()
+	authFile := writeFile(t, filepath.Join(dir, "auth.yaml"), `principals:
+  - {name: alice, token_sha256: `+sha("alice-secret")+`, apps: ["*"], users: [self]}
+`)
+	_, open, _, _ := startConsole(t)
+	_, guarded, _, _ := startConsole(t, "--auth-file", authFile)
+	gz := func(s string) []byte {
+		var b bytes.Buffer
+		w := gzip.NewWriter(&b)
+		_, _ = w.Write([]byte(s))
+		_ = w.Close()
+		return b.Bytes()
+	}
+	getSession := "agentrunner.service.v1.SessionService/GetSession"
+	attach := "agentrunner.service.v1.RunnerService/AttachRun"
+	for _, c := range []struct {
+		name, base, path, ct string
+		body                 []byte
+		header               map[string]string
+		want                 string
+	}{
+		{"a malformed Grpc-Timeout on a Connect call", open, listApps, "application/json", []byte(`{}`), map[string]string{"Grpc-Timeout": "soon"}, "400/invalid_argument"},
+		{"a Connect body that is not the gzip it says", open, listApps, "application/json", []byte(`{}`), map[string]string{"Content-Encoding": "gzip"}, "400/invalid_argument"},
+		{"a Connect proto body that is not the gzip it says", open, listApps, "application/proto", []byte("\x00"), map[string]string{"Content-Encoding": "gzip"}, "400/invalid_argument"},
+		{"a gzip body that is gzip", open, listApps, "application/json", gz(`{}`), map[string]string{"Content-Encoding": "gzip"}, "200/-"},
+		{"an empty JSON body on a unary call", open, listApps, "application/json", nil, nil, "400/invalid_argument"},
+		{"a compressed envelope that is not gzip", open, attach, "application/connect+proto", envelope(1, []byte("nope")), map[string]string{"Connect-Content-Encoding": "gzip"}, "200/invalid_argument"},
+		{"an envelope cut short", open, attach, "application/connect+proto", []byte("\x00\x00\x00"), nil, "200/invalid_argument"},
+		{"an envelope announcing more than follows", open, attach, "application/connect+proto", []byte("\x00\x00\x00\x00\x09{}"), nil, "200/invalid_argument"},
+		{"end-of-stream flags on a request", open, attach, "application/connect+proto", stressBody, nil, "200/invalid_argument"},
+		{"two messages for one", open, attach, "application/connect+json", append(envelope(0, []byte(`{"runId":"r"}`)), envelope(0, []byte(`{}`))...), nil, "200/invalid_argument"},
+		{"no message", open, attach, "application/connect+json", nil, nil, "200/invalid_argument"},
+		{"JSON that does not decode, streaming", open, attach, "application/connect+json", envelope(0, []byte(`{"runId":7}`)), nil, "200/invalid_argument"},
+		{"gRPC-Web with a malformed envelope", open, listApps, "application/grpc-web+proto", stressBody, nil, "200/grpc-status 3"},
+		{"JSON that does not decode, unary", open, getSession, "application/json", []byte(`{"appName":`), nil, "400/invalid_argument"},
+		{"no credentials and a malformed body", guarded, attach, "application/connect+proto", stressBody, nil, "200/unauthenticated"},
+		{"no credentials and an empty unary body", guarded, listApps, "application/json", nil, nil, "401/unauthenticated"},
+		{"credentials and a malformed body", guarded, attach, "application/connect+proto", stressBody, map[string]string{"Authorization": "Bearer alice-secret"}, "200/invalid_argument"},
+		{"a wrong token", guarded, listApps, "application/json", []byte(`{}`), map[string]string{"Authorization": "Bearer nope"}, "401/unauthenticated"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, c.base+c.path, bytes.NewReader(c.body))
+			if err != nil {
+				t.Fatal(err)
+			}
+			req.Header.Set("Content-Type", c.ct)
+			req.Header.Set("Connect-Protocol-Version", "1")
+			for k, v := range c.header {
+				req.Header.Set(k, v)
+			}
+			got, err := send(http.DefaultClient, req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got != c.want {
+				t.Errorf("answer %s, want %s", got, c.want)
+			}
+		})
+	}
 }
