@@ -42,13 +42,9 @@ apps:
     root_agent: {name: q, loop: {}}
 `
 	_, err := Parse("apps.yaml", []byte(doc), UndeclaredModels(func(string) bool { return false }, "a Gemini model name"))
-	// The unknown field stops the document before validation: it is the
-	// only schema problem, so it comes alone.
-	if err == nil || !strings.Contains(err.Error(), `apps.yaml:9: apps[0].root_agent.sub_agents[0].llm: unknown field "temprature" in LlmAgentConfig (did you mean "temperature"?)`) {
-		t.Fatalf("errors = %v", err)
-	}
-	_, err = Parse("apps.yaml", []byte(strings.Replace(doc, "temprature", "temperature", 1)), UndeclaredModels(func(string) bool { return false }, "a Gemini model name"))
+	// The unknown field does not hide the file's other problems.
 	for _, want := range []string{
+		`apps.yaml:9: apps[0].root_agent.sub_agents[0].llm: unknown field "temprature" in LlmAgentConfig (did you mean "temperature"?)`,
 		"apps.yaml:2: models[0].api_key_env: this looks like an OpenAI API key",
 		`apps.yaml:7: apps[0].root_agent.llm.model: model "gtp" is not declared in models and is not a Gemini model name (did you mean "gpt"?)`,
 		`apps.yaml:7: apps[0].root_agent.llm.tools[0]: unknown tool "exit_lop" (did you mean "exit_loop"?)`,
@@ -61,6 +57,32 @@ apps:
 	}
 	if err != nil && strings.Contains(err.Error(), "0123456789abcdef") {
 		t.Errorf("the key reached the error:\n%v", err)
+	}
+}
+
+// A field the schema refuses is not reported again by validation as
+// missing: a misspelt required field is one problem, and the file's
+// others still come with it.
+func TestRefusedFieldNotReportedMissing(t *testing.T) {
+	doc := `apps:
+  - name: a
+    root_agent: {name: r, llm: {modle: m}}
+  - name: a
+    root_agent: {name: q, loop: {}}
+`
+	_, err := Parse("apps.yaml", []byte(doc))
+	var es Errors
+	if !errors.As(err, &es) || len(es) != 3 {
+		t.Fatalf("Parse = %v; want 3 problems", err)
+	}
+	for i, want := range []string{
+		`apps.yaml:3: apps[0].root_agent.llm: unknown field "modle" in LlmAgentConfig (did you mean "model"?)`,
+		`apps.yaml:4: apps[1].name: duplicate app name "a" (also apps[0])`,
+		"apps.yaml:5: apps[1].root_agent.sub_agents: a loop agent needs at least one sub-agent",
+	} {
+		if es[i].Error() != want {
+			t.Errorf("problem %d = %q; want %q", i, es[i], want)
+		}
 	}
 }
 

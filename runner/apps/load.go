@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -69,27 +70,53 @@ func Parse(name string, data []byte, opts ...Option) (*agentrunnerv1.AppsConfig,
 	c := converter{file: name, lines: map[string]int{}}
 	generic, err := c.message(root, cfg.ProtoReflect().Descriptor(), "")
 	c.errs.add(err)
-	if err := c.errs.err(); err != nil {
-		return nil, err
+	if err != nil {
+		return nil, c.errs.err() // no document to validate
 	}
 	js, err := json.Marshal(generic)
 	if err != nil {
 		return nil, &Error{File: name, Msg: err.Error()}
 	}
 	// The walk above has already checked names and types with positions;
-	// protojson does the decoding and catches anything it missed.
+	// protojson does the decoding and catches anything it missed. The
+	// fields the walk refused are left out of js.
 	if err := protojson.Unmarshal(js, cfg); err != nil {
-		return nil, &Error{File: name, Msg: err.Error()}
+		c.errs.add(&Error{File: name, Msg: err.Error()})
+		return nil, c.errs.err()
 	}
-	if err := Validate(cfg, opts...); err != nil {
-		var l errList
-		l.add(err)
-		for _, ve := range l.errs {
-			ve.File, ve.Line = name, c.lineOf(ve.Path)
-		}
+	// Validated even when the walk refused some fields, so that a file's
+	// problems come out together: an unknown field does not hide the rest.
+	c.validate(cfg, opts)
+	if err := c.errs.err(); err != nil {
 		return nil, err
 	}
 	return cfg, nil
+}
+
+// validate adds the problems Validate finds in cfg to c.errs, at their
+// lines, except those at or under a place where the walk refused a field:
+// the field left out there (a misspelt required one, say) would be
+// reported again as missing.
+func (c *converter) validate(cfg *agentrunnerv1.AppsConfig, opts []Option) {
+	refused := make([]string, 0, len(c.errs.errs))
+	for _, e := range c.errs.errs {
+		refused = append(refused, e.Path)
+	}
+	var l errList
+	l.add(Validate(cfg, opts...))
+	for _, ve := range l.errs {
+		if slices.ContainsFunc(refused, func(p string) bool { return under(ve.Path, p) }) {
+			continue
+		}
+		ve.File, ve.Line = c.file, c.lineOf(ve.Path)
+		c.errs.add(ve)
+	}
+}
+
+// under reports whether path is at or under place (every path is under
+// the document's, "").
+func under(path, place string) bool {
+	return place == "" || path == place || strings.HasPrefix(path, place+".") || strings.HasPrefix(path, place+"[")
 }
 
 // converter turns a YAML tree into plain JSON values, checking it against a
