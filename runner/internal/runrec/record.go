@@ -64,7 +64,7 @@ func Ended(rec *agentrunnerv1.Run) bool {
 }
 
 // End is the final record of a run whose agents returned: FAILED with
-// failure when the last thing an agent did was fail, INPUT_REQUIRED when
+// failure when an agent's last step failed (see Failures), INPUT_REQUIRED when
 // calls of the run still wait for the caller (waiting), else SUCCEEDED.
 func End(rec *agentrunnerv1.Run, now time.Time, failure *agentrunnerv1.Status, waiting []string) {
 	rec.EndTime = timestamppb.New(now)
@@ -159,7 +159,7 @@ func Recovered(rec *agentrunnerv1.Run, events []*agentrunnerv1.Event) *agentrunn
 	rec.LastSequence = last.GetSequence()
 	rec.EndTime = last.GetTimestamp()
 	rec.Status = agentrunnerv1.RunStatus_RUN_STATUS_SUCCEEDED
-	if f := EventFailure(LastAgentEvent(events)); f != nil {
+	if f := RunFailure(events); f != nil {
 		rec.Status, rec.Error = agentrunnerv1.RunStatus_RUN_STATUS_FAILED, f
 	} else if ids := WaitingCalls(events, rec); len(ids) > 0 {
 		rec.Status, rec.PendingCallIds = agentrunnerv1.RunStatus_RUN_STATUS_INPUT_REQUIRED, ids

@@ -30,7 +30,7 @@ func (in *invocation) finalize(ctx context.Context, err error) (*agentrunnerv1.R
 	switch {
 	case err == nil:
 		rec := in.sink.Record()
-		runrec.End(rec, env.Now(), in.failure, runrec.WaitingCalls(in.inv.Events(), rec))
+		runrec.End(rec, env.Now(), in.failures.Err(), runrec.WaitingCalls(in.inv.Events(), rec))
 		if in.held != nil {
 			return in.endWithHeld(ctx, rec)
 		}

@@ -34,12 +34,9 @@ type invocation struct {
 	recordWritten bool
 	// inMemory reports that the session was added to memory in this run.
 	inMemory bool
-	// failure is how the agents' last step ended when it ended in an
-	// error: a stored event with an error_code (a model that failed after
-	// its retries), or an in-band error with nothing after it. An agent
-	// event stored after it clears it: the agent recovered. A run whose
-	// agents return with a failure ends FAILED.
-	failure *agentrunnerv1.Status
+	// failures holds each agent's last step (runrec.Failures): a run
+	// whose agents return while one's last step failed ends FAILED.
+	failures runrec.Failures
 	// streamed holds the parts of the partial events streamed since the
 	// last complete event: what a cut-off answer had said so far.
 	streamed []*agentrunnerv1.Part
@@ -125,6 +122,10 @@ func (in *invocation) resume(ctx context.Context) error {
 	rq := in.job.Resume
 	if in.prep.waits || in.prep.answered {
 		return nil // the record says what the run waits on, or that it is done
+	}
+	// The steps the run's agents took before the cut count as theirs.
+	for _, ev := range runEvents(in.inv.Events(), in.job.ID) {
+		in.failures.Event(ev)
 	}
 	if rq.Answers != nil {
 		ev, err := in.userEvent(ctx, rq.Answers, nil)
@@ -285,7 +286,11 @@ func (in *invocation) deliver(ctx context.Context, a agent.Agent, err error) err
 	if rerr := in.release(ctx); rerr != nil {
 		return rerr
 	}
-	in.failure = runrec.InBandStatus(err)
+	name := a.Name()
+	if errors.As(err, &ae) {
+		name = ae.Agent
+	}
+	in.failures.Step(name, runrec.InBandStatus(err))
 	in.sink.PublishErr(err)
 	return nil
 }
@@ -308,7 +313,8 @@ func (in *invocation) emit(ctx context.Context, ev *agentrunnerv1.Event) (*agent
 	if in.holds(ev) {
 		// Stored with the final record (held.go); the agents see it as
 		// stored from here on, the readers once it is.
-		in.held, in.failure = ev, runrec.EventFailure(ev)
+		in.held = ev
+		in.failures.Event(ev)
 		in.streamed = in.streamed[:0]
 		return ev, nil
 	}
@@ -321,9 +327,7 @@ func (in *invocation) emit(ctx context.Context, ev *agentrunnerv1.Event) (*agent
 	}
 	in.inv.Record(ev.GetActions().GetStateDelta(), stored)
 	in.streamed = in.streamed[:0] // the complete event supersedes the partials
-	if stored.GetAuthor() != agent.UserAuthor {
-		in.failure = runrec.EventFailure(stored)
-	}
+	in.failures.Event(stored)
 	// The stored instance stays with the runner (the session view and the
 	// history cache); each reader of the run gets a copy of its own.
 	in.sink.Commit(stored, false)
