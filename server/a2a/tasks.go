@@ -2,6 +2,8 @@ package a2a
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"iter"
@@ -124,7 +126,7 @@ func (h *Handler) newRun(ctx context.Context, k store.SessionKey, msg *a2a.Messa
 	if err != nil {
 		return nil, h.fail(ctx, err)
 	}
-	rr := &servicev1.RunRequest{AppName: k.App, UserId: k.User, SessionId: k.Session, NewMessage: content}
+	rr := &servicev1.RunRequest{AppName: k.App, UserId: k.User, SessionId: k.Session, NewMessage: content, RequestId: requestID(msg.ID)}
 	if streaming {
 		rr.RunConfig = &agentrunnerv1.RunConfig{StreamingMode: agentrunnerv1.StreamingMode_STREAMING_MODE_SSE}
 	}
@@ -140,6 +142,19 @@ func (h *Handler) newRun(ctx context.Context, k store.SessionKey, msg *a2a.Messa
 	}
 	msg.ContextID = k.Session
 	return seq, nil
+}
+
+// requestID is the run's idempotency key for a message id: a client that
+// sends a message again with its id (a caller's retry, an agentrunner
+// remote agent resumed after a crash) in the same context gets the first
+// send's task instead of a second run. A digest, so that any message id
+// makes a valid request_id.
+func requestID(messageID string) string {
+	if messageID == "" {
+		return ""
+	}
+	sum := sha256.Sum256([]byte(messageID))
+	return "a2a-message-" + hex.EncodeToString(sum[:16])
 }
 
 // newKey is the session of a send without a task: the caller's user's,
