@@ -83,8 +83,9 @@ func StoreFinal(ctx context.Context, env *Env, sink Sink, rec *agentrunnerv1.Run
 }
 
 // stopped ends a run whose context was cancelled or timed out: it stores
-// an event saying so, in the name of the agent that was running, with the
-// final record in the same transaction.
+// an event saying so in the name of each agent that was streaming, in its
+// branch, with what it had streamed (or one in the name of the agent that
+// spoke last), the last with the final record in the same transaction.
 func (in *invocation) stopped(ctx context.Context) (*agentrunnerv1.Run, error) {
 	env := in.env
 	cause := context.Cause(ctx)
@@ -97,27 +98,61 @@ func (in *invocation) stopped(ctx context.Context) (*agentrunnerv1.Run, error) {
 		}
 		return rec, termErr
 	}
-	ev := &agentrunnerv1.Event{Author: in.current.Name(), ErrorCode: codeName, ErrorMessage: rec.GetError().GetMessage()}
-	if len(in.streamed) > 0 {
-		// The caller saw part of an answer: it is kept, marked cut off,
-		// as a model connection that drops mid-answer keeps it, and
-		// ResumeRun goes on from it.
-		ev.Content, ev.Interrupted = joinStreamed(in.streamed), true
+	evs := in.stopEvents(codeName, rec.GetError().GetMessage())
+	// The run's context is done; the store must still take these events.
+	sctx := context.WithoutCancel(ctx)
+	for i, ev := range evs {
+		var stored *agentrunnerv1.Event
+		var runRec *agentrunnerv1.Run
+		var err error
+		if i < len(evs)-1 {
+			stored, err = in.append(sctx, ev)
+		} else {
+			stored, runRec, err = env.Store.AppendRunEvent(sctx, in.key, ev, rec)
+		}
+		if runrec.Fenced(err) {
+			return in.fenced()
+		}
+		if err != nil {
+			env.Log.Error("store the end of a stopped run", "run", in.job.ID, "err", err)
+			StoreFinal(ctx, env, in.sink, rec)
+			return rec, termErr
+		}
+		in.inv.Record(nil, stored)
+		in.sink.Commit(stored, false)
+		if runRec != nil {
+			rec = runRec
+		}
 	}
-	in.complete(ev, nil)
-	// The run's context is done; the store must still take this event.
-	stored, storedRec, err := env.Store.AppendRunEvent(context.WithoutCancel(ctx), in.key, ev, rec)
-	if runrec.Fenced(err) {
-		return in.fenced()
+	return rec, termErr
+}
+
+// stopEvents returns the events that say the run stopped: one per agent
+// and branch that was streaming, with what it streamed, kept and marked
+// cut off (interrupted), as a model connection that drops mid-answer
+// keeps it, for ResumeRun and the agent's next turn to go on from; or,
+// when nobody was, one in the name of the agent that spoke last.
+func (in *invocation) stopEvents(codeName, msg string) []*agentrunnerv1.Event {
+	var evs []*agentrunnerv1.Event
+	for _, st := range in.streamed {
+		if len(st.parts) == 0 {
+			continue
+		}
+		ev := &agentrunnerv1.Event{Author: st.author, Branch: st.branch, ErrorCode: codeName, ErrorMessage: msg,
+			Content: joinStreamed(st.parts), Interrupted: true}
+		in.complete(ev, nil)
+		evs = append(evs, ev)
 	}
-	if err != nil {
-		env.Log.Error("store the end of a stopped run", "run", in.job.ID, "err", err)
-		StoreFinal(ctx, env, in.sink, rec)
-		return rec, termErr
+	if len(evs) == 0 {
+		author, branch := in.speaker.author, in.speaker.branch
+		if author == "" {
+			author = in.current.Name()
+		}
+		ev := &agentrunnerv1.Event{Author: author, Branch: branch, ErrorCode: codeName, ErrorMessage: msg}
+		in.complete(ev, nil)
+		evs = append(evs, ev)
 	}
-	in.inv.Record(nil, stored)
-	in.sink.Commit(stored, false)
-	return storedRec, termErr
+	return evs
 }
 
 // joinStreamed is the content streamed parts carried: consecutive text

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime/debug"
+	"slices"
 
 	agentrunnerv1 "github.com/agentrunner/agentrunner/gen/go/agentrunner/v1"
 	"github.com/agentrunner/agentrunner/runner/agent"
@@ -37,9 +38,14 @@ type invocation struct {
 	// failures holds each agent's last step (runrec.Failures): a run
 	// whose agents return while one's last step failed ends FAILED.
 	failures runrec.Failures
-	// streamed holds the parts of the partial events streamed since the
-	// last complete event: what a cut-off answer had said so far.
-	streamed []*agentrunnerv1.Part
+	// streamed holds, per agent and branch, the parts of the partial
+	// events it streamed since its last complete event: what a cut-off
+	// answer had said so far (parallel branches stream at once).
+	streamed []streamedText
+	// speaker is the agent (and branch) that produced the run's latest
+	// event or error: a run stopped while nobody was streaming says so
+	// in its name.
+	speaker streamedText
 	// held is a final answer held back to be stored with the run's final
 	// record (held.go); nil when none is.
 	held *agentrunnerv1.Event
@@ -291,6 +297,7 @@ func (in *invocation) deliver(ctx context.Context, a agent.Agent, err error) err
 		name = ae.Agent
 	}
 	in.failures.Step(name, runrec.InBandStatus(err))
+	in.speaker = streamedText{author: name}
 	in.sink.PublishErr(err)
 	return nil
 }
@@ -315,7 +322,7 @@ func (in *invocation) emit(ctx context.Context, ev *agentrunnerv1.Event) (*agent
 		// stored from here on, the readers once it is.
 		in.held = ev
 		in.failures.Event(ev)
-		in.streamed = in.streamed[:0]
+		in.spoke(ev, false)
 		return ev, nil
 	}
 	stored, err := in.append(ctx, ev)
@@ -326,7 +333,7 @@ func (in *invocation) emit(ctx context.Context, ev *agentrunnerv1.Event) (*agent
 		return nil, fmt.Errorf("append event of agent %s: %w", ev.GetAuthor(), err)
 	}
 	in.inv.Record(ev.GetActions().GetStateDelta(), stored)
-	in.streamed = in.streamed[:0] // the complete event supersedes the partials
+	in.spoke(stored, false) // the complete event supersedes its agent's partials
 	in.failures.Event(stored)
 	// The stored instance stays with the runner (the session view and the
 	// history cache); each reader of the run gets a copy of its own.
@@ -395,7 +402,7 @@ func (in *invocation) emitPartial(ctx context.Context, ev *agentrunnerv1.Event) 
 	}
 	// What the caller saw of the answer so far: a run stopped before the
 	// complete event stores it (see stopped).
-	in.streamed = append(in.streamed, ev.GetContent().GetParts()...)
+	in.spoke(ev, true)
 	in.sink.PublishEvent(ev)
 	return nil
 }
@@ -500,4 +507,36 @@ func (in *invocation) saveBlobs(ctx context.Context, content *agentrunnerv1.Cont
 			name, v.GetVersion(), blob.GetMimeType(), len(blob.GetData()))}}
 	}
 	return nil
+}
+
+// streamedText is what one agent, in one branch, streamed since its last
+// complete event.
+type streamedText struct {
+	author, branch string
+	parts          []*agentrunnerv1.Part
+}
+
+// spoke notes an event of an agent: a partial one adds to what the agent
+// streamed in its branch, a complete one supersedes it.
+func (in *invocation) spoke(ev *agentrunnerv1.Event, partial bool) {
+	author, branch := ev.GetAuthor(), ev.GetBranch()
+	if author == agent.UserAuthor {
+		return
+	}
+	in.speaker = streamedText{author: author, branch: branch}
+	for i := range in.streamed {
+		st := &in.streamed[i]
+		if st.author != author || st.branch != branch {
+			continue
+		}
+		if partial {
+			st.parts = append(st.parts, ev.GetContent().GetParts()...)
+		} else {
+			in.streamed = slices.Delete(in.streamed, i, i+1)
+		}
+		return
+	}
+	if partial {
+		in.streamed = append(in.streamed, streamedText{author: author, branch: branch, parts: slices.Clone(ev.GetContent().GetParts())})
+	}
 }
