@@ -400,7 +400,19 @@ func (r *Runner) prepare(ctx context.Context, lr *liveRun) (*turn.Prepared, erro
 	if err := r.mode.Take(ctx, lr.Key, lr.ID, lr.expect()); err != nil {
 		return nil, err
 	}
-	return turn.Prepare(ctx, r.env, &lr.job)
+	p, err := turn.Prepare(ctx, r.env, &lr.job)
+	if errors.Is(err, store.ErrInvalidArgument) {
+		// Answers refused as answering nobody: say so exactly when they
+		// answer superseded calls a compaction covered since.
+		cerr := turn.CoveredAnswers(r.mode.With(ctx, lr.ID), r.env, lr.Key, lr.job.Message)
+		switch {
+		case errors.Is(cerr, store.ErrInvalidArgument):
+			return nil, cerr
+		case cerr != nil:
+			r.log.WarnContext(ctx, "explain refused function responses", "run", lr.ID, "err", cerr)
+		}
+	}
+	return p, err
 }
 
 // queueBehind keeps the order of a session's queue: a fresh ENQUEUE run
