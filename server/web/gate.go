@@ -169,6 +169,11 @@ func (g *rpcGate) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if wr.compression != "" {
 		r.Header.Del(wr.compressionHeader())
 	}
+	if wr.protocol == protoConnect || wr.protocol == protoConnectStream {
+		// Not Connect's header: vanguard would pass it on to grpc-go as
+		// the compression of a message that has none.
+		r.Header.Del("Grpc-Encoding")
+	}
 	r.Body = io.NopCloser(bytes.NewReader(body))
 	r.ContentLength = int64(len(body))
 	r.Header.Set("Content-Length", strconv.Itoa(len(body)))
@@ -219,7 +224,8 @@ func classify(r *http.Request) (wire, int, error) {
 		return wire{}, http.StatusUnsupportedMediaType, fmt.Errorf("Content-Type %q is not one this server takes: application/grpc, application/grpc-web, application/connect+proto or +json, application/proto or application/json", cts[0])
 	}
 	if wr.protocol == protoGRPC && r.ProtoMajor != 2 {
-		return wire{}, http.StatusHTTPVersionNotSupported, errors.New("gRPC needs HTTP/2")
+		// The client's mistake, so a 4xx rather than vanguard's 505.
+		return wire{}, http.StatusBadRequest, errors.New("gRPC needs HTTP/2 (h2c, or TLS with ALPN h2); over HTTP/1.1 use gRPC-Web or Connect")
 	}
 	if wr.protocol == protoConnect && r.Header.Get("Connect-Protocol-Version") != "1" {
 		return wire{}, http.StatusBadRequest, errors.New("a Connect unary call needs Connect-Protocol-Version: 1")
@@ -240,13 +246,13 @@ func classify(r *http.Request) (wire, int, error) {
 	return wr, 0, nil
 }
 
-// checkHeaders refuses a compression the server does not have
-// (Unimplemented), and a timeout header that does not parse
-// (InvalidArgument: grpc-go answered a malformed Grpc-Timeout with
-// Internal).
+// checkHeaders refuses a compression the server does not have, and a
+// timeout header that does not parse (grpc-go answered a malformed
+// Grpc-Timeout with Internal), as InvalidArgument: the caller's
+// mistakes, never a 5xx (Unimplemented is 501 over Connect).
 func checkHeaders(h http.Header, wr wire) error {
 	if wr.compression != "" && wr.compression != "gzip" {
-		return connect.NewError(connect.CodeUnimplemented, fmt.Errorf("%s %q is not supported: use gzip or identity", wr.compressionHeader(), wr.compression))
+		return fmt.Errorf("%s %q is not supported: use gzip or identity", wr.compressionHeader(), wr.compression)
 	}
 	if v := h.Values("Grpc-Timeout"); len(v) > 0 {
 		if len(v) > 1 || !validGRPCTimeout(v[0]) {
