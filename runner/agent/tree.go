@@ -85,6 +85,16 @@ func (t *Tree) resumable(a Agent) bool {
 // walk goes on to older events) when not. The root answers when nothing
 // qualifies.
 //
+// A failure is no answer: an agent whose latest event reports one
+// (error_code: a model that failed after its retries, an answer cut
+// short) is passed over with all its events, so the message goes where
+// it would have gone had that agent not been given the turn (the agent
+// that transferred to it, say), and a failing agent never holds the
+// session. An agent that fails in band stores no event, which comes to
+// the same: local and remote agents alike. The events that say a run
+// stopped are passed over alone: a stopped answer is no failure of its
+// agent.
+//
 // The runner hands over the events after the newest compaction's range,
 // not the ones it covers: that compaction's authors (its covered events'
 // authors, newest first, each once) stand for them, read after the walk
@@ -97,19 +107,32 @@ func (t *Tree) SelectAgent(events []*agentrunnerv1.Event, msg *agentrunnerv1.Con
 		return a
 	}
 	var compacted *agentrunnerv1.EventCompaction
+	var failed map[string]bool // agents whose latest step failed
 	for i := len(events) - 1; i >= 0; i-- {
-		if c := events[i].GetActions().GetCompaction(); c != nil {
+		ev := events[i]
+		if c := ev.GetActions().GetCompaction(); c != nil {
 			if c.GetEndSequence() > compacted.GetEndSequence() {
 				compacted = c
 			}
 			continue
 		}
-		if a := t.selectable(events[i].GetAuthor()); a != nil {
+		author := ev.GetAuthor()
+		if IsStopMarker(ev) || failed[author] {
+			continue
+		}
+		if ev.GetErrorCode() != "" && author != UserAuthor {
+			if failed == nil {
+				failed = map[string]bool{}
+			}
+			failed[author] = true
+			continue
+		}
+		if a := t.selectable(author); a != nil {
 			return a
 		}
 	}
 	for _, author := range compacted.GetAuthors() {
-		if a := t.selectable(author); a != nil {
+		if a := t.selectable(author); a != nil && !failed[author] {
 			return a
 		}
 	}
