@@ -2,7 +2,10 @@ package replica
 
 import (
 	"context"
+	"sync"
 	"time"
+
+	"github.com/agentrunner/agentrunner/store"
 )
 
 // reapFloor is the shortest wait between two looks of the reaper, so that
@@ -54,9 +57,9 @@ func (s *shared) reap(ctx context.Context) time.Duration {
 		}
 		return wait
 	}
+	var orphans []store.RunningRun
 	for _, rr := range runs {
-		id := rr.Run.GetRunId()
-		if s.host.Lookup(id) != nil {
+		if s.host.Lookup(rr.Run.GetRunId()) != nil {
 			continue
 		}
 		if rr.Lease.Holder != "" {
@@ -67,15 +70,36 @@ func (s *shared) reap(ctx context.Context) time.Duration {
 			wait = min(wait, rr.Left+reapMargin)
 			continue
 		}
-		done, err := s.RecoverRunning(ctx, rr.Run)
-		switch {
-		case err != nil && ctx.Err() == nil:
-			s.log.Warn("interrupt a run a dead replica left running", "run", id, "err", err)
-		case done:
-			s.log.Info("interrupted a run a dead replica left running", "run", id, "session", rr.Lease.Key.String())
-			// Its session is free now: runs queued behind it go on.
-			s.wakeSweep(rr.Lease.Key)
-		}
+		orphans = append(orphans, rr)
 	}
+	s.interruptOrphans(ctx, orphans)
 	return wait
+}
+
+// reapParallel bounds the runs the reaper interrupts at once: a dead
+// replica leaves many, all of whose leases run out together, and each
+// takes a few round trips.
+const reapParallel = 8
+
+// interruptOrphans marks INTERRUPTED the runs whose session lease is free,
+// a few at a time, and wakes the sweeper for their sessions, whose queued
+// runs may go on now.
+func (s *shared) interruptOrphans(ctx context.Context, orphans []store.RunningRun) {
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, reapParallel)
+	for _, rr := range orphans {
+		sem <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			done, err := s.RecoverRunning(ctx, rr.Run)
+			switch {
+			case err != nil && ctx.Err() == nil:
+				s.log.Warn("interrupt a run a dead replica left running", "run", rr.Run.GetRunId(), "err", err)
+			case done:
+				s.log.Info("interrupted a run a dead replica left running", "run", rr.Run.GetRunId(), "session", rr.Lease.Key.String())
+				s.wakeSweep(rr.Lease.Key)
+			}
+		})
+	}
+	wg.Wait()
 }
