@@ -49,10 +49,66 @@ apps:
       sub_agents:
         - { name: alpha, llm: { model: fake, instruction: "ROLE=alpha" } }
         - { name: beta, llm: { model: fake, instruction: "ROLE=beta" } }
+  - name: flow
+    root_agent:
+      name: flow
+      sequential: {}
+      sub_agents:
+        - name: fan
+          parallel: {}
+          sub_agents:
+            - { name: left, llm: { model: fake, instruction: "ROLE=left" } }
+            - { name: right, llm: { model: fake, instruction: "ROLE=right" } }
+        - name: passes
+          loop: { max_iterations: 2 }
+          sub_agents:
+            - { name: draft, llm: { model: fake, instruction: "ROLE=draft" } }
+        - name: router
+          llm: { model: fake, instruction: "ROLE=router" }
+          sub_agents:
+            - { name: helper, llm: { model: fake, instruction: "ROLE=helper" } }
+        - { name: wrap, llm: { model: fake, instruction: "ROLE=wrap" } }
 `
 
-// killAgents are the agents of killRunsConfig, in the order they answer.
-var killAgents = []string{"alpha", "beta"}
+// killApp is an app of killRunsConfig as the kill -9 harness checks it:
+// the agents that answer with text, how many passes each makes in one
+// run (a loop's agent answers once a pass), and the agent that transfers
+// (its answer is a transfer_to_agent call), if any.
+type killApp struct {
+	name     string
+	agents   []string
+	passes   map[string]int
+	transfer string
+}
+
+// The apps of killRunsConfig: pair is a sequence of two LLM agents; flow
+// has a parallel agent, a loop of two passes, a transfer and a last step.
+var (
+	pairApp = killApp{name: "pair", agents: []string{"alpha", "beta"}}
+	flowApp = killApp{name: "flow", agents: []string{"left", "right", "draft", "helper", "wrap"},
+		passes: map[string]int{"draft": 2}, transfer: "router"}
+)
+
+// killRoles are every agent of killRunsConfig, by the role its
+// instruction names.
+var killRoles = []string{"alpha", "beta", "left", "right", "draft", "router", "helper", "wrap"}
+
+// answers returns the answer texts of one run of the app for token, each
+// to be stored once, and the agent of each.
+func (a killApp) answers(token string) (texts, agents []string) {
+	for _, ag := range a.agents {
+		for k := 1; k <= max(1, a.passes[ag]); k++ {
+			texts = append(texts, killPass(ag, token, k))
+			agents = append(agents, ag)
+		}
+	}
+	return texts, agents
+}
+
+// killPass is agent's answer to token on its k-th pass.
+func killPass(agent, token string, k int) string {
+	return fmt.Sprintf("%s pass %d", killAnswer(agent, token), k)
+}
 
 // killToken is the user message of run n of client i in cycle c: unique
 // in the data file, so the fake and the checks can tell the runs apart.
@@ -92,7 +148,12 @@ func (f *fakeChat) serve(w http.ResponseWriter, r *http.Request) {
 	f.mu.Lock()
 	f.calls[[2]string{token, agent}]++
 	f.mu.Unlock()
-	text := killAnswer(agent, token)
+	if agent == flowApp.transfer {
+		writeTransfer(w, body.Stream, "helper")
+		return
+	}
+	// A loop's agent sees its earlier passes' answers in the history.
+	text := killPass(agent, token, 1+strings.Count(string(raw), killAnswer(agent, token)+" pass "))
 	if !body.Stream {
 		w.Header().Set("Content-Type", "application/json")
 		fmt.Fprintf(w, `{"id":"c","object":"chat.completion","created":1,"model":"gpt-fake","choices":[{"index":0,"message":{"role":"assistant","content":%q},"finish_reason":"stop"}],"usage":{"prompt_tokens":5,"completion_tokens":3,"total_tokens":8}}`, text)
@@ -108,6 +169,19 @@ func (f *fakeChat) serve(w http.ResponseWriter, r *http.Request) {
 	io.WriteString(w, "data: {\"id\":\"c\",\"object\":\"chat.completion.chunk\",\"created\":1,\"model\":\"gpt-fake\",\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"stop\"}]}\n\ndata: [DONE]\n\n")
 }
 
+// writeTransfer answers with a call of transfer_to_agent to target.
+func writeTransfer(w http.ResponseWriter, stream bool, target string) {
+	call := fmt.Sprintf(`{"index":0,"id":"call_t","type":"function","function":{"name":"transfer_to_agent","arguments":%q}}`, `{"agent_name":"`+target+`"}`)
+	if !stream {
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprintf(w, `{"id":"c","object":"chat.completion","created":1,"model":"gpt-fake","choices":[{"index":0,"message":{"role":"assistant","content":null,"tool_calls":[%s]},"finish_reason":"tool_calls"}],"usage":{"prompt_tokens":5,"completion_tokens":3,"total_tokens":8}}`, call)
+		return
+	}
+	w.Header().Set("Content-Type", "text/event-stream")
+	fmt.Fprintf(w, "data: {\"id\":\"c\",\"object\":\"chat.completion.chunk\",\"created\":1,\"model\":\"gpt-fake\",\"choices\":[{\"index\":0,\"delta\":{\"tool_calls\":[%s]},\"finish_reason\":null}]}\n\n", call)
+	io.WriteString(w, "data: {\"id\":\"c\",\"object\":\"chat.completion.chunk\",\"created\":1,\"model\":\"gpt-fake\",\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"tool_calls\"}]}\n\ndata: [DONE]\n\n")
+}
+
 // tokenAndAgent finds the run a request is for: the history holds the
 // session's earlier runs too, and the current one has the highest number.
 // The system message names the agent.
@@ -118,7 +192,7 @@ func tokenAndAgent(body string) (token, agent string) {
 			best, token = n, m[0]
 		}
 	}
-	for _, a := range killAgents {
+	for _, a := range killRoles {
 		if strings.Contains(body, "ROLE="+a) {
 			agent = a
 		}
@@ -131,7 +205,7 @@ func (f *fakeChat) count(token string) map[string]int {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	out := map[string]int{}
-	for _, a := range killAgents {
+	for _, a := range killRoles {
 		out[a] = f.calls[[2]string{token, a}]
 	}
 	return out
@@ -157,6 +231,7 @@ type killFigures struct {
 // killRunsHarness is the state of TestKill9RunRecords across its cycles.
 type killRunsHarness struct {
 	t                 *testing.T
+	app               killApp
 	bin, config, data string
 	fake              *fakeChat
 	fig               killFigures
@@ -179,12 +254,24 @@ type killRunsHarness struct {
 // before it is sent), no run stays RUNNING or PENDING, each INTERRUPTED
 // run resumes to SUCCEEDED without calling an agent whose answer is
 // stored, no answer is stored twice, and no acknowledged event is lost.
-func TestKill9RunRecords(t *testing.T) {
+func TestKill9RunRecords(t *testing.T) { runKillHarness(t, pairApp, *killCycles) }
+
+// killFlowCycles is how many cycles TestKill9WorkflowResume runs.
+var killFlowCycles = flag.Int("kill-flow-cycles", 2, "kill -9 cycles of TestKill9WorkflowResume")
+
+// TestKill9WorkflowResume is TestKill9RunRecords on a workflow app with
+// a parallel agent, a loop and a transfer: runs are cut inside any of
+// them, and a resume must go on where each was cut: no agent called
+// again for an answer stored before the kill (a loop's agent once per
+// missing pass), no answer stored twice, the rest of the workflow run.
+func TestKill9WorkflowResume(t *testing.T) { runKillHarness(t, flowApp, *killFlowCycles) }
+
+func runKillHarness(t *testing.T, app killApp, cycles int) {
 	if testing.Short() {
 		t.Skip("builds and runs the binary")
 	}
 	dir := t.TempDir()
-	h := &killRunsHarness{t: t, bin: filepath.Join(dir, "agentrunner"), data: filepath.Join(dir, "agentrunner.db"), fake: newFakeChat(t)}
+	h := &killRunsHarness{t: t, app: app, bin: filepath.Join(dir, "agentrunner"), data: filepath.Join(dir, "agentrunner.db"), fake: newFakeChat(t)}
 	if out, err := exec.Command("go", "build", "-o", h.bin, ".").CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
@@ -193,12 +280,12 @@ func TestKill9RunRecords(t *testing.T) {
 		t.Fatal(err)
 	}
 	p := h.start()
-	for c := range *killCycles {
+	for c := range cycles {
 		// The restarted server, once checked, carries the next cycle.
 		p = h.cycle(c, p)
 	}
 	f := h.fig
-	t.Logf("cycles %d, runs %d (first record seen), final record seen %d, partial events seen %d, runs admitted unseen %d", f.cycles, f.runs, f.finals, f.partials, f.unseen)
+	t.Logf("%s: cycles %d, runs %d (first record seen), final record seen %d, partial events seen %d, runs admitted unseen %d", app.name, f.cycles, f.runs, f.finals, f.partials, f.unseen)
 	t.Logf("INTERRUPTED after restart %d (agent tree finished before the kill: %d), resumed %d (with no model call: %d)", f.interrupted, f.finishedInterrupted, f.resumed, f.resumedWithoutCall)
 	t.Logf("mismatches: client errors %d, final record vs stored %d, RUNNING/PENDING after recovery %d, resume not SUCCEEDED %d, agent called again on resume %d, answers stored twice %d, answers missing from a SUCCEEDED run: not resumed %d, resumed %d, acknowledged events lost %d",
 		f.clientErrors, f.badFinal, f.unsettled, f.resumeFailed, f.rerun, f.duplicated, f.missing, f.missingResumed, f.lost)
@@ -229,8 +316,8 @@ func (h *killRunsHarness) cycle(c int, p *proc) *proc {
 	rc, sc := servicev1.NewRunnerServiceClient(conn), servicev1.NewSessionServiceClient(conn)
 	sessions := make([]string, clients)
 	for i := range sessions {
-		sessions[i] = fmt.Sprintf("k%d-%d", c, i)
-		createSession(t, sc, "pair", sessions[i])
+		sessions[i] = fmt.Sprintf("k%s%d-%d", h.app.name, c, i)
+		createSession(t, sc, h.app.name, sessions[i])
 	}
 	// Vary the kill point, so that cycles cut runs at different stages.
 	h.seen, h.clientE, h.enough = nil, nil, make(chan struct{})
@@ -295,7 +382,7 @@ func (h *killRunsHarness) client(ctx context.Context, rc servicev1.RunnerService
 // runOnce runs one Run stream to its end, recording what it shows.
 func (h *killRunsHarness) runOnce(ctx context.Context, rc servicev1.RunnerServiceClient, r *seenRun, mode agentrunnerv1.StreamingMode) error {
 	stream, err := rc.Run(ctx, &servicev1.RunRequest{
-		AppName: "pair", UserId: "u", SessionId: r.session, NewMessage: userText(r.token),
+		AppName: h.app.name, UserId: "u", SessionId: r.session, NewMessage: userText(r.token),
 		RunConfig: &agentrunnerv1.RunConfig{StreamingMode: mode},
 	})
 	if err != nil {
@@ -395,33 +482,65 @@ func (h *killRunsHarness) checkSession(c int, rc servicev1.RunnerServiceClient, 
 }
 
 // resumeOne resumes an INTERRUPTED run to its end (3.): it must succeed
-// without calling again an agent whose answer was stored before the kill.
-// A run whose last agent had answered has nothing left to run: recovery
-// should have marked it finished, not INTERRUPTED.
+// calling each agent only for the answers missing at the kill (a loop's
+// agent once per missing pass; the transferring agent not at all once its
+// transfer is stored). A run whose last agent had answered has nothing
+// left to run: recovery should have marked it finished, not INTERRUPTED.
+// A call the kill left in doubt (the transfer's) makes the resume wait
+// (INPUT_REQUIRED); it is retried.
 func (h *killRunsHarness) resumeOne(c int, rc servicev1.RunnerServiceClient, rec *agentrunnerv1.Run, events []*agentrunnerv1.Event) {
 	t := h.t
 	id, token := rec.GetRunId(), runToken(rec, events)
 	answered := answerCounts(events)
-	last := killAgents[len(killAgents)-1]
-	if answered[killAnswer(last, token)] > 0 {
-		h.mismatch(&h.fig.finishedInterrupted, "cycle %d: recovery: run %s (%s): its agent tree had finished before the kill (%s's answer is stored) but it is INTERRUPTED after the restart, not finished", c, id, token, last)
+	texts, agents := h.app.answers(token)
+	if answered[texts[len(texts)-1]] > 0 {
+		h.mismatch(&h.fig.finishedInterrupted, "cycle %d: recovery: run %s (%s): its agent tree had finished before the kill (%s's answer is stored) but it is INTERRUPTED after the restart, not finished", c, id, token, agents[len(agents)-1])
+	}
+	need := map[string]int{}
+	for i, text := range texts {
+		if answered[text] == 0 {
+			need[agents[i]]++
+		}
+	}
+	if h.app.transfer != "" && !transferStored(events, id, h.app.transfer) {
+		need[h.app.transfer]++
 	}
 	before := h.fake.count(token)
-	got, err := resumeRun(t.Context(), rc, id)
+	got, err := resumeRun(t.Context(), rc, &servicev1.ResumeRunRequest{RunId: id})
+	if err == nil && got.GetStatus() == agentrunnerv1.RunStatus_RUN_STATUS_INPUT_REQUIRED {
+		got, err = resumeRun(t.Context(), rc, &servicev1.ResumeRunRequest{RunId: id, RetryCallIds: got.GetPendingCallIds()})
+	}
 	h.fig.resumed++
 	if err != nil || got.GetStatus() != agentrunnerv1.RunStatus_RUN_STATUS_SUCCEEDED {
 		h.mismatch(&h.fig.resumeFailed, "cycle %d: ResumeRun(%s) (%s) = %v, %v; want SUCCEEDED", c, id, token, got, err)
 	}
 	after, calls := h.fake.count(token), 0
-	for _, a := range killAgents {
-		calls += after[a] - before[a]
-		if answered[killAnswer(a, token)] > 0 && after[a] != before[a] {
-			h.mismatch(&h.fig.rerun, "cycle %d: ResumeRun(%s) (%s) called agent %s %d more times; its answer was stored before the kill", c, id, token, a, after[a]-before[a])
+	for _, a := range killRoles {
+		n := after[a] - before[a]
+		calls += n
+		if n > need[a] {
+			h.mismatch(&h.fig.rerun, "cycle %d: ResumeRun(%s) (%s) called agent %s %d times; %d of its answers were missing at the kill", c, id, token, a, n, need[a])
 		}
 	}
 	if calls == 0 {
 		h.fig.resumedWithoutCall++
 	}
+}
+
+// transferStored reports whether agent's transfer call of run id is
+// stored.
+func transferStored(events []*agentrunnerv1.Event, id, agent string) bool {
+	for _, ev := range events {
+		if ev.GetInvocationId() != id || ev.GetAuthor() != agent {
+			continue
+		}
+		for _, p := range ev.GetContent().GetParts() {
+			if p.GetFunctionCall().GetName() == "transfer_to_agent" {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // checkAnswers checks that no answer is stored twice, and that a
@@ -430,8 +549,9 @@ func (h *killRunsHarness) checkAnswers(c int, session string, events []*agentrun
 	counts := answerCounts(events)
 	for _, rec := range runs {
 		id, token := rec.GetRunId(), runToken(rec, events)
-		for _, a := range killAgents {
-			n := counts[killAnswer(a, token)]
+		texts, _ := h.app.answers(token)
+		for _, text := range texts {
+			n := counts[text]
 			var kind *int
 			switch {
 			case n > 1:
@@ -443,7 +563,7 @@ func (h *killRunsHarness) checkAnswers(c int, session string, events []*agentrun
 			default:
 				continue
 			}
-			h.mismatch(kind, "cycle %d: run %s (%s) on %s is %v (resumed: %v) and %s's answer is stored %d times", c, id, token, session, rec.GetStatus(), resumed[id], a, n)
+			h.mismatch(kind, "cycle %d: run %s (%s) on %s is %v (resumed: %v) and %q is stored %d times", c, id, token, session, rec.GetStatus(), resumed[id], text, n)
 		}
 	}
 }
@@ -477,7 +597,7 @@ func answerCounts(events []*agentrunnerv1.Event) map[string]int {
 // sessionEvents returns every event of the session, checking that their
 // sequences are gapless.
 func (h *killRunsHarness) sessionEvents(sc servicev1.SessionServiceClient, session string) []*agentrunnerv1.Event {
-	got, err := sc.GetSession(h.t.Context(), &servicev1.GetSessionRequest{AppName: "pair", UserId: "u", SessionId: session})
+	got, err := sc.GetSession(h.t.Context(), &servicev1.GetSessionRequest{AppName: h.app.name, UserId: "u", SessionId: session})
 	if err != nil {
 		h.t.Fatalf("GetSession(%s): %v", session, err)
 	}
@@ -492,7 +612,7 @@ func (h *killRunsHarness) sessionEvents(sc servicev1.SessionServiceClient, sessi
 // listRuns returns every run of the session.
 func (h *killRunsHarness) listRuns(rc servicev1.RunnerServiceClient, session string) []*agentrunnerv1.Run {
 	var runs []*agentrunnerv1.Run
-	req := &servicev1.ListRunsRequest{AppName: "pair", UserId: "u", SessionId: session, PageSize: 1000}
+	req := &servicev1.ListRunsRequest{AppName: h.app.name, UserId: "u", SessionId: session, PageSize: 1000}
 	for range 100 {
 		resp, err := rc.ListRuns(h.t.Context(), req)
 		if err != nil {
@@ -509,10 +629,10 @@ func (h *killRunsHarness) listRuns(rc servicev1.RunnerServiceClient, session str
 
 // resumeRun resumes a run and returns the stream's last record, or the
 // error that ended the stream.
-func resumeRun(ctx context.Context, rc servicev1.RunnerServiceClient, id string) (*agentrunnerv1.Run, error) {
+func resumeRun(ctx context.Context, rc servicev1.RunnerServiceClient, req *servicev1.ResumeRunRequest) (*agentrunnerv1.Run, error) {
 	ctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
-	stream, err := rc.ResumeRun(ctx, &servicev1.ResumeRunRequest{RunId: id})
+	stream, err := rc.ResumeRun(ctx, req)
 	if err != nil {
 		return nil, err
 	}
