@@ -45,8 +45,10 @@ func fuzzSeeds() []fuzzSeed {
 		{ss + "ListSessions", &servicev1.ListSessionsRequest{AppName: a, UserId: u}},
 		{ss + "ListSessions", &servicev1.ListSessionsRequest{AppName: a}},
 		{ss + "ListToolCalls", &servicev1.ListToolCallsRequest{AppName: a, UserId: u, SessionId: s}},
-		{ss + "CreateSession", &servicev1.CreateSessionRequest{AppName: a, UserId: u, State: &structpb.Struct{Fields: map[string]*structpb.Value{"k": structpb.NewNumberValue(1)}}}},
-		{ss + "AppendEvent", &servicev1.AppendEventRequest{AppName: a, UserId: u, SessionId: s, Event: &agentrunnerv1.Event{Author: "user", Content: &agentrunnerv1.Content{Role: "user", Parts: []*agentrunnerv1.Part{{Data: &agentrunnerv1.Part_Text{Text: "fuzz"}}}}}}},
+		// Writes go to a session of their own, so that what the reads
+		// return does not grow with the campaign.
+		{ss + "CreateSession", &servicev1.CreateSessionRequest{AppName: a, UserId: u, SessionId: "s-writes", State: &structpb.Struct{Fields: map[string]*structpb.Value{"k": structpb.NewNumberValue(1)}}}},
+		{ss + "AppendEvent", &servicev1.AppendEventRequest{AppName: a, UserId: u, SessionId: "s-writes", Event: &agentrunnerv1.Event{Author: "user", Content: &agentrunnerv1.Content{Role: "user", Parts: []*agentrunnerv1.Part{{Data: &agentrunnerv1.Part_Text{Text: "fuzz"}}}}}}},
 		{rs + "ListRuns", &servicev1.ListRunsRequest{AppName: a, UserId: u, SessionId: s}},
 		{rs + "GetRun", &servicev1.GetRunRequest{RunId: "r-missing"}},
 		{rs + "AttachRun", &servicev1.AttachRunRequest{RunId: "r-missing"}},
