@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"mime"
 	"net/http"
 	"strconv"
 	"strings"
@@ -198,10 +197,11 @@ func classify(r *http.Request) (wire, int, error) {
 	if len(cts) != 1 {
 		return wire{}, http.StatusUnsupportedMediaType, errors.New("an RPC needs exactly one Content-Type: application/grpc, application/grpc-web, application/connect+proto or +json, application/proto or application/json")
 	}
-	mt, _, err := mime.ParseMediaType(cts[0])
-	if err != nil {
-		return wire{}, http.StatusUnsupportedMediaType, fmt.Errorf("Content-Type %q: %v", cts[0], err)
-	}
+	// A media type and its parameters (a charset), compared without
+	// case; parsed by hand, since mime.ParseMediaType allocates a map on
+	// every call.
+	mt, _, _ := strings.Cut(cts[0], ";")
+	mt = strings.ToLower(strings.TrimSpace(mt))
 	var wr wire
 	switch {
 	case mt == "application/grpc" || mt == "application/grpc+proto":
@@ -282,14 +282,9 @@ func validGRPCTimeout(v string) bool {
 func (g *rpcGate) readMessage(w http.ResponseWriter, r *http.Request, wr wire, in protoreflect.MessageType) ([]byte, error) {
 	// An envelope's 5 bytes on top of a message; a compressed message
 	// is no larger than the limit either.
-	max := int64(g.limit) + 5
-	raw, err := io.ReadAll(http.MaxBytesReader(w, r.Body, max))
-	var tooLarge *http.MaxBytesError
-	switch {
-	case errors.As(err, &tooLarge):
-		return nil, connect.NewError(connect.CodeResourceExhausted, fmt.Errorf("the request is larger than the %d bytes a message may take", g.limit))
-	case err != nil:
-		return nil, connect.NewError(connect.CodeCanceled, fmt.Errorf("reading the request: %w", err))
+	raw, err := readBody(w, r, int64(g.limit)+5)
+	if err != nil {
+		return nil, err
 	}
 	msg, compressed := raw, wr.compression != ""
 	if wr.enveloped() {
@@ -305,12 +300,43 @@ func (g *rpcGate) readMessage(w http.ResponseWriter, r *http.Request, wr wire, i
 	if err := g.decode(msg, wr, in); err != nil {
 		return nil, err
 	}
-	if !wr.enveloped() {
+	switch {
+	case !wr.enveloped():
 		return msg, nil
+	case !compressed:
+		return raw, nil // the one envelope, as it came
 	}
 	out := make([]byte, 5, 5+len(msg))
 	binary.BigEndian.PutUint32(out[1:], uint32(len(msg)))
 	return append(out, msg...), nil
+}
+
+// readBody reads a request's body whole, refusing more than max bytes.
+// A body of known length is read into a buffer of that size at once.
+func readBody(w http.ResponseWriter, r *http.Request, max int64) ([]byte, error) {
+	tooLarge := func() error {
+		return connect.NewError(connect.CodeResourceExhausted, fmt.Errorf("the request is larger than the %d bytes a message may take", max-5))
+	}
+	if r.ContentLength > max {
+		return nil, tooLarge()
+	}
+	body := http.MaxBytesReader(w, r.Body, max)
+	if r.ContentLength >= 0 {
+		buf := make([]byte, r.ContentLength)
+		if _, err := io.ReadFull(body, buf); err != nil {
+			return nil, connect.NewError(connect.CodeCanceled, fmt.Errorf("reading the request: %w", err))
+		}
+		return buf, nil
+	}
+	raw, err := io.ReadAll(body)
+	var mbe *http.MaxBytesError
+	switch {
+	case errors.As(err, &mbe):
+		return nil, tooLarge()
+	case err != nil:
+		return nil, connect.NewError(connect.CodeCanceled, fmt.Errorf("reading the request: %w", err))
+	}
+	return raw, nil
 }
 
 // oneEnvelope returns the one message of an enveloped request body, and
