@@ -18,6 +18,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/a2aproject/a2a-go/v2/a2a"
+	servicev1 "github.com/agentrunner/agentrunner/gen/go/agentrunner/service/v1"
 	agentrunnerv1 "github.com/agentrunner/agentrunner/gen/go/agentrunner/v1"
 	"github.com/agentrunner/agentrunner/store"
 	"github.com/agentrunner/agentrunner/store/boltstore"
@@ -359,5 +361,22 @@ func TestHTTPBadInputIsAClientError(t *testing.T) {
 				t.Errorf("answer %s, want %s", got, c.want)
 			}
 		})
+	}
+}
+
+// TestA2ADataPartJSONCannotCarry: over A2A's gRPC binding, a data part
+// holding NaN is refused as invalid before anything is stored; over the
+// JSON bindings JSON cannot carry one at all.
+func TestA2ADataPartJSONCannotCarry(t *testing.T) {
+	addr, console, _, _ := startConsole(t)
+	c, _ := a2aClient(t, console, "support", a2a.TransportProtocolGRPC)
+	m := a2a.NewMessage(a2a.MessageRoleUser, a2a.NewDataPart(map[string]any{"order": "A-1", "weight": math.NaN()}))
+	_, err := c.SendMessage(t.Context(), &a2a.SendMessageRequest{Message: m})
+	if err == nil || !strings.Contains(err.Error(), "NaN") {
+		t.Fatalf("a data part with NaN over gRPC: %v; want it refused naming the NaN", err)
+	}
+	list, err := servicev1.NewSessionServiceClient(dial(t, addr)).ListSessions(t.Context(), &servicev1.ListSessionsRequest{AppName: "support"})
+	if err != nil || len(list.GetSessions()) != 0 {
+		t.Errorf("sessions after the refusal: %v, %v; want none", list.GetSessions(), err)
 	}
 }
