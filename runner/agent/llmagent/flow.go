@@ -1,6 +1,7 @@
 package llmagent
 
 import (
+	"errors"
 	"fmt"
 	"iter"
 	"strings"
@@ -256,9 +257,21 @@ func (l *llmAgent) callModel(ctx agent.InvocationContext, cc agent.CallbackConte
 		}
 	}
 	if callErr != nil {
+		noteCut(ctx, callErr)
 		resp, err = l.modelFailed(ctx, cc, h, req, callErr)
 	}
 	return resp, true, err
+}
+
+// noteCut hands the runner the usage of a call the run's end cut off
+// (model.CutError), for the event that says the run stopped: the provider
+// bills it, so it counts.
+func noteCut(ctx agent.InvocationContext, err error) {
+	var ce *model.CutError
+	if !errors.As(err, &ce) || ce.Usage == nil {
+		return
+	}
+	agent.NoteCutCall(ctx, agent.CutCall{Author: ctx.AgentName(), Branch: ctx.Branch(), Usage: ce.Usage, Cost: ce.Cost})
 }
 
 // modelFailed gives the on_model_error hooks a chance to answer; else the

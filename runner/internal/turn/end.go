@@ -143,6 +143,7 @@ func (in *invocation) stopEvents(codeName, msg string) []*agentrunnerv1.Event {
 		in.complete(ev, nil)
 		evs = append(evs, ev)
 	}
+	evs = in.withCuts(evs, codeName, msg)
 	if len(evs) == 0 {
 		author, branch := in.speaker.author, in.speaker.branch
 		if author == "" {

@@ -49,6 +49,8 @@ type invocation struct {
 	// held is a final answer held back to be stored with the run's final
 	// record (held.go); nil when none is.
 	held *agentrunnerv1.Event
+	// cuts are the model calls the run's end cut off (cut.go).
+	cuts *agent.CutCalls
 }
 
 // Execute runs a prepared execution to its end and returns its final
@@ -59,7 +61,8 @@ type invocation struct {
 // However the run ended, what it stored is the next run's starting point
 // (see history).
 func Execute(ctx context.Context, env *Env, job *Job, p *Prepared, sink Sink) (*agentrunnerv1.Run, error) {
-	in := &invocation{env: env, job: job, sink: sink, prep: p, key: job.Key, inv: p.inv, hctx: p.inv.Context(ctx, p.first), first: p.first, current: p.first}
+	ctx, cuts := agent.WithCutCalls(ctx)
+	in := &invocation{cuts: cuts, env: env, job: job, sink: sink, prep: p, key: job.Key, inv: p.inv, hctx: p.inv.Context(ctx, p.first), first: p.first, current: p.first}
 	if chk := env.Budgets.ForRun(env.Spend, p.sess, sink.Live(), env.Now); chk != nil {
 		p.inv.SetBudget(chk.Call)
 	}
@@ -328,6 +331,7 @@ func (in *invocation) emit(ctx context.Context, ev *agentrunnerv1.Event) (*agent
 	stored, err := in.append(ctx, ev)
 	if err != nil {
 		if ctx.Err() != nil {
+			in.unstoredCall(ev)
 			return nil, fmt.Errorf("run %s: %w", in.hctx.InvocationID(), ctx.Err())
 		}
 		return nil, fmt.Errorf("append event of agent %s: %w", ev.GetAuthor(), err)

@@ -151,7 +151,7 @@ func (m *Model) generateStream(ctx context.Context, name string, params anthropi
 	for s.Next() {
 		ev := s.Current()
 		if err := msg.Accumulate(ev); err != nil {
-			yield(nil, fmt.Errorf("anthropic model %q: %w", name, model.Unavailable("malformed stream: %w", err)))
+			yield(nil, model.WithUsage(fmt.Errorf("anthropic model %q: %w", name, model.Unavailable("malformed stream: %w", err)), usageSoFar(&msg)))
 			return
 		}
 		stopped = stopped || ev.Type == "message_stop"
@@ -166,19 +166,21 @@ func (m *Model) generateStream(ctx context.Context, name string, params anthropi
 			}
 		}
 	}
+	// A cut call's usage so far (message_start's input, message_delta's
+	// output) counts it.
 	if err := s.Err(); err != nil {
-		yield(nil, wrapError(ctx, name, httpResp, err))
+		yield(nil, model.WithUsage(wrapError(ctx, name, httpResp, err), usageSoFar(&msg)))
 		return
 	}
 	if err := ctx.Err(); err != nil {
-		yield(nil, fmt.Errorf("anthropic model %q: %w", name, err))
+		yield(nil, model.WithUsage(fmt.Errorf("anthropic model %q: %w", name, err), usageSoFar(&msg)))
 		return
 	}
 	if !stopped {
 		// The stream ended without message_stop: a proxy closed it, or
 		// the server went away between events. What came is not the
 		// whole answer.
-		yield(nil, fmt.Errorf("anthropic model %q: %w", name, model.Unavailable("the stream ended before the answer was complete")))
+		yield(nil, model.WithUsage(fmt.Errorf("anthropic model %q: %w", name, model.Unavailable("the stream ended before the answer was complete")), usageSoFar(&msg)))
 		return
 	}
 	resp, err := fromMessage(&msg)
@@ -187,6 +189,12 @@ func (m *Model) generateStream(ctx context.Context, name string, params anthropi
 		return
 	}
 	yield(resp, nil)
+}
+
+// usageSoFar is the usage the stream's events reported, nil before any
+// did (message_start carries the input's).
+func usageSoFar(msg *anthropic.Message) *agentrunnerv1.UsageMetadata {
+	return toUsage(msg.Usage)
 }
 
 // deltaPart is the text a stream event adds, as a part to stream: answer

@@ -255,7 +255,8 @@ func (m *Model) generateStream(ctx context.Context, name string, contents []*gen
 			return err
 		})
 		if err != nil {
-			yield(nil, wrapError(ctx, name, rec.get(), err))
+			// The usage the chunks so far reported counts the cut call.
+			yield(nil, model.WithUsage(wrapError(ctx, name, rec.get(), err), fromGenaiUsage(acc.usage)))
 			return
 		}
 		if !ok {
@@ -263,7 +264,7 @@ func (m *Model) generateStream(ctx context.Context, name string, contents []*gen
 		}
 		content, err := acc.add(chunk)
 		if err != nil {
-			yield(nil, unexpected(fmt.Errorf("gemini model %q: %w", name, err)))
+			yield(nil, model.WithUsage(unexpected(fmt.Errorf("gemini model %q: %w", name, err)), fromGenaiUsage(acc.usage)))
 			return
 		}
 		if partial := textOnly(content); partial != nil {
@@ -277,7 +278,7 @@ func (m *Model) generateStream(ctx context.Context, name string, contents []*gen
 	// chunks seen so far are not the whole answer: do not present them as
 	// the complete response.
 	if err := ctx.Err(); err != nil {
-		yield(nil, fmt.Errorf("gemini model %q: %w", name, err))
+		yield(nil, model.WithUsage(fmt.Errorf("gemini model %q: %w", name, err), fromGenaiUsage(acc.usage)))
 		return
 	}
 	yield(acc.response(), nil)

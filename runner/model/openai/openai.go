@@ -159,19 +159,21 @@ func (m *Model) generateStream(ctx context.Context, name string, params openai.C
 			}
 		}
 	}
+	// A cut call's usage, when its chunk came before the cut (it is the
+	// last one, sent after the finish reason), counts it.
 	if err := s.Err(); err != nil {
-		yield(nil, wrapError(ctx, name, httpResp, err))
+		yield(nil, model.WithUsage(wrapError(ctx, name, httpResp, err), acc.usageSoFar()))
 		return
 	}
 	// A stream that ends, without an error, before the model said why it
 	// stopped was cut short (a proxy closing it, the server going away
 	// between events): the chunks so far are not the whole answer.
 	if err := ctx.Err(); err != nil {
-		yield(nil, fmt.Errorf("openai model %q: %w", name, err))
+		yield(nil, model.WithUsage(fmt.Errorf("openai model %q: %w", name, err), acc.usageSoFar()))
 		return
 	}
 	if acc.finish == "" {
-		yield(nil, fmt.Errorf("openai model %q: %w", name, model.Unavailable("the stream ended before the answer was complete")))
+		yield(nil, model.WithUsage(fmt.Errorf("openai model %q: %w", name, model.Unavailable("the stream ended before the answer was complete")), acc.usageSoFar()))
 		return
 	}
 	resp, err := acc.response()

@@ -116,6 +116,14 @@ func (a *accumulator) call(index int64) *toolCall {
 	return c
 }
 
+// usageSoFar is the usage the stream reported, nil when it reported none.
+func (a *accumulator) usageSoFar() *agentrunnerv1.UsageMetadata {
+	if a.usage == nil {
+		return nil
+	}
+	return toUsage(a.usage, a.tier)
+}
+
 // response returns the complete Response, or an error when there is none
 // to give: no choice at all is a broken answer, and a later attempt may do
 // better.

@@ -27,6 +27,11 @@ type outcome struct {
 	// partial is what the streamed partials carried, kept so that an
 	// answer cut off mid-stream is stored as far as it got.
 	partial []*agentrunnerv1.Part
+	// usage is what the provider reported before the failure, nil when
+	// it reported nothing; inFlight says that the call was made (not cut
+	// off waiting to retry), so that a cut counts it.
+	usage    *agentrunnerv1.UsageMetadata
+	inFlight bool
 }
 
 // run makes the attempts at one model.
@@ -105,6 +110,7 @@ func (m *Model) attempt(ctx context.Context, t Target, req *model.Request, strea
 		yield(r, nil)
 		return outcome{done: true}
 	}
+	out.usage, out.inFlight = model.UsageOf(callErr), true
 	if err := ctx.Err(); err != nil {
 		switch {
 		case callErr == nil:
@@ -112,10 +118,23 @@ func (m *Model) attempt(ctx context.Context, t Target, req *model.Request, strea
 		case !errors.Is(callErr, err):
 			callErr = fmt.Errorf("model %q: %w (%v)", t.Model.Name(), err, callErr)
 		}
-		return outcome{callerErr: callErr}
+		out.callerErr = callErr
+		return out
 	}
 	out.err = classify(actx, t, callErr)
 	return out
+}
+
+// cutErr is the caller's error of a call its context cut off: with the
+// usage that counts it (model.CutUsage), priced, when the call was in
+// flight.
+func cutErr(t Target, req *model.Request, out outcome) error {
+	if !out.inFlight {
+		return out.callerErr
+	}
+	cut := &model.Response{Usage: model.CutUsage(req, out.usage, out.partial)}
+	t.price(cut)
+	return &model.CutError{Err: out.callerErr, Usage: cut.Usage, Cost: cut.Cost}
 }
 
 // classify names what ended an attempt that gave no complete response.

@@ -10,7 +10,10 @@
 // partial is out, a second attempt would show the caller a different
 // answer after the start of the first; such a call ends at once with the
 // text streamed so far as its content, marked Interrupted, so that what
-// the caller saw is what the session keeps. Otherwise the fallback models
+// the caller saw is what the session keeps, and with the usage that
+// counts it (model.CutUsage: as the provider reported it so far, or
+// estimated), priced. A call the caller's own context cuts off ends with
+// a *model.CutError carrying the same. Otherwise the fallback models
 // are tried
 // in order, each with its own policy. When all have failed, the call ends
 // with one complete in-band Response carrying a stable model.Code* error
@@ -210,15 +213,19 @@ func (m *Model) Generate(ctx context.Context, req *model.Request, stream bool) i
 			case out.done:
 				return
 			case out.callerErr != nil:
-				yield(nil, out.callerErr)
+				yield(nil, cutErr(t, r, out))
 				return
 			}
 			failures = append(failures, failure{model: t.Model.Name(), attempts: out.attempts, err: out.err})
 			if out.streamed {
 				// Part of an answer is out: no other model may add to
 				// it. What is out is kept, marked as cut off.
+				// The provider bills the call as far as it got: it
+				// counts, as reported so far or estimated.
 				resp := failed(failures)
 				resp.Content, resp.Interrupted = joinPartials(out.partial), true
+				resp.Usage = model.CutUsage(r, out.usage, out.partial)
+				t.price(resp)
 				m.log.ErrorContext(ctx, "model call failed mid-stream", "model", t.Model.Name(), "code", resp.ErrorCode, "err", resp.ErrorMessage)
 				yield(resp, nil)
 				return

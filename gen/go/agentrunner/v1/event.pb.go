@@ -82,8 +82,11 @@ type Event struct {
 	// and returned as they were set; never sent to a model.
 	CustomMetadata *structpb.Struct `protobuf:"bytes,19,opt,name=custom_metadata,json=customMetadata,proto3" json:"custom_metadata,omitempty"`
 	// True when the model's answer was cut off after part of it had been
-	// streamed (the connection dropped, the call timed out): content holds
-	// what arrived, and error_code says why it stopped.
+	// streamed (the connection dropped, the call timed out, the run was
+	// cancelled, drained or ran out of time): content holds what arrived,
+	// and error_code says why it stopped. usage_metadata and cost count the
+	// cut call, as the provider reported it so far or, where it reported
+	// less, estimated (usage_metadata.estimated).
 	Interrupted bool `protobuf:"varint,20,opt,name=interrupted,proto3" json:"interrupted,omitempty"`
 	// What the model call that produced the event cost, set with
 	// usage_metadata. Unset, or with unpriced_calls 1, the cost is unknown.
@@ -687,7 +690,14 @@ type UsageMetadata struct {
 	CacheCreationTokenCount int32 `protobuf:"varint,11,opt,name=cache_creation_token_count,json=cacheCreationTokenCount,proto3" json:"cache_creation_token_count,omitempty"`
 	// How the call was billed, when the provider says: Gemini's traffic type
 	// ("ON_DEMAND", "PROVISIONED_THROUGHPUT") or OpenAI's service tier.
-	TrafficType   string `protobuf:"bytes,12,opt,name=traffic_type,json=trafficType,proto3" json:"traffic_type,omitempty"`
+	TrafficType string `protobuf:"bytes,12,opt,name=traffic_type,json=trafficType,proto3" json:"traffic_type,omitempty"`
+	// True when the runner estimated some of these counts: a call cut off
+	// mid-stream (cancelled, drained, timed out, dropped, failed) for which
+	// the provider reported less than it bills. The prompt is estimated from
+	// the request and the output from the text streamed, at about four
+	// characters a token; counts the provider reported are kept where they
+	// are higher. Such a call is priced and counted like any other.
+	Estimated     bool `protobuf:"varint,13,opt,name=estimated,proto3" json:"estimated,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -804,6 +814,13 @@ func (x *UsageMetadata) GetTrafficType() string {
 		return x.TrafficType
 	}
 	return ""
+}
+
+func (x *UsageMetadata) GetEstimated() bool {
+	if x != nil {
+		return x.Estimated
+	}
+	return false
 }
 
 // Spend is what model calls used and cost over some span: a day of an
@@ -996,7 +1013,7 @@ const file_agentrunner_v1_event_proto_rawDesc = "" +
 	"\x0estart_sequence\x18\x01 \x01(\x04R\rstartSequence\x12!\n" +
 	"\fend_sequence\x18\x02 \x01(\x04R\vendSequence\x121\n" +
 	"\asummary\x18\x03 \x01(\v2\x17.agentrunner.v1.ContentR\asummary\x12\x18\n" +
-	"\aauthors\x18\x04 \x03(\tR\aauthors\"\xa2\x06\n" +
+	"\aauthors\x18\x04 \x03(\tR\aauthors\"\xc0\x06\n" +
 	"\rUsageMetadata\x12,\n" +
 	"\x12prompt_token_count\x18\x01 \x01(\x05R\x10promptTokenCount\x124\n" +
 	"\x16candidates_token_count\x18\x02 \x01(\x05R\x14candidatesTokenCount\x120\n" +
@@ -1010,7 +1027,8 @@ const file_agentrunner_v1_event_proto_rawDesc = "" +
 	"\x1etool_use_prompt_tokens_details\x18\n" +
 	" \x03(\v2\".agentrunner.v1.ModalityTokenCountR\x1atoolUsePromptTokensDetails\x12;\n" +
 	"\x1acache_creation_token_count\x18\v \x01(\x05R\x17cacheCreationTokenCount\x12!\n" +
-	"\ftraffic_type\x18\f \x01(\tR\vtrafficType\"\xaa\x01\n" +
+	"\ftraffic_type\x18\f \x01(\tR\vtrafficType\x12\x1c\n" +
+	"\testimated\x18\r \x01(\bR\testimated\"\xaa\x01\n" +
 	"\x05Spend\x123\n" +
 	"\x05usage\x18\x01 \x01(\v2\x1d.agentrunner.v1.UsageMetadataR\x05usage\x12(\n" +
 	"\x04cost\x18\x02 \x01(\v2\x14.agentrunner.v1.CostR\x04cost\x12\x1f\n" +

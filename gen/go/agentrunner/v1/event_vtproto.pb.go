@@ -192,6 +192,7 @@ func (m *UsageMetadata) CloneVT() *UsageMetadata {
 	r.TotalTokenCount = m.TotalTokenCount
 	r.CacheCreationTokenCount = m.CacheCreationTokenCount
 	r.TrafficType = m.TrafficType
+	r.Estimated = m.Estimated
 	if rhs := m.PromptTokensDetails; rhs != nil {
 		tmpContainer := make([]*ModalityTokenCount, len(rhs))
 		for k, v := range rhs {
@@ -856,6 +857,16 @@ func (m *UsageMetadata) MarshalToSizedBufferVT(dAtA []byte) (int, error) {
 		i -= len(m.unknownFields)
 		copy(dAtA[i:], m.unknownFields)
 	}
+	if m.Estimated {
+		i--
+		if m.Estimated {
+			dAtA[i] = 1
+		} else {
+			dAtA[i] = 0
+		}
+		i--
+		dAtA[i] = 0x68
+	}
 	if len(m.TrafficType) > 0 {
 		i -= len(m.TrafficType)
 		copy(dAtA[i:], m.TrafficType)
@@ -1337,6 +1348,9 @@ func (m *UsageMetadata) SizeVT() (n int) {
 	l = len(m.TrafficType)
 	if l > 0 {
 		n += 1 + l + protohelpers.SizeOfVarint(uint64(l))
+	}
+	if m.Estimated {
+		n += 2
 	}
 	n += len(m.unknownFields)
 	return n
