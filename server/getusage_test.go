@@ -2,6 +2,8 @@ package server
 
 import (
 	"fmt"
+	"log/slog"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -14,6 +16,8 @@ import (
 	servicev1 "github.com/agentrunner/agentrunner/gen/go/agentrunner/service/v1"
 	agentrunnerv1 "github.com/agentrunner/agentrunner/gen/go/agentrunner/v1"
 	"github.com/agentrunner/agentrunner/store"
+	"github.com/agentrunner/agentrunner/store/boltstore"
+	"github.com/agentrunner/agentrunner/store/storetest"
 )
 
 // spent is one model call stored through AppendEvent, and what it adds
@@ -43,9 +47,27 @@ func (c spent) event(i int) *agentrunnerv1.Event {
 	return ev
 }
 
-// storeSpent appends each call as an event of its user's session "s"
-// (created first), as root when auth is on.
-func (e *env) storeSpent(t *testing.T, app string, calls []spent) {
+// newClockedEnv is newEnv on a store whose clock is clock: the ledger
+// counts a call on the store's day when the runner stores it.
+func newClockedEnv(t *testing.T, clock *storetest.Clock, opts ...envOption) *env {
+	t.Helper()
+	st, err := boltstore.Open(filepath.Join(t.TempDir(), "agentrunner.db"), boltstore.Options{Now: clock.Now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	logs := &syncBuffer{}
+	cfg := Config{Store: st, Logger: slog.New(slog.NewTextHandler(logs, nil))}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	return startEnv(t, st, cfg, logs)
+}
+
+// storeSpent stores each call as the runner does (the store's
+// AppendEvent: a client's events count for nothing) in its user's session
+// "s" (created first, as root when auth is on), on its day by the
+// store's clock.
+func (e *env) storeSpent(t *testing.T, app string, clock *storetest.Clock, calls []spent) {
 	t.Helper()
 	ctx := as(t.Context(), "root")
 	made := map[string]bool{}
@@ -56,7 +78,9 @@ func (e *env) storeSpent(t *testing.T, app string, calls []spent) {
 			}
 			made[c.user] = true
 		}
-		if _, err := e.sessions.AppendEvent(ctx, &servicev1.AppendEventRequest{AppName: app, UserId: c.user, SessionId: "s", Event: c.event(i)}); err != nil {
+		ev := c.event(i)
+		clock.Set(ev.GetTimestamp().AsTime())
+		if _, err := e.store.AppendEvent(ctx, store.SessionKey{App: app, User: c.user, Session: "s"}, ev); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -102,8 +126,9 @@ var usageCalls = []spent{
 // user, within the range asked (ends included, by UTC day), by day and
 // model, with their sum; an empty start is 30 days before the end.
 func TestGetUsageRanges(t *testing.T) {
-	e := newEnv(t, withRunnerApps(t, customApp("echo", sayHi)))
-	e.storeSpent(t, "echo", usageCalls)
+	clock := &storetest.Clock{}
+	e := newClockedEnv(t, clock, withRunnerApps(t, customApp("echo", sayHi)))
+	e.storeSpent(t, "echo", clock, usageCalls)
 	usage := servicev1.NewUsageServiceClient(e.conn)
 	for _, c := range []struct {
 		name, user, start, end string
@@ -203,8 +228,9 @@ func TestGetUsageInvalid(t *testing.T) {
 // principals allowed every user (admins); the rest is PermissionDenied
 // and says why.
 func TestGetUsageAuthorization(t *testing.T) {
-	e := newEnv(t, withRunnerApps(t, customApp("echo", sayHi), customApp("other", sayHi)), withAuth(t, matrixAuth))
-	e.storeSpent(t, "echo", usageCalls)
+	clock := &storetest.Clock{}
+	e := newClockedEnv(t, clock, withRunnerApps(t, customApp("echo", sayHi), customApp("other", sayHi)), withAuth(t, matrixAuth))
+	e.storeSpent(t, "echo", clock, usageCalls)
 	usage := servicev1.NewUsageServiceClient(e.conn)
 	for _, c := range []struct {
 		caller, app, user string

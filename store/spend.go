@@ -12,12 +12,15 @@ import (
 const DayLayout = time.DateOnly
 
 // SpendStore keeps what model calls used and cost, by UTC day, app, user
-// and model. AppendEvent and AppendRunEvent add every event with usage to
-// the totals of its day (the event's stored timestamp, in UTC) in the same
+// and model. AppendEvent and AppendRunEvent, the runner's appends, add
+// every event with usage to the totals of the day the store writes it
+// (its own clock, in UTC, whatever the event's timestamp says) in the same
 // transaction that stores the event, for its user and for the app as a
 // whole, so that the totals are exact, cost no write of their own and,
 // on a store shared by replicas, are correct however many of them append.
-// DeleteSession leaves the totals alone: what was spent stays spent.
+// AppendEventOnce, the client's append, counts nothing (see Store). No
+// count is ever negative (AddUsage). DeleteSession leaves the totals
+// alone: what was spent stays spent.
 type SpendStore interface {
 	// DailySpend returns what user spent in app on day (UTC) and what the
 	// app spent that day, all users together. A day without calls is a
@@ -84,8 +87,9 @@ func AddCost(total, c *agentrunnerv1.Cost) *agentrunnerv1.Cost {
 	if total.Currency == "" {
 		total.Currency = c.GetCurrency()
 	}
-	total.Micros += c.GetMicros()
-	total.UnpricedCalls += c.GetUnpricedCalls()
+	// Never negative: a cost only adds (see AddUsage).
+	total.Micros += max(c.GetMicros(), 0)
+	total.UnpricedCalls += max(c.GetUnpricedCalls(), 0)
 	return total
 }
 
@@ -102,7 +106,7 @@ func AddEventSpend(total *agentrunnerv1.Spend, ev *agentrunnerv1.Event) *agentru
 	total.Usage = AddUsage(total.Usage, ev.GetUsageMetadata())
 	total.Cost = AddEventCost(total.Cost, ev)
 	total.ModelCalls++
-	total.TotalTokens += int64(ev.GetUsageMetadata().GetTotalTokenCount())
+	total.TotalTokens += EventTokens(ev)
 	return total
 }
 
@@ -117,7 +121,7 @@ func AddSpend(total, s *agentrunnerv1.Spend) *agentrunnerv1.Spend {
 	}
 	total.Usage = AddUsage(total.Usage, s.GetUsage())
 	total.Cost = AddCost(total.Cost, s.GetCost())
-	total.ModelCalls += s.GetModelCalls()
-	total.TotalTokens += s.GetTotalTokens()
+	total.ModelCalls += max(s.GetModelCalls(), 0)
+	total.TotalTokens += max(s.GetTotalTokens(), 0)
 	return total
 }

@@ -119,7 +119,9 @@ func WithoutTemp(delta *structpb.Struct) *structpb.Struct {
 }
 
 // AddUsage adds u's token counts to total, allocating total when it is
-// nil, and returns it. Totals of sessions and runs are kept this way.
+// nil, and returns it. Totals of sessions and runs, and the ledger's, are
+// kept this way. A negative count adds nothing: totals only grow, so that
+// no event can give back what was spent.
 func AddUsage(total, u *agentrunnerv1.UsageMetadata) *agentrunnerv1.UsageMetadata {
 	if u == nil {
 		return total
@@ -127,14 +129,21 @@ func AddUsage(total, u *agentrunnerv1.UsageMetadata) *agentrunnerv1.UsageMetadat
 	if total == nil {
 		total = &agentrunnerv1.UsageMetadata{}
 	}
-	total.PromptTokenCount += u.GetPromptTokenCount()
-	total.CandidatesTokenCount += u.GetCandidatesTokenCount()
-	total.ThoughtsTokenCount += u.GetThoughtsTokenCount()
-	total.CachedContentTokenCount += u.GetCachedContentTokenCount()
-	total.ToolUsePromptTokenCount += u.GetToolUsePromptTokenCount()
-	total.TotalTokenCount += u.GetTotalTokenCount()
-	total.CacheCreationTokenCount += u.GetCacheCreationTokenCount()
+	total.PromptTokenCount += max(u.GetPromptTokenCount(), 0)
+	total.CandidatesTokenCount += max(u.GetCandidatesTokenCount(), 0)
+	total.ThoughtsTokenCount += max(u.GetThoughtsTokenCount(), 0)
+	total.CachedContentTokenCount += max(u.GetCachedContentTokenCount(), 0)
+	total.ToolUsePromptTokenCount += max(u.GetToolUsePromptTokenCount(), 0)
+	total.TotalTokenCount += max(u.GetTotalTokenCount(), 0)
+	total.CacheCreationTokenCount += max(u.GetCacheCreationTokenCount(), 0)
 	return total
+}
+
+// EventTokens is what ev's model call adds to a 64-bit token total
+// (Session.total_tokens, Run.total_tokens, Spend.total_tokens): its
+// total_token_count, never less than zero.
+func EventTokens(ev *agentrunnerv1.Event) int64 {
+	return int64(max(ev.GetUsageMetadata().GetTotalTokenCount(), 0))
 }
 
 // MergeState returns session rec as callers see it: a copy whose state

@@ -190,6 +190,12 @@ type Store interface {
 	// its sequence. An empty id always appends. The id is looked for among
 	// the session's events, with no index: the runner, whose event ids
 	// are fresh, appends with AppendEvent and pays nothing for it.
+	//
+	// It is the client's append (SessionService.AppendEvent): the event
+	// is stored as given, usage_metadata and cost included, but they are
+	// the client's word, not spend: they add nothing to the session's
+	// totals (usage, cost, total_tokens) nor to the ledger (SpendStore),
+	// which only the runner's appends (AppendEvent, AppendRunEvent) write.
 	AppendEventOnce(ctx context.Context, k SessionKey, ev *agentrunnerv1.Event) (stored *agentrunnerv1.Event, existed bool, err error)
 	// ListEvents pages through the events that after selects, oldest
 	// first. A page token continues after the last event listed; after's

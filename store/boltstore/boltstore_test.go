@@ -63,6 +63,14 @@ func TestConformance(t *testing.T) {
 	})
 }
 
+// TestSpendConformance runs the ledger's tests that set the store's clock.
+func TestSpendConformance(t *testing.T) {
+	storetest.RunSpend(t, func(t *testing.T, now func() time.Time) store.Store {
+		s, _ := newTestStore(t, Options{Now: now})
+		return s
+	})
+}
+
 // TestMemoryConformance runs the memory suite that pgstore runs too, so
 // that both stores find the same events in the same order.
 func TestMemoryConformance(t *testing.T) {
@@ -351,7 +359,7 @@ func TestPatchSessionMatchesDecode(t *testing.T) {
 		for _, ts := range []*timestamppb.Timestamp{timestamppb.New(time.Unix(1_800_000_000, 999_999_999)), timestamppb.New(time.Unix(-5, 7)), {}} {
 			ev := &agentrunnerv1.Event{UsageMetadata: &agentrunnerv1.UsageMetadata{PromptTokenCount: 7, TotalTokenCount: 9},
 				Cost: &agentrunnerv1.Cost{Currency: "USD", Micros: 5, Model: "m"}}
-			got, err := patchSession(sv, 42, ts, ev)
+			got, err := patchSession(sv, 42, ts, ev, true)
 			if err != nil {
 				t.Fatalf("%s: %v", name, err)
 			}
@@ -362,6 +370,7 @@ func TestPatchSessionMatchesDecode(t *testing.T) {
 			want.LastSequence, want.UpdateTime = 42, ts
 			want.Usage = store.AddUsage(want.Usage, ev.GetUsageMetadata())
 			want.Cost = store.AddEventCost(want.Cost, ev)
+			want.TotalTokens += store.EventTokens(ev)
 			dec := &agentrunnerv1.Session{}
 			if err := proto.Unmarshal(got, dec); err != nil {
 				t.Fatalf("%s: patched record does not decode: %v", name, err)
@@ -371,7 +380,7 @@ func TestPatchSessionMatchesDecode(t *testing.T) {
 			}
 		}
 	}
-	if _, err := patchSession([]byte{0x0a, 0x05, 'a'}, 1, timestamppb.Now(), &agentrunnerv1.Event{}); err == nil {
+	if _, err := patchSession([]byte{0x0a, 0x05, 'a'}, 1, timestamppb.Now(), &agentrunnerv1.Event{}, true); err == nil {
 		t.Fatal("a truncated record was patched")
 	}
 }

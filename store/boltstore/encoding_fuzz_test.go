@@ -38,7 +38,7 @@ func FuzzPatchSession(f *testing.F) {
 		if micros >= 0 {
 			ev.Cost = &agentrunnerv1.Cost{Currency: "EUR", Micros: micros, Model: "m"}
 		}
-		got, err := patchSession(sv, seq, ts, ev)
+		got, err := patchSession(sv, seq, ts, ev, true)
 		want := &agentrunnerv1.Session{}
 		if proto.Unmarshal(sv, want) != nil {
 			return
@@ -49,6 +49,9 @@ func FuzzPatchSession(f *testing.F) {
 		want.LastSequence, want.UpdateTime = seq, ts
 		want.Usage = store.AddUsage(want.Usage, ev.GetUsageMetadata())
 		want.Cost = store.AddEventCost(want.Cost, ev)
+		if ev.GetUsageMetadata() != nil {
+			want.TotalTokens += store.EventTokens(ev)
+		}
 		dec := &agentrunnerv1.Session{}
 		if err := proto.Unmarshal(got, dec); err != nil {
 			t.Fatalf("patched record does not decode: %v", err)

@@ -15,16 +15,17 @@ import (
 // eventIDField is the field number of Event.id.
 const eventIDField = 1
 
-// AppendEventOnce implements store.Store. The session's events are
+// AppendEventOnce implements store.Store: the client's append, stored
+// as given, whose usage counts toward nothing. The session's events are
 // searched in a read transaction first, so that the search of a long
 // session does not hold the committer (every writer waits on it); the
 // committer then searches only the events appended since.
 func (s *Store) AppendEventOnce(ctx context.Context, k store.SessionKey, ev *agentrunnerv1.Event) (*agentrunnerv1.Event, bool, error) {
 	if ev.GetId() == "" {
-		stored, err := s.AppendEvent(ctx, k, ev)
+		stored, err := s.appendEvent(ctx, k, ev, false)
 		return stored, false, err
 	}
-	w, err := s.prepareEvent(k, ev)
+	w, err := s.prepareEvent(k, ev, false)
 	if err != nil {
 		return nil, false, err
 	}

@@ -431,7 +431,7 @@ func (s *Store) AppendRunEvent(ctx context.Context, k store.SessionKey, ev *agen
 	if err := ctx.Err(); err != nil {
 		return nil, nil, err
 	}
-	ew, err := s.prepareEvent(k, ev)
+	ew, err := s.prepareEvent(k, ev, true)
 	if err != nil {
 		return nil, nil, err
 	}

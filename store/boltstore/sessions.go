@@ -388,9 +388,17 @@ func collectPrefix(b *bbolt.Bucket, prefix []byte) [][]byte {
 	return keys
 }
 
-// AppendEvent implements store.Store.
+// AppendEvent implements store.Store: the runner's append, whose usage
+// counts.
 func (s *Store) AppendEvent(ctx context.Context, k store.SessionKey, ev *agentrunnerv1.Event) (*agentrunnerv1.Event, error) {
-	w, err := s.prepareEvent(k, ev)
+	return s.appendEvent(ctx, k, ev, true)
+}
+
+// appendEvent appends ev; counted is whether its usage and cost count
+// toward the session's totals and the ledger (the runner's appends), or
+// are only stored (a client's, AppendEventOnce).
+func (s *Store) appendEvent(ctx context.Context, k store.SessionKey, ev *agentrunnerv1.Event, counted bool) (*agentrunnerv1.Event, error) {
+	w, err := s.prepareEvent(k, ev, counted)
 	if err != nil {
 		return nil, err
 	}
@@ -422,11 +430,14 @@ type eventWrite struct {
 	limit                          int       // the store's MaxItemBytes
 	mem                            *memState // the store's, told of appends to sessions in memory
 	spend                          [2][]byte // the ledger keys the event adds to (spendKeys); none without usage
+	// counted: the event's usage counts toward the session's totals and
+	// the ledger (see appendEvent).
+	counted bool
 }
 
 // prepareEvent checks an event to append and makes its stored copy: id
 // and timestamp set, "temp:" keys removed, encoded.
-func (s *Store) prepareEvent(k store.SessionKey, ev *agentrunnerv1.Event) (eventWrite, error) {
+func (s *Store) prepareEvent(k store.SessionKey, ev *agentrunnerv1.Event, counted bool) (eventWrite, error) {
 	stored, err := store.StoredEvent(k, ev, checkPart, s.opts.NewID, s.opts.Now)
 	if err != nil {
 		return eventWrite{}, err
@@ -444,7 +455,12 @@ func (s *Store) prepareEvent(k store.SessionKey, ev *agentrunnerv1.Event) (event
 	}
 	w.limit = s.opts.MaxItemBytes
 	w.mem = &s.mem
-	w.spend = spendKeys(k, w.stored)
+	w.counted = counted && w.stored.GetUsageMetadata() != nil
+	if w.counted {
+		// The day is the store's clock at the write, not the event's
+		// timestamp, which its author chose.
+		w.spend = spendKeys(k, w.stored, s.opts.Now())
+	}
 	return w, nil
 }
 
@@ -496,7 +512,7 @@ func nextSession(sv []byte, seq uint64, w eventWrite) ([]byte, error) {
 	ts := w.stored.GetTimestamp()
 	compaction := w.stored.GetActions().GetCompaction()
 	if len(w.sessDelta) == 0 && compaction == nil {
-		return patchSession(sv, seq, ts, w.stored)
+		return patchSession(sv, seq, ts, w.stored, w.counted)
 	}
 	rec := &agentrunnerv1.Session{}
 	if err := proto.Unmarshal(sv, rec); err != nil {
@@ -510,8 +526,11 @@ func nextSession(sv []byte, seq uint64, w eventWrite) ([]byte, error) {
 		rec.CompactedSequence = max(rec.CompactedSequence, compaction.GetEndSequence())
 	}
 	rec.LastSequence, rec.UpdateTime = seq, ts
-	rec.Usage = store.AddUsage(rec.Usage, w.stored.GetUsageMetadata())
-	rec.Cost = store.AddEventCost(rec.Cost, w.stored)
+	if w.counted {
+		rec.Usage = store.AddUsage(rec.Usage, w.stored.GetUsageMetadata())
+		rec.Cost = store.AddEventCost(rec.Cost, w.stored)
+		rec.TotalTokens += store.EventTokens(w.stored)
+	}
 	if rec.State == nil {
 		rec.State = &structpb.Struct{}
 	}
@@ -528,10 +547,10 @@ func nextSession(sv []byte, seq uint64, w eventWrite) ([]byte, error) {
 
 // patchSession copies the encoded session sv without its last_sequence
 // and update_time fields, and appends them with the values given; for an
-// event ev with usage, the session's usage and cost totals too (decoded
-// alone: a few varints).
-func patchSession(sv []byte, seq uint64, ts *timestamppb.Timestamp, ev *agentrunnerv1.Event) ([]byte, error) {
-	usage := ev.GetUsageMetadata()
+// event ev whose usage counts, the session's usage, cost and token totals
+// too (decoded alone: a few varints).
+func patchSession(sv []byte, seq uint64, ts *timestamppb.Timestamp, ev *agentrunnerv1.Event, counted bool) ([]byte, error) {
+	counted = counted && ev.GetUsageMetadata() != nil
 	out := make([]byte, 0, len(sv)+64)
 	var totals []byte // the usage and cost fields' occurrences, which protobuf merges
 	for v := sv; len(v) > 0; {
@@ -547,14 +566,15 @@ func patchSession(sv []byte, seq uint64, ts *timestamppb.Timestamp, ev *agentrun
 		// kept as it is: so here (found by FuzzPatchSession).
 		switch {
 		case num == sessionLastSequenceField && typ == protowire.VarintType, num == sessionUpdateTimeField && typ == protowire.BytesType:
-		case (num == sessionUsageField || num == sessionCostField) && typ == protowire.BytesType && usage != nil:
+		case (num == sessionUsageField || num == sessionCostField) && typ == protowire.BytesType && counted,
+			num == sessionTotalTokensField && typ == protowire.VarintType && counted:
 			totals = append(totals, v[:n+m]...)
 		default:
 			out = append(out, v[:n+m]...)
 		}
 		v = v[n+m:]
 	}
-	if usage != nil {
+	if counted {
 		var err error
 		if out, err = appendTotals(out, totals, ev); err != nil {
 			return nil, err
@@ -588,7 +608,9 @@ func appendTotals(out, totals []byte, ev *agentrunnerv1.Event) ([]byte, error) {
 		return nil, fmt.Errorf("encode session cost: %w", err)
 	}
 	out = protowire.AppendBytes(protowire.AppendTag(out, sessionUsageField, protowire.BytesType), u)
-	return protowire.AppendBytes(protowire.AppendTag(out, sessionCostField, protowire.BytesType), c), nil
+	out = protowire.AppendBytes(protowire.AppendTag(out, sessionCostField, protowire.BytesType), c)
+	total := uint64(sum.TotalTokens + store.EventTokens(ev))
+	return protowire.AppendVarint(protowire.AppendTag(out, sessionTotalTokensField, protowire.VarintType), total), nil
 }
 
 // ListEvents implements store.Store.

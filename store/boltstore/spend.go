@@ -32,6 +32,9 @@ const allUsers = ""
 // sessionUsageField.
 const sessionCostField = 10
 
+// sessionTotalTokensField is Session.total_tokens, summed beside them.
+const sessionTotalTokensField = 11
+
 // migrateSpend adds the spend bucket, empty: what was spent before the
 // ledger existed is not known by day. Open creates the bucket before it
 // migrates; the version is raised all the same so that an older binary,
@@ -49,14 +52,14 @@ func spendKey(app, user, day, model string) []byte {
 	return appendString(appendString(appendString(appendString(b, app), user), day), model)
 }
 
-// spendKeys returns the two ledger keys an append of ev to session k adds
-// to, the user's and the app's; none for an event without usage. They are
-// made when the event is prepared, outside the committer.
-func spendKeys(k store.SessionKey, ev *agentrunnerv1.Event) [2][]byte {
+// spendKeys returns the two ledger keys an append of ev to session k at
+// now adds to, the user's and the app's; none for an event without usage.
+// They are made when the event is prepared, outside the committer.
+func spendKeys(k store.SessionKey, ev *agentrunnerv1.Event, now time.Time) [2][]byte {
 	if ev.GetUsageMetadata() == nil {
 		return [2][]byte{}
 	}
-	day, model := store.Day(ev.GetTimestamp().AsTime()), store.SpendModel(ev)
+	day, model := store.Day(now), store.SpendModel(ev)
 	return [2][]byte{spendKey(k.App, k.User, day, model), spendKey(k.App, allUsers, day, model)}
 }
 

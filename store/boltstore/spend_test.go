@@ -16,7 +16,9 @@ import (
 // file: closed and opened again, the store returns the same totals.
 func TestSpendKeptOnReopen(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "spend.db")
-	s, err := Open(path, Options{NoSync: true})
+	day := time.Date(2026, 11, 26, 0, 0, 0, 0, time.UTC)
+	// The ledger's day is the store's clock at the write.
+	s, err := Open(path, Options{NoSync: true, Now: func() time.Time { return day.Add(time.Hour) }})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -24,7 +26,6 @@ func TestSpendKeptOnReopen(t *testing.T) {
 	if _, err := s.CreateSession(t.Context(), k, nil); err != nil {
 		t.Fatal(err)
 	}
-	day := time.Date(2026, 11, 26, 0, 0, 0, 0, time.UTC)
 	var tally storetest.SpendTally
 	for i := range 6 {
 		ev := storetest.SpendCall(i, day.Add(time.Duration(i)*time.Hour), "flash", i == 2)

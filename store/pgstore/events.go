@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"google.golang.org/protobuf/proto"
@@ -18,11 +19,17 @@ import (
 type eventWrite struct {
 	stored                         *agentrunnerv1.Event // the copy returned, without its sequence
 	sessDelta, appDelta, userDelta map[string]*structpb.Value
+	// counted: the event's usage counts toward the session's totals and
+	// the ledger, on day (the store's clock when it was prepared, not the
+	// event's timestamp, which its author chose). Only the runner's
+	// appends count (store.Store's AppendEventOnce).
+	counted bool
+	day     time.Time
 }
 
 // prepareEvent checks an event to append and makes its stored copy: id
 // and timestamp set, "temp:" keys removed.
-func (s *Store) prepareEvent(k store.SessionKey, ev *agentrunnerv1.Event) (eventWrite, error) {
+func (s *Store) prepareEvent(k store.SessionKey, ev *agentrunnerv1.Event, counted bool) (eventWrite, error) {
 	stored, err := store.StoredEvent(k, ev, checkPart, s.opts.NewID, s.opts.Now)
 	if err != nil {
 		return eventWrite{}, err
@@ -36,7 +43,10 @@ func (s *Store) prepareEvent(k store.SessionKey, ev *agentrunnerv1.Event) (event
 			return eventWrite{}, fmt.Errorf("function call id: %w", err)
 		}
 	}
-	w := eventWrite{stored: stored}
+	w := eventWrite{stored: stored, counted: counted && stored.GetUsageMetadata() != nil}
+	if w.counted {
+		w.day = s.opts.Now()
+	}
 	w.sessDelta, w.appDelta, w.userDelta = store.SplitDelta(w.stored.GetActions().GetStateDelta())
 	// The sequence, set in the transaction, adds at most 11 bytes.
 	if err := store.CheckSize("event", proto.Size(w.stored)+11, s.opts.MaxItemBytes); err != nil {
@@ -45,9 +55,16 @@ func (s *Store) prepareEvent(k store.SessionKey, ev *agentrunnerv1.Event) (event
 	return w, nil
 }
 
-// AppendEvent implements store.Store.
+// AppendEvent implements store.Store: the runner's append, whose usage
+// counts.
 func (s *Store) AppendEvent(ctx context.Context, k store.SessionKey, ev *agentrunnerv1.Event) (*agentrunnerv1.Event, error) {
-	w, err := s.prepareEvent(k, ev)
+	return s.appendEvent(ctx, k, ev, true)
+}
+
+// appendEvent appends ev; counted is whether its usage counts (see
+// eventWrite).
+func (s *Store) appendEvent(ctx context.Context, k store.SessionKey, ev *agentrunnerv1.Event, counted bool) (*agentrunnerv1.Event, error) {
+	w, err := s.prepareEvent(k, ev, counted)
 	if err != nil {
 		return nil, err
 	}
@@ -134,7 +151,7 @@ func (s *Store) appendTx(ctx context.Context, tx pgx.Tx, k store.SessionKey, ses
 	}
 	// Last of the writes: the ledger's rows are shared by the user's and
 	// the app's appends, and stay locked until the commit.
-	if err := addSpend(ctx, tx, k, stored); err != nil {
+	if err := addSpend(ctx, tx, k, stored, w); err != nil {
 		return nil, err
 	}
 	if err := notifyTx(ctx, tx, chanRun, runPayload(stored.GetInvocationId(), seq)); err != nil {
@@ -157,8 +174,11 @@ func (s *Store) nextSession(rec *agentrunnerv1.Session, seq uint64, w eventWrite
 		rec.CompactedSequence = max(rec.CompactedSequence, compaction.GetEndSequence())
 	}
 	rec.LastSequence, rec.UpdateTime = seq, w.stored.GetTimestamp()
-	rec.Usage = store.AddUsage(rec.Usage, w.stored.GetUsageMetadata())
-	rec.Cost = store.AddEventCost(rec.Cost, w.stored)
+	if w.counted {
+		rec.Usage = store.AddUsage(rec.Usage, w.stored.GetUsageMetadata())
+		rec.Cost = store.AddEventCost(rec.Cost, w.stored)
+		rec.TotalTokens += store.EventTokens(w.stored)
+	}
 	if len(w.sessDelta) > 0 {
 		if rec.State == nil {
 			rec.State = &structpb.Struct{}
@@ -175,15 +195,16 @@ func (s *Store) nextSession(rec *agentrunnerv1.Session, seq uint64, w eventWrite
 	return b, nil
 }
 
-// AppendEventOnce implements store.Store. The id is looked for among the
+// AppendEventOnce implements store.Store: the client's append, stored as
+// given, whose usage counts toward nothing. The id is looked for among the
 // session's events while its row is locked, so that two retries of one
 // event never both append it.
 func (s *Store) AppendEventOnce(ctx context.Context, k store.SessionKey, ev *agentrunnerv1.Event) (*agentrunnerv1.Event, bool, error) {
 	if ev.GetId() == "" {
-		stored, err := s.AppendEvent(ctx, k, ev)
+		stored, err := s.appendEvent(ctx, k, ev, false)
 		return stored, false, err
 	}
-	w, err := s.prepareEvent(k, ev)
+	w, err := s.prepareEvent(k, ev, false)
 	if err != nil {
 		return nil, false, err
 	}

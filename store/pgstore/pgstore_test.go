@@ -48,6 +48,18 @@ func TestConformance(t *testing.T) {
 	storetest.Run(t, func(t *testing.T) store.Store { return openURL(t, pg.URL(t)) })
 }
 
+// TestSpendConformance runs the ledger's tests that set the store's clock.
+func TestSpendConformance(t *testing.T) {
+	storetest.RunSpend(t, func(t *testing.T, now func() time.Time) store.Store {
+		s, err := pgstore.Open(t.Context(), pg.URL(t), pgstore.Options{Logger: quiet, Now: now})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = s.Close() })
+		return s
+	})
+}
+
 // TestMemoryConformance runs the memory suite that boltstore runs too.
 func TestMemoryConformance(t *testing.T) {
 	storetest.RunMemory(t, func(t *testing.T) store.Store { return openURL(t, pg.URL(t)) })

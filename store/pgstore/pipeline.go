@@ -227,8 +227,8 @@ func (s *Store) planWrites(ctx context.Context, p *pipeWrite, r *pipeReads) (*pg
 	}
 	// Last before the COMMIT: the ledger's rows are shared by the user's
 	// and the app's appends, and stay locked until it.
-	if args, ok := spendArgs(k, p.stored); ok {
-		b.Queue(sqlAddSpend, args...)
+	if p.ev != nil && p.ev.counted {
+		b.Queue(sqlAddSpend, spendArgs(k, p.stored, p.ev.day)...)
 	}
 	b.Queue("COMMIT")
 	// The notifications go after the COMMIT, in the same round trip, each

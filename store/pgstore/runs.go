@@ -138,7 +138,7 @@ func (s *Store) AppendRunEvent(ctx context.Context, k store.SessionKey, ev *agen
 	if err := s.check(ctx); err != nil {
 		return nil, nil, err
 	}
-	ew, err := s.prepareEvent(k, ev)
+	ew, err := s.prepareEvent(k, ev, true)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -64,28 +64,25 @@ const spendSums = `sum(prompt_tokens)::bigint, sum(candidates_tokens)::bigint, s
 	sum(cached_content_tokens)::bigint, sum(tool_use_prompt_tokens)::bigint, sum(total_tokens)::bigint,
 	sum(cache_creation_tokens)::bigint, sum(micros)::bigint, sum(unpriced_calls)::bigint, max(currency), sum(calls)::bigint`
 
-// spendArgs returns the arguments of sqlAddSpend for ev, stored in session
-// k; false for an event without usage, which adds nothing (no statement).
-func spendArgs(k store.SessionKey, ev *agentrunnerv1.Event) ([]any, bool) {
-	u := ev.GetUsageMetadata()
-	if u == nil {
-		return nil, false
-	}
+// spendArgs returns the arguments of sqlAddSpend for ev, with usage,
+// stored in session k on day. Counts are the non-negative ones
+// store.AddUsage sums: no append takes anything off the ledger.
+func spendArgs(k store.SessionKey, ev *agentrunnerv1.Event, day time.Time) []any {
+	u := store.AddUsage(nil, ev.GetUsageMetadata())
 	c := store.AddEventCost(nil, ev) // an unpriced call when ev has no cost
-	return []any{k.App, k.User, dayDate(ev.GetTimestamp().AsTime()), store.SpendModel(ev),
+	return []any{k.App, k.User, dayDate(day), store.SpendModel(ev),
 		int64(u.GetPromptTokenCount()), int64(u.GetCandidatesTokenCount()), int64(u.GetThoughtsTokenCount()),
-		int64(u.GetCachedContentTokenCount()), int64(u.GetToolUsePromptTokenCount()), int64(u.GetTotalTokenCount()),
-		int64(u.GetCacheCreationTokenCount()), c.GetMicros(), c.GetUnpricedCalls(), c.GetCurrency(), spendShard(k.Session)}, true
+		int64(u.GetCachedContentTokenCount()), int64(u.GetToolUsePromptTokenCount()), store.EventTokens(ev),
+		int64(u.GetCacheCreationTokenCount()), c.GetMicros(), c.GetUnpricedCalls(), c.GetCurrency(), spendShard(k.Session)}
 }
 
-// addSpend adds ev to the ledger in tx (the statement-by-statement
-// append, appendTx).
-func addSpend(ctx context.Context, tx pgx.Tx, k store.SessionKey, ev *agentrunnerv1.Event) error {
-	args, ok := spendArgs(k, ev)
-	if !ok {
+// addSpend adds w's event, stored as ev, to the ledger in tx (the
+// statement-by-statement append, appendTx), when its usage counts.
+func addSpend(ctx context.Context, tx pgx.Tx, k store.SessionKey, ev *agentrunnerv1.Event, w eventWrite) error {
+	if !w.counted {
 		return nil
 	}
-	if _, err := tx.Exec(ctx, sqlAddSpend, args...); err != nil {
+	if _, err := tx.Exec(ctx, sqlAddSpend, spendArgs(k, ev, w.day)...); err != nil {
 		return fmt.Errorf("add spend: %w", err)
 	}
 	return nil

@@ -21,9 +21,10 @@ import (
 // replica and from a store opened once both are closed.
 func TestSpendAcrossReplicas(t *testing.T) {
 	url := pg.URL(t)
-	replicas := []*pgstore.Store{openURL(t, url), openURL(t, url)}
-	const perReplica, calls = 6, 10
 	day := time.Date(2026, 11, 26, 0, 0, 0, 0, time.UTC)
+	// The ledger's day is the store's clock at the write.
+	replicas := []*pgstore.Store{openURLAt(t, url, day), openURLAt(t, url, day)}
+	const perReplica, calls = 6, 10
 	var (
 		tally storetest.SpendTally
 		wg    sync.WaitGroup
@@ -83,4 +84,15 @@ func TestSpendAcrossReplicas(t *testing.T) {
 		}
 	}
 	check(openURL(t, url), "a store opened afterwards")
+}
+
+// openURLAt is openURL with the store's clock stopped at at.
+func openURLAt(t *testing.T, url string, at time.Time) *pgstore.Store {
+	t.Helper()
+	s, err := pgstore.Open(t.Context(), url, pgstore.Options{Logger: quiet, Now: func() time.Time { return at }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Close() })
+	return s
 }

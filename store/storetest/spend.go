@@ -15,6 +15,108 @@ import (
 	"github.com/agentrunner/agentrunner/store"
 )
 
+// OpenAt returns a new, empty store whose clock (its Options.Now) is
+// now; the suite closes it.
+type OpenAt func(t *testing.T, now func() time.Time) store.Store
+
+// Clock is a store's clock in the spend tests, which the ledger's days
+// come from: set by the test before each write.
+type Clock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+// Set sets the time Now returns.
+func (c *Clock) Set(t time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.now = t
+}
+
+// Now returns the time last Set.
+func (c *Clock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+// RunSpend runs the ledger's conformance tests that need the store's
+// clock against stores made by open.
+func RunSpend(t *testing.T, open OpenAt) {
+	tests := []struct {
+		name string
+		fn   func(t *testing.T, s store.Store, clock *Clock)
+	}{
+		{"SpendSums", testSpendSums},
+		{"SpendConcurrent", testSpendConcurrent},
+		{"SpendOnlyRunner", testSpendOnlyRunner},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			clock := &Clock{now: spendDays[0]}
+			s := open(t, clock.Now)
+			t.Cleanup(func() { _ = s.Close() })
+			tc.fn(t, s, clock)
+		})
+	}
+}
+
+// testSpendOnlyRunner (issue 46): an event a client appends
+// (AppendEventOnce, with an id or without) is stored as given, usage and
+// cost included, but counts toward no total: 2·10⁹ tokens dated
+// tomorrow, negative counts, a model name of its own change neither the
+// session's totals nor the ledger. The runner's appends count on the
+// store's day, whatever their timestamp, and a negative count of theirs
+// takes nothing off.
+func testSpendOnlyRunner(t *testing.T, s store.Store, clock *Clock) {
+	ctx := t.Context()
+	k := key("app", "mallory", "s")
+	create(t, s, k, nil)
+	clock.Set(spendDays[0].Add(10 * time.Hour))
+	huge := SpendCall(0, spendDays[1].Add(time.Hour), "made-up-model", false)
+	huge.UsageMetadata = &agentrunnerv1.UsageMetadata{PromptTokenCount: 2_000_000_000, TotalTokenCount: 2_000_000_000}
+	negative := SpendCall(1, spendDays[0], "flash", false)
+	negative.UsageMetadata = &agentrunnerv1.UsageMetadata{PromptTokenCount: -1_000_000, TotalTokenCount: -1_000_000}
+	negative.Cost.Micros = -5_000_000
+	negative.Id = "client-1"
+	for _, ev := range []*agentrunnerv1.Event{huge, negative} {
+		stored, _, err := s.AppendEventOnce(ctx, k, ev)
+		if err != nil {
+			t.Fatalf("AppendEventOnce: %v", err)
+		}
+		if !proto.Equal(stored.GetUsageMetadata(), ev.GetUsageMetadata()) || !proto.Equal(stored.GetCost(), ev.GetCost()) {
+			t.Fatalf("stored usage %v cost %v, want them as given: %v %v", stored.GetUsageMetadata(), stored.GetCost(), ev.GetUsageMetadata(), ev.GetCost())
+		}
+	}
+	sess, evs := get(t, s, k, store.GetOptions{})
+	if len(evs) != 2 || sess.GetUsage() != nil || sess.GetCost() != nil || sess.GetTotalTokens() != 0 {
+		t.Fatalf("after a client's appends: %d events, session usage %v cost %v total %d; want 2 events and no totals", len(evs), sess.GetUsage(), sess.GetCost(), sess.GetTotalTokens())
+	}
+	checkLedger(t, s, spendLedger{}, "mallory")
+	// The runner's: a call dated the day after counts today, a negative
+	// one adds nothing, and totals pass 32 bits.
+	ledger := spendLedger{}
+	var want int64
+	for i := range 3 {
+		ev := SpendCall(i, spendDays[1].Add(time.Hour), "flash", false)
+		ev.UsageMetadata.TotalTokenCount = 2_000_000_000
+		appendEv(t, s, k, ev)
+		ev.Timestamp = timestamppb.New(clock.Now())
+		ledger.add("mallory", ev)
+		want += 2_000_000_000
+	}
+	neg := negative.CloneVT()
+	neg.Id = ""
+	appendEv(t, s, k, neg)
+	ledger.add("mallory", &agentrunnerv1.Event{Timestamp: timestamppb.New(clock.Now()), UsageMetadata: &agentrunnerv1.UsageMetadata{},
+		Cost: &agentrunnerv1.Cost{Currency: "USD", Model: "flash"}})
+	checkLedger(t, s, ledger, "mallory")
+	sess, _ = get(t, s, k, store.GetOptions{})
+	if sess.GetTotalTokens() != want || sess.GetCost().GetMicros() < 0 || sess.GetUsage().GetPromptTokenCount() < 0 {
+		t.Fatalf("session totals after the runner's calls: tokens %d (want %d), usage %v, cost %v", sess.GetTotalTokens(), want, sess.GetUsage(), sess.GetCost())
+	}
+}
+
 // SpendCall is a model call's event of number i (which varies its token
 // counts and cost) at ts: with usage, served by model (the provider's
 // model version), and priced in USD by the models entry of that name
@@ -193,7 +295,7 @@ func spendAppend(t *testing.T, s store.Store, k store.SessionKey, i int, ev *age
 // every path, some unpriced, one event with cost but no usage: the
 // sessions' and runs' costs, DailySpend and ListSpend are the exact sums,
 // and deleting a session leaves the ledger as it was.
-func testSpendSums(t *testing.T, s store.Store) {
+func testSpendSums(t *testing.T, s store.Store, clock *Clock) {
 	ctx := t.Context()
 	keys := []store.SessionKey{key("app", "alice", "sa"), key("app", "bob", "sb")}
 	other := key("other-app", "alice", "sa") // a second app's calls, counted apart
@@ -223,8 +325,11 @@ func testSpendSums(t *testing.T, s store.Store) {
 		case 12:
 			ev.ModelVersion, ev.Cost = "", nil // no model: counted as "unknown"
 		}
-		ledger.add(k.User, ev)
-		sessions[k].Add(ev)
+		clock.Set(ts) // the ledger's day is the store's clock at the write
+		if i%5 != 3 { // AppendEventOnce, the client's append, counts nothing
+			ledger.add(k.User, ev)
+			sessions[k].Add(ev)
+		}
 		if i%5 == 4 {
 			runCost[k].Add(ev)
 			runs[k].Cost = runCost[k].Cost()
@@ -233,6 +338,7 @@ func testSpendSums(t *testing.T, s store.Store) {
 			WantSpend(t, "AppendRunEvent's run cost", stored.GetCost(), runCost[k].Cost())
 		}
 	}
+	clock.Set(spendDays[0])
 	appendEv(t, s, other, SpendCall(99, spendDays[0], "flash", false))
 	for _, k := range keys {
 		sess, _ := get(t, s, k, store.GetOptions{})
@@ -305,7 +411,8 @@ func checkList(t *testing.T, s store.Store, ledger spendLedger, user string, fro
 // testSpendConcurrent: one user's sessions append model calls at once,
 // by AppendEvent and AppendRunEvent: the user's and the app's daily
 // totals and every session's cost are exact.
-func testSpendConcurrent(t *testing.T, s store.Store) {
+func testSpendConcurrent(t *testing.T, s store.Store, clock *Clock) {
+	clock.Set(spendDays[0].Add(time.Hour))
 	const sessions, calls = 8, 12
 	ledger := spendLedger{}
 	tallies := make([]SpendTally, sessions)

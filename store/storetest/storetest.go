@@ -82,8 +82,6 @@ func Run(t *testing.T, open Open) {
 		{"AppendEventOnce", testAppendEventOnce},
 		{"Compaction", testCompaction},
 		{"EventAllFields", testEventAllFields},
-		{"SpendSums", testSpendSums},
-		{"SpendConcurrent", testSpendConcurrent},
 		{"SpendInvalid", testSpendInvalid},
 		{"SpendClosed", testSpendClosed},
 	}

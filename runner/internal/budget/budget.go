@@ -73,15 +73,18 @@ func (b Budgets) ForRun(r Reader, sess *agentrunnerv1.Session, rec *agentrunnerv
 	if !b.Any() {
 		return nil
 	}
-	prior := spentOf(rec.GetUsage(), rec.GetCost())
-	total := spentOf(sess.GetUsage(), sess.GetCost())
+	prior := spentOf(rec.GetTotalTokens(), rec.GetUsage(), rec.GetCost())
+	total := spentOf(sess.GetTotalTokens(), sess.GetUsage(), sess.GetCost())
 	before := agent.Spent{Tokens: max(total.Tokens-prior.Tokens, 0), Micros: max(total.Micros-prior.Micros, 0)}
 	key := store.SessionKey{App: sess.GetAppName(), User: sess.GetUserId(), Session: sess.GetSessionId()}
 	return &Run{b: b, r: r, key: key, runID: rec.GetRunId(), now: now, before: before, prior: prior}
 }
 
-func spentOf(u *agentrunnerv1.UsageMetadata, c *agentrunnerv1.Cost) agent.Spent {
-	return agent.Spent{Tokens: int64(u.GetTotalTokenCount()), Micros: c.GetMicros()}
+// spentOf is what a session's or a run's totals say was spent: their
+// 64-bit total_tokens, or, for a record written before it existed, the
+// 32-bit usage total.
+func spentOf(total int64, u *agentrunnerv1.UsageMetadata, c *agentrunnerv1.Cost) agent.Spent {
+	return agent.Spent{Tokens: max(total, int64(u.GetTotalTokenCount())), Micros: c.GetMicros()}
 }
 
 // daySpent is a day's spend: its 64-bit token sum, which a busy app's day

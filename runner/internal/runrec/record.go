@@ -205,6 +205,7 @@ func AddUsage(rec *agentrunnerv1.Run, ev *agentrunnerv1.Event) {
 	}
 	rec.Usage = store.AddUsage(rec.Usage, u)
 	rec.Cost = store.AddEventCost(rec.Cost, ev)
+	rec.TotalTokens += store.EventTokens(ev)
 	if rec.UsageByAgent == nil {
 		rec.UsageByAgent = map[string]*agentrunnerv1.UsageMetadata{}
 	}

@@ -187,9 +187,16 @@ type ModelConfig struct {
 	Offline *OfflineModelConfig `protobuf:"bytes,10,opt,name=offline,proto3" json:"offline,omitempty"`
 	// What the model's calls cost; unset, their cost is unknown (never
 	// guessed, never zero) and budgets in money do not count them.
-	Price         *ModelPrice `protobuf:"bytes,11,opt,name=price,proto3" json:"price,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Price *ModelPrice `protobuf:"bytes,11,opt,name=price,proto3" json:"price,omitempty"`
+	// Upper bound on the tokens one call of this model generates, sent to
+	// the provider with every call; an agent's own max_output_tokens, when
+	// lower, wins. 0 leaves the provider's default. Budgets reserve a call's
+	// prompt estimate plus this cap before the call (see docs/costs.md):
+	// with a cap no budget is ever passed; without one, a budget may be
+	// passed by at most one call.
+	MaxOutputTokens int32 `protobuf:"varint,12,opt,name=max_output_tokens,json=maxOutputTokens,proto3" json:"max_output_tokens,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
 }
 
 func (x *ModelConfig) Reset() {
@@ -297,6 +304,13 @@ func (x *ModelConfig) GetPrice() *ModelPrice {
 		return x.Price
 	}
 	return nil
+}
+
+func (x *ModelConfig) GetMaxOutputTokens() int32 {
+	if x != nil {
+		return x.MaxOutputTokens
+	}
+	return 0
 }
 
 // ModelPrice is a model's price list, per million tokens, in the
@@ -1399,9 +1413,12 @@ type RemoteA2AAgentConfig struct {
 	// serve; its supported_interfaces say where to call it.
 	Card *structpb.Struct `protobuf:"bytes,2,opt,name=card,proto3" json:"card,omitempty"`
 	// Name of an environment variable holding one HTTP header, "Name:
-	// value" (for example "Authorization: Bearer ..."), sent with every
-	// request to the remote agent, the card's included. The value is read
-	// at start and never logged.
+	// value" (for example "Authorization: Bearer ..."), sent with the
+	// requests to the remote agent, the card's included: only to the host
+	// of card_url and the hosts in header_hosts (never to another host a
+	// fetched card or a redirect names), and only over https unless the
+	// host is a loopback one. The value is read at start, never logged, and
+	// cut out of the agent's errors and events should the remote echo it.
 	HeaderEnv string `protobuf:"bytes,3,opt,name=header_env,json=headerEnv,proto3" json:"header_env,omitempty"`
 	// How long one turn of the remote agent may take, as a Go duration
 	// ("90s"); empty means 5m. The run's own deadline and cancellation apply
@@ -1410,9 +1427,25 @@ type RemoteA2AAgentConfig struct {
 	// When set, a card that cannot be fetched at start does not fail the
 	// start: the agent is served as unavailable, with a warning, and each of
 	// its turns yields an in-band error saying so.
-	Optional      bool `protobuf:"varint,5,opt,name=optional,proto3" json:"optional,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Optional bool `protobuf:"varint,5,opt,name=optional,proto3" json:"optional,omitempty"`
+	// Further hosts ("host" or "host:port", as URLs name them) that get
+	// header_env's header: where the card's interfaces point when that is
+	// not card_url's host. With an inline card, the hosts its interfaces
+	// name get it too, the card being configuration.
+	HeaderHosts []string `protobuf:"bytes,6,rep,name=header_hosts,json=headerHosts,proto3" json:"header_hosts,omitempty"`
+	// Largest agent card fetched from card_url, in bytes; 0 means 1 MiB.
+	MaxCardBytes int64 `protobuf:"varint,7,opt,name=max_card_bytes,json=maxCardBytes,proto3" json:"max_card_bytes,omitempty"`
+	// At most this many of the session's newest events are sent to the
+	// remote agent in one turn (a first turn would otherwise send the whole
+	// session to the third party); 0 means 20. The user's newest message is
+	// always sent.
+	MaxHistoryEvents int32 `protobuf:"varint,8,opt,name=max_history_events,json=maxHistoryEvents,proto3" json:"max_history_events,omitempty"`
+	// At most this many bytes of text are sent in one turn, the newest
+	// events first; 0 means 64 KiB. The user's newest message is always
+	// sent.
+	MaxHistoryBytes int64 `protobuf:"varint,9,opt,name=max_history_bytes,json=maxHistoryBytes,proto3" json:"max_history_bytes,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
 }
 
 func (x *RemoteA2AAgentConfig) Reset() {
@@ -1478,6 +1511,34 @@ func (x *RemoteA2AAgentConfig) GetOptional() bool {
 		return x.Optional
 	}
 	return false
+}
+
+func (x *RemoteA2AAgentConfig) GetHeaderHosts() []string {
+	if x != nil {
+		return x.HeaderHosts
+	}
+	return nil
+}
+
+func (x *RemoteA2AAgentConfig) GetMaxCardBytes() int64 {
+	if x != nil {
+		return x.MaxCardBytes
+	}
+	return 0
+}
+
+func (x *RemoteA2AAgentConfig) GetMaxHistoryEvents() int32 {
+	if x != nil {
+		return x.MaxHistoryEvents
+	}
+	return 0
+}
+
+func (x *RemoteA2AAgentConfig) GetMaxHistoryBytes() int64 {
+	if x != nil {
+		return x.MaxHistoryBytes
+	}
+	return 0
 }
 
 // LlmAgentConfig configures an LLM agent.
@@ -1848,7 +1909,7 @@ const file_agentrunner_v1_config_proto_rawDesc = "" +
 	"\n" +
 	"AppsConfig\x12-\n" +
 	"\x04apps\x18\x01 \x03(\v2\x19.agentrunner.v1.AppConfigR\x04apps\x123\n" +
-	"\x06models\x18\x02 \x03(\v2\x1b.agentrunner.v1.ModelConfigR\x06models\"\x8c\x03\n" +
+	"\x06models\x18\x02 \x03(\v2\x1b.agentrunner.v1.ModelConfigR\x06models\"\xb8\x03\n" +
 	"\vModelConfig\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x1a\n" +
 	"\bprovider\x18\x02 \x01(\tR\bprovider\x12\x14\n" +
@@ -1861,7 +1922,8 @@ const file_agentrunner_v1_config_proto_rawDesc = "" +
 	"\fidle_timeout\x18\t \x01(\tR\vidleTimeout\x12<\n" +
 	"\aoffline\x18\n" +
 	" \x01(\v2\".agentrunner.v1.OfflineModelConfigR\aoffline\x120\n" +
-	"\x05price\x18\v \x01(\v2\x1a.agentrunner.v1.ModelPriceR\x05price\"\x92\x02\n" +
+	"\x05price\x18\v \x01(\v2\x1a.agentrunner.v1.ModelPriceR\x05price\x12*\n" +
+	"\x11max_output_tokens\x18\f \x01(\x05R\x0fmaxOutputTokens\"\x92\x02\n" +
 	"\n" +
 	"ModelPrice\x12\x1a\n" +
 	"\bcurrency\x18\x01 \x01(\tR\bcurrency\x12\x19\n" +
@@ -1952,14 +2014,18 @@ const file_agentrunner_v1_config_proto_rawDesc = "" +
 	"\x04loop\x18\a \x01(\v2\x1f.agentrunner.v1.LoopAgentConfigH\x00R\x04loop\x12E\n" +
 	"\n" +
 	"remote_a2a\x18\b \x01(\v2$.agentrunner.v1.RemoteA2aAgentConfigH\x00R\tremoteA2aB\x06\n" +
-	"\x04kind\"\xb3\x01\n" +
+	"\x04kind\"\xd6\x02\n" +
 	"\x14RemoteA2aAgentConfig\x12\x19\n" +
 	"\bcard_url\x18\x01 \x01(\tR\acardUrl\x12+\n" +
 	"\x04card\x18\x02 \x01(\v2\x17.google.protobuf.StructR\x04card\x12\x1d\n" +
 	"\n" +
 	"header_env\x18\x03 \x01(\tR\theaderEnv\x12\x18\n" +
 	"\atimeout\x18\x04 \x01(\tR\atimeout\x12\x1a\n" +
-	"\boptional\x18\x05 \x01(\bR\boptional\"\xd8\x04\n" +
+	"\boptional\x18\x05 \x01(\bR\boptional\x12!\n" +
+	"\fheader_hosts\x18\x06 \x03(\tR\vheaderHosts\x12$\n" +
+	"\x0emax_card_bytes\x18\a \x01(\x03R\fmaxCardBytes\x12,\n" +
+	"\x12max_history_events\x18\b \x01(\x05R\x10maxHistoryEvents\x12*\n" +
+	"\x11max_history_bytes\x18\t \x01(\x03R\x0fmaxHistoryBytes\"\xd8\x04\n" +
 	"\x0eLlmAgentConfig\x12\x14\n" +
 	"\x05model\x18\x01 \x01(\tR\x05model\x12 \n" +
 	"\vinstruction\x18\x02 \x01(\tR\vinstruction\x12\x1d\n" +

@@ -66,6 +66,7 @@ func (m *ModelConfig) CloneVT() *ModelConfig {
 	r.IdleTimeout = m.IdleTimeout
 	r.Offline = m.Offline.CloneVT()
 	r.Price = m.Price.CloneVT()
+	r.MaxOutputTokens = m.MaxOutputTokens
 	if rhs := m.Fallbacks; rhs != nil {
 		tmpContainer := make([]string, len(rhs))
 		copy(tmpContainer, rhs)
@@ -432,6 +433,14 @@ func (m *RemoteA2AAgentConfig) CloneVT() *RemoteA2AAgentConfig {
 	r.HeaderEnv = m.HeaderEnv
 	r.Timeout = m.Timeout
 	r.Optional = m.Optional
+	r.MaxCardBytes = m.MaxCardBytes
+	r.MaxHistoryEvents = m.MaxHistoryEvents
+	r.MaxHistoryBytes = m.MaxHistoryBytes
+	if rhs := m.HeaderHosts; rhs != nil {
+		tmpContainer := make([]string, len(rhs))
+		copy(tmpContainer, rhs)
+		r.HeaderHosts = tmpContainer
+	}
 	if len(m.unknownFields) > 0 {
 		r.unknownFields = make([]byte, len(m.unknownFields))
 		copy(r.unknownFields, m.unknownFields)
@@ -649,6 +658,11 @@ func (m *ModelConfig) MarshalToSizedBufferVT(dAtA []byte) (int, error) {
 	if m.unknownFields != nil {
 		i -= len(m.unknownFields)
 		copy(dAtA[i:], m.unknownFields)
+	}
+	if m.MaxOutputTokens != 0 {
+		i = protohelpers.EncodeVarint(dAtA, i, uint64(m.MaxOutputTokens))
+		i--
+		dAtA[i] = 0x60
 	}
 	if m.Price != nil {
 		size, err := m.Price.MarshalToSizedBufferVT(dAtA[:i])
@@ -1660,6 +1674,30 @@ func (m *RemoteA2AAgentConfig) MarshalToSizedBufferVT(dAtA []byte) (int, error) 
 		i -= len(m.unknownFields)
 		copy(dAtA[i:], m.unknownFields)
 	}
+	if m.MaxHistoryBytes != 0 {
+		i = protohelpers.EncodeVarint(dAtA, i, uint64(m.MaxHistoryBytes))
+		i--
+		dAtA[i] = 0x48
+	}
+	if m.MaxHistoryEvents != 0 {
+		i = protohelpers.EncodeVarint(dAtA, i, uint64(m.MaxHistoryEvents))
+		i--
+		dAtA[i] = 0x40
+	}
+	if m.MaxCardBytes != 0 {
+		i = protohelpers.EncodeVarint(dAtA, i, uint64(m.MaxCardBytes))
+		i--
+		dAtA[i] = 0x38
+	}
+	if len(m.HeaderHosts) > 0 {
+		for iNdEx := len(m.HeaderHosts) - 1; iNdEx >= 0; iNdEx-- {
+			i -= len(m.HeaderHosts[iNdEx])
+			copy(dAtA[i:], m.HeaderHosts[iNdEx])
+			i = protohelpers.EncodeVarint(dAtA, i, uint64(len(m.HeaderHosts[iNdEx])))
+			i--
+			dAtA[i] = 0x32
+		}
+	}
 	if m.Optional {
 		i--
 		if m.Optional {
@@ -2081,6 +2119,9 @@ func (m *ModelConfig) SizeVT() (n int) {
 		l = m.Price.SizeVT()
 		n += 1 + l + protohelpers.SizeOfVarint(uint64(l))
 	}
+	if m.MaxOutputTokens != 0 {
+		n += 1 + protohelpers.SizeOfVarint(uint64(m.MaxOutputTokens))
+	}
 	n += len(m.unknownFields)
 	return n
 }
@@ -2493,6 +2534,21 @@ func (m *RemoteA2AAgentConfig) SizeVT() (n int) {
 	}
 	if m.Optional {
 		n += 2
+	}
+	if len(m.HeaderHosts) > 0 {
+		for _, s := range m.HeaderHosts {
+			l = len(s)
+			n += 1 + l + protohelpers.SizeOfVarint(uint64(l))
+		}
+	}
+	if m.MaxCardBytes != 0 {
+		n += 1 + protohelpers.SizeOfVarint(uint64(m.MaxCardBytes))
+	}
+	if m.MaxHistoryEvents != 0 {
+		n += 1 + protohelpers.SizeOfVarint(uint64(m.MaxHistoryEvents))
+	}
+	if m.MaxHistoryBytes != 0 {
+		n += 1 + protohelpers.SizeOfVarint(uint64(m.MaxHistoryBytes))
 	}
 	n += len(m.unknownFields)
 	return n

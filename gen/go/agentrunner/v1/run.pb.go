@@ -471,7 +471,10 @@ type Run struct {
 	ContinuedByRunId string `protobuf:"bytes,20,opt,name=continued_by_run_id,json=continuedByRunId,proto3" json:"continued_by_run_id,omitempty"`
 	// What the run's model calls cost, summed over the events of the run
 	// with usage, beside usage.
-	Cost          *Cost `protobuf:"bytes,22,opt,name=cost,proto3" json:"cost,omitempty"`
+	Cost *Cost `protobuf:"bytes,22,opt,name=cost,proto3" json:"cost,omitempty"`
+	// The run's tokens (usage's total_token_count summed) in 64 bits:
+	// usage's fields are 32-bit and wrap past 2,147,483,647.
+	TotalTokens   int64 `protobuf:"varint,23,opt,name=total_tokens,json=totalTokens,proto3" json:"total_tokens,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -653,6 +656,13 @@ func (x *Run) GetCost() *Cost {
 	return nil
 }
 
+func (x *Run) GetTotalTokens() int64 {
+	if x != nil {
+		return x.TotalTokens
+	}
+	return 0
+}
+
 // RunInput is what a run was asked to do.
 type RunInput struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -730,7 +740,7 @@ const file_agentrunner_v1_run_proto_rawDesc = "" +
 	"\x06Status\x12\x12\n" +
 	"\x04code\x18\x01 \x01(\x05R\x04code\x12\x18\n" +
 	"\amessage\x18\x02 \x01(\tR\amessage\x12.\n" +
-	"\adetails\x18\x03 \x03(\v2\x14.google.protobuf.AnyR\adetails\"\xbb\b\n" +
+	"\adetails\x18\x03 \x03(\v2\x14.google.protobuf.AnyR\adetails\"\xde\b\n" +
 	"\x03Run\x12\x15\n" +
 	"\x06run_id\x18\x01 \x01(\tR\x05runId\x12\x19\n" +
 	"\bapp_name\x18\x02 \x01(\tR\aappName\x12\x17\n" +
@@ -757,7 +767,8 @@ const file_agentrunner_v1_run_proto_rawDesc = "" +
 	"\x0erequest_digest\x18\x12 \x01(\tR\rrequestDigest\x12K\n" +
 	"\x0eusage_by_agent\x18\x13 \x03(\v2%.agentrunner.v1.Run.UsageByAgentEntryR\fusageByAgent\x12-\n" +
 	"\x13continued_by_run_id\x18\x14 \x01(\tR\x10continuedByRunId\x12(\n" +
-	"\x04cost\x18\x16 \x01(\v2\x14.agentrunner.v1.CostR\x04cost\x1a^\n" +
+	"\x04cost\x18\x16 \x01(\v2\x14.agentrunner.v1.CostR\x04cost\x12!\n" +
+	"\ftotal_tokens\x18\x17 \x01(\x03R\vtotalTokens\x1a^\n" +
 	"\x11UsageByAgentEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x123\n" +
 	"\x05value\x18\x02 \x01(\v2\x1d.agentrunner.v1.UsageMetadataR\x05value:\x028\x01\"\xb8\x01\n" +

@@ -92,6 +92,7 @@ func (m *Run) CloneVT() *Run {
 	r.RequestDigest = m.RequestDigest
 	r.ContinuedByRunId = m.ContinuedByRunId
 	r.Cost = m.Cost.CloneVT()
+	r.TotalTokens = m.TotalTokens
 	if rhs := m.PendingCallIds; rhs != nil {
 		tmpContainer := make([]string, len(rhs))
 		copy(tmpContainer, rhs)
@@ -283,6 +284,13 @@ func (m *Run) MarshalToSizedBufferVT(dAtA []byte) (int, error) {
 	if m.unknownFields != nil {
 		i -= len(m.unknownFields)
 		copy(dAtA[i:], m.unknownFields)
+	}
+	if m.TotalTokens != 0 {
+		i = protohelpers.EncodeVarint(dAtA, i, uint64(m.TotalTokens))
+		i--
+		dAtA[i] = 0x1
+		i--
+		dAtA[i] = 0xb8
 	}
 	if m.Cost != nil {
 		size, err := m.Cost.MarshalToSizedBufferVT(dAtA[:i])
@@ -677,6 +685,9 @@ func (m *Run) SizeVT() (n int) {
 	if m.Cost != nil {
 		l = m.Cost.SizeVT()
 		n += 2 + l + protohelpers.SizeOfVarint(uint64(l))
+	}
+	if m.TotalTokens != 0 {
+		n += 2 + protohelpers.SizeOfVarint(uint64(m.TotalTokens))
 	}
 	n += len(m.unknownFields)
 	return n

@@ -51,7 +51,13 @@ type Session struct {
 	// to here. Zero when nothing was compacted.
 	CompactedSequence uint64 `protobuf:"varint,9,opt,name=compacted_sequence,json=compactedSequence,proto3" json:"compacted_sequence,omitempty"`
 	// What the session's model calls cost, summed like usage.
-	Cost          *Cost `protobuf:"bytes,10,opt,name=cost,proto3" json:"cost,omitempty"`
+	Cost *Cost `protobuf:"bytes,10,opt,name=cost,proto3" json:"cost,omitempty"`
+	// The session's tokens (usage's total_token_count summed) in 64 bits:
+	// usage's fields are 32-bit and wrap past 2,147,483,647. Only the
+	// runner's model calls count: an event a client appends
+	// (SessionService.AppendEvent) is stored with its usage_metadata and
+	// cost as given, but adds nothing to usage, cost or total_tokens.
+	TotalTokens   int64 `protobuf:"varint,11,opt,name=total_tokens,json=totalTokens,proto3" json:"total_tokens,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -156,11 +162,18 @@ func (x *Session) GetCost() *Cost {
 	return nil
 }
 
+func (x *Session) GetTotalTokens() int64 {
+	if x != nil {
+		return x.TotalTokens
+	}
+	return 0
+}
+
 var File_agentrunner_v1_session_proto protoreflect.FileDescriptor
 
 const file_agentrunner_v1_session_proto_rawDesc = "" +
 	"\n" +
-	"\x1cagentrunner/v1/session.proto\x12\x0eagentrunner.v1\x1a\x1aagentrunner/v1/event.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xb8\x03\n" +
+	"\x1cagentrunner/v1/session.proto\x12\x0eagentrunner.v1\x1a\x1aagentrunner/v1/event.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xdb\x03\n" +
 	"\aSession\x12\x19\n" +
 	"\bapp_name\x18\x01 \x01(\tR\aappName\x12\x17\n" +
 	"\auser_id\x18\x02 \x01(\tR\x06userId\x12\x1d\n" +
@@ -175,7 +188,8 @@ const file_agentrunner_v1_session_proto_rawDesc = "" +
 	"\x05usage\x18\b \x01(\v2\x1d.agentrunner.v1.UsageMetadataR\x05usage\x12-\n" +
 	"\x12compacted_sequence\x18\t \x01(\x04R\x11compactedSequence\x12(\n" +
 	"\x04cost\x18\n" +
-	" \x01(\v2\x14.agentrunner.v1.CostR\x04costB\xc3\x01\n" +
+	" \x01(\v2\x14.agentrunner.v1.CostR\x04cost\x12!\n" +
+	"\ftotal_tokens\x18\v \x01(\x03R\vtotalTokensB\xc3\x01\n" +
 	"\x12com.agentrunner.v1B\fSessionProtoP\x01ZFgithub.com/agentrunner/agentrunner/gen/go/agentrunner/v1;agentrunnerv1\xa2\x02\x03AXX\xaa\x02\x0eAgentrunner.V1\xca\x02\x0eAgentrunner\\V1\xe2\x02\x1aAgentrunner\\V1\\GPBMetadata\xea\x02\x0fAgentrunner::V1b\x06proto3"
 
 var (

@@ -36,6 +36,7 @@ func (m *Session) CloneVT() *Session {
 	r.Usage = m.Usage.CloneVT()
 	r.CompactedSequence = m.CompactedSequence
 	r.Cost = m.Cost.CloneVT()
+	r.TotalTokens = m.TotalTokens
 	if len(m.unknownFields) > 0 {
 		r.unknownFields = make([]byte, len(m.unknownFields))
 		copy(r.unknownFields, m.unknownFields)
@@ -76,6 +77,11 @@ func (m *Session) MarshalToSizedBufferVT(dAtA []byte) (int, error) {
 	if m.unknownFields != nil {
 		i -= len(m.unknownFields)
 		copy(dAtA[i:], m.unknownFields)
+	}
+	if m.TotalTokens != 0 {
+		i = protohelpers.EncodeVarint(dAtA, i, uint64(m.TotalTokens))
+		i--
+		dAtA[i] = 0x58
 	}
 	if m.Cost != nil {
 		size, err := m.Cost.MarshalToSizedBufferVT(dAtA[:i])
@@ -204,6 +210,9 @@ func (m *Session) SizeVT() (n int) {
 	if m.Cost != nil {
 		l = m.Cost.SizeVT()
 		n += 1 + l + protohelpers.SizeOfVarint(uint64(l))
+	}
+	if m.TotalTokens != 0 {
+		n += 1 + protohelpers.SizeOfVarint(uint64(m.TotalTokens))
 	}
 	n += len(m.unknownFields)
 	return n
