@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"slices"
 	"time"
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
@@ -45,12 +46,29 @@ func validateRemote(a *agentrunnerv1.AgentConfig, path string, errs *errList) {
 		if err := checkEnvName(r.GetHeaderEnv(), p+".header_env"); err != nil {
 			errs.add(err)
 		}
+		if u, err := url.Parse(r.GetCardUrl()); err == nil && u.Scheme == "http" && !remotea2a.IsLoopback(u.Host) {
+			errs.add(&Error{Path: p + ".card_url", Msg: "header_env's header goes only over https (or to a loopback host): use an https card_url"})
+		}
 	}
+	checkRemoteBounds(r, p, errs)
 	if _, err := remoteTimeout(r); err != nil {
 		errs.add(&Error{Path: p + ".timeout", Msg: err.Error()})
 	}
 	if len(a.GetSubAgents()) > 0 {
 		errs.add(&Error{Path: path + ".sub_agents", Msg: "a remote A2A agent has no sub-agents: its own tree is served by the remote side"})
+	}
+}
+
+// checkRemoteBounds checks header_hosts (hosts, as URLs name them) and
+// the size bounds (not negative).
+func checkRemoteBounds(r *agentrunnerv1.RemoteA2AAgentConfig, p string, errs *errList) {
+	for i, h := range r.GetHeaderHosts() {
+		if u, err := url.Parse("https://" + h); h == "" || err != nil || u.Host != h {
+			errs.add(&Error{Path: fmt.Sprintf("%s.header_hosts[%d]", p, i), Msg: fmt.Sprintf("want a host or host:port, got %q", h)})
+		}
+	}
+	if r.GetMaxCardBytes() < 0 || r.GetMaxHistoryEvents() < 0 || r.GetMaxHistoryBytes() < 0 {
+		errs.add(&Error{Path: p, Msg: "max_card_bytes, max_history_events and max_history_bytes must not be negative"})
 	}
 }
 
@@ -102,39 +120,29 @@ func (b *builder) remoteAgent(ctx context.Context, a *agentrunnerv1.AgentConfig,
 	if err != nil {
 		return nil, &Error{Path: p + ".timeout", Msg: err.Error()}
 	}
-	// The header goes to the card's host, and then to the hosts its
-	// interfaces name: never to a host a redirect points to.
-	var cardHost []string
+	// The header goes to the card's host and the hosts the config lists
+	// (an inline card's among them), never to one a fetched card or a
+	// redirect names.
+	hosts := slices.Clone(r.GetHeaderHosts())
 	if u, err := url.Parse(r.GetCardUrl()); err == nil && u.Host != "" {
-		cardHost = []string{u.Host}
+		hosts = append(hosts, u.Host)
 	}
-	hc, err := remoteHTTPClient(r.GetHeaderEnv(), cardHost...)
+	cfg := remotea2a.Config{Name: a.GetName(), Description: a.GetDescription(), Timeout: timeout,
+		MaxHistoryEvents: int(r.GetMaxHistoryEvents()), MaxHistoryBytes: r.GetMaxHistoryBytes()}
+	if r.GetCard() != nil {
+		if cfg.Card, err = inlineCard(r); err != nil {
+			return nil, &Error{Path: p + ".card", Msg: err.Error()}
+		}
+		hosts = append(hosts, remotea2a.CardHosts(cfg.Card)...)
+	}
+	hc, secret, err := remoteHTTPClient(r.GetHeaderEnv(), hosts...)
 	if err != nil {
 		return nil, &Error{Path: p + ".header_env", Msg: err.Error()}
 	}
-	cfg := remotea2a.Config{Name: a.GetName(), Description: a.GetDescription(), Timeout: timeout}
-	if r.GetCard() != nil {
-		cfg.Card, err = inlineCard(r)
-		if err != nil {
-			return nil, &Error{Path: p + ".card", Msg: err.Error()}
-		}
-	} else {
-		fctx, cancel := context.WithTimeout(ctx, min(timeout, cardFetchTimeout))
-		cfg.Card, err = remotea2a.ResolveCard(fctx, hc, r.GetCardUrl())
-		cancel()
-		if err != nil {
-			err = fmt.Errorf("remote agent %q: fetch its agent card at %s: %w", a.GetName(), r.GetCardUrl(), err)
-			if !r.GetOptional() {
-				return nil, &Error{Path: p + ".card_url", Msg: err.Error()}
-			}
-			b.log.WarnContext(ctx, "optional remote A2A agent unavailable: its turns fail in band until the server restarts and reaches it",
-				"app", b.appName, "agent", a.GetName(), "card_url", r.GetCardUrl(), "err", err)
-			cfg.Card, cfg.Unavailable = nil, fmt.Errorf("unavailable: its agent card could not be fetched at start (%w)", err)
-		}
-	}
-	if cfg.Card != nil {
-		if cfg.HTTPClient, err = remoteHTTPClient(r.GetHeaderEnv(), append(cardHost, remotea2a.CardHosts(cfg.Card)...)...); err != nil {
-			return nil, &Error{Path: p + ".header_env", Msg: err.Error()}
+	cfg.HTTPClient, cfg.Secrets = hc, secret
+	if r.GetCard() == nil {
+		if err := b.fetchCard(ctx, a, r, p, timeout, &cfg); err != nil {
+			return nil, err
 		}
 	}
 	ag, err := remotea2a.New(ctx, cfg)
@@ -144,19 +152,43 @@ func (b *builder) remoteAgent(ctx context.Context, a *agentrunnerv1.AgentConfig,
 	return ag, nil
 }
 
+// fetchCard fetches the card of cfg's agent, within max_card_bytes. A
+// card that cannot be fetched fails the build, unless the agent is
+// optional: it is then served unavailable, with a warning. The error is
+// the remote's words, so the header's value is cut out of it.
+func (b *builder) fetchCard(ctx context.Context, a *agentrunnerv1.AgentConfig, r *agentrunnerv1.RemoteA2AAgentConfig, p string, timeout time.Duration, cfg *remotea2a.Config) error {
+	fctx, cancel := context.WithTimeout(ctx, min(timeout, cardFetchTimeout))
+	card, err := remotea2a.ResolveCardMax(fctx, cfg.HTTPClient, r.GetCardUrl(), r.GetMaxCardBytes())
+	cancel()
+	if err == nil {
+		cfg.Card = card
+		return nil
+	}
+	err = fmt.Errorf("remote agent %q: fetch its agent card at %s: %w", a.GetName(), r.GetCardUrl(), err)
+	err = remotea2a.RedactError(err, cfg.Secrets...)
+	if !r.GetOptional() {
+		return &Error{Path: p + ".card_url", Msg: err.Error()}
+	}
+	b.log.WarnContext(ctx, "optional remote A2A agent unavailable: its turns fail in band until the server restarts and reaches it",
+		"app", b.appName, "agent", a.GetName(), "card_url", r.GetCardUrl(), "err", err)
+	cfg.Unavailable = fmt.Errorf("unavailable: its agent card could not be fetched at start (%w)", err)
+	return nil
+}
+
 // remoteHTTPClient is the client of a remote agent: the default one, or
-// one sending the header held by the environment variable env to hosts.
-func remoteHTTPClient(env string, hosts ...string) (*http.Client, error) {
+// one sending the header held by the environment variable env to hosts;
+// and the header's value, the secret to cut out of what the agent shows.
+func remoteHTTPClient(env string, hosts ...string) (*http.Client, []string, error) {
 	if env == "" {
-		return http.DefaultClient, nil
+		return http.DefaultClient, nil, nil
 	}
 	v, ok := os.LookupEnv(env)
 	if !ok {
-		return nil, fmt.Errorf("environment variable %s is not set", env)
+		return nil, nil, fmt.Errorf("environment variable %s is not set", env)
 	}
 	hc, err := remotea2a.HeaderClient(v, hosts...)
 	if err != nil {
-		return nil, errors.New("environment variable " + env + ": " + err.Error())
+		return nil, nil, errors.New("environment variable " + env + ": " + err.Error())
 	}
-	return hc, nil
+	return hc, []string{remotea2a.HeaderValue(v)}, nil
 }

@@ -46,20 +46,53 @@ func (r *remote) message(ctx agent.InvocationContext) *a2a.Message {
 			break
 		}
 	}
-	var parts []*a2a.Part
-	newest := ""
-	for i := start; i < events.Len(); i++ {
-		ev := events.At(i)
-		if p := r.contextParts(ev); len(p) > 0 {
-			parts, newest = append(parts, p...), ev.GetId()
-		}
-	}
+	parts, newest := r.history(events, start)
 	msg := a2a.NewMessage(a2a.MessageRoleUser, parts...)
 	msg.ContextID = contextID
 	if newest != "" {
 		msg.ID = messageID(r.name, newest)
 	}
 	return msg
+}
+
+// history is what a turn sends of the events from start on: the parts
+// of the newest ones, oldest first, within the agent's bounds on events
+// and bytes (the newest is always sent: it is what the turn answers), and
+// the id of the newest. The bounds keep a first turn from sending the
+// whole session to a third party.
+func (r *remote) history(events agent.Events, start int) (parts []*a2a.Part, newest string) {
+	var kept [][]*a2a.Part
+	var size int64
+	for i := events.Len() - 1; i >= start && len(kept) < r.maxEvents; i-- {
+		ev := events.At(i)
+		p := r.contextParts(ev)
+		if len(p) == 0 {
+			continue
+		}
+		n := partsSize(p)
+		if len(kept) > 0 && size+n > r.maxBytes {
+			break
+		}
+		if newest == "" {
+			newest = ev.GetId()
+		}
+		kept, size = append(kept, p), size+n
+	}
+	for i := len(kept) - 1; i >= 0; i-- {
+		parts = append(parts, kept[i]...)
+	}
+	return parts, newest
+}
+
+// partsSize is the size of parts' text.
+func partsSize(parts []*a2a.Part) int64 {
+	var n int64
+	for _, p := range parts {
+		if t, ok := p.Content.(a2a.Text); ok {
+			n += int64(len(t))
+		}
+	}
+	return n
 }
 
 // messageID is the id of the message agent sends with the event of id

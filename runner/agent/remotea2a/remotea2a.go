@@ -61,7 +61,29 @@ type Config struct {
 	// Log logs what no turn reports (a failed cancellation of an
 	// abandoned task); nil is slog.Default().
 	Log *slog.Logger
+	// Secrets are cut out of the agent's errors, events and logs (as
+	// Redacted): the value of the header HeaderClient sends, which a
+	// remote may echo.
+	Secrets []string
+	// MaxHistoryEvents and MaxHistoryBytes bound what one turn sends of
+	// the session: its newest events, up to this many, and up to this
+	// many bytes of their text; the newest event is always sent. Zero is
+	// DefaultMaxHistoryEvents, DefaultMaxHistoryBytes.
+	MaxHistoryEvents int
+	MaxHistoryBytes  int64
 }
+
+// Defaults of what a turn sends of the session (Config.MaxHistoryEvents,
+// MaxHistoryBytes): a first turn would otherwise send the whole session
+// to a third party.
+const (
+	DefaultMaxHistoryEvents = 20
+	DefaultMaxHistoryBytes  = 64 << 10
+)
+
+// DefaultMaxCardBytes bounds a fetched agent card (ResolveCard): a card
+// is a few kilobytes.
+const DefaultMaxCardBytes = 1 << 20
 
 // DefaultMaxAnswerBytes is the default of Config.MaxAnswerBytes: twice the
 // largest event the server stores by default (32 MiB a message), room for
@@ -78,13 +100,22 @@ var ErrAnswerTooLarge = errors.New("answer too large")
 // offers no transport this client speaks fails now, at start, not on the
 // first turn.
 func New(ctx context.Context, cfg Config) (agent.Agent, error) {
-	r := &remote{name: cfg.Name, timeout: cfg.Timeout, unavailable: cfg.Unavailable, log: cfg.Log}
+	r := &remote{name: cfg.Name, timeout: cfg.Timeout, unavailable: cfg.Unavailable, log: cfg.Log,
+		redact: newRedactor(cfg.Secrets...), maxEvents: cfg.MaxHistoryEvents, maxBytes: cfg.MaxHistoryBytes}
 	if r.timeout <= 0 {
 		r.timeout = DefaultTimeout
 	}
 	if r.log == nil {
 		r.log = slog.Default()
 	}
+	r.log = r.redact.logger(r.log)
+	if r.maxEvents <= 0 {
+		r.maxEvents = DefaultMaxHistoryEvents
+	}
+	if r.maxBytes <= 0 {
+		r.maxBytes = DefaultMaxHistoryBytes
+	}
+	r.unavailable = r.redact.err(r.unavailable)
 	if cfg.Card == nil && cfg.Unavailable == nil {
 		return nil, fmt.Errorf("remote agent %q: a card is required", cfg.Name)
 	}
@@ -107,7 +138,7 @@ func New(ctx context.Context, cfg Config) (agent.Agent, error) {
 		Description: desc,
 		Kind:        agentrunnerv1.AgentKind_AGENT_KIND_REMOTE_A2A,
 		Run: func(ctx agent.InvocationContext) iter.Seq2[*agentrunnerv1.Event, error] {
-			return func(yield func(*agentrunnerv1.Event, error) bool) { r.turn(ctx, yield) }
+			return func(yield func(*agentrunnerv1.Event, error) bool) { r.turn(ctx, r.scrubbed(yield)) }
 		},
 		Abandon: r.abandon,
 	})
@@ -129,11 +160,34 @@ type remote struct {
 	timeout     time.Duration
 	unavailable error
 	log         *slog.Logger
+	redact      redactor
+	maxEvents   int
+	maxBytes    int64
 }
 
-// ResolveCard fetches a card. A cardURL whose path ends in ".json" is read
-// as it is; any other is a base URL, read at the well-known path under it.
+// scrubbed is yield with the secrets cut out of each event and error.
+func (r *remote) scrubbed(yield func(*agentrunnerv1.Event, error) bool) func(*agentrunnerv1.Event, error) bool {
+	return func(ev *agentrunnerv1.Event, err error) bool {
+		r.redact.event(ev)
+		return yield(ev, r.redact.err(err))
+	}
+}
+
+// ResolveCard fetches a card of at most DefaultMaxCardBytes
+// (ResolveCardMax).
 func ResolveCard(ctx context.Context, hc *http.Client, cardURL string) (*a2a.AgentCard, error) {
+	return ResolveCardMax(ctx, hc, cardURL, DefaultMaxCardBytes)
+}
+
+// ResolveCardMax fetches a card. A cardURL whose path ends in ".json" is
+// read as it is; any other is a base URL, read at the well-known path
+// under it. A card past max bytes (zero: DefaultMaxCardBytes) fails with
+// ErrAnswerTooLarge, read no further.
+func ResolveCardMax(ctx context.Context, hc *http.Client, cardURL string, max int64) (*a2a.AgentCard, error) {
+	if max <= 0 {
+		max = DefaultMaxCardBytes
+	}
+	hc = capAnswers(hc, max)
 	u, err := url.Parse(cardURL)
 	if err != nil {
 		return nil, fmt.Errorf("card URL: %w", err)
@@ -172,9 +226,11 @@ func checkCard(card *a2a.AgentCard) error {
 
 // HeaderClient returns an HTTP client that sends header, "Name: value",
 // with every request to one of hosts ("host" or "host:port", as URLs name
-// them), and with no other: a redirect elsewhere, or a URL a card names on
-// another host, does not get it. Errors never show the value, which is a
-// secret.
+// them) over https, or over http to a loopback host (IsLoopback), and
+// with no other: a redirect elsewhere, a URL a card names on another
+// host, or plain http across the network does not get it. Errors never
+// show the value, which is a secret: pass HeaderValue's to
+// Config.Secrets.
 func HeaderClient(header string, hosts ...string) (*http.Client, error) {
 	name, value, ok := strings.Cut(header, ":")
 	name, value = strings.TrimSpace(name), strings.TrimSpace(value)
@@ -209,8 +265,15 @@ type headerTransport struct {
 	base        http.RoundTripper
 }
 
+// HeaderValue is the value of a header "Name: value", the secret part.
+func HeaderValue(header string) string {
+	_, v, _ := strings.Cut(header, ":")
+	return strings.TrimSpace(v)
+}
+
 func (t headerTransport) RoundTrip(req *http.Request) (*http.Response, error) {
-	if !t.hosts[strings.ToLower(req.URL.Host)] {
+	host := strings.ToLower(req.URL.Host)
+	if !t.hosts[host] || (req.URL.Scheme != "https" && !IsLoopback(host)) {
 		return t.base.RoundTrip(req)
 	}
 	req = req.Clone(req.Context()) // a RoundTripper must not change the caller's request

@@ -77,6 +77,7 @@ func (r *remote) cancelTask(ctx context.Context, log *slog.Logger, id a2a.TaskID
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cancelTimeout)
 	defer cancel()
 	if _, err := r.client.CancelTask(cctx, &a2a.CancelTaskRequest{ID: id}); err != nil {
+		log = r.redact.logger(log) // the remote's error may echo the header
 		log.WarnContext(cctx, "cancel remote A2A task", "agent", r.name, "task_id", string(id), "err", err)
 	}
 }

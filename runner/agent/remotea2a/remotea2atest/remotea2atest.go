@@ -71,17 +71,26 @@ type Server struct {
 	srv      *httptest.Server
 	killed   chan struct{}
 	killOnce sync.Once
+	opts     Options
 	mu       sync.Mutex
 	received []Received
+	headers  []string
 }
 
 // Start serves a stand-in until the test ends (or Kill).
 func Start(tb interface {
 	Cleanup(func())
 }) *Server {
-	s := &Server{Hung: make(chan struct{}, 8), Canceled: make(chan string, 8), killed: make(chan struct{})}
+	return StartWith(tb, Options{})
+}
+
+// StartWith serves a stand-in with opts until the test ends (or Kill).
+func StartWith(tb interface {
+	Cleanup(func())
+}, opts Options) *Server {
+	s := &Server{Hung: make(chan struct{}, 8), Canceled: make(chan string, 8), killed: make(chan struct{}), opts: opts}
 	mux := http.NewServeMux()
-	s.srv = httptest.NewServer(mux)
+	s.srv = httptest.NewServer(s.echo(mux))
 	s.URL = s.srv.URL
 	card := &a2a.AgentCard{
 		Name:                "stand-in",
