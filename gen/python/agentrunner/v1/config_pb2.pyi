@@ -187,11 +187,12 @@ class MemoryConfig(_message.Message):
     def __init__(self, add_sessions: bool = ...) -> None: ...
 
 class ModelConfig(_message.Message):
-    __slots__ = ["api_key_env", "base_url", "fallbacks", "idle_timeout", "model", "name", "offline", "price", "provider", "retry", "timeout"]
+    __slots__ = ["api_key_env", "base_url", "fallbacks", "idle_timeout", "max_output_tokens", "model", "name", "offline", "price", "provider", "retry", "timeout"]
     API_KEY_ENV_FIELD_NUMBER: _ClassVar[int]
     BASE_URL_FIELD_NUMBER: _ClassVar[int]
     FALLBACKS_FIELD_NUMBER: _ClassVar[int]
     IDLE_TIMEOUT_FIELD_NUMBER: _ClassVar[int]
+    MAX_OUTPUT_TOKENS_FIELD_NUMBER: _ClassVar[int]
     MODEL_FIELD_NUMBER: _ClassVar[int]
     NAME_FIELD_NUMBER: _ClassVar[int]
     OFFLINE_FIELD_NUMBER: _ClassVar[int]
@@ -203,6 +204,7 @@ class ModelConfig(_message.Message):
     base_url: str
     fallbacks: _containers.RepeatedScalarFieldContainer[str]
     idle_timeout: str
+    max_output_tokens: int
     model: str
     name: str
     offline: OfflineModelConfig
@@ -210,7 +212,7 @@ class ModelConfig(_message.Message):
     provider: str
     retry: RetryConfig
     timeout: str
-    def __init__(self, name: _Optional[str] = ..., provider: _Optional[str] = ..., model: _Optional[str] = ..., base_url: _Optional[str] = ..., api_key_env: _Optional[str] = ..., timeout: _Optional[str] = ..., retry: _Optional[_Union[RetryConfig, _Mapping]] = ..., fallbacks: _Optional[_Iterable[str]] = ..., idle_timeout: _Optional[str] = ..., offline: _Optional[_Union[OfflineModelConfig, _Mapping]] = ..., price: _Optional[_Union[ModelPrice, _Mapping]] = ...) -> None: ...
+    def __init__(self, name: _Optional[str] = ..., provider: _Optional[str] = ..., model: _Optional[str] = ..., base_url: _Optional[str] = ..., api_key_env: _Optional[str] = ..., timeout: _Optional[str] = ..., retry: _Optional[_Union[RetryConfig, _Mapping]] = ..., fallbacks: _Optional[_Iterable[str]] = ..., idle_timeout: _Optional[str] = ..., offline: _Optional[_Union[OfflineModelConfig, _Mapping]] = ..., price: _Optional[_Union[ModelPrice, _Mapping]] = ..., max_output_tokens: _Optional[int] = ...) -> None: ...
 
 class ModelPrice(_message.Message):
     __slots__ = ["cache_write", "cached_input", "currency", "input", "output", "thoughts"]
@@ -243,18 +245,26 @@ class ParallelAgentConfig(_message.Message):
     def __init__(self) -> None: ...
 
 class RemoteA2aAgentConfig(_message.Message):
-    __slots__ = ["card", "card_url", "header_env", "optional", "timeout"]
+    __slots__ = ["card", "card_url", "header_env", "header_hosts", "max_card_bytes", "max_history_bytes", "max_history_events", "optional", "timeout"]
     CARD_FIELD_NUMBER: _ClassVar[int]
     CARD_URL_FIELD_NUMBER: _ClassVar[int]
     HEADER_ENV_FIELD_NUMBER: _ClassVar[int]
+    HEADER_HOSTS_FIELD_NUMBER: _ClassVar[int]
+    MAX_CARD_BYTES_FIELD_NUMBER: _ClassVar[int]
+    MAX_HISTORY_BYTES_FIELD_NUMBER: _ClassVar[int]
+    MAX_HISTORY_EVENTS_FIELD_NUMBER: _ClassVar[int]
     OPTIONAL_FIELD_NUMBER: _ClassVar[int]
     TIMEOUT_FIELD_NUMBER: _ClassVar[int]
     card: _struct_pb2.Struct
     card_url: str
     header_env: str
+    header_hosts: _containers.RepeatedScalarFieldContainer[str]
+    max_card_bytes: int
+    max_history_bytes: int
+    max_history_events: int
     optional: bool
     timeout: str
-    def __init__(self, card_url: _Optional[str] = ..., card: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., header_env: _Optional[str] = ..., timeout: _Optional[str] = ..., optional: bool = ...) -> None: ...
+    def __init__(self, card_url: _Optional[str] = ..., card: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., header_env: _Optional[str] = ..., timeout: _Optional[str] = ..., optional: bool = ..., header_hosts: _Optional[_Iterable[str]] = ..., max_card_bytes: _Optional[int] = ..., max_history_events: _Optional[int] = ..., max_history_bytes: _Optional[int] = ...) -> None: ...
 
 class RetryConfig(_message.Message):
     __slots__ = ["initial_backoff", "max_attempts", "max_backoff", "max_elapsed"]

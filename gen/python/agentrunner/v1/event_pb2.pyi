@@ -144,12 +144,13 @@ class Spend(_message.Message):
     def __init__(self, usage: _Optional[_Union[UsageMetadata, _Mapping]] = ..., cost: _Optional[_Union[Cost, _Mapping]] = ..., model_calls: _Optional[int] = ..., total_tokens: _Optional[int] = ...) -> None: ...
 
 class UsageMetadata(_message.Message):
-    __slots__ = ["cache_creation_token_count", "cache_tokens_details", "cached_content_token_count", "candidates_token_count", "candidates_tokens_details", "prompt_token_count", "prompt_tokens_details", "thoughts_token_count", "tool_use_prompt_token_count", "tool_use_prompt_tokens_details", "total_token_count", "traffic_type"]
+    __slots__ = ["cache_creation_token_count", "cache_tokens_details", "cached_content_token_count", "candidates_token_count", "candidates_tokens_details", "estimated", "prompt_token_count", "prompt_tokens_details", "thoughts_token_count", "tool_use_prompt_token_count", "tool_use_prompt_tokens_details", "total_token_count", "traffic_type"]
     CACHED_CONTENT_TOKEN_COUNT_FIELD_NUMBER: _ClassVar[int]
     CACHE_CREATION_TOKEN_COUNT_FIELD_NUMBER: _ClassVar[int]
     CACHE_TOKENS_DETAILS_FIELD_NUMBER: _ClassVar[int]
     CANDIDATES_TOKENS_DETAILS_FIELD_NUMBER: _ClassVar[int]
     CANDIDATES_TOKEN_COUNT_FIELD_NUMBER: _ClassVar[int]
+    ESTIMATED_FIELD_NUMBER: _ClassVar[int]
     PROMPT_TOKENS_DETAILS_FIELD_NUMBER: _ClassVar[int]
     PROMPT_TOKEN_COUNT_FIELD_NUMBER: _ClassVar[int]
     THOUGHTS_TOKEN_COUNT_FIELD_NUMBER: _ClassVar[int]
@@ -162,6 +163,7 @@ class UsageMetadata(_message.Message):
     cached_content_token_count: int
     candidates_token_count: int
     candidates_tokens_details: _containers.RepeatedCompositeFieldContainer[ModalityTokenCount]
+    estimated: bool
     prompt_token_count: int
     prompt_tokens_details: _containers.RepeatedCompositeFieldContainer[ModalityTokenCount]
     thoughts_token_count: int
@@ -169,4 +171,4 @@ class UsageMetadata(_message.Message):
     tool_use_prompt_tokens_details: _containers.RepeatedCompositeFieldContainer[ModalityTokenCount]
     total_token_count: int
     traffic_type: str
-    def __init__(self, prompt_token_count: _Optional[int] = ..., candidates_token_count: _Optional[int] = ..., thoughts_token_count: _Optional[int] = ..., cached_content_token_count: _Optional[int] = ..., tool_use_prompt_token_count: _Optional[int] = ..., total_token_count: _Optional[int] = ..., prompt_tokens_details: _Optional[_Iterable[_Union[ModalityTokenCount, _Mapping]]] = ..., cache_tokens_details: _Optional[_Iterable[_Union[ModalityTokenCount, _Mapping]]] = ..., candidates_tokens_details: _Optional[_Iterable[_Union[ModalityTokenCount, _Mapping]]] = ..., tool_use_prompt_tokens_details: _Optional[_Iterable[_Union[ModalityTokenCount, _Mapping]]] = ..., cache_creation_token_count: _Optional[int] = ..., traffic_type: _Optional[str] = ...) -> None: ...
+    def __init__(self, prompt_token_count: _Optional[int] = ..., candidates_token_count: _Optional[int] = ..., thoughts_token_count: _Optional[int] = ..., cached_content_token_count: _Optional[int] = ..., tool_use_prompt_token_count: _Optional[int] = ..., total_token_count: _Optional[int] = ..., prompt_tokens_details: _Optional[_Iterable[_Union[ModalityTokenCount, _Mapping]]] = ..., cache_tokens_details: _Optional[_Iterable[_Union[ModalityTokenCount, _Mapping]]] = ..., candidates_tokens_details: _Optional[_Iterable[_Union[ModalityTokenCount, _Mapping]]] = ..., tool_use_prompt_tokens_details: _Optional[_Iterable[_Union[ModalityTokenCount, _Mapping]]] = ..., cache_creation_token_count: _Optional[int] = ..., traffic_type: _Optional[str] = ..., estimated: bool = ...) -> None: ...

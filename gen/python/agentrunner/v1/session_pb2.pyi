@@ -8,7 +8,7 @@ from typing import ClassVar as _ClassVar, Mapping as _Mapping, Optional as _Opti
 DESCRIPTOR: _descriptor.FileDescriptor
 
 class Session(_message.Message):
-    __slots__ = ["app_name", "compacted_sequence", "cost", "create_time", "last_sequence", "session_id", "state", "update_time", "usage", "user_id"]
+    __slots__ = ["app_name", "compacted_sequence", "cost", "create_time", "last_sequence", "session_id", "state", "total_tokens", "update_time", "usage", "user_id"]
     APP_NAME_FIELD_NUMBER: _ClassVar[int]
     COMPACTED_SEQUENCE_FIELD_NUMBER: _ClassVar[int]
     COST_FIELD_NUMBER: _ClassVar[int]
@@ -16,6 +16,7 @@ class Session(_message.Message):
     LAST_SEQUENCE_FIELD_NUMBER: _ClassVar[int]
     SESSION_ID_FIELD_NUMBER: _ClassVar[int]
     STATE_FIELD_NUMBER: _ClassVar[int]
+    TOTAL_TOKENS_FIELD_NUMBER: _ClassVar[int]
     UPDATE_TIME_FIELD_NUMBER: _ClassVar[int]
     USAGE_FIELD_NUMBER: _ClassVar[int]
     USER_ID_FIELD_NUMBER: _ClassVar[int]
@@ -26,7 +27,8 @@ class Session(_message.Message):
     last_sequence: int
     session_id: str
     state: _struct_pb2.Struct
+    total_tokens: int
     update_time: _timestamp_pb2.Timestamp
     usage: _event_pb2.UsageMetadata
     user_id: str
-    def __init__(self, app_name: _Optional[str] = ..., user_id: _Optional[str] = ..., session_id: _Optional[str] = ..., state: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., create_time: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., update_time: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., last_sequence: _Optional[int] = ..., usage: _Optional[_Union[_event_pb2.UsageMetadata, _Mapping]] = ..., compacted_sequence: _Optional[int] = ..., cost: _Optional[_Union[_event_pb2.Cost, _Mapping]] = ...) -> None: ...
+    def __init__(self, app_name: _Optional[str] = ..., user_id: _Optional[str] = ..., session_id: _Optional[str] = ..., state: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., create_time: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., update_time: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., last_sequence: _Optional[int] = ..., usage: _Optional[_Union[_event_pb2.UsageMetadata, _Mapping]] = ..., compacted_sequence: _Optional[int] = ..., cost: _Optional[_Union[_event_pb2.Cost, _Mapping]] = ..., total_tokens: _Optional[int] = ...) -> None: ...

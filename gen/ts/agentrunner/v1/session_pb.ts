@@ -14,7 +14,7 @@ import type { JsonObject, Message } from "@bufbuild/protobuf";
  * Describes the file agentrunner/v1/session.proto.
  */
 export const file_agentrunner_v1_session: GenFile = /*@__PURE__*/
-  fileDesc("ChxhZ2VudHJ1bm5lci92MS9zZXNzaW9uLnByb3RvEg5hZ2VudHJ1bm5lci52MSLPAgoHU2Vzc2lvbhIQCghhcHBfbmFtZRgBIAEoCRIPCgd1c2VyX2lkGAIgASgJEhIKCnNlc3Npb25faWQYAyABKAkSJgoFc3RhdGUYBCABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0Ei8KC2NyZWF0ZV90aW1lGAUgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIvCgt1cGRhdGVfdGltZRgGIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASFQoNbGFzdF9zZXF1ZW5jZRgHIAEoBBIsCgV1c2FnZRgIIAEoCzIdLmFnZW50cnVubmVyLnYxLlVzYWdlTWV0YWRhdGESGgoSY29tcGFjdGVkX3NlcXVlbmNlGAkgASgEEiIKBGNvc3QYCiABKAsyFC5hZ2VudHJ1bm5lci52MS5Db3N0YgZwcm90bzM", [file_agentrunner_v1_event, file_google_protobuf_struct, file_google_protobuf_timestamp]);
+  fileDesc("ChxhZ2VudHJ1bm5lci92MS9zZXNzaW9uLnByb3RvEg5hZ2VudHJ1bm5lci52MSLlAgoHU2Vzc2lvbhIQCghhcHBfbmFtZRgBIAEoCRIPCgd1c2VyX2lkGAIgASgJEhIKCnNlc3Npb25faWQYAyABKAkSJgoFc3RhdGUYBCABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0Ei8KC2NyZWF0ZV90aW1lGAUgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIvCgt1cGRhdGVfdGltZRgGIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASFQoNbGFzdF9zZXF1ZW5jZRgHIAEoBBIsCgV1c2FnZRgIIAEoCzIdLmFnZW50cnVubmVyLnYxLlVzYWdlTWV0YWRhdGESGgoSY29tcGFjdGVkX3NlcXVlbmNlGAkgASgEEiIKBGNvc3QYCiABKAsyFC5hZ2VudHJ1bm5lci52MS5Db3N0EhQKDHRvdGFsX3Rva2VucxgLIAEoA2IGcHJvdG8z", [file_agentrunner_v1_event, file_google_protobuf_struct, file_google_protobuf_timestamp]);
 
 /**
  * Session is one conversation between a user and an app. Its events are
@@ -97,6 +97,17 @@ export type Session = Message<"agentrunner.v1.Session"> & {
    * @generated from field: agentrunner.v1.Cost cost = 10;
    */
   cost?: Cost | undefined;
+
+  /**
+   * The session's tokens (usage's total_token_count summed) in 64 bits:
+   * usage's fields are 32-bit and wrap past 2,147,483,647. Only the
+   * runner's model calls count: an event a client appends
+   * (SessionService.AppendEvent) is stored with its usage_metadata and
+   * cost as given, but adds nothing to usage, cost or total_tokens.
+   *
+   * @generated from field: int64 total_tokens = 11;
+   */
+  totalTokens: bigint;
 };
 
 /**
