@@ -61,6 +61,21 @@ type InvocationConfig struct {
 	// spent; an error (a *BudgetError) ends the invocation and is
 	// delivered in band. nil allows every call.
 	Budget func(ctx context.Context, spent Spent) error
+	// Reserve, when set, holds what a model call may spend (est) against
+	// every budget before the call, given what the events recorded in this
+	// invocation spent; the hold is released by the function returned,
+	// once the call's event is stored (or the call failed). An error (a
+	// *BudgetError) ends the invocation, as Budget's does. nil holds
+	// nothing.
+	Reserve func(ctx context.Context, spent Spent, est Estimate) (release func(), err error)
+}
+
+// Estimate is what a model call may spend: its prompt estimate plus its
+// output cap, in tokens and priced in micro-units. Uncapped: the call has
+// no output cap, so it may spend any amount.
+type Estimate struct {
+	Tokens, Micros int64
+	Uncapped       bool
 }
 
 // Spent is what model calls spent: tokens (total_token_count) and
@@ -114,6 +129,12 @@ func (inv *Invocation) Context(ctx context.Context, a Agent) InvocationContext {
 // SetBudget sets the invocation's Budget (see InvocationConfig), before
 // it runs.
 func (inv *Invocation) SetBudget(f func(ctx context.Context, spent Spent) error) { inv.cfg.Budget = f }
+
+// SetReserve sets the invocation's Reserve (see InvocationConfig), before
+// it runs.
+func (inv *Invocation) SetReserve(f func(ctx context.Context, spent Spent, est Estimate) (func(), error)) {
+	inv.cfg.Reserve = f
+}
 
 // SetReplay sets the invocation's Replay (see InvocationConfig), before
 // it runs.
@@ -172,6 +193,25 @@ func (inv *Invocation) countLLMCall(ctx context.Context) error {
 		inv.ended.Store(true)
 	}
 	return err
+}
+
+// reserveLLMCall counts a model call as countLLMCall does and, when the
+// invocation reserves, holds est against its budgets instead of only
+// checking them; release ends the hold (a no-op when nothing is held).
+func (inv *Invocation) reserveLLMCall(ctx context.Context, est Estimate) (release func(), err error) {
+	if inv.cfg.Reserve == nil {
+		return func() {}, inv.countLLMCall(ctx)
+	}
+	n := inv.llmCalls.Add(1)
+	if max := inv.cfg.MaxLLMCalls; max >= 0 && n > max {
+		return func() {}, fmt.Errorf("invocation %s: more than %d LLM calls: %w", inv.cfg.ID, max, ErrMaxLLMCalls)
+	}
+	release, err = inv.cfg.Reserve(ctx, Spent{Tokens: inv.spentTokens.Load(), Micros: inv.spentMicros.Load()}, est)
+	if err != nil {
+		inv.ended.Store(true)
+		return func() {}, err
+	}
+	return release, nil
 }
 
 // BudgetAllows asks the invocation's Budget whether a model call may be

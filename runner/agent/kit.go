@@ -45,6 +45,14 @@ func CountModelCall(ctx CallbackContext) error {
 	return ic.inv.countLLMCall(ic)
 }
 
+// ReserveModelCall is CountModelCall for a call that may spend est: it
+// also holds est against the run's budgets until release is called, which
+// the agent does once the call's event is stored (or the call failed).
+func ReserveModelCall(ctx CallbackContext, est Estimate) (release func(), err error) {
+	ic := ctx.impl()
+	return ic.inv.reserveLLMCall(ic, est)
+}
+
 // NewID returns a fresh id from the runner's generator.
 func NewID(ctx CallbackContext) string { return ctx.impl().inv.cfg.NewID() }
 

@@ -126,8 +126,9 @@ type Store struct {
 	db    *bbolt.DB
 	opts  Options
 	ops   chan *writeOp
-	later runQueue // records PutRunLater queued, not yet committed
-	mem   memState // sessions in memory with events to merge (memory.go)
+	later runQueue  // records PutRunLater queued, not yet committed
+	mem   memState  // sessions in memory with events to merge (memory.go)
+	holds holdState // spend held by model calls in flight (hold.go)
 	quit  chan struct{}
 	done  chan struct{}
 	// mergeDone is closed when mergeLoop has returned.

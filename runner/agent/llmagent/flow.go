@@ -153,8 +153,13 @@ func (l *llmAgent) step(ctx agent.InvocationContext, h hooks, tools toolSet, yie
 		return nil, false
 	}
 	resp, err := l.beforeModelCall(cc, h, req)
+	// The call's hold on the budgets ends once its event is stored (the
+	// yield below returns after the runner stored it), or on any return
+	// before.
+	release := func() {}
+	defer func() { release() }()
 	if err == nil && resp == nil {
-		resp, ok, err = l.callModel(ctx, cc, h, req, yield)
+		resp, ok, err = l.callModel(ctx, cc, h, req, &release, yield)
 		if !ok {
 			return nil, false
 		}
@@ -226,8 +231,9 @@ func (l *llmAgent) afterModelCall(cc agent.CallbackContext, h hooks, resp *model
 // run asks for SSE, and returns the complete response. A failure goes to
 // the on_model_error hooks, which may answer in its place. ok is false
 // when the consumer stopped.
-func (l *llmAgent) callModel(ctx agent.InvocationContext, cc agent.CallbackContext, h hooks, req *model.Request, yield func(*agentrunnerv1.Event, error) bool) (resp *model.Response, ok bool, err error) {
-	if err := agent.CountModelCall(ctx); err != nil {
+func (l *llmAgent) callModel(ctx agent.InvocationContext, cc agent.CallbackContext, h hooks, req *model.Request, release *func(), yield func(*agentrunnerv1.Event, error) bool) (resp *model.Response, ok bool, err error) {
+	est := l.capOutput(req)
+	if *release, err = agent.ReserveModelCall(ctx, est); err != nil {
 		return nil, true, err
 	}
 	stream := ctx.RunConfig().GetStreamingMode() == agentrunnerv1.StreamingMode_STREAMING_MODE_SSE

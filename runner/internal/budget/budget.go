@@ -64,6 +64,8 @@ type Run struct {
 	// run itself spent before this execution (a resumed run's earlier
 	// events, which the session's totals include too).
 	before, prior agent.Spent
+	// held is what this run's calls in flight hold (reserve.go).
+	held held
 }
 
 // ForRun returns the check of run runID on session sess, whose record
@@ -77,7 +79,7 @@ func (b Budgets) ForRun(r Reader, sess *agentrunnerv1.Session, rec *agentrunnerv
 	total := spentOf(sess.GetTotalTokens(), sess.GetUsage(), sess.GetCost())
 	before := agent.Spent{Tokens: max(total.Tokens-prior.Tokens, 0), Micros: max(total.Micros-prior.Micros, 0)}
 	key := store.SessionKey{App: sess.GetAppName(), User: sess.GetUserId(), Session: sess.GetSessionId()}
-	return &Run{b: b, r: r, key: key, runID: rec.GetRunId(), now: now, before: before, prior: prior}
+	return &Run{b: b, r: r, key: key, runID: rec.GetRunId(), now: now, before: before, prior: prior, held: held{free: make(chan struct{})}}
 }
 
 // spentOf is what a session's or a run's totals say was spent: their

@@ -65,6 +65,7 @@ func Execute(ctx context.Context, env *Env, job *Job, p *Prepared, sink Sink) (*
 	in := &invocation{cuts: cuts, env: env, job: job, sink: sink, prep: p, key: job.Key, inv: p.inv, hctx: p.inv.Context(ctx, p.first), first: p.first, current: p.first}
 	if chk := env.Budgets.ForRun(env.Spend, p.sess, sink.Live(), env.Now); chk != nil {
 		p.inv.SetBudget(chk.Call)
+		p.inv.SetReserve(chk.Reserve)
 	}
 	err := in.runGuarded(ctx)
 	env.Plugins.AfterRun(in.hctx, err)
