@@ -72,6 +72,11 @@ func (g *GRPCServer) AuthenticateHTTP() func(*http.Request) error {
 	return g.srv.authz.authenticateHTTP
 }
 
+// MaxRequestBytes is the largest request message the server takes
+// (--max-request-bytes): the HTTP listener bounds every binding's bodies
+// by it.
+func (g *GRPCServer) MaxRequestBytes() int { return g.srv.maxRequest }
+
 // MaxMessageBytes is the largest message the server sends or receives:
 // server/web bounds what it buffers to transcode a message by it.
 func (g *GRPCServer) MaxMessageBytes() int { return g.srv.maxMsg }

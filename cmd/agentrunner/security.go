@@ -103,6 +103,12 @@ var errNoAuth = errors.New("no authentication")
 // would cross the network in clear text, it warns at start. flag names
 // the listener's flag (--addr, --http-addr) in what it says: both
 // listeners serve the same API and are held to the same rule.
+// isLoopback reports whether lis listens on a loopback address.
+func isLoopback(lis net.Listener) bool {
+	ta, ok := lis.Addr().(*net.TCPAddr)
+	return ok && ta.IP.IsLoopback()
+}
+
 func checkExposure(lis net.Listener, flag string, sec *security, insecureOK bool, log *slog.Logger) error {
 	addr := lis.Addr().String()
 	loopback := false

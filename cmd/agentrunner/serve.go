@@ -95,6 +95,18 @@ type serveFlags struct {
 	// httpAddr ("" for none) and httpPrefix (CleanPrefix'd) place the
 	// HTTP listener of the console.
 	httpAddr, httpPrefix string
+	// web bounds the HTTP listener's clients (timeouts, connections,
+	// the hosts a server without auth answers).
+	web webFlags
+	// a2a serves every app as an A2A agent; false serves none.
+	a2a bool
+}
+
+// webFlags are the HTTP listener's bounds on its clients.
+type webFlags struct {
+	bodyTimeout, headerTimeout, idleTimeout time.Duration
+	maxConns                                int
+	allowedHosts                            string
 }
 
 func parseServeFlags(args []string, stderr io.Writer) (serveFlags, error) {
@@ -109,6 +121,12 @@ func parseServeFlags(args []string, stderr io.Writer) (serveFlags, error) {
 	fs.StringVar(&f.data, "data", defaultData, dataUsage)
 	fs.StringVar(&f.httpAddr, "http-addr", defaultHTTPAddr, "`host:port` serving the web console and the API over Connect, gRPC-Web and gRPC (h2c, or HTTPS with --tls-cert); \"\" turns it off; port 0 picks a free port (env "+envHTTPAddr+")")
 	fs.StringVar(&f.httpPrefix, "http-prefix", "", "URL `path` under which --http-addr serves everything, such as /agentrunner behind a reverse proxy (env "+envHTTPPrefix+")")
+	fs.DurationVar(&f.web.bodyTimeout, "http-body-timeout", 30*time.Second, "on --http-addr: longest a client may take to send a request's body once its headers are in (a slow or stalled body is cut); 0 means no bound")
+	fs.DurationVar(&f.web.headerTimeout, "http-header-timeout", 10*time.Second, "on --http-addr: longest a client may take to send a request's headers")
+	fs.DurationVar(&f.web.idleTimeout, "http-idle-timeout", 2*time.Minute, "on --http-addr: how long a keep-alive connection may sit idle before it is closed")
+	fs.IntVar(&f.web.maxConns, "http-max-conns", 4096, "on --http-addr: most connections open at once (more wait to be accepted); 0 means no cap")
+	fs.StringVar(&f.web.allowedHosts, "http-allowed-hosts", "", "comma-separated host names a --http-addr without --auth-file answers besides localhost and loopback addresses (a reverse proxy's name): any other Host is refused, against DNS rebinding")
+	fs.BoolVar(&f.a2a, "a2a", true, "serve every app as an A2A agent (its gRPC binding, and its HTTP bindings and agent card under /a2a/); --a2a=false serves none")
 	fs.StringVar(&f.config, "config", "", "apps `file` (YAML or JSON, schema agentrunner.v1.AppsConfig); without one the default apps are served: "+strings.Join(defaultAppNames(), ", ")+" (env "+envConfig+")")
 	fs.DurationVar(&f.maxRun, "max-run", 15*time.Minute, "longest a single Run may take (its deadline); 0 means no limit")
 	fs.DurationVar(&f.leaseTTL, "lease-ttl", runner.DefaultLeaseTTL, "on PostgreSQL: how long a session lease lasts without a heartbeat, so how soon the runs of a replica that died are marked interrupted")
@@ -402,12 +420,15 @@ func listenAndServe(f serveFlags, core *server.Server, reg *apps.Registry, sec *
 	srv := server.NewGRPCServer(core, append(slices.Clone(sec.options), opts...)...)
 	// Every app is an A2A agent too: the gRPC binding on the same
 	// grpc.Server (same interceptors), the HTTP ones beside the console.
-	agents := a2aserve.New(core, log)
-	a2agrpc.NewHandler(agents).RegisterWith(srv.GRPC())
-	a2aHTTP := agents.HTTP(a2aserve.HTTPConfig{
-		Prefix: f.httpPrefix, GRPCAddr: lis.Addr().String(), TLS: sec.tls, MTLS: sec.mtls, Auth: sec.auth,
-		MaxRequestBytes: srv.MaxMessageBytes(), Version: buildVersion(),
-	})
+	var a2aHTTP http.Handler
+	if f.a2a {
+		agents := a2aserve.New(core, log)
+		a2agrpc.NewHandler(agents).RegisterWith(srv.GRPC())
+		a2aHTTP = agents.HTTP(a2aserve.HTTPConfig{
+			Prefix: f.httpPrefix, GRPCAddr: lis.Addr().String(), TLS: sec.tls, MTLS: sec.mtls, Auth: sec.auth,
+			MaxRequestBytes: srv.MaxRequestBytes(), Version: buildVersion(),
+		})
+	}
 	ws, wlis, err := listenWeb(f, srv, a2aHTTP, sec, log)
 	if err != nil {
 		lis.Close()
@@ -450,6 +471,12 @@ func listenWeb(f serveFlags, srv *server.GRPCServer, a2aHTTP http.Handler, sec *
 		lis.Close()
 		return nil, nil, err
 	}
+	var allowed []string
+	for _, h := range strings.Split(f.web.allowedHosts, ",") {
+		if h = strings.TrimSpace(h); h != "" {
+			allowed = append(allowed, h)
+		}
+	}
 	ws, err := web.New(web.Config{
 		GRPC:            srv.GRPC(),
 		MaxMessageBytes: srv.MaxMessageBytes(),
@@ -460,9 +487,18 @@ func listenWeb(f serveFlags, srv *server.GRPCServer, a2aHTTP http.Handler, sec *
 		A2A:          a2aHTTP,
 		TLS:          sec.tlsConfig,
 		Logger:       log,
-		// Without authentication only a loopback listener is served
-		// (checkExposure), unless --insecure-no-auth says otherwise.
-		LoopbackHosts: sec.auth == nil && !f.sec.insecureNoAuthOK,
+		// Without authentication a loopback listener answers only
+		// loopback hosts (and --http-allowed-hosts), --insecure-no-auth
+		// or not: a page whose domain resolves to 127.0.0.1 is no
+		// caller. A listener beyond loopback without authentication
+		// (--insecure-no-auth) checks hosts when some are named.
+		LoopbackHosts:     sec.auth == nil && (isLoopback(lis) || len(allowed) > 0),
+		AllowedHosts:      allowed,
+		MaxRequestBytes:   srv.MaxRequestBytes(),
+		BodyTimeout:       f.web.bodyTimeout,
+		ReadHeaderTimeout: f.web.headerTimeout,
+		IdleTimeout:       f.web.idleTimeout,
+		MaxConns:          f.web.maxConns,
 	})
 	if err != nil {
 		lis.Close()

@@ -7,9 +7,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"strconv"
 	"strings"
+	"time"
 
 	"connectrpc.com/connect"
 	"connectrpc.com/vanguard"
@@ -44,9 +46,12 @@ type rpcGate struct {
 	// authenticate, when not nil, refuses a request without valid
 	// credentials before its body is read; nil means no authentication.
 	authenticate func(*http.Request) error
-	json         jsonCodec
-	errs         *connect.ErrorWriter
-	next, other  http.Handler
+	// bodyTimeout bounds the time a body may take to arrive; zero means
+	// no bound.
+	bodyTimeout time.Duration
+	json        jsonCodec
+	errs        *connect.ErrorWriter
+	next, other http.Handler
 }
 
 // gateMethod is what the rpcGate knows of one method.
@@ -142,6 +147,7 @@ func (g *rpcGate) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	if g.authenticate != nil {
 		if err := g.authenticate(r); err != nil {
+			stopReading(w) // not a byte of the body of a caller unknown
 			g.refuse(w, r, connect.NewError(connect.CodeUnauthenticated, err))
 			return
 		}
@@ -179,14 +185,15 @@ func (g *rpcGate) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	g.next.ServeHTTP(w, r)
 }
 
-// refuse answers err in the request's protocol, after draining a little
-// of the body so that an HTTP/1.1 connection can carry the next request.
+// refuse answers err in the request's protocol. What is left of the body
+// is not read here: net/http discards a little of it to keep the
+// connection, and closes the connection when there is more (a body not
+// yet sent, or too slow, holds nothing).
 func (g *rpcGate) refuse(w http.ResponseWriter, r *http.Request, err error) {
 	var ce *connect.Error
 	if !errors.As(err, &ce) {
 		ce = connect.NewError(connect.CodeInvalidArgument, err)
 	}
-	_, _ = io.CopyN(io.Discard, r.Body, 64<<10)
 	_ = g.errs.Write(w, r, ce)
 }
 
@@ -282,9 +289,17 @@ func validGRPCTimeout(v string) bool {
 func (g *rpcGate) readMessage(w http.ResponseWriter, r *http.Request, wr wire, in protoreflect.MessageType) ([]byte, error) {
 	// An envelope's 5 bytes on top of a message; a compressed message
 	// is no larger than the limit either.
-	raw, err := readBody(w, r, int64(g.limit)+5)
-	if err != nil {
-		return nil, err
+	raw, err := readWithin(w, r, int64(g.limit)+5, g.bodyTimeout)
+	var mbe *http.MaxBytesError
+	var ne net.Error
+	switch {
+	case errors.As(err, &mbe):
+		return nil, connect.NewError(connect.CodeResourceExhausted, fmt.Errorf("the request is larger than the %d bytes a message may take", g.limit))
+	case errors.As(err, &ne) && ne.Timeout():
+		return nil, connect.NewError(connect.CodeCanceled, fmt.Errorf("the request's body did not arrive within %v (--http-body-timeout)", g.bodyTimeout))
+	case err != nil:
+		// Cut short: the caller's failure, not the server's.
+		return nil, connect.NewError(connect.CodeCanceled, fmt.Errorf("reading the request: %w", err))
 	}
 	msg, compressed := raw, wr.compression != ""
 	if wr.enveloped() {
@@ -309,34 +324,6 @@ func (g *rpcGate) readMessage(w http.ResponseWriter, r *http.Request, wr wire, i
 	out := make([]byte, 5, 5+len(msg))
 	binary.BigEndian.PutUint32(out[1:], uint32(len(msg)))
 	return append(out, msg...), nil
-}
-
-// readBody reads a request's body whole, refusing more than max bytes.
-// A body of known length is read into a buffer of that size at once.
-func readBody(w http.ResponseWriter, r *http.Request, max int64) ([]byte, error) {
-	tooLarge := func() error {
-		return connect.NewError(connect.CodeResourceExhausted, fmt.Errorf("the request is larger than the %d bytes a message may take", max-5))
-	}
-	if r.ContentLength > max {
-		return nil, tooLarge()
-	}
-	body := http.MaxBytesReader(w, r.Body, max)
-	if r.ContentLength >= 0 {
-		buf := make([]byte, r.ContentLength)
-		if _, err := io.ReadFull(body, buf); err != nil {
-			return nil, connect.NewError(connect.CodeCanceled, fmt.Errorf("reading the request: %w", err))
-		}
-		return buf, nil
-	}
-	raw, err := io.ReadAll(body)
-	var mbe *http.MaxBytesError
-	switch {
-	case errors.As(err, &mbe):
-		return nil, tooLarge()
-	case err != nil:
-		return nil, connect.NewError(connect.CodeCanceled, fmt.Errorf("reading the request: %w", err))
-	}
-	return raw, nil
 }
 
 // oneEnvelope returns the one message of an enveloped request body, and

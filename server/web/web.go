@@ -19,6 +19,7 @@
 package web
 
 import (
+	"cmp"
 	"context"
 	"crypto/tls"
 	"errors"
@@ -66,12 +67,28 @@ type Config struct {
 	// is, not what it may do: the grpc.Server's interceptors still
 	// authorize every call. nil means no authentication.
 	Authenticate func(*http.Request) error
-	// LoopbackHosts refuses a request whose Host is not localhost or a
-	// loopback address (403). Set it for a loopback listener without
-	// authentication: a web page whose own domain resolves to 127.0.0.1
-	// (DNS rebinding) is otherwise the same origin as the console, and
-	// could read and write every session.
+	// LoopbackHosts refuses a request whose Host is not localhost, a
+	// loopback address or one of AllowedHosts (403). Set it for a
+	// loopback listener without authentication: a web page whose own
+	// domain resolves to 127.0.0.1 (DNS rebinding) is otherwise the same
+	// origin as the console, and could read and write every session.
 	LoopbackHosts bool
+	// AllowedHosts are the host names (without port) LoopbackHosts lets
+	// through besides loopback ones: a reverse proxy's public name.
+	AllowedHosts []string
+	// MaxRequestBytes bounds one request message on every binding
+	// (Connect, gRPC-Web, gRPC, A2A's JSON-RPC and REST bodies); zero
+	// means MaxMessageBytes. Give the grpc.Server's receive limit.
+	MaxRequestBytes int
+	// BodyTimeout bounds how long a client may take to send a request's
+	// body, once its headers are in; zero means no bound.
+	BodyTimeout time.Duration
+	// ReadHeaderTimeout and IdleTimeout replace readHeaderTimeout and
+	// idleTimeout when not zero.
+	ReadHeaderTimeout, IdleTimeout time.Duration
+	// MaxConns caps the connections open at once; the next waits in the
+	// listen queue. Zero means no cap.
+	MaxConns int
 }
 
 // defaultMaxMessageBytes is vanguard's own bound on a message it buffers,
@@ -112,15 +129,17 @@ func Handler(cfg Config) (http.Handler, error) {
 	if err != nil {
 		return nil, fmt.Errorf("web: %w", err)
 	}
-	max := cfg.MaxMessageBytes
-	if max <= 0 {
-		max = defaultMaxMessageBytes
-	}
-	g, err := newGate(cfg.GRPC, max, cfg.Authenticate, tr, pages)
+	limit := requestLimit(cfg)
+	g, err := newGate(cfg.GRPC, limit, cfg.Authenticate, tr, pages)
 	if err != nil {
 		return nil, err
 	}
-	h := mount(cfg.Prefix, withA2A(cfg.A2A, unaryConnect(g)))
+	g.bodyTimeout = cfg.BodyTimeout
+	a2a := cfg.A2A
+	if a2a != nil {
+		a2a = &a2aDoor{next: a2a, limit: int64(limit), authenticate: cfg.Authenticate, bodyTimeout: cfg.BodyTimeout}
+	}
+	h := mount(cfg.Prefix, withA2A(a2a, unaryConnect(g)))
 	// A browser sends a form-like POST (text/plain) to any site without
 	// asking first, and A2A's JSON-RPC reads its body whatever its type:
 	// without this, any page the user visits could run the user's agents
@@ -128,17 +147,32 @@ func Handler(cfg Config) (http.Handler, error) {
 	// clients that are not browsers (no Sec-Fetch-Site or Origin) pass.
 	h = http.NewCrossOriginProtection().Handler(h)
 	if cfg.LoopbackHosts {
-		h = loopbackHosts(h)
+		h = loopbackHosts(h, cfg.AllowedHosts)
+	}
+	if cfg.Logger != nil {
+		h = accessLog(cfg.Logger, h)
 	}
 	return h, nil
 }
 
+// requestLimit is the most bytes one request message may take.
+func requestLimit(cfg Config) int {
+	limit := cfg.MaxMessageBytes
+	if limit <= 0 {
+		limit = defaultMaxMessageBytes
+	}
+	if cfg.MaxRequestBytes > 0 && cfg.MaxRequestBytes < limit {
+		limit = cfg.MaxRequestBytes
+	}
+	return limit
+}
+
 // loopbackHosts answers 403 to a request whose Host is not localhost or a
 // loopback IP (see Config.LoopbackHosts).
-func loopbackHosts(next http.Handler) http.Handler {
+func loopbackHosts(next http.Handler, allowed []string) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if !isLoopbackHost(r.Host) {
-			http.Error(w, fmt.Sprintf("host %q is not this server's: a server without authentication answers only localhost and loopback addresses", r.Host), http.StatusForbidden)
+		if !isLoopbackHost(r.Host) && !isAllowedHost(r.Host, allowed) {
+			http.Error(w, fmt.Sprintf("host %q is not this server's: a server without authentication answers only localhost, loopback addresses and --http-allowed-hosts", r.Host), http.StatusForbidden)
 			return
 		}
 		next.ServeHTTP(w, r)
@@ -158,6 +192,22 @@ func isLoopbackHost(hostport string) bool {
 	}
 	ip := net.ParseIP(host)
 	return ip != nil && ip.IsLoopback()
+}
+
+// isAllowedHost reports whether a request's Host (host or host:port) is
+// one of allowed, without case.
+func isAllowedHost(hostport string, allowed []string) bool {
+	host := hostport
+	if h, _, err := net.SplitHostPort(hostport); err == nil {
+		host = h
+	}
+	host = strings.TrimSuffix(strings.Trim(host, "[]"), ".")
+	for _, a := range allowed {
+		if strings.EqualFold(host, a) {
+			return true
+		}
+	}
+	return false
 }
 
 // withA2A sends the paths under /a2a/ to a2a, the others to next. The
@@ -206,8 +256,9 @@ func isUnaryConnectType(ct string) bool {
 
 // Server is the HTTP server of Handler.
 type Server struct {
-	hs  *http.Server
-	tls bool
+	hs       *http.Server
+	tls      bool
+	maxConns int
 }
 
 // New returns a Server; Serve starts it.
@@ -223,8 +274,8 @@ func New(cfg Config) (*Server, error) {
 	protocols.SetHTTP1(true)
 	hs := &http.Server{
 		Handler:           h,
-		ReadHeaderTimeout: readHeaderTimeout,
-		IdleTimeout:       idleTimeout,
+		ReadHeaderTimeout: cmp.Or(cfg.ReadHeaderTimeout, readHeaderTimeout),
+		IdleTimeout:       cmp.Or(cfg.IdleTimeout, idleTimeout),
 		Protocols:         &protocols,
 		ErrorLog:          slog.NewLogLogger(cfg.Logger.Handler(), slog.LevelWarn),
 	}
@@ -237,12 +288,15 @@ func New(cfg Config) (*Server, error) {
 		// this port as well as browsers.
 		protocols.SetUnencryptedHTTP2(true)
 	}
-	return &Server{hs: hs, tls: cfg.TLS != nil}, nil
+	return &Server{hs: hs, tls: cfg.TLS != nil, maxConns: cfg.MaxConns}, nil
 }
 
 // Serve serves on lis until Shutdown; it returns nil after Shutdown and
 // the listener's error otherwise.
 func (s *Server) Serve(lis net.Listener) error {
+	if s.maxConns > 0 {
+		lis = limitListener(lis, s.maxConns)
+	}
 	var err error
 	if s.tls {
 		err = s.hs.ServeTLS(lis, "", "")
