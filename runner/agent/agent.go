@@ -14,6 +14,12 @@ import (
 // take this name.
 const UserAuthor = "user"
 
+// SummarizerName is the name a run's usage_by_agent counts the compaction
+// summarizer's calls under: the compaction event is the user's (it stands
+// for their conversation), but its tokens are no call of the user's. No
+// agent may take this name, so that the entry is the summarizer's alone.
+const SummarizerName = "compaction"
+
 // Content roles.
 const (
 	RoleUser  = "user"
@@ -239,6 +245,8 @@ func checkName(name string) error {
 		return errEmptyName
 	case UserAuthor:
 		return fmt.Errorf("agent name %q is reserved for user input", name)
+	case SummarizerName:
+		return fmt.Errorf("agent name %q is reserved for the compaction summarizer's usage", name)
 	}
 	return nil
 }

@@ -74,6 +74,8 @@ func TestParseErrors(t *testing.T) {
 			[]string{"apps[1].name", `duplicate app name "a"`}},
 		{"reserved name", "apps:\n  - name: a\n    root_agent: {name: user, llm: {model: m}}\n",
 			[]string{"apps[0].root_agent.name", "reserved"}},
+		{"summarizer's name", "apps:\n  - name: a\n    root_agent: {name: compaction, llm: {model: m}}\n",
+			[]string{"apps[0].root_agent.name", "reserved"}},
 		{"missing model", "apps:\n  - name: a\n    root_agent: {name: r, llm: {instruction: hi}}\n",
 			[]string{"apps[0].root_agent.llm.model", "model is required"}},
 		{"wrong type", "apps:\n  - name: a\n    root_agent: {name: r, llm: {model: m, disallow_transfer_to_parent: sometimes}}\n",

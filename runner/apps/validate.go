@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	agentrunnerv1 "github.com/agentrunner/agentrunner/gen/go/agentrunner/v1"
+	"github.com/agentrunner/agentrunner/runner/agent"
 )
 
 // BuiltinTools are the tool names an LLM agent may list in its tools.
@@ -134,6 +135,8 @@ func validateAgent(a *agentrunnerv1.AgentConfig, path string, scope *treeScope, 
 		errs.add(&Error{Path: path + ".name", Msg: "agent name is required"})
 	case name == "user":
 		errs.add(&Error{Path: path + ".name", Msg: `"user" is reserved for the user's own events`})
+	case name == agent.SummarizerName:
+		errs.add(&Error{Path: path + ".name", Msg: fmt.Sprintf("%q is reserved for the compaction summarizer's usage (usage_by_agent)", name)})
 	case seen[name] != "":
 		errs.add(&Error{Path: path + ".name", Msg: fmt.Sprintf("duplicate agent name %q (also at %s)", name, seen[name])})
 	default:

@@ -197,7 +197,7 @@ func Stored(rec *agentrunnerv1.Run, ev *agentrunnerv1.Event) {
 }
 
 // AddUsage adds a stored event's token counts to the run's totals,
-// overall and of the event's author.
+// overall and of the event's author (UsageAgent).
 func AddUsage(rec *agentrunnerv1.Run, ev *agentrunnerv1.Event) {
 	u := ev.GetUsageMetadata()
 	if u == nil {
@@ -209,7 +209,18 @@ func AddUsage(rec *agentrunnerv1.Run, ev *agentrunnerv1.Event) {
 	if rec.UsageByAgent == nil {
 		rec.UsageByAgent = map[string]*agentrunnerv1.UsageMetadata{}
 	}
-	rec.UsageByAgent[ev.GetAuthor()] = store.AddUsage(rec.UsageByAgent[ev.GetAuthor()], u)
+	who := UsageAgent(ev)
+	rec.UsageByAgent[who] = store.AddUsage(rec.UsageByAgent[who], u)
+}
+
+// UsageAgent is the name usage_by_agent counts ev's usage under: its
+// author, except for a compaction event, which the user authors but
+// whose tokens are the summarizer's (agent.SummarizerName).
+func UsageAgent(ev *agentrunnerv1.Event) string {
+	if ev.GetActions().GetCompaction() != nil {
+		return agent.SummarizerName
+	}
+	return ev.GetAuthor()
 }
 
 // Err is the terminal error of a run that ended elsewhere, from its
