@@ -170,7 +170,7 @@ func (f *Factory) target(ctx context.Context, name string) (retry.Target, error)
 	if err != nil {
 		return retry.Target{}, err
 	}
-	return retry.Target{Model: m, Policy: policy, Name: name, Price: PriceOf(mc)}, nil
+	return retry.Target{Model: m, Policy: policy, Name: name, Price: PriceOf(mc), MaxOutputTokens: mc.GetMaxOutputTokens()}, nil
 }
 
 // undeclared is a Gemini model by its bare name or, when standIn, its

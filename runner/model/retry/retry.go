@@ -101,6 +101,8 @@ type Target struct {
 	// unpriced one when Price is nil. Without it nothing is priced.
 	Name  string
 	Price *model.Price
+	// MaxOutputTokens is the models entry's output cap; 0 for none.
+	MaxOutputTokens int32
 }
 
 // price sets r's cost from its usage, as the package doc says.
@@ -147,6 +149,14 @@ type Model struct {
 }
 
 var _ model.Model = (*Model)(nil)
+
+// MaxOutputTokens is the primary target's output cap (0: none), which
+// the LLM agent applies to its requests and the budgets reserve.
+func (m *Model) MaxOutputTokens() int32 { return m.targets[0].MaxOutputTokens }
+
+// Price is the primary target's price list, nil when unpriced; what a
+// call is estimated to cost before it is made.
+func (m *Model) Price() *model.Price { return m.targets[0].Price }
 
 // New returns the wrapped model.
 func New(cfg Config) (*Model, error) {
