@@ -837,8 +837,15 @@ func funcPart(call bool, id, name string) *agentrunnerv1.Part {
 	return &agentrunnerv1.Part{Data: &agentrunnerv1.Part_FunctionResponse{FunctionResponse: &agentrunnerv1.FunctionResponse{Id: id, Name: name}}}
 }
 
+// supersededPart is the runner's interim result for waiting call id.
+func supersededPart(id, name string) *agentrunnerv1.Part {
+	resp, _ := structpb.NewStruct(map[string]any{"status": "cancelled", store.SupersededKey: "run2"})
+	return &agentrunnerv1.Part{Data: &agentrunnerv1.Part_FunctionResponse{FunctionResponse: &agentrunnerv1.FunctionResponse{Id: id, Name: name, Response: resp}}}
+}
+
 // testToolCallLedger: calls open with their event, answers close them (a
-// waiting call only by the user's), second answers change nothing, and the
+// waiting call only by the user's), second answers change nothing (but a
+// late answer to a superseded waiting call replaces its interim result), and the
 // ledger goes with its session.
 func testToolCallLedger(t *testing.T, s store.Store) {
 	k := key("app", "u", "s")
@@ -847,6 +854,11 @@ func testToolCallLedger(t *testing.T, s store.Store) {
 		{Author: "bot", LongRunningToolIds: []string{"b"}, Content: &agentrunnerv1.Content{Parts: []*agentrunnerv1.Part{funcPart(true, "a", "lookup"), funcPart(true, "b", "approve")}}},
 		{Author: "bot", Content: &agentrunnerv1.Content{Parts: []*agentrunnerv1.Part{funcPart(false, "a", "lookup"), funcPart(false, "b", "approve")}}},
 		{Author: "user", Content: &agentrunnerv1.Content{Parts: []*agentrunnerv1.Part{funcPart(false, "b", "approve"), funcPart(false, "a", "lookup")}}},
+		// A waiting call first closed by the interim result of its
+		// superseding takes the caller's late answer instead.
+		{Author: "bot", LongRunningToolIds: []string{"c"}, Content: &agentrunnerv1.Content{Parts: []*agentrunnerv1.Part{funcPart(true, "c", "approve")}}},
+		{Author: "user", Content: &agentrunnerv1.Content{Parts: []*agentrunnerv1.Part{supersededPart("c", "approve")}}},
+		{Author: "user", Content: &agentrunnerv1.Content{Parts: []*agentrunnerv1.Part{funcPart(false, "c", "approve")}}},
 	}
 	for _, ev := range events {
 		if _, err := s.AppendEvent(t.Context(), k, ev); err != nil {
@@ -861,7 +873,7 @@ func testToolCallLedger(t *testing.T, s store.Store) {
 	for _, c := range calls {
 		got = append(got, fmt.Sprintf("%s %s #%d->#%d waits=%v", c.GetCallId(), c.GetTool(), c.GetCallSequence(), c.GetResponseSequence(), c.GetWaitsForCaller()))
 	}
-	want := []string{"a lookup #1->#2 waits=false", "b approve #1->#3 waits=true"}
+	want := []string{"a lookup #1->#2 waits=false", "b approve #1->#3 waits=true", "c approve #4->#6 waits=true"}
 	if strings.Join(got, "|") != strings.Join(want, "|") {
 		t.Fatalf("ledger %q, want %q", got, want)
 	}

@@ -30,7 +30,7 @@ import (
 // supersededKey is the key of an interim function response the runner
 // stores for a call that a new message superseded; its value is the run
 // that did, or "" for CancelRun.
-const supersededKey = "superseded_by_run"
+const supersededKey = store.SupersededKey
 
 // waitingRun is the session's last run while it waits on the caller.
 type waitingRun struct {
