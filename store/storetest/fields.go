@@ -62,6 +62,7 @@ func fullEvent(t *testing.T) *agentrunnerv1.Event {
 			ToolUsePromptTokensDetails: []*agentrunnerv1.ModalityTokenCount{{Modality: "TEXT", TokenCount: 3}},
 			CacheCreationTokenCount:    7,
 			TrafficType:                "ON_DEMAND",
+			Estimated:                  true,
 		},
 		Cost: &agentrunnerv1.Cost{Currency: "USD", Micros: 1_234_567, UnpricedCalls: 1, Model: "fast"},
 	}
