@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 
 	agentrunnerv1 "github.com/agentrunner/agentrunner/gen/go/agentrunner/v1"
 	"github.com/agentrunner/agentrunner/runner/agent"
@@ -14,7 +15,9 @@ import (
 // MarkInterrupted stores the end of a run a crash cut off: INTERRUPTED,
 // with an event saying so, unless its stored events show that its agents
 // had finished (treeFinished) and only its final record was lost; that
-// run ends as it would have (runrec.Recovered).
+// run ends as it would have (runrec.Recovered). A waiting run that the
+// run's message answered ends first, if the crash came before it did
+// (settleAnsweredBy).
 func MarkInterrupted(ctx context.Context, env *Env, rec *agentrunnerv1.Run) error {
 	key := store.RunKey(rec)
 	author := env.Tree.Root().Name()
@@ -31,6 +34,9 @@ func MarkInterrupted(ctx context.Context, env *Env, rec *agentrunnerv1.Run) erro
 		return nil // the session is gone, and its runs with it
 	}
 	if err != nil {
+		return fmt.Errorf("recover run %s: %w", rec.GetRunId(), err)
+	}
+	if err := env.settleAnsweredBy(ctx, rec, events); err != nil {
 		return fmt.Errorf("recover run %s: %w", rec.GetRunId(), err)
 	}
 	if env.treeFinished(events, startedWith(env.Tree, events)) {
@@ -88,4 +94,71 @@ func startedWith(t *agent.Tree, run []*agentrunnerv1.Event) agent.Agent {
 		}
 	}
 	return t.StartedWith(run, answering)
+}
+
+// settleAnsweredBy ends the waiting run whose calls the message of run
+// rec (its first event, events being its own) answered, when a crash came
+// between storing that message and ending the answered run (settleAnswered
+// writes the end after the answer, in a transaction of its own): the
+// answered run would stay INPUT_REQUIRED with its calls answered, and no
+// later message finds it, since only the session's last run waits. It
+// ends SUCCEEDED, continued by rec, as it would have. The ledger names the
+// run that made each answered call; a run that answers its own calls
+// (ResumeRun) has nothing to settle.
+func (env *Env) settleAnsweredBy(ctx context.Context, rec *agentrunnerv1.Run, events []*agentrunnerv1.Event) error {
+	answered := answeredIn(events)
+	if len(answered) == 0 {
+		return nil // most runs: their message is no answer
+	}
+	calls, err := env.Store.ListToolCalls(ctx, store.RunKey(rec))
+	if err != nil {
+		return fmt.Errorf("read the tool-call ledger: %w", err)
+	}
+	var runs []string
+	for _, c := range calls {
+		if id := c.GetInvocationId(); answered[c.GetCallId()] && id != rec.GetRunId() && !slices.Contains(runs, id) {
+			runs = append(runs, id)
+		}
+	}
+	for _, id := range runs {
+		w, err := env.Store.GetRun(ctx, id)
+		switch {
+		case errors.Is(err, store.ErrNotFound):
+			continue
+		case err != nil:
+			return fmt.Errorf("read the answered run %s: %w", id, err)
+		case w.GetStatus() != agentrunnerv1.RunStatus_RUN_STATUS_INPUT_REQUIRED:
+			continue // ended before the crash, or never waited on these calls
+		}
+		if slices.ContainsFunc(w.GetPendingCallIds(), func(c string) bool { return !answered[c] }) {
+			continue // it waits on calls this message left alone
+		}
+		if err := env.settleAnswered(ctx, &waitingRun{rec: w, calls: w.GetPendingCallIds(), answered: true}, rec.GetRunId()); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// answeredIn returns the calls the caller's real answers among a run's
+// leading user events answer (not the interim results of superseded
+// calls), nil when there are none.
+func answeredIn(events []*agentrunnerv1.Event) map[string]bool {
+	var out map[string]bool
+	for _, ev := range events {
+		if ev.GetAuthor() != agent.UserAuthor {
+			break
+		}
+		for _, p := range ev.GetContent().GetParts() {
+			fr := p.GetFunctionResponse()
+			if _, interim := fr.GetResponse().GetFields()[supersededKey]; fr.GetId() == "" || interim {
+				continue
+			}
+			if out == nil {
+				out = map[string]bool{}
+			}
+			out[fr.GetId()] = true
+		}
+	}
+	return out
 }
