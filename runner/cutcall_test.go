@@ -10,7 +10,9 @@ import (
 
 	agentrunnerv1 "github.com/agentrunner/agentrunner/gen/go/agentrunner/v1"
 	"github.com/agentrunner/agentrunner/runner"
+	"github.com/agentrunner/agentrunner/runner/agent"
 	"github.com/agentrunner/agentrunner/runner/agent/llmagent"
+	"github.com/agentrunner/agentrunner/runner/agent/workflow"
 	"github.com/agentrunner/agentrunner/runner/model"
 	"github.com/agentrunner/agentrunner/runner/model/retry"
 	"github.com/agentrunner/agentrunner/store"
@@ -147,4 +149,51 @@ func checkCutEvent(t *testing.T, h *harness, wantPrompt int32, price *model.Pric
 func estimated(u *agentrunnerv1.UsageMetadata) bool {
 	fd := u.ProtoReflect().Descriptor().Fields().ByName(protoreflect.Name("estimated"))
 	return fd != nil && u.ProtoReflect().Get(fd).Bool()
+}
+
+// TestCutCallsInParallelBranches: a run stopped while two parallel
+// branches stream counts each branch's cut call on its own stop event,
+// in its branch (a branch's error is dropped on a stop; its usage is
+// not).
+func TestCutCallsInParallelBranches(t *testing.T) {
+	a1, a2 := make(chan struct{}), make(chan struct{})
+	fake := newFakeGemini(t, hangAfter(a1, cutChunk("left words", 30)), hangAfter(a2, cutChunk("right words", 30)))
+	m, err := retry.New(retry.Config{Primary: retry.Target{Model: fake.model(t), Name: "flash"}, Clock: &noSleep{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fan, err := workflow.NewParallel(workflow.Config{Name: "fan", SubAgents: []agent.Agent{
+		llmAgent(t, llmagent.Config{Name: "left", Model: m}), llmAgent(t, llmagent.Config{Name: "right", Model: m})}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := newHarness(t, fan)
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	cfg := &agentrunnerv1.RunConfig{StreamingMode: agentrunnerv1.StreamingMode_STREAMING_MODE_SSE}
+	partials := map[string]bool{}
+	for ev, err := range h.r.Run(ctx, runner.Request{UserID: h.k.User, SessionID: h.k.Session, NewMessage: userMsg("hi"), Config: cfg}) {
+		if err == nil && ev.GetPartial() {
+			if partials[ev.GetAuthor()] = true; len(partials) == 2 {
+				cancel()
+			}
+		}
+	}
+	_, events, err := h.db.GetSession(t.Context(), h.k, store.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A branch whose call ended with the stop counts what its provider
+	// reported (30); one the parallel agent stopped reading first counts
+	// an estimate, marked so. Which one a branch is, is the scheduler's.
+	counted := map[string]bool{}
+	for _, ev := range events {
+		u := ev.GetUsageMetadata()
+		if ev.GetInterrupted() && ev.GetCost() != nil && (u.GetPromptTokenCount() == 30 || (u.GetPromptTokenCount() > 0 && estimated(u))) {
+			counted[ev.GetAuthor()+"@"+ev.GetBranch()] = true
+		}
+	}
+	if !counted["left@fan.left"] || !counted["right@fan.right"] {
+		t.Errorf("counted cut calls by agent@branch: %v; want each branch's counted in its branch, priced, in %v", counted, events)
+	}
 }

@@ -1,6 +1,7 @@
 package model
 
 import (
+	"context"
 	"errors"
 
 	"google.golang.org/protobuf/proto"
@@ -136,4 +137,25 @@ func partChars(p *agentrunnerv1.Part) int {
 func tokens(n int) int32 {
 	t := (int64(n) + charsPerToken - 1) / charsPerToken
 	return int32(min(t, 1<<31-1))
+}
+
+// CutReporter receives the usage and cost of a call its consumer stopped
+// mid-stream (it stopped reading: a parallel branch of a stopped run),
+// which no error can carry since nobody reads one. See WithCutReporter.
+type CutReporter func(usage *agentrunnerv1.UsageMetadata, cost *agentrunnerv1.Cost)
+
+type cutReporterKey struct{}
+
+// WithCutReporter returns ctx under which a model wrapper that knows a
+// call's price (package retry) reports such a call to fn.
+func WithCutReporter(ctx context.Context, fn CutReporter) context.Context {
+	return context.WithValue(ctx, cutReporterKey{}, fn)
+}
+
+// ReportCut reports a call its consumer stopped to ctx's CutReporter, if
+// any.
+func ReportCut(ctx context.Context, usage *agentrunnerv1.UsageMetadata, cost *agentrunnerv1.Cost) {
+	if fn, ok := ctx.Value(cutReporterKey{}).(CutReporter); ok && fn != nil {
+		fn(usage, cost)
+	}
 }

@@ -238,7 +238,12 @@ func (l *llmAgent) callModel(ctx agent.InvocationContext, cc agent.CallbackConte
 	}
 	stream := ctx.RunConfig().GetStreamingMode() == agentrunnerv1.StreamingMode_STREAMING_MODE_SSE
 	var callErr error
-	stopped, panicked := agent.RangeGuarded(ctx, agent.Logger(ctx), "model "+l.model.Name(), l.model.Generate(ctx, req, stream), func(r *model.Response, err error) bool {
+	// A call this agent stops reading mid-stream (its parallel branch is
+	// stopped) is reported by the model wrapper, priced, and counts.
+	gctx := model.WithCutReporter(ctx, func(u *agentrunnerv1.UsageMetadata, c *agentrunnerv1.Cost) {
+		agent.NoteCutCall(ctx, agent.CutCall{Author: ctx.AgentName(), Branch: ctx.Branch(), Usage: u, Cost: c})
+	})
+	stopped, panicked := agent.RangeGuarded(ctx, agent.Logger(ctx), "model "+l.model.Name(), l.model.Generate(gctx, req, stream), func(r *model.Response, err error) bool {
 		switch {
 		case err != nil:
 			callErr = err

@@ -100,6 +100,11 @@ func (m *Model) attempt(ctx context.Context, t Target, req *model.Request, strea
 			out.streamed = true
 			out.partial = append(out.partial, r.Content.GetParts()...)
 			if !yield(r, nil) {
+				// The consumer stopped mid-stream: the call is cut here,
+				// and billed as far as it got.
+				cut := &model.Response{Usage: model.CutUsage(req, nil, out.partial)}
+				t.price(cut)
+				model.ReportCut(ctx, cut.Usage, cut.Cost)
 				return outcome{done: true}
 			}
 			continue
