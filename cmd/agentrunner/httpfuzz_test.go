@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"net/http"
 	"os"
@@ -60,6 +61,42 @@ func fuzzSeeds() []fuzzSeed {
 	}
 }
 
+// a2aSeeds are A2A calls over JSON-RPC and REST, as raw JSON bodies:
+// a send (a run: the support app's offline model answers at once), a
+// task lookup and a listing.
+var a2aSeeds = []struct{ path, body string }{
+	{"a2a/support/jsonrpc", `{"jsonrpc":"2.0","id":1,"method":"SendMessage","params":{"message":{"messageId":"m1","role":"ROLE_USER","parts":[{"text":"where is order 7?"}]}}}`},
+	{"a2a/support/jsonrpc", `{"jsonrpc":"2.0","id":"x","method":"GetTask","params":{"id":"t-missing","historyLength":3}}`},
+	{"a2a/support/jsonrpc", `{"jsonrpc":"2.0","id":2,"method":"ListTasks","params":{"pageSize":5}}`},
+	{"a2a/support/rest/message:send", `{"message":{"messageId":"m2","role":"ROLE_USER","parts":[{"data":{"order":7}}]}}`},
+	{"a2a/support/rest/tasks/t-missing:cancel", `{}`},
+}
+
+// mutatedA2ARequest builds one A2A request from a seed, its JSON body
+// mutated as mutateBody does.
+func mutatedA2ARequest(ctx context.Context, rng *rand.Rand, base string, auth bool) (*http.Request, string) {
+	seed := a2aSeeds[rng.IntN(len(a2aSeeds))]
+	body := []byte(seed.body)
+	for range rng.IntN(4) {
+		body = mutateBody(rng, body)
+	}
+	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, base+seed.path, bytes.NewReader(body))
+	req.Header.Set("Content-Type", []string{"application/json", "application/a2a+json", "text/plain", ""}[rng.IntN(4)])
+	who := ""
+	if auth {
+		switch rng.IntN(4) {
+		case 0:
+			req.Header.Set("Authorization", "Bearer alice-secret")
+			who = "alice"
+		case 1:
+			req.Header.Set("Authorization", "Bearer bob-secret")
+		case 2:
+			req.Header.Set("Authorization", "Bearer nope")
+		}
+	}
+	return req, who
+}
+
 // fuzzRequests is how many requests TestHTTPFuzzCampaign sends per mode:
 // a few thousand in CI, AGENTRUNNER_HTTP_FUZZ_REQUESTS for a campaign.
 func fuzzRequests(t *testing.T) int {
@@ -75,8 +112,8 @@ func fuzzRequests(t *testing.T) int {
 
 // TestHTTPFuzzCampaign sends mutated requests (bodies, framing,
 // encodings, content types, timeouts, credentials) over Connect (JSON and
-// proto, unary and streaming) and gRPC-Web, without and with an auth
-// file. The server must stay up, answer none of them with a 5xx or an
+// proto, unary and streaming), gRPC-Web and A2A's JSON-RPC and REST,
+// without and with an auth file. The server must stay up, answer none of them with a 5xx or an
 // Internal, Unknown or DataLoss, and, with auth, show alice's data to
 // nobody but alice.
 func TestHTTPFuzzCampaign(t *testing.T) {
@@ -150,6 +187,9 @@ func fuzzHTTP(ctx context.Context, base string, n int, auth bool, seed uint64) *
 			rng := rand.New(rand.NewPCG(seed, uint64(w)))
 			for i := next.Add(1); i <= int64(n) && ctx.Err() == nil; i = next.Add(1) {
 				req, who := mutatedRequest(ctx, rng, base, seeds[rng.IntN(len(seeds))], auth)
+				if rng.IntN(5) == 0 {
+					req, who = mutatedA2ARequest(ctx, rng, base, auth)
+				}
 				atomic.AddInt64(&res.sent, 1)
 				answer, body, err := sendBody(c, req)
 				if err != nil {
@@ -159,7 +199,13 @@ func fuzzHTTP(ctx context.Context, base string, n int, auth bool, seed uint64) *
 				}
 				if isServerError(answer) {
 					atomic.AddInt64(&res.serverErrors, 1)
-					res.firstFailure.CompareAndSwap(nil, answer+" "+req.URL.Path+" "+string(body[:min(len(body), 300)]))
+					var sent []byte
+					if req.GetBody != nil {
+						if rc, err := req.GetBody(); err == nil {
+							sent, _ = io.ReadAll(rc)
+						}
+					}
+					res.firstFailure.CompareAndSwap(nil, fmt.Sprintf("%s %s %q %q: %s", answer, req.URL.Path, req.Header, sent, body[:min(len(body), 300)]))
 				}
 				if auth && who != "alice" && bytes.Contains(body, []byte(aliceMarker)) {
 					atomic.AddInt64(&res.crossUser, 1)

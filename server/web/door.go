@@ -31,7 +31,7 @@ func (d *a2aDoor) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	if d.authenticate != nil {
 		if err := d.authenticate(r); err != nil {
-			stopReading(w)
+			stopReading(w, r)
 			w.Header().Set("WWW-Authenticate", "Bearer")
 			http.Error(w, "unauthenticated: "+err.Error(), http.StatusUnauthorized)
 			return
@@ -62,6 +62,9 @@ func readWithin(w http.ResponseWriter, r *http.Request, limit int64, timeout tim
 	if r.ContentLength > limit {
 		return nil, &http.MaxBytesError{Limit: limit}
 	}
+	if r.ContentLength == 0 {
+		return nil, nil
+	}
 	rc := http.NewResponseController(w)
 	if timeout > 0 {
 		_ = rc.SetReadDeadline(time.Now().Add(timeout))
@@ -76,9 +79,7 @@ func readWithin(w http.ResponseWriter, r *http.Request, limit int64, timeout tim
 		buf, err = io.ReadAll(body)
 	}
 	if err != nil {
-		// The deadline stays: net/http reads what is left of a small
-		// body before it answers, and would wait on a stalled one.
-		stopReading(w)
+		stopReading(w, r)
 		return nil, err
 	}
 	if timeout > 0 {
@@ -87,12 +88,17 @@ func readWithin(w http.ResponseWriter, r *http.Request, limit int64, timeout tim
 	return buf, nil
 }
 
-// stopReading ends the reading of a request that is refused before its
-// body was read whole: net/http would otherwise read what is left of a
-// small body before it sends the answer, waiting on a client that sends
-// slowly or never; now it sends the answer and closes the connection.
-func stopReading(w http.ResponseWriter) {
-	_ = http.NewResponseController(w).SetReadDeadline(time.Now())
+// stopReading makes sure the rest of a refused request's body is never
+// waited on: net/http reads what is left of a small body before it sends
+// the answer, on HTTP/1.1, unless the connection is to close after it.
+// So it closes: a client that sends slowly, or never, holds nothing.
+// (A read deadline in the past would do it too, but it also cuts
+// net/http's own background read of the connection, which ends the
+// connection's context under the requests that follow.)
+func stopReading(w http.ResponseWriter, r *http.Request) {
+	if r.ProtoMajor == 1 && r.ContentLength != 0 {
+		w.Header().Set("Connection", "close")
+	}
 }
 
 // limitListener accepts at most n connections at once: the next Accept

@@ -147,7 +147,7 @@ func (g *rpcGate) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	if g.authenticate != nil {
 		if err := g.authenticate(r); err != nil {
-			stopReading(w) // not a byte of the body of a caller unknown
+			stopReading(w, r) // not a byte of the body of a caller unknown
 			g.refuse(w, r, connect.NewError(connect.CodeUnauthenticated, err))
 			return
 		}
