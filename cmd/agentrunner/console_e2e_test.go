@@ -11,6 +11,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"go/parser"
+	"go/token"
 	"net/url"
 	"os"
 	"os/exec"
@@ -505,6 +507,27 @@ func TestConsoleCopyAsRPC(t *testing.T) {
 	}
 	p.shot("copy-as-rpc")
 	saveGrpcurl(t, cmd)
+
+	// A user id with a backquote and quotes: the Go snippet stays Go (a
+	// raw string literal broke on the backquote), the others carry it.
+	odd := "u`'\"x"
+	p = openTab(t, console, "runs?app=slow&user="+url.QueryEscape(odd))
+	p.wait("the board", `document.querySelector("#runs-stamp")?.textContent.includes("active")`, 20*time.Second)
+	p.click("section.card .row.head .rpc")
+	goSnippet := p.text("#rpc-go")
+	var line string
+	for _, l := range strings.Split(goSnippet, "\n") {
+		if strings.Contains(l, "protojson.Unmarshal") {
+			line = l
+		}
+	}
+	src := "package p\nfunc f() error {\n" + line + "\nreturn nil\n}\n"
+	if _, err := parser.ParseFile(token.NewFileSet(), "snippet.go", src, 0); err != nil || line == "" {
+		t.Errorf("the Go snippet for user %q does not parse: %v\n%s", odd, err, goSnippet)
+	}
+	if py := p.text("#rpc-python"); !strings.Contains(py, "u`") {
+		t.Errorf("the Python snippet lost the user id: %s", py)
+	}
 }
 
 // saveGrpcurl keeps the command in .tmp/console-grpcurl.sh and runs it

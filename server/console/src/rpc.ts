@@ -22,6 +22,12 @@ function shq(s: string): string {
   return "'" + s.replace(/'/g, `'\\''`) + "'";
 }
 
+// goString is s as a Go string literal: raw (backquoted) when it holds no
+// backquote, else interpreted, in JSON's escapes, which Go reads the same.
+function goString(s: string): string {
+  return s.includes("`") ? JSON.stringify(s) : "`" + s + "`";
+}
+
 export function snippets(c: Call): Record<string, string> {
   const m = c.service.methods.find((x) => x.localName === c.method || x.name === c.method);
   if (!m) throw new Error(`no method ${c.method}`);
@@ -42,7 +48,7 @@ export function snippets(c: Call): Record<string, string> {
     `conn, _ := grpc.NewClient(${JSON.stringify(addr)}, grpc.WithTransportCredentials(insecure.NewCredentials()))`,
     `client := servicev1.New${svc}Client(conn)`,
     `req := &servicev1.${m.input.name}{}`,
-    `if err := protojson.Unmarshal([]byte(\`${body}\`), req); err != nil { return err }`,
+    `if err := protojson.Unmarshal([]byte(${goString(body)}), req); err != nil { return err }`,
     stream
       ? `stream, err := client.${m.name}(ctx, req)\nfor { resp, err := stream.Recv(); if err != nil { break }; fmt.Println(resp) }`
       : `resp, err := client.${m.name}(ctx, req)`,
