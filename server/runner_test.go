@@ -109,6 +109,10 @@ func (e *env) run(t *testing.T, ctx context.Context, req *servicev1.RunRequest) 
 		case r.GetEvent().GetPartial():
 			res.events = append(res.events, r.GetEvent())
 			res.kinds = append(res.kinds, "partial")
+		case agent.IsEnd(r.GetEvent()) && r.GetEvent().GetActions() == nil:
+			// The end the runner stores for a custom agent under another
+			// that did not mark its last event: these tests are about what
+			// agents say (TestCustomAgentEndRecorded is about the ends).
 		default:
 			ev := r.GetEvent()
 			res.events = append(res.events, ev)

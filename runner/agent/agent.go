@@ -77,7 +77,11 @@ type Config struct {
 	// "user"); events without a branch get the invocation's branch. An
 	// agent runs a child by ranging over child.Run(ctx) and yielding what
 	// it yields. A panic in Run ends the agent's turn with an in-band
-	// error; the run goes on.
+	// error; the run goes on. A custom agent has ended once Run returns:
+	// unless its last event of its own is a final answer marked
+	// turn_complete (or a transfer), the runner then stores an event of
+	// the agent marked turn_complete with no content (IsEnd), so that a
+	// resumed run does not run it again.
 	Run RunFunc
 	// BeforeAgentCallbacks run in order before Run, after the plugins'
 	// before_agent hooks; the first that returns content or an error

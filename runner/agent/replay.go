@@ -11,8 +11,9 @@ import (
 // where it was cut: the runner runs the run's first agent again, and
 // every agent that starts finds out from the run's Replay whether it had
 // run before the cut. An agent whose earlier run had finished (a final
-// answer marked turn_complete, or its place taken by the next agent of a
-// sequence or loop) is skipped whole: nothing of it runs, nothing is
+// answer marked turn_complete, the end the runner stores for a custom
+// agent that returned without marking one (IsEnd), or its place taken by
+// the next agent of a sequence or loop) is skipped whole: nothing of it runs, nothing is
 // stored again. An agent cut while it ran goes on: its before-callbacks
 // are not called again, an agent that had handed over to a transfer
 // target goes on with the target, and an LLM agent goes on from the
@@ -315,7 +316,8 @@ func loopMax(a Agent) int {
 }
 
 // Finished reports whether an event ends its agent's turn: complete, with
-// no call or result to go on from and no hand-over.
+// no call or result to go on from and no hand-over, and saying something
+// (an answer, an error) or marked turn_complete with nothing (IsEnd).
 func Finished(ev *agentrunnerv1.Event) bool {
 	if ev.GetPartial() || len(ev.GetLongRunningToolIds()) > 0 || ev.GetActions().GetTransferToAgent() != "" {
 		return false
@@ -325,7 +327,16 @@ func Finished(ev *agentrunnerv1.Event) bool {
 			return false
 		}
 	}
-	return len(ev.GetContent().GetParts()) > 0 || ev.GetErrorCode() != ""
+	return len(ev.GetContent().GetParts()) > 0 || ev.GetErrorCode() != "" || ev.GetTurnComplete()
+}
+
+// IsEnd reports whether ev only says that its agent's turn ended: marked
+// turn_complete, with no content and no error. The runner stores one when
+// a custom agent returns without having marked its last event (carrying
+// the state it changed after that event, if any). It is no step of the
+// agent: it neither fails nor recovers from a failure.
+func IsEnd(ev *agentrunnerv1.Event) bool {
+	return ev.GetTurnComplete() && !ev.GetPartial() && len(ev.GetContent().GetParts()) == 0 && ev.GetErrorCode() == "" && ev.GetAuthor() != UserAuthor
 }
 
 // take hands the next start of agent name its run before the cut, nil

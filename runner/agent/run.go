@@ -35,12 +35,17 @@ func (a *base) Run(parent InvocationContext) iter.Seq2[*agentrunnerv1.Event, err
 				return
 			}
 		}
-		if !a.runResumedBody(ctx, o, yield) {
+		more, ended := a.runResumedBody(ctx, o, yield)
+		if !more {
 			return
 		}
 		// State set or artifacts saved after the agent's last own event
 		// still need an event to land in.
-		if ev := ctx.pending.event(ctx); ev != nil && !yield(ev, nil) {
+		ev := ctx.pending.event(ctx)
+		if !ended && a.kind == agentrunnerv1.AgentKind_AGENT_KIND_CUSTOM && ctx.hasParent() {
+			ev = ctx.endEvent(ev)
+		}
+		if ev != nil && !yield(ev, nil) {
 			return
 		}
 		if ctx.Ended() {
@@ -52,21 +57,47 @@ func (a *base) Run(parent InvocationContext) iter.Seq2[*agentrunnerv1.Event, err
 
 // runResumedBody runs the agent's body, or, for an agent that had handed
 // over to a transfer target before the run was cut, goes on with the
-// target as its body would have.
-func (a *base) runResumedBody(ctx *invocationContext, o *occurrence, yield func(*agentrunnerv1.Event, error) bool) bool {
+// target as its body would have. It reports whether the consumer wants
+// more, and whether the events yielded ended the agent's turn (see
+// runBody); a target answers for the agent that handed over.
+func (a *base) runResumedBody(ctx *invocationContext, o *occurrence, yield func(*agentrunnerv1.Event, error) bool) (more, ended bool) {
 	if o == nil || o.transfer == "" {
 		return a.runBody(ctx, yield)
 	}
 	target, ok := ctx.inv.cfg.Tree.Find(o.transfer)
 	if !ok {
-		return yield(nil, &AgentError{Agent: a.name, Err: fmt.Errorf("transfer to unknown agent %q", o.transfer)})
+		return yield(nil, &AgentError{Agent: a.name, Err: fmt.Errorf("transfer to unknown agent %q", o.transfer)}), true
 	}
 	for ev, err := range target.Run(ctx) {
 		if !yield(ev, err) {
-			return false
+			return false, true
 		}
 	}
-	return true
+	return true, true
+}
+
+// hasParent reports whether the context's agent runs under another in
+// its tree.
+func (c *invocationContext) hasParent() bool {
+	t := c.inv.cfg.Tree
+	return t != nil && t.Parent(c.agent) != nil
+}
+
+// endEvent records the end of a custom agent whose events did not: its
+// state-only event (pending, the changes made after its last event), or
+// an empty event of its own, marked turn_complete. A custom agent has
+// ended once its Run returned; with its end stored, a resume never runs
+// it again (Replay), and one cut before it runs again whole. ADK leaves
+// the marking to the agent, and most custom agents do not mark. Only an
+// agent with a parent needs it: a root agent's end is the run's, which
+// its final record says, written as soon as the agent returns.
+func (c *invocationContext) endEvent(pending *agentrunnerv1.Event) *agentrunnerv1.Event {
+	if pending == nil {
+		pending = &agentrunnerv1.Event{}
+		c.fill(pending)
+	}
+	pending.TurnComplete = true
+	return pending
 }
 
 // runBefore runs the before_agent hooks and callbacks and yields what they
@@ -108,8 +139,11 @@ func (a *base) callBefore(cc *invocationContext, hooks Hooks) (content *agentrun
 }
 
 // runBody ranges over the agent's body, completing its events. It reports
-// whether the consumer wants more.
-func (a *base) runBody(ctx *invocationContext, yield func(*agentrunnerv1.Event, error) bool) bool {
+// whether the consumer wants more, and whether the agent's turn ended in
+// what it yielded: its last event of its own is a final answer marked
+// turn_complete or a hand-over (whose target answers for it), or its body
+// panicked (the in-band error ends it).
+func (a *base) runBody(ctx *invocationContext, yield func(*agentrunnerv1.Event, error) bool) (more, ended bool) {
 	// The body is called inside the guard, so that a panic while it builds
 	// its iterator is recovered too.
 	body := func(y func(*agentrunnerv1.Event, error) bool) { a.impl(ctx)(y) }
@@ -123,16 +157,17 @@ func (a *base) runBody(ctx *invocationContext, yield func(*agentrunnerv1.Event, 
 		ctx.fill(ev)
 		if !ev.GetPartial() && ev.GetAuthor() == a.name {
 			ctx.pending.flushInto(ev)
+			ended = (Finished(ev) && ev.GetTurnComplete()) || ev.GetActions().GetTransferToAgent() != ""
 		}
 		return yield(ev, nil)
 	})
 	if stopped {
-		return false
+		return false, ended
 	}
 	if panicked != nil {
-		return yield(nil, &AgentError{Agent: a.name, Err: panicked})
+		return yield(nil, &AgentError{Agent: a.name, Err: panicked}), true
 	}
-	return true
+	return true, ended
 }
 
 // runAfter runs the after_agent hooks and callbacks and yields what they

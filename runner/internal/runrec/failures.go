@@ -17,7 +17,8 @@ import (
 // recovers: another agent answering after it does not (a sequential
 // agent's next step, a sibling branch, the agent a transfer returned
 // to). The events that say a run stopped (agent.IsStopMarker) are no
-// step. The record's error is the failure of the first of the failing
+// step, nor is the end the runner stores for a custom agent
+// (agent.IsEnd). The record's error is the failure of the first of the failing
 // agents to fail.
 
 // Failures tracks, per agent, whether its last step in a run failed.
@@ -45,7 +46,7 @@ func (f *Failures) Step(name string, st *agentrunnerv1.Status) {
 
 // Event records a stored event of the run as the step it is, if any.
 func (f *Failures) Event(ev *agentrunnerv1.Event) {
-	if ev.GetAuthor() == agent.UserAuthor || agent.IsStopMarker(ev) {
+	if ev.GetAuthor() == agent.UserAuthor || agent.IsStopMarker(ev) || agent.IsEnd(ev) {
 		return
 	}
 	f.Step(ev.GetAuthor(), EventFailure(ev))
