@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -238,5 +239,68 @@ func TestServeWithoutA2A(t *testing.T) {
 	err = conn.Invoke(t.Context(), "/lf.a2a.v1.A2AService/GetTask", &emptypb.Empty{}, &emptypb.Empty{})
 	if err == nil || !strings.Contains(err.Error(), "Unimplemented") {
 		t.Errorf("A2A's gRPC binding with --a2a=false: %v, want Unimplemented", err)
+	}
+}
+
+// cardURL fetches app support's agent card as the client described and
+// returns its JSON-RPC URL and the Cache-Control header.
+func cardURL(t *testing.T, console string, header map[string]string) (string, string) {
+	t.Helper()
+	req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, console+"a2a/support/.well-known/agent-card.json", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for k, v := range header {
+		req.Header.Set(k, v)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var card struct {
+		SupportedInterfaces []struct{ URL, ProtocolBinding string }
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&card); err != nil {
+		t.Fatal(err)
+	}
+	for _, i := range card.SupportedInterfaces {
+		if i.ProtocolBinding == "JSONRPC" {
+			return i.URL, resp.Header.Get("Cache-Control")
+		}
+	}
+	t.Fatalf("no JSON-RPC interface on the card: %+v", card)
+	return "", ""
+}
+
+// TestAgentCardURLs: a card's URLs come from --public-url when set
+// (and may be cached), else from Forwarded / X-Forwarded-* only when the
+// request comes from one of --trusted-proxies, else from the Host; a
+// card built from a request is not for shared caches. At 1dc16e9 every
+// card took the Host header, ignored proxies and carried no
+// Cache-Control.
+func TestAgentCardURLs(t *testing.T) {
+	authFile := writeFile(t, filepath.Join(t.TempDir(), "auth.yaml"), `principals:
+  - {name: alice, token_sha256: `+sha("alice-secret")+`, apps: ["*"], users: [self]}
+`)
+	forged := map[string]string{"X-Forwarded-Host": "evil.example", "X-Forwarded-Proto": "https"}
+	_, plain, _, _ := startConsole(t, "--auth-file", authFile)
+	u, _ := url.Parse(plain)
+	if got, cc := cardURL(t, plain, forged); got != "http://"+u.Host+"/a2a/support/jsonrpc" || cc != "no-cache" {
+		t.Errorf("untrusted X-Forwarded-Host: %s (Cache-Control %q), want the Host's URL, no-cache", got, cc)
+	}
+	_, proxied, _, _ := startConsole(t, "--auth-file", authFile, "--trusted-proxies", "127.0.0.1/32,::1")
+	if got, _ := cardURL(t, proxied, map[string]string{"X-Forwarded-Host": "agents.example.com", "X-Forwarded-Proto": "https"}); got != "https://agents.example.com/a2a/support/jsonrpc" {
+		t.Errorf("X-Forwarded-Host from a trusted proxy: %s", got)
+	}
+	if got, _ := cardURL(t, proxied, map[string]string{"Forwarded": `for=192.0.2.1;host="fw.example:8443";proto=https, for=10.0.0.1`}); got != "https://fw.example:8443/a2a/support/jsonrpc" {
+		t.Errorf("Forwarded from a trusted proxy: %s", got)
+	}
+	if got, _ := cardURL(t, proxied, map[string]string{"X-Forwarded-Host": "bad host/x"}); !strings.HasPrefix(got, "http://127.0.0.1:") {
+		t.Errorf("a malformed forwarded host was used: %s", got)
+	}
+	_, public, _, _ := startConsole(t, "--auth-file", authFile, "--public-url", "https://public.example/ai/")
+	if got, cc := cardURL(t, public, forged); got != "https://public.example/ai/a2a/support/jsonrpc" || !strings.Contains(cc, "public") {
+		t.Errorf("--public-url: %s (Cache-Control %q)", got, cc)
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/pprof"
+	"net/netip"
 	"net/url"
 	"os"
 	"os/signal"
@@ -100,6 +101,10 @@ type serveFlags struct {
 	web webFlags
 	// a2a serves every app as an A2A agent; false serves none.
 	a2a bool
+	// publicURL, publicGRPC and trustedProxies say where clients reach
+	// the listeners, for the agent cards.
+	publicURL, publicGRPC string
+	trustedProxies        []netip.Prefix
 }
 
 // webFlags are the HTTP listener's bounds on its clients.
@@ -126,6 +131,25 @@ func parseServeFlags(args []string, stderr io.Writer) (serveFlags, error) {
 	fs.DurationVar(&f.web.idleTimeout, "http-idle-timeout", 2*time.Minute, "on --http-addr: how long a keep-alive connection may sit idle before it is closed")
 	fs.IntVar(&f.web.maxConns, "http-max-conns", 4096, "on --http-addr: most connections open at once (more wait to be accepted); 0 means no cap")
 	fs.StringVar(&f.web.allowedHosts, "http-allowed-hosts", "", "comma-separated host names a --http-addr without --auth-file answers besides localhost and loopback addresses (a reverse proxy's name): any other Host is refused, against DNS rebinding")
+	fs.StringVar(&f.publicURL, "public-url", "", "`URL` clients reach --http-addr's root at (prefix included), such as https://agents.example.com/ai: the agent cards' URLs are built on it instead of each request's Host")
+	fs.StringVar(&f.publicGRPC, "public-grpc-addr", "", "`host:port` clients reach --addr at, for the agent cards' gRPC interface")
+	fs.Func("trusted-proxies", "comma-separated `addresses or CIDRs` of reverse proxies whose Forwarded or X-Forwarded-Host/-Proto headers name the host an agent card points to (from anyone else they are ignored)", func(v string) error {
+		for _, s := range strings.Split(v, ",") {
+			if s = strings.TrimSpace(s); s == "" {
+				continue
+			}
+			p, err := netip.ParsePrefix(s)
+			if err != nil {
+				a, aerr := netip.ParseAddr(s)
+				if aerr != nil {
+					return fmt.Errorf("%q is not an address or a CIDR", s)
+				}
+				p = netip.PrefixFrom(a, a.BitLen())
+			}
+			f.trustedProxies = append(f.trustedProxies, p)
+		}
+		return nil
+	})
 	fs.BoolVar(&f.a2a, "a2a", true, "serve every app as an A2A agent (its gRPC binding, and its HTTP bindings and agent card under /a2a/); --a2a=false serves none")
 	fs.StringVar(&f.config, "config", "", "apps `file` (YAML or JSON, schema agentrunner.v1.AppsConfig); without one the default apps are served: "+strings.Join(defaultAppNames(), ", ")+" (env "+envConfig+")")
 	fs.DurationVar(&f.maxRun, "max-run", 15*time.Minute, "longest a single Run may take (its deadline); 0 means no limit")
@@ -164,6 +188,12 @@ func parseServeFlags(args []string, stderr io.Writer) (serveFlags, error) {
 	}
 	if l := f.limits; l.MaxPageSize < 1 || l.MaxPageSize > store.MaxPageSize || l.MaxEventsPerCall < 1 || l.MaxRuns < 1 || l.MaxRunsPerPrincipal < 1 {
 		return f, usagef("--max-page-size (1 to %d), --max-events-per-call, --max-runs and --max-runs-per-principal must be positive", store.MaxPageSize)
+	}
+	if f.publicURL != "" {
+		u, err := url.Parse(f.publicURL)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.RawQuery != "" || u.Fragment != "" {
+			return f, usagef("--public-url %q must be an absolute http or https URL without query", f.publicURL)
+		}
 	}
 	if f.maxRequest < 1 || f.maxRequest > server.DefaultMaxMessageBytes {
 		return f, usagef("--max-request-bytes must be from 1 to %d", server.DefaultMaxMessageBytes)
@@ -427,6 +457,7 @@ func listenAndServe(f serveFlags, core *server.Server, reg *apps.Registry, sec *
 		a2aHTTP = agents.HTTP(a2aserve.HTTPConfig{
 			Prefix: f.httpPrefix, GRPCAddr: lis.Addr().String(), TLS: sec.tls, MTLS: sec.mtls, Auth: sec.auth,
 			MaxRequestBytes: srv.MaxRequestBytes(), Version: buildVersion(),
+			PublicURL: strings.TrimSuffix(f.publicURL, "/"), PublicGRPCAddr: f.publicGRPC, TrustedProxies: f.trustedProxies,
 		})
 	}
 	ws, wlis, err := listenWeb(f, srv, a2aHTTP, sec, log)

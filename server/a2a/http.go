@@ -1,12 +1,16 @@
 package a2a
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
+	"net/netip"
+	"net/url"
 	"runtime/debug"
+	"slices"
 	"strings"
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
@@ -41,6 +45,19 @@ type HTTPConfig struct {
 	MaxRequestBytes int
 	// Version is the agents' version on the cards.
 	Version string
+	// PublicURL, when set, is where clients reach the HTTP listener's
+	// root (prefix included), such as "https://agents.example.com/ai":
+	// the cards' HTTP URLs are built on it, whatever the request says,
+	// and a shared cache may keep them.
+	PublicURL string
+	// PublicGRPCAddr, when set, is the gRPC interface's host:port on the
+	// cards.
+	PublicGRPCAddr string
+	// TrustedProxies are the addresses whose Forwarded or
+	// X-Forwarded-Host/-Proto headers say where the client reached the
+	// server; from any other address those headers are ignored, so that
+	// a client cannot name the host a card points other clients to.
+	TrustedProxies []netip.Prefix
 }
 
 // HTTP returns the handler of every app's cards and HTTP bindings, for
@@ -112,29 +129,114 @@ func httpError(w http.ResponseWriter, code int, msg string) {
 	_ = json.NewEncoder(w).Encode(map[string]string{"error": msg})
 }
 
-// serveCard answers the card of the path's app. Its URLs use the host the
-// client reached, so that a card fetched through a name or a port
-// forward points back the same way.
+// serveCard answers the card of the path's app. Its URLs use
+// HTTPConfig.PublicURL when set; else where the client says it reached
+// the server (Forwarded or X-Forwarded-* from a trusted proxy, or the
+// Host header), so that a card fetched through a name or a port forward
+// points back the same way.
 func (h *Handler) serveCard(w http.ResponseWriter, r *http.Request, cfg HTTPConfig) {
 	app := r.PathValue("app")
-	scheme := "http"
-	if r.TLS != nil || cfg.TLS {
-		scheme = "https"
-	}
-	grpcAddr := cfg.GRPCAddr
-	if host, port, err := net.SplitHostPort(grpcAddr); err == nil && (host == "" || net.ParseIP(host).IsUnspecified()) {
-		if reqHost, _, err := net.SplitHostPort(r.Host); err == nil {
-			grpcAddr = net.JoinHostPort(reqHost, port)
+	origin, host := cardOrigin(r, cfg)
+	grpcAddr := cmp.Or(cfg.PublicGRPCAddr, cfg.GRPCAddr)
+	if cfg.PublicGRPCAddr == "" {
+		if h, port, err := net.SplitHostPort(grpcAddr); err == nil && (h == "" || net.ParseIP(h).IsUnspecified()) {
+			if reqHost, _, err := net.SplitHostPort(host); err == nil {
+				grpcAddr = net.JoinHostPort(reqHost, port)
+			}
 		}
 	}
-	card, ok := h.Card(app, CardURLs{HTTPBase: scheme + "://" + r.Host + cfg.Prefix + PathPrefix + app, GRPC: grpcAddr}, cfg)
+	card, ok := h.Card(app, CardURLs{HTTPBase: origin + PathPrefix + app, GRPC: grpcAddr}, cfg)
 	if !ok {
 		httpError(w, http.StatusNotFound, fmt.Sprintf("app %q is not served here", app))
 		return
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Access-Control-Allow-Origin", "*")
+	if cfg.PublicURL != "" {
+		w.Header().Set("Cache-Control", "public, max-age=300")
+	} else {
+		// Built from this request's headers: a shared cache must not
+		// hand it to a client that came another way.
+		w.Header().Set("Cache-Control", "no-cache")
+		w.Header().Set("Vary", "Host, Forwarded, X-Forwarded-Host, X-Forwarded-Proto")
+	}
 	if err := json.NewEncoder(w).Encode(card); err != nil {
 		h.log.Debug("write agent card", slog.String("app", app), slog.Any("err", err))
 	}
+}
+
+// cardOrigin returns the scheme, host and prefix clients reach the
+// listener's root at ("https://host:port/prefix"), and the host:port.
+func cardOrigin(r *http.Request, cfg HTTPConfig) (origin, host string) {
+	if cfg.PublicURL != "" {
+		u, err := url.Parse(cfg.PublicURL)
+		if err == nil {
+			return strings.TrimSuffix(cfg.PublicURL, "/"), u.Host
+		}
+	}
+	scheme, host := "http", r.Host
+	if r.TLS != nil || cfg.TLS {
+		scheme = "https"
+	}
+	if fproto, fhost := forwarded(r, cfg.TrustedProxies); fhost != "" {
+		host = fhost
+		if fproto != "" {
+			scheme = fproto
+		}
+	}
+	return scheme + "://" + host + cfg.Prefix, host
+}
+
+// forwarded returns the protocol and host a trusted proxy says the
+// client used (RFC 7239 Forwarded, else X-Forwarded-Proto and -Host; the
+// first hop of each), or "" when r does not come from a trusted proxy or
+// names none. A value that is not a plain host[:port] or http(s) is
+// ignored.
+func forwarded(r *http.Request, trusted []netip.Prefix) (proto, host string) {
+	if len(trusted) == 0 {
+		return "", ""
+	}
+	ap, err := netip.ParseAddrPort(r.RemoteAddr)
+	if err != nil || !slices.ContainsFunc(trusted, func(p netip.Prefix) bool { return p.Contains(ap.Addr().Unmap()) }) {
+		return "", ""
+	}
+	if f := r.Header.Get("Forwarded"); f != "" {
+		first, _, _ := strings.Cut(f, ",")
+		for _, pair := range strings.Split(first, ";") {
+			k, v, _ := strings.Cut(strings.TrimSpace(pair), "=")
+			v = strings.Trim(v, `"`)
+			switch strings.ToLower(k) {
+			case "host":
+				host = v
+			case "proto":
+				proto = strings.ToLower(v)
+			}
+		}
+	} else {
+		host, _, _ = strings.Cut(r.Header.Get("X-Forwarded-Host"), ",")
+		proto, _, _ = strings.Cut(r.Header.Get("X-Forwarded-Proto"), ",")
+		host, proto = strings.TrimSpace(host), strings.ToLower(strings.TrimSpace(proto))
+	}
+	if proto != "" && proto != "http" && proto != "https" {
+		proto = ""
+	}
+	if !plainHost(host) {
+		return "", ""
+	}
+	return proto, host
+}
+
+// plainHost reports whether h is a host or host:port made of the
+// characters a host name or an IP literal holds.
+func plainHost(h string) bool {
+	if h == "" || len(h) > 255 {
+		return false
+	}
+	for _, c := range h {
+		ok := c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.ContainsRune(".-:[]", c)
+		if !ok {
+			return false
+		}
+	}
+	return true
 }
