@@ -21,8 +21,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/a2aproject/a2a-go/v2/a2asrv"
+
 	servicev1 "github.com/agentrunner/agentrunner/gen/go/agentrunner/service/v1"
 	agentrunnerv1 "github.com/agentrunner/agentrunner/gen/go/agentrunner/v1"
+	"github.com/agentrunner/agentrunner/runner/agent/remotea2a/remotea2atest"
 )
 
 // killCycles is how many kill -9 cycles TestKill9RunRecords runs: a few
@@ -39,7 +42,7 @@ const killRunsConfig = `models:
   - name: fake
     provider: openai
     model: gpt-fake
-    base_url: %s/v1
+    base_url: %[1]s/v1
     retry: { max_attempts: 1 }
 apps:
   - name: pair
@@ -59,6 +62,7 @@ apps:
           sub_agents:
             - { name: left, llm: { model: fake, instruction: "ROLE=left" } }
             - { name: right, llm: { model: fake, instruction: "ROLE=right" } }
+            - { name: far, remote_a2a: { card_url: %[2]q, timeout: 30s } }
         - name: passes
           loop: { max_iterations: 2 }
           sub_agents:
@@ -72,21 +76,25 @@ apps:
 
 // killApp is an app of killRunsConfig as the kill -9 harness checks it:
 // the agents that answer with text, how many passes each makes in one
-// run (a loop's agent answers once a pass), and the agent that transfers
-// (its answer is a transfer_to_agent call), if any.
+// run (a loop's agent answers once a pass), the agent that transfers
+// (its answer is a transfer_to_agent call), if any, and the remote A2A
+// agent (the test's remotea2atest stand-in, which outlives the kill), if
+// any.
 type killApp struct {
 	name     string
 	agents   []string
 	passes   map[string]int
 	transfer string
+	remote   string
 }
 
 // The apps of killRunsConfig: pair is a sequence of two LLM agents; flow
-// has a parallel agent, a loop of two passes, a transfer and a last step.
+// has a parallel agent with a remote A2A branch, a loop of two passes, a
+// transfer and a last step.
 var (
 	pairApp = killApp{name: "pair", agents: []string{"alpha", "beta"}}
-	flowApp = killApp{name: "flow", agents: []string{"left", "right", "draft", "helper", "wrap"},
-		passes: map[string]int{"draft": 2}, transfer: "router"}
+	flowApp = killApp{name: "flow", agents: []string{"left", "right", "far", "draft", "helper", "wrap"},
+		passes: map[string]int{"draft": 2}, transfer: "router", remote: "far"}
 )
 
 // killRoles are every agent of killRunsConfig, by the role its
@@ -97,6 +105,11 @@ var killRoles = []string{"alpha", "beta", "left", "right", "draft", "router", "h
 // to be stored once, and the agent of each.
 func (a killApp) answers(token string) (texts, agents []string) {
 	for _, ag := range a.agents {
+		if ag == a.remote {
+			// The stand-in echoes the user's text, the run's token.
+			texts, agents = append(texts, "remote echo: "+token), append(agents, ag)
+			continue
+		}
 		for k := 1; k <= max(1, a.passes[ag]); k++ {
 			texts = append(texts, killPass(ag, token, k))
 			agents = append(agents, ag)
@@ -224,6 +237,7 @@ type seenRun struct {
 type killFigures struct {
 	cycles, runs, finals, partials, unseen, interrupted, finishedInterrupted int
 	resumed, resumedWithoutCall                                              int
+	remoteTurns, remoteResentSameID, remoteResentNewID                       int
 	clientErrors, badFinal, unsettled, resumeFailed, rerun, lost             int
 	duplicated, missing, missingResumed                                      int
 }
@@ -234,8 +248,13 @@ type killRunsHarness struct {
 	app               killApp
 	bin, config, data string
 	fake              *fakeChat
+	remote            *remotea2atest.Server
 	fig               killFigures
-	reported          int // mismatches reported in full
+	// remoteIDs are the message ids the remote got for each token, in
+	// order; remoteSeen is how many of its messages remoteIDs holds.
+	remoteIDs  map[string][]string
+	remoteSeen int
+	reported   int // mismatches reported in full
 
 	// Per cycle, shared with the clients.
 	mu      sync.Mutex
@@ -271,12 +290,15 @@ func runKillHarness(t *testing.T, app killApp, cycles int) {
 		t.Skip("builds and runs the binary")
 	}
 	dir := t.TempDir()
-	h := &killRunsHarness{t: t, app: app, bin: filepath.Join(dir, "agentrunner"), data: filepath.Join(dir, "agentrunner.db"), fake: newFakeChat(t)}
+	// The remote agent lives in the test's process: it outlives every
+	// kill -9 of the server, as another team's agent would.
+	h := &killRunsHarness{t: t, app: app, bin: filepath.Join(dir, "agentrunner"), data: filepath.Join(dir, "agentrunner.db"), fake: newFakeChat(t),
+		remote: remotea2atest.Start(t), remoteIDs: map[string][]string{}}
 	if out, err := exec.Command("go", "build", "-o", h.bin, ".").CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
 	h.config = filepath.Join(dir, "apps.yaml")
-	if err := os.WriteFile(h.config, []byte(fmt.Sprintf(killRunsConfig, h.fake.srv.URL)), 0o600); err != nil {
+	if err := os.WriteFile(h.config, []byte(fmt.Sprintf(killRunsConfig, h.fake.srv.URL, h.remote.URL+a2asrv.WellKnownAgentCardPath)), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	p := h.start()
@@ -287,6 +309,7 @@ func runKillHarness(t *testing.T, app killApp, cycles int) {
 	f := h.fig
 	t.Logf("%s: cycles %d, runs %d (first record seen), final record seen %d, partial events seen %d, runs admitted unseen %d", app.name, f.cycles, f.runs, f.finals, f.partials, f.unseen)
 	t.Logf("INTERRUPTED after restart %d (agent tree finished before the kill: %d), resumed %d (with no model call: %d)", f.interrupted, f.finishedInterrupted, f.resumed, f.resumedWithoutCall)
+	t.Logf("remote turns received %d, sent again with the same message id %d, with a new id %d", f.remoteTurns, f.remoteResentSameID, f.remoteResentNewID)
 	t.Logf("mismatches: client errors %d, final record vs stored %d, RUNNING/PENDING after recovery %d, resume not SUCCEEDED %d, agent called again on resume %d, answers stored twice %d, answers missing from a SUCCEEDED run: not resumed %d, resumed %d, acknowledged events lost %d",
 		f.clientErrors, f.badFinal, f.unsettled, f.resumeFailed, f.rerun, f.duplicated, f.missing, f.missingResumed, f.lost)
 }
@@ -438,6 +461,46 @@ func (h *killRunsHarness) checkCycle(c int, rc servicev1.RunnerServiceClient, sc
 	for _, s := range sessions {
 		h.checkSession(c, rc, sc, s, bySession[s])
 	}
+	h.checkRemote(c)
+}
+
+// remoteTurnsOf returns the message ids of the remote turns sent for
+// token so far, in the order the remote got them.
+func (h *killRunsHarness) remoteTurnsOf(token string) []string {
+	got := h.remote.Received()
+	for _, r := range got[h.remoteSeen:] {
+		// The message may narrate earlier runs of the session: the run's
+		// token is the highest numbered one.
+		tok, _ := tokenAndAgent(r.Text)
+		h.remoteIDs[tok] = append(h.remoteIDs[tok], r.MessageID)
+	}
+	h.remoteSeen = len(got)
+	return h.remoteIDs[token]
+}
+
+// checkRemote checks the remote turns of cycle c's runs once they are all
+// resumed: a run's turn sent again (a resume of a run the kill cut while
+// the remote answered) must carry the first send's message id, so that a
+// remote that deduplicates does the work once.
+func (h *killRunsHarness) checkRemote(c int) {
+	if h.app.remote == "" {
+		return
+	}
+	h.remoteTurnsOf("")
+	prefix := fmt.Sprintf("tok%d.", c)
+	for tok, ids := range h.remoteIDs {
+		if !strings.HasPrefix(tok, prefix) {
+			continue
+		}
+		h.fig.remoteTurns += len(ids)
+		for _, id := range ids[1:] {
+			if id == ids[0] {
+				h.fig.remoteResentSameID++
+				continue
+			}
+			h.mismatch(&h.fig.remoteResentNewID, "cycle %d: run %s's remote turn was sent with message id %s, then again with %s", c, tok, ids[0], id)
+		}
+	}
 }
 
 // checkSession settles and checks the runs of one session: those the
@@ -505,7 +568,10 @@ func (h *killRunsHarness) resumeOne(c int, rc servicev1.RunnerServiceClient, rec
 	if h.app.transfer != "" && !transferStored(events, id, h.app.transfer) {
 		need[h.app.transfer]++
 	}
-	before := h.fake.count(token)
+	if h.app.remote != "" && answered["remote echo: "+token] == 0 {
+		need[h.app.remote]++
+	}
+	before, remoteBefore := h.fake.count(token), len(h.remoteTurnsOf(token))
 	got, err := resumeRun(t.Context(), rc, &servicev1.ResumeRunRequest{RunId: id})
 	if err == nil && got.GetStatus() == agentrunnerv1.RunStatus_RUN_STATUS_INPUT_REQUIRED {
 		got, err = resumeRun(t.Context(), rc, &servicev1.ResumeRunRequest{RunId: id, RetryCallIds: got.GetPendingCallIds()})
@@ -515,6 +581,15 @@ func (h *killRunsHarness) resumeOne(c int, rc servicev1.RunnerServiceClient, rec
 		h.mismatch(&h.fig.resumeFailed, "cycle %d: ResumeRun(%s) (%s) = %v, %v; want SUCCEEDED", c, id, token, got, err)
 	}
 	after, calls := h.fake.count(token), 0
+	if n := len(h.remoteTurnsOf(token)) - remoteBefore; n > 0 && h.app.remote != "" {
+		// A remote turn sent again is not re-run work when its answer
+		// was missing: the same message id lets the remote deduplicate
+		// (checkRemote counts new ids).
+		calls += n
+		if n > need[h.app.remote] {
+			h.mismatch(&h.fig.rerun, "cycle %d: ResumeRun(%s) (%s) sent remote agent %s %d turns; %d of its answers were missing at the kill", c, id, token, h.app.remote, n, need[h.app.remote])
+		}
+	}
 	for _, a := range killRoles {
 		n := after[a] - before[a]
 		calls += n
