@@ -98,6 +98,7 @@ func (r *Runner) resumedRun(ctx context.Context, rec *agentrunnerv1.Run, req Res
 	lr.job.Resume = &turn.Resume{
 		Answers: req.Answers, RetryCallIDs: req.RetryCallIDs, From: orig.GetStatus(),
 		FirstSeq: rec.GetFirstSequence(), LastSeq: rec.GetLastSequence(), Config: rec.GetInput().GetRunConfig(),
+		Stored: orig,
 	}
 	lr.markQueued(nil)
 	return lr, orig

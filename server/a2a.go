@@ -69,6 +69,23 @@ func (s *Server) AuthorizeUser(ctx context.Context, app, user string) error {
 	return s.authz.deny(ctx, codes.PermissionDenied, p.Name, methodOf(ctx), "not granted user "+strconv.Quote(user)+" on app "+strconv.Quote(app))
 }
 
+// CheckBudgets refuses, as a status, a run of session k that the app's
+// budgets would refuse at once, before anything is created (see
+// runner.Runner.CheckBudgets). An app without budgets refuses nothing.
+func (s *Server) CheckBudgets(ctx context.Context, k store.SessionKey) error {
+	app, ok := s.apps.Lookup(k.App)
+	if !ok {
+		return unknownApp(k.App)
+	}
+	bc, ok := app.(interface {
+		CheckBudgets(ctx context.Context, user, session string) error
+	})
+	if !ok {
+		return nil
+	}
+	return s.toStatus(ctx, bc.CheckBudgets(ctx, k.User, k.Session))
+}
+
 // OpenSession makes sure the session exists, creating it empty when it
 // does not; created says which. The caller has authorized the user.
 func (s *Server) OpenSession(ctx context.Context, k store.SessionKey) (created bool, err error) {

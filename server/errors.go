@@ -37,7 +37,7 @@ func (s *Server) toStatus(ctx context.Context, err error) error {
 	}
 	var be *agent.BudgetError
 	if errors.As(err, &be) {
-		return budgetStatus(be)
+		return budgetStatus(be, s.seesAppSpend(ctx))
 	}
 	var le *runner.SessionLeasedError
 	if errors.As(err, &le) {
@@ -90,15 +90,22 @@ func codeOf(err error) (c codes.Code, ok bool) {
 // what a client needs to act on it as details: a QuotaFailure naming the
 // budget and what spent it, an ErrorInfo with the limit, the spend and the
 // reset time as values, and, for a daily budget, a RetryInfo saying when
-// it resets.
-func budgetStatus(be *agent.BudgetError) error {
-	st := status.New(codes.ResourceExhausted, be.Error())
+// it resets. An app budget's spend is the app's total, every user's: it
+// is given only to a caller who may read that (allSpend), as GetUsage of
+// every user is; others learn that the budget is reached, and its limit.
+func budgetStatus(be *agent.BudgetError, allSpend bool) error {
+	msg := be.Error()
 	meta := map[string]string{
 		"budget": be.Budget, "app": be.App, "subject": be.Subject, "unit": be.Unit,
-		"limit": strconv.FormatInt(be.Limit, 10), "spent": strconv.FormatInt(be.Spent, 10),
+		"limit": strconv.FormatInt(be.Limit, 10),
 	}
+	if !be.SpendPrivate() || allSpend {
+		msg = be.WithSpend()
+		meta["spent"] = strconv.FormatInt(be.Spent, 10)
+	}
+	st := status.New(codes.ResourceExhausted, msg)
 	details := []protoadapt.MessageV1{
-		&errdetails.QuotaFailure{Violations: []*errdetails.QuotaFailure_Violation{{Subject: be.Subject, Description: be.Error()}}},
+		&errdetails.QuotaFailure{Violations: []*errdetails.QuotaFailure_Violation{{Subject: be.Subject, Description: msg}}},
 		&errdetails.ErrorInfo{Reason: "BUDGET_EXCEEDED", Domain: "agentrunner", Metadata: meta},
 	}
 	if !be.ResetsAt.IsZero() {
@@ -109,6 +116,16 @@ func budgetStatus(be *agent.BudgetError) error {
 		st = d
 	}
 	return st.Err()
+}
+
+// seesAppSpend reports whether the caller may read an app's total spend,
+// as GetUsage of every user allows: an admin, or anyone when
+// authentication is off.
+func (s *Server) seesAppSpend(ctx context.Context) bool {
+	if p := principalFrom(ctx); p != nil {
+		return p.Admin
+	}
+	return s.authz.cfg == nil
 }
 
 // leasedStatus is ABORTED for a run refused because another replica

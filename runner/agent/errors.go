@@ -18,6 +18,10 @@ var ErrMaxLLMCalls = errors.New("max LLM calls reached")
 type AgentError struct {
 	// Agent is the name of the agent that failed.
 	Agent string
+	// Branch is the branch the agent ran in (empty outside parallel
+	// agents): the runner stores the failure there, as the agent's own
+	// events are.
+	Branch string
 	// Err is what went wrong.
 	Err error
 }
@@ -52,7 +56,11 @@ func asAgentError(ctx context.Context, name string, err error) error {
 	if errors.As(err, &ae) || IsTerminal(ctx, err) {
 		return err
 	}
-	return &AgentError{Agent: name, Err: err}
+	var branch string
+	if ic, ok := ctx.(interface{ Branch() string }); ok {
+		branch = ic.Branch()
+	}
+	return &AgentError{Agent: name, Branch: branch, Err: err}
 }
 
 // ErrBudgetExceeded is what every *BudgetError wraps: a run was refused,
@@ -78,7 +86,20 @@ type BudgetError struct {
 	ResetsAt time.Time
 }
 
-func (e *BudgetError) Error() string {
+// Error never gives an app budget's spend: the message reaches every
+// user of the app (a refusal, a failed run's stored error, a stream's
+// in-band error), and the app's total is for those who may read it
+// (GetUsage of every user). WithSpend gives it, for them.
+func (e *BudgetError) Error() string { return e.message(!e.SpendPrivate()) }
+
+// WithSpend is the message with what was spent, whatever the budget.
+func (e *BudgetError) WithSpend() string { return e.message(true) }
+
+// SpendPrivate reports whether Spent is the app's total, which only a
+// caller allowed every user's usage may see.
+func (e *BudgetError) SpendPrivate() bool { return e.Budget == "app_daily" }
+
+func (e *BudgetError) message(spend bool) string {
 	amount := func(v int64) string {
 		if e.Unit == "tokens" {
 			return fmt.Sprintf("%d tokens", v)
@@ -86,6 +107,9 @@ func (e *BudgetError) Error() string {
 		return FormatMicros(v) + " " + e.Unit
 	}
 	msg := fmt.Sprintf("budget %s of app %q reached: %s spent %s of %s", e.Budget, e.App, e.Subject, amount(e.Spent), amount(e.Limit))
+	if !spend {
+		msg = fmt.Sprintf("budget %s of app %q reached: %s reached its limit of %s", e.Budget, e.App, e.Subject, amount(e.Limit))
+	}
 	if !e.ResetsAt.IsZero() {
 		msg += "; it resets at " + e.ResetsAt.UTC().Format(time.RFC3339)
 	}

@@ -25,6 +25,7 @@ import (
 type server interface {
 	AuthorizeUser(ctx context.Context, app, user string) error
 	AuthenticateHTTP(r *http.Request) (context.Context, error)
+	CheckBudgets(ctx context.Context, k store.SessionKey) error
 	OpenSession(ctx context.Context, k store.SessionKey) (bool, error)
 	StreamRun(ctx context.Context, req *servicev1.RunRequest) (iter.Seq2[runner.Update, error], error)
 	ResumeRun(ctx context.Context, req *servicev1.ResumeRunRequest) (iter.Seq2[runner.Update, error], error)

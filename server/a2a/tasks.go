@@ -122,6 +122,11 @@ func (h *Handler) start(ctx context.Context, req *a2a.SendMessageRequest, stream
 // newRun starts the run of a message that is no reply: a new task in
 // session k, which is created when new.
 func (h *Handler) newRun(ctx context.Context, k store.SessionKey, msg *a2a.Message, content *agentrunnerv1.Content, streaming bool) (iter.Seq2[runner.Update, error], error) {
+	// A send a budget refuses creates nothing: asked before the session
+	// is created, as the run itself is refused only once it is.
+	if err := h.s.CheckBudgets(ctx, k); err != nil {
+		return nil, h.fail(ctx, err)
+	}
 	created, err := h.s.OpenSession(ctx, k)
 	if err != nil {
 		return nil, h.fail(ctx, err)
@@ -140,8 +145,29 @@ func (h *Handler) newRun(ctx context.Context, k store.SessionKey, msg *a2a.Messa
 		}
 		return nil, h.fail(ctx, err)
 	}
+	if created && msg.ContextID == "" {
+		seq = h.dropIfRefused(ctx, k, seq)
+	}
 	msg.ContextID = k.Session
 	return seq, nil
+}
+
+// dropIfRefused deletes the session k, made here for a send, when its run
+// is refused before it starts (its first update is an error, as a budget
+// reached since CheckBudgets gives): the run stored nothing in it.
+func (h *Handler) dropIfRefused(ctx context.Context, k store.SessionKey, seq iter.Seq2[runner.Update, error]) iter.Seq2[runner.Update, error] {
+	return func(yield func(runner.Update, error) bool) {
+		first := true
+		for u, err := range seq {
+			if first && err != nil {
+				_ = h.s.Store().DeleteSession(context.WithoutCancel(ctx), k)
+			}
+			first = false
+			if !yield(u, err) {
+				return
+			}
+		}
+	}
 }
 
 // requestID is the run's idempotency key for a message id: a client that

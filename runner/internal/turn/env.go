@@ -95,6 +95,9 @@ type Resume struct {
 	From              agentrunnerv1.RunStatus
 	FirstSeq, LastSeq uint64
 	Config            *agentrunnerv1.RunConfig
+	// Stored is the run's record as it was stored: what it spent so
+	// far, which its budgets count before it goes on.
+	Stored *agentrunnerv1.Run
 }
 
 // Prepared is a run ready to execute: its session loaded, the request

@@ -27,11 +27,9 @@ func Prepare(ctx context.Context, env *Env, job *Job) (*Prepared, error) {
 	if err := checkResponses(events, job.Message); err != nil {
 		return nil, err
 	}
-	if chk := env.Budgets.ForRun(env.Spend, sess, &agentrunnerv1.Run{RunId: job.ID}, env.Now); chk != nil {
-		// Refused before anything is stored.
-		if err := chk.Start(ctx); err != nil {
-			return nil, err
-		}
+	// Refused before anything is stored.
+	if err := env.CheckBudgets(ctx, sess, &agentrunnerv1.Run{RunId: job.ID}, job.ID); err != nil {
+		return nil, err
 	}
 	waiting, err := env.findWaiting(ctx, events, job.Message)
 	if err != nil {
@@ -79,6 +77,15 @@ func (env *Env) prepareResume(ctx context.Context, job *Job, sess *agentrunnerv1
 	// while it waited on them.
 	p.first = env.firstAgentOf(events, rq.FirstSeq)
 	p.answered = len(answered) == 0 && len(rq.RetryCallIDs) == 0 && env.treeFinished(run, p.first)
+	if !p.waits && !p.answered {
+		// It goes on to call models: refused now, before its answers are
+		// stored, a run stays as it was (still waiting, or interrupted),
+		// to be resumed once its budgets allow; refused at its first
+		// model call, it would end FAILED with its answers stored.
+		if err := env.CheckBudgets(ctx, sess, rq.Stored, job.ID); err != nil {
+			return nil, err
+		}
+	}
 	p.inv = env.newInvocation(job.Key, job.ID, sess, events, rq.Config, rq.RetryCallIDs)
 	p.inv.SetReplay(agent.NewReplay(env.Tree, p.first, run))
 	p.inv.SetUserContent(userMessageOf(events, rq.FirstSeq))
@@ -211,6 +218,18 @@ func checkResponses(events []*agentrunnerv1.Event, msg *agentrunnerv1.Content) e
 	if len(missing) > 0 {
 		slices.Sort(missing)
 		return fmt.Errorf("the reply leaves calls its run waits on unanswered: %q: %w", missing, store.ErrInvalidArgument)
+	}
+	return nil
+}
+
+// CheckBudgets refuses a run that would start with one of its budgets
+// reached; rec is what the run spent so far (nothing for a new run).
+func (env *Env) CheckBudgets(ctx context.Context, sess *agentrunnerv1.Session, rec *agentrunnerv1.Run, runID string) error {
+	if rec == nil {
+		rec = &agentrunnerv1.Run{RunId: runID}
+	}
+	if chk := env.Budgets.ForRun(env.Spend, sess, rec, env.Now); chk != nil {
+		return chk.Start(ctx)
 	}
 	return nil
 }
