@@ -63,11 +63,13 @@ type InvocationConfig struct {
 	Budget func(ctx context.Context, spent Spent) error
 	// Reserve, when set, holds what a model call may spend (est) against
 	// every budget before the call, given what the events recorded in this
-	// invocation spent; the hold is released by the function returned,
-	// once the call's event is stored (or the call failed). An error (a
+	// invocation spent (spent, read as the hold is decided: a call that
+	// waited for another's release must see that call's event, recorded
+	// before it); the hold is released by the function returned, once the
+	// call's event is stored (or the call failed). An error (a
 	// *BudgetError) ends the invocation, as Budget's does. nil holds
 	// nothing.
-	Reserve func(ctx context.Context, spent Spent, est Estimate) (release func(), err error)
+	Reserve func(ctx context.Context, spent func() Spent, est Estimate) (release func(), err error)
 }
 
 // Estimate is what a model call may spend: its prompt estimate plus its
@@ -132,7 +134,7 @@ func (inv *Invocation) SetBudget(f func(ctx context.Context, spent Spent) error)
 
 // SetReserve sets the invocation's Reserve (see InvocationConfig), before
 // it runs.
-func (inv *Invocation) SetReserve(f func(ctx context.Context, spent Spent, est Estimate) (func(), error)) {
+func (inv *Invocation) SetReserve(f func(ctx context.Context, spent func() Spent, est Estimate) (func(), error)) {
 	inv.cfg.Reserve = f
 }
 
@@ -206,12 +208,17 @@ func (inv *Invocation) reserveLLMCall(ctx context.Context, est Estimate) (releas
 	if max := inv.cfg.MaxLLMCalls; max >= 0 && n > max {
 		return func() {}, fmt.Errorf("invocation %s: more than %d LLM calls: %w", inv.cfg.ID, max, ErrMaxLLMCalls)
 	}
-	release, err = inv.cfg.Reserve(ctx, Spent{Tokens: inv.spentTokens.Load(), Micros: inv.spentMicros.Load()}, est)
+	release, err = inv.cfg.Reserve(ctx, inv.spent, est)
 	if err != nil {
 		inv.ended.Store(true)
 		return func() {}, err
 	}
 	return release, nil
+}
+
+// spent is what the events recorded in this invocation spent.
+func (inv *Invocation) spent() Spent {
+	return Spent{Tokens: inv.spentTokens.Load(), Micros: inv.spentMicros.Load()}
 }
 
 // BudgetAllows asks the invocation's Budget whether a model call may be

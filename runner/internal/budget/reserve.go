@@ -31,14 +31,16 @@ type held struct {
 }
 
 // Reserve holds est against every budget of the run before a model call,
-// given what this execution's stored events spent; it is
+// given what this execution's stored events spent (spent, read under the
+// holds' lock: a hold is released only once its call's event is
+// recorded, so that a call never sees neither); it is
 // agent.InvocationConfig.Reserve. The run's and the session's budgets are
 // held in memory; the daily ones in the store (store.SpendHolder), which
 // all runs and replicas share. While an uncapped call (no output cap)
 // holds a budget whole, the call waits for it to be released, then checks
 // again. release ends the hold; the caller calls it once the call's event
 // is stored, so that its usage is counted before the hold stops counting.
-func (c *Run) Reserve(ctx context.Context, spent agent.Spent, est agent.Estimate) (release func(), err error) {
+func (c *Run) Reserve(ctx context.Context, spent func() agent.Spent, est agent.Estimate) (release func(), err error) {
 	for {
 		release, wait, err := c.tryReserve(ctx, spent, est)
 		if wait == nil {
@@ -54,7 +56,7 @@ func (c *Run) Reserve(ctx context.Context, spent agent.Spent, est agent.Estimate
 
 // tryReserve makes one attempt; a non-nil wait means another call holds a
 // budget whole: try again once it is closed.
-func (c *Run) tryReserve(ctx context.Context, spent agent.Spent, est agent.Estimate) (release func(), wait <-chan struct{}, err error) {
+func (c *Run) tryReserve(ctx context.Context, spentNow func() agent.Spent, est agent.Estimate) (release func(), wait <-chan struct{}, err error) {
 	c.held.mu.Lock()
 	if c.held.free == nil {
 		c.held.free = make(chan struct{})
@@ -63,6 +65,9 @@ func (c *Run) tryReserve(ctx context.Context, spent agent.Spent, est agent.Estim
 		defer c.held.mu.Unlock()
 		return nil, c.held.free, nil
 	}
+	// Read now, not when the call first asked: a call that waited on
+	// another counts what that one stored.
+	spent := spentNow()
 	run := agent.Spent{Tokens: c.prior.Tokens + spent.Tokens + c.held.spent.Tokens, Micros: c.prior.Micros + spent.Micros + c.held.spent.Micros}
 	if err := c.checkHold("run", "run:", c.runID, c.b.Run, run, est); err != nil {
 		c.held.mu.Unlock()
