@@ -236,6 +236,7 @@ type seenRun struct {
 // killFigures are the counts TestKill9RunRecords reports.
 type killFigures struct {
 	cycles, runs, finals, partials, unseen, interrupted, finishedInterrupted int
+	acked                                                                    int
 	resumed, resumedWithoutCall                                              int
 	remoteTurns, remoteResentSameID, remoteResentNewID                       int
 	clientErrors, badFinal, unsettled, resumeFailed, rerun, lost             int
@@ -307,7 +308,7 @@ func runKillHarness(t *testing.T, app killApp, cycles int) {
 		p = h.cycle(c, p)
 	}
 	f := h.fig
-	t.Logf("%s: cycles %d, runs %d (first record seen), final record seen %d, partial events seen %d, runs admitted unseen %d", app.name, f.cycles, f.runs, f.finals, f.partials, f.unseen)
+	t.Logf("%s: cycles %d, runs %d (first record seen), final record seen %d, events acknowledged %d, partial events seen %d, runs admitted unseen %d", app.name, f.cycles, f.runs, f.finals, f.acked, f.partials, f.unseen)
 	t.Logf("INTERRUPTED after restart %d (agent tree finished before the kill: %d), resumed %d (with no model call: %d)", f.interrupted, f.finishedInterrupted, f.resumed, f.resumedWithoutCall)
 	t.Logf("remote turns received %d, sent again with the same message id %d, with a new id %d", f.remoteTurns, f.remoteResentSameID, f.remoteResentNewID)
 	t.Logf("mismatches: client errors %d, final record vs stored %d, RUNNING/PENDING after recovery %d, resume not SUCCEEDED %d, agent called again on resume %d, answers stored twice %d, answers missing from a SUCCEEDED run: not resumed %d, resumed %d, acknowledged events lost %d",
@@ -447,6 +448,7 @@ func (h *killRunsHarness) checkCycle(c int, rc servicev1.RunnerServiceClient, sc
 	for _, r := range h.seen {
 		h.fig.runs++
 		h.fig.partials += r.partials
+		h.fig.acked += len(r.acked)
 		bySession[r.session] = append(bySession[r.session], r)
 		if r.final == agentrunnerv1.RunStatus_RUN_STATUS_UNSPECIFIED {
 			continue
