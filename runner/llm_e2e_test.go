@@ -802,6 +802,7 @@ var geminiScenarios = []struct {
 		},
 		replies: []reply{httpError(http.StatusInternalServerError, "INTERNAL", "backend exploded")},
 		runs: []e2eRun{{msg: says("hi"), want: []string{
+			"root:  [UNKNOWN]", // the in-band failure, stored (without content) before it is delivered
 			`error: agent root: gemini model "gemini-2.5-flash": HTTP 500 INTERNAL: backend exploded`,
 		}}},
 		check: func(t *testing.T, h *harness, reqs []seenRequest, runs []runResult) {
@@ -818,7 +819,7 @@ var geminiScenarios = []struct {
 		},
 		replies: []reply{httpError(http.StatusTooManyRequests, "RESOURCE_EXHAUSTED", "quota exceeded")},
 		runs: []e2eRun{
-			{msg: says("hi"), want: []string{`error: agent root: gemini model "gemini-2.5-flash": HTTP 429 RESOURCE_EXHAUSTED: quota exceeded`}},
+			{msg: says("hi"), want: []string{"root:  [UNKNOWN]", `error: agent root: gemini model "gemini-2.5-flash": HTTP 429 RESOURCE_EXHAUSTED: quota exceeded`}},
 		},
 		check: func(t *testing.T, h *harness, reqs []seenRequest, runs []runResult) {
 			var apiErr *gemini.APIError

@@ -109,6 +109,7 @@ func TestModelCallbacks(t *testing.T) {
 		{
 			name:     "before fails",
 			before:   []llmagent.BeforeModelCallback{func(agent.CallbackContext, *model.Request) (*model.Response, error) { return nil, errors.New("nope") }},
+			want:     []string{"root: "}, // the in-band failure, stored without content
 			wantErrs: 1,
 		},
 	}
@@ -147,6 +148,7 @@ func TestModelFailures(t *testing.T) {
 		{
 			name:    "call error",
 			respond: func(*model.Request, int) ([]*model.Response, error) { return nil, errors.New("503") },
+			want:    []string{"root: "}, // the in-band failure, stored without content
 			wantErr: "model fake: 503",
 		},
 		{
@@ -168,6 +170,7 @@ func TestModelFailures(t *testing.T) {
 		{
 			name:    "no response",
 			respond: func(*model.Request, int) ([]*model.Response, error) { return nil, nil },
+			want:    []string{"root: "},
 			wantErr: "no complete response",
 		},
 		{
@@ -175,6 +178,7 @@ func TestModelFailures(t *testing.T) {
 			// naming the model.
 			name:    "stream panics",
 			respond: func(*model.Request, int) ([]*model.Response, error) { panic("decoder bug") },
+			want:    []string{"root: "},
 			wantErr: "agent root: model fake panicked: decoder bug",
 		},
 	}

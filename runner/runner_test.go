@@ -303,9 +303,9 @@ func TestCallbacks(t *testing.T) {
 		{name: "none", want: []string{"root: ran"}},
 		{name: "before passes", before: []agent.BeforeAgentCallback{pass, pass}, want: []string{"root: ran"}},
 		{name: "before short-circuits", before: []agent.BeforeAgentCallback{pass, content("cached"), content("never")}, after: []agent.AfterAgentCallback{content("no after")}, want: []string{"root: cached"}},
-		{name: "before fails", before: []agent.BeforeAgentCallback{fail}, want: nil, wantErrs: 1},
+		{name: "before fails", before: []agent.BeforeAgentCallback{fail}, want: []string{"root: "}, wantErrs: 1},
 		{name: "after appends", after: []agent.AfterAgentCallback{pass, content("appended"), content("never")}, want: []string{"root: ran", "root: appended"}},
-		{name: "after fails", after: []agent.AfterAgentCallback{fail}, want: []string{"root: ran"}, wantErrs: 1},
+		{name: "after fails", after: []agent.AfterAgentCallback{fail}, want: []string{"root: ran", "root: "}, wantErrs: 1},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -353,13 +353,15 @@ func TestAgentErrorMidRun(t *testing.T) {
 			order = append(order, summary([]*agentrunnerv1.Event{ev})...)
 		}
 	}
-	want := []string{"flaky: before the failure", "error from flaky: tool exploded", "flaky: after the failure", "next: still here"}
+	// The in-band failure is stored (without content) before it is
+	// delivered.
+	want := []string{"flaky: before the failure", "flaky: ", "error from flaky: tool exploded", "flaky: after the failure", "next: still here"}
 	if !equalStrings(order, want) {
 		t.Fatalf("got %q, want %q", order, want)
 	}
 	_, events, _ := db.GetSession(t.Context(), k, store.GetOptions{})
-	if events = slices.DeleteFunc(events, isEnd); len(events) != 4 {
-		t.Fatalf("stored %q, want the user event and three agent events", summary(events))
+	if events = slices.DeleteFunc(events, isEnd); len(events) != 5 {
+		t.Fatalf("stored %q, want the user event, three agent events and the failure", summary(events))
 	}
 }
 

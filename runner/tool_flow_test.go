@@ -121,6 +121,7 @@ func TestToolCallsConcurrently(t *testing.T) {
 			"root: call 1 slow | call 2 fast | call 3 explode | call 4 nope",
 			`root: response 1 {"ok":"slow"} | response 2 {"ok":"fast"} | response 3 {"error":"tool explode panicked: boom"} | ` +
 				`response 4 {"error":"tool \"nope\" not found; available tools: [\"explode\",\"fast\",\"slow\"]"}`,
+			"root: ", // the tool's panic, in band and stored
 			"root: done",
 		},
 		wantCalls: 2,

@@ -155,8 +155,15 @@ func TestParallelStopsOnChildError(t *testing.T) {
 	if len(res.agentErrs) != 1 || res.agentErrs[0].Agent != "failing" {
 		t.Fatalf("agent errors %v, want failing's only", res.agentErrs)
 	}
-	if got, want := summary(res.events), []string{"waiter: waiter waiting", "after: after"}; !equalStrings(got, want) {
+	if got, want := summary(res.events), []string{"waiter: waiter waiting", "failing: ", "after: after"}; !equalStrings(got, want) {
 		t.Fatalf("events %q, want %q", got, want)
+	}
+	// The branch's in-band failure is stored in its branch, as its
+	// agent's events are.
+	for _, ev := range res.events {
+		if ev.GetAuthor() == "failing" && (ev.GetBranch() != "fan.failing" || ev.GetErrorCode() != "UNKNOWN") {
+			t.Errorf("failing's event: branch %q, error_code %q; want its failure in branch fan.failing", ev.GetBranch(), ev.GetErrorCode())
+		}
 	}
 }
 

@@ -44,10 +44,11 @@ func (routerModel) Generate(_ context.Context, req *model.Request, _ bool) iter.
 // does not hold the session: the next message goes where it would have
 // gone had the target not been given the turn: to the agent that
 // transferred to it. A target that answered before and fails now is
-// passed over too. (A target that fails in band stores no event; see
-// docs/runs.md.)
+// passed over too, whether its failure is an error event or in band (an
+// error on the stream, which the runner stores as a content-less error
+// event; see docs/runs.md).
 func TestNextMessageAfterFailedAgent(t *testing.T) {
-	for _, inBand := range []bool{false} {
+	for _, inBand := range []bool{false, true} {
 		name := "error_event"
 		if inBand {
 			name = "in_band"

@@ -109,9 +109,11 @@ func TestPanicsAreInBand(t *testing.T) {
 		wantKinds []string
 		wantErr   string
 	}{
-		{app: "toolpanic", wantKinds: []string{"caller: call boom", "caller: response boom", "error"}, wantErr: "agent caller: tool boom panicked: kaboom"},
-		{app: "branchpanic", wantKinds: []string{"error"}, wantErr: "agent crasher: agent crasher panicked: crash in crasher"},
-		{app: "seqpanic", wantKinds: []string{"error", "after: still here"}, wantErr: "agent first: agent first panicked: crash in first"},
+		// Each in-band failure is stored first, as an event of its agent
+		// without content ("agent: ").
+		{app: "toolpanic", wantKinds: []string{"caller: call boom", "caller: response boom", "caller: ", "error"}, wantErr: "agent caller: tool boom panicked: kaboom"},
+		{app: "branchpanic", wantKinds: []string{"crasher: ", "error"}, wantErr: "agent crasher: agent crasher panicked: crash in crasher"},
+		{app: "seqpanic", wantKinds: []string{"first: ", "error", "after: still here"}, wantErr: "agent first: agent first panicked: crash in first"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.app, func(t *testing.T) {
@@ -374,7 +376,7 @@ func TestPluginErrorsAreInBand(t *testing.T) {
 		wantErr   string
 	}{
 		{hook: "on_user_message", wantKinds: []string{"error", "bot: call lookup", "bot: response lookup", "bot: done: found=yes"}, wantErr: "agent bot: plugin strict on_user_message: on_user_message refused"},
-		{hook: "before_model", wantKinds: []string{"error"}, wantErr: "agent bot: plugin strict before_model: before_model refused"},
+		{hook: "before_model", wantKinds: []string{"bot: ", "error"}, wantErr: "agent bot: plugin strict before_model: before_model refused"},
 		// A tool hook's error is, as a tool callback's, the result the
 		// model reads.
 		{hook: "before_tool", wantKinds: []string{"bot: call lookup", "bot: response lookup", "bot: done: error=plugin strict before_tool: before_tool refused"}},

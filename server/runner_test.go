@@ -243,14 +243,15 @@ func TestRunWithRunner(t *testing.T) {
 			name:  "an agent error arrives in-band and the run goes on",
 			turns: []*servicev1.RunRequest{runReq("flaky", "", "go")},
 			check: func(t *testing.T, last runResult, sess *servicev1.GetSessionResponse) {
-				if want := []string{"flaky_agent: first", "error", "flaky_agent: after the error"}; !slices.Equal(last.kinds, want) {
+				// The error is stored first, as a content-less event.
+				if want := []string{"flaky_agent: first", "flaky_agent: ", "error", "flaky_agent: after the error"}; !slices.Equal(last.kinds, want) {
 					t.Errorf("stream = %q, want %q", last.kinds, want)
 				}
 				if len(last.errors) == 1 && !strings.Contains(last.errors[0].GetMessage(), "tool exploded") {
 					t.Errorf("in-band error = %v", last.errors[0])
 				}
-				if n := len(sess.GetEvents()); n != 3 {
-					t.Errorf("stored %d events, want 3", n)
+				if n := len(sess.GetEvents()); n != 4 {
+					t.Errorf("stored %d events, want 4", n)
 				}
 			},
 		},

@@ -390,6 +390,18 @@ var codeNames = map[string]int32{
 	"DATA_LOSS": CodeDataLoss, "UNAUTHENTICATED": CodeUnauthenticated,
 }
 
+// CodeName is the google.rpc.Code name of code, the error_code of an
+// event that reports a failure of that code; UNKNOWN for a code it does
+// not name.
+func CodeName(code int32) string {
+	for name, c := range codeNames {
+		if c == code {
+			return name
+		}
+	}
+	return "UNKNOWN"
+}
+
 // CodeOf returns the code an event's error_code names; UNKNOWN for a
 // name that is not a google.rpc.Code.
 func CodeOf(name string) int32 {

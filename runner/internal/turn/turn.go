@@ -296,14 +296,36 @@ func (in *invocation) deliver(ctx context.Context, a agent.Agent, err error) err
 	if rerr := in.release(ctx); rerr != nil {
 		return rerr
 	}
-	name := a.Name()
-	if errors.As(err, &ae) {
-		name = ae.Agent
+	errors.As(err, &ae) // err is an *agent.AgentError from here on
+	name, st := ae.Agent, runrec.InBandStatus(err)
+	in.failures.Step(name, st)
+	// The failure is stored as well, before it is delivered: the rules
+	// that read a run's failures from the stored events (the next
+	// message's agent, Tree.SelectAgent; a resume, agent.Replay; the
+	// status after a crash) would otherwise not see it, and the next
+	// message would go to the failing agent again if it had answered
+	// before.
+	if _, serr := in.emit(ctx, failureEvent(ae, st)); serr != nil {
+		return serr
 	}
-	in.failures.Step(name, runrec.InBandStatus(err))
 	in.speaker = streamedText{author: name}
 	in.sink.PublishErr(err)
 	return nil
+}
+
+// failureEvent is the event that stores the in-band failure ae (of
+// status st) in the failing agent's branch: no content, the status's
+// code as error_code, the agent's error as error_message (so that the
+// run's error read from it, runrec.EventFailure, is the in-band one's,
+// "agent <name>: <error>"). It does not say turn_complete: an in-band
+// error need not end the agent's turn (a tool that panicked, after
+// which the model goes on), and a resume (agent.Replay) must not take
+// the agent as finished.
+func failureEvent(ae *agent.AgentError, st *agentrunnerv1.Status) *agentrunnerv1.Event {
+	return &agentrunnerv1.Event{
+		Author: ae.Agent, Branch: ae.Branch,
+		ErrorCode: runrec.CodeName(st.GetCode()), ErrorMessage: ae.Err.Error(),
+	}
 }
 
 // emit completes an event, lets the on_event hooks replace it, persists it
