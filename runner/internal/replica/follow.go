@@ -219,7 +219,7 @@ func (s *shared) StreamQueued(ctx context.Context, rec *agentrunnerv1.Run, polic
 	})
 	switch {
 	case how == live.FollowedToEnd:
-		if err := runrec.Err(final); err != nil && !terminal {
+		if err := endedErr(final); err != nil && !terminal {
 			yield(live.Update{}, err)
 		}
 		return
@@ -233,6 +233,22 @@ func (s *shared) StreamQueued(ctx context.Context, rec *agentrunnerv1.Run, polic
 	if how == live.ContextEnded {
 		yield(live.Update{}, fmt.Errorf("run %s: %w", rec.GetRunId(), ctx.Err()))
 	}
+}
+
+// endedErr is the terminal error of a run that ended on another replica
+// (runrec.Err), keeping what a status needs of a run its budget refused
+// or stopped there (RESOURCE_EXHAUSTED, as here): the record keeps only
+// its message, and the error would otherwise be unknown (Internal).
+func endedErr(rec *agentrunnerv1.Run) error {
+	err := runrec.Err(rec)
+	if err == nil || rec.GetStatus() != agentrunnerv1.RunStatus_RUN_STATUS_FAILED || rec.GetError().GetCode() != runrec.CodeResourceExhausted {
+		return err
+	}
+	cause := agent.ErrBudgetExceeded
+	if strings.Contains(rec.GetError().GetMessage(), agent.ErrMaxLLMCalls.Error()) {
+		cause = agent.ErrMaxLLMCalls
+	}
+	return fmt.Errorf("%w: %w", err, cause)
 }
 
 // Cancel cancels a run that is not live in this process (see
