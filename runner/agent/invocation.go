@@ -100,6 +100,8 @@ type Invocation struct {
 	ended       atomic.Bool
 	hooks       Hooks
 	log         *slog.Logger
+	// releases gates the budget holds' releases (HoldReleases).
+	releases releaseGate
 
 	// mu guards the session view below. The runner updates it after each
 	// persisted event; parallel branches read it concurrently.
@@ -208,12 +210,54 @@ func (inv *Invocation) reserveLLMCall(ctx context.Context, est Estimate) (releas
 	if max := inv.cfg.MaxLLMCalls; max >= 0 && n > max {
 		return func() {}, fmt.Errorf("invocation %s: more than %d LLM calls: %w", inv.cfg.ID, max, ErrMaxLLMCalls)
 	}
-	release, err = inv.cfg.Reserve(ctx, inv.spent, est)
+	held, err := inv.cfg.Reserve(ctx, inv.spent, est)
 	if err != nil {
 		inv.ended.Store(true)
 		return func() {}, err
 	}
-	return release, nil
+	return func() { inv.releases.release(held) }, nil
+}
+
+// releaseGate keeps the releases of budget holds while the runner holds
+// an event back, unstored (HoldReleases).
+type releaseGate struct {
+	mu      sync.Mutex
+	gated   bool
+	pending []func()
+}
+
+func (g *releaseGate) release(f func()) {
+	g.mu.Lock()
+	if g.gated {
+		g.pending = append(g.pending, f)
+		g.mu.Unlock()
+		return
+	}
+	g.mu.Unlock()
+	f()
+}
+
+// HoldReleases keeps every budget hold released from now on until
+// ReleaseHeld: the runner holds back an event to store it later (a final
+// answer, with the run's final record), and until it is stored no total
+// or ledger counts its call, which the call's hold must cover meanwhile:
+// else another run (or replica) could hold what the call spent.
+func (inv *Invocation) HoldReleases() {
+	inv.releases.mu.Lock()
+	defer inv.releases.mu.Unlock()
+	inv.releases.gated = true
+}
+
+// ReleaseHeld releases the holds HoldReleases kept, once the event held
+// back is stored (or will never be), and lets releases go again.
+func (inv *Invocation) ReleaseHeld() {
+	inv.releases.mu.Lock()
+	pending := inv.releases.pending
+	inv.releases.gated, inv.releases.pending = false, nil
+	inv.releases.mu.Unlock()
+	for _, f := range pending {
+		f()
+	}
 }
 
 // spent is what the events recorded in this invocation spent.

@@ -15,6 +15,9 @@ import (
 // event that says so, for a stopped run), and returns the record and the
 // run's terminal error.
 func (in *invocation) finalize(ctx context.Context, err error) (*agentrunnerv1.Run, error) {
+	// Budget holds kept for an answer held back go at the end whatever
+	// became of it (stored with the record, or never: fenced).
+	defer in.inv.ReleaseHeld()
 	env, id := in.env, in.job.ID
 	if err != nil && in.held != nil {
 		// The run did not end with its answer after all: the answer is

@@ -41,7 +41,14 @@ func (in *invocation) holds(ev *agentrunnerv1.Event) bool {
 	}
 	// Every app with an LLM agent has a summarizer, but few runs compact:
 	// what decides is whether this one will once the answer is stored.
-	return !in.env.Compaction.dueAfter(in.inv.Events(), ev, in.job.ID)
+	if in.env.Compaction.dueAfter(in.inv.Events(), ev, in.job.ID) {
+		return false
+	}
+	// Held: its call's budget holds stay until it is stored (release,
+	// endWithHeld, or finalize at the latest), as no total counts it
+	// before.
+	in.inv.HoldReleases()
+	return true
 }
 
 // runTail returns this run's stored events, in order: the tail of the
@@ -68,6 +75,7 @@ func (in *invocation) release(ctx context.Context) error {
 		return fmt.Errorf("append event of agent %s: %w", ev.GetAuthor(), err)
 	}
 	in.inv.Record(nil, stored)
+	in.inv.ReleaseHeld()
 	in.sink.Commit(stored, false)
 	return nil
 }
@@ -89,6 +97,7 @@ func (in *invocation) endWithHeld(ctx context.Context, rec *agentrunnerv1.Run) (
 	in.recordWritten = true
 	in.addToMemory(ctx)
 	in.inv.Record(nil, stored)
+	in.inv.ReleaseHeld()
 	in.sink.Commit(stored, false)
 	return storedRec, nil
 }
