@@ -162,7 +162,7 @@ func (f *fakeChat) serve(w http.ResponseWriter, r *http.Request) {
 	f.calls[[2]string{token, agent}]++
 	f.mu.Unlock()
 	if agent == flowApp.transfer {
-		writeTransfer(w, body.Stream, "helper")
+		writeTransfer(w, body.Stream, "helper", "call_t_"+token)
 		return
 	}
 	// A loop's agent sees its earlier passes' answers in the history.
@@ -182,9 +182,15 @@ func (f *fakeChat) serve(w http.ResponseWriter, r *http.Request) {
 	io.WriteString(w, "data: {\"id\":\"c\",\"object\":\"chat.completion.chunk\",\"created\":1,\"model\":\"gpt-fake\",\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"stop\"}]}\n\ndata: [DONE]\n\n")
 }
 
-// writeTransfer answers with a call of transfer_to_agent to target.
-func writeTransfer(w http.ResponseWriter, stream bool, target string) {
-	call := fmt.Sprintf(`{"index":0,"id":"call_t","type":"function","function":{"name":"transfer_to_agent","arguments":%q}}`, `{"agent_name":"`+target+`"}`)
+// writeTransfer answers with a call of transfer_to_agent to target, of
+// id id. Each run's call has an id of its own, as a real provider's has:
+// the tool-call ledger opens a call id once per session, so a model that
+// gave every run's call the same id (this fake did: "call_t") left the
+// second run's call out of the ledger, and a kill that cut that call left
+// a run waiting on a call ResumeRun refused to retry (1 resume in 5,738
+// over 100 cycles).
+func writeTransfer(w http.ResponseWriter, stream bool, target, id string) {
+	call := fmt.Sprintf(`{"index":0,"id":%q,"type":"function","function":{"name":"transfer_to_agent","arguments":%q}}`, id, `{"agent_name":"`+target+`"}`)
 	if !stream {
 		w.Header().Set("Content-Type", "application/json")
 		fmt.Fprintf(w, `{"id":"c","object":"chat.completion","created":1,"model":"gpt-fake","choices":[{"index":0,"message":{"role":"assistant","content":null,"tool_calls":[%s]},"finish_reason":"tool_calls"}],"usage":{"prompt_tokens":5,"completion_tokens":3,"total_tokens":8}}`, call)

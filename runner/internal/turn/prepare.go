@@ -51,7 +51,7 @@ func (env *Env) prepareResume(ctx context.Context, job *Job, sess *agentrunnerv1
 	if last := sess.GetLastSequence(); last > rq.LastSeq && rq.From == agentrunnerv1.RunStatus_RUN_STATUS_INPUT_REQUIRED {
 		return nil, fmt.Errorf("run %s ended at event %d and the session has moved on to %d: %w", job.ID, rq.LastSeq, last, runrec.ErrNotResumable)
 	}
-	inDoubt, err := env.inDoubtCalls(ctx, job)
+	inDoubt, err := env.inDoubtCalls(ctx, job, events)
 	if err != nil {
 		return nil, err
 	}
@@ -127,19 +127,56 @@ func answeredCalls(job *Job, rq *Resume, waiting []string, inDoubt map[string]bo
 }
 
 // inDoubtCalls returns the run's calls that the ledger shows started and
-// never finished, other than those that wait for the caller.
-func (env *Env) inDoubtCalls(ctx context.Context, job *Job) (map[string]bool, error) {
+// never finished, other than those that wait for the caller, and those
+// of its calls the ledger holds under another run (shadowedCalls).
+func (env *Env) inDoubtCalls(ctx context.Context, job *Job, events []*agentrunnerv1.Event) (map[string]bool, error) {
 	calls, err := env.Store.ListToolCalls(ctx, job.Key)
 	if err != nil {
 		return nil, fmt.Errorf("read the tool-call ledger: %w", err)
 	}
 	open := map[string]bool{}
+	owner := map[string]string{}
 	for _, c := range calls {
+		owner[c.GetCallId()] = c.GetInvocationId()
 		if c.GetInvocationId() == job.ID && c.GetResponseSequence() == 0 && !c.GetWaitsForCaller() {
 			open[c.GetCallId()] = true
 		}
 	}
+	for _, id := range shadowedCalls(events, job.ID, owner) {
+		open[id] = true
+	}
 	return open, nil
+}
+
+// shadowedCalls returns the calls of run runID, unanswered in its stored
+// events and not waiting for the caller, whose id the ledger holds for
+// another run (owner: call id to the run the ledger has it from). The
+// ledger opens an id once per session, and a model that numbers its calls
+// alike in every run ("call_0") gives a later run's call an id an earlier
+// run took: a crash between such a call and its result left the run
+// waiting on it (its record reads the events) while the ledger knew
+// nothing of it, and the retry its record asks for was refused for ever.
+func shadowedCalls(events []*agentrunnerv1.Event, runID string, owner map[string]string) []string {
+	run := runEvents(events, runID)
+	answered := map[string]bool{}
+	for _, ev := range run {
+		for _, p := range ev.GetContent().GetParts() {
+			if id := p.GetFunctionResponse().GetId(); id != "" {
+				answered[id] = true
+			}
+		}
+	}
+	var out []string
+	for _, ev := range run {
+		for _, p := range ev.GetContent().GetParts() {
+			id := p.GetFunctionCall().GetId()
+			if id == "" || answered[id] || owner[id] == "" || owner[id] == runID || slices.Contains(ev.GetLongRunningToolIds(), id) {
+				continue
+			}
+			out = append(out, id)
+		}
+	}
+	return out
 }
 
 // runEvents returns the events of the run, in order.
