@@ -304,3 +304,84 @@ func TestAgentCardURLs(t *testing.T) {
 		t.Errorf("--public-url: %s (Cache-Control %q)", got, cc)
 	}
 }
+
+// TestHTTPAccessLogAndCanary: every request on the HTTP listener, A2A's
+// included, leaves an "http" log line (the client's mistakes at INFO,
+// with their status), and a secret a client sends (a token, valid or
+// not, a body) shows in no log line. At 1dc16e9 the listener and A2A's
+// bindings logged no request.
+func TestHTTPAccessLogAndCanary(t *testing.T) {
+	const canary = "canary-5f3a9d71"
+	authFile := writeFile(t, filepath.Join(t.TempDir(), "auth.yaml"), `principals:
+  - {name: alice, token_sha256: `+sha("alice-secret")+`, apps: ["*"], users: [self]}
+`)
+	_, console, logs, _ := startConsole(t, "--auth-file", authFile)
+	send := func(path, ct, body string, h map[string]string) string {
+		req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, console+path, strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Content-Type", ct)
+		for k, v := range h {
+			req.Header.Set(k, v)
+		}
+		answer, _, err := sendBody(http.DefaultClient, req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return answer
+	}
+	if a := send(listApps, "application/json", `{}`, map[string]string{"Authorization": "Bearer " + canary}); a != "401/unauthenticated" {
+		t.Errorf("a token naming no principal: %s", a)
+	}
+	if a := send("a2a/support/jsonrpc", "application/json", `{"jsonrpc":"2.0","id":1,"method":"SendMessage","params":{"message":{"messageId":"m","role":"ROLE_USER","parts":[{"text":"`+canary+`"}]}}}`, map[string]string{"Authorization": "Bearer " + canary}); !strings.HasPrefix(a, "401/") {
+		t.Errorf("A2A with a token naming no principal: %s", a)
+	}
+	if a := send("agentrunner.service.v1.SessionService/GetSession", "application/json", `{"appName":`+canary, map[string]string{"Authorization": "Bearer alice-secret"}); a != "400/invalid_argument" {
+		t.Errorf("a malformed body: %s", a)
+	}
+	text := logs.String()
+	for _, want := range []string{
+		"msg=http method=POST path=/agentrunner.service.v1.RunnerService/ListApps status=401",
+		"msg=http method=POST path=/a2a/support/jsonrpc status=401",
+		"msg=http method=POST path=/agentrunner.service.v1.SessionService/GetSession status=400",
+	} {
+		if !strings.Contains(text, want) {
+			t.Errorf("no log line %q in:\n%s", want, text)
+		}
+	}
+	if strings.Contains(text, canary) || strings.Contains(text, "alice-secret") {
+		t.Errorf("a secret is in the log:\n%s", text)
+	}
+}
+
+// TestHTTPMaxConns: with --http-max-conns 2, two connections held open
+// leave a third request waiting (it is not served while they stay), and
+// it is served once one of them closes.
+func TestHTTPMaxConns(t *testing.T) {
+	_, console, _, _ := startConsole(t, "--http-max-conns", "2")
+	u, _ := url.Parse(console)
+	var held []net.Conn
+	for range 2 {
+		c, err := net.Dial("tcp", u.Host)
+		if err != nil {
+			t.Fatal(err)
+		}
+		held = append(held, c)
+		// A request's start, so the server has surely accepted it.
+		fmt.Fprintf(c, "POST /%s HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{}", listApps, u.Host)
+		if _, err := bufio.NewReader(c).ReadString('\n'); err != nil {
+			t.Fatal(err)
+		}
+	}
+	quick := &http.Client{Timeout: 500 * time.Millisecond, Transport: &http.Transport{}}
+	if _, err := quick.Post(console+listApps, "application/json", strings.NewReader(`{}`)); err == nil {
+		t.Fatal("a third connection was served while two were held")
+	}
+	held[0].Close()
+	defer held[1].Close()
+	code, body := postJSON(t, &http.Client{Transport: &http.Transport{}}, console+listApps, `{}`, nil)
+	if code != 200 {
+		t.Errorf("after a held connection closed: %d %s", code, body)
+	}
+}
