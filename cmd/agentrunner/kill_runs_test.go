@@ -162,7 +162,11 @@ func (f *fakeChat) serve(w http.ResponseWriter, r *http.Request) {
 	f.calls[[2]string{token, agent}]++
 	f.mu.Unlock()
 	if agent == flowApp.transfer {
-		writeTransfer(w, body.Stream, "helper", "call_t_"+token)
+		// The same id in every run, as servers that number their calls
+		// give: the ledger holds it under the session's first run, and a
+		// later run's call cut by the kill must be retried all the same
+		// (TestResumeRetriesReusedCallID).
+		writeTransfer(w, body.Stream, "helper", "call_t")
 		return
 	}
 	// A loop's agent sees its earlier passes' answers in the history.
@@ -183,12 +187,7 @@ func (f *fakeChat) serve(w http.ResponseWriter, r *http.Request) {
 }
 
 // writeTransfer answers with a call of transfer_to_agent to target, of
-// id id. Each run's call has an id of its own, as a real provider's has:
-// the tool-call ledger opens a call id once per session, so a model that
-// gave every run's call the same id (this fake did: "call_t") left the
-// second run's call out of the ledger, and a kill that cut that call left
-// a run waiting on a call ResumeRun refused to retry (1 resume in 5,738
-// over 100 cycles).
+// id id.
 func writeTransfer(w http.ResponseWriter, stream bool, target, id string) {
 	call := fmt.Sprintf(`{"index":0,"id":%q,"type":"function","function":{"name":"transfer_to_agent","arguments":%q}}`, id, `{"agent_name":"`+target+`"}`)
 	if !stream {
