@@ -19,6 +19,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/a2aproject/a2a-go/v2/a2a"
 	"google.golang.org/protobuf/types/known/emptypb"
 )
 
@@ -383,5 +384,35 @@ func TestHTTPMaxConns(t *testing.T) {
 	code, body := postJSON(t, &http.Client{Transport: &http.Transport{}}, console+listApps, `{}`, nil)
 	if code != 200 {
 		t.Errorf("after a held connection closed: %d %s", code, body)
+	}
+}
+
+// TestA2AListTasksTotal: ListTasks' totalSize counts every task the
+// listing matches, not the page's (it was the page's length at 1dc16e9).
+func TestA2AListTasksTotal(t *testing.T) {
+	_, console, _, _ := startConsole(t)
+	c, _ := a2aClient(t, console, "support", a2a.TransportProtocolJSONRPC)
+	for i := range 3 {
+		if _, err := c.SendMessage(t.Context(), textMessage("", fmt.Sprintf("order %d?", i))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	first, err := c.ListTasks(t.Context(), &a2a.ListTasksRequest{PageSize: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(first.Tasks) != 1 || first.TotalSize != 3 || first.NextPageToken == "" {
+		t.Fatalf("first page: %d tasks, totalSize %d, next %q; want 1, 3, a token", len(first.Tasks), first.TotalSize, first.NextPageToken)
+	}
+	second, err := c.ListTasks(t.Context(), &a2a.ListTasksRequest{PageSize: 2, PageToken: first.NextPageToken})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(second.Tasks) != 2 || second.TotalSize != 3 {
+		t.Errorf("second page: %d tasks, totalSize %d; want 2, 3", len(second.Tasks), second.TotalSize)
+	}
+	all, err := c.ListTasks(t.Context(), &a2a.ListTasksRequest{PageSize: 10})
+	if err != nil || all.TotalSize != 3 || len(all.Tasks) != 3 {
+		t.Errorf("one page of all: %+v, %v", all, err)
 	}
 }

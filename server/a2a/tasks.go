@@ -427,7 +427,38 @@ func (h *Handler) ListTasks(ctx context.Context, req *a2a.ListTasksRequest) (*a2
 			return nil, h.fail(ctx, err)
 		}
 	}
-	return &a2a.ListTasksResponse{Tasks: tasks, NextPageToken: next, PageSize: len(tasks), TotalSize: len(tasks)}, nil
+	total := len(tasks)
+	if next != "" || req.PageToken != "" {
+		if total, err = countRuns(ctx, ar, f); err != nil {
+			return nil, h.fail(ctx, err)
+		}
+	}
+	return &a2a.ListTasksResponse{Tasks: tasks, NextPageToken: next, PageSize: len(tasks), TotalSize: total}, nil
+}
+
+// runLister lists runs a page at a time (an app's runner).
+type runLister interface {
+	ListRunsOf(ctx context.Context, f store.RunFilter, p store.Page) ([]*agentrunnerv1.Run, string, error)
+}
+
+// countRuns counts the runs f matches, all pages: ListTasks' totalSize
+// is the number of tasks before pagination, not the page's. It reads
+// every matching run record, a store page at a time, so it is paid only
+// when there is more than one page.
+func countRuns(ctx context.Context, ar runLister, f store.RunFilter) (int, error) {
+	n := 0
+	page := store.Page{Size: store.MaxPageSize}
+	for {
+		runs, next, err := ar.ListRunsOf(ctx, f, page)
+		if err != nil {
+			return 0, err
+		}
+		n += len(runs)
+		if next == "" {
+			return n, nil
+		}
+		page.Token = next
+	}
 }
 
 // listedTasks builds the tasks of runs, as far as their artifacts (when
