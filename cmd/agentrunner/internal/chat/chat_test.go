@@ -469,9 +469,11 @@ func TestChatAgentErrorIsShownAndChatGoesOn(t *testing.T) {
 	addr, _ := startServer(t)
 	c := startChat(t, "--addr", addr, "--app", "broken", "--user", "cy", "--session", "b1")
 	c.typeLine("hello?")
-	c.expect(`! error from agent: Unknown: agent fragile: .*the model is down\n  \(events #1-#1\)\nyou> $`)
+	// The failure is stored as the agent's event (#2), then reported in
+	// band.
+	c.expect(`! fragile: UNKNOWN .*the model is down\n! error from agent: Unknown: agent fragile: .*the model is down\n  \(events #1-#2\)\nyou> $`)
 	c.typeLine("still there?")
-	c.expect(`\(events #2-#2\)\nyou> $`)
+	c.expect(`\(events #3-#4\)\nyou> $`)
 	c.typeLine("/quit")
 	if err := c.wait(); err != nil {
 		t.Fatal(err)
