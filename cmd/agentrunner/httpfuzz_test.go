@@ -7,9 +7,7 @@ import (
 	"io"
 	"math/rand/v2"
 	"net/http"
-	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -100,22 +98,15 @@ func mutatedA2ARequest(ctx context.Context, rng *rand.Rand, base string, auth bo
 // fuzzRequests is how many requests TestHTTPFuzzCampaign sends per mode:
 // a few thousand in CI, AGENTRUNNER_HTTP_FUZZ_REQUESTS for a campaign.
 func fuzzRequests(t *testing.T) int {
-	if v := os.Getenv("AGENTRUNNER_HTTP_FUZZ_REQUESTS"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil {
-			t.Fatalf("AGENTRUNNER_HTTP_FUZZ_REQUESTS=%q: %v", v, err)
-		}
-		return n
-	}
-	return 6000
+	return envCount(t, "AGENTRUNNER_HTTP_FUZZ_REQUESTS", 6000)
 }
 
 // TestHTTPFuzzCampaign sends mutated requests (bodies, framing,
 // encodings, content types, timeouts, credentials) over Connect (JSON and
 // proto, unary and streaming), gRPC-Web and A2A's JSON-RPC and REST,
-// without and with an auth file. The server must stay up, answer none of them with a 5xx or an
-// Internal, Unknown or DataLoss, and, with auth, show alice's data to
-// nobody but alice.
+// without and with an auth file. The server must stay up, answer none
+// of them with a 5xx or an Internal, Unknown or DataLoss, and, with
+// auth, show alice's data to nobody but alice.
 func TestHTTPFuzzCampaign(t *testing.T) {
 	n := fuzzRequests(t)
 	dir := t.TempDir()
