@@ -158,7 +158,9 @@ func (g *rpcGate) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	if m.streamsRequests {
 		if wr.protocol != protoGRPC || wr.codec != "proto" {
-			g.refuse(w, r, connect.NewError(connect.CodeUnimplemented,
+			// The caller's choice of protocol, so a 4xx (Unimplemented
+			// would be a 501 over Connect).
+			g.refuse(w, r, connect.NewError(connect.CodeInvalidArgument,
 				fmt.Errorf("%s streams its requests: on this listener it takes gRPC with proto messages (application/grpc), not %s with %s", r.URL.Path, wr.protocol, wr.codec)))
 			return
 		}
