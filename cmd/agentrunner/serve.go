@@ -126,31 +126,7 @@ func parseServeFlags(args []string, stderr io.Writer) (serveFlags, error) {
 	fs.StringVar(&f.data, "data", defaultData, dataUsage)
 	fs.StringVar(&f.httpAddr, "http-addr", defaultHTTPAddr, "`host:port` serving the web console and the API over Connect, gRPC-Web and gRPC (h2c, or HTTPS with --tls-cert); \"\" turns it off; port 0 picks a free port (env "+envHTTPAddr+")")
 	fs.StringVar(&f.httpPrefix, "http-prefix", "", "URL `path` under which --http-addr serves everything, such as /agentrunner behind a reverse proxy (env "+envHTTPPrefix+")")
-	fs.DurationVar(&f.web.bodyTimeout, "http-body-timeout", 30*time.Second, "on --http-addr: longest a client may take to send a request's body once its headers are in (a slow or stalled body is cut); 0 means no bound")
-	fs.DurationVar(&f.web.headerTimeout, "http-header-timeout", 10*time.Second, "on --http-addr: longest a client may take to send a request's headers")
-	fs.DurationVar(&f.web.idleTimeout, "http-idle-timeout", 2*time.Minute, "on --http-addr: how long a keep-alive connection may sit idle before it is closed")
-	fs.IntVar(&f.web.maxConns, "http-max-conns", 4096, "on --http-addr: most connections open at once (more wait to be accepted); 0 means no cap")
-	fs.StringVar(&f.web.allowedHosts, "http-allowed-hosts", "", "comma-separated host names a --http-addr without --auth-file answers besides localhost and loopback addresses (a reverse proxy's name): any other Host is refused, against DNS rebinding")
-	fs.StringVar(&f.publicURL, "public-url", "", "`URL` clients reach --http-addr's root at (prefix included), such as https://agents.example.com/ai: the agent cards' URLs are built on it instead of each request's Host")
-	fs.StringVar(&f.publicGRPC, "public-grpc-addr", "", "`host:port` clients reach --addr at, for the agent cards' gRPC interface")
-	fs.Func("trusted-proxies", "comma-separated `addresses or CIDRs` of reverse proxies whose Forwarded or X-Forwarded-Host/-Proto headers name the host an agent card points to (from anyone else they are ignored)", func(v string) error {
-		for _, s := range strings.Split(v, ",") {
-			if s = strings.TrimSpace(s); s == "" {
-				continue
-			}
-			p, err := netip.ParsePrefix(s)
-			if err != nil {
-				a, aerr := netip.ParseAddr(s)
-				if aerr != nil {
-					return fmt.Errorf("%q is not an address or a CIDR", s)
-				}
-				p = netip.PrefixFrom(a, a.BitLen())
-			}
-			f.trustedProxies = append(f.trustedProxies, p)
-		}
-		return nil
-	})
-	fs.BoolVar(&f.a2a, "a2a", true, "serve every app as an A2A agent (its gRPC binding, and its HTTP bindings and agent card under /a2a/); --a2a=false serves none")
+	webFlagsInto(fs, &f)
 	fs.StringVar(&f.config, "config", "", "apps `file` (YAML or JSON, schema agentrunner.v1.AppsConfig); without one the default apps are served: "+strings.Join(defaultAppNames(), ", ")+" (env "+envConfig+")")
 	fs.DurationVar(&f.maxRun, "max-run", 15*time.Minute, "longest a single Run may take (its deadline); 0 means no limit")
 	fs.DurationVar(&f.leaseTTL, "lease-ttl", runner.DefaultLeaseTTL, "on PostgreSQL: how long a session lease lasts without a heartbeat, so how soon the runs of a replica that died are marked interrupted")
@@ -189,12 +165,6 @@ func parseServeFlags(args []string, stderr io.Writer) (serveFlags, error) {
 	if l := f.limits; l.MaxPageSize < 1 || l.MaxPageSize > store.MaxPageSize || l.MaxEventsPerCall < 1 || l.MaxRuns < 1 || l.MaxRunsPerPrincipal < 1 {
 		return f, usagef("--max-page-size (1 to %d), --max-events-per-call, --max-runs and --max-runs-per-principal must be positive", store.MaxPageSize)
 	}
-	if f.publicURL != "" {
-		u, err := url.Parse(f.publicURL)
-		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.RawQuery != "" || u.Fragment != "" {
-			return f, usagef("--public-url %q must be an absolute http or https URL without query", f.publicURL)
-		}
-	}
 	if f.maxRequest < 1 || f.maxRequest > server.DefaultMaxMessageBytes {
 		return f, usagef("--max-request-bytes must be from 1 to %d", server.DefaultMaxMessageBytes)
 	}
@@ -219,6 +189,51 @@ func parseServeFlags(args []string, stderr io.Writer) (serveFlags, error) {
 		return f, usagef("--http-prefix: %v", err)
 	}
 	return f, nil
+}
+
+// webFlagsInto defines the HTTP listener's bounds on its clients and
+// what the agent cards say of where clients reach the server.
+func webFlagsInto(fs *flag.FlagSet, f *serveFlags) {
+	fs.DurationVar(&f.web.bodyTimeout, "http-body-timeout", 30*time.Second, "on --http-addr: longest a client may take to send a request's body once its headers are in (a slow or stalled body is cut); 0 means no bound")
+	fs.DurationVar(&f.web.headerTimeout, "http-header-timeout", 10*time.Second, "on --http-addr: longest a client may take to send a request's headers")
+	fs.DurationVar(&f.web.idleTimeout, "http-idle-timeout", 2*time.Minute, "on --http-addr: how long a keep-alive connection may sit idle before it is closed")
+	fs.IntVar(&f.web.maxConns, "http-max-conns", 4096, "on --http-addr: most connections open at once (more wait to be accepted); 0 means no cap")
+	fs.StringVar(&f.web.allowedHosts, "http-allowed-hosts", "", "comma-separated host names a --http-addr without --auth-file answers besides localhost and loopback addresses (a reverse proxy's name): any other Host is refused, against DNS rebinding")
+	fs.Func("public-url", "`URL` clients reach --http-addr's root at (prefix included), such as https://agents.example.com/ai: the agent cards' URLs are built on it instead of each request's Host", func(v string) error {
+		u, err := url.Parse(v)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.RawQuery != "" || u.Fragment != "" {
+			return fmt.Errorf("%q must be an absolute http or https URL without query", v)
+		}
+		f.publicURL = v
+		return nil
+	})
+	fs.StringVar(&f.publicGRPC, "public-grpc-addr", "", "`host:port` clients reach --addr at, for the agent cards' gRPC interface")
+	fs.Func("trusted-proxies", "comma-separated `addresses or CIDRs` of reverse proxies whose Forwarded or X-Forwarded-Host/-Proto headers name the host an agent card points to (from anyone else they are ignored)", func(v string) error {
+		p, err := parsePrefixes(v)
+		f.trustedProxies = append(f.trustedProxies, p...)
+		return err
+	})
+	fs.BoolVar(&f.a2a, "a2a", true, "serve every app as an A2A agent (its gRPC binding, and its HTTP bindings and agent card under /a2a/); --a2a=false serves none")
+}
+
+// parsePrefixes reads comma-separated addresses or CIDRs.
+func parsePrefixes(v string) ([]netip.Prefix, error) {
+	var out []netip.Prefix
+	for _, s := range strings.Split(v, ",") {
+		if s = strings.TrimSpace(s); s == "" {
+			continue
+		}
+		p, err := netip.ParsePrefix(s)
+		if err != nil {
+			a, aerr := netip.ParseAddr(s)
+			if aerr != nil {
+				return nil, fmt.Errorf("%q is not an address or a CIDR", s)
+			}
+			p = netip.PrefixFrom(a, a.BitLen())
+		}
+		out = append(out, p)
+	}
+	return out, nil
 }
 
 // serve runs the service until ctx is cancelled or a signal arrives.
