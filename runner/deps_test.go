@@ -5,6 +5,7 @@ import (
 	"go/parser"
 	"go/token"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -14,45 +15,88 @@ import (
 
 const module = "github.com/agentrunner/agentrunner/"
 
-// importRules says, for each package under runner/ (and for store), which
-// packages of this module it must not import directly. Each package's doc
-// comment states the same rule; this test keeps the two honest. The
-// transitive rule against gRPC is .ci/run's deps step.
+// The generated messages and services, named once: nearly every rule has
+// the first, and only the server's rooms the second.
+const (
+	msgs = "gen/go/agentrunner/v1"
+	svcs = "gen/go/agentrunner/service/v1"
+)
+
+// importRules is an allow-list, in the manner of Go's own
+// src/go/build/deps_test.go: every package under runner/, server/ and
+// store/ is listed with the packages of this module it may import
+// directly, and nothing else. A new package is allowed nothing until it
+// has a rule here, so a room cannot grow an arrow back up unnoticed.
+// Packages outside the module are checked by the gRPC and SDK rules below;
+// the transitive rule against gRPC is .ci/run's deps step.
 var importRules = map[string][]string{
-	"runner":                               {"runner/apps", "runner/agent/llmagent", "runner/agent/workflow", "runner/model/", "server", "cmd", "examples"},
-	"runner/agent":                         {"runner", "runner/agent/", "runner/tool", "runner/plugin", "runner/apps", "runner/model", "runner/internal/history", "server", "cmd", "examples"},
-	"runner/agent/llmagent":                {"runner", "runner/agent/workflow", "runner/plugin", "runner/apps", "runner/model/", "runner/internal/history", "server", "cmd", "examples"},
-	"runner/agent/workflow":                {"runner", "runner/agent/llmagent", "runner/tool", "runner/model", "runner/plugin", "runner/apps", "runner/internal/history", "server", "cmd", "examples"},
-	"runner/agent/remotea2a":               {"runner", "runner/agent/llmagent", "runner/agent/workflow", "runner/tool", "runner/plugin", "runner/apps", "runner/model", "runner/model/", "runner/internal/", "server", "cmd", "examples"},
-	"runner/agent/remotea2a/remotea2atest": {"runner", "runner/", "server", "cmd", "examples"},
-	"runner/tool":                          {"runner", "runner/agent/", "runner/plugin", "runner/apps", "runner/model/", "runner/internal/history", "server", "cmd", "examples"},
-	"runner/tool/builtin":                  {"runner", "runner/agent/", "runner/plugin", "runner/apps", "runner/model/", "runner/internal/history", "server", "cmd", "examples"},
-	"runner/tool/mcptool":                  {"runner", "runner/agent/", "runner/plugin", "runner/apps", "runner/model/", "runner/internal/history", "server", "cmd", "examples"},
-	"runner/plugin/telemetry":              {"runner", "runner/agent/", "runner/apps", "runner/model/", "runner/internal/history", "server", "cmd", "examples"},
-	"runner/plugin":                        {"runner", "runner/agent/", "runner/apps", "runner/model/", "runner/internal/history", "server", "cmd", "examples"},
-	"runner/memory":                        {"runner", "runner/", "server", "cmd", "examples"},
-	"runner/model":                         {"runner", "runner/agent", "runner/tool", "runner/plugin", "runner/memory", "runner/apps", "runner/internal/", "store", "server", "cmd", "examples"},
-	"runner/model/gemini":                  {"runner", "runner/agent", "runner/agent/", "runner/tool", "runner/tool/", "runner/plugin", "runner/memory", "runner/apps", "runner/internal/", "runner/model/offline", "runner/model/openai", "runner/model/anthropic", "runner/model/retry", "runner/model/providers", "store", "server", "cmd", "examples"},
-	"runner/model/offline":                 {"runner", "runner/agent", "runner/agent/", "runner/tool", "runner/tool/", "runner/plugin", "runner/memory", "runner/apps", "runner/internal/", "runner/model/gemini", "runner/model/openai", "runner/model/anthropic", "runner/model/retry", "runner/model/providers", "store", "server", "cmd", "examples"},
-	"runner/model/openai":                  {"runner", "runner/agent", "runner/agent/", "runner/tool", "runner/tool/", "runner/plugin", "runner/memory", "runner/apps", "runner/internal/", "runner/model/offline", "runner/model/gemini", "runner/model/anthropic", "runner/model/retry", "runner/model/providers", "store", "server", "cmd", "examples"},
-	"runner/model/anthropic":               {"runner", "runner/agent", "runner/agent/", "runner/tool", "runner/tool/", "runner/plugin", "runner/memory", "runner/apps", "runner/internal/", "runner/model/offline", "runner/model/gemini", "runner/model/openai", "runner/model/retry", "runner/model/providers", "store", "server", "cmd", "examples"},
-	"runner/model/retry":                   {"runner", "runner/agent", "runner/agent/", "runner/tool", "runner/tool/", "runner/plugin", "runner/memory", "runner/apps", "runner/internal/", "runner/model/offline", "runner/model/gemini", "runner/model/openai", "runner/model/anthropic", "runner/model/providers", "store", "server", "cmd", "examples"},
-	"runner/model/internal/providertest":   {"runner", "runner/agent", "runner/agent/", "runner/tool", "runner/tool/", "runner/plugin", "runner/memory", "runner/apps", "runner/internal/", "runner/model/offline", "runner/model/gemini", "runner/model/openai", "runner/model/anthropic", "runner/model/providers", "store", "server", "cmd", "examples"},
-	"runner/model/providers":               {"runner", "runner/agent", "runner/agent/", "runner/tool", "runner/tool/", "runner/plugin", "runner/memory", "runner/apps", "runner/internal/", "store", "server", "cmd", "examples"},
-	"runner/apps":                          {"runner/model/", "server", "cmd", "examples"},
-	"runner/internal/history":              {"runner", "runner/", "server", "cmd", "examples"},
+	// The public face takes its rooms; the rooms never reach back up.
+	"runner":                               {msgs, "runner/agent", "runner/internal/budget", "runner/internal/history", "runner/internal/live", "runner/internal/replica", "runner/internal/runrec", "runner/internal/turn", "runner/memory", "runner/plugin", "store"},
+	"runner/agent":                         {msgs, "runner/internal/seal", "runner/memory", "store"},
+	"runner/agent/llmagent":                {msgs, "runner/agent", "runner/internal/seal", "runner/model", "runner/tool", "runner/tool/builtin", "store"},
+	"runner/agent/workflow":                {msgs, "runner/agent"},
+	"runner/agent/remotea2a":               {msgs, "runner/agent"},
+	"runner/agent/remotea2a/remotea2atest": {},
+	"runner/apps":                          {msgs, "runner", "runner/agent", "runner/agent/llmagent", "runner/agent/remotea2a", "runner/agent/workflow", "runner/memory", "runner/model", "runner/plugin", "runner/tool", "runner/tool/builtin", "runner/tool/mcptool", "store"},
+	"runner/memory":                        {msgs, "store"},
+	"runner/plugin":                        {msgs, "runner/agent", "runner/model", "runner/tool"},
+	"runner/plugin/telemetry":              {msgs, "runner/agent", "runner/model", "runner/tool"},
+	"runner/tool":                          {msgs, "runner/agent", "runner/model"},
+	"runner/tool/builtin":                  {msgs, "runner/agent", "runner/memory", "runner/model", "runner/tool"},
+	"runner/tool/mcptool":                  {msgs, "runner/model", "runner/tool"},
+	// A model provider knows the model interface and its own SDK; only
+	// the factory knows every provider.
+	"runner/model":                       {msgs},
+	"runner/model/anthropic":             {msgs, "runner/model"},
+	"runner/model/gemini":                {msgs, "runner/model"},
+	"runner/model/offline":               {msgs, "runner/model"},
+	"runner/model/openai":                {msgs, "runner/model"},
+	"runner/model/retry":                 {msgs, "runner/model"},
+	"runner/model/providers":             {msgs, "runner/model", "runner/model/anthropic", "runner/model/gemini", "runner/model/offline", "runner/model/openai", "runner/model/retry"},
+	"runner/model/internal/providertest": {msgs, "runner/model", "runner/model/retry"},
 	// The rooms of the run machinery (issue 33): the record's rules know
 	// records and events; live runs know their log; the turn knows its
-	// Env and Sink; the replicas know live runs and their Host. None of
-	// them reaches back up into the runner, nor into a room above it.
-	"runner/internal/runrec":  {"runner", "runner/internal/", "runner/apps", "runner/agent/llmagent", "runner/agent/workflow", "runner/model", "runner/plugin", "runner/memory", "server", "cmd", "examples"},
-	"runner/internal/live":    {"runner", "runner/internal/turn", "runner/internal/replica", "runner/internal/history", "runner/apps", "runner/agent/llmagent", "runner/agent/workflow", "runner/model", "runner/tool", "runner/plugin", "runner/memory", "server", "cmd", "examples"},
-	"runner/internal/turn":    {"runner", "runner/internal/replica", "runner/internal/live", "runner/apps", "runner/agent/llmagent", "runner/agent/workflow", "runner/model/", "server", "cmd", "examples"},
-	"runner/internal/replica": {"runner", "runner/internal/turn", "runner/internal/history", "runner/apps", "runner/agent/llmagent", "runner/agent/workflow", "runner/model", "runner/tool", "runner/plugin", "runner/memory", "server", "cmd", "examples"},
-	"runner/internal/seal":    {""},
-	// Budgets know spend, the store's reader of it, and agents' errors.
-	"runner/internal/budget": {"runner", "runner/internal/", "runner/apps", "runner/agent/llmagent", "runner/agent/workflow", "runner/model", "runner/model/", "runner/tool", "runner/plugin", "runner/memory", "server", "cmd", "examples"},
+	// Env and Sink; the replicas know live runs and their Host.
+	"runner/internal/seal":    {},
+	"runner/internal/history": {msgs, "store"},
+	"runner/internal/budget":  {msgs, "runner/agent", "store"},
+	"runner/internal/runrec":  {msgs, "runner/agent", "runner/tool/builtin", "store"},
+	"runner/internal/live":    {msgs, "runner/agent", "runner/internal/runrec", "store"},
+	"runner/internal/replica": {msgs, "runner/agent", "runner/internal/live", "runner/internal/runrec", "store"},
+	"runner/internal/turn":    {msgs, "runner/agent", "runner/internal/budget", "runner/internal/history", "runner/internal/runrec", "runner/memory", "runner/model", "runner/plugin", "store"},
+
+	// Storage never depends on the runner or the server.
+	"store":                {msgs},
+	"store/boltstore":      {msgs, "store"},
+	"store/pgstore":        {msgs, "store"},
+	"store/pgstore/pgtest": {},
+	"store/storetest":      {msgs, "store"},
+
+	// The server (issue 50): server keeps gRPC (construction,
+	// interceptors, codec, thin adapters) over the front desk; no child
+	// of server imports server, nor its parent.
+	"server": {msgs, svcs, "runner", "runner/apps", "server/auth", "server/internal/front", "store",
+		"runner/memory", // TODO(issue 50): front desk
+	},
+	// The front desk: what every protocol checks before a call reaches a
+	// store or a runner. It never imports server.
+	"server/internal/front": {msgs, svcs, "runner", "runner/agent", "runner/memory", "server/auth", "store"},
+	// A2A sits beside the gRPC services on the desk.
+	"server/a2a": {msgs, svcs, "runner", "server/auth", "server/internal/front", "store",
+		"server", // TODO(issue 50): front desk
+	},
+	// The operator's RPCs are given what they need as small interfaces.
+	"server/admin": {svcs},
+	"server/auth":          {},
+	"server/auth/devcerts": {},
+	"server/console":       {},
+	"server/web":           {},
 }
+
+// rulesAhead names packages whose rule is written before the package
+// exists, so the rule is there the day its first file lands. Once the
+// package exists, the test asks for its name to be dropped from here.
+var rulesAhead = map[string]bool{}
 
 // sdkOwners names, for each model provider's SDK, the one package that may
 // import it: the provider converts to and from the SDK's types at its own
@@ -63,87 +107,123 @@ var sdkOwners = map[string]string{
 	"github.com/anthropics/anthropic-sdk-go": "runner/model/anthropic",
 }
 
-// storeRule holds for store and every package under it: storage never
-// depends on the runner.
-var storeRule = []string{"runner", "runner/", "server", "cmd", "examples"}
+// ruledTrees are the trees importRules covers, relative to the module root.
+var ruledTrees = []string{"runner", "server", "store"}
 
-// forbidden reports whether imp (module-relative) falls under rule: equal
-// to it, or, for a rule ending in "/", under it.
-func forbidden(imp, rule string) bool {
-	if rule == "" {
-		return true
-	}
-	if strings.HasSuffix(rule, "/") {
-		return strings.HasPrefix(imp, rule)
-	}
-	return imp == rule
+// fileImport is one import of one non-test file.
+type fileImport struct {
+	file string // relative to the module root, slash-separated
+	path string // as written in the file
+}
+
+// pkgSource is what the test reads of a package: the imports of its
+// non-test files and their package doc comments.
+type pkgSource struct {
+	imports []fileImport
+	doc     string
 }
 
 func TestImportRules(t *testing.T) {
-	root := ".."
-	seen := map[string]bool{}
-	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
-		if err != nil || !d.IsDir() {
-			return err
+	pkgs := readRuledPackages(t, "..")
+	for _, rel := range slices.Sorted(maps.Keys(pkgs)) {
+		src := pkgs[rel]
+		allowed, ok := importRules[rel]
+		if !ok {
+			t.Errorf("package %s has no rule: add one to importRules in runner/deps_test.go (what of this module it may import)", rel)
+			continue
 		}
-		rel := filepath.ToSlash(strings.TrimPrefix(path, root+string(filepath.Separator)))
-		if !strings.HasPrefix(rel, "runner") && !strings.HasPrefix(rel, "store") {
-			return nil
-		}
-		imports, doc, hasGo := directImports(t, path)
-		if !hasGo {
-			return nil
-		}
-		rules, ok := importRules[rel]
-		switch {
-		case strings.HasPrefix(rel, "store"):
-			rules = storeRule
-		case !ok:
-			t.Errorf("package %s has no import rule: add it to importRules and say the rule in its doc comment", rel)
-			return nil
-		case !strings.Contains(doc, "must not import") && !strings.Contains(doc, "must import nothing"):
+		if inTree(rel, "runner") && !strings.Contains(src.doc, "must not import") && !strings.Contains(src.doc, "must import nothing") {
 			t.Errorf("package %s: its doc comment does not say what it must not import", rel)
 		}
-		seen[rel] = true
-		for _, imp := range imports {
-			if strings.HasPrefix(imp, "google.golang.org/grpc") {
-				t.Errorf("%s imports %s: gRPC lives in server and cmd", rel, imp)
-			}
-			for sdk, owner := range sdkOwners {
-				if strings.HasPrefix(imp, sdk) && rel != owner {
-					t.Errorf("%s imports %s: only %s may import that SDK", rel, imp, owner)
-				}
-			}
-			own, ok := strings.CutPrefix(imp, module)
-			if !ok {
-				continue
-			}
-			for _, rule := range rules {
-				if forbidden(own, rule) && own != rel {
-					t.Errorf("%s must not import %s", rel, own)
-				}
+		for _, imp := range src.imports {
+			if msg := checkImport(rel, imp.path, allowed); msg != "" {
+				t.Errorf("%s imports %s: %s", imp.file, imp.path, msg)
 			}
 		}
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
 	}
-	for p := range importRules {
-		if !seen[p] {
-			t.Errorf("importRules names %s, which has no Go files", p)
+	checkRuleTable(t, pkgs)
+}
+
+// checkImport returns why package rel may not import imp, or "".
+func checkImport(rel, imp string, allowed []string) string {
+	if (inTree(rel, "runner") || inTree(rel, "store")) && strings.HasPrefix(imp, "google.golang.org/grpc") {
+		return "gRPC lives in server and cmd"
+	}
+	for sdk, owner := range sdkOwners {
+		if strings.HasPrefix(imp, sdk) && rel != owner {
+			return "only " + owner + " may import that SDK"
+		}
+	}
+	own, ok := strings.CutPrefix(imp, module)
+	if !ok || slices.Contains(allowed, own) {
+		return ""
+	}
+	return "the rule for " + rel + " does not allow " + own + " (importRules in runner/deps_test.go)"
+}
+
+// checkRuleTable keeps the table itself honest: every rule names a package
+// that exists (or one written ahead), and every allowed import is a
+// package with a rule of its own or generated code, so a typo in a rule
+// cannot allow something by accident or stay unnoticed.
+func checkRuleTable(t *testing.T, pkgs map[string]pkgSource) {
+	for rel, allowed := range importRules {
+		_, exists := pkgs[rel]
+		switch {
+		case !exists && !rulesAhead[rel]:
+			t.Errorf("importRules names %s, which has no Go files", rel)
+		case exists && rulesAhead[rel]:
+			t.Errorf("%s exists now: drop it from rulesAhead", rel)
+		}
+		for _, a := range allowed {
+			if _, ruled := importRules[a]; !ruled && a != msgs && a != svcs {
+				t.Errorf("the rule for %s allows %s, which is neither a ruled package nor generated code", rel, a)
+			}
 		}
 	}
 }
 
-// directImports returns the imports of the non-test Go files in dir,
-// sorted, their package doc comments, and whether it has any.
-func directImports(t *testing.T, dir string) ([]string, string, bool) {
+// inTree reports whether the module-relative package rel is tree or under it.
+func inTree(rel, tree string) bool {
+	return rel == tree || strings.HasPrefix(rel, tree+"/")
+}
+
+// readRuledPackages reads every package under ruledTrees from the module
+// root: a directory with non-test Go files, testdata excluded.
+func readRuledPackages(t *testing.T, root string) map[string]pkgSource {
+	pkgs := map[string]pkgSource{}
+	for _, tree := range ruledTrees {
+		err := filepath.WalkDir(filepath.Join(root, tree), func(path string, d fs.DirEntry, err error) error {
+			if err != nil || !d.IsDir() {
+				return err
+			}
+			if d.Name() == "testdata" || d.Name() == "node_modules" {
+				return filepath.SkipDir
+			}
+			rel, err := filepath.Rel(root, path)
+			if err != nil {
+				return err
+			}
+			rel = filepath.ToSlash(rel)
+			if src, ok := readPackage(t, path, rel); ok {
+				pkgs[rel] = src
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	return pkgs
+}
+
+// readPackage returns the imports of the non-test Go files in dir, their
+// package doc comments, and whether it has any such file.
+func readPackage(t *testing.T, dir, rel string) (pkgSource, bool) {
 	entries, err := os.ReadDir(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var out []string
+	var src pkgSource
 	var doc strings.Builder
 	hasGo := false
 	fset := token.NewFileSet()
@@ -161,11 +241,11 @@ func directImports(t *testing.T, dir string) ([]string, string, bool) {
 			doc.WriteString(strings.Join(strings.Fields(f.Doc.Text()), " "))
 		}
 		for _, imp := range f.Imports {
-			out = append(out, strings.Trim(imp.Path.Value, `"`))
+			src.imports = append(src.imports, fileImport{file: rel + "/" + name, path: strings.Trim(imp.Path.Value, `"`)})
 		}
 	}
-	slices.Sort(out)
-	return slices.Compact(out), doc.String(), hasGo
+	src.doc = doc.String()
+	return src, hasGo
 }
 
 // maxFuncLines bounds every function under runner/, tests included: a
