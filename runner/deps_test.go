@@ -86,7 +86,7 @@ var importRules = map[string][]string{
 		"server", // TODO(issue 50): front desk
 	},
 	// The operator's RPCs are given what they need as small interfaces.
-	"server/admin": {svcs},
+	"server/admin":         {svcs},
 	"server/auth":          {},
 	"server/auth/devcerts": {},
 	"server/console":       {},
