@@ -10,7 +10,7 @@ import (
 	"slices"
 	"time"
 
-	"github.com/agentrunner/agentrunner/examples/demo"
+	"github.com/agentrunner/agentrunner/cmd/agentrunner/demo"
 	"github.com/agentrunner/agentrunner/runner/apps"
 	"github.com/agentrunner/agentrunner/runner/memory"
 	"github.com/agentrunner/agentrunner/runner/model/providers"

@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -15,7 +16,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agentrunner/agentrunner/examples/demo"
+	"github.com/agentrunner/agentrunner/cmd/agentrunner/demo"
 	servicev1 "github.com/agentrunner/agentrunner/gen/go/agentrunner/service/v1"
 	agentrunnerv1 "github.com/agentrunner/agentrunner/gen/go/agentrunner/v1"
 	"github.com/agentrunner/agentrunner/server"
@@ -377,5 +378,20 @@ func TestServeDebugAddr(t *testing.T) {
 	cancel()
 	if err := <-exited; err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestShippedBinaryImportsNoExamples keeps examples/ out of the binary:
+// an example is code to read and change freely, so nothing the binary
+// does may depend on one (the demo app it serves is cmd/agentrunner/demo).
+func TestShippedBinaryImportsNoExamples(t *testing.T) {
+	out, err := exec.Command("go", "list", "-deps", ".").Output()
+	if err != nil {
+		t.Fatalf("go list -deps: %v", err)
+	}
+	for _, pkg := range strings.Fields(string(out)) {
+		if strings.Contains(pkg, "/agentrunner/examples/") {
+			t.Errorf("the agentrunner binary imports %s", pkg)
+		}
 	}
 }

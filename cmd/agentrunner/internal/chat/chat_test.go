@@ -21,8 +21,8 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 
+	"github.com/agentrunner/agentrunner/cmd/agentrunner/demo"
 	"github.com/agentrunner/agentrunner/cmd/agentrunner/internal/chat"
-	"github.com/agentrunner/agentrunner/examples/demo"
 	servicev1 "github.com/agentrunner/agentrunner/gen/go/agentrunner/service/v1"
 	agentrunnerv1 "github.com/agentrunner/agentrunner/gen/go/agentrunner/v1"
 	"github.com/agentrunner/agentrunner/runner/agent"
