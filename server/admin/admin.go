@@ -1,0 +1,128 @@
+// Package admin serves agentrunner.service.v1.AdminService, the operator's
+// RPCs. It knows nothing of the rest of the server: it is given what it
+// needs as small interfaces (a store that can copy itself, Backuper), so
+// that it can be registered on any grpc.Server beside the other services.
+// Who may call it is the server's business (its authorization table: admins
+// only); the package checks nothing of the caller.
+package admin
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"hash"
+	"io"
+	"log/slog"
+
+	servicev1 "github.com/agentrunner/agentrunner/gen/go/agentrunner/service/v1"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+)
+
+// Backuper is a store that can write a consistent copy of itself while it
+// serves (store/boltstore's Store). It returns the copy's size.
+type Backuper interface {
+	Backup(ctx context.Context, w io.Writer) (int64, error)
+}
+
+// ChunkBytes is the most a BackupResponse carries: well under the 4 MiB a
+// gRPC client accepts by default.
+const ChunkBytes = 1 << 20
+
+// Service implements AdminService.
+type Service struct {
+	servicev1.UnimplementedAdminServiceServer
+	backup Backuper
+	log    *slog.Logger
+}
+
+// New returns the service for a store. st is typically the server's
+// store.Store: when it is a Backuper, Backup copies it; otherwise (on
+// PostgreSQL) Backup answers FAILED_PRECONDITION. A nil log means
+// slog.Default().
+func New(st any, log *slog.Logger) *Service {
+	if log == nil {
+		log = slog.Default()
+	}
+	b, _ := st.(Backuper)
+	return &Service{backup: b, log: log}
+}
+
+// Register registers s on gs. Call it before gs serves.
+func (s *Service) Register(gs *grpc.Server) {
+	servicev1.RegisterAdminServiceServer(gs, s)
+}
+
+// Backup streams the store's copy in chunks of ChunkBytes, then a last
+// message with its size and SHA-256. gRPC's flow control paces the copy
+// to the client: a slow client keeps the store's read transaction open
+// longer, never buffers the file in memory.
+func (s *Service) Backup(_ *servicev1.BackupRequest, stream grpc.ServerStreamingServer[servicev1.BackupResponse]) error {
+	if s.backup == nil {
+		return status.Error(codes.FailedPrecondition,
+			"this store has no online backup: on PostgreSQL, back up the database with pg_dump (docs/operations.md names the tables)")
+	}
+	ctx := stream.Context()
+	cw := &chunkWriter{stream: stream, sum: sha256.New(), buf: make([]byte, 0, ChunkBytes)}
+	n, err := s.backup.Backup(ctx, cw)
+	if err == nil {
+		err = cw.flush()
+	}
+	if err != nil {
+		if ctx.Err() != nil {
+			return status.FromContextError(ctx.Err()).Err()
+		}
+		var se interface{ GRPCStatus() *status.Status }
+		if errors.As(err, &se) {
+			return err
+		}
+		s.log.Error("backup failed", "err", err)
+		return status.Errorf(codes.Internal, "backup: %v", err)
+	}
+	if n != cw.n {
+		return status.Errorf(codes.Internal, "backup: the store wrote %d bytes, %d were sent", n, cw.n)
+	}
+	sum := hex.EncodeToString(cw.sum.Sum(nil))
+	s.log.Info("backup sent", "bytes", n, "sha256", sum)
+	return stream.Send(&servicev1.BackupResponse{Size: n, Sha256: sum})
+}
+
+// chunkWriter cuts what the store writes into messages of ChunkBytes,
+// hashing it as it goes.
+type chunkWriter struct {
+	stream grpc.ServerStreamingServer[servicev1.BackupResponse]
+	sum    hash.Hash
+	buf    []byte
+	n      int64
+}
+
+func (c *chunkWriter) Write(p []byte) (int, error) {
+	written := 0
+	for len(p) > 0 {
+		k := min(len(p), ChunkBytes-len(c.buf))
+		c.buf = append(c.buf, p[:k]...)
+		p, written = p[k:], written+k
+		if len(c.buf) == ChunkBytes {
+			if err := c.flush(); err != nil {
+				return written, err
+			}
+		}
+	}
+	return written, nil
+}
+
+// flush sends what is buffered, then starts a new buffer: grpc-go says a
+// message must not change after SendMsg (a stats handler may read it
+// later), so a sent chunk is never reused.
+func (c *chunkWriter) flush() error {
+	if len(c.buf) == 0 {
+		return nil
+	}
+	c.sum.Write(c.buf)
+	c.n += int64(len(c.buf))
+	err := c.stream.Send(&servicev1.BackupResponse{Chunk: c.buf})
+	c.buf = make([]byte, 0, ChunkBytes)
+	return err
+}
