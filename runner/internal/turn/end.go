@@ -19,11 +19,12 @@ func (in *invocation) finalize(ctx context.Context, err error) (*agentrunnerv1.R
 	// became of it (stored with the record, or never: fenced).
 	defer in.inv.ReleaseHeld()
 	env, id := in.env, in.job.ID
-	if err != nil && in.held != nil {
-		// The run did not end with its answer after all: the answer is
-		// stored as it would have been, and the end goes as it goes. A
-		// stopped run's context is done; the store must still take it.
-		switch rerr := in.release(context.WithoutCancel(ctx)); {
+	if err != nil {
+		// The run did not end with an answer held back after all: the
+		// answer is stored as it would have been, and the end goes as it
+		// goes. A stopped run's context is done; the store must still
+		// take it.
+		switch rerr := in.j.release(context.WithoutCancel(ctx)); {
 		case runrec.Fenced(rerr):
 			return in.fenced()
 		case rerr != nil:
@@ -34,18 +35,30 @@ func (in *invocation) finalize(ctx context.Context, err error) (*agentrunnerv1.R
 	case err == nil:
 		rec := in.sink.Record()
 		runrec.End(rec, env.Now(), in.failures.Err(), runrec.WaitingCalls(in.inv.Events(), rec))
-		if in.held != nil {
-			return in.endWithHeld(ctx, rec)
-		}
-		StoreFinal(ctx, env, in.sink, rec)
-		return rec, nil
+		return in.end(ctx, rec)
 	case runrec.Fenced(err) || runrec.Fenced(context.Cause(ctx)):
 		// Nothing more is stored: the session is another writer's.
 		return in.fenced()
 	case ctx.Err() != nil:
 		return in.stopped(ctx)
 	}
-	return Fail(ctx, env, in.sink, id, err, in.recordWritten || in.job.Persisted), err
+	return Fail(ctx, env, in.sink, id, err, in.j.recorded() || in.job.Persisted), err
+}
+
+// end stores the final record of a run that ended without error: with
+// the answer held back in one transaction, or alone.
+func (in *invocation) end(ctx context.Context, rec *agentrunnerv1.Run) (*agentrunnerv1.Run, error) {
+	storedRec, err := in.j.end(ctx, rec)
+	switch {
+	case runrec.Fenced(err):
+		return in.fenced()
+	case err != nil:
+		return Fail(ctx, in.env, in.sink, in.job.ID, err, true), err
+	case storedRec == nil:
+		StoreFinal(ctx, in.env, in.sink, rec)
+		return rec, nil
+	}
+	return storedRec, nil
 }
 
 // fenced is the end of a run whose session another writer took over.
@@ -95,39 +108,23 @@ func (in *invocation) stopped(ctx context.Context) (*agentrunnerv1.Run, error) {
 	rec := in.sink.Record()
 	codeName := runrec.Stop(rec, cause, env.Now())
 	termErr := fmt.Errorf("run %s: %w", in.job.ID, cause)
-	if !in.recordWritten && rec.GetFirstSequence() == 0 {
+	if !in.j.recorded() && rec.GetFirstSequence() == 0 {
 		if in.job.Persisted {
 			StoreFinal(ctx, env, in.sink, rec)
 		}
 		return rec, termErr
 	}
-	evs := in.stopEvents(codeName, rec.GetError().GetMessage())
 	// The run's context is done; the store must still take these events.
-	sctx := context.WithoutCancel(ctx)
-	for i, ev := range evs {
-		var stored *agentrunnerv1.Event
-		var runRec *agentrunnerv1.Run
-		var err error
-		if i < len(evs)-1 {
-			stored, err = in.append(sctx, ev)
-		} else {
-			stored, runRec, err = env.Store.AppendRunEvent(sctx, in.key, ev, rec)
-		}
-		if runrec.Fenced(err) {
-			return in.fenced()
-		}
-		if err != nil {
-			env.Log.Error("store the end of a stopped run", "run", in.job.ID, "err", err)
-			StoreFinal(ctx, env, in.sink, rec)
-			return rec, termErr
-		}
-		in.inv.Record(nil, stored)
-		in.sink.Commit(stored, false)
-		if runRec != nil {
-			rec = runRec
-		}
+	storedRec, err := in.j.end(context.WithoutCancel(ctx), rec, in.stopEvents(codeName, rec.GetError().GetMessage())...)
+	switch {
+	case runrec.Fenced(err):
+		return in.fenced()
+	case err != nil:
+		env.Log.Error("store the end of a stopped run", "run", in.job.ID, "err", err)
+		StoreFinal(ctx, env, in.sink, rec)
+		return rec, termErr
 	}
-	return rec, termErr
+	return storedRec, termErr
 }
 
 // stopEvents returns the events that say the run stopped: one per agent

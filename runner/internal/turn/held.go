@@ -1,12 +1,8 @@
 package turn
 
 import (
-	"context"
-	"fmt"
-
 	agentrunnerv1 "github.com/agentrunner/agentrunner/gen/go/agentrunner/v1"
 	"github.com/agentrunner/agentrunner/runner/agent"
-	"github.com/agentrunner/agentrunner/runner/internal/runrec"
 )
 
 // A run's final record must be on disk before anyone hears of the end,
@@ -28,7 +24,7 @@ import (
 // error, a cancel) stores it first, in order, as if it had not been held.
 
 // holds reports whether a complete event, ready to store, is to be held
-// back to go with the final record.
+// back to go with the final record: the journal asks (journal.write).
 func (in *invocation) holds(ev *agentrunnerv1.Event) bool {
 	if ev.GetAuthor() == agent.UserAuthor || !ev.GetTurnComplete() {
 		return false
@@ -41,14 +37,7 @@ func (in *invocation) holds(ev *agentrunnerv1.Event) bool {
 	}
 	// Every app with an LLM agent has a summarizer, but few runs compact:
 	// what decides is whether this one will once the answer is stored.
-	if in.env.Compaction.dueAfter(in.inv.Events(), ev, in.job.ID) {
-		return false
-	}
-	// Held: its call's budget holds stay until it is stored (release,
-	// endWithHeld, or finalize at the latest), as no total counts it
-	// before.
-	in.inv.HoldReleases()
-	return true
+	return !in.env.Compaction.dueAfter(in.inv.Events(), ev, in.job.ID)
 }
 
 // runTail returns this run's stored events, in order: the tail of the
@@ -60,44 +49,4 @@ func (in *invocation) runTail() []*agentrunnerv1.Event {
 		from--
 	}
 	return events[from:len(events):len(events)]
-}
-
-// release stores a held event, as emit would have, before whatever comes
-// after it; nothing when none is held.
-func (in *invocation) release(ctx context.Context) error {
-	ev := in.held
-	if ev == nil {
-		return nil
-	}
-	in.held = nil
-	stored, err := in.append(ctx, ev)
-	if err != nil {
-		return fmt.Errorf("append event of agent %s: %w", ev.GetAuthor(), err)
-	}
-	in.inv.Record(nil, stored)
-	in.inv.ReleaseHeld()
-	in.sink.Commit(stored, false)
-	return nil
-}
-
-// endWithHeld stores the held answer and the final record rec in one
-// transaction and publishes the answer; the record is the stored one.
-func (in *invocation) endWithHeld(ctx context.Context, rec *agentrunnerv1.Run) (*agentrunnerv1.Run, error) {
-	ev := in.held
-	in.held = nil
-	runrec.AddUsage(rec, ev) // its sequences the store sets
-	stored, storedRec, err := in.env.Store.AppendRunEvent(ctx, in.key, ev, rec)
-	switch {
-	case runrec.Fenced(err):
-		return in.fenced()
-	case err != nil:
-		err = fmt.Errorf("append event of agent %s: %w", ev.GetAuthor(), err)
-		return Fail(ctx, in.env, in.sink, in.job.ID, err, true), err
-	}
-	in.recordWritten = true
-	in.addToMemory(ctx)
-	in.inv.Record(nil, stored)
-	in.inv.ReleaseHeld()
-	in.sink.Commit(stored, false)
-	return storedRec, nil
 }

@@ -30,11 +30,8 @@ type invocation struct {
 	// current is the agent whose events are being stored; a run that is
 	// cancelled stores its last event in its name.
 	current agent.Agent
-	// recordWritten reports that the record is in the store with this
-	// execution's status; until then the next event carries it.
-	recordWritten bool
-	// inMemory reports that the session was added to memory in this run.
-	inMemory bool
+	// j is the run's way to the store and its readers.
+	j *journal
 	// failures holds each agent's last step (runrec.Failures): a run
 	// whose agents return while one's last step failed ends FAILED.
 	failures runrec.Failures
@@ -46,9 +43,6 @@ type invocation struct {
 	// event or error: a run stopped while nobody was streaming says so
 	// in its name.
 	speaker streamedText
-	// held is a final answer held back to be stored with the run's final
-	// record (held.go); nil when none is.
-	held *agentrunnerv1.Event
 	// cuts are the model calls the run's end cut off (cut.go).
 	cuts *agent.CutCalls
 }
@@ -63,6 +57,7 @@ type invocation struct {
 func Execute(ctx context.Context, env *Env, job *Job, p *Prepared, sink Sink) (*agentrunnerv1.Run, error) {
 	ctx, cuts := agent.WithCutCalls(ctx)
 	in := &invocation{cuts: cuts, env: env, job: job, sink: sink, prep: p, key: job.Key, inv: p.inv, hctx: p.inv.Context(ctx, p.first), first: p.first, current: p.first}
+	in.j = newJournal(env, job.Key, sink, p.inv, in.holds)
 	if chk := env.Budgets.ForRun(env.Spend, p.sess, sink.Live(), env.Now); chk != nil {
 		p.inv.SetBudget(chk.Call)
 		p.inv.SetReserve(chk.Reserve)
@@ -104,7 +99,9 @@ func (in *invocation) run(ctx context.Context) error {
 	}
 	content, err := in.env.Plugins.BeforeRun(in.hctx)
 	if err != nil {
-		in.sink.PublishErr(&agent.AgentError{Agent: in.first.Name(), Err: err})
+		if err := in.j.publishErr(ctx, &agent.AgentError{Agent: in.first.Name(), Err: err}); err != nil {
+			return err
+		}
 	}
 	// The answer, or the state the hooks changed, lands in an event of the
 	// agent that would have answered.
@@ -142,13 +139,11 @@ func (in *invocation) resume(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		stored, err := in.append(ctx, ev)
+		stored, err := in.j.write(ctx, ev, nobody)
 		if err != nil {
 			return fmt.Errorf("append answers: %w", err)
 		}
-		in.inv.Record(nil, stored)
 		in.inv.SetUserContent(stored.GetContent())
-		in.sink.Stored(stored) // attachers read the answers from the store
 	}
 	// The agents the runner ran before the cut run again in order, each
 	// going on where it was (agent.Replay); a transfer the runner had
@@ -178,7 +173,7 @@ func (in *invocation) settleWaiting(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		in.inv.Record(nil, stored)
+		in.j.note(stored)
 	}
 	if err := in.appendUserEvent(ctx); err != nil {
 		return err
@@ -202,7 +197,9 @@ func (in *invocation) appendUserEvent(ctx context.Context) error {
 		}
 	}
 	if err != nil {
-		in.sink.PublishErr(&agent.AgentError{Agent: in.first.Name(), Err: err})
+		if err := in.j.publishErr(ctx, &agent.AgentError{Agent: in.first.Name(), Err: err}); err != nil {
+			return err
+		}
 	}
 	userEv, err := in.userEvent(ctx, msg, in.job.StateDelta)
 	if err != nil {
@@ -211,13 +208,15 @@ func (in *invocation) appendUserEvent(ctx context.Context) error {
 	// State the on_user_message hooks changed is stored with the message;
 	// the request's own delta wins for a key both set.
 	agent.FlushActions(in.hctx, userEv)
-	stored, err := in.append(ctx, userEv)
+	to := attachers
+	if in.hctx.RunConfig().GetStreamUserEvent() {
+		to = everyone
+	}
+	stored, err := in.j.write(ctx, userEv, to)
 	if err != nil {
 		return fmt.Errorf("append user event: %w", err)
 	}
-	in.inv.Record(userEv.GetActions().GetStateDelta(), stored) // with "temp:" keys, which the store dropped
 	in.inv.SetUserContent(stored.GetContent())
-	in.sink.Commit(stored, !in.hctx.RunConfig().GetStreamUserEvent())
 	return nil
 }
 
@@ -262,8 +261,7 @@ func (in *invocation) runAgent(ctx context.Context, a agent.Agent) (next agent.A
 	}
 	target, ok := in.env.Tree.Find(transfer)
 	if !ok {
-		in.sink.PublishErr(&agent.AgentError{Agent: a.Name(), Err: fmt.Errorf("transfer to unknown agent %q", transfer)})
-		return nil, nil
+		return nil, in.j.publishErr(ctx, &agent.AgentError{Agent: a.Name(), Err: fmt.Errorf("transfer to unknown agent %q", transfer)})
 	}
 	return target, nil
 }
@@ -293,9 +291,6 @@ func (in *invocation) deliver(ctx context.Context, a agent.Agent, err error) err
 	case !errors.As(err, &ae):
 		err = &agent.AgentError{Agent: a.Name(), Err: err}
 	}
-	if rerr := in.release(ctx); rerr != nil {
-		return rerr
-	}
 	errors.As(err, &ae) // err is an *agent.AgentError from here on
 	name, st := ae.Agent, runrec.InBandStatus(err)
 	in.failures.Step(name, st)
@@ -309,8 +304,7 @@ func (in *invocation) deliver(ctx context.Context, a agent.Agent, err error) err
 		return serr
 	}
 	in.speaker = streamedText{author: name}
-	in.sink.PublishErr(err)
-	return nil
+	return in.j.publishErr(ctx, err)
 }
 
 // failureEvent is the event that stores the in-band failure ae (of
@@ -328,30 +322,20 @@ func failureEvent(ae *agent.AgentError, st *agentrunnerv1.Status) *agentrunnerv1
 	}
 }
 
-// emit completes an event, lets the on_event hooks replace it, persists it
-// when complete, and yields the caller's copy. It returns the stored event
-// (nil for a partial one).
+// emit completes an event, lets the on_event hooks replace it, and
+// writes it to the journal: stored and handed to the readers when
+// complete, handed to them unstored when partial. It returns the event
+// as stored (nil for a partial one).
 func (in *invocation) emit(ctx context.Context, ev *agentrunnerv1.Event) (*agentrunnerv1.Event, error) {
 	in.complete(ev, nil)
 	if ev.Partial {
 		return nil, in.emitPartial(ctx, ev)
 	}
-	ev, err := in.onEvent(ev)
+	ev, err := in.onEvent(ctx, ev)
 	if err != nil {
 		return nil, err
 	}
-	if err := in.release(ctx); err != nil {
-		return nil, err
-	}
-	if in.holds(ev) {
-		// Stored with the final record (held.go); the agents see it as
-		// stored from here on, the readers once it is.
-		in.held = ev
-		in.failures.Event(ev)
-		in.spoke(ev, false)
-		return ev, nil
-	}
-	stored, err := in.append(ctx, ev)
+	stored, err := in.j.write(ctx, ev, everyone)
 	if err != nil {
 		if ctx.Err() != nil {
 			in.unstoredCall(ev)
@@ -359,49 +343,9 @@ func (in *invocation) emit(ctx context.Context, ev *agentrunnerv1.Event) (*agent
 		}
 		return nil, fmt.Errorf("append event of agent %s: %w", ev.GetAuthor(), err)
 	}
-	in.inv.Record(ev.GetActions().GetStateDelta(), stored)
 	in.spoke(stored, false) // the complete event supersedes its agent's partials
 	in.failures.Event(stored)
-	// The stored instance stays with the runner (the session view and the
-	// history cache); each reader of the run gets a copy of its own.
-	in.sink.Commit(stored, false)
 	return stored, nil
-}
-
-// append stores a complete event. The first event an execution stores
-// carries the run record, in the same transaction: the user message of a
-// new run, or the first event of a resumed one.
-func (in *invocation) append(ctx context.Context, ev *agentrunnerv1.Event) (*agentrunnerv1.Event, error) {
-	var stored *agentrunnerv1.Event
-	var err error
-	if in.recordWritten {
-		stored, err = in.env.Store.AppendEvent(ctx, in.key, ev)
-	} else {
-		// No copy: while the run runs, only this goroutine changes the
-		// record (noteStored, under the lock, after this returns), and
-		// the store does not keep what it is given.
-		stored, _, err = in.env.Store.AppendRunEvent(ctx, in.key, ev, in.sink.Live())
-		in.recordWritten = err == nil
-	}
-	if err == nil {
-		in.addToMemory(ctx)
-	}
-	return stored, err
-}
-
-// addToMemory adds the session to memory after a complete event, when
-// the app says so: once per run, since the session then stays in memory
-// and the store indexes every later event as it stores it. Memory is a
-// convenience for later sessions: a failure is logged, not the run's.
-func (in *invocation) addToMemory(ctx context.Context) {
-	if !in.env.AddToMemory || in.inMemory {
-		return
-	}
-	if err := in.env.Memory.AddSession(ctx, in.key); err != nil {
-		in.env.Log.Warn("add session to memory", "session", in.key.String(), "err", err)
-		return
-	}
-	in.inMemory = true
 }
 
 // emitPartial lets the on_event hooks see a partial event, then yields it
@@ -411,9 +355,6 @@ func (in *invocation) addToMemory(ctx context.Context) {
 // changes is not flushed into a partial (it would be lost with it): it
 // stays pending and lands in the next complete event.
 func (in *invocation) emitPartial(ctx context.Context, ev *agentrunnerv1.Event) error {
-	if err := in.release(ctx); err != nil {
-		return err
-	}
 	// The hot path of streaming: without on_event hooks, OnEvent returns
 	// at once and nothing is allocated.
 	rep, err := in.env.Plugins.OnEvent(in.hctx, ev)
@@ -421,7 +362,9 @@ func (in *invocation) emitPartial(ctx context.Context, ev *agentrunnerv1.Event) 
 	case errors.Is(err, plugin.ErrDropPartial):
 		return nil
 	case err != nil:
-		in.sink.PublishErr(&agent.AgentError{Agent: ev.GetAuthor(), Err: err})
+		if err := in.j.publishErr(ctx, &agent.AgentError{Agent: ev.GetAuthor(), Err: err}); err != nil {
+			return err
+		}
 	case rep != nil && rep != ev:
 		rep.Partial = true // a partial's replacement is not stored either
 		in.complete(rep, ev)
@@ -430,18 +373,16 @@ func (in *invocation) emitPartial(ctx context.Context, ev *agentrunnerv1.Event) 
 	// What the caller saw of the answer so far: a run stopped before the
 	// complete event stores it (see stopped).
 	in.spoke(ev, true)
-	in.sink.PublishEvent(ev)
-	return nil
+	return in.j.publish(ctx, ev)
 }
 
 // onEvent runs the on_event hooks on a complete event. A replacement is
 // completed from the original (author, branch, ids, time); a hook's error
 // is delivered and the original goes on.
-func (in *invocation) onEvent(ev *agentrunnerv1.Event) (*agentrunnerv1.Event, error) {
+func (in *invocation) onEvent(ctx context.Context, ev *agentrunnerv1.Event) (*agentrunnerv1.Event, error) {
 	rep, err := in.env.Plugins.OnEvent(in.hctx, ev)
 	if err != nil {
-		in.sink.PublishErr(&agent.AgentError{Agent: ev.GetAuthor(), Err: err})
-		return ev, nil
+		return ev, in.j.publishErr(ctx, &agent.AgentError{Agent: ev.GetAuthor(), Err: err})
 	}
 	if rep != nil && rep != ev {
 		rep.Partial = false // a complete event's replacement is stored
