@@ -86,7 +86,7 @@ type liveRun struct {
 	queueErr error
 	// requeued reports a pending run that Recover found and queued here:
 	// on a shared store the replica that queued it may still start it
-	// (replica.Mode.RunElsewhere).
+	// (replica.Leases.RunElsewhere).
 	requeued bool
 }
 
@@ -135,8 +135,9 @@ type admitted struct {
 	prep *turn.Prepared
 	// queued is the record of a fresh run queued in the store shared with
 	// other replicas (package replica), which the request follows from
-	// there.
+	// there, through queue.
 	queued *agentrunnerv1.Run
+	queue  replica.Queue
 	// front and victim: a queued run that goes first, and the run of this
 	// process it interrupts (nil when it runs elsewhere or nowhere).
 	front  bool
@@ -164,7 +165,7 @@ func (r *Runner) admit(ctx context.Context, req Request) (admitted, error) {
 		if err != nil || w == nil {
 			switch {
 			case err == nil && a.queued != nil:
-				return r.enqueueShared(ctx, a.live, a.front, a.victim)
+				return r.enqueueShared(ctx, a.queue, a.live, a.front, a.victim)
 			case err == nil && a.fresh:
 				return r.settle(ctx, a)
 			}
@@ -240,10 +241,10 @@ func (r *Runner) admitLocked(ctx context.Context, key store.SessionKey, req Requ
 		}
 	}
 	lr := r.newRun(ctx, key, req, digest)
-	if busy && r.mode.QueuesInStore() {
+	if q := r.replicas.Queue; busy && q != nil {
 		// The store's queue, not this process's: any replica may free the
 		// session.
-		a := admitted{live: lr, queued: lr.Live(), front: req.Strategy == agentrunnerv1.MultitaskStrategy_MULTITASK_STRATEGY_INTERRUPT}
+		a := admitted{live: lr, queued: lr.Live(), queue: q, front: req.Strategy == agentrunnerv1.MultitaskStrategy_MULTITASK_STRATEGY_INTERRUPT}
 		if a.front {
 			a.victim = sr.active
 		}
@@ -364,11 +365,11 @@ func (r *Runner) settle(ctx context.Context, a admitted) (admitted, error) {
 		p, err := r.prepare(ctx, lr)
 		if err != nil {
 			r.end(lr, lr.Record(), err)
-			if r.mode.QueuesElsewhere(lr.req.Strategy, err) {
+			if q := r.replicas.Queue; q != nil && q.Accepts(lr.req.Strategy, err) {
 				// Another replica runs the session: the run waits in the
 				// store's queue.
 				front := lr.req.Strategy == agentrunnerv1.MultitaskStrategy_MULTITASK_STRATEGY_INTERRUPT
-				return r.enqueueShared(ctx, lr, front, nil)
+				return r.enqueueShared(ctx, q, lr, front, nil)
 			}
 			return admitted{}, err
 		}
@@ -397,14 +398,14 @@ func (r *Runner) settle(ctx context.Context, a admitted) (admitted, error) {
 // its turn (turn.Prepare). The lease first: the history read next must be
 // the last writer's; a run taken from the store's queue holds it already.
 func (r *Runner) prepare(ctx context.Context, lr *liveRun) (*turn.Prepared, error) {
-	if err := r.mode.Take(ctx, lr.Key, lr.ID, lr.expect()); err != nil {
+	if err := r.takeSession(ctx, lr.Key, lr.ID, lr.expect()); err != nil {
 		return nil, err
 	}
 	p, err := turn.Prepare(ctx, r.env, &lr.job)
 	if errors.Is(err, store.ErrInvalidArgument) {
 		// Answers refused as answering nobody: say so exactly when they
 		// answer superseded calls a compaction covered since.
-		cerr := turn.CoveredAnswers(r.mode.With(ctx, lr.ID), r.env, lr.Key, lr.job.Message)
+		cerr := turn.CoveredAnswers(r.leased(ctx, lr.ID), r.env, lr.Key, lr.job.Message)
 		switch {
 		case errors.Is(cerr, store.ErrInvalidArgument):
 			return nil, cerr
@@ -418,20 +419,23 @@ func (r *Runner) prepare(ctx context.Context, lr *liveRun) (*turn.Prepared, erro
 // queueBehind keeps the order of a session's queue: a fresh ENQUEUE run
 // that took the session's lease (free between two runs, or after a
 // replica went away) while runs wait in the store's queue goes last in
-// it, and its lease goes to the first of them.
+// it, and its lease goes to the first of them. Without the store's queue,
+// no run can be waiting anywhere but in this process's, which admission
+// saw.
 func (r *Runner) queueBehind(ctx context.Context, a admitted) (admitted, error) {
 	lr := a.live
-	if lr.req.Strategy != agentrunnerv1.MultitaskStrategy_MULTITASK_STRATEGY_ENQUEUE {
+	q := r.replicas.Queue
+	if q == nil || lr.req.Strategy != agentrunnerv1.MultitaskStrategy_MULTITASK_STRATEGY_ENQUEUE {
 		return a, nil
 	}
-	ahead, err := r.mode.QueuedAhead(ctx, lr.Key)
+	ahead, err := q.QueuedAhead(ctx, lr.Key)
 	if err == nil && !ahead {
 		return a, nil
 	}
 	if err == nil {
 		// Queued while this run holds the lease, so that the hand-off
 		// below sees it.
-		a, err = r.enqueueShared(ctx, lr, false, nil)
+		a, err = r.enqueueShared(ctx, q, lr, false, nil)
 	}
 	r.end(lr, lr.Record(), fmt.Errorf("run %s: queued behind the session's runs: %w", lr.ID, ErrRunInProgress))
 	if err != nil {
@@ -440,16 +444,16 @@ func (r *Runner) queueBehind(ctx context.Context, a admitted) (admitted, error) 
 	return a, nil
 }
 
-// enqueueShared queues a fresh run in the store, for a session that runs
-// elsewhere or here; front puts it first and interrupts the session's
-// run (victim, when it runs here). The caller follows the run through
-// the store.
-func (r *Runner) enqueueShared(ctx context.Context, lr *liveRun, front bool, victim *liveRun) (admitted, error) {
+// enqueueShared queues a fresh run in the store's queue q, for a session
+// that runs elsewhere or here; front puts it first and interrupts the
+// session's run (victim, when it runs here). The caller follows the run
+// through the store.
+func (r *Runner) enqueueShared(ctx context.Context, q replica.Queue, lr *liveRun, front bool, victim *liveRun) (admitted, error) {
 	rec := lr.Record()
 	rec.Status = agentrunnerv1.RunStatus_RUN_STATUS_PENDING
 	rec.StartTime = nil
 	rec.Input = lr.req.input()
-	if err := r.mode.Enqueue(ctx, rec, front); err != nil {
+	if err := q.Enqueue(ctx, rec, front); err != nil {
 		return admitted{}, fmt.Errorf("queue run: %w", err)
 	}
 	if front {
@@ -458,10 +462,53 @@ func (r *Runner) enqueueShared(ctx context.Context, lr *liveRun, front bool, vic
 		if victim != nil {
 			victim.Cancel(runrec.InterruptedBy(lr.ID))
 		} else {
-			r.mode.InterruptHolder(ctx, lr.Key, lr.ID)
+			q.InterruptHolder(ctx, lr.Key, lr.ID)
 		}
 	}
-	return admitted{queued: rec}, nil
+	return admitted{queued: rec, queue: q}, nil
+}
+
+// The session's lease, on a store that hands them out (Leases of
+// r.replicas), is taken, carried and given up here, and only here. Without
+// leases, one process owns the store and its registry, where the run is
+// the session's active run by now, is the only rule: there is nothing
+// more to take, to carry or to give up, and nobody else to take a run.
+
+// takeSession takes session k for run id's execution (Leases.Take).
+func (r *Runner) takeSession(ctx context.Context, k store.SessionKey, id string, want replica.Expect) error {
+	if l := r.replicas.Leases; l != nil {
+		return l.Take(ctx, k, id, want)
+	}
+	return nil
+}
+
+// leased returns ctx carrying run id's lease, if it holds one.
+func (r *Runner) leased(ctx context.Context, id string) context.Context {
+	if l := r.replicas.Leases; l != nil {
+		return l.With(ctx, id)
+	}
+	return ctx
+}
+
+// release ends an execution's hold on its session: unregister takes it
+// out of the registry, finish tells its readers (Leases.Release, which
+// gives the lease up or hands it on between the two, in its order).
+func (r *Runner) release(lr *liveRun, unregister, finish func()) {
+	if l := r.replicas.Leases; l != nil {
+		l.Release(lr.Key, lr.ID, unregister, finish)
+		return
+	}
+	unregister()
+	finish()
+}
+
+// runElsewhere reports whether a queued run that could not start with err
+// is another replica's to end (Leases.RunElsewhere).
+func (r *Runner) runElsewhere(ctx context.Context, lr *liveRun, err error) bool {
+	if l := r.replicas.Leases; l != nil {
+		return l.RunElsewhere(ctx, lr.ID, lr.requeued, err)
+	}
+	return false
 }
 
 // lookup returns the live run with the id, or nil.

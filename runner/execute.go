@@ -46,7 +46,7 @@ func (r *Runner) execute(lr *liveRun, p *turn.Prepared) {
 		lr.Update(func(rec *agentrunnerv1.Run) { runrec.Start(rec, r.now()) })
 		var err error
 		if p, err = r.prepare(ctx, lr); err != nil {
-			rec := turn.Fail(ctx, r.env, lr, lr.ID, err, !r.mode.RunElsewhere(ctx, lr.ID, lr.requeued, err))
+			rec := turn.Fail(ctx, r.env, lr, lr.ID, err, !r.runElsewhere(ctx, lr, err))
 			r.end(lr, rec, err)
 			return
 		}
@@ -54,7 +54,7 @@ func (r *Runner) execute(lr *liveRun, p *turn.Prepared) {
 	if !lr.resumed() { // a resumed run waited for no queue since its start
 		ctx = agent.WithRunTimes(ctx, lr.Times())
 	}
-	rec, err := turn.Execute(r.mode.With(ctx, lr.ID), r.env, &lr.job, p, lr)
+	rec, err := turn.Execute(r.leased(ctx, lr.ID), r.env, &lr.job, p, lr)
 	r.end(lr, rec, err)
 }
 
@@ -63,7 +63,7 @@ func (r *Runner) execute(lr *liveRun, p *turn.Prepared) {
 // of its end, with rec and err. The session is free before they hear of
 // it, so that a caller can send the next message at once.
 func (r *Runner) end(lr *liveRun, rec *agentrunnerv1.Run, err error) {
-	r.mode.Release(lr.Key, lr.ID, func() { r.releaseRun(lr) }, func() { lr.Finish(rec, err) })
+	r.release(lr, func() { r.releaseRun(lr) }, func() { lr.Finish(rec, err) })
 }
 
 // releaseRun removes an ended run from the registry and starts the next

@@ -421,7 +421,7 @@ func TestSweeperInterruptsBeforeQueuedRun(t *testing.T) {
 	// and wake b's sweeper: the queued run then starts either way, after
 	// the interruption.
 	until(t, "b's sweep runs the queued run", func() bool {
-		if _, err := f.b.mode.Sweep(t.Context()); err != nil {
+		if _, err := f.b.replicas.Queue.Sweep(t.Context()); err != nil {
 			t.Fatal(err)
 		}
 		rec, err := f.b.GetRun(t.Context(), queued.GetRunId())

@@ -5,14 +5,17 @@ import (
 	"testing"
 )
 
-// TestOneProcessStoreRunsAlone: the store decides, once, at New, how the
-// runner shares it; a bbolt file, which one process owns, gets the mode
-// that does nothing (replica.alone, whose own test shows a run's steps
-// through it touch nothing), and a run on it goes through that mode only.
+// TestOneProcessStoreRunsAlone: the store decides, once, at New, what the
+// runner can do with it among replicas; a bbolt file, which one process
+// owns, gives it no lease and no shared queue (nil capabilities: the
+// registry is the only rule), and a run on it goes through none.
 func TestOneProcessStoreRunsAlone(t *testing.T) {
 	r, _, k := newTestRunner(t, mustAgent(t, "root", "hello"))
-	if got := fmt.Sprintf("%T", r.mode); got != "*replica.alone" {
-		t.Fatalf("mode on bbolt is %s, want *replica.alone", got)
+	if r.replicas.Leases != nil || r.replicas.Queue != nil {
+		t.Fatalf("capabilities on bbolt: leases %T, queue %T; want none", r.replicas.Leases, r.replicas.Queue)
+	}
+	if got := fmt.Sprintf("%T %T", r.replicas.Elsewhere, r.replicas.Recovery); got != "replica.stored replica.alone" {
+		t.Fatalf("elsewhere and recovery on bbolt are %s, want replica.stored replica.alone", got)
 	}
 	res := mustRun(t, r, request(k, "hi"))
 	if got := summary(res.events); !equalStrings(got, []string{"user: hi", "root: hello"}) && !equalStrings(got, []string{"root: hello"}) {

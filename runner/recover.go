@@ -35,11 +35,11 @@ func (r *Runner) Recover(ctx context.Context) (interrupted, requeued int, err er
 		var done bool
 		switch rec.GetStatus() {
 		case agentrunnerv1.RunStatus_RUN_STATUS_RUNNING:
-			if done, err = r.mode.RecoverRunning(ctx, rec); err == nil && done {
+			if done, err = r.replicas.Recovery.RecoverRunning(ctx, rec); err == nil && done {
 				interrupted++
 			}
 		case agentrunnerv1.RunStatus_RUN_STATUS_PENDING:
-			if done, err = r.mode.RecoverPending(ctx, rec); err == nil && done && r.requeue(rec) {
+			if done, err = r.replicas.Recovery.RecoverPending(ctx, rec); err == nil && done && r.requeue(rec) {
 				requeued++
 			}
 		}
@@ -47,9 +47,13 @@ func (r *Runner) Recover(ctx context.Context) (interrupted, requeued int, err er
 			return interrupted, requeued, err
 		}
 	}
+	q := r.replicas.Queue
+	if q == nil {
+		return interrupted, requeued, nil // runs wait nowhere but here
+	}
 	// Sessions whose queue in the store nobody took (the replica that
 	// would have handed the session on died or is shutting down).
-	n, err := r.mode.Sweep(ctx)
+	n, err := q.Sweep(ctx)
 	return interrupted, requeued + n, err
 }
 
@@ -71,7 +75,7 @@ func (r *Runner) requeue(rec *agentrunnerv1.Run) bool {
 	}
 	r.runs.byID[lr.ID] = lr
 	// It was admitted before the restart: counted, never refused.
-	r.mode.Reserve(lr.Done())
+	r.replicas.Claims.Reserve(lr.Done())
 	if sr.busy() {
 		sr.queue = append(sr.queue, lr)
 		return true
@@ -108,8 +112,9 @@ func (r *Runner) Shutdown(ctx context.Context) error {
 	r.runs.mu.Lock()
 	r.runs.draining = true
 	r.runs.mu.Unlock()
-	// Queued runs in a shared store stay there, for the other replicas.
-	r.mode.Stop()
+	// Queued runs in a shared store stay there, for the other replicas;
+	// the recovery loop queues nothing more here.
+	r.replicas.Stop()
 	r.runs.mu.Lock()
 	var queued []*liveRun
 	for _, sr := range r.runs.sessions {

@@ -196,6 +196,15 @@ type Config struct {
 	// LeaseHeartbeat is how often a running execution renews its lease.
 	// Zero means a third of LeaseTTL.
 	LeaseHeartbeat time.Duration
+	// RecoverEvery is how often the runner, on a store that hands out
+	// session leases, does again what Recover does at start, for the runs
+	// of replicas that died: pending runs a dead replica took from the
+	// store's queue and never started go back there, and queues nobody
+	// took are swept. It runs from New until Shutdown or Close. Zero
+	// means LeaseTTL (the time after which a dead replica's sessions are
+	// free); negative turns it off. A store of one process has no such
+	// loop: while the process lives, nobody else leaves runs behind.
+	RecoverEvery time.Duration
 }
 
 // Runner runs one app's agent tree over its sessions. It is safe for
@@ -215,10 +224,10 @@ type Runner struct {
 	newRunID     func() string
 	log          *slog.Logger
 	runs         runs
-	// mode is how this process shares the store with other replicas, if
-	// it does (package replica): chosen once, here, from what the store
-	// can do.
-	mode replica.Mode
+	// replicas is what this process can do with its store among other
+	// replicas (package replica): capabilities chosen once, here, from
+	// what the store can do; an absent one is nil.
+	replicas replica.Set
 }
 
 // New validates the agent tree and the plugins and returns a Runner.
@@ -276,11 +285,12 @@ func New(cfg Config) (*Runner, error) {
 	} else if cfg.Budgets.UserDaily != (BudgetLimit{}) || cfg.Budgets.AppDaily != (BudgetLimit{}) {
 		return nil, fmt.Errorf("new runner %s: daily budgets need a store that keeps the days' spend", cfg.AppName)
 	}
-	r.mode = replica.New(replica.Config{
+	r.replicas = replica.New(replica.Config{
 		AppName: cfg.AppName, Store: cfg.Store, Replica: cfg.Replica,
-		LeaseTTL: cfg.LeaseTTL, LeaseHeartbeat: cfg.LeaseHeartbeat, Logger: r.log, Now: r.now,
-	}, host{r})
-	r.mode.Start()
+		LeaseTTL: cfg.LeaseTTL, LeaseHeartbeat: cfg.LeaseHeartbeat, RecoverEvery: cfg.RecoverEvery,
+		Logger: r.log, Now: r.now,
+	}, host{r}, r.Recover)
+	r.replicas.Start()
 	return r, nil
 }
 
@@ -310,7 +320,7 @@ func (r *Runner) Info() *agentrunnerv1.App {
 // configured PluginCloseTimeout (or until ctx is done). Runs must have
 // ended.
 func (r *Runner) Close(ctx context.Context) error {
-	r.mode.Stop()
+	r.replicas.Stop()
 	ctx, cancel := context.WithTimeout(ctx, r.closeTimeout)
 	defer cancel()
 	return r.plugins.Close(ctx)
@@ -337,4 +347,4 @@ func newRunID(now time.Time) string {
 // starts on a store of one process; nil lets it take every run it can,
 // uncounted. It may be called while runs go on: a claim already made
 // keeps its room. Set it before Recover, as serve does.
-func (r *Runner) SetClaimGate(g ClaimGate) { r.mode.SetClaimGate(g) }
+func (r *Runner) SetClaimGate(g ClaimGate) { r.replicas.Claims.Set(g) }

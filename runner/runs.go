@@ -54,7 +54,7 @@ func (r *Runner) Attach(ctx context.Context, runID string, after uint64) iter.Se
 		} else {
 			// Ended, or (on a store shared by replicas) queued or running
 			// on another replica: followed through the store.
-			how = r.mode.Follow(ctx, rec, after, yield)
+			how = r.replicas.Elsewhere.Follow(ctx, rec, after, yield)
 		}
 		if how == live.ContextEnded {
 			yield(Update{}, fmt.Errorf("attach run %s: %w", runID, ctx.Err()))
@@ -138,7 +138,7 @@ func (r *Runner) Cancel(ctx context.Context, runID string) (*agentrunnerv1.Run, 
 			// Waiting on its caller: its calls are answered as cancelled.
 			return r.cancelWaiting(ctx, rec)
 		}
-		return r.mode.Cancel(ctx, rec)
+		return r.replicas.Elsewhere.Cancel(ctx, rec)
 	}
 	if rec, ok := r.cancelQueued(ctx, lr, ErrCancelled); ok {
 		return rec, nil
@@ -224,9 +224,9 @@ func (r *Runner) cancelWaiting(ctx context.Context, rec *agentrunnerv1.Run) (*ag
 		return nil, err
 	}
 	var out *agentrunnerv1.Run
-	err := r.mode.Take(ctx, key, lr.ID, replica.Expect{})
+	err := r.takeSession(ctx, key, lr.ID, replica.Expect{})
 	if err == nil {
-		out, err = turn.CancelWaiting(r.mode.With(ctx, lr.ID), r.env, key, lr.ID)
+		out, err = turn.CancelWaiting(r.leased(ctx, lr.ID), r.env, key, lr.ID)
 	}
 	r.end(lr, lr.Record(), err)
 	return out, err

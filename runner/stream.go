@@ -35,9 +35,9 @@ func (r *Runner) Stream(ctx context.Context, req Request) iter.Seq2[Update, erro
 		}
 		switch {
 		case a.queued != nil:
-			r.mode.StreamQueued(ctx, a.queued, req.OnDisconnect, yield)
+			a.queue.StreamQueued(ctx, a.queued, req.OnDisconnect, yield)
 		case a.ended != nil:
-			if r.mode.Follow(ctx, a.ended, 0, yield) == live.ContextEnded {
+			if r.replicas.Elsewhere.Follow(ctx, a.ended, 0, yield) == live.ContextEnded {
 				yield(Update{}, fmt.Errorf("run %s: %w", a.ended.GetRunId(), ctx.Err()))
 			}
 		case !a.fresh:

@@ -3,10 +3,14 @@
 // that several share and that leases sessions, queues runs and notifies
 // (store.SessionLeaser, store.RunQueue, store.RunNotifier: pgstore).
 //
-// The runner chooses the Mode once, at New, from what its store can do
-// (New): a store of one process gets a mode that does nothing and costs
-// nothing; nothing outside this package asks whether a store leases or
-// queues. With replicas:
+// The runner gets a Set of capabilities once, at New, from what its store
+// can do, and asks for one where it uses it: Leases (take, carry and give
+// up a session's lease), Queue (the replicas' shared queue of runs),
+// Elsewhere (follow and cancel a run not live in this process), Recovery
+// (what becomes of the unfinished runs Recover finds) and Claims (the
+// runner's ClaimGate). A store of one process has no Leases and no Queue,
+// and nothing runs in the background for it; nothing outside this package
+// asks whether a store leases or queues. With replicas:
 //
 //   - every execution of a run holds its session's lease, renewed by a
 //     heartbeat; a run whose lease another writer took is stopped, and its
@@ -25,7 +29,10 @@
 //     store, or asks every replica (NotifyCancel) to cancel it, and waits
 //     for its stored record to end;
 //   - recovery looks only at runs whose session's lease is free: a live
-//     replica's runs are left alone.
+//     replica's runs are left alone; the runner's Recover runs again
+//     every Config.RecoverEvery (a lease's lifetime by default), for the
+//     pending runs a dead replica took from the queue and the queues
+//     nobody took.
 //
 // The runner is its Host: the registry of live runs, their launch and
 // their cancellation stay the runner's. It must not import the runner,

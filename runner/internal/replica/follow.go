@@ -43,13 +43,9 @@ func causeOf(s string) error {
 // the record rec, the run's stored events after `after`, each once and
 // in order, as they are stored, and last the record with the final
 // status, once the stored record ends. Partial events and in-band errors
-// are not stored, so they are not relayed. Without a queue, no other
-// replica's run can be followed: the run is replayed as it is.
+// are not stored, so they are not relayed. (Without a queue, no other
+// replica's run can be followed: the Set's Elsewhere is stored.)
 func (s *shared) Follow(ctx context.Context, rec *agentrunnerv1.Run, after uint64, yield func(live.Update, error) bool) live.Followed {
-	if s.queue == nil {
-		live.ReplayStored(ctx, s.store, rec, after, yield)
-		return live.FollowedToEnd
-	}
 	id := rec.GetRunId()
 	// Subscribed before the first read: a change stored after a read is
 	// notified after it, and wakes the next one.
@@ -252,12 +248,8 @@ func endedErr(rec *agentrunnerv1.Run) error {
 }
 
 // Cancel cancels a run that is not live in this process (see
-// cancelShared); without a queue no other replica's run can be reached,
-// and the run is returned as it is.
+// cancelShared).
 func (s *shared) Cancel(ctx context.Context, rec *agentrunnerv1.Run) (*agentrunnerv1.Run, error) {
-	if s.queue == nil {
-		return rec, nil
-	}
 	return s.cancelShared(ctx, rec.GetRunId(), causeCancel)
 }
 

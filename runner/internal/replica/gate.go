@@ -26,10 +26,24 @@ type Claim interface {
 	Release()
 }
 
+// Claims is where the runner keeps its ClaimGate, shared by every
+// replica mode: a store of one process counts the pending runs Recover
+// starts (Reserve); a shared queue also asks it before it takes a run.
+type Claims struct{ gate claimGate }
+
+// Set makes g the gate; nil lets the runner take every run it can,
+// uncounted. It may be called while runs go on: a claim already made
+// keeps its room.
+func (c *Claims) Set(g ClaimGate) { c.gate.set(g) }
+
+// Reserve counts a run the runner starts whatever the limit (see
+// ClaimGate.Reserve), until done is closed.
+func (c *Claims) Reserve(done <-chan struct{}) { bindClaim(c.gate.reserve(), done) }
+
 // gateBox holds a ClaimGate for an atomic.Pointer.
 type gateBox struct{ g ClaimGate }
 
-// claimGate is where SetClaimGate keeps the gate: it may be set while
+// claimGate is where Claims.Set keeps the gate: it may be set while
 // runs go on, and a claim already made keeps its room.
 type claimGate struct{ p atomic.Pointer[gateBox] }
 

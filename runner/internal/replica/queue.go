@@ -101,9 +101,6 @@ func (s *shared) sweeper() {
 // Sweep takes the next queued run of every session of the app that is
 // free, and returns how many it started here.
 func (s *shared) Sweep(ctx context.Context) (int, error) {
-	if s.queue == nil {
-		return 0, nil
-	}
 	keys, err := s.queue.QueuedSessions(ctx, s.app)
 	if err != nil {
 		return 0, fmt.Errorf("list queued sessions: %w", err)
@@ -128,7 +125,7 @@ func (s *shared) claimNext(ctx context.Context, k store.SessionKey, prev store.L
 	var room Claim
 	if !skip {
 		var ok bool
-		if room, ok = s.gate.tryClaim(); !ok {
+		if room, ok = s.gate.gate.tryClaim(); !ok {
 			// This replica is full: the run stays queued for another
 			// replica, or for this one's next sweep. A run that ends
 			// here still holds its room while it hands its session on,
@@ -257,38 +254,29 @@ func (s *shared) handOff(k store.SessionKey, id string) {
 	s.claimNext(ctx, k, h.lease)
 }
 
-// QueuesElsewhere: only the store's queue can take a run whose session
-// another replica runs, and only a run that asked to wait or interrupt.
-func (s *shared) QueuesElsewhere(strategy agentrunnerv1.MultitaskStrategy, err error) bool {
+// Accepts: the store's queue takes a run whose session another replica
+// runs, when the run asked to wait or interrupt.
+func (s *shared) Accepts(strategy agentrunnerv1.MultitaskStrategy, err error) bool {
 	switch strategy {
 	case agentrunnerv1.MultitaskStrategy_MULTITASK_STRATEGY_ENQUEUE, agentrunnerv1.MultitaskStrategy_MULTITASK_STRATEGY_INTERRUPT:
-		return s.queue != nil && errors.Is(err, runrec.ErrRunInProgress) && !errors.Is(err, runrec.ErrTaken)
+		return errors.Is(err, runrec.ErrRunInProgress) && !errors.Is(err, runrec.ErrTaken)
 	}
 	return false
 }
 
 // Enqueue puts a pending record in the store's queue.
 func (s *shared) Enqueue(ctx context.Context, rec *agentrunnerv1.Run, front bool) error {
-	if s.queue == nil {
-		return errors.New("the store keeps no run queue")
-	}
 	return s.queue.EnqueueRun(ctx, rec, front)
 }
 
 // QueuedAhead reports whether session k has runs in the store's queue.
 func (s *shared) QueuedAhead(ctx context.Context, k store.SessionKey) (bool, error) {
-	if s.queue == nil {
-		return false, nil
-	}
 	return s.queue.HasQueuedRuns(ctx, k)
 }
 
 // InterruptHolder cancels the run that holds session k's lease, on
 // whichever replica runs it, for run id.
 func (s *shared) InterruptHolder(ctx context.Context, k store.SessionKey, id string) {
-	if s.queue == nil {
-		return
-	}
 	l, err := s.queue.SessionLease(ctx, k)
 	if err != nil {
 		return // free: the sweep starts the queued run

@@ -47,14 +47,14 @@ type shared struct {
 	// gate bounds the runs this replica takes from the queue (see
 	// ClaimGate); starved reports that it turned one away since a run
 	// last ended here.
-	gate    claimGate
+	gate    *Claims
 	starved atomic.Bool
 }
 
-func newShared(cfg Config, l store.SessionLeaser, host Host) *shared {
+func newShared(cfg Config, l store.SessionLeaser, host Host, claims *Claims) *shared {
 	s := &shared{
 		app: cfg.AppName, store: cfg.Store, host: host, log: cfg.Logger,
-		replica: cfg.Replica, ttl: cfg.LeaseTTL, every: cfg.LeaseHeartbeat, leaser: l, now: cfg.Now,
+		replica: cfg.Replica, ttl: cfg.LeaseTTL, every: cfg.LeaseHeartbeat, leaser: l, now: cfg.Now, gate: claims,
 		held: map[string]*heldLease{}, watchers: map[string][]chan *live.Run{},
 	}
 	if s.replica == "" {
@@ -77,22 +77,16 @@ func newShared(cfg Config, l store.SessionLeaser, host Host) *shared {
 	return s
 }
 
-// Start subscribes to the store's notices and starts the sweeper and
-// the reaper.
-func (s *shared) Start() {
-	if s.queue == nil {
-		return
-	}
+// start subscribes to the store's notices and starts the sweeper and
+// the reaper: a daemon of a Set with a Queue.
+func (s *shared) start() {
 	s.sweep.unsub = s.notifier.Subscribe(s.onNotice)
 	go s.sweeper()
 	go s.reaper()
 }
 
-// Stop stops the sweeper and the notices.
-func (s *shared) Stop() {
-	if s.queue == nil {
-		return
-	}
+// stop stops the sweeper, the reaper and the notices.
+func (s *shared) stop() {
 	s.sweep.stopOnce.Do(func() {
 		if s.sweep.unsub != nil {
 			s.sweep.unsub()
@@ -105,9 +99,3 @@ func (s *shared) Stop() {
 		}
 	})
 }
-
-func (s *shared) SetClaimGate(g ClaimGate)     { s.gate.set(g) }
-func (s *shared) Reserve(done <-chan struct{}) { bindClaim(s.gate.reserve(), done) }
-
-// QueuesInStore: with a run queue, any replica may free the session.
-func (s *shared) QueuesInStore() bool { return s.queue != nil }

@@ -25,7 +25,7 @@ type Store interface {
 	ListRuns(ctx context.Context, k store.SessionKey, page store.Page) ([]*agentrunnerv1.Run, string, error)
 }
 
-// Config configures a Mode.
+// Config configures the capabilities New chooses.
 type Config struct {
 	AppName string
 	Store   Store
@@ -34,7 +34,10 @@ type Config struct {
 	Replica string
 	// LeaseTTL and LeaseHeartbeat are as in runner.Config.
 	LeaseTTL, LeaseHeartbeat time.Duration
-	Logger                   *slog.Logger
+	// RecoverEvery is the period of the recovery loop on a store that
+	// leases sessions: zero means the lease's lifetime, negative none.
+	RecoverEvery time.Duration
+	Logger       *slog.Logger
 	// Now is the runner's clock, for the records the replicas end.
 	Now func() time.Time
 }
@@ -73,89 +76,148 @@ type Expect struct {
 	Seq     uint64
 }
 
-// Mode is how this process's runs share the store. Every method is safe
-// for concurrent use.
-type Mode interface {
-	// Start starts the mode's own work (the sweeper of the store's queue),
-	// once the host is ready.
-	Start()
-	// Stop stops it, for Shutdown and Close.
-	Stop()
-
+// Leases is the capability of a store that several replicas share and
+// that leases sessions (store.SessionLeaser): every execution of a run
+// holds its session's lease, and the store refuses the appends of a run
+// whose lease another writer took.
+type Leases interface {
 	// Take takes session k for an execution of run id that is about to
 	// start, before it reads or writes anything: its lease, unless the run
 	// holds it already (taken from the store's queue with it), and then
 	// the check that the run's stored record still says what want says
 	// (no replica started the run meanwhile).
 	Take(ctx context.Context, k store.SessionKey, id string, want Expect) error
-	// With returns ctx carrying run id's lease, if it holds one: the
-	// store refuses its appends once another writer took the session.
+	// With returns ctx carrying run id's lease, if it holds one.
 	With(ctx context.Context, id string) context.Context
 	// Release ends run id's hold on session k once it has ended:
 	// unregister removes it from the runner's registry (and may start the
 	// session's next run there), the lease is given up or handed on, in
-	// the order the mode needs, and then finish tells the run's readers.
+	// the order the store's queue needs, and then finish tells the run's
+	// readers.
 	Release(k store.SessionKey, id string, unregister, finish func())
 	// RunElsewhere reports, for a queued run that could not start with
 	// err, whether its record is another replica's to write. requeued:
 	// Recover found the run pending and queued it here.
 	RunElsewhere(ctx context.Context, id string, requeued bool, err error) bool
+}
 
-	// QueuesInStore reports whether a run that waits for its session
-	// waits in the store's queue, where any replica may start it.
-	QueuesInStore() bool
-	// QueuesElsewhere reports whether a fresh run that could not start
-	// with err goes to the store's queue: its session runs on another
-	// replica and it asked to wait or to interrupt.
-	QueuesElsewhere(strategy agentrunnerv1.MultitaskStrategy, err error) bool
-	// Enqueue puts a pending record in the store's queue (first when
-	// front).
+// Queue is the capability of a store that also keeps the replicas' run
+// queue and notifies them (store.RunQueue, store.RunNotifier): a run that
+// waits for its session waits there, where any replica may start it.
+type Queue interface {
+	// Accepts reports whether a fresh run that could not start with err
+	// goes to the queue: its session runs on another replica and it asked
+	// to wait or to interrupt.
+	Accepts(strategy agentrunnerv1.MultitaskStrategy, err error) bool
+	// Enqueue puts a pending record in the queue (first when front).
 	Enqueue(ctx context.Context, rec *agentrunnerv1.Run, front bool) error
 	// InterruptHolder cancels the run that holds session k's lease,
 	// wherever it runs, for run id that goes first.
 	InterruptHolder(ctx context.Context, k store.SessionKey, id string)
-	// QueuedAhead reports whether session k has runs in the store's queue.
+	// QueuedAhead reports whether session k has runs in the queue.
 	QueuedAhead(ctx context.Context, k store.SessionKey) (bool, error)
-
-	// Follow streams a run that is not live in this process: the record
-	// rec, its stored events after `after`, and its end.
-	Follow(ctx context.Context, rec *agentrunnerv1.Run, after uint64, yield func(live.Update, error) bool) live.Followed
-	// StreamQueued streams a run this request queued in the store to the
-	// reader that sent it; a reader that stops first cancels it (unless
-	// policy says to go on).
+	// StreamQueued streams a run this request queued to the reader that
+	// sent it; a reader that stops first cancels it (unless policy says
+	// to go on).
 	StreamQueued(ctx context.Context, rec *agentrunnerv1.Run, policy agentrunnerv1.OnDisconnect, yield func(live.Update, error) bool)
-	// Cancel cancels a run that is not live in this process and returns
-	// its record once its stored record has ended.
-	Cancel(ctx context.Context, rec *agentrunnerv1.Run) (*agentrunnerv1.Run, error)
-
-	// RecoverRunning marks a RUNNING run INTERRUPTED (through the host)
-	// when no replica runs it, and reports whether it did.
-	RecoverRunning(ctx context.Context, rec *agentrunnerv1.Run) (bool, error)
-	// RecoverPending reports whether a PENDING run found at start is to
-	// be queued in this process; one that waits in the store's queue is
-	// put back there instead.
-	RecoverPending(ctx context.Context, rec *agentrunnerv1.Run) (bool, error)
 	// Sweep takes the next queued run of every free session of the app,
 	// and returns how many it started here.
 	Sweep(ctx context.Context) (int, error)
-	// SetClaimGate and Reserve: see ClaimGate.
-	SetClaimGate(g ClaimGate)
-	Reserve(done <-chan struct{})
 }
 
-// New returns the mode of cfg's store: shared when it leases sessions,
-// with the run queue when it also queues runs and notifies; alone
-// otherwise.
-func New(cfg Config, host Host) Mode {
+// Elsewhere is how a process reaches a run that is not live in it.
+type Elsewhere interface {
+	// Follow streams the run from the store: the record rec, its stored
+	// events after `after`, and its end.
+	Follow(ctx context.Context, rec *agentrunnerv1.Run, after uint64, yield func(live.Update, error) bool) live.Followed
+	// Cancel cancels the run and returns its record once its stored
+	// record has ended.
+	Cancel(ctx context.Context, rec *agentrunnerv1.Run) (*agentrunnerv1.Run, error)
+}
+
+// Recovery is what becomes of the unfinished runs Recover finds.
+type Recovery interface {
+	// RecoverRunning marks a RUNNING run INTERRUPTED (through the host)
+	// when no process runs it, and reports whether it did.
+	RecoverRunning(ctx context.Context, rec *agentrunnerv1.Run) (bool, error)
+	// RecoverPending reports whether a PENDING run is to be queued in
+	// this process; one that waits in the store's queue is put back there
+	// instead.
+	RecoverPending(ctx context.Context, rec *agentrunnerv1.Run) (bool, error)
+}
+
+// Set is what this process can do with its store among replicas, chosen
+// once, by New, from what the store can do. A capability a store does not
+// have is nil, and its absence means:
+//
+//   - no Leases: one process owns the store; its registry of live runs is
+//     the only rule of who writes to a session, so a run takes, carries
+//     and gives up nothing more;
+//   - no Queue: a run that waits for its session waits in the process
+//     that admitted it; nothing is queued in the store, swept or streamed
+//     from there.
+//
+// Elsewhere, Recovery and Claims are always there.
+type Set struct {
+	Leases    Leases
+	Queue     Queue
+	Elsewhere Elsewhere
+	Recovery  Recovery
+	Claims    *Claims
+
+	// daemons is the background work the Set starts and stops: the
+	// queue's sweeper and reaper, the recovery loop; none alone.
+	daemons []daemon
+}
+
+// daemon is background work of a Set.
+type daemon interface {
+	start()
+	stop()
+}
+
+// RecoverFunc is the runner's Recover, which the recovery loop calls.
+type RecoverFunc func(ctx context.Context) (interrupted, requeued int, err error)
+
+// New returns the capabilities of cfg's store: Leases when it leases
+// sessions, and Queue when it also queues runs and notifies; a store of
+// one process has neither. recoverRuns is what the recovery loop of a store
+// that leases sessions calls.
+func New(cfg Config, host Host, recoverRuns RecoverFunc) Set {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
+	claims := &Claims{}
 	l, ok := cfg.Store.(store.SessionLeaser)
 	if !ok {
-		return &alone{store: cfg.Store, host: host}
+		return Set{Elsewhere: stored{cfg.Store}, Recovery: alone{host}, Claims: claims}
 	}
-	return newShared(cfg, l, host)
+	s := newShared(cfg, l, host, claims)
+	set := Set{Leases: s, Elsewhere: stored{cfg.Store}, Recovery: s, Claims: claims}
+	if s.queue != nil {
+		set.Queue, set.Elsewhere = s, s
+		set.daemons = append(set.daemons, s)
+	}
+	if every := recoverEvery(cfg.RecoverEvery, s.ttl); every > 0 {
+		set.daemons = append(set.daemons, newRecoverLoop(cfg.AppName, every, recoverRuns, cfg.Logger))
+	}
+	return set
+}
+
+// Start starts the Set's background work, once the host is ready.
+func (s Set) Start() {
+	for _, d := range s.daemons {
+		d.start()
+	}
+}
+
+// Stop stops it and waits for it to end, for Shutdown and Close. It may
+// be called more than once.
+func (s Set) Stop() {
+	for _, d := range s.daemons {
+		d.stop()
+	}
 }

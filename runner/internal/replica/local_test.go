@@ -2,12 +2,11 @@ package replica
 
 import (
 	"context"
-	"fmt"
 	"testing"
+	"time"
 
 	agentrunnerv1 "github.com/agentrunner/agentrunner/gen/go/agentrunner/v1"
 	"github.com/agentrunner/agentrunner/runner/internal/live"
-	"github.com/agentrunner/agentrunner/runner/internal/runrec"
 	"github.com/agentrunner/agentrunner/store"
 )
 
@@ -61,45 +60,36 @@ func (h *touchHost) MarkInterrupted(context.Context, *agentrunnerv1.Run) error {
 	return nil
 }
 
-// TestAloneDoesNothing: on a store that one process owns, the mode is
-// chosen once and a run's every step through it (lease, check, release,
-// the end's sweep) touches neither the store nor the runner: there is no
-// lease, no queue and nothing to follow elsewhere.
-func TestAloneDoesNothing(t *testing.T) {
+// TestAloneHasNoLeaseNorQueue: on a store that one process owns, the
+// capabilities are chosen once and the store's absent ones are absent
+// (no lease, no queue, no background work, no recovery loop however
+// short its period), and recovery, the one thing left to decide, touches
+// neither the store nor the runner beyond marking the run.
+func TestAloneHasNoLeaseNorQueue(t *testing.T) {
 	h := &touchHost{t: t}
-	m := New(Config{AppName: "app", Store: touchStore{t}}, h)
-	if _, ok := m.(*alone); !ok {
-		t.Fatalf("mode of a store of one process is %T, want *alone", m)
+	called := false
+	set := New(Config{AppName: "app", Store: touchStore{t}, RecoverEvery: time.Nanosecond}, h,
+		func(context.Context) (int, int, error) { called = true; return 0, 0, nil })
+	if set.Leases != nil || set.Queue != nil || len(set.daemons) != 0 {
+		t.Fatalf("a store of one process has leases %T, queue %T, %d daemons; want none", set.Leases, set.Queue, len(set.daemons))
+	}
+	if _, ok := set.Recovery.(alone); !ok {
+		t.Fatalf("recovery of a store of one process is %T, want alone", set.Recovery)
+	}
+	if set.Claims == nil {
+		t.Fatal("no claims")
 	}
 	ctx := t.Context()
-	k := store.SessionKey{App: "app", User: "u", Session: "s"}
-	m.Start()
-	if err := m.Take(ctx, k, "e-1", Expect{Stored: true, Resumed: true, Seq: 7}); err != nil {
-		t.Fatal(err)
-	}
-	if got := m.With(ctx, "e-1"); got != ctx {
-		t.Error("With added a lease to the run's context")
-	}
-	var order []string
-	m.Release(k, "e-1", func() { order = append(order, "unregister") }, func() { order = append(order, "finish") })
-	if fmt.Sprint(order) != "[unregister finish]" {
-		t.Errorf("Release did %v, want the run unregistered, then its readers told", order)
-	}
-	if m.QueuesInStore() || m.QueuesElsewhere(agentrunnerv1.MultitaskStrategy_MULTITASK_STRATEGY_ENQUEUE, runrec.ErrRunInProgress) {
-		t.Error("a store of one process has a run queue")
-	}
-	if !m.RunElsewhere(ctx, "e-1", true, runrec.ErrTaken) || m.RunElsewhere(ctx, "e-1", true, runrec.ErrRunInProgress) {
-		t.Error("RunElsewhere: only a run another writer took is written elsewhere")
-	}
+	set.Start()
 	rec := &agentrunnerv1.Run{RunId: "e-1", Status: agentrunnerv1.RunStatus_RUN_STATUS_RUNNING}
-	if done, err := m.RecoverRunning(ctx, rec); err != nil || !done || h.marked != 1 {
+	if done, err := set.Recovery.RecoverRunning(ctx, rec); err != nil || !done || h.marked != 1 {
 		t.Errorf("RecoverRunning = %v, %v (marked %d); want the run marked, at once", done, err, h.marked)
 	}
-	if here, err := m.RecoverPending(ctx, rec); err != nil || !here {
+	if here, err := set.Recovery.RecoverPending(ctx, rec); err != nil || !here {
 		t.Errorf("RecoverPending = %v, %v; want it queued here", here, err)
 	}
-	if n, err := m.Sweep(ctx); n != 0 || err != nil {
-		t.Errorf("Sweep = %d, %v", n, err)
+	set.Stop()
+	if called {
+		t.Error("a store of one process ran the recovery loop")
 	}
-	m.Stop()
 }
