@@ -2,327 +2,68 @@ package server
 
 import (
 	"context"
-	"crypto/x509"
-	"errors"
-	"log/slog"
-	"net/http"
-	"strconv"
-	"strings"
 
-	servicev1 "github.com/agentrunner/agentrunner/gen/go/agentrunner/service/v1"
-	"github.com/agentrunner/agentrunner/server/auth"
-	"github.com/agentrunner/agentrunner/store"
+	"github.com/agentrunner/agentrunner/server/internal/front"
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/credentials"
-	healthpb "google.golang.org/grpc/health/grpc_health_v1"
-	"google.golang.org/grpc/metadata"
-	"google.golang.org/grpc/peer"
-	reflectionv1 "google.golang.org/grpc/reflection/grpc_reflection_v1"
-	reflectionv1alpha "google.golang.org/grpc/reflection/grpc_reflection_v1alpha"
-	"google.golang.org/grpc/status"
-	"google.golang.org/protobuf/types/known/structpb"
 )
 
-// access is what a method asks of its caller when authentication is on.
-type access int
+// The interceptors that authenticate and authorize every call with the
+// front desk's rules (Desk.Admit, Desk.Scope): authorization comes
+// before the handler, and a request that did not decode (requestCodec)
+// is refused after the caller is known and before its contents are read
+// for scope, so that a caller that may not call learns nothing of it.
 
-const (
-	// accessOpen: anyone, authenticated or not (health checks).
-	accessOpen access = iota + 1
-	// accessAuthenticated: any principal of the auth file (reflection,
-	// ListApps, which lists only the apps the principal may use).
-	accessAuthenticated
-	// accessScoped: a principal that may act as the request's user_id on
-	// its app_name; an empty user_id (listing every user) is admin-only.
-	accessScoped
-	// accessRun: any principal here; the handler looks the run up and
-	// calls authorizeRun before anything else, answering PermissionDenied
-	// alike for a run that is missing and one that is someone else's.
-	accessRun
-	// accessA2A: any principal here (A2A requests name no user); package
-	// server/a2a picks the call's user and checks it with AuthorizeUser,
-	// and authorizes task ids as accessRun does (RunApp).
-	accessA2A
-)
-
-// methodAccess is the access rule of every method the server registers,
-// by full method name. A method without an entry is refused to everyone
-// but admins (fail closed), and TestMethodAccessCoversEveryRPC fails: a
-// service added to Register needs its entries here.
-func methodAccess() map[string]access {
-	m := map[string]access{
-		servicev1.SessionService_CreateSession_FullMethodName: accessScoped,
-		servicev1.SessionService_GetSession_FullMethodName:    accessScoped,
-		servicev1.SessionService_ListSessions_FullMethodName:  accessScoped,
-		servicev1.SessionService_DeleteSession_FullMethodName: accessScoped,
-		servicev1.SessionService_AppendEvent_FullMethodName:   accessScoped,
-		servicev1.SessionService_ListEvents_FullMethodName:    accessScoped,
-		servicev1.SessionService_ListToolCalls_FullMethodName: accessScoped,
-
-		servicev1.ArtifactService_SaveArtifact_FullMethodName:         accessScoped,
-		servicev1.ArtifactService_LoadArtifact_FullMethodName:         accessScoped,
-		servicev1.ArtifactService_ListArtifacts_FullMethodName:        accessScoped,
-		servicev1.ArtifactService_ListArtifactVersions_FullMethodName: accessScoped,
-		servicev1.ArtifactService_DeleteArtifact_FullMethodName:       accessScoped,
-
-		servicev1.RunnerService_Run_FullMethodName:       accessScoped,
-		servicev1.RunnerService_StartRun_FullMethodName:  accessScoped,
-		servicev1.RunnerService_ListRuns_FullMethodName:  accessScoped,
-		servicev1.RunnerService_ListApps_FullMethodName:  accessAuthenticated,
-		servicev1.RunnerService_GetRun_FullMethodName:    accessRun,
-		servicev1.RunnerService_CancelRun_FullMethodName: accessRun,
-		servicev1.RunnerService_AttachRun_FullMethodName: accessRun,
-		servicev1.RunnerService_ResumeRun_FullMethodName: accessRun,
-
-		servicev1.MemoryService_SearchMemory_FullMethodName:       accessScoped,
-		servicev1.MemoryService_AddSessionToMemory_FullMethodName: accessScoped,
-
-		// A user's usage is that user's; an app's (no user_id) is every
-		// user's, so admin-only like other listings of every user.
-		servicev1.UsageService_GetUsage_FullMethodName: accessScoped,
-	}
-	for _, name := range a2aMethods() {
-		m[name] = accessA2A
-	}
-	for _, d := range []grpc.ServiceDesc{healthpb.Health_ServiceDesc} {
-		for _, name := range methodNames(d) {
-			m[name] = accessOpen
-		}
-	}
-	for _, d := range []grpc.ServiceDesc{reflectionv1.ServerReflection_ServiceDesc, reflectionv1alpha.ServerReflection_ServiceDesc} {
-		for _, name := range methodNames(d) {
-			m[name] = accessAuthenticated
-		}
-	}
-	return m
-}
-
-// methodNames lists the full names of a service's methods and streams.
-func methodNames(d grpc.ServiceDesc) []string {
-	var names []string
-	for _, md := range d.Methods {
-		names = append(names, "/"+d.ServiceName+"/"+md.MethodName)
-	}
-	for _, sd := range d.Streams {
-		names = append(names, "/"+d.ServiceName+"/"+sd.StreamName)
-	}
-	return names
-}
-
-// authorizer authenticates callers and applies methodAccess. With a nil
-// config, authentication is off and every call goes through.
-type authorizer struct {
-	cfg   *auth.Config
-	rules map[string]access
-	log   *slog.Logger
-}
-
-func newAuthorizer(cfg *auth.Config, log *slog.Logger) *authorizer {
-	return &authorizer{cfg: cfg, rules: methodAccess(), log: log}
-}
-
-type principalKey struct{}
-
-// principalFrom returns the authenticated caller; nil when authentication
-// is off.
-func principalFrom(ctx context.Context) *auth.Principal {
-	p, _ := ctx.Value(principalKey{}).(*auth.Principal)
-	return p
-}
-
-// scopedRequest is every request of an accessScoped method.
-type scopedRequest interface {
-	GetAppName() string
-	GetUserId() string
-}
-
-// authenticate finds the caller: by its bearer token when it sends one
-// (a wrong token is refused even with a good certificate), else by its
-// verified client certificate.
-func (a *authorizer) authenticate(ctx context.Context) (*auth.Principal, string) {
-	md, _ := metadata.FromIncomingContext(ctx)
-	var chains [][]*x509.Certificate
-	if pr, ok := peer.FromContext(ctx); ok {
-		if ti, ok := pr.AuthInfo.(credentials.TLSInfo); ok {
-			chains = ti.State.VerifiedChains
-		}
-	}
-	return a.identify(md.Get("authorization"), chains)
-}
-
-// identify finds the caller from its authorization values and its
-// verified certificate chains, for gRPC metadata and HTTP headers alike.
-func (a *authorizer) identify(authorization []string, chains [][]*x509.Certificate) (*auth.Principal, string) {
-	switch len(authorization) {
-	case 0:
-	case 1:
-		scheme, token, ok := strings.Cut(authorization[0], " ")
-		if !ok || !strings.EqualFold(scheme, "bearer") || token == "" {
-			return nil, "authorization metadata is not \"Bearer <token>\""
-		}
-		if p, ok := a.cfg.ByToken(token); ok {
-			return p, ""
-		}
-		return nil, "the bearer token matches no principal"
-	default:
-		return nil, "more than one authorization metadata value"
-	}
-	if len(chains) > 0 && len(chains[0]) > 0 {
-		cert := chains[0][0]
-		if p, ok := a.cfg.ByCertificate(cert); ok {
-			return p, ""
-		}
-		return nil, "client certificate " + strings.Join(auth.CertificateIdentities(cert), ",") + " matches no principal"
-	}
-	return nil, "no credentials: send \"authorization: Bearer <token>\" metadata or a client certificate"
-}
-
-// authenticateHTTP refuses an HTTP request for a method that needs
-// credentials when it carries none that name a principal, before its
-// body is read (server/web's Config.Authenticate). What the principal
-// may do is still decided by the interceptors.
-func (a *authorizer) authenticateHTTP(r *http.Request) error {
-	if a.rules[r.URL.Path] == accessOpen {
-		return nil
-	}
-	var chains [][]*x509.Certificate
-	if r.TLS != nil {
-		chains = r.TLS.VerifiedChains
-	}
-	if p, reason := a.identify(r.Header.Values("Authorization"), chains); p == nil {
-		_ = a.deny(r.Context(), codes.Unauthenticated, "", r.URL.Path, reason)
-		return errors.New(reason)
-	}
-	return nil
-}
-
-// admit authenticates the caller of method and applies its rule, except
-// the request part of accessScoped (see scope). It returns the context
-// carrying the principal.
-func (a *authorizer) admit(ctx context.Context, method string) (context.Context, error) {
-	rule := a.rules[method]
-	if rule == accessOpen {
-		return ctx, nil
-	}
-	p, reason := a.authenticate(ctx)
-	if p == nil {
-		return ctx, a.deny(ctx, codes.Unauthenticated, "", method, reason)
-	}
-	if rule == 0 && !p.Admin {
-		return ctx, a.deny(ctx, codes.PermissionDenied, p.Name, method, "the method has no access rule")
-	}
-	return context.WithValue(ctx, principalKey{}, p), nil
-}
-
-// scope checks a request of an accessScoped method against the caller's
-// grants, before the handler looks anything up.
-func (a *authorizer) scope(ctx context.Context, method string, req any) error {
-	if a.rules[method] != accessScoped {
-		return nil
-	}
-	p := principalFrom(ctx)
-	if p.Admin {
-		return nil
-	}
-	if err := decodeError(req); err != nil {
-		return err
-	}
-	r, ok := req.(scopedRequest)
-	switch {
-	case !ok:
-		return a.deny(ctx, codes.PermissionDenied, p.Name, method, "the request names no app and user")
-	case r.GetUserId() == "":
-		return a.deny(ctx, codes.PermissionDenied, p.Name, method, "a request for every user (no user_id) is for admins")
-	case !p.MayUse(r.GetAppName(), r.GetUserId()):
-		return a.deny(ctx, codes.PermissionDenied, p.Name, method, "not granted user "+strconv.Quote(r.GetUserId())+" on app "+strconv.Quote(r.GetAppName()))
-	}
-	if key, ok := appStateKey(req); ok {
-		// app: state is shared by every user of the app: setting it from a
-		// client would write into other users' sessions.
-		return a.deny(ctx, codes.PermissionDenied, p.Name, method, "state key "+strconv.Quote(key)+" is shared by every user of the app; only an admin may set it from a client")
-	}
-	return nil
-}
-
-// appStateKey returns an app:-scoped key of the state a request sets, if
-// any: the initial state of a session, an appended event's state delta, a
-// run's state delta.
-func appStateKey(req any) (string, bool) {
-	var st *structpb.Struct
-	switch r := req.(type) {
-	case *servicev1.CreateSessionRequest:
-		st = r.GetState()
-	case *servicev1.AppendEventRequest:
-		st = r.GetEvent().GetActions().GetStateDelta()
-	case *servicev1.RunRequest:
-		st = r.GetStateDelta()
-	case *servicev1.StartRunRequest:
-		st = r.GetStateDelta()
-	}
-	for k := range st.GetFields() {
-		if strings.HasPrefix(k, store.AppPrefix) {
-			return k, true
-		}
-	}
-	return "", false
-}
-
-// deny logs a refused call once, with the principal, the method and why,
-// and returns its status. Tokens and request contents are never logged;
-// the client gets the same reason.
-func (a *authorizer) deny(ctx context.Context, code codes.Code, principal, method, reason string) error {
-	a.log.LogAttrs(ctx, slog.LevelWarn, "access denied",
-		slog.String("principal", principal),
-		slog.String("method", method),
-		slog.String("code", code.String()),
-		slog.String("reason", reason))
-	return status.Error(code, reason)
-}
-
-func (a *authorizer) unary() grpc.UnaryServerInterceptor {
+func authUnary(d *front.Desk) grpc.UnaryServerInterceptor {
 	return func(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
-		if a.cfg == nil {
+		if d.Auth() == nil {
 			return handler(ctx, req)
 		}
-		ctx, err := a.admit(ctx, info.FullMethod)
+		ctx, err := d.Admit(ctx, info.FullMethod)
 		if err != nil {
 			return nil, err
 		}
-		if err := a.scope(ctx, info.FullMethod, req); err != nil {
+		if err := scope(ctx, d, info.FullMethod, req); err != nil {
 			return nil, err
 		}
 		return handler(ctx, req)
 	}
 }
 
-func (a *authorizer) stream() grpc.StreamServerInterceptor {
+func authStream(d *front.Desk) grpc.StreamServerInterceptor {
 	return func(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
-		if a.cfg == nil {
+		if d.Auth() == nil {
 			return handler(srv, ss)
 		}
-		ctx, err := a.admit(ss.Context(), info.FullMethod)
+		ctx, err := d.Admit(ss.Context(), info.FullMethod)
 		if err != nil {
 			return err
 		}
-		return handler(srv, &authStream{ServerStream: ss, ctx: ctx, a: a, method: info.FullMethod})
+		return handler(srv, &scopedStream{ServerStream: ss, ctx: ctx, d: d, method: info.FullMethod})
 	}
 }
 
-// authStream carries the principal and checks each request it receives
+// scope is Desk.Scope of a request that decoded.
+func scope(ctx context.Context, d *front.Desk, method string, req any) error {
+	if err := decodeError(req); err != nil {
+		return err
+	}
+	return d.Scope(ctx, method, req)
+}
+
+// scopedStream carries the principal and checks each request it receives
 // against the method's scope.
-type authStream struct {
+type scopedStream struct {
 	grpc.ServerStream
 	ctx    context.Context
-	a      *authorizer
+	d      *front.Desk
 	method string
 }
 
-func (s *authStream) Context() context.Context { return s.ctx }
+func (s *scopedStream) Context() context.Context { return s.ctx }
 
-func (s *authStream) RecvMsg(m any) error {
+func (s *scopedStream) RecvMsg(m any) error {
 	if err := s.ServerStream.RecvMsg(m); err != nil {
 		return err
 	}
-	return s.a.scope(s.ctx, s.method, m)
+	return scope(s.ctx, s.d, s.method, m)
 }

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/agentrunner/agentrunner/server/internal/front"
+
 	servicev1 "github.com/agentrunner/agentrunner/gen/go/agentrunner/service/v1"
 	agentrunnerv1 "github.com/agentrunner/agentrunner/gen/go/agentrunner/v1"
 	"github.com/agentrunner/agentrunner/runner/agent"
@@ -267,8 +269,8 @@ func TestAuthorizationMatrix(t *testing.T) {
 	for _, c := range cases {
 		covered[c.method] = true
 	}
-	for m, rule := range methodAccess() {
-		if (rule == accessScoped || rule == accessRun) && !covered[m] {
+	for m, rule := range front.MethodAccess() {
+		if (rule == front.AccessScoped || rule == front.AccessRun) && !covered[m] {
 			t.Errorf("%s is not in the matrix", m)
 		}
 	}
@@ -375,7 +377,7 @@ func TestAuthentication(t *testing.T) {
 // each scoped method a request that names app_name and user_id.
 func TestMethodAccessCoversEveryRPC(t *testing.T) {
 	e := newEnv(t)
-	rules := methodAccess()
+	rules := front.MethodAccess()
 	n := 0
 	for svc, info := range e.grpc.grpc.GetServiceInfo() {
 		for _, m := range info.Methods {
@@ -386,7 +388,7 @@ func TestMethodAccessCoversEveryRPC(t *testing.T) {
 				t.Errorf("%s has no entry in methodAccess", full)
 				continue
 			}
-			if rule != accessScoped {
+			if rule != front.AccessScoped {
 				continue
 			}
 			d, err := protoregistry.GlobalFiles.FindDescriptorByName(protoreflect.FullName(svc + "." + m.Name))
@@ -404,9 +406,9 @@ func TestMethodAccessCoversEveryRPC(t *testing.T) {
 	}
 	// cmd/agentrunner registers lf.a2a.v1.A2AService beside ours (package
 	// server/a2a serves it): its rules are methodAccess's too.
-	for _, full := range a2aMethods() {
-		if rules[full] != accessA2A {
-			t.Errorf("%s has rule %v; want accessA2A", full, rules[full])
+	for _, full := range front.A2AMethods() {
+		if rules[full] != front.AccessA2A {
+			t.Errorf("%s has rule %v; want front.AccessA2A", full, rules[full])
 		}
 		n++
 	}

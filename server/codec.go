@@ -4,6 +4,7 @@ import (
 	"context"
 	"strings"
 
+	"github.com/agentrunner/agentrunner/server/internal/front"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/encoding"
@@ -114,7 +115,7 @@ func decodeError(req any) error {
 
 // decodeUnary refuses a request requestCodec could not decode, and one
 // holding a Value JSON cannot carry (see valueChecker).
-func decodeUnary(vc *valueChecker) grpc.UnaryServerInterceptor {
+func decodeUnary(vc *front.ValueChecker) grpc.UnaryServerInterceptor {
 	return func(ctx context.Context, req any, _ *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
 		if err := requestError(vc, req); err != nil {
 			return nil, err
@@ -125,7 +126,7 @@ func decodeUnary(vc *valueChecker) grpc.UnaryServerInterceptor {
 
 // decodeStream refuses, on the stream, each message requestCodec could
 // not decode or that holds a Value JSON cannot carry.
-func decodeStream(vc *valueChecker) grpc.StreamServerInterceptor {
+func decodeStream(vc *front.ValueChecker) grpc.StreamServerInterceptor {
 	return func(srv any, ss grpc.ServerStream, _ *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
 		return handler(srv, decodingStream{ss, vc})
 	}
@@ -133,7 +134,7 @@ func decodeStream(vc *valueChecker) grpc.StreamServerInterceptor {
 
 type decodingStream struct {
 	grpc.ServerStream
-	vc *valueChecker
+	vc *front.ValueChecker
 }
 
 func (s decodingStream) RecvMsg(m any) error {
@@ -144,12 +145,12 @@ func (s decodingStream) RecvMsg(m any) error {
 }
 
 // requestError is decodeError, then the valueChecker's verdict.
-func requestError(vc *valueChecker, req any) error {
+func requestError(vc *front.ValueChecker, req any) error {
 	if err := decodeError(req); err != nil {
 		return err
 	}
 	if m, ok := req.(proto.Message); ok {
-		return vc.check(m.ProtoReflect())
+		return vc.Check(m.ProtoReflect())
 	}
 	return nil
 }

@@ -5,6 +5,7 @@ import (
 	"net"
 	"net/http"
 
+	"github.com/agentrunner/agentrunner/server/internal/front"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/health"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
@@ -28,10 +29,11 @@ type GRPCServer struct {
 // authenticated and authorized (methodAccess). extra options are appended:
 // TLS credentials (grpc.Creds), telemetry, test options.
 func NewGRPCServer(s *Server, extra ...grpc.ServerOption) *GRPCServer {
-	vc := newValueChecker()
+	vc := front.NewValueChecker()
+	log := s.desk.Logger()
 	opts := append([]grpc.ServerOption{
-		grpc.MaxRecvMsgSize(s.maxRequest),
-		grpc.MaxSendMsgSize(s.maxMsg),
+		grpc.MaxRecvMsgSize(s.desk.MaxRequestBytes()),
+		grpc.MaxSendMsgSize(s.desk.MaxMessageBytes()),
 		// Stop and GracefulStop then return only once every handler has
 		// returned, which is what makes closing the store afterwards safe.
 		grpc.WaitForHandlers(true),
@@ -40,8 +42,8 @@ func NewGRPCServer(s *Server, extra ...grpc.ServerOption) *GRPCServer {
 		grpc.ForceServerCodecV2(newRequestCodec()),
 		// Authorization comes before decoding: a caller that may not
 		// call learns nothing, not even that its request was malformed.
-		grpc.ChainUnaryInterceptor(unaryLogging(s.log), unaryRecovery(s.log), s.authz.unary(), decodeUnary(vc)),
-		grpc.ChainStreamInterceptor(streamLogging(s.log), streamRecovery(s.log), s.authz.stream(), decodeStream(vc)),
+		grpc.ChainUnaryInterceptor(unaryLogging(log), unaryRecovery(log), authUnary(s.desk), decodeUnary(vc)),
+		grpc.ChainStreamInterceptor(streamLogging(log), streamRecovery(log), authStream(s.desk), decodeStream(vc)),
 	}, extra...)
 	gs := grpc.NewServer(opts...)
 	s.Register(gs)
@@ -66,20 +68,20 @@ func (g *GRPCServer) GRPC() *grpc.Server { return g.grpc }
 // needs credentials and the request carries none that name a principal.
 // It is nil when the server has no authentication.
 func (g *GRPCServer) AuthenticateHTTP() func(*http.Request) error {
-	if g.srv.authz.cfg == nil {
+	if g.srv.desk.Auth() == nil {
 		return nil
 	}
-	return g.srv.authz.authenticateHTTP
+	return g.srv.desk.AuthenticateRPC
 }
 
 // MaxRequestBytes is the largest request message the server takes
 // (--max-request-bytes): the HTTP listener bounds every binding's bodies
 // by it.
-func (g *GRPCServer) MaxRequestBytes() int { return g.srv.maxRequest }
+func (g *GRPCServer) MaxRequestBytes() int { return g.srv.desk.MaxRequestBytes() }
 
 // MaxMessageBytes is the largest message the server sends or receives:
 // server/web bounds what it buffers to transcode a message by it.
-func (g *GRPCServer) MaxMessageBytes() int { return g.srv.maxMsg }
+func (g *GRPCServer) MaxMessageBytes() int { return g.srv.desk.MaxMessageBytes() }
 
 // Serve accepts connections on lis until Shutdown. It returns nil after a
 // shutdown and the listener's error otherwise.

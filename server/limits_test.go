@@ -140,7 +140,7 @@ func TestRunLimits(t *testing.T) {
 	if err := streamErr(e.runner.AttachRun(as(t.Context(), "alice"), &servicev1.AttachRunRequest{RunId: a1.GetRunId()})); err != nil {
 		t.Fatal(err)
 	}
-	if got := e.grpc.srv.runs.inProgress(); got != 1 {
+	if got := e.grpc.srv.Desk().RunsInProgress(); got != 1 {
 		t.Errorf("%d runs counted after alice's ended, want 1 (bob's)", got)
 	}
 	// Runs that cannot start (no such session) take no slot, through
@@ -302,7 +302,7 @@ func TestClaimGateCountsAgainstMaxRuns(t *testing.T) {
 		t.Fatal("a claim was refused after the run ended")
 	}
 	claim.Release()
-	if got := e.grpc.srv.runs.inProgress(); got != 0 {
+	if got := e.grpc.srv.Desk().RunsInProgress(); got != 0 {
 		t.Fatalf("%d runs counted after the claim was released, want 0", got)
 	}
 	if _, err := start("s2", "m2"); err != nil {

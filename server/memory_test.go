@@ -157,7 +157,7 @@ func TestMemoryValidation(t *testing.T) {
 		{&servicev1.SearchMemoryRequest{UserId: "u", Query: "x"}, "app_name"},
 		{&servicev1.SearchMemoryRequest{AppName: "a", UserId: "u\n", Query: "x"}, "user_id"},
 		{&servicev1.SearchMemoryRequest{AppName: "a", UserId: "u"}, "query"},
-		{&servicev1.SearchMemoryRequest{AppName: "a", UserId: "u", Query: strings.Repeat("x", maxQueryBytes+1)}, "query"},
+		{&servicev1.SearchMemoryRequest{AppName: "a", UserId: "u", Query: strings.Repeat("x", maxMemoryQueryBytes+1)}, "query"},
 		{&servicev1.SearchMemoryRequest{AppName: "a", UserId: "u", Query: "x", PageSize: -1}, "page_size"},
 	} {
 		_, err := mem.SearchMemory(t.Context(), tc.req)
@@ -271,3 +271,6 @@ func TestPreloadMemory(t *testing.T) {
 		}
 	}
 }
+
+// maxMemoryQueryBytes is the front desk's bound on a memory query.
+const maxMemoryQueryBytes = 4096

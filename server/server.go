@@ -1,96 +1,62 @@
 package server
 
 import (
-	"cmp"
-	"context"
-	"iter"
 	"log/slog"
 	"time"
 
 	servicev1 "github.com/agentrunner/agentrunner/gen/go/agentrunner/service/v1"
-	agentrunnerv1 "github.com/agentrunner/agentrunner/gen/go/agentrunner/v1"
 	"github.com/agentrunner/agentrunner/runner"
 	"github.com/agentrunner/agentrunner/runner/memory"
 	"github.com/agentrunner/agentrunner/server/auth"
-	"github.com/agentrunner/agentrunner/store"
+	"github.com/agentrunner/agentrunner/server/internal/front"
 	"google.golang.org/grpc"
-	"google.golang.org/protobuf/types/known/structpb"
 )
 
-// Store is the storage the session and artifact services call. Implemented
-// by *boltstore.Store. Errors wrap the store sentinels (store.ErrNotFound,
+// The interfaces and limits of a server are its front desk's (package
+// server/internal/front), where every protocol's calls are checked and
+// admitted; they are named here for those who build a server.
+
+// Store is the storage the services call: sessions, events, the tool-call
+// ledger, run records and artifacts. Implemented by *boltstore.Store and
+// *pgstore.Store. Errors wrap the store sentinels (store.ErrNotFound,
 // store.ErrAlreadyExists, store.ErrInvalidArgument, store.ErrClosed).
-type Store interface {
-	CreateSession(ctx context.Context, k store.SessionKey, state *structpb.Struct) (*agentrunnerv1.Session, error)
-	GetSession(ctx context.Context, k store.SessionKey, opts store.GetOptions) (*agentrunnerv1.Session, []*agentrunnerv1.Event, error)
-	ListSessions(ctx context.Context, app, user string, page store.Page) ([]*agentrunnerv1.Session, string, error)
-	DeleteSession(ctx context.Context, k store.SessionKey) error
-	AppendEvent(ctx context.Context, k store.SessionKey, ev *agentrunnerv1.Event) (*agentrunnerv1.Event, error)
-	AppendEventOnce(ctx context.Context, k store.SessionKey, ev *agentrunnerv1.Event) (*agentrunnerv1.Event, bool, error)
-	ListEvents(ctx context.Context, k store.SessionKey, after store.EventFilter, page store.Page) ([]*agentrunnerv1.Event, string, error)
-	// ListToolCalls returns a session's tool-call ledger in call order.
-	ListToolCalls(ctx context.Context, k store.SessionKey) ([]*agentrunnerv1.ToolCall, error)
-	// GetRun finds a stored run record by id (which app it belongs to).
-	GetRun(ctx context.Context, runID string) (*agentrunnerv1.Run, error)
+type Store = front.Store
 
-	SaveArtifact(ctx context.Context, k store.SessionKey, filename string, part *agentrunnerv1.Part) (*agentrunnerv1.ArtifactVersion, error)
-	LoadArtifact(ctx context.Context, k store.SessionKey, filename string, version int64) (*agentrunnerv1.Part, *agentrunnerv1.ArtifactVersion, error)
-	ListArtifacts(ctx context.Context, k store.SessionKey, page store.Page) ([]*agentrunnerv1.ArtifactVersion, string, error)
-	ListArtifactVersions(ctx context.Context, k store.SessionKey, filename string, page store.Page) ([]*agentrunnerv1.ArtifactVersion, string, error)
-	DeleteArtifact(ctx context.Context, k store.SessionKey, filename string, version int64) error
-}
+// AppRunner runs one app and keeps its runs: Stream, Start, Attach,
+// Resume, GetRun, ListRuns, ListRunsOf, Cancel, HasLiveRun and RunDone.
+// Implemented by *runner.Runner, where the methods are documented.
+type AppRunner = front.AppRunner
 
-// AppRunner runs one app and keeps its runs. Implemented by
-// *runner.Runner; the methods are documented there.
-//
-// Stream, Attach and Resume stream a run: its record first and last, its
-// events between. An Update.Err (an *agent.AgentError) is reported in-band
-// and the sequence goes on; an error element is terminal and the last.
-type AppRunner interface {
-	Stream(ctx context.Context, req runner.Request) iter.Seq2[runner.Update, error]
-	Start(ctx context.Context, req runner.Request) (*agentrunnerv1.Run, error)
-	Attach(ctx context.Context, runID string, after uint64) iter.Seq2[runner.Update, error]
-	Resume(ctx context.Context, req runner.ResumeRequest) iter.Seq2[runner.Update, error]
-	GetRun(ctx context.Context, runID string) (*agentrunnerv1.Run, error)
-	ListRuns(ctx context.Context, userID, sessionID string, page store.Page) ([]*agentrunnerv1.Run, string, error)
-	ListRunsOf(ctx context.Context, f store.RunFilter, page store.Page) ([]*agentrunnerv1.Run, string, error)
-	Cancel(ctx context.Context, runID string) (*agentrunnerv1.Run, error)
-	// HasLiveRun reports whether the run is pending or running in this
-	// process (its record may not be stored yet).
-	HasLiveRun(runID string) bool
-	// RunDone is closed when the run ends in this process (at once when
-	// it is not live here).
-	RunDone(runID string) <-chan struct{}
-}
+// Apps is the set of apps the server hosts: Lookup(name) returns an app's
+// runner, List describes every app with its agent tree. RunnerApps makes
+// one of an *apps.Registry.
+type Apps = front.Apps
 
-// Apps is the set of apps the server hosts.
-type Apps interface {
-	// Lookup returns the runner of the named app.
-	Lookup(name string) (AppRunner, bool)
-	// List describes every app with its agent tree.
-	List() []*agentrunnerv1.App
-}
+// Limits bound what one call, one principal and the whole server may
+// take: MaxPageSize, MaxEventsPerCall, MaxRuns, MaxRunsPerPrincipal,
+// MaxParts, MaxInlineBytes and MaxArtifactBytes. A zero field takes its
+// default (the Default constants below).
+type Limits = front.Limits
 
-// DefaultMaxMessageBytes bounds a single request or response message. It is
-// well above gRPC's 4 MiB default so that artifacts and inline blobs of a few
-// megabytes fit, yet small enough that one call cannot exhaust memory.
-const DefaultMaxMessageBytes = 32 << 20
-
-// responseSlack is what a response needs besides its listed items (a
-// session record's fields, a page token, framing): a page of items is
-// bounded to the message limit less this.
-const responseSlack = 64 << 10
+// Defaults of Limits, and the message limit.
+const (
+	DefaultMaxEventsPerCall    = front.DefaultMaxEventsPerCall
+	DefaultMaxRuns             = front.DefaultMaxRuns
+	DefaultMaxRunsPerPrincipal = front.DefaultMaxRunsPerPrincipal
+	DefaultMaxParts            = front.DefaultMaxParts
+	DefaultMaxInlineBytes      = front.DefaultMaxInlineBytes
+	// DefaultMaxMessageBytes bounds a single request or response message:
+	// well above gRPC's 4 MiB default so that artifacts and inline blobs of
+	// a few megabytes fit, yet small enough that one call cannot exhaust
+	// memory.
+	DefaultMaxMessageBytes = front.DefaultMaxMessageBytes
+)
 
 // MaxItemBytes is the largest item (an event, a state, an artifact) a
 // store behind a server with message limit maxMsg may keep: one that
 // still fits, alone, in a response of the limit. cmd/agentrunner gives
 // it to the store (boltstore.Options.MaxItemBytes).
-func MaxItemBytes(maxMsg int) int {
-	if maxMsg <= 0 {
-		maxMsg = DefaultMaxMessageBytes
-	}
-	return maxMsg - responseSlack
-}
+func MaxItemBytes(maxMsg int) int { return front.MaxItemBytes(maxMsg) }
 
 // Config configures New.
 type Config struct {
@@ -127,53 +93,41 @@ type Config struct {
 	Limits Limits
 }
 
-// Server implements the agentrunner gRPC services.
+// Server implements the agentrunner gRPC services, as thin adapters over
+// its front desk.
 type Server struct {
-	store  Store
-	apps   Apps
-	memory memory.Service
-	log    *slog.Logger
-	maxRun time.Duration
-	maxMsg int
-	// maxRequest bounds received messages (Config.MaxRequestBytes).
-	maxRequest int
-	authz      *authorizer
-	limits     Limits
-	runs       *runLimiter
+	desk *front.Desk
 }
 
 // New returns a Server. It panics if cfg.Store is nil: that is a wiring
 // mistake, not a runtime condition.
 func New(cfg Config) *Server {
-	if cfg.Store == nil {
-		panic("server.New: Config.Store is nil")
-	}
-	if cfg.Apps == nil {
-		cfg.Apps = noApps{}
-	}
-	if cfg.Logger == nil {
-		cfg.Logger = slog.Default()
-	}
-	if cfg.MaxMessageBytes <= 0 {
-		cfg.MaxMessageBytes = DefaultMaxMessageBytes
-	}
-	if ix, ok := cfg.Store.(memory.Indexer); ok && cfg.Memory == nil {
-		cfg.Memory = memory.NewIndex(ix)
-	}
-	limits := cfg.Limits.withDefaults(cfg.MaxMessageBytes)
-	return &Server{
-		store:      cfg.Store,
-		apps:       cfg.Apps,
-		memory:     cfg.Memory,
-		log:        cfg.Logger,
-		maxRun:     cfg.MaxRunDuration,
-		maxMsg:     cfg.MaxMessageBytes,
-		maxRequest: cmp.Or(min(max(cfg.MaxRequestBytes, 0), cfg.MaxMessageBytes), cfg.MaxMessageBytes),
-		authz:      newAuthorizer(cfg.Auth, cfg.Logger),
-		limits:     limits,
-		runs:       newRunLimiter(limits),
-	}
+	return &Server{desk: front.New(front.Config{
+		Store:           cfg.Store,
+		Apps:            cfg.Apps,
+		Logger:          cfg.Logger,
+		MaxRunDuration:  cfg.MaxRunDuration,
+		MaxMessageBytes: cfg.MaxMessageBytes,
+		MaxRequestBytes: cfg.MaxRequestBytes,
+		Auth:            cfg.Auth,
+		Memory:          cfg.Memory,
+		Limits:          cfg.Limits,
+	})}
 }
+
+// Desk returns the server's front desk, which server/a2a serves the apps
+// over: the same checks, limits and admission as the gRPC services.
+func (s *Server) Desk() *front.Desk { return s.desk }
+
+// Store returns the server's store.
+func (s *Server) Store() Store { return s.desk.Store() }
+
+// ClaimGate counts, against the server's limit of runs in progress
+// (Limits.MaxRuns), the runs an app's runner takes from the queue of a
+// store that several replicas share (runner.ClaimGate): runs admitted
+// elsewhere, or earlier, that run here. cmd/agentrunner sets it on every
+// app's runner.
+func (s *Server) ClaimGate() runner.ClaimGate { return s.desk.ClaimGate() }
 
 // ServiceNames returns the fully qualified names of the services Register
 // adds, as health checks and reflection know them.
@@ -189,15 +143,9 @@ func ServiceNames() []string {
 
 // Register registers the agentrunner services on r.
 func (s *Server) Register(r grpc.ServiceRegistrar) {
-	servicev1.RegisterSessionServiceServer(r, sessionService{s: s})
-	servicev1.RegisterArtifactServiceServer(r, artifactService{s: s})
-	servicev1.RegisterRunnerServiceServer(r, runnerService{s: s})
-	servicev1.RegisterMemoryServiceServer(r, memoryService{s: s})
-	servicev1.RegisterUsageServiceServer(r, usageService{s: s})
+	servicev1.RegisterSessionServiceServer(r, sessionService{Desk: s.desk})
+	servicev1.RegisterArtifactServiceServer(r, artifactService{Desk: s.desk})
+	servicev1.RegisterRunnerServiceServer(r, runnerService{Desk: s.desk})
+	servicev1.RegisterMemoryServiceServer(r, memoryService{Desk: s.desk})
+	servicev1.RegisterUsageServiceServer(r, usageService{Desk: s.desk})
 }
-
-// noApps serves no apps: every Run is NotFound and ListApps is empty.
-type noApps struct{}
-
-func (noApps) Lookup(string) (AppRunner, bool) { return nil, false }
-func (noApps) List() []*agentrunnerv1.App      { return nil }

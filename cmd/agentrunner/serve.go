@@ -318,10 +318,10 @@ func serve(ctx context.Context, args []string, stderr io.Writer) (err error) {
 }
 
 // startRuns builds the server's core and recovers the runs a crash or a
-// shutdown left; on a store that replicas share, it also sweeps their
-// runs every lease lifetime. The core's claim gate goes on every app's
-// runner first: recovered runs and runs taken from a shared queue count
-// against --max-runs too.
+// shutdown left (on a store that replicas share, each runner does so
+// again every lease lifetime on its own, until drainRuns shuts it down).
+// The core's claim gate goes on every app's runner first: recovered runs
+// and runs taken from a shared queue count against --max-runs too.
 func startRuns(ctx context.Context, f serveFlags, st store.Store, reg *apps.Registry, sec *security, log *slog.Logger) (*server.Server, error) {
 	core := server.New(server.Config{
 		Store:           st,
@@ -335,9 +335,6 @@ func startRuns(ctx context.Context, f serveFlags, st store.Store, reg *apps.Regi
 	gateClaims(reg, core.ClaimGate())
 	if err := recoverRuns(ctx, reg, log); err != nil {
 		return nil, err
-	}
-	if _, shared := st.(store.SessionLeaser); shared {
-		go sweepRuns(ctx, reg, f.leaseTTL, log)
 	}
 	return core, nil
 }

@@ -10,7 +10,6 @@ import (
 	"github.com/a2aproject/a2a-go/v2/a2a"
 
 	agentrunnerv1 "github.com/agentrunner/agentrunner/gen/go/agentrunner/v1"
-	srv "github.com/agentrunner/agentrunner/server"
 	"github.com/agentrunner/agentrunner/store"
 )
 
@@ -32,16 +31,8 @@ func TestInterruptedTaskFails(t *testing.T) {
 	}
 }
 
-// missingArtifacts is a server whose store has no artifact version.
-type missingArtifacts struct {
-	server
-	err error
-}
-
-func (m missingArtifacts) Store() srv.Store { return missingStore{err: m.err} }
-
+// missingStore is a store that has no artifact version.
 type missingStore struct {
-	srv.Store
 	err error
 }
 
@@ -56,11 +47,11 @@ func TestDeletedArtifactLeftOut(t *testing.T) {
 	ev := &agentrunnerv1.Event{Author: "agent", InvocationId: "r1", Sequence: 2,
 		Actions: &agentrunnerv1.EventActions{ArtifactDelta: map[string]int64{"report.txt": 1}}}
 	k := store.SessionKey{App: "app", User: "u", Session: "s1"}
-	got, err := newTranslator(missingArtifacts{err: fmt.Errorf("gone: %w", store.ErrNotFound)}, k, "r1").event(t.Context(), ev)
+	got, err := newTranslator(missingStore{err: fmt.Errorf("gone: %w", store.ErrNotFound)}, k, "r1").event(t.Context(), ev)
 	if err != nil || len(got) != 0 {
 		t.Fatalf("deleted version: %v, %v; want no update and no error", got, err)
 	}
-	if _, err := newTranslator(missingArtifacts{err: errors.New("disk on fire")}, k, "r1").event(t.Context(), ev); err == nil {
+	if _, err := newTranslator(missingStore{err: errors.New("disk on fire")}, k, "r1").event(t.Context(), ev); err == nil {
 		t.Fatal("an unreadable store gave no error")
 	}
 }

@@ -29,8 +29,14 @@ import (
 // the complete event's id: the partial chunks that open the artifact come
 // before the complete event and its id exist, and GetTask, which reads
 // the stored events alone, must name the artifact as the stream did.
+// artifacts is what a translator reads of the store: the artifact
+// versions an event's actions name.
+type artifacts interface {
+	LoadArtifact(ctx context.Context, k store.SessionKey, filename string, version int64) (*agentrunnerv1.Part, *agentrunnerv1.ArtifactVersion, error)
+}
+
 type translator struct {
-	st      server
+	st      artifacts
 	k       store.SessionKey
 	info    a2a.TaskInfo
 	history []*a2a.Message
@@ -50,7 +56,7 @@ type translator struct {
 	bytes int
 }
 
-func newTranslator(st server, k store.SessionKey, runID string, history ...*a2a.Message) *translator {
+func newTranslator(st artifacts, k store.SessionKey, runID string, history ...*a2a.Message) *translator {
 	return &translator{
 		st: st, k: k, history: history,
 		info:      a2a.TaskInfo{TaskID: a2a.TaskID(runID), ContextID: k.Session},
@@ -184,7 +190,7 @@ func (t *translator) artifactOf(ev *agentrunnerv1.Event) *a2a.TaskArtifactUpdate
 
 // saved is the task artifact of a version the run saved.
 func (t *translator) saved(ctx context.Context, name string, version int64) (*a2a.TaskArtifactUpdateEvent, error) {
-	part, _, err := t.st.Store().LoadArtifact(ctx, t.k, name, version)
+	part, _, err := t.st.LoadArtifact(ctx, t.k, name, version)
 	if err != nil {
 		return nil, fmt.Errorf("load artifact %q version %d: %w", name, version, err)
 	}

@@ -16,28 +16,29 @@ import (
 	servicev1 "github.com/agentrunner/agentrunner/gen/go/agentrunner/service/v1"
 	agentrunnerv1 "github.com/agentrunner/agentrunner/gen/go/agentrunner/v1"
 	"github.com/agentrunner/agentrunner/runner"
-	srv "github.com/agentrunner/agentrunner/server"
+	"github.com/agentrunner/agentrunner/server/internal/front"
 	"github.com/agentrunner/agentrunner/store"
 	"google.golang.org/grpc/codes"
 )
 
-// server is what the handler needs of *server.Server (server/a2a.go).
-type server interface {
+// desk is what the handler needs of the front desk, where every
+// protocol's calls are checked and runs admitted.
+type desk interface {
 	AuthorizeUser(ctx context.Context, app, user string) error
 	AuthenticateHTTP(r *http.Request) (context.Context, error)
 	CheckBudgets(ctx context.Context, k store.SessionKey) error
 	OpenSession(ctx context.Context, k store.SessionKey) (bool, error)
-	StreamRun(ctx context.Context, req *servicev1.RunRequest) (iter.Seq2[runner.Update, error], error)
+	Run(ctx context.Context, req *servicev1.RunRequest) (iter.Seq2[runner.Update, error], error)
 	ResumeRun(ctx context.Context, req *servicev1.ResumeRunRequest) (iter.Seq2[runner.Update, error], error)
-	RunApp(ctx context.Context, runID string) (srv.AppRunner, error)
-	Apps() srv.Apps
-	Store() srv.Store
+	RunApp(ctx context.Context, runID string) (front.AppRunner, error)
+	Apps() front.Apps
+	Store() front.Store
 	MaxPageSize() int
 	MaxMessageBytes() int
 	Status(ctx context.Context, err error) error
 }
 
-var _ server = (*srv.Server)(nil)
+var _ desk = (*front.Desk)(nil)
 
 // UserHeader names the user a call acts as: an HTTP header, or gRPC
 // metadata. Without it the user is the caller's own (see Handler.userOf).
@@ -52,14 +53,15 @@ const DefaultUser = "a2a"
 // The app is the request's tenant (the gRPC binding; the card's gRPC
 // interface names it) or the /a2a/{app}/ path of the HTTP bindings.
 type Handler struct {
-	s   server
+	s   desk
 	log *slog.Logger
 }
 
 var _ a2asrv.RequestHandler = (*Handler)(nil)
 
-// New returns the handler of s's apps; log nil means slog.Default().
-func New(s *srv.Server, log *slog.Logger) *Handler {
+// New returns the handler of the apps of s, a server's front desk
+// (server.Server.Desk); log nil means slog.Default().
+func New(s *front.Desk, log *slog.Logger) *Handler {
 	if log == nil {
 		log = slog.Default()
 	}
@@ -105,7 +107,7 @@ func (h *Handler) userOf(ctx context.Context, app string) (string, error) {
 		}
 	}
 	if user == "" {
-		switch p := srv.Caller(ctx); {
+		switch p := front.Caller(ctx); {
 		case p == nil:
 			user = DefaultUser
 		case len(p.Users) == 1 && !p.Admin:
@@ -124,7 +126,7 @@ func (h *Handler) userOf(ctx context.Context, app string) (string, error) {
 // and refuses one of another app than the call's. A call that names no
 // app (the SDK's gRPC client sends no tenant with SubscribeToTask) takes
 // the task's: a task id names its app.
-func (h *Handler) task(ctx context.Context, tenant string, id a2a.TaskID) (srv.AppRunner, *agentrunnerv1.Run, error) {
+func (h *Handler) task(ctx context.Context, tenant string, id a2a.TaskID) (front.AppRunner, *agentrunnerv1.Run, error) {
 	app, _ := ctx.Value(appKey{}).(string)
 	if app != "" || tenant != "" {
 		var err error
@@ -163,7 +165,7 @@ func (h *Handler) fail(ctx context.Context, err error) error {
 		return err
 	}
 	err = h.s.Status(ctx, err)
-	code, msg := srv.StatusOf(err)
+	code, msg := front.StatusOf(err)
 	switch code {
 	case codes.NotFound:
 		return a2a.NewError(a2a.ErrTaskNotFound, msg)

@@ -15,7 +15,7 @@ import (
 	servicev1 "github.com/agentrunner/agentrunner/gen/go/agentrunner/service/v1"
 	agentrunnerv1 "github.com/agentrunner/agentrunner/gen/go/agentrunner/v1"
 	"github.com/agentrunner/agentrunner/runner"
-	srv "github.com/agentrunner/agentrunner/server"
+	"github.com/agentrunner/agentrunner/server/internal/front"
 	"github.com/agentrunner/agentrunner/store"
 )
 
@@ -53,7 +53,7 @@ func (h *Handler) send(ctx context.Context, req *a2a.SendMessageRequest, streami
 			yield(nil, err)
 			return
 		}
-		t := newTranslator(h.s, k, "", msg)
+		t := newTranslator(h.s.Store(), k, "", msg)
 		if prior != nil {
 			// A resumed task: its stream names answers after the earlier ones.
 			if err := h.eachEvent(ctx, prior, func(ev *agentrunnerv1.Event) error { t.seed(ev); return nil }); err != nil {
@@ -135,7 +135,7 @@ func (h *Handler) newRun(ctx context.Context, k store.SessionKey, msg *a2a.Messa
 	if streaming {
 		rr.RunConfig = &agentrunnerv1.RunConfig{StreamingMode: agentrunnerv1.StreamingMode_STREAMING_MODE_SSE}
 	}
-	seq, err := h.s.StreamRun(ctx, rr)
+	seq, err := h.s.Run(ctx, rr)
 	if err != nil {
 		if created && msg.ContextID == "" {
 			// A refused run (too large, too many runs) leaves no empty
@@ -256,7 +256,7 @@ func withHistory(task *a2a.Task, n *int) *a2a.Task {
 // responseBytes bounds the artifacts of the tasks one response carries:
 // what a message of the server's limit holds, less room for the rest.
 func (h *Handler) responseBytes() int {
-	return srv.MaxItemBytes(h.s.MaxMessageBytes())
+	return front.MaxItemBytes(h.s.MaxMessageBytes())
 }
 
 // taskTooLarge is the error of a task whose artifacts pass budget bytes:
@@ -283,7 +283,7 @@ const maxTaskPages = 100
 // caller passes to fail) as soon as they do.
 func (h *Handler) taskOf(ctx context.Context, run *agentrunnerv1.Run, budget int) (*a2a.Task, int, error) {
 	k := store.SessionKey{App: run.GetAppName(), User: run.GetUserId(), Session: run.GetSessionId()}
-	t := newTranslator(h.s, k, run.GetRunId())
+	t := newTranslator(h.s.Store(), k, run.GetRunId())
 	task := apply(nil, t.record(run)[0])
 	err := h.eachEvent(ctx, run, func(ev *agentrunnerv1.Event) error {
 		out, err := t.events(ctx, runner.Update{Event: ev})
@@ -368,7 +368,7 @@ func (h *Handler) SubscribeToTask(ctx context.Context, req *a2a.SubscribeToTaskR
 			return
 		}
 		k := store.SessionKey{App: run.GetAppName(), User: run.GetUserId(), Session: run.GetSessionId()}
-		t := newTranslator(h.s, k, run.GetRunId())
+		t := newTranslator(h.s.Store(), k, run.GetRunId())
 		for u, err := range ar.Attach(ctx, run.GetRunId(), 0) {
 			var evs []a2a.Event
 			if err == nil {

@@ -10,25 +10,25 @@ import (
 	"google.golang.org/grpc/status"
 
 	agentrunnerv1 "github.com/agentrunner/agentrunner/gen/go/agentrunner/v1"
-	srv "github.com/agentrunner/agentrunner/server"
+	"github.com/agentrunner/agentrunner/server/internal/front"
 	"github.com/agentrunner/agentrunner/store"
 )
 
 // sessionsServer serves stored events by session, with a message limit
 // of maxMsg bytes.
 type sessionsServer struct {
-	server
+	desk
 	maxMsg int
 	events map[string][]*agentrunnerv1.Event
 }
 
-func (s sessionsServer) Store() srv.Store                          { return sessionsStore{events: s.events} }
+func (s sessionsServer) Store() front.Store                        { return sessionsStore{events: s.events} }
 func (s sessionsServer) MaxPageSize() int                          { return 100 }
 func (s sessionsServer) MaxMessageBytes() int                      { return s.maxMsg }
 func (s sessionsServer) Status(_ context.Context, err error) error { return err }
 
 type sessionsStore struct {
-	srv.Store
+	front.Store
 	events map[string][]*agentrunnerv1.Event
 }
 

@@ -1,4 +1,4 @@
-package server
+package front
 
 import (
 	"fmt"
@@ -15,7 +15,7 @@ import (
 // all, has no JSON mapping. The binary encodings carry it, so a gRPC
 // client could store one in session state, a state delta or a call's
 // arguments; from then on every JSON read of it (Connect, the console, an
-// admin's listing of all users) failed as a whole. valueChecker refuses
+// admin's listing of all users) failed as a whole. ValueChecker refuses
 // such a request with InvalidArgument naming the field, wherever a
 // Struct, Value or ListValue sits in it, for every method of the server
 // (A2A's gRPC binding included).
@@ -26,21 +26,21 @@ var (
 	listValueName = (&structpb.ListValue{}).ProtoReflect().Descriptor().FullName()
 )
 
-// valueChecker finds Values the JSON mapping cannot represent. It
+// ValueChecker finds Values the JSON mapping cannot represent. It
 // remembers, per message type, whether that type can hold a Value at
 // all, so that a request without one is not walked.
-type valueChecker struct {
+type ValueChecker struct {
 	mu    sync.RWMutex
 	holds map[protoreflect.FullName]bool
 }
 
-func newValueChecker() *valueChecker {
-	return &valueChecker{holds: map[protoreflect.FullName]bool{}}
+func NewValueChecker() *ValueChecker {
+	return &ValueChecker{holds: map[protoreflect.FullName]bool{}}
 }
 
-// check returns an InvalidArgument naming the first field of m whose
+// Check returns an InvalidArgument naming the first field of m whose
 // Value has no JSON mapping, or nil.
-func (c *valueChecker) check(m protoreflect.Message) error {
+func (c *ValueChecker) Check(m protoreflect.Message) error {
 	if !c.canHold(m.Descriptor()) {
 		return nil
 	}
@@ -51,7 +51,7 @@ func (c *valueChecker) check(m protoreflect.Message) error {
 }
 
 // canHold reports whether a message of type md can contain a Value.
-func (c *valueChecker) canHold(md protoreflect.MessageDescriptor) bool {
+func (c *ValueChecker) canHold(md protoreflect.MessageDescriptor) bool {
 	c.mu.RLock()
 	h, ok := c.holds[md.FullName()]
 	c.mu.RUnlock()
@@ -91,7 +91,7 @@ func holdsValue(md protoreflect.MessageDescriptor, seen map[protoreflect.FullNam
 
 // walk returns the path to the first unmappable Value under m (path is
 // m's own), and why it is unmappable; "" when there is none.
-func (c *valueChecker) walk(m protoreflect.Message, path []string) (string, string) {
+func (c *ValueChecker) walk(m protoreflect.Message, path []string) (string, string) {
 	switch m.Descriptor().FullName() {
 	case valueName:
 		return c.value(m, path)
@@ -126,7 +126,7 @@ func (c *valueChecker) walk(m protoreflect.Message, path []string) (string, stri
 }
 
 // value checks one Value.
-func (c *valueChecker) value(m protoreflect.Message, path []string) (string, string) {
+func (c *ValueChecker) value(m protoreflect.Message, path []string) (string, string) {
 	od := m.Descriptor().Oneofs().ByName("kind")
 	f := m.WhichOneof(od)
 	if f == nil {

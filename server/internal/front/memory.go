@@ -1,4 +1,4 @@
-package server
+package front
 
 import (
 	"context"
@@ -14,26 +14,19 @@ import (
 // whose words costs a seek in the index.
 const maxQueryBytes = 4096
 
-// memoryService implements servicev1.MemoryServiceServer.
-type memoryService struct {
-	// Embedded so that a missing RPC fails to compile.
-	servicev1.UnsafeMemoryServiceServer
-	s *Server
-}
-
-func (h memoryService) SearchMemory(ctx context.Context, req *servicev1.SearchMemoryRequest) (*servicev1.SearchMemoryResponse, error) {
+func (d *Desk) SearchMemory(ctx context.Context, req *servicev1.SearchMemoryRequest) (*servicev1.SearchMemoryResponse, error) {
 	if err := validateSearchMemory(req); err != nil {
 		return nil, err
 	}
-	if h.s.memory == nil {
+	if d.memory == nil {
 		return nil, status.Error(codes.FailedPrecondition, "memory is not configured on this server")
 	}
-	entries, next, err := h.s.memory.Search(ctx, memory.Query{
+	entries, next, err := d.memory.Search(ctx, memory.Query{
 		App: req.GetAppName(), User: req.GetUserId(), Query: req.GetQuery(),
-		Limit: int(req.GetPageSize()), PageToken: req.GetPageToken(), MaxBytes: h.s.maxMsg - responseSlack,
+		Limit: int(req.GetPageSize()), PageToken: req.GetPageToken(), MaxBytes: d.maxMsg - responseSlack,
 	})
 	if err != nil {
-		return nil, h.s.toStatus(ctx, err)
+		return nil, d.toStatus(ctx, err)
 	}
 	resp := &servicev1.SearchMemoryResponse{NextPageToken: next, Memories: make([]*servicev1.Memory, 0, len(entries))}
 	for _, e := range entries {
@@ -45,16 +38,16 @@ func (h memoryService) SearchMemory(ctx context.Context, req *servicev1.SearchMe
 	return resp, nil
 }
 
-func (h memoryService) AddSessionToMemory(ctx context.Context, req *servicev1.AddSessionToMemoryRequest) (*servicev1.AddSessionToMemoryResponse, error) {
+func (d *Desk) AddSessionToMemory(ctx context.Context, req *servicev1.AddSessionToMemoryRequest) (*servicev1.AddSessionToMemoryResponse, error) {
 	k, err := sessionKey(req)
 	if err != nil {
 		return nil, err
 	}
-	if h.s.memory == nil {
+	if d.memory == nil {
 		return nil, status.Error(codes.FailedPrecondition, "memory is not configured on this server")
 	}
-	if err := h.s.memory.AddSession(ctx, k); err != nil {
-		return nil, h.s.toStatus(ctx, err)
+	if err := d.memory.AddSession(ctx, k); err != nil {
+		return nil, d.toStatus(ctx, err)
 	}
 	return &servicev1.AddSessionToMemoryResponse{}, nil
 }

@@ -1,4 +1,4 @@
-package server
+package front
 
 import (
 	"context"
@@ -10,27 +10,19 @@ import (
 	"github.com/agentrunner/agentrunner/store"
 )
 
-// sessionService implements servicev1.SessionServiceServer.
-type sessionService struct {
-	// Embedded so that an RPC added to the proto and not implemented here
-	// fails to compile rather than answering Unimplemented at run time.
-	servicev1.UnsafeSessionServiceServer
-	s *Server
-}
-
-func (h sessionService) CreateSession(ctx context.Context, req *servicev1.CreateSessionRequest) (*servicev1.CreateSessionResponse, error) {
+func (d *Desk) CreateSession(ctx context.Context, req *servicev1.CreateSessionRequest) (*servicev1.CreateSessionResponse, error) {
 	k, err := validateCreateSession(req)
 	if err != nil {
 		return nil, err
 	}
-	sess, err := h.s.store.CreateSession(ctx, k, req.GetState())
+	sess, err := d.store.CreateSession(ctx, k, req.GetState())
 	if err != nil {
-		return nil, h.s.toStatus(ctx, err)
+		return nil, d.toStatus(ctx, err)
 	}
 	return &servicev1.CreateSessionResponse{Session: sess}, nil
 }
 
-func (h sessionService) GetSession(ctx context.Context, req *servicev1.GetSessionRequest) (*servicev1.GetSessionResponse, error) {
+func (d *Desk) GetSession(ctx context.Context, req *servicev1.GetSessionRequest) (*servicev1.GetSessionResponse, error) {
 	k, err := validateGetSession(req)
 	if err != nil {
 		return nil, err
@@ -43,25 +35,25 @@ func (h sessionService) GetSession(ctx context.Context, req *servicev1.GetSessio
 		NumRecentEvents: int(req.GetNumRecentEvents()),
 		AfterSequence:   req.GetAfterSequence(),
 		AfterTime:       after,
-		MaxBytes:        h.s.maxMsg - responseSlack,
+		MaxBytes:        d.maxMsg - responseSlack,
 	}
 	// At most MaxEventsPerCall events, the most recent; omitted_events
 	// counts the others the request selects.
 	bounded := opts
-	if bounded.NumRecentEvents <= 0 || bounded.NumRecentEvents > h.s.limits.MaxEventsPerCall {
-		bounded.NumRecentEvents = h.s.limits.MaxEventsPerCall
+	if bounded.NumRecentEvents <= 0 || bounded.NumRecentEvents > d.limits.MaxEventsPerCall {
+		bounded.NumRecentEvents = d.limits.MaxEventsPerCall
 	}
-	sess, events, err := h.s.store.GetSession(ctx, k, bounded)
+	sess, events, err := d.store.GetSession(ctx, k, bounded)
 	if err != nil {
-		return nil, h.s.toStatus(ctx, err)
+		return nil, d.toStatus(ctx, err)
 	}
-	total, err := h.selected(ctx, k, sess, events, opts)
+	total, err := d.selected(ctx, k, sess, events, opts)
 	if err != nil {
-		return nil, h.s.toStatus(ctx, err)
+		return nil, d.toStatus(ctx, err)
 	}
 	// The session's merged state shares the message with the events:
 	// when both do not fit, the oldest events go.
-	room := h.s.maxMsg - responseSlack - proto.Size(sess)
+	room := d.maxMsg - responseSlack - proto.Size(sess)
 	size := 0
 	for _, ev := range events {
 		size += store.ItemBytes(proto.Size(ev))
@@ -81,7 +73,7 @@ func (h sessionService) GetSession(ctx context.Context, req *servicev1.GetSessio
 // counted by paging through them: a cost only a response cut short by
 // its size pays, in pages bounded like any listing's. Events never
 // change once appended, so the reads agree up to last_sequence.
-func (h sessionService) selected(ctx context.Context, k store.SessionKey, sess *agentrunnerv1.Session, events []*agentrunnerv1.Event, opts store.GetOptions) (uint64, error) {
+func (d *Desk) selected(ctx context.Context, k store.SessionKey, sess *agentrunnerv1.Session, events []*agentrunnerv1.Event, opts store.GetOptions) (uint64, error) {
 	last := sess.GetLastSequence()
 	n := last - min(opts.AfterSequence, last)
 	if opts.NumRecentEvents > 0 {
@@ -98,9 +90,9 @@ func (h sessionService) selected(ctx context.Context, k store.SessionKey, sess *
 	// num_recent_events bounds how many of them count.
 	room := n - min(kept, n)
 	var left uint64
-	page := store.Page{Size: store.MaxPageSize, MaxBytes: h.s.maxMsg - responseSlack}
+	page := store.Page{Size: store.MaxPageSize, MaxBytes: d.maxMsg - responseSlack}
 	for left < room {
-		evs, next, err := h.s.store.ListEvents(ctx, k, opts.Filter(), page)
+		evs, next, err := d.store.ListEvents(ctx, k, opts.Filter(), page)
 		if err != nil {
 			return 0, err
 		}
@@ -118,54 +110,54 @@ func (h sessionService) selected(ctx context.Context, k store.SessionKey, sess *
 	return kept + left, nil
 }
 
-func (h sessionService) ListSessions(ctx context.Context, req *servicev1.ListSessionsRequest) (*servicev1.ListSessionsResponse, error) {
+func (d *Desk) ListSessions(ctx context.Context, req *servicev1.ListSessionsRequest) (*servicev1.ListSessionsResponse, error) {
 	if err := validateListSessions(req); err != nil {
 		return nil, err
 	}
-	if err := h.s.checkPage(req); err != nil {
+	if err := d.checkPage(req); err != nil {
 		return nil, err
 	}
-	sessions, next, err := h.s.store.ListSessions(ctx, req.GetAppName(), req.GetUserId(), page(req, h.s.maxMsg))
+	sessions, next, err := d.store.ListSessions(ctx, req.GetAppName(), req.GetUserId(), page(req, d.maxMsg))
 	if err != nil {
-		return nil, h.s.toStatus(ctx, err)
+		return nil, d.toStatus(ctx, err)
 	}
 	return &servicev1.ListSessionsResponse{Sessions: sessions, NextPageToken: next}, nil
 }
 
-func (h sessionService) DeleteSession(ctx context.Context, req *servicev1.DeleteSessionRequest) (*servicev1.DeleteSessionResponse, error) {
+func (d *Desk) DeleteSession(ctx context.Context, req *servicev1.DeleteSessionRequest) (*servicev1.DeleteSessionResponse, error) {
 	k, err := sessionKey(req)
 	if err != nil {
 		return nil, err
 	}
-	if err := h.s.store.DeleteSession(ctx, k); err != nil {
-		return nil, h.s.toStatus(ctx, err)
+	if err := d.store.DeleteSession(ctx, k); err != nil {
+		return nil, d.toStatus(ctx, err)
 	}
 	return &servicev1.DeleteSessionResponse{}, nil
 }
 
-func (h sessionService) AppendEvent(ctx context.Context, req *servicev1.AppendEventRequest) (*servicev1.AppendEventResponse, error) {
+func (d *Desk) AppendEvent(ctx context.Context, req *servicev1.AppendEventRequest) (*servicev1.AppendEventResponse, error) {
 	k, err := validateAppendEvent(req)
 	if err == nil {
-		err = h.s.checkContentLimits("event.content", req.GetEvent().GetContent())
+		err = d.checkContentLimits("event.content", req.GetEvent().GetContent())
 	}
 	if err != nil {
 		return nil, err
 	}
 	// An event id the session holds already is a retry (the same
 	// content: the stored event is the answer) or a conflict.
-	ev, _, err := h.s.store.AppendEventOnce(ctx, k, req.GetEvent())
+	ev, _, err := d.store.AppendEventOnce(ctx, k, req.GetEvent())
 	if err != nil {
-		return nil, h.s.toStatus(ctx, err)
+		return nil, d.toStatus(ctx, err)
 	}
 	return &servicev1.AppendEventResponse{Event: ev}, nil
 }
 
-func (h sessionService) ListEvents(ctx context.Context, req *servicev1.ListEventsRequest) (*servicev1.ListEventsResponse, error) {
+func (d *Desk) ListEvents(ctx context.Context, req *servicev1.ListEventsRequest) (*servicev1.ListEventsResponse, error) {
 	k, err := validateListEvents(req)
 	if err != nil {
 		return nil, err
 	}
-	if err := h.s.checkPage(req); err != nil {
+	if err := d.checkPage(req); err != nil {
 		return nil, err
 	}
 	after, err := afterTime(req.GetAfterTime())
@@ -173,9 +165,9 @@ func (h sessionService) ListEvents(ctx context.Context, req *servicev1.ListEvent
 		return nil, err
 	}
 	f := store.EventFilter{AfterSequence: req.GetAfterSequence(), AfterTime: after}
-	events, next, err := h.s.store.ListEvents(ctx, k, f, page(req, h.s.maxMsg))
+	events, next, err := d.store.ListEvents(ctx, k, f, page(req, d.maxMsg))
 	if err != nil {
-		return nil, h.s.toStatus(ctx, err)
+		return nil, d.toStatus(ctx, err)
 	}
 	return &servicev1.ListEventsResponse{Events: events, NextPageToken: next}, nil
 }
@@ -192,14 +184,14 @@ func page(r paged, maxMsg int) store.Page {
 	return store.Page{Size: int(r.GetPageSize()), Token: r.GetPageToken(), MaxBytes: maxMsg - responseSlack}
 }
 
-func (h sessionService) ListToolCalls(ctx context.Context, req *servicev1.ListToolCallsRequest) (*servicev1.ListToolCallsResponse, error) {
+func (d *Desk) ListToolCalls(ctx context.Context, req *servicev1.ListToolCallsRequest) (*servicev1.ListToolCallsResponse, error) {
 	k, err := sessionKey(req)
 	if err != nil {
 		return nil, err
 	}
-	calls, err := h.s.store.ListToolCalls(ctx, k)
+	calls, err := d.store.ListToolCalls(ctx, k)
 	if err != nil {
-		return nil, h.s.toStatus(ctx, err)
+		return nil, d.toStatus(ctx, err)
 	}
 	return &servicev1.ListToolCallsResponse{ToolCalls: calls}, nil
 }

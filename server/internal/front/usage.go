@@ -1,4 +1,4 @@
-package server
+package front
 
 import (
 	"context"
@@ -22,35 +22,28 @@ const (
 	maxUsageDays = 366
 )
 
-// usageService implements servicev1.UsageServiceServer.
-type usageService struct {
-	// Embedded so that a missing RPC fails to compile.
-	servicev1.UnsafeUsageServiceServer
-	s *Server
-}
-
 // GetUsage reads the day totals the store keeps beside the events. The
 // app must be served here: totals of an app this server does not host
 // would be someone else's business (and a typo would read as "nothing
 // spent").
-func (h usageService) GetUsage(ctx context.Context, req *servicev1.GetUsageRequest) (*servicev1.GetUsageResponse, error) {
+func (d *Desk) GetUsage(ctx context.Context, req *servicev1.GetUsageRequest) (*servicev1.GetUsageResponse, error) {
 	from, to, err := validateGetUsage(req, time.Now())
 	if err != nil {
 		return nil, err
 	}
-	if _, ok := h.s.apps.Lookup(req.GetAppName()); !ok {
+	if _, ok := d.apps.Lookup(req.GetAppName()); !ok {
 		return nil, unknownApp(req.GetAppName())
 	}
 	// Until every store of the module keeps spend (store.Store then
 	// embeds store.SpendStore), a store without it says so plainly
 	// rather than answering "nothing spent".
-	spend, ok := h.s.store.(store.SpendStore)
+	spend, ok := d.store.(store.SpendStore)
 	if !ok {
 		return nil, status.Error(codes.FailedPrecondition, "this server's store keeps no usage totals")
 	}
 	days, err := spend.ListSpend(ctx, req.GetAppName(), req.GetUserId(), from, to)
 	if err != nil {
-		return nil, h.s.toStatus(ctx, err)
+		return nil, d.toStatus(ctx, err)
 	}
 	resp := &servicev1.GetUsageResponse{
 		Days:      make([]*servicev1.DailyUsage, 0, len(days)),

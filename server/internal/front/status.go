@@ -1,4 +1,4 @@
-package server
+package front
 
 import (
 	"context"
@@ -28,7 +28,7 @@ import (
 // return. Anything else is a bug or an infrastructure failure: it is logged
 // with its detail and the client gets Internal "internal error", so that
 // paths, driver messages and the like never leak.
-func (s *Server) toStatus(ctx context.Context, err error) error {
+func (d *Desk) toStatus(ctx context.Context, err error) error {
 	if err == nil {
 		return nil
 	}
@@ -37,7 +37,7 @@ func (s *Server) toStatus(ctx context.Context, err error) error {
 	}
 	var be *agent.BudgetError
 	if errors.As(err, &be) {
-		return budgetStatus(be, s.seesAppSpend(ctx))
+		return budgetStatus(be, d.seesAppSpend(ctx))
 	}
 	var le *runner.SessionLeasedError
 	if errors.As(err, &le) {
@@ -46,7 +46,7 @@ func (s *Server) toStatus(ctx context.Context, err error) error {
 	if c, ok := codeOf(err); ok {
 		return status.Error(c, err.Error())
 	}
-	s.log.ErrorContext(ctx, "internal error", "method", methodOf(ctx), "err", err)
+	d.log.ErrorContext(ctx, "internal error", "method", methodOf(ctx), "err", err)
 	return status.Error(codes.Internal, "internal error")
 }
 
@@ -121,11 +121,11 @@ func budgetStatus(be *agent.BudgetError, allSpend bool) error {
 // seesAppSpend reports whether the caller may read an app's total spend,
 // as GetUsage of every user allows: an admin, or anyone when
 // authentication is off.
-func (s *Server) seesAppSpend(ctx context.Context) bool {
+func (d *Desk) seesAppSpend(ctx context.Context) bool {
 	if p := principalFrom(ctx); p != nil {
 		return p.Admin
 	}
-	return s.authz.cfg == nil
+	return d.authz.cfg == nil
 }
 
 // leasedStatus is ABORTED for a run refused because another replica
@@ -149,23 +149,53 @@ func leasedStatus(err error, le *runner.SessionLeasedError) error {
 	return st.Err()
 }
 
-// agentStatus converts an agent's error into the in-band status of a
-// RunResponse. Unlike toStatus, the message is always the agent's own: the
-// agent's failure is the caller's business (it is part of the
-// conversation), and the run goes on after it. The code is the one the
-// error carries, or Unknown.
-func agentStatus(err *agent.AgentError) *agentrunnerv1.Status {
+// AgentStatus converts an agent's error (an Update.Err) into the in-band
+// status of a RunResponse. Unlike Status, the message is always the
+// agent's own: the agent's failure is the caller's business (it is part
+// of the conversation), and the run goes on after it. The code is the one
+// the error carries, or Unknown.
+func AgentStatus(err error) *agentrunnerv1.Status {
+	ae := asAgentError(err)
 	c := codes.Unknown
-	if st, ok := status.FromError(err.Err); ok {
+	if st, ok := status.FromError(ae.Err); ok {
 		c = st.Code()
-	} else if known, ok := codeOf(err.Err); ok {
+	} else if known, ok := codeOf(ae.Err); ok {
 		c = known
 	}
-	return &agentrunnerv1.Status{Code: int32(c), Message: err.Error()}
+	return &agentrunnerv1.Status{Code: int32(c), Message: ae.Error()}
+}
+
+// asAgentError returns the AgentError in err's chain, or one wrapping
+// err. It is apart from the streams' loops so that the target errors.As
+// needs escapes only for an update that carries an error, not for every
+// one.
+func asAgentError(err error) *agent.AgentError {
+	var agentErr *agent.AgentError
+	if errors.As(err, &agentErr) {
+		return agentErr
+	}
+	return &agent.AgentError{Err: err}
 }
 
 // methodOf names the RPC for logs; it is empty outside a gRPC call.
 func methodOf(ctx context.Context) string {
 	m, _ := grpc.Method(ctx)
 	return m
+}
+
+// Status maps an error of the runner or the store to a gRPC status as
+// every call does: sentinels to their codes, anything else logged and
+// Internal. A status passes through.
+func (d *Desk) Status(ctx context.Context, err error) error {
+	if err == nil {
+		return nil
+	}
+	return d.toStatus(ctx, err)
+}
+
+// StatusOf is Status's code and message, for a caller that speaks another
+// protocol's errors.
+func StatusOf(err error) (codes.Code, string) {
+	st, _ := status.FromError(err)
+	return st.Code(), st.Message()
 }

@@ -1,4 +1,4 @@
-package server
+package front
 
 import (
 	"context"
@@ -83,30 +83,30 @@ func (l Limits) withDefaults(maxMsg int) Limits {
 // checkContentLimits refuses a content with more parts, or an inline
 // part with more data, than the limits allow. The request's own
 // validation has run: c's shape is sound.
-func (s *Server) checkContentLimits(field string, c *agentrunnerv1.Content) error {
-	if n := len(c.GetParts()); n > s.limits.MaxParts {
-		return invalid(field+".parts", "%d parts, more than the limit of %d", n, s.limits.MaxParts)
+func (d *Desk) checkContentLimits(field string, c *agentrunnerv1.Content) error {
+	if n := len(c.GetParts()); n > d.limits.MaxParts {
+		return invalid(field+".parts", "%d parts, more than the limit of %d", n, d.limits.MaxParts)
 	}
 	for i, p := range c.GetParts() {
-		if n := len(p.GetInlineData().GetData()); n > s.limits.MaxInlineBytes {
-			return invalid(fmt.Sprintf("%s.parts[%d].inline_data.data", field, i), "%d bytes, more than the limit of %d", n, s.limits.MaxInlineBytes)
+		if n := len(p.GetInlineData().GetData()); n > d.limits.MaxInlineBytes {
+			return invalid(fmt.Sprintf("%s.parts[%d].inline_data.data", field, i), "%d bytes, more than the limit of %d", n, d.limits.MaxInlineBytes)
 		}
 	}
 	return nil
 }
 
 // checkArtifactLimit refuses an artifact version larger than the limit.
-func (s *Server) checkArtifactLimit(p *agentrunnerv1.Part) error {
-	if n := len(p.GetInlineData().GetData()); n > s.limits.MaxArtifactBytes {
-		return invalid("artifact.inline_data.data", "%d bytes, more than the limit of %d", n, s.limits.MaxArtifactBytes)
+func (d *Desk) checkArtifactLimit(p *agentrunnerv1.Part) error {
+	if n := len(p.GetInlineData().GetData()); n > d.limits.MaxArtifactBytes {
+		return invalid("artifact.inline_data.data", "%d bytes, more than the limit of %d", n, d.limits.MaxArtifactBytes)
 	}
 	return nil
 }
 
 // checkPage refuses a page_size above the limit.
-func (s *Server) checkPage(r paged) error {
-	if n := r.GetPageSize(); int(n) > s.limits.MaxPageSize {
-		return invalid("page_size", "%d is above the limit of %d", n, s.limits.MaxPageSize)
+func (d *Desk) checkPage(r paged) error {
+	if n := r.GetPageSize(); int(n) > d.limits.MaxPageSize {
+		return invalid("page_size", "%d is above the limit of %d", n, d.limits.MaxPageSize)
 	}
 	return nil
 }
@@ -248,12 +248,12 @@ func (l *runLimiter) tracked(sl *runSlot, app AppRunner, seq iter.Seq2[runner.Up
 }
 
 // acquireRun reserves a run slot for the caller.
-func (s *Server) acquireRun(ctx context.Context) (*runSlot, error) {
+func (d *Desk) acquireRun(ctx context.Context) (*runSlot, error) {
 	name := ""
 	if p := principalFrom(ctx); p != nil {
 		name = p.Name
 	}
-	return s.runs.acquire(name)
+	return d.runs.acquire(name)
 }
 
 // ClaimGate counts, against the server's limit of runs in progress
@@ -261,7 +261,7 @@ func (s *Server) acquireRun(ctx context.Context) (*runSlot, error) {
 // store that several replicas share (runner.ClaimGate): runs admitted
 // elsewhere, or earlier, that run here. Without it such runs ran beside
 // the limit. cmd/agentrunner sets it on every app's runner.
-func (s *Server) ClaimGate() runner.ClaimGate { return claimGate{s.runs} }
+func (d *Desk) ClaimGate() runner.ClaimGate { return claimGate{d.runs} }
 
 type claimGate struct{ l *runLimiter }
 
@@ -289,3 +289,8 @@ type claimedSlot struct {
 func (c claimedSlot) Bind(done <-chan struct{}) { c.l.bind(c.sl, done) }
 
 func (c claimedSlot) Release() { c.l.release(c.sl) }
+
+// RunsInProgress is how many runs the desk counts against Limits.MaxRuns
+// now: those admitted here, and those claimed from a shared queue, that
+// have not ended.
+func (d *Desk) RunsInProgress() int { return d.runs.inProgress() }

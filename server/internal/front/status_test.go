@@ -1,4 +1,4 @@
-package server
+package front
 
 import (
 	"context"
@@ -74,7 +74,7 @@ func TestAgentStatus(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			got := agentStatus(&agent.AgentError{Agent: "helper", Err: tc.err})
+			got := AgentStatus(&agent.AgentError{Agent: "helper", Err: tc.err})
 			if codes.Code(got.GetCode()) != tc.code {
 				t.Errorf("code = %v, want %v", codes.Code(got.GetCode()), tc.code)
 			}
