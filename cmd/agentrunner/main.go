@@ -8,6 +8,9 @@
 //	agentrunner usage --app APP        tokens and cost by day and model
 //	agentrunner bench                  # load benchmark
 //	agentrunner migrate                # apply the store's migrations
+//	agentrunner backup|restore         # online backup of a bbolt store, restore
+//	agentrunner migrate-store          # copy a store into another (bbolt, PostgreSQL)
+//	agentrunner health                 # the gRPC health check, for containers
 //
 // Run `agentrunner help` or `agentrunner <command> -h` for the flags.
 package main
@@ -66,6 +69,11 @@ Usage:
                                             tokens and cost by UTC day and model
   agentrunner bench [flags]                 load benchmark of a local server
   agentrunner migrate [flags]               apply the store's migrations (bbolt file or PostgreSQL) and exit
+  agentrunner backup --out FILE [flags]     a checked copy of a running (or stopped) bbolt store
+  agentrunner restore --from FILE --data PATH
+                                            put a backup in place for a stopped server
+  agentrunner migrate-store --from S --to S copy every record between stores (bolt:PATH, postgres://...)
+  agentrunner health [--addr HOST:PORT]     exit 0 when the server's health check says SERVING
   agentrunner certs [flags]                 a private CA, server and client certificates to try TLS and mTLS
   agentrunner mcp-demo                      an example MCP server on stdio (the default apps use it)
   agentrunner version                       version, commit and build time (also --version)
@@ -98,6 +106,14 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return bench.Main(ctx, rest, stdout, stderr)
 	case "migrate":
 		return migrateCommand(ctx, rest, stdout, stderr)
+	case "backup":
+		return backupCommand(ctx, rest, stdout, stderr)
+	case "restore":
+		return restoreCommand(ctx, rest, stdout, stderr)
+	case "migrate-store":
+		return migrateStoreCommand(ctx, rest, stdout, stderr)
+	case "health":
+		return healthCommand(ctx, rest, stdout, stderr)
 	case "certs":
 		return certsCommand(rest, stdout, stderr)
 	case "mcp-demo":
