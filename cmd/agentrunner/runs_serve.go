@@ -29,26 +29,6 @@ func recoverRuns(ctx context.Context, reg *apps.Registry, log *slog.Logger) erro
 	return nil
 }
 
-// sweepRuns recovers the runs of replicas that died, on a store several
-// replicas share: every period (a lease's lifetime), the runs left RUNNING
-// whose session lease expired are marked interrupted, and pending ones
-// whose replica is gone are queued here. A live replica renews its leases,
-// so its runs are left alone. It returns when ctx ends.
-func sweepRuns(ctx context.Context, reg *apps.Registry, every time.Duration, log *slog.Logger) {
-	t := time.NewTicker(every)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-		if err := recoverRuns(ctx, reg, log); err != nil && ctx.Err() == nil {
-			log.Warn("recover the runs of other replicas", "err", err)
-		}
-	}
-}
-
 // drainRuns stops every app from taking runs and waits up to d for the
 // runs in progress; those still running then are interrupted.
 func drainRuns(ctx context.Context, reg *apps.Registry, d time.Duration, log *slog.Logger) {
