@@ -8,16 +8,12 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"regexp"
-	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
-	"google.golang.org/protobuf/encoding/protojson"
-	"google.golang.org/protobuf/proto"
-
+	"github.com/agentrunner/agentrunner/cmd/agentrunner/internal/e2e"
 	servicev1 "github.com/agentrunner/agentrunner/gen/go/agentrunner/service/v1"
 	agentrunnerv1 "github.com/agentrunner/agentrunner/gen/go/agentrunner/v1"
 )
@@ -72,158 +68,18 @@ func mustRunsCLI(t *testing.T, addr string, args ...string) string {
 	return out
 }
 
-func userText(s string) *agentrunnerv1.Content {
-	return &agentrunnerv1.Content{Role: "user", Parts: []*agentrunnerv1.Part{{Data: &agentrunnerv1.Part_Text{Text: s}}}}
-}
+// userText, createSession and runToEnd are e2e's, for the tests that
+// stay here (user "u" in createSession).
+func userText(s string) *agentrunnerv1.Content { return e2e.UserText(s) }
 
 func createSession(t *testing.T, sc servicev1.SessionServiceClient, app, session string) {
 	t.Helper()
-	if _, err := sc.CreateSession(t.Context(), &servicev1.CreateSessionRequest{AppName: app, UserId: "u", SessionId: session}); err != nil {
-		t.Fatal(err)
-	}
+	e2e.CreateSession(t, sc, app, "u", session)
 }
 
-// runToEnd runs req over Run and returns the stream's last record,
-// checking that the first one is the same run.
 func runToEnd(t *testing.T, rc servicev1.RunnerServiceClient, req *servicev1.RunRequest) *agentrunnerv1.Run {
 	t.Helper()
-	stream, err := rc.Run(t.Context(), req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var first, last *agentrunnerv1.Run
-	for {
-		resp, err := stream.Recv()
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			t.Fatalf("Run: %v", err)
-		}
-		if r := resp.GetRun(); r != nil {
-			if first == nil {
-				first = r
-			}
-			last = r
-		}
-	}
-	if first == nil || last == first || first.GetRunId() != last.GetRunId() {
-		t.Fatalf("Run stream records: first %v, last %v; want two of the same run", first, last)
-	}
-	return last
-}
-
-func lastLine(s string) string {
-	lines := strings.Split(strings.TrimSuffix(s, "\n"), "\n")
-	return lines[len(lines)-1] + "\n"
-}
-
-// rowOf returns the line of a `runs list` table that starts with id.
-func rowOf(t *testing.T, table, id string) string {
-	t.Helper()
-	for _, line := range strings.Split(table, "\n") {
-		if strings.HasPrefix(line, id+" ") || line == id {
-			return line
-		}
-	}
-	t.Fatalf("runs list lacks %s:\n%s", id, table)
-	return ""
-}
-
-// listedIDs returns the run ids of a `runs list` table, in order.
-func listedIDs(table string) []string {
-	var ids []string
-	for _, line := range strings.Split(strings.TrimSpace(table), "\n")[1:] {
-		ids = append(ids, strings.Fields(line)[0])
-	}
-	return ids
-}
-
-// TestRunsListGetAttach lists, shows and follows runs of the demo app: the
-// listed ids are those of the Run stream's records, newest first; get
-// shows the record (and --json is the record itself); attach replays the
-// stored events (after --after) and ends with the final status.
-func TestRunsListGetAttach(t *testing.T) {
-	addr, rc, sc := runsServer(t, filepath.Join(t.TempDir(), "a.db"), "")
-	createSession(t, sc, "demo", "s")
-	first := runToEnd(t, rc, &servicev1.RunRequest{AppName: "demo", UserId: "u", SessionId: "s", NewMessage: userText("hello there"), RequestId: "req-1"})
-	started, err := rc.StartRun(t.Context(), &servicev1.StartRunRequest{AppName: "demo", UserId: "u", SessionId: "s", NewMessage: userText("once more, please")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	second := started.GetRun().GetRunId()
-
-	// attach follows the started run to its end, wherever it is now; once
-	// it has ended, attach replays it from the store.
-	live := mustRunsCLI(t, addr, "attach", second)
-	out := mustRunsCLI(t, addr, "attach", second)
-	rec, err := rc.GetRun(t.Context(), &servicev1.GetRunRequest{RunId: second})
-	if err != nil || rec.GetRun().GetStatus() != agentrunnerv1.RunStatus_RUN_STATUS_SUCCEEDED {
-		t.Fatalf("GetRun after attach: %v, %v; want SUCCEEDED", rec, err)
-	}
-	last := rec.GetRun()
-	for _, want := range []string{
-		fmt.Sprintf("run %s of demo/u/s: ", second),
-		fmt.Sprintf("#%d you> once more, please\n", last.GetFirstSequence()),
-		"[summary] Summary: 3 words, 14 letters, turn 2.",
-		"=> greeter transfers to pipeline",
-		fmt.Sprintf("run %s SUCCEEDED (events #%d-#%d)\n", second, last.GetFirstSequence(), last.GetLastSequence()),
-	} {
-		if !strings.Contains(out, want) {
-			t.Errorf("runs attach lacks %q:\n%s", want, out)
-		}
-	}
-	if !strings.HasSuffix(live, lastLine(out)) {
-		t.Errorf("runs attach of the live run ends\n%s\nwant the same final line as a replay, %q", live, lastLine(out))
-	}
-
-	// list: newest first, one line each, the request id on its run's line.
-	out = mustRunsCLI(t, addr, "list", "--app", "demo", "--user", "u", "--session", "s")
-	if got, want := listedIDs(out), []string{second, first.GetRunId()}; !slices.Equal(got, want) {
-		t.Fatalf("runs list ids %q, want %q (newest first):\n%s", got, want, out)
-	}
-	if row := rowOf(t, out, first.GetRunId()); !strings.Contains(row, " SUCCEEDED ") || !strings.Contains(row, " #1-#9 ") || !strings.HasSuffix(row, " req-1") {
-		t.Errorf("row of the first run %q; want SUCCEEDED, #1-#9 and req-1", row)
-	}
-
-	// One page at a time: the hint names the token of the next page.
-	out, errOut, code := runsCLI(t, addr, "list", "--app", "demo", "--user", "u", "--session", "s", "--page-size", "1")
-	m := regexp.MustCompile(`--page-token (\S+)`).FindStringSubmatch(errOut)
-	if code != 0 || !slices.Equal(listedIDs(out), []string{second}) || m == nil {
-		t.Fatalf("runs list --page-size 1 = %d\n%s\n%s; want the newest run and a token", code, out, errOut)
-	}
-	out = mustRunsCLI(t, addr, "list", "--app", "demo", "--user", "u", "--session", "s", "--page-size", "1", "--page-token", m[1])
-	if !slices.Equal(listedIDs(out), []string{first.GetRunId()}) {
-		t.Fatalf("second page:\n%s", out)
-	}
-
-	checkGet(t, addr, rc, first.GetRunId())
-
-	// --after replays only the later events; flags may follow the id.
-	out = mustRunsCLI(t, addr, "attach", first.GetRunId(), "--after", "8")
-	if !strings.Contains(out, "\n#9 [summary] Summary: 2 words, 10 letters, turn 1.\n") || strings.Contains(out, "#8 ") {
-		t.Errorf("runs attach --after 8:\n%s", out)
-	}
-}
-
-// checkGet checks `runs get` of a finished demo run, readable and as JSON.
-func checkGet(t *testing.T, addr string, rc servicev1.RunnerServiceClient, id string) {
-	t.Helper()
-	out := mustRunsCLI(t, addr, "get", id)
-	for _, want := range []string{"run:            " + id + "\n", "session:        demo/u/s\n", "status:         SUCCEEDED\n", "events:         #1-#9\n", "request id:     req-1\n"} {
-		if !strings.Contains(out, want) {
-			t.Errorf("runs get lacks %q:\n%s", want, out)
-		}
-	}
-	out = mustRunsCLI(t, addr, "get", "--json", id)
-	var got agentrunnerv1.Run
-	if err := protojson.Unmarshal([]byte(out), &got); err != nil {
-		t.Fatalf("runs get --json is not a Run: %v\n%s", err, out)
-	}
-	want, err := rc.GetRun(t.Context(), &servicev1.GetRunRequest{RunId: id})
-	if err != nil || !proto.Equal(&got, want.GetRun()) {
-		t.Errorf("runs get --json = %v; GetRun = %v, %v", &got, want, err)
-	}
+	return e2e.RunToEnd(t, rc, req)
 }
 
 // TestRunsResumeAnswersAClientTool: a run of the orders app waits on its

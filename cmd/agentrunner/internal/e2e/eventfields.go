@@ -1,7 +1,6 @@
-package main
+package e2e
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -94,12 +93,12 @@ func fakeGroundedGemini(t *testing.T) *httptest.Server {
 	return srv
 }
 
-// TestEventsKeepWhatTheModelReturns: through the real server and the real
+// eventsKeepWhatTheModelReturns: through the real server and the real
 // genai SDK against a fake Gemini API, the complete event of a streamed
 // answer carries the finish reason, model version, citations, grounding
 // and usage details, and the stored event is the one streamed. An answer
 // cut off mid-stream is stored as far as it got, marked interrupted.
-func TestEventsKeepWhatTheModelReturns(t *testing.T) {
+func eventsKeepWhatTheModelReturns(t *testing.T, tg Target) {
 	fake := fakeGroundedGemini(t)
 	t.Setenv("AGENTRUNNER_TEST_GEMINI_KEY", "fake-key")
 	dir := t.TempDir()
@@ -118,12 +117,8 @@ apps:
 	if err := os.WriteFile(cfg, []byte(config), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(t.Context())
-	defer cancel()
-	addr, exited, _ := startRun(t, ctx, "--addr", "127.0.0.1:0", "--data", filepath.Join(dir, "a.db"), "--config", cfg)
-	conn := dial(t, addr)
-	rc := servicev1.NewRunnerServiceClient(conn)
-	sessions := servicev1.NewSessionServiceClient(conn)
+	srv := tg.Serve(t, "--data", filepath.Join(dir, "a.db"), "--config", cfg)
+	rc, sessions := srv.Runner(), srv.Sessions()
 	if _, err := sessions.CreateSession(t.Context(), &servicev1.CreateSessionRequest{AppName: "grounded", UserId: "u", SessionId: "s"}); err != nil {
 		t.Fatal(err)
 	}
@@ -131,9 +126,9 @@ apps:
 	answer := completeModelEvent(t, rc, "what is agentrunner?")
 	checkGrounded(t, answer)
 	cut := completeModelEvent(t, rc, "again")
-	if !cut.GetInterrupted() || cut.GetErrorCode() != model.CodeUnavailable || textOfEvent(cut) != "Half an ans" {
+	if !cut.GetInterrupted() || cut.GetErrorCode() != model.CodeUnavailable || TextOfEvent(cut) != "Half an ans" {
 		t.Errorf("cut-off answer: interrupted %v, code %q, text %q; want interrupted UNAVAILABLE with the streamed text",
-			cut.GetInterrupted(), cut.GetErrorCode(), textOfEvent(cut))
+			cut.GetInterrupted(), cut.GetErrorCode(), TextOfEvent(cut))
 	}
 
 	got, err := sessions.GetSession(t.Context(), &servicev1.GetSessionRequest{AppName: "grounded", UserId: "u", SessionId: "s"})
@@ -144,10 +139,7 @@ apps:
 	if len(stored) != 4 || !proto.Equal(stored[1], answer) || !proto.Equal(stored[3], cut) {
 		t.Fatalf("stored events differ from the streamed ones:\n%v\nstreamed:\n%v\n%v", stored, answer, cut)
 	}
-	cancel()
-	if err := <-exited; err != nil {
-		t.Fatal(err)
-	}
+	srv.Stop(t)
 }
 
 // completeModelEvent runs msg with streaming on and returns the one
@@ -194,7 +186,7 @@ func checkGrounded(t *testing.T, ev *agentrunnerv1.Event) {
 	if ev.GetFinishReason() != "STOP" || ev.GetModelVersion() != "fake-gemini-002" || ev.GetInterrupted() || ev.GetErrorCode() != "" {
 		t.Errorf("finish %q, version %q, interrupted %v, error %q", ev.GetFinishReason(), ev.GetModelVersion(), ev.GetInterrupted(), ev.GetErrorCode())
 	}
-	if text := textOfEvent(ev); text != "agentrunner serves agents over gRPC." {
+	if text := TextOfEvent(ev); text != "agentrunner serves agents over gRPC." {
 		t.Errorf("text %q", text)
 	}
 	wantCitation := &agentrunnerv1.Citation{StartIndex: 0, EndIndex: 11, Uri: "https://example.com/agentrunner", License: "Apache-2.0"}
@@ -218,7 +210,8 @@ func checkGrounded(t *testing.T, ev *agentrunnerv1.Event) {
 	}
 }
 
-func textOfEvent(ev *agentrunnerv1.Event) string {
+// TextOfEvent is the text of ev's parts, joined.
+func TextOfEvent(ev *agentrunnerv1.Event) string {
 	var b strings.Builder
 	for _, p := range ev.GetContent().GetParts() {
 		b.WriteString(p.GetText())
