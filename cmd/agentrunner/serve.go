@@ -26,6 +26,7 @@ import (
 	"github.com/agentrunner/agentrunner/runner/apps"
 	"github.com/agentrunner/agentrunner/server"
 	a2aserve "github.com/agentrunner/agentrunner/server/a2a"
+	"github.com/agentrunner/agentrunner/server/admin"
 	"github.com/agentrunner/agentrunner/server/console"
 	"github.com/agentrunner/agentrunner/server/web"
 	"github.com/agentrunner/agentrunner/store"
@@ -460,11 +461,14 @@ func listenAndServe(f serveFlags, core *server.Server, reg *apps.Registry, sec *
 		return nil, err
 	}
 	srv := server.NewGRPCServer(core, append(slices.Clone(sec.options), opts...)...)
+	// The operator's RPCs (AdminService.Backup): admins only, by the
+	// server's access table; package admin knows nothing of the server.
+	admin.New(core.Store(), log).Register(srv.GRPC())
 	// Every app is an A2A agent too: the gRPC binding on the same
 	// grpc.Server (same interceptors), the HTTP ones beside the console.
 	var a2aHTTP http.Handler
 	if f.a2a {
-		agents := a2aserve.New(core, log)
+		agents := a2aserve.New(core.Desk(), log)
 		a2agrpc.NewHandler(agents).RegisterWith(srv.GRPC())
 		a2aHTTP = agents.HTTP(a2aserve.HTTPConfig{
 			Prefix: f.httpPrefix, GRPCAddr: lis.Addr().String(), TLS: sec.tls, MTLS: sec.mtls, Auth: sec.auth,
