@@ -38,7 +38,7 @@ func (d *Desk) run(ctx context.Context, req *servicev1.RunRequest, sharedEvents 
 	}
 	rr.OnDisconnect = req.GetOnDisconnect()
 	rr.SharedEvents = sharedEvents
-	return d.runs.tracked(slot, app, app.Stream(ctx, rr)), nil
+	return d.runs.tracked(slot, app.RunDone, app.Stream(ctx, rr)), nil
 }
 
 // StartRun admits a run and returns its record; the run goes on alone,
@@ -112,7 +112,7 @@ func (d *Desk) ResumeRun(ctx context.Context, req *servicev1.ResumeRunRequest) (
 	if err != nil {
 		return nil, err
 	}
-	return d.runs.tracked(slot, app, app.Resume(ctx, runner.ResumeRequest{
+	return d.runs.tracked(slot, app.RunDone, app.Resume(ctx, runner.ResumeRequest{
 		RunID:        req.GetRunId(),
 		Answers:      req.GetAnswers(),
 		RetryCallIDs: req.GetRetryCallIds(),

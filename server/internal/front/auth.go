@@ -3,7 +3,6 @@ package front
 import (
 	"context"
 	"crypto/x509"
-	"errors"
 	a2apb "github.com/a2aproject/a2a-go/v2/a2apb/v1"
 	"log/slog"
 	"net/http"
@@ -267,61 +266,6 @@ func A2AMethods() []string { return methodNames(a2apb.A2AService_ServiceDesc) }
 // AuthenticateHTTP); nil when authentication is off.
 func Caller(ctx context.Context) *auth.Principal { return principalFrom(ctx) }
 
-// Auth returns the auth file's principals; nil when authentication is off.
-func (d *Desk) Auth() *auth.Config { return d.authz.cfg }
-
-// Admit authenticates the caller of a gRPC call of method and applies the
-// method's rule, but for the request's part (see Scope). It returns the
-// context carrying the principal; with authentication off, ctx.
-func (d *Desk) Admit(ctx context.Context, method string) (context.Context, error) {
-	if d.authz.cfg == nil {
-		return ctx, nil
-	}
-	return d.authz.admit(ctx, method)
-}
-
-// Scope checks a request of an admitted call against the caller's grants
-// (the app and user it names, the app: state it sets), before anything
-// is looked up. With authentication off it allows everything.
-func (d *Desk) Scope(ctx context.Context, method string, req any) error {
-	if d.authz.cfg == nil {
-		return nil
-	}
-	return d.authz.scope(ctx, method, req)
-}
-
-// AuthenticateHTTP authenticates a request of A2A's HTTP bindings (JSON-RPC,
-// REST) as a gRPC call is: its Authorization bearer token, else its
-// verified TLS client certificate. It returns the request's context
-// carrying the principal; with authentication off, the request's context.
-// A refusal is an Unauthenticated status, logged once.
-func (d *Desk) AuthenticateHTTP(r *http.Request) (context.Context, error) {
-	if d.authz.cfg == nil {
-		return r.Context(), nil
-	}
-	p, reason := d.authz.identifyHTTP(r)
-	if p == nil {
-		return nil, d.authz.deny(r.Context(), codes.Unauthenticated, "", "A2A "+r.Method+" "+r.URL.Path, reason)
-	}
-	return context.WithValue(r.Context(), principalKey{}, p), nil
-}
-
-// AuthenticateRPC refuses an HTTP request for an RPC (its path) that needs
-// credentials when it carries none that name a principal, before its body
-// is read (server/web's Config.Authenticate). What the principal may do
-// is decided once the call reaches the gRPC server (Admit, Scope). With
-// authentication off it refuses nothing.
-func (d *Desk) AuthenticateRPC(r *http.Request) error {
-	if d.authz.cfg == nil || d.authz.rules[r.URL.Path] == AccessOpen {
-		return nil
-	}
-	if p, reason := d.authz.identifyHTTP(r); p == nil {
-		_ = d.authz.deny(r.Context(), codes.Unauthenticated, "", r.URL.Path, reason)
-		return errors.New(reason)
-	}
-	return nil
-}
-
 // identifyHTTP finds the caller of an HTTP request as authenticate finds
 // a gRPC caller's: one reading of credentials for every protocol.
 func (a *authorizer) identifyHTTP(r *http.Request) (*auth.Principal, string) {
@@ -332,13 +276,8 @@ func (a *authorizer) identifyHTTP(r *http.Request) (*auth.Principal, string) {
 	return a.identify(r.Header.Values("Authorization"), chains)
 }
 
-// AuthorizeUser refuses (PermissionDenied, logged once) a caller that may
-// not act as user on app, for a protocol whose requests name no user
-// (A2A); with authentication off it allows everything.
-func (d *Desk) AuthorizeUser(ctx context.Context, app, user string) error {
-	p := principalFrom(ctx)
-	if p == nil || p.MayUse(app, user) {
-		return nil
-	}
-	return d.authz.deny(ctx, codes.PermissionDenied, p.Name, methodOf(ctx), "not granted user "+strconv.Quote(user)+" on app "+strconv.Quote(app))
+// methodOf names the RPC for logs; it is empty outside a gRPC call.
+func methodOf(ctx context.Context) string {
+	m, _ := grpc.Method(ctx)
+	return m
 }

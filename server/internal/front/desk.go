@@ -70,26 +70,6 @@ type Apps interface {
 	List() []*agentrunnerv1.App
 }
 
-// DefaultMaxMessageBytes bounds a single request or response message. It is
-// well above gRPC's 4 MiB default so that artifacts and inline blobs of a few
-// megabytes fit, yet small enough that one call cannot exhaust memory.
-const DefaultMaxMessageBytes = 32 << 20
-
-// responseSlack is what a response needs besides its listed items (a
-// session record's fields, a page token, framing): a page of items is
-// bounded to the message limit less this.
-const responseSlack = 64 << 10
-
-// MaxItemBytes is the largest item (an event, a state, an artifact) a
-// store behind a server with message limit maxMsg may keep: one that
-// still fits, alone, in a response of the limit.
-func MaxItemBytes(maxMsg int) int {
-	if maxMsg <= 0 {
-		maxMsg = DefaultMaxMessageBytes
-	}
-	return maxMsg - responseSlack
-}
-
 // Config configures New; server.Config documents each field.
 type Config struct {
 	Store           Store

@@ -1,12 +1,8 @@
 package front
 
 import (
-	"context"
-	"fmt"
 	"iter"
 	"sync"
-
-	agentrunnerv1 "github.com/agentrunner/agentrunner/gen/go/agentrunner/v1"
 
 	"github.com/agentrunner/agentrunner/runner"
 	"github.com/agentrunner/agentrunner/store"
@@ -45,6 +41,26 @@ type Limits struct {
 	MaxArtifactBytes int
 }
 
+// DefaultMaxMessageBytes bounds a single request or response message. It is
+// well above gRPC's 4 MiB default so that artifacts and inline blobs of a few
+// megabytes fit, yet small enough that one call cannot exhaust memory.
+const DefaultMaxMessageBytes = 32 << 20
+
+// responseSlack is what a response needs besides its listed items (a
+// session record's fields, a page token, framing): a page of items is
+// bounded to the message limit less this.
+const responseSlack = 64 << 10
+
+// MaxItemBytes is the largest item (an event, a state, an artifact) a
+// store behind a server with message limit maxMsg may keep: one that
+// still fits, alone, in a response of the limit.
+func MaxItemBytes(maxMsg int) int {
+	if maxMsg <= 0 {
+		maxMsg = DefaultMaxMessageBytes
+	}
+	return maxMsg - responseSlack
+}
+
 // Defaults of Limits.
 const (
 	DefaultMaxEventsPerCall    = 10000
@@ -78,37 +94,6 @@ func (l Limits) withDefaults(maxMsg int) Limits {
 		l.MaxArtifactBytes = ceiling
 	}
 	return l
-}
-
-// checkContentLimits refuses a content with more parts, or an inline
-// part with more data, than the limits allow. The request's own
-// validation has run: c's shape is sound.
-func (d *Desk) checkContentLimits(field string, c *agentrunnerv1.Content) error {
-	if n := len(c.GetParts()); n > d.limits.MaxParts {
-		return invalid(field+".parts", "%d parts, more than the limit of %d", n, d.limits.MaxParts)
-	}
-	for i, p := range c.GetParts() {
-		if n := len(p.GetInlineData().GetData()); n > d.limits.MaxInlineBytes {
-			return invalid(fmt.Sprintf("%s.parts[%d].inline_data.data", field, i), "%d bytes, more than the limit of %d", n, d.limits.MaxInlineBytes)
-		}
-	}
-	return nil
-}
-
-// checkArtifactLimit refuses an artifact version larger than the limit.
-func (d *Desk) checkArtifactLimit(p *agentrunnerv1.Part) error {
-	if n := len(p.GetInlineData().GetData()); n > d.limits.MaxArtifactBytes {
-		return invalid("artifact.inline_data.data", "%d bytes, more than the limit of %d", n, d.limits.MaxArtifactBytes)
-	}
-	return nil
-}
-
-// checkPage refuses a page_size above the limit.
-func (d *Desk) checkPage(r paged) error {
-	if n := r.GetPageSize(); int(n) > d.limits.MaxPageSize {
-		return invalid("page_size", "%d is above the limit of %d", n, d.limits.MaxPageSize)
-	}
-	return nil
 }
 
 // runSlot is one run counted by runLimiter: reserved when admitted, bound
@@ -227,7 +212,7 @@ func isClosed(c <-chan struct{}) bool {
 // tracked passes a run stream through, binding sl to the run once the
 // stream names it (its first message is the run record) and releasing it
 // when the stream ends without naming one.
-func (l *runLimiter) tracked(sl *runSlot, app AppRunner, seq iter.Seq2[runner.Update, error]) iter.Seq2[runner.Update, error] {
+func (l *runLimiter) tracked(sl *runSlot, runDone func(runID string) <-chan struct{}, seq iter.Seq2[runner.Update, error]) iter.Seq2[runner.Update, error] {
 	return func(yield func(runner.Update, error) bool) {
 		bound := false
 		defer func() {
@@ -237,7 +222,7 @@ func (l *runLimiter) tracked(sl *runSlot, app AppRunner, seq iter.Seq2[runner.Up
 		}()
 		for u, err := range seq {
 			if !bound && u.Run != nil && err == nil {
-				l.bind(sl, app.RunDone(u.Run.GetRunId()))
+				l.bind(sl, runDone(u.Run.GetRunId()))
 				bound = true
 			}
 			if !yield(u, err) {
@@ -246,22 +231,6 @@ func (l *runLimiter) tracked(sl *runSlot, app AppRunner, seq iter.Seq2[runner.Up
 		}
 	}
 }
-
-// acquireRun reserves a run slot for the caller.
-func (d *Desk) acquireRun(ctx context.Context) (*runSlot, error) {
-	name := ""
-	if p := principalFrom(ctx); p != nil {
-		name = p.Name
-	}
-	return d.runs.acquire(name)
-}
-
-// ClaimGate counts, against the server's limit of runs in progress
-// (Limits.MaxRuns), the runs an app's runner takes from the queue of a
-// store that several replicas share (runner.ClaimGate): runs admitted
-// elsewhere, or earlier, that run here. Without it such runs ran beside
-// the limit. cmd/agentrunner sets it on every app's runner.
-func (d *Desk) ClaimGate() runner.ClaimGate { return claimGate{d.runs} }
 
 type claimGate struct{ l *runLimiter }
 
@@ -290,7 +259,14 @@ func (c claimedSlot) Bind(done <-chan struct{}) { c.l.bind(c.sl, done) }
 
 func (c claimedSlot) Release() { c.l.release(c.sl) }
 
-// RunsInProgress is how many runs the desk counts against Limits.MaxRuns
-// now: those admitted here, and those claimed from a shared queue, that
-// have not ended.
-func (d *Desk) RunsInProgress() int { return d.runs.inProgress() }
+// paged is every listing request.
+type paged interface {
+	GetPageSize() int32
+	GetPageToken() string
+}
+
+// page is the store page of a listing request, bounded by bytes so that
+// the response fits in a message of the limit maxMsg.
+func page(r paged, maxMsg int) store.Page {
+	return store.Page{Size: int(r.GetPageSize()), Token: r.GetPageToken(), MaxBytes: maxMsg - responseSlack}
+}

@@ -172,18 +172,6 @@ func (d *Desk) ListEvents(ctx context.Context, req *servicev1.ListEventsRequest)
 	return &servicev1.ListEventsResponse{Events: events, NextPageToken: next}, nil
 }
 
-// paged is every listing request.
-type paged interface {
-	GetPageSize() int32
-	GetPageToken() string
-}
-
-// page is the store page of a listing request, bounded by bytes so that
-// the response fits in a message of the limit maxMsg.
-func page(r paged, maxMsg int) store.Page {
-	return store.Page{Size: int(r.GetPageSize()), Token: r.GetPageToken(), MaxBytes: maxMsg - responseSlack}
-}
-
 func (d *Desk) ListToolCalls(ctx context.Context, req *servicev1.ListToolCallsRequest) (*servicev1.ListToolCallsResponse, error) {
 	k, err := sessionKey(req)
 	if err != nil {

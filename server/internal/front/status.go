@@ -14,7 +14,6 @@ import (
 	"github.com/agentrunner/agentrunner/runner"
 	"github.com/agentrunner/agentrunner/runner/agent"
 	"github.com/agentrunner/agentrunner/store"
-	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 )
@@ -175,12 +174,6 @@ func asAgentError(err error) *agent.AgentError {
 		return agentErr
 	}
 	return &agent.AgentError{Err: err}
-}
-
-// methodOf names the RPC for logs; it is empty outside a gRPC call.
-func methodOf(ctx context.Context) string {
-	m, _ := grpc.Method(ctx)
-	return m
 }
 
 // Status maps an error of the runner or the store to a gRPC status as
