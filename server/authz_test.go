@@ -385,7 +385,7 @@ func TestMethodAccessCoversEveryRPC(t *testing.T) {
 			full := "/" + svc + "/" + m.Name
 			rule, ok := rules[full]
 			if !ok {
-				t.Errorf("%s has no entry in methodAccess", full)
+				t.Errorf("%s has no entry in front.MethodAccess", full)
 				continue
 			}
 			if rule != front.AccessScoped {
@@ -405,7 +405,7 @@ func TestMethodAccessCoversEveryRPC(t *testing.T) {
 		t.Errorf("walked %d methods; the server registers more", n)
 	}
 	// cmd/agentrunner registers lf.a2a.v1.A2AService beside ours (package
-	// server/a2a serves it): its rules are methodAccess's too.
+	// server/a2a serves it): its rules are front.MethodAccess's too.
 	for _, full := range front.A2AMethods() {
 		if rules[full] != front.AccessA2A {
 			t.Errorf("%s has rule %v; want front.AccessA2A", full, rules[full])
@@ -413,7 +413,7 @@ func TestMethodAccessCoversEveryRPC(t *testing.T) {
 		n++
 	}
 	if len(rules) != n {
-		t.Errorf("methodAccess has %d rules for %d registered methods: remove the stale ones", len(rules), n)
+		t.Errorf("front.MethodAccess has %d rules for %d registered methods: remove the stale ones", len(rules), n)
 	}
 }
 

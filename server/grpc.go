@@ -26,7 +26,7 @@ type GRPCServer struct {
 // files. Messages are limited to the configured size in both directions;
 // panics in handlers become Internal; every call is logged with its method,
 // code and duration. With Config.Auth, every call but health checks is
-// authenticated and authorized (methodAccess). extra options are appended:
+// authenticated and authorized (front.MethodAccess). extra options are appended:
 // TLS credentials (grpc.Creds), telemetry, test options.
 func NewGRPCServer(s *Server, extra ...grpc.ServerOption) *GRPCServer {
 	vc := front.NewValueChecker()

@@ -80,7 +80,7 @@ type Config struct {
 	MaxRequestBytes int
 	// Auth turns authentication and authorization on: every call but
 	// health checks needs a principal of it, which acts only as the
-	// users and on the apps it is granted (see methodAccess). nil means
+	// users and on the apps it is granted (see front.MethodAccess). nil means
 	// no authentication: every caller may do anything.
 	Auth *auth.Config
 	// Memory serves MemoryService; it should be the apps' runners' own.

@@ -11,8 +11,9 @@
 // run waiting on calls, cancel is CancelRun, subscribe is AttachRun, get
 // is GetRun, list is ListRuns. docs/a2a.md has the whole table.
 //
-// It calls the server through the narrow face of server/a2a.go (run
-// checks, limits, run-id authorization, the one error-to-status map) and
-// never the runner's machinery directly; it must not be imported by
-// server or runner.
+// It sits beside package server on the front desk (server/internal/front,
+// through the small interface desk): the same run checks, limits, run-id
+// authorization and error-to-status map as the gRPC services, and never
+// the runner's machinery directly. It imports neither server nor its
+// parent, and must not be imported by server or runner.
 package a2a
