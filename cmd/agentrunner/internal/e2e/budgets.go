@@ -175,11 +175,17 @@ func CheckBudgetRefusal(t *testing.T, err error, budget, subject string) {
 	}
 }
 
-// costsServer serves CostsConfig, its user_daily budgets at
-// userDailyTokens, on a new bbolt file, and returns its clients.
-func costsServer(t *testing.T, tg Target, userDailyTokens int) (servicev1.RunnerServiceClient, servicev1.SessionServiceClient) {
+// costsServe serves CostsConfig, its user_daily budgets at
+// userDailyTokens, on a new bbolt file.
+func costsServe(t *testing.T, tg Target, userDailyTokens int) *Server {
 	t.Helper()
 	config := WriteFile(t, "apps.yaml", fmt.Sprintf(CostsConfig, userDailyTokens))
-	srv := tg.Serve(t, "--data", filepath.Join(t.TempDir(), "agentrunner.db"), "--config", config)
+	return tg.Serve(t, "--data", filepath.Join(t.TempDir(), "agentrunner.db"), "--config", config)
+}
+
+// costsServer is costsServe's runner and session clients.
+func costsServer(t *testing.T, tg Target, userDailyTokens int) (servicev1.RunnerServiceClient, servicev1.SessionServiceClient) {
+	t.Helper()
+	srv := costsServe(t, tg, userDailyTokens)
 	return srv.Runner(), srv.Sessions()
 }

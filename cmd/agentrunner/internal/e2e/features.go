@@ -9,5 +9,6 @@ var Features = []Feature{
 	{"RunBudgetStopsLoop", runBudgetStopsLoop},
 	{"UserDailyBudget", userDailyBudget},
 	{"SessionBudget", sessionBudget},
+	{"ClientCannotRewriteSpend", clientCannotRewriteSpend},
 	{"EventsKeepWhatTheModelReturns", eventsKeepWhatTheModelReturns},
 }

@@ -1,8 +1,7 @@
-package main
+package e2e
 
 import (
 	"fmt"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -27,30 +26,31 @@ func clientCall(tokens int32, micros int64, model string, at time.Time) *agentru
 	}
 }
 
-// TestClientCannotRewriteSpend (issue 46, "a client can rewrite the
+// clientCannotRewriteSpend (issue 46, "a client can rewrite the
 // money"): a session its budget refused stays refused after its client
 // appends an event of negative usage and cost; a user's events claiming
 // 2·10⁹ tokens dated tomorrow, under models of their own naming, add
 // nothing to any day's usage, the user's or the app's, and the events
 // are stored as given.
-func TestClientCannotRewriteSpend(t *testing.T) {
-	rc, sc, addr, _ := costsServerAt(t, filepath.Join(t.TempDir(), "agentrunner.db"), 1000)
+func clientCannotRewriteSpend(t *testing.T, tg Target) {
+	srv := costsServe(t, tg, 1000)
+	rc, sc := srv.Runner(), srv.Sessions()
 	ctx := t.Context()
-	sessionOf(t, sc, "sessioned", "u1", "a")
-	runToEnd(t, rc, &servicev1.RunRequest{AppName: "sessioned", UserId: "u1", SessionId: "a", NewMessage: userText("hello")})
+	CreateSession(t, sc, "sessioned", "u1", "a")
+	RunToEnd(t, rc, &servicev1.RunRequest{AppName: "sessioned", UserId: "u1", SessionId: "a", NewMessage: UserText("hello")})
 	refund := clientCall(-1_000_000, -1_000_000, "priced", time.Now())
 	if _, err := sc.AppendEvent(ctx, &servicev1.AppendEventRequest{AppName: "sessioned", UserId: "u1", SessionId: "a", Event: refund}); err != nil {
 		t.Fatal(err)
 	}
-	err := runOnce(t, rc, &servicev1.RunRequest{AppName: "sessioned", UserId: "u1", SessionId: "a", NewMessage: userText("hello again")})
+	err := RunOnce(t, rc, &servicev1.RunRequest{AppName: "sessioned", UserId: "u1", SessionId: "a", NewMessage: UserText("hello again")})
 	if status.Code(err) != codes.ResourceExhausted {
 		t.Fatalf("run after a client's negative usage: %v, want RESOURCE_EXHAUSTED: the budget was reached", err)
 	}
 
-	uc := usageClient(t, addr)
+	uc := srv.Usage()
 	today := time.Now().UTC()
 	tomorrow := today.AddDate(0, 0, 1)
-	sessionOf(t, sc, "capped", "mallory", "m")
+	CreateSession(t, sc, "capped", "mallory", "m")
 	for i := range 3 {
 		ev := clientCall(2_000_000_000, 0, fmt.Sprintf("made-up-%d", i), tomorrow)
 		got, err := sc.AppendEvent(ctx, &servicev1.AppendEventRequest{AppName: "capped", UserId: "mallory", SessionId: "m", Event: ev})
@@ -78,6 +78,6 @@ func TestClientCannotRewriteSpend(t *testing.T) {
 	if u := got.GetSession().GetUsage(); u.GetTotalTokenCount() != 0 || got.GetSession().GetCost().GetMicros() != 0 {
 		t.Fatalf("session totals %v %v after a client's claims, want none", u, got.GetSession().GetCost())
 	}
-	sessionOf(t, sc, "capped", "u2", "s")
-	runToEnd(t, rc, &servicev1.RunRequest{AppName: "capped", UserId: "u2", SessionId: "s", NewMessage: userText("hello")})
+	CreateSession(t, sc, "capped", "u2", "s")
+	RunToEnd(t, rc, &servicev1.RunRequest{AppName: "capped", UserId: "u2", SessionId: "s", NewMessage: UserText("hello")})
 }
