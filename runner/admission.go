@@ -19,12 +19,6 @@ import (
 	"google.golang.org/protobuf/proto"
 )
 
-// SessionLeasedError is the error of a run refused because another
-// replica holds its session's lease, on a store several replicas share:
-// it is ErrRunInProgress, and its RetryAt says when the lease runs out,
-// when a caller may try again (the server gives it as RetryInfo).
-type SessionLeasedError = runrec.SessionLeased
-
 // DefaultCancelWait bounds how long a run refused by a busy session waits
 // when the session's run is already cancelled and unwinding (its caller
 // went away, or it was cancelled), instead of being refused at once.
@@ -477,9 +471,19 @@ func (r *Runner) enqueueShared(ctx context.Context, q replica.Queue, lr *liveRun
 // takeSession takes session k for run id's execution (Leases.Take).
 func (r *Runner) takeSession(ctx context.Context, k store.SessionKey, id string, want replica.Expect) error {
 	if l := r.replicas.Leases; l != nil {
-		return l.Take(ctx, k, id, want)
+		return leasedError(l.Take(ctx, k, id, want))
 	}
 	return nil
+}
+
+// leasedError is err with the refusal of a session another replica
+// holds as the runner's SessionLeasedError, which callers look for.
+func leasedError(err error) error {
+	var sl *runrec.SessionLeased
+	if !errors.As(err, &sl) {
+		return err
+	}
+	return &SessionLeasedError{Session: sl.Session, Holder: sl.Holder, RetryAt: sl.RetryAt}
 }
 
 // leased returns ctx carrying run id's lease, if it holds one.

@@ -3,23 +3,12 @@
 // others refused, queued or interrupting, as each asks), executes them,
 // lets any number of readers follow them, cancels, resumes and recovers
 // them. Its public API is Runner (New, Stream, Run, Start, Attach, GetRun,
-// ListRuns, Cancel, Resume, Recover, Shutdown); the machinery behind it
-// lives in rooms of its own under runner/internal:
-//
-//	runner/internal/runrec   the run record's rules: statuses, ends, codes
-//	runner/internal/live     a live run's log, its record, its readers
-//	runner/internal/turn     one execution: plan it, run the agents, end it
-//	runner/internal/replica  sharing the store with other replicas, or not
-//	runner/internal/history  the recent history kept between runs
-//
-// This package keeps admission and the registry of live runs
-// (admission.go), the entry points that stream a run (stream.go) and
-// treat runs as resources (runs.go), the glue of an execution
-// (execute.go), resuming (resume.go), recovery and shutdown (recover.go),
-// and what the replicas may ask of it (host.go).
+// ListRuns, Cancel, Resume, Recover, Shutdown), with the words it
+// speaks (Config, Request, Update, Budgets, Compaction, ClaimGate, the
+// errors) all defined here.
 //
 // For each user message a Runner loads the session (its recent history,
-// kept between runs by an internal cache), selects the agent that should
+// kept in memory between runs), selects the agent that should
 // answer (agent.Tree.SelectAgent), appends the user message, runs the
 // agent, and streams the events it produces. Complete events are persisted
 // before they are yielded and before the agent continues; partial
@@ -54,3 +43,16 @@
 // its errors to status codes, an *agent.AgentError is delivered in-band and
 // the run goes on, every other error ends the run.
 package runner
+
+// The machinery behind the Runner lives in rooms of its own, which no
+// embedder needs to read: runner/internal/runrec (the run record's
+// rules), live (a live run's log and readers), turn (one execution:
+// plan it, run the agents through the run's journal, end it), replica
+// (sharing the store with other replicas, or not) and history (the
+// recent history kept between runs). This package keeps admission and
+// the registry of live runs (admission.go), the entry points that stream
+// a run (stream.go) and treat runs as resources (runs.go), the glue of an
+// execution (execute.go), resuming (resume.go), recovery and shutdown
+// (recover.go), what the replicas may ask of it (host.go), and its
+// public words (update.go, budgets.go, compaction.go, claims.go,
+// errors.go), which it converts at the rooms' doors.

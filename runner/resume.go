@@ -44,7 +44,7 @@ func (r *Runner) Resume(ctx context.Context, req ResumeRequest) iter.Seq2[Update
 			return
 		}
 		r.launch(lr, p)
-		r.leave(ctx, lr, r.reader(true, 0).Follow(ctx, lr.Run, yield), req.OnDisconnect, yield)
+		r.leave(ctx, lr, r.reader(true, 0).Follow(ctx, lr.Run, liveYield(yield)), req.OnDisconnect, yield)
 	}
 }
 

@@ -1,6 +1,7 @@
 package runner
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/base32"
@@ -14,9 +15,7 @@ import (
 	"github.com/agentrunner/agentrunner/runner/agent"
 	"github.com/agentrunner/agentrunner/runner/internal/budget"
 	"github.com/agentrunner/agentrunner/runner/internal/history"
-	"github.com/agentrunner/agentrunner/runner/internal/live"
 	"github.com/agentrunner/agentrunner/runner/internal/replica"
-	"github.com/agentrunner/agentrunner/runner/internal/runrec"
 	"github.com/agentrunner/agentrunner/runner/internal/turn"
 	"github.com/agentrunner/agentrunner/runner/memory"
 	"github.com/agentrunner/agentrunner/runner/plugin"
@@ -25,80 +24,29 @@ import (
 
 // DefaultMaxLLMCalls is the LLM call limit of a run whose max_llm_calls is
 // zero.
-const DefaultMaxLLMCalls = turn.DefaultMaxLLMCalls
+const DefaultMaxLLMCalls = 500
 
 // DefaultHistoryEvents is how many of a session's most recent events a run
 // reads first when Config.HistoryEvents is zero.
-const DefaultHistoryEvents = history.DefaultEvents
+const DefaultHistoryEvents = 1000
 
 // DefaultHistoryCacheEvents bounds the events a Runner keeps in memory
 // between runs when Config.HistoryCacheEvents is zero.
-const DefaultHistoryCacheEvents = history.DefaultCacheEvents
+const DefaultHistoryCacheEvents = 50_000
 
 // DefaultHistoryCacheBytes bounds the encoded size of those events when
-// Config.HistoryCacheBytes is zero.
-const DefaultHistoryCacheBytes = history.DefaultCacheBytes
+// Config.HistoryCacheBytes is zero: a count alone lets a few sessions of
+// large events (images, documents, tool results) fill the heap.
+const DefaultHistoryCacheBytes = 64 << 20
 
 // DefaultPluginCloseTimeout bounds Close when Config.PluginCloseTimeout is
 // zero.
 const DefaultPluginCloseTimeout = 5 * time.Second
 
-// ErrRunInProgress is returned (wrapped, naming the invocation) when a run
-// is requested on a session that already has one in progress.
-var ErrRunInProgress = runrec.ErrRunInProgress
-
-// Causes a run's context is cancelled with. Each wraps context.Canceled,
-// so that callers see a cancellation.
-var (
-	// ErrCancelled: CancelRun.
-	ErrCancelled = runrec.ErrCancelled
-	// ErrShuttingDown: the server is shutting down; the run is
-	// interrupted and can be resumed.
-	ErrShuttingDown = runrec.ErrShuttingDown
-	// ErrNotResumable: ResumeRun on a run that is not interrupted or
-	// waiting on input.
-	ErrNotResumable = runrec.ErrNotResumable
-)
-
 // DefaultLeaseTTL is how long a session lease lasts without a heartbeat
 // when Config.LeaseTTL is zero: how long a dead replica's sessions stay
 // closed to the others.
-const DefaultLeaseTTL = replica.DefaultLeaseTTL
-
-// Update is one element of a run stream (see live.Update): the run
-// record, a partial or complete event, or an in-band error.
-type Update = live.Update
-
-// Budgets cap what an app's runs spend: per run, per session, per user
-// per UTC day and for the app per UTC day, each in tokens, money or both.
-// A run that would start over one is refused with an error wrapping
-// agent.ErrBudgetExceeded (an *agent.BudgetError naming it); a run that
-// reaches one stops before its next model call with that error in band
-// and ends RUN_STATUS_FAILED. See package budget for how spend is counted
-// and by how much runs in flight may pass a shared budget.
-type Budgets = budget.Budgets
-
-// BudgetLimit is one cap of Budgets.
-type BudgetLimit = budget.Limit
-
-// Compaction configures how a Runner condenses the older events of long
-// sessions into compaction events (see turn.Compaction).
-type Compaction = turn.Compaction
-
-// DefaultCompactionMaxEvents is the hard cap on a session's uncompacted
-// events when Compaction.MaxEvents is zero.
-const DefaultCompactionMaxEvents = turn.DefaultCompactionMaxEvents
-
-// DefaultCompactionInstruction is what the summarizer is told when the app
-// gives no instruction of its own.
-const DefaultCompactionInstruction = turn.DefaultCompactionInstruction
-
-// ClaimGate bounds the runs a replica takes from the store's shared queue,
-// and counts the pending runs Recover starts (see replica.ClaimGate).
-type ClaimGate = replica.ClaimGate
-
-// Claim is room a ClaimGate reserved.
-type Claim = replica.Claim
+const DefaultLeaseTTL = 30 * time.Second
 
 // ErrAppUnavailable is a run refused because its app cannot run (see
 // Config.Unavailable); the error's text says what to set.
@@ -276,9 +224,10 @@ func New(cfg Config) (*Runner, error) {
 	r.env = &turn.Env{
 		Store: cfg.Store, Tree: t, Plugins: plugins,
 		Memory: cfg.Memory, AddToMemory: cfg.AddSessionsToMemory && cfg.Memory != nil,
-		History:    history.New(cfg.HistoryEvents, cfg.HistoryCacheEvents, cfg.HistoryCacheBytes),
-		Compaction: cfg.Compaction, Now: r.now, NewID: r.newID, Log: r.log,
-		Budgets: cfg.Budgets,
+		History: history.New(cmp.Or(cfg.HistoryEvents, DefaultHistoryEvents),
+			cmp.Or(cfg.HistoryCacheEvents, DefaultHistoryCacheEvents), cmp.Or(cfg.HistoryCacheBytes, DefaultHistoryCacheBytes)),
+		Compaction: cfg.Compaction.turn(), MaxLLMCalls: DefaultMaxLLMCalls, Now: r.now, NewID: r.newID, Log: r.log,
+		Budgets: cfg.Budgets.caps(),
 	}
 	if sr, ok := cfg.Store.(budget.Reader); ok {
 		r.env.Spend = sr
@@ -287,7 +236,7 @@ func New(cfg Config) (*Runner, error) {
 	}
 	r.replicas = replica.New(replica.Config{
 		AppName: cfg.AppName, Store: cfg.Store, Replica: cfg.Replica,
-		LeaseTTL: cfg.LeaseTTL, LeaseHeartbeat: cfg.LeaseHeartbeat, RecoverEvery: cfg.RecoverEvery,
+		LeaseTTL: cmp.Or(cfg.LeaseTTL, DefaultLeaseTTL), LeaseHeartbeat: cfg.LeaseHeartbeat, RecoverEvery: cfg.RecoverEvery,
 		Logger: r.log, Now: r.now,
 	}, host{r}, r.Recover)
 	r.replicas.Start()
@@ -304,8 +253,8 @@ func (r *Runner) Root() agent.Agent { return r.tree.Root() }
 func (r *Runner) Info() *agentrunnerv1.App {
 	info := &agentrunnerv1.App{Name: r.appName, Description: r.description, RootAgent: r.tree.Info(r.tree.Root()), UnavailableReason: r.unavailable}
 	if b := r.env.Budgets; b.Any() {
-		limit := func(l BudgetLimit) *agentrunnerv1.BudgetLimit {
-			if l == (BudgetLimit{}) {
+		limit := func(l budget.Limit) *agentrunnerv1.BudgetLimit {
+			if l == (budget.Limit{}) {
 				return nil
 			}
 			return &agentrunnerv1.BudgetLimit{Tokens: l.Tokens, Cost: float64(l.Micros) / 1e6}
@@ -347,4 +296,4 @@ func newRunID(now time.Time) string {
 // starts on a store of one process; nil lets it take every run it can,
 // uncounted. It may be called while runs go on: a claim already made
 // keeps its room. Set it before Recover, as serve does.
-func (r *Runner) SetClaimGate(g ClaimGate) { r.replicas.Claims.Set(g) }
+func (r *Runner) SetClaimGate(g ClaimGate) { r.replicas.Claims.Set(gateOf(g)) }

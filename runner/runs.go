@@ -47,14 +47,14 @@ func (r *Runner) Attach(ctx context.Context, runID string, after uint64) iter.Se
 	return func(yield func(Update, error) bool) {
 		how := live.FollowedToEnd
 		if lr := r.lookup(runID); lr != nil {
-			how = r.reader(false, after).Follow(ctx, lr.Run, yield)
+			how = r.reader(false, after).Follow(ctx, lr.Run, liveYield(yield))
 		} else if rec, err := r.GetRun(ctx, runID); err != nil {
 			yield(Update{}, err)
 			return
 		} else {
 			// Ended, or (on a store shared by replicas) queued or running
 			// on another replica: followed through the store.
-			how = r.replicas.Elsewhere.Follow(ctx, rec, after, yield)
+			how = r.replicas.Elsewhere.Follow(ctx, rec, after, liveYield(yield))
 		}
 		if how == live.ContextEnded {
 			yield(Update{}, fmt.Errorf("attach run %s: %w", runID, ctx.Err()))

@@ -35,13 +35,13 @@ func (r *Runner) Stream(ctx context.Context, req Request) iter.Seq2[Update, erro
 		}
 		switch {
 		case a.queued != nil:
-			a.queue.StreamQueued(ctx, a.queued, req.OnDisconnect, yield)
+			a.queue.StreamQueued(ctx, a.queued, req.OnDisconnect, liveYield(yield))
 		case a.ended != nil:
-			if r.replicas.Elsewhere.Follow(ctx, a.ended, 0, yield) == live.ContextEnded {
+			if r.replicas.Elsewhere.Follow(ctx, a.ended, 0, liveYield(yield)) == live.ContextEnded {
 				yield(Update{}, fmt.Errorf("run %s: %w", a.ended.GetRunId(), ctx.Err()))
 			}
 		case !a.fresh:
-			if r.reader(false, 0).Follow(ctx, a.live.Run, yield) == live.ContextEnded {
+			if r.reader(false, 0).Follow(ctx, a.live.Run, liveYield(yield)) == live.ContextEnded {
 				yield(Update{}, fmt.Errorf("run %s: %w", a.live.ID, ctx.Err()))
 			}
 		case a.now:
@@ -49,7 +49,7 @@ func (r *Runner) Stream(ctx context.Context, req Request) iter.Seq2[Update, erro
 		default:
 			rd := r.reader(true, 0)
 			rd.Shared = req.SharedEvents
-			r.leave(ctx, a.live, rd.Follow(ctx, a.live.Run, yield), req.OnDisconnect, yield)
+			r.leave(ctx, a.live, rd.Follow(ctx, a.live.Run, liveYield(yield)), req.OnDisconnect, yield)
 		}
 	}
 }
@@ -70,7 +70,7 @@ func (r *Runner) runInline(ctx context.Context, lr *liveRun, p *turn.Prepared, p
 		stop := context.AfterFunc(ctx, leave)
 		defer stop()
 	}
-	d := live.NewDirect(ctx, lr.Run, lr.req.SharedEvents, leave, yield)
+	d := live.NewDirect(ctx, lr.Run, lr.req.SharedEvents, leave, liveYield(yield))
 	r.runs.mu.Lock()
 	r.runs.wg.Add(1)
 	r.runs.mu.Unlock()

@@ -16,21 +16,6 @@ import (
 	"github.com/agentrunner/agentrunner/store"
 )
 
-// DefaultEvents is how many of a session's most recent events a cold
-// load reads first when its window is zero; it reads more when they do not
-// reach back to the newest compaction.
-const DefaultEvents = 1000
-
-// DefaultCacheEvents bounds the events a Runner keeps in memory
-// between runs when its limit is zero.
-const DefaultCacheEvents = 50_000
-
-// DefaultCacheBytes bounds the encoded size of the events a Runner keeps
-// in memory between runs when its byte limit is zero: a count alone lets
-// a few sessions of large events (images, documents, tool results) fill
-// the heap.
-const DefaultCacheBytes = 64 << 20
-
 // Cache keeps the recent events of recently active sessions between
 // runs, so that a run reads from the store only what was appended since
 // the previous run of its session, not the whole history: the cost of a
@@ -84,19 +69,12 @@ type Loader interface {
 }
 
 // New returns a cache whose cold loads read window recent events first
-// (zero: DefaultEvents; negative: all at once) and that keeps at most limit events over
-// all sessions (zero: DefaultCacheEvents; negative: none), of at most
-// maxBytes encoded bytes (zero: DefaultCacheBytes; negative: none).
+// (negative: all at once; they read more when those do not reach back
+// to the newest compaction) and that keeps at most limit events over all
+// sessions, of at most maxBytes encoded bytes (negative: no cache). The
+// runner decides the defaults (runner.DefaultHistoryEvents and the
+// like): a zero here is a zero.
 func New(window, limit, maxBytes int) *Cache {
-	if window == 0 {
-		window = DefaultEvents
-	}
-	if limit == 0 {
-		limit = DefaultCacheEvents
-	}
-	if maxBytes == 0 {
-		maxBytes = DefaultCacheBytes
-	}
 	return &Cache{window: window, limit: limit, maxBytes: maxBytes, order: list.New(),
 		entries: map[store.SessionKey]*list.Element{}, lent: map[store.SessionKey]view{}}
 }

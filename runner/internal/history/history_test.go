@@ -12,7 +12,7 @@ import (
 )
 
 func TestHistoryCacheBound(t *testing.T) {
-	h := New(0, 4, 0)
+	h := New(1000, 4, 64<<20)
 	ev := func(seq uint64) *agentrunnerv1.Event { return &agentrunnerv1.Event{Sequence: seq} }
 	sess := &agentrunnerv1.Session{}
 	a, b := store.SessionKey{App: "a", User: "u", Session: "1"}, store.SessionKey{App: "a", User: "u", Session: "2"}
@@ -28,7 +28,7 @@ func TestHistoryCacheBound(t *testing.T) {
 	if h.take(a) != nil {
 		t.Fatal("an entry larger than the whole cache was kept")
 	}
-	off := New(0, -1, 0)
+	off := New(1000, -1, 64<<20)
 	off.Put(a, sess, []*agentrunnerv1.Event{ev(1)})
 	if off.take(a) != nil {
 		t.Fatal("a disabled cache kept an entry")
@@ -41,7 +41,7 @@ func TestHistoryCacheBound(t *testing.T) {
 // events cannot fill the heap.
 func TestHistoryCacheBytes(t *testing.T) {
 	const bound = 10_000
-	h := New(0, 1000, bound)
+	h := New(1000, 1000, bound)
 	big := func(seq uint64) *agentrunnerv1.Event {
 		return &agentrunnerv1.Event{Sequence: seq, Content: &agentrunnerv1.Content{Parts: []*agentrunnerv1.Part{{Data: &agentrunnerv1.Part_Text{Text: strings.Repeat("x", 3000)}}}}}
 	}
@@ -99,7 +99,7 @@ func (m *memLoader) add(texts ...string) []*agentrunnerv1.Event {
 // events are not the lent history's continuation is accounted in full,
 // and a gap right after the lent history is still refused.
 func TestPutCountsWhatTheRunAdded(t *testing.T) {
-	h := New(0, 1000, 0)
+	h := New(1000, 1000, 64<<20)
 	st := &memLoader{}
 	k := store.SessionKey{App: "a", User: "u", Session: "s"}
 	st.add("hello", "hi there")

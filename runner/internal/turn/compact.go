@@ -14,10 +14,6 @@ import (
 	"google.golang.org/protobuf/types/known/structpb"
 )
 
-// DefaultCompactionMaxEvents is the hard cap on a session's uncompacted
-// events when Compaction.MaxEvents is zero.
-const DefaultCompactionMaxEvents = 1000
-
 // compactionChunk bounds the events one summarizer call reads: a longer
 // stretch is summarized in chunks, each call taking the summary so far in.
 const compactionChunk = 500
@@ -29,24 +25,16 @@ const (
 	summaryTokens   = 4096
 )
 
-// DefaultCompactionInstruction is what the summarizer is told when the app
-// gives no instruction of its own.
-const DefaultCompactionInstruction = "You condense a conversation between a user and AI agents so that the agents can go on without the original. " +
-	"Write a concise summary that keeps every fact the user gave, every decision and result, the tools called and what they returned when it matters, " +
-	"open questions and the user's preferences. If a summary of the earlier conversation is given, fold it in: your summary replaces it. " +
-	"Answer with the summary alone."
-
-// Compaction configures how a Runner condenses the older events of long
-// sessions into compaction events (see EventCompaction), which LLM agents
-// read in place of the events they cover. Compaction runs at the end of a
-// run that ended without error, as its last step; its event is stored and
-// streamed like any other. The stored events are never removed.
+// Compaction is runner.Compaction as a turn reads it, the runner's
+// defaults filled in (the runner converts one into the other): its doc
+// says what each field does. Compaction runs at the end of a run that
+// ended without error, as its last step; its event is stored and
+// streamed like any other.
 type Compaction struct {
 	// Summarizer writes the summaries. Nil turns compaction off: agents
 	// then see the whole history, however long.
 	Summarizer model.Model
-	// Instruction is the summarizer's system instruction; empty means
-	// DefaultCompactionInstruction.
+	// Instruction is the summarizer's system instruction.
 	Instruction string
 	// Interval compacts once this many runs have stored events since the
 	// last compaction; zero turns the trigger off.
@@ -58,8 +46,8 @@ type Compaction struct {
 	// prompt of at least this many tokens; zero turns the trigger off.
 	TokenThreshold int
 	// MaxEvents is the hard cap: more uncompacted events than this are
-	// compacted whatever the triggers say, with a warning. Zero means
-	// DefaultCompactionMaxEvents; negative turns the cap off.
+	// compacted whatever the triggers say, with a warning; zero or
+	// negative: no cap.
 	MaxEvents int
 }
 
@@ -144,13 +132,13 @@ func (c Compaction) trigger(open []*agentrunnerv1.Event, next *agentrunnerv1.Eve
 			return fmt.Sprintf("a prompt of %d tokens (threshold %d)", prompt, c.TokenThreshold), max(keep, 1)
 		}
 	}
-	if c.maxEvents() > 0 {
+	if c.MaxEvents > 0 {
 		n := countUncompacted(open)
 		if next != nil && next.GetActions().GetCompaction() == nil {
 			n++
 		}
-		if n > c.maxEvents() {
-			return fmt.Sprintf("%d uncompacted events, over the cap of %d", n, c.maxEvents()), max(keep, 1)
+		if n > c.MaxEvents {
+			return fmt.Sprintf("%d uncompacted events, over the cap of %d", n, c.MaxEvents), max(keep, 1)
 		}
 	}
 	return "", 0
@@ -249,13 +237,6 @@ func (p *compactionPlan) authors() []string {
 	return out
 }
 
-func (c Compaction) maxEvents() int {
-	if c.MaxEvents == 0 {
-		return DefaultCompactionMaxEvents
-	}
-	return c.MaxEvents
-}
-
 // runBounds returns, for each run that stored events, the index in events
 // just past its last event, in order. Events of one run are contiguous
 // (a session runs one run at a time); an event appended from outside a
@@ -312,7 +293,7 @@ func (in *invocation) compact(ctx context.Context) error {
 	c := in.env.Compaction
 	events := in.inv.Events()
 	if c.Summarizer == nil {
-		if n := c.maxEvents(); n > 0 && len(events) > n {
+		if n := c.MaxEvents; n > 0 && len(events) > n {
 			in.env.Log.Warn("session history passes the compaction cap, and the app has no summarizer: its agents see every event", "session", in.key.Session, "events", len(events), "cap", n)
 		}
 		return nil
@@ -384,11 +365,7 @@ func (c Compaction) summarizeChunk(ctx context.Context, prev *agentrunnerv1.Cont
 		writeTranscript(&b, ev)
 	}
 	b.WriteString("\nSummarize the conversation above.")
-	instr := c.Instruction
-	if instr == "" {
-		instr = DefaultCompactionInstruction
-	}
-	req := &model.Request{SystemInstruction: instr, Config: &model.GenerateConfig{MaxOutputTokens: summaryTokens}, Contents: []*agentrunnerv1.Content{{Role: agent.RoleUser, Parts: []*agentrunnerv1.Part{{Data: &agentrunnerv1.Part_Text{Text: b.String()}}}}}}
+	req := &model.Request{SystemInstruction: c.Instruction, Config: &model.GenerateConfig{MaxOutputTokens: summaryTokens}, Contents: []*agentrunnerv1.Content{{Role: agent.RoleUser, Parts: []*agentrunnerv1.Part{{Data: &agentrunnerv1.Part_Text{Text: b.String()}}}}}}
 	var out *agentrunnerv1.Content
 	var call model.Response
 	for resp, err := range c.Summarizer.Generate(ctx, req, false) {

@@ -92,7 +92,7 @@ func planCases() []planCase {
 		{"below the token threshold", Compaction{TokenThreshold: 1000}, big, "run2", 0, 0},
 		{"hard cap", Compaction{MaxEvents: 5}, runsOf(1, 3), "run2", 1, 4},
 		{"cap off", Compaction{MaxEvents: -1}, runsOf(1, 600), "run599", 0, 0},
-		{"default cap", Compaction{}, runsOf(1, 501), "run500", 1, 1000},
+		{"the runner's default cap", Compaction{MaxEvents: 1000}, runsOf(1, 501), "run500", 1, 1000},
 		{"the held answer reaches the cap", Compaction{MaxEvents: 5}, runsOf(1, 3)[:6], "run2", 1, 4},
 		{"the held answer does not reach it", Compaction{MaxEvents: 6}, runsOf(1, 3), "run2", 0, 0},
 		{"the held answer has the big prompt", Compaction{TokenThreshold: 800}, big, "run2", 1, 4},

@@ -16,18 +16,19 @@ import (
 	"google.golang.org/protobuf/types/known/structpb"
 )
 
-// DefaultMaxLLMCalls is the LLM call limit of a run whose max_llm_calls
-// is zero.
-const DefaultMaxLLMCalls = 500
-
-// Store is the storage a turn needs.
+// Store is what a turn asks of the storage, and no more: the session
+// as a turn loads it (history), its events and tool-call ledger as a
+// resume reads them, the writes of the run's journal, the run records
+// it reads and ends, and the artifacts its agents use. The runner's
+// store is a wider one.
 type Store interface {
 	history.Loader
-	AppendEvent(ctx context.Context, k store.SessionKey, ev *agentrunnerv1.Event) (*agentrunnerv1.Event, error)
 	agent.ArtifactStore
-	store.RunStore
 	ListEvents(ctx context.Context, k store.SessionKey, after store.EventFilter, page store.Page) ([]*agentrunnerv1.Event, string, error)
 	ListToolCalls(ctx context.Context, k store.SessionKey) ([]*agentrunnerv1.ToolCall, error)
+	journalStore
+	GetRun(ctx context.Context, runID string) (*agentrunnerv1.Run, error)
+	PutRun(ctx context.Context, run *agentrunnerv1.Run) error
 }
 
 // Env is what turns work with: the app's and the process's, the same for
@@ -40,6 +41,9 @@ type Env struct {
 	AddToMemory bool           // add each run's session to Memory
 	History     *history.Cache
 	Compaction  Compaction
+	// MaxLLMCalls is the LLM call limit of a run whose max_llm_calls is
+	// zero (runner.DefaultMaxLLMCalls).
+	MaxLLMCalls int64
 	// Budgets cap what the runs spend; Spend reads the days' spend for
 	// the daily ones (the store).
 	Budgets budget.Budgets
@@ -122,11 +126,12 @@ func runConfig(cfg *agentrunnerv1.RunConfig) *agentrunnerv1.RunConfig {
 	return cfg
 }
 
-// maxLLMCalls returns the effective limit; negative means none.
-func maxLLMCalls(cfg *agentrunnerv1.RunConfig) int64 {
+// maxLLMCalls returns the effective limit, def for zero; negative means
+// none.
+func maxLLMCalls(cfg *agentrunnerv1.RunConfig, def int64) int64 {
 	switch n := cfg.GetMaxLlmCalls(); {
 	case n == 0:
-		return DefaultMaxLLMCalls
+		return def
 	case n < 0:
 		return -1
 	default:
@@ -148,7 +153,7 @@ func (env *Env) newInvocation(key store.SessionKey, id string, sess *agentrunner
 		Session:     key,
 		ID:          id,
 		RunConfig:   runConfig(cfg),
-		MaxLLMCalls: maxLLMCalls(cfg),
+		MaxLLMCalls: maxLLMCalls(cfg, env.MaxLLMCalls),
 		State:       state,
 		Events:      events,
 		Tree:        env.Tree,

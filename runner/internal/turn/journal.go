@@ -25,7 +25,7 @@ import (
 //
 // Only the turn's goroutine uses a journal.
 type journal struct {
-	store Store
+	store journalStore
 	key   store.SessionKey
 	sink  Sink
 	inv   *agent.Invocation // the session view
@@ -42,6 +42,13 @@ type journal struct {
 	log    *slog.Logger
 	// held is the answer held back; nil when none is.
 	held *agentrunnerv1.Event
+}
+
+// journalStore is the store as the journal writes it: an event, or an
+// event with its run's record in one transaction.
+type journalStore interface {
+	AppendEvent(ctx context.Context, k store.SessionKey, ev *agentrunnerv1.Event) (*agentrunnerv1.Event, error)
+	AppendRunEvent(ctx context.Context, k store.SessionKey, ev *agentrunnerv1.Event, run *agentrunnerv1.Run) (*agentrunnerv1.Event, *agentrunnerv1.Run, error)
 }
 
 // audience is who gets a stored event while the run goes on.
