@@ -19,8 +19,8 @@ import (
 )
 
 // The feature tests of the runner and its agents (those that use feature)
-// files) were written against the gRPC server, the only harness there
-// was (issue 50, item 5). They drive a Runner over a real bbolt file
+// were written against the gRPC server, the only harness there was
+// (issue 50, item 5). They drive a Runner over a real bbolt file
 // through its Go API instead: what a reader of Stream gets is what a Run
 // stream carried, less the wire.
 

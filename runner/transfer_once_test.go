@@ -1,4 +1,4 @@
-package server
+package runner_test
 
 import (
 	"context"
@@ -9,12 +9,11 @@ import (
 	"testing"
 
 	agentrunnerv1 "github.com/agentrunner/agentrunner/gen/go/agentrunner/v1"
+	"github.com/agentrunner/agentrunner/runner"
 	"github.com/agentrunner/agentrunner/runner/agent"
 	"github.com/agentrunner/agentrunner/runner/agent/llmagent"
 	"github.com/agentrunner/agentrunner/runner/agent/workflow"
-	"github.com/agentrunner/agentrunner/runner/apps"
 	"github.com/agentrunner/agentrunner/runner/model"
-	"google.golang.org/protobuf/types/known/structpb"
 )
 
 // transferModel hands over to the agent named to on its first call.
@@ -24,9 +23,7 @@ func (m transferModel) Name() string { return "transfer-model" }
 
 func (m transferModel) Generate(context.Context, *model.Request, bool) iter.Seq2[*model.Response, error] {
 	return func(yield func(*model.Response, error) bool) {
-		args, _ := structpb.NewStruct(map[string]any{"agent_name": m.to})
-		yield(&model.Response{Content: &agentrunnerv1.Content{Role: "model", Parts: []*agentrunnerv1.Part{{Data: &agentrunnerv1.Part_FunctionCall{
-			FunctionCall: &agentrunnerv1.FunctionCall{Name: "transfer_to_agent", Args: args}}}}}, TurnComplete: true, FinishReason: "STOP"}, nil)
+		yield(&model.Response{Content: transferCall(m.to, ""), TurnComplete: true, FinishReason: "STOP"}, nil)
 	}
 }
 
@@ -51,7 +48,7 @@ func TestTransferTargetRunsOnce(t *testing.T) {
 		return must[agent.Agent](t)(agent.New(agent.Config{Name: name, Run: func(agent.InvocationContext) iter.Seq2[*agentrunnerv1.Event, error] {
 			return func(yield func(*agentrunnerv1.Event, error) bool) {
 				steps.Add(1)
-				yield(say(name+" ran"), nil)
+				yield(saying(name+" ran"), nil)
 			}
 		}}))
 	}
@@ -78,19 +75,16 @@ func TestTransferTargetRunsOnce(t *testing.T) {
 		t.Run(kind, func(t *testing.T) {
 			steps.Store(0)
 			calls.Store(0)
-			app := func(t *testing.T) apps.App {
-				triage := must[agent.Agent](t)(llmagent.New(llmagent.Config{Name: "triage", Model: transferModel{to: "pipeline"}, SubAgents: []agent.Agent{target(t)}}))
-				return apps.App{Name: "triage", Root: triage}
-			}
-			e := newEnv(t, withRunnerApps(t, app))
-			e.createSession(t, "triage", "u1", "s1")
-			res := e.run(t, t.Context(), runReq("triage", "s1", "go"))
-			if res.status != nil {
-				t.Fatal(res.status)
+			triage := must[agent.Agent](t)(llmagent.New(llmagent.Config{Name: "triage", Model: transferModel{to: "pipeline"}, SubAgents: []agent.Agent{target(t)}}))
+			f := newFeature(t, runner.Config{Root: triage})
+			f.session(t, "s1")
+			res := f.run(t, ask("s1", "go"))
+			if res.err != nil {
+				t.Fatal(res.err)
 			}
 			if kind == "failing" {
-				if calls.Load() != 1 || len(res.errors) != 1 {
-					t.Errorf("the failing target made %d model calls and streamed %d errors (%q); want 1 and 1", calls.Load(), len(res.errors), res.kinds)
+				if calls.Load() != 1 || len(res.errs) != 1 {
+					t.Errorf("the failing target made %d model calls and streamed %d errors (%q); want 1 and 1", calls.Load(), len(res.errs), res.kinds)
 				}
 				return
 			}
