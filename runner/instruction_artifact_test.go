@@ -1,4 +1,4 @@
-package server
+package runner_test
 
 import (
 	"context"
@@ -6,11 +6,10 @@ import (
 	"strings"
 	"testing"
 
-	servicev1 "github.com/agentrunner/agentrunner/gen/go/agentrunner/service/v1"
 	agentrunnerv1 "github.com/agentrunner/agentrunner/gen/go/agentrunner/v1"
+	"github.com/agentrunner/agentrunner/runner"
 	"github.com/agentrunner/agentrunner/runner/agent"
 	"github.com/agentrunner/agentrunner/runner/agent/llmagent"
-	"github.com/agentrunner/agentrunner/runner/apps"
 	"github.com/agentrunner/agentrunner/runner/model"
 )
 
@@ -30,31 +29,27 @@ func (instructionModel) Generate(_ context.Context, req *model.Request, _ bool) 
 // latest version of the session's artifact, {artifact.NAME?} may be
 // missing, and a missing required one is an in-band error.
 func TestInstructionArtifactPlaceholders(t *testing.T) {
-	build := func(name, instr string) func(t *testing.T) apps.App {
-		return func(t *testing.T) apps.App {
-			a := must[agent.Agent](t)(llmagent.New(llmagent.Config{Name: name + "_agent", Model: instructionModel{}, Instruction: instr}))
-			return apps.App{Name: name, Root: a}
-		}
+	build := func(name, instr string) *feature {
+		a := must[agent.Agent](t)(llmagent.New(llmagent.Config{Name: name + "_agent", Model: instructionModel{}, Instruction: instr}))
+		return newFeature(t, runner.Config{Root: a})
 	}
-	e := newEnv(t, withRunnerApps(t,
-		build("notes", "Notes: {artifact.notes.txt} / {artifact.extra?}."),
-		build("strict", "Needs {artifact.missing}.")))
-	e.createSession(t, "notes", "u1", "s1")
+	notes := build("notes", "Notes: {artifact.notes.txt} / {artifact.extra?}.")
+	k := notes.session(t, "s1")
 	for _, text := range []string{"old", "call Ada"} {
-		if _, err := e.artifacts.SaveArtifact(t.Context(), &servicev1.SaveArtifactRequest{AppName: "notes", UserId: "u1", SessionId: "s1", Filename: "notes.txt",
-			Artifact: &agentrunnerv1.Part{Data: &agentrunnerv1.Part_Text{Text: text}}}); err != nil {
+		if _, err := notes.store.SaveArtifact(t.Context(), k, "notes.txt", &agentrunnerv1.Part{Data: &agentrunnerv1.Part_Text{Text: text}}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	res := e.run(t, t.Context(), runReq("notes", "s1", "go"))
-	if res.status != nil || len(res.kinds) != 1 || !strings.HasSuffix(res.kinds[0], "instruction: Notes: call Ada / .") {
-		t.Fatalf("run: %v %q; want the latest artifact's text in the instruction", res.status, res.kinds)
+	res := notes.run(t, ask("s1", "go"))
+	if res.err != nil || len(res.kinds) != 1 || !strings.HasSuffix(res.kinds[0], "instruction: Notes: call Ada / .") {
+		t.Fatalf("run: %v %q; want the latest artifact's text in the instruction", res.err, res.kinds)
 	}
 
-	e.createSession(t, "strict", "u1", "s1")
-	res = e.run(t, t.Context(), runReq("strict", "s1", "go"))
-	if res.status != nil || len(res.errors) != 1 || !strings.Contains(res.errors[0].GetMessage(), "{artifact.missing}") {
-		t.Fatalf("run without the artifact: %v %q %v; want one in-band error naming it", res.status, res.kinds, res.errors)
+	strict := build("strict", "Needs {artifact.missing}.")
+	strict.session(t, "s1")
+	res = strict.run(t, ask("s1", "go"))
+	if res.err != nil || len(res.errs) != 1 || !strings.Contains(res.errs[0], "{artifact.missing}") {
+		t.Fatalf("run without the artifact: %v %q %v; want one in-band error naming it", res.err, res.kinds, res.errs)
 	}
 }
 
@@ -83,18 +78,14 @@ func TestInstructionArtifactText(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			app := strings.NewReplacer(".", "_").Replace(c.name)
-			e := newEnv(t, withRunnerApps(t, func(t *testing.T) apps.App {
-				a := must[agent.Agent](t)(llmagent.New(llmagent.Config{Name: "reader", Model: instructionModel{}, Instruction: "<{artifact." + c.name + "}>"}))
-				return apps.App{Name: app, Root: a}
-			}))
-			e.createSession(t, app, "u1", "s1")
-			if _, err := e.artifacts.SaveArtifact(t.Context(), &servicev1.SaveArtifactRequest{AppName: app, UserId: "u1", SessionId: "s1", Filename: c.name, Artifact: c.part}); err != nil {
+			a := must[agent.Agent](t)(llmagent.New(llmagent.Config{Name: "reader", Model: instructionModel{}, Instruction: "<{artifact." + c.name + "}>"}))
+			f := newFeature(t, runner.Config{Root: a})
+			if _, err := f.store.SaveArtifact(t.Context(), f.session(t, "s1"), c.name, c.part); err != nil {
 				t.Fatal(err)
 			}
-			res := e.run(t, t.Context(), runReq(app, "s1", "go"))
-			if res.status != nil || len(res.events) != 1 {
-				t.Fatalf("run: %v %q", res.status, res.kinds)
+			res := f.run(t, ask("s1", "go"))
+			if res.err != nil || len(res.events) != 1 {
+				t.Fatalf("run: %v %q", res.err, res.kinds)
 			}
 			got := strings.TrimPrefix(res.events[0].GetContent().GetParts()[0].GetText(), "instruction: ")
 			if want := "<" + c.want + ">"; got != want {

@@ -1,18 +1,15 @@
-package server
+package runner_test
 
 import (
 	"context"
 	"fmt"
 	"iter"
-	"strings"
 	"testing"
 
-	servicev1 "github.com/agentrunner/agentrunner/gen/go/agentrunner/service/v1"
-	agentrunnerv1 "github.com/agentrunner/agentrunner/gen/go/agentrunner/v1"
+	"github.com/agentrunner/agentrunner/runner"
 	"github.com/agentrunner/agentrunner/runner/agent"
 	"github.com/agentrunner/agentrunner/runner/agent/llmagent"
 	"github.com/agentrunner/agentrunner/runner/agent/workflow"
-	"github.com/agentrunner/agentrunner/runner/apps"
 	"github.com/agentrunner/agentrunner/runner/model"
 )
 
@@ -25,7 +22,7 @@ func (m speakingModel) Name() string { return "hanging-" + m.name }
 func (m speakingModel) Generate(ctx context.Context, _ *model.Request, _ bool) iter.Seq2[*model.Response, error] {
 	return func(yield func(*model.Response, error) bool) {
 		for i := range 2 {
-			if !yield(&model.Response{Content: text(fmt.Sprintf("%s says %d. ", m.name, i)), Partial: true}, nil) {
+			if !yield(&model.Response{Content: userContent(fmt.Sprintf("%s says %d. ", m.name, i)), Partial: true}, nil) {
 				return
 			}
 		}
@@ -34,7 +31,7 @@ func (m speakingModel) Generate(ctx context.Context, _ *model.Request, _ bool) i
 	}
 }
 
-// TestStoppedAnswerUnderItsSpeaker: a run cut by CancelRun while agents
+// TestStoppedAnswerUnderItsSpeaker: a run cut by Cancel while agents
 // stream stores what each had streamed as that agent, in its branch: a
 // sequential step's words under the step, not the workflow; each branch
 // of a parallel agent in an event of its own, with its own words only.
@@ -62,32 +59,11 @@ func TestStoppedAnswerUnderItsSpeaker(t *testing.T) {
 	}}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			e := newEnv(t, withRunnerApps(t, func(t *testing.T) apps.App { return apps.App{Name: "stop", Root: tc.build(t)} }))
-			e.createSession(t, "stop", "u1", "s1")
-			req := runReq("stop", "s1", "talk")
-			req.RunConfig = &agentrunnerv1.RunConfig{StreamingMode: agentrunnerv1.StreamingMode_STREAMING_MODE_SSE}
-			stream := must[servicev1.RunnerService_RunClient](t)(e.runner.Run(t.Context(), req))
-			var runID string
-			partials := map[string]int{}
-			for len(partials) < len(tc.want) || !allAtLeast(partials, 2) {
-				resp, err := stream.Recv()
-				if err != nil {
-					t.Fatal(err)
-				}
-				if r := resp.GetRun(); r != nil {
-					runID = r.GetRunId()
-				}
-				if ev := resp.GetEvent(); ev.GetPartial() {
-					partials[ev.GetAuthor()]++
-				}
-			}
-			if _, err := e.runner.CancelRun(t.Context(), &servicev1.CancelRunRequest{RunId: runID}); err != nil {
-				t.Fatal(err)
-			}
-			_, _ = collectRun(t, stream)
-			sess := must[*servicev1.GetSessionResponse](t)(e.sessions.GetSession(t.Context(), &servicev1.GetSessionRequest{AppName: "stop", UserId: "u1", SessionId: "s1"}))
+			f := newFeature(t, runner.Config{Root: tc.build(t)})
+			f.session(t, "s1")
+			cancelWhenSpoken(t, f, streamed("s1", "talk"), len(tc.want))
 			got := map[string]string{}
-			for _, ev := range sess.GetEvents() {
+			for _, ev := range f.events(t, "s1") {
 				if ev.GetAuthor() == agent.UserAuthor {
 					continue
 				}
@@ -111,11 +87,50 @@ func TestStoppedAnswerUnderItsSpeaker(t *testing.T) {
 	}
 }
 
+// cancelWhenSpoken streams req and cancels its run once speakers agents
+// have each streamed two partial events. Cancel returns once the run has
+// ended, and the run executes on the reader's goroutine: it is called
+// from another, while the stream is read to its end.
+func cancelWhenSpoken(t *testing.T, f *feature, req runner.Request, speakers int) {
+	t.Helper()
+	var runID string
+	var cancelled chan error // made when Cancel is called
+	partials := map[string]int{}
+	for u, err := range f.r.Stream(t.Context(), req) {
+		if err != nil {
+			if cancelled == nil {
+				t.Fatal(err)
+			}
+			break // the cancelled run's reader gets the cancellation
+		}
+		if u.Run != nil && runID == "" {
+			runID = u.Run.GetRunId()
+		}
+		if !u.Event.GetPartial() {
+			continue
+		}
+		partials[u.Event.GetAuthor()]++
+		if cancelled == nil && len(partials) == speakers && allAtLeast(partials, 2) {
+			cancelled = make(chan error, 1)
+			go func() {
+				_, err := f.r.Cancel(t.Context(), runID)
+				cancelled <- err
+			}()
+		}
+	}
+	if cancelled == nil {
+		t.Fatalf("the run ended before every speaker streamed: %v", partials)
+	}
+	if err := <-cancelled; err != nil {
+		t.Fatalf("Cancel: %v", err)
+	}
+}
+
 func allAtLeast(m map[string]int, n int) bool {
 	for _, v := range m {
 		if v < n {
 			return false
 		}
 	}
-	return !strings.Contains(fmt.Sprint(m), "map[]")
+	return len(m) > 0
 }

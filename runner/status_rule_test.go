@@ -1,4 +1,4 @@
-package server
+package runner_test
 
 import (
 	"context"
@@ -7,10 +7,10 @@ import (
 	"testing"
 
 	agentrunnerv1 "github.com/agentrunner/agentrunner/gen/go/agentrunner/v1"
+	"github.com/agentrunner/agentrunner/runner"
 	"github.com/agentrunner/agentrunner/runner/agent"
 	"github.com/agentrunner/agentrunner/runner/agent/llmagent"
 	"github.com/agentrunner/agentrunner/runner/agent/workflow"
-	"github.com/agentrunner/agentrunner/runner/apps"
 	"github.com/agentrunner/agentrunner/runner/model"
 )
 
@@ -45,7 +45,7 @@ func (m gatedModel) Generate(ctx context.Context, _ *model.Request, _ bool) iter
 		case m.fail:
 			yield(&model.Response{ErrorCode: "UNAVAILABLE", ErrorMessage: "model unavailable after 3 attempts", TurnComplete: true}, nil)
 		default:
-			yield(&model.Response{Content: text(m.name + " answers"), TurnComplete: true, FinishReason: "STOP"}, nil)
+			yield(&model.Response{Content: userContent(m.name + " answers"), TurnComplete: true, FinishReason: "STOP"}, nil)
 		}
 	}
 }
@@ -105,11 +105,11 @@ func TestRunStatusRule(t *testing.T) {
 	}}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			e := newEnv(t, withRunnerApps(t, func(t *testing.T) apps.App { return apps.App{Name: "status", Root: tc.build(t)} }))
-			e.createSession(t, "status", "u1", "s1")
-			res := e.run(t, t.Context(), runReq("status", "s1", "go"))
-			if res.status != nil {
-				t.Fatal(res.status)
+			f := newFeature(t, runner.Config{Root: tc.build(t)})
+			f.session(t, "s1")
+			res := f.run(t, ask("s1", "go"))
+			if res.err != nil {
+				t.Fatal(res.err)
 			}
 			if got := res.final(t); got.GetStatus() != tc.want {
 				t.Errorf("run ended %v (%v), events %q; want %v", got.GetStatus(), got.GetError(), res.kinds, tc.want)
@@ -130,6 +130,6 @@ func (m *flakyModel) Generate(context.Context, *model.Request, bool) iter.Seq2[*
 			yield(&model.Response{ErrorCode: "UNAVAILABLE", ErrorMessage: "try again", TurnComplete: true}, nil)
 			return
 		}
-		yield(&model.Response{Content: text("flaky answers"), TurnComplete: true, FinishReason: "STOP"}, nil)
+		yield(&model.Response{Content: userContent("flaky answers"), TurnComplete: true, FinishReason: "STOP"}, nil)
 	}
 }

@@ -1,4 +1,4 @@
-package server
+package runner_test
 
 import (
 	"context"
@@ -8,11 +8,10 @@ import (
 	"testing"
 
 	agentrunnerv1 "github.com/agentrunner/agentrunner/gen/go/agentrunner/v1"
+	"github.com/agentrunner/agentrunner/runner"
 	"github.com/agentrunner/agentrunner/runner/agent"
 	"github.com/agentrunner/agentrunner/runner/agent/llmagent"
-	"github.com/agentrunner/agentrunner/runner/apps"
 	"github.com/agentrunner/agentrunner/runner/model"
-	"google.golang.org/protobuf/types/known/structpb"
 )
 
 // routerModel hands over to helper when the user's latest message asks
@@ -30,12 +29,10 @@ func (routerModel) Generate(_ context.Context, req *model.Request, _ bool) iter.
 			}
 		}
 		if strings.Contains(last, "help") {
-			args, _ := structpb.NewStruct(map[string]any{"agent_name": "helper"})
-			yield(&model.Response{Content: &agentrunnerv1.Content{Role: "model", Parts: []*agentrunnerv1.Part{{Data: &agentrunnerv1.Part_FunctionCall{
-				FunctionCall: &agentrunnerv1.FunctionCall{Name: "transfer_to_agent", Args: args}}}}}, TurnComplete: true, FinishReason: "STOP"}, nil)
+			yield(&model.Response{Content: transferCall("helper", ""), TurnComplete: true, FinishReason: "STOP"}, nil)
 			return
 		}
-		yield(&model.Response{Content: text("coordinator answers " + last), TurnComplete: true, FinishReason: "STOP"}, nil)
+		yield(&model.Response{Content: userContent("coordinator answers " + last), TurnComplete: true, FinishReason: "STOP"}, nil)
 	}
 }
 
@@ -55,13 +52,10 @@ func TestNextMessageAfterFailedAgent(t *testing.T) {
 		}
 		t.Run(name, func(t *testing.T) {
 			helperModel := &switchModel{}
-			build := func(t *testing.T) apps.App {
-				helper := must[agent.Agent](t)(llmagent.New(llmagent.Config{Name: "helper", Model: helperModel}))
-				root := must[agent.Agent](t)(llmagent.New(llmagent.Config{Name: "coordinator", Model: routerModel{}, SubAgents: []agent.Agent{helper}}))
-				return apps.App{Name: "desk", Root: root}
-			}
-			e := newEnv(t, withRunnerApps(t, build))
-			e.createSession(t, "desk", "u1", "s1")
+			helper := must[agent.Agent](t)(llmagent.New(llmagent.Config{Name: "helper", Model: helperModel}))
+			root := must[agent.Agent](t)(llmagent.New(llmagent.Config{Name: "coordinator", Model: routerModel{}, SubAgents: []agent.Agent{helper}}))
+			f := newFeature(t, runner.Config{Root: root})
+			f.session(t, "s1")
 			// The helper answers once, then its model goes down.
 			steps := []struct{ msg, want string }{
 				{"help me", "helper"}, {"thanks", "helper"}, {"help again", "-"}, {"hello", "coordinator"},
@@ -70,9 +64,9 @@ func TestNextMessageAfterFailedAgent(t *testing.T) {
 				if i == 2 {
 					helperModel.down, helperModel.inBand = true, inBand
 				}
-				res := e.run(t, t.Context(), runReq("desk", "s1", s.msg))
-				if res.status != nil {
-					t.Fatal(res.status)
+				res := f.run(t, ask("s1", s.msg))
+				if res.err != nil {
+					t.Fatal(res.err)
 				}
 				if s.want == "-" {
 					continue
@@ -100,7 +94,7 @@ func (m *switchModel) Generate(context.Context, *model.Request, bool) iter.Seq2[
 		case down:
 			yield(&model.Response{ErrorCode: "UNAVAILABLE", ErrorMessage: "model down after 3 attempts", TurnComplete: true}, nil)
 		default:
-			yield(&model.Response{Content: text("helper answers"), TurnComplete: true, FinishReason: "STOP"}, nil)
+			yield(&model.Response{Content: userContent("helper answers"), TurnComplete: true, FinishReason: "STOP"}, nil)
 		}
 	}
 }
