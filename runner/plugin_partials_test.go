@@ -1,4 +1,4 @@
-package server
+package runner_test
 
 import (
 	"slices"
@@ -6,11 +6,10 @@ import (
 	"sync"
 	"testing"
 
-	servicev1 "github.com/agentrunner/agentrunner/gen/go/agentrunner/service/v1"
 	agentrunnerv1 "github.com/agentrunner/agentrunner/gen/go/agentrunner/v1"
+	"github.com/agentrunner/agentrunner/runner"
 	"github.com/agentrunner/agentrunner/runner/agent"
 	"github.com/agentrunner/agentrunner/runner/agent/llmagent"
-	"github.com/agentrunner/agentrunner/runner/apps"
 	"github.com/agentrunner/agentrunner/runner/model/offline"
 	"github.com/agentrunner/agentrunner/runner/plugin"
 )
@@ -38,17 +37,13 @@ func (r streamingRedactor) OnEvent(_ agent.InvocationContext, ev *agentrunnerv1.
 	return nil, nil
 }
 
-// echoApp is one LLM agent on the offline model, which streams its echo
-// of the user's message word by word.
-func echoApp(t *testing.T) apps.App {
+// echoing serves one LLM agent on the offline model, which streams its
+// echo of the user's message word by word, with plugins p.
+func echoing(t *testing.T, p ...plugin.Plugin) *feature {
 	root := must[agent.Agent](t)(llmagent.New(llmagent.Config{Name: "echo", Model: offline.New(offline.Config{})}))
-	return apps.App{Name: "echo", Root: root}
-}
-
-func streamReq(session, msg string) *servicev1.RunRequest {
-	req := runReq("echo", session, msg)
-	req.RunConfig = &agentrunnerv1.RunConfig{StreamingMode: agentrunnerv1.StreamingMode_STREAMING_MODE_SSE}
-	return req
+	f := newFeature(t, runner.Config{Root: root, Plugins: p})
+	f.session(t, "s1")
+	return f
 }
 
 // TestPluginRedactsStreamedPartials checks that on_event sees the partial
@@ -57,11 +52,10 @@ func streamReq(session, msg string) *servicev1.RunRequest {
 func TestPluginRedactsStreamedPartials(t *testing.T) {
 	var mu sync.Mutex
 	var partials int
-	e := newEnv(t, withPluginApps(t, []plugin.Plugin{streamingRedactor{mu: &mu, partials: &partials}}, echoApp))
-	e.createSession(t, "echo", "u1", "s1")
-	res := e.run(t, t.Context(), streamReq("s1", "the secret is 42"))
-	if res.status != nil {
-		t.Fatalf("run: %v", res.status)
+	f := echoing(t, streamingRedactor{mu: &mu, partials: &partials})
+	res := f.run(t, streamed("s1", "the secret is 42"))
+	if res.err != nil {
+		t.Fatalf("run: %v", res.err)
 	}
 	streamed := 0
 	for _, ev := range res.events {
@@ -83,11 +77,7 @@ func TestPluginRedactsStreamedPartials(t *testing.T) {
 	if last := res.kinds[len(res.kinds)-1]; last != "echo: [redacted]" {
 		t.Errorf("the answer is %q, want it redacted", last)
 	}
-	got, err := e.sessions.GetSession(t.Context(), &servicev1.GetSessionRequest{AppName: "echo", UserId: "u1", SessionId: "s1"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, ev := range got.GetEvents() {
+	for _, ev := range f.events(t, "s1") {
 		if ev.GetAuthor() != "user" && strings.Contains(ev.GetContent().GetParts()[0].GetText(), "secret") {
 			t.Errorf("stored %q", ev.GetContent().GetParts()[0].GetText())
 		}
@@ -110,11 +100,9 @@ func (withholder) OnEvent(_ agent.InvocationContext, ev *agentrunnerv1.Event) (*
 // TestPluginDropsPartials checks that an on_event hook can drop partial
 // events: the stream then carries only the complete answer, and no error.
 func TestPluginDropsPartials(t *testing.T) {
-	e := newEnv(t, withPluginApps(t, []plugin.Plugin{withholder{}}, echoApp))
-	e.createSession(t, "echo", "u1", "s1")
-	res := e.run(t, t.Context(), streamReq("s1", "hello there"))
+	res := echoing(t, withholder{}).run(t, streamed("s1", "hello there"))
 	want := []string{"echo: offline model: you said: hello there"}
-	if res.status != nil || !slices.Equal(res.kinds, want) {
-		t.Fatalf("stream %v %q, want %q", res.status, res.kinds, want)
+	if res.err != nil || !slices.Equal(res.kinds, want) {
+		t.Fatalf("stream %v %q, want %q", res.err, res.kinds, want)
 	}
 }
