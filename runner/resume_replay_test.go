@@ -1,4 +1,4 @@
-package server
+package runner_test
 
 import (
 	"context"
@@ -11,17 +11,14 @@ import (
 	"sync/atomic"
 	"testing"
 
-	servicev1 "github.com/agentrunner/agentrunner/gen/go/agentrunner/service/v1"
 	agentrunnerv1 "github.com/agentrunner/agentrunner/gen/go/agentrunner/v1"
 	"github.com/agentrunner/agentrunner/runner"
 	"github.com/agentrunner/agentrunner/runner/agent"
 	"github.com/agentrunner/agentrunner/runner/agent/llmagent"
 	"github.com/agentrunner/agentrunner/runner/agent/workflow"
-	"github.com/agentrunner/agentrunner/runner/apps"
 	"github.com/agentrunner/agentrunner/runner/model"
 	"github.com/agentrunner/agentrunner/store"
 	"github.com/agentrunner/agentrunner/store/boltstore"
-	"google.golang.org/protobuf/types/known/structpb"
 )
 
 // errCrashed is what a cutStore answers once it has "died".
@@ -112,9 +109,7 @@ func (m passModel) Generate(_ context.Context, req *model.Request, _ bool) iter.
 	return func(yield func(*model.Response, error) bool) {
 		m.calls.add(m.name)
 		if m.transferTo != "" {
-			args, _ := structpb.NewStruct(map[string]any{"agent_name": m.transferTo})
-			yield(&model.Response{Content: &agentrunnerv1.Content{Role: "model", Parts: []*agentrunnerv1.Part{{Data: &agentrunnerv1.Part_FunctionCall{
-				FunctionCall: &agentrunnerv1.FunctionCall{Name: "transfer_to_agent", Args: args}}}}}, TurnComplete: true, FinishReason: "STOP"}, nil)
+			yield(&model.Response{Content: transferCall(m.transferTo, ""), TurnComplete: true, FinishReason: "STOP"}, nil)
 			return
 		}
 		k := 1
@@ -123,7 +118,7 @@ func (m passModel) Generate(_ context.Context, req *model.Request, _ bool) iter.
 				k += strings.Count(p.GetText(), m.name+" answered #")
 			}
 		}
-		yield(&model.Response{Content: text(fmt.Sprintf("%s answered #%d", m.name, k)), TurnComplete: true, FinishReason: "STOP"}, nil)
+		yield(&model.Response{Content: userContent(fmt.Sprintf("%s answered #%d", m.name, k)), TurnComplete: true, FinishReason: "STOP"}, nil)
 	}
 }
 
@@ -192,21 +187,17 @@ func TestResumeGoesOnWhereCut(t *testing.T) {
 func resumeAfterCut(t *testing.T, app replayApp, cut int32) {
 	path := filepath.Join(t.TempDir(), "agentrunner.db")
 	calls := &modelCalls{}
-	build := func(t *testing.T) apps.App { return apps.App{Name: app.name, Root: app.build(t, calls)} }
 	wrap := func(st *boltstore.Store) runner.Store { return &cutStore{Store: st, after: cut} }
-	e, _ := newEnvAtWrapped(t, path, Limits{}, wrap, build)
-	e.createSession(t, app.name, "u1", "s1")
-	res := e.run(t, t.Context(), runReq(app.name, "s1", "go"))
+	f := openFeature(t, path, runner.Config{Root: app.build(t, calls)}, wrap)
+	f.session(t, "s1")
+	res := f.run(t, ask("s1", "go"))
 	if len(res.runs) == 0 {
-		t.Fatalf("no run record: %v", res.status)
+		t.Fatalf("no run record: %v", res.err)
 	}
 	id := res.runs[0].GetRunId()
-	e.close(t)
 
-	e2, _ := newEnvAt(t, path, build)
-	getSession := func() []*agentrunnerv1.Event {
-		return must[*servicev1.GetSessionResponse](t)(e2.sessions.GetSession(t.Context(), &servicev1.GetSessionRequest{AppName: app.name, UserId: "u1", SessionId: "s1"})).GetEvents()
-	}
+	f2 := f.restart(t, runner.Config{Root: app.build(t, calls)})
+	getSession := func() []*agentrunnerv1.Event { return f2.events(t, "s1") }
 	// What the models answered before the cut is stored: the resume must
 	// call each model only for what is missing. (The process "died" at
 	// the cut, though the run went on in memory: its later calls do not
@@ -216,19 +207,18 @@ func resumeAfterCut(t *testing.T, app replayApp, cut int32) {
 		want[name] = n - modelAnswers(getSession(), name)
 	}
 	before := calls.get()
-	rec := getRun(t, e2, id)
+	rec := f2.getRun(t, id)
 	for range 2 {
 		if rec.GetStatus() != agentrunnerv1.RunStatus_RUN_STATUS_INTERRUPTED && rec.GetStatus() != agentrunnerv1.RunStatus_RUN_STATUS_INPUT_REQUIRED {
 			break
 		}
 		// A call cut between its start and its result waits for the
 		// caller's word (INPUT_REQUIRED): it is retried.
-		req := &servicev1.ResumeRunRequest{RunId: id, RetryCallIds: rec.GetPendingCallIds()}
-		resps, err := collectRun(t, must[servicev1.RunnerService_ResumeRunClient](t)(e2.runner.ResumeRun(t.Context(), req)))
-		if err != nil {
-			t.Fatalf("ResumeRun: %v", err)
+		res := f2.resume(t, runner.ResumeRequest{RunID: id, RetryCallIDs: rec.GetPendingCallIds()})
+		if res.err != nil {
+			t.Fatalf("Resume: %v", res.err)
 		}
-		rec = resps[len(resps)-1].GetRun()
+		rec = res.final(t)
 	}
 	if rec.GetStatus() != agentrunnerv1.RunStatus_RUN_STATUS_SUCCEEDED {
 		t.Errorf("the run ended %v (%v); want SUCCEEDED", rec.GetStatus(), rec.GetError())

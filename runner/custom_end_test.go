@@ -1,4 +1,4 @@
-package server
+package runner_test
 
 import (
 	"context"
@@ -8,22 +8,20 @@ import (
 	"sync/atomic"
 	"testing"
 
-	servicev1 "github.com/agentrunner/agentrunner/gen/go/agentrunner/service/v1"
 	agentrunnerv1 "github.com/agentrunner/agentrunner/gen/go/agentrunner/v1"
 	"github.com/agentrunner/agentrunner/runner"
 	"github.com/agentrunner/agentrunner/runner/agent"
 	"github.com/agentrunner/agentrunner/runner/agent/workflow"
-	"github.com/agentrunner/agentrunner/runner/apps"
 	"github.com/agentrunner/agentrunner/store"
 	"github.com/agentrunner/agentrunner/store/boltstore"
 )
 
-// unmarkedApp is a workflow of custom agents that do not mark their last
+// unmarked is a workflow of custom agents that do not mark their last
 // event turn_complete: a parallel agent of two (left, right), then a last
 // one (tail). Each says "<name> said" once per run of its body, counted
 // in calls.
-func unmarkedApp(calls *modelCalls) func(t *testing.T) apps.App {
-	return func(t *testing.T) apps.App {
+func unmarked(calls *modelCalls) func(t *testing.T) runner.Config {
+	return func(t *testing.T) runner.Config {
 		say := func(name string) agent.Agent {
 			return must[agent.Agent](t)(agent.New(agent.Config{Name: name, Run: func(agent.InvocationContext) iter.Seq2[*agentrunnerv1.Event, error] {
 				return func(yield func(*agentrunnerv1.Event, error) bool) {
@@ -34,7 +32,7 @@ func unmarkedApp(calls *modelCalls) func(t *testing.T) apps.App {
 		}
 		fan := must[agent.Agent](t)(workflow.NewParallel(workflow.Config{Name: "fan", SubAgents: []agent.Agent{say("left"), say("right")}}))
 		root := must[agent.Agent](t)(workflow.NewSequential(workflow.Config{Name: "custom_root", SubAgents: []agent.Agent{fan, say("tail")}}))
-		return apps.App{Name: "custom", Root: root}
+		return runner.Config{Root: root}
 	}
 }
 
@@ -95,25 +93,24 @@ func TestCustomAgentEndRecorded(t *testing.T) {
 	calls := &modelCalls{}
 	dead := &atomic.Bool{}
 	wrap := func(st *boltstore.Store) runner.Store { return dieBefore{Store: st, author: "tail", dead: dead} }
-	e, _ := newEnvAtWrapped(t, path, Limits{}, wrap, unmarkedApp(calls))
-	e.createSession(t, "custom", "u1", "s1")
-	res := e.run(t, t.Context(), runReq("custom", "s1", "go"))
+	f := openFeature(t, path, unmarked(calls)(t), wrap)
+	f.session(t, "s1")
+	res := f.run(t, ask("s1", "go"))
 	if len(res.runs) == 0 || !dead.Load() {
-		t.Fatalf("no run record, or tail never spoke: %v", res.status)
+		t.Fatalf("no run record, or tail never spoke: %v", res.err)
 	}
 	id := res.runs[0].GetRunId()
-	e.close(t)
 
-	e2, _ := newEnvAt(t, path, unmarkedApp(calls))
+	f2 := f.restart(t, unmarked(calls)(t))
 	before := calls.get()
-	if rec := getRun(t, e2, id); rec.GetStatus() != agentrunnerv1.RunStatus_RUN_STATUS_INTERRUPTED {
+	if rec := f2.getRun(t, id); rec.GetStatus() != agentrunnerv1.RunStatus_RUN_STATUS_INTERRUPTED {
 		t.Fatalf("after the restart the run is %v; want INTERRUPTED", rec.GetStatus())
 	}
-	resps, err := collectRun(t, must[servicev1.RunnerService_ResumeRunClient](t)(e2.runner.ResumeRun(t.Context(), &servicev1.ResumeRunRequest{RunId: id})))
-	if err != nil {
-		t.Fatalf("ResumeRun: %v", err)
+	resumed := f2.resume(t, runner.ResumeRequest{RunID: id})
+	if resumed.err != nil {
+		t.Fatalf("Resume: %v", resumed.err)
 	}
-	if rec := resps[len(resps)-1].GetRun(); rec.GetStatus() != agentrunnerv1.RunStatus_RUN_STATUS_SUCCEEDED {
+	if rec := resumed.final(t); rec.GetStatus() != agentrunnerv1.RunStatus_RUN_STATUS_SUCCEEDED {
 		t.Fatalf("the resumed run ended %v (%v); want SUCCEEDED", rec.GetStatus(), rec.GetError())
 	}
 	after := calls.get()
@@ -123,7 +120,7 @@ func TestCustomAgentEndRecorded(t *testing.T) {
 		}
 	}
 	stored, ends := map[string]int{}, map[string]int{}
-	for _, ev := range must[*servicev1.GetSessionResponse](t)(e2.sessions.GetSession(t.Context(), &servicev1.GetSessionRequest{AppName: "custom", UserId: "u1", SessionId: "s1"})).GetEvents() {
+	for _, ev := range f2.events(t, "s1") {
 		if ev.GetContent().GetParts() != nil {
 			stored[ev.GetAuthor()]++
 		}
@@ -153,19 +150,16 @@ func customCut(t *testing.T, cut int32) {
 	path := filepath.Join(t.TempDir(), "agentrunner.db")
 	calls := &modelCalls{}
 	wrap := func(st *boltstore.Store) runner.Store { return &cutStore{Store: st, after: cut} }
-	e, _ := newEnvAtWrapped(t, path, Limits{}, wrap, unmarkedApp(calls))
-	e.createSession(t, "custom", "u1", "s1")
-	res := e.run(t, t.Context(), runReq("custom", "s1", "go"))
+	f := openFeature(t, path, unmarked(calls)(t), wrap)
+	f.session(t, "s1")
+	res := f.run(t, ask("s1", "go"))
 	if len(res.runs) == 0 {
-		t.Fatalf("no run record: %v", res.status)
+		t.Fatalf("no run record: %v", res.err)
 	}
 	id := res.runs[0].GetRunId()
-	e.close(t)
 
-	e2, _ := newEnvAt(t, path, unmarkedApp(calls))
-	events := func() []*agentrunnerv1.Event {
-		return must[*servicev1.GetSessionResponse](t)(e2.sessions.GetSession(t.Context(), &servicev1.GetSessionRequest{AppName: "custom", UserId: "u1", SessionId: "s1"})).GetEvents()
-	}
+	f2 := f.restart(t, unmarked(calls)(t))
+	events := func() []*agentrunnerv1.Event { return f2.events(t, "s1") }
 	ended, said := map[string]bool{}, map[string]bool{}
 	for _, ev := range events() {
 		ended[ev.GetAuthor()] = ended[ev.GetAuthor()] || ev.GetTurnComplete()
@@ -176,14 +170,14 @@ func customCut(t *testing.T, cut int32) {
 	ended["left"] = ended["left"] || said["tail"] || ended["tail"]
 	ended["right"] = ended["right"] || said["tail"] || ended["tail"]
 	before := calls.get()
-	if getRun(t, e2, id).GetStatus() == agentrunnerv1.RunStatus_RUN_STATUS_INTERRUPTED {
-		if _, err := collectRun(t, must[servicev1.RunnerService_ResumeRunClient](t)(e2.runner.ResumeRun(t.Context(), &servicev1.ResumeRunRequest{RunId: id}))); err != nil {
-			t.Fatalf("ResumeRun: %v", err)
+	if f2.getRun(t, id).GetStatus() == agentrunnerv1.RunStatus_RUN_STATUS_INTERRUPTED {
+		if res := f2.resume(t, runner.ResumeRequest{RunID: id}); res.err != nil {
+			t.Fatalf("Resume: %v", res.err)
 		}
 	} else {
 		ended = map[string]bool{"left": true, "right": true, "tail": true} // recovered as ended
 	}
-	if rec := getRun(t, e2, id); rec.GetStatus() != agentrunnerv1.RunStatus_RUN_STATUS_SUCCEEDED {
+	if rec := f2.getRun(t, id); rec.GetStatus() != agentrunnerv1.RunStatus_RUN_STATUS_SUCCEEDED {
 		t.Fatalf("the run ended %v (%v); want SUCCEEDED", rec.GetStatus(), rec.GetError())
 	}
 	after := calls.get()
