@@ -3,11 +3,13 @@ package storecopy_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -401,4 +403,69 @@ func timed(t *testing.T, what string, n int, src storecopy.Source, dst storecopy
 		what, rep.Copied, rep.Events, rep.Runs, rep.Artifacts, rep.ToolCalls, rep.Shared, copied.Round(time.Millisecond),
 		float64(n)/copied.Seconds(), (time.Since(start) - copied).Round(time.Millisecond))
 	_ = v
+}
+
+// clock and ids make the stores of TestCopyThenContinue agree on the
+// times and ids of new records: the clock is frozen and each store's ids
+// restart from the same number before the writes are compared.
+type clock struct{ frozen atomic.Pointer[time.Time] }
+
+func (c *clock) now() time.Time {
+	if t := c.frozen.Load(); t != nil {
+		return *t
+	}
+	return time.Now()
+}
+
+type ids struct{ n atomic.Int64 }
+
+func (i *ids) next() string { return fmt.Sprintf("id-%08d", i.n.Add(1)) }
+
+// TestCopyThenContinue: the copies are stores a server can go on with,
+// not only read. The same writes (Continue) to the source and to its
+// copies in PostgreSQL and bbolt say the same, and leave the three
+// stores the same through the store API and by Verify: a waiting call
+// closed, the next sequence, a client's retry found, the next artifact
+// versions, a taken request id and key refused, the unfinished runs'
+// index, memory, a session deleted with its records.
+func TestCopyThenContinue(t *testing.T) {
+	const n = 9
+	dir := t.TempDir()
+	var clk clock
+	var srcIDs, midIDs, backIDs ids
+	src, err := boltstore.Open(filepath.Join(dir, "src.db"), boltstore.Options{NoSync: true, Now: clk.now, NewID: srcIDs.next})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = src.Close() })
+	copytest.Fill(t, src, n, 1)
+	mid, err := pgstore.Open(t.Context(), pg.URL(t), pgstore.Options{Now: clk.now, NewID: midIDs.next, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = mid.Close() })
+	copyAll(t, src, mid, storecopy.Options{})
+	back, err := boltstore.Open(filepath.Join(dir, "back.db"), boltstore.Options{NoSync: true, Now: clk.now, NewID: backIDs.next})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = back.Close() })
+	copyAll(t, mid, back, storecopy.Options{})
+
+	frozen := time.Now().Add(time.Hour).Truncate(time.Microsecond)
+	clk.frozen.Store(&frozen)
+	for _, i := range []*ids{&srcIDs, &midIDs, &backIDs} {
+		i.n.Store(1_000_000)
+	}
+	want := copytest.Continue(t, src)
+	wantDump := copytest.Dump(t, src, n)
+	for _, c := range []struct {
+		name string
+		s    copytest.Store
+		ids  *ids
+	}{{"PostgreSQL", mid, &midIDs}, {"bolt again", back, &backIDs}} {
+		copytest.Equal(t, c.name+" writes", copytest.Continue(t, c.s), want)
+		copytest.Equal(t, c.name+" read back", copytest.Dump(t, c.s, n), wantDump)
+		verify(t, src, c.s, countSessions(t, src))
+	}
 }

@@ -9,6 +9,7 @@ package copytest
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -236,6 +237,9 @@ func Dump(t testing.TB, s Store, n int) []string {
 		d.session(Key(i))
 	}
 	d.shared()
+	if !slices.ContainsFunc(d.lines, func(l string) bool { return strings.HasPrefix(l, "memory ") }) {
+		t.Fatalf("the dump holds no memory hit: a test would not see memory lost")
+	}
 	return d.lines
 }
 
@@ -243,6 +247,10 @@ func (d *dumper) session(k store.SessionKey) {
 	ctx := d.t.Context()
 	page := store.Page{Size: store.MaxPageSize}
 	sess, evs, err := d.s.GetSession(ctx, k, store.GetOptions{})
+	if errors.Is(err, store.ErrNotFound) {
+		d.lines = append(d.lines, "gone "+k.String())
+		return
+	}
 	d.check("GetSession", err)
 	d.add("session", sess)
 	d.add("event", protos(evs)...)
@@ -342,7 +350,52 @@ func Equal(t testing.TB, what string, got, want []string) {
 	if len(got) != len(want) {
 		t.Fatalf("%s: %d lines, want %d", what, len(got), len(want))
 	}
-	if !slices.ContainsFunc(want, func(l string) bool { return strings.HasPrefix(l, "memory ") }) {
-		t.Fatalf("%s: the dump holds no memory hit: the test would not see memory lost", what)
+}
+
+// Continue writes to a copied store what a server would next: an answer
+// to session 3's waiting call, a model call, a client's retry of its
+// append, new artifact versions, a run whose request id is taken, a run
+// record changed, a session again under a taken key and a new one, memory
+// added again, and session 5 deleted. It returns what each write said
+// (the stored records, or which sentinel error), for comparison with the
+// same writes to the source; the stores' ids and clocks must then agree.
+func Continue(t testing.TB, s Store) []string {
+	t.Helper()
+	ctx := t.Context()
+	d := &dumper{t: t, s: s}
+	res := func(what string, err error, ms ...proto.Message) {
+		line := fmt.Sprintf("%s exists=%t notfound=%t", what, errors.Is(err, store.ErrAlreadyExists), errors.Is(err, store.ErrNotFound))
+		for _, m := range ms {
+			line += " " + string(must(js.Marshal(m)))
+		}
+		d.lines = append(d.lines, line)
 	}
+	k := Key(3)
+	ev, err := s.AppendEvent(ctx, k, &agentrunnerv1.Event{Author: "user", Content: &agentrunnerv1.Content{Parts: []*agentrunnerv1.Part{callPart(false, "wait-3", "approve")}}})
+	res("answer", err, ev)
+	ev, err = s.AppendEvent(ctx, k, storetest.SpendCall(9, time.Date(2026, 5, 1, 0, 0, 0, 0, time.UTC), "flash", false))
+	res("spend", err, ev)
+	client := textEvent("user", "a client's note", nil)
+	client.Id, client.Timestamp = "client-3", timestamppb.New(time.Date(2026, 1, 2, 3, 4, 5, 6000, time.UTC))
+	ev, existed, err := s.AppendEventOnce(ctx, k, client)
+	res(fmt.Sprint("retry existed=", existed), err, ev)
+	v, err := s.SaveArtifact(ctx, k, "notes.txt", &agentrunnerv1.Part{Data: &agentrunnerv1.Part_Text{Text: "v4"}})
+	res("artifact", err, v)
+	v, err = s.SaveArtifact(ctx, k, "user:profile", &agentrunnerv1.Part{Data: &agentrunnerv1.Part_Text{Text: "again"}})
+	res("user artifact", err, v)
+	t0 := timestamppb.New(time.Date(2026, 5, 1, 0, 0, 0, 0, time.UTC))
+	err = s.PutRun(ctx, &agentrunnerv1.Run{RunId: "run-new", AppName: k.App, UserId: k.User, SessionId: k.Session, RequestId: "req-3",
+		Status: agentrunnerv1.RunStatus_RUN_STATUS_PENDING, CreateTime: t0})
+	res("taken request id", err)
+	run, err := s.GetRun(ctx, "run-3-b")
+	res("get run", err)
+	run.Status = agentrunnerv1.RunStatus_RUN_STATUS_RUNNING
+	res("run running", s.PutRun(ctx, run))
+	_, err = s.CreateSession(ctx, k, nil)
+	res("taken key", err)
+	sess, err := s.CreateSession(ctx, store.SessionKey{App: k.App, User: k.User, Session: "fresh"}, must(structpb.NewStruct(map[string]any{"app:new": 1})))
+	res("new session", err, sess)
+	res("index again", s.IndexSession(ctx, k))
+	res("delete", s.DeleteSession(ctx, Key(5)))
+	return d.lines
 }
