@@ -60,6 +60,12 @@ func Copy(ctx context.Context, src Source, dst Target, opts Options) (Report, er
 		if err := checkEmpty(ctx, dst); err != nil {
 			return rep, err
 		}
+		// A checkpoint left by an earlier copy (one that ended, or went
+		// to another target) is not this copy's: were this one killed
+		// before its first page, a resume would skip what it names.
+		if err := removeCheckpoint(opts.Checkpoint); err != nil {
+			return rep, err
+		}
 	}
 	var after store.SessionKey
 	if opts.Resume && opts.Checkpoint != "" {
@@ -167,6 +173,16 @@ func checkEmpty(ctx context.Context, dst Target) error {
 	}
 	if !sh.Empty() {
 		return fmt.Errorf("%w: it holds app or user state, user artifacts or spend", ErrTargetNotEmpty)
+	}
+	return nil
+}
+
+func removeCheckpoint(path string) error {
+	if path == "" {
+		return nil
+	}
+	if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("remove the stale checkpoint: %w", err)
 	}
 	return nil
 }

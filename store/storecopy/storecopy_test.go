@@ -469,3 +469,43 @@ func TestCopyThenContinue(t *testing.T) {
 		verify(t, src, c.s, countSessions(t, src))
 	}
 }
+
+// failAfter is a target whose imports fail after the first few: a copy
+// killed before it wrote its first checkpoint.
+type failAfter struct {
+	storecopy.Target
+	left int
+}
+
+var errKilled = errors.New("killed")
+
+func (f *failAfter) ImportSession(ctx context.Context, s *storecopy.Session) error {
+	if f.left == 0 {
+		return errKilled
+	}
+	f.left--
+	return f.Target.ImportSession(ctx, s)
+}
+
+// TestCopyForgetsStaleCheckpoint: a checkpoint left by an earlier,
+// finished copy is not the next copy's. A new copy into an empty target
+// that dies before its first checkpoint is resumed from the start, so
+// the sessions before the old checkpoint are copied too.
+func TestCopyForgetsStaleCheckpoint(t *testing.T) {
+	const n = 10
+	dir := t.TempDir()
+	src := openBolt(t, filepath.Join(dir, "src.db"))
+	copytest.Fill(t, src, n, 2)
+	cp := filepath.Join(dir, "checkpoint")
+	copyAll(t, src, openBolt(t, filepath.Join(dir, "first.db")), storecopy.Options{Checkpoint: cp})
+
+	dst := openBolt(t, filepath.Join(dir, "second.db"))
+	if _, err := storecopy.Copy(t.Context(), src, &failAfter{Target: dst, left: 3}, storecopy.Options{Checkpoint: cp, PageSize: 500}); !errors.Is(err, errKilled) {
+		t.Fatalf("the dying copy: %v", err)
+	}
+	rep := copyAll(t, src, dst, storecopy.Options{Checkpoint: cp, Resume: true})
+	if rep.Copied != n-3 || rep.Present != 3 {
+		t.Fatalf("resumed: %+v, want %d copied and 3 present", rep, n-3)
+	}
+	verify(t, src, dst, n)
+}
