@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
 	"strings"
 	"time"
 
@@ -50,12 +51,12 @@ func migrateStoreCommand(ctx context.Context, args []string, stdout, stderr io.W
 		return err
 	}
 	log := slog.New(slog.NewTextHandler(stderr, nil))
-	src, closeSrc, err := openCopyStore(ctx, f.from, log)
+	src, closeSrc, err := openCopyStore(ctx, f.from, true, log)
 	if err != nil {
 		return fmt.Errorf("--from: %w", err)
 	}
 	defer closeSrc()
-	dst, closeDst, err := openCopyStore(ctx, f.to, log)
+	dst, closeDst, err := openCopyStore(ctx, f.to, false, log)
 	if err != nil {
 		return fmt.Errorf("--to: %w", err)
 	}
@@ -95,7 +96,7 @@ func parseMigrateStoreFlags(args []string, stderr io.Writer) (*migrateStoreFlags
 	fs.StringVar(&f.from, "from", "", "the source `store`: bolt:PATH or postgres://... (required)")
 	fs.StringVar(&f.to, "to", "", "the target `store`: bolt:PATH or postgres://... (required)")
 	fs.BoolVar(&f.resume, "resume", false, "write into a target that holds records: go on with an interrupted copy")
-	fs.StringVar(&f.checkpoint, "checkpoint", "", "checkpoint `file`; default: agentrunner-migrate.checkpoint beside a bolt target, else in the working directory")
+	fs.StringVar(&f.checkpoint, "checkpoint", "", "checkpoint `file`; default: PATH.migrate-checkpoint for a bolt:PATH target, else agentrunner-migrate.checkpoint in the working directory")
 	fs.BoolVar(&f.noVerify, "no-verify", false, "skip the comparison of every session at the end")
 	positional, err := cliflags.Parse(fs, args)
 	switch {
@@ -131,10 +132,17 @@ type copyStore interface {
 }
 
 // openCopyStore opens bolt:PATH or a PostgreSQL URL, applying migrations.
-func openCopyStore(ctx context.Context, spec string, log *slog.Logger) (storecopy.Target, func(), error) {
+// A source file must exist: bbolt would create a mistyped path, and the
+// copy of that empty store would succeed.
+func openCopyStore(ctx context.Context, spec string, source bool, log *slog.Logger) (storecopy.Target, func(), error) {
 	var st copyStore
 	var err error
 	if path, ok := strings.CutPrefix(spec, "bolt:"); ok {
+		if source {
+			if _, err := os.Stat(path); err != nil {
+				return nil, nil, err
+			}
+		}
 		if err := makeDataDir(path); err != nil {
 			return nil, nil, err
 		}

@@ -205,3 +205,31 @@ func TestMigrateStoreUsage(t *testing.T) {
 		}
 	}
 }
+
+// TestMigrateStoreBoltToBolt: bolt to bolt (compaction) in process, with
+// the default checkpoint beside the target; a missing source file is an
+// error and is not created (bbolt would create it, and the copy of the
+// empty store would pass).
+func TestMigrateStoreBoltToBolt(t *testing.T) {
+	dir := t.TempDir()
+	src, dst := filepath.Join(dir, "src.db"), filepath.Join(dir, "sub", "dst.db")
+	fillBolt(t, src, 20)
+	var out, errOut strings.Builder
+	if err := run(t.Context(), []string{"migrate-store", "--from", "bolt:" + src, "--to", "bolt:" + dst}, strings.NewReader(""), &out, &errOut); err != nil {
+		t.Fatalf("migrate-store: %v\n%s", err, errOut.String())
+	}
+	if !strings.Contains(out.String(), "verified: 20 sessions") {
+		t.Fatalf("output:\n%s", out.String())
+	}
+	if _, err := os.Stat(dst + ".migrate-checkpoint"); err != nil {
+		t.Fatalf("no checkpoint beside the target: %v", err)
+	}
+	missing := filepath.Join(dir, "typo.db")
+	err := run(t.Context(), []string{"migrate-store", "--from", "bolt:" + missing, "--to", "bolt:" + filepath.Join(dir, "x.db")}, strings.NewReader(""), &out, &errOut)
+	if !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("a missing source: %v, want ErrNotExist", err)
+	}
+	if _, err := os.Stat(missing); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("the missing source was created: %v", err)
+	}
+}
