@@ -73,7 +73,7 @@ type result struct {
 // collect drains a run, checking that a terminal error is the last element.
 // The ends the runner stores for custom agents under another (isEnd) are
 // left out of events: these tests are about what the agents say, and
-// TestCustomAgentEndRecorded (server) is about those ends.
+// TestCustomAgentEndRecorded (custom_end_test.go) is about those ends.
 func collect(t testing.TB, seq iter.Seq2[*agentrunnerv1.Event, error]) result {
 	t.Helper()
 	var r result
