@@ -64,6 +64,11 @@ func (l *recoverLoop) run() {
 			return
 		case <-t.C:
 		}
+		// select picks at random among ready cases: a tick that came with
+		// the stop must not start one more Recover.
+		if l.ctx.Err() != nil {
+			return
+		}
 		interrupted, requeued, err := l.recoverRuns(l.ctx)
 		switch {
 		case err != nil && l.ctx.Err() == nil:
