@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	agentrunnerv1 "github.com/agentrunner/agentrunner/gen/go/agentrunner/v1"
 	"github.com/agentrunner/agentrunner/runner/memory"
@@ -50,6 +51,9 @@ type InvocationConfig struct {
 	// diagnostics. Both required.
 	NewID  func() string
 	Logger *slog.Logger
+	// Now is the runner's clock, which the timing of model calls, tools
+	// and remote turns is read from; nil means time.Now.
+	Now func() time.Time
 	// RetryCalls are calls of the session a resumed run runs again because
 	// its caller asked: calls a crash left started and unfinished.
 	RetryCalls []string
@@ -120,6 +124,9 @@ func NewInvocation(cfg InvocationConfig) *Invocation {
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
 	}
 	return &Invocation{cfg: cfg, hooks: cfg.Hooks, log: cfg.Logger, state: cfg.State, events: cfg.Events}
 }

@@ -3,6 +3,7 @@ package agent
 import (
 	"context"
 	"log/slog"
+	"time"
 
 	agentrunnerv1 "github.com/agentrunner/agentrunner/gen/go/agentrunner/v1"
 	"github.com/agentrunner/agentrunner/runner/internal/seal"
@@ -55,6 +56,10 @@ func ReserveModelCall(ctx CallbackContext, est Estimate) (release func(), err er
 
 // NewID returns a fresh id from the runner's generator.
 func NewID(ctx CallbackContext) string { return ctx.impl().inv.cfg.NewID() }
+
+// Now returns the time on the runner's clock: the one event timestamps
+// come from, so that timings and timestamps agree, and that tests can set.
+func Now(ctx CallbackContext) time.Time { return ctx.impl().inv.cfg.Now() }
 
 // Logger returns the runner's logger.
 func Logger(ctx CallbackContext) *slog.Logger { return ctx.impl().inv.log }

@@ -130,4 +130,9 @@ type Response struct {
 	// Interrupted marks a response cut off after part of it was streamed:
 	// Content holds what arrived, ErrorCode why it stopped.
 	Interrupted bool
+	// Attempts, on the complete response of a call that was retried or
+	// fell back (package retry), is each attempt's timing, the last the
+	// one answering; nil when the first attempt answered. The LLM agent
+	// puts them on the event's timing.
+	Attempts []*agentrunnerv1.ModelAttempt
 }

@@ -6,6 +6,7 @@ import (
 
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protoreflect"
+	"google.golang.org/protobuf/types/known/durationpb"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	agentrunnerv1 "github.com/agentrunner/agentrunner/gen/go/agentrunner/v1"
@@ -65,12 +66,25 @@ func fullEvent(t *testing.T) *agentrunnerv1.Event {
 			Estimated:                  true,
 		},
 		Cost: &agentrunnerv1.Cost{Currency: "USD", Micros: 1_234_567, UnpricedCalls: 1, Model: "fast"},
+		// Sub-millisecond times and durations, which a store must keep
+		// to the nanosecond as the timestamp above.
+		Timing: &agentrunnerv1.Timing{
+			StartTime:        timestamppb.New(time.Date(2026, 11, 25, 9, 29, 58, 987654321, time.UTC)),
+			TimeToFirstChunk: durationpb.New(250*time.Millisecond + 1234*time.Nanosecond),
+			Duration:         durationpb.New(1135*time.Millisecond + 802*time.Nanosecond),
+			Attempts: []*agentrunnerv1.ModelAttempt{{
+				Model: "fake-model", StartTime: timestamppb.New(time.Date(2026, 11, 25, 9, 29, 58, 987654321, time.UTC)),
+				TimeToFirstChunk: durationpb.New(3 * time.Microsecond), Duration: durationpb.New(7 * time.Microsecond), ErrorCode: "UNAVAILABLE",
+			}},
+		},
 	}
 	// Sequence is the store's to assign; partial events are refused.
 	requireAllSet(t, ev, "sequence", "partial")
 	requireAllSet(t, ev.GetActions())
 	requireAllSet(t, ev.GetUsageMetadata())
 	requireAllSet(t, ev.GetCost())
+	requireAllSet(t, ev.GetTiming())
+	requireAllSet(t, ev.GetTiming().GetAttempts()[0])
 	requireAllSet(t, ev.GetCitationMetadata().GetCitations()[0])
 	return ev
 }

@@ -11,7 +11,9 @@ import (
 	"github.com/agentrunner/agentrunner/runner/agent"
 	"github.com/agentrunner/agentrunner/runner/tool"
 	"github.com/agentrunner/agentrunner/runner/tool/builtin"
+	"google.golang.org/protobuf/types/known/durationpb"
 	"google.golang.org/protobuf/types/known/structpb"
+	"google.golang.org/protobuf/types/known/timestamppb"
 )
 
 // toolContext is the one implementation of tool.Context: a callback
@@ -119,12 +121,16 @@ func (l *llmAgent) callTool(ctx agent.InvocationContext, h hooks, tools toolSet,
 		result map[string]any
 		err    error
 	)
+	start := agent.Now(ctx)
 	t, ok := tools.byName[fc.GetName()]
 	if !ok {
 		err = fmt.Errorf("tool %q not found; available tools: %s", fc.GetName(), builtin.QuoteList(slices.Sorted(maps.Keys(tools.byName))))
 	} else {
 		result, err = l.invokeTool(tc, h, t, fc.GetArgs().AsMap())
 	}
+	// The tool's time, hooks and callbacks included: what the step waited
+	// for it.
+	timing := &agentrunnerv1.Timing{StartTime: timestamppb.New(start), Duration: durationpb.New(agent.Now(ctx).Sub(start))}
 
 	// Collect the call's changes into its actions; what the tool set on
 	// Actions() directly wins over the same key set through State().
@@ -144,6 +150,7 @@ func (l *llmAgent) callTool(ctx agent.InvocationContext, h hooks, tools toolSet,
 		response = &structpb.Struct{Fields: map[string]*structpb.Value{"error": structpb.NewStringValue(err.Error())}}
 	}
 	out.part = responsePart(fc, response)
+	out.part.GetFunctionResponse().Timing = timing
 	return out
 }
 

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"iter"
 	"strings"
+	"time"
 
 	agentrunnerv1 "github.com/agentrunner/agentrunner/gen/go/agentrunner/v1"
 	"github.com/agentrunner/agentrunner/runner/agent"
@@ -12,7 +13,9 @@ import (
 	"github.com/agentrunner/agentrunner/runner/model"
 	"github.com/agentrunner/agentrunner/runner/tool"
 	"github.com/agentrunner/agentrunner/runner/tool/builtin"
+	"google.golang.org/protobuf/types/known/durationpb"
 	"google.golang.org/protobuf/types/known/structpb"
+	"google.golang.org/protobuf/types/known/timestamppb"
 )
 
 // hooks are the runner's plugin hooks an LLM agent calls; *plugin.Manager
@@ -158,8 +161,9 @@ func (l *llmAgent) step(ctx agent.InvocationContext, h hooks, tools toolSet, yie
 	// before.
 	release := func() {}
 	defer func() { release() }()
+	var timing *agentrunnerv1.Timing
 	if err == nil && resp == nil {
-		resp, ok, err = l.callModel(ctx, cc, h, req, &release, yield)
+		resp, timing, ok, err = l.callModel(ctx, cc, h, req, &release, yield)
 		if !ok {
 			return nil, false
 		}
@@ -172,6 +176,7 @@ func (l *llmAgent) step(ctx agent.InvocationContext, h hooks, tools toolSet, yie
 		return nil, false
 	}
 	ev := responseEvent(ctx, resp, false)
+	ev.Timing = timing
 	l.prepareCalls(ctx, tools, ev)
 	agent.FlushActions(cc, ev)
 	l.setOutput(ev)
@@ -228,13 +233,13 @@ func (l *llmAgent) afterModelCall(cc agent.CallbackContext, h hooks, resp *model
 }
 
 // callModel counts and makes the call, streaming partial events when the
-// run asks for SSE, and returns the complete response. A failure goes to
-// the on_model_error hooks, which may answer in its place. ok is false
-// when the consumer stopped.
-func (l *llmAgent) callModel(ctx agent.InvocationContext, cc agent.CallbackContext, h hooks, req *model.Request, release *func(), yield func(*agentrunnerv1.Event, error) bool) (resp *model.Response, ok bool, err error) {
+// run asks for SSE, and returns the complete response with the call's
+// timing. A failure goes to the on_model_error hooks, which may answer in
+// its place. ok is false when the consumer stopped.
+func (l *llmAgent) callModel(ctx agent.InvocationContext, cc agent.CallbackContext, h hooks, req *model.Request, release *func(), yield func(*agentrunnerv1.Event, error) bool) (resp *model.Response, timing *agentrunnerv1.Timing, ok bool, err error) {
 	est := l.capOutput(req)
 	if *release, err = agent.ReserveModelCall(ctx, est); err != nil {
-		return nil, true, err
+		return nil, nil, true, err
 	}
 	stream := ctx.RunConfig().GetStreamingMode() == agentrunnerv1.StreamingMode_STREAMING_MODE_SSE
 	var callErr error
@@ -243,7 +248,14 @@ func (l *llmAgent) callModel(ctx agent.InvocationContext, cc agent.CallbackConte
 	gctx := model.WithCutReporter(ctx, func(u *agentrunnerv1.UsageMetadata, c *agentrunnerv1.Cost) {
 		agent.NoteCutCall(ctx, agent.CutCall{Author: ctx.AgentName(), Branch: ctx.Branch(), Usage: u, Cost: c})
 	})
+	// The call's time is taken here, on the runner's clock, whatever the
+	// model: a provider wrapped in retries or not is timed alike.
+	start := agent.Now(ctx)
+	var first time.Time
 	stopped, panicked := agent.RangeGuarded(ctx, agent.Logger(ctx), "model "+l.model.Name(), l.model.Generate(gctx, req, stream), func(r *model.Response, err error) bool {
+		if r != nil && first.IsZero() {
+			first = agent.Now(ctx)
+		}
 		switch {
 		case err != nil:
 			callErr = err
@@ -257,8 +269,9 @@ func (l *llmAgent) callModel(ctx agent.InvocationContext, cc agent.CallbackConte
 		return true
 	})
 	if stopped && callErr == nil {
-		return nil, false, nil
+		return nil, nil, false, nil
 	}
+	timing = callTiming(start, first, agent.Now(ctx), resp)
 	if callErr == nil {
 		callErr = panicked
 	}
@@ -271,7 +284,21 @@ func (l *llmAgent) callModel(ctx agent.InvocationContext, cc agent.CallbackConte
 		noteCut(ctx, callErr)
 		resp, err = l.modelFailed(ctx, cc, h, req, callErr)
 	}
-	return resp, true, err
+	return resp, timing, true, err
+}
+
+// callTiming is the timing of a model call that started at start, had its
+// first chunk at first (zero when none came) and ended at end, with the
+// attempts of resp, its complete response when it gave one.
+func callTiming(start, first, end time.Time, resp *model.Response) *agentrunnerv1.Timing {
+	t := &agentrunnerv1.Timing{StartTime: timestamppb.New(start), Duration: durationpb.New(end.Sub(start))}
+	if !first.IsZero() {
+		t.TimeToFirstChunk = durationpb.New(first.Sub(start))
+	}
+	if resp != nil {
+		t.Attempts = resp.Attempts
+	}
+	return t
 }
 
 // noteCut hands the runner the usage of a call the run's end cut off

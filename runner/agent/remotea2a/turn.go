@@ -7,8 +7,11 @@ import (
 	"log/slog"
 	"maps"
 	"slices"
+	"time"
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
+	"google.golang.org/protobuf/types/known/durationpb"
+	"google.golang.org/protobuf/types/known/timestamppb"
 
 	agentrunnerv1 "github.com/agentrunner/agentrunner/gen/go/agentrunner/v1"
 	"github.com/agentrunner/agentrunner/runner/agent"
@@ -31,6 +34,7 @@ func (r *remote) turn(ctx agent.InvocationContext, yield func(*agentrunnerv1.Eve
 	tctx, cancel := context.WithTimeout(ctx, r.timeout)
 	defer cancel()
 	s := newStream(ctx, yield, msg)
+	s.start = s.now()
 	err := r.send(tctx, s, &a2a.SendMessageRequest{Message: msg})
 	if !s.done && s.taskID != "" {
 		r.cancelTask(ctx, agent.Logger(ctx), s.taskID)
@@ -115,17 +119,26 @@ type stream struct {
 	stepped bool
 	// done is set once the task reached a state that ends the turn.
 	done bool
+	// start is when the message was sent and first when the first A2A
+	// event came back, on now, the runner's clock: the turn's timing.
+	// (A stream without a clock is not timed.)
+	now          func() time.Time
+	start, first time.Time
 }
 
 func newStream(ctx agent.InvocationContext, yield func(*agentrunnerv1.Event, error) bool, msg *a2a.Message) *stream {
 	return &stream{
 		ctx: ctx, yield: yield, partials: ctx.RunConfig().GetStreamingMode() == agentrunnerv1.StreamingMode_STREAMING_MODE_SSE,
 		contextID: msg.ContextID, taskID: msg.TaskID, artifacts: map[a2a.ArtifactID]int{}, open: map[string]string{},
+		now: func() time.Time { return agent.Now(ctx) },
 	}
 }
 
 // handle takes one A2A event.
 func (s *stream) handle(ev a2a.Event) error {
+	if s.now != nil && s.first.IsZero() {
+		s.first = s.now()
+	}
 	if info := ev.TaskInfo(); info.TaskID != "" || info.ContextID != "" {
 		s.taskID, s.contextID = info.TaskID, info.ContextID
 	}
@@ -334,7 +347,7 @@ func (s *stream) finish(waited []*agentrunnerv1.Part) error {
 	}
 	parts := mergeText(append(s.parts, waited...))
 	s.parts, s.artifacts = nil, map[a2a.ArtifactID]int{}
-	ev := &agentrunnerv1.Event{TurnComplete: true, CustomMetadata: metadata(s.contextID, s.taskID, s.state)}
+	ev := &agentrunnerv1.Event{TurnComplete: true, CustomMetadata: metadata(s.contextID, s.taskID, s.state), Timing: s.timing()}
 	for _, p := range waited {
 		if fc := p.GetFunctionCall(); fc != nil {
 			ev.LongRunningToolIds = append(ev.LongRunningToolIds, fc.GetId())
@@ -350,6 +363,19 @@ func (s *stream) finish(waited []*agentrunnerv1.Part) error {
 		return errStopped
 	}
 	return nil
+}
+
+// timing is the turn's timing as it ends: from the message sent to the
+// remote's first event and to now.
+func (s *stream) timing() *agentrunnerv1.Timing {
+	if s.now == nil {
+		return nil
+	}
+	t := &agentrunnerv1.Timing{StartTime: timestamppb.New(s.start), Duration: durationpb.New(s.now().Sub(s.start))}
+	if !s.first.IsZero() {
+		t.TimeToFirstChunk = durationpb.New(s.first.Sub(s.start))
+	}
+	return t
 }
 
 func orNone(s string) string {

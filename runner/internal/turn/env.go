@@ -162,6 +162,7 @@ func (env *Env) newInvocation(key store.SessionKey, id string, sess *agentrunner
 		Hooks:       hooks,
 		NewID:       env.NewID,
 		Logger:      env.Log,
+		Now:         env.Now,
 		RetryCalls:  retry,
 	})
 }

@@ -426,11 +426,13 @@ func (in *invocation) complete(ev, orig *agentrunnerv1.Event) {
 func (in *invocation) userEvent(ctx context.Context, msg *agentrunnerv1.Content, delta *structpb.Struct) (*agentrunnerv1.Event, error) {
 	content := msg.CloneVT()
 	content.Role = agent.RoleUser
+	now := in.env.Now()
+	timeAnswers(content, in.inv.Events(), now)
 	ev := &agentrunnerv1.Event{
 		Id:           in.env.NewID(),
 		InvocationId: in.hctx.InvocationID(),
 		Author:       agent.UserAuthor,
-		Timestamp:    timestamppb.New(in.env.Now()),
+		Timestamp:    timestamppb.New(now),
 		Content:      content,
 	}
 	var actions agentrunnerv1.EventActions

@@ -6,6 +6,9 @@ import (
 	"fmt"
 	"time"
 
+	"google.golang.org/protobuf/types/known/durationpb"
+	"google.golang.org/protobuf/types/known/timestamppb"
+
 	agentrunnerv1 "github.com/agentrunner/agentrunner/gen/go/agentrunner/v1"
 	"github.com/agentrunner/agentrunner/runner/model"
 )
@@ -34,12 +37,37 @@ type outcome struct {
 	inFlight bool
 }
 
+// timeline is the timing of a call's attempts. It is kept from the first
+// failure on, so that a call its first attempt answers, the common case,
+// allocates nothing for it.
+type timeline struct{ attempts []*agentrunnerv1.ModelAttempt }
+
+// add records an attempt at model that started at start, had its first
+// chunk at first (zero when none came), ended at end, and failed with
+// code (empty when it answered).
+func (tl *timeline) add(model string, start, first, end time.Time, code string) {
+	a := &agentrunnerv1.ModelAttempt{Model: model, StartTime: timestamppb.New(start), Duration: durationpb.New(end.Sub(start)), ErrorCode: code}
+	if !first.IsZero() {
+		a.TimeToFirstChunk = durationpb.New(first.Sub(start))
+	}
+	tl.attempts = append(tl.attempts, a)
+}
+
+// of is what a call's last response carries: every attempt once there
+// was more than one, else nothing.
+func (tl *timeline) of() []*agentrunnerv1.ModelAttempt {
+	if len(tl.attempts) < 2 {
+		return nil
+	}
+	return tl.attempts
+}
+
 // run makes the attempts at one model.
-func (m *Model) run(ctx context.Context, t Target, req *model.Request, stream bool, yield func(*model.Response, error) bool) outcome {
+func (m *Model) run(ctx context.Context, t Target, req *model.Request, stream bool, tl *timeline, yield func(*model.Response, error) bool) outcome {
 	p := t.Policy
 	start := m.clock.Now()
 	for n := 1; ; n++ {
-		out := m.attempt(ctx, t, req, stream, yield)
+		out := m.attempt(ctx, t, req, stream, tl, yield)
 		out.attempts = n
 		if out.done || out.callerErr != nil || out.streamed {
 			return out
@@ -77,8 +105,11 @@ func (m *Model) backoff(p Policy, n int, retryAfter time.Duration) time.Duration
 }
 
 // attempt makes one call, forwarding partials and the complete response
-// to the consumer as they come.
-func (m *Model) attempt(ctx context.Context, t Target, req *model.Request, stream bool, yield func(*model.Response, error) bool) outcome {
+// to the consumer as they come, and records its timing in tl when it
+// failed or answered after a failure.
+func (m *Model) attempt(ctx context.Context, t Target, req *model.Request, stream bool, tl *timeline, yield func(*model.Response, error) bool) outcome {
+	start := m.clock.Now()
+	var first time.Time
 	actx, cancel := ctx, context.CancelFunc(func() {})
 	if t.Policy.CallTimeout > 0 {
 		actx, cancel = context.WithTimeoutCause(ctx, t.Policy.CallTimeout, errCallTimeout)
@@ -96,6 +127,9 @@ func (m *Model) attempt(ctx context.Context, t Target, req *model.Request, strea
 		if r == nil {
 			continue
 		}
+		if first.IsZero() {
+			first = m.clock.Now()
+		}
 		if r.Partial {
 			out.streamed = true
 			out.partial = append(out.partial, r.Content.GetParts()...)
@@ -112,6 +146,10 @@ func (m *Model) attempt(ctx context.Context, t Target, req *model.Request, strea
 		// The complete response ends the call, whatever the model might
 		// still send.
 		t.price(r)
+		if len(tl.attempts) > 0 {
+			tl.add(t.Model.Name(), start, first, m.clock.Now(), "")
+			r.Attempts = tl.of()
+		}
 		yield(r, nil)
 		return outcome{done: true}
 	}
@@ -127,6 +165,7 @@ func (m *Model) attempt(ctx context.Context, t Target, req *model.Request, strea
 		return out
 	}
 	out.err = classify(actx, t, callErr)
+	tl.add(t.Model.Name(), start, first, m.clock.Now(), out.err.Code)
 	return out
 }
 

@@ -208,7 +208,10 @@ func (m *Model) Generate(ctx context.Context, req *model.Request, stream bool) i
 			yield(nil, errors.New("retry: nil request"))
 			return
 		}
-		var failures []failure
+		var (
+			failures []failure
+			tl       timeline
+		)
 		for i, t := range m.targets {
 			r := req
 			if i > 0 && req.Model != "" {
@@ -218,7 +221,7 @@ func (m *Model) Generate(ctx context.Context, req *model.Request, stream bool) i
 				c.Model = ""
 				r = &c
 			}
-			out := m.run(ctx, t, r, stream, yield)
+			out := m.run(ctx, t, r, stream, &tl, yield)
 			switch {
 			case out.done:
 				return
@@ -235,6 +238,7 @@ func (m *Model) Generate(ctx context.Context, req *model.Request, stream bool) i
 				resp := failed(failures)
 				resp.Content, resp.Interrupted = joinPartials(out.partial), true
 				resp.Usage = model.CutUsage(r, out.usage, out.partial)
+				resp.Attempts = tl.of()
 				t.price(resp)
 				m.log.ErrorContext(ctx, "model call failed mid-stream", "model", t.Model.Name(), "code", resp.ErrorCode, "err", resp.ErrorMessage)
 				yield(resp, nil)
@@ -247,6 +251,7 @@ func (m *Model) Generate(ctx context.Context, req *model.Request, stream bool) i
 			}
 		}
 		resp := failed(failures)
+		resp.Attempts = tl.of()
 		m.log.ErrorContext(ctx, "model call failed", "model", m.Name(), "code", resp.ErrorCode, "err", resp.ErrorMessage)
 		yield(resp, nil)
 	}

@@ -438,7 +438,12 @@ type FunctionResponse struct {
 	// Name of the tool that was called.
 	Name string `protobuf:"bytes,2,opt,name=name,proto3" json:"name,omitempty"`
 	// The tool's result as a JSON object. Errors are reported as {"error": "..."}.
-	Response      *structpb.Struct `protobuf:"bytes,3,opt,name=response,proto3" json:"response,omitempty"`
+	Response *structpb.Struct `protobuf:"bytes,3,opt,name=response,proto3" json:"response,omitempty"`
+	// When the tool was called and how long it took, set by the runner: for
+	// a tool it runs, the tool's run with its hooks and callbacks; for a
+	// tool the caller executes, from the call to the answer's receipt (a
+	// caller's own timing is replaced). Never sent to a model.
+	Timing        *Timing `protobuf:"bytes,4,opt,name=timing,proto3" json:"timing,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -494,11 +499,18 @@ func (x *FunctionResponse) GetResponse() *structpb.Struct {
 	return nil
 }
 
+func (x *FunctionResponse) GetTiming() *Timing {
+	if x != nil {
+		return x.Timing
+	}
+	return nil
+}
+
 var File_agentrunner_v1_content_proto protoreflect.FileDescriptor
 
 const file_agentrunner_v1_content_proto_rawDesc = "" +
 	"\n" +
-	"\x1cagentrunner/v1/content.proto\x12\x0eagentrunner.v1\x1a\x1cgoogle/protobuf/struct.proto\"I\n" +
+	"\x1cagentrunner/v1/content.proto\x12\x0eagentrunner.v1\x1a\x1bagentrunner/v1/timing.proto\x1a\x1cgoogle/protobuf/struct.proto\"I\n" +
 	"\aContent\x12\x12\n" +
 	"\x04role\x18\x01 \x01(\tR\x04role\x12*\n" +
 	"\x05parts\x18\x02 \x03(\v2\x14.agentrunner.v1.PartR\x05parts\"\xf3\x02\n" +
@@ -523,11 +535,12 @@ const file_agentrunner_v1_content_proto_rawDesc = "" +
 	"\fFunctionCall\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x12\n" +
 	"\x04name\x18\x02 \x01(\tR\x04name\x12+\n" +
-	"\x04args\x18\x03 \x01(\v2\x17.google.protobuf.StructR\x04args\"k\n" +
+	"\x04args\x18\x03 \x01(\v2\x17.google.protobuf.StructR\x04args\"\x9b\x01\n" +
 	"\x10FunctionResponse\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x12\n" +
 	"\x04name\x18\x02 \x01(\tR\x04name\x123\n" +
-	"\bresponse\x18\x03 \x01(\v2\x17.google.protobuf.StructR\bresponseB\xc3\x01\n" +
+	"\bresponse\x18\x03 \x01(\v2\x17.google.protobuf.StructR\bresponse\x12.\n" +
+	"\x06timing\x18\x04 \x01(\v2\x16.agentrunner.v1.TimingR\x06timingB\xc3\x01\n" +
 	"\x12com.agentrunner.v1B\fContentProtoP\x01ZFgithub.com/agentrunner/agentrunner/gen/go/agentrunner/v1;agentrunnerv1\xa2\x02\x03AXX\xaa\x02\x0eAgentrunner.V1\xca\x02\x0eAgentrunner\\V1\xe2\x02\x1aAgentrunner\\V1\\GPBMetadata\xea\x02\x0fAgentrunner::V1b\x06proto3"
 
 var (
@@ -551,6 +564,7 @@ var file_agentrunner_v1_content_proto_goTypes = []any{
 	(*FunctionCall)(nil),     // 4: agentrunner.v1.FunctionCall
 	(*FunctionResponse)(nil), // 5: agentrunner.v1.FunctionResponse
 	(*structpb.Struct)(nil),  // 6: google.protobuf.Struct
+	(*Timing)(nil),           // 7: agentrunner.v1.Timing
 }
 var file_agentrunner_v1_content_proto_depIdxs = []int32{
 	1, // 0: agentrunner.v1.Content.parts:type_name -> agentrunner.v1.Part
@@ -560,11 +574,12 @@ var file_agentrunner_v1_content_proto_depIdxs = []int32{
 	5, // 4: agentrunner.v1.Part.function_response:type_name -> agentrunner.v1.FunctionResponse
 	6, // 5: agentrunner.v1.FunctionCall.args:type_name -> google.protobuf.Struct
 	6, // 6: agentrunner.v1.FunctionResponse.response:type_name -> google.protobuf.Struct
-	7, // [7:7] is the sub-list for method output_type
-	7, // [7:7] is the sub-list for method input_type
-	7, // [7:7] is the sub-list for extension type_name
-	7, // [7:7] is the sub-list for extension extendee
-	0, // [0:7] is the sub-list for field type_name
+	7, // 7: agentrunner.v1.FunctionResponse.timing:type_name -> agentrunner.v1.Timing
+	8, // [8:8] is the sub-list for method output_type
+	8, // [8:8] is the sub-list for method input_type
+	8, // [8:8] is the sub-list for extension type_name
+	8, // [8:8] is the sub-list for extension extendee
+	0, // [0:8] is the sub-list for field type_name
 }
 
 func init() { file_agentrunner_v1_content_proto_init() }
@@ -572,6 +587,7 @@ func file_agentrunner_v1_content_proto_init() {
 	if File_agentrunner_v1_content_proto != nil {
 		return
 	}
+	file_agentrunner_v1_timing_proto_init()
 	file_agentrunner_v1_content_proto_msgTypes[1].OneofWrappers = []any{
 		(*Part_Text)(nil),
 		(*Part_InlineData)(nil),

@@ -182,6 +182,7 @@ func (m *FunctionResponse) CloneVT() *FunctionResponse {
 	r.Id = m.Id
 	r.Name = m.Name
 	r.Response = (*structpb.Struct)((*structpb1.Struct)(m.Response).CloneVT())
+	r.Timing = m.Timing.CloneVT()
 	if len(m.unknownFields) > 0 {
 		r.unknownFields = make([]byte, len(m.unknownFields))
 		copy(r.unknownFields, m.unknownFields)
@@ -589,6 +590,16 @@ func (m *FunctionResponse) MarshalToSizedBufferVT(dAtA []byte) (int, error) {
 		i -= len(m.unknownFields)
 		copy(dAtA[i:], m.unknownFields)
 	}
+	if m.Timing != nil {
+		size, err := m.Timing.MarshalToSizedBufferVT(dAtA[:i])
+		if err != nil {
+			return 0, err
+		}
+		i -= size
+		i = protohelpers.EncodeVarint(dAtA, i, uint64(size))
+		i--
+		dAtA[i] = 0x22
+	}
 	if m.Response != nil {
 		size, err := (*structpb1.Struct)(m.Response).MarshalToSizedBufferVT(dAtA[:i])
 		if err != nil {
@@ -796,6 +807,10 @@ func (m *FunctionResponse) SizeVT() (n int) {
 	}
 	if m.Response != nil {
 		l = (*structpb1.Struct)(m.Response).SizeVT()
+		n += 1 + l + protohelpers.SizeOfVarint(uint64(l))
+	}
+	if m.Timing != nil {
+		l = m.Timing.SizeVT()
 		n += 1 + l + protohelpers.SizeOfVarint(uint64(l))
 	}
 	n += len(m.unknownFields)

@@ -90,7 +90,13 @@ type Event struct {
 	Interrupted bool `protobuf:"varint,20,opt,name=interrupted,proto3" json:"interrupted,omitempty"`
 	// What the model call that produced the event cost, set with
 	// usage_metadata. Unset, or with unpriced_calls 1, the cost is unknown.
-	Cost          *Cost `protobuf:"bytes,21,opt,name=cost,proto3" json:"cost,omitempty"`
+	Cost *Cost `protobuf:"bytes,21,opt,name=cost,proto3" json:"cost,omitempty"`
+	// When the model call that produced the event started, its time to
+	// first chunk, its duration and, retried or fallen back, each attempt's;
+	// or the same of a remote agent's turn, on the event that ends it. Set
+	// by the runner on complete events; unset on events no model call or
+	// remote turn produced (a tool's time is on its function response).
+	Timing        *Timing `protobuf:"bytes,22,opt,name=timing,proto3" json:"timing,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -268,6 +274,13 @@ func (x *Event) GetInterrupted() bool {
 func (x *Event) GetCost() *Cost {
 	if x != nil {
 		return x.Cost
+	}
+	return nil
+}
+
+func (x *Event) GetTiming() *Timing {
+	if x != nil {
+		return x.Timing
 	}
 	return nil
 }
@@ -956,7 +969,7 @@ var File_agentrunner_v1_event_proto protoreflect.FileDescriptor
 
 const file_agentrunner_v1_event_proto_rawDesc = "" +
 	"\n" +
-	"\x1aagentrunner/v1/event.proto\x12\x0eagentrunner.v1\x1a\x1cagentrunner/v1/content.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\x98\a\n" +
+	"\x1aagentrunner/v1/event.proto\x12\x0eagentrunner.v1\x1a\x1cagentrunner/v1/content.proto\x1a\x1bagentrunner/v1/timing.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xc8\a\n" +
 	"\x05Event\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12#\n" +
 	"\rinvocation_id\x18\x02 \x01(\tR\finvocationId\x12\x16\n" +
@@ -980,7 +993,8 @@ const file_agentrunner_v1_event_proto_rawDesc = "" +
 	"\x12grounding_metadata\x18\x12 \x01(\v2\x17.google.protobuf.StructR\x11groundingMetadata\x12@\n" +
 	"\x0fcustom_metadata\x18\x13 \x01(\v2\x17.google.protobuf.StructR\x0ecustomMetadata\x12 \n" +
 	"\vinterrupted\x18\x14 \x01(\bR\vinterrupted\x12(\n" +
-	"\x04cost\x18\x15 \x01(\v2\x14.agentrunner.v1.CostR\x04cost\"w\n" +
+	"\x04cost\x18\x15 \x01(\v2\x14.agentrunner.v1.CostR\x04cost\x12.\n" +
+	"\x06timing\x18\x16 \x01(\v2\x16.agentrunner.v1.TimingR\x06timing\"w\n" +
 	"\x04Cost\x12\x1a\n" +
 	"\bcurrency\x18\x01 \x01(\tR\bcurrency\x12\x16\n" +
 	"\x06micros\x18\x02 \x01(\x03R\x06micros\x12%\n" +
@@ -1069,6 +1083,7 @@ var file_agentrunner_v1_event_proto_goTypes = []any{
 	(*timestamppb.Timestamp)(nil), // 10: google.protobuf.Timestamp
 	(*Content)(nil),               // 11: agentrunner.v1.Content
 	(*structpb.Struct)(nil),       // 12: google.protobuf.Struct
+	(*Timing)(nil),                // 13: agentrunner.v1.Timing
 }
 var file_agentrunner_v1_event_proto_depIdxs = []int32{
 	10, // 0: agentrunner.v1.Event.timestamp:type_name -> google.protobuf.Timestamp
@@ -1079,22 +1094,23 @@ var file_agentrunner_v1_event_proto_depIdxs = []int32{
 	12, // 5: agentrunner.v1.Event.grounding_metadata:type_name -> google.protobuf.Struct
 	12, // 6: agentrunner.v1.Event.custom_metadata:type_name -> google.protobuf.Struct
 	1,  // 7: agentrunner.v1.Event.cost:type_name -> agentrunner.v1.Cost
-	3,  // 8: agentrunner.v1.CitationMetadata.citations:type_name -> agentrunner.v1.Citation
-	12, // 9: agentrunner.v1.EventActions.state_delta:type_name -> google.protobuf.Struct
-	9,  // 10: agentrunner.v1.EventActions.artifact_delta:type_name -> agentrunner.v1.EventActions.ArtifactDeltaEntry
-	5,  // 11: agentrunner.v1.EventActions.compaction:type_name -> agentrunner.v1.EventCompaction
-	11, // 12: agentrunner.v1.EventCompaction.summary:type_name -> agentrunner.v1.Content
-	8,  // 13: agentrunner.v1.UsageMetadata.prompt_tokens_details:type_name -> agentrunner.v1.ModalityTokenCount
-	8,  // 14: agentrunner.v1.UsageMetadata.cache_tokens_details:type_name -> agentrunner.v1.ModalityTokenCount
-	8,  // 15: agentrunner.v1.UsageMetadata.candidates_tokens_details:type_name -> agentrunner.v1.ModalityTokenCount
-	8,  // 16: agentrunner.v1.UsageMetadata.tool_use_prompt_tokens_details:type_name -> agentrunner.v1.ModalityTokenCount
-	6,  // 17: agentrunner.v1.Spend.usage:type_name -> agentrunner.v1.UsageMetadata
-	1,  // 18: agentrunner.v1.Spend.cost:type_name -> agentrunner.v1.Cost
-	19, // [19:19] is the sub-list for method output_type
-	19, // [19:19] is the sub-list for method input_type
-	19, // [19:19] is the sub-list for extension type_name
-	19, // [19:19] is the sub-list for extension extendee
-	0,  // [0:19] is the sub-list for field type_name
+	13, // 8: agentrunner.v1.Event.timing:type_name -> agentrunner.v1.Timing
+	3,  // 9: agentrunner.v1.CitationMetadata.citations:type_name -> agentrunner.v1.Citation
+	12, // 10: agentrunner.v1.EventActions.state_delta:type_name -> google.protobuf.Struct
+	9,  // 11: agentrunner.v1.EventActions.artifact_delta:type_name -> agentrunner.v1.EventActions.ArtifactDeltaEntry
+	5,  // 12: agentrunner.v1.EventActions.compaction:type_name -> agentrunner.v1.EventCompaction
+	11, // 13: agentrunner.v1.EventCompaction.summary:type_name -> agentrunner.v1.Content
+	8,  // 14: agentrunner.v1.UsageMetadata.prompt_tokens_details:type_name -> agentrunner.v1.ModalityTokenCount
+	8,  // 15: agentrunner.v1.UsageMetadata.cache_tokens_details:type_name -> agentrunner.v1.ModalityTokenCount
+	8,  // 16: agentrunner.v1.UsageMetadata.candidates_tokens_details:type_name -> agentrunner.v1.ModalityTokenCount
+	8,  // 17: agentrunner.v1.UsageMetadata.tool_use_prompt_tokens_details:type_name -> agentrunner.v1.ModalityTokenCount
+	6,  // 18: agentrunner.v1.Spend.usage:type_name -> agentrunner.v1.UsageMetadata
+	1,  // 19: agentrunner.v1.Spend.cost:type_name -> agentrunner.v1.Cost
+	20, // [20:20] is the sub-list for method output_type
+	20, // [20:20] is the sub-list for method input_type
+	20, // [20:20] is the sub-list for extension type_name
+	20, // [20:20] is the sub-list for extension extendee
+	0,  // [0:20] is the sub-list for field type_name
 }
 
 func init() { file_agentrunner_v1_event_proto_init() }
@@ -1103,6 +1119,7 @@ func file_agentrunner_v1_event_proto_init() {
 		return
 	}
 	file_agentrunner_v1_content_proto_init()
+	file_agentrunner_v1_timing_proto_init()
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{

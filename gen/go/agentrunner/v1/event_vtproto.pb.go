@@ -46,6 +46,7 @@ func (m *Event) CloneVT() *Event {
 	r.CustomMetadata = (*structpb.Struct)((*structpb1.Struct)(m.CustomMetadata).CloneVT())
 	r.Interrupted = m.Interrupted
 	r.Cost = m.Cost.CloneVT()
+	r.Timing = m.Timing.CloneVT()
 	if rhs := m.LongRunningToolIds; rhs != nil {
 		tmpContainer := make([]string, len(rhs))
 		copy(tmpContainer, rhs)
@@ -299,6 +300,18 @@ func (m *Event) MarshalToSizedBufferVT(dAtA []byte) (int, error) {
 	if m.unknownFields != nil {
 		i -= len(m.unknownFields)
 		copy(dAtA[i:], m.unknownFields)
+	}
+	if m.Timing != nil {
+		size, err := m.Timing.MarshalToSizedBufferVT(dAtA[:i])
+		if err != nil {
+			return 0, err
+		}
+		i -= size
+		i = protohelpers.EncodeVarint(dAtA, i, uint64(size))
+		i--
+		dAtA[i] = 0x1
+		i--
+		dAtA[i] = 0xb2
 	}
 	if m.Cost != nil {
 		size, err := m.Cost.MarshalToSizedBufferVT(dAtA[:i])
@@ -1154,6 +1167,10 @@ func (m *Event) SizeVT() (n int) {
 	}
 	if m.Cost != nil {
 		l = m.Cost.SizeVT()
+		n += 2 + l + protohelpers.SizeOfVarint(uint64(l))
+	}
+	if m.Timing != nil {
+		l = m.Timing.SizeVT()
 		n += 2 + l + protohelpers.SizeOfVarint(uint64(l))
 	}
 	n += len(m.unknownFields)

@@ -11,26 +11,27 @@ from google.protobuf import symbol_database as _symbol_database
 _sym_db = _symbol_database.Default()
 
 
+from agentrunner.v1 import timing_pb2 as agentrunner_dot_v1_dot_timing__pb2
 from google.protobuf import struct_pb2 as google_dot_protobuf_dot_struct__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1c\x61gentrunner/v1/content.proto\x12\x0e\x61gentrunner.v1\x1a\x1cgoogle/protobuf/struct.proto\"I\n\x07\x43ontent\x12\x12\n\x04role\x18\x01 \x01(\tR\x04role\x12*\n\x05parts\x18\x02 \x03(\x0b\x32\x14.agentrunner.v1.PartR\x05parts\"\xf3\x02\n\x04Part\x12\x14\n\x04text\x18\x01 \x01(\tH\x00R\x04text\x12\x37\n\x0binline_data\x18\x02 \x01(\x0b\x32\x14.agentrunner.v1.BlobH\x00R\ninlineData\x12\x37\n\tfile_data\x18\x03 \x01(\x0b\x32\x18.agentrunner.v1.FileDataH\x00R\x08\x66ileData\x12\x43\n\rfunction_call\x18\x04 \x01(\x0b\x32\x1c.agentrunner.v1.FunctionCallH\x00R\x0c\x66unctionCall\x12O\n\x11\x66unction_response\x18\x05 \x01(\x0b\x32 .agentrunner.v1.FunctionResponseH\x00R\x10\x66unctionResponse\x12\x18\n\x07thought\x18\x06 \x01(\x08R\x07thought\x12+\n\x11thought_signature\x18\x07 \x01(\x0cR\x10thoughtSignatureB\x06\n\x04\x64\x61ta\"Z\n\x04\x42lob\x12\x1b\n\tmime_type\x18\x01 \x01(\tR\x08mimeType\x12\x12\n\x04\x64\x61ta\x18\x02 \x01(\x0cR\x04\x64\x61ta\x12!\n\x0c\x64isplay_name\x18\x03 \x01(\tR\x0b\x64isplayName\"e\n\x08\x46ileData\x12\x1b\n\tmime_type\x18\x01 \x01(\tR\x08mimeType\x12\x19\n\x08\x66ile_uri\x18\x02 \x01(\tR\x07\x66ileUri\x12!\n\x0c\x64isplay_name\x18\x03 \x01(\tR\x0b\x64isplayName\"_\n\x0c\x46unctionCall\x12\x0e\n\x02id\x18\x01 \x01(\tR\x02id\x12\x12\n\x04name\x18\x02 \x01(\tR\x04name\x12+\n\x04\x61rgs\x18\x03 \x01(\x0b\x32\x17.google.protobuf.StructR\x04\x61rgs\"k\n\x10\x46unctionResponse\x12\x0e\n\x02id\x18\x01 \x01(\tR\x02id\x12\x12\n\x04name\x18\x02 \x01(\tR\x04name\x12\x33\n\x08response\x18\x03 \x01(\x0b\x32\x17.google.protobuf.StructR\x08responseb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1c\x61gentrunner/v1/content.proto\x12\x0e\x61gentrunner.v1\x1a\x1b\x61gentrunner/v1/timing.proto\x1a\x1cgoogle/protobuf/struct.proto\"I\n\x07\x43ontent\x12\x12\n\x04role\x18\x01 \x01(\tR\x04role\x12*\n\x05parts\x18\x02 \x03(\x0b\x32\x14.agentrunner.v1.PartR\x05parts\"\xf3\x02\n\x04Part\x12\x14\n\x04text\x18\x01 \x01(\tH\x00R\x04text\x12\x37\n\x0binline_data\x18\x02 \x01(\x0b\x32\x14.agentrunner.v1.BlobH\x00R\ninlineData\x12\x37\n\tfile_data\x18\x03 \x01(\x0b\x32\x18.agentrunner.v1.FileDataH\x00R\x08\x66ileData\x12\x43\n\rfunction_call\x18\x04 \x01(\x0b\x32\x1c.agentrunner.v1.FunctionCallH\x00R\x0c\x66unctionCall\x12O\n\x11\x66unction_response\x18\x05 \x01(\x0b\x32 .agentrunner.v1.FunctionResponseH\x00R\x10\x66unctionResponse\x12\x18\n\x07thought\x18\x06 \x01(\x08R\x07thought\x12+\n\x11thought_signature\x18\x07 \x01(\x0cR\x10thoughtSignatureB\x06\n\x04\x64\x61ta\"Z\n\x04\x42lob\x12\x1b\n\tmime_type\x18\x01 \x01(\tR\x08mimeType\x12\x12\n\x04\x64\x61ta\x18\x02 \x01(\x0cR\x04\x64\x61ta\x12!\n\x0c\x64isplay_name\x18\x03 \x01(\tR\x0b\x64isplayName\"e\n\x08\x46ileData\x12\x1b\n\tmime_type\x18\x01 \x01(\tR\x08mimeType\x12\x19\n\x08\x66ile_uri\x18\x02 \x01(\tR\x07\x66ileUri\x12!\n\x0c\x64isplay_name\x18\x03 \x01(\tR\x0b\x64isplayName\"_\n\x0c\x46unctionCall\x12\x0e\n\x02id\x18\x01 \x01(\tR\x02id\x12\x12\n\x04name\x18\x02 \x01(\tR\x04name\x12+\n\x04\x61rgs\x18\x03 \x01(\x0b\x32\x17.google.protobuf.StructR\x04\x61rgs\"\x9b\x01\n\x10\x46unctionResponse\x12\x0e\n\x02id\x18\x01 \x01(\tR\x02id\x12\x12\n\x04name\x18\x02 \x01(\tR\x04name\x12\x33\n\x08response\x18\x03 \x01(\x0b\x32\x17.google.protobuf.StructR\x08response\x12.\n\x06timing\x18\x04 \x01(\x0b\x32\x16.agentrunner.v1.TimingR\x06timingb\x06proto3')
 
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, globals())
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'agentrunner.v1.content_pb2', globals())
 if _descriptor._USE_C_DESCRIPTORS == False:
 
   DESCRIPTOR._options = None
-  _CONTENT._serialized_start=78
-  _CONTENT._serialized_end=151
-  _PART._serialized_start=154
-  _PART._serialized_end=525
-  _BLOB._serialized_start=527
-  _BLOB._serialized_end=617
-  _FILEDATA._serialized_start=619
-  _FILEDATA._serialized_end=720
-  _FUNCTIONCALL._serialized_start=722
-  _FUNCTIONCALL._serialized_end=817
-  _FUNCTIONRESPONSE._serialized_start=819
-  _FUNCTIONRESPONSE._serialized_end=926
+  _CONTENT._serialized_start=107
+  _CONTENT._serialized_end=180
+  _PART._serialized_start=183
+  _PART._serialized_end=554
+  _BLOB._serialized_start=556
+  _BLOB._serialized_end=646
+  _FILEDATA._serialized_start=648
+  _FILEDATA._serialized_end=749
+  _FUNCTIONCALL._serialized_start=751
+  _FUNCTIONCALL._serialized_end=846
+  _FUNCTIONRESPONSE._serialized_start=849
+  _FUNCTIONRESPONSE._serialized_end=1004
 # @@protoc_insertion_point(module_scope)

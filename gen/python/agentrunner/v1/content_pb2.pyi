@@ -1,3 +1,4 @@
+from agentrunner.v1 import timing_pb2 as _timing_pb2
 from google.protobuf import struct_pb2 as _struct_pb2
 from google.protobuf.internal import containers as _containers
 from google.protobuf import descriptor as _descriptor
@@ -45,14 +46,16 @@ class FunctionCall(_message.Message):
     def __init__(self, id: _Optional[str] = ..., name: _Optional[str] = ..., args: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ...) -> None: ...
 
 class FunctionResponse(_message.Message):
-    __slots__ = ["id", "name", "response"]
+    __slots__ = ["id", "name", "response", "timing"]
     ID_FIELD_NUMBER: _ClassVar[int]
     NAME_FIELD_NUMBER: _ClassVar[int]
     RESPONSE_FIELD_NUMBER: _ClassVar[int]
+    TIMING_FIELD_NUMBER: _ClassVar[int]
     id: str
     name: str
     response: _struct_pb2.Struct
-    def __init__(self, id: _Optional[str] = ..., name: _Optional[str] = ..., response: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ...) -> None: ...
+    timing: _timing_pb2.Timing
+    def __init__(self, id: _Optional[str] = ..., name: _Optional[str] = ..., response: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., timing: _Optional[_Union[_timing_pb2.Timing, _Mapping]] = ...) -> None: ...
 
 class Part(_message.Message):
     __slots__ = ["file_data", "function_call", "function_response", "inline_data", "text", "thought", "thought_signature"]

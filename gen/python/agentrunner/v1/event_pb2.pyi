@@ -1,4 +1,5 @@
 from agentrunner.v1 import content_pb2 as _content_pb2
+from agentrunner.v1 import timing_pb2 as _timing_pb2
 from google.protobuf import struct_pb2 as _struct_pb2
 from google.protobuf import timestamp_pb2 as _timestamp_pb2
 from google.protobuf.internal import containers as _containers
@@ -43,7 +44,7 @@ class Cost(_message.Message):
     def __init__(self, currency: _Optional[str] = ..., micros: _Optional[int] = ..., unpriced_calls: _Optional[int] = ..., model: _Optional[str] = ...) -> None: ...
 
 class Event(_message.Message):
-    __slots__ = ["actions", "author", "branch", "citation_metadata", "content", "cost", "custom_metadata", "error_code", "error_message", "finish_reason", "grounding_metadata", "id", "interrupted", "invocation_id", "long_running_tool_ids", "model_version", "partial", "sequence", "timestamp", "turn_complete", "usage_metadata"]
+    __slots__ = ["actions", "author", "branch", "citation_metadata", "content", "cost", "custom_metadata", "error_code", "error_message", "finish_reason", "grounding_metadata", "id", "interrupted", "invocation_id", "long_running_tool_ids", "model_version", "partial", "sequence", "timestamp", "timing", "turn_complete", "usage_metadata"]
     ACTIONS_FIELD_NUMBER: _ClassVar[int]
     AUTHOR_FIELD_NUMBER: _ClassVar[int]
     BRANCH_FIELD_NUMBER: _ClassVar[int]
@@ -63,6 +64,7 @@ class Event(_message.Message):
     PARTIAL_FIELD_NUMBER: _ClassVar[int]
     SEQUENCE_FIELD_NUMBER: _ClassVar[int]
     TIMESTAMP_FIELD_NUMBER: _ClassVar[int]
+    TIMING_FIELD_NUMBER: _ClassVar[int]
     TURN_COMPLETE_FIELD_NUMBER: _ClassVar[int]
     USAGE_METADATA_FIELD_NUMBER: _ClassVar[int]
     actions: EventActions
@@ -84,9 +86,10 @@ class Event(_message.Message):
     partial: bool
     sequence: int
     timestamp: _timestamp_pb2.Timestamp
+    timing: _timing_pb2.Timing
     turn_complete: bool
     usage_metadata: UsageMetadata
-    def __init__(self, id: _Optional[str] = ..., invocation_id: _Optional[str] = ..., author: _Optional[str] = ..., branch: _Optional[str] = ..., timestamp: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., sequence: _Optional[int] = ..., content: _Optional[_Union[_content_pb2.Content, _Mapping]] = ..., partial: bool = ..., turn_complete: bool = ..., error_code: _Optional[str] = ..., error_message: _Optional[str] = ..., actions: _Optional[_Union[EventActions, _Mapping]] = ..., long_running_tool_ids: _Optional[_Iterable[str]] = ..., usage_metadata: _Optional[_Union[UsageMetadata, _Mapping]] = ..., finish_reason: _Optional[str] = ..., model_version: _Optional[str] = ..., citation_metadata: _Optional[_Union[CitationMetadata, _Mapping]] = ..., grounding_metadata: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., custom_metadata: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., interrupted: bool = ..., cost: _Optional[_Union[Cost, _Mapping]] = ...) -> None: ...
+    def __init__(self, id: _Optional[str] = ..., invocation_id: _Optional[str] = ..., author: _Optional[str] = ..., branch: _Optional[str] = ..., timestamp: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., sequence: _Optional[int] = ..., content: _Optional[_Union[_content_pb2.Content, _Mapping]] = ..., partial: bool = ..., turn_complete: bool = ..., error_code: _Optional[str] = ..., error_message: _Optional[str] = ..., actions: _Optional[_Union[EventActions, _Mapping]] = ..., long_running_tool_ids: _Optional[_Iterable[str]] = ..., usage_metadata: _Optional[_Union[UsageMetadata, _Mapping]] = ..., finish_reason: _Optional[str] = ..., model_version: _Optional[str] = ..., citation_metadata: _Optional[_Union[CitationMetadata, _Mapping]] = ..., grounding_metadata: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., custom_metadata: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., interrupted: bool = ..., cost: _Optional[_Union[Cost, _Mapping]] = ..., timing: _Optional[_Union[_timing_pb2.Timing, _Mapping]] = ...) -> None: ...
 
 class EventActions(_message.Message):
     __slots__ = ["artifact_delta", "compaction", "escalate", "skip_summarization", "state_delta", "transfer_to_agent"]

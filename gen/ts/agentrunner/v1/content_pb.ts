@@ -4,6 +4,8 @@
 
 import type { GenFile, GenMessage } from "@bufbuild/protobuf/codegenv2";
 import { fileDesc, messageDesc } from "@bufbuild/protobuf/codegenv2";
+import type { Timing } from "./timing_pb.js";
+import { file_agentrunner_v1_timing } from "./timing_pb.js";
 import { file_google_protobuf_struct } from "@bufbuild/protobuf/wkt";
 import type { JsonObject, Message } from "@bufbuild/protobuf";
 
@@ -11,7 +13,7 @@ import type { JsonObject, Message } from "@bufbuild/protobuf";
  * Describes the file agentrunner/v1/content.proto.
  */
 export const file_agentrunner_v1_content: GenFile = /*@__PURE__*/
-  fileDesc("ChxhZ2VudHJ1bm5lci92MS9jb250ZW50LnByb3RvEg5hZ2VudHJ1bm5lci52MSI8CgdDb250ZW50EgwKBHJvbGUYASABKAkSIwoFcGFydHMYAiADKAsyFC5hZ2VudHJ1bm5lci52MS5QYXJ0IpwCCgRQYXJ0Eg4KBHRleHQYASABKAlIABIrCgtpbmxpbmVfZGF0YRgCIAEoCzIULmFnZW50cnVubmVyLnYxLkJsb2JIABItCglmaWxlX2RhdGEYAyABKAsyGC5hZ2VudHJ1bm5lci52MS5GaWxlRGF0YUgAEjUKDWZ1bmN0aW9uX2NhbGwYBCABKAsyHC5hZ2VudHJ1bm5lci52MS5GdW5jdGlvbkNhbGxIABI9ChFmdW5jdGlvbl9yZXNwb25zZRgFIAEoCzIgLmFnZW50cnVubmVyLnYxLkZ1bmN0aW9uUmVzcG9uc2VIABIPCgd0aG91Z2h0GAYgASgIEhkKEXRob3VnaHRfc2lnbmF0dXJlGAcgASgMQgYKBGRhdGEiPQoEQmxvYhIRCgltaW1lX3R5cGUYASABKAkSDAoEZGF0YRgCIAEoDBIUCgxkaXNwbGF5X25hbWUYAyABKAkiRQoIRmlsZURhdGESEQoJbWltZV90eXBlGAEgASgJEhAKCGZpbGVfdXJpGAIgASgJEhQKDGRpc3BsYXlfbmFtZRgDIAEoCSJPCgxGdW5jdGlvbkNhbGwSCgoCaWQYASABKAkSDAoEbmFtZRgCIAEoCRIlCgRhcmdzGAMgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdCJXChBGdW5jdGlvblJlc3BvbnNlEgoKAmlkGAEgASgJEgwKBG5hbWUYAiABKAkSKQoIcmVzcG9uc2UYAyABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0YgZwcm90bzM", [file_google_protobuf_struct]);
+  fileDesc("ChxhZ2VudHJ1bm5lci92MS9jb250ZW50LnByb3RvEg5hZ2VudHJ1bm5lci52MSI8CgdDb250ZW50EgwKBHJvbGUYASABKAkSIwoFcGFydHMYAiADKAsyFC5hZ2VudHJ1bm5lci52MS5QYXJ0IpwCCgRQYXJ0Eg4KBHRleHQYASABKAlIABIrCgtpbmxpbmVfZGF0YRgCIAEoCzIULmFnZW50cnVubmVyLnYxLkJsb2JIABItCglmaWxlX2RhdGEYAyABKAsyGC5hZ2VudHJ1bm5lci52MS5GaWxlRGF0YUgAEjUKDWZ1bmN0aW9uX2NhbGwYBCABKAsyHC5hZ2VudHJ1bm5lci52MS5GdW5jdGlvbkNhbGxIABI9ChFmdW5jdGlvbl9yZXNwb25zZRgFIAEoCzIgLmFnZW50cnVubmVyLnYxLkZ1bmN0aW9uUmVzcG9uc2VIABIPCgd0aG91Z2h0GAYgASgIEhkKEXRob3VnaHRfc2lnbmF0dXJlGAcgASgMQgYKBGRhdGEiPQoEQmxvYhIRCgltaW1lX3R5cGUYASABKAkSDAoEZGF0YRgCIAEoDBIUCgxkaXNwbGF5X25hbWUYAyABKAkiRQoIRmlsZURhdGESEQoJbWltZV90eXBlGAEgASgJEhAKCGZpbGVfdXJpGAIgASgJEhQKDGRpc3BsYXlfbmFtZRgDIAEoCSJPCgxGdW5jdGlvbkNhbGwSCgoCaWQYASABKAkSDAoEbmFtZRgCIAEoCRIlCgRhcmdzGAMgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdCJ/ChBGdW5jdGlvblJlc3BvbnNlEgoKAmlkGAEgASgJEgwKBG5hbWUYAiABKAkSKQoIcmVzcG9uc2UYAyABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0EiYKBnRpbWluZxgEIAEoCzIWLmFnZW50cnVubmVyLnYxLlRpbWluZ2IGcHJvdG8z", [file_agentrunner_v1_timing, file_google_protobuf_struct]);
 
 /**
  * Content is one turn of a conversation: what the user said or what a model
@@ -252,6 +254,16 @@ export type FunctionResponse = Message<"agentrunner.v1.FunctionResponse"> & {
    * @generated from field: google.protobuf.Struct response = 3;
    */
   response?: JsonObject | undefined;
+
+  /**
+   * When the tool was called and how long it took, set by the runner: for
+   * a tool it runs, the tool's run with its hooks and callbacks; for a
+   * tool the caller executes, from the call to the answer's receipt (a
+   * caller's own timing is replaced). Never sent to a model.
+   *
+   * @generated from field: agentrunner.v1.Timing timing = 4;
+   */
+  timing?: Timing | undefined;
 };
 
 /**
