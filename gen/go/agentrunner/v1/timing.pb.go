@@ -43,7 +43,7 @@ type Timing struct {
 	Duration *durationpb.Duration `protobuf:"bytes,3,opt,name=duration,proto3" json:"duration,omitempty"`
 	// Each attempt of a model call that was retried or fell back to another
 	// model, in order; the last is the one whose answer the event holds.
-	// Empty when the first attempt answered.
+	// Empty when the call made a single attempt.
 	Attempts      []*ModelAttempt `protobuf:"bytes,4,rep,name=attempts,proto3" json:"attempts,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -112,11 +112,12 @@ type ModelAttempt struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// The model attempted, by its provider name (a fallback's own).
 	Model string `protobuf:"bytes,1,opt,name=model,proto3" json:"model,omitempty"`
-	// When the attempt was made, and how long it took to its first chunk
-	// (unset when none came) and to its end.
-	StartTime        *timestamppb.Timestamp `protobuf:"bytes,2,opt,name=start_time,json=startTime,proto3" json:"start_time,omitempty"`
-	TimeToFirstChunk *durationpb.Duration   `protobuf:"bytes,3,opt,name=time_to_first_chunk,json=timeToFirstChunk,proto3" json:"time_to_first_chunk,omitempty"`
-	Duration         *durationpb.Duration   `protobuf:"bytes,4,opt,name=duration,proto3" json:"duration,omitempty"`
+	// When the attempt was made.
+	StartTime *timestamppb.Timestamp `protobuf:"bytes,2,opt,name=start_time,json=startTime,proto3" json:"start_time,omitempty"`
+	// From start_time to the attempt's first chunk; unset when none came.
+	TimeToFirstChunk *durationpb.Duration `protobuf:"bytes,3,opt,name=time_to_first_chunk,json=timeToFirstChunk,proto3" json:"time_to_first_chunk,omitempty"`
+	// From start_time to the attempt's end: its answer or its failure.
+	Duration *durationpb.Duration `protobuf:"bytes,4,opt,name=duration,proto3" json:"duration,omitempty"`
 	// Why the attempt failed (RESOURCE_EXHAUSTED, UNAVAILABLE,
 	// DEADLINE_EXCEEDED, ...); empty for the attempt that answered.
 	ErrorCode     string `protobuf:"bytes,5,opt,name=error_code,json=errorCode,proto3" json:"error_code,omitempty"`

@@ -53,7 +53,7 @@ export type Timing = Message<"agentrunner.v1.Timing"> & {
   /**
    * Each attempt of a model call that was retried or fell back to another
    * model, in order; the last is the one whose answer the event holds.
-   * Empty when the first attempt answered.
+   * Empty when the call made a single attempt.
    *
    * @generated from field: repeated agentrunner.v1.ModelAttempt attempts = 4;
    */
@@ -81,19 +81,22 @@ export type ModelAttempt = Message<"agentrunner.v1.ModelAttempt"> & {
   model: string;
 
   /**
-   * When the attempt was made, and how long it took to its first chunk
-   * (unset when none came) and to its end.
+   * When the attempt was made.
    *
    * @generated from field: google.protobuf.Timestamp start_time = 2;
    */
   startTime?: Timestamp | undefined;
 
   /**
+   * From start_time to the attempt's first chunk; unset when none came.
+   *
    * @generated from field: google.protobuf.Duration time_to_first_chunk = 3;
    */
   timeToFirstChunk?: Duration | undefined;
 
   /**
+   * From start_time to the attempt's end: its answer or its failure.
+   *
    * @generated from field: google.protobuf.Duration duration = 4;
    */
   duration?: Duration | undefined;
