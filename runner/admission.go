@@ -78,16 +78,22 @@ type liveRun struct {
 	// queueErr says whether that failed.
 	queued   chan struct{}
 	queueErr error
+	// cfg is the app's config the run goes on with to its end (see
+	// Reconfigure).
+	cfg *appConfig
 	// requeued reports a pending run that Recover found and queued here:
 	// on a shared store the replica that queued it may still start it
 	// (replica.Leases.RunElsewhere).
 	requeued bool
 }
 
-// newLiveRun makes the live run of record rec; readerCtx is the context
-// of the reader whose leaving cancels it, or nil.
-func newLiveRun(ctx context.Context, key store.SessionKey, rec *agentrunnerv1.Run, req Request, readerCtx context.Context) *liveRun {
+// newLiveRun makes the live run of record rec on config c, which rec
+// then names; readerCtx is the context of the reader whose leaving
+// cancels it, or nil.
+func newLiveRun(ctx context.Context, c *appConfig, key store.SessionKey, rec *agentrunnerv1.Run, req Request, readerCtx context.Context) *liveRun {
+	rec.ConfigVersion = c.version
 	return &liveRun{
+		cfg:    c,
 		Run:    live.New(ctx, key, rec, readerCtx),
 		req:    req,
 		job:    turn.Job{ID: rec.GetRunId(), Key: key, Message: req.NewMessage, StateDelta: req.StateDelta, Config: req.Config},
@@ -185,7 +191,7 @@ func (r *Runner) checkRequest(ctx context.Context, key store.SessionKey, req Req
 	if err := key.Validate(); err != nil {
 		return err
 	}
-	if err := r.available(); err != nil {
+	if err := r.available(r.config()); err != nil {
 		return err
 	}
 	if err := turn.ValidateMessage(req.NewMessage); err != nil {
@@ -200,13 +206,13 @@ func (r *Runner) checkRequest(ctx context.Context, key store.SessionKey, req Req
 	return ctx.Err()
 }
 
-// available refuses every run of an app that cannot run, before anything
-// is stored.
-func (r *Runner) available() error {
-	if r.unavailable == "" {
+// available refuses every run of an app whose config c cannot run,
+// before anything is stored.
+func (r *Runner) available(c *appConfig) error {
+	if c.unavailable == "" {
 		return nil
 	}
-	return fmt.Errorf("app %s cannot run: %s: %w", r.appName, r.unavailable, ErrAppUnavailable)
+	return fmt.Errorf("app %s cannot run: %s: %w", r.appName, c.unavailable, ErrAppUnavailable)
 }
 
 // admitLocked decides under r.runs.mu. It returns what to wait for when
@@ -345,7 +351,7 @@ func (r *Runner) newRun(ctx context.Context, key store.SessionKey, req Request, 
 	if req.OnDisconnect != agentrunnerv1.OnDisconnect_ON_DISCONNECT_CONTINUE {
 		readerCtx = ctx
 	}
-	return newLiveRun(ctx, key, rec, req, readerCtx)
+	return newLiveRun(ctx, r.config(), key, rec, req, readerCtx)
 }
 
 // settle finishes the admission of a fresh run outside the lock: a run
@@ -395,11 +401,11 @@ func (r *Runner) prepare(ctx context.Context, lr *liveRun) (*turn.Prepared, erro
 	if err := r.takeSession(ctx, lr.Key, lr.ID, lr.expect()); err != nil {
 		return nil, err
 	}
-	p, err := turn.Prepare(ctx, r.env, &lr.job)
+	p, err := turn.Prepare(ctx, lr.cfg.env, &lr.job)
 	if errors.Is(err, store.ErrInvalidArgument) {
 		// Answers refused as answering nobody: say so exactly when they
 		// answer superseded calls a compaction covered since.
-		cerr := turn.CoveredAnswers(r.leased(ctx, lr.ID), r.env, lr.Key, lr.job.Message)
+		cerr := turn.CoveredAnswers(r.leased(ctx, lr.ID), lr.cfg.env, lr.Key, lr.job.Message)
 		switch {
 		case errors.Is(cerr, store.ErrInvalidArgument):
 			return nil, cerr

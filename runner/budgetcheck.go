@@ -18,7 +18,8 @@ import (
 // leaves nothing behind. The run itself is still checked when admitted:
 // runs in flight may reach a budget in between.
 func (r *Runner) CheckBudgets(ctx context.Context, user, session string) error {
-	if !r.env.Budgets.Any() {
+	c := r.config()
+	if !c.env.Budgets.Any() {
 		return nil
 	}
 	key := store.SessionKey{App: r.appName, User: user, Session: session}
@@ -33,5 +34,5 @@ func (r *Runner) CheckBudgets(ctx context.Context, user, session string) error {
 	case err != nil:
 		return fmt.Errorf("check budgets: load session: %w", err)
 	}
-	return r.env.CheckBudgets(ctx, sess, nil, "")
+	return c.env.CheckBudgets(ctx, sess, nil, "")
 }

@@ -46,7 +46,7 @@ func (r *Runner) execute(lr *liveRun, p *turn.Prepared) {
 		lr.Update(func(rec *agentrunnerv1.Run) { runrec.Start(rec, r.now()) })
 		var err error
 		if p, err = r.prepare(ctx, lr); err != nil {
-			rec := turn.Fail(ctx, r.env, lr, lr.ID, err, !r.runElsewhere(ctx, lr, err))
+			rec := turn.Fail(ctx, lr.cfg.env, lr, lr.ID, err, !r.runElsewhere(ctx, lr, err))
 			r.end(lr, rec, err)
 			return
 		}
@@ -54,7 +54,7 @@ func (r *Runner) execute(lr *liveRun, p *turn.Prepared) {
 	if !lr.resumed() { // a resumed run waited for no queue since its start
 		ctx = agent.WithRunTimes(ctx, lr.Times())
 	}
-	rec, err := turn.Execute(r.leased(ctx, lr.ID), r.env, &lr.job, p, lr)
+	rec, err := turn.Execute(r.leased(ctx, lr.ID), lr.cfg.env, &lr.job, p, lr)
 	r.end(lr, rec, err)
 }
 
@@ -110,7 +110,7 @@ func (r *Runner) recoverRun(lr *liveRun) {
 		// Best effort: the store may be what panicked. Left RUNNING, the
 		// record is marked INTERRUPTED at the next start.
 		defer func() { _ = recover() }()
-		turn.StoreFinal(lr.Context(), r.env, lr, rec)
+		turn.StoreFinal(lr.Context(), lr.cfg.env, lr, rec)
 	}()
 	r.end(lr, rec, err)
 }

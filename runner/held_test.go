@@ -75,7 +75,7 @@ func TestFinalAnswerCommitsWithRecord(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			r, db, k := newTestRunner(t, c.root(t))
 			cc := &commitCounter{Store: db}
-			r.store, r.env.Store = cc, cc
+			r.store, r.config().env.Store = cc, cc
 			var final *agentrunnerv1.Run
 			var last *agentrunnerv1.Event
 			for u, err := range r.Stream(t.Context(), request(k, "hi")) {
@@ -119,7 +119,7 @@ func TestHeldUnderSummarizer(t *testing.T) {
 	}
 	k := newSession(t, db, "u1", "s1")
 	cc := &commitCounter{Store: db}
-	r.store, r.env.Store = cc, cc
+	r.store, r.config().env.Store = cc, cc
 	wants := [][]string{
 		{"event+RUN_STATUS_RUNNING", "event+RUN_STATUS_SUCCEEDED"},             // one run: nothing to compact
 		{"event+RUN_STATUS_RUNNING", "event", "event", "RUN_STATUS_SUCCEEDED"}, // two: the answer, then the compaction

@@ -67,5 +67,5 @@ func (h host) CancelLocal(id string, cause error) {
 }
 
 func (h host) MarkInterrupted(ctx context.Context, rec *agentrunnerv1.Run) error {
-	return turn.MarkInterrupted(ctx, h.r.env, rec)
+	return turn.MarkInterrupted(ctx, h.r.configOf(rec.GetConfigVersion()).env, rec)
 }

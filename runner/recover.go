@@ -97,7 +97,7 @@ func (r *Runner) liveFromRecord(rec *agentrunnerv1.Run) *liveRun {
 		RequestID: rec.GetRequestId(), Strategy: rec.GetMultitaskStrategy(),
 		OnDisconnect: agentrunnerv1.OnDisconnect_ON_DISCONNECT_CONTINUE,
 	}
-	lr := newLiveRun(context.Background(), store.RunKey(rec), rec, req, nil)
+	lr := newLiveRun(context.Background(), r.configOf(rec.GetConfigVersion()), store.RunKey(rec), rec, req, nil)
 	lr.job.Persisted = true
 	lr.markQueued(nil)
 	return lr

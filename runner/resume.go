@@ -51,9 +51,6 @@ func (r *Runner) Resume(ctx context.Context, req ResumeRequest) iter.Seq2[Update
 // admitResume makes a resumed run the active run of its session and
 // prepares it.
 func (r *Runner) admitResume(ctx context.Context, req ResumeRequest) (*liveRun, *turn.Prepared, error) {
-	if err := r.available(); err != nil {
-		return nil, nil, err
-	}
 	if r.lookup(req.RunID) != nil {
 		return nil, nil, fmt.Errorf("run %s is pending or running: %w", req.RunID, ErrNotResumable)
 	}
@@ -65,6 +62,11 @@ func (r *Runner) admitResume(ctx context.Context, req ResumeRequest) (*liveRun, 
 	case agentrunnerv1.RunStatus_RUN_STATUS_INTERRUPTED, agentrunnerv1.RunStatus_RUN_STATUS_INPUT_REQUIRED:
 	default:
 		return nil, nil, fmt.Errorf("run %s is %s; only an interrupted run or one waiting on input continues: %w", req.RunID, rec.GetStatus(), ErrNotResumable)
+	}
+	// The config the run started with, while this runner has it: a
+	// reload since changes new runs only.
+	if err := r.available(r.configOf(rec.GetConfigVersion())); err != nil {
+		return nil, nil, err
 	}
 	if req.Answers != nil {
 		if err := turn.ValidateMessage(req.Answers); err != nil {
@@ -93,7 +95,7 @@ func (r *Runner) resumedRun(ctx context.Context, rec *agentrunnerv1.Run, req Res
 	if req.OnDisconnect != agentrunnerv1.OnDisconnect_ON_DISCONNECT_CONTINUE {
 		readerCtx = ctx
 	}
-	lr := newLiveRun(ctx, key, rec, Request{UserID: key.User, SessionID: key.Session, OnDisconnect: req.OnDisconnect, Timeout: req.Timeout}, readerCtx)
+	lr := newLiveRun(ctx, r.configOf(rec.GetConfigVersion()), key, rec, Request{UserID: key.User, SessionID: key.Session, OnDisconnect: req.OnDisconnect, Timeout: req.Timeout}, readerCtx)
 	lr.job.Persisted = true
 	lr.job.Resume = &turn.Resume{
 		Answers: req.Answers, RetryCallIDs: req.RetryCallIDs, From: orig.GetStatus(),

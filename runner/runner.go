@@ -9,14 +9,14 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	agentrunnerv1 "github.com/agentrunner/agentrunner/gen/go/agentrunner/v1"
 	"github.com/agentrunner/agentrunner/runner/agent"
 	"github.com/agentrunner/agentrunner/runner/internal/budget"
-	"github.com/agentrunner/agentrunner/runner/internal/history"
 	"github.com/agentrunner/agentrunner/runner/internal/replica"
-	"github.com/agentrunner/agentrunner/runner/internal/turn"
 	"github.com/agentrunner/agentrunner/runner/memory"
 	"github.com/agentrunner/agentrunner/runner/plugin"
 	"github.com/agentrunner/agentrunner/store"
@@ -87,6 +87,11 @@ type Config struct {
 	// Root is the root of the app's agent tree; it answers new sessions.
 	// Required.
 	Root agent.Agent
+	// ConfigVersion names this config of the app (package apps hashes
+	// the app's entry in the apps file): every run record says the
+	// version it ran on (Run.config_version), and ListApps the current
+	// one. Empty names none. See Reconfigure.
+	ConfigVersion string
 	// Store holds sessions, events and artifacts. Required.
 	Store Store
 	// Memory backs InvocationContext.Memory; nil means no memory (searches
@@ -158,14 +163,17 @@ type Config struct {
 // Runner runs one app's agent tree over its sessions. It is safe for
 // concurrent use.
 type Runner struct {
-	appName     string
-	description string
-	unavailable string
-	tree        *agent.Tree
-	store       Store
-	plugins     *plugin.Manager
-	// env is what every run's turn works with (package turn).
-	env          *turn.Env
+	appName string
+	// configs holds the app's config versions: the current one, which new
+	// runs take, and every one that runs may still go on with (see
+	// Reconfigure).
+	configs struct {
+		sync.Mutex // guards byVersion and orders stores to cur
+		cur        atomic.Pointer[appConfig]
+		byVersion  map[string]*appConfig
+	}
+	store        Store
+	plugins      *plugin.Manager
 	closeTimeout time.Duration
 	now          func() time.Time
 	newID        func() string
@@ -186,10 +194,6 @@ func New(cfg Config) (*Runner, error) {
 	case cfg.Store == nil:
 		return nil, fmt.Errorf("new runner %s: store is required", cfg.AppName)
 	}
-	t, err := agent.NewTree(cfg.Root)
-	if err != nil {
-		return nil, fmt.Errorf("new runner %s: %w", cfg.AppName, err)
-	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -199,9 +203,6 @@ func New(cfg Config) (*Runner, error) {
 	}
 	r := &Runner{
 		appName:      cfg.AppName,
-		description:  cfg.Description,
-		unavailable:  cfg.Unavailable,
-		tree:         t,
 		store:        cfg.Store,
 		plugins:      plugins,
 		closeTimeout: cfg.PluginCloseTimeout,
@@ -221,19 +222,12 @@ func New(cfg Config) (*Runner, error) {
 	if r.closeTimeout <= 0 {
 		r.closeTimeout = DefaultPluginCloseTimeout
 	}
-	r.env = &turn.Env{
-		Store: cfg.Store, Tree: t, Plugins: plugins,
-		Memory: cfg.Memory, AddToMemory: cfg.AddSessionsToMemory && cfg.Memory != nil,
-		History: history.New(cmp.Or(cfg.HistoryEvents, DefaultHistoryEvents),
-			cmp.Or(cfg.HistoryCacheEvents, DefaultHistoryCacheEvents), cmp.Or(cfg.HistoryCacheBytes, DefaultHistoryCacheBytes)),
-		Compaction: cfg.Compaction.turn(), MaxLLMCalls: DefaultMaxLLMCalls, Now: r.now, NewID: r.newID, Log: r.log,
-		Budgets: cfg.Budgets.caps(),
+	c, err := r.newAppConfig(cfg, newHistory(cfg))
+	if err != nil {
+		return nil, err
 	}
-	if sr, ok := cfg.Store.(budget.Reader); ok {
-		r.env.Spend = sr
-	} else if cfg.Budgets.UserDaily != (BudgetLimit{}) || cfg.Budgets.AppDaily != (BudgetLimit{}) {
-		return nil, fmt.Errorf("new runner %s: daily budgets need a store that keeps the days' spend", cfg.AppName)
-	}
+	r.configs.byVersion = map[string]*appConfig{c.version: c}
+	r.configs.cur.Store(c)
 	r.replicas = replica.New(replica.Config{
 		AppName: cfg.AppName, Store: cfg.Store, Replica: cfg.Replica,
 		LeaseTTL: cmp.Or(cfg.LeaseTTL, DefaultLeaseTTL), LeaseHeartbeat: cfg.LeaseHeartbeat, RecoverEvery: cfg.RecoverEvery,
@@ -247,12 +241,14 @@ func New(cfg Config) (*Runner, error) {
 func (r *Runner) AppName() string { return r.appName }
 
 // Root returns the root agent.
-func (r *Runner) Root() agent.Agent { return r.tree.Root() }
+func (r *Runner) Root() agent.Agent { return r.config().tree.Root() }
 
 // Info describes the app and its agent tree.
 func (r *Runner) Info() *agentrunnerv1.App {
-	info := &agentrunnerv1.App{Name: r.appName, Description: r.description, RootAgent: r.tree.Info(r.tree.Root()), UnavailableReason: r.unavailable}
-	if b := r.env.Budgets; b.Any() {
+	c := r.config()
+	info := &agentrunnerv1.App{Name: r.appName, Description: c.description, RootAgent: c.tree.Info(c.tree.Root()),
+		UnavailableReason: c.unavailable, ConfigVersion: c.version}
+	if b := c.env.Budgets; b.Any() {
 		limit := func(l budget.Limit) *agentrunnerv1.BudgetLimit {
 			if l == (budget.Limit{}) {
 				return nil
@@ -261,7 +257,7 @@ func (r *Runner) Info() *agentrunnerv1.App {
 		}
 		info.Budgets = &agentrunnerv1.BudgetsConfig{Run: limit(b.Run), Session: limit(b.Session), UserDaily: limit(b.UserDaily), AppDaily: limit(b.AppDaily)}
 	}
-	info.Currency = r.env.Budgets.Currency
+	info.Currency = c.env.Budgets.Currency
 	return info
 }
 

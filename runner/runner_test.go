@@ -593,7 +593,7 @@ func TestEndInvocation(t *testing.T) {
 func TestRunnerStoreFailure(t *testing.T) {
 	r, db, k := newTestRunner(t, mustAgent(t, "root", "one", "two"))
 	fs := &failingStore{Store: db, failAfter: 2} // the user event and "one"
-	r.store, r.env.Store = fs, fs
+	r.store, r.config().env.Store = fs, fs
 	res := collect(t, r.Run(t.Context(), request(k, "hi")))
 	if res.err == nil || !strings.Contains(res.err.Error(), "disk full") {
 		t.Fatalf("got %v, want the append failure", res.err)

@@ -218,7 +218,7 @@ func (r *Runner) RunDone(runID string) <-chan struct{} {
 // record. A session busy with another run is ErrRunInProgress.
 func (r *Runner) cancelWaiting(ctx context.Context, rec *agentrunnerv1.Run) (*agentrunnerv1.Run, error) {
 	key := store.RunKey(rec)
-	lr := newLiveRun(ctx, key, rec, Request{UserID: key.User, SessionID: key.Session}, nil)
+	lr := newLiveRun(ctx, r.configOf(rec.GetConfigVersion()), key, rec, Request{UserID: key.User, SessionID: key.Session}, nil)
 	lr.markQueued(nil)
 	if err := r.claimSession(lr, "cancel run", false); err != nil {
 		return nil, err
@@ -226,7 +226,7 @@ func (r *Runner) cancelWaiting(ctx context.Context, rec *agentrunnerv1.Run) (*ag
 	var out *agentrunnerv1.Run
 	err := r.takeSession(ctx, key, lr.ID, replica.Expect{})
 	if err == nil {
-		out, err = turn.CancelWaiting(r.leased(ctx, lr.ID), r.env, key, lr.ID)
+		out, err = turn.CancelWaiting(r.leased(ctx, lr.ID), lr.cfg.env, key, lr.ID)
 	}
 	r.end(lr, lr.Record(), err)
 	return out, err

@@ -49,6 +49,22 @@ func loadApps(ctx context.Context, configPath string, st store.Store, ls leasing
 	if err != nil {
 		return nil, err
 	}
+	served, err := buildApps(ctx, configPath, log)
+	if err != nil {
+		return nil, err
+	}
+	for _, app := range served {
+		if _, err := reg.Register(app); err != nil {
+			return nil, err
+		}
+	}
+	return reg, nil
+}
+
+// buildApps reads and builds the apps of the apps file, or the default
+// apps without one: what the start serves, and what a reload checks
+// (models and secrets included) before it applies anything.
+func buildApps(ctx context.Context, configPath string, log *slog.Logger) ([]apps.App, error) {
 	var served []apps.App
 	check := apps.UndeclaredModels(providers.IsGeminiName, "a Gemini model name (gemini-…, models/…, projects/…)")
 	if configPath == "" {
@@ -80,12 +96,7 @@ func loadApps(ctx context.Context, configPath string, st store.Store, ls leasing
 			return nil, fmt.Errorf("apps file %s: %w", configPath, err)
 		}
 	}
-	for _, app := range served {
-		if _, err := reg.Register(app); err != nil {
-			return nil, err
-		}
-	}
-	return reg, nil
+	return served, nil
 }
 
 // defaultAppNames names the apps served without --config, for serve -h:

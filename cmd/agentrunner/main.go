@@ -70,6 +70,7 @@ Usage:
   agentrunner bench [flags]                 load benchmark of a local server
   agentrunner migrate [flags]               apply the store's migrations (bbolt file or PostgreSQL) and exit
   agentrunner backup --out FILE [flags]     a checked copy of a running (or stopped) bbolt store
+  agentrunner reload [--addr HOST:PORT]     the running server reads its apps file again (as on SIGHUP)
   agentrunner restore --from FILE --data PATH
                                             put a backup in place for a stopped server
   agentrunner migrate-store --from S --to S copy every record between stores (bolt:PATH, postgres://...)
@@ -108,6 +109,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return migrateCommand(ctx, rest, stdout, stderr)
 	case "backup":
 		return backupCommand(ctx, rest, stdout, stderr)
+	case "reload":
+		return reloadCommand(ctx, rest, stdout, stderr)
 	case "restore":
 		return restoreCommand(ctx, rest, stdout, stderr)
 	case "migrate-store":

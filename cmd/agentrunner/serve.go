@@ -287,6 +287,12 @@ func serve(ctx context.Context, args []string, stderr io.Writer) (err error) {
 	if err != nil {
 		return err
 	}
+	// SIGHUP reads the apps file again, as AdminService.ReloadApps does.
+	reloader := &appsReloader{path: f.config, reg: apps, log: log}
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
+	go reloader.watch(ctx, hup)
 	core, err := startRuns(ctx, f, st, apps, sec, log)
 	if err != nil {
 		return err
@@ -298,7 +304,7 @@ func serve(ctx context.Context, args []string, stderr io.Writer) (err error) {
 		}
 		defer stopDebug()
 	}
-	sv, err := listenAndServe(f, core, apps, sec, tr.options, log)
+	sv, err := listenAndServe(f, core, reloader, sec, tr.options, log)
 	if err != nil {
 		return err
 	}
@@ -451,7 +457,7 @@ func (sv *serving) stopNow() {
 // f.httpAddr, and logs the bound addresses: with port 0 that line is how
 // callers (and tests) learn them. Both listen before either serves, so
 // that a busy port fails the start, not half of it.
-func listenAndServe(f serveFlags, core *server.Server, reg *apps.Registry, sec *security, opts []grpc.ServerOption, log *slog.Logger) (*serving, error) {
+func listenAndServe(f serveFlags, core *server.Server, rl *appsReloader, sec *security, opts []grpc.ServerOption, log *slog.Logger) (*serving, error) {
 	lis, err := net.Listen("tcp", f.addr)
 	if err != nil {
 		return nil, fmt.Errorf("listen: %w", err)
@@ -461,9 +467,10 @@ func listenAndServe(f serveFlags, core *server.Server, reg *apps.Registry, sec *
 		return nil, err
 	}
 	srv := server.NewGRPCServer(core, append(slices.Clone(sec.options), opts...)...)
-	// The operator's RPCs (AdminService.Backup): admins only, by the
-	// server's access table; package admin knows nothing of the server.
-	admin.New(core.Store(), log).Register(srv.GRPC())
+	// The operator's RPCs (AdminService.Backup, ReloadApps): admins only,
+	// by the server's access table (no rule there refuses everyone else);
+	// package admin knows nothing of the server.
+	admin.New(core.Store(), log).WithReloader(rl).Register(srv.GRPC())
 	// Every app is an A2A agent too: the gRPC binding on the same
 	// grpc.Server (same interceptors), the HTTP ones beside the console.
 	var a2aHTTP http.Handler
@@ -492,7 +499,7 @@ func listenAndServe(f serveFlags, core *server.Server, reg *apps.Registry, sec *
 		consoleURL = web.URL(wlis.Addr(), sec.tls, f.httpPrefix)
 	}
 	var names []string
-	for _, a := range reg.List() {
+	for _, a := range rl.reg.List() {
 		names = append(names, a.GetName())
 	}
 	log.Info("serving", "addr", lis.Addr().String(), "console", consoleURL, "data", redactData(f.data), "apps", strings.Join(names, ","),

@@ -64,6 +64,7 @@ func (bl Builder) Build(ctx context.Context, cfg *agentrunnerv1.AppsConfig) (app
 		if err != nil {
 			return apps, err
 		}
+		a.Version = Version(cfg, app)
 		apps = append(apps, a)
 	}
 	return apps, nil

@@ -35,6 +35,11 @@ type App struct {
 	AddSessionsToMemory bool
 	// Budgets cap what the app's runs spend (see runner.Budgets).
 	Budgets runner.Budgets
+	// Version names this config of the app (runner.Config.ConfigVersion):
+	// Build sets a hash of the app's entry in the apps file and of the
+	// file's models. Empty names none: Reload then treats the app as
+	// changed every time.
+	Version string
 
 	// closer releases what the app holds (its MCP connections); set by
 	// Build.
@@ -74,7 +79,11 @@ type Registry struct {
 	plugins *plugin.Manager
 	mu      sync.RWMutex
 	runners map[string]*runner.Runner
-	closers []func() error // of the registered apps
+	// retired holds the runners of apps a reload removed: their runs in
+	// flight finish there, and an app added back takes its runner again.
+	retired map[string]*runner.Runner
+	gate    runner.ClaimGate // given to every runner, see SetClaimGate
+	closers []func() error   // of every app registered or reloaded
 }
 
 // NewRegistry returns an empty registry; it fails when the plugins do
@@ -84,29 +93,13 @@ func NewRegistry(cfg Config) (*Registry, error) {
 	if err != nil {
 		return nil, fmt.Errorf("apps registry: %w", err)
 	}
-	return &Registry{cfg: cfg, plugins: m, runners: make(map[string]*runner.Runner)}, nil
+	return &Registry{cfg: cfg, plugins: m, runners: make(map[string]*runner.Runner), retired: make(map[string]*runner.Runner)}, nil
 }
 
 // Register validates app's tree and adds a Runner for it. A name already
 // registered is an error wrapping store.ErrAlreadyExists.
 func (g *Registry) Register(app App) (*runner.Runner, error) {
-	r, err := runner.New(runner.Config{
-		AppName:             app.Name,
-		Description:         app.Description,
-		Unavailable:         app.Unavailable,
-		Compaction:          app.Compaction,
-		Root:                app.Root,
-		Store:               g.cfg.Store,
-		Memory:              g.cfg.Memory,
-		AddSessionsToMemory: app.AddSessionsToMemory,
-		Budgets:             app.Budgets,
-		Plugins:             g.cfg.Plugins,
-		Now:                 g.cfg.Now,
-		NewID:               g.cfg.NewID,
-		Logger:              g.cfg.Logger,
-		Replica:             g.cfg.Replica,
-		LeaseTTL:            g.cfg.LeaseTTL,
-	})
+	r, err := runner.New(g.runnerConfig(app))
 	if err != nil {
 		return nil, fmt.Errorf("register app: %w", err)
 	}
@@ -163,4 +156,26 @@ func (g *Registry) Close(ctx context.Context) error {
 		errs = append(errs, c())
 	}
 	return errors.Join(errs...)
+}
+
+// runnerConfig is the runner configuration of app.
+func (g *Registry) runnerConfig(app App) runner.Config {
+	return runner.Config{
+		AppName:             app.Name,
+		Description:         app.Description,
+		Unavailable:         app.Unavailable,
+		Compaction:          app.Compaction,
+		Root:                app.Root,
+		ConfigVersion:       app.Version,
+		Store:               g.cfg.Store,
+		Memory:              g.cfg.Memory,
+		AddSessionsToMemory: app.AddSessionsToMemory,
+		Budgets:             app.Budgets,
+		Plugins:             g.cfg.Plugins,
+		Now:                 g.cfg.Now,
+		NewID:               g.cfg.NewID,
+		Logger:              g.cfg.Logger,
+		Replica:             g.cfg.Replica,
+		LeaseTTL:            g.cfg.LeaseTTL,
+	}
 }

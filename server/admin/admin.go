@@ -31,10 +31,20 @@ type Backuper interface {
 // gRPC client accepts by default.
 const ChunkBytes = 1 << 20
 
+// Reloader reads the server's apps again and applies them (the apps
+// file that cmd/agentrunner serves). Its error, when it carries a gRPC
+// status (INVALID_ARGUMENT for a file with errors, FAILED_PRECONDITION
+// for a server with no file), is the answer as it is; any other is
+// INTERNAL.
+type Reloader interface {
+	ReloadApps(ctx context.Context) (*servicev1.ReloadAppsResponse, error)
+}
+
 // Service implements AdminService.
 type Service struct {
 	servicev1.UnimplementedAdminServiceServer
 	backup Backuper
+	reload Reloader
 	log    *slog.Logger
 }
 
@@ -48,6 +58,33 @@ func New(st any, log *slog.Logger) *Service {
 	}
 	b, _ := st.(Backuper)
 	return &Service{backup: b, log: log}
+}
+
+// WithReloader makes ReloadApps call r; without one it answers
+// UNIMPLEMENTED. It returns s, for chaining before Register.
+func (s *Service) WithReloader(r Reloader) *Service {
+	s.reload = r
+	return s
+}
+
+// ReloadApps reads the apps again through the Reloader.
+func (s *Service) ReloadApps(ctx context.Context, _ *servicev1.ReloadAppsRequest) (*servicev1.ReloadAppsResponse, error) {
+	if s.reload == nil {
+		return nil, status.Error(codes.Unimplemented, "this server has no apps to reload")
+	}
+	resp, err := s.reload.ReloadApps(ctx)
+	if err == nil {
+		return resp, nil
+	}
+	var se interface{ GRPCStatus() *status.Status }
+	switch {
+	case errors.As(err, &se):
+		return nil, se.GRPCStatus().Err()
+	case ctx.Err() != nil:
+		return nil, status.FromContextError(ctx.Err()).Err()
+	}
+	s.log.Error("reload apps failed", "err", err)
+	return nil, status.Errorf(codes.Internal, "reload apps: %v", err)
 }
 
 // Register registers s on gs. Call it before gs serves.

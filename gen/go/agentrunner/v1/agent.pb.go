@@ -394,7 +394,12 @@ type App struct {
 	Budgets *BudgetsConfig `protobuf:"bytes,5,opt,name=budgets,proto3" json:"budgets,omitempty"`
 	// The currency of the app's prices and of budgets' cost; empty when no
 	// model is priced.
-	Currency      string `protobuf:"bytes,6,opt,name=currency,proto3" json:"currency,omitempty"`
+	Currency string `protobuf:"bytes,6,opt,name=currency,proto3" json:"currency,omitempty"`
+	// The version of the app's config: a hash of its entry in the apps file
+	// and of the models it names, so it changes when a reload changes what
+	// the app runs and only then. Run.config_version names the version each
+	// run ran on. Empty for an app built in code without one.
+	ConfigVersion string `protobuf:"bytes,7,opt,name=config_version,json=configVersion,proto3" json:"config_version,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -471,6 +476,13 @@ func (x *App) GetCurrency() string {
 	return ""
 }
 
+func (x *App) GetConfigVersion() string {
+	if x != nil {
+		return x.ConfigVersion
+	}
+	return ""
+}
+
 var File_agentrunner_v1_agent_proto protoreflect.FileDescriptor
 
 const file_agentrunner_v1_agent_proto_rawDesc = "" +
@@ -497,7 +509,7 @@ const file_agentrunner_v1_agent_proto_rawDesc = "" +
 	"\n" +
 	"parameters\x18\x04 \x01(\v2\x17.google.protobuf.StructR\n" +
 	"parameters\x121\n" +
-	"\x14require_confirmation\x18\x05 \x01(\bR\x13requireConfirmation\"\xf9\x01\n" +
+	"\x14require_confirmation\x18\x05 \x01(\bR\x13requireConfirmation\"\xa0\x02\n" +
 	"\x03App\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12 \n" +
 	"\vdescription\x18\x02 \x01(\tR\vdescription\x128\n" +
@@ -505,7 +517,8 @@ const file_agentrunner_v1_agent_proto_rawDesc = "" +
 	"root_agent\x18\x03 \x01(\v2\x19.agentrunner.v1.AgentInfoR\trootAgent\x12-\n" +
 	"\x12unavailable_reason\x18\x04 \x01(\tR\x11unavailableReason\x127\n" +
 	"\abudgets\x18\x05 \x01(\v2\x1d.agentrunner.v1.BudgetsConfigR\abudgets\x12\x1a\n" +
-	"\bcurrency\x18\x06 \x01(\tR\bcurrency*\xb6\x01\n" +
+	"\bcurrency\x18\x06 \x01(\tR\bcurrency\x12%\n" +
+	"\x0econfig_version\x18\a \x01(\tR\rconfigVersion*\xb6\x01\n" +
 	"\tAgentKind\x12\x1a\n" +
 	"\x16AGENT_KIND_UNSPECIFIED\x10\x00\x12\x15\n" +
 	"\x11AGENT_KIND_CUSTOM\x10\x01\x12\x12\n" +

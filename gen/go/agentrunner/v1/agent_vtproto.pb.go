@@ -98,6 +98,7 @@ func (m *App) CloneVT() *App {
 	r.UnavailableReason = m.UnavailableReason
 	r.Budgets = m.Budgets.CloneVT()
 	r.Currency = m.Currency
+	r.ConfigVersion = m.ConfigVersion
 	if len(m.unknownFields) > 0 {
 		r.unknownFields = make([]byte, len(m.unknownFields))
 		copy(r.unknownFields, m.unknownFields)
@@ -337,6 +338,13 @@ func (m *App) MarshalToSizedBufferVT(dAtA []byte) (int, error) {
 		i -= len(m.unknownFields)
 		copy(dAtA[i:], m.unknownFields)
 	}
+	if len(m.ConfigVersion) > 0 {
+		i -= len(m.ConfigVersion)
+		copy(dAtA[i:], m.ConfigVersion)
+		i = protohelpers.EncodeVarint(dAtA, i, uint64(len(m.ConfigVersion)))
+		i--
+		dAtA[i] = 0x3a
+	}
 	if len(m.Currency) > 0 {
 		i -= len(m.Currency)
 		copy(dAtA[i:], m.Currency)
@@ -501,6 +509,10 @@ func (m *App) SizeVT() (n int) {
 		n += 1 + l + protohelpers.SizeOfVarint(uint64(l))
 	}
 	l = len(m.Currency)
+	if l > 0 {
+		n += 1 + l + protohelpers.SizeOfVarint(uint64(l))
+	}
+	l = len(m.ConfigVersion)
 	if l > 0 {
 		n += 1 + l + protohelpers.SizeOfVarint(uint64(l))
 	}

@@ -474,7 +474,15 @@ type Run struct {
 	Cost *Cost `protobuf:"bytes,22,opt,name=cost,proto3" json:"cost,omitempty"`
 	// The run's tokens (usage's total_token_count summed) in 64 bits:
 	// usage's fields are 32-bit and wrap past 2,147,483,647.
-	TotalTokens   int64 `protobuf:"varint,23,opt,name=total_tokens,json=totalTokens,proto3" json:"total_tokens,omitempty"`
+	TotalTokens int64 `protobuf:"varint,23,opt,name=total_tokens,json=totalTokens,proto3" json:"total_tokens,omitempty"`
+	// The version of the app's config the run ran on (App.config_version
+	// at its admission): a reload of the apps file (AdminService.ReloadApps,
+	// SIGHUP) applies to new runs only, and a run in flight, queued or
+	// waiting on its caller goes on with the config it started with. A run
+	// resumed after a restart, when that version is no longer loaded, goes
+	// on with the current one, and this names it. Empty for apps built in
+	// code without a version.
+	ConfigVersion string `protobuf:"bytes,24,opt,name=config_version,json=configVersion,proto3" json:"config_version,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -663,6 +671,13 @@ func (x *Run) GetTotalTokens() int64 {
 	return 0
 }
 
+func (x *Run) GetConfigVersion() string {
+	if x != nil {
+		return x.ConfigVersion
+	}
+	return ""
+}
+
 // RunInput is what a run was asked to do.
 type RunInput struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -740,7 +755,7 @@ const file_agentrunner_v1_run_proto_rawDesc = "" +
 	"\x06Status\x12\x12\n" +
 	"\x04code\x18\x01 \x01(\x05R\x04code\x12\x18\n" +
 	"\amessage\x18\x02 \x01(\tR\amessage\x12.\n" +
-	"\adetails\x18\x03 \x03(\v2\x14.google.protobuf.AnyR\adetails\"\xde\b\n" +
+	"\adetails\x18\x03 \x03(\v2\x14.google.protobuf.AnyR\adetails\"\x85\t\n" +
 	"\x03Run\x12\x15\n" +
 	"\x06run_id\x18\x01 \x01(\tR\x05runId\x12\x19\n" +
 	"\bapp_name\x18\x02 \x01(\tR\aappName\x12\x17\n" +
@@ -768,7 +783,8 @@ const file_agentrunner_v1_run_proto_rawDesc = "" +
 	"\x0eusage_by_agent\x18\x13 \x03(\v2%.agentrunner.v1.Run.UsageByAgentEntryR\fusageByAgent\x12-\n" +
 	"\x13continued_by_run_id\x18\x14 \x01(\tR\x10continuedByRunId\x12(\n" +
 	"\x04cost\x18\x16 \x01(\v2\x14.agentrunner.v1.CostR\x04cost\x12!\n" +
-	"\ftotal_tokens\x18\x17 \x01(\x03R\vtotalTokens\x1a^\n" +
+	"\ftotal_tokens\x18\x17 \x01(\x03R\vtotalTokens\x12%\n" +
+	"\x0econfig_version\x18\x18 \x01(\tR\rconfigVersion\x1a^\n" +
 	"\x11UsageByAgentEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x123\n" +
 	"\x05value\x18\x02 \x01(\v2\x1d.agentrunner.v1.UsageMetadataR\x05value:\x028\x01\"\xb8\x01\n" +

@@ -93,6 +93,7 @@ func (m *Run) CloneVT() *Run {
 	r.ContinuedByRunId = m.ContinuedByRunId
 	r.Cost = m.Cost.CloneVT()
 	r.TotalTokens = m.TotalTokens
+	r.ConfigVersion = m.ConfigVersion
 	if rhs := m.PendingCallIds; rhs != nil {
 		tmpContainer := make([]string, len(rhs))
 		copy(tmpContainer, rhs)
@@ -284,6 +285,15 @@ func (m *Run) MarshalToSizedBufferVT(dAtA []byte) (int, error) {
 	if m.unknownFields != nil {
 		i -= len(m.unknownFields)
 		copy(dAtA[i:], m.unknownFields)
+	}
+	if len(m.ConfigVersion) > 0 {
+		i -= len(m.ConfigVersion)
+		copy(dAtA[i:], m.ConfigVersion)
+		i = protohelpers.EncodeVarint(dAtA, i, uint64(len(m.ConfigVersion)))
+		i--
+		dAtA[i] = 0x1
+		i--
+		dAtA[i] = 0xc2
 	}
 	if m.TotalTokens != 0 {
 		i = protohelpers.EncodeVarint(dAtA, i, uint64(m.TotalTokens))
@@ -688,6 +698,10 @@ func (m *Run) SizeVT() (n int) {
 	}
 	if m.TotalTokens != 0 {
 		n += 2 + protohelpers.SizeOfVarint(uint64(m.TotalTokens))
+	}
+	l = len(m.ConfigVersion)
+	if l > 0 {
+		n += 2 + l + protohelpers.SizeOfVarint(uint64(l))
 	}
 	n += len(m.unknownFields)
 	return n

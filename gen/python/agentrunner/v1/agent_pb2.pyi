@@ -47,20 +47,22 @@ class AgentInfo(_message.Message):
     def __init__(self, name: _Optional[str] = ..., description: _Optional[str] = ..., kind: _Optional[_Union[AgentKind, str]] = ..., model: _Optional[str] = ..., disallow_transfer_to_parent: bool = ..., disallow_transfer_to_peers: bool = ..., max_iterations: _Optional[int] = ..., sub_agents: _Optional[_Iterable[_Union[AgentInfo, _Mapping]]] = ..., tools: _Optional[_Iterable[str]] = ..., transfer_targets: _Optional[_Iterable[str]] = ..., tool_details: _Optional[_Iterable[_Union[ToolInfo, _Mapping]]] = ...) -> None: ...
 
 class App(_message.Message):
-    __slots__ = ["budgets", "currency", "description", "name", "root_agent", "unavailable_reason"]
+    __slots__ = ["budgets", "config_version", "currency", "description", "name", "root_agent", "unavailable_reason"]
     BUDGETS_FIELD_NUMBER: _ClassVar[int]
+    CONFIG_VERSION_FIELD_NUMBER: _ClassVar[int]
     CURRENCY_FIELD_NUMBER: _ClassVar[int]
     DESCRIPTION_FIELD_NUMBER: _ClassVar[int]
     NAME_FIELD_NUMBER: _ClassVar[int]
     ROOT_AGENT_FIELD_NUMBER: _ClassVar[int]
     UNAVAILABLE_REASON_FIELD_NUMBER: _ClassVar[int]
     budgets: _config_pb2.BudgetsConfig
+    config_version: str
     currency: str
     description: str
     name: str
     root_agent: AgentInfo
     unavailable_reason: str
-    def __init__(self, name: _Optional[str] = ..., description: _Optional[str] = ..., root_agent: _Optional[_Union[AgentInfo, _Mapping]] = ..., unavailable_reason: _Optional[str] = ..., budgets: _Optional[_Union[_config_pb2.BudgetsConfig, _Mapping]] = ..., currency: _Optional[str] = ...) -> None: ...
+    def __init__(self, name: _Optional[str] = ..., description: _Optional[str] = ..., root_agent: _Optional[_Union[AgentInfo, _Mapping]] = ..., unavailable_reason: _Optional[str] = ..., budgets: _Optional[_Union[_config_pb2.BudgetsConfig, _Mapping]] = ..., currency: _Optional[str] = ..., config_version: _Optional[str] = ...) -> None: ...
 
 class ToolInfo(_message.Message):
     __slots__ = ["description", "kind", "name", "parameters", "require_confirmation"]

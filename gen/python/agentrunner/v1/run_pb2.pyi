@@ -30,7 +30,7 @@ STREAMING_MODE_SSE: StreamingMode
 STREAMING_MODE_UNSPECIFIED: StreamingMode
 
 class Run(_message.Message):
-    __slots__ = ["app_name", "continued_by_run_id", "cost", "create_time", "end_time", "error", "first_sequence", "input", "last_sequence", "multitask_strategy", "on_disconnect", "pending_call_ids", "request_digest", "request_id", "run_id", "session_id", "start_time", "status", "total_tokens", "usage", "usage_by_agent", "user_id"]
+    __slots__ = ["app_name", "config_version", "continued_by_run_id", "cost", "create_time", "end_time", "error", "first_sequence", "input", "last_sequence", "multitask_strategy", "on_disconnect", "pending_call_ids", "request_digest", "request_id", "run_id", "session_id", "start_time", "status", "total_tokens", "usage", "usage_by_agent", "user_id"]
     class UsageByAgentEntry(_message.Message):
         __slots__ = ["key", "value"]
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -39,6 +39,7 @@ class Run(_message.Message):
         value: _event_pb2.UsageMetadata
         def __init__(self, key: _Optional[str] = ..., value: _Optional[_Union[_event_pb2.UsageMetadata, _Mapping]] = ...) -> None: ...
     APP_NAME_FIELD_NUMBER: _ClassVar[int]
+    CONFIG_VERSION_FIELD_NUMBER: _ClassVar[int]
     CONTINUED_BY_RUN_ID_FIELD_NUMBER: _ClassVar[int]
     COST_FIELD_NUMBER: _ClassVar[int]
     CREATE_TIME_FIELD_NUMBER: _ClassVar[int]
@@ -61,6 +62,7 @@ class Run(_message.Message):
     USAGE_FIELD_NUMBER: _ClassVar[int]
     USER_ID_FIELD_NUMBER: _ClassVar[int]
     app_name: str
+    config_version: str
     continued_by_run_id: str
     cost: _event_pb2.Cost
     create_time: _timestamp_pb2.Timestamp
@@ -82,7 +84,7 @@ class Run(_message.Message):
     usage: _event_pb2.UsageMetadata
     usage_by_agent: _containers.MessageMap[str, _event_pb2.UsageMetadata]
     user_id: str
-    def __init__(self, run_id: _Optional[str] = ..., app_name: _Optional[str] = ..., user_id: _Optional[str] = ..., session_id: _Optional[str] = ..., status: _Optional[_Union[RunStatus, str]] = ..., create_time: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., start_time: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., end_time: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., first_sequence: _Optional[int] = ..., last_sequence: _Optional[int] = ..., error: _Optional[_Union[Status, _Mapping]] = ..., request_id: _Optional[str] = ..., pending_call_ids: _Optional[_Iterable[str]] = ..., usage: _Optional[_Union[_event_pb2.UsageMetadata, _Mapping]] = ..., multitask_strategy: _Optional[_Union[MultitaskStrategy, str]] = ..., on_disconnect: _Optional[_Union[OnDisconnect, str]] = ..., input: _Optional[_Union[RunInput, _Mapping]] = ..., request_digest: _Optional[str] = ..., usage_by_agent: _Optional[_Mapping[str, _event_pb2.UsageMetadata]] = ..., continued_by_run_id: _Optional[str] = ..., cost: _Optional[_Union[_event_pb2.Cost, _Mapping]] = ..., total_tokens: _Optional[int] = ...) -> None: ...
+    def __init__(self, run_id: _Optional[str] = ..., app_name: _Optional[str] = ..., user_id: _Optional[str] = ..., session_id: _Optional[str] = ..., status: _Optional[_Union[RunStatus, str]] = ..., create_time: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., start_time: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., end_time: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., first_sequence: _Optional[int] = ..., last_sequence: _Optional[int] = ..., error: _Optional[_Union[Status, _Mapping]] = ..., request_id: _Optional[str] = ..., pending_call_ids: _Optional[_Iterable[str]] = ..., usage: _Optional[_Union[_event_pb2.UsageMetadata, _Mapping]] = ..., multitask_strategy: _Optional[_Union[MultitaskStrategy, str]] = ..., on_disconnect: _Optional[_Union[OnDisconnect, str]] = ..., input: _Optional[_Union[RunInput, _Mapping]] = ..., request_digest: _Optional[str] = ..., usage_by_agent: _Optional[_Mapping[str, _event_pb2.UsageMetadata]] = ..., continued_by_run_id: _Optional[str] = ..., cost: _Optional[_Union[_event_pb2.Cost, _Mapping]] = ..., total_tokens: _Optional[int] = ..., config_version: _Optional[str] = ...) -> None: ...
 
 class RunConfig(_message.Message):
     __slots__ = ["max_llm_calls", "save_input_blobs_as_artifacts", "stream_user_event", "streaming_mode"]

@@ -21,6 +21,69 @@ const (
 	_ = protoimpl.EnforceVersion(protoimpl.MaxVersion - 20)
 )
 
+// AppChange is what a reload did to an app.
+type AppChange int32
+
+const (
+	AppChange_APP_CHANGE_UNSPECIFIED AppChange = 0
+	// New in the file: served from now on.
+	AppChange_APP_CHANGE_ADDED AppChange = 1
+	// Its config changed: new runs use the new one; runs in flight, queued
+	// or waiting go on with the one they started with.
+	AppChange_APP_CHANGE_CHANGED AppChange = 2
+	// Its config is what it was: nothing changed.
+	AppChange_APP_CHANGE_UNCHANGED AppChange = 3
+	// Gone from the file: new runs are refused NOT_FOUND, as for an
+	// unknown app; its sessions stay in the store and its runs in flight
+	// finish.
+	AppChange_APP_CHANGE_REMOVED AppChange = 4
+)
+
+// Enum value maps for AppChange.
+var (
+	AppChange_name = map[int32]string{
+		0: "APP_CHANGE_UNSPECIFIED",
+		1: "APP_CHANGE_ADDED",
+		2: "APP_CHANGE_CHANGED",
+		3: "APP_CHANGE_UNCHANGED",
+		4: "APP_CHANGE_REMOVED",
+	}
+	AppChange_value = map[string]int32{
+		"APP_CHANGE_UNSPECIFIED": 0,
+		"APP_CHANGE_ADDED":       1,
+		"APP_CHANGE_CHANGED":     2,
+		"APP_CHANGE_UNCHANGED":   3,
+		"APP_CHANGE_REMOVED":     4,
+	}
+)
+
+func (x AppChange) Enum() *AppChange {
+	p := new(AppChange)
+	*p = x
+	return p
+}
+
+func (x AppChange) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (AppChange) Descriptor() protoreflect.EnumDescriptor {
+	return file_agentrunner_service_v1_admin_service_proto_enumTypes[0].Descriptor()
+}
+
+func (AppChange) Type() protoreflect.EnumType {
+	return &file_agentrunner_service_v1_admin_service_proto_enumTypes[0]
+}
+
+func (x AppChange) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use AppChange.Descriptor instead.
+func (AppChange) EnumDescriptor() ([]byte, []int) {
+	return file_agentrunner_service_v1_admin_service_proto_rawDescGZIP(), []int{0}
+}
+
 // BackupRequest is the input of Backup. It has no fields yet.
 type BackupRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -125,6 +188,155 @@ func (x *BackupResponse) GetSha256() string {
 	return ""
 }
 
+// ReloadAppsRequest is the input of ReloadApps. It has no fields yet.
+type ReloadAppsRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ReloadAppsRequest) Reset() {
+	*x = ReloadAppsRequest{}
+	mi := &file_agentrunner_service_v1_admin_service_proto_msgTypes[2]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ReloadAppsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ReloadAppsRequest) ProtoMessage() {}
+
+func (x *ReloadAppsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_agentrunner_service_v1_admin_service_proto_msgTypes[2]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ReloadAppsRequest.ProtoReflect.Descriptor instead.
+func (*ReloadAppsRequest) Descriptor() ([]byte, []int) {
+	return file_agentrunner_service_v1_admin_service_proto_rawDescGZIP(), []int{2}
+}
+
+// ReloadAppsResponse says what a reload changed.
+type ReloadAppsResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Every app served before or after the reload, by name: what happened
+	// to each and its config version now.
+	Apps          []*AppReload `protobuf:"bytes,1,rep,name=apps,proto3" json:"apps,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ReloadAppsResponse) Reset() {
+	*x = ReloadAppsResponse{}
+	mi := &file_agentrunner_service_v1_admin_service_proto_msgTypes[3]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ReloadAppsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ReloadAppsResponse) ProtoMessage() {}
+
+func (x *ReloadAppsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_agentrunner_service_v1_admin_service_proto_msgTypes[3]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ReloadAppsResponse.ProtoReflect.Descriptor instead.
+func (*ReloadAppsResponse) Descriptor() ([]byte, []int) {
+	return file_agentrunner_service_v1_admin_service_proto_rawDescGZIP(), []int{3}
+}
+
+func (x *ReloadAppsResponse) GetApps() []*AppReload {
+	if x != nil {
+		return x.Apps
+	}
+	return nil
+}
+
+// AppReload is what a reload did to one app.
+type AppReload struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The app's name.
+	Name string `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	// What the reload did to it.
+	Change AppChange `protobuf:"varint,2,opt,name=change,proto3,enum=agentrunner.service.v1.AppChange" json:"change,omitempty"`
+	// Its config version after the reload (App.config_version); for a
+	// removed app, the version it had.
+	ConfigVersion string `protobuf:"bytes,3,opt,name=config_version,json=configVersion,proto3" json:"config_version,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AppReload) Reset() {
+	*x = AppReload{}
+	mi := &file_agentrunner_service_v1_admin_service_proto_msgTypes[4]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AppReload) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AppReload) ProtoMessage() {}
+
+func (x *AppReload) ProtoReflect() protoreflect.Message {
+	mi := &file_agentrunner_service_v1_admin_service_proto_msgTypes[4]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AppReload.ProtoReflect.Descriptor instead.
+func (*AppReload) Descriptor() ([]byte, []int) {
+	return file_agentrunner_service_v1_admin_service_proto_rawDescGZIP(), []int{4}
+}
+
+func (x *AppReload) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *AppReload) GetChange() AppChange {
+	if x != nil {
+		return x.Change
+	}
+	return AppChange_APP_CHANGE_UNSPECIFIED
+}
+
+func (x *AppReload) GetConfigVersion() string {
+	if x != nil {
+		return x.ConfigVersion
+	}
+	return ""
+}
+
 var File_agentrunner_service_v1_admin_service_proto protoreflect.FileDescriptor
 
 const file_agentrunner_service_v1_admin_service_proto_rawDesc = "" +
@@ -134,9 +346,24 @@ const file_agentrunner_service_v1_admin_service_proto_rawDesc = "" +
 	"\x0eBackupResponse\x12\x14\n" +
 	"\x05chunk\x18\x01 \x01(\fR\x05chunk\x12\x12\n" +
 	"\x04size\x18\x02 \x01(\x03R\x04size\x12\x16\n" +
-	"\x06sha256\x18\x03 \x01(\tR\x06sha2562i\n" +
+	"\x06sha256\x18\x03 \x01(\tR\x06sha256\"\x13\n" +
+	"\x11ReloadAppsRequest\"K\n" +
+	"\x12ReloadAppsResponse\x125\n" +
+	"\x04apps\x18\x01 \x03(\v2!.agentrunner.service.v1.AppReloadR\x04apps\"\x81\x01\n" +
+	"\tAppReload\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x129\n" +
+	"\x06change\x18\x02 \x01(\x0e2!.agentrunner.service.v1.AppChangeR\x06change\x12%\n" +
+	"\x0econfig_version\x18\x03 \x01(\tR\rconfigVersion*\x87\x01\n" +
+	"\tAppChange\x12\x1a\n" +
+	"\x16APP_CHANGE_UNSPECIFIED\x10\x00\x12\x14\n" +
+	"\x10APP_CHANGE_ADDED\x10\x01\x12\x16\n" +
+	"\x12APP_CHANGE_CHANGED\x10\x02\x12\x18\n" +
+	"\x14APP_CHANGE_UNCHANGED\x10\x03\x12\x16\n" +
+	"\x12APP_CHANGE_REMOVED\x10\x042\xce\x01\n" +
 	"\fAdminService\x12Y\n" +
-	"\x06Backup\x12%.agentrunner.service.v1.BackupRequest\x1a&.agentrunner.service.v1.BackupResponse0\x01B\xf5\x01\n" +
+	"\x06Backup\x12%.agentrunner.service.v1.BackupRequest\x1a&.agentrunner.service.v1.BackupResponse0\x01\x12c\n" +
+	"\n" +
+	"ReloadApps\x12).agentrunner.service.v1.ReloadAppsRequest\x1a*.agentrunner.service.v1.ReloadAppsResponseB\xf5\x01\n" +
 	"\x1acom.agentrunner.service.v1B\x11AdminServiceProtoP\x01ZJgithub.com/agentrunner/agentrunner/gen/go/agentrunner/service/v1;servicev1\xa2\x02\x03ASX\xaa\x02\x16Agentrunner.Service.V1\xca\x02\x16Agentrunner\\Service\\V1\xe2\x02\"Agentrunner\\Service\\V1\\GPBMetadata\xea\x02\x18Agentrunner::Service::V1b\x06proto3"
 
 var (
@@ -151,19 +378,28 @@ func file_agentrunner_service_v1_admin_service_proto_rawDescGZIP() []byte {
 	return file_agentrunner_service_v1_admin_service_proto_rawDescData
 }
 
-var file_agentrunner_service_v1_admin_service_proto_msgTypes = make([]protoimpl.MessageInfo, 2)
+var file_agentrunner_service_v1_admin_service_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
+var file_agentrunner_service_v1_admin_service_proto_msgTypes = make([]protoimpl.MessageInfo, 5)
 var file_agentrunner_service_v1_admin_service_proto_goTypes = []any{
-	(*BackupRequest)(nil),  // 0: agentrunner.service.v1.BackupRequest
-	(*BackupResponse)(nil), // 1: agentrunner.service.v1.BackupResponse
+	(AppChange)(0),             // 0: agentrunner.service.v1.AppChange
+	(*BackupRequest)(nil),      // 1: agentrunner.service.v1.BackupRequest
+	(*BackupResponse)(nil),     // 2: agentrunner.service.v1.BackupResponse
+	(*ReloadAppsRequest)(nil),  // 3: agentrunner.service.v1.ReloadAppsRequest
+	(*ReloadAppsResponse)(nil), // 4: agentrunner.service.v1.ReloadAppsResponse
+	(*AppReload)(nil),          // 5: agentrunner.service.v1.AppReload
 }
 var file_agentrunner_service_v1_admin_service_proto_depIdxs = []int32{
-	0, // 0: agentrunner.service.v1.AdminService.Backup:input_type -> agentrunner.service.v1.BackupRequest
-	1, // 1: agentrunner.service.v1.AdminService.Backup:output_type -> agentrunner.service.v1.BackupResponse
-	1, // [1:2] is the sub-list for method output_type
-	0, // [0:1] is the sub-list for method input_type
-	0, // [0:0] is the sub-list for extension type_name
-	0, // [0:0] is the sub-list for extension extendee
-	0, // [0:0] is the sub-list for field type_name
+	5, // 0: agentrunner.service.v1.ReloadAppsResponse.apps:type_name -> agentrunner.service.v1.AppReload
+	0, // 1: agentrunner.service.v1.AppReload.change:type_name -> agentrunner.service.v1.AppChange
+	1, // 2: agentrunner.service.v1.AdminService.Backup:input_type -> agentrunner.service.v1.BackupRequest
+	3, // 3: agentrunner.service.v1.AdminService.ReloadApps:input_type -> agentrunner.service.v1.ReloadAppsRequest
+	2, // 4: agentrunner.service.v1.AdminService.Backup:output_type -> agentrunner.service.v1.BackupResponse
+	4, // 5: agentrunner.service.v1.AdminService.ReloadApps:output_type -> agentrunner.service.v1.ReloadAppsResponse
+	4, // [4:6] is the sub-list for method output_type
+	2, // [2:4] is the sub-list for method input_type
+	2, // [2:2] is the sub-list for extension type_name
+	2, // [2:2] is the sub-list for extension extendee
+	0, // [0:2] is the sub-list for field type_name
 }
 
 func init() { file_agentrunner_service_v1_admin_service_proto_init() }
@@ -176,13 +412,14 @@ func file_agentrunner_service_v1_admin_service_proto_init() {
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_agentrunner_service_v1_admin_service_proto_rawDesc), len(file_agentrunner_service_v1_admin_service_proto_rawDesc)),
-			NumEnums:      0,
-			NumMessages:   2,
+			NumEnums:      1,
+			NumMessages:   5,
 			NumExtensions: 0,
 			NumServices:   1,
 		},
 		GoTypes:           file_agentrunner_service_v1_admin_service_proto_goTypes,
 		DependencyIndexes: file_agentrunner_service_v1_admin_service_proto_depIdxs,
+		EnumInfos:         file_agentrunner_service_v1_admin_service_proto_enumTypes,
 		MessageInfos:      file_agentrunner_service_v1_admin_service_proto_msgTypes,
 	}.Build()
 	File_agentrunner_service_v1_admin_service_proto = out.File

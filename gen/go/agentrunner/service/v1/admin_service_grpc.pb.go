@@ -19,7 +19,8 @@ import (
 const _ = grpc.SupportPackageIsVersion9
 
 const (
-	AdminService_Backup_FullMethodName = "/agentrunner.service.v1.AdminService/Backup"
+	AdminService_Backup_FullMethodName     = "/agentrunner.service.v1.AdminService/Backup"
+	AdminService_ReloadApps_FullMethodName = "/agentrunner.service.v1.AdminService/ReloadApps"
 )
 
 // AdminServiceClient is the client API for AdminService service.
@@ -40,6 +41,16 @@ type AdminServiceClient interface {
 	// incomplete. On PostgreSQL it fails with FAILED_PRECONDITION: back up
 	// the database with its own tools (pg_dump), see docs/operations.md.
 	Backup(ctx context.Context, in *BackupRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[BackupResponse], error)
+	// ReloadApps reads the apps file again (as SIGHUP does) and applies it
+	// at once. A file with errors changes nothing: the call fails with
+	// INVALID_ARGUMENT and every error, each with its file, line and field,
+	// as the start reports them; models and secrets are checked as at the
+	// start. A valid file applies to new runs; runs in flight, queued or
+	// waiting on their caller finish on the config they started with.
+	// Removed apps refuse new runs and keep their sessions. A server serving
+	// the built-in default apps (no --config) has no file to read:
+	// FAILED_PRECONDITION. docs/operations.md gives the details.
+	ReloadApps(ctx context.Context, in *ReloadAppsRequest, opts ...grpc.CallOption) (*ReloadAppsResponse, error)
 }
 
 type adminServiceClient struct {
@@ -69,6 +80,16 @@ func (c *adminServiceClient) Backup(ctx context.Context, in *BackupRequest, opts
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
 type AdminService_BackupClient = grpc.ServerStreamingClient[BackupResponse]
 
+func (c *adminServiceClient) ReloadApps(ctx context.Context, in *ReloadAppsRequest, opts ...grpc.CallOption) (*ReloadAppsResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ReloadAppsResponse)
+	err := c.cc.Invoke(ctx, AdminService_ReloadApps_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // AdminServiceServer is the server API for AdminService service.
 // All implementations must embed UnimplementedAdminServiceServer
 // for forward compatibility.
@@ -87,6 +108,16 @@ type AdminServiceServer interface {
 	// incomplete. On PostgreSQL it fails with FAILED_PRECONDITION: back up
 	// the database with its own tools (pg_dump), see docs/operations.md.
 	Backup(*BackupRequest, grpc.ServerStreamingServer[BackupResponse]) error
+	// ReloadApps reads the apps file again (as SIGHUP does) and applies it
+	// at once. A file with errors changes nothing: the call fails with
+	// INVALID_ARGUMENT and every error, each with its file, line and field,
+	// as the start reports them; models and secrets are checked as at the
+	// start. A valid file applies to new runs; runs in flight, queued or
+	// waiting on their caller finish on the config they started with.
+	// Removed apps refuse new runs and keep their sessions. A server serving
+	// the built-in default apps (no --config) has no file to read:
+	// FAILED_PRECONDITION. docs/operations.md gives the details.
+	ReloadApps(context.Context, *ReloadAppsRequest) (*ReloadAppsResponse, error)
 	mustEmbedUnimplementedAdminServiceServer()
 }
 
@@ -99,6 +130,9 @@ type UnimplementedAdminServiceServer struct{}
 
 func (UnimplementedAdminServiceServer) Backup(*BackupRequest, grpc.ServerStreamingServer[BackupResponse]) error {
 	return status.Error(codes.Unimplemented, "method Backup not implemented")
+}
+func (UnimplementedAdminServiceServer) ReloadApps(context.Context, *ReloadAppsRequest) (*ReloadAppsResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ReloadApps not implemented")
 }
 func (UnimplementedAdminServiceServer) mustEmbedUnimplementedAdminServiceServer() {}
 func (UnimplementedAdminServiceServer) testEmbeddedByValue()                      {}
@@ -132,13 +166,36 @@ func _AdminService_Backup_Handler(srv interface{}, stream grpc.ServerStream) err
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
 type AdminService_BackupServer = grpc.ServerStreamingServer[BackupResponse]
 
+func _AdminService_ReloadApps_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ReloadAppsRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AdminServiceServer).ReloadApps(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: AdminService_ReloadApps_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AdminServiceServer).ReloadApps(ctx, req.(*ReloadAppsRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // AdminService_ServiceDesc is the grpc.ServiceDesc for AdminService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
 var AdminService_ServiceDesc = grpc.ServiceDesc{
 	ServiceName: "agentrunner.service.v1.AdminService",
 	HandlerType: (*AdminServiceServer)(nil),
-	Methods:     []grpc.MethodDesc{},
+	Methods: []grpc.MethodDesc{
+		{
+			MethodName: "ReloadApps",
+			Handler:    _AdminService_ReloadApps_Handler,
+		},
+	},
 	Streams: []grpc.StreamDesc{
 		{
 			StreamName:    "Backup",

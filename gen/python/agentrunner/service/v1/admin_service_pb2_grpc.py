@@ -22,6 +22,11 @@ class AdminServiceStub(object):
                 request_serializer=agentrunner_dot_service_dot_v1_dot_admin__service__pb2.BackupRequest.SerializeToString,
                 response_deserializer=agentrunner_dot_service_dot_v1_dot_admin__service__pb2.BackupResponse.FromString,
                 )
+        self.ReloadApps = channel.unary_unary(
+                '/agentrunner.service.v1.AdminService/ReloadApps',
+                request_serializer=agentrunner_dot_service_dot_v1_dot_admin__service__pb2.ReloadAppsRequest.SerializeToString,
+                response_deserializer=agentrunner_dot_service_dot_v1_dot_admin__service__pb2.ReloadAppsResponse.FromString,
+                )
 
 
 class AdminServiceServicer(object):
@@ -45,6 +50,21 @@ class AdminServiceServicer(object):
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def ReloadApps(self, request, context):
+        """ReloadApps reads the apps file again (as SIGHUP does) and applies it
+        at once. A file with errors changes nothing: the call fails with
+        INVALID_ARGUMENT and every error, each with its file, line and field,
+        as the start reports them; models and secrets are checked as at the
+        start. A valid file applies to new runs; runs in flight, queued or
+        waiting on their caller finish on the config they started with.
+        Removed apps refuse new runs and keep their sessions. A server serving
+        the built-in default apps (no --config) has no file to read:
+        FAILED_PRECONDITION. docs/operations.md gives the details.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_AdminServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -52,6 +72,11 @@ def add_AdminServiceServicer_to_server(servicer, server):
                     servicer.Backup,
                     request_deserializer=agentrunner_dot_service_dot_v1_dot_admin__service__pb2.BackupRequest.FromString,
                     response_serializer=agentrunner_dot_service_dot_v1_dot_admin__service__pb2.BackupResponse.SerializeToString,
+            ),
+            'ReloadApps': grpc.unary_unary_rpc_method_handler(
+                    servicer.ReloadApps,
+                    request_deserializer=agentrunner_dot_service_dot_v1_dot_admin__service__pb2.ReloadAppsRequest.FromString,
+                    response_serializer=agentrunner_dot_service_dot_v1_dot_admin__service__pb2.ReloadAppsResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -80,5 +105,22 @@ class AdminService(object):
         return grpc.experimental.unary_stream(request, target, '/agentrunner.service.v1.AdminService/Backup',
             agentrunner_dot_service_dot_v1_dot_admin__service__pb2.BackupRequest.SerializeToString,
             agentrunner_dot_service_dot_v1_dot_admin__service__pb2.BackupResponse.FromString,
+            options, channel_credentials,
+            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
+
+    @staticmethod
+    def ReloadApps(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(request, target, '/agentrunner.service.v1.AdminService/ReloadApps',
+            agentrunner_dot_service_dot_v1_dot_admin__service__pb2.ReloadAppsRequest.SerializeToString,
+            agentrunner_dot_service_dot_v1_dot_admin__service__pb2.ReloadAppsResponse.FromString,
             options, channel_credentials,
             insecure, call_credentials, compression, wait_for_ready, timeout, metadata)

@@ -2,15 +2,15 @@
 // @generated from file agentrunner/service/v1/admin_service.proto (package agentrunner.service.v1, syntax proto3)
 /* eslint-disable */
 
-import type { GenFile, GenMessage, GenService } from "@bufbuild/protobuf/codegenv2";
-import { fileDesc, messageDesc, serviceDesc } from "@bufbuild/protobuf/codegenv2";
+import type { GenEnum, GenFile, GenMessage, GenService } from "@bufbuild/protobuf/codegenv2";
+import { enumDesc, fileDesc, messageDesc, serviceDesc } from "@bufbuild/protobuf/codegenv2";
 import type { Message } from "@bufbuild/protobuf";
 
 /**
  * Describes the file agentrunner/service/v1/admin_service.proto.
  */
 export const file_agentrunner_service_v1_admin_service: GenFile = /*@__PURE__*/
-  fileDesc("CiphZ2VudHJ1bm5lci9zZXJ2aWNlL3YxL2FkbWluX3NlcnZpY2UucHJvdG8SFmFnZW50cnVubmVyLnNlcnZpY2UudjEiDwoNQmFja3VwUmVxdWVzdCI9Cg5CYWNrdXBSZXNwb25zZRINCgVjaHVuaxgBIAEoDBIMCgRzaXplGAIgASgDEg4KBnNoYTI1NhgDIAEoCTJpCgxBZG1pblNlcnZpY2USWQoGQmFja3VwEiUuYWdlbnRydW5uZXIuc2VydmljZS52MS5CYWNrdXBSZXF1ZXN0GiYuYWdlbnRydW5uZXIuc2VydmljZS52MS5CYWNrdXBSZXNwb25zZTABYgZwcm90bzM");
+  fileDesc("CiphZ2VudHJ1bm5lci9zZXJ2aWNlL3YxL2FkbWluX3NlcnZpY2UucHJvdG8SFmFnZW50cnVubmVyLnNlcnZpY2UudjEiDwoNQmFja3VwUmVxdWVzdCI9Cg5CYWNrdXBSZXNwb25zZRINCgVjaHVuaxgBIAEoDBIMCgRzaXplGAIgASgDEg4KBnNoYTI1NhgDIAEoCSITChFSZWxvYWRBcHBzUmVxdWVzdCJFChJSZWxvYWRBcHBzUmVzcG9uc2USLwoEYXBwcxgBIAMoCzIhLmFnZW50cnVubmVyLnNlcnZpY2UudjEuQXBwUmVsb2FkImQKCUFwcFJlbG9hZBIMCgRuYW1lGAEgASgJEjEKBmNoYW5nZRgCIAEoDjIhLmFnZW50cnVubmVyLnNlcnZpY2UudjEuQXBwQ2hhbmdlEhYKDmNvbmZpZ192ZXJzaW9uGAMgASgJKocBCglBcHBDaGFuZ2USGgoWQVBQX0NIQU5HRV9VTlNQRUNJRklFRBAAEhQKEEFQUF9DSEFOR0VfQURERUQQARIWChJBUFBfQ0hBTkdFX0NIQU5HRUQQAhIYChRBUFBfQ0hBTkdFX1VOQ0hBTkdFRBADEhYKEkFQUF9DSEFOR0VfUkVNT1ZFRBAEMs4BCgxBZG1pblNlcnZpY2USWQoGQmFja3VwEiUuYWdlbnRydW5uZXIuc2VydmljZS52MS5CYWNrdXBSZXF1ZXN0GiYuYWdlbnRydW5uZXIuc2VydmljZS52MS5CYWNrdXBSZXNwb25zZTABEmMKClJlbG9hZEFwcHMSKS5hZ2VudHJ1bm5lci5zZXJ2aWNlLnYxLlJlbG9hZEFwcHNSZXF1ZXN0GiouYWdlbnRydW5uZXIuc2VydmljZS52MS5SZWxvYWRBcHBzUmVzcG9uc2ViBnByb3RvMw");
 
 /**
  * BackupRequest is the input of Backup. It has no fields yet.
@@ -66,6 +66,128 @@ export const BackupResponseSchema: GenMessage<BackupResponse> = /*@__PURE__*/
   messageDesc(file_agentrunner_service_v1_admin_service, 1);
 
 /**
+ * ReloadAppsRequest is the input of ReloadApps. It has no fields yet.
+ *
+ * @generated from message agentrunner.service.v1.ReloadAppsRequest
+ */
+export type ReloadAppsRequest = Message<"agentrunner.service.v1.ReloadAppsRequest"> & {
+};
+
+/**
+ * Describes the message agentrunner.service.v1.ReloadAppsRequest.
+ * Use `create(ReloadAppsRequestSchema)` to create a new message.
+ */
+export const ReloadAppsRequestSchema: GenMessage<ReloadAppsRequest> = /*@__PURE__*/
+  messageDesc(file_agentrunner_service_v1_admin_service, 2);
+
+/**
+ * ReloadAppsResponse says what a reload changed.
+ *
+ * @generated from message agentrunner.service.v1.ReloadAppsResponse
+ */
+export type ReloadAppsResponse = Message<"agentrunner.service.v1.ReloadAppsResponse"> & {
+  /**
+   * Every app served before or after the reload, by name: what happened
+   * to each and its config version now.
+   *
+   * @generated from field: repeated agentrunner.service.v1.AppReload apps = 1;
+   */
+  apps: AppReload[];
+};
+
+/**
+ * Describes the message agentrunner.service.v1.ReloadAppsResponse.
+ * Use `create(ReloadAppsResponseSchema)` to create a new message.
+ */
+export const ReloadAppsResponseSchema: GenMessage<ReloadAppsResponse> = /*@__PURE__*/
+  messageDesc(file_agentrunner_service_v1_admin_service, 3);
+
+/**
+ * AppReload is what a reload did to one app.
+ *
+ * @generated from message agentrunner.service.v1.AppReload
+ */
+export type AppReload = Message<"agentrunner.service.v1.AppReload"> & {
+  /**
+   * The app's name.
+   *
+   * @generated from field: string name = 1;
+   */
+  name: string;
+
+  /**
+   * What the reload did to it.
+   *
+   * @generated from field: agentrunner.service.v1.AppChange change = 2;
+   */
+  change: AppChange;
+
+  /**
+   * Its config version after the reload (App.config_version); for a
+   * removed app, the version it had.
+   *
+   * @generated from field: string config_version = 3;
+   */
+  configVersion: string;
+};
+
+/**
+ * Describes the message agentrunner.service.v1.AppReload.
+ * Use `create(AppReloadSchema)` to create a new message.
+ */
+export const AppReloadSchema: GenMessage<AppReload> = /*@__PURE__*/
+  messageDesc(file_agentrunner_service_v1_admin_service, 4);
+
+/**
+ * AppChange is what a reload did to an app.
+ *
+ * @generated from enum agentrunner.service.v1.AppChange
+ */
+export enum AppChange {
+  /**
+   * @generated from enum value: APP_CHANGE_UNSPECIFIED = 0;
+   */
+  UNSPECIFIED = 0,
+
+  /**
+   * New in the file: served from now on.
+   *
+   * @generated from enum value: APP_CHANGE_ADDED = 1;
+   */
+  ADDED = 1,
+
+  /**
+   * Its config changed: new runs use the new one; runs in flight, queued
+   * or waiting go on with the one they started with.
+   *
+   * @generated from enum value: APP_CHANGE_CHANGED = 2;
+   */
+  CHANGED = 2,
+
+  /**
+   * Its config is what it was: nothing changed.
+   *
+   * @generated from enum value: APP_CHANGE_UNCHANGED = 3;
+   */
+  UNCHANGED = 3,
+
+  /**
+   * Gone from the file: new runs are refused NOT_FOUND, as for an
+   * unknown app; its sessions stay in the store and its runs in flight
+   * finish.
+   *
+   * @generated from enum value: APP_CHANGE_REMOVED = 4;
+   */
+  REMOVED = 4,
+}
+
+/**
+ * Describes the enum agentrunner.service.v1.AppChange.
+ */
+export const AppChangeSchema: GenEnum<AppChange> = /*@__PURE__*/
+  enumDesc(file_agentrunner_service_v1_admin_service, 0);
+
+/**
  * AdminService holds the operator's chores on a running server. Every RPC
  * is for admins only: with an auth file, a principal that is not an admin
  * is refused PERMISSION_DENIED.
@@ -90,6 +212,24 @@ export const AdminService: GenService<{
     methodKind: "server_streaming";
     input: typeof BackupRequestSchema;
     output: typeof BackupResponseSchema;
+  },
+  /**
+   * ReloadApps reads the apps file again (as SIGHUP does) and applies it
+   * at once. A file with errors changes nothing: the call fails with
+   * INVALID_ARGUMENT and every error, each with its file, line and field,
+   * as the start reports them; models and secrets are checked as at the
+   * start. A valid file applies to new runs; runs in flight, queued or
+   * waiting on their caller finish on the config they started with.
+   * Removed apps refuse new runs and keep their sessions. A server serving
+   * the built-in default apps (no --config) has no file to read:
+   * FAILED_PRECONDITION. docs/operations.md gives the details.
+   *
+   * @generated from rpc agentrunner.service.v1.AdminService.ReloadApps
+   */
+  reloadApps: {
+    methodKind: "unary";
+    input: typeof ReloadAppsRequestSchema;
+    output: typeof ReloadAppsResponseSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_agentrunner_service_v1_admin_service, 0);
