@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -109,6 +110,26 @@ func TestReloadKeepsRunsOnTheirConfig(t *testing.T) {
 		t.Errorf("after a refused reload the app's version is %s, want %s", got, v2)
 	}
 	checkRun(t, sc, runOn(t, rc, sc, "refused", "hello"), v2, true)
+	checkReloadCLI(t, addr, config, v2)
+}
+
+// checkReloadCLI checks `agentrunner reload`: it fails on the broken file
+// with its errors, and reports the file of version v unchanged.
+func checkReloadCLI(t *testing.T, addr, config, v string) {
+	t.Helper()
+	var out, errOut strings.Builder
+	err := run(t.Context(), []string{"reload", "--addr", addr}, strings.NewReader(""), &out, &errOut)
+	if err == nil || !strings.Contains(err.Error(), `unknown field "colour"`) {
+		t.Errorf("reload of a broken file: %v, want its errors", err)
+	}
+	writeFile(t, config, fmt.Sprintf(reloadApps, newInstruction))
+	out.Reset()
+	if err := run(t.Context(), []string{"reload", "--addr", addr}, strings.NewReader(""), &out, &errOut); err != nil {
+		t.Fatalf("reload: %v\n%s", err, errOut.String())
+	}
+	if !regexp.MustCompile(`(?m)^desk\s+unchanged\s+` + v + `$`).MatchString(out.String()) {
+		t.Errorf("reload printed:\n%s\nwant desk unchanged at %s", out.String(), v)
+	}
 }
 
 // appVersion is desk's config version as ListApps shows it.

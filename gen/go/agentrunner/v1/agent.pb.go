@@ -396,8 +396,8 @@ type App struct {
 	// model is priced.
 	Currency string `protobuf:"bytes,6,opt,name=currency,proto3" json:"currency,omitempty"`
 	// The version of the app's config: a hash of its entry in the apps file
-	// and of the models it names, so it changes when a reload changes what
-	// the app runs and only then. Run.config_version names the version each
+	// and of the file's models, so it changes when a reload may change what
+	// the app runs, and stays when only other apps change. Run.config_version names the version each
 	// run ran on. Empty for an app built in code without one.
 	ConfigVersion string `protobuf:"bytes,7,opt,name=config_version,json=configVersion,proto3" json:"config_version,omitempty"`
 	unknownFields protoimpl.UnknownFields

@@ -214,8 +214,8 @@ export type App = Message<"agentrunner.v1.App"> & {
 
   /**
    * The version of the app's config: a hash of its entry in the apps file
-   * and of the models it names, so it changes when a reload changes what
-   * the app runs and only then. Run.config_version names the version each
+   * and of the file's models, so it changes when a reload may change what
+   * the app runs, and stays when only other apps change. Run.config_version names the version each
    * run ran on. Empty for an app built in code without one.
    *
    * @generated from field: string config_version = 7;
