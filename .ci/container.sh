@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # .ci/container.sh: the container image (examples/container) built and run
 # with Debian's podman, offline: no base image is pulled.
-#  1. installs podman, runc, podman-compose and iptables (and Debian's
-#     postgresql-15 server binaries) when missing, and sets runtime="runc"
-#     and ulimits within the machine's hard limits in
-#     /etc/containers/containers.conf when that file does not exist (crun
-#     fails on these machines' cgroups);
+#  1. installs podman, runc, podman-compose, iptables and the CNI dnsname
+#     plugin (and Debian's postgresql-15 server binaries) when missing,
+#     and sets runtime="runc" and ulimits within the machine's hard limits
+#     in /etc/containers/containers.conf when that file does not exist
+#     (crun fails on these machines' cgroups); then checks
+#     examples/container/k8s against Kubernetes' schemas (k8s_test.go);
 #  2. builds the stripped static binary on the host and the FROM scratch
 #     image (docker format: the OCI format drops HEALTHCHECK), and checks
 #     that the image is at most the binary plus 5 MB;
@@ -181,6 +182,7 @@ pg_image() {
   phase "replicas: PostgreSQL image"
   local d
   d=$(mktemp -d)
+  cleanups+=("${sudo[*]} rm -rf '$d'")
   mkdir -p "$d/rootfs/usr/lib/postgresql/15" "$d/run"
   cp -a /usr/lib/postgresql/15/{bin,lib} "$d/rootfs/usr/lib/postgresql/15/"
   mkdir -p "$d/rootfs/usr/share/postgresql" && cp -a /usr/share/postgresql/15 "$d/rootfs/usr/share/postgresql/"
@@ -206,11 +208,12 @@ pg_image() {
   echo 'postgres:x:65533:' >"$d/rootfs/etc/group"
   chmod 755 "$d"
   install -d -m 755 "$d/pg"
-  install -d -o postgres -m 700 "$d/pg/data"
-  setpriv --reuid postgres --regid postgres --clear-groups "$PGBIN/initdb" -D "$d/pg/data" -U agentrunner --auth=trust -E UTF8 --locale=C >/dev/null
-  printf '%s\n' "listen_addresses = '*'" "timezone = 'UTC'" "log_timezone = 'UTC'" >>"$d/pg/data/postgresql.conf"
-  echo "host all all 0.0.0.0/0 trust" >>"$d/pg/data/pg_hba.conf"
-  echo 'CREATE DATABASE agentrunner' | setpriv --reuid postgres --regid postgres --clear-groups \
+  local as_pg=("${sudo[@]}" setpriv --reuid postgres --regid postgres --clear-groups)
+  "${sudo[@]}" install -d -o postgres -m 700 "$d/pg/data"
+  "${as_pg[@]}" "$PGBIN/initdb" -D "$d/pg/data" -U agentrunner --auth=trust -E UTF8 --locale=C >/dev/null
+  printf '%s\n' "listen_addresses = '*'" "timezone = 'UTC'" "log_timezone = 'UTC'" | "${as_pg[@]}" tee -a "$d/pg/data/postgresql.conf" >/dev/null
+  echo "host all all 0.0.0.0/0 trust" | "${as_pg[@]}" tee -a "$d/pg/data/pg_hba.conf" >/dev/null
+  echo 'CREATE DATABASE agentrunner' | "${as_pg[@]}" \
     "$PGBIN/postgres" --single -D "$d/pg/data" postgres >"$d/single.log" 2>&1 || { cat "$d/single.log" >&2; return 1; }
   # COPY makes everything root's: the writable directories come apart,
   # with --chown (which keeps the modes below the destination: the data
@@ -223,7 +226,7 @@ pg_image() {
   old=$(podman image inspect -f '{{.Id}}' "$PG_IMAGE" 2>/dev/null || true)
   podman build -q -t "$PG_IMAGE" "$d" >/dev/null
   [[ -z $old || $old == $(podman image inspect -f '{{.Id}}' "$PG_IMAGE") ]] || podman rmi "$old" >/dev/null 2>&1 || true
-  rm -rf "$d"
+  "${sudo[@]}" rm -rf "$d"
   echo "PostgreSQL image: $(podman image inspect -f '{{.Size}}' "$PG_IMAGE") bytes"
 }
 
@@ -245,7 +248,15 @@ replicas() {
   compose_down
 }
 
+# The Kubernetes manifests against the API's schemas
+# (examples/container/k8s_test.go; the test step runs it too).
+manifests() {
+  phase "k8s manifests: schema"
+  go test -count=1 ./examples/container/
+}
+
 setup
+manifests
 build
 single
 replicas
