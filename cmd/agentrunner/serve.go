@@ -287,12 +287,8 @@ func serve(ctx context.Context, args []string, stderr io.Writer) (err error) {
 	if err != nil {
 		return err
 	}
-	// SIGHUP reads the apps file again, as AdminService.ReloadApps does.
 	reloader := &appsReloader{path: f.config, reg: apps, log: log}
-	hup := make(chan os.Signal, 1)
-	signal.Notify(hup, syscall.SIGHUP)
-	defer signal.Stop(hup)
-	go reloader.watch(ctx, hup)
+	defer watchHangups(ctx, reloader)()
 	core, err := startRuns(ctx, f, st, apps, sec, log)
 	if err != nil {
 		return err
@@ -308,20 +304,38 @@ func serve(ctx context.Context, args []string, stderr io.Writer) (err error) {
 	if err != nil {
 		return err
 	}
+	if err := untilStopped(ctx, sv); err != nil {
+		return err
+	}
+	// A second Ctrl-C now kills the process the default way.
+	stopSignals()
+	return shutdown(ctx, sv, apps, f, log)
+}
 
+// watchHangups reads the apps file again on each SIGHUP, as
+// AdminService.ReloadApps does, until ctx is done; the returned func
+// stops the signal's delivery.
+func watchHangups(ctx context.Context, r *appsReloader) (stop func()) {
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	go r.watch(ctx, hup)
+	return func() { signal.Stop(hup) }
+}
+
+// untilStopped serves until ctx is done (nil: shut down gracefully) or a
+// listener fails (its error, with everything stopped at once: nothing is
+// serving).
+func untilStopped(ctx context.Context, sv *serving) error {
 	select {
 	case err := <-sv.served:
-		// The listener failed; nothing is serving. Stop the rest.
 		sv.stopNow()
 		return fmt.Errorf("serve: %w", err)
 	case err := <-sv.webServed:
 		sv.stopNow()
 		return fmt.Errorf("serve --http-addr: %w", err)
 	case <-ctx.Done():
+		return nil
 	}
-	// A second Ctrl-C now kills the process the default way.
-	stopSignals()
-	return shutdown(ctx, sv, apps, f, log)
 }
 
 // startRuns builds the server's core and recovers the runs a crash or a
