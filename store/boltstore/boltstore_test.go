@@ -514,3 +514,11 @@ func TestEventsFill(t *testing.T) {
 		}
 	})
 }
+
+// TestForkConformance runs the fork and rewind suite that pgstore runs too.
+func TestForkConformance(t *testing.T) {
+	storetest.RunFork(t, func(t *testing.T) store.Store {
+		s, _ := newTestStore(t, Options{})
+		return s
+	})
+}

@@ -368,3 +368,8 @@ func TestOnCommit(t *testing.T) {
 		}
 	}
 }
+
+// TestForkConformance runs the fork and rewind suite that boltstore runs too.
+func TestForkConformance(t *testing.T) {
+	storetest.RunFork(t, func(t *testing.T) store.Store { return openURL(t, pg.URL(t)) })
+}

@@ -520,9 +520,15 @@ type EventActions struct {
 	// built for the agents' models, for the events it covers. The covered
 	// events stay stored and are still returned by GetSession and
 	// ListEvents.
-	Compaction    *EventCompaction `protobuf:"bytes,6,opt,name=compaction,proto3" json:"compaction,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Compaction *EventCompaction `protobuf:"bytes,6,opt,name=compaction,proto3" json:"compaction,omitempty"`
+	// Set on the event SessionService.RewindSession appends: the invocation
+	// (run) the session went back to before. Its state_delta and
+	// artifact_delta undo what the session's events did from that
+	// invocation's first event on, and the agents' models no longer see
+	// those events; they stay stored and listed.
+	RewindBeforeInvocationId string `protobuf:"bytes,7,opt,name=rewind_before_invocation_id,json=rewindBeforeInvocationId,proto3" json:"rewind_before_invocation_id,omitempty"`
+	unknownFields            protoimpl.UnknownFields
+	sizeCache                protoimpl.SizeCache
 }
 
 func (x *EventActions) Reset() {
@@ -595,6 +601,13 @@ func (x *EventActions) GetCompaction() *EventCompaction {
 		return x.Compaction
 	}
 	return nil
+}
+
+func (x *EventActions) GetRewindBeforeInvocationId() string {
+	if x != nil {
+		return x.RewindBeforeInvocationId
+	}
+	return ""
 }
 
 // EventCompaction is a summary of a range of a session's events.
@@ -1009,7 +1022,7 @@ const file_agentrunner_v1_event_proto_rawDesc = "" +
 	"\x03uri\x18\x03 \x01(\tR\x03uri\x12\x14\n" +
 	"\x05title\x18\x04 \x01(\tR\x05title\x12\x18\n" +
 	"\alicense\x18\x05 \x01(\tR\alicense\x12)\n" +
-	"\x10publication_date\x18\x06 \x01(\tR\x0fpublicationDate\"\x9a\x03\n" +
+	"\x10publication_date\x18\x06 \x01(\tR\x0fpublicationDate\"\xd9\x03\n" +
 	"\fEventActions\x128\n" +
 	"\vstate_delta\x18\x01 \x01(\v2\x17.google.protobuf.StructR\n" +
 	"stateDelta\x12V\n" +
@@ -1019,7 +1032,8 @@ const file_agentrunner_v1_event_proto_rawDesc = "" +
 	"\x12skip_summarization\x18\x05 \x01(\bR\x11skipSummarization\x12?\n" +
 	"\n" +
 	"compaction\x18\x06 \x01(\v2\x1f.agentrunner.v1.EventCompactionR\n" +
-	"compaction\x1a@\n" +
+	"compaction\x12=\n" +
+	"\x1brewind_before_invocation_id\x18\a \x01(\tR\x18rewindBeforeInvocationId\x1a@\n" +
 	"\x12ArtifactDeltaEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\x03R\x05value:\x028\x01\"\xa8\x01\n" +

@@ -138,6 +138,7 @@ func (m *EventActions) CloneVT() *EventActions {
 	r.Escalate = m.Escalate
 	r.SkipSummarization = m.SkipSummarization
 	r.Compaction = m.Compaction.CloneVT()
+	r.RewindBeforeInvocationId = m.RewindBeforeInvocationId
 	if rhs := m.ArtifactDelta; rhs != nil {
 		tmpContainer := make(map[string]int64, len(rhs))
 		for k, v := range rhs {
@@ -711,6 +712,13 @@ func (m *EventActions) MarshalToSizedBufferVT(dAtA []byte) (int, error) {
 		i -= len(m.unknownFields)
 		copy(dAtA[i:], m.unknownFields)
 	}
+	if len(m.RewindBeforeInvocationId) > 0 {
+		i -= len(m.RewindBeforeInvocationId)
+		copy(dAtA[i:], m.RewindBeforeInvocationId)
+		i = protohelpers.EncodeVarint(dAtA, i, uint64(len(m.RewindBeforeInvocationId)))
+		i--
+		dAtA[i] = 0x3a
+	}
 	if m.Compaction != nil {
 		size, err := m.Compaction.MarshalToSizedBufferVT(dAtA[:i])
 		if err != nil {
@@ -1279,6 +1287,10 @@ func (m *EventActions) SizeVT() (n int) {
 	}
 	if m.Compaction != nil {
 		l = m.Compaction.SizeVT()
+		n += 1 + l + protohelpers.SizeOfVarint(uint64(l))
+	}
+	l = len(m.RewindBeforeInvocationId)
+	if l > 0 {
 		n += 1 + l + protohelpers.SizeOfVarint(uint64(l))
 	}
 	n += len(m.unknownFields)

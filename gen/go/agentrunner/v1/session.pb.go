@@ -57,7 +57,11 @@ type Session struct {
 	// runner's model calls count: an event a client appends
 	// (SessionService.AppendEvent) is stored with its usage_metadata and
 	// cost as given, but adds nothing to usage, cost or total_tokens.
-	TotalTokens   int64 `protobuf:"varint,11,opt,name=total_tokens,json=totalTokens,proto3" json:"total_tokens,omitempty"`
+	TotalTokens int64 `protobuf:"varint,11,opt,name=total_tokens,json=totalTokens,proto3" json:"total_tokens,omitempty"`
+	// Set on a session made by SessionService.ForkSession: the session it
+	// was forked from and the last of its events the fork holds. Unset on
+	// every other session.
+	ForkedFrom    *ForkedFrom `protobuf:"bytes,12,opt,name=forked_from,json=forkedFrom,proto3" json:"forked_from,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -169,11 +173,92 @@ func (x *Session) GetTotalTokens() int64 {
 	return 0
 }
 
+func (x *Session) GetForkedFrom() *ForkedFrom {
+	if x != nil {
+		return x.ForkedFrom
+	}
+	return nil
+}
+
+// ForkedFrom names the point of another session a fork started from.
+type ForkedFrom struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The source session's owner (the fork's may differ: an admin may fork
+	// into another user) and id; the app is the fork's own.
+	UserId    string `protobuf:"bytes,1,opt,name=user_id,json=userId,proto3" json:"user_id,omitempty"`
+	SessionId string `protobuf:"bytes,2,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
+	// The last event of the source the fork holds (its events 1..sequence,
+	// numbered as in the source); 0 when it holds none.
+	Sequence uint64 `protobuf:"varint,3,opt,name=sequence,proto3" json:"sequence,omitempty"`
+	// That event's id; empty when sequence is 0.
+	EventId       string `protobuf:"bytes,4,opt,name=event_id,json=eventId,proto3" json:"event_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ForkedFrom) Reset() {
+	*x = ForkedFrom{}
+	mi := &file_agentrunner_v1_session_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ForkedFrom) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ForkedFrom) ProtoMessage() {}
+
+func (x *ForkedFrom) ProtoReflect() protoreflect.Message {
+	mi := &file_agentrunner_v1_session_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ForkedFrom.ProtoReflect.Descriptor instead.
+func (*ForkedFrom) Descriptor() ([]byte, []int) {
+	return file_agentrunner_v1_session_proto_rawDescGZIP(), []int{1}
+}
+
+func (x *ForkedFrom) GetUserId() string {
+	if x != nil {
+		return x.UserId
+	}
+	return ""
+}
+
+func (x *ForkedFrom) GetSessionId() string {
+	if x != nil {
+		return x.SessionId
+	}
+	return ""
+}
+
+func (x *ForkedFrom) GetSequence() uint64 {
+	if x != nil {
+		return x.Sequence
+	}
+	return 0
+}
+
+func (x *ForkedFrom) GetEventId() string {
+	if x != nil {
+		return x.EventId
+	}
+	return ""
+}
+
 var File_agentrunner_v1_session_proto protoreflect.FileDescriptor
 
 const file_agentrunner_v1_session_proto_rawDesc = "" +
 	"\n" +
-	"\x1cagentrunner/v1/session.proto\x12\x0eagentrunner.v1\x1a\x1aagentrunner/v1/event.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xdb\x03\n" +
+	"\x1cagentrunner/v1/session.proto\x12\x0eagentrunner.v1\x1a\x1aagentrunner/v1/event.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\x98\x04\n" +
 	"\aSession\x12\x19\n" +
 	"\bapp_name\x18\x01 \x01(\tR\aappName\x12\x17\n" +
 	"\auser_id\x18\x02 \x01(\tR\x06userId\x12\x1d\n" +
@@ -189,7 +274,16 @@ const file_agentrunner_v1_session_proto_rawDesc = "" +
 	"\x12compacted_sequence\x18\t \x01(\x04R\x11compactedSequence\x12(\n" +
 	"\x04cost\x18\n" +
 	" \x01(\v2\x14.agentrunner.v1.CostR\x04cost\x12!\n" +
-	"\ftotal_tokens\x18\v \x01(\x03R\vtotalTokensB\xc3\x01\n" +
+	"\ftotal_tokens\x18\v \x01(\x03R\vtotalTokens\x12;\n" +
+	"\vforked_from\x18\f \x01(\v2\x1a.agentrunner.v1.ForkedFromR\n" +
+	"forkedFrom\"{\n" +
+	"\n" +
+	"ForkedFrom\x12\x17\n" +
+	"\auser_id\x18\x01 \x01(\tR\x06userId\x12\x1d\n" +
+	"\n" +
+	"session_id\x18\x02 \x01(\tR\tsessionId\x12\x1a\n" +
+	"\bsequence\x18\x03 \x01(\x04R\bsequence\x12\x19\n" +
+	"\bevent_id\x18\x04 \x01(\tR\aeventIdB\xc3\x01\n" +
 	"\x12com.agentrunner.v1B\fSessionProtoP\x01ZFgithub.com/agentrunner/agentrunner/gen/go/agentrunner/v1;agentrunnerv1\xa2\x02\x03AXX\xaa\x02\x0eAgentrunner.V1\xca\x02\x0eAgentrunner\\V1\xe2\x02\x1aAgentrunner\\V1\\GPBMetadata\xea\x02\x0fAgentrunner::V1b\x06proto3"
 
 var (
@@ -204,25 +298,27 @@ func file_agentrunner_v1_session_proto_rawDescGZIP() []byte {
 	return file_agentrunner_v1_session_proto_rawDescData
 }
 
-var file_agentrunner_v1_session_proto_msgTypes = make([]protoimpl.MessageInfo, 1)
+var file_agentrunner_v1_session_proto_msgTypes = make([]protoimpl.MessageInfo, 2)
 var file_agentrunner_v1_session_proto_goTypes = []any{
 	(*Session)(nil),               // 0: agentrunner.v1.Session
-	(*structpb.Struct)(nil),       // 1: google.protobuf.Struct
-	(*timestamppb.Timestamp)(nil), // 2: google.protobuf.Timestamp
-	(*UsageMetadata)(nil),         // 3: agentrunner.v1.UsageMetadata
-	(*Cost)(nil),                  // 4: agentrunner.v1.Cost
+	(*ForkedFrom)(nil),            // 1: agentrunner.v1.ForkedFrom
+	(*structpb.Struct)(nil),       // 2: google.protobuf.Struct
+	(*timestamppb.Timestamp)(nil), // 3: google.protobuf.Timestamp
+	(*UsageMetadata)(nil),         // 4: agentrunner.v1.UsageMetadata
+	(*Cost)(nil),                  // 5: agentrunner.v1.Cost
 }
 var file_agentrunner_v1_session_proto_depIdxs = []int32{
-	1, // 0: agentrunner.v1.Session.state:type_name -> google.protobuf.Struct
-	2, // 1: agentrunner.v1.Session.create_time:type_name -> google.protobuf.Timestamp
-	2, // 2: agentrunner.v1.Session.update_time:type_name -> google.protobuf.Timestamp
-	3, // 3: agentrunner.v1.Session.usage:type_name -> agentrunner.v1.UsageMetadata
-	4, // 4: agentrunner.v1.Session.cost:type_name -> agentrunner.v1.Cost
-	5, // [5:5] is the sub-list for method output_type
-	5, // [5:5] is the sub-list for method input_type
-	5, // [5:5] is the sub-list for extension type_name
-	5, // [5:5] is the sub-list for extension extendee
-	0, // [0:5] is the sub-list for field type_name
+	2, // 0: agentrunner.v1.Session.state:type_name -> google.protobuf.Struct
+	3, // 1: agentrunner.v1.Session.create_time:type_name -> google.protobuf.Timestamp
+	3, // 2: agentrunner.v1.Session.update_time:type_name -> google.protobuf.Timestamp
+	4, // 3: agentrunner.v1.Session.usage:type_name -> agentrunner.v1.UsageMetadata
+	5, // 4: agentrunner.v1.Session.cost:type_name -> agentrunner.v1.Cost
+	1, // 5: agentrunner.v1.Session.forked_from:type_name -> agentrunner.v1.ForkedFrom
+	6, // [6:6] is the sub-list for method output_type
+	6, // [6:6] is the sub-list for method input_type
+	6, // [6:6] is the sub-list for extension type_name
+	6, // [6:6] is the sub-list for extension extendee
+	0, // [0:6] is the sub-list for field type_name
 }
 
 func init() { file_agentrunner_v1_session_proto_init() }
@@ -237,7 +333,7 @@ func file_agentrunner_v1_session_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_agentrunner_v1_session_proto_rawDesc), len(file_agentrunner_v1_session_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   1,
+			NumMessages:   2,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

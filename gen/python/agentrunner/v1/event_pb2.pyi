@@ -92,7 +92,7 @@ class Event(_message.Message):
     def __init__(self, id: _Optional[str] = ..., invocation_id: _Optional[str] = ..., author: _Optional[str] = ..., branch: _Optional[str] = ..., timestamp: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., sequence: _Optional[int] = ..., content: _Optional[_Union[_content_pb2.Content, _Mapping]] = ..., partial: bool = ..., turn_complete: bool = ..., error_code: _Optional[str] = ..., error_message: _Optional[str] = ..., actions: _Optional[_Union[EventActions, _Mapping]] = ..., long_running_tool_ids: _Optional[_Iterable[str]] = ..., usage_metadata: _Optional[_Union[UsageMetadata, _Mapping]] = ..., finish_reason: _Optional[str] = ..., model_version: _Optional[str] = ..., citation_metadata: _Optional[_Union[CitationMetadata, _Mapping]] = ..., grounding_metadata: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., custom_metadata: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., interrupted: bool = ..., cost: _Optional[_Union[Cost, _Mapping]] = ..., timing: _Optional[_Union[_timing_pb2.Timing, _Mapping]] = ...) -> None: ...
 
 class EventActions(_message.Message):
-    __slots__ = ["artifact_delta", "compaction", "escalate", "skip_summarization", "state_delta", "transfer_to_agent"]
+    __slots__ = ["artifact_delta", "compaction", "escalate", "rewind_before_invocation_id", "skip_summarization", "state_delta", "transfer_to_agent"]
     class ArtifactDeltaEntry(_message.Message):
         __slots__ = ["key", "value"]
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -103,16 +103,18 @@ class EventActions(_message.Message):
     ARTIFACT_DELTA_FIELD_NUMBER: _ClassVar[int]
     COMPACTION_FIELD_NUMBER: _ClassVar[int]
     ESCALATE_FIELD_NUMBER: _ClassVar[int]
+    REWIND_BEFORE_INVOCATION_ID_FIELD_NUMBER: _ClassVar[int]
     SKIP_SUMMARIZATION_FIELD_NUMBER: _ClassVar[int]
     STATE_DELTA_FIELD_NUMBER: _ClassVar[int]
     TRANSFER_TO_AGENT_FIELD_NUMBER: _ClassVar[int]
     artifact_delta: _containers.ScalarMap[str, int]
     compaction: EventCompaction
     escalate: bool
+    rewind_before_invocation_id: str
     skip_summarization: bool
     state_delta: _struct_pb2.Struct
     transfer_to_agent: str
-    def __init__(self, state_delta: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., artifact_delta: _Optional[_Mapping[str, int]] = ..., transfer_to_agent: _Optional[str] = ..., escalate: bool = ..., skip_summarization: bool = ..., compaction: _Optional[_Union[EventCompaction, _Mapping]] = ...) -> None: ...
+    def __init__(self, state_delta: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., artifact_delta: _Optional[_Mapping[str, int]] = ..., transfer_to_agent: _Optional[str] = ..., escalate: bool = ..., skip_summarization: bool = ..., compaction: _Optional[_Union[EventCompaction, _Mapping]] = ..., rewind_before_invocation_id: _Optional[str] = ...) -> None: ...
 
 class EventCompaction(_message.Message):
     __slots__ = ["authors", "end_sequence", "start_sequence", "summary"]

@@ -16,7 +16,7 @@ from google.protobuf import struct_pb2 as google_dot_protobuf_dot_struct__pb2
 from google.protobuf import timestamp_pb2 as google_dot_protobuf_dot_timestamp__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1c\x61gentrunner/v1/session.proto\x12\x0e\x61gentrunner.v1\x1a\x1a\x61gentrunner/v1/event.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xdb\x03\n\x07Session\x12\x19\n\x08\x61pp_name\x18\x01 \x01(\tR\x07\x61ppName\x12\x17\n\x07user_id\x18\x02 \x01(\tR\x06userId\x12\x1d\n\nsession_id\x18\x03 \x01(\tR\tsessionId\x12-\n\x05state\x18\x04 \x01(\x0b\x32\x17.google.protobuf.StructR\x05state\x12;\n\x0b\x63reate_time\x18\x05 \x01(\x0b\x32\x1a.google.protobuf.TimestampR\ncreateTime\x12;\n\x0bupdate_time\x18\x06 \x01(\x0b\x32\x1a.google.protobuf.TimestampR\nupdateTime\x12#\n\rlast_sequence\x18\x07 \x01(\x04R\x0clastSequence\x12\x33\n\x05usage\x18\x08 \x01(\x0b\x32\x1d.agentrunner.v1.UsageMetadataR\x05usage\x12-\n\x12\x63ompacted_sequence\x18\t \x01(\x04R\x11\x63ompactedSequence\x12(\n\x04\x63ost\x18\n \x01(\x0b\x32\x14.agentrunner.v1.CostR\x04\x63ost\x12!\n\x0ctotal_tokens\x18\x0b \x01(\x03R\x0btotalTokensb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1c\x61gentrunner/v1/session.proto\x12\x0e\x61gentrunner.v1\x1a\x1a\x61gentrunner/v1/event.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\x98\x04\n\x07Session\x12\x19\n\x08\x61pp_name\x18\x01 \x01(\tR\x07\x61ppName\x12\x17\n\x07user_id\x18\x02 \x01(\tR\x06userId\x12\x1d\n\nsession_id\x18\x03 \x01(\tR\tsessionId\x12-\n\x05state\x18\x04 \x01(\x0b\x32\x17.google.protobuf.StructR\x05state\x12;\n\x0b\x63reate_time\x18\x05 \x01(\x0b\x32\x1a.google.protobuf.TimestampR\ncreateTime\x12;\n\x0bupdate_time\x18\x06 \x01(\x0b\x32\x1a.google.protobuf.TimestampR\nupdateTime\x12#\n\rlast_sequence\x18\x07 \x01(\x04R\x0clastSequence\x12\x33\n\x05usage\x18\x08 \x01(\x0b\x32\x1d.agentrunner.v1.UsageMetadataR\x05usage\x12-\n\x12\x63ompacted_sequence\x18\t \x01(\x04R\x11\x63ompactedSequence\x12(\n\x04\x63ost\x18\n \x01(\x0b\x32\x14.agentrunner.v1.CostR\x04\x63ost\x12!\n\x0ctotal_tokens\x18\x0b \x01(\x03R\x0btotalTokens\x12;\n\x0b\x66orked_from\x18\x0c \x01(\x0b\x32\x1a.agentrunner.v1.ForkedFromR\nforkedFrom\"{\n\nForkedFrom\x12\x17\n\x07user_id\x18\x01 \x01(\tR\x06userId\x12\x1d\n\nsession_id\x18\x02 \x01(\tR\tsessionId\x12\x1a\n\x08sequence\x18\x03 \x01(\x04R\x08sequence\x12\x19\n\x08\x65vent_id\x18\x04 \x01(\tR\x07\x65ventIdb\x06proto3')
 
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, globals())
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'agentrunner.v1.session_pb2', globals())
@@ -24,5 +24,7 @@ if _descriptor._USE_C_DESCRIPTORS == False:
 
   DESCRIPTOR._options = None
   _SESSION._serialized_start=140
-  _SESSION._serialized_end=615
+  _SESSION._serialized_end=676
+  _FORKEDFROM._serialized_start=678
+  _FORKEDFROM._serialized_end=801
 # @@protoc_insertion_point(module_scope)

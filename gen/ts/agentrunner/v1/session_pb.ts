@@ -14,7 +14,7 @@ import type { JsonObject, Message } from "@bufbuild/protobuf";
  * Describes the file agentrunner/v1/session.proto.
  */
 export const file_agentrunner_v1_session: GenFile = /*@__PURE__*/
-  fileDesc("ChxhZ2VudHJ1bm5lci92MS9zZXNzaW9uLnByb3RvEg5hZ2VudHJ1bm5lci52MSLlAgoHU2Vzc2lvbhIQCghhcHBfbmFtZRgBIAEoCRIPCgd1c2VyX2lkGAIgASgJEhIKCnNlc3Npb25faWQYAyABKAkSJgoFc3RhdGUYBCABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0Ei8KC2NyZWF0ZV90aW1lGAUgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIvCgt1cGRhdGVfdGltZRgGIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASFQoNbGFzdF9zZXF1ZW5jZRgHIAEoBBIsCgV1c2FnZRgIIAEoCzIdLmFnZW50cnVubmVyLnYxLlVzYWdlTWV0YWRhdGESGgoSY29tcGFjdGVkX3NlcXVlbmNlGAkgASgEEiIKBGNvc3QYCiABKAsyFC5hZ2VudHJ1bm5lci52MS5Db3N0EhQKDHRvdGFsX3Rva2VucxgLIAEoA2IGcHJvdG8z", [file_agentrunner_v1_event, file_google_protobuf_struct, file_google_protobuf_timestamp]);
+  fileDesc("ChxhZ2VudHJ1bm5lci92MS9zZXNzaW9uLnByb3RvEg5hZ2VudHJ1bm5lci52MSKWAwoHU2Vzc2lvbhIQCghhcHBfbmFtZRgBIAEoCRIPCgd1c2VyX2lkGAIgASgJEhIKCnNlc3Npb25faWQYAyABKAkSJgoFc3RhdGUYBCABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0Ei8KC2NyZWF0ZV90aW1lGAUgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIvCgt1cGRhdGVfdGltZRgGIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASFQoNbGFzdF9zZXF1ZW5jZRgHIAEoBBIsCgV1c2FnZRgIIAEoCzIdLmFnZW50cnVubmVyLnYxLlVzYWdlTWV0YWRhdGESGgoSY29tcGFjdGVkX3NlcXVlbmNlGAkgASgEEiIKBGNvc3QYCiABKAsyFC5hZ2VudHJ1bm5lci52MS5Db3N0EhQKDHRvdGFsX3Rva2VucxgLIAEoAxIvCgtmb3JrZWRfZnJvbRgMIAEoCzIaLmFnZW50cnVubmVyLnYxLkZvcmtlZEZyb20iVQoKRm9ya2VkRnJvbRIPCgd1c2VyX2lkGAEgASgJEhIKCnNlc3Npb25faWQYAiABKAkSEAoIc2VxdWVuY2UYAyABKAQSEAoIZXZlbnRfaWQYBCABKAliBnByb3RvMw", [file_agentrunner_v1_event, file_google_protobuf_struct, file_google_protobuf_timestamp]);
 
 /**
  * Session is one conversation between a user and an app. Its events are
@@ -108,6 +108,15 @@ export type Session = Message<"agentrunner.v1.Session"> & {
    * @generated from field: int64 total_tokens = 11;
    */
   totalTokens: bigint;
+
+  /**
+   * Set on a session made by SessionService.ForkSession: the session it
+   * was forked from and the last of its events the fork holds. Unset on
+   * every other session.
+   *
+   * @generated from field: agentrunner.v1.ForkedFrom forked_from = 12;
+   */
+  forkedFrom?: ForkedFrom | undefined;
 };
 
 /**
@@ -116,4 +125,46 @@ export type Session = Message<"agentrunner.v1.Session"> & {
  */
 export const SessionSchema: GenMessage<Session> = /*@__PURE__*/
   messageDesc(file_agentrunner_v1_session, 0);
+
+/**
+ * ForkedFrom names the point of another session a fork started from.
+ *
+ * @generated from message agentrunner.v1.ForkedFrom
+ */
+export type ForkedFrom = Message<"agentrunner.v1.ForkedFrom"> & {
+  /**
+   * The source session's owner (the fork's may differ: an admin may fork
+   * into another user) and id; the app is the fork's own.
+   *
+   * @generated from field: string user_id = 1;
+   */
+  userId: string;
+
+  /**
+   * @generated from field: string session_id = 2;
+   */
+  sessionId: string;
+
+  /**
+   * The last event of the source the fork holds (its events 1..sequence,
+   * numbered as in the source); 0 when it holds none.
+   *
+   * @generated from field: uint64 sequence = 3;
+   */
+  sequence: bigint;
+
+  /**
+   * That event's id; empty when sequence is 0.
+   *
+   * @generated from field: string event_id = 4;
+   */
+  eventId: string;
+};
+
+/**
+ * Describes the message agentrunner.v1.ForkedFrom.
+ * Use `create(ForkedFromSchema)` to create a new message.
+ */
+export const ForkedFromSchema: GenMessage<ForkedFrom> = /*@__PURE__*/
+  messageDesc(file_agentrunner_v1_session, 1);
 

@@ -24,6 +24,276 @@ const (
 	_ = protoimpl.EnforceVersion(protoimpl.MaxVersion - 20)
 )
 
+// ForkSessionRequest is the input of ForkSession.
+type ForkSessionRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// App of the source session (and of the fork). Required.
+	AppName string `protobuf:"bytes,1,opt,name=app_name,json=appName,proto3" json:"app_name,omitempty"`
+	// Owner of the source session. Required.
+	UserId string `protobuf:"bytes,2,opt,name=user_id,json=userId,proto3" json:"user_id,omitempty"`
+	// Id of the source session. Required.
+	SessionId string `protobuf:"bytes,3,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
+	// The last event the fork holds: it gets the source's events
+	// 1..up_to_sequence. 0 holds none: the session as created. Past the
+	// source's last event is INVALID_ARGUMENT.
+	UpToSequence uint64 `protobuf:"varint,4,opt,name=up_to_sequence,json=upToSequence,proto3" json:"up_to_sequence,omitempty"`
+	// Owner of the fork; empty is the source's owner. Another user than the
+	// caller is for admins only.
+	NewUserId string `protobuf:"bytes,5,opt,name=new_user_id,json=newUserId,proto3" json:"new_user_id,omitempty"`
+	// Id of the fork; a random id is generated when empty.
+	NewSessionId  string `protobuf:"bytes,6,opt,name=new_session_id,json=newSessionId,proto3" json:"new_session_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ForkSessionRequest) Reset() {
+	*x = ForkSessionRequest{}
+	mi := &file_agentrunner_service_v1_session_service_proto_msgTypes[0]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ForkSessionRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ForkSessionRequest) ProtoMessage() {}
+
+func (x *ForkSessionRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_agentrunner_service_v1_session_service_proto_msgTypes[0]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ForkSessionRequest.ProtoReflect.Descriptor instead.
+func (*ForkSessionRequest) Descriptor() ([]byte, []int) {
+	return file_agentrunner_service_v1_session_service_proto_rawDescGZIP(), []int{0}
+}
+
+func (x *ForkSessionRequest) GetAppName() string {
+	if x != nil {
+		return x.AppName
+	}
+	return ""
+}
+
+func (x *ForkSessionRequest) GetUserId() string {
+	if x != nil {
+		return x.UserId
+	}
+	return ""
+}
+
+func (x *ForkSessionRequest) GetSessionId() string {
+	if x != nil {
+		return x.SessionId
+	}
+	return ""
+}
+
+func (x *ForkSessionRequest) GetUpToSequence() uint64 {
+	if x != nil {
+		return x.UpToSequence
+	}
+	return 0
+}
+
+func (x *ForkSessionRequest) GetNewUserId() string {
+	if x != nil {
+		return x.NewUserId
+	}
+	return ""
+}
+
+func (x *ForkSessionRequest) GetNewSessionId() string {
+	if x != nil {
+		return x.NewSessionId
+	}
+	return ""
+}
+
+// ForkSessionResponse is the output of ForkSession.
+type ForkSessionResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The fork, with its merged state and forked_from.
+	Session       *v1.Session `protobuf:"bytes,1,opt,name=session,proto3" json:"session,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ForkSessionResponse) Reset() {
+	*x = ForkSessionResponse{}
+	mi := &file_agentrunner_service_v1_session_service_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ForkSessionResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ForkSessionResponse) ProtoMessage() {}
+
+func (x *ForkSessionResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_agentrunner_service_v1_session_service_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ForkSessionResponse.ProtoReflect.Descriptor instead.
+func (*ForkSessionResponse) Descriptor() ([]byte, []int) {
+	return file_agentrunner_service_v1_session_service_proto_rawDescGZIP(), []int{1}
+}
+
+func (x *ForkSessionResponse) GetSession() *v1.Session {
+	if x != nil {
+		return x.Session
+	}
+	return nil
+}
+
+// RewindSessionRequest is the input of RewindSession.
+type RewindSessionRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// App of the session. Required.
+	AppName string `protobuf:"bytes,1,opt,name=app_name,json=appName,proto3" json:"app_name,omitempty"`
+	// Owner of the session. Required.
+	UserId string `protobuf:"bytes,2,opt,name=user_id,json=userId,proto3" json:"user_id,omitempty"`
+	// Id of the session. Required.
+	SessionId string `protobuf:"bytes,3,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
+	// The invocation (a run's events share its invocation_id) to go back
+	// to before: the session's state and artifacts become what they were
+	// before its first event. Required.
+	BeforeInvocationId string `protobuf:"bytes,4,opt,name=before_invocation_id,json=beforeInvocationId,proto3" json:"before_invocation_id,omitempty"`
+	unknownFields      protoimpl.UnknownFields
+	sizeCache          protoimpl.SizeCache
+}
+
+func (x *RewindSessionRequest) Reset() {
+	*x = RewindSessionRequest{}
+	mi := &file_agentrunner_service_v1_session_service_proto_msgTypes[2]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RewindSessionRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RewindSessionRequest) ProtoMessage() {}
+
+func (x *RewindSessionRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_agentrunner_service_v1_session_service_proto_msgTypes[2]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RewindSessionRequest.ProtoReflect.Descriptor instead.
+func (*RewindSessionRequest) Descriptor() ([]byte, []int) {
+	return file_agentrunner_service_v1_session_service_proto_rawDescGZIP(), []int{2}
+}
+
+func (x *RewindSessionRequest) GetAppName() string {
+	if x != nil {
+		return x.AppName
+	}
+	return ""
+}
+
+func (x *RewindSessionRequest) GetUserId() string {
+	if x != nil {
+		return x.UserId
+	}
+	return ""
+}
+
+func (x *RewindSessionRequest) GetSessionId() string {
+	if x != nil {
+		return x.SessionId
+	}
+	return ""
+}
+
+func (x *RewindSessionRequest) GetBeforeInvocationId() string {
+	if x != nil {
+		return x.BeforeInvocationId
+	}
+	return ""
+}
+
+// RewindSessionResponse is the output of RewindSession.
+type RewindSessionResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The rewind event as stored.
+	Event *v1.Event `protobuf:"bytes,1,opt,name=event,proto3" json:"event,omitempty"`
+	// The session after it, with its merged state.
+	Session       *v1.Session `protobuf:"bytes,2,opt,name=session,proto3" json:"session,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RewindSessionResponse) Reset() {
+	*x = RewindSessionResponse{}
+	mi := &file_agentrunner_service_v1_session_service_proto_msgTypes[3]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RewindSessionResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RewindSessionResponse) ProtoMessage() {}
+
+func (x *RewindSessionResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_agentrunner_service_v1_session_service_proto_msgTypes[3]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RewindSessionResponse.ProtoReflect.Descriptor instead.
+func (*RewindSessionResponse) Descriptor() ([]byte, []int) {
+	return file_agentrunner_service_v1_session_service_proto_rawDescGZIP(), []int{3}
+}
+
+func (x *RewindSessionResponse) GetEvent() *v1.Event {
+	if x != nil {
+		return x.Event
+	}
+	return nil
+}
+
+func (x *RewindSessionResponse) GetSession() *v1.Session {
+	if x != nil {
+		return x.Session
+	}
+	return nil
+}
+
 // ListToolCallsRequest is the input of ListToolCalls.
 type ListToolCallsRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -39,7 +309,7 @@ type ListToolCallsRequest struct {
 
 func (x *ListToolCallsRequest) Reset() {
 	*x = ListToolCallsRequest{}
-	mi := &file_agentrunner_service_v1_session_service_proto_msgTypes[0]
+	mi := &file_agentrunner_service_v1_session_service_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -51,7 +321,7 @@ func (x *ListToolCallsRequest) String() string {
 func (*ListToolCallsRequest) ProtoMessage() {}
 
 func (x *ListToolCallsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_agentrunner_service_v1_session_service_proto_msgTypes[0]
+	mi := &file_agentrunner_service_v1_session_service_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -64,7 +334,7 @@ func (x *ListToolCallsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListToolCallsRequest.ProtoReflect.Descriptor instead.
 func (*ListToolCallsRequest) Descriptor() ([]byte, []int) {
-	return file_agentrunner_service_v1_session_service_proto_rawDescGZIP(), []int{0}
+	return file_agentrunner_service_v1_session_service_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *ListToolCallsRequest) GetAppName() string {
@@ -99,7 +369,7 @@ type ListToolCallsResponse struct {
 
 func (x *ListToolCallsResponse) Reset() {
 	*x = ListToolCallsResponse{}
-	mi := &file_agentrunner_service_v1_session_service_proto_msgTypes[1]
+	mi := &file_agentrunner_service_v1_session_service_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -111,7 +381,7 @@ func (x *ListToolCallsResponse) String() string {
 func (*ListToolCallsResponse) ProtoMessage() {}
 
 func (x *ListToolCallsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_agentrunner_service_v1_session_service_proto_msgTypes[1]
+	mi := &file_agentrunner_service_v1_session_service_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -124,7 +394,7 @@ func (x *ListToolCallsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListToolCallsResponse.ProtoReflect.Descriptor instead.
 func (*ListToolCallsResponse) Descriptor() ([]byte, []int) {
-	return file_agentrunner_service_v1_session_service_proto_rawDescGZIP(), []int{1}
+	return file_agentrunner_service_v1_session_service_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *ListToolCallsResponse) GetToolCalls() []*v1.ToolCall {
@@ -152,7 +422,7 @@ type CreateSessionRequest struct {
 
 func (x *CreateSessionRequest) Reset() {
 	*x = CreateSessionRequest{}
-	mi := &file_agentrunner_service_v1_session_service_proto_msgTypes[2]
+	mi := &file_agentrunner_service_v1_session_service_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -164,7 +434,7 @@ func (x *CreateSessionRequest) String() string {
 func (*CreateSessionRequest) ProtoMessage() {}
 
 func (x *CreateSessionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_agentrunner_service_v1_session_service_proto_msgTypes[2]
+	mi := &file_agentrunner_service_v1_session_service_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -177,7 +447,7 @@ func (x *CreateSessionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateSessionRequest.ProtoReflect.Descriptor instead.
 func (*CreateSessionRequest) Descriptor() ([]byte, []int) {
-	return file_agentrunner_service_v1_session_service_proto_rawDescGZIP(), []int{2}
+	return file_agentrunner_service_v1_session_service_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *CreateSessionRequest) GetAppName() string {
@@ -219,7 +489,7 @@ type CreateSessionResponse struct {
 
 func (x *CreateSessionResponse) Reset() {
 	*x = CreateSessionResponse{}
-	mi := &file_agentrunner_service_v1_session_service_proto_msgTypes[3]
+	mi := &file_agentrunner_service_v1_session_service_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -231,7 +501,7 @@ func (x *CreateSessionResponse) String() string {
 func (*CreateSessionResponse) ProtoMessage() {}
 
 func (x *CreateSessionResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_agentrunner_service_v1_session_service_proto_msgTypes[3]
+	mi := &file_agentrunner_service_v1_session_service_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -244,7 +514,7 @@ func (x *CreateSessionResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateSessionResponse.ProtoReflect.Descriptor instead.
 func (*CreateSessionResponse) Descriptor() ([]byte, []int) {
-	return file_agentrunner_service_v1_session_service_proto_rawDescGZIP(), []int{3}
+	return file_agentrunner_service_v1_session_service_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *CreateSessionResponse) GetSession() *v1.Session {
@@ -280,7 +550,7 @@ type GetSessionRequest struct {
 
 func (x *GetSessionRequest) Reset() {
 	*x = GetSessionRequest{}
-	mi := &file_agentrunner_service_v1_session_service_proto_msgTypes[4]
+	mi := &file_agentrunner_service_v1_session_service_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -292,7 +562,7 @@ func (x *GetSessionRequest) String() string {
 func (*GetSessionRequest) ProtoMessage() {}
 
 func (x *GetSessionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_agentrunner_service_v1_session_service_proto_msgTypes[4]
+	mi := &file_agentrunner_service_v1_session_service_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -305,7 +575,7 @@ func (x *GetSessionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetSessionRequest.ProtoReflect.Descriptor instead.
 func (*GetSessionRequest) Descriptor() ([]byte, []int) {
-	return file_agentrunner_service_v1_session_service_proto_rawDescGZIP(), []int{4}
+	return file_agentrunner_service_v1_session_service_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *GetSessionRequest) GetAppName() string {
@@ -370,7 +640,7 @@ type GetSessionResponse struct {
 
 func (x *GetSessionResponse) Reset() {
 	*x = GetSessionResponse{}
-	mi := &file_agentrunner_service_v1_session_service_proto_msgTypes[5]
+	mi := &file_agentrunner_service_v1_session_service_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -382,7 +652,7 @@ func (x *GetSessionResponse) String() string {
 func (*GetSessionResponse) ProtoMessage() {}
 
 func (x *GetSessionResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_agentrunner_service_v1_session_service_proto_msgTypes[5]
+	mi := &file_agentrunner_service_v1_session_service_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -395,7 +665,7 @@ func (x *GetSessionResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetSessionResponse.ProtoReflect.Descriptor instead.
 func (*GetSessionResponse) Descriptor() ([]byte, []int) {
-	return file_agentrunner_service_v1_session_service_proto_rawDescGZIP(), []int{5}
+	return file_agentrunner_service_v1_session_service_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *GetSessionResponse) GetSession() *v1.Session {
@@ -436,7 +706,7 @@ type ListSessionsRequest struct {
 
 func (x *ListSessionsRequest) Reset() {
 	*x = ListSessionsRequest{}
-	mi := &file_agentrunner_service_v1_session_service_proto_msgTypes[6]
+	mi := &file_agentrunner_service_v1_session_service_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -448,7 +718,7 @@ func (x *ListSessionsRequest) String() string {
 func (*ListSessionsRequest) ProtoMessage() {}
 
 func (x *ListSessionsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_agentrunner_service_v1_session_service_proto_msgTypes[6]
+	mi := &file_agentrunner_service_v1_session_service_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -461,7 +731,7 @@ func (x *ListSessionsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListSessionsRequest.ProtoReflect.Descriptor instead.
 func (*ListSessionsRequest) Descriptor() ([]byte, []int) {
-	return file_agentrunner_service_v1_session_service_proto_rawDescGZIP(), []int{6}
+	return file_agentrunner_service_v1_session_service_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *ListSessionsRequest) GetAppName() string {
@@ -505,7 +775,7 @@ type ListSessionsResponse struct {
 
 func (x *ListSessionsResponse) Reset() {
 	*x = ListSessionsResponse{}
-	mi := &file_agentrunner_service_v1_session_service_proto_msgTypes[7]
+	mi := &file_agentrunner_service_v1_session_service_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -517,7 +787,7 @@ func (x *ListSessionsResponse) String() string {
 func (*ListSessionsResponse) ProtoMessage() {}
 
 func (x *ListSessionsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_agentrunner_service_v1_session_service_proto_msgTypes[7]
+	mi := &file_agentrunner_service_v1_session_service_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -530,7 +800,7 @@ func (x *ListSessionsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListSessionsResponse.ProtoReflect.Descriptor instead.
 func (*ListSessionsResponse) Descriptor() ([]byte, []int) {
-	return file_agentrunner_service_v1_session_service_proto_rawDescGZIP(), []int{7}
+	return file_agentrunner_service_v1_session_service_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *ListSessionsResponse) GetSessions() []*v1.Session {
@@ -562,7 +832,7 @@ type DeleteSessionRequest struct {
 
 func (x *DeleteSessionRequest) Reset() {
 	*x = DeleteSessionRequest{}
-	mi := &file_agentrunner_service_v1_session_service_proto_msgTypes[8]
+	mi := &file_agentrunner_service_v1_session_service_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -574,7 +844,7 @@ func (x *DeleteSessionRequest) String() string {
 func (*DeleteSessionRequest) ProtoMessage() {}
 
 func (x *DeleteSessionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_agentrunner_service_v1_session_service_proto_msgTypes[8]
+	mi := &file_agentrunner_service_v1_session_service_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -587,7 +857,7 @@ func (x *DeleteSessionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteSessionRequest.ProtoReflect.Descriptor instead.
 func (*DeleteSessionRequest) Descriptor() ([]byte, []int) {
-	return file_agentrunner_service_v1_session_service_proto_rawDescGZIP(), []int{8}
+	return file_agentrunner_service_v1_session_service_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *DeleteSessionRequest) GetAppName() string {
@@ -620,7 +890,7 @@ type DeleteSessionResponse struct {
 
 func (x *DeleteSessionResponse) Reset() {
 	*x = DeleteSessionResponse{}
-	mi := &file_agentrunner_service_v1_session_service_proto_msgTypes[9]
+	mi := &file_agentrunner_service_v1_session_service_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -632,7 +902,7 @@ func (x *DeleteSessionResponse) String() string {
 func (*DeleteSessionResponse) ProtoMessage() {}
 
 func (x *DeleteSessionResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_agentrunner_service_v1_session_service_proto_msgTypes[9]
+	mi := &file_agentrunner_service_v1_session_service_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -645,7 +915,7 @@ func (x *DeleteSessionResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteSessionResponse.ProtoReflect.Descriptor instead.
 func (*DeleteSessionResponse) Descriptor() ([]byte, []int) {
-	return file_agentrunner_service_v1_session_service_proto_rawDescGZIP(), []int{9}
+	return file_agentrunner_service_v1_session_service_proto_rawDescGZIP(), []int{13}
 }
 
 // AppendEventRequest is the input of AppendEvent.
@@ -667,7 +937,7 @@ type AppendEventRequest struct {
 
 func (x *AppendEventRequest) Reset() {
 	*x = AppendEventRequest{}
-	mi := &file_agentrunner_service_v1_session_service_proto_msgTypes[10]
+	mi := &file_agentrunner_service_v1_session_service_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -679,7 +949,7 @@ func (x *AppendEventRequest) String() string {
 func (*AppendEventRequest) ProtoMessage() {}
 
 func (x *AppendEventRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_agentrunner_service_v1_session_service_proto_msgTypes[10]
+	mi := &file_agentrunner_service_v1_session_service_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -692,7 +962,7 @@ func (x *AppendEventRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AppendEventRequest.ProtoReflect.Descriptor instead.
 func (*AppendEventRequest) Descriptor() ([]byte, []int) {
-	return file_agentrunner_service_v1_session_service_proto_rawDescGZIP(), []int{10}
+	return file_agentrunner_service_v1_session_service_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *AppendEventRequest) GetAppName() string {
@@ -735,7 +1005,7 @@ type AppendEventResponse struct {
 
 func (x *AppendEventResponse) Reset() {
 	*x = AppendEventResponse{}
-	mi := &file_agentrunner_service_v1_session_service_proto_msgTypes[11]
+	mi := &file_agentrunner_service_v1_session_service_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -747,7 +1017,7 @@ func (x *AppendEventResponse) String() string {
 func (*AppendEventResponse) ProtoMessage() {}
 
 func (x *AppendEventResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_agentrunner_service_v1_session_service_proto_msgTypes[11]
+	mi := &file_agentrunner_service_v1_session_service_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -760,7 +1030,7 @@ func (x *AppendEventResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AppendEventResponse.ProtoReflect.Descriptor instead.
 func (*AppendEventResponse) Descriptor() ([]byte, []int) {
-	return file_agentrunner_service_v1_session_service_proto_rawDescGZIP(), []int{11}
+	return file_agentrunner_service_v1_session_service_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *AppendEventResponse) GetEvent() *v1.Event {
@@ -795,7 +1065,7 @@ type ListEventsRequest struct {
 
 func (x *ListEventsRequest) Reset() {
 	*x = ListEventsRequest{}
-	mi := &file_agentrunner_service_v1_session_service_proto_msgTypes[12]
+	mi := &file_agentrunner_service_v1_session_service_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -807,7 +1077,7 @@ func (x *ListEventsRequest) String() string {
 func (*ListEventsRequest) ProtoMessage() {}
 
 func (x *ListEventsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_agentrunner_service_v1_session_service_proto_msgTypes[12]
+	mi := &file_agentrunner_service_v1_session_service_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -820,7 +1090,7 @@ func (x *ListEventsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListEventsRequest.ProtoReflect.Descriptor instead.
 func (*ListEventsRequest) Descriptor() ([]byte, []int) {
-	return file_agentrunner_service_v1_session_service_proto_rawDescGZIP(), []int{12}
+	return file_agentrunner_service_v1_session_service_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *ListEventsRequest) GetAppName() string {
@@ -885,7 +1155,7 @@ type ListEventsResponse struct {
 
 func (x *ListEventsResponse) Reset() {
 	*x = ListEventsResponse{}
-	mi := &file_agentrunner_service_v1_session_service_proto_msgTypes[13]
+	mi := &file_agentrunner_service_v1_session_service_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -897,7 +1167,7 @@ func (x *ListEventsResponse) String() string {
 func (*ListEventsResponse) ProtoMessage() {}
 
 func (x *ListEventsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_agentrunner_service_v1_session_service_proto_msgTypes[13]
+	mi := &file_agentrunner_service_v1_session_service_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -910,7 +1180,7 @@ func (x *ListEventsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListEventsResponse.ProtoReflect.Descriptor instead.
 func (*ListEventsResponse) Descriptor() ([]byte, []int) {
-	return file_agentrunner_service_v1_session_service_proto_rawDescGZIP(), []int{13}
+	return file_agentrunner_service_v1_session_service_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *ListEventsResponse) GetEvents() []*v1.Event {
@@ -931,7 +1201,26 @@ var File_agentrunner_service_v1_session_service_proto protoreflect.FileDescripto
 
 const file_agentrunner_service_v1_session_service_proto_rawDesc = "" +
 	"\n" +
-	",agentrunner/service/v1/session_service.proto\x12\x16agentrunner.service.v1\x1a\x1aagentrunner/v1/event.proto\x1a\x1cagentrunner/v1/session.proto\x1a\x1eagentrunner/v1/tool_call.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"i\n" +
+	",agentrunner/service/v1/session_service.proto\x12\x16agentrunner.service.v1\x1a\x1aagentrunner/v1/event.proto\x1a\x1cagentrunner/v1/session.proto\x1a\x1eagentrunner/v1/tool_call.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xd3\x01\n" +
+	"\x12ForkSessionRequest\x12\x19\n" +
+	"\bapp_name\x18\x01 \x01(\tR\aappName\x12\x17\n" +
+	"\auser_id\x18\x02 \x01(\tR\x06userId\x12\x1d\n" +
+	"\n" +
+	"session_id\x18\x03 \x01(\tR\tsessionId\x12$\n" +
+	"\x0eup_to_sequence\x18\x04 \x01(\x04R\fupToSequence\x12\x1e\n" +
+	"\vnew_user_id\x18\x05 \x01(\tR\tnewUserId\x12$\n" +
+	"\x0enew_session_id\x18\x06 \x01(\tR\fnewSessionId\"H\n" +
+	"\x13ForkSessionResponse\x121\n" +
+	"\asession\x18\x01 \x01(\v2\x17.agentrunner.v1.SessionR\asession\"\x9b\x01\n" +
+	"\x14RewindSessionRequest\x12\x19\n" +
+	"\bapp_name\x18\x01 \x01(\tR\aappName\x12\x17\n" +
+	"\auser_id\x18\x02 \x01(\tR\x06userId\x12\x1d\n" +
+	"\n" +
+	"session_id\x18\x03 \x01(\tR\tsessionId\x120\n" +
+	"\x14before_invocation_id\x18\x04 \x01(\tR\x12beforeInvocationId\"w\n" +
+	"\x15RewindSessionResponse\x12+\n" +
+	"\x05event\x18\x01 \x01(\v2\x15.agentrunner.v1.EventR\x05event\x121\n" +
+	"\asession\x18\x02 \x01(\v2\x17.agentrunner.v1.SessionR\asession\"i\n" +
 	"\x14ListToolCallsRequest\x12\x19\n" +
 	"\bapp_name\x18\x01 \x01(\tR\aappName\x12\x17\n" +
 	"\auser_id\x18\x02 \x01(\tR\x06userId\x12\x1d\n" +
@@ -997,7 +1286,7 @@ const file_agentrunner_service_v1_session_service_proto_rawDesc = "" +
 	"after_time\x18\a \x01(\v2\x1a.google.protobuf.TimestampR\tafterTime\"k\n" +
 	"\x12ListEventsResponse\x12-\n" +
 	"\x06events\x18\x01 \x03(\v2\x15.agentrunner.v1.EventR\x06events\x12&\n" +
-	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken2\xf7\x05\n" +
+	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken2\xcd\a\n" +
 	"\x0eSessionService\x12l\n" +
 	"\rCreateSession\x12,.agentrunner.service.v1.CreateSessionRequest\x1a-.agentrunner.service.v1.CreateSessionResponse\x12c\n" +
 	"\n" +
@@ -1007,7 +1296,9 @@ const file_agentrunner_service_v1_session_service_proto_rawDesc = "" +
 	"\vAppendEvent\x12*.agentrunner.service.v1.AppendEventRequest\x1a+.agentrunner.service.v1.AppendEventResponse\x12c\n" +
 	"\n" +
 	"ListEvents\x12).agentrunner.service.v1.ListEventsRequest\x1a*.agentrunner.service.v1.ListEventsResponse\x12l\n" +
-	"\rListToolCalls\x12,.agentrunner.service.v1.ListToolCallsRequest\x1a-.agentrunner.service.v1.ListToolCallsResponseB\xf7\x01\n" +
+	"\rListToolCalls\x12,.agentrunner.service.v1.ListToolCallsRequest\x1a-.agentrunner.service.v1.ListToolCallsResponse\x12f\n" +
+	"\vForkSession\x12*.agentrunner.service.v1.ForkSessionRequest\x1a+.agentrunner.service.v1.ForkSessionResponse\x12l\n" +
+	"\rRewindSession\x12,.agentrunner.service.v1.RewindSessionRequest\x1a-.agentrunner.service.v1.RewindSessionResponseB\xf7\x01\n" +
 	"\x1acom.agentrunner.service.v1B\x13SessionServiceProtoP\x01ZJgithub.com/agentrunner/agentrunner/gen/go/agentrunner/service/v1;servicev1\xa2\x02\x03ASX\xaa\x02\x16Agentrunner.Service.V1\xca\x02\x16Agentrunner\\Service\\V1\xe2\x02\"Agentrunner\\Service\\V1\\GPBMetadata\xea\x02\x18Agentrunner::Service::V1b\x06proto3"
 
 var (
@@ -1022,59 +1313,70 @@ func file_agentrunner_service_v1_session_service_proto_rawDescGZIP() []byte {
 	return file_agentrunner_service_v1_session_service_proto_rawDescData
 }
 
-var file_agentrunner_service_v1_session_service_proto_msgTypes = make([]protoimpl.MessageInfo, 14)
+var file_agentrunner_service_v1_session_service_proto_msgTypes = make([]protoimpl.MessageInfo, 18)
 var file_agentrunner_service_v1_session_service_proto_goTypes = []any{
-	(*ListToolCallsRequest)(nil),  // 0: agentrunner.service.v1.ListToolCallsRequest
-	(*ListToolCallsResponse)(nil), // 1: agentrunner.service.v1.ListToolCallsResponse
-	(*CreateSessionRequest)(nil),  // 2: agentrunner.service.v1.CreateSessionRequest
-	(*CreateSessionResponse)(nil), // 3: agentrunner.service.v1.CreateSessionResponse
-	(*GetSessionRequest)(nil),     // 4: agentrunner.service.v1.GetSessionRequest
-	(*GetSessionResponse)(nil),    // 5: agentrunner.service.v1.GetSessionResponse
-	(*ListSessionsRequest)(nil),   // 6: agentrunner.service.v1.ListSessionsRequest
-	(*ListSessionsResponse)(nil),  // 7: agentrunner.service.v1.ListSessionsResponse
-	(*DeleteSessionRequest)(nil),  // 8: agentrunner.service.v1.DeleteSessionRequest
-	(*DeleteSessionResponse)(nil), // 9: agentrunner.service.v1.DeleteSessionResponse
-	(*AppendEventRequest)(nil),    // 10: agentrunner.service.v1.AppendEventRequest
-	(*AppendEventResponse)(nil),   // 11: agentrunner.service.v1.AppendEventResponse
-	(*ListEventsRequest)(nil),     // 12: agentrunner.service.v1.ListEventsRequest
-	(*ListEventsResponse)(nil),    // 13: agentrunner.service.v1.ListEventsResponse
-	(*v1.ToolCall)(nil),           // 14: agentrunner.v1.ToolCall
-	(*structpb.Struct)(nil),       // 15: google.protobuf.Struct
-	(*v1.Session)(nil),            // 16: agentrunner.v1.Session
-	(*timestamppb.Timestamp)(nil), // 17: google.protobuf.Timestamp
-	(*v1.Event)(nil),              // 18: agentrunner.v1.Event
+	(*ForkSessionRequest)(nil),    // 0: agentrunner.service.v1.ForkSessionRequest
+	(*ForkSessionResponse)(nil),   // 1: agentrunner.service.v1.ForkSessionResponse
+	(*RewindSessionRequest)(nil),  // 2: agentrunner.service.v1.RewindSessionRequest
+	(*RewindSessionResponse)(nil), // 3: agentrunner.service.v1.RewindSessionResponse
+	(*ListToolCallsRequest)(nil),  // 4: agentrunner.service.v1.ListToolCallsRequest
+	(*ListToolCallsResponse)(nil), // 5: agentrunner.service.v1.ListToolCallsResponse
+	(*CreateSessionRequest)(nil),  // 6: agentrunner.service.v1.CreateSessionRequest
+	(*CreateSessionResponse)(nil), // 7: agentrunner.service.v1.CreateSessionResponse
+	(*GetSessionRequest)(nil),     // 8: agentrunner.service.v1.GetSessionRequest
+	(*GetSessionResponse)(nil),    // 9: agentrunner.service.v1.GetSessionResponse
+	(*ListSessionsRequest)(nil),   // 10: agentrunner.service.v1.ListSessionsRequest
+	(*ListSessionsResponse)(nil),  // 11: agentrunner.service.v1.ListSessionsResponse
+	(*DeleteSessionRequest)(nil),  // 12: agentrunner.service.v1.DeleteSessionRequest
+	(*DeleteSessionResponse)(nil), // 13: agentrunner.service.v1.DeleteSessionResponse
+	(*AppendEventRequest)(nil),    // 14: agentrunner.service.v1.AppendEventRequest
+	(*AppendEventResponse)(nil),   // 15: agentrunner.service.v1.AppendEventResponse
+	(*ListEventsRequest)(nil),     // 16: agentrunner.service.v1.ListEventsRequest
+	(*ListEventsResponse)(nil),    // 17: agentrunner.service.v1.ListEventsResponse
+	(*v1.Session)(nil),            // 18: agentrunner.v1.Session
+	(*v1.Event)(nil),              // 19: agentrunner.v1.Event
+	(*v1.ToolCall)(nil),           // 20: agentrunner.v1.ToolCall
+	(*structpb.Struct)(nil),       // 21: google.protobuf.Struct
+	(*timestamppb.Timestamp)(nil), // 22: google.protobuf.Timestamp
 }
 var file_agentrunner_service_v1_session_service_proto_depIdxs = []int32{
-	14, // 0: agentrunner.service.v1.ListToolCallsResponse.tool_calls:type_name -> agentrunner.v1.ToolCall
-	15, // 1: agentrunner.service.v1.CreateSessionRequest.state:type_name -> google.protobuf.Struct
-	16, // 2: agentrunner.service.v1.CreateSessionResponse.session:type_name -> agentrunner.v1.Session
-	17, // 3: agentrunner.service.v1.GetSessionRequest.after_time:type_name -> google.protobuf.Timestamp
-	16, // 4: agentrunner.service.v1.GetSessionResponse.session:type_name -> agentrunner.v1.Session
-	18, // 5: agentrunner.service.v1.GetSessionResponse.events:type_name -> agentrunner.v1.Event
-	16, // 6: agentrunner.service.v1.ListSessionsResponse.sessions:type_name -> agentrunner.v1.Session
-	18, // 7: agentrunner.service.v1.AppendEventRequest.event:type_name -> agentrunner.v1.Event
-	18, // 8: agentrunner.service.v1.AppendEventResponse.event:type_name -> agentrunner.v1.Event
-	17, // 9: agentrunner.service.v1.ListEventsRequest.after_time:type_name -> google.protobuf.Timestamp
-	18, // 10: agentrunner.service.v1.ListEventsResponse.events:type_name -> agentrunner.v1.Event
-	2,  // 11: agentrunner.service.v1.SessionService.CreateSession:input_type -> agentrunner.service.v1.CreateSessionRequest
-	4,  // 12: agentrunner.service.v1.SessionService.GetSession:input_type -> agentrunner.service.v1.GetSessionRequest
-	6,  // 13: agentrunner.service.v1.SessionService.ListSessions:input_type -> agentrunner.service.v1.ListSessionsRequest
-	8,  // 14: agentrunner.service.v1.SessionService.DeleteSession:input_type -> agentrunner.service.v1.DeleteSessionRequest
-	10, // 15: agentrunner.service.v1.SessionService.AppendEvent:input_type -> agentrunner.service.v1.AppendEventRequest
-	12, // 16: agentrunner.service.v1.SessionService.ListEvents:input_type -> agentrunner.service.v1.ListEventsRequest
-	0,  // 17: agentrunner.service.v1.SessionService.ListToolCalls:input_type -> agentrunner.service.v1.ListToolCallsRequest
-	3,  // 18: agentrunner.service.v1.SessionService.CreateSession:output_type -> agentrunner.service.v1.CreateSessionResponse
-	5,  // 19: agentrunner.service.v1.SessionService.GetSession:output_type -> agentrunner.service.v1.GetSessionResponse
-	7,  // 20: agentrunner.service.v1.SessionService.ListSessions:output_type -> agentrunner.service.v1.ListSessionsResponse
-	9,  // 21: agentrunner.service.v1.SessionService.DeleteSession:output_type -> agentrunner.service.v1.DeleteSessionResponse
-	11, // 22: agentrunner.service.v1.SessionService.AppendEvent:output_type -> agentrunner.service.v1.AppendEventResponse
-	13, // 23: agentrunner.service.v1.SessionService.ListEvents:output_type -> agentrunner.service.v1.ListEventsResponse
-	1,  // 24: agentrunner.service.v1.SessionService.ListToolCalls:output_type -> agentrunner.service.v1.ListToolCallsResponse
-	18, // [18:25] is the sub-list for method output_type
-	11, // [11:18] is the sub-list for method input_type
-	11, // [11:11] is the sub-list for extension type_name
-	11, // [11:11] is the sub-list for extension extendee
-	0,  // [0:11] is the sub-list for field type_name
+	18, // 0: agentrunner.service.v1.ForkSessionResponse.session:type_name -> agentrunner.v1.Session
+	19, // 1: agentrunner.service.v1.RewindSessionResponse.event:type_name -> agentrunner.v1.Event
+	18, // 2: agentrunner.service.v1.RewindSessionResponse.session:type_name -> agentrunner.v1.Session
+	20, // 3: agentrunner.service.v1.ListToolCallsResponse.tool_calls:type_name -> agentrunner.v1.ToolCall
+	21, // 4: agentrunner.service.v1.CreateSessionRequest.state:type_name -> google.protobuf.Struct
+	18, // 5: agentrunner.service.v1.CreateSessionResponse.session:type_name -> agentrunner.v1.Session
+	22, // 6: agentrunner.service.v1.GetSessionRequest.after_time:type_name -> google.protobuf.Timestamp
+	18, // 7: agentrunner.service.v1.GetSessionResponse.session:type_name -> agentrunner.v1.Session
+	19, // 8: agentrunner.service.v1.GetSessionResponse.events:type_name -> agentrunner.v1.Event
+	18, // 9: agentrunner.service.v1.ListSessionsResponse.sessions:type_name -> agentrunner.v1.Session
+	19, // 10: agentrunner.service.v1.AppendEventRequest.event:type_name -> agentrunner.v1.Event
+	19, // 11: agentrunner.service.v1.AppendEventResponse.event:type_name -> agentrunner.v1.Event
+	22, // 12: agentrunner.service.v1.ListEventsRequest.after_time:type_name -> google.protobuf.Timestamp
+	19, // 13: agentrunner.service.v1.ListEventsResponse.events:type_name -> agentrunner.v1.Event
+	6,  // 14: agentrunner.service.v1.SessionService.CreateSession:input_type -> agentrunner.service.v1.CreateSessionRequest
+	8,  // 15: agentrunner.service.v1.SessionService.GetSession:input_type -> agentrunner.service.v1.GetSessionRequest
+	10, // 16: agentrunner.service.v1.SessionService.ListSessions:input_type -> agentrunner.service.v1.ListSessionsRequest
+	12, // 17: agentrunner.service.v1.SessionService.DeleteSession:input_type -> agentrunner.service.v1.DeleteSessionRequest
+	14, // 18: agentrunner.service.v1.SessionService.AppendEvent:input_type -> agentrunner.service.v1.AppendEventRequest
+	16, // 19: agentrunner.service.v1.SessionService.ListEvents:input_type -> agentrunner.service.v1.ListEventsRequest
+	4,  // 20: agentrunner.service.v1.SessionService.ListToolCalls:input_type -> agentrunner.service.v1.ListToolCallsRequest
+	0,  // 21: agentrunner.service.v1.SessionService.ForkSession:input_type -> agentrunner.service.v1.ForkSessionRequest
+	2,  // 22: agentrunner.service.v1.SessionService.RewindSession:input_type -> agentrunner.service.v1.RewindSessionRequest
+	7,  // 23: agentrunner.service.v1.SessionService.CreateSession:output_type -> agentrunner.service.v1.CreateSessionResponse
+	9,  // 24: agentrunner.service.v1.SessionService.GetSession:output_type -> agentrunner.service.v1.GetSessionResponse
+	11, // 25: agentrunner.service.v1.SessionService.ListSessions:output_type -> agentrunner.service.v1.ListSessionsResponse
+	13, // 26: agentrunner.service.v1.SessionService.DeleteSession:output_type -> agentrunner.service.v1.DeleteSessionResponse
+	15, // 27: agentrunner.service.v1.SessionService.AppendEvent:output_type -> agentrunner.service.v1.AppendEventResponse
+	17, // 28: agentrunner.service.v1.SessionService.ListEvents:output_type -> agentrunner.service.v1.ListEventsResponse
+	5,  // 29: agentrunner.service.v1.SessionService.ListToolCalls:output_type -> agentrunner.service.v1.ListToolCallsResponse
+	1,  // 30: agentrunner.service.v1.SessionService.ForkSession:output_type -> agentrunner.service.v1.ForkSessionResponse
+	3,  // 31: agentrunner.service.v1.SessionService.RewindSession:output_type -> agentrunner.service.v1.RewindSessionResponse
+	23, // [23:32] is the sub-list for method output_type
+	14, // [14:23] is the sub-list for method input_type
+	14, // [14:14] is the sub-list for extension type_name
+	14, // [14:14] is the sub-list for extension extendee
+	0,  // [0:14] is the sub-list for field type_name
 }
 
 func init() { file_agentrunner_service_v1_session_service_proto_init() }
@@ -1088,7 +1390,7 @@ func file_agentrunner_service_v1_session_service_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_agentrunner_service_v1_session_service_proto_rawDesc), len(file_agentrunner_service_v1_session_service_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   14,
+			NumMessages:   18,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -26,6 +26,8 @@ const (
 	SessionService_AppendEvent_FullMethodName   = "/agentrunner.service.v1.SessionService/AppendEvent"
 	SessionService_ListEvents_FullMethodName    = "/agentrunner.service.v1.SessionService/ListEvents"
 	SessionService_ListToolCalls_FullMethodName = "/agentrunner.service.v1.SessionService/ListToolCalls"
+	SessionService_ForkSession_FullMethodName   = "/agentrunner.service.v1.SessionService/ForkSession"
+	SessionService_RewindSession_FullMethodName = "/agentrunner.service.v1.SessionService/RewindSession"
 )
 
 // SessionServiceClient is the client API for SessionService service.
@@ -63,6 +65,27 @@ type SessionServiceClient interface {
 	// example because the server stopped while the tool ran); nothing runs it
 	// again on its own.
 	ListToolCalls(ctx context.Context, in *ListToolCallsRequest, opts ...grpc.CallOption) (*ListToolCallsResponse, error)
+	// ForkSession creates a new session of the same app holding a copy of
+	// a session's events up to one of them (renumbered as in the source),
+	// its session-scoped state as of that event, and the versions of its
+	// session-scoped artifacts that event saw, in one durable transaction.
+	// Run records, the tool-call ledger and usage totals are not carried;
+	// the fork's forked_from names its source. "app:" state is shared
+	// anyway; "user:" state and artifacts are the fork's owner's. Fails with
+	// NOT_FOUND (source), ALREADY_EXISTS (the new id is taken) or
+	// INVALID_ARGUMENT (a sequence past the source's last event).
+	ForkSession(ctx context.Context, in *ForkSessionRequest, opts ...grpc.CallOption) (*ForkSessionResponse, error)
+	// RewindSession takes a session back to before an invocation (a run):
+	// it appends one event (actions.rewind_before_invocation_id) whose
+	// state_delta restores the session-scoped state as of that point and
+	// whose artifact_delta names new versions restoring the session-scoped
+	// artifacts (an empty version for one created since). Nothing is
+	// deleted; later runs see the rewound state and their models no longer
+	// see the rewound events. "app:" and "user:" state and "user:"
+	// artifacts are left as they are. Fails with FAILED_PRECONDITION while a
+	// run of the session is pending, running or waiting for input, and with
+	// NOT_FOUND when no event of the session has the invocation id.
+	RewindSession(ctx context.Context, in *RewindSessionRequest, opts ...grpc.CallOption) (*RewindSessionResponse, error)
 }
 
 type sessionServiceClient struct {
@@ -143,6 +166,26 @@ func (c *sessionServiceClient) ListToolCalls(ctx context.Context, in *ListToolCa
 	return out, nil
 }
 
+func (c *sessionServiceClient) ForkSession(ctx context.Context, in *ForkSessionRequest, opts ...grpc.CallOption) (*ForkSessionResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ForkSessionResponse)
+	err := c.cc.Invoke(ctx, SessionService_ForkSession_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *sessionServiceClient) RewindSession(ctx context.Context, in *RewindSessionRequest, opts ...grpc.CallOption) (*RewindSessionResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(RewindSessionResponse)
+	err := c.cc.Invoke(ctx, SessionService_RewindSession_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // SessionServiceServer is the server API for SessionService service.
 // All implementations must embed UnimplementedSessionServiceServer
 // for forward compatibility.
@@ -178,6 +221,27 @@ type SessionServiceServer interface {
 	// example because the server stopped while the tool ran); nothing runs it
 	// again on its own.
 	ListToolCalls(context.Context, *ListToolCallsRequest) (*ListToolCallsResponse, error)
+	// ForkSession creates a new session of the same app holding a copy of
+	// a session's events up to one of them (renumbered as in the source),
+	// its session-scoped state as of that event, and the versions of its
+	// session-scoped artifacts that event saw, in one durable transaction.
+	// Run records, the tool-call ledger and usage totals are not carried;
+	// the fork's forked_from names its source. "app:" state is shared
+	// anyway; "user:" state and artifacts are the fork's owner's. Fails with
+	// NOT_FOUND (source), ALREADY_EXISTS (the new id is taken) or
+	// INVALID_ARGUMENT (a sequence past the source's last event).
+	ForkSession(context.Context, *ForkSessionRequest) (*ForkSessionResponse, error)
+	// RewindSession takes a session back to before an invocation (a run):
+	// it appends one event (actions.rewind_before_invocation_id) whose
+	// state_delta restores the session-scoped state as of that point and
+	// whose artifact_delta names new versions restoring the session-scoped
+	// artifacts (an empty version for one created since). Nothing is
+	// deleted; later runs see the rewound state and their models no longer
+	// see the rewound events. "app:" and "user:" state and "user:"
+	// artifacts are left as they are. Fails with FAILED_PRECONDITION while a
+	// run of the session is pending, running or waiting for input, and with
+	// NOT_FOUND when no event of the session has the invocation id.
+	RewindSession(context.Context, *RewindSessionRequest) (*RewindSessionResponse, error)
 	mustEmbedUnimplementedSessionServiceServer()
 }
 
@@ -208,6 +272,12 @@ func (UnimplementedSessionServiceServer) ListEvents(context.Context, *ListEvents
 }
 func (UnimplementedSessionServiceServer) ListToolCalls(context.Context, *ListToolCallsRequest) (*ListToolCallsResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method ListToolCalls not implemented")
+}
+func (UnimplementedSessionServiceServer) ForkSession(context.Context, *ForkSessionRequest) (*ForkSessionResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ForkSession not implemented")
+}
+func (UnimplementedSessionServiceServer) RewindSession(context.Context, *RewindSessionRequest) (*RewindSessionResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method RewindSession not implemented")
 }
 func (UnimplementedSessionServiceServer) mustEmbedUnimplementedSessionServiceServer() {}
 func (UnimplementedSessionServiceServer) testEmbeddedByValue()                        {}
@@ -356,6 +426,42 @@ func _SessionService_ListToolCalls_Handler(srv interface{}, ctx context.Context,
 	return interceptor(ctx, in, info, handler)
 }
 
+func _SessionService_ForkSession_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ForkSessionRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(SessionServiceServer).ForkSession(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: SessionService_ForkSession_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(SessionServiceServer).ForkSession(ctx, req.(*ForkSessionRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _SessionService_RewindSession_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(RewindSessionRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(SessionServiceServer).RewindSession(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: SessionService_RewindSession_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(SessionServiceServer).RewindSession(ctx, req.(*RewindSessionRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // SessionService_ServiceDesc is the grpc.ServiceDesc for SessionService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -390,6 +496,14 @@ var SessionService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "ListToolCalls",
 			Handler:    _SessionService_ListToolCalls_Handler,
+		},
+		{
+			MethodName: "ForkSession",
+			Handler:    _SessionService_ForkSession_Handler,
+		},
+		{
+			MethodName: "RewindSession",
+			Handler:    _SessionService_RewindSession_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},

@@ -18,41 +18,49 @@ from google.protobuf import struct_pb2 as google_dot_protobuf_dot_struct__pb2
 from google.protobuf import timestamp_pb2 as google_dot_protobuf_dot_timestamp__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n,agentrunner/service/v1/session_service.proto\x12\x16\x61gentrunner.service.v1\x1a\x1a\x61gentrunner/v1/event.proto\x1a\x1c\x61gentrunner/v1/session.proto\x1a\x1e\x61gentrunner/v1/tool_call.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"i\n\x14ListToolCallsRequest\x12\x19\n\x08\x61pp_name\x18\x01 \x01(\tR\x07\x61ppName\x12\x17\n\x07user_id\x18\x02 \x01(\tR\x06userId\x12\x1d\n\nsession_id\x18\x03 \x01(\tR\tsessionId\"P\n\x15ListToolCallsResponse\x12\x37\n\ntool_calls\x18\x01 \x03(\x0b\x32\x18.agentrunner.v1.ToolCallR\ttoolCalls\"\x98\x01\n\x14\x43reateSessionRequest\x12\x19\n\x08\x61pp_name\x18\x01 \x01(\tR\x07\x61ppName\x12\x17\n\x07user_id\x18\x02 \x01(\tR\x06userId\x12\x1d\n\nsession_id\x18\x03 \x01(\tR\tsessionId\x12-\n\x05state\x18\x04 \x01(\x0b\x32\x17.google.protobuf.StructR\x05state\"J\n\x15\x43reateSessionResponse\x12\x31\n\x07session\x18\x01 \x01(\x0b\x32\x17.agentrunner.v1.SessionR\x07session\"\xf4\x01\n\x11GetSessionRequest\x12\x19\n\x08\x61pp_name\x18\x01 \x01(\tR\x07\x61ppName\x12\x17\n\x07user_id\x18\x02 \x01(\tR\x06userId\x12\x1d\n\nsession_id\x18\x03 \x01(\tR\tsessionId\x12*\n\x11num_recent_events\x18\x04 \x01(\x05R\x0fnumRecentEvents\x12%\n\x0e\x61\x66ter_sequence\x18\x05 \x01(\x04R\rafterSequence\x12\x39\n\nafter_time\x18\x06 \x01(\x0b\x32\x1a.google.protobuf.TimestampR\tafterTime\"\x9d\x01\n\x12GetSessionResponse\x12\x31\n\x07session\x18\x01 \x01(\x0b\x32\x17.agentrunner.v1.SessionR\x07session\x12-\n\x06\x65vents\x18\x02 \x03(\x0b\x32\x15.agentrunner.v1.EventR\x06\x65vents\x12%\n\x0eomitted_events\x18\x03 \x01(\x04R\romittedEvents\"\x85\x01\n\x13ListSessionsRequest\x12\x19\n\x08\x61pp_name\x18\x01 \x01(\tR\x07\x61ppName\x12\x17\n\x07user_id\x18\x02 \x01(\tR\x06userId\x12\x1b\n\tpage_size\x18\x03 \x01(\x05R\x08pageSize\x12\x1d\n\npage_token\x18\x04 \x01(\tR\tpageToken\"s\n\x14ListSessionsResponse\x12\x33\n\x08sessions\x18\x01 \x03(\x0b\x32\x17.agentrunner.v1.SessionR\x08sessions\x12&\n\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\"i\n\x14\x44\x65leteSessionRequest\x12\x19\n\x08\x61pp_name\x18\x01 \x01(\tR\x07\x61ppName\x12\x17\n\x07user_id\x18\x02 \x01(\tR\x06userId\x12\x1d\n\nsession_id\x18\x03 \x01(\tR\tsessionId\"\x17\n\x15\x44\x65leteSessionResponse\"\x94\x01\n\x12\x41ppendEventRequest\x12\x19\n\x08\x61pp_name\x18\x01 \x01(\tR\x07\x61ppName\x12\x17\n\x07user_id\x18\x02 \x01(\tR\x06userId\x12\x1d\n\nsession_id\x18\x03 \x01(\tR\tsessionId\x12+\n\x05\x65vent\x18\x04 \x01(\x0b\x32\x15.agentrunner.v1.EventR\x05\x65vent\"B\n\x13\x41ppendEventResponse\x12+\n\x05\x65vent\x18\x01 \x01(\x0b\x32\x15.agentrunner.v1.EventR\x05\x65vent\"\x84\x02\n\x11ListEventsRequest\x12\x19\n\x08\x61pp_name\x18\x01 \x01(\tR\x07\x61ppName\x12\x17\n\x07user_id\x18\x02 \x01(\tR\x06userId\x12\x1d\n\nsession_id\x18\x03 \x01(\tR\tsessionId\x12\x1b\n\tpage_size\x18\x04 \x01(\x05R\x08pageSize\x12\x1d\n\npage_token\x18\x05 \x01(\tR\tpageToken\x12%\n\x0e\x61\x66ter_sequence\x18\x06 \x01(\x04R\rafterSequence\x12\x39\n\nafter_time\x18\x07 \x01(\x0b\x32\x1a.google.protobuf.TimestampR\tafterTime\"k\n\x12ListEventsResponse\x12-\n\x06\x65vents\x18\x01 \x03(\x0b\x32\x15.agentrunner.v1.EventR\x06\x65vents\x12&\n\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken2\xf7\x05\n\x0eSessionService\x12l\n\rCreateSession\x12,.agentrunner.service.v1.CreateSessionRequest\x1a-.agentrunner.service.v1.CreateSessionResponse\x12\x63\n\nGetSession\x12).agentrunner.service.v1.GetSessionRequest\x1a*.agentrunner.service.v1.GetSessionResponse\x12i\n\x0cListSessions\x12+.agentrunner.service.v1.ListSessionsRequest\x1a,.agentrunner.service.v1.ListSessionsResponse\x12l\n\rDeleteSession\x12,.agentrunner.service.v1.DeleteSessionRequest\x1a-.agentrunner.service.v1.DeleteSessionResponse\x12\x66\n\x0b\x41ppendEvent\x12*.agentrunner.service.v1.AppendEventRequest\x1a+.agentrunner.service.v1.AppendEventResponse\x12\x63\n\nListEvents\x12).agentrunner.service.v1.ListEventsRequest\x1a*.agentrunner.service.v1.ListEventsResponse\x12l\n\rListToolCalls\x12,.agentrunner.service.v1.ListToolCallsRequest\x1a-.agentrunner.service.v1.ListToolCallsResponseb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n,agentrunner/service/v1/session_service.proto\x12\x16\x61gentrunner.service.v1\x1a\x1a\x61gentrunner/v1/event.proto\x1a\x1c\x61gentrunner/v1/session.proto\x1a\x1e\x61gentrunner/v1/tool_call.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xd3\x01\n\x12\x46orkSessionRequest\x12\x19\n\x08\x61pp_name\x18\x01 \x01(\tR\x07\x61ppName\x12\x17\n\x07user_id\x18\x02 \x01(\tR\x06userId\x12\x1d\n\nsession_id\x18\x03 \x01(\tR\tsessionId\x12$\n\x0eup_to_sequence\x18\x04 \x01(\x04R\x0cupToSequence\x12\x1e\n\x0bnew_user_id\x18\x05 \x01(\tR\tnewUserId\x12$\n\x0enew_session_id\x18\x06 \x01(\tR\x0cnewSessionId\"H\n\x13\x46orkSessionResponse\x12\x31\n\x07session\x18\x01 \x01(\x0b\x32\x17.agentrunner.v1.SessionR\x07session\"\x9b\x01\n\x14RewindSessionRequest\x12\x19\n\x08\x61pp_name\x18\x01 \x01(\tR\x07\x61ppName\x12\x17\n\x07user_id\x18\x02 \x01(\tR\x06userId\x12\x1d\n\nsession_id\x18\x03 \x01(\tR\tsessionId\x12\x30\n\x14\x62\x65\x66ore_invocation_id\x18\x04 \x01(\tR\x12\x62\x65\x66oreInvocationId\"w\n\x15RewindSessionResponse\x12+\n\x05\x65vent\x18\x01 \x01(\x0b\x32\x15.agentrunner.v1.EventR\x05\x65vent\x12\x31\n\x07session\x18\x02 \x01(\x0b\x32\x17.agentrunner.v1.SessionR\x07session\"i\n\x14ListToolCallsRequest\x12\x19\n\x08\x61pp_name\x18\x01 \x01(\tR\x07\x61ppName\x12\x17\n\x07user_id\x18\x02 \x01(\tR\x06userId\x12\x1d\n\nsession_id\x18\x03 \x01(\tR\tsessionId\"P\n\x15ListToolCallsResponse\x12\x37\n\ntool_calls\x18\x01 \x03(\x0b\x32\x18.agentrunner.v1.ToolCallR\ttoolCalls\"\x98\x01\n\x14\x43reateSessionRequest\x12\x19\n\x08\x61pp_name\x18\x01 \x01(\tR\x07\x61ppName\x12\x17\n\x07user_id\x18\x02 \x01(\tR\x06userId\x12\x1d\n\nsession_id\x18\x03 \x01(\tR\tsessionId\x12-\n\x05state\x18\x04 \x01(\x0b\x32\x17.google.protobuf.StructR\x05state\"J\n\x15\x43reateSessionResponse\x12\x31\n\x07session\x18\x01 \x01(\x0b\x32\x17.agentrunner.v1.SessionR\x07session\"\xf4\x01\n\x11GetSessionRequest\x12\x19\n\x08\x61pp_name\x18\x01 \x01(\tR\x07\x61ppName\x12\x17\n\x07user_id\x18\x02 \x01(\tR\x06userId\x12\x1d\n\nsession_id\x18\x03 \x01(\tR\tsessionId\x12*\n\x11num_recent_events\x18\x04 \x01(\x05R\x0fnumRecentEvents\x12%\n\x0e\x61\x66ter_sequence\x18\x05 \x01(\x04R\rafterSequence\x12\x39\n\nafter_time\x18\x06 \x01(\x0b\x32\x1a.google.protobuf.TimestampR\tafterTime\"\x9d\x01\n\x12GetSessionResponse\x12\x31\n\x07session\x18\x01 \x01(\x0b\x32\x17.agentrunner.v1.SessionR\x07session\x12-\n\x06\x65vents\x18\x02 \x03(\x0b\x32\x15.agentrunner.v1.EventR\x06\x65vents\x12%\n\x0eomitted_events\x18\x03 \x01(\x04R\romittedEvents\"\x85\x01\n\x13ListSessionsRequest\x12\x19\n\x08\x61pp_name\x18\x01 \x01(\tR\x07\x61ppName\x12\x17\n\x07user_id\x18\x02 \x01(\tR\x06userId\x12\x1b\n\tpage_size\x18\x03 \x01(\x05R\x08pageSize\x12\x1d\n\npage_token\x18\x04 \x01(\tR\tpageToken\"s\n\x14ListSessionsResponse\x12\x33\n\x08sessions\x18\x01 \x03(\x0b\x32\x17.agentrunner.v1.SessionR\x08sessions\x12&\n\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\"i\n\x14\x44\x65leteSessionRequest\x12\x19\n\x08\x61pp_name\x18\x01 \x01(\tR\x07\x61ppName\x12\x17\n\x07user_id\x18\x02 \x01(\tR\x06userId\x12\x1d\n\nsession_id\x18\x03 \x01(\tR\tsessionId\"\x17\n\x15\x44\x65leteSessionResponse\"\x94\x01\n\x12\x41ppendEventRequest\x12\x19\n\x08\x61pp_name\x18\x01 \x01(\tR\x07\x61ppName\x12\x17\n\x07user_id\x18\x02 \x01(\tR\x06userId\x12\x1d\n\nsession_id\x18\x03 \x01(\tR\tsessionId\x12+\n\x05\x65vent\x18\x04 \x01(\x0b\x32\x15.agentrunner.v1.EventR\x05\x65vent\"B\n\x13\x41ppendEventResponse\x12+\n\x05\x65vent\x18\x01 \x01(\x0b\x32\x15.agentrunner.v1.EventR\x05\x65vent\"\x84\x02\n\x11ListEventsRequest\x12\x19\n\x08\x61pp_name\x18\x01 \x01(\tR\x07\x61ppName\x12\x17\n\x07user_id\x18\x02 \x01(\tR\x06userId\x12\x1d\n\nsession_id\x18\x03 \x01(\tR\tsessionId\x12\x1b\n\tpage_size\x18\x04 \x01(\x05R\x08pageSize\x12\x1d\n\npage_token\x18\x05 \x01(\tR\tpageToken\x12%\n\x0e\x61\x66ter_sequence\x18\x06 \x01(\x04R\rafterSequence\x12\x39\n\nafter_time\x18\x07 \x01(\x0b\x32\x1a.google.protobuf.TimestampR\tafterTime\"k\n\x12ListEventsResponse\x12-\n\x06\x65vents\x18\x01 \x03(\x0b\x32\x15.agentrunner.v1.EventR\x06\x65vents\x12&\n\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken2\xcd\x07\n\x0eSessionService\x12l\n\rCreateSession\x12,.agentrunner.service.v1.CreateSessionRequest\x1a-.agentrunner.service.v1.CreateSessionResponse\x12\x63\n\nGetSession\x12).agentrunner.service.v1.GetSessionRequest\x1a*.agentrunner.service.v1.GetSessionResponse\x12i\n\x0cListSessions\x12+.agentrunner.service.v1.ListSessionsRequest\x1a,.agentrunner.service.v1.ListSessionsResponse\x12l\n\rDeleteSession\x12,.agentrunner.service.v1.DeleteSessionRequest\x1a-.agentrunner.service.v1.DeleteSessionResponse\x12\x66\n\x0b\x41ppendEvent\x12*.agentrunner.service.v1.AppendEventRequest\x1a+.agentrunner.service.v1.AppendEventResponse\x12\x63\n\nListEvents\x12).agentrunner.service.v1.ListEventsRequest\x1a*.agentrunner.service.v1.ListEventsResponse\x12l\n\rListToolCalls\x12,.agentrunner.service.v1.ListToolCallsRequest\x1a-.agentrunner.service.v1.ListToolCallsResponse\x12\x66\n\x0b\x46orkSession\x12*.agentrunner.service.v1.ForkSessionRequest\x1a+.agentrunner.service.v1.ForkSessionResponse\x12l\n\rRewindSession\x12,.agentrunner.service.v1.RewindSessionRequest\x1a-.agentrunner.service.v1.RewindSessionResponseb\x06proto3')
 
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, globals())
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'agentrunner.service.v1.session_service_pb2', globals())
 if _descriptor._USE_C_DESCRIPTORS == False:
 
   DESCRIPTOR._options = None
-  _LISTTOOLCALLSREQUEST._serialized_start=225
-  _LISTTOOLCALLSREQUEST._serialized_end=330
-  _LISTTOOLCALLSRESPONSE._serialized_start=332
-  _LISTTOOLCALLSRESPONSE._serialized_end=412
-  _CREATESESSIONREQUEST._serialized_start=415
-  _CREATESESSIONREQUEST._serialized_end=567
-  _CREATESESSIONRESPONSE._serialized_start=569
-  _CREATESESSIONRESPONSE._serialized_end=643
-  _GETSESSIONREQUEST._serialized_start=646
-  _GETSESSIONREQUEST._serialized_end=890
-  _GETSESSIONRESPONSE._serialized_start=893
-  _GETSESSIONRESPONSE._serialized_end=1050
-  _LISTSESSIONSREQUEST._serialized_start=1053
-  _LISTSESSIONSREQUEST._serialized_end=1186
-  _LISTSESSIONSRESPONSE._serialized_start=1188
-  _LISTSESSIONSRESPONSE._serialized_end=1303
-  _DELETESESSIONREQUEST._serialized_start=1305
-  _DELETESESSIONREQUEST._serialized_end=1410
-  _DELETESESSIONRESPONSE._serialized_start=1412
-  _DELETESESSIONRESPONSE._serialized_end=1435
-  _APPENDEVENTREQUEST._serialized_start=1438
-  _APPENDEVENTREQUEST._serialized_end=1586
-  _APPENDEVENTRESPONSE._serialized_start=1588
-  _APPENDEVENTRESPONSE._serialized_end=1654
-  _LISTEVENTSREQUEST._serialized_start=1657
-  _LISTEVENTSREQUEST._serialized_end=1917
-  _LISTEVENTSRESPONSE._serialized_start=1919
-  _LISTEVENTSRESPONSE._serialized_end=2026
-  _SESSIONSERVICE._serialized_start=2029
-  _SESSIONSERVICE._serialized_end=2788
+  _FORKSESSIONREQUEST._serialized_start=226
+  _FORKSESSIONREQUEST._serialized_end=437
+  _FORKSESSIONRESPONSE._serialized_start=439
+  _FORKSESSIONRESPONSE._serialized_end=511
+  _REWINDSESSIONREQUEST._serialized_start=514
+  _REWINDSESSIONREQUEST._serialized_end=669
+  _REWINDSESSIONRESPONSE._serialized_start=671
+  _REWINDSESSIONRESPONSE._serialized_end=790
+  _LISTTOOLCALLSREQUEST._serialized_start=792
+  _LISTTOOLCALLSREQUEST._serialized_end=897
+  _LISTTOOLCALLSRESPONSE._serialized_start=899
+  _LISTTOOLCALLSRESPONSE._serialized_end=979
+  _CREATESESSIONREQUEST._serialized_start=982
+  _CREATESESSIONREQUEST._serialized_end=1134
+  _CREATESESSIONRESPONSE._serialized_start=1136
+  _CREATESESSIONRESPONSE._serialized_end=1210
+  _GETSESSIONREQUEST._serialized_start=1213
+  _GETSESSIONREQUEST._serialized_end=1457
+  _GETSESSIONRESPONSE._serialized_start=1460
+  _GETSESSIONRESPONSE._serialized_end=1617
+  _LISTSESSIONSREQUEST._serialized_start=1620
+  _LISTSESSIONSREQUEST._serialized_end=1753
+  _LISTSESSIONSRESPONSE._serialized_start=1755
+  _LISTSESSIONSRESPONSE._serialized_end=1870
+  _DELETESESSIONREQUEST._serialized_start=1872
+  _DELETESESSIONREQUEST._serialized_end=1977
+  _DELETESESSIONRESPONSE._serialized_start=1979
+  _DELETESESSIONRESPONSE._serialized_end=2002
+  _APPENDEVENTREQUEST._serialized_start=2005
+  _APPENDEVENTREQUEST._serialized_end=2153
+  _APPENDEVENTRESPONSE._serialized_start=2155
+  _APPENDEVENTRESPONSE._serialized_end=2221
+  _LISTEVENTSREQUEST._serialized_start=2224
+  _LISTEVENTSREQUEST._serialized_end=2484
+  _LISTEVENTSRESPONSE._serialized_start=2486
+  _LISTEVENTSRESPONSE._serialized_end=2593
+  _SESSIONSERVICE._serialized_start=2596
+  _SESSIONSERVICE._serialized_end=3569
 # @@protoc_insertion_point(module_scope)

@@ -60,6 +60,28 @@ class DeleteSessionResponse(_message.Message):
     __slots__ = []
     def __init__(self) -> None: ...
 
+class ForkSessionRequest(_message.Message):
+    __slots__ = ["app_name", "new_session_id", "new_user_id", "session_id", "up_to_sequence", "user_id"]
+    APP_NAME_FIELD_NUMBER: _ClassVar[int]
+    NEW_SESSION_ID_FIELD_NUMBER: _ClassVar[int]
+    NEW_USER_ID_FIELD_NUMBER: _ClassVar[int]
+    SESSION_ID_FIELD_NUMBER: _ClassVar[int]
+    UP_TO_SEQUENCE_FIELD_NUMBER: _ClassVar[int]
+    USER_ID_FIELD_NUMBER: _ClassVar[int]
+    app_name: str
+    new_session_id: str
+    new_user_id: str
+    session_id: str
+    up_to_sequence: int
+    user_id: str
+    def __init__(self, app_name: _Optional[str] = ..., user_id: _Optional[str] = ..., session_id: _Optional[str] = ..., up_to_sequence: _Optional[int] = ..., new_user_id: _Optional[str] = ..., new_session_id: _Optional[str] = ...) -> None: ...
+
+class ForkSessionResponse(_message.Message):
+    __slots__ = ["session"]
+    SESSION_FIELD_NUMBER: _ClassVar[int]
+    session: _session_pb2.Session
+    def __init__(self, session: _Optional[_Union[_session_pb2.Session, _Mapping]] = ...) -> None: ...
+
 class GetSessionRequest(_message.Message):
     __slots__ = ["after_sequence", "after_time", "app_name", "num_recent_events", "session_id", "user_id"]
     AFTER_SEQUENCE_FIELD_NUMBER: _ClassVar[int]
@@ -147,3 +169,23 @@ class ListToolCallsResponse(_message.Message):
     TOOL_CALLS_FIELD_NUMBER: _ClassVar[int]
     tool_calls: _containers.RepeatedCompositeFieldContainer[_tool_call_pb2.ToolCall]
     def __init__(self, tool_calls: _Optional[_Iterable[_Union[_tool_call_pb2.ToolCall, _Mapping]]] = ...) -> None: ...
+
+class RewindSessionRequest(_message.Message):
+    __slots__ = ["app_name", "before_invocation_id", "session_id", "user_id"]
+    APP_NAME_FIELD_NUMBER: _ClassVar[int]
+    BEFORE_INVOCATION_ID_FIELD_NUMBER: _ClassVar[int]
+    SESSION_ID_FIELD_NUMBER: _ClassVar[int]
+    USER_ID_FIELD_NUMBER: _ClassVar[int]
+    app_name: str
+    before_invocation_id: str
+    session_id: str
+    user_id: str
+    def __init__(self, app_name: _Optional[str] = ..., user_id: _Optional[str] = ..., session_id: _Optional[str] = ..., before_invocation_id: _Optional[str] = ...) -> None: ...
+
+class RewindSessionResponse(_message.Message):
+    __slots__ = ["event", "session"]
+    EVENT_FIELD_NUMBER: _ClassVar[int]
+    SESSION_FIELD_NUMBER: _ClassVar[int]
+    event: _event_pb2.Event
+    session: _session_pb2.Session
+    def __init__(self, event: _Optional[_Union[_event_pb2.Event, _Mapping]] = ..., session: _Optional[_Union[_session_pb2.Session, _Mapping]] = ...) -> None: ...

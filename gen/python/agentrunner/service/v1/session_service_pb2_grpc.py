@@ -52,6 +52,16 @@ class SessionServiceStub(object):
                 request_serializer=agentrunner_dot_service_dot_v1_dot_session__service__pb2.ListToolCallsRequest.SerializeToString,
                 response_deserializer=agentrunner_dot_service_dot_v1_dot_session__service__pb2.ListToolCallsResponse.FromString,
                 )
+        self.ForkSession = channel.unary_unary(
+                '/agentrunner.service.v1.SessionService/ForkSession',
+                request_serializer=agentrunner_dot_service_dot_v1_dot_session__service__pb2.ForkSessionRequest.SerializeToString,
+                response_deserializer=agentrunner_dot_service_dot_v1_dot_session__service__pb2.ForkSessionResponse.FromString,
+                )
+        self.RewindSession = channel.unary_unary(
+                '/agentrunner.service.v1.SessionService/RewindSession',
+                request_serializer=agentrunner_dot_service_dot_v1_dot_session__service__pb2.RewindSessionRequest.SerializeToString,
+                response_deserializer=agentrunner_dot_service_dot_v1_dot_session__service__pb2.RewindSessionResponse.FromString,
+                )
 
 
 class SessionServiceServicer(object):
@@ -122,6 +132,37 @@ class SessionServiceServicer(object):
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def ForkSession(self, request, context):
+        """ForkSession creates a new session of the same app holding a copy of
+        a session's events up to one of them (renumbered as in the source),
+        its session-scoped state as of that event, and the versions of its
+        session-scoped artifacts that event saw, in one durable transaction.
+        Run records, the tool-call ledger and usage totals are not carried;
+        the fork's forked_from names its source. "app:" state is shared
+        anyway; "user:" state and artifacts are the fork's owner's. Fails with
+        NOT_FOUND (source), ALREADY_EXISTS (the new id is taken) or
+        INVALID_ARGUMENT (a sequence past the source's last event).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def RewindSession(self, request, context):
+        """RewindSession takes a session back to before an invocation (a run):
+        it appends one event (actions.rewind_before_invocation_id) whose
+        state_delta restores the session-scoped state as of that point and
+        whose artifact_delta names new versions restoring the session-scoped
+        artifacts (an empty version for one created since). Nothing is
+        deleted; later runs see the rewound state and their models no longer
+        see the rewound events. "app:" and "user:" state and "user:"
+        artifacts are left as they are. Fails with FAILED_PRECONDITION while a
+        run of the session is pending, running or waiting for input, and with
+        NOT_FOUND when no event of the session has the invocation id.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_SessionServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -159,6 +200,16 @@ def add_SessionServiceServicer_to_server(servicer, server):
                     servicer.ListToolCalls,
                     request_deserializer=agentrunner_dot_service_dot_v1_dot_session__service__pb2.ListToolCallsRequest.FromString,
                     response_serializer=agentrunner_dot_service_dot_v1_dot_session__service__pb2.ListToolCallsResponse.SerializeToString,
+            ),
+            'ForkSession': grpc.unary_unary_rpc_method_handler(
+                    servicer.ForkSession,
+                    request_deserializer=agentrunner_dot_service_dot_v1_dot_session__service__pb2.ForkSessionRequest.FromString,
+                    response_serializer=agentrunner_dot_service_dot_v1_dot_session__service__pb2.ForkSessionResponse.SerializeToString,
+            ),
+            'RewindSession': grpc.unary_unary_rpc_method_handler(
+                    servicer.RewindSession,
+                    request_deserializer=agentrunner_dot_service_dot_v1_dot_session__service__pb2.RewindSessionRequest.FromString,
+                    response_serializer=agentrunner_dot_service_dot_v1_dot_session__service__pb2.RewindSessionResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -289,5 +340,39 @@ class SessionService(object):
         return grpc.experimental.unary_unary(request, target, '/agentrunner.service.v1.SessionService/ListToolCalls',
             agentrunner_dot_service_dot_v1_dot_session__service__pb2.ListToolCallsRequest.SerializeToString,
             agentrunner_dot_service_dot_v1_dot_session__service__pb2.ListToolCallsResponse.FromString,
+            options, channel_credentials,
+            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
+
+    @staticmethod
+    def ForkSession(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(request, target, '/agentrunner.service.v1.SessionService/ForkSession',
+            agentrunner_dot_service_dot_v1_dot_session__service__pb2.ForkSessionRequest.SerializeToString,
+            agentrunner_dot_service_dot_v1_dot_session__service__pb2.ForkSessionResponse.FromString,
+            options, channel_credentials,
+            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
+
+    @staticmethod
+    def RewindSession(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(request, target, '/agentrunner.service.v1.SessionService/RewindSession',
+            agentrunner_dot_service_dot_v1_dot_session__service__pb2.RewindSessionRequest.SerializeToString,
+            agentrunner_dot_service_dot_v1_dot_session__service__pb2.RewindSessionResponse.FromString,
             options, channel_credentials,
             insecure, call_credentials, compression, wait_for_ready, timeout, metadata)

@@ -18,7 +18,159 @@ import type { JsonObject, Message } from "@bufbuild/protobuf";
  * Describes the file agentrunner/service/v1/session_service.proto.
  */
 export const file_agentrunner_service_v1_session_service: GenFile = /*@__PURE__*/
-  fileDesc("CixhZ2VudHJ1bm5lci9zZXJ2aWNlL3YxL3Nlc3Npb25fc2VydmljZS5wcm90bxIWYWdlbnRydW5uZXIuc2VydmljZS52MSJNChRMaXN0VG9vbENhbGxzUmVxdWVzdBIQCghhcHBfbmFtZRgBIAEoCRIPCgd1c2VyX2lkGAIgASgJEhIKCnNlc3Npb25faWQYAyABKAkiRQoVTGlzdFRvb2xDYWxsc1Jlc3BvbnNlEiwKCnRvb2xfY2FsbHMYASADKAsyGC5hZ2VudHJ1bm5lci52MS5Ub29sQ2FsbCJ1ChRDcmVhdGVTZXNzaW9uUmVxdWVzdBIQCghhcHBfbmFtZRgBIAEoCRIPCgd1c2VyX2lkGAIgASgJEhIKCnNlc3Npb25faWQYAyABKAkSJgoFc3RhdGUYBCABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0IkEKFUNyZWF0ZVNlc3Npb25SZXNwb25zZRIoCgdzZXNzaW9uGAEgASgLMhcuYWdlbnRydW5uZXIudjEuU2Vzc2lvbiKtAQoRR2V0U2Vzc2lvblJlcXVlc3QSEAoIYXBwX25hbWUYASABKAkSDwoHdXNlcl9pZBgCIAEoCRISCgpzZXNzaW9uX2lkGAMgASgJEhkKEW51bV9yZWNlbnRfZXZlbnRzGAQgASgFEhYKDmFmdGVyX3NlcXVlbmNlGAUgASgEEi4KCmFmdGVyX3RpbWUYBiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wIn0KEkdldFNlc3Npb25SZXNwb25zZRIoCgdzZXNzaW9uGAEgASgLMhcuYWdlbnRydW5uZXIudjEuU2Vzc2lvbhIlCgZldmVudHMYAiADKAsyFS5hZ2VudHJ1bm5lci52MS5FdmVudBIWCg5vbWl0dGVkX2V2ZW50cxgDIAEoBCJfChNMaXN0U2Vzc2lvbnNSZXF1ZXN0EhAKCGFwcF9uYW1lGAEgASgJEg8KB3VzZXJfaWQYAiABKAkSEQoJcGFnZV9zaXplGAMgASgFEhIKCnBhZ2VfdG9rZW4YBCABKAkiWgoUTGlzdFNlc3Npb25zUmVzcG9uc2USKQoIc2Vzc2lvbnMYASADKAsyFy5hZ2VudHJ1bm5lci52MS5TZXNzaW9uEhcKD25leHRfcGFnZV90b2tlbhgCIAEoCSJNChREZWxldGVTZXNzaW9uUmVxdWVzdBIQCghhcHBfbmFtZRgBIAEoCRIPCgd1c2VyX2lkGAIgASgJEhIKCnNlc3Npb25faWQYAyABKAkiFwoVRGVsZXRlU2Vzc2lvblJlc3BvbnNlInEKEkFwcGVuZEV2ZW50UmVxdWVzdBIQCghhcHBfbmFtZRgBIAEoCRIPCgd1c2VyX2lkGAIgASgJEhIKCnNlc3Npb25faWQYAyABKAkSJAoFZXZlbnQYBCABKAsyFS5hZ2VudHJ1bm5lci52MS5FdmVudCI7ChNBcHBlbmRFdmVudFJlc3BvbnNlEiQKBWV2ZW50GAEgASgLMhUuYWdlbnRydW5uZXIudjEuRXZlbnQiuQEKEUxpc3RFdmVudHNSZXF1ZXN0EhAKCGFwcF9uYW1lGAEgASgJEg8KB3VzZXJfaWQYAiABKAkSEgoKc2Vzc2lvbl9pZBgDIAEoCRIRCglwYWdlX3NpemUYBCABKAUSEgoKcGFnZV90b2tlbhgFIAEoCRIWCg5hZnRlcl9zZXF1ZW5jZRgGIAEoBBIuCgphZnRlcl90aW1lGAcgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCJUChJMaXN0RXZlbnRzUmVzcG9uc2USJQoGZXZlbnRzGAEgAygLMhUuYWdlbnRydW5uZXIudjEuRXZlbnQSFwoPbmV4dF9wYWdlX3Rva2VuGAIgASgJMvcFCg5TZXNzaW9uU2VydmljZRJsCg1DcmVhdGVTZXNzaW9uEiwuYWdlbnRydW5uZXIuc2VydmljZS52MS5DcmVhdGVTZXNzaW9uUmVxdWVzdBotLmFnZW50cnVubmVyLnNlcnZpY2UudjEuQ3JlYXRlU2Vzc2lvblJlc3BvbnNlEmMKCkdldFNlc3Npb24SKS5hZ2VudHJ1bm5lci5zZXJ2aWNlLnYxLkdldFNlc3Npb25SZXF1ZXN0GiouYWdlbnRydW5uZXIuc2VydmljZS52MS5HZXRTZXNzaW9uUmVzcG9uc2USaQoMTGlzdFNlc3Npb25zEisuYWdlbnRydW5uZXIuc2VydmljZS52MS5MaXN0U2Vzc2lvbnNSZXF1ZXN0GiwuYWdlbnRydW5uZXIuc2VydmljZS52MS5MaXN0U2Vzc2lvbnNSZXNwb25zZRJsCg1EZWxldGVTZXNzaW9uEiwuYWdlbnRydW5uZXIuc2VydmljZS52MS5EZWxldGVTZXNzaW9uUmVxdWVzdBotLmFnZW50cnVubmVyLnNlcnZpY2UudjEuRGVsZXRlU2Vzc2lvblJlc3BvbnNlEmYKC0FwcGVuZEV2ZW50EiouYWdlbnRydW5uZXIuc2VydmljZS52MS5BcHBlbmRFdmVudFJlcXVlc3QaKy5hZ2VudHJ1bm5lci5zZXJ2aWNlLnYxLkFwcGVuZEV2ZW50UmVzcG9uc2USYwoKTGlzdEV2ZW50cxIpLmFnZW50cnVubmVyLnNlcnZpY2UudjEuTGlzdEV2ZW50c1JlcXVlc3QaKi5hZ2VudHJ1bm5lci5zZXJ2aWNlLnYxLkxpc3RFdmVudHNSZXNwb25zZRJsCg1MaXN0VG9vbENhbGxzEiwuYWdlbnRydW5uZXIuc2VydmljZS52MS5MaXN0VG9vbENhbGxzUmVxdWVzdBotLmFnZW50cnVubmVyLnNlcnZpY2UudjEuTGlzdFRvb2xDYWxsc1Jlc3BvbnNlYgZwcm90bzM", [file_agentrunner_v1_event, file_agentrunner_v1_session, file_agentrunner_v1_tool_call, file_google_protobuf_struct, file_google_protobuf_timestamp]);
+  fileDesc("CixhZ2VudHJ1bm5lci9zZXJ2aWNlL3YxL3Nlc3Npb25fc2VydmljZS5wcm90bxIWYWdlbnRydW5uZXIuc2VydmljZS52MSKQAQoSRm9ya1Nlc3Npb25SZXF1ZXN0EhAKCGFwcF9uYW1lGAEgASgJEg8KB3VzZXJfaWQYAiABKAkSEgoKc2Vzc2lvbl9pZBgDIAEoCRIWCg51cF90b19zZXF1ZW5jZRgEIAEoBBITCgtuZXdfdXNlcl9pZBgFIAEoCRIWCg5uZXdfc2Vzc2lvbl9pZBgGIAEoCSI/ChNGb3JrU2Vzc2lvblJlc3BvbnNlEigKB3Nlc3Npb24YASABKAsyFy5hZ2VudHJ1bm5lci52MS5TZXNzaW9uImsKFFJld2luZFNlc3Npb25SZXF1ZXN0EhAKCGFwcF9uYW1lGAEgASgJEg8KB3VzZXJfaWQYAiABKAkSEgoKc2Vzc2lvbl9pZBgDIAEoCRIcChRiZWZvcmVfaW52b2NhdGlvbl9pZBgEIAEoCSJnChVSZXdpbmRTZXNzaW9uUmVzcG9uc2USJAoFZXZlbnQYASABKAsyFS5hZ2VudHJ1bm5lci52MS5FdmVudBIoCgdzZXNzaW9uGAIgASgLMhcuYWdlbnRydW5uZXIudjEuU2Vzc2lvbiJNChRMaXN0VG9vbENhbGxzUmVxdWVzdBIQCghhcHBfbmFtZRgBIAEoCRIPCgd1c2VyX2lkGAIgASgJEhIKCnNlc3Npb25faWQYAyABKAkiRQoVTGlzdFRvb2xDYWxsc1Jlc3BvbnNlEiwKCnRvb2xfY2FsbHMYASADKAsyGC5hZ2VudHJ1bm5lci52MS5Ub29sQ2FsbCJ1ChRDcmVhdGVTZXNzaW9uUmVxdWVzdBIQCghhcHBfbmFtZRgBIAEoCRIPCgd1c2VyX2lkGAIgASgJEhIKCnNlc3Npb25faWQYAyABKAkSJgoFc3RhdGUYBCABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0IkEKFUNyZWF0ZVNlc3Npb25SZXNwb25zZRIoCgdzZXNzaW9uGAEgASgLMhcuYWdlbnRydW5uZXIudjEuU2Vzc2lvbiKtAQoRR2V0U2Vzc2lvblJlcXVlc3QSEAoIYXBwX25hbWUYASABKAkSDwoHdXNlcl9pZBgCIAEoCRISCgpzZXNzaW9uX2lkGAMgASgJEhkKEW51bV9yZWNlbnRfZXZlbnRzGAQgASgFEhYKDmFmdGVyX3NlcXVlbmNlGAUgASgEEi4KCmFmdGVyX3RpbWUYBiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wIn0KEkdldFNlc3Npb25SZXNwb25zZRIoCgdzZXNzaW9uGAEgASgLMhcuYWdlbnRydW5uZXIudjEuU2Vzc2lvbhIlCgZldmVudHMYAiADKAsyFS5hZ2VudHJ1bm5lci52MS5FdmVudBIWCg5vbWl0dGVkX2V2ZW50cxgDIAEoBCJfChNMaXN0U2Vzc2lvbnNSZXF1ZXN0EhAKCGFwcF9uYW1lGAEgASgJEg8KB3VzZXJfaWQYAiABKAkSEQoJcGFnZV9zaXplGAMgASgFEhIKCnBhZ2VfdG9rZW4YBCABKAkiWgoUTGlzdFNlc3Npb25zUmVzcG9uc2USKQoIc2Vzc2lvbnMYASADKAsyFy5hZ2VudHJ1bm5lci52MS5TZXNzaW9uEhcKD25leHRfcGFnZV90b2tlbhgCIAEoCSJNChREZWxldGVTZXNzaW9uUmVxdWVzdBIQCghhcHBfbmFtZRgBIAEoCRIPCgd1c2VyX2lkGAIgASgJEhIKCnNlc3Npb25faWQYAyABKAkiFwoVRGVsZXRlU2Vzc2lvblJlc3BvbnNlInEKEkFwcGVuZEV2ZW50UmVxdWVzdBIQCghhcHBfbmFtZRgBIAEoCRIPCgd1c2VyX2lkGAIgASgJEhIKCnNlc3Npb25faWQYAyABKAkSJAoFZXZlbnQYBCABKAsyFS5hZ2VudHJ1bm5lci52MS5FdmVudCI7ChNBcHBlbmRFdmVudFJlc3BvbnNlEiQKBWV2ZW50GAEgASgLMhUuYWdlbnRydW5uZXIudjEuRXZlbnQiuQEKEUxpc3RFdmVudHNSZXF1ZXN0EhAKCGFwcF9uYW1lGAEgASgJEg8KB3VzZXJfaWQYAiABKAkSEgoKc2Vzc2lvbl9pZBgDIAEoCRIRCglwYWdlX3NpemUYBCABKAUSEgoKcGFnZV90b2tlbhgFIAEoCRIWCg5hZnRlcl9zZXF1ZW5jZRgGIAEoBBIuCgphZnRlcl90aW1lGAcgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCJUChJMaXN0RXZlbnRzUmVzcG9uc2USJQoGZXZlbnRzGAEgAygLMhUuYWdlbnRydW5uZXIudjEuRXZlbnQSFwoPbmV4dF9wYWdlX3Rva2VuGAIgASgJMs0HCg5TZXNzaW9uU2VydmljZRJsCg1DcmVhdGVTZXNzaW9uEiwuYWdlbnRydW5uZXIuc2VydmljZS52MS5DcmVhdGVTZXNzaW9uUmVxdWVzdBotLmFnZW50cnVubmVyLnNlcnZpY2UudjEuQ3JlYXRlU2Vzc2lvblJlc3BvbnNlEmMKCkdldFNlc3Npb24SKS5hZ2VudHJ1bm5lci5zZXJ2aWNlLnYxLkdldFNlc3Npb25SZXF1ZXN0GiouYWdlbnRydW5uZXIuc2VydmljZS52MS5HZXRTZXNzaW9uUmVzcG9uc2USaQoMTGlzdFNlc3Npb25zEisuYWdlbnRydW5uZXIuc2VydmljZS52MS5MaXN0U2Vzc2lvbnNSZXF1ZXN0GiwuYWdlbnRydW5uZXIuc2VydmljZS52MS5MaXN0U2Vzc2lvbnNSZXNwb25zZRJsCg1EZWxldGVTZXNzaW9uEiwuYWdlbnRydW5uZXIuc2VydmljZS52MS5EZWxldGVTZXNzaW9uUmVxdWVzdBotLmFnZW50cnVubmVyLnNlcnZpY2UudjEuRGVsZXRlU2Vzc2lvblJlc3BvbnNlEmYKC0FwcGVuZEV2ZW50EiouYWdlbnRydW5uZXIuc2VydmljZS52MS5BcHBlbmRFdmVudFJlcXVlc3QaKy5hZ2VudHJ1bm5lci5zZXJ2aWNlLnYxLkFwcGVuZEV2ZW50UmVzcG9uc2USYwoKTGlzdEV2ZW50cxIpLmFnZW50cnVubmVyLnNlcnZpY2UudjEuTGlzdEV2ZW50c1JlcXVlc3QaKi5hZ2VudHJ1bm5lci5zZXJ2aWNlLnYxLkxpc3RFdmVudHNSZXNwb25zZRJsCg1MaXN0VG9vbENhbGxzEiwuYWdlbnRydW5uZXIuc2VydmljZS52MS5MaXN0VG9vbENhbGxzUmVxdWVzdBotLmFnZW50cnVubmVyLnNlcnZpY2UudjEuTGlzdFRvb2xDYWxsc1Jlc3BvbnNlEmYKC0ZvcmtTZXNzaW9uEiouYWdlbnRydW5uZXIuc2VydmljZS52MS5Gb3JrU2Vzc2lvblJlcXVlc3QaKy5hZ2VudHJ1bm5lci5zZXJ2aWNlLnYxLkZvcmtTZXNzaW9uUmVzcG9uc2USbAoNUmV3aW5kU2Vzc2lvbhIsLmFnZW50cnVubmVyLnNlcnZpY2UudjEuUmV3aW5kU2Vzc2lvblJlcXVlc3QaLS5hZ2VudHJ1bm5lci5zZXJ2aWNlLnYxLlJld2luZFNlc3Npb25SZXNwb25zZWIGcHJvdG8z", [file_agentrunner_v1_event, file_agentrunner_v1_session, file_agentrunner_v1_tool_call, file_google_protobuf_struct, file_google_protobuf_timestamp]);
+
+/**
+ * ForkSessionRequest is the input of ForkSession.
+ *
+ * @generated from message agentrunner.service.v1.ForkSessionRequest
+ */
+export type ForkSessionRequest = Message<"agentrunner.service.v1.ForkSessionRequest"> & {
+  /**
+   * App of the source session (and of the fork). Required.
+   *
+   * @generated from field: string app_name = 1;
+   */
+  appName: string;
+
+  /**
+   * Owner of the source session. Required.
+   *
+   * @generated from field: string user_id = 2;
+   */
+  userId: string;
+
+  /**
+   * Id of the source session. Required.
+   *
+   * @generated from field: string session_id = 3;
+   */
+  sessionId: string;
+
+  /**
+   * The last event the fork holds: it gets the source's events
+   * 1..up_to_sequence. 0 holds none: the session as created. Past the
+   * source's last event is INVALID_ARGUMENT.
+   *
+   * @generated from field: uint64 up_to_sequence = 4;
+   */
+  upToSequence: bigint;
+
+  /**
+   * Owner of the fork; empty is the source's owner. Another user than the
+   * caller is for admins only.
+   *
+   * @generated from field: string new_user_id = 5;
+   */
+  newUserId: string;
+
+  /**
+   * Id of the fork; a random id is generated when empty.
+   *
+   * @generated from field: string new_session_id = 6;
+   */
+  newSessionId: string;
+};
+
+/**
+ * Describes the message agentrunner.service.v1.ForkSessionRequest.
+ * Use `create(ForkSessionRequestSchema)` to create a new message.
+ */
+export const ForkSessionRequestSchema: GenMessage<ForkSessionRequest> = /*@__PURE__*/
+  messageDesc(file_agentrunner_service_v1_session_service, 0);
+
+/**
+ * ForkSessionResponse is the output of ForkSession.
+ *
+ * @generated from message agentrunner.service.v1.ForkSessionResponse
+ */
+export type ForkSessionResponse = Message<"agentrunner.service.v1.ForkSessionResponse"> & {
+  /**
+   * The fork, with its merged state and forked_from.
+   *
+   * @generated from field: agentrunner.v1.Session session = 1;
+   */
+  session?: Session | undefined;
+};
+
+/**
+ * Describes the message agentrunner.service.v1.ForkSessionResponse.
+ * Use `create(ForkSessionResponseSchema)` to create a new message.
+ */
+export const ForkSessionResponseSchema: GenMessage<ForkSessionResponse> = /*@__PURE__*/
+  messageDesc(file_agentrunner_service_v1_session_service, 1);
+
+/**
+ * RewindSessionRequest is the input of RewindSession.
+ *
+ * @generated from message agentrunner.service.v1.RewindSessionRequest
+ */
+export type RewindSessionRequest = Message<"agentrunner.service.v1.RewindSessionRequest"> & {
+  /**
+   * App of the session. Required.
+   *
+   * @generated from field: string app_name = 1;
+   */
+  appName: string;
+
+  /**
+   * Owner of the session. Required.
+   *
+   * @generated from field: string user_id = 2;
+   */
+  userId: string;
+
+  /**
+   * Id of the session. Required.
+   *
+   * @generated from field: string session_id = 3;
+   */
+  sessionId: string;
+
+  /**
+   * The invocation (a run's events share its invocation_id) to go back
+   * to before: the session's state and artifacts become what they were
+   * before its first event. Required.
+   *
+   * @generated from field: string before_invocation_id = 4;
+   */
+  beforeInvocationId: string;
+};
+
+/**
+ * Describes the message agentrunner.service.v1.RewindSessionRequest.
+ * Use `create(RewindSessionRequestSchema)` to create a new message.
+ */
+export const RewindSessionRequestSchema: GenMessage<RewindSessionRequest> = /*@__PURE__*/
+  messageDesc(file_agentrunner_service_v1_session_service, 2);
+
+/**
+ * RewindSessionResponse is the output of RewindSession.
+ *
+ * @generated from message agentrunner.service.v1.RewindSessionResponse
+ */
+export type RewindSessionResponse = Message<"agentrunner.service.v1.RewindSessionResponse"> & {
+  /**
+   * The rewind event as stored.
+   *
+   * @generated from field: agentrunner.v1.Event event = 1;
+   */
+  event?: Event | undefined;
+
+  /**
+   * The session after it, with its merged state.
+   *
+   * @generated from field: agentrunner.v1.Session session = 2;
+   */
+  session?: Session | undefined;
+};
+
+/**
+ * Describes the message agentrunner.service.v1.RewindSessionResponse.
+ * Use `create(RewindSessionResponseSchema)` to create a new message.
+ */
+export const RewindSessionResponseSchema: GenMessage<RewindSessionResponse> = /*@__PURE__*/
+  messageDesc(file_agentrunner_service_v1_session_service, 3);
 
 /**
  * ListToolCallsRequest is the input of ListToolCalls.
@@ -53,7 +205,7 @@ export type ListToolCallsRequest = Message<"agentrunner.service.v1.ListToolCalls
  * Use `create(ListToolCallsRequestSchema)` to create a new message.
  */
 export const ListToolCallsRequestSchema: GenMessage<ListToolCallsRequest> = /*@__PURE__*/
-  messageDesc(file_agentrunner_service_v1_session_service, 0);
+  messageDesc(file_agentrunner_service_v1_session_service, 4);
 
 /**
  * ListToolCallsResponse is the output of ListToolCalls.
@@ -74,7 +226,7 @@ export type ListToolCallsResponse = Message<"agentrunner.service.v1.ListToolCall
  * Use `create(ListToolCallsResponseSchema)` to create a new message.
  */
 export const ListToolCallsResponseSchema: GenMessage<ListToolCallsResponse> = /*@__PURE__*/
-  messageDesc(file_agentrunner_service_v1_session_service, 1);
+  messageDesc(file_agentrunner_service_v1_session_service, 5);
 
 /**
  * CreateSessionRequest is the input of CreateSession.
@@ -117,7 +269,7 @@ export type CreateSessionRequest = Message<"agentrunner.service.v1.CreateSession
  * Use `create(CreateSessionRequestSchema)` to create a new message.
  */
 export const CreateSessionRequestSchema: GenMessage<CreateSessionRequest> = /*@__PURE__*/
-  messageDesc(file_agentrunner_service_v1_session_service, 2);
+  messageDesc(file_agentrunner_service_v1_session_service, 6);
 
 /**
  * CreateSessionResponse is the output of CreateSession.
@@ -138,7 +290,7 @@ export type CreateSessionResponse = Message<"agentrunner.service.v1.CreateSessio
  * Use `create(CreateSessionResponseSchema)` to create a new message.
  */
 export const CreateSessionResponseSchema: GenMessage<CreateSessionResponse> = /*@__PURE__*/
-  messageDesc(file_agentrunner_service_v1_session_service, 3);
+  messageDesc(file_agentrunner_service_v1_session_service, 7);
 
 /**
  * GetSessionRequest is the input of GetSession.
@@ -199,7 +351,7 @@ export type GetSessionRequest = Message<"agentrunner.service.v1.GetSessionReques
  * Use `create(GetSessionRequestSchema)` to create a new message.
  */
 export const GetSessionRequestSchema: GenMessage<GetSessionRequest> = /*@__PURE__*/
-  messageDesc(file_agentrunner_service_v1_session_service, 4);
+  messageDesc(file_agentrunner_service_v1_session_service, 8);
 
 /**
  * GetSessionResponse is the output of GetSession.
@@ -239,7 +391,7 @@ export type GetSessionResponse = Message<"agentrunner.service.v1.GetSessionRespo
  * Use `create(GetSessionResponseSchema)` to create a new message.
  */
 export const GetSessionResponseSchema: GenMessage<GetSessionResponse> = /*@__PURE__*/
-  messageDesc(file_agentrunner_service_v1_session_service, 5);
+  messageDesc(file_agentrunner_service_v1_session_service, 9);
 
 /**
  * ListSessionsRequest is the input of ListSessions.
@@ -281,7 +433,7 @@ export type ListSessionsRequest = Message<"agentrunner.service.v1.ListSessionsRe
  * Use `create(ListSessionsRequestSchema)` to create a new message.
  */
 export const ListSessionsRequestSchema: GenMessage<ListSessionsRequest> = /*@__PURE__*/
-  messageDesc(file_agentrunner_service_v1_session_service, 6);
+  messageDesc(file_agentrunner_service_v1_session_service, 10);
 
 /**
  * ListSessionsResponse is the output of ListSessions.
@@ -309,7 +461,7 @@ export type ListSessionsResponse = Message<"agentrunner.service.v1.ListSessionsR
  * Use `create(ListSessionsResponseSchema)` to create a new message.
  */
 export const ListSessionsResponseSchema: GenMessage<ListSessionsResponse> = /*@__PURE__*/
-  messageDesc(file_agentrunner_service_v1_session_service, 7);
+  messageDesc(file_agentrunner_service_v1_session_service, 11);
 
 /**
  * DeleteSessionRequest is the input of DeleteSession.
@@ -344,7 +496,7 @@ export type DeleteSessionRequest = Message<"agentrunner.service.v1.DeleteSession
  * Use `create(DeleteSessionRequestSchema)` to create a new message.
  */
 export const DeleteSessionRequestSchema: GenMessage<DeleteSessionRequest> = /*@__PURE__*/
-  messageDesc(file_agentrunner_service_v1_session_service, 8);
+  messageDesc(file_agentrunner_service_v1_session_service, 12);
 
 /**
  * DeleteSessionResponse is the output of DeleteSession.
@@ -359,7 +511,7 @@ export type DeleteSessionResponse = Message<"agentrunner.service.v1.DeleteSessio
  * Use `create(DeleteSessionResponseSchema)` to create a new message.
  */
 export const DeleteSessionResponseSchema: GenMessage<DeleteSessionResponse> = /*@__PURE__*/
-  messageDesc(file_agentrunner_service_v1_session_service, 9);
+  messageDesc(file_agentrunner_service_v1_session_service, 13);
 
 /**
  * AppendEventRequest is the input of AppendEvent.
@@ -403,7 +555,7 @@ export type AppendEventRequest = Message<"agentrunner.service.v1.AppendEventRequ
  * Use `create(AppendEventRequestSchema)` to create a new message.
  */
 export const AppendEventRequestSchema: GenMessage<AppendEventRequest> = /*@__PURE__*/
-  messageDesc(file_agentrunner_service_v1_session_service, 10);
+  messageDesc(file_agentrunner_service_v1_session_service, 14);
 
 /**
  * AppendEventResponse is the output of AppendEvent.
@@ -425,7 +577,7 @@ export type AppendEventResponse = Message<"agentrunner.service.v1.AppendEventRes
  * Use `create(AppendEventResponseSchema)` to create a new message.
  */
 export const AppendEventResponseSchema: GenMessage<AppendEventResponse> = /*@__PURE__*/
-  messageDesc(file_agentrunner_service_v1_session_service, 11);
+  messageDesc(file_agentrunner_service_v1_session_service, 15);
 
 /**
  * ListEventsRequest is the input of ListEvents.
@@ -490,7 +642,7 @@ export type ListEventsRequest = Message<"agentrunner.service.v1.ListEventsReques
  * Use `create(ListEventsRequestSchema)` to create a new message.
  */
 export const ListEventsRequestSchema: GenMessage<ListEventsRequest> = /*@__PURE__*/
-  messageDesc(file_agentrunner_service_v1_session_service, 12);
+  messageDesc(file_agentrunner_service_v1_session_service, 16);
 
 /**
  * ListEventsResponse is the output of ListEvents.
@@ -518,7 +670,7 @@ export type ListEventsResponse = Message<"agentrunner.service.v1.ListEventsRespo
  * Use `create(ListEventsResponseSchema)` to create a new message.
  */
 export const ListEventsResponseSchema: GenMessage<ListEventsResponse> = /*@__PURE__*/
-  messageDesc(file_agentrunner_service_v1_session_service, 13);
+  messageDesc(file_agentrunner_service_v1_session_service, 17);
 
 /**
  * SessionService stores conversations: sessions, their events and their
@@ -610,6 +762,43 @@ export const SessionService: GenService<{
     methodKind: "unary";
     input: typeof ListToolCallsRequestSchema;
     output: typeof ListToolCallsResponseSchema;
+  },
+  /**
+   * ForkSession creates a new session of the same app holding a copy of
+   * a session's events up to one of them (renumbered as in the source),
+   * its session-scoped state as of that event, and the versions of its
+   * session-scoped artifacts that event saw, in one durable transaction.
+   * Run records, the tool-call ledger and usage totals are not carried;
+   * the fork's forked_from names its source. "app:" state is shared
+   * anyway; "user:" state and artifacts are the fork's owner's. Fails with
+   * NOT_FOUND (source), ALREADY_EXISTS (the new id is taken) or
+   * INVALID_ARGUMENT (a sequence past the source's last event).
+   *
+   * @generated from rpc agentrunner.service.v1.SessionService.ForkSession
+   */
+  forkSession: {
+    methodKind: "unary";
+    input: typeof ForkSessionRequestSchema;
+    output: typeof ForkSessionResponseSchema;
+  },
+  /**
+   * RewindSession takes a session back to before an invocation (a run):
+   * it appends one event (actions.rewind_before_invocation_id) whose
+   * state_delta restores the session-scoped state as of that point and
+   * whose artifact_delta names new versions restoring the session-scoped
+   * artifacts (an empty version for one created since). Nothing is
+   * deleted; later runs see the rewound state and their models no longer
+   * see the rewound events. "app:" and "user:" state and "user:"
+   * artifacts are left as they are. Fails with FAILED_PRECONDITION while a
+   * run of the session is pending, running or waiting for input, and with
+   * NOT_FOUND when no event of the session has the invocation id.
+   *
+   * @generated from rpc agentrunner.service.v1.SessionService.RewindSession
+   */
+  rewindSession: {
+    methodKind: "unary";
+    input: typeof RewindSessionRequestSchema;
+    output: typeof RewindSessionResponseSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_agentrunner_service_v1_session_service, 0);
