@@ -162,6 +162,14 @@ func sessionCases() []rpcCase {
 			_, err := e.sessions.ListToolCalls(ctx, &servicev1.ListToolCallsRequest{AppName: f.app, UserId: f.user, SessionId: f.session})
 			return err
 		}},
+		{method: servicev1.SessionService_ForkSession_FullMethodName, call: func(ctx context.Context, e *env, f fixture) error {
+			_, err := e.sessions.ForkSession(ctx, &servicev1.ForkSessionRequest{AppName: f.app, UserId: f.user, SessionId: f.session, UpToSequence: 1})
+			return err
+		}},
+		{method: servicev1.SessionService_RewindSession_FullMethodName, call: func(ctx context.Context, e *env, f fixture) error {
+			_, err := e.sessions.RewindSession(ctx, &servicev1.RewindSessionRequest{AppName: f.app, UserId: f.user, SessionId: f.session, BeforeInvocationId: f.run})
+			return err
+		}},
 		{method: servicev1.ArtifactService_SaveArtifact_FullMethodName, call: func(ctx context.Context, e *env, f fixture) error {
 			_, err := e.artifacts.SaveArtifact(ctx, &servicev1.SaveArtifactRequest{AppName: f.app, UserId: f.user, SessionId: f.session, Filename: "other.txt", Artifact: text("y").GetParts()[0]})
 			return err

@@ -18,6 +18,18 @@ import (
 // Trying again later may succeed.
 var ErrFailedPrecondition = errors.New("failed precondition")
 
+// ErrSessionMoved: a rewind's session got events after the rewind was
+// planned (an ErrFailedPrecondition); planning it again may succeed.
+var ErrSessionMoved = fmt.Errorf("session moved: %w", ErrFailedPrecondition)
+
+// ForkReader is what PlanFork and PlanRewind read: any Store.
+type ForkReader interface {
+	GetSession(ctx context.Context, k SessionKey, opts GetOptions) (*agentrunnerv1.Session, []*agentrunnerv1.Event, error)
+	LoadArtifact(ctx context.Context, k SessionKey, filename string, version int64) (*agentrunnerv1.Part, *agentrunnerv1.ArtifactVersion, error)
+	ListArtifacts(ctx context.Context, k SessionKey, page Page) ([]*agentrunnerv1.ArtifactVersion, string, error)
+	ListArtifactVersions(ctx context.Context, k SessionKey, filename string, page Page) ([]*agentrunnerv1.ArtifactVersion, string, error)
+}
+
 // Forker forks and rewinds sessions (SessionService.ForkSession and
 // RewindSession). Implemented by *boltstore.Store and *pgstore.Store; the
 // plans they write are made by PlanFork and PlanRewind, from reads any
@@ -31,7 +43,8 @@ type Forker interface {
 	// the artifact versions it restores, whose numbers it gives them
 	// (they are set in the stored event's artifact_delta). It is
 	// ErrFailedPrecondition when the session's last sequence is no longer
-	// r.LastSequence (something was appended since the plan: plan again)
+	// r.LastSequence (ErrSessionMoved: something was appended since the
+	// plan; plan again)
 	// or a run of the session is active (Active), as its stored record
 	// says.
 	AppendRewind(ctx context.Context, k SessionKey, r *Rewind) (*agentrunnerv1.Event, error)
@@ -138,7 +151,7 @@ func versionsAt(events []*agentrunnerv1.Event) map[string]int64 {
 }
 
 // allEvents reads session k with every event.
-func allEvents(ctx context.Context, s Store, k SessionKey) (*agentrunnerv1.Session, []*agentrunnerv1.Event, error) {
+func allEvents(ctx context.Context, s ForkReader, k SessionKey) (*agentrunnerv1.Session, []*agentrunnerv1.Event, error) {
 	sess, events, err := s.GetSession(ctx, k, GetOptions{})
 	if err != nil {
 		return nil, nil, err
@@ -157,7 +170,7 @@ func allEvents(ctx context.Context, s Store, k SessionKey) (*agentrunnerv1.Sessi
 // version the last of events 1..upTo names; one no event names (saved
 // through ArtifactService) at the versions created by event upTo's time.
 // "user:" artifacts are the fork's owner's and not copied.
-func PlanFork(ctx context.Context, s Store, src SessionKey, upTo uint64, target SessionKey) (*Fork, error) {
+func PlanFork(ctx context.Context, s ForkReader, src SessionKey, upTo uint64, target SessionKey) (*Fork, error) {
 	sess, events, err := allEvents(ctx, s, src)
 	if err != nil {
 		return nil, err
@@ -184,7 +197,7 @@ func PlanFork(ctx context.Context, s Store, src SessionKey, upTo uint64, target 
 
 // forkArtifacts returns the artifact versions a fork of events[:n] of
 // session src copies (see PlanFork).
-func forkArtifacts(ctx context.Context, s Store, src SessionKey, sess *agentrunnerv1.Session, events []*agentrunnerv1.Event, n int) ([]ForkArtifact, error) {
+func forkArtifacts(ctx context.Context, s ForkReader, src SessionKey, sess *agentrunnerv1.Session, events []*agentrunnerv1.Event, n int) ([]ForkArtifact, error) {
 	named, seen := versionsAt(events), versionsAt(events[:n])
 	at := sess.GetCreateTime().AsTime()
 	if n > 0 {
@@ -223,7 +236,7 @@ func forkArtifacts(ctx context.Context, s Store, src SessionKey, sess *agentrunn
 
 // forkVersions loads the versions of one artifact that keep selects,
 // oldest first.
-func forkVersions(ctx context.Context, s Store, k SessionKey, name string, keep func(*agentrunnerv1.ArtifactVersion) bool) ([]ForkArtifact, error) {
+func forkVersions(ctx context.Context, s ForkReader, k SessionKey, name string, keep func(*agentrunnerv1.ArtifactVersion) bool) ([]ForkArtifact, error) {
 	var out []ForkArtifact
 	page := Page{Size: MaxPageSize}
 	for {
@@ -263,7 +276,7 @@ func EmptyArtifact() *agentrunnerv1.Part {
 // restored to the version they had then, or to an empty version
 // (EmptyArtifact) when they had none. The event's author is "user" and
 // its invocation id newID's.
-func PlanRewind(ctx context.Context, s Store, k SessionKey, invocationID string, newID func() string) (*Rewind, error) {
+func PlanRewind(ctx context.Context, s ForkReader, k SessionKey, invocationID string, newID func() string) (*Rewind, error) {
 	if invocationID == "" {
 		return nil, fmt.Errorf("before_invocation_id is empty: %w", ErrInvalidArgument)
 	}
@@ -327,5 +340,5 @@ func ActiveRunError(k SessionKey, runID string, st agentrunnerv1.RunStatus) erro
 // MovedError is the ErrFailedPrecondition of a rewind whose session got
 // events after it was planned.
 func MovedError(k SessionKey, planned, last uint64) error {
-	return fmt.Errorf("session %s got events %d..%d while the rewind was planned: %w", k, planned+1, last, ErrFailedPrecondition)
+	return fmt.Errorf("session %s got events %d..%d while the rewind was planned: %w", k, planned+1, last, ErrSessionMoved)
 }

@@ -59,6 +59,9 @@ func MethodAccess() map[string]Access {
 		servicev1.SessionService_AppendEvent_FullMethodName:   AccessScoped,
 		servicev1.SessionService_ListEvents_FullMethodName:    AccessScoped,
 		servicev1.SessionService_ListToolCalls_FullMethodName: AccessScoped,
+		// A fork into another user (new_user_id) is admin-only (scope).
+		servicev1.SessionService_ForkSession_FullMethodName:   AccessScoped,
+		servicev1.SessionService_RewindSession_FullMethodName: AccessScoped,
 
 		servicev1.ArtifactService_SaveArtifact_FullMethodName:         AccessScoped,
 		servicev1.ArtifactService_LoadArtifact_FullMethodName:         AccessScoped,
@@ -214,6 +217,9 @@ func (a *authorizer) scope(ctx context.Context, method string, req any) error {
 		return a.deny(ctx, codes.PermissionDenied, p.Name, method, "a request for every user (no user_id) is for admins")
 	case !p.MayUse(r.GetAppName(), r.GetUserId()):
 		return a.deny(ctx, codes.PermissionDenied, p.Name, method, "not granted user "+strconv.Quote(r.GetUserId())+" on app "+strconv.Quote(r.GetAppName()))
+	}
+	if r, ok := req.(*servicev1.ForkSessionRequest); ok && r.GetNewUserId() != "" && r.GetNewUserId() != r.GetUserId() {
+		return a.deny(ctx, codes.PermissionDenied, p.Name, method, "a fork into another user (new_user_id) is for admins")
 	}
 	if key, ok := appStateKey(req); ok {
 		// app: state is shared by every user of the app: setting it from a

@@ -77,7 +77,7 @@ func codeOf(err error) (c codes.Code, ok bool) {
 	case errors.Is(err, runner.ErrShuttingDown):
 		// Another instance, or this one after its restart, takes it.
 		return codes.Unavailable, true
-	case errors.Is(err, runner.ErrNotResumable), errors.Is(err, runner.ErrAppUnavailable):
+	case errors.Is(err, runner.ErrNotResumable), errors.Is(err, runner.ErrAppUnavailable), errors.Is(err, store.ErrFailedPrecondition):
 		return codes.FailedPrecondition, true
 	case errors.Is(err, agent.ErrMaxLLMCalls), errors.Is(err, agent.ErrBudgetExceeded):
 		return codes.ResourceExhausted, true
