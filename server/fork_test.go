@@ -63,8 +63,13 @@ func TestForkAndRewind(t *testing.T) {
 	wantCode(t, err, codes.NotFound, "")
 	_, err = e.sessions.RewindSession(ctx, &servicev1.RewindSessionRequest{AppName: "orders", UserId: "u1", SessionId: "s1"})
 	wantCode(t, err, codes.InvalidArgument, "before_invocation_id")
+	checkFork(t, e, before, firstRun)
+}
 
-	// A fork of the first run's events.
+// checkFork forks session s1 of TestForkAndRewind (its events before
+// the rewind) after the events of run firstRun and runs in the fork.
+func checkFork(t *testing.T, e *env, before *servicev1.GetSessionResponse, firstRun string) {
+	ctx := t.Context()
 	var upTo uint64
 	for _, ev := range before.GetEvents() {
 		if ev.GetInvocationId() == firstRun {
@@ -80,7 +85,7 @@ func TestForkAndRewind(t *testing.T) {
 	}
 	// notes.txt was saved without an event after the first run: by its
 	// time, not seen by the fork's last event.
-	_, err = e.artifacts.LoadArtifact(ctx, &servicev1.LoadArtifactRequest{AppName: "orders", UserId: "u1", SessionId: "f1", Filename: "notes.txt"})
+	_, err := e.artifacts.LoadArtifact(ctx, &servicev1.LoadArtifactRequest{AppName: "orders", UserId: "u1", SessionId: "f1", Filename: "notes.txt"})
 	wantCode(t, err, codes.NotFound, "")
 	if res := e.run(t, ctx, runReq("orders", "f1", "in the fork")); res.status != nil {
 		t.Fatal(res.status)

@@ -595,27 +595,28 @@ func Sessions(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	app := fs.String("app", "demo", "app of the sessions")
 	user := fs.String("user", defaultUser(), "user id, default env USER (list: empty lists every user)")
 	events := fs.Int("events", 20, "show: most recent events to print (0 for all)")
+	ff := registerForkFlags(fs)
 	var cf clientconn.Flags
 	cf.Register(fs)
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "Usage:\n  agentrunner sessions list   [--app APP] [--user U]\n"+
 			"  agentrunner sessions show   [--app APP] [--user U] [--events N] SESSION\n"+
-			"  agentrunner sessions delete [--app APP] [--user U] SESSION\n\nFlags:\n")
+			"  agentrunner sessions delete [--app APP] [--user U] SESSION\n"+forkUsage+"\nFlags:\n")
 		fs.PrintDefaults()
 	}
 	if len(args) == 0 {
 		fs.Usage()
-		return fmt.Errorf("sessions: missing command (list, show or delete): %w", ErrUsage)
+		return fmt.Errorf("sessions: missing command (list, show, delete, fork or rewind): %w", ErrUsage)
 	}
 	cmd := args[0]
 	switch cmd {
-	case "list", "show", "delete":
+	case "list", "show", "delete", "fork", "rewind":
 	case "-h", "-help", "--help", "help":
 		fs.Usage()
 		return flag.ErrHelp
 	default:
 		fs.Usage()
-		return fmt.Errorf("sessions: unknown command %q (want list, show or delete): %w", cmd, ErrUsage)
+		return fmt.Errorf("sessions: unknown command %q (want list, show, delete, fork or rewind): %w", cmd, ErrUsage)
 	}
 	positional, err := cliflags.Parse(fs, args[1:])
 	if err != nil {
@@ -652,6 +653,15 @@ func Sessions(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		}
 		fmt.Fprintf(stdout, "deleted session %s\n", id)
 		return nil
+	case "fork", "rewind":
+		id, err := needID()
+		if err != nil {
+			return err
+		}
+		if cmd == "fork" {
+			return forkSession(ctx, sc, stdout, *app, *user, id, ff)
+		}
+		return rewindSession(ctx, sc, stdout, *app, *user, id, ff)
 	}
 	return fmt.Errorf("sessions: unknown command %q", cmd) // checked above
 }
@@ -686,10 +696,17 @@ func showSession(ctx context.Context, sc servicev1.SessionServiceClient, stdout 
 	fmt.Fprintf(stdout, "session %s  app %s  user %s  events %d  updated %s\n", s.GetSessionId(), s.GetAppName(), s.GetUserId(),
 		s.GetLastSequence(), s.GetUpdateTime().AsTime().Local().Format(time.DateTime))
 	fmt.Fprintf(stdout, "state %s\n", Compact(s.GetState()))
+	if ff := s.GetForkedFrom(); ff != nil {
+		fmt.Fprintf(stdout, "forked from session %s (user %s) at event %d\n", ff.GetSessionId(), ff.GetUserId(), ff.GetSequence())
+	}
 	printOmitted(stdout, got.GetOmittedEvents())
 	c := &chat{out: stdout}
 	for _, ev := range got.GetEvents() {
 		fmt.Fprintf(stdout, "#%d ", ev.GetSequence())
+		if inv := ev.GetActions().GetRewindBeforeInvocationId(); inv != "" {
+			fmt.Fprintf(stdout, "[%s] rewound to before run %s (state %s)\n", ev.GetAuthor(), inv, Compact(ev.GetActions().GetStateDelta()))
+			continue
+		}
 		c.printComplete(ev, false)
 		if text(ev, false) == "" && len(ev.GetContent().GetParts()) == 0 {
 			fmt.Fprintf(stdout, "[%s] (state %s)\n", ev.GetAuthor(), Compact(ev.GetActions().GetStateDelta()))
