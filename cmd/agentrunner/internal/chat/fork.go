@@ -5,6 +5,8 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"maps"
+	"slices"
 
 	servicev1 "github.com/agentrunner/agentrunner/gen/go/agentrunner/service/v1"
 )
@@ -64,7 +66,10 @@ func rewindSession(ctx context.Context, sc servicev1.SessionServiceClient, stdou
 		return describe(err)
 	}
 	ev := resp.GetEvent()
-	fmt.Fprintf(stdout, "rewound session %s to before run %s: event #%d, artifacts %v, state %s\n",
-		id, *ff.before, ev.GetSequence(), ev.GetActions().GetArtifactDelta(), Compact(resp.GetSession().GetState()))
+	fmt.Fprintf(stdout, "rewound session %s to before run %s: event #%d, state %s\n",
+		id, *ff.before, ev.GetSequence(), Compact(resp.GetSession().GetState()))
+	for _, name := range slices.Sorted(maps.Keys(ev.GetActions().GetArtifactDelta())) {
+		fmt.Fprintf(stdout, "artifact %s restored as version %d\n", name, ev.GetActions().GetArtifactDelta()[name])
+	}
 	return nil
 }
