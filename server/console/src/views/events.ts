@@ -9,6 +9,7 @@ import { RunStatus } from "../../../../gen/ts/agentrunner/v1/run_pb.js";
 import { date, fmtCost, fmtTokens, statusName, shortId } from "../api.js";
 import { blobImage, fmtTime, h, json, replace } from "../dom.js";
 import { href, link, pathOf } from "../ui.js";
+import { eventTools } from "../fork.js";
 
 // Calls and responses seen so far, by call id, so a response stored in a
 // later event lands beside its call.
@@ -105,6 +106,7 @@ export function eventCard(ev: Event, pairs: Pairs, runStatus: (runId: string) =>
     ev.interrupted ? h("div.hint", "cut off while streaming") : null,
     (ev.content?.parts ?? []).map((p) => part(p, ev, pairs)),
     actions(ev, sessionPath),
+    eventTools(ev),
     h("details.raw", h("summary", "raw JSON"), h("pre", json(toJson(EventSchema, ev)))),
   );
 }
