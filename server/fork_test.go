@@ -1,10 +1,12 @@
 package server
 
 import (
+	"iter"
 	"testing"
 
 	servicev1 "github.com/agentrunner/agentrunner/gen/go/agentrunner/service/v1"
 	agentrunnerv1 "github.com/agentrunner/agentrunner/gen/go/agentrunner/v1"
+	"github.com/agentrunner/agentrunner/runner/agent"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/protobuf/types/known/structpb"
 )
@@ -132,5 +134,52 @@ func TestForkIntoAnotherUserIsForAdmins(t *testing.T) {
 	root, err := e.sessions.ForkSession(as(t.Context(), "root"), &servicev1.ForkSessionRequest{AppName: f.app, UserId: "alice", SessionId: f.session, NewUserId: "bob"})
 	if err != nil || root.GetSession().GetUserId() != "bob" {
 		t.Fatalf("admin's fork into bob = %v, %v", root, err)
+	}
+}
+
+// TestRewindRefusedWhileRunInFlight: a run in progress (its agent still
+// working) refuses the rewind of its session; once it has ended the
+// rewind goes through.
+func TestRewindRefusedWhileRunInFlight(t *testing.T) {
+	release := make(chan struct{})
+	blocking := customApp("block", func(ctx agent.InvocationContext) iter.Seq2[*agentrunnerv1.Event, error] {
+		return func(yield func(*agentrunnerv1.Event, error) bool) {
+			if !yield(say("working"), nil) {
+				return
+			}
+			select {
+			case <-release:
+			case <-ctx.Done():
+			}
+			yield(say("done"), nil)
+		}
+	})
+	e := newEnv(t, withRunnerApps(t, blocking))
+	ctx := t.Context()
+	e.createSession(t, "block", "u1", "s1")
+	stream, err := e.runner.Run(ctx, runReq("block", "s1", "go"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	first, err := stream.Recv() // the run's record: it is admitted
+	if err != nil || first.GetRun() == nil {
+		t.Fatalf("first response = %v, %v; want the run", first, err)
+	}
+	req := &servicev1.RewindSessionRequest{AppName: "block", UserId: "u1", SessionId: "s1", BeforeInvocationId: first.GetRun().GetRunId()}
+	// Until the run's first event is stored, only the runner knows of it;
+	// after, its record says RUNNING: refused either way.
+	_, err = e.sessions.RewindSession(ctx, req)
+	wantCode(t, err, codes.FailedPrecondition, "")
+	if _, err := nextEvent(stream); err != nil { // "working", stored
+		t.Fatal(err)
+	}
+	_, err = e.sessions.RewindSession(ctx, req)
+	wantCode(t, err, codes.FailedPrecondition, "")
+	close(release)
+	if _, err := collectRun(t, stream); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.sessions.RewindSession(ctx, req); err != nil {
+		t.Fatalf("rewind once the run ended: %v", err)
 	}
 }

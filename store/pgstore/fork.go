@@ -139,6 +139,9 @@ func (s *Store) AppendRewind(ctx context.Context, k store.SessionKey, r *store.R
 		if last := sess.GetLastSequence(); last != r.LastSequence {
 			return store.MovedError(k, r.LastSequence, last)
 		}
+		if err := checkNoLease(ctx, tx, k); err != nil {
+			return err
+		}
 		if err := checkNoActiveRun(ctx, tx, k); err != nil {
 			return err
 		}
@@ -189,6 +192,24 @@ func saveVersionTx(ctx context.Context, tx pgx.Tx, k store.SessionKey, name stri
 		return 0, fmt.Errorf("insert artifact: %w", err)
 	}
 	return m.Version, nil
+}
+
+// checkNoLease refuses with store.ErrFailedPrecondition while session
+// k's lease is live: every execution of a run holds it from before it
+// reads the session's history (runner/internal/replica), so that a run
+// starting on any replica either sees the rewind or refuses it. tx holds
+// the session's row lock, which AcquireLease takes too.
+func checkNoLease(ctx context.Context, tx pgx.Tx, k store.SessionKey) error {
+	var holder *string
+	err := tx.QueryRow(ctx, `SELECT lease_holder FROM sessions
+		WHERE app_name = $1 AND user_id = $2 AND session_id = $3 AND lease_holder IS NOT NULL AND lease_expires > clock_timestamp()`,
+		k.App, k.User, k.Session).Scan(&holder)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil
+	} else if err != nil {
+		return fmt.Errorf("read the lease of %s: %w", k, err)
+	}
+	return fmt.Errorf("session %s is leased to %s, which runs it: rewind it once the run ends: %w", k, *holder, store.ErrFailedPrecondition)
 }
 
 // checkNoActiveRun refuses with store.ErrFailedPrecondition when a run of

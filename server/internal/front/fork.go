@@ -53,6 +53,26 @@ func (d *Desk) ForkSession(ctx context.Context, req *servicev1.ForkSessionReques
 	return &servicev1.ForkSessionResponse{Session: sess}, nil
 }
 
+// sessionRunLive is implemented by *runner.Runner: whether a run of a
+// session is live in this process, its record stored or not.
+type sessionRunLive interface {
+	SessionRunLive(userID, sessionID string) bool
+}
+
+// noLiveRun refuses a rewind of session k while this process runs one of
+// its runs (or queues one): its record may not be stored yet, where the
+// store's check looks.
+func (d *Desk) noLiveRun(k store.SessionKey) error {
+	ar, ok := d.apps.Lookup(k.App)
+	if !ok {
+		return nil
+	}
+	if l, ok := ar.(sessionRunLive); ok && l.SessionRunLive(k.User, k.Session) {
+		return status.Errorf(codes.FailedPrecondition, "session %s has a run in progress here: rewind it once the run ends", k)
+	}
+	return nil
+}
+
 // rewindTries bounds the plans a rewind makes when the session moves
 // under it (a client's AppendEvent between the plan and the write).
 const rewindTries = 3
@@ -69,6 +89,9 @@ func (d *Desk) RewindSession(ctx context.Context, req *servicev1.RewindSessionRe
 	}
 	f, err := d.forker()
 	if err != nil {
+		return nil, err
+	}
+	if err := d.noLiveRun(k); err != nil {
 		return nil, err
 	}
 	newID := func() string { return "rewind-" + rand.Text() }
