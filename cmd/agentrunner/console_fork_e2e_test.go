@@ -69,6 +69,9 @@ func TestConsoleForkFromHere(t *testing.T) {
 	p.onSessionOtherThan("fx")
 	p.chatReady()
 	p.wait("the fork's two events", `document.querySelector("#ev-2") && !document.querySelector("#ev-3")`, 20*time.Second)
+	if got := p.text("#forked-from"); got != " · forked from fx at #2" {
+		t.Errorf("the fork's header says %q, want its source", got)
+	}
 	p.shot("fork-from-here")
 	got := forkOf(t, sc, "fx")
 	if s := got.GetSession(); s.GetForkedFrom().GetSequence() != 2 || len(got.GetEvents()) != 2 || s.GetState().GetFields()["cart"].GetStringValue() != "red bike" {

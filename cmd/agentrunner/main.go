@@ -3,7 +3,7 @@
 //
 //	agentrunner serve                  # the service, on 127.0.0.1:50051
 //	agentrunner chat                   # talk to an app from the terminal
-//	agentrunner sessions list|show|delete
+//	agentrunner sessions list|show|delete|fork|rewind
 //	agentrunner runs list|get|cancel|attach|resume
 //	agentrunner usage --app APP        tokens and cost by day and model
 //	agentrunner bench                  # load benchmark
@@ -62,7 +62,8 @@ serves them over gRPC.
 Usage:
   agentrunner serve [flags]                 run the gRPC service
   agentrunner chat [flags]                  talk to an app from the terminal
-  agentrunner sessions list|show|delete     inspect stored sessions
+  agentrunner sessions list|show|delete|fork|rewind
+                                            inspect stored sessions, fork one, rewind one
   agentrunner runs list|get|cancel|attach|resume
                                             inspect, follow, cancel and resume runs
   agentrunner usage --app APP [--user U] [--from D] [--to D]

@@ -5,9 +5,10 @@
 // the session is read from the route (apps/A/users/U/sessions/S).
 import type { Event } from "../../../gen/ts/agentrunner/v1/event_pb.js";
 import type { Part } from "../../../gen/ts/agentrunner/v1/content_pb.js";
+import type { Session } from "../../../gen/ts/agentrunner/v1/session_pb.js";
 import { runner, sessions, shortId } from "./api.js";
 import { h, replace } from "./dom.js";
-import { href, navigate, pathOf, segments, showError } from "./ui.js";
+import { href, link, navigate, pathOf, segments, showError } from "./ui.js";
 
 interface SessionKey {
   appName: string;
@@ -89,4 +90,13 @@ export function eventTools(ev: Event): HTMLElement | null {
     text ? h("button.edit-rerun", { type: "button", title: "Fork before this message and run an edited one in the fork", onclick: () => editor(k, ev, slot) }, "Edit and re-run") : null,
     slot,
   );
+}
+
+// forkedFrom names a fork's source, a link to it at the event the fork
+// was made at; null for a session that is no fork.
+export function forkedFrom(s: Session): HTMLElement | null {
+  const f = s.forkedFrom;
+  if (!f) return null;
+  const to = href(pathOf`apps/${s.appName}/users/${f.userId}/sessions/${f.sessionId}`) + `#ev-${f.sequence}`;
+  return h("span#forked-from", " · forked from ", link(to, f.sessionId), ` at #${f.sequence}`);
 }

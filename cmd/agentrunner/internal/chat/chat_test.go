@@ -616,8 +616,10 @@ func TestSessionsUsage(t *testing.T) {
 		args []string
 		want string
 	}{
-		{nil, "sessions: missing command (list, show or delete)"},
-		{[]string{"frobnicate"}, `sessions: unknown command "frobnicate" (want list, show or delete)`},
+		{nil, "sessions: missing command (list, show, delete, fork or rewind)"},
+		{[]string{"frobnicate"}, `sessions: unknown command "frobnicate" (want list, show, delete, fork or rewind)`},
+		{[]string{"fork", "--addr", addr}, "sessions fork: want one SESSION argument"},
+		{[]string{"rewind", "--addr", addr, "s1"}, "sessions rewind: --before RUN_ID is required"},
 		{[]string{"show", "--addr", addr}, "sessions show: want one SESSION argument"},
 		{[]string{"delete", "--addr", addr, "a", "b"}, "sessions delete: want one SESSION argument"},
 	} {

@@ -17,6 +17,7 @@ import { href, link, pathOf, section, showError } from "../ui.js";
 import { rpcButton } from "../rpc.js";
 import { chatTab } from "./chat.js";
 import { exportSession } from "./sessions.js";
+import { forkedFrom } from "../fork.js";
 
 const tabs = ["chat", "state", "artifacts", "tools", "usage"] as const;
 
@@ -44,7 +45,7 @@ export async function sessionView(root: HTMLElement, signal: AbortSignal, app: s
         h("span.usage#session-usage", fmtTokens(s.usage), s.cost ? ` · ${fmtCost(s.cost)}` : ""),
         h("button", { type: "button", onclick: () => exportSession(app, user, sid).catch((e) => showError(e)) }, "Export JSON"),
         rpcButton(SessionService, "getSession", GetSessionRequestSchema, () => ({ appName: app, userId: user, sessionId: sid, numRecentEvents: 50 }))),
-      h("div.hint", link(href(pathOf`apps/${app}/users/${user}/sessions`), `${app} / ${user}`), ` · ${s.lastSequence} events · updated ${fmtAge(date(s.updateTime))} ago`),
+      h("div.hint", link(href(pathOf`apps/${app}/users/${user}/sessions`), `${app} / ${user}`), ` · ${s.lastSequence} events · updated ${fmtAge(date(s.updateTime))} ago`, forkedFrom(s)),
       h("div.tabs", tabs.map((t) => {
         const a = link(href(t === "chat" ? path : `${path}/${t}`), t === "tools" ? "tool calls" : t);
         a.id = `tab-${t}`;
