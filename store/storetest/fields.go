@@ -45,11 +45,12 @@ func fullEvent(t *testing.T) *agentrunnerv1.Event {
 		CustomMetadata: mustStruct(t, map[string]any{"trace": "abc", "score": 0.5}),
 		Interrupted:    true,
 		Actions: &agentrunnerv1.EventActions{
-			StateDelta:        mustStruct(t, map[string]any{"k": "v", "user:u": 1.0}),
-			ArtifactDelta:     map[string]int64{"report.txt": 2},
-			TransferToAgent:   "writer",
-			Escalate:          true,
-			SkipSummarization: true,
+			StateDelta:               mustStruct(t, map[string]any{"k": "v", "user:u": 1.0}),
+			ArtifactDelta:            map[string]int64{"report.txt": 2},
+			TransferToAgent:          "writer",
+			Escalate:                 true,
+			SkipSummarization:        true,
+			RewindBeforeInvocationId: "e-rewound",
 			Compaction: &agentrunnerv1.EventCompaction{StartSequence: 1, EndSequence: 2, Summary: &agentrunnerv1.Content{
 				Role: "user", Parts: []*agentrunnerv1.Part{{Data: &agentrunnerv1.Part_Text{Text: "summary"}}},
 			}},
