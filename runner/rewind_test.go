@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	agentrunnerv1 "github.com/agentrunner/agentrunner/gen/go/agentrunner/v1"
 	"github.com/agentrunner/agentrunner/runner/agent/llmagent"
 	"github.com/agentrunner/agentrunner/store"
 )
@@ -47,5 +48,32 @@ func TestRewoundEventsLeaveTheModelsRequest(t *testing.T) {
 	}
 	if !strings.Contains(last.SystemInstruction, "Cart: red") {
 		t.Errorf("instruction after the rewind = %q, want the rewound cart (red)", last.SystemInstruction)
+	}
+}
+
+// TestSelectAgentAfterRewind: the agent that answered in a rewound run
+// does not take the next message; the one before the rewound run does.
+func TestSelectAgentAfterRewind(t *testing.T) {
+	for _, rewound := range []bool{false, true} {
+		r, db, k := newTestRunner(t, selectionTree(t))
+		history := []*agentrunnerv1.Event{
+			{Author: "user", InvocationId: "a", Content: userText("hello")},
+			{Author: "root", InvocationId: "a", Content: modelText("hi")},
+			{Author: "user", InvocationId: "b", Content: userText("billing please")},
+			{Author: "helper", InvocationId: "b", Content: modelText("helper here")},
+		}
+		if rewound {
+			history = append(history, &agentrunnerv1.Event{Author: "user", InvocationId: "rw", Actions: &agentrunnerv1.EventActions{RewindBeforeInvocationId: "b"}})
+		}
+		for _, ev := range history {
+			if _, err := db.AppendEvent(t.Context(), k, ev); err != nil {
+				t.Fatal(err)
+			}
+		}
+		res := mustRun(t, r, request(k, "again"))
+		want := map[bool]string{false: "helper", true: "root"}[rewound]
+		if len(res.events) != 1 || res.events[0].GetAuthor() != want {
+			t.Errorf("rewound %t: answered by %v, want %s", rewound, summary(res.events), want)
+		}
 	}
 }

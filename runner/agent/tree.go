@@ -103,6 +103,7 @@ func (t *Tree) resumable(a Agent) bool {
 // decides, and the authors give the agent a walk over the covered events
 // would give, for any tree.
 func (t *Tree) SelectAgent(events []*agentrunnerv1.Event, msg *agentrunnerv1.Content) Agent {
+	events = WithoutRewound(events) // a rewound run's agents are passed over
 	if a := t.callerOf(events, msg); a != nil {
 		return a
 	}

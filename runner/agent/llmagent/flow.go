@@ -443,7 +443,7 @@ func (l *llmAgent) request(ctx agent.InvocationContext, cc agent.CallbackContext
 	if tools.transferInstruction != "" {
 		instr = builtin.JoinInstruction(instr, tools.transferInstruction)
 	}
-	events := withSummary(withoutRewound(agent.SharedEvents(ctx, seal.Key{})))
+	events := withSummary(agent.WithoutRewound(agent.SharedEvents(ctx, seal.Key{})))
 	if l.includeContents == agentrunnerv1.IncludeContents_INCLUDE_CONTENTS_NONE {
 		events = currentTurn(ctx.AgentName(), events)
 	}

@@ -1,4 +1,4 @@
-package llmagent
+package agent
 
 import (
 	"slices"
@@ -6,15 +6,16 @@ import (
 	agentrunnerv1 "github.com/agentrunner/agentrunner/gen/go/agentrunner/v1"
 )
 
-// withoutRewound returns events without those a rewind undid
+// WithoutRewound returns events without those a rewind undid
 // (SessionService.RewindSession), as adk-python builds its requests: a
 // rewind event (actions.rewind_before_invocation_id) hides itself and
 // every event from the first of the invocation it names on. The events
 // stay stored; the model no longer sees them. When that invocation
 // started before the first of events (a history loaded in part), every
 // event before the rewind is hidden. Events without a rewind are
-// returned as they are, without a copy.
-func withoutRewound(events []*agentrunnerv1.Event) []*agentrunnerv1.Event {
+// returned as they are, without a copy. The LLM agents' requests and the
+// choice of the agent that answers (Tree.SelectAgent) read events so.
+func WithoutRewound(events []*agentrunnerv1.Event) []*agentrunnerv1.Event {
 	if !slices.ContainsFunc(events, isRewind) {
 		return events
 	}

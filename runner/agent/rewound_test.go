@@ -1,4 +1,4 @@
-package llmagent
+package agent
 
 import (
 	"fmt"
@@ -36,7 +36,7 @@ func TestWithoutRewound(t *testing.T) {
 		// The invocation began before the loaded window: all before goes.
 		{"before the window", []*agentrunnerv1.Event{ev(7, "x", ""), ev(8, "r", "w"), ev(9, "y", "")}, "[9]"},
 	} {
-		if got := seqs(withoutRewound(tc.events)); got != tc.want {
+		if got := seqs(WithoutRewound(tc.events)); got != tc.want {
 			t.Errorf("%s: %s, want %s", tc.name, got, tc.want)
 		}
 	}
