@@ -21,6 +21,7 @@ func RunFork(t *testing.T, open Open) {
 		{"ForkOtherUserAndRefusals", testForkOtherUserAndRefusals},
 		{"RewindStateAndArtifacts", testRewindStateAndArtifacts},
 		{"RewindRefusedWhileRunActive", testRewindRefusedWhileRunActive},
+		{"ForkCarriesNoLedgerNorRuns", testForkCarriesNoLedgerNorRuns},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -291,4 +292,35 @@ func testRewindRefusedWhileRunActive(t *testing.T, s store.Store, f store.Forker
 	appendEv(t, s, k, textEvent("user", "meanwhile", nil))
 	_, err = f.AppendRewind(ctx, k, r)
 	wantErr(t, err, store.ErrFailedPrecondition, "rewind planned before an append")
+}
+
+func testForkCarriesNoLedgerNorRuns(t *testing.T, s store.Store, f store.Forker) {
+	ctx := t.Context()
+	k := key("app", "u", "calls")
+	create(t, s, k, nil)
+	call := &agentrunnerv1.Event{Author: "agent", InvocationId: "r1", Content: &agentrunnerv1.Content{Role: "model", Parts: []*agentrunnerv1.Part{{
+		Data: &agentrunnerv1.Part_FunctionCall{FunctionCall: &agentrunnerv1.FunctionCall{Id: "c1", Name: "lookup"}},
+	}}}}
+	appendRun(t, s, k, call, runRec(k, "r1", 1, runSucceeded))
+	if calls, err := s.ListToolCalls(ctx, k); err != nil || len(calls) != 1 {
+		t.Fatalf("source's ledger = %v, %v; want the call", calls, err)
+	}
+	plan, err := store.PlanFork(ctx, s, k, 1, key("app", "u", "calls-fork"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.ForkSession(ctx, plan); err != nil {
+		t.Fatal(err)
+	}
+	fk := key("app", "u", "calls-fork")
+	if calls, err := s.ListToolCalls(ctx, fk); err != nil || len(calls) != 0 {
+		t.Errorf("fork's ledger = %v, %v; want none (not carried)", calls, err)
+	}
+	if runs, _, err := s.ListRuns(ctx, fk, store.Page{}); err != nil || len(runs) != 0 {
+		t.Errorf("fork's runs = %v, %v; want none (not carried)", runs, err)
+	}
+	sess, _ := get(t, s, fk, store.GetOptions{})
+	if sess.GetUsage() != nil || sess.GetTotalTokens() != 0 {
+		t.Errorf("fork's usage = %v, %d tokens; want none", sess.GetUsage(), sess.GetTotalTokens())
+	}
 }
