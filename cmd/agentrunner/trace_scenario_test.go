@@ -19,7 +19,8 @@ import (
 	"google.golang.org/protobuf/proto"
 )
 
-// traceAppsYAML is an app whose run takes every kind of step the trace
+// traceAppsYAML is an app (slowly) whose runs last about two seconds, and
+// one (traced) whose run takes every kind of step the trace
 // draws: a parallel step (fanout's two branches), a tool (clerk's MCP
 // order_status), a transfer (router to helpdesk) and a remote agent
 // (helpdesk: another agentrunner's support app, over A2A).
@@ -29,7 +30,15 @@ func traceAppsYAML(t *testing.T, remoteConsole string) string {
 		t.Fatal(err)
 	}
 	return fmt.Sprintf(`
+models:
+  - name: slow-offline
+    provider: offline
+    offline: { first_chunk_delay: 1500ms, chunk_delay: 100ms, chunks: 4 }
 apps:
+  - name: slowly
+    root_agent:
+      name: slowpoke
+      llm: {model: slow-offline}
   - name: traced
     mcp_servers:
       - { name: shop, command: %q, args: [mcp-demo] }

@@ -8,6 +8,7 @@ import { fmtAge, fmtTime, h, replace } from "../dom.js";
 import { href, link, pathOf, navigate, poll, section, showError } from "../ui.js";
 import { rpcButton } from "../rpc.js";
 import { eventCard, Pairs, updateRunTags } from "./events.js";
+import { TraceView } from "./trace.js";
 
 const refreshMs = 3000;
 
@@ -93,11 +94,15 @@ export async function runView(root: HTMLElement, signal: AbortSignal, id: string
         r.continuedByRunId ? h("tr", h("td", "continued by"), h("td", link(href(pathOf`runs/${r.continuedByRunId}`), r.continuedByRunId))) : null));
   };
   drawHead(got);
+  const trace = new TraceView(id, signal);
   replace(root, section(`Run ${id}`, [rpcButton(RunnerService, "attachRun", AttachRunRequestSchema, () => ({ runId: id })), rpcButton(RunnerService, "getRun", GetRunRequestSchema, () => ({ runId: id }), "RPC: get"), rpcButton(RunnerService, "cancelRun", CancelRunRequestSchema, () => ({ runId: id }), "RPC: cancel")], head),
-    live, h("h3", "Events of the run, newest first"), events);
+    trace.el, live, h("h3", "Events of the run, newest first"), events);
+  const retrace = () => void trace.refresh().catch((e) => { if (!signal.aborted) showError(e); });
+  retrace();
   const release = tryOpenStream();
   if (!release) {
     live.append(h("p.hint", "Two streams are open in this tab already; showing the run's record only."));
+    if (isActive(got.status)) poll(signal, refreshMs, () => trace.refresh());
     return;
   }
   const path = sessionPath(got);
@@ -106,7 +111,10 @@ export async function runView(root: HTMLElement, signal: AbortSignal, id: string
     let text: HTMLElement | undefined;
     for await (const resp of runner.attachRun({ runId: id }, { signal })) {
       const p = resp.payload;
-      if (p.case === "run") drawHead(p.value);
+      if (p.case === "run") {
+        drawHead(p.value);
+        retrace();
+      }
       else if (p.case === "error") live.append(h("div.error-text", `agent error ${p.value.code}: ${p.value.message}`));
       else if (p.case === "event" && p.value.partial) {
         if (!text?.isConnected) {
@@ -119,6 +127,7 @@ export async function runView(root: HTMLElement, signal: AbortSignal, id: string
         live.replaceChildren();
         pairs.note(p.value);
         events.prepend(eventCard(p.value, pairs, (r) => statuses.get(r), path));
+        retrace();
       }
     }
   } catch (e) {

@@ -1,0 +1,149 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"math"
+	"strings"
+	"testing"
+	"time"
+
+	servicev1 "github.com/agentrunner/agentrunner/gen/go/agentrunner/service/v1"
+	agentrunnerv1 "github.com/agentrunner/agentrunner/gen/go/agentrunner/v1"
+)
+
+// traceRow is a bar of the console's trace, as its data attributes say.
+type traceRow struct {
+	Name, Kind, Agent, Branch string
+	Start, Duration, TTFT     float64 // ms; start from the run's start
+}
+
+// traceRows reads the bars of the trace on the page.
+func (p *tab) traceRows() []traceRow {
+	p.t.Helper()
+	out := p.wait("the trace's bars", `(() => { const rows = [...document.querySelectorAll("#trace-chart .trace-row")]; return rows.length ? JSON.stringify(rows.map((r) => ({
+		Name: r.dataset.name, Kind: r.dataset.kind, Agent: r.dataset.agent, Branch: r.dataset.branch ?? "",
+		Start: Number(r.dataset.startMs), Duration: Number(r.dataset.durationMs), TTFT: Number(r.dataset.ttftMs ?? 0) }))) : false })()`, 20*time.Second)
+	var rows []traceRow
+	if err := json.Unmarshal([]byte(out), &rows); err != nil {
+		p.t.Fatal(err)
+	}
+	return rows
+}
+
+// timedSteps are the steps the stored events of a run time: model calls
+// (and the remote agent's turn) on their events, tools on their function
+// responses, as the bars they should be drawn as.
+func timedSteps(t *testing.T, sc servicev1.SessionServiceClient, run *agentrunnerv1.Run) []traceRow {
+	t.Helper()
+	got, err := sc.GetSession(t.Context(), &servicev1.GetSessionRequest{AppName: run.GetAppName(), UserId: run.GetUserId(), SessionId: run.GetSessionId()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t0 := run.GetStartTime().AsTime()
+	ms := func(d time.Duration) float64 { return float64(d.Nanoseconds()) / 1e6 }
+	var out []traceRow
+	for _, ev := range got.GetEvents() {
+		if tm := ev.GetTiming(); tm != nil {
+			r := traceRow{Name: "chat offline", Kind: "model", Agent: ev.GetAuthor(), Branch: ev.GetBranch(),
+				Start: ms(tm.GetStartTime().AsTime().Sub(t0)), Duration: ms(tm.GetDuration().AsDuration()), TTFT: ms(tm.GetTimeToFirstChunk().AsDuration())}
+			if ev.GetAuthor() == "helpdesk" { // the remote agent's turn
+				r.Name, r.Kind, r.Duration = "invoke_agent helpdesk", "agent", -1
+			}
+			out = append(out, r)
+		}
+		for _, p := range ev.GetContent().GetParts() {
+			if tm := p.GetFunctionResponse().GetTiming(); tm != nil {
+				out = append(out, traceRow{Name: "execute_tool " + p.GetFunctionResponse().GetName(), Kind: "tool", Agent: ev.GetAuthor(), Branch: ev.GetBranch(),
+					Start: ms(tm.GetStartTime().AsTime().Sub(t0)), Duration: ms(tm.GetDuration().AsDuration())})
+			}
+		}
+	}
+	return out
+}
+
+func near(a, b float64) bool { return math.Abs(a-b) < 0.002 }
+
+// TestConsoleTrace: the run view of a run with a parallel step, an MCP
+// tool, a transfer and a remote agent draws its trace: every step a bar
+// named as its OpenTelemetry span, the parallel branches side by side,
+// each timed bar where the stored timing puts it and as long, with its
+// time to first chunk; a click on a bar shows its events.
+func TestConsoleTrace(t *testing.T) {
+	browser(t)
+	addr, console, run, _ := startTraced(t)
+	want := timedSteps(t, servicev1.NewSessionServiceClient(dial(t, addr)), run)
+	if len(want) != 6 { // clerk's 2 calls and tool, router's call and transfer, helpdesk
+		t.Fatalf("the run stored %d timed steps, want 6: %+v", len(want), want)
+	}
+	p := openTab(t, console, "runs/"+run.GetRunId())
+	p.wait("ten bars", `document.querySelectorAll("#trace-chart .trace-row").length === 10`, 20*time.Second)
+	rows := p.traceRows()
+	for _, w := range want {
+		found := false
+		for _, r := range rows {
+			if r.Name == w.Name && r.Agent == w.Agent && r.Branch == w.Branch && near(r.Start, w.Start) && (w.Duration < 0 || near(r.Duration, w.Duration)) && near(r.TTFT, w.TTFT) {
+				found = true
+			}
+		}
+		if !found {
+			t.Errorf("no bar for the stored step %+v among %+v", w, rows)
+		}
+	}
+	// Each bar is drawn where its times put it on the run's axis.
+	if bad := p.wait("the bars' geometry", `(() => { const c = document.querySelector("#trace-chart"); const total = Number(c.dataset.totalMs); const bad = [];
+		for (const r of c.querySelectorAll(".trace-row")) { const tr = r.querySelector(".trace-track").getBoundingClientRect(), b = r.querySelector(".trace-bar").getBoundingClientRect();
+			const x = tr.left + tr.width * Number(r.dataset.startMs) / total, w = Math.max(2, tr.width * Number(r.dataset.durationMs) / total);
+			if (Math.abs(b.left - x) > 1.5 || Math.abs(b.width - w) > 1.5) bad.push(r.dataset.name + " at " + b.left + "+" + b.width + ", want " + x + "+" + w); }
+		return JSON.stringify(bad) })()`, 10*time.Second); bad != "[]" {
+		t.Errorf("bars misdrawn: %s", bad)
+	}
+	branches := map[string]bool{}
+	for _, r := range rows {
+		if r.Kind == "agent" && r.Branch != "" {
+			branches[r.Branch] = true
+		}
+	}
+	if !branches["fanout.clerk"] || !branches["fanout.router"] {
+		t.Errorf("agent bars in branches %v, want fanout.clerk and fanout.router side by side", branches)
+	}
+	if !p.has(`document.querySelector('.trace-row[data-name="invoke_agent helpdesk"] .tag')?.textContent === "remote"`) {
+		t.Error("the remote agent's bar does not say remote")
+	}
+	// A click on the transfer's bar shows it and links its events.
+	p.click(`.trace-row[data-name="execute_tool transfer_to_agent"]`)
+	if got := p.text("#trace-detail"); !containsAll(got, "execute_tool transfer_to_agent", "transferred to", "helpdesk") {
+		t.Errorf("the transfer's detail says %q", got)
+	}
+	seq := p.wait("an event link", `document.querySelector("#trace-detail a.trace-event:last-child")?.getAttribute("href")`, 10*time.Second)
+	p.click("#trace-detail a.trace-event:last-child")
+	p.wait("the linked event flashed", fmt.Sprintf(`document.querySelector(%q)?.classList.contains("flash")`, seq), 10*time.Second)
+	p.shot("trace")
+
+	// A run followed live: its trace is open while it runs, and shows its
+	// model call once stored, without a reload.
+	rc, sc := servicev1.NewRunnerServiceClient(dial(t, addr)), servicev1.NewSessionServiceClient(dial(t, addr))
+	sess, err := sc.CreateSession(t.Context(), &servicev1.CreateSessionRequest{AppName: "slowly", UserId: "u1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	started, err := rc.StartRun(t.Context(), &servicev1.StartRunRequest{AppName: "slowly", UserId: "u1", SessionId: sess.GetSession().GetSessionId(), NewMessage: userText("take your time")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	live := openTab(t, console, "runs/"+started.GetRun().GetRunId())
+	live.wait("the run's bar open", `document.querySelector('#trace-chart .trace-row.run.open')`, 10*time.Second)
+	if live.has(`document.querySelector('#trace-chart .trace-row[data-kind="model"]')`) {
+		t.Fatal("a model call drawn before it ended") // the offline model takes 1.5s to its first chunk
+	}
+	live.wait("the model call's bar, the run ended", `document.querySelector('#trace-chart .trace-row[data-kind="model"]:not(.open)') && !document.querySelector('#trace-chart .trace-row.open')`, 20*time.Second)
+}
+
+func containsAll(s string, subs ...string) bool {
+	for _, x := range subs {
+		if !strings.Contains(s, x) {
+			return false
+		}
+	}
+	return true
+}
