@@ -147,3 +147,34 @@ func containsAll(s string, subs ...string) bool {
 	}
 	return true
 }
+
+// TestConsoleAgentGraph: the run view draws the app's agent tree as a
+// graph (kinds, models, tools, the transfers an agent may make), and
+// highlights the path the run took: the agents it visited and the edges
+// it went along, not the agent it never asked.
+func TestConsoleAgentGraph(t *testing.T) {
+	browser(t)
+	_, console, run, _ := startTraced(t)
+	p := openTab(t, console, "runs/"+run.GetRunId())
+	p.wait("the graph's nodes", `document.querySelectorAll("#agent-graph svg .node").length === 5`, 20*time.Second)
+	p.wait("the run's path highlighted", `document.querySelectorAll("#agent-graph .node.visited").length > 0`, 20*time.Second)
+	visited := p.wait("visited agents", `JSON.stringify([...document.querySelectorAll("#agent-graph .node.visited")].map((n) => n.dataset.agent).sort())`, 5*time.Second)
+	if visited != `["clerk","fanout","helpdesk","router"]` {
+		t.Errorf("visited agents %s, want clerk, fanout, helpdesk and router", visited)
+	}
+	taken := p.wait("taken edges", `JSON.stringify([...document.querySelectorAll("#agent-graph .edge.taken")].map((e) => e.dataset.from + ">" + e.dataset.to).sort())`, 5*time.Second)
+	if taken != `["fanout>clerk","fanout>router","router>helpdesk"]` {
+		t.Errorf("edges taken %s, want fanout>clerk, fanout>router and router>helpdesk", taken)
+	}
+	for what, expr := range map[string]string{
+		"the parallel agent's kind":          `document.querySelector('#agent-graph .node[data-agent="fanout"]').dataset.kind === "parallel"`,
+		"the remote agent's kind":            `document.querySelector('#agent-graph .node[data-agent="helpdesk"]').dataset.kind === "remote"`,
+		"the clerk's model and tool":         `document.querySelector('#agent-graph .node[data-agent="clerk"]').textContent.includes("offline") && document.querySelector('#agent-graph .node[data-agent="clerk"]').textContent.includes("order_status")`,
+		"archivist's transfer to its parent": `document.querySelector('#agent-graph .edge.transfer[data-from="archivist"][data-to="router"]')`,
+	} {
+		if !p.has(expr) {
+			t.Errorf("the graph lacks %s (%s)", what, expr)
+		}
+	}
+	p.shot("agent-graph")
+}

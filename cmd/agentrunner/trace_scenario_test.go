@@ -23,7 +23,8 @@ import (
 // one (traced) whose run takes every kind of step the trace
 // draws: a parallel step (fanout's two branches), a tool (clerk's MCP
 // order_status), a transfer (router to helpdesk) and a remote agent
-// (helpdesk: another agentrunner's support app, over A2A).
+// (helpdesk: another agentrunner's support app, over A2A); and an agent
+// it never visits (archivist).
 func traceAppsYAML(t *testing.T, remoteConsole string) string {
 	self, err := os.Executable()
 	if err != nil {
@@ -57,6 +58,9 @@ apps:
             - name: helpdesk
               description: The support team's agent.
               remote_a2a: {card_url: %q, timeout: 30s}
+            - name: archivist
+              description: Digs in the archive; this run never asks it.
+              llm: {model: offline}
 `, self, remoteConsole+"a2a/support")
 }
 

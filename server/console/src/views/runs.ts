@@ -9,6 +9,7 @@ import { href, link, pathOf, navigate, poll, section, showError } from "../ui.js
 import { rpcButton } from "../rpc.js";
 import { eventCard, Pairs, updateRunTags } from "./events.js";
 import { TraceView } from "./trace.js";
+import { agentGraph, pathOfTrace } from "./graph.js";
 
 const refreshMs = 3000;
 
@@ -94,9 +95,12 @@ export async function runView(root: HTMLElement, signal: AbortSignal, id: string
         r.continuedByRunId ? h("tr", h("td", "continued by"), h("td", link(href(pathOf`runs/${r.continuedByRunId}`), r.continuedByRunId))) : null));
   };
   drawHead(got);
-  const trace = new TraceView(id, signal);
+  const tree = (await runner.listApps({}, { signal })).apps.find((a) => a.name === got.appName)?.rootAgent;
+  const graph = h("div#agent-graph.graph-box");
+  const trace = new TraceView(id, signal, (spans) => { if (tree) replace(graph, agentGraph(tree, pathOfTrace(spans))); });
   replace(root, section(`Run ${id}`, [rpcButton(RunnerService, "attachRun", AttachRunRequestSchema, () => ({ runId: id })), rpcButton(RunnerService, "getRun", GetRunRequestSchema, () => ({ runId: id }), "RPC: get"), rpcButton(RunnerService, "cancelRun", CancelRunRequestSchema, () => ({ runId: id }), "RPC: cancel")], head),
-    trace.el, live, h("h3", "Events of the run, newest first"), events);
+    trace.el, tree ? section("Agent graph", [], h("p.hint", "The app's agents; the ones this run visited and the hand-overs it took are highlighted, those still running dashed."), graph) : null,
+    live, h("h3", "Events of the run, newest first"), events);
   const retrace = () => void trace.refresh().catch((e) => { if (!signal.aborted) showError(e); });
   retrace();
   const release = tryOpenStream();

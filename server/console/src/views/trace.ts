@@ -88,7 +88,8 @@ export class TraceView {
   private running: Promise<void> | undefined;
   private again = false;
 
-  constructor(private readonly runId: string, private readonly signal: AbortSignal) {
+  // onDraw, when given, sees each trace drawn (the agent graph follows it).
+  constructor(private readonly runId: string, private readonly signal: AbortSignal, private readonly onDraw?: (spans: TraceSpan[]) => void) {
     this.el = section("Trace", [rpcButton(RunnerService, "getRunTrace", GetRunTraceRequestSchema, () => ({ runId }), "RPC: trace")],
       h("p.hint", "Each bar is a step of the run on the runner's clock: agents' turns, model calls (the darker part is the wait for the first chunk), tool calls. Click a bar for its events."),
       this.chart, this.detail);
@@ -122,6 +123,7 @@ export class TraceView {
 
   private draw(spans: TraceSpan[], run: Run | undefined, truncated: boolean): void {
     this.spans = spans;
+    this.onDraw?.(spans);
     if (!spans.length) {
       replace(this.chart, h("p.hint", "No steps yet."));
       return;
