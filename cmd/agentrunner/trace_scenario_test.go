@@ -19,8 +19,9 @@ import (
 	"google.golang.org/protobuf/proto"
 )
 
-// traceAppsYAML is an app (slowly) whose runs last about two seconds, and
-// one (traced) whose run takes every kind of step the trace
+// traceAppsYAML is an app (waiter) whose runs wait on a call the caller
+// executes when asked to "call lookup {}", one (slowly) whose runs last
+// about two seconds, and one (traced) whose run takes every kind of step the trace
 // draws: a parallel step (fanout's two branches), a tool (clerk's MCP
 // order_status), a transfer (router to helpdesk) and a remote agent
 // (helpdesk: another agentrunner's support app, over A2A); and an agent
@@ -36,6 +37,14 @@ models:
     provider: offline
     offline: { first_chunk_delay: 1500ms, chunk_delay: 100ms, chunks: 4 }
 apps:
+  - name: waiter
+    function_tools:
+      - name: lookup
+        description: Looks a thing up at the caller's.
+        parameters: {type: object}
+    root_agent:
+      name: asker
+      llm: {model: offline, tools: [lookup]}
   - name: slowly
     root_agent:
       name: slowpoke
