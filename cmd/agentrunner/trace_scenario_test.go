@@ -197,7 +197,14 @@ func TestTraceMatchesExportedSpans(t *testing.T) {
 	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", srv.URL)
 	t.Setenv("OTEL_EXPORTER_OTLP_PROTOCOL", "http/protobuf")
 	addr, _, run, stop := startTraced(t)
-	got, err := servicev1.NewRunnerServiceClient(dial(t, addr)).GetRunTrace(t.Context(), &servicev1.GetRunTraceRequest{RunId: run.GetRunId()})
+	rc := servicev1.NewRunnerServiceClient(dial(t, addr))
+	got, err := rc.GetRunTrace(t.Context(), &servicev1.GetRunTraceRequest{RunId: run.GetRunId()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A run waiting on a call the caller executes.
+	waiting := waitOnLookup(t, addr)
+	waitTrace, err := rc.GetRunTrace(t.Context(), &servicev1.GetRunTraceRequest{RunId: waiting.GetRunId()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -221,4 +228,41 @@ func TestTraceMatchesExportedSpans(t *testing.T) {
 	if !slices.Equal(exported, console) {
 		t.Errorf("exported spans:\n%s\nGetRunTrace spans:\n%s", strings.Join(exported, "\n"), strings.Join(console, "\n"))
 	}
+	console, exported = traceTree(waitTrace.GetSpans()), recv.runTree(waiting.GetRunId())
+	if !slices.Equal(exported, console) || !slices.Contains(console, "invoke_agent waiter / invoke_agent asker / execute_tool lookup") {
+		t.Errorf("the waiting run's exported spans:\n%s\nGetRunTrace spans:\n%s", strings.Join(exported, "\n"), strings.Join(console, "\n"))
+	}
+	for _, s := range waitTrace.GetSpans() {
+		if s.GetName() == "execute_tool lookup" && (!s.GetWaiting() || !s.GetOpen() || s.GetCallId() != waiting.GetPendingCallIds()[0]) {
+			t.Errorf("the waiting call's span %v, want it open and waiting", s)
+		}
+	}
+}
+
+// waitOnLookup runs the waiter app until it waits on its lookup call.
+func waitOnLookup(t *testing.T, addr string) *agentrunnerv1.Run {
+	t.Helper()
+	rc, sc := servicev1.NewRunnerServiceClient(dial(t, addr)), servicev1.NewSessionServiceClient(dial(t, addr))
+	sess, err := sc.CreateSession(t.Context(), &servicev1.CreateSessionRequest{AppName: "waiter", UserId: "u1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	stream, err := rc.Run(t.Context(), &servicev1.RunRequest{AppName: "waiter", UserId: "u1", SessionId: sess.GetSession().GetSessionId(), NewMessage: userText("call lookup {}")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rec *agentrunnerv1.Run
+	for {
+		resp, err := stream.Recv()
+		if err != nil {
+			break
+		}
+		if r := resp.GetRun(); r != nil {
+			rec = r
+		}
+	}
+	if rec.GetStatus() != agentrunnerv1.RunStatus_RUN_STATUS_INPUT_REQUIRED || len(rec.GetPendingCallIds()) != 1 {
+		t.Fatalf("the waiter's run ended %v waiting on %v; want INPUT_REQUIRED on its lookup call", rec.GetStatus(), rec.GetPendingCallIds())
+	}
+	return rec
 }
