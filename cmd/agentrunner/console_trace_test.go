@@ -120,14 +120,16 @@ func TestConsoleTrace(t *testing.T) {
 	p.wait("the linked event flashed", fmt.Sprintf(`document.querySelector(%q)?.classList.contains("flash")`, seq), 10*time.Second)
 	p.shot("trace")
 
-	// A run followed live: its trace is open while it runs, and shows its
-	// model call once stored, without a reload.
+	// A run followed live: its trace is open while it runs, the graph marks
+	// the agent streaming its answer, and the trace shows its model call
+	// once stored, without a reload.
 	rc, sc := servicev1.NewRunnerServiceClient(dial(t, addr)), servicev1.NewSessionServiceClient(dial(t, addr))
 	sess, err := sc.CreateSession(t.Context(), &servicev1.CreateSessionRequest{AppName: "slowly", UserId: "u1"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	started, err := rc.StartRun(t.Context(), &servicev1.StartRunRequest{AppName: "slowly", UserId: "u1", SessionId: sess.GetSession().GetSessionId(), NewMessage: userText("take your time")})
+	started, err := rc.StartRun(t.Context(), &servicev1.StartRunRequest{AppName: "slowly", UserId: "u1", SessionId: sess.GetSession().GetSessionId(), NewMessage: userText("take your time"),
+		RunConfig: &agentrunnerv1.RunConfig{StreamingMode: agentrunnerv1.StreamingMode_STREAMING_MODE_SSE}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -136,7 +138,9 @@ func TestConsoleTrace(t *testing.T) {
 	if live.has(`document.querySelector('#trace-chart .trace-row[data-kind="model"]')`) {
 		t.Fatal("a model call drawn before it ended") // the offline model takes 1.5s to its first chunk
 	}
+	live.wait("the streaming agent running in the graph", `document.querySelector('#agent-graph .node.running.visited[data-agent="slowpoke"]')`, 20*time.Second)
 	live.wait("the model call's bar, the run ended", `document.querySelector('#trace-chart .trace-row[data-kind="model"]:not(.open)') && !document.querySelector('#trace-chart .trace-row.open')`, 20*time.Second)
+	live.wait("the agent visited, no longer running", `document.querySelector('#agent-graph .node.visited[data-agent="slowpoke"]:not(.running)')`, 10*time.Second)
 }
 
 func containsAll(s string, subs ...string) bool {

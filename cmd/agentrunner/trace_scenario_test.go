@@ -21,7 +21,7 @@ import (
 
 // traceAppsYAML is an app (waiter) whose runs wait on a call the caller
 // executes when asked to "call lookup {}", one (slowly) whose runs last
-// about two seconds, and one (traced) whose run takes every kind of step the trace
+// about three seconds, streamed, and one (traced) whose run takes every kind of step the trace
 // draws: a parallel step (fanout's two branches), a tool (clerk's MCP
 // order_status), a transfer (router to helpdesk) and a remote agent
 // (helpdesk: another agentrunner's support app, over A2A); and an agent
@@ -35,7 +35,7 @@ func traceAppsYAML(t *testing.T, remoteConsole string) string {
 models:
   - name: slow-offline
     provider: offline
-    offline: { first_chunk_delay: 1500ms, chunk_delay: 100ms, chunks: 4 }
+    offline: { first_chunk_delay: 1500ms, chunk_delay: 300ms, chunks: 5 }
 apps:
   - name: waiter
     function_tools:

@@ -13,6 +13,7 @@ import { rpcButton } from "../rpc.js";
 import { eventCard, Pairs, updateRunTags } from "./events.js";
 import { TraceView } from "./trace.js";
 import { agentGraph, pathOfTrace } from "./graph.js";
+import type { TraceSpan } from "../../../../gen/ts/agentrunner/v1/trace_pb.js";
 
 const refreshMs = 3000;
 
@@ -165,7 +166,23 @@ export async function runView(root: HTMLElement, signal: AbortSignal, id: string
   drawHead(got);
   const tree = (await runner.listApps({}, { signal })).apps.find((a) => a.name === got.appName)?.rootAgent;
   const graph = h("div#agent-graph.graph-box");
-  const trace = new TraceView(id, signal, (spans) => { if (tree) replace(graph, agentGraph(tree, pathOfTrace(spans))); });
+  // The agents streaming an answer now: running before any event of theirs
+  // is stored (and so before the trace has their turn).
+  const streaming = new Set<string>();
+  let lastSpans: TraceSpan[] = [];
+  const drawGraph = () => {
+    if (!tree) return;
+    const path = pathOfTrace(lastSpans);
+    for (const a of streaming) {
+      path.visited.add(a);
+      path.running.add(a);
+    }
+    replace(graph, agentGraph(tree, path));
+  };
+  const trace = new TraceView(id, signal, (spans) => {
+    lastSpans = spans;
+    drawGraph();
+  });
   replace(root, section(`Run ${id}`, [rpcButton(RunnerService, "attachRun", AttachRunRequestSchema, () => ({ runId: id })), rpcButton(RunnerService, "getRun", GetRunRequestSchema, () => ({ runId: id }), "RPC: get"), rpcButton(RunnerService, "cancelRun", CancelRunRequestSchema, () => ({ runId: id }), "RPC: cancel")], head),
     trace.el, tree ? section("Agent graph", [], h("p.hint", "The app's agents; the ones this run visited and the hand-overs it took are highlighted, those still running dashed."), graph) : null,
     live, h("h3", "Events of the run, newest first"), events);
@@ -185,10 +202,15 @@ export async function runView(root: HTMLElement, signal: AbortSignal, id: string
       const p = resp.payload;
       if (p.case === "run") {
         drawHead(p.value);
+        if (!isActive(p.value.status)) streaming.clear();
         retrace();
       }
       else if (p.case === "error") live.append(h("div.error-text", `agent error ${p.value.code}: ${p.value.message}`));
       else if (p.case === "event" && p.value.partial) {
+        if (!streaming.has(p.value.author)) {
+          streaming.add(p.value.author);
+          drawGraph();
+        }
         if (!text?.isConnected) {
           text = h("div#live-text.text.streaming");
           replace(live, h("div.live-head", h("b", p.value.author), h("span.tag", "streaming")), text);
@@ -196,6 +218,7 @@ export async function runView(root: HTMLElement, signal: AbortSignal, id: string
         for (const part of p.value.content?.parts ?? []) if (part.data.case === "text") text.append(part.data.value);
       } else if (p.case === "event" && !seen.has(p.value.sequence)) {
         seen.add(p.value.sequence);
+        streaming.delete(p.value.author);
         live.replaceChildren();
         pairs.note(p.value);
         events.prepend(eventCard(p.value, pairs, (r) => statuses.get(r), path));
