@@ -14,15 +14,15 @@ import (
 
 // traceRow is a bar of the console's trace, as its data attributes say.
 type traceRow struct {
-	Name, Kind, Agent, Branch string
-	Start, Duration, TTFT     float64 // ms; start from the run's start
+	Name, Kind, Agent, Branch, Facts string
+	Start, Duration, TTFT            float64 // ms; start from the run's start
 }
 
 // traceRows reads the bars of the trace on the page.
 func (p *tab) traceRows() []traceRow {
 	p.t.Helper()
 	out := p.wait("the trace's bars", `(() => { const rows = [...document.querySelectorAll("#trace-chart .trace-row")]; return rows.length ? JSON.stringify(rows.map((r) => ({
-		Name: r.dataset.name, Kind: r.dataset.kind, Agent: r.dataset.agent, Branch: r.dataset.branch ?? "",
+		Name: r.dataset.name, Kind: r.dataset.kind, Agent: r.dataset.agent, Branch: r.dataset.branch ?? "", Facts: r.querySelector(".trace-facts").textContent,
 		Start: Number(r.dataset.startMs), Duration: Number(r.dataset.durationMs), TTFT: Number(r.dataset.ttftMs ?? 0) }))) : false })()`, 20*time.Second)
 	var rows []traceRow
 	if err := json.Unmarshal([]byte(out), &rows); err != nil {
@@ -45,10 +45,13 @@ func timedSteps(t *testing.T, sc servicev1.SessionServiceClient, run *agentrunne
 	var out []traceRow
 	for _, ev := range got.GetEvents() {
 		if tm := ev.GetTiming(); tm != nil {
-			r := traceRow{Name: "chat offline", Kind: "model", Agent: ev.GetAuthor(), Branch: ev.GetBranch(),
+			r := traceRow{Name: "chat offline", Kind: "model", Facts: fmt.Sprintf("%d tok", ev.GetUsageMetadata().GetTotalTokenCount()), Agent: ev.GetAuthor(), Branch: ev.GetBranch(),
 				Start: ms(tm.GetStartTime().AsTime().Sub(t0)), Duration: ms(tm.GetDuration().AsDuration()), TTFT: ms(tm.GetTimeToFirstChunk().AsDuration())}
-			if ev.GetAuthor() == "helpdesk" { // the remote agent's turn
-				r.Name, r.Kind, r.Duration = "invoke_agent helpdesk", "agent", -1
+			switch ev.GetAuthor() {
+			case "helpdesk": // the remote agent's turn
+				r.Name, r.Kind, r.Duration, r.Facts = "invoke_agent helpdesk", "agent", -1, ""
+			case "clerk": // priced
+				r.Name, r.Facts = "chat offline:priced", r.Facts+" · "+money(ev.GetCost().GetMicros())+" USD"
 			}
 			out = append(out, r)
 		}
@@ -62,13 +65,22 @@ func timedSteps(t *testing.T, sc servicev1.SessionServiceClient, run *agentrunne
 	return out
 }
 
+// money prints micros as the console does (fmtCost).
+func money(micros int64) string {
+	s := fmt.Sprintf("%.6f", float64(micros)/1e6)
+	for i := 0; i < 4 && strings.HasSuffix(s, "0"); i++ {
+		s = s[:len(s)-1]
+	}
+	return s
+}
+
 func near(a, b float64) bool { return math.Abs(a-b) < 0.002 }
 
 // TestConsoleTrace: the run view of a run with a parallel step, an MCP
 // tool, a transfer and a remote agent draws its trace: every step a bar
 // named as its OpenTelemetry span, the parallel branches side by side,
 // each timed bar where the stored timing puts it and as long, with its
-// time to first chunk; a click on a bar shows its events.
+// time to first chunk, tokens and cost; a click on a bar shows its events.
 func TestConsoleTrace(t *testing.T) {
 	browser(t)
 	addr, console, run, _ := startTraced(t)
@@ -82,7 +94,7 @@ func TestConsoleTrace(t *testing.T) {
 	for _, w := range want {
 		found := false
 		for _, r := range rows {
-			if r.Name == w.Name && r.Agent == w.Agent && r.Branch == w.Branch && near(r.Start, w.Start) && (w.Duration < 0 || near(r.Duration, w.Duration)) && near(r.TTFT, w.TTFT) {
+			if r.Name == w.Name && r.Agent == w.Agent && r.Branch == w.Branch && near(r.Start, w.Start) && (w.Duration < 0 || near(r.Duration, w.Duration)) && near(r.TTFT, w.TTFT) && strings.Contains(r.Facts, w.Facts) {
 				found = true
 			}
 		}

@@ -22,7 +22,7 @@ import (
 // traceAppsYAML is an app (waiter) whose runs wait on a call the caller
 // executes when asked to "call lookup {}", one (slowly) whose runs last
 // about three seconds, streamed, and one (traced) whose run takes every kind of step the trace
-// draws: a parallel step (fanout's two branches), a tool (clerk's MCP
+// draws, priced (clerk's model) and not (router's): a parallel step (fanout's two branches), a tool (clerk's MCP
 // order_status), a transfer (router to helpdesk) and a remote agent
 // (helpdesk: another agentrunner's support app, over A2A); and an agent
 // it never visits (archivist).
@@ -33,6 +33,9 @@ func traceAppsYAML(t *testing.T, remoteConsole string) string {
 	}
 	return fmt.Sprintf(`
 models:
+  - name: priced
+    provider: offline
+    price: {currency: USD, input: 0.30, output: 2.50}
   - name: slow-offline
     provider: offline
     offline: { first_chunk_delay: 1500ms, chunk_delay: 300ms, chunks: 5 }
@@ -59,7 +62,7 @@ apps:
       sub_agents:
         - name: clerk
           description: Looks orders up.
-          llm: {model: offline, mcp: [{server: shop}], disallow_transfer_to_parent: true, disallow_transfer_to_peers: true}
+          llm: {model: priced, mcp: [{server: shop}], disallow_transfer_to_parent: true, disallow_transfer_to_peers: true}
         - name: router
           description: Hands questions to the help desk.
           llm: {model: offline, disallow_transfer_to_parent: true, disallow_transfer_to_peers: true}
@@ -214,8 +217,8 @@ func TestTraceMatchesExportedSpans(t *testing.T) {
 		"invoke_agent traced",
 		"invoke_agent traced / invoke_agent fanout",
 		"invoke_agent traced / invoke_agent fanout / invoke_agent clerk",
-		"invoke_agent traced / invoke_agent fanout / invoke_agent clerk / chat offline",
-		"invoke_agent traced / invoke_agent fanout / invoke_agent clerk / chat offline",
+		"invoke_agent traced / invoke_agent fanout / invoke_agent clerk / chat offline:priced",
+		"invoke_agent traced / invoke_agent fanout / invoke_agent clerk / chat offline:priced",
 		"invoke_agent traced / invoke_agent fanout / invoke_agent clerk / execute_tool order_status",
 		"invoke_agent traced / invoke_agent fanout / invoke_agent router",
 		"invoke_agent traced / invoke_agent fanout / invoke_agent router / chat offline",
