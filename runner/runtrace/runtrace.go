@@ -252,6 +252,14 @@ func (b *builder) toolResponse(turn *span, ev *agentrunnerv1.Event, fr *agentrun
 // when the agent's turn is new.
 func (b *builder) enter(agent, branch string, start time.Time) *span {
 	st := b.stacks[branch]
+	if n := len(st); n > 0 && st[n-1].handedTo[agent] && st[n-1].pb.GetAgentName() != agent {
+		// Handed over to: a new turn inside the one that handed over,
+		// even of an agent with a turn open further out (a sub-agent
+		// handing back to its parent runs the parent again, inside).
+		delete(st[n-1].handedTo, agent)
+		b.push(st[n-1], agent, branch, start)
+		return b.stacks[branch][n]
+	}
 	if i := slices.IndexFunc(st, func(s *span) bool { return s.pb.GetAgentName() == agent }); i >= 0 {
 		b.stacks[branch] = st[:i+1] // the turns it called have ended
 		return st[i]

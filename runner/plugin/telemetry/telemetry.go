@@ -155,7 +155,9 @@ func (p *Plugin) AfterRun(ctx agent.InvocationContext, err error) {
 	for _, s := range p.takeRest(runKey(ctx)) {
 		s.End()
 	}
-	p.turns.drop(runKey(ctx))
+	for _, s := range p.turns.drop(runKey(ctx)) {
+		s.End() // an outer turn of an agent that ran again in it; no-op if ended
+	}
 	if p.meters != nil {
 		p.meters.runEnded(ctx, err)
 	}
@@ -181,13 +183,15 @@ func (p *Plugin) BeforeAgent(ctx agent.CallbackContext) (*agentrunnerv1.Content,
 		semconv.GenAIConversationID(ctx.SessionID()),
 	))
 	p.open(spanKey(ctx, "agent", ""), span)
-	p.turns.push(runKey(ctx), ctx.Branch(), span)
+	p.turns.push(runKey(ctx), ctx.Branch(), ctx.AgentName(), span)
 	return nil, nil
 }
 
 func (p *Plugin) AfterAgent(ctx agent.CallbackContext) (*agentrunnerv1.Content, error) {
 	if span := p.take(spanKey(ctx, "agent", "")); span != nil {
-		p.turns.pop(runKey(ctx), ctx.Branch(), span)
+		if outer := p.turns.pop(runKey(ctx), ctx.Branch(), ctx.AgentName(), span); outer != nil {
+			p.open(spanKey(ctx, "agent", ""), outer) // the agent's outer turn goes on
+		}
 		span.End()
 	}
 	return nil, nil
