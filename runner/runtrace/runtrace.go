@@ -50,6 +50,7 @@ type span struct {
 	parent   *span
 	end      time.Time
 	handedTo map[string]bool // agents this turn transferred to
+	answered bool            // an LLM turn whose model gave its final answer
 }
 
 // builder holds what Build knows while it reads the events in order.
@@ -150,7 +151,8 @@ func (b *builder) add(ev *agentrunnerv1.Event) {
 		b.run.touch(ev)
 		return
 	}
-	turn := b.enter(ev.GetAuthor(), ev.GetBranch(), eventStart(ev))
+	call := ev.GetTiming() != nil || ev.GetUsageMetadata() != nil // a model's answer
+	turn := b.enter(ev.GetAuthor(), ev.GetBranch(), eventStart(ev), call)
 	turn.touch(ev)
 	if ev.GetErrorCode() != "" {
 		turn.pb.ErrorCode, turn.pb.ErrorMessage = ev.GetErrorCode(), ev.GetErrorMessage()
@@ -171,6 +173,9 @@ func (b *builder) add(ev *agentrunnerv1.Event) {
 		if fr := p.GetFunctionResponse(); fr != nil {
 			b.toolResponse(turn, ev, fr)
 		}
+	}
+	if call && !slices.ContainsFunc(ev.GetContent().GetParts(), func(p *agentrunnerv1.Part) bool { return p.GetFunctionCall() != nil }) {
+		turn.answered = true // its next model call is another turn's (a loop's next pass)
 	}
 	if to := ev.GetActions().GetTransferToAgent(); to != "" {
 		if turn.handedTo == nil {
@@ -249,8 +254,9 @@ func (b *builder) toolResponse(turn *span, ev *agentrunnerv1.Event, fr *agentrun
 
 // enter returns the open turn of agent in branch, opening it (and the
 // turns of the workflow agents between it and the turn that called it)
-// when the agent's turn is new.
-func (b *builder) enter(agent, branch string, start time.Time) *span {
+// when the agent's turn is new: none is open, or the open one has its
+// final answer and call (a model's answer) begins another.
+func (b *builder) enter(agent, branch string, start time.Time, call bool) *span {
 	st := b.stacks[branch]
 	if n := len(st); n > 0 && st[n-1].handedTo[agent] && st[n-1].pb.GetAgentName() != agent {
 		// Handed over to: a new turn inside the one that handed over,
@@ -261,8 +267,11 @@ func (b *builder) enter(agent, branch string, start time.Time) *span {
 		return b.stacks[branch][n]
 	}
 	if i := slices.IndexFunc(st, func(s *span) bool { return s.pb.GetAgentName() == agent }); i >= 0 {
-		b.stacks[branch] = st[:i+1] // the turns it called have ended
-		return st[i]
+		if !call || !st[i].answered {
+			b.stacks[branch] = st[:i+1] // the turns it called have ended
+			return st[i]
+		}
+		st = st[:i] // that turn has ended
 	}
 	// The caller is the innermost open turn of an ancestor in the tree,
 	// or of an agent that handed over to this one; the turns above it in
@@ -308,7 +317,7 @@ func (b *builder) branchCaller(branch string, start time.Time) *span {
 	if branch == "" || len(parts) < 2 {
 		return b.run
 	}
-	return b.enter(parts[len(parts)-2], strings.Join(parts[:len(parts)-2], "."), start)
+	return b.enter(parts[len(parts)-2], strings.Join(parts[:len(parts)-2], "."), start, false)
 }
 
 // between lists the workflow agents from below caller's agent down to
