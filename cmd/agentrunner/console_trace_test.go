@@ -193,4 +193,8 @@ func TestConsoleAgentGraph(t *testing.T) {
 		}
 	}
 	p.shot("agent-graph")
+
+	// The app's page draws the same graph, with no run's path.
+	app := openTab(t, console, "apps/traced")
+	app.wait("the app's graph", `document.querySelectorAll(".graph-box svg .node").length === 5 && !document.querySelector(".graph-box .node.visited")`, 20*time.Second)
 }

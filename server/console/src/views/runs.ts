@@ -11,9 +11,7 @@ import { fmtAge, fmtTime, h, replace } from "../dom.js";
 import { href, link, pathOf, navigate, poll, section, showError } from "../ui.js";
 import { rpcButton } from "../rpc.js";
 import { eventCard, Pairs, updateRunTags } from "./events.js";
-import { TraceView } from "./trace.js";
-import { agentGraph, pathOfTrace } from "./graph.js";
-import type { TraceSpan } from "../../../../gen/ts/agentrunner/v1/trace_pb.js";
+import { RunInsight } from "./insight.js";
 
 const refreshMs = 3000;
 
@@ -164,34 +162,13 @@ export async function runView(root: HTMLElement, signal: AbortSignal, id: string
         r.continuedByRunId ? h("tr", h("td", "continued by"), h("td", link(href(pathOf`runs/${r.continuedByRunId}`), r.continuedByRunId))) : null));
   };
   drawHead(got);
-  const tree = (await runner.listApps({}, { signal })).apps.find((a) => a.name === got.appName)?.rootAgent;
-  const graph = h("div#agent-graph.graph-box");
-  // The agents streaming an answer now: running before any event of theirs
-  // is stored (and so before the trace has their turn).
-  const streaming = new Set<string>();
-  let lastSpans: TraceSpan[] = [];
-  const drawGraph = () => {
-    if (!tree) return;
-    const path = pathOfTrace(lastSpans);
-    for (const a of streaming) {
-      path.visited.add(a);
-      path.running.add(a);
-    }
-    replace(graph, agentGraph(tree, path));
-  };
-  const trace = new TraceView(id, signal, (spans) => {
-    lastSpans = spans;
-    drawGraph();
-  });
+  const insight = await RunInsight.open(got, signal);
   replace(root, section(`Run ${id}`, [rpcButton(RunnerService, "attachRun", AttachRunRequestSchema, () => ({ runId: id })), rpcButton(RunnerService, "getRun", GetRunRequestSchema, () => ({ runId: id }), "RPC: get"), rpcButton(RunnerService, "cancelRun", CancelRunRequestSchema, () => ({ runId: id }), "RPC: cancel")], head),
-    trace.el, tree ? section("Agent graph", [], h("p.hint", "The app's agents; the ones this run visited and the hand-overs it took are highlighted, those still running dashed."), graph) : null,
-    live, h("h3", "Events of the run, newest first"), events);
-  const retrace = () => void trace.refresh().catch((e) => { if (!signal.aborted) showError(e); });
-  retrace();
+    insight.elements, live, h("h3", "Events of the run, newest first"), events);
   const release = tryOpenStream();
   if (!release) {
     live.append(h("p.hint", "Two streams are open in this tab already; showing the run's record only."));
-    if (isActive(got.status)) poll(signal, refreshMs, () => trace.refresh());
+    if (isActive(got.status)) poll(signal, refreshMs, () => insight.poll());
     return;
   }
   const path = sessionPath(got);
@@ -202,15 +179,10 @@ export async function runView(root: HTMLElement, signal: AbortSignal, id: string
       const p = resp.payload;
       if (p.case === "run") {
         drawHead(p.value);
-        if (!isActive(p.value.status)) streaming.clear();
-        retrace();
-      }
-      else if (p.case === "error") live.append(h("div.error-text", `agent error ${p.value.code}: ${p.value.message}`));
+        insight.changed(p.value);
+      } else if (p.case === "error") live.append(h("div.error-text", `agent error ${p.value.code}: ${p.value.message}`));
       else if (p.case === "event" && p.value.partial) {
-        if (!streaming.has(p.value.author)) {
-          streaming.add(p.value.author);
-          drawGraph();
-        }
+        insight.streamed(p.value.author);
         if (!text?.isConnected) {
           text = h("div#live-text.text.streaming");
           replace(live, h("div.live-head", h("b", p.value.author), h("span.tag", "streaming")), text);
@@ -218,11 +190,10 @@ export async function runView(root: HTMLElement, signal: AbortSignal, id: string
         for (const part of p.value.content?.parts ?? []) if (part.data.case === "text") text.append(part.data.value);
       } else if (p.case === "event" && !seen.has(p.value.sequence)) {
         seen.add(p.value.sequence);
-        streaming.delete(p.value.author);
         live.replaceChildren();
         pairs.note(p.value);
         events.prepend(eventCard(p.value, pairs, (r) => statuses.get(r), path));
-        retrace();
+        insight.stored(p.value.author);
       }
     }
   } catch (e) {
