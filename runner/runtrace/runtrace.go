@@ -7,8 +7,14 @@
 // that called it: a workflow agent's, an agent's that transferred to it,
 // a parallel agent's for the first agent of each branch), and under a
 // turn "chat <model>" per model call and "execute_tool <tool>" per tool
-// call. A test keeps the two in step (cmd/agentrunner
-// TestTraceMatchesExportedSpans).
+// call. Where the events say no more than their order, it reads them as
+// the runner runs agents: an LLM agent runs the agent it transfers to
+// inside its own turn, any other agent's transfer runs after the turn, at
+// the top; a model call after an LLM turn's final answer, or an event
+// after a custom agent's turn_complete, starts another turn (a loop's
+// next pass). Tests keep the two in step (cmd/agentrunner
+// TestTraceMatchesExportedSpans, cmd/agentrunner/demo TestDemoTrace,
+// runner TestTraceOf*).
 //
 // It is one function of data to data, so that GetRunTrace, the console
 // and any other client see one trace: Build.
@@ -61,6 +67,9 @@ type builder struct {
 	run     *span
 	stacks  map[string][]*span // the open agent turns of each branch, innermost last
 	calls   map[string]*span   // tool call spans by call id
+	// after are the agents handed over to by an agent that is not an LLM
+	// agent: the run runs them once the whole turn has ended, at the top.
+	after map[string]bool
 }
 
 // Build returns the trace of run from its stored events (any order; those
@@ -69,7 +78,7 @@ type builder struct {
 // of their own (workflow agents) and the models of LLM agents; nil draws
 // only the agents that stored events.
 func Build(run *agentrunnerv1.Run, events []*agentrunnerv1.Event, root *agentrunnerv1.AgentInfo) []*agentrunnerv1.TraceSpan {
-	b := &builder{tree: map[string]*agentrunnerv1.AgentInfo{}, parents: map[string]string{}, stacks: map[string][]*span{}, calls: map[string]*span{}}
+	b := &builder{tree: map[string]*agentrunnerv1.AgentInfo{}, parents: map[string]string{}, stacks: map[string][]*span{}, calls: map[string]*span{}, after: map[string]bool{}}
 	b.index(root, "")
 	start := run.GetStartTime()
 	if start == nil {
@@ -151,8 +160,9 @@ func (b *builder) add(ev *agentrunnerv1.Event) {
 		b.run.touch(ev)
 		return
 	}
+	custom := b.tree[ev.GetAuthor()].GetKind() == agentrunnerv1.AgentKind_AGENT_KIND_CUSTOM
 	call := ev.GetTiming() != nil || ev.GetUsageMetadata() != nil // a model's answer
-	turn := b.enter(ev.GetAuthor(), ev.GetBranch(), eventStart(ev), call)
+	turn := b.enter(ev.GetAuthor(), ev.GetBranch(), eventStart(ev), call || custom)
 	turn.touch(ev)
 	if ev.GetErrorCode() != "" {
 		turn.pb.ErrorCode, turn.pb.ErrorMessage = ev.GetErrorCode(), ev.GetErrorMessage()
@@ -174,14 +184,25 @@ func (b *builder) add(ev *agentrunnerv1.Event) {
 			b.toolResponse(turn, ev, fr)
 		}
 	}
-	if call && !slices.ContainsFunc(ev.GetContent().GetParts(), func(p *agentrunnerv1.Part) bool { return p.GetFunctionCall() != nil }) {
-		turn.answered = true // its next model call is another turn's (a loop's next pass)
+	if (call && !slices.ContainsFunc(ev.GetContent().GetParts(), func(p *agentrunnerv1.Part) bool { return p.GetFunctionCall() != nil })) || (custom && ev.GetTurnComplete()) {
+		turn.answered = true // its next model call (event, for a custom agent) is another turn's: a loop's next pass
 	}
-	if to := ev.GetActions().GetTransferToAgent(); to != "" {
+	b.handOver(turn, ev.GetActions().GetTransferToAgent())
+}
+
+// handOver notes that turn transferred to agent: an LLM agent runs the
+// target inside its turn; for any other agent the run runs it once the
+// turn has ended, at the top.
+func (b *builder) handOver(turn *span, agent string) {
+	switch {
+	case agent == "":
+	case turn.pb.GetAgentKind() == agentrunnerv1.AgentKind_AGENT_KIND_LLM || len(b.tree) == 0:
 		if turn.handedTo == nil {
 			turn.handedTo = map[string]bool{}
 		}
-		turn.handedTo[to] = true
+		turn.handedTo[agent] = true
+	default:
+		b.after[agent] = true
 	}
 }
 
@@ -257,6 +278,9 @@ func (b *builder) toolResponse(turn *span, ev *agentrunnerv1.Event, fr *agentrun
 // when the agent's turn is new: none is open, or the open one has its
 // final answer and call (a model's answer) begins another.
 func (b *builder) enter(agent, branch string, start time.Time, call bool) *span {
+	if s := b.afterTurn(agent, branch, start); s != nil {
+		return s
+	}
 	st := b.stacks[branch]
 	if n := len(st); n > 0 && st[n-1].handedTo[agent] && st[n-1].pb.GetAgentName() != agent {
 		// Handed over to: a new turn inside the one that handed over,
@@ -335,6 +359,43 @@ func (b *builder) between(caller *span, agent string) []string {
 	var out []string
 	for a := b.parents[agent]; a != "" && a != stop; a = b.parents[a] {
 		out = append(out, a)
+	}
+	slices.Reverse(out)
+	return out
+}
+
+// afterTurn opens the turn of agent, and of the workflow agents above it,
+// when the run runs it (or an agent above it) at the top after a turn
+// that handed over to it; nil otherwise.
+func (b *builder) afterTurn(agent, branch string, start time.Time) *span {
+	for t := range b.after {
+		if t != agent && !b.isAncestor(t, agent) { // a workflow target writes no event: its children do
+			continue
+		}
+		delete(b.after, t)
+		b.stacks = map[string][]*span{} // every turn has ended
+		caller := b.run
+		for _, a := range append(b.chain(t, agent), agent) {
+			b.push(caller, a, branch, start)
+			caller = b.stacks[branch][len(b.stacks[branch])-1]
+		}
+		return caller
+	}
+	return nil
+}
+
+// chain lists top and the agents under it down to agent's parent,
+// outermost first; none when top is agent.
+func (b *builder) chain(top, agent string) []string {
+	if top == agent {
+		return nil
+	}
+	var out []string
+	for a := b.parents[agent]; a != ""; a = b.parents[a] {
+		out = append(out, a)
+		if a == top {
+			break
+		}
 	}
 	slices.Reverse(out)
 	return out
