@@ -80,7 +80,8 @@ func near(a, b float64) bool { return math.Abs(a-b) < 0.002 }
 // tool, a transfer and a remote agent draws its trace: every step a bar
 // named as its OpenTelemetry span, the parallel branches side by side,
 // each timed bar where the stored timing puts it and as long, with its
-// time to first chunk, tokens and cost; a click on a bar shows its events.
+// time to first chunk, tokens and cost; a click on a bar shows its events;
+// a call waiting for input is drawn waiting; a run is followed live.
 func TestConsoleTrace(t *testing.T) {
 	browser(t)
 	addr, console, run, _ := startTraced(t)
@@ -131,6 +132,11 @@ func TestConsoleTrace(t *testing.T) {
 	p.click("#trace-detail a.trace-event:last-child")
 	p.wait("the linked event flashed", fmt.Sprintf(`document.querySelector(%q)?.classList.contains("flash")`, seq), 10*time.Second)
 	p.shot("trace")
+
+	// A run waiting for input: its call's bar says so.
+	waiting := waitOnLookup(t, addr)
+	wp := openTab(t, console, "runs/"+waiting.GetRunId())
+	wp.wait("the waiting call's bar", `document.querySelector('#trace-chart .trace-row.waiting.open[data-name="execute_tool lookup"]')?.textContent.includes("waiting for input")`, 20*time.Second)
 
 	// A run followed live: its trace is open while it runs, the graph marks
 	// the agent streaming its answer, and the trace shows its model call
