@@ -25,7 +25,7 @@ export interface Path {
   edges: Set<string>; // "from>to"
 }
 
-// pathOf reads a run's path from its trace: each agent's turn and the
+// pathOfTrace reads a run's path from its trace: each agent's turn and the
 // turn it ran inside, each transfer.
 export function pathOfTrace(spans: TraceSpan[]): Path {
   const byId = new Map(spans.map((s) => [s.spanId, s]));

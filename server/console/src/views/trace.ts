@@ -116,11 +116,6 @@ export class TraceView {
     return this.running;
   }
 
-  // drawn are the spans drawn last.
-  get drawn(): TraceSpan[] {
-    return this.spans;
-  }
-
   private draw(spans: TraceSpan[], run: Run | undefined, truncated: boolean): void {
     this.spans = spans;
     this.onDraw?.(spans);
