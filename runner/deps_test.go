@@ -41,6 +41,7 @@ var importRules = map[string][]string{
 	"runner/memory":                        {msgs, "store"},
 	"runner/plugin":                        {msgs, "runner/agent", "runner/model", "runner/tool"},
 	"runner/plugin/telemetry":              {msgs, "runner/agent", "runner/model", "runner/tool"},
+	"runner/runtrace":                      {msgs},
 	"runner/tool":                          {msgs, "runner/agent", "runner/model"},
 	"runner/tool/builtin":                  {msgs, "runner/agent", "runner/memory", "runner/model", "runner/tool"},
 	"runner/tool/mcptool":                  {msgs, "runner/model", "runner/tool"},
@@ -82,7 +83,7 @@ var importRules = map[string][]string{
 	"server": {msgs, svcs, "runner", "runner/apps", "runner/memory", "server/auth", "server/internal/front"},
 	// The front desk: what every protocol checks before a call reaches a
 	// store or a runner. It never imports server.
-	"server/internal/front": {msgs, svcs, "runner", "runner/agent", "runner/memory", "server/auth", "store"},
+	"server/internal/front": {msgs, svcs, "runner", "runner/agent", "runner/memory", "runner/runtrace", "server/auth", "store"},
 	// A2A sits beside the gRPC services on the desk.
 	"server/a2a": {msgs, svcs, "runner", "server/auth", "server/internal/front", "store"},
 	// The operator's RPCs are given what they need as small interfaces.

@@ -62,7 +62,7 @@ func TestTelemetrySpans(t *testing.T) {
 		"execute_tool lookup < invoke_agent billing",
 		"execute_tool transfer_to_agent < invoke_agent triage",
 		"invoke_agent app < -",
-		"invoke_agent billing < invoke_agent app",
+		"invoke_agent billing < invoke_agent triage",
 		"invoke_agent triage < invoke_agent app",
 	}
 	if !slices.Equal(tree, want) {

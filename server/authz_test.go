@@ -216,6 +216,10 @@ func runnerCases() []rpcCase {
 			_, err := e.runner.GetRun(ctx, &servicev1.GetRunRequest{RunId: f.run})
 			return err
 		}},
+		{method: servicev1.RunnerService_GetRunTrace_FullMethodName, call: func(ctx context.Context, e *env, f fixture) error {
+			_, err := e.runner.GetRunTrace(ctx, &servicev1.GetRunTraceRequest{RunId: f.run})
+			return err
+		}},
 		{method: servicev1.RunnerService_CancelRun_FullMethodName, call: func(ctx context.Context, e *env, f fixture) error {
 			_, err := e.runner.CancelRun(ctx, &servicev1.CancelRunRequest{RunId: f.run})
 			return err

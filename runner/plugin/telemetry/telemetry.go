@@ -62,6 +62,7 @@ type Plugin struct {
 	capture bool
 
 	spans *runIndex[trace.Span] // by spanKey
+	turns *turns                // open agent turns, for nesting
 }
 
 // New returns the telemetry plugin.
@@ -74,6 +75,7 @@ func New(cfg Config) (*Plugin, error) {
 		tracer:  tp.Tracer("github.com/agentrunner/agentrunner/runner"),
 		capture: cfg.CaptureContent,
 		spans:   newRunIndex[trace.Span](),
+		turns:   newTurns(),
 	}
 	if cfg.MeterProvider != nil {
 		m, err := newMeters(cfg.MeterProvider)
@@ -153,6 +155,9 @@ func (p *Plugin) AfterRun(ctx agent.InvocationContext, err error) {
 	for _, s := range p.takeRest(runKey(ctx)) {
 		s.End()
 	}
+	for _, s := range p.turns.drop(runKey(ctx)) {
+		s.End() // an outer turn of an agent that ran again in it; no-op if ended
+	}
 	if p.meters != nil {
 		p.meters.runEnded(ctx, err)
 	}
@@ -168,17 +173,25 @@ func (p *Plugin) AfterRun(ctx agent.InvocationContext, err error) {
 }
 
 func (p *Plugin) BeforeAgent(ctx agent.CallbackContext) (*agentrunnerv1.Content, error) {
-	_, span := p.tracer.Start(p.under(ctx, runKey(ctx)), "invoke_agent "+ctx.AgentName(), trace.WithAttributes(
+	parent := p.under(ctx, runKey(ctx))
+	if c := p.turns.caller(runKey(ctx), ctx.Branch()); c != nil {
+		parent = trace.ContextWithSpan(ctx, c)
+	}
+	_, span := p.tracer.Start(parent, "invoke_agent "+ctx.AgentName(), trace.WithAttributes(
 		semconv.GenAIOperationNameInvokeAgent,
 		semconv.GenAIAgentName(ctx.AgentName()),
 		semconv.GenAIConversationID(ctx.SessionID()),
 	))
 	p.open(spanKey(ctx, "agent", ""), span)
+	p.turns.push(runKey(ctx), ctx.Branch(), ctx.AgentName(), span)
 	return nil, nil
 }
 
 func (p *Plugin) AfterAgent(ctx agent.CallbackContext) (*agentrunnerv1.Content, error) {
 	if span := p.take(spanKey(ctx, "agent", "")); span != nil {
+		if outer := p.turns.pop(runKey(ctx), ctx.Branch(), ctx.AgentName(), span); outer != nil {
+			p.open(spanKey(ctx, "agent", ""), outer) // the agent's outer turn goes on
+		}
 		span.End()
 	}
 	return nil, nil

@@ -78,7 +78,7 @@ async function render(): Promise<void> {
     } else if (seg[0] === "runs" && seg[1]) {
       await runView(view, signal, seg[1]);
     } else if (seg[0] === "runs") {
-      await runsView(view, signal, q.get("app") ?? "", q.get("user") ?? rememberedUser(), q.get("all") === "1");
+      await runsView(view, signal, q.get("app") ?? "", q.get("user") ?? rememberedUser(), q.get("all") === "1", q.get("status") ?? undefined, q.get("sort") ?? undefined);
     } else if (seg[0] === "usage") {
       await usageView(view, signal, q.get("app") ?? "", q.get("user") ?? "");
     } else {

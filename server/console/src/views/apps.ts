@@ -8,6 +8,7 @@ import { runner, rememberedUser } from "../api.js";
 import { h, json, replace } from "../dom.js";
 import { href, link, pathOf, section } from "../ui.js";
 import { rpcButton } from "../rpc.js";
+import { agentGraph } from "./graph.js";
 
 function agentTree(a: AgentInfo): HTMLElement {
   const kind = (AgentKind[a.kind] ?? "").replace(/^AGENT_KIND_/, "").toLowerCase();
@@ -52,6 +53,7 @@ function appCard(a: App, open: boolean): HTMLElement {
     a.description ? h("p", a.description) : null,
     a.unavailableReason ? h("p.error-text", a.unavailableReason) : null,
     budgets.length ? h("table.budgets", h("tr", h("th", "budget"), h("th", "tokens"), h("th", "cost")), budgets) : null,
+    a.rootAgent && open ? h("div.graph-box", agentGraph(a.rootAgent)) : null,
     a.rootAgent ? (open ? h("ul.tree", agentTree(a.rootAgent)) : h("details", h("summary", "agent tree"), h("ul.tree", agentTree(a.rootAgent)))) : null,
   );
 }

@@ -386,6 +386,118 @@ func (x *GetRunResponse) GetRun() *v1.Run {
 	return nil
 }
 
+// GetRunTraceRequest is the input of GetRunTrace.
+type GetRunTraceRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The run. Required.
+	RunId         string `protobuf:"bytes,1,opt,name=run_id,json=runId,proto3" json:"run_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetRunTraceRequest) Reset() {
+	*x = GetRunTraceRequest{}
+	mi := &file_agentrunner_service_v1_runner_service_proto_msgTypes[5]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetRunTraceRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetRunTraceRequest) ProtoMessage() {}
+
+func (x *GetRunTraceRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_agentrunner_service_v1_runner_service_proto_msgTypes[5]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetRunTraceRequest.ProtoReflect.Descriptor instead.
+func (*GetRunTraceRequest) Descriptor() ([]byte, []int) {
+	return file_agentrunner_service_v1_runner_service_proto_rawDescGZIP(), []int{5}
+}
+
+func (x *GetRunTraceRequest) GetRunId() string {
+	if x != nil {
+		return x.RunId
+	}
+	return ""
+}
+
+// GetRunTraceResponse is the output of GetRunTrace.
+type GetRunTraceResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The run's record, as GetRun returns it.
+	Run *v1.Run `protobuf:"bytes,1,opt,name=run,proto3" json:"run,omitempty"`
+	// The run's steps, each after the span it ran inside, the run's own
+	// first.
+	Spans []*v1.TraceSpan `protobuf:"bytes,2,rep,name=spans,proto3" json:"spans,omitempty"`
+	// True when the run has more events than a trace draws (the first
+	// ones are drawn).
+	Truncated     bool `protobuf:"varint,3,opt,name=truncated,proto3" json:"truncated,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetRunTraceResponse) Reset() {
+	*x = GetRunTraceResponse{}
+	mi := &file_agentrunner_service_v1_runner_service_proto_msgTypes[6]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetRunTraceResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetRunTraceResponse) ProtoMessage() {}
+
+func (x *GetRunTraceResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_agentrunner_service_v1_runner_service_proto_msgTypes[6]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetRunTraceResponse.ProtoReflect.Descriptor instead.
+func (*GetRunTraceResponse) Descriptor() ([]byte, []int) {
+	return file_agentrunner_service_v1_runner_service_proto_rawDescGZIP(), []int{6}
+}
+
+func (x *GetRunTraceResponse) GetRun() *v1.Run {
+	if x != nil {
+		return x.Run
+	}
+	return nil
+}
+
+func (x *GetRunTraceResponse) GetSpans() []*v1.TraceSpan {
+	if x != nil {
+		return x.Spans
+	}
+	return nil
+}
+
+func (x *GetRunTraceResponse) GetTruncated() bool {
+	if x != nil {
+		return x.Truncated
+	}
+	return false
+}
+
 // ListRunsRequest is the input of ListRuns.
 type ListRunsRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -415,7 +527,7 @@ type ListRunsRequest struct {
 
 func (x *ListRunsRequest) Reset() {
 	*x = ListRunsRequest{}
-	mi := &file_agentrunner_service_v1_runner_service_proto_msgTypes[5]
+	mi := &file_agentrunner_service_v1_runner_service_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -427,7 +539,7 @@ func (x *ListRunsRequest) String() string {
 func (*ListRunsRequest) ProtoMessage() {}
 
 func (x *ListRunsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_agentrunner_service_v1_runner_service_proto_msgTypes[5]
+	mi := &file_agentrunner_service_v1_runner_service_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -440,7 +552,7 @@ func (x *ListRunsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListRunsRequest.ProtoReflect.Descriptor instead.
 func (*ListRunsRequest) Descriptor() ([]byte, []int) {
-	return file_agentrunner_service_v1_runner_service_proto_rawDescGZIP(), []int{5}
+	return file_agentrunner_service_v1_runner_service_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *ListRunsRequest) GetAppName() string {
@@ -500,7 +612,7 @@ type ListRunsResponse struct {
 
 func (x *ListRunsResponse) Reset() {
 	*x = ListRunsResponse{}
-	mi := &file_agentrunner_service_v1_runner_service_proto_msgTypes[6]
+	mi := &file_agentrunner_service_v1_runner_service_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -512,7 +624,7 @@ func (x *ListRunsResponse) String() string {
 func (*ListRunsResponse) ProtoMessage() {}
 
 func (x *ListRunsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_agentrunner_service_v1_runner_service_proto_msgTypes[6]
+	mi := &file_agentrunner_service_v1_runner_service_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -525,7 +637,7 @@ func (x *ListRunsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListRunsResponse.ProtoReflect.Descriptor instead.
 func (*ListRunsResponse) Descriptor() ([]byte, []int) {
-	return file_agentrunner_service_v1_runner_service_proto_rawDescGZIP(), []int{6}
+	return file_agentrunner_service_v1_runner_service_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *ListRunsResponse) GetRuns() []*v1.Run {
@@ -553,7 +665,7 @@ type CancelRunRequest struct {
 
 func (x *CancelRunRequest) Reset() {
 	*x = CancelRunRequest{}
-	mi := &file_agentrunner_service_v1_runner_service_proto_msgTypes[7]
+	mi := &file_agentrunner_service_v1_runner_service_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -565,7 +677,7 @@ func (x *CancelRunRequest) String() string {
 func (*CancelRunRequest) ProtoMessage() {}
 
 func (x *CancelRunRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_agentrunner_service_v1_runner_service_proto_msgTypes[7]
+	mi := &file_agentrunner_service_v1_runner_service_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -578,7 +690,7 @@ func (x *CancelRunRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CancelRunRequest.ProtoReflect.Descriptor instead.
 func (*CancelRunRequest) Descriptor() ([]byte, []int) {
-	return file_agentrunner_service_v1_runner_service_proto_rawDescGZIP(), []int{7}
+	return file_agentrunner_service_v1_runner_service_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *CancelRunRequest) GetRunId() string {
@@ -599,7 +711,7 @@ type CancelRunResponse struct {
 
 func (x *CancelRunResponse) Reset() {
 	*x = CancelRunResponse{}
-	mi := &file_agentrunner_service_v1_runner_service_proto_msgTypes[8]
+	mi := &file_agentrunner_service_v1_runner_service_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -611,7 +723,7 @@ func (x *CancelRunResponse) String() string {
 func (*CancelRunResponse) ProtoMessage() {}
 
 func (x *CancelRunResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_agentrunner_service_v1_runner_service_proto_msgTypes[8]
+	mi := &file_agentrunner_service_v1_runner_service_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -624,7 +736,7 @@ func (x *CancelRunResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CancelRunResponse.ProtoReflect.Descriptor instead.
 func (*CancelRunResponse) Descriptor() ([]byte, []int) {
-	return file_agentrunner_service_v1_runner_service_proto_rawDescGZIP(), []int{8}
+	return file_agentrunner_service_v1_runner_service_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *CancelRunResponse) GetRun() *v1.Run {
@@ -648,7 +760,7 @@ type AttachRunRequest struct {
 
 func (x *AttachRunRequest) Reset() {
 	*x = AttachRunRequest{}
-	mi := &file_agentrunner_service_v1_runner_service_proto_msgTypes[9]
+	mi := &file_agentrunner_service_v1_runner_service_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -660,7 +772,7 @@ func (x *AttachRunRequest) String() string {
 func (*AttachRunRequest) ProtoMessage() {}
 
 func (x *AttachRunRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_agentrunner_service_v1_runner_service_proto_msgTypes[9]
+	mi := &file_agentrunner_service_v1_runner_service_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -673,7 +785,7 @@ func (x *AttachRunRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AttachRunRequest.ProtoReflect.Descriptor instead.
 func (*AttachRunRequest) Descriptor() ([]byte, []int) {
-	return file_agentrunner_service_v1_runner_service_proto_rawDescGZIP(), []int{9}
+	return file_agentrunner_service_v1_runner_service_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *AttachRunRequest) GetRunId() string {
@@ -708,7 +820,7 @@ type ResumeRunRequest struct {
 
 func (x *ResumeRunRequest) Reset() {
 	*x = ResumeRunRequest{}
-	mi := &file_agentrunner_service_v1_runner_service_proto_msgTypes[10]
+	mi := &file_agentrunner_service_v1_runner_service_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -720,7 +832,7 @@ func (x *ResumeRunRequest) String() string {
 func (*ResumeRunRequest) ProtoMessage() {}
 
 func (x *ResumeRunRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_agentrunner_service_v1_runner_service_proto_msgTypes[10]
+	mi := &file_agentrunner_service_v1_runner_service_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -733,7 +845,7 @@ func (x *ResumeRunRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResumeRunRequest.ProtoReflect.Descriptor instead.
 func (*ResumeRunRequest) Descriptor() ([]byte, []int) {
-	return file_agentrunner_service_v1_runner_service_proto_rawDescGZIP(), []int{10}
+	return file_agentrunner_service_v1_runner_service_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *ResumeRunRequest) GetRunId() string {
@@ -781,7 +893,7 @@ type RunResponse struct {
 
 func (x *RunResponse) Reset() {
 	*x = RunResponse{}
-	mi := &file_agentrunner_service_v1_runner_service_proto_msgTypes[11]
+	mi := &file_agentrunner_service_v1_runner_service_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -793,7 +905,7 @@ func (x *RunResponse) String() string {
 func (*RunResponse) ProtoMessage() {}
 
 func (x *RunResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_agentrunner_service_v1_runner_service_proto_msgTypes[11]
+	mi := &file_agentrunner_service_v1_runner_service_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -806,7 +918,7 @@ func (x *RunResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RunResponse.ProtoReflect.Descriptor instead.
 func (*RunResponse) Descriptor() ([]byte, []int) {
-	return file_agentrunner_service_v1_runner_service_proto_rawDescGZIP(), []int{11}
+	return file_agentrunner_service_v1_runner_service_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *RunResponse) GetPayload() isRunResponse_Payload {
@@ -878,7 +990,7 @@ type ListAppsRequest struct {
 
 func (x *ListAppsRequest) Reset() {
 	*x = ListAppsRequest{}
-	mi := &file_agentrunner_service_v1_runner_service_proto_msgTypes[12]
+	mi := &file_agentrunner_service_v1_runner_service_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -890,7 +1002,7 @@ func (x *ListAppsRequest) String() string {
 func (*ListAppsRequest) ProtoMessage() {}
 
 func (x *ListAppsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_agentrunner_service_v1_runner_service_proto_msgTypes[12]
+	mi := &file_agentrunner_service_v1_runner_service_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -903,7 +1015,7 @@ func (x *ListAppsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListAppsRequest.ProtoReflect.Descriptor instead.
 func (*ListAppsRequest) Descriptor() ([]byte, []int) {
-	return file_agentrunner_service_v1_runner_service_proto_rawDescGZIP(), []int{12}
+	return file_agentrunner_service_v1_runner_service_proto_rawDescGZIP(), []int{14}
 }
 
 // ListAppsResponse is the output of ListApps.
@@ -917,7 +1029,7 @@ type ListAppsResponse struct {
 
 func (x *ListAppsResponse) Reset() {
 	*x = ListAppsResponse{}
-	mi := &file_agentrunner_service_v1_runner_service_proto_msgTypes[13]
+	mi := &file_agentrunner_service_v1_runner_service_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -929,7 +1041,7 @@ func (x *ListAppsResponse) String() string {
 func (*ListAppsResponse) ProtoMessage() {}
 
 func (x *ListAppsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_agentrunner_service_v1_runner_service_proto_msgTypes[13]
+	mi := &file_agentrunner_service_v1_runner_service_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -942,7 +1054,7 @@ func (x *ListAppsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListAppsResponse.ProtoReflect.Descriptor instead.
 func (*ListAppsResponse) Descriptor() ([]byte, []int) {
-	return file_agentrunner_service_v1_runner_service_proto_rawDescGZIP(), []int{13}
+	return file_agentrunner_service_v1_runner_service_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *ListAppsResponse) GetApps() []*v1.App {
@@ -956,7 +1068,7 @@ var File_agentrunner_service_v1_runner_service_proto protoreflect.FileDescriptor
 
 const file_agentrunner_service_v1_runner_service_proto_rawDesc = "" +
 	"\n" +
-	"+agentrunner/service/v1/runner_service.proto\x12\x16agentrunner.service.v1\x1a\x1aagentrunner/v1/agent.proto\x1a\x1cagentrunner/v1/content.proto\x1a\x1aagentrunner/v1/event.proto\x1a\x18agentrunner/v1/run.proto\x1a\x1cgoogle/protobuf/struct.proto\"\xc1\x03\n" +
+	"+agentrunner/service/v1/runner_service.proto\x12\x16agentrunner.service.v1\x1a\x1aagentrunner/v1/agent.proto\x1a\x1cagentrunner/v1/content.proto\x1a\x1aagentrunner/v1/event.proto\x1a\x18agentrunner/v1/run.proto\x1a\x1aagentrunner/v1/trace.proto\x1a\x1cgoogle/protobuf/struct.proto\"\xc1\x03\n" +
 	"\n" +
 	"RunRequest\x12\x19\n" +
 	"\bapp_name\x18\x01 \x01(\tR\aappName\x12\x17\n" +
@@ -992,7 +1104,13 @@ const file_agentrunner_service_v1_runner_service_proto_rawDesc = "" +
 	"\rGetRunRequest\x12\x15\n" +
 	"\x06run_id\x18\x01 \x01(\tR\x05runId\"7\n" +
 	"\x0eGetRunResponse\x12%\n" +
-	"\x03run\x18\x01 \x01(\v2\x13.agentrunner.v1.RunR\x03run\"\xd7\x01\n" +
+	"\x03run\x18\x01 \x01(\v2\x13.agentrunner.v1.RunR\x03run\"+\n" +
+	"\x12GetRunTraceRequest\x12\x15\n" +
+	"\x06run_id\x18\x01 \x01(\tR\x05runId\"\x8b\x01\n" +
+	"\x13GetRunTraceResponse\x12%\n" +
+	"\x03run\x18\x01 \x01(\v2\x13.agentrunner.v1.RunR\x03run\x12/\n" +
+	"\x05spans\x18\x02 \x03(\v2\x19.agentrunner.v1.TraceSpanR\x05spans\x12\x1c\n" +
+	"\ttruncated\x18\x03 \x01(\bR\ttruncated\"\xd7\x01\n" +
 	"\x0fListRunsRequest\x12\x19\n" +
 	"\bapp_name\x18\x01 \x01(\tR\aappName\x12\x17\n" +
 	"\auser_id\x18\x02 \x01(\tR\x06userId\x12\x1d\n" +
@@ -1024,12 +1142,13 @@ const file_agentrunner_service_v1_runner_service_proto_rawDesc = "" +
 	"\apayload\"\x11\n" +
 	"\x0fListAppsRequest\";\n" +
 	"\x10ListAppsResponse\x12'\n" +
-	"\x04apps\x18\x01 \x03(\v2\x13.agentrunner.v1.AppR\x04apps2\xf5\x05\n" +
+	"\x04apps\x18\x01 \x03(\v2\x13.agentrunner.v1.AppR\x04apps2\xdd\x06\n" +
 	"\rRunnerService\x12P\n" +
 	"\x03Run\x12\".agentrunner.service.v1.RunRequest\x1a#.agentrunner.service.v1.RunResponse0\x01\x12]\n" +
 	"\bListApps\x12'.agentrunner.service.v1.ListAppsRequest\x1a(.agentrunner.service.v1.ListAppsResponse\x12]\n" +
 	"\bStartRun\x12'.agentrunner.service.v1.StartRunRequest\x1a(.agentrunner.service.v1.StartRunResponse\x12W\n" +
-	"\x06GetRun\x12%.agentrunner.service.v1.GetRunRequest\x1a&.agentrunner.service.v1.GetRunResponse\x12]\n" +
+	"\x06GetRun\x12%.agentrunner.service.v1.GetRunRequest\x1a&.agentrunner.service.v1.GetRunResponse\x12f\n" +
+	"\vGetRunTrace\x12*.agentrunner.service.v1.GetRunTraceRequest\x1a+.agentrunner.service.v1.GetRunTraceResponse\x12]\n" +
 	"\bListRuns\x12'.agentrunner.service.v1.ListRunsRequest\x1a(.agentrunner.service.v1.ListRunsResponse\x12`\n" +
 	"\tCancelRun\x12(.agentrunner.service.v1.CancelRunRequest\x1a).agentrunner.service.v1.CancelRunResponse\x12\\\n" +
 	"\tAttachRun\x12(.agentrunner.service.v1.AttachRunRequest\x1a#.agentrunner.service.v1.RunResponse0\x01\x12\\\n" +
@@ -1048,75 +1167,82 @@ func file_agentrunner_service_v1_runner_service_proto_rawDescGZIP() []byte {
 	return file_agentrunner_service_v1_runner_service_proto_rawDescData
 }
 
-var file_agentrunner_service_v1_runner_service_proto_msgTypes = make([]protoimpl.MessageInfo, 14)
+var file_agentrunner_service_v1_runner_service_proto_msgTypes = make([]protoimpl.MessageInfo, 16)
 var file_agentrunner_service_v1_runner_service_proto_goTypes = []any{
-	(*RunRequest)(nil),        // 0: agentrunner.service.v1.RunRequest
-	(*StartRunRequest)(nil),   // 1: agentrunner.service.v1.StartRunRequest
-	(*StartRunResponse)(nil),  // 2: agentrunner.service.v1.StartRunResponse
-	(*GetRunRequest)(nil),     // 3: agentrunner.service.v1.GetRunRequest
-	(*GetRunResponse)(nil),    // 4: agentrunner.service.v1.GetRunResponse
-	(*ListRunsRequest)(nil),   // 5: agentrunner.service.v1.ListRunsRequest
-	(*ListRunsResponse)(nil),  // 6: agentrunner.service.v1.ListRunsResponse
-	(*CancelRunRequest)(nil),  // 7: agentrunner.service.v1.CancelRunRequest
-	(*CancelRunResponse)(nil), // 8: agentrunner.service.v1.CancelRunResponse
-	(*AttachRunRequest)(nil),  // 9: agentrunner.service.v1.AttachRunRequest
-	(*ResumeRunRequest)(nil),  // 10: agentrunner.service.v1.ResumeRunRequest
-	(*RunResponse)(nil),       // 11: agentrunner.service.v1.RunResponse
-	(*ListAppsRequest)(nil),   // 12: agentrunner.service.v1.ListAppsRequest
-	(*ListAppsResponse)(nil),  // 13: agentrunner.service.v1.ListAppsResponse
-	(*v1.Content)(nil),        // 14: agentrunner.v1.Content
-	(*structpb.Struct)(nil),   // 15: google.protobuf.Struct
-	(*v1.RunConfig)(nil),      // 16: agentrunner.v1.RunConfig
-	(v1.MultitaskStrategy)(0), // 17: agentrunner.v1.MultitaskStrategy
-	(v1.OnDisconnect)(0),      // 18: agentrunner.v1.OnDisconnect
-	(*v1.Run)(nil),            // 19: agentrunner.v1.Run
-	(v1.RunStatus)(0),         // 20: agentrunner.v1.RunStatus
-	(*v1.Event)(nil),          // 21: agentrunner.v1.Event
-	(*v1.Status)(nil),         // 22: agentrunner.v1.Status
-	(*v1.App)(nil),            // 23: agentrunner.v1.App
+	(*RunRequest)(nil),          // 0: agentrunner.service.v1.RunRequest
+	(*StartRunRequest)(nil),     // 1: agentrunner.service.v1.StartRunRequest
+	(*StartRunResponse)(nil),    // 2: agentrunner.service.v1.StartRunResponse
+	(*GetRunRequest)(nil),       // 3: agentrunner.service.v1.GetRunRequest
+	(*GetRunResponse)(nil),      // 4: agentrunner.service.v1.GetRunResponse
+	(*GetRunTraceRequest)(nil),  // 5: agentrunner.service.v1.GetRunTraceRequest
+	(*GetRunTraceResponse)(nil), // 6: agentrunner.service.v1.GetRunTraceResponse
+	(*ListRunsRequest)(nil),     // 7: agentrunner.service.v1.ListRunsRequest
+	(*ListRunsResponse)(nil),    // 8: agentrunner.service.v1.ListRunsResponse
+	(*CancelRunRequest)(nil),    // 9: agentrunner.service.v1.CancelRunRequest
+	(*CancelRunResponse)(nil),   // 10: agentrunner.service.v1.CancelRunResponse
+	(*AttachRunRequest)(nil),    // 11: agentrunner.service.v1.AttachRunRequest
+	(*ResumeRunRequest)(nil),    // 12: agentrunner.service.v1.ResumeRunRequest
+	(*RunResponse)(nil),         // 13: agentrunner.service.v1.RunResponse
+	(*ListAppsRequest)(nil),     // 14: agentrunner.service.v1.ListAppsRequest
+	(*ListAppsResponse)(nil),    // 15: agentrunner.service.v1.ListAppsResponse
+	(*v1.Content)(nil),          // 16: agentrunner.v1.Content
+	(*structpb.Struct)(nil),     // 17: google.protobuf.Struct
+	(*v1.RunConfig)(nil),        // 18: agentrunner.v1.RunConfig
+	(v1.MultitaskStrategy)(0),   // 19: agentrunner.v1.MultitaskStrategy
+	(v1.OnDisconnect)(0),        // 20: agentrunner.v1.OnDisconnect
+	(*v1.Run)(nil),              // 21: agentrunner.v1.Run
+	(*v1.TraceSpan)(nil),        // 22: agentrunner.v1.TraceSpan
+	(v1.RunStatus)(0),           // 23: agentrunner.v1.RunStatus
+	(*v1.Event)(nil),            // 24: agentrunner.v1.Event
+	(*v1.Status)(nil),           // 25: agentrunner.v1.Status
+	(*v1.App)(nil),              // 26: agentrunner.v1.App
 }
 var file_agentrunner_service_v1_runner_service_proto_depIdxs = []int32{
-	14, // 0: agentrunner.service.v1.RunRequest.new_message:type_name -> agentrunner.v1.Content
-	15, // 1: agentrunner.service.v1.RunRequest.state_delta:type_name -> google.protobuf.Struct
-	16, // 2: agentrunner.service.v1.RunRequest.run_config:type_name -> agentrunner.v1.RunConfig
-	17, // 3: agentrunner.service.v1.RunRequest.multitask_strategy:type_name -> agentrunner.v1.MultitaskStrategy
-	18, // 4: agentrunner.service.v1.RunRequest.on_disconnect:type_name -> agentrunner.v1.OnDisconnect
-	14, // 5: agentrunner.service.v1.StartRunRequest.new_message:type_name -> agentrunner.v1.Content
-	15, // 6: agentrunner.service.v1.StartRunRequest.state_delta:type_name -> google.protobuf.Struct
-	16, // 7: agentrunner.service.v1.StartRunRequest.run_config:type_name -> agentrunner.v1.RunConfig
-	17, // 8: agentrunner.service.v1.StartRunRequest.multitask_strategy:type_name -> agentrunner.v1.MultitaskStrategy
-	19, // 9: agentrunner.service.v1.StartRunResponse.run:type_name -> agentrunner.v1.Run
-	19, // 10: agentrunner.service.v1.GetRunResponse.run:type_name -> agentrunner.v1.Run
-	20, // 11: agentrunner.service.v1.ListRunsRequest.statuses:type_name -> agentrunner.v1.RunStatus
-	19, // 12: agentrunner.service.v1.ListRunsResponse.runs:type_name -> agentrunner.v1.Run
-	19, // 13: agentrunner.service.v1.CancelRunResponse.run:type_name -> agentrunner.v1.Run
-	14, // 14: agentrunner.service.v1.ResumeRunRequest.answers:type_name -> agentrunner.v1.Content
-	18, // 15: agentrunner.service.v1.ResumeRunRequest.on_disconnect:type_name -> agentrunner.v1.OnDisconnect
-	21, // 16: agentrunner.service.v1.RunResponse.event:type_name -> agentrunner.v1.Event
-	22, // 17: agentrunner.service.v1.RunResponse.error:type_name -> agentrunner.v1.Status
-	19, // 18: agentrunner.service.v1.RunResponse.run:type_name -> agentrunner.v1.Run
-	23, // 19: agentrunner.service.v1.ListAppsResponse.apps:type_name -> agentrunner.v1.App
-	0,  // 20: agentrunner.service.v1.RunnerService.Run:input_type -> agentrunner.service.v1.RunRequest
-	12, // 21: agentrunner.service.v1.RunnerService.ListApps:input_type -> agentrunner.service.v1.ListAppsRequest
-	1,  // 22: agentrunner.service.v1.RunnerService.StartRun:input_type -> agentrunner.service.v1.StartRunRequest
-	3,  // 23: agentrunner.service.v1.RunnerService.GetRun:input_type -> agentrunner.service.v1.GetRunRequest
-	5,  // 24: agentrunner.service.v1.RunnerService.ListRuns:input_type -> agentrunner.service.v1.ListRunsRequest
-	7,  // 25: agentrunner.service.v1.RunnerService.CancelRun:input_type -> agentrunner.service.v1.CancelRunRequest
-	9,  // 26: agentrunner.service.v1.RunnerService.AttachRun:input_type -> agentrunner.service.v1.AttachRunRequest
-	10, // 27: agentrunner.service.v1.RunnerService.ResumeRun:input_type -> agentrunner.service.v1.ResumeRunRequest
-	11, // 28: agentrunner.service.v1.RunnerService.Run:output_type -> agentrunner.service.v1.RunResponse
-	13, // 29: agentrunner.service.v1.RunnerService.ListApps:output_type -> agentrunner.service.v1.ListAppsResponse
-	2,  // 30: agentrunner.service.v1.RunnerService.StartRun:output_type -> agentrunner.service.v1.StartRunResponse
-	4,  // 31: agentrunner.service.v1.RunnerService.GetRun:output_type -> agentrunner.service.v1.GetRunResponse
-	6,  // 32: agentrunner.service.v1.RunnerService.ListRuns:output_type -> agentrunner.service.v1.ListRunsResponse
-	8,  // 33: agentrunner.service.v1.RunnerService.CancelRun:output_type -> agentrunner.service.v1.CancelRunResponse
-	11, // 34: agentrunner.service.v1.RunnerService.AttachRun:output_type -> agentrunner.service.v1.RunResponse
-	11, // 35: agentrunner.service.v1.RunnerService.ResumeRun:output_type -> agentrunner.service.v1.RunResponse
-	28, // [28:36] is the sub-list for method output_type
-	20, // [20:28] is the sub-list for method input_type
-	20, // [20:20] is the sub-list for extension type_name
-	20, // [20:20] is the sub-list for extension extendee
-	0,  // [0:20] is the sub-list for field type_name
+	16, // 0: agentrunner.service.v1.RunRequest.new_message:type_name -> agentrunner.v1.Content
+	17, // 1: agentrunner.service.v1.RunRequest.state_delta:type_name -> google.protobuf.Struct
+	18, // 2: agentrunner.service.v1.RunRequest.run_config:type_name -> agentrunner.v1.RunConfig
+	19, // 3: agentrunner.service.v1.RunRequest.multitask_strategy:type_name -> agentrunner.v1.MultitaskStrategy
+	20, // 4: agentrunner.service.v1.RunRequest.on_disconnect:type_name -> agentrunner.v1.OnDisconnect
+	16, // 5: agentrunner.service.v1.StartRunRequest.new_message:type_name -> agentrunner.v1.Content
+	17, // 6: agentrunner.service.v1.StartRunRequest.state_delta:type_name -> google.protobuf.Struct
+	18, // 7: agentrunner.service.v1.StartRunRequest.run_config:type_name -> agentrunner.v1.RunConfig
+	19, // 8: agentrunner.service.v1.StartRunRequest.multitask_strategy:type_name -> agentrunner.v1.MultitaskStrategy
+	21, // 9: agentrunner.service.v1.StartRunResponse.run:type_name -> agentrunner.v1.Run
+	21, // 10: agentrunner.service.v1.GetRunResponse.run:type_name -> agentrunner.v1.Run
+	21, // 11: agentrunner.service.v1.GetRunTraceResponse.run:type_name -> agentrunner.v1.Run
+	22, // 12: agentrunner.service.v1.GetRunTraceResponse.spans:type_name -> agentrunner.v1.TraceSpan
+	23, // 13: agentrunner.service.v1.ListRunsRequest.statuses:type_name -> agentrunner.v1.RunStatus
+	21, // 14: agentrunner.service.v1.ListRunsResponse.runs:type_name -> agentrunner.v1.Run
+	21, // 15: agentrunner.service.v1.CancelRunResponse.run:type_name -> agentrunner.v1.Run
+	16, // 16: agentrunner.service.v1.ResumeRunRequest.answers:type_name -> agentrunner.v1.Content
+	20, // 17: agentrunner.service.v1.ResumeRunRequest.on_disconnect:type_name -> agentrunner.v1.OnDisconnect
+	24, // 18: agentrunner.service.v1.RunResponse.event:type_name -> agentrunner.v1.Event
+	25, // 19: agentrunner.service.v1.RunResponse.error:type_name -> agentrunner.v1.Status
+	21, // 20: agentrunner.service.v1.RunResponse.run:type_name -> agentrunner.v1.Run
+	26, // 21: agentrunner.service.v1.ListAppsResponse.apps:type_name -> agentrunner.v1.App
+	0,  // 22: agentrunner.service.v1.RunnerService.Run:input_type -> agentrunner.service.v1.RunRequest
+	14, // 23: agentrunner.service.v1.RunnerService.ListApps:input_type -> agentrunner.service.v1.ListAppsRequest
+	1,  // 24: agentrunner.service.v1.RunnerService.StartRun:input_type -> agentrunner.service.v1.StartRunRequest
+	3,  // 25: agentrunner.service.v1.RunnerService.GetRun:input_type -> agentrunner.service.v1.GetRunRequest
+	5,  // 26: agentrunner.service.v1.RunnerService.GetRunTrace:input_type -> agentrunner.service.v1.GetRunTraceRequest
+	7,  // 27: agentrunner.service.v1.RunnerService.ListRuns:input_type -> agentrunner.service.v1.ListRunsRequest
+	9,  // 28: agentrunner.service.v1.RunnerService.CancelRun:input_type -> agentrunner.service.v1.CancelRunRequest
+	11, // 29: agentrunner.service.v1.RunnerService.AttachRun:input_type -> agentrunner.service.v1.AttachRunRequest
+	12, // 30: agentrunner.service.v1.RunnerService.ResumeRun:input_type -> agentrunner.service.v1.ResumeRunRequest
+	13, // 31: agentrunner.service.v1.RunnerService.Run:output_type -> agentrunner.service.v1.RunResponse
+	15, // 32: agentrunner.service.v1.RunnerService.ListApps:output_type -> agentrunner.service.v1.ListAppsResponse
+	2,  // 33: agentrunner.service.v1.RunnerService.StartRun:output_type -> agentrunner.service.v1.StartRunResponse
+	4,  // 34: agentrunner.service.v1.RunnerService.GetRun:output_type -> agentrunner.service.v1.GetRunResponse
+	6,  // 35: agentrunner.service.v1.RunnerService.GetRunTrace:output_type -> agentrunner.service.v1.GetRunTraceResponse
+	8,  // 36: agentrunner.service.v1.RunnerService.ListRuns:output_type -> agentrunner.service.v1.ListRunsResponse
+	10, // 37: agentrunner.service.v1.RunnerService.CancelRun:output_type -> agentrunner.service.v1.CancelRunResponse
+	13, // 38: agentrunner.service.v1.RunnerService.AttachRun:output_type -> agentrunner.service.v1.RunResponse
+	13, // 39: agentrunner.service.v1.RunnerService.ResumeRun:output_type -> agentrunner.service.v1.RunResponse
+	31, // [31:40] is the sub-list for method output_type
+	22, // [22:31] is the sub-list for method input_type
+	22, // [22:22] is the sub-list for extension type_name
+	22, // [22:22] is the sub-list for extension extendee
+	0,  // [0:22] is the sub-list for field type_name
 }
 
 func init() { file_agentrunner_service_v1_runner_service_proto_init() }
@@ -1124,7 +1250,7 @@ func file_agentrunner_service_v1_runner_service_proto_init() {
 	if File_agentrunner_service_v1_runner_service_proto != nil {
 		return
 	}
-	file_agentrunner_service_v1_runner_service_proto_msgTypes[11].OneofWrappers = []any{
+	file_agentrunner_service_v1_runner_service_proto_msgTypes[13].OneofWrappers = []any{
 		(*RunResponse_Event)(nil),
 		(*RunResponse_Error)(nil),
 		(*RunResponse_Run)(nil),
@@ -1135,7 +1261,7 @@ func file_agentrunner_service_v1_runner_service_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_agentrunner_service_v1_runner_service_proto_rawDesc), len(file_agentrunner_service_v1_runner_service_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   14,
+			NumMessages:   16,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

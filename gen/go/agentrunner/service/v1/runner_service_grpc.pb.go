@@ -19,14 +19,15 @@ import (
 const _ = grpc.SupportPackageIsVersion9
 
 const (
-	RunnerService_Run_FullMethodName       = "/agentrunner.service.v1.RunnerService/Run"
-	RunnerService_ListApps_FullMethodName  = "/agentrunner.service.v1.RunnerService/ListApps"
-	RunnerService_StartRun_FullMethodName  = "/agentrunner.service.v1.RunnerService/StartRun"
-	RunnerService_GetRun_FullMethodName    = "/agentrunner.service.v1.RunnerService/GetRun"
-	RunnerService_ListRuns_FullMethodName  = "/agentrunner.service.v1.RunnerService/ListRuns"
-	RunnerService_CancelRun_FullMethodName = "/agentrunner.service.v1.RunnerService/CancelRun"
-	RunnerService_AttachRun_FullMethodName = "/agentrunner.service.v1.RunnerService/AttachRun"
-	RunnerService_ResumeRun_FullMethodName = "/agentrunner.service.v1.RunnerService/ResumeRun"
+	RunnerService_Run_FullMethodName         = "/agentrunner.service.v1.RunnerService/Run"
+	RunnerService_ListApps_FullMethodName    = "/agentrunner.service.v1.RunnerService/ListApps"
+	RunnerService_StartRun_FullMethodName    = "/agentrunner.service.v1.RunnerService/StartRun"
+	RunnerService_GetRun_FullMethodName      = "/agentrunner.service.v1.RunnerService/GetRun"
+	RunnerService_GetRunTrace_FullMethodName = "/agentrunner.service.v1.RunnerService/GetRunTrace"
+	RunnerService_ListRuns_FullMethodName    = "/agentrunner.service.v1.RunnerService/ListRuns"
+	RunnerService_CancelRun_FullMethodName   = "/agentrunner.service.v1.RunnerService/CancelRun"
+	RunnerService_AttachRun_FullMethodName   = "/agentrunner.service.v1.RunnerService/AttachRun"
+	RunnerService_ResumeRun_FullMethodName   = "/agentrunner.service.v1.RunnerService/ResumeRun"
 )
 
 // RunnerServiceClient is the client API for RunnerService service.
@@ -49,6 +50,13 @@ type RunnerServiceClient interface {
 	StartRun(ctx context.Context, in *StartRunRequest, opts ...grpc.CallOption) (*StartRunResponse, error)
 	// GetRun returns a run's record.
 	GetRun(ctx context.Context, in *GetRunRequest, opts ...grpc.CallOption) (*GetRunResponse, error)
+	// GetRunTrace returns a run's trace: its steps in time (agent turns,
+	// model calls, tool calls, transfers, parallel branches, remote agents,
+	// calls waiting for input) with their timing, tokens and cost, built
+	// from its stored events. The spans are named and nested as the
+	// OpenTelemetry spans the server exports for the run. Call it again
+	// while the run goes on for the steps since.
+	GetRunTrace(ctx context.Context, in *GetRunTraceRequest, opts ...grpc.CallOption) (*GetRunTraceResponse, error)
 	// ListRuns lists runs newest first: one session's, a user's across their
 	// sessions, or (for an admin principal) every user's runs of an app,
 	// optionally only those of some statuses (the console's runs board asks
@@ -123,6 +131,16 @@ func (c *runnerServiceClient) GetRun(ctx context.Context, in *GetRunRequest, opt
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	out := new(GetRunResponse)
 	err := c.cc.Invoke(ctx, RunnerService_GetRun_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *runnerServiceClient) GetRunTrace(ctx context.Context, in *GetRunTraceRequest, opts ...grpc.CallOption) (*GetRunTraceResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(GetRunTraceResponse)
+	err := c.cc.Invoke(ctx, RunnerService_GetRunTrace_FullMethodName, in, out, cOpts...)
 	if err != nil {
 		return nil, err
 	}
@@ -207,6 +225,13 @@ type RunnerServiceServer interface {
 	StartRun(context.Context, *StartRunRequest) (*StartRunResponse, error)
 	// GetRun returns a run's record.
 	GetRun(context.Context, *GetRunRequest) (*GetRunResponse, error)
+	// GetRunTrace returns a run's trace: its steps in time (agent turns,
+	// model calls, tool calls, transfers, parallel branches, remote agents,
+	// calls waiting for input) with their timing, tokens and cost, built
+	// from its stored events. The spans are named and nested as the
+	// OpenTelemetry spans the server exports for the run. Call it again
+	// while the run goes on for the steps since.
+	GetRunTrace(context.Context, *GetRunTraceRequest) (*GetRunTraceResponse, error)
 	// ListRuns lists runs newest first: one session's, a user's across their
 	// sessions, or (for an admin principal) every user's runs of an app,
 	// optionally only those of some statuses (the console's runs board asks
@@ -249,6 +274,9 @@ func (UnimplementedRunnerServiceServer) StartRun(context.Context, *StartRunReque
 }
 func (UnimplementedRunnerServiceServer) GetRun(context.Context, *GetRunRequest) (*GetRunResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method GetRun not implemented")
+}
+func (UnimplementedRunnerServiceServer) GetRunTrace(context.Context, *GetRunTraceRequest) (*GetRunTraceResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method GetRunTrace not implemented")
 }
 func (UnimplementedRunnerServiceServer) ListRuns(context.Context, *ListRunsRequest) (*ListRunsResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method ListRuns not implemented")
@@ -348,6 +376,24 @@ func _RunnerService_GetRun_Handler(srv interface{}, ctx context.Context, dec fun
 	return interceptor(ctx, in, info, handler)
 }
 
+func _RunnerService_GetRunTrace_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(GetRunTraceRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(RunnerServiceServer).GetRunTrace(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: RunnerService_GetRunTrace_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(RunnerServiceServer).GetRunTrace(ctx, req.(*GetRunTraceRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 func _RunnerService_ListRuns_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
 	in := new(ListRunsRequest)
 	if err := dec(in); err != nil {
@@ -424,6 +470,10 @@ var RunnerService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "GetRun",
 			Handler:    _RunnerService_GetRun_Handler,
+		},
+		{
+			MethodName: "GetRunTrace",
+			Handler:    _RunnerService_GetRunTrace_Handler,
 		},
 		{
 			MethodName: "ListRuns",

@@ -2,6 +2,7 @@ from agentrunner.v1 import agent_pb2 as _agent_pb2
 from agentrunner.v1 import content_pb2 as _content_pb2
 from agentrunner.v1 import event_pb2 as _event_pb2
 from agentrunner.v1 import run_pb2 as _run_pb2
+from agentrunner.v1 import trace_pb2 as _trace_pb2
 from google.protobuf import struct_pb2 as _struct_pb2
 from google.protobuf.internal import containers as _containers
 from google.protobuf import descriptor as _descriptor
@@ -41,6 +42,22 @@ class GetRunResponse(_message.Message):
     RUN_FIELD_NUMBER: _ClassVar[int]
     run: _run_pb2.Run
     def __init__(self, run: _Optional[_Union[_run_pb2.Run, _Mapping]] = ...) -> None: ...
+
+class GetRunTraceRequest(_message.Message):
+    __slots__ = ["run_id"]
+    RUN_ID_FIELD_NUMBER: _ClassVar[int]
+    run_id: str
+    def __init__(self, run_id: _Optional[str] = ...) -> None: ...
+
+class GetRunTraceResponse(_message.Message):
+    __slots__ = ["run", "spans", "truncated"]
+    RUN_FIELD_NUMBER: _ClassVar[int]
+    SPANS_FIELD_NUMBER: _ClassVar[int]
+    TRUNCATED_FIELD_NUMBER: _ClassVar[int]
+    run: _run_pb2.Run
+    spans: _containers.RepeatedCompositeFieldContainer[_trace_pb2.TraceSpan]
+    truncated: bool
+    def __init__(self, run: _Optional[_Union[_run_pb2.Run, _Mapping]] = ..., spans: _Optional[_Iterable[_Union[_trace_pb2.TraceSpan, _Mapping]]] = ..., truncated: bool = ...) -> None: ...
 
 class ListAppsRequest(_message.Message):
     __slots__ = []

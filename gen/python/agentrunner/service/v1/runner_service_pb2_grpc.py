@@ -35,6 +35,11 @@ class RunnerServiceStub(object):
                 request_serializer=agentrunner_dot_service_dot_v1_dot_runner__service__pb2.GetRunRequest.SerializeToString,
                 response_deserializer=agentrunner_dot_service_dot_v1_dot_runner__service__pb2.GetRunResponse.FromString,
                 )
+        self.GetRunTrace = channel.unary_unary(
+                '/agentrunner.service.v1.RunnerService/GetRunTrace',
+                request_serializer=agentrunner_dot_service_dot_v1_dot_runner__service__pb2.GetRunTraceRequest.SerializeToString,
+                response_deserializer=agentrunner_dot_service_dot_v1_dot_runner__service__pb2.GetRunTraceResponse.FromString,
+                )
         self.ListRuns = channel.unary_unary(
                 '/agentrunner.service.v1.RunnerService/ListRuns',
                 request_serializer=agentrunner_dot_service_dot_v1_dot_runner__service__pb2.ListRunsRequest.SerializeToString,
@@ -90,6 +95,18 @@ class RunnerServiceServicer(object):
 
     def GetRun(self, request, context):
         """GetRun returns a run's record.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def GetRunTrace(self, request, context):
+        """GetRunTrace returns a run's trace: its steps in time (agent turns,
+        model calls, tool calls, transfers, parallel branches, remote agents,
+        calls waiting for input) with their timing, tokens and cost, built
+        from its stored events. The spans are named and nested as the
+        OpenTelemetry spans the server exports for the run. Call it again
+        while the run goes on for the steps since.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -158,6 +175,11 @@ def add_RunnerServiceServicer_to_server(servicer, server):
                     servicer.GetRun,
                     request_deserializer=agentrunner_dot_service_dot_v1_dot_runner__service__pb2.GetRunRequest.FromString,
                     response_serializer=agentrunner_dot_service_dot_v1_dot_runner__service__pb2.GetRunResponse.SerializeToString,
+            ),
+            'GetRunTrace': grpc.unary_unary_rpc_method_handler(
+                    servicer.GetRunTrace,
+                    request_deserializer=agentrunner_dot_service_dot_v1_dot_runner__service__pb2.GetRunTraceRequest.FromString,
+                    response_serializer=agentrunner_dot_service_dot_v1_dot_runner__service__pb2.GetRunTraceResponse.SerializeToString,
             ),
             'ListRuns': grpc.unary_unary_rpc_method_handler(
                     servicer.ListRuns,
@@ -255,6 +277,23 @@ class RunnerService(object):
         return grpc.experimental.unary_unary(request, target, '/agentrunner.service.v1.RunnerService/GetRun',
             agentrunner_dot_service_dot_v1_dot_runner__service__pb2.GetRunRequest.SerializeToString,
             agentrunner_dot_service_dot_v1_dot_runner__service__pb2.GetRunResponse.FromString,
+            options, channel_credentials,
+            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
+
+    @staticmethod
+    def GetRunTrace(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(request, target, '/agentrunner.service.v1.RunnerService/GetRunTrace',
+            agentrunner_dot_service_dot_v1_dot_runner__service__pb2.GetRunTraceRequest.SerializeToString,
+            agentrunner_dot_service_dot_v1_dot_runner__service__pb2.GetRunTraceResponse.FromString,
             options, channel_credentials,
             insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
 

@@ -12,6 +12,8 @@ import type { Event } from "../../v1/event_pb.js";
 import { file_agentrunner_v1_event } from "../../v1/event_pb.js";
 import type { MultitaskStrategy, OnDisconnect, Run, RunConfig, RunStatus, Status } from "../../v1/run_pb.js";
 import { file_agentrunner_v1_run } from "../../v1/run_pb.js";
+import type { TraceSpan } from "../../v1/trace_pb.js";
+import { file_agentrunner_v1_trace } from "../../v1/trace_pb.js";
 import { file_google_protobuf_struct } from "@bufbuild/protobuf/wkt";
 import type { JsonObject, Message } from "@bufbuild/protobuf";
 
@@ -19,7 +21,7 @@ import type { JsonObject, Message } from "@bufbuild/protobuf";
  * Describes the file agentrunner/service/v1/runner_service.proto.
  */
 export const file_agentrunner_service_v1_runner_service: GenFile = /*@__PURE__*/
-  fileDesc("CithZ2VudHJ1bm5lci9zZXJ2aWNlL3YxL3J1bm5lcl9zZXJ2aWNlLnByb3RvEhZhZ2VudHJ1bm5lci5zZXJ2aWNlLnYxItYCCgpSdW5SZXF1ZXN0EhAKCGFwcF9uYW1lGAEgASgJEg8KB3VzZXJfaWQYAiABKAkSEgoKc2Vzc2lvbl9pZBgDIAEoCRIsCgtuZXdfbWVzc2FnZRgEIAEoCzIXLmFnZW50cnVubmVyLnYxLkNvbnRlbnQSLAoLc3RhdGVfZGVsdGEYBSABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0Ei0KCnJ1bl9jb25maWcYBiABKAsyGS5hZ2VudHJ1bm5lci52MS5SdW5Db25maWcSEgoKcmVxdWVzdF9pZBgHIAEoCRI9ChJtdWx0aXRhc2tfc3RyYXRlZ3kYCCABKA4yIS5hZ2VudHJ1bm5lci52MS5NdWx0aXRhc2tTdHJhdGVneRIzCg1vbl9kaXNjb25uZWN0GAkgASgOMhwuYWdlbnRydW5uZXIudjEuT25EaXNjb25uZWN0IqYCCg9TdGFydFJ1blJlcXVlc3QSEAoIYXBwX25hbWUYASABKAkSDwoHdXNlcl9pZBgCIAEoCRISCgpzZXNzaW9uX2lkGAMgASgJEiwKC25ld19tZXNzYWdlGAQgASgLMhcuYWdlbnRydW5uZXIudjEuQ29udGVudBIsCgtzdGF0ZV9kZWx0YRgFIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSLQoKcnVuX2NvbmZpZxgGIAEoCzIZLmFnZW50cnVubmVyLnYxLlJ1bkNvbmZpZxISCgpyZXF1ZXN0X2lkGAcgASgJEj0KEm11bHRpdGFza19zdHJhdGVneRgIIAEoDjIhLmFnZW50cnVubmVyLnYxLk11bHRpdGFza1N0cmF0ZWd5IjQKEFN0YXJ0UnVuUmVzcG9uc2USIAoDcnVuGAEgASgLMhMuYWdlbnRydW5uZXIudjEuUnVuIh8KDUdldFJ1blJlcXVlc3QSDgoGcnVuX2lkGAEgASgJIjIKDkdldFJ1blJlc3BvbnNlEiAKA3J1bhgBIAEoCzITLmFnZW50cnVubmVyLnYxLlJ1biKcAQoPTGlzdFJ1bnNSZXF1ZXN0EhAKCGFwcF9uYW1lGAEgASgJEg8KB3VzZXJfaWQYAiABKAkSEgoKc2Vzc2lvbl9pZBgDIAEoCRIRCglwYWdlX3NpemUYBCABKAUSEgoKcGFnZV90b2tlbhgFIAEoCRIrCghzdGF0dXNlcxgGIAMoDjIZLmFnZW50cnVubmVyLnYxLlJ1blN0YXR1cyJOChBMaXN0UnVuc1Jlc3BvbnNlEiEKBHJ1bnMYASADKAsyEy5hZ2VudHJ1bm5lci52MS5SdW4SFwoPbmV4dF9wYWdlX3Rva2VuGAIgASgJIiIKEENhbmNlbFJ1blJlcXVlc3QSDgoGcnVuX2lkGAEgASgJIjUKEUNhbmNlbFJ1blJlc3BvbnNlEiAKA3J1bhgBIAEoCzITLmFnZW50cnVubmVyLnYxLlJ1biI6ChBBdHRhY2hSdW5SZXF1ZXN0Eg4KBnJ1bl9pZBgBIAEoCRIWCg5hZnRlcl9zZXF1ZW5jZRgCIAEoBCKZAQoQUmVzdW1lUnVuUmVxdWVzdBIOCgZydW5faWQYASABKAkSKAoHYW5zd2VycxgCIAEoCzIXLmFnZW50cnVubmVyLnYxLkNvbnRlbnQSFgoOcmV0cnlfY2FsbF9pZHMYAyADKAkSMwoNb25fZGlzY29ubmVjdBgEIAEoDjIcLmFnZW50cnVubmVyLnYxLk9uRGlzY29ubmVjdCKNAQoLUnVuUmVzcG9uc2USJgoFZXZlbnQYASABKAsyFS5hZ2VudHJ1bm5lci52MS5FdmVudEgAEicKBWVycm9yGAIgASgLMhYuYWdlbnRydW5uZXIudjEuU3RhdHVzSAASIgoDcnVuGAMgASgLMhMuYWdlbnRydW5uZXIudjEuUnVuSABCCQoHcGF5bG9hZCIRCg9MaXN0QXBwc1JlcXVlc3QiNQoQTGlzdEFwcHNSZXNwb25zZRIhCgRhcHBzGAEgAygLMhMuYWdlbnRydW5uZXIudjEuQXBwMvUFCg1SdW5uZXJTZXJ2aWNlElAKA1J1bhIiLmFnZW50cnVubmVyLnNlcnZpY2UudjEuUnVuUmVxdWVzdBojLmFnZW50cnVubmVyLnNlcnZpY2UudjEuUnVuUmVzcG9uc2UwARJdCghMaXN0QXBwcxInLmFnZW50cnVubmVyLnNlcnZpY2UudjEuTGlzdEFwcHNSZXF1ZXN0GiguYWdlbnRydW5uZXIuc2VydmljZS52MS5MaXN0QXBwc1Jlc3BvbnNlEl0KCFN0YXJ0UnVuEicuYWdlbnRydW5uZXIuc2VydmljZS52MS5TdGFydFJ1blJlcXVlc3QaKC5hZ2VudHJ1bm5lci5zZXJ2aWNlLnYxLlN0YXJ0UnVuUmVzcG9uc2USVwoGR2V0UnVuEiUuYWdlbnRydW5uZXIuc2VydmljZS52MS5HZXRSdW5SZXF1ZXN0GiYuYWdlbnRydW5uZXIuc2VydmljZS52MS5HZXRSdW5SZXNwb25zZRJdCghMaXN0UnVucxInLmFnZW50cnVubmVyLnNlcnZpY2UudjEuTGlzdFJ1bnNSZXF1ZXN0GiguYWdlbnRydW5uZXIuc2VydmljZS52MS5MaXN0UnVuc1Jlc3BvbnNlEmAKCUNhbmNlbFJ1bhIoLmFnZW50cnVubmVyLnNlcnZpY2UudjEuQ2FuY2VsUnVuUmVxdWVzdBopLmFnZW50cnVubmVyLnNlcnZpY2UudjEuQ2FuY2VsUnVuUmVzcG9uc2USXAoJQXR0YWNoUnVuEiguYWdlbnRydW5uZXIuc2VydmljZS52MS5BdHRhY2hSdW5SZXF1ZXN0GiMuYWdlbnRydW5uZXIuc2VydmljZS52MS5SdW5SZXNwb25zZTABElwKCVJlc3VtZVJ1bhIoLmFnZW50cnVubmVyLnNlcnZpY2UudjEuUmVzdW1lUnVuUmVxdWVzdBojLmFnZW50cnVubmVyLnNlcnZpY2UudjEuUnVuUmVzcG9uc2UwAWIGcHJvdG8z", [file_agentrunner_v1_agent, file_agentrunner_v1_content, file_agentrunner_v1_event, file_agentrunner_v1_run, file_google_protobuf_struct]);
+  fileDesc("CithZ2VudHJ1bm5lci9zZXJ2aWNlL3YxL3J1bm5lcl9zZXJ2aWNlLnByb3RvEhZhZ2VudHJ1bm5lci5zZXJ2aWNlLnYxItYCCgpSdW5SZXF1ZXN0EhAKCGFwcF9uYW1lGAEgASgJEg8KB3VzZXJfaWQYAiABKAkSEgoKc2Vzc2lvbl9pZBgDIAEoCRIsCgtuZXdfbWVzc2FnZRgEIAEoCzIXLmFnZW50cnVubmVyLnYxLkNvbnRlbnQSLAoLc3RhdGVfZGVsdGEYBSABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0Ei0KCnJ1bl9jb25maWcYBiABKAsyGS5hZ2VudHJ1bm5lci52MS5SdW5Db25maWcSEgoKcmVxdWVzdF9pZBgHIAEoCRI9ChJtdWx0aXRhc2tfc3RyYXRlZ3kYCCABKA4yIS5hZ2VudHJ1bm5lci52MS5NdWx0aXRhc2tTdHJhdGVneRIzCg1vbl9kaXNjb25uZWN0GAkgASgOMhwuYWdlbnRydW5uZXIudjEuT25EaXNjb25uZWN0IqYCCg9TdGFydFJ1blJlcXVlc3QSEAoIYXBwX25hbWUYASABKAkSDwoHdXNlcl9pZBgCIAEoCRISCgpzZXNzaW9uX2lkGAMgASgJEiwKC25ld19tZXNzYWdlGAQgASgLMhcuYWdlbnRydW5uZXIudjEuQ29udGVudBIsCgtzdGF0ZV9kZWx0YRgFIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSLQoKcnVuX2NvbmZpZxgGIAEoCzIZLmFnZW50cnVubmVyLnYxLlJ1bkNvbmZpZxISCgpyZXF1ZXN0X2lkGAcgASgJEj0KEm11bHRpdGFza19zdHJhdGVneRgIIAEoDjIhLmFnZW50cnVubmVyLnYxLk11bHRpdGFza1N0cmF0ZWd5IjQKEFN0YXJ0UnVuUmVzcG9uc2USIAoDcnVuGAEgASgLMhMuYWdlbnRydW5uZXIudjEuUnVuIh8KDUdldFJ1blJlcXVlc3QSDgoGcnVuX2lkGAEgASgJIjIKDkdldFJ1blJlc3BvbnNlEiAKA3J1bhgBIAEoCzITLmFnZW50cnVubmVyLnYxLlJ1biIkChJHZXRSdW5UcmFjZVJlcXVlc3QSDgoGcnVuX2lkGAEgASgJInQKE0dldFJ1blRyYWNlUmVzcG9uc2USIAoDcnVuGAEgASgLMhMuYWdlbnRydW5uZXIudjEuUnVuEigKBXNwYW5zGAIgAygLMhkuYWdlbnRydW5uZXIudjEuVHJhY2VTcGFuEhEKCXRydW5jYXRlZBgDIAEoCCKcAQoPTGlzdFJ1bnNSZXF1ZXN0EhAKCGFwcF9uYW1lGAEgASgJEg8KB3VzZXJfaWQYAiABKAkSEgoKc2Vzc2lvbl9pZBgDIAEoCRIRCglwYWdlX3NpemUYBCABKAUSEgoKcGFnZV90b2tlbhgFIAEoCRIrCghzdGF0dXNlcxgGIAMoDjIZLmFnZW50cnVubmVyLnYxLlJ1blN0YXR1cyJOChBMaXN0UnVuc1Jlc3BvbnNlEiEKBHJ1bnMYASADKAsyEy5hZ2VudHJ1bm5lci52MS5SdW4SFwoPbmV4dF9wYWdlX3Rva2VuGAIgASgJIiIKEENhbmNlbFJ1blJlcXVlc3QSDgoGcnVuX2lkGAEgASgJIjUKEUNhbmNlbFJ1blJlc3BvbnNlEiAKA3J1bhgBIAEoCzITLmFnZW50cnVubmVyLnYxLlJ1biI6ChBBdHRhY2hSdW5SZXF1ZXN0Eg4KBnJ1bl9pZBgBIAEoCRIWCg5hZnRlcl9zZXF1ZW5jZRgCIAEoBCKZAQoQUmVzdW1lUnVuUmVxdWVzdBIOCgZydW5faWQYASABKAkSKAoHYW5zd2VycxgCIAEoCzIXLmFnZW50cnVubmVyLnYxLkNvbnRlbnQSFgoOcmV0cnlfY2FsbF9pZHMYAyADKAkSMwoNb25fZGlzY29ubmVjdBgEIAEoDjIcLmFnZW50cnVubmVyLnYxLk9uRGlzY29ubmVjdCKNAQoLUnVuUmVzcG9uc2USJgoFZXZlbnQYASABKAsyFS5hZ2VudHJ1bm5lci52MS5FdmVudEgAEicKBWVycm9yGAIgASgLMhYuYWdlbnRydW5uZXIudjEuU3RhdHVzSAASIgoDcnVuGAMgASgLMhMuYWdlbnRydW5uZXIudjEuUnVuSABCCQoHcGF5bG9hZCIRCg9MaXN0QXBwc1JlcXVlc3QiNQoQTGlzdEFwcHNSZXNwb25zZRIhCgRhcHBzGAEgAygLMhMuYWdlbnRydW5uZXIudjEuQXBwMt0GCg1SdW5uZXJTZXJ2aWNlElAKA1J1bhIiLmFnZW50cnVubmVyLnNlcnZpY2UudjEuUnVuUmVxdWVzdBojLmFnZW50cnVubmVyLnNlcnZpY2UudjEuUnVuUmVzcG9uc2UwARJdCghMaXN0QXBwcxInLmFnZW50cnVubmVyLnNlcnZpY2UudjEuTGlzdEFwcHNSZXF1ZXN0GiguYWdlbnRydW5uZXIuc2VydmljZS52MS5MaXN0QXBwc1Jlc3BvbnNlEl0KCFN0YXJ0UnVuEicuYWdlbnRydW5uZXIuc2VydmljZS52MS5TdGFydFJ1blJlcXVlc3QaKC5hZ2VudHJ1bm5lci5zZXJ2aWNlLnYxLlN0YXJ0UnVuUmVzcG9uc2USVwoGR2V0UnVuEiUuYWdlbnRydW5uZXIuc2VydmljZS52MS5HZXRSdW5SZXF1ZXN0GiYuYWdlbnRydW5uZXIuc2VydmljZS52MS5HZXRSdW5SZXNwb25zZRJmCgtHZXRSdW5UcmFjZRIqLmFnZW50cnVubmVyLnNlcnZpY2UudjEuR2V0UnVuVHJhY2VSZXF1ZXN0GisuYWdlbnRydW5uZXIuc2VydmljZS52MS5HZXRSdW5UcmFjZVJlc3BvbnNlEl0KCExpc3RSdW5zEicuYWdlbnRydW5uZXIuc2VydmljZS52MS5MaXN0UnVuc1JlcXVlc3QaKC5hZ2VudHJ1bm5lci5zZXJ2aWNlLnYxLkxpc3RSdW5zUmVzcG9uc2USYAoJQ2FuY2VsUnVuEiguYWdlbnRydW5uZXIuc2VydmljZS52MS5DYW5jZWxSdW5SZXF1ZXN0GikuYWdlbnRydW5uZXIuc2VydmljZS52MS5DYW5jZWxSdW5SZXNwb25zZRJcCglBdHRhY2hSdW4SKC5hZ2VudHJ1bm5lci5zZXJ2aWNlLnYxLkF0dGFjaFJ1blJlcXVlc3QaIy5hZ2VudHJ1bm5lci5zZXJ2aWNlLnYxLlJ1blJlc3BvbnNlMAESXAoJUmVzdW1lUnVuEiguYWdlbnRydW5uZXIuc2VydmljZS52MS5SZXN1bWVSdW5SZXF1ZXN0GiMuYWdlbnRydW5uZXIuc2VydmljZS52MS5SdW5SZXNwb25zZTABYgZwcm90bzM", [file_agentrunner_v1_agent, file_agentrunner_v1_content, file_agentrunner_v1_event, file_agentrunner_v1_run, file_agentrunner_v1_trace, file_google_protobuf_struct]);
 
 /**
  * RunRequest is the input of Run.
@@ -221,6 +223,64 @@ export const GetRunResponseSchema: GenMessage<GetRunResponse> = /*@__PURE__*/
   messageDesc(file_agentrunner_service_v1_runner_service, 4);
 
 /**
+ * GetRunTraceRequest is the input of GetRunTrace.
+ *
+ * @generated from message agentrunner.service.v1.GetRunTraceRequest
+ */
+export type GetRunTraceRequest = Message<"agentrunner.service.v1.GetRunTraceRequest"> & {
+  /**
+   * The run. Required.
+   *
+   * @generated from field: string run_id = 1;
+   */
+  runId: string;
+};
+
+/**
+ * Describes the message agentrunner.service.v1.GetRunTraceRequest.
+ * Use `create(GetRunTraceRequestSchema)` to create a new message.
+ */
+export const GetRunTraceRequestSchema: GenMessage<GetRunTraceRequest> = /*@__PURE__*/
+  messageDesc(file_agentrunner_service_v1_runner_service, 5);
+
+/**
+ * GetRunTraceResponse is the output of GetRunTrace.
+ *
+ * @generated from message agentrunner.service.v1.GetRunTraceResponse
+ */
+export type GetRunTraceResponse = Message<"agentrunner.service.v1.GetRunTraceResponse"> & {
+  /**
+   * The run's record, as GetRun returns it.
+   *
+   * @generated from field: agentrunner.v1.Run run = 1;
+   */
+  run?: Run | undefined;
+
+  /**
+   * The run's steps, each after the span it ran inside, the run's own
+   * first.
+   *
+   * @generated from field: repeated agentrunner.v1.TraceSpan spans = 2;
+   */
+  spans: TraceSpan[];
+
+  /**
+   * True when the run has more events than a trace draws (the first
+   * ones are drawn).
+   *
+   * @generated from field: bool truncated = 3;
+   */
+  truncated: boolean;
+};
+
+/**
+ * Describes the message agentrunner.service.v1.GetRunTraceResponse.
+ * Use `create(GetRunTraceResponseSchema)` to create a new message.
+ */
+export const GetRunTraceResponseSchema: GenMessage<GetRunTraceResponse> = /*@__PURE__*/
+  messageDesc(file_agentrunner_service_v1_runner_service, 6);
+
+/**
  * ListRunsRequest is the input of ListRuns.
  *
  * @generated from message agentrunner.service.v1.ListRunsRequest
@@ -282,7 +342,7 @@ export type ListRunsRequest = Message<"agentrunner.service.v1.ListRunsRequest"> 
  * Use `create(ListRunsRequestSchema)` to create a new message.
  */
 export const ListRunsRequestSchema: GenMessage<ListRunsRequest> = /*@__PURE__*/
-  messageDesc(file_agentrunner_service_v1_runner_service, 5);
+  messageDesc(file_agentrunner_service_v1_runner_service, 7);
 
 /**
  * ListRunsResponse is the output of ListRuns.
@@ -312,7 +372,7 @@ export type ListRunsResponse = Message<"agentrunner.service.v1.ListRunsResponse"
  * Use `create(ListRunsResponseSchema)` to create a new message.
  */
 export const ListRunsResponseSchema: GenMessage<ListRunsResponse> = /*@__PURE__*/
-  messageDesc(file_agentrunner_service_v1_runner_service, 6);
+  messageDesc(file_agentrunner_service_v1_runner_service, 8);
 
 /**
  * CancelRunRequest is the input of CancelRun.
@@ -333,7 +393,7 @@ export type CancelRunRequest = Message<"agentrunner.service.v1.CancelRunRequest"
  * Use `create(CancelRunRequestSchema)` to create a new message.
  */
 export const CancelRunRequestSchema: GenMessage<CancelRunRequest> = /*@__PURE__*/
-  messageDesc(file_agentrunner_service_v1_runner_service, 7);
+  messageDesc(file_agentrunner_service_v1_runner_service, 9);
 
 /**
  * CancelRunResponse is the output of CancelRun.
@@ -354,7 +414,7 @@ export type CancelRunResponse = Message<"agentrunner.service.v1.CancelRunRespons
  * Use `create(CancelRunResponseSchema)` to create a new message.
  */
 export const CancelRunResponseSchema: GenMessage<CancelRunResponse> = /*@__PURE__*/
-  messageDesc(file_agentrunner_service_v1_runner_service, 8);
+  messageDesc(file_agentrunner_service_v1_runner_service, 10);
 
 /**
  * AttachRunRequest is the input of AttachRun.
@@ -383,7 +443,7 @@ export type AttachRunRequest = Message<"agentrunner.service.v1.AttachRunRequest"
  * Use `create(AttachRunRequestSchema)` to create a new message.
  */
 export const AttachRunRequestSchema: GenMessage<AttachRunRequest> = /*@__PURE__*/
-  messageDesc(file_agentrunner_service_v1_runner_service, 9);
+  messageDesc(file_agentrunner_service_v1_runner_service, 11);
 
 /**
  * ResumeRunRequest is the input of ResumeRun.
@@ -426,7 +486,7 @@ export type ResumeRunRequest = Message<"agentrunner.service.v1.ResumeRunRequest"
  * Use `create(ResumeRunRequestSchema)` to create a new message.
  */
 export const ResumeRunRequestSchema: GenMessage<ResumeRunRequest> = /*@__PURE__*/
-  messageDesc(file_agentrunner_service_v1_runner_service, 10);
+  messageDesc(file_agentrunner_service_v1_runner_service, 12);
 
 /**
  * RunResponse is one message of the Run stream.
@@ -472,7 +532,7 @@ export type RunResponse = Message<"agentrunner.service.v1.RunResponse"> & {
  * Use `create(RunResponseSchema)` to create a new message.
  */
 export const RunResponseSchema: GenMessage<RunResponse> = /*@__PURE__*/
-  messageDesc(file_agentrunner_service_v1_runner_service, 11);
+  messageDesc(file_agentrunner_service_v1_runner_service, 13);
 
 /**
  * ListAppsRequest is the input of ListApps.
@@ -487,7 +547,7 @@ export type ListAppsRequest = Message<"agentrunner.service.v1.ListAppsRequest"> 
  * Use `create(ListAppsRequestSchema)` to create a new message.
  */
 export const ListAppsRequestSchema: GenMessage<ListAppsRequest> = /*@__PURE__*/
-  messageDesc(file_agentrunner_service_v1_runner_service, 12);
+  messageDesc(file_agentrunner_service_v1_runner_service, 14);
 
 /**
  * ListAppsResponse is the output of ListApps.
@@ -508,7 +568,7 @@ export type ListAppsResponse = Message<"agentrunner.service.v1.ListAppsResponse"
  * Use `create(ListAppsResponseSchema)` to create a new message.
  */
 export const ListAppsResponseSchema: GenMessage<ListAppsResponse> = /*@__PURE__*/
-  messageDesc(file_agentrunner_service_v1_runner_service, 13);
+  messageDesc(file_agentrunner_service_v1_runner_service, 15);
 
 /**
  * RunnerService runs the agents of the apps the server hosts.
@@ -561,6 +621,21 @@ export const RunnerService: GenService<{
     methodKind: "unary";
     input: typeof GetRunRequestSchema;
     output: typeof GetRunResponseSchema;
+  },
+  /**
+   * GetRunTrace returns a run's trace: its steps in time (agent turns,
+   * model calls, tool calls, transfers, parallel branches, remote agents,
+   * calls waiting for input) with their timing, tokens and cost, built
+   * from its stored events. The spans are named and nested as the
+   * OpenTelemetry spans the server exports for the run. Call it again
+   * while the run goes on for the steps since.
+   *
+   * @generated from rpc agentrunner.service.v1.RunnerService.GetRunTrace
+   */
+  getRunTrace: {
+    methodKind: "unary";
+    input: typeof GetRunTraceRequestSchema;
+    output: typeof GetRunTraceResponseSchema;
   },
   /**
    * ListRuns lists runs newest first: one session's, a user's across their
