@@ -158,8 +158,12 @@ type StartRunRequest struct {
 	RunConfig         *v1.RunConfig          `protobuf:"bytes,6,opt,name=run_config,json=runConfig,proto3" json:"run_config,omitempty"`
 	RequestId         string                 `protobuf:"bytes,7,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"`
 	MultitaskStrategy v1.MultitaskStrategy   `protobuf:"varint,8,opt,name=multitask_strategy,json=multitaskStrategy,proto3,enum=agentrunner.v1.MultitaskStrategy" json:"multitask_strategy,omitempty"`
-	unknownFields     protoimpl.UnknownFields
-	sizeCache         protoimpl.SizeCache
+	// Where the run calls back when it stops (see agentrunner.v1.Webhook):
+	// its URL's host must be one the server allows, else INVALID_ARGUMENT.
+	// Unset, the run calls its app's webhook, if the apps file names one.
+	Webhook       *v1.Webhook `protobuf:"bytes,9,opt,name=webhook,proto3" json:"webhook,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *StartRunRequest) Reset() {
@@ -246,6 +250,13 @@ func (x *StartRunRequest) GetMultitaskStrategy() v1.MultitaskStrategy {
 		return x.MultitaskStrategy
 	}
 	return v1.MultitaskStrategy(0)
+}
+
+func (x *StartRunRequest) GetWebhook() *v1.Webhook {
+	if x != nil {
+		return x.Webhook
+	}
+	return nil
 }
 
 // StartRunResponse is the output of StartRun.
@@ -956,7 +967,7 @@ var File_agentrunner_service_v1_runner_service_proto protoreflect.FileDescriptor
 
 const file_agentrunner_service_v1_runner_service_proto_rawDesc = "" +
 	"\n" +
-	"+agentrunner/service/v1/runner_service.proto\x12\x16agentrunner.service.v1\x1a\x1aagentrunner/v1/agent.proto\x1a\x1cagentrunner/v1/content.proto\x1a\x1aagentrunner/v1/event.proto\x1a\x18agentrunner/v1/run.proto\x1a\x1cgoogle/protobuf/struct.proto\"\xc1\x03\n" +
+	"+agentrunner/service/v1/runner_service.proto\x12\x16agentrunner.service.v1\x1a\x1aagentrunner/v1/agent.proto\x1a\x1cagentrunner/v1/content.proto\x1a\x1aagentrunner/v1/event.proto\x1a\x18agentrunner/v1/run.proto\x1a\x1cagentrunner/v1/webhook.proto\x1a\x1cgoogle/protobuf/struct.proto\"\xc1\x03\n" +
 	"\n" +
 	"RunRequest\x12\x19\n" +
 	"\bapp_name\x18\x01 \x01(\tR\aappName\x12\x17\n" +
@@ -972,7 +983,7 @@ const file_agentrunner_service_v1_runner_service_proto_rawDesc = "" +
 	"\n" +
 	"request_id\x18\a \x01(\tR\trequestId\x12P\n" +
 	"\x12multitask_strategy\x18\b \x01(\x0e2!.agentrunner.v1.MultitaskStrategyR\x11multitaskStrategy\x12A\n" +
-	"\ron_disconnect\x18\t \x01(\x0e2\x1c.agentrunner.v1.OnDisconnectR\fonDisconnect\"\x83\x03\n" +
+	"\ron_disconnect\x18\t \x01(\x0e2\x1c.agentrunner.v1.OnDisconnectR\fonDisconnect\"\xb6\x03\n" +
 	"\x0fStartRunRequest\x12\x19\n" +
 	"\bapp_name\x18\x01 \x01(\tR\aappName\x12\x17\n" +
 	"\auser_id\x18\x02 \x01(\tR\x06userId\x12\x1d\n" +
@@ -986,7 +997,8 @@ const file_agentrunner_service_v1_runner_service_proto_rawDesc = "" +
 	"run_config\x18\x06 \x01(\v2\x19.agentrunner.v1.RunConfigR\trunConfig\x12\x1d\n" +
 	"\n" +
 	"request_id\x18\a \x01(\tR\trequestId\x12P\n" +
-	"\x12multitask_strategy\x18\b \x01(\x0e2!.agentrunner.v1.MultitaskStrategyR\x11multitaskStrategy\"9\n" +
+	"\x12multitask_strategy\x18\b \x01(\x0e2!.agentrunner.v1.MultitaskStrategyR\x11multitaskStrategy\x121\n" +
+	"\awebhook\x18\t \x01(\v2\x17.agentrunner.v1.WebhookR\awebhook\"9\n" +
 	"\x10StartRunResponse\x12%\n" +
 	"\x03run\x18\x01 \x01(\v2\x13.agentrunner.v1.RunR\x03run\"&\n" +
 	"\rGetRunRequest\x12\x15\n" +
@@ -1069,11 +1081,12 @@ var file_agentrunner_service_v1_runner_service_proto_goTypes = []any{
 	(*v1.RunConfig)(nil),      // 16: agentrunner.v1.RunConfig
 	(v1.MultitaskStrategy)(0), // 17: agentrunner.v1.MultitaskStrategy
 	(v1.OnDisconnect)(0),      // 18: agentrunner.v1.OnDisconnect
-	(*v1.Run)(nil),            // 19: agentrunner.v1.Run
-	(v1.RunStatus)(0),         // 20: agentrunner.v1.RunStatus
-	(*v1.Event)(nil),          // 21: agentrunner.v1.Event
-	(*v1.Status)(nil),         // 22: agentrunner.v1.Status
-	(*v1.App)(nil),            // 23: agentrunner.v1.App
+	(*v1.Webhook)(nil),        // 19: agentrunner.v1.Webhook
+	(*v1.Run)(nil),            // 20: agentrunner.v1.Run
+	(v1.RunStatus)(0),         // 21: agentrunner.v1.RunStatus
+	(*v1.Event)(nil),          // 22: agentrunner.v1.Event
+	(*v1.Status)(nil),         // 23: agentrunner.v1.Status
+	(*v1.App)(nil),            // 24: agentrunner.v1.App
 }
 var file_agentrunner_service_v1_runner_service_proto_depIdxs = []int32{
 	14, // 0: agentrunner.service.v1.RunRequest.new_message:type_name -> agentrunner.v1.Content
@@ -1085,38 +1098,39 @@ var file_agentrunner_service_v1_runner_service_proto_depIdxs = []int32{
 	15, // 6: agentrunner.service.v1.StartRunRequest.state_delta:type_name -> google.protobuf.Struct
 	16, // 7: agentrunner.service.v1.StartRunRequest.run_config:type_name -> agentrunner.v1.RunConfig
 	17, // 8: agentrunner.service.v1.StartRunRequest.multitask_strategy:type_name -> agentrunner.v1.MultitaskStrategy
-	19, // 9: agentrunner.service.v1.StartRunResponse.run:type_name -> agentrunner.v1.Run
-	19, // 10: agentrunner.service.v1.GetRunResponse.run:type_name -> agentrunner.v1.Run
-	20, // 11: agentrunner.service.v1.ListRunsRequest.statuses:type_name -> agentrunner.v1.RunStatus
-	19, // 12: agentrunner.service.v1.ListRunsResponse.runs:type_name -> agentrunner.v1.Run
-	19, // 13: agentrunner.service.v1.CancelRunResponse.run:type_name -> agentrunner.v1.Run
-	14, // 14: agentrunner.service.v1.ResumeRunRequest.answers:type_name -> agentrunner.v1.Content
-	18, // 15: agentrunner.service.v1.ResumeRunRequest.on_disconnect:type_name -> agentrunner.v1.OnDisconnect
-	21, // 16: agentrunner.service.v1.RunResponse.event:type_name -> agentrunner.v1.Event
-	22, // 17: agentrunner.service.v1.RunResponse.error:type_name -> agentrunner.v1.Status
-	19, // 18: agentrunner.service.v1.RunResponse.run:type_name -> agentrunner.v1.Run
-	23, // 19: agentrunner.service.v1.ListAppsResponse.apps:type_name -> agentrunner.v1.App
-	0,  // 20: agentrunner.service.v1.RunnerService.Run:input_type -> agentrunner.service.v1.RunRequest
-	12, // 21: agentrunner.service.v1.RunnerService.ListApps:input_type -> agentrunner.service.v1.ListAppsRequest
-	1,  // 22: agentrunner.service.v1.RunnerService.StartRun:input_type -> agentrunner.service.v1.StartRunRequest
-	3,  // 23: agentrunner.service.v1.RunnerService.GetRun:input_type -> agentrunner.service.v1.GetRunRequest
-	5,  // 24: agentrunner.service.v1.RunnerService.ListRuns:input_type -> agentrunner.service.v1.ListRunsRequest
-	7,  // 25: agentrunner.service.v1.RunnerService.CancelRun:input_type -> agentrunner.service.v1.CancelRunRequest
-	9,  // 26: agentrunner.service.v1.RunnerService.AttachRun:input_type -> agentrunner.service.v1.AttachRunRequest
-	10, // 27: agentrunner.service.v1.RunnerService.ResumeRun:input_type -> agentrunner.service.v1.ResumeRunRequest
-	11, // 28: agentrunner.service.v1.RunnerService.Run:output_type -> agentrunner.service.v1.RunResponse
-	13, // 29: agentrunner.service.v1.RunnerService.ListApps:output_type -> agentrunner.service.v1.ListAppsResponse
-	2,  // 30: agentrunner.service.v1.RunnerService.StartRun:output_type -> agentrunner.service.v1.StartRunResponse
-	4,  // 31: agentrunner.service.v1.RunnerService.GetRun:output_type -> agentrunner.service.v1.GetRunResponse
-	6,  // 32: agentrunner.service.v1.RunnerService.ListRuns:output_type -> agentrunner.service.v1.ListRunsResponse
-	8,  // 33: agentrunner.service.v1.RunnerService.CancelRun:output_type -> agentrunner.service.v1.CancelRunResponse
-	11, // 34: agentrunner.service.v1.RunnerService.AttachRun:output_type -> agentrunner.service.v1.RunResponse
-	11, // 35: agentrunner.service.v1.RunnerService.ResumeRun:output_type -> agentrunner.service.v1.RunResponse
-	28, // [28:36] is the sub-list for method output_type
-	20, // [20:28] is the sub-list for method input_type
-	20, // [20:20] is the sub-list for extension type_name
-	20, // [20:20] is the sub-list for extension extendee
-	0,  // [0:20] is the sub-list for field type_name
+	19, // 9: agentrunner.service.v1.StartRunRequest.webhook:type_name -> agentrunner.v1.Webhook
+	20, // 10: agentrunner.service.v1.StartRunResponse.run:type_name -> agentrunner.v1.Run
+	20, // 11: agentrunner.service.v1.GetRunResponse.run:type_name -> agentrunner.v1.Run
+	21, // 12: agentrunner.service.v1.ListRunsRequest.statuses:type_name -> agentrunner.v1.RunStatus
+	20, // 13: agentrunner.service.v1.ListRunsResponse.runs:type_name -> agentrunner.v1.Run
+	20, // 14: agentrunner.service.v1.CancelRunResponse.run:type_name -> agentrunner.v1.Run
+	14, // 15: agentrunner.service.v1.ResumeRunRequest.answers:type_name -> agentrunner.v1.Content
+	18, // 16: agentrunner.service.v1.ResumeRunRequest.on_disconnect:type_name -> agentrunner.v1.OnDisconnect
+	22, // 17: agentrunner.service.v1.RunResponse.event:type_name -> agentrunner.v1.Event
+	23, // 18: agentrunner.service.v1.RunResponse.error:type_name -> agentrunner.v1.Status
+	20, // 19: agentrunner.service.v1.RunResponse.run:type_name -> agentrunner.v1.Run
+	24, // 20: agentrunner.service.v1.ListAppsResponse.apps:type_name -> agentrunner.v1.App
+	0,  // 21: agentrunner.service.v1.RunnerService.Run:input_type -> agentrunner.service.v1.RunRequest
+	12, // 22: agentrunner.service.v1.RunnerService.ListApps:input_type -> agentrunner.service.v1.ListAppsRequest
+	1,  // 23: agentrunner.service.v1.RunnerService.StartRun:input_type -> agentrunner.service.v1.StartRunRequest
+	3,  // 24: agentrunner.service.v1.RunnerService.GetRun:input_type -> agentrunner.service.v1.GetRunRequest
+	5,  // 25: agentrunner.service.v1.RunnerService.ListRuns:input_type -> agentrunner.service.v1.ListRunsRequest
+	7,  // 26: agentrunner.service.v1.RunnerService.CancelRun:input_type -> agentrunner.service.v1.CancelRunRequest
+	9,  // 27: agentrunner.service.v1.RunnerService.AttachRun:input_type -> agentrunner.service.v1.AttachRunRequest
+	10, // 28: agentrunner.service.v1.RunnerService.ResumeRun:input_type -> agentrunner.service.v1.ResumeRunRequest
+	11, // 29: agentrunner.service.v1.RunnerService.Run:output_type -> agentrunner.service.v1.RunResponse
+	13, // 30: agentrunner.service.v1.RunnerService.ListApps:output_type -> agentrunner.service.v1.ListAppsResponse
+	2,  // 31: agentrunner.service.v1.RunnerService.StartRun:output_type -> agentrunner.service.v1.StartRunResponse
+	4,  // 32: agentrunner.service.v1.RunnerService.GetRun:output_type -> agentrunner.service.v1.GetRunResponse
+	6,  // 33: agentrunner.service.v1.RunnerService.ListRuns:output_type -> agentrunner.service.v1.ListRunsResponse
+	8,  // 34: agentrunner.service.v1.RunnerService.CancelRun:output_type -> agentrunner.service.v1.CancelRunResponse
+	11, // 35: agentrunner.service.v1.RunnerService.AttachRun:output_type -> agentrunner.service.v1.RunResponse
+	11, // 36: agentrunner.service.v1.RunnerService.ResumeRun:output_type -> agentrunner.service.v1.RunResponse
+	29, // [29:37] is the sub-list for method output_type
+	21, // [21:29] is the sub-list for method input_type
+	21, // [21:21] is the sub-list for extension type_name
+	21, // [21:21] is the sub-list for extension extendee
+	0,  // [0:21] is the sub-list for field type_name
 }
 
 func init() { file_agentrunner_service_v1_runner_service_proto_init() }
