@@ -514,3 +514,12 @@ func TestEventsFill(t *testing.T) {
 		}
 	})
 }
+
+// TestWebhookConformance runs the webhook outbox's suite that pgstore
+// runs too.
+func TestWebhookConformance(t *testing.T) {
+	storetest.RunWebhooks(t, func(t *testing.T) store.Store {
+		s, _ := newTestStore(t, Options{NoSync: true})
+		return s
+	})
+}

@@ -368,3 +368,8 @@ func TestOnCommit(t *testing.T) {
 		}
 	}
 }
+
+// TestWebhookConformance runs the webhook outbox's suite on PostgreSQL.
+func TestWebhookConformance(t *testing.T) {
+	storetest.RunWebhooks(t, func(t *testing.T) store.Store { return openURL(t, pg.URL(t)) })
+}
