@@ -50,8 +50,8 @@ type Options struct {
 	// Poll is how often the outbox is read when idle (1s).
 	Poll time.Duration
 	// Lease is how long a claimed delivery is this worker's alone
-	// (AttemptTimeout + 20s): a worker that dies mid-attempt leaves it to
-	// another worker once the lease ends.
+	// (twice AttemptTimeout): a worker that dies mid-attempt leaves it to
+	// another worker, or to itself restarted, once the lease ends.
 	Lease time.Duration
 	// Parallel bounds the attempts in flight (8).
 	Parallel int
@@ -74,7 +74,7 @@ func (o *Options) defaults() {
 	def(&o.MinBackoff, time.Second)
 	def(&o.MaxBackoff, 10*time.Minute)
 	def(&o.Poll, time.Second)
-	def(&o.Lease, o.AttemptTimeout+20*time.Second)
+	def(&o.Lease, 2*o.AttemptTimeout)
 	o.MaxBackoff = max(o.MaxBackoff, o.MinBackoff)
 	if o.Parallel <= 0 {
 		o.Parallel = 8
