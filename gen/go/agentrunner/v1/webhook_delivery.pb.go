@@ -83,7 +83,7 @@ func (WebhookDeliveryState) EnumDescriptor() ([]byte, []int) {
 type WebhookDelivery struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// The delivery's id, the same on every attempt: the receiver's
-	// idempotency key (header Webhook-Id).
+	// idempotency key (header Agentrunner-Delivery-Id).
 	DeliveryId string `protobuf:"bytes,1,opt,name=delivery_id,json=deliveryId,proto3" json:"delivery_id,omitempty"`
 	// Where it goes.
 	Url string `protobuf:"bytes,2,opt,name=url,proto3" json:"url,omitempty"`

@@ -27,7 +27,7 @@ export const file_agentrunner_v1_webhook_delivery: GenFile = /*@__PURE__*/
 export type WebhookDelivery = Message<"agentrunner.v1.WebhookDelivery"> & {
   /**
    * The delivery's id, the same on every attempt: the receiver's
-   * idempotency key (header Webhook-Id).
+   * idempotency key (header Agentrunner-Delivery-Id).
    *
    * @generated from field: string delivery_id = 1;
    */
