@@ -87,6 +87,11 @@ func decodeDelivery(v []byte) (*agentrunnerv1.WebhookDelivery, error) {
 // ClaimDeliveries implements store.WebhookOutbox.
 func (s *Store) ClaimDeliveries(ctx context.Context, now time.Time, lease time.Duration, n int) ([]*agentrunnerv1.WebhookDelivery, error) {
 	n = store.ClaimLimit(n)
+	// An idle poll reads: a write transaction would commit (and sync)
+	// the file every poll for nothing.
+	if due, err := s.anyDue(ctx, now); err != nil || !due {
+		return nil, err
+	}
 	var out []*agentrunnerv1.WebhookDelivery
 	err := s.write(ctx, func(tx *bbolt.Tx) error {
 		out = out[:0]
@@ -122,6 +127,23 @@ func (s *Store) ClaimDeliveries(ctx context.Context, now time.Time, lease time.D
 		return nil, err
 	}
 	return out, nil
+}
+
+// anyDue reports whether a pending delivery is due at now.
+func (s *Store) anyDue(ctx context.Context, now time.Time) (bool, error) {
+	due := false
+	err := s.view(ctx, func(tx *bbolt.Tx) error {
+		c := tx.Bucket(bucketWebhooks).Cursor()
+		for k, v := c.Seek([]byte{prefixPending}); k != nil && k[0] == prefixPending && !due; k, v = c.Next() {
+			d, err := decodeDelivery(v)
+			if err != nil {
+				return fmt.Errorf("delivery %q: %w", k[1:], err)
+			}
+			due = store.Due(d, now)
+		}
+		return nil
+	})
+	return due, err
 }
 
 // claimed returns the pending delivery id under claim, or ErrNotFound.
