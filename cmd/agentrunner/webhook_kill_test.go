@@ -162,6 +162,9 @@ func (l *hookLoad) client(c, i int, runs servicev1.RunnerServiceClient, sessions
 // status was delivered at least once, to the webhook it named (its own,
 // else its app's), every delivery signed, and nothing sent to a host the
 // server does not allow.
+//
+// It runs on a bbolt file and on PostgreSQL, where a restarted server
+// recovers the killed one's runs once their leases (--lease-ttl) end.
 func TestKill9WebhooksDelivered(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs the binary")
@@ -172,6 +175,13 @@ func TestKill9WebhooksDelivered(t *testing.T) {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
 	t.Setenv(webhook.SecretEnv, hookSecret)
+	t.Run("bolt", func(t *testing.T) { killWebhooks(t, bin, filepath.Join(t.TempDir(), "agentrunner.db")) })
+	t.Run("postgres", func(t *testing.T) { killWebhooks(t, bin, pg.URL(t), "--lease-ttl", "2s") })
+}
+
+// killWebhooks is TestKill9WebhooksDelivered on the store data names.
+func killWebhooks(t *testing.T, bin, data string, extra ...string) {
+	dir := t.TempDir()
 	rcv, chat := newHookReceiver(t), newFakeChat(t)
 	var forbidden atomic.Int64 // requests to the host not allowed
 	other := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { forbidden.Add(1) }))
@@ -180,8 +190,8 @@ func TestKill9WebhooksDelivered(t *testing.T) {
 	if err := os.WriteFile(config, []byte(fmt.Sprintf(hookConfig, chat.srv.URL, rcv.srv.URL+"/app")), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	args := []string{"--addr", "127.0.0.1:0", "--data", filepath.Join(dir, "agentrunner.db"), "--config", config, "--http-addr", "",
-		"--webhook-allow-hosts", strings.TrimPrefix(rcv.srv.URL, "http://"), "--webhook-poll", "20ms", "--webhook-timeout", "1s"}
+	args := append([]string{"--addr", "127.0.0.1:0", "--data", data, "--config", config, "--http-addr", "",
+		"--webhook-allow-hosts", strings.TrimPrefix(rcv.srv.URL, "http://"), "--webhook-poll", "20ms", "--webhook-timeout", "1s"}, extra...)
 	load := &hookLoad{acked: map[string]bool{}}
 	for c := range *webhookKillCycles {
 		p := startBinary(t, bin, args...)
