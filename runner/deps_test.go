@@ -87,7 +87,7 @@ var importRules = map[string][]string{
 	// A2A sits beside the gRPC services on the desk.
 	"server/a2a": {msgs, svcs, "runner", "server/auth", "server/internal/front", "store"},
 	// The operator's RPCs are given what they need as small interfaces.
-	"server/admin":         {svcs},
+	"server/admin":         {msgs, svcs},
 	"server/auth":          {},
 	"server/auth/devcerts": {},
 	"server/console":       {},

@@ -220,7 +220,9 @@ func killWebhooks(t *testing.T, bin, data string, extra ...string) {
 		wg.Wait()
 	}
 	p := startBinary(t, bin, args...)
-	unstored := checkAllDelivered(t, servicev1.NewRunnerServiceClient(dial(t, p.addr)), rcv, load)
+	conn := dial(t, p.addr)
+	unstored := checkAllDelivered(t, servicev1.NewRunnerServiceClient(conn), rcv, load)
+	checkOutboxDrained(t, servicev1.NewAdminServiceClient(conn))
 	if n := forbidden.Load(); n != 0 {
 		t.Errorf("%d requests reached a host not allowed", n)
 	}
@@ -302,4 +304,29 @@ func checkAllDelivered(t *testing.T, runs servicev1.RunnerServiceClient, rcv *ho
 		t.Fatal("no acknowledged run was stored")
 	}
 	return unstored
+}
+
+// checkOutboxDrained: once every delivery arrived, AdminService lists
+// none failed, and the pending ones go as their attempts settle.
+func checkOutboxDrained(t *testing.T, admin servicev1.AdminServiceClient) {
+	t.Helper()
+	failed, err := admin.ListWebhookDeliveries(t.Context(), &servicev1.ListWebhookDeliveriesRequest{})
+	if err != nil || len(failed.GetDeliveries()) != 0 {
+		t.Fatalf("failed deliveries: %v, %v", failed.GetDeliveries(), err)
+	}
+	deadline := time.After(time.Minute)
+	for {
+		pending, err := admin.ListWebhookDeliveries(t.Context(), &servicev1.ListWebhookDeliveriesRequest{State: agentrunnerv1.WebhookDeliveryState_WEBHOOK_DELIVERY_STATE_PENDING})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(pending.GetDeliveries()) == 0 {
+			return
+		}
+		select {
+		case <-deadline:
+			t.Fatalf("%d deliveries still pending, the first %v", len(pending.GetDeliveries()), pending.GetDeliveries()[0])
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
 }
