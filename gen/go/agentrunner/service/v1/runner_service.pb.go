@@ -161,6 +161,8 @@ type StartRunRequest struct {
 	// Where the run calls back when it stops (see agentrunner.v1.Webhook):
 	// its URL's host must be one the server allows, else INVALID_ARGUMENT.
 	// Unset, the run calls its app's webhook, if the apps file names one.
+	// A run that calls back is answered only once its record is stored, so
+	// that no crash after the answer loses its call back.
 	Webhook       *v1.Webhook `protobuf:"bytes,9,opt,name=webhook,proto3" json:"webhook,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache

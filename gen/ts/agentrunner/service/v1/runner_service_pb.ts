@@ -156,6 +156,8 @@ export type StartRunRequest = Message<"agentrunner.service.v1.StartRunRequest"> 
    * Where the run calls back when it stops (see agentrunner.v1.Webhook):
    * its URL's host must be one the server allows, else INVALID_ARGUMENT.
    * Unset, the run calls its app's webhook, if the apps file names one.
+   * A run that calls back is answered only once its record is stored, so
+   * that no crash after the answer loses its call back.
    *
    * @generated from field: agentrunner.v1.Webhook webhook = 9;
    */
