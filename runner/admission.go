@@ -347,6 +347,10 @@ func (r *Runner) newRun(ctx context.Context, key store.SessionKey, req Request, 
 	rec.RequestId, rec.RequestDigest = req.RequestID, digest
 	rec.MultitaskStrategy, rec.OnDisconnect = req.Strategy, req.OnDisconnect
 	rec.Input = runrec.ConfigOnly(req.input())
+	rec.Webhook = req.Webhook
+	if rec.Webhook == nil {
+		rec.Webhook = r.config().webhook
+	}
 	var readerCtx context.Context
 	if req.OnDisconnect != agentrunnerv1.OnDisconnect_ON_DISCONNECT_CONTINUE {
 		readerCtx = ctx

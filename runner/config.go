@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"fmt"
 
+	agentrunnerv1 "github.com/agentrunner/agentrunner/gen/go/agentrunner/v1"
 	"github.com/agentrunner/agentrunner/runner/agent"
 	"github.com/agentrunner/agentrunner/runner/internal/budget"
 	"github.com/agentrunner/agentrunner/runner/internal/history"
@@ -21,6 +22,7 @@ type appConfig struct {
 	unavailable string
 	tree        *agent.Tree
 	env         *turn.Env
+	webhook     *agentrunnerv1.Webhook // Config.Webhook
 }
 
 // newAppConfig builds the version cfg describes. The history cache, the
@@ -43,7 +45,7 @@ func (r *Runner) newAppConfig(cfg Config, hist *history.Cache) (*appConfig, erro
 	} else if cfg.Budgets.UserDaily != (BudgetLimit{}) || cfg.Budgets.AppDaily != (BudgetLimit{}) {
 		return nil, fmt.Errorf("new runner %s: daily budgets need a store that keeps the days' spend", cfg.AppName)
 	}
-	return &appConfig{version: cfg.ConfigVersion, description: cfg.Description, unavailable: cfg.Unavailable, tree: t, env: env}, nil
+	return &appConfig{version: cfg.ConfigVersion, description: cfg.Description, unavailable: cfg.Unavailable, tree: t, env: env, webhook: cfg.Webhook}, nil
 }
 
 // newHistory is the runner's cache of recent events, from cfg's bounds.

@@ -39,6 +39,7 @@ var importRules = map[string][]string{
 	"runner/agent/remotea2a/remotea2atest": {},
 	"runner/apps":                          {msgs, "runner", "runner/agent", "runner/agent/llmagent", "runner/agent/remotea2a", "runner/agent/workflow", "runner/memory", "runner/model", "runner/plugin", "runner/tool", "runner/tool/builtin", "runner/tool/mcptool", "store"},
 	"runner/memory":                        {msgs, "store"},
+	"runner/webhook":                       {msgs, "store"},
 	"runner/plugin":                        {msgs, "runner/agent", "runner/model", "runner/tool"},
 	"runner/plugin/telemetry":              {msgs, "runner/agent", "runner/model", "runner/tool"},
 	"runner/runtrace":                      {msgs},
@@ -87,7 +88,7 @@ var importRules = map[string][]string{
 	// A2A sits beside the gRPC services on the desk.
 	"server/a2a": {msgs, svcs, "runner", "server/auth", "server/internal/front", "store"},
 	// The operator's RPCs are given what they need as small interfaces.
-	"server/admin":         {svcs},
+	"server/admin":         {msgs, svcs},
 	"server/auth":          {},
 	"server/auth/devcerts": {},
 	"server/console":       {},

@@ -31,6 +31,11 @@ type Request struct {
 	// Timeout bounds the run from its start; zero means no bound. The
 	// run's own deadline: the caller's context bounds only its reading.
 	Timeout time.Duration
+	// Webhook, when set, is where the run calls back each time it stops
+	// (Run.webhook), instead of the app's (Config.Webhook). Its URL is the
+	// caller's to check (the server allows only some hosts): the store
+	// queues a delivery with every stop of a run that names one.
+	Webhook *agentrunnerv1.Webhook
 	// SharedEvents tells Stream that its reader only reads the stored
 	// events it gets (a server encodes them): it gets the runner's own
 	// instances instead of copies, which it must not change. A copy costs

@@ -92,6 +92,9 @@ type Config struct {
 	// version it ran on (Run.config_version), and ListApps the current
 	// one. Empty names none. See Reconfigure.
 	ConfigVersion string
+	// Webhook is where the app's runs call back when they stop, unless
+	// their Request names one (Request.Webhook); nil calls nowhere.
+	Webhook *agentrunnerv1.Webhook
 	// Store holds sessions, events and artifacts. Required.
 	Store Store
 	// Memory backs InvocationContext.Memory; nil means no memory (searches

@@ -91,6 +91,9 @@ type Config struct {
 	// Limits bound page sizes, the events of one GetSession and the runs
 	// in progress; zero fields take their defaults.
 	Limits Limits
+	// WebhookURL checks the webhook URL a StartRun names; nil refuses
+	// every webhook (see front.Config.WebhookURL).
+	WebhookURL func(url string) error
 }
 
 // Server implements the agentrunner gRPC services, as thin adapters over
@@ -112,6 +115,7 @@ func New(cfg Config) *Server {
 		Auth:            cfg.Auth,
 		Memory:          cfg.Memory,
 		Limits:          cfg.Limits,
+		WebhookURL:      cfg.WebhookURL,
 	})}
 }
 

@@ -28,7 +28,7 @@ var defaultApps []byte
 // given, else the default apps file plus the built-in demo app, so that a
 // fresh server has something to run. An apps file that does not load or build fails the start, with
 // the file, line and path of the problem.
-func loadApps(ctx context.Context, configPath string, st store.Store, ls leasing, log *slog.Logger, extra ...plugin.Plugin) (*apps.Registry, error) {
+func loadApps(ctx context.Context, configPath string, st store.Store, ls leasing, hooks *webhooks, log *slog.Logger, extra ...plugin.Plugin) (*apps.Registry, error) {
 	// Memory needs the store's inverted index, which both the bbolt and
 	// the PostgreSQL store keep; a store without one (a test double, a
 	// third store) runs its apps without memory, and says so.
@@ -49,10 +49,11 @@ func loadApps(ctx context.Context, configPath string, st store.Store, ls leasing
 	if err != nil {
 		return nil, err
 	}
-	served, err := buildApps(ctx, configPath, log)
+	served, err := buildApps(ctx, configPath, hooks, log)
 	if err != nil {
 		return nil, err
 	}
+	hooks.setApps(served)
 	for _, app := range served {
 		if _, err := reg.Register(app); err != nil {
 			return nil, err
@@ -64,9 +65,10 @@ func loadApps(ctx context.Context, configPath string, st store.Store, ls leasing
 // buildApps reads and builds the apps of the apps file, or the default
 // apps without one: what the start serves, and what a reload checks
 // (models and secrets included) before it applies anything.
-func buildApps(ctx context.Context, configPath string, log *slog.Logger) ([]apps.App, error) {
+func buildApps(ctx context.Context, configPath string, hooks *webhooks, log *slog.Logger) ([]apps.App, error) {
 	var served []apps.App
 	check := apps.UndeclaredModels(providers.IsGeminiName, "a Gemini model name (gemini-…, models/…, projects/…)")
+	hooksCheck := hooks.option()
 	if configPath == "" {
 		self, err := os.Executable()
 		if err != nil {
@@ -85,7 +87,7 @@ func buildApps(ctx context.Context, configPath string, log *slog.Logger) ([]apps
 		}
 		served = append(served, demo.App())
 	} else {
-		cfg, err := apps.LoadFile(configPath, check)
+		cfg, err := apps.LoadFile(configPath, check, hooksCheck)
 		if err != nil {
 			return nil, err
 		}
@@ -95,6 +97,9 @@ func buildApps(ctx context.Context, configPath string, log *slog.Logger) ([]apps
 		if err != nil {
 			return nil, fmt.Errorf("apps file %s: %w", configPath, err)
 		}
+	}
+	if err := hooks.checkApps(served); err != nil {
+		return nil, fmt.Errorf("apps file %s: %w", configPath, err)
 	}
 	return served, nil
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/exporters/otlp/otlpmetric/otlpmetricgrpc"
 	"go.opentelemetry.io/otel/exporters/otlp/otlpmetric/otlpmetrichttp"
 	otelprom "go.opentelemetry.io/otel/exporters/prometheus"
@@ -24,13 +25,17 @@ const (
 	metricCommitDuration = "agentrunner.store.commit.duration"
 	metricCommitWrites   = "agentrunner.store.commit.writes"
 	metricDataFileSize   = "agentrunner.store.file.size"
+	// metricWebhookAttempts counts webhook attempts by outcome
+	// (delivered, retry, failed).
+	metricWebhookAttempts = "agentrunner.webhook.attempts"
 )
 
 // metrics is --metrics-addr: a meter provider whose readings are served
 // in the Prometheus text format at /metrics, and the store's instruments.
 type metrics struct {
-	provider *sdkmetric.MeterProvider
-	onCommit func(d time.Duration, writes int)
+	provider  *sdkmetric.MeterProvider
+	onCommit  func(d time.Duration, writes int)
+	onWebhook func(outcome string)
 }
 
 // setupMetrics makes the meter provider, read by Prometheus (the returned
@@ -69,7 +74,8 @@ func setupMetrics(ctx context.Context, dataPath string, prom bool) (*metrics, *p
 			}
 			return nil
 		}))
-	if err := errors.Join(err1, err2, err3); err != nil {
+	hooks, err4 := m.Int64Counter(metricWebhookAttempts, metric.WithDescription("Webhook attempts by outcome: delivered, retry (failed, tried again later), failed (given up)."), metric.WithUnit("{attempt}"))
+	if err := errors.Join(err1, err2, err3, err4); err != nil {
 		return nil, nil, fmt.Errorf("store instruments: %w", err)
 	}
 	return &metrics{
@@ -78,6 +84,9 @@ func setupMetrics(ctx context.Context, dataPath string, prom bool) (*metrics, *p
 			ctx := context.Background()
 			commits.Record(ctx, d.Seconds())
 			writes.Record(ctx, int64(n))
+		},
+		onWebhook: func(outcome string) {
+			hooks.Add(context.Background(), 1, metric.WithAttributes(attribute.String("outcome", outcome)))
 		},
 	}, reg, nil
 }

@@ -27,7 +27,9 @@ type appsReloader struct {
 	path string // the apps file; "" when serve hosts the default apps
 	reg  *apps.Registry
 	log  *slog.Logger
-	mu   sync.Mutex
+	// hooks checks the file's webhooks and keeps its apps' secrets.
+	hooks *webhooks
+	mu    sync.Mutex
 }
 
 // errNoAppsFile refuses a reload of the built-in default apps.
@@ -42,7 +44,7 @@ func (l *appsReloader) reload(ctx context.Context) ([]apps.Change, error) {
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	served, err := buildApps(ctx, l.path, l.log)
+	served, err := buildApps(ctx, l.path, l.hooks, l.log)
 	if err != nil {
 		return nil, err
 	}
@@ -50,6 +52,7 @@ func (l *appsReloader) reload(ctx context.Context) ([]apps.Change, error) {
 	if err != nil {
 		return nil, err
 	}
+	l.hooks.setApps(served)
 	for _, c := range changes {
 		l.log.Info("apps reloaded", "app", c.Name, "change", c.Kind.String(), "config_version", c.Version)
 		if c.Kind == apps.Added {

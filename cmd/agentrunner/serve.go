@@ -106,6 +106,10 @@ type serveFlags struct {
 	// the listeners, for the agent cards.
 	publicURL, publicGRPC string
 	trustedProxies        []netip.Prefix
+	// webhooks configure the runs' call backs, hooks holds what they
+	// configure (webhooks.go).
+	webhooks webhookFlags
+	hooks    *webhooks
 }
 
 // webFlags are the HTTP listener's bounds on its clients.
@@ -128,6 +132,7 @@ func parseServeFlags(args []string, stderr io.Writer) (serveFlags, error) {
 	fs.StringVar(&f.httpAddr, "http-addr", defaultHTTPAddr, "`host:port` serving the web console and the API over Connect, gRPC-Web and gRPC (h2c, or HTTPS with --tls-cert); \"\" turns it off; port 0 picks a free port (env "+envHTTPAddr+")")
 	fs.StringVar(&f.httpPrefix, "http-prefix", "", "URL `path` under which --http-addr serves everything, such as /agentrunner behind a reverse proxy (env "+envHTTPPrefix+")")
 	webFlagsInto(fs, &f)
+	webhookFlagsInto(fs, &f.webhooks)
 	fs.StringVar(&f.config, "config", "", "apps `file` (YAML or JSON, schema agentrunner.v1.AppsConfig); without one the default apps are served: "+strings.Join(defaultAppNames(), ", ")+" (env "+envConfig+")")
 	fs.DurationVar(&f.maxRun, "max-run", 15*time.Minute, "longest a single Run may take (its deadline); 0 means no limit")
 	fs.DurationVar(&f.leaseTTL, "lease-ttl", runner.DefaultLeaseTTL, "on PostgreSQL: how long a session lease lasts without a heartbeat, so how soon the runs of a replica that died are marked interrupted")
@@ -178,7 +183,7 @@ func parseServeFlags(args []string, stderr io.Writer) (serveFlags, error) {
 	// Environment fallbacks, for the flags not given on the command line.
 	set := map[string]bool{}
 	fs.Visit(func(fl *flag.Flag) { set[fl.Name] = true })
-	for name, env := range map[string]string{"addr": envAddr, "data": envData, "config": envConfig, "log-level": envLogLevel, "metrics-addr": envMetricsAddr, "auth-file": envAuthFile, "http-addr": envHTTPAddr, "http-prefix": envHTTPPrefix} {
+	for name, env := range map[string]string{"addr": envAddr, "data": envData, "config": envConfig, "log-level": envLogLevel, "metrics-addr": envMetricsAddr, "auth-file": envAuthFile, "http-addr": envHTTPAddr, "http-prefix": envHTTPPrefix, "webhook-allow-hosts": envWebhookAllowHosts} {
 		if v := os.Getenv(env); v != "" && !set[name] {
 			if err := fs.Set(name, v); err != nil {
 				return f, usagef("%s: %v", env, err)
@@ -189,7 +194,8 @@ func parseServeFlags(args []string, stderr io.Writer) (serveFlags, error) {
 	if f.httpPrefix, err = web.CleanPrefix(f.httpPrefix); err != nil {
 		return f, usagef("--http-prefix: %v", err)
 	}
-	return f, nil
+	f.hooks, err = newWebhooks(f.webhooks)
+	return f, err
 }
 
 // webFlagsInto defines the HTTP listener's bounds on its clients and
@@ -283,16 +289,17 @@ func serve(ctx context.Context, args []string, stderr io.Writer) (err error) {
 			log.Warn("flushing traces", "err", terr)
 		}
 	}()
-	apps, err := loadApps(ctx, f.config, st, leasing{ttl: f.leaseTTL, replica: f.replica}, log, tr.plugins...)
+	apps, err := loadApps(ctx, f.config, st, leasing{ttl: f.leaseTTL, replica: f.replica}, f.hooks, log, tr.plugins...)
 	if err != nil {
 		return err
 	}
-	reloader := &appsReloader{path: f.config, reg: apps, log: log}
+	reloader := &appsReloader{path: f.config, reg: apps, log: log, hooks: f.hooks}
 	defer watchHangups(ctx, reloader)()
 	core, err := startRuns(ctx, f, st, apps, sec, log)
 	if err != nil {
 		return err
 	}
+	defer f.hooks.start(ctx, st, tr.onWebhook, log)() // stops after the servers, before the store closes
 	if f.debugAddr != "" {
 		stopDebug, err := serveDebug(f.debugAddr, log)
 		if err != nil {
@@ -352,6 +359,7 @@ func startRuns(ctx context.Context, f serveFlags, st store.Store, reg *apps.Regi
 		Auth:            sec.auth,
 		Limits:          f.limits,
 		MaxRequestBytes: f.maxRequest,
+		WebhookURL:      f.hooks.urlCheck(),
 	})
 	gateClaims(reg, core.ClaimGate())
 	if err := recoverRuns(ctx, reg, log); err != nil {

@@ -32,7 +32,9 @@ type telemetrySetup struct {
 	plugins  []plugin.Plugin
 	options  []grpc.ServerOption
 	onCommit func(d time.Duration, writes int)
-	shutdown func(context.Context) error
+	// onWebhook counts webhook attempts; nil without metrics.
+	onWebhook func(outcome string)
+	shutdown  func(context.Context) error
 }
 
 // setupTelemetry reads the environment (see setupTracing) and, when
@@ -72,6 +74,7 @@ func setupTelemetry(ctx context.Context, log *slog.Logger, metricsAddr, dataPath
 		grpcOpts = append(grpcOpts, otelgrpc.WithMeterProvider(m.provider))
 		shutdowns = append(shutdowns, m.provider.Shutdown)
 		setup.onCommit = m.onCommit
+		setup.onWebhook = m.onWebhook
 	} else {
 		grpcOpts = append(grpcOpts, otelgrpc.WithMeterProvider(metricnoop.NewMeterProvider()))
 	}

@@ -24,6 +24,14 @@ type Option func(*options)
 type options struct {
 	undeclared     func(string) bool
 	undeclaredWant string
+	webhookURL     func(string) error
+}
+
+// WebhookURLs makes an app's webhook URL an error unless check accepts
+// it: the server passes its allow list of hosts, checked at start and at
+// every reload. Without it any URL is accepted.
+func WebhookURLs(check func(url string) error) Option {
+	return func(o *options) { o.webhookURL = check }
 }
 
 // UndeclaredModels makes a model name that no models entry declares an

@@ -40,6 +40,11 @@ type App struct {
 	// file's models. Empty names none: Reload then treats the app as
 	// changed every time.
 	Version string
+	// Webhook is where the app's runs call back (runner.Config.Webhook),
+	// and WebhookSecretEnv the environment variable holding the secret
+	// its deliveries are signed with ("" for the server's default).
+	Webhook          *agentrunnerv1.Webhook
+	WebhookSecretEnv string
 
 	// closer releases what the app holds (its MCP connections); set by
 	// Build.
@@ -167,6 +172,7 @@ func (g *Registry) runnerConfig(app App) runner.Config {
 		Compaction:          app.Compaction,
 		Root:                app.Root,
 		ConfigVersion:       app.Version,
+		Webhook:             app.Webhook,
 		Store:               g.cfg.Store,
 		Memory:              g.cfg.Memory,
 		AddSessionsToMemory: app.AddSessionsToMemory,

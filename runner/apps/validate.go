@@ -45,6 +45,7 @@ func Validate(cfg *agentrunnerv1.AppsConfig, opts ...Option) error {
 		}
 		validateApp(app, path, models, o, &errs)
 		validateBudgets(app, path, currency, &errs)
+		validateWebhook(app.GetWebhook(), path+".webhook", o, &errs)
 	}
 	return errs.err()
 }
@@ -198,5 +199,28 @@ func validateLLM(llm *agentrunnerv1.LlmAgentConfig, path string, scope *treeScop
 	}
 	if t := llm.Temperature; t != nil && (*t < 0 || *t > 2) {
 		errs.add(&Error{Path: path + ".temperature", Msg: "temperature must be between 0 and 2"})
+	}
+}
+
+// validateWebhook checks an app's webhook: a URL the server's check
+// accepts (its allow list of hosts), and the name, not the value, of the
+// environment variable of its secret. Whether that variable is set is
+// the server's to check, as it is for a model's API key.
+func validateWebhook(wh *agentrunnerv1.WebhookConfig, path string, o options, errs *errList) {
+	if wh == nil {
+		return
+	}
+	switch {
+	case wh.GetUrl() == "":
+		errs.add(&Error{Path: path + ".url", Msg: "url is required"})
+	case o.webhookURL != nil:
+		if err := o.webhookURL(wh.GetUrl()); err != nil {
+			errs.add(&Error{Path: path + ".url", Msg: err.Error()})
+		}
+	}
+	if env := wh.GetSecretEnv(); env != "" {
+		if e := checkEnvName(env, path+".secret_env"); e != nil {
+			errs.add(e)
+		}
 	}
 }

@@ -16,6 +16,7 @@ import (
 	"log/slog"
 
 	servicev1 "github.com/agentrunner/agentrunner/gen/go/agentrunner/service/v1"
+	agentrunnerv1 "github.com/agentrunner/agentrunner/gen/go/agentrunner/v1"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -40,12 +41,22 @@ type Reloader interface {
 	ReloadApps(ctx context.Context) (*servicev1.ReloadAppsResponse, error)
 }
 
+// DeliveryLister is a store that keeps a webhook outbox (both stores,
+// store.WebhookOutbox's listing).
+type DeliveryLister interface {
+	ListDeliveries(ctx context.Context, st agentrunnerv1.WebhookDeliveryState, n int) ([]*agentrunnerv1.WebhookDelivery, error)
+}
+
+// maxDeliveries bounds one ListWebhookDeliveries (store.MaxClaim).
+const maxDeliveries = 100
+
 // Service implements AdminService.
 type Service struct {
 	servicev1.UnimplementedAdminServiceServer
-	backup Backuper
-	reload Reloader
-	log    *slog.Logger
+	backup     Backuper
+	reload     Reloader
+	deliveries DeliveryLister
+	log        *slog.Logger
 }
 
 // New returns the service for a store. st is typically the server's
@@ -57,7 +68,39 @@ func New(st any, log *slog.Logger) *Service {
 		log = slog.Default()
 	}
 	b, _ := st.(Backuper)
-	return &Service{backup: b, log: log}
+	d, _ := st.(DeliveryLister)
+	return &Service{backup: b, deliveries: d, log: log}
+}
+
+// ListWebhookDeliveries lists the outbox's deliveries in a state.
+func (s *Service) ListWebhookDeliveries(ctx context.Context, req *servicev1.ListWebhookDeliveriesRequest) (*servicev1.ListWebhookDeliveriesResponse, error) {
+	if s.deliveries == nil {
+		return nil, status.Error(codes.FailedPrecondition, "this store keeps no webhook outbox")
+	}
+	st := req.GetState()
+	switch st {
+	case agentrunnerv1.WebhookDeliveryState_WEBHOOK_DELIVERY_STATE_UNSPECIFIED:
+		st = agentrunnerv1.WebhookDeliveryState_WEBHOOK_DELIVERY_STATE_FAILED
+	case agentrunnerv1.WebhookDeliveryState_WEBHOOK_DELIVERY_STATE_FAILED, agentrunnerv1.WebhookDeliveryState_WEBHOOK_DELIVERY_STATE_PENDING:
+	default:
+		return nil, status.Errorf(codes.InvalidArgument, "state: %d is no delivery state", st)
+	}
+	n := int(req.GetPageSize())
+	if n < 0 {
+		return nil, status.Error(codes.InvalidArgument, "page_size: must not be negative")
+	}
+	if n == 0 || n > maxDeliveries {
+		n = maxDeliveries
+	}
+	ds, err := s.deliveries.ListDeliveries(ctx, st, n)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, status.FromContextError(ctx.Err()).Err()
+		}
+		s.log.Error("list webhook deliveries", "err", err)
+		return nil, status.Errorf(codes.Internal, "list webhook deliveries: %v", err)
+	}
+	return &servicev1.ListWebhookDeliveriesResponse{Deliveries: ds}, nil
 }
 
 // WithReloader makes ReloadApps call r; without one it answers

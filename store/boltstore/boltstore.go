@@ -38,14 +38,14 @@ var (
 
 	allBuckets = [][]byte{bucketMeta, bucketSessions, bucketEvents, bucketAppState, bucketUserState, bucketArtifacts, bucketBlobs, bucketToolCalls,
 		bucketRunRecords, bucketRunReqs, bucketMemSessions, bucketMemPostings,
-		bucketMemUsers, bucketSpend}
+		bucketMemUsers, bucketSpend, bucketWebhooks}
 
 	keySchemaVersion = []byte("schema_version")
 )
 
 // currentSchema is the layout this code reads and writes. Raise it with a
 // new entry in schemaMigrations (and a test) whenever the layout changes.
-const currentSchema = 8
+const currentSchema = 9
 
 // migration upgrades a file from schema version N to N+1 inside the open
 // transaction.
@@ -59,8 +59,9 @@ type migration func(tx *bbolt.Tx) error
 // index (migrateMemory); version 6 moved the records into run_records,
 // by run id (migrateRunRecords); version 7 added the run index across
 // sessions (migrateRunIndex, runindex.go); version 8 the daily spend
-// ledger (bucket spend, migrateSpend).
-var schemaMigrations = []migration{migrateToolCalls, migrateRuns, migrateRunsIntoEvents, migrateMemory, migrateRunRecords, migrateRunIndex, migrateSpend}
+// ledger (bucket spend, migrateSpend); version 9 the webhook outbox
+// (bucket webhook_outbox, migrateWebhooks).
+var schemaMigrations = []migration{migrateToolCalls, migrateRuns, migrateRunsIntoEvents, migrateMemory, migrateRunRecords, migrateRunIndex, migrateSpend, migrateWebhooks}
 
 // migrateMemory adds the memory buckets (memory.go), empty: no session of
 // an older file is in memory. Open creates them before it migrates; the

@@ -315,6 +315,8 @@ func TestKeysGolden(t *testing.T) {
 		"memory_event_id " + hex.EncodeToString(memEventID),
 		"spend " + hex.EncodeToString(spendKey("app", "user\x00x", "2026-11-26", "flash")),
 		"spend_all_users " + hex.EncodeToString(spendKey("app", allUsers, "2026-11-26", "flash")),
+		"webhook_pending " + hex.EncodeToString(deliveryKey(prefixPending, "e-1.succeeded.7")),
+		"webhook_failed " + hex.EncodeToString(deliveryKey(prefixFailed, "e-1.succeeded.7")),
 		"schema " + hex.EncodeToString(binary.AppendUvarint(nil, currentSchema)),
 	}, "\n") + "\n"
 	path := filepath.Join("testdata", "keys.golden")
@@ -519,6 +521,15 @@ func TestEventsFill(t *testing.T) {
 func TestForkConformance(t *testing.T) {
 	storetest.RunFork(t, func(t *testing.T) store.Store {
 		s, _ := newTestStore(t, Options{})
+		return s
+	})
+}
+
+// TestWebhookConformance runs the webhook outbox's suite that pgstore
+// runs too.
+func TestWebhookConformance(t *testing.T) {
+	storetest.RunWebhooks(t, func(t *testing.T) store.Store {
+		s, _ := newTestStore(t, Options{NoSync: true})
 		return s
 	})
 }

@@ -110,6 +110,7 @@ type runPlan struct {
 	putReq     []byte                 // run_requests entry to add
 	delReq     []byte                 // run_requests entry of the record's old request_id, to delete
 	unfinished int                    // +1: add the unfinished mark, -1: remove it, 0: leave
+	callback   bool                   // the write queues a webhook delivery (store.QueuesDelivery)
 	active     int                    // the same for the run's active entry in the run index (runindex.go)
 }
 
@@ -130,6 +131,7 @@ func planRun(tx *bbolt.Tx, w *runWrite, anchor uint64) (*runPlan, error) {
 	case stored == nil:
 		p.newRun = true
 		p.key = w.newKey(anchor)
+		p.callback = store.QueuesDelivery(w.rec, false, 0)
 	default:
 		if !bytes.HasPrefix(stored, w.sk) {
 			return nil, fmt.Errorf("run_id %s is a run of another session: %w", w.rec.GetRunId(), store.ErrAlreadyExists)
@@ -138,6 +140,7 @@ func planRun(tx *bbolt.Tx, w *runWrite, anchor uint64) (*runPlan, error) {
 		var st agentrunnerv1.RunStatus
 		oldReq, st = requestAndStatusOf(v)
 		has, wasActive = unfinished(st), store.Active(st)
+		p.callback = store.QueuesDelivery(w.rec, true, st)
 		if runNanos(p.key, w.sk) != w.nanos {
 			if err := p.keepCreateTime(); err != nil {
 				return nil, err
@@ -228,6 +231,9 @@ func (p *runPlan) apply(tx *bbolt.Tx, seq uint64) error {
 		}
 	}
 	if err := p.index(records); err != nil {
+		return err
+	}
+	if err := p.queueDelivery(tx, seq); err != nil {
 		return err
 	}
 	switch p.unfinished {

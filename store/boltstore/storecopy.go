@@ -155,6 +155,7 @@ func (s *Store) ImportSession(ctx context.Context, in *storecopy.Session) error 
 		for i, w := range runs {
 			p, err := planRun(tx, w, in.Runs[i].Anchor)
 			if err == nil {
+				p.callback = false // the source's run called back already
 				err = p.apply(tx, 0)
 			}
 			if err != nil {

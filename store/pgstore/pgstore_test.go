@@ -373,3 +373,8 @@ func TestOnCommit(t *testing.T) {
 func TestForkConformance(t *testing.T) {
 	storetest.RunFork(t, func(t *testing.T) store.Store { return openURL(t, pg.URL(t)) })
 }
+
+// TestWebhookConformance runs the webhook outbox's suite on PostgreSQL.
+func TestWebhookConformance(t *testing.T) {
+	storetest.RunWebhooks(t, func(t *testing.T) store.Store { return openURL(t, pg.URL(t)) })
+}

@@ -218,12 +218,12 @@ func (s *Store) planWrites(ctx context.Context, p *pipeWrite, r *pipeReads) (*pg
 		p.stored = stored
 	}
 	if p.run != nil {
-		rec, args, err := p.run.plan(r.run, r.last, seq)
+		plan, err := p.run.plan(r.run, r.last, seq)
 		if err != nil {
 			return nil, err
 		}
-		b.Queue(sqlPutRun, args...)
-		p.storedRun = rec
+		plan.queue(b)
+		p.storedRun = plan.rec
 	}
 	// Last before the COMMIT: the ledger's rows are shared by the user's
 	// and the app's appends, and stay locked until it.

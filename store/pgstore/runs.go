@@ -26,6 +26,9 @@ type runWrite struct {
 	rec   *agentrunnerv1.Run
 	k     store.SessionKey
 	nanos int64 // create_time in Unix nanoseconds
+	// copied: a record a store copy writes, which queues no webhook
+	// delivery (the source's run called back already).
+	copied bool
 }
 
 func prepareRun(run *agentrunnerv1.Run) (*runWrite, error) {
@@ -40,7 +43,7 @@ func prepareRun(run *agentrunnerv1.Run) (*runWrite, error) {
 // pipelined paths (pipeline.go).
 const (
 	// sqlRunOf reads the stored run of an id, locking it.
-	sqlRunOf = "SELECT app_name, user_id, session_id, create_nanos FROM runs WHERE run_id = $1 FOR UPDATE"
+	sqlRunOf = "SELECT app_name, user_id, session_id, create_nanos, coalesce(status, 0) FROM runs WHERE run_id = $1 FOR UPDATE"
 	// sqlRequestHolder reads the other run of a session holding a request_id.
 	sqlRequestHolder = "SELECT run_id FROM runs WHERE app_name = $1 AND user_id = $2 AND session_id = $3 AND request_id = $4 AND run_id <> $5"
 	// sqlPutRun writes a record; a rewrite keeps its anchor and create_nanos.
@@ -54,12 +57,15 @@ type storedRun struct {
 	found     bool
 	key       store.SessionKey
 	nanos     int64
+	status    agentrunnerv1.RunStatus
 	reqHolder string // the other run holding the request_id, if any
 }
 
 // scan reads the result of sqlRunOf.
 func (r *storedRun) scan(row pgx.Row) error {
-	err := row.Scan(&r.key.App, &r.key.User, &r.key.Session, &r.nanos)
+	var st int32
+	err := row.Scan(&r.key.App, &r.key.User, &r.key.Session, &r.nanos, &st)
+	r.status = agentrunnerv1.RunStatus(st)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil
 	}
@@ -75,12 +81,29 @@ func (r *storedRun) scanHolder(row pgx.Row) error {
 	return nil
 }
 
+// runPlan is a planned write of a run record: the record as it is
+// written, sqlPutRun's arguments, and sqlQueueDelivery's when the write
+// calls back (store.QueuesDelivery).
+type runPlan struct {
+	rec      *agentrunnerv1.Run
+	args     []any
+	delivery []any
+}
+
+// queue adds the plan's statements to b.
+func (p *runPlan) queue(b *pgx.Batch) {
+	b.Queue(sqlPutRun, p.args...)
+	if p.delivery != nil {
+		b.Queue(sqlQueueDelivery, p.delivery...)
+	}
+}
+
 // plan returns the record w writes over stored, and the arguments of
 // sqlPutRun for it (its session's last sequence being anchor); a seq
 // other than zero is stored as last_sequence (and as first_sequence when
 // that is zero). The run id must not be another session's, and the
 // request_id not another run's (ErrAlreadyExists).
-func (w *runWrite) plan(stored storedRun, anchor, seq uint64) (*agentrunnerv1.Run, []any, error) {
+func (w *runWrite) plan(stored storedRun, anchor, seq uint64) (*runPlan, error) {
 	rec := w.rec.CloneVT()
 	if seq != 0 {
 		rec.LastSequence = seq
@@ -91,7 +114,7 @@ func (w *runWrite) plan(stored storedRun, anchor, seq uint64) (*agentrunnerv1.Ru
 	switch {
 	case !stored.found:
 	case stored.key != w.k:
-		return nil, nil, fmt.Errorf("run_id %s is a run of another session: %w", rec.GetRunId(), store.ErrAlreadyExists)
+		return nil, fmt.Errorf("run_id %s is a run of another session: %w", rec.GetRunId(), store.ErrAlreadyExists)
 	case stored.nanos != w.nanos:
 		// A record's create_time never changes once written.
 		rec.CreateTime = timestamppb.New(time.Unix(0, stored.nanos))
@@ -99,15 +122,21 @@ func (w *runWrite) plan(stored storedRun, anchor, seq uint64) (*agentrunnerv1.Ru
 	var req *string
 	if r := rec.GetRequestId(); r != "" {
 		if stored.reqHolder != "" {
-			return nil, nil, fmt.Errorf("request_id %q is held by run %s: %w", r, stored.reqHolder, store.ErrAlreadyExists)
+			return nil, fmt.Errorf("request_id %q is held by run %s: %w", r, stored.reqHolder, store.ErrAlreadyExists)
 		}
 		req = &r
 	}
 	b, err := proto.Marshal(rec)
 	if err != nil {
-		return nil, nil, fmt.Errorf("marshal run %s: %w", rec.GetRunId(), err)
+		return nil, fmt.Errorf("marshal run %s: %w", rec.GetRunId(), err)
 	}
-	return rec, []any{rec.GetRunId(), w.k.App, w.k.User, w.k.Session, int64(anchor), w.nanos, req, unfinished(rec.GetStatus()), b, int32(rec.GetStatus())}, nil
+	p := &runPlan{rec: rec, args: []any{rec.GetRunId(), w.k.App, w.k.User, w.k.Session, int64(anchor), w.nanos, req, unfinished(rec.GetStatus()), b, int32(rec.GetStatus())}}
+	if !w.copied && store.QueuesDelivery(rec, stored.found, stored.status) {
+		if p.delivery, err = deliveryArgs(store.NewDelivery(rec, time.Now())); err != nil {
+			return nil, err
+		}
+	}
+	return p, nil
 }
 
 // putRunTx writes w's record in tx, which holds its session's row lock
@@ -123,14 +152,19 @@ func putRunTx(ctx context.Context, tx pgx.Tx, w *runWrite, anchor, seq uint64) (
 			return nil, fmt.Errorf("read request_id %q: %w", r, err)
 		}
 	}
-	rec, args, err := w.plan(stored, anchor, seq)
+	p, err := w.plan(stored, anchor, seq)
 	if err != nil {
 		return nil, err
 	}
-	if _, err := tx.Exec(ctx, sqlPutRun, args...); err != nil {
-		return nil, fmt.Errorf("write run %s: %w", rec.GetRunId(), err)
+	if _, err := tx.Exec(ctx, sqlPutRun, p.args...); err != nil {
+		return nil, fmt.Errorf("write run %s: %w", p.rec.GetRunId(), err)
 	}
-	return rec, nil
+	if p.delivery != nil {
+		if _, err := tx.Exec(ctx, sqlQueueDelivery, p.delivery...); err != nil {
+			return nil, fmt.Errorf("queue the webhook delivery of run %s: %w", p.rec.GetRunId(), err)
+		}
+	}
+	return p.rec, nil
 }
 
 // AppendRunEvent implements store.RunStore.

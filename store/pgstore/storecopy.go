@@ -177,6 +177,7 @@ func (s *Store) ImportSession(ctx context.Context, in *storecopy.Session) error 
 			return err
 		}
 		for i, w := range runs {
+			w.copied = true // the source's run called back already
 			if _, err := putRunTx(ctx, tx, w, in.Runs[i].Anchor, 0); err != nil {
 				return err
 			}

@@ -187,6 +187,29 @@ func (lr *Run) publish(e entry, stored bool) {
 	}
 }
 
+// WaitRecorded waits until the run's record is in the store (its first
+// event, which carries it, stored) or the run has ended, and reports
+// whether it got there before ctx ended.
+func (lr *Run) WaitRecorded(ctx context.Context) bool {
+	c := lr.subscribe()
+	defer lr.unsubscribe(c)
+	for {
+		lr.mu.Lock()
+		recorded := lr.rec.GetFirstSequence() != 0
+		lr.mu.Unlock()
+		if recorded {
+			return true
+		}
+		select {
+		case <-c:
+		case <-lr.done:
+			return true
+		case <-ctx.Done():
+			return false
+		}
+	}
+}
+
 // Stored moves the record past an event the run stored.
 func (lr *Run) Stored(ev *agentrunnerv1.Event) {
 	lr.mu.Lock()

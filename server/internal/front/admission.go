@@ -44,6 +44,9 @@ func (d *Desk) run(ctx context.Context, req *servicev1.RunRequest, sharedEvents 
 // StartRun admits a run and returns its record; the run goes on alone,
 // counted against the limits until it ends.
 func (d *Desk) StartRun(ctx context.Context, req *servicev1.StartRunRequest) (*servicev1.StartRunResponse, error) {
+	if err := d.checkWebhook(req.GetWebhook()); err != nil {
+		return nil, err
+	}
 	// The same admission as Run's: the fields are the same.
 	app, slot, rr, err := d.admit(ctx, &servicev1.RunRequest{
 		AppName: req.GetAppName(), UserId: req.GetUserId(), SessionId: req.GetSessionId(),
@@ -54,6 +57,7 @@ func (d *Desk) StartRun(ctx context.Context, req *servicev1.StartRunRequest) (*s
 		return nil, err
 	}
 	rr.OnDisconnect = agentrunnerv1.OnDisconnect_ON_DISCONNECT_CONTINUE
+	rr.Webhook = req.GetWebhook()
 	run, err := app.Start(ctx, rr)
 	if err != nil {
 		d.runs.release(slot)
@@ -174,4 +178,21 @@ func (d *Desk) OpenSession(ctx context.Context, k store.SessionKey) (created boo
 // PermissionDenied whether it exists or not.
 func (d *Desk) RunApp(ctx context.Context, runID string) (AppRunner, error) {
 	return d.runApp(ctx, runID)
+}
+
+// checkWebhook refuses, before anything is admitted, a webhook whose URL
+// the server would not call: not http(s), or to a host it does not allow.
+func (d *Desk) checkWebhook(wh *agentrunnerv1.Webhook) error {
+	switch {
+	case wh == nil:
+		return nil
+	case wh.GetUrl() == "":
+		return invalid("webhook.url", "is empty")
+	case d.webhookURL == nil:
+		return invalid("webhook.url", "this server calls no webhooks (agentrunner serve --webhook-allow-hosts)")
+	}
+	if err := d.webhookURL(wh.GetUrl()); err != nil {
+		return invalid("webhook.url", "%v", err)
+	}
+	return nil
 }

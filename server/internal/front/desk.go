@@ -81,6 +81,10 @@ type Config struct {
 	Auth            *auth.Config
 	Memory          memory.Service
 	Limits          Limits
+	// WebhookURL checks the webhook URL a StartRun names (the server's
+	// allow list of hosts, runner/webhook.Allow.Check); nil refuses every
+	// webhook: the server calls none.
+	WebhookURL func(url string) error
 }
 
 // Desk is the front desk: every check a call passes before it reaches
@@ -101,6 +105,7 @@ type Desk struct {
 	authz      *authorizer
 	limits     Limits
 	runs       *runLimiter
+	webhookURL func(url string) error
 }
 
 // New returns a Desk. It panics if cfg.Store is nil: that is a wiring
@@ -133,6 +138,7 @@ func New(cfg Config) *Desk {
 		authz:      newAuthorizer(cfg.Auth, cfg.Logger),
 		limits:     limits,
 		runs:       newRunLimiter(limits),
+		webhookURL: cfg.WebhookURL,
 	}
 }
 

@@ -171,6 +171,7 @@ func (m *AppConfig) CloneVT() *AppConfig {
 	r.Memory = m.Memory.CloneVT()
 	r.ContextCache = m.ContextCache.CloneVT()
 	r.Budgets = m.Budgets.CloneVT()
+	r.Webhook = m.Webhook.CloneVT()
 	if rhs := m.FunctionTools; rhs != nil {
 		tmpContainer := make([]*FunctionToolConfig, len(rhs))
 		for k, v := range rhs {
@@ -965,6 +966,16 @@ func (m *AppConfig) MarshalToSizedBufferVT(dAtA []byte) (int, error) {
 	if m.unknownFields != nil {
 		i -= len(m.unknownFields)
 		copy(dAtA[i:], m.unknownFields)
+	}
+	if m.Webhook != nil {
+		size, err := m.Webhook.MarshalToSizedBufferVT(dAtA[:i])
+		if err != nil {
+			return 0, err
+		}
+		i -= size
+		i = protohelpers.EncodeVarint(dAtA, i, uint64(size))
+		i--
+		dAtA[i] = 0x5a
 	}
 	if m.Budgets != nil {
 		size, err := m.Budgets.MarshalToSizedBufferVT(dAtA[:i])
@@ -2245,6 +2256,10 @@ func (m *AppConfig) SizeVT() (n int) {
 	}
 	if m.Budgets != nil {
 		l = m.Budgets.SizeVT()
+		n += 1 + l + protohelpers.SizeOfVarint(uint64(l))
+	}
+	if m.Webhook != nil {
+		l = m.Webhook.SizeVT()
 		n += 1 + l + protohelpers.SizeOfVarint(uint64(l))
 	}
 	n += len(m.unknownFields)

@@ -483,6 +483,10 @@ type Run struct {
 	// on with the current one, and this names it. Empty for apps built in
 	// code without a version.
 	ConfigVersion string `protobuf:"bytes,24,opt,name=config_version,json=configVersion,proto3" json:"config_version,omitempty"`
+	// Where the run calls back when it stops (StartRunRequest.webhook, else
+	// its app's WebhookConfig); unset, it calls nowhere. Each change of
+	// status to one where the run stops queues one delivery.
+	Webhook       *Webhook `protobuf:"bytes,25,opt,name=webhook,proto3" json:"webhook,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -678,6 +682,13 @@ func (x *Run) GetConfigVersion() string {
 	return ""
 }
 
+func (x *Run) GetWebhook() *Webhook {
+	if x != nil {
+		return x.Webhook
+	}
+	return nil
+}
+
 // RunInput is what a run was asked to do.
 type RunInput struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -746,7 +757,7 @@ var File_agentrunner_v1_run_proto protoreflect.FileDescriptor
 
 const file_agentrunner_v1_run_proto_rawDesc = "" +
 	"\n" +
-	"\x18agentrunner/v1/run.proto\x12\x0eagentrunner.v1\x1a\x1cagentrunner/v1/content.proto\x1a\x1aagentrunner/v1/event.proto\x1a\x19google/protobuf/any.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xe3\x01\n" +
+	"\x18agentrunner/v1/run.proto\x12\x0eagentrunner.v1\x1a\x1cagentrunner/v1/content.proto\x1a\x1aagentrunner/v1/event.proto\x1a\x1cagentrunner/v1/webhook.proto\x1a\x19google/protobuf/any.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xe3\x01\n" +
 	"\tRunConfig\x12@\n" +
 	"\x1dsave_input_blobs_as_artifacts\x18\x01 \x01(\bR\x19saveInputBlobsAsArtifacts\x12\"\n" +
 	"\rmax_llm_calls\x18\x02 \x01(\x05R\vmaxLlmCalls\x12*\n" +
@@ -755,7 +766,7 @@ const file_agentrunner_v1_run_proto_rawDesc = "" +
 	"\x06Status\x12\x12\n" +
 	"\x04code\x18\x01 \x01(\x05R\x04code\x12\x18\n" +
 	"\amessage\x18\x02 \x01(\tR\amessage\x12.\n" +
-	"\adetails\x18\x03 \x03(\v2\x14.google.protobuf.AnyR\adetails\"\x85\t\n" +
+	"\adetails\x18\x03 \x03(\v2\x14.google.protobuf.AnyR\adetails\"\xb8\t\n" +
 	"\x03Run\x12\x15\n" +
 	"\x06run_id\x18\x01 \x01(\tR\x05runId\x12\x19\n" +
 	"\bapp_name\x18\x02 \x01(\tR\aappName\x12\x17\n" +
@@ -784,7 +795,8 @@ const file_agentrunner_v1_run_proto_rawDesc = "" +
 	"\x13continued_by_run_id\x18\x14 \x01(\tR\x10continuedByRunId\x12(\n" +
 	"\x04cost\x18\x16 \x01(\v2\x14.agentrunner.v1.CostR\x04cost\x12!\n" +
 	"\ftotal_tokens\x18\x17 \x01(\x03R\vtotalTokens\x12%\n" +
-	"\x0econfig_version\x18\x18 \x01(\tR\rconfigVersion\x1a^\n" +
+	"\x0econfig_version\x18\x18 \x01(\tR\rconfigVersion\x121\n" +
+	"\awebhook\x18\x19 \x01(\v2\x17.agentrunner.v1.WebhookR\awebhook\x1a^\n" +
 	"\x11UsageByAgentEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x123\n" +
 	"\x05value\x18\x02 \x01(\v2\x1d.agentrunner.v1.UsageMetadataR\x05value:\x028\x01\"\xb8\x01\n" +
@@ -847,8 +859,9 @@ var file_agentrunner_v1_run_proto_goTypes = []any{
 	(*timestamppb.Timestamp)(nil), // 10: google.protobuf.Timestamp
 	(*UsageMetadata)(nil),         // 11: agentrunner.v1.UsageMetadata
 	(*Cost)(nil),                  // 12: agentrunner.v1.Cost
-	(*Content)(nil),               // 13: agentrunner.v1.Content
-	(*structpb.Struct)(nil),       // 14: google.protobuf.Struct
+	(*Webhook)(nil),               // 13: agentrunner.v1.Webhook
+	(*Content)(nil),               // 14: agentrunner.v1.Content
+	(*structpb.Struct)(nil),       // 15: google.protobuf.Struct
 }
 var file_agentrunner_v1_run_proto_depIdxs = []int32{
 	0,  // 0: agentrunner.v1.RunConfig.streaming_mode:type_name -> agentrunner.v1.StreamingMode
@@ -864,15 +877,16 @@ var file_agentrunner_v1_run_proto_depIdxs = []int32{
 	7,  // 10: agentrunner.v1.Run.input:type_name -> agentrunner.v1.RunInput
 	8,  // 11: agentrunner.v1.Run.usage_by_agent:type_name -> agentrunner.v1.Run.UsageByAgentEntry
 	12, // 12: agentrunner.v1.Run.cost:type_name -> agentrunner.v1.Cost
-	13, // 13: agentrunner.v1.RunInput.new_message:type_name -> agentrunner.v1.Content
-	14, // 14: agentrunner.v1.RunInput.state_delta:type_name -> google.protobuf.Struct
-	4,  // 15: agentrunner.v1.RunInput.run_config:type_name -> agentrunner.v1.RunConfig
-	11, // 16: agentrunner.v1.Run.UsageByAgentEntry.value:type_name -> agentrunner.v1.UsageMetadata
-	17, // [17:17] is the sub-list for method output_type
-	17, // [17:17] is the sub-list for method input_type
-	17, // [17:17] is the sub-list for extension type_name
-	17, // [17:17] is the sub-list for extension extendee
-	0,  // [0:17] is the sub-list for field type_name
+	13, // 13: agentrunner.v1.Run.webhook:type_name -> agentrunner.v1.Webhook
+	14, // 14: agentrunner.v1.RunInput.new_message:type_name -> agentrunner.v1.Content
+	15, // 15: agentrunner.v1.RunInput.state_delta:type_name -> google.protobuf.Struct
+	4,  // 16: agentrunner.v1.RunInput.run_config:type_name -> agentrunner.v1.RunConfig
+	11, // 17: agentrunner.v1.Run.UsageByAgentEntry.value:type_name -> agentrunner.v1.UsageMetadata
+	18, // [18:18] is the sub-list for method output_type
+	18, // [18:18] is the sub-list for method input_type
+	18, // [18:18] is the sub-list for extension type_name
+	18, // [18:18] is the sub-list for extension extendee
+	0,  // [0:18] is the sub-list for field type_name
 }
 
 func init() { file_agentrunner_v1_run_proto_init() }
@@ -882,6 +896,7 @@ func file_agentrunner_v1_run_proto_init() {
 	}
 	file_agentrunner_v1_content_proto_init()
 	file_agentrunner_v1_event_proto_init()
+	file_agentrunner_v1_webhook_proto_init()
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{

@@ -94,6 +94,7 @@ func (m *Run) CloneVT() *Run {
 	r.Cost = m.Cost.CloneVT()
 	r.TotalTokens = m.TotalTokens
 	r.ConfigVersion = m.ConfigVersion
+	r.Webhook = m.Webhook.CloneVT()
 	if rhs := m.PendingCallIds; rhs != nil {
 		tmpContainer := make([]string, len(rhs))
 		copy(tmpContainer, rhs)
@@ -285,6 +286,18 @@ func (m *Run) MarshalToSizedBufferVT(dAtA []byte) (int, error) {
 	if m.unknownFields != nil {
 		i -= len(m.unknownFields)
 		copy(dAtA[i:], m.unknownFields)
+	}
+	if m.Webhook != nil {
+		size, err := m.Webhook.MarshalToSizedBufferVT(dAtA[:i])
+		if err != nil {
+			return 0, err
+		}
+		i -= size
+		i = protohelpers.EncodeVarint(dAtA, i, uint64(size))
+		i--
+		dAtA[i] = 0x1
+		i--
+		dAtA[i] = 0xca
 	}
 	if len(m.ConfigVersion) > 0 {
 		i -= len(m.ConfigVersion)
@@ -701,6 +714,10 @@ func (m *Run) SizeVT() (n int) {
 	}
 	l = len(m.ConfigVersion)
 	if l > 0 {
+		n += 2 + l + protohelpers.SizeOfVarint(uint64(l))
+	}
+	if m.Webhook != nil {
+		l = m.Webhook.SizeVT()
 		n += 2 + l + protohelpers.SizeOfVarint(uint64(l))
 	}
 	n += len(m.unknownFields)

@@ -13,12 +13,13 @@ _sym_db = _symbol_database.Default()
 
 from agentrunner.v1 import content_pb2 as agentrunner_dot_v1_dot_content__pb2
 from agentrunner.v1 import event_pb2 as agentrunner_dot_v1_dot_event__pb2
+from agentrunner.v1 import webhook_pb2 as agentrunner_dot_v1_dot_webhook__pb2
 from google.protobuf import any_pb2 as google_dot_protobuf_dot_any__pb2
 from google.protobuf import struct_pb2 as google_dot_protobuf_dot_struct__pb2
 from google.protobuf import timestamp_pb2 as google_dot_protobuf_dot_timestamp__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x18\x61gentrunner/v1/run.proto\x12\x0e\x61gentrunner.v1\x1a\x1c\x61gentrunner/v1/content.proto\x1a\x1a\x61gentrunner/v1/event.proto\x1a\x19google/protobuf/any.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xe3\x01\n\tRunConfig\x12@\n\x1dsave_input_blobs_as_artifacts\x18\x01 \x01(\x08R\x19saveInputBlobsAsArtifacts\x12\"\n\rmax_llm_calls\x18\x02 \x01(\x05R\x0bmaxLlmCalls\x12*\n\x11stream_user_event\x18\x03 \x01(\x08R\x0fstreamUserEvent\x12\x44\n\x0estreaming_mode\x18\x04 \x01(\x0e\x32\x1d.agentrunner.v1.StreamingModeR\rstreamingMode\"f\n\x06Status\x12\x12\n\x04\x63ode\x18\x01 \x01(\x05R\x04\x63ode\x12\x18\n\x07message\x18\x02 \x01(\tR\x07message\x12.\n\x07\x64\x65tails\x18\x03 \x03(\x0b\x32\x14.google.protobuf.AnyR\x07\x64\x65tails\"\x85\t\n\x03Run\x12\x15\n\x06run_id\x18\x01 \x01(\tR\x05runId\x12\x19\n\x08\x61pp_name\x18\x02 \x01(\tR\x07\x61ppName\x12\x17\n\x07user_id\x18\x03 \x01(\tR\x06userId\x12\x1d\n\nsession_id\x18\x04 \x01(\tR\tsessionId\x12\x31\n\x06status\x18\x05 \x01(\x0e\x32\x19.agentrunner.v1.RunStatusR\x06status\x12;\n\x0b\x63reate_time\x18\x06 \x01(\x0b\x32\x1a.google.protobuf.TimestampR\ncreateTime\x12\x39\n\nstart_time\x18\x07 \x01(\x0b\x32\x1a.google.protobuf.TimestampR\tstartTime\x12\x35\n\x08\x65nd_time\x18\x08 \x01(\x0b\x32\x1a.google.protobuf.TimestampR\x07\x65ndTime\x12%\n\x0e\x66irst_sequence\x18\t \x01(\x04R\rfirstSequence\x12#\n\rlast_sequence\x18\n \x01(\x04R\x0clastSequence\x12,\n\x05\x65rror\x18\x0b \x01(\x0b\x32\x16.agentrunner.v1.StatusR\x05\x65rror\x12\x1d\n\nrequest_id\x18\x0c \x01(\tR\trequestId\x12(\n\x10pending_call_ids\x18\r \x03(\tR\x0ependingCallIds\x12\x33\n\x05usage\x18\x0e \x01(\x0b\x32\x1d.agentrunner.v1.UsageMetadataR\x05usage\x12P\n\x12multitask_strategy\x18\x0f \x01(\x0e\x32!.agentrunner.v1.MultitaskStrategyR\x11multitaskStrategy\x12\x41\n\ron_disconnect\x18\x10 \x01(\x0e\x32\x1c.agentrunner.v1.OnDisconnectR\x0conDisconnect\x12.\n\x05input\x18\x11 \x01(\x0b\x32\x18.agentrunner.v1.RunInputR\x05input\x12%\n\x0erequest_digest\x18\x12 \x01(\tR\rrequestDigest\x12K\n\x0eusage_by_agent\x18\x13 \x03(\x0b\x32%.agentrunner.v1.Run.UsageByAgentEntryR\x0cusageByAgent\x12-\n\x13\x63ontinued_by_run_id\x18\x14 \x01(\tR\x10\x63ontinuedByRunId\x12(\n\x04\x63ost\x18\x16 \x01(\x0b\x32\x14.agentrunner.v1.CostR\x04\x63ost\x12!\n\x0ctotal_tokens\x18\x17 \x01(\x03R\x0btotalTokens\x12%\n\x0e\x63onfig_version\x18\x18 \x01(\tR\rconfigVersion\x1a^\n\x11UsageByAgentEntry\x12\x10\n\x03key\x18\x01 \x01(\tR\x03key\x12\x33\n\x05value\x18\x02 \x01(\x0b\x32\x1d.agentrunner.v1.UsageMetadataR\x05value:\x02\x38\x01\"\xb8\x01\n\x08RunInput\x12\x38\n\x0bnew_message\x18\x01 \x01(\x0b\x32\x17.agentrunner.v1.ContentR\nnewMessage\x12\x38\n\x0bstate_delta\x18\x02 \x01(\x0b\x32\x17.google.protobuf.StructR\nstateDelta\x12\x38\n\nrun_config\x18\x03 \x01(\x0b\x32\x19.agentrunner.v1.RunConfigR\trunConfig*`\n\rStreamingMode\x12\x1e\n\x1aSTREAMING_MODE_UNSPECIFIED\x10\x00\x12\x17\n\x13STREAMING_MODE_NONE\x10\x01\x12\x16\n\x12STREAMING_MODE_SSE\x10\x02*\xdd\x01\n\tRunStatus\x12\x1a\n\x16RUN_STATUS_UNSPECIFIED\x10\x00\x12\x16\n\x12RUN_STATUS_PENDING\x10\x01\x12\x16\n\x12RUN_STATUS_RUNNING\x10\x02\x12\x1d\n\x19RUN_STATUS_INPUT_REQUIRED\x10\x03\x12\x18\n\x14RUN_STATUS_SUCCEEDED\x10\x04\x12\x15\n\x11RUN_STATUS_FAILED\x10\x05\x12\x18\n\x14RUN_STATUS_CANCELLED\x10\x06\x12\x1a\n\x16RUN_STATUS_INTERRUPTED\x10\x07*\x98\x01\n\x11MultitaskStrategy\x12\"\n\x1eMULTITASK_STRATEGY_UNSPECIFIED\x10\x00\x12\x1d\n\x19MULTITASK_STRATEGY_REJECT\x10\x01\x12\x1e\n\x1aMULTITASK_STRATEGY_ENQUEUE\x10\x02\x12 \n\x1cMULTITASK_STRATEGY_INTERRUPT\x10\x03*c\n\x0cOnDisconnect\x12\x1d\n\x19ON_DISCONNECT_UNSPECIFIED\x10\x00\x12\x18\n\x14ON_DISCONNECT_CANCEL\x10\x01\x12\x1a\n\x16ON_DISCONNECT_CONTINUE\x10\x02\x62\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x18\x61gentrunner/v1/run.proto\x12\x0e\x61gentrunner.v1\x1a\x1c\x61gentrunner/v1/content.proto\x1a\x1a\x61gentrunner/v1/event.proto\x1a\x1c\x61gentrunner/v1/webhook.proto\x1a\x19google/protobuf/any.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xe3\x01\n\tRunConfig\x12@\n\x1dsave_input_blobs_as_artifacts\x18\x01 \x01(\x08R\x19saveInputBlobsAsArtifacts\x12\"\n\rmax_llm_calls\x18\x02 \x01(\x05R\x0bmaxLlmCalls\x12*\n\x11stream_user_event\x18\x03 \x01(\x08R\x0fstreamUserEvent\x12\x44\n\x0estreaming_mode\x18\x04 \x01(\x0e\x32\x1d.agentrunner.v1.StreamingModeR\rstreamingMode\"f\n\x06Status\x12\x12\n\x04\x63ode\x18\x01 \x01(\x05R\x04\x63ode\x12\x18\n\x07message\x18\x02 \x01(\tR\x07message\x12.\n\x07\x64\x65tails\x18\x03 \x03(\x0b\x32\x14.google.protobuf.AnyR\x07\x64\x65tails\"\xb8\t\n\x03Run\x12\x15\n\x06run_id\x18\x01 \x01(\tR\x05runId\x12\x19\n\x08\x61pp_name\x18\x02 \x01(\tR\x07\x61ppName\x12\x17\n\x07user_id\x18\x03 \x01(\tR\x06userId\x12\x1d\n\nsession_id\x18\x04 \x01(\tR\tsessionId\x12\x31\n\x06status\x18\x05 \x01(\x0e\x32\x19.agentrunner.v1.RunStatusR\x06status\x12;\n\x0b\x63reate_time\x18\x06 \x01(\x0b\x32\x1a.google.protobuf.TimestampR\ncreateTime\x12\x39\n\nstart_time\x18\x07 \x01(\x0b\x32\x1a.google.protobuf.TimestampR\tstartTime\x12\x35\n\x08\x65nd_time\x18\x08 \x01(\x0b\x32\x1a.google.protobuf.TimestampR\x07\x65ndTime\x12%\n\x0e\x66irst_sequence\x18\t \x01(\x04R\rfirstSequence\x12#\n\rlast_sequence\x18\n \x01(\x04R\x0clastSequence\x12,\n\x05\x65rror\x18\x0b \x01(\x0b\x32\x16.agentrunner.v1.StatusR\x05\x65rror\x12\x1d\n\nrequest_id\x18\x0c \x01(\tR\trequestId\x12(\n\x10pending_call_ids\x18\r \x03(\tR\x0ependingCallIds\x12\x33\n\x05usage\x18\x0e \x01(\x0b\x32\x1d.agentrunner.v1.UsageMetadataR\x05usage\x12P\n\x12multitask_strategy\x18\x0f \x01(\x0e\x32!.agentrunner.v1.MultitaskStrategyR\x11multitaskStrategy\x12\x41\n\ron_disconnect\x18\x10 \x01(\x0e\x32\x1c.agentrunner.v1.OnDisconnectR\x0conDisconnect\x12.\n\x05input\x18\x11 \x01(\x0b\x32\x18.agentrunner.v1.RunInputR\x05input\x12%\n\x0erequest_digest\x18\x12 \x01(\tR\rrequestDigest\x12K\n\x0eusage_by_agent\x18\x13 \x03(\x0b\x32%.agentrunner.v1.Run.UsageByAgentEntryR\x0cusageByAgent\x12-\n\x13\x63ontinued_by_run_id\x18\x14 \x01(\tR\x10\x63ontinuedByRunId\x12(\n\x04\x63ost\x18\x16 \x01(\x0b\x32\x14.agentrunner.v1.CostR\x04\x63ost\x12!\n\x0ctotal_tokens\x18\x17 \x01(\x03R\x0btotalTokens\x12%\n\x0e\x63onfig_version\x18\x18 \x01(\tR\rconfigVersion\x12\x31\n\x07webhook\x18\x19 \x01(\x0b\x32\x17.agentrunner.v1.WebhookR\x07webhook\x1a^\n\x11UsageByAgentEntry\x12\x10\n\x03key\x18\x01 \x01(\tR\x03key\x12\x33\n\x05value\x18\x02 \x01(\x0b\x32\x1d.agentrunner.v1.UsageMetadataR\x05value:\x02\x38\x01\"\xb8\x01\n\x08RunInput\x12\x38\n\x0bnew_message\x18\x01 \x01(\x0b\x32\x17.agentrunner.v1.ContentR\nnewMessage\x12\x38\n\x0bstate_delta\x18\x02 \x01(\x0b\x32\x17.google.protobuf.StructR\nstateDelta\x12\x38\n\nrun_config\x18\x03 \x01(\x0b\x32\x19.agentrunner.v1.RunConfigR\trunConfig*`\n\rStreamingMode\x12\x1e\n\x1aSTREAMING_MODE_UNSPECIFIED\x10\x00\x12\x17\n\x13STREAMING_MODE_NONE\x10\x01\x12\x16\n\x12STREAMING_MODE_SSE\x10\x02*\xdd\x01\n\tRunStatus\x12\x1a\n\x16RUN_STATUS_UNSPECIFIED\x10\x00\x12\x16\n\x12RUN_STATUS_PENDING\x10\x01\x12\x16\n\x12RUN_STATUS_RUNNING\x10\x02\x12\x1d\n\x19RUN_STATUS_INPUT_REQUIRED\x10\x03\x12\x18\n\x14RUN_STATUS_SUCCEEDED\x10\x04\x12\x15\n\x11RUN_STATUS_FAILED\x10\x05\x12\x18\n\x14RUN_STATUS_CANCELLED\x10\x06\x12\x1a\n\x16RUN_STATUS_INTERRUPTED\x10\x07*\x98\x01\n\x11MultitaskStrategy\x12\"\n\x1eMULTITASK_STRATEGY_UNSPECIFIED\x10\x00\x12\x1d\n\x19MULTITASK_STRATEGY_REJECT\x10\x01\x12\x1e\n\x1aMULTITASK_STRATEGY_ENQUEUE\x10\x02\x12 \n\x1cMULTITASK_STRATEGY_INTERRUPT\x10\x03*c\n\x0cOnDisconnect\x12\x1d\n\x19ON_DISCONNECT_UNSPECIFIED\x10\x00\x12\x18\n\x14ON_DISCONNECT_CANCEL\x10\x01\x12\x1a\n\x16ON_DISCONNECT_CONTINUE\x10\x02\x62\x06proto3')
 
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, globals())
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'agentrunner.v1.run_pb2', globals())
@@ -27,22 +28,22 @@ if _descriptor._USE_C_DESCRIPTORS == False:
   DESCRIPTOR._options = None
   _RUN_USAGEBYAGENTENTRY._options = None
   _RUN_USAGEBYAGENTENTRY._serialized_options = b'8\001'
-  _STREAMINGMODE._serialized_start=1873
-  _STREAMINGMODE._serialized_end=1969
-  _RUNSTATUS._serialized_start=1972
-  _RUNSTATUS._serialized_end=2193
-  _MULTITASKSTRATEGY._serialized_start=2196
-  _MULTITASKSTRATEGY._serialized_end=2348
-  _ONDISCONNECT._serialized_start=2350
-  _ONDISCONNECT._serialized_end=2449
-  _RUNCONFIG._serialized_start=193
-  _RUNCONFIG._serialized_end=420
-  _STATUS._serialized_start=422
-  _STATUS._serialized_end=524
-  _RUN._serialized_start=527
-  _RUN._serialized_end=1684
-  _RUN_USAGEBYAGENTENTRY._serialized_start=1590
-  _RUN_USAGEBYAGENTENTRY._serialized_end=1684
-  _RUNINPUT._serialized_start=1687
-  _RUNINPUT._serialized_end=1871
+  _STREAMINGMODE._serialized_start=1954
+  _STREAMINGMODE._serialized_end=2050
+  _RUNSTATUS._serialized_start=2053
+  _RUNSTATUS._serialized_end=2274
+  _MULTITASKSTRATEGY._serialized_start=2277
+  _MULTITASKSTRATEGY._serialized_end=2429
+  _ONDISCONNECT._serialized_start=2431
+  _ONDISCONNECT._serialized_end=2530
+  _RUNCONFIG._serialized_start=223
+  _RUNCONFIG._serialized_end=450
+  _STATUS._serialized_start=452
+  _STATUS._serialized_end=554
+  _RUN._serialized_start=557
+  _RUN._serialized_end=1765
+  _RUN_USAGEBYAGENTENTRY._serialized_start=1671
+  _RUN_USAGEBYAGENTENTRY._serialized_end=1765
+  _RUNINPUT._serialized_start=1768
+  _RUNINPUT._serialized_end=1952
 # @@protoc_insertion_point(module_scope)

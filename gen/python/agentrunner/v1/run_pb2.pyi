@@ -1,5 +1,6 @@
 from agentrunner.v1 import content_pb2 as _content_pb2
 from agentrunner.v1 import event_pb2 as _event_pb2
+from agentrunner.v1 import webhook_pb2 as _webhook_pb2
 from google.protobuf import any_pb2 as _any_pb2
 from google.protobuf import struct_pb2 as _struct_pb2
 from google.protobuf import timestamp_pb2 as _timestamp_pb2
@@ -30,7 +31,7 @@ STREAMING_MODE_SSE: StreamingMode
 STREAMING_MODE_UNSPECIFIED: StreamingMode
 
 class Run(_message.Message):
-    __slots__ = ["app_name", "config_version", "continued_by_run_id", "cost", "create_time", "end_time", "error", "first_sequence", "input", "last_sequence", "multitask_strategy", "on_disconnect", "pending_call_ids", "request_digest", "request_id", "run_id", "session_id", "start_time", "status", "total_tokens", "usage", "usage_by_agent", "user_id"]
+    __slots__ = ["app_name", "config_version", "continued_by_run_id", "cost", "create_time", "end_time", "error", "first_sequence", "input", "last_sequence", "multitask_strategy", "on_disconnect", "pending_call_ids", "request_digest", "request_id", "run_id", "session_id", "start_time", "status", "total_tokens", "usage", "usage_by_agent", "user_id", "webhook"]
     class UsageByAgentEntry(_message.Message):
         __slots__ = ["key", "value"]
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -61,6 +62,7 @@ class Run(_message.Message):
     USAGE_BY_AGENT_FIELD_NUMBER: _ClassVar[int]
     USAGE_FIELD_NUMBER: _ClassVar[int]
     USER_ID_FIELD_NUMBER: _ClassVar[int]
+    WEBHOOK_FIELD_NUMBER: _ClassVar[int]
     app_name: str
     config_version: str
     continued_by_run_id: str
@@ -84,7 +86,8 @@ class Run(_message.Message):
     usage: _event_pb2.UsageMetadata
     usage_by_agent: _containers.MessageMap[str, _event_pb2.UsageMetadata]
     user_id: str
-    def __init__(self, run_id: _Optional[str] = ..., app_name: _Optional[str] = ..., user_id: _Optional[str] = ..., session_id: _Optional[str] = ..., status: _Optional[_Union[RunStatus, str]] = ..., create_time: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., start_time: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., end_time: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., first_sequence: _Optional[int] = ..., last_sequence: _Optional[int] = ..., error: _Optional[_Union[Status, _Mapping]] = ..., request_id: _Optional[str] = ..., pending_call_ids: _Optional[_Iterable[str]] = ..., usage: _Optional[_Union[_event_pb2.UsageMetadata, _Mapping]] = ..., multitask_strategy: _Optional[_Union[MultitaskStrategy, str]] = ..., on_disconnect: _Optional[_Union[OnDisconnect, str]] = ..., input: _Optional[_Union[RunInput, _Mapping]] = ..., request_digest: _Optional[str] = ..., usage_by_agent: _Optional[_Mapping[str, _event_pb2.UsageMetadata]] = ..., continued_by_run_id: _Optional[str] = ..., cost: _Optional[_Union[_event_pb2.Cost, _Mapping]] = ..., total_tokens: _Optional[int] = ..., config_version: _Optional[str] = ...) -> None: ...
+    webhook: _webhook_pb2.Webhook
+    def __init__(self, run_id: _Optional[str] = ..., app_name: _Optional[str] = ..., user_id: _Optional[str] = ..., session_id: _Optional[str] = ..., status: _Optional[_Union[RunStatus, str]] = ..., create_time: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., start_time: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., end_time: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., first_sequence: _Optional[int] = ..., last_sequence: _Optional[int] = ..., error: _Optional[_Union[Status, _Mapping]] = ..., request_id: _Optional[str] = ..., pending_call_ids: _Optional[_Iterable[str]] = ..., usage: _Optional[_Union[_event_pb2.UsageMetadata, _Mapping]] = ..., multitask_strategy: _Optional[_Union[MultitaskStrategy, str]] = ..., on_disconnect: _Optional[_Union[OnDisconnect, str]] = ..., input: _Optional[_Union[RunInput, _Mapping]] = ..., request_digest: _Optional[str] = ..., usage_by_agent: _Optional[_Mapping[str, _event_pb2.UsageMetadata]] = ..., continued_by_run_id: _Optional[str] = ..., cost: _Optional[_Union[_event_pb2.Cost, _Mapping]] = ..., total_tokens: _Optional[int] = ..., config_version: _Optional[str] = ..., webhook: _Optional[_Union[_webhook_pb2.Webhook, _Mapping]] = ...) -> None: ...
 
 class RunConfig(_message.Message):
     __slots__ = ["max_llm_calls", "save_input_blobs_as_artifacts", "stream_user_event", "streaming_mode"]

@@ -7,6 +7,7 @@
 package servicev1
 
 import (
+	v1 "github.com/agentrunner/agentrunner/gen/go/agentrunner/v1"
 	protoreflect "google.golang.org/protobuf/reflect/protoreflect"
 	protoimpl "google.golang.org/protobuf/runtime/protoimpl"
 	reflect "reflect"
@@ -84,6 +85,108 @@ func (AppChange) EnumDescriptor() ([]byte, []int) {
 	return file_agentrunner_service_v1_admin_service_proto_rawDescGZIP(), []int{0}
 }
 
+// ListWebhookDeliveriesRequest is the input of ListWebhookDeliveries.
+type ListWebhookDeliveriesRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Which deliveries: WEBHOOK_DELIVERY_STATE_FAILED (also when unset), or
+	// WEBHOOK_DELIVERY_STATE_PENDING.
+	State v1.WebhookDeliveryState `protobuf:"varint,1,opt,name=state,proto3,enum=agentrunner.v1.WebhookDeliveryState" json:"state,omitempty"`
+	// Most deliveries to return; 0 means 100, at most 100.
+	PageSize      int32 `protobuf:"varint,2,opt,name=page_size,json=pageSize,proto3" json:"page_size,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListWebhookDeliveriesRequest) Reset() {
+	*x = ListWebhookDeliveriesRequest{}
+	mi := &file_agentrunner_service_v1_admin_service_proto_msgTypes[0]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListWebhookDeliveriesRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListWebhookDeliveriesRequest) ProtoMessage() {}
+
+func (x *ListWebhookDeliveriesRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_agentrunner_service_v1_admin_service_proto_msgTypes[0]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListWebhookDeliveriesRequest.ProtoReflect.Descriptor instead.
+func (*ListWebhookDeliveriesRequest) Descriptor() ([]byte, []int) {
+	return file_agentrunner_service_v1_admin_service_proto_rawDescGZIP(), []int{0}
+}
+
+func (x *ListWebhookDeliveriesRequest) GetState() v1.WebhookDeliveryState {
+	if x != nil {
+		return x.State
+	}
+	return v1.WebhookDeliveryState(0)
+}
+
+func (x *ListWebhookDeliveriesRequest) GetPageSize() int32 {
+	if x != nil {
+		return x.PageSize
+	}
+	return 0
+}
+
+// ListWebhookDeliveriesResponse is the output of ListWebhookDeliveries.
+type ListWebhookDeliveriesResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Up to page_size deliveries in the state asked for.
+	Deliveries    []*v1.WebhookDelivery `protobuf:"bytes,1,rep,name=deliveries,proto3" json:"deliveries,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListWebhookDeliveriesResponse) Reset() {
+	*x = ListWebhookDeliveriesResponse{}
+	mi := &file_agentrunner_service_v1_admin_service_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListWebhookDeliveriesResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListWebhookDeliveriesResponse) ProtoMessage() {}
+
+func (x *ListWebhookDeliveriesResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_agentrunner_service_v1_admin_service_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListWebhookDeliveriesResponse.ProtoReflect.Descriptor instead.
+func (*ListWebhookDeliveriesResponse) Descriptor() ([]byte, []int) {
+	return file_agentrunner_service_v1_admin_service_proto_rawDescGZIP(), []int{1}
+}
+
+func (x *ListWebhookDeliveriesResponse) GetDeliveries() []*v1.WebhookDelivery {
+	if x != nil {
+		return x.Deliveries
+	}
+	return nil
+}
+
 // BackupRequest is the input of Backup. It has no fields yet.
 type BackupRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -93,7 +196,7 @@ type BackupRequest struct {
 
 func (x *BackupRequest) Reset() {
 	*x = BackupRequest{}
-	mi := &file_agentrunner_service_v1_admin_service_proto_msgTypes[0]
+	mi := &file_agentrunner_service_v1_admin_service_proto_msgTypes[2]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -105,7 +208,7 @@ func (x *BackupRequest) String() string {
 func (*BackupRequest) ProtoMessage() {}
 
 func (x *BackupRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_agentrunner_service_v1_admin_service_proto_msgTypes[0]
+	mi := &file_agentrunner_service_v1_admin_service_proto_msgTypes[2]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -118,7 +221,7 @@ func (x *BackupRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BackupRequest.ProtoReflect.Descriptor instead.
 func (*BackupRequest) Descriptor() ([]byte, []int) {
-	return file_agentrunner_service_v1_admin_service_proto_rawDescGZIP(), []int{0}
+	return file_agentrunner_service_v1_admin_service_proto_rawDescGZIP(), []int{2}
 }
 
 // BackupResponse is one part of a Backup stream.
@@ -139,7 +242,7 @@ type BackupResponse struct {
 
 func (x *BackupResponse) Reset() {
 	*x = BackupResponse{}
-	mi := &file_agentrunner_service_v1_admin_service_proto_msgTypes[1]
+	mi := &file_agentrunner_service_v1_admin_service_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -151,7 +254,7 @@ func (x *BackupResponse) String() string {
 func (*BackupResponse) ProtoMessage() {}
 
 func (x *BackupResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_agentrunner_service_v1_admin_service_proto_msgTypes[1]
+	mi := &file_agentrunner_service_v1_admin_service_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -164,7 +267,7 @@ func (x *BackupResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BackupResponse.ProtoReflect.Descriptor instead.
 func (*BackupResponse) Descriptor() ([]byte, []int) {
-	return file_agentrunner_service_v1_admin_service_proto_rawDescGZIP(), []int{1}
+	return file_agentrunner_service_v1_admin_service_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *BackupResponse) GetChunk() []byte {
@@ -197,7 +300,7 @@ type ReloadAppsRequest struct {
 
 func (x *ReloadAppsRequest) Reset() {
 	*x = ReloadAppsRequest{}
-	mi := &file_agentrunner_service_v1_admin_service_proto_msgTypes[2]
+	mi := &file_agentrunner_service_v1_admin_service_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -209,7 +312,7 @@ func (x *ReloadAppsRequest) String() string {
 func (*ReloadAppsRequest) ProtoMessage() {}
 
 func (x *ReloadAppsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_agentrunner_service_v1_admin_service_proto_msgTypes[2]
+	mi := &file_agentrunner_service_v1_admin_service_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -222,7 +325,7 @@ func (x *ReloadAppsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReloadAppsRequest.ProtoReflect.Descriptor instead.
 func (*ReloadAppsRequest) Descriptor() ([]byte, []int) {
-	return file_agentrunner_service_v1_admin_service_proto_rawDescGZIP(), []int{2}
+	return file_agentrunner_service_v1_admin_service_proto_rawDescGZIP(), []int{4}
 }
 
 // ReloadAppsResponse says what a reload changed.
@@ -237,7 +340,7 @@ type ReloadAppsResponse struct {
 
 func (x *ReloadAppsResponse) Reset() {
 	*x = ReloadAppsResponse{}
-	mi := &file_agentrunner_service_v1_admin_service_proto_msgTypes[3]
+	mi := &file_agentrunner_service_v1_admin_service_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -249,7 +352,7 @@ func (x *ReloadAppsResponse) String() string {
 func (*ReloadAppsResponse) ProtoMessage() {}
 
 func (x *ReloadAppsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_agentrunner_service_v1_admin_service_proto_msgTypes[3]
+	mi := &file_agentrunner_service_v1_admin_service_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -262,7 +365,7 @@ func (x *ReloadAppsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReloadAppsResponse.ProtoReflect.Descriptor instead.
 func (*ReloadAppsResponse) Descriptor() ([]byte, []int) {
-	return file_agentrunner_service_v1_admin_service_proto_rawDescGZIP(), []int{3}
+	return file_agentrunner_service_v1_admin_service_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *ReloadAppsResponse) GetApps() []*AppReload {
@@ -288,7 +391,7 @@ type AppReload struct {
 
 func (x *AppReload) Reset() {
 	*x = AppReload{}
-	mi := &file_agentrunner_service_v1_admin_service_proto_msgTypes[4]
+	mi := &file_agentrunner_service_v1_admin_service_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -300,7 +403,7 @@ func (x *AppReload) String() string {
 func (*AppReload) ProtoMessage() {}
 
 func (x *AppReload) ProtoReflect() protoreflect.Message {
-	mi := &file_agentrunner_service_v1_admin_service_proto_msgTypes[4]
+	mi := &file_agentrunner_service_v1_admin_service_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -313,7 +416,7 @@ func (x *AppReload) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AppReload.ProtoReflect.Descriptor instead.
 func (*AppReload) Descriptor() ([]byte, []int) {
-	return file_agentrunner_service_v1_admin_service_proto_rawDescGZIP(), []int{4}
+	return file_agentrunner_service_v1_admin_service_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *AppReload) GetName() string {
@@ -341,7 +444,14 @@ var File_agentrunner_service_v1_admin_service_proto protoreflect.FileDescriptor
 
 const file_agentrunner_service_v1_admin_service_proto_rawDesc = "" +
 	"\n" +
-	"*agentrunner/service/v1/admin_service.proto\x12\x16agentrunner.service.v1\"\x0f\n" +
+	"*agentrunner/service/v1/admin_service.proto\x12\x16agentrunner.service.v1\x1a%agentrunner/v1/webhook_delivery.proto\"w\n" +
+	"\x1cListWebhookDeliveriesRequest\x12:\n" +
+	"\x05state\x18\x01 \x01(\x0e2$.agentrunner.v1.WebhookDeliveryStateR\x05state\x12\x1b\n" +
+	"\tpage_size\x18\x02 \x01(\x05R\bpageSize\"`\n" +
+	"\x1dListWebhookDeliveriesResponse\x12?\n" +
+	"\n" +
+	"deliveries\x18\x01 \x03(\v2\x1f.agentrunner.v1.WebhookDeliveryR\n" +
+	"deliveries\"\x0f\n" +
 	"\rBackupRequest\"R\n" +
 	"\x0eBackupResponse\x12\x14\n" +
 	"\x05chunk\x18\x01 \x01(\fR\x05chunk\x12\x12\n" +
@@ -359,11 +469,12 @@ const file_agentrunner_service_v1_admin_service_proto_rawDesc = "" +
 	"\x10APP_CHANGE_ADDED\x10\x01\x12\x16\n" +
 	"\x12APP_CHANGE_CHANGED\x10\x02\x12\x18\n" +
 	"\x14APP_CHANGE_UNCHANGED\x10\x03\x12\x16\n" +
-	"\x12APP_CHANGE_REMOVED\x10\x042\xce\x01\n" +
+	"\x12APP_CHANGE_REMOVED\x10\x042\xd5\x02\n" +
 	"\fAdminService\x12Y\n" +
 	"\x06Backup\x12%.agentrunner.service.v1.BackupRequest\x1a&.agentrunner.service.v1.BackupResponse0\x01\x12c\n" +
 	"\n" +
-	"ReloadApps\x12).agentrunner.service.v1.ReloadAppsRequest\x1a*.agentrunner.service.v1.ReloadAppsResponseB\xf5\x01\n" +
+	"ReloadApps\x12).agentrunner.service.v1.ReloadAppsRequest\x1a*.agentrunner.service.v1.ReloadAppsResponse\x12\x84\x01\n" +
+	"\x15ListWebhookDeliveries\x124.agentrunner.service.v1.ListWebhookDeliveriesRequest\x1a5.agentrunner.service.v1.ListWebhookDeliveriesResponseB\xf5\x01\n" +
 	"\x1acom.agentrunner.service.v1B\x11AdminServiceProtoP\x01ZJgithub.com/agentrunner/agentrunner/gen/go/agentrunner/service/v1;servicev1\xa2\x02\x03ASX\xaa\x02\x16Agentrunner.Service.V1\xca\x02\x16Agentrunner\\Service\\V1\xe2\x02\"Agentrunner\\Service\\V1\\GPBMetadata\xea\x02\x18Agentrunner::Service::V1b\x06proto3"
 
 var (
@@ -379,27 +490,35 @@ func file_agentrunner_service_v1_admin_service_proto_rawDescGZIP() []byte {
 }
 
 var file_agentrunner_service_v1_admin_service_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_agentrunner_service_v1_admin_service_proto_msgTypes = make([]protoimpl.MessageInfo, 5)
+var file_agentrunner_service_v1_admin_service_proto_msgTypes = make([]protoimpl.MessageInfo, 7)
 var file_agentrunner_service_v1_admin_service_proto_goTypes = []any{
-	(AppChange)(0),             // 0: agentrunner.service.v1.AppChange
-	(*BackupRequest)(nil),      // 1: agentrunner.service.v1.BackupRequest
-	(*BackupResponse)(nil),     // 2: agentrunner.service.v1.BackupResponse
-	(*ReloadAppsRequest)(nil),  // 3: agentrunner.service.v1.ReloadAppsRequest
-	(*ReloadAppsResponse)(nil), // 4: agentrunner.service.v1.ReloadAppsResponse
-	(*AppReload)(nil),          // 5: agentrunner.service.v1.AppReload
+	(AppChange)(0),                        // 0: agentrunner.service.v1.AppChange
+	(*ListWebhookDeliveriesRequest)(nil),  // 1: agentrunner.service.v1.ListWebhookDeliveriesRequest
+	(*ListWebhookDeliveriesResponse)(nil), // 2: agentrunner.service.v1.ListWebhookDeliveriesResponse
+	(*BackupRequest)(nil),                 // 3: agentrunner.service.v1.BackupRequest
+	(*BackupResponse)(nil),                // 4: agentrunner.service.v1.BackupResponse
+	(*ReloadAppsRequest)(nil),             // 5: agentrunner.service.v1.ReloadAppsRequest
+	(*ReloadAppsResponse)(nil),            // 6: agentrunner.service.v1.ReloadAppsResponse
+	(*AppReload)(nil),                     // 7: agentrunner.service.v1.AppReload
+	(v1.WebhookDeliveryState)(0),          // 8: agentrunner.v1.WebhookDeliveryState
+	(*v1.WebhookDelivery)(nil),            // 9: agentrunner.v1.WebhookDelivery
 }
 var file_agentrunner_service_v1_admin_service_proto_depIdxs = []int32{
-	5, // 0: agentrunner.service.v1.ReloadAppsResponse.apps:type_name -> agentrunner.service.v1.AppReload
-	0, // 1: agentrunner.service.v1.AppReload.change:type_name -> agentrunner.service.v1.AppChange
-	1, // 2: agentrunner.service.v1.AdminService.Backup:input_type -> agentrunner.service.v1.BackupRequest
-	3, // 3: agentrunner.service.v1.AdminService.ReloadApps:input_type -> agentrunner.service.v1.ReloadAppsRequest
-	2, // 4: agentrunner.service.v1.AdminService.Backup:output_type -> agentrunner.service.v1.BackupResponse
-	4, // 5: agentrunner.service.v1.AdminService.ReloadApps:output_type -> agentrunner.service.v1.ReloadAppsResponse
-	4, // [4:6] is the sub-list for method output_type
-	2, // [2:4] is the sub-list for method input_type
-	2, // [2:2] is the sub-list for extension type_name
-	2, // [2:2] is the sub-list for extension extendee
-	0, // [0:2] is the sub-list for field type_name
+	8, // 0: agentrunner.service.v1.ListWebhookDeliveriesRequest.state:type_name -> agentrunner.v1.WebhookDeliveryState
+	9, // 1: agentrunner.service.v1.ListWebhookDeliveriesResponse.deliveries:type_name -> agentrunner.v1.WebhookDelivery
+	7, // 2: agentrunner.service.v1.ReloadAppsResponse.apps:type_name -> agentrunner.service.v1.AppReload
+	0, // 3: agentrunner.service.v1.AppReload.change:type_name -> agentrunner.service.v1.AppChange
+	3, // 4: agentrunner.service.v1.AdminService.Backup:input_type -> agentrunner.service.v1.BackupRequest
+	5, // 5: agentrunner.service.v1.AdminService.ReloadApps:input_type -> agentrunner.service.v1.ReloadAppsRequest
+	1, // 6: agentrunner.service.v1.AdminService.ListWebhookDeliveries:input_type -> agentrunner.service.v1.ListWebhookDeliveriesRequest
+	4, // 7: agentrunner.service.v1.AdminService.Backup:output_type -> agentrunner.service.v1.BackupResponse
+	6, // 8: agentrunner.service.v1.AdminService.ReloadApps:output_type -> agentrunner.service.v1.ReloadAppsResponse
+	2, // 9: agentrunner.service.v1.AdminService.ListWebhookDeliveries:output_type -> agentrunner.service.v1.ListWebhookDeliveriesResponse
+	7, // [7:10] is the sub-list for method output_type
+	4, // [4:7] is the sub-list for method input_type
+	4, // [4:4] is the sub-list for extension type_name
+	4, // [4:4] is the sub-list for extension extendee
+	0, // [0:4] is the sub-list for field type_name
 }
 
 func init() { file_agentrunner_service_v1_admin_service_proto_init() }
@@ -413,7 +532,7 @@ func file_agentrunner_service_v1_admin_service_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_agentrunner_service_v1_admin_service_proto_rawDesc), len(file_agentrunner_service_v1_admin_service_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   5,
+			NumMessages:   7,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

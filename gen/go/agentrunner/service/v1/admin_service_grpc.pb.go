@@ -19,8 +19,9 @@ import (
 const _ = grpc.SupportPackageIsVersion9
 
 const (
-	AdminService_Backup_FullMethodName     = "/agentrunner.service.v1.AdminService/Backup"
-	AdminService_ReloadApps_FullMethodName = "/agentrunner.service.v1.AdminService/ReloadApps"
+	AdminService_Backup_FullMethodName                = "/agentrunner.service.v1.AdminService/Backup"
+	AdminService_ReloadApps_FullMethodName            = "/agentrunner.service.v1.AdminService/ReloadApps"
+	AdminService_ListWebhookDeliveries_FullMethodName = "/agentrunner.service.v1.AdminService/ListWebhookDeliveries"
 )
 
 // AdminServiceClient is the client API for AdminService service.
@@ -51,6 +52,11 @@ type AdminServiceClient interface {
 	// the built-in default apps (no --config) has no file to read:
 	// FAILED_PRECONDITION. docs/operations.md gives the details.
 	ReloadApps(ctx context.Context, in *ReloadAppsRequest, opts ...grpc.CallOption) (*ReloadAppsResponse, error)
+	// ListWebhookDeliveries lists the store's webhook outbox
+	// (agentrunner.v1.WebhookDelivery): the deliveries of runs' call backs
+	// that wait for an attempt, or those given up after every attempt
+	// failed, kept with their attempts and last error.
+	ListWebhookDeliveries(ctx context.Context, in *ListWebhookDeliveriesRequest, opts ...grpc.CallOption) (*ListWebhookDeliveriesResponse, error)
 }
 
 type adminServiceClient struct {
@@ -90,6 +96,16 @@ func (c *adminServiceClient) ReloadApps(ctx context.Context, in *ReloadAppsReque
 	return out, nil
 }
 
+func (c *adminServiceClient) ListWebhookDeliveries(ctx context.Context, in *ListWebhookDeliveriesRequest, opts ...grpc.CallOption) (*ListWebhookDeliveriesResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ListWebhookDeliveriesResponse)
+	err := c.cc.Invoke(ctx, AdminService_ListWebhookDeliveries_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // AdminServiceServer is the server API for AdminService service.
 // All implementations must embed UnimplementedAdminServiceServer
 // for forward compatibility.
@@ -118,6 +134,11 @@ type AdminServiceServer interface {
 	// the built-in default apps (no --config) has no file to read:
 	// FAILED_PRECONDITION. docs/operations.md gives the details.
 	ReloadApps(context.Context, *ReloadAppsRequest) (*ReloadAppsResponse, error)
+	// ListWebhookDeliveries lists the store's webhook outbox
+	// (agentrunner.v1.WebhookDelivery): the deliveries of runs' call backs
+	// that wait for an attempt, or those given up after every attempt
+	// failed, kept with their attempts and last error.
+	ListWebhookDeliveries(context.Context, *ListWebhookDeliveriesRequest) (*ListWebhookDeliveriesResponse, error)
 	mustEmbedUnimplementedAdminServiceServer()
 }
 
@@ -133,6 +154,9 @@ func (UnimplementedAdminServiceServer) Backup(*BackupRequest, grpc.ServerStreami
 }
 func (UnimplementedAdminServiceServer) ReloadApps(context.Context, *ReloadAppsRequest) (*ReloadAppsResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method ReloadApps not implemented")
+}
+func (UnimplementedAdminServiceServer) ListWebhookDeliveries(context.Context, *ListWebhookDeliveriesRequest) (*ListWebhookDeliveriesResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ListWebhookDeliveries not implemented")
 }
 func (UnimplementedAdminServiceServer) mustEmbedUnimplementedAdminServiceServer() {}
 func (UnimplementedAdminServiceServer) testEmbeddedByValue()                      {}
@@ -184,6 +208,24 @@ func _AdminService_ReloadApps_Handler(srv interface{}, ctx context.Context, dec 
 	return interceptor(ctx, in, info, handler)
 }
 
+func _AdminService_ListWebhookDeliveries_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ListWebhookDeliveriesRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AdminServiceServer).ListWebhookDeliveries(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: AdminService_ListWebhookDeliveries_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AdminServiceServer).ListWebhookDeliveries(ctx, req.(*ListWebhookDeliveriesRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // AdminService_ServiceDesc is the grpc.ServiceDesc for AdminService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -194,6 +236,10 @@ var AdminService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "ReloadApps",
 			Handler:    _AdminService_ReloadApps_Handler,
+		},
+		{
+			MethodName: "ListWebhookDeliveries",
+			Handler:    _AdminService_ListWebhookDeliveries_Handler,
 		},
 	},
 	Streams: []grpc.StreamDesc{

@@ -158,8 +158,14 @@ type StartRunRequest struct {
 	RunConfig         *v1.RunConfig          `protobuf:"bytes,6,opt,name=run_config,json=runConfig,proto3" json:"run_config,omitempty"`
 	RequestId         string                 `protobuf:"bytes,7,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"`
 	MultitaskStrategy v1.MultitaskStrategy   `protobuf:"varint,8,opt,name=multitask_strategy,json=multitaskStrategy,proto3,enum=agentrunner.v1.MultitaskStrategy" json:"multitask_strategy,omitempty"`
-	unknownFields     protoimpl.UnknownFields
-	sizeCache         protoimpl.SizeCache
+	// Where the run calls back when it stops (see agentrunner.v1.Webhook):
+	// its URL's host must be one the server allows, else INVALID_ARGUMENT.
+	// Unset, the run calls its app's webhook, if the apps file names one.
+	// A run that calls back is answered only once its record is stored, so
+	// that no crash after the answer loses its call back.
+	Webhook       *v1.Webhook `protobuf:"bytes,9,opt,name=webhook,proto3" json:"webhook,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *StartRunRequest) Reset() {
@@ -246,6 +252,13 @@ func (x *StartRunRequest) GetMultitaskStrategy() v1.MultitaskStrategy {
 		return x.MultitaskStrategy
 	}
 	return v1.MultitaskStrategy(0)
+}
+
+func (x *StartRunRequest) GetWebhook() *v1.Webhook {
+	if x != nil {
+		return x.Webhook
+	}
+	return nil
 }
 
 // StartRunResponse is the output of StartRun.
@@ -1068,7 +1081,7 @@ var File_agentrunner_service_v1_runner_service_proto protoreflect.FileDescriptor
 
 const file_agentrunner_service_v1_runner_service_proto_rawDesc = "" +
 	"\n" +
-	"+agentrunner/service/v1/runner_service.proto\x12\x16agentrunner.service.v1\x1a\x1aagentrunner/v1/agent.proto\x1a\x1cagentrunner/v1/content.proto\x1a\x1aagentrunner/v1/event.proto\x1a\x18agentrunner/v1/run.proto\x1a\x1aagentrunner/v1/trace.proto\x1a\x1cgoogle/protobuf/struct.proto\"\xc1\x03\n" +
+	"+agentrunner/service/v1/runner_service.proto\x12\x16agentrunner.service.v1\x1a\x1aagentrunner/v1/agent.proto\x1a\x1cagentrunner/v1/content.proto\x1a\x1aagentrunner/v1/event.proto\x1a\x18agentrunner/v1/run.proto\x1a\x1aagentrunner/v1/trace.proto\x1a\x1cagentrunner/v1/webhook.proto\x1a\x1cgoogle/protobuf/struct.proto\"\xc1\x03\n" +
 	"\n" +
 	"RunRequest\x12\x19\n" +
 	"\bapp_name\x18\x01 \x01(\tR\aappName\x12\x17\n" +
@@ -1084,7 +1097,7 @@ const file_agentrunner_service_v1_runner_service_proto_rawDesc = "" +
 	"\n" +
 	"request_id\x18\a \x01(\tR\trequestId\x12P\n" +
 	"\x12multitask_strategy\x18\b \x01(\x0e2!.agentrunner.v1.MultitaskStrategyR\x11multitaskStrategy\x12A\n" +
-	"\ron_disconnect\x18\t \x01(\x0e2\x1c.agentrunner.v1.OnDisconnectR\fonDisconnect\"\x83\x03\n" +
+	"\ron_disconnect\x18\t \x01(\x0e2\x1c.agentrunner.v1.OnDisconnectR\fonDisconnect\"\xb6\x03\n" +
 	"\x0fStartRunRequest\x12\x19\n" +
 	"\bapp_name\x18\x01 \x01(\tR\aappName\x12\x17\n" +
 	"\auser_id\x18\x02 \x01(\tR\x06userId\x12\x1d\n" +
@@ -1098,7 +1111,8 @@ const file_agentrunner_service_v1_runner_service_proto_rawDesc = "" +
 	"run_config\x18\x06 \x01(\v2\x19.agentrunner.v1.RunConfigR\trunConfig\x12\x1d\n" +
 	"\n" +
 	"request_id\x18\a \x01(\tR\trequestId\x12P\n" +
-	"\x12multitask_strategy\x18\b \x01(\x0e2!.agentrunner.v1.MultitaskStrategyR\x11multitaskStrategy\"9\n" +
+	"\x12multitask_strategy\x18\b \x01(\x0e2!.agentrunner.v1.MultitaskStrategyR\x11multitaskStrategy\x121\n" +
+	"\awebhook\x18\t \x01(\v2\x17.agentrunner.v1.WebhookR\awebhook\"9\n" +
 	"\x10StartRunResponse\x12%\n" +
 	"\x03run\x18\x01 \x01(\v2\x13.agentrunner.v1.RunR\x03run\"&\n" +
 	"\rGetRunRequest\x12\x15\n" +
@@ -1190,12 +1204,13 @@ var file_agentrunner_service_v1_runner_service_proto_goTypes = []any{
 	(*v1.RunConfig)(nil),        // 18: agentrunner.v1.RunConfig
 	(v1.MultitaskStrategy)(0),   // 19: agentrunner.v1.MultitaskStrategy
 	(v1.OnDisconnect)(0),        // 20: agentrunner.v1.OnDisconnect
-	(*v1.Run)(nil),              // 21: agentrunner.v1.Run
-	(*v1.TraceSpan)(nil),        // 22: agentrunner.v1.TraceSpan
-	(v1.RunStatus)(0),           // 23: agentrunner.v1.RunStatus
-	(*v1.Event)(nil),            // 24: agentrunner.v1.Event
-	(*v1.Status)(nil),           // 25: agentrunner.v1.Status
-	(*v1.App)(nil),              // 26: agentrunner.v1.App
+	(*v1.Webhook)(nil),          // 21: agentrunner.v1.Webhook
+	(*v1.Run)(nil),              // 22: agentrunner.v1.Run
+	(*v1.TraceSpan)(nil),        // 23: agentrunner.v1.TraceSpan
+	(v1.RunStatus)(0),           // 24: agentrunner.v1.RunStatus
+	(*v1.Event)(nil),            // 25: agentrunner.v1.Event
+	(*v1.Status)(nil),           // 26: agentrunner.v1.Status
+	(*v1.App)(nil),              // 27: agentrunner.v1.App
 }
 var file_agentrunner_service_v1_runner_service_proto_depIdxs = []int32{
 	16, // 0: agentrunner.service.v1.RunRequest.new_message:type_name -> agentrunner.v1.Content
@@ -1207,42 +1222,43 @@ var file_agentrunner_service_v1_runner_service_proto_depIdxs = []int32{
 	17, // 6: agentrunner.service.v1.StartRunRequest.state_delta:type_name -> google.protobuf.Struct
 	18, // 7: agentrunner.service.v1.StartRunRequest.run_config:type_name -> agentrunner.v1.RunConfig
 	19, // 8: agentrunner.service.v1.StartRunRequest.multitask_strategy:type_name -> agentrunner.v1.MultitaskStrategy
-	21, // 9: agentrunner.service.v1.StartRunResponse.run:type_name -> agentrunner.v1.Run
-	21, // 10: agentrunner.service.v1.GetRunResponse.run:type_name -> agentrunner.v1.Run
-	21, // 11: agentrunner.service.v1.GetRunTraceResponse.run:type_name -> agentrunner.v1.Run
-	22, // 12: agentrunner.service.v1.GetRunTraceResponse.spans:type_name -> agentrunner.v1.TraceSpan
-	23, // 13: agentrunner.service.v1.ListRunsRequest.statuses:type_name -> agentrunner.v1.RunStatus
-	21, // 14: agentrunner.service.v1.ListRunsResponse.runs:type_name -> agentrunner.v1.Run
-	21, // 15: agentrunner.service.v1.CancelRunResponse.run:type_name -> agentrunner.v1.Run
-	16, // 16: agentrunner.service.v1.ResumeRunRequest.answers:type_name -> agentrunner.v1.Content
-	20, // 17: agentrunner.service.v1.ResumeRunRequest.on_disconnect:type_name -> agentrunner.v1.OnDisconnect
-	24, // 18: agentrunner.service.v1.RunResponse.event:type_name -> agentrunner.v1.Event
-	25, // 19: agentrunner.service.v1.RunResponse.error:type_name -> agentrunner.v1.Status
-	21, // 20: agentrunner.service.v1.RunResponse.run:type_name -> agentrunner.v1.Run
-	26, // 21: agentrunner.service.v1.ListAppsResponse.apps:type_name -> agentrunner.v1.App
-	0,  // 22: agentrunner.service.v1.RunnerService.Run:input_type -> agentrunner.service.v1.RunRequest
-	14, // 23: agentrunner.service.v1.RunnerService.ListApps:input_type -> agentrunner.service.v1.ListAppsRequest
-	1,  // 24: agentrunner.service.v1.RunnerService.StartRun:input_type -> agentrunner.service.v1.StartRunRequest
-	3,  // 25: agentrunner.service.v1.RunnerService.GetRun:input_type -> agentrunner.service.v1.GetRunRequest
-	5,  // 26: agentrunner.service.v1.RunnerService.GetRunTrace:input_type -> agentrunner.service.v1.GetRunTraceRequest
-	7,  // 27: agentrunner.service.v1.RunnerService.ListRuns:input_type -> agentrunner.service.v1.ListRunsRequest
-	9,  // 28: agentrunner.service.v1.RunnerService.CancelRun:input_type -> agentrunner.service.v1.CancelRunRequest
-	11, // 29: agentrunner.service.v1.RunnerService.AttachRun:input_type -> agentrunner.service.v1.AttachRunRequest
-	12, // 30: agentrunner.service.v1.RunnerService.ResumeRun:input_type -> agentrunner.service.v1.ResumeRunRequest
-	13, // 31: agentrunner.service.v1.RunnerService.Run:output_type -> agentrunner.service.v1.RunResponse
-	15, // 32: agentrunner.service.v1.RunnerService.ListApps:output_type -> agentrunner.service.v1.ListAppsResponse
-	2,  // 33: agentrunner.service.v1.RunnerService.StartRun:output_type -> agentrunner.service.v1.StartRunResponse
-	4,  // 34: agentrunner.service.v1.RunnerService.GetRun:output_type -> agentrunner.service.v1.GetRunResponse
-	6,  // 35: agentrunner.service.v1.RunnerService.GetRunTrace:output_type -> agentrunner.service.v1.GetRunTraceResponse
-	8,  // 36: agentrunner.service.v1.RunnerService.ListRuns:output_type -> agentrunner.service.v1.ListRunsResponse
-	10, // 37: agentrunner.service.v1.RunnerService.CancelRun:output_type -> agentrunner.service.v1.CancelRunResponse
-	13, // 38: agentrunner.service.v1.RunnerService.AttachRun:output_type -> agentrunner.service.v1.RunResponse
-	13, // 39: agentrunner.service.v1.RunnerService.ResumeRun:output_type -> agentrunner.service.v1.RunResponse
-	31, // [31:40] is the sub-list for method output_type
-	22, // [22:31] is the sub-list for method input_type
-	22, // [22:22] is the sub-list for extension type_name
-	22, // [22:22] is the sub-list for extension extendee
-	0,  // [0:22] is the sub-list for field type_name
+	21, // 9: agentrunner.service.v1.StartRunRequest.webhook:type_name -> agentrunner.v1.Webhook
+	22, // 10: agentrunner.service.v1.StartRunResponse.run:type_name -> agentrunner.v1.Run
+	22, // 11: agentrunner.service.v1.GetRunResponse.run:type_name -> agentrunner.v1.Run
+	22, // 12: agentrunner.service.v1.GetRunTraceResponse.run:type_name -> agentrunner.v1.Run
+	23, // 13: agentrunner.service.v1.GetRunTraceResponse.spans:type_name -> agentrunner.v1.TraceSpan
+	24, // 14: agentrunner.service.v1.ListRunsRequest.statuses:type_name -> agentrunner.v1.RunStatus
+	22, // 15: agentrunner.service.v1.ListRunsResponse.runs:type_name -> agentrunner.v1.Run
+	22, // 16: agentrunner.service.v1.CancelRunResponse.run:type_name -> agentrunner.v1.Run
+	16, // 17: agentrunner.service.v1.ResumeRunRequest.answers:type_name -> agentrunner.v1.Content
+	20, // 18: agentrunner.service.v1.ResumeRunRequest.on_disconnect:type_name -> agentrunner.v1.OnDisconnect
+	25, // 19: agentrunner.service.v1.RunResponse.event:type_name -> agentrunner.v1.Event
+	26, // 20: agentrunner.service.v1.RunResponse.error:type_name -> agentrunner.v1.Status
+	22, // 21: agentrunner.service.v1.RunResponse.run:type_name -> agentrunner.v1.Run
+	27, // 22: agentrunner.service.v1.ListAppsResponse.apps:type_name -> agentrunner.v1.App
+	0,  // 23: agentrunner.service.v1.RunnerService.Run:input_type -> agentrunner.service.v1.RunRequest
+	14, // 24: agentrunner.service.v1.RunnerService.ListApps:input_type -> agentrunner.service.v1.ListAppsRequest
+	1,  // 25: agentrunner.service.v1.RunnerService.StartRun:input_type -> agentrunner.service.v1.StartRunRequest
+	3,  // 26: agentrunner.service.v1.RunnerService.GetRun:input_type -> agentrunner.service.v1.GetRunRequest
+	5,  // 27: agentrunner.service.v1.RunnerService.GetRunTrace:input_type -> agentrunner.service.v1.GetRunTraceRequest
+	7,  // 28: agentrunner.service.v1.RunnerService.ListRuns:input_type -> agentrunner.service.v1.ListRunsRequest
+	9,  // 29: agentrunner.service.v1.RunnerService.CancelRun:input_type -> agentrunner.service.v1.CancelRunRequest
+	11, // 30: agentrunner.service.v1.RunnerService.AttachRun:input_type -> agentrunner.service.v1.AttachRunRequest
+	12, // 31: agentrunner.service.v1.RunnerService.ResumeRun:input_type -> agentrunner.service.v1.ResumeRunRequest
+	13, // 32: agentrunner.service.v1.RunnerService.Run:output_type -> agentrunner.service.v1.RunResponse
+	15, // 33: agentrunner.service.v1.RunnerService.ListApps:output_type -> agentrunner.service.v1.ListAppsResponse
+	2,  // 34: agentrunner.service.v1.RunnerService.StartRun:output_type -> agentrunner.service.v1.StartRunResponse
+	4,  // 35: agentrunner.service.v1.RunnerService.GetRun:output_type -> agentrunner.service.v1.GetRunResponse
+	6,  // 36: agentrunner.service.v1.RunnerService.GetRunTrace:output_type -> agentrunner.service.v1.GetRunTraceResponse
+	8,  // 37: agentrunner.service.v1.RunnerService.ListRuns:output_type -> agentrunner.service.v1.ListRunsResponse
+	10, // 38: agentrunner.service.v1.RunnerService.CancelRun:output_type -> agentrunner.service.v1.CancelRunResponse
+	13, // 39: agentrunner.service.v1.RunnerService.AttachRun:output_type -> agentrunner.service.v1.RunResponse
+	13, // 40: agentrunner.service.v1.RunnerService.ResumeRun:output_type -> agentrunner.service.v1.RunResponse
+	32, // [32:41] is the sub-list for method output_type
+	23, // [23:32] is the sub-list for method input_type
+	23, // [23:23] is the sub-list for extension type_name
+	23, // [23:23] is the sub-list for extension extendee
+	0,  // [0:23] is the sub-list for field type_name
 }
 
 func init() { file_agentrunner_service_v1_runner_service_proto_init() }

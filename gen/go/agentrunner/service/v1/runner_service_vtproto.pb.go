@@ -82,6 +82,13 @@ func (m *StartRunRequest) CloneVT() *StartRunRequest {
 			r.RunConfig = proto.Clone(rhs).(*v1.RunConfig)
 		}
 	}
+	if rhs := m.Webhook; rhs != nil {
+		if vtpb, ok := interface{}(rhs).(interface{ CloneVT() *v1.Webhook }); ok {
+			r.Webhook = vtpb.CloneVT()
+		} else {
+			r.Webhook = proto.Clone(rhs).(*v1.Webhook)
+		}
+	}
 	if len(m.unknownFields) > 0 {
 		r.unknownFields = make([]byte, len(m.unknownFields))
 		copy(r.unknownFields, m.unknownFields)
@@ -611,6 +618,28 @@ func (m *StartRunRequest) MarshalToSizedBufferVT(dAtA []byte) (int, error) {
 	if m.unknownFields != nil {
 		i -= len(m.unknownFields)
 		copy(dAtA[i:], m.unknownFields)
+	}
+	if m.Webhook != nil {
+		if vtmsg, ok := interface{}(m.Webhook).(interface {
+			MarshalToSizedBufferVT([]byte) (int, error)
+		}); ok {
+			size, err := vtmsg.MarshalToSizedBufferVT(dAtA[:i])
+			if err != nil {
+				return 0, err
+			}
+			i -= size
+			i = protohelpers.EncodeVarint(dAtA, i, uint64(size))
+		} else {
+			encoded, err := proto.Marshal(m.Webhook)
+			if err != nil {
+				return 0, err
+			}
+			i -= len(encoded)
+			copy(dAtA[i:], encoded)
+			i = protohelpers.EncodeVarint(dAtA, i, uint64(len(encoded)))
+		}
+		i--
+		dAtA[i] = 0x4a
 	}
 	if m.MultitaskStrategy != 0 {
 		i = protohelpers.EncodeVarint(dAtA, i, uint64(m.MultitaskStrategy))
@@ -1677,6 +1706,16 @@ func (m *StartRunRequest) SizeVT() (n int) {
 	}
 	if m.MultitaskStrategy != 0 {
 		n += 1 + protohelpers.SizeOfVarint(uint64(m.MultitaskStrategy))
+	}
+	if m.Webhook != nil {
+		if size, ok := interface{}(m.Webhook).(interface {
+			SizeVT() int
+		}); ok {
+			l = size.SizeVT()
+		} else {
+			l = proto.Size(m.Webhook)
+		}
+		n += 1 + l + protohelpers.SizeOfVarint(uint64(l))
 	}
 	n += len(m.unknownFields)
 	return n

@@ -11,27 +11,32 @@ from google.protobuf import symbol_database as _symbol_database
 _sym_db = _symbol_database.Default()
 
 
+from agentrunner.v1 import webhook_delivery_pb2 as agentrunner_dot_v1_dot_webhook__delivery__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n*agentrunner/service/v1/admin_service.proto\x12\x16\x61gentrunner.service.v1\"\x0f\n\rBackupRequest\"R\n\x0e\x42\x61\x63kupResponse\x12\x14\n\x05\x63hunk\x18\x01 \x01(\x0cR\x05\x63hunk\x12\x12\n\x04size\x18\x02 \x01(\x03R\x04size\x12\x16\n\x06sha256\x18\x03 \x01(\tR\x06sha256\"\x13\n\x11ReloadAppsRequest\"K\n\x12ReloadAppsResponse\x12\x35\n\x04\x61pps\x18\x01 \x03(\x0b\x32!.agentrunner.service.v1.AppReloadR\x04\x61pps\"\x81\x01\n\tAppReload\x12\x12\n\x04name\x18\x01 \x01(\tR\x04name\x12\x39\n\x06\x63hange\x18\x02 \x01(\x0e\x32!.agentrunner.service.v1.AppChangeR\x06\x63hange\x12%\n\x0e\x63onfig_version\x18\x03 \x01(\tR\rconfigVersion*\x87\x01\n\tAppChange\x12\x1a\n\x16\x41PP_CHANGE_UNSPECIFIED\x10\x00\x12\x14\n\x10\x41PP_CHANGE_ADDED\x10\x01\x12\x16\n\x12\x41PP_CHANGE_CHANGED\x10\x02\x12\x18\n\x14\x41PP_CHANGE_UNCHANGED\x10\x03\x12\x16\n\x12\x41PP_CHANGE_REMOVED\x10\x04\x32\xce\x01\n\x0c\x41\x64minService\x12Y\n\x06\x42\x61\x63kup\x12%.agentrunner.service.v1.BackupRequest\x1a&.agentrunner.service.v1.BackupResponse0\x01\x12\x63\n\nReloadApps\x12).agentrunner.service.v1.ReloadAppsRequest\x1a*.agentrunner.service.v1.ReloadAppsResponseb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n*agentrunner/service/v1/admin_service.proto\x12\x16\x61gentrunner.service.v1\x1a%agentrunner/v1/webhook_delivery.proto\"w\n\x1cListWebhookDeliveriesRequest\x12:\n\x05state\x18\x01 \x01(\x0e\x32$.agentrunner.v1.WebhookDeliveryStateR\x05state\x12\x1b\n\tpage_size\x18\x02 \x01(\x05R\x08pageSize\"`\n\x1dListWebhookDeliveriesResponse\x12?\n\ndeliveries\x18\x01 \x03(\x0b\x32\x1f.agentrunner.v1.WebhookDeliveryR\ndeliveries\"\x0f\n\rBackupRequest\"R\n\x0e\x42\x61\x63kupResponse\x12\x14\n\x05\x63hunk\x18\x01 \x01(\x0cR\x05\x63hunk\x12\x12\n\x04size\x18\x02 \x01(\x03R\x04size\x12\x16\n\x06sha256\x18\x03 \x01(\tR\x06sha256\"\x13\n\x11ReloadAppsRequest\"K\n\x12ReloadAppsResponse\x12\x35\n\x04\x61pps\x18\x01 \x03(\x0b\x32!.agentrunner.service.v1.AppReloadR\x04\x61pps\"\x81\x01\n\tAppReload\x12\x12\n\x04name\x18\x01 \x01(\tR\x04name\x12\x39\n\x06\x63hange\x18\x02 \x01(\x0e\x32!.agentrunner.service.v1.AppChangeR\x06\x63hange\x12%\n\x0e\x63onfig_version\x18\x03 \x01(\tR\rconfigVersion*\x87\x01\n\tAppChange\x12\x1a\n\x16\x41PP_CHANGE_UNSPECIFIED\x10\x00\x12\x14\n\x10\x41PP_CHANGE_ADDED\x10\x01\x12\x16\n\x12\x41PP_CHANGE_CHANGED\x10\x02\x12\x18\n\x14\x41PP_CHANGE_UNCHANGED\x10\x03\x12\x16\n\x12\x41PP_CHANGE_REMOVED\x10\x04\x32\xd5\x02\n\x0c\x41\x64minService\x12Y\n\x06\x42\x61\x63kup\x12%.agentrunner.service.v1.BackupRequest\x1a&.agentrunner.service.v1.BackupResponse0\x01\x12\x63\n\nReloadApps\x12).agentrunner.service.v1.ReloadAppsRequest\x1a*.agentrunner.service.v1.ReloadAppsResponse\x12\x84\x01\n\x15ListWebhookDeliveries\x12\x34.agentrunner.service.v1.ListWebhookDeliveriesRequest\x1a\x35.agentrunner.service.v1.ListWebhookDeliveriesResponseb\x06proto3')
 
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, globals())
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'agentrunner.service.v1.admin_service_pb2', globals())
 if _descriptor._USE_C_DESCRIPTORS == False:
 
   DESCRIPTOR._options = None
-  _APPCHANGE._serialized_start=402
-  _APPCHANGE._serialized_end=537
-  _BACKUPREQUEST._serialized_start=70
-  _BACKUPREQUEST._serialized_end=85
-  _BACKUPRESPONSE._serialized_start=87
-  _BACKUPRESPONSE._serialized_end=169
-  _RELOADAPPSREQUEST._serialized_start=171
-  _RELOADAPPSREQUEST._serialized_end=190
-  _RELOADAPPSRESPONSE._serialized_start=192
-  _RELOADAPPSRESPONSE._serialized_end=267
-  _APPRELOAD._serialized_start=270
-  _APPRELOAD._serialized_end=399
-  _ADMINSERVICE._serialized_start=540
-  _ADMINSERVICE._serialized_end=746
+  _APPCHANGE._serialized_start=660
+  _APPCHANGE._serialized_end=795
+  _LISTWEBHOOKDELIVERIESREQUEST._serialized_start=109
+  _LISTWEBHOOKDELIVERIESREQUEST._serialized_end=228
+  _LISTWEBHOOKDELIVERIESRESPONSE._serialized_start=230
+  _LISTWEBHOOKDELIVERIESRESPONSE._serialized_end=326
+  _BACKUPREQUEST._serialized_start=328
+  _BACKUPREQUEST._serialized_end=343
+  _BACKUPRESPONSE._serialized_start=345
+  _BACKUPRESPONSE._serialized_end=427
+  _RELOADAPPSREQUEST._serialized_start=429
+  _RELOADAPPSREQUEST._serialized_end=448
+  _RELOADAPPSRESPONSE._serialized_start=450
+  _RELOADAPPSRESPONSE._serialized_end=525
+  _APPRELOAD._serialized_start=528
+  _APPRELOAD._serialized_end=657
+  _ADMINSERVICE._serialized_start=798
+  _ADMINSERVICE._serialized_end=1139
 # @@protoc_insertion_point(module_scope)

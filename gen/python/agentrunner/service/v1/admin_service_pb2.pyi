@@ -1,3 +1,4 @@
+from agentrunner.v1 import webhook_delivery_pb2 as _webhook_delivery_pb2
 from google.protobuf.internal import containers as _containers
 from google.protobuf.internal import enum_type_wrapper as _enum_type_wrapper
 from google.protobuf import descriptor as _descriptor
@@ -34,6 +35,20 @@ class BackupResponse(_message.Message):
     sha256: str
     size: int
     def __init__(self, chunk: _Optional[bytes] = ..., size: _Optional[int] = ..., sha256: _Optional[str] = ...) -> None: ...
+
+class ListWebhookDeliveriesRequest(_message.Message):
+    __slots__ = ["page_size", "state"]
+    PAGE_SIZE_FIELD_NUMBER: _ClassVar[int]
+    STATE_FIELD_NUMBER: _ClassVar[int]
+    page_size: int
+    state: _webhook_delivery_pb2.WebhookDeliveryState
+    def __init__(self, state: _Optional[_Union[_webhook_delivery_pb2.WebhookDeliveryState, str]] = ..., page_size: _Optional[int] = ...) -> None: ...
+
+class ListWebhookDeliveriesResponse(_message.Message):
+    __slots__ = ["deliveries"]
+    DELIVERIES_FIELD_NUMBER: _ClassVar[int]
+    deliveries: _containers.RepeatedCompositeFieldContainer[_webhook_delivery_pb2.WebhookDelivery]
+    def __init__(self, deliveries: _Optional[_Iterable[_Union[_webhook_delivery_pb2.WebhookDelivery, _Mapping]]] = ...) -> None: ...
 
 class ReloadAppsRequest(_message.Message):
     __slots__ = []

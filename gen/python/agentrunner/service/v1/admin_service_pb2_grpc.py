@@ -27,6 +27,11 @@ class AdminServiceStub(object):
                 request_serializer=agentrunner_dot_service_dot_v1_dot_admin__service__pb2.ReloadAppsRequest.SerializeToString,
                 response_deserializer=agentrunner_dot_service_dot_v1_dot_admin__service__pb2.ReloadAppsResponse.FromString,
                 )
+        self.ListWebhookDeliveries = channel.unary_unary(
+                '/agentrunner.service.v1.AdminService/ListWebhookDeliveries',
+                request_serializer=agentrunner_dot_service_dot_v1_dot_admin__service__pb2.ListWebhookDeliveriesRequest.SerializeToString,
+                response_deserializer=agentrunner_dot_service_dot_v1_dot_admin__service__pb2.ListWebhookDeliveriesResponse.FromString,
+                )
 
 
 class AdminServiceServicer(object):
@@ -65,6 +70,16 @@ class AdminServiceServicer(object):
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def ListWebhookDeliveries(self, request, context):
+        """ListWebhookDeliveries lists the store's webhook outbox
+        (agentrunner.v1.WebhookDelivery): the deliveries of runs' call backs
+        that wait for an attempt, or those given up after every attempt
+        failed, kept with their attempts and last error.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_AdminServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -77,6 +92,11 @@ def add_AdminServiceServicer_to_server(servicer, server):
                     servicer.ReloadApps,
                     request_deserializer=agentrunner_dot_service_dot_v1_dot_admin__service__pb2.ReloadAppsRequest.FromString,
                     response_serializer=agentrunner_dot_service_dot_v1_dot_admin__service__pb2.ReloadAppsResponse.SerializeToString,
+            ),
+            'ListWebhookDeliveries': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListWebhookDeliveries,
+                    request_deserializer=agentrunner_dot_service_dot_v1_dot_admin__service__pb2.ListWebhookDeliveriesRequest.FromString,
+                    response_serializer=agentrunner_dot_service_dot_v1_dot_admin__service__pb2.ListWebhookDeliveriesResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -122,5 +142,22 @@ class AdminService(object):
         return grpc.experimental.unary_unary(request, target, '/agentrunner.service.v1.AdminService/ReloadApps',
             agentrunner_dot_service_dot_v1_dot_admin__service__pb2.ReloadAppsRequest.SerializeToString,
             agentrunner_dot_service_dot_v1_dot_admin__service__pb2.ReloadAppsResponse.FromString,
+            options, channel_credentials,
+            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
+
+    @staticmethod
+    def ListWebhookDeliveries(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(request, target, '/agentrunner.service.v1.AdminService/ListWebhookDeliveries',
+            agentrunner_dot_service_dot_v1_dot_admin__service__pb2.ListWebhookDeliveriesRequest.SerializeToString,
+            agentrunner_dot_service_dot_v1_dot_admin__service__pb2.ListWebhookDeliveriesResponse.FromString,
             options, channel_credentials,
             insecure, call_credentials, compression, wait_for_ready, timeout, metadata)

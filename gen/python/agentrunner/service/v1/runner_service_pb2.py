@@ -16,48 +16,49 @@ from agentrunner.v1 import content_pb2 as agentrunner_dot_v1_dot_content__pb2
 from agentrunner.v1 import event_pb2 as agentrunner_dot_v1_dot_event__pb2
 from agentrunner.v1 import run_pb2 as agentrunner_dot_v1_dot_run__pb2
 from agentrunner.v1 import trace_pb2 as agentrunner_dot_v1_dot_trace__pb2
+from agentrunner.v1 import webhook_pb2 as agentrunner_dot_v1_dot_webhook__pb2
 from google.protobuf import struct_pb2 as google_dot_protobuf_dot_struct__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n+agentrunner/service/v1/runner_service.proto\x12\x16\x61gentrunner.service.v1\x1a\x1a\x61gentrunner/v1/agent.proto\x1a\x1c\x61gentrunner/v1/content.proto\x1a\x1a\x61gentrunner/v1/event.proto\x1a\x18\x61gentrunner/v1/run.proto\x1a\x1a\x61gentrunner/v1/trace.proto\x1a\x1cgoogle/protobuf/struct.proto\"\xc1\x03\n\nRunRequest\x12\x19\n\x08\x61pp_name\x18\x01 \x01(\tR\x07\x61ppName\x12\x17\n\x07user_id\x18\x02 \x01(\tR\x06userId\x12\x1d\n\nsession_id\x18\x03 \x01(\tR\tsessionId\x12\x38\n\x0bnew_message\x18\x04 \x01(\x0b\x32\x17.agentrunner.v1.ContentR\nnewMessage\x12\x38\n\x0bstate_delta\x18\x05 \x01(\x0b\x32\x17.google.protobuf.StructR\nstateDelta\x12\x38\n\nrun_config\x18\x06 \x01(\x0b\x32\x19.agentrunner.v1.RunConfigR\trunConfig\x12\x1d\n\nrequest_id\x18\x07 \x01(\tR\trequestId\x12P\n\x12multitask_strategy\x18\x08 \x01(\x0e\x32!.agentrunner.v1.MultitaskStrategyR\x11multitaskStrategy\x12\x41\n\ron_disconnect\x18\t \x01(\x0e\x32\x1c.agentrunner.v1.OnDisconnectR\x0conDisconnect\"\x83\x03\n\x0fStartRunRequest\x12\x19\n\x08\x61pp_name\x18\x01 \x01(\tR\x07\x61ppName\x12\x17\n\x07user_id\x18\x02 \x01(\tR\x06userId\x12\x1d\n\nsession_id\x18\x03 \x01(\tR\tsessionId\x12\x38\n\x0bnew_message\x18\x04 \x01(\x0b\x32\x17.agentrunner.v1.ContentR\nnewMessage\x12\x38\n\x0bstate_delta\x18\x05 \x01(\x0b\x32\x17.google.protobuf.StructR\nstateDelta\x12\x38\n\nrun_config\x18\x06 \x01(\x0b\x32\x19.agentrunner.v1.RunConfigR\trunConfig\x12\x1d\n\nrequest_id\x18\x07 \x01(\tR\trequestId\x12P\n\x12multitask_strategy\x18\x08 \x01(\x0e\x32!.agentrunner.v1.MultitaskStrategyR\x11multitaskStrategy\"9\n\x10StartRunResponse\x12%\n\x03run\x18\x01 \x01(\x0b\x32\x13.agentrunner.v1.RunR\x03run\"&\n\rGetRunRequest\x12\x15\n\x06run_id\x18\x01 \x01(\tR\x05runId\"7\n\x0eGetRunResponse\x12%\n\x03run\x18\x01 \x01(\x0b\x32\x13.agentrunner.v1.RunR\x03run\"+\n\x12GetRunTraceRequest\x12\x15\n\x06run_id\x18\x01 \x01(\tR\x05runId\"\x8b\x01\n\x13GetRunTraceResponse\x12%\n\x03run\x18\x01 \x01(\x0b\x32\x13.agentrunner.v1.RunR\x03run\x12/\n\x05spans\x18\x02 \x03(\x0b\x32\x19.agentrunner.v1.TraceSpanR\x05spans\x12\x1c\n\ttruncated\x18\x03 \x01(\x08R\ttruncated\"\xd7\x01\n\x0fListRunsRequest\x12\x19\n\x08\x61pp_name\x18\x01 \x01(\tR\x07\x61ppName\x12\x17\n\x07user_id\x18\x02 \x01(\tR\x06userId\x12\x1d\n\nsession_id\x18\x03 \x01(\tR\tsessionId\x12\x1b\n\tpage_size\x18\x04 \x01(\x05R\x08pageSize\x12\x1d\n\npage_token\x18\x05 \x01(\tR\tpageToken\x12\x35\n\x08statuses\x18\x06 \x03(\x0e\x32\x19.agentrunner.v1.RunStatusR\x08statuses\"c\n\x10ListRunsResponse\x12\'\n\x04runs\x18\x01 \x03(\x0b\x32\x13.agentrunner.v1.RunR\x04runs\x12&\n\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\")\n\x10\x43\x61ncelRunRequest\x12\x15\n\x06run_id\x18\x01 \x01(\tR\x05runId\":\n\x11\x43\x61ncelRunResponse\x12%\n\x03run\x18\x01 \x01(\x0b\x32\x13.agentrunner.v1.RunR\x03run\"P\n\x10\x41ttachRunRequest\x12\x15\n\x06run_id\x18\x01 \x01(\tR\x05runId\x12%\n\x0e\x61\x66ter_sequence\x18\x02 \x01(\x04R\rafterSequence\"\xc5\x01\n\x10ResumeRunRequest\x12\x15\n\x06run_id\x18\x01 \x01(\tR\x05runId\x12\x31\n\x07\x61nswers\x18\x02 \x01(\x0b\x32\x17.agentrunner.v1.ContentR\x07\x61nswers\x12$\n\x0eretry_call_ids\x18\x03 \x03(\tR\x0cretryCallIds\x12\x41\n\ron_disconnect\x18\x04 \x01(\x0e\x32\x1c.agentrunner.v1.OnDisconnectR\x0conDisconnect\"\xa0\x01\n\x0bRunResponse\x12-\n\x05\x65vent\x18\x01 \x01(\x0b\x32\x15.agentrunner.v1.EventH\x00R\x05\x65vent\x12.\n\x05\x65rror\x18\x02 \x01(\x0b\x32\x16.agentrunner.v1.StatusH\x00R\x05\x65rror\x12\'\n\x03run\x18\x03 \x01(\x0b\x32\x13.agentrunner.v1.RunH\x00R\x03runB\t\n\x07payload\"\x11\n\x0fListAppsRequest\";\n\x10ListAppsResponse\x12\'\n\x04\x61pps\x18\x01 \x03(\x0b\x32\x13.agentrunner.v1.AppR\x04\x61pps2\xdd\x06\n\rRunnerService\x12P\n\x03Run\x12\".agentrunner.service.v1.RunRequest\x1a#.agentrunner.service.v1.RunResponse0\x01\x12]\n\x08ListApps\x12\'.agentrunner.service.v1.ListAppsRequest\x1a(.agentrunner.service.v1.ListAppsResponse\x12]\n\x08StartRun\x12\'.agentrunner.service.v1.StartRunRequest\x1a(.agentrunner.service.v1.StartRunResponse\x12W\n\x06GetRun\x12%.agentrunner.service.v1.GetRunRequest\x1a&.agentrunner.service.v1.GetRunResponse\x12\x66\n\x0bGetRunTrace\x12*.agentrunner.service.v1.GetRunTraceRequest\x1a+.agentrunner.service.v1.GetRunTraceResponse\x12]\n\x08ListRuns\x12\'.agentrunner.service.v1.ListRunsRequest\x1a(.agentrunner.service.v1.ListRunsResponse\x12`\n\tCancelRun\x12(.agentrunner.service.v1.CancelRunRequest\x1a).agentrunner.service.v1.CancelRunResponse\x12\\\n\tAttachRun\x12(.agentrunner.service.v1.AttachRunRequest\x1a#.agentrunner.service.v1.RunResponse0\x01\x12\\\n\tResumeRun\x12(.agentrunner.service.v1.ResumeRunRequest\x1a#.agentrunner.service.v1.RunResponse0\x01\x62\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n+agentrunner/service/v1/runner_service.proto\x12\x16\x61gentrunner.service.v1\x1a\x1a\x61gentrunner/v1/agent.proto\x1a\x1c\x61gentrunner/v1/content.proto\x1a\x1a\x61gentrunner/v1/event.proto\x1a\x18\x61gentrunner/v1/run.proto\x1a\x1a\x61gentrunner/v1/trace.proto\x1a\x1c\x61gentrunner/v1/webhook.proto\x1a\x1cgoogle/protobuf/struct.proto\"\xc1\x03\n\nRunRequest\x12\x19\n\x08\x61pp_name\x18\x01 \x01(\tR\x07\x61ppName\x12\x17\n\x07user_id\x18\x02 \x01(\tR\x06userId\x12\x1d\n\nsession_id\x18\x03 \x01(\tR\tsessionId\x12\x38\n\x0bnew_message\x18\x04 \x01(\x0b\x32\x17.agentrunner.v1.ContentR\nnewMessage\x12\x38\n\x0bstate_delta\x18\x05 \x01(\x0b\x32\x17.google.protobuf.StructR\nstateDelta\x12\x38\n\nrun_config\x18\x06 \x01(\x0b\x32\x19.agentrunner.v1.RunConfigR\trunConfig\x12\x1d\n\nrequest_id\x18\x07 \x01(\tR\trequestId\x12P\n\x12multitask_strategy\x18\x08 \x01(\x0e\x32!.agentrunner.v1.MultitaskStrategyR\x11multitaskStrategy\x12\x41\n\ron_disconnect\x18\t \x01(\x0e\x32\x1c.agentrunner.v1.OnDisconnectR\x0conDisconnect\"\xb6\x03\n\x0fStartRunRequest\x12\x19\n\x08\x61pp_name\x18\x01 \x01(\tR\x07\x61ppName\x12\x17\n\x07user_id\x18\x02 \x01(\tR\x06userId\x12\x1d\n\nsession_id\x18\x03 \x01(\tR\tsessionId\x12\x38\n\x0bnew_message\x18\x04 \x01(\x0b\x32\x17.agentrunner.v1.ContentR\nnewMessage\x12\x38\n\x0bstate_delta\x18\x05 \x01(\x0b\x32\x17.google.protobuf.StructR\nstateDelta\x12\x38\n\nrun_config\x18\x06 \x01(\x0b\x32\x19.agentrunner.v1.RunConfigR\trunConfig\x12\x1d\n\nrequest_id\x18\x07 \x01(\tR\trequestId\x12P\n\x12multitask_strategy\x18\x08 \x01(\x0e\x32!.agentrunner.v1.MultitaskStrategyR\x11multitaskStrategy\x12\x31\n\x07webhook\x18\t \x01(\x0b\x32\x17.agentrunner.v1.WebhookR\x07webhook\"9\n\x10StartRunResponse\x12%\n\x03run\x18\x01 \x01(\x0b\x32\x13.agentrunner.v1.RunR\x03run\"&\n\rGetRunRequest\x12\x15\n\x06run_id\x18\x01 \x01(\tR\x05runId\"7\n\x0eGetRunResponse\x12%\n\x03run\x18\x01 \x01(\x0b\x32\x13.agentrunner.v1.RunR\x03run\"+\n\x12GetRunTraceRequest\x12\x15\n\x06run_id\x18\x01 \x01(\tR\x05runId\"\x8b\x01\n\x13GetRunTraceResponse\x12%\n\x03run\x18\x01 \x01(\x0b\x32\x13.agentrunner.v1.RunR\x03run\x12/\n\x05spans\x18\x02 \x03(\x0b\x32\x19.agentrunner.v1.TraceSpanR\x05spans\x12\x1c\n\ttruncated\x18\x03 \x01(\x08R\ttruncated\"\xd7\x01\n\x0fListRunsRequest\x12\x19\n\x08\x61pp_name\x18\x01 \x01(\tR\x07\x61ppName\x12\x17\n\x07user_id\x18\x02 \x01(\tR\x06userId\x12\x1d\n\nsession_id\x18\x03 \x01(\tR\tsessionId\x12\x1b\n\tpage_size\x18\x04 \x01(\x05R\x08pageSize\x12\x1d\n\npage_token\x18\x05 \x01(\tR\tpageToken\x12\x35\n\x08statuses\x18\x06 \x03(\x0e\x32\x19.agentrunner.v1.RunStatusR\x08statuses\"c\n\x10ListRunsResponse\x12\'\n\x04runs\x18\x01 \x03(\x0b\x32\x13.agentrunner.v1.RunR\x04runs\x12&\n\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\")\n\x10\x43\x61ncelRunRequest\x12\x15\n\x06run_id\x18\x01 \x01(\tR\x05runId\":\n\x11\x43\x61ncelRunResponse\x12%\n\x03run\x18\x01 \x01(\x0b\x32\x13.agentrunner.v1.RunR\x03run\"P\n\x10\x41ttachRunRequest\x12\x15\n\x06run_id\x18\x01 \x01(\tR\x05runId\x12%\n\x0e\x61\x66ter_sequence\x18\x02 \x01(\x04R\rafterSequence\"\xc5\x01\n\x10ResumeRunRequest\x12\x15\n\x06run_id\x18\x01 \x01(\tR\x05runId\x12\x31\n\x07\x61nswers\x18\x02 \x01(\x0b\x32\x17.agentrunner.v1.ContentR\x07\x61nswers\x12$\n\x0eretry_call_ids\x18\x03 \x03(\tR\x0cretryCallIds\x12\x41\n\ron_disconnect\x18\x04 \x01(\x0e\x32\x1c.agentrunner.v1.OnDisconnectR\x0conDisconnect\"\xa0\x01\n\x0bRunResponse\x12-\n\x05\x65vent\x18\x01 \x01(\x0b\x32\x15.agentrunner.v1.EventH\x00R\x05\x65vent\x12.\n\x05\x65rror\x18\x02 \x01(\x0b\x32\x16.agentrunner.v1.StatusH\x00R\x05\x65rror\x12\'\n\x03run\x18\x03 \x01(\x0b\x32\x13.agentrunner.v1.RunH\x00R\x03runB\t\n\x07payload\"\x11\n\x0fListAppsRequest\";\n\x10ListAppsResponse\x12\'\n\x04\x61pps\x18\x01 \x03(\x0b\x32\x13.agentrunner.v1.AppR\x04\x61pps2\xdd\x06\n\rRunnerService\x12P\n\x03Run\x12\".agentrunner.service.v1.RunRequest\x1a#.agentrunner.service.v1.RunResponse0\x01\x12]\n\x08ListApps\x12\'.agentrunner.service.v1.ListAppsRequest\x1a(.agentrunner.service.v1.ListAppsResponse\x12]\n\x08StartRun\x12\'.agentrunner.service.v1.StartRunRequest\x1a(.agentrunner.service.v1.StartRunResponse\x12W\n\x06GetRun\x12%.agentrunner.service.v1.GetRunRequest\x1a&.agentrunner.service.v1.GetRunResponse\x12\x66\n\x0bGetRunTrace\x12*.agentrunner.service.v1.GetRunTraceRequest\x1a+.agentrunner.service.v1.GetRunTraceResponse\x12]\n\x08ListRuns\x12\'.agentrunner.service.v1.ListRunsRequest\x1a(.agentrunner.service.v1.ListRunsResponse\x12`\n\tCancelRun\x12(.agentrunner.service.v1.CancelRunRequest\x1a).agentrunner.service.v1.CancelRunResponse\x12\\\n\tAttachRun\x12(.agentrunner.service.v1.AttachRunRequest\x1a#.agentrunner.service.v1.RunResponse0\x01\x12\\\n\tResumeRun\x12(.agentrunner.service.v1.ResumeRunRequest\x1a#.agentrunner.service.v1.RunResponse0\x01\x62\x06proto3')
 
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, globals())
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'agentrunner.service.v1.runner_service_pb2', globals())
 if _descriptor._USE_C_DESCRIPTORS == False:
 
   DESCRIPTOR._options = None
-  _RUNREQUEST._serialized_start=242
-  _RUNREQUEST._serialized_end=691
-  _STARTRUNREQUEST._serialized_start=694
-  _STARTRUNREQUEST._serialized_end=1081
-  _STARTRUNRESPONSE._serialized_start=1083
-  _STARTRUNRESPONSE._serialized_end=1140
-  _GETRUNREQUEST._serialized_start=1142
-  _GETRUNREQUEST._serialized_end=1180
-  _GETRUNRESPONSE._serialized_start=1182
-  _GETRUNRESPONSE._serialized_end=1237
-  _GETRUNTRACEREQUEST._serialized_start=1239
-  _GETRUNTRACEREQUEST._serialized_end=1282
-  _GETRUNTRACERESPONSE._serialized_start=1285
-  _GETRUNTRACERESPONSE._serialized_end=1424
-  _LISTRUNSREQUEST._serialized_start=1427
-  _LISTRUNSREQUEST._serialized_end=1642
-  _LISTRUNSRESPONSE._serialized_start=1644
-  _LISTRUNSRESPONSE._serialized_end=1743
-  _CANCELRUNREQUEST._serialized_start=1745
-  _CANCELRUNREQUEST._serialized_end=1786
-  _CANCELRUNRESPONSE._serialized_start=1788
-  _CANCELRUNRESPONSE._serialized_end=1846
-  _ATTACHRUNREQUEST._serialized_start=1848
-  _ATTACHRUNREQUEST._serialized_end=1928
-  _RESUMERUNREQUEST._serialized_start=1931
-  _RESUMERUNREQUEST._serialized_end=2128
-  _RUNRESPONSE._serialized_start=2131
-  _RUNRESPONSE._serialized_end=2291
-  _LISTAPPSREQUEST._serialized_start=2293
-  _LISTAPPSREQUEST._serialized_end=2310
-  _LISTAPPSRESPONSE._serialized_start=2312
-  _LISTAPPSRESPONSE._serialized_end=2371
-  _RUNNERSERVICE._serialized_start=2374
-  _RUNNERSERVICE._serialized_end=3235
+  _RUNREQUEST._serialized_start=272
+  _RUNREQUEST._serialized_end=721
+  _STARTRUNREQUEST._serialized_start=724
+  _STARTRUNREQUEST._serialized_end=1162
+  _STARTRUNRESPONSE._serialized_start=1164
+  _STARTRUNRESPONSE._serialized_end=1221
+  _GETRUNREQUEST._serialized_start=1223
+  _GETRUNREQUEST._serialized_end=1261
+  _GETRUNRESPONSE._serialized_start=1263
+  _GETRUNRESPONSE._serialized_end=1318
+  _GETRUNTRACEREQUEST._serialized_start=1320
+  _GETRUNTRACEREQUEST._serialized_end=1363
+  _GETRUNTRACERESPONSE._serialized_start=1366
+  _GETRUNTRACERESPONSE._serialized_end=1505
+  _LISTRUNSREQUEST._serialized_start=1508
+  _LISTRUNSREQUEST._serialized_end=1723
+  _LISTRUNSRESPONSE._serialized_start=1725
+  _LISTRUNSRESPONSE._serialized_end=1824
+  _CANCELRUNREQUEST._serialized_start=1826
+  _CANCELRUNREQUEST._serialized_end=1867
+  _CANCELRUNRESPONSE._serialized_start=1869
+  _CANCELRUNRESPONSE._serialized_end=1927
+  _ATTACHRUNREQUEST._serialized_start=1929
+  _ATTACHRUNREQUEST._serialized_end=2009
+  _RESUMERUNREQUEST._serialized_start=2012
+  _RESUMERUNREQUEST._serialized_end=2209
+  _RUNRESPONSE._serialized_start=2212
+  _RUNRESPONSE._serialized_end=2372
+  _LISTAPPSREQUEST._serialized_start=2374
+  _LISTAPPSREQUEST._serialized_end=2391
+  _LISTAPPSRESPONSE._serialized_start=2393
+  _LISTAPPSRESPONSE._serialized_end=2452
+  _RUNNERSERVICE._serialized_start=2455
+  _RUNNERSERVICE._serialized_end=3316
 # @@protoc_insertion_point(module_scope)

@@ -3,6 +3,7 @@ from agentrunner.v1 import content_pb2 as _content_pb2
 from agentrunner.v1 import event_pb2 as _event_pb2
 from agentrunner.v1 import run_pb2 as _run_pb2
 from agentrunner.v1 import trace_pb2 as _trace_pb2
+from agentrunner.v1 import webhook_pb2 as _webhook_pb2
 from google.protobuf import struct_pb2 as _struct_pb2
 from google.protobuf.internal import containers as _containers
 from google.protobuf import descriptor as _descriptor
@@ -138,7 +139,7 @@ class RunResponse(_message.Message):
     def __init__(self, event: _Optional[_Union[_event_pb2.Event, _Mapping]] = ..., error: _Optional[_Union[_run_pb2.Status, _Mapping]] = ..., run: _Optional[_Union[_run_pb2.Run, _Mapping]] = ...) -> None: ...
 
 class StartRunRequest(_message.Message):
-    __slots__ = ["app_name", "multitask_strategy", "new_message", "request_id", "run_config", "session_id", "state_delta", "user_id"]
+    __slots__ = ["app_name", "multitask_strategy", "new_message", "request_id", "run_config", "session_id", "state_delta", "user_id", "webhook"]
     APP_NAME_FIELD_NUMBER: _ClassVar[int]
     MULTITASK_STRATEGY_FIELD_NUMBER: _ClassVar[int]
     NEW_MESSAGE_FIELD_NUMBER: _ClassVar[int]
@@ -147,6 +148,7 @@ class StartRunRequest(_message.Message):
     SESSION_ID_FIELD_NUMBER: _ClassVar[int]
     STATE_DELTA_FIELD_NUMBER: _ClassVar[int]
     USER_ID_FIELD_NUMBER: _ClassVar[int]
+    WEBHOOK_FIELD_NUMBER: _ClassVar[int]
     app_name: str
     multitask_strategy: _run_pb2.MultitaskStrategy
     new_message: _content_pb2.Content
@@ -155,7 +157,8 @@ class StartRunRequest(_message.Message):
     session_id: str
     state_delta: _struct_pb2.Struct
     user_id: str
-    def __init__(self, app_name: _Optional[str] = ..., user_id: _Optional[str] = ..., session_id: _Optional[str] = ..., new_message: _Optional[_Union[_content_pb2.Content, _Mapping]] = ..., state_delta: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., run_config: _Optional[_Union[_run_pb2.RunConfig, _Mapping]] = ..., request_id: _Optional[str] = ..., multitask_strategy: _Optional[_Union[_run_pb2.MultitaskStrategy, str]] = ...) -> None: ...
+    webhook: _webhook_pb2.Webhook
+    def __init__(self, app_name: _Optional[str] = ..., user_id: _Optional[str] = ..., session_id: _Optional[str] = ..., new_message: _Optional[_Union[_content_pb2.Content, _Mapping]] = ..., state_delta: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., run_config: _Optional[_Union[_run_pb2.RunConfig, _Mapping]] = ..., request_id: _Optional[str] = ..., multitask_strategy: _Optional[_Union[_run_pb2.MultitaskStrategy, str]] = ..., webhook: _Optional[_Union[_webhook_pb2.Webhook, _Mapping]] = ...) -> None: ...
 
 class StartRunResponse(_message.Message):
     __slots__ = ["run"]

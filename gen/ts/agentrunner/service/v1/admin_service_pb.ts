@@ -4,13 +4,65 @@
 
 import type { GenEnum, GenFile, GenMessage, GenService } from "@bufbuild/protobuf/codegenv2";
 import { enumDesc, fileDesc, messageDesc, serviceDesc } from "@bufbuild/protobuf/codegenv2";
+import type { WebhookDelivery, WebhookDeliveryState } from "../../v1/webhook_delivery_pb.js";
+import { file_agentrunner_v1_webhook_delivery } from "../../v1/webhook_delivery_pb.js";
 import type { Message } from "@bufbuild/protobuf";
 
 /**
  * Describes the file agentrunner/service/v1/admin_service.proto.
  */
 export const file_agentrunner_service_v1_admin_service: GenFile = /*@__PURE__*/
-  fileDesc("CiphZ2VudHJ1bm5lci9zZXJ2aWNlL3YxL2FkbWluX3NlcnZpY2UucHJvdG8SFmFnZW50cnVubmVyLnNlcnZpY2UudjEiDwoNQmFja3VwUmVxdWVzdCI9Cg5CYWNrdXBSZXNwb25zZRINCgVjaHVuaxgBIAEoDBIMCgRzaXplGAIgASgDEg4KBnNoYTI1NhgDIAEoCSITChFSZWxvYWRBcHBzUmVxdWVzdCJFChJSZWxvYWRBcHBzUmVzcG9uc2USLwoEYXBwcxgBIAMoCzIhLmFnZW50cnVubmVyLnNlcnZpY2UudjEuQXBwUmVsb2FkImQKCUFwcFJlbG9hZBIMCgRuYW1lGAEgASgJEjEKBmNoYW5nZRgCIAEoDjIhLmFnZW50cnVubmVyLnNlcnZpY2UudjEuQXBwQ2hhbmdlEhYKDmNvbmZpZ192ZXJzaW9uGAMgASgJKocBCglBcHBDaGFuZ2USGgoWQVBQX0NIQU5HRV9VTlNQRUNJRklFRBAAEhQKEEFQUF9DSEFOR0VfQURERUQQARIWChJBUFBfQ0hBTkdFX0NIQU5HRUQQAhIYChRBUFBfQ0hBTkdFX1VOQ0hBTkdFRBADEhYKEkFQUF9DSEFOR0VfUkVNT1ZFRBAEMs4BCgxBZG1pblNlcnZpY2USWQoGQmFja3VwEiUuYWdlbnRydW5uZXIuc2VydmljZS52MS5CYWNrdXBSZXF1ZXN0GiYuYWdlbnRydW5uZXIuc2VydmljZS52MS5CYWNrdXBSZXNwb25zZTABEmMKClJlbG9hZEFwcHMSKS5hZ2VudHJ1bm5lci5zZXJ2aWNlLnYxLlJlbG9hZEFwcHNSZXF1ZXN0GiouYWdlbnRydW5uZXIuc2VydmljZS52MS5SZWxvYWRBcHBzUmVzcG9uc2ViBnByb3RvMw");
+  fileDesc("CiphZ2VudHJ1bm5lci9zZXJ2aWNlL3YxL2FkbWluX3NlcnZpY2UucHJvdG8SFmFnZW50cnVubmVyLnNlcnZpY2UudjEiZgocTGlzdFdlYmhvb2tEZWxpdmVyaWVzUmVxdWVzdBIzCgVzdGF0ZRgBIAEoDjIkLmFnZW50cnVubmVyLnYxLldlYmhvb2tEZWxpdmVyeVN0YXRlEhEKCXBhZ2Vfc2l6ZRgCIAEoBSJUCh1MaXN0V2ViaG9va0RlbGl2ZXJpZXNSZXNwb25zZRIzCgpkZWxpdmVyaWVzGAEgAygLMh8uYWdlbnRydW5uZXIudjEuV2ViaG9va0RlbGl2ZXJ5Ig8KDUJhY2t1cFJlcXVlc3QiPQoOQmFja3VwUmVzcG9uc2USDQoFY2h1bmsYASABKAwSDAoEc2l6ZRgCIAEoAxIOCgZzaGEyNTYYAyABKAkiEwoRUmVsb2FkQXBwc1JlcXVlc3QiRQoSUmVsb2FkQXBwc1Jlc3BvbnNlEi8KBGFwcHMYASADKAsyIS5hZ2VudHJ1bm5lci5zZXJ2aWNlLnYxLkFwcFJlbG9hZCJkCglBcHBSZWxvYWQSDAoEbmFtZRgBIAEoCRIxCgZjaGFuZ2UYAiABKA4yIS5hZ2VudHJ1bm5lci5zZXJ2aWNlLnYxLkFwcENoYW5nZRIWCg5jb25maWdfdmVyc2lvbhgDIAEoCSqHAQoJQXBwQ2hhbmdlEhoKFkFQUF9DSEFOR0VfVU5TUEVDSUZJRUQQABIUChBBUFBfQ0hBTkdFX0FEREVEEAESFgoSQVBQX0NIQU5HRV9DSEFOR0VEEAISGAoUQVBQX0NIQU5HRV9VTkNIQU5HRUQQAxIWChJBUFBfQ0hBTkdFX1JFTU9WRUQQBDLVAgoMQWRtaW5TZXJ2aWNlElkKBkJhY2t1cBIlLmFnZW50cnVubmVyLnNlcnZpY2UudjEuQmFja3VwUmVxdWVzdBomLmFnZW50cnVubmVyLnNlcnZpY2UudjEuQmFja3VwUmVzcG9uc2UwARJjCgpSZWxvYWRBcHBzEikuYWdlbnRydW5uZXIuc2VydmljZS52MS5SZWxvYWRBcHBzUmVxdWVzdBoqLmFnZW50cnVubmVyLnNlcnZpY2UudjEuUmVsb2FkQXBwc1Jlc3BvbnNlEoQBChVMaXN0V2ViaG9va0RlbGl2ZXJpZXMSNC5hZ2VudHJ1bm5lci5zZXJ2aWNlLnYxLkxpc3RXZWJob29rRGVsaXZlcmllc1JlcXVlc3QaNS5hZ2VudHJ1bm5lci5zZXJ2aWNlLnYxLkxpc3RXZWJob29rRGVsaXZlcmllc1Jlc3BvbnNlYgZwcm90bzM", [file_agentrunner_v1_webhook_delivery]);
+
+/**
+ * ListWebhookDeliveriesRequest is the input of ListWebhookDeliveries.
+ *
+ * @generated from message agentrunner.service.v1.ListWebhookDeliveriesRequest
+ */
+export type ListWebhookDeliveriesRequest = Message<"agentrunner.service.v1.ListWebhookDeliveriesRequest"> & {
+  /**
+   * Which deliveries: WEBHOOK_DELIVERY_STATE_FAILED (also when unset), or
+   * WEBHOOK_DELIVERY_STATE_PENDING.
+   *
+   * @generated from field: agentrunner.v1.WebhookDeliveryState state = 1;
+   */
+  state: WebhookDeliveryState;
+
+  /**
+   * Most deliveries to return; 0 means 100, at most 100.
+   *
+   * @generated from field: int32 page_size = 2;
+   */
+  pageSize: number;
+};
+
+/**
+ * Describes the message agentrunner.service.v1.ListWebhookDeliveriesRequest.
+ * Use `create(ListWebhookDeliveriesRequestSchema)` to create a new message.
+ */
+export const ListWebhookDeliveriesRequestSchema: GenMessage<ListWebhookDeliveriesRequest> = /*@__PURE__*/
+  messageDesc(file_agentrunner_service_v1_admin_service, 0);
+
+/**
+ * ListWebhookDeliveriesResponse is the output of ListWebhookDeliveries.
+ *
+ * @generated from message agentrunner.service.v1.ListWebhookDeliveriesResponse
+ */
+export type ListWebhookDeliveriesResponse = Message<"agentrunner.service.v1.ListWebhookDeliveriesResponse"> & {
+  /**
+   * Up to page_size deliveries in the state asked for.
+   *
+   * @generated from field: repeated agentrunner.v1.WebhookDelivery deliveries = 1;
+   */
+  deliveries: WebhookDelivery[];
+};
+
+/**
+ * Describes the message agentrunner.service.v1.ListWebhookDeliveriesResponse.
+ * Use `create(ListWebhookDeliveriesResponseSchema)` to create a new message.
+ */
+export const ListWebhookDeliveriesResponseSchema: GenMessage<ListWebhookDeliveriesResponse> = /*@__PURE__*/
+  messageDesc(file_agentrunner_service_v1_admin_service, 1);
 
 /**
  * BackupRequest is the input of Backup. It has no fields yet.
@@ -25,7 +77,7 @@ export type BackupRequest = Message<"agentrunner.service.v1.BackupRequest"> & {
  * Use `create(BackupRequestSchema)` to create a new message.
  */
 export const BackupRequestSchema: GenMessage<BackupRequest> = /*@__PURE__*/
-  messageDesc(file_agentrunner_service_v1_admin_service, 0);
+  messageDesc(file_agentrunner_service_v1_admin_service, 2);
 
 /**
  * BackupResponse is one part of a Backup stream.
@@ -63,7 +115,7 @@ export type BackupResponse = Message<"agentrunner.service.v1.BackupResponse"> & 
  * Use `create(BackupResponseSchema)` to create a new message.
  */
 export const BackupResponseSchema: GenMessage<BackupResponse> = /*@__PURE__*/
-  messageDesc(file_agentrunner_service_v1_admin_service, 1);
+  messageDesc(file_agentrunner_service_v1_admin_service, 3);
 
 /**
  * ReloadAppsRequest is the input of ReloadApps. It has no fields yet.
@@ -78,7 +130,7 @@ export type ReloadAppsRequest = Message<"agentrunner.service.v1.ReloadAppsReques
  * Use `create(ReloadAppsRequestSchema)` to create a new message.
  */
 export const ReloadAppsRequestSchema: GenMessage<ReloadAppsRequest> = /*@__PURE__*/
-  messageDesc(file_agentrunner_service_v1_admin_service, 2);
+  messageDesc(file_agentrunner_service_v1_admin_service, 4);
 
 /**
  * ReloadAppsResponse says what a reload changed.
@@ -100,7 +152,7 @@ export type ReloadAppsResponse = Message<"agentrunner.service.v1.ReloadAppsRespo
  * Use `create(ReloadAppsResponseSchema)` to create a new message.
  */
 export const ReloadAppsResponseSchema: GenMessage<ReloadAppsResponse> = /*@__PURE__*/
-  messageDesc(file_agentrunner_service_v1_admin_service, 3);
+  messageDesc(file_agentrunner_service_v1_admin_service, 5);
 
 /**
  * AppReload is what a reload did to one app.
@@ -136,7 +188,7 @@ export type AppReload = Message<"agentrunner.service.v1.AppReload"> & {
  * Use `create(AppReloadSchema)` to create a new message.
  */
 export const AppReloadSchema: GenMessage<AppReload> = /*@__PURE__*/
-  messageDesc(file_agentrunner_service_v1_admin_service, 4);
+  messageDesc(file_agentrunner_service_v1_admin_service, 6);
 
 /**
  * AppChange is what a reload did to an app.
@@ -230,6 +282,19 @@ export const AdminService: GenService<{
     methodKind: "unary";
     input: typeof ReloadAppsRequestSchema;
     output: typeof ReloadAppsResponseSchema;
+  },
+  /**
+   * ListWebhookDeliveries lists the store's webhook outbox
+   * (agentrunner.v1.WebhookDelivery): the deliveries of runs' call backs
+   * that wait for an attempt, or those given up after every attempt
+   * failed, kept with their attempts and last error.
+   *
+   * @generated from rpc agentrunner.service.v1.AdminService.ListWebhookDeliveries
+   */
+  listWebhookDeliveries: {
+    methodKind: "unary";
+    input: typeof ListWebhookDeliveriesRequestSchema;
+    output: typeof ListWebhookDeliveriesResponseSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_agentrunner_service_v1_admin_service, 0);
