@@ -514,3 +514,11 @@ func TestEventsFill(t *testing.T) {
 		}
 	})
 }
+
+// TestScheduleConformance runs the schedule store suite that pgstore runs too.
+func TestScheduleConformance(t *testing.T) {
+	storetest.RunSchedules(t, func(t *testing.T) store.Store {
+		s, _ := newTestStore(t, Options{})
+		return s
+	})
+}

@@ -368,3 +368,8 @@ func TestOnCommit(t *testing.T) {
 		}
 	}
 }
+
+// TestScheduleConformance runs the schedule store suite that boltstore runs too.
+func TestScheduleConformance(t *testing.T) {
+	storetest.RunSchedules(t, func(t *testing.T) store.Store { return openURL(t, pg.URL(t)) })
+}
