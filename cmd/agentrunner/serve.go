@@ -293,6 +293,7 @@ func serve(ctx context.Context, args []string, stderr io.Writer) (err error) {
 	if err != nil {
 		return err
 	}
+	defer startScheduler(ctx, core, f.replica, log)()
 	if f.debugAddr != "" {
 		stopDebug, err := serveDebug(f.debugAddr, log)
 		if err != nil {

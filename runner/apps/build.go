@@ -102,7 +102,8 @@ func (b *builder) app(ctx context.Context, app *agentrunnerv1.AppConfig, path st
 		return App{}, err
 	}
 	a := App{Name: app.GetName(), Description: app.GetDescription(), Root: root, Compaction: compaction,
-		AddSessionsToMemory: app.GetMemory().GetAddSessions(), Budgets: budgets(app.GetBudgets(), b.currency), closer: closeAll}
+		AddSessionsToMemory: app.GetMemory().GetAddSessions(), Budgets: budgets(app.GetBudgets(), b.currency), closer: closeAll,
+		Schedules: schedulesOf(app)}
 	if len(b.missing) > 0 {
 		a.Unavailable = strings.Join(b.missing, "; ")
 		b.log.Warn("app unavailable: a model it uses has no credentials; its runs fail with FAILED_PRECONDITION until the server restarts with them", "app", a.Name, "reason", a.Unavailable)
