@@ -63,6 +63,11 @@ type Scheduler struct {
 	mu    sync.Mutex
 	specs map[string]*Spec // by cron + "\x00" + zone
 	ticks int
+	// cursors are the schedules' cursors as last read or moved here: a
+	// lower bound of the stored ones (a cursor only moves forward), so a
+	// schedule whose next time after it is not due yet costs the store
+	// nothing.
+	cursors map[string]time.Time
 }
 
 // New returns a Scheduler; Run starts it.
@@ -79,7 +84,7 @@ func New(cfg Config) *Scheduler {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	return &Scheduler{cfg: cfg, specs: map[string]*Spec{}}
+	return &Scheduler{cfg: cfg, specs: map[string]*Spec{}, cursors: map[string]time.Time{}}
 }
 
 // Run steps every tick until ctx is done.
@@ -109,6 +114,15 @@ func (s *Scheduler) Step(ctx context.Context) error {
 	s.mu.Lock()
 	s.ticks++
 	doRecover := s.ticks%recoverEvery == 1
+	listed := make(map[string]bool, len(scheds))
+	for _, sc := range scheds {
+		listed[sc.GetScheduleId()] = true
+	}
+	for id := range s.cursors { // forget the schedules deleted
+		if !listed[id] {
+			delete(s.cursors, id)
+		}
+	}
 	s.mu.Unlock()
 	var first error
 	for _, sc := range scheds {
@@ -149,10 +163,17 @@ func (s *Scheduler) step(ctx context.Context, sc *agentrunnerv1.Schedule, doReco
 	if doRecover {
 		s.recoverFires(ctx, sc, now)
 	}
-	cursor, err := s.cfg.Store.StartSchedule(ctx, id, now)
-	if err != nil {
-		return fmt.Errorf("cursor: %w", err)
+	s.mu.Lock()
+	known, ok := s.cursors[id]
+	s.mu.Unlock()
+	if next := sp.Next(known); ok && (next.IsZero() || next.After(now)) {
+		return nil
 	}
+	cursor, err := s.cursor(ctx, id, now)
+	if err != nil {
+		return err
+	}
+	defer func() { s.remember(id, cursor) }()
 	next := sp.Next(cursor)
 	if next.IsZero() || next.After(now) {
 		return nil
@@ -173,6 +194,32 @@ func (s *Scheduler) step(ctx context.Context, sc *agentrunnerv1.Schedule, doReco
 		cursor = at
 	}
 	return nil
+}
+
+// cursor reads schedule id's cursor from the store, starting it at now
+// when the schedule has none (its first sight).
+func (s *Scheduler) cursor(ctx context.Context, id string, now time.Time) (time.Time, error) {
+	st, err := s.cfg.Store.ScheduleState(ctx, id)
+	if err == nil {
+		return st.Cursor, nil
+	}
+	if !errors.Is(err, store.ErrNotFound) {
+		return time.Time{}, fmt.Errorf("cursor: %w", err)
+	}
+	c, err := s.cfg.Store.StartSchedule(ctx, id, now)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("start cursor: %w", err)
+	}
+	return c, nil
+}
+
+// remember keeps cursor as schedule id's known cursor.
+func (s *Scheduler) remember(id string, cursor time.Time) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if cursor.After(s.cursors[id]) {
+		s.cursors[id] = cursor
+	}
 }
 
 // missed applies sc's policy to its times in (cursor, edge], which were
