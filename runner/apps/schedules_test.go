@@ -80,3 +80,38 @@ func TestParseScheduleErrors(t *testing.T) {
 		}
 	}
 }
+
+// TestReloadSchedules: a reload replaces an app's schedules with its new
+// entry's, and a removed app's schedules go with it.
+func TestReloadSchedules(t *testing.T) {
+	_, db := newRegistry(t, nil)
+	reg := mustRegistry(t, Config{Store: db})
+	sched := func(app, name string) *agentrunnerv1.Schedule {
+		return &agentrunnerv1.Schedule{ScheduleId: app + "/" + name, AppName: app}
+	}
+	app := func(name string, scheds ...*agentrunnerv1.Schedule) App {
+		return App{Name: name, Root: mustAgent(t, "solo"), Schedules: scheds}
+	}
+	if _, err := reg.Register(app("a", sched("a", "one"))); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := reg.Register(app("b", sched("b", "x"))); err != nil {
+		t.Fatal(err)
+	}
+	ids := func() string {
+		var out []string
+		for _, s := range reg.Schedules() {
+			out = append(out, s.GetScheduleId())
+		}
+		return strings.Join(out, ",")
+	}
+	if got := ids(); got != "a/one,b/x" {
+		t.Fatalf("schedules %s", got)
+	}
+	if _, err := reg.Reload([]App{app("a", sched("a", "two"), sched("a", "three"))}); err != nil {
+		t.Fatal(err)
+	}
+	if got := ids(); got != "a/three,a/two" {
+		t.Fatalf("schedules after reload %s", got)
+	}
+}

@@ -65,6 +65,10 @@ func (d *Desk) AllSchedules(ctx context.Context) ([]*agentrunnerv1.Schedule, err
 func (d *Desk) FireSchedule(ctx context.Context, sc *agentrunnerv1.Schedule, at time.Time) (string, error) {
 	sessionID, requestID := schedule.RunIDs(sc, at)
 	k := store.SessionKey{App: sc.GetAppName(), User: sc.GetUserId(), Session: sessionID}
+	// A run the budgets refuse leaves no empty fresh session behind.
+	if err := d.CheckBudgets(ctx, k); err != nil {
+		return "", err
+	}
 	if _, err := d.OpenSession(ctx, k); err != nil {
 		return "", err
 	}
