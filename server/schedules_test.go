@@ -14,6 +14,7 @@ import (
 	agentrunnerv1 "github.com/agentrunner/agentrunner/gen/go/agentrunner/v1"
 	"github.com/agentrunner/agentrunner/runner/apps"
 	"github.com/agentrunner/agentrunner/runner/schedule"
+	"github.com/agentrunner/agentrunner/store"
 )
 
 // scheduleCases are the matrix cases of ScheduleService's scoped RPC;
@@ -153,5 +154,41 @@ func TestScheduleFires(t *testing.T) {
 	session, request := schedule.RunIDs(got, got.GetLastFireTime().AsTime())
 	if r.GetScheduleId() != id || r.GetUserId() != "alice" || r.GetSessionId() != session || r.GetRequestId() != request {
 		t.Errorf("run: %v", r)
+	}
+}
+
+// TestScheduleRefusalRecorded: a firing the admission refuses (here: its
+// app is no longer served) is recorded as the schedule's last error, once
+// per time, and leaves no session.
+func TestScheduleRefusalRecorded(t *testing.T) {
+	e := newEnv(t, withRunnerApps(t, customApp("echo", sayHi)))
+	gone := &agentrunnerv1.Schedule{ScheduleId: "sch-gone", AppName: "gone", UserId: "alice", Cron: "@every 1s",
+		NewMessage: text("hi"), Source: agentrunnerv1.ScheduleSource_SCHEDULE_SOURCE_API}
+	if err := e.store.CreateSchedule(t.Context(), gone); err != nil {
+		t.Fatal(err)
+	}
+	sched, err := e.grpc.srv.NewScheduler("test", slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 50 { // a time is due within a second
+		if err := sched.Step(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		if st, err := e.store.ScheduleState(t.Context(), "sch-gone"); err == nil && st.Last.Finished {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	st, err := e.store.ScheduleState(t.Context(), "sch-gone")
+	if err != nil || !strings.Contains(st.Last.Error, `app "gone" is not served`) || st.Last.RunID != "" {
+		t.Fatalf("state: %+v, %v", st, err)
+	}
+	fires, err := e.store.ListFires(t.Context(), "sch-gone", 100)
+	if err != nil || len(fires) > 2 {
+		t.Errorf("claims: %d, %v; want one a second", len(fires), err)
+	}
+	if sessions, _, err := e.store.ListSessions(t.Context(), "gone", "alice", store.Page{}); err != nil || len(sessions) != 0 {
+		t.Errorf("sessions of the refused runs: %v, %v", sessions, err)
 	}
 }
