@@ -23,9 +23,9 @@ const (
 )
 
 // MissedPolicy says what a schedule does with the times that passed
-// while no replica was serving (downtime, a pause): a time is missed when
-// the scheduler first sees it more than the catch-up window (one minute)
-// after it.
+// while no replica was serving (downtime): a time is missed when the
+// scheduler first sees it more than the catch-up window (10 seconds)
+// after it. Times within the window fire as due, whatever the policy.
 type MissedPolicy int32
 
 const (
@@ -152,9 +152,11 @@ type Schedule struct {
 	// The owner: the user the runs are of, under whose identity and
 	// budgets they run. Required.
 	UserId string `protobuf:"bytes,5,opt,name=user_id,json=userId,proto3" json:"user_id,omitempty"`
-	// A fixed session the runs go to, created when missing; empty starts
-	// each run in a fresh session (id "sched-" + the schedule's id and the
-	// time's Unix seconds).
+	// A fixed session the runs go to, created when missing (a run is
+	// queued behind one in progress there); empty starts each run in a
+	// fresh session, "sched-" + 12 hex digits of a hash of the schedule's
+	// id + "-" + the time's Unix seconds. A run's request_id is
+	// "schedule:" + the id + ":" + the time's Unix seconds.
 	SessionId string `protobuf:"bytes,6,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
 	// The user message each run is started with. Required.
 	NewMessage *Content `protobuf:"bytes,7,opt,name=new_message,json=newMessage,proto3" json:"new_message,omitempty"`

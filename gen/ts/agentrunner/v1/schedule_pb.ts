@@ -65,9 +65,11 @@ export type Schedule = Message<"agentrunner.v1.Schedule"> & {
   userId: string;
 
   /**
-   * A fixed session the runs go to, created when missing; empty starts
-   * each run in a fresh session (id "sched-" + the schedule's id and the
-   * time's Unix seconds).
+   * A fixed session the runs go to, created when missing (a run is
+   * queued behind one in progress there); empty starts each run in a
+   * fresh session, "sched-" + 12 hex digits of a hash of the schedule's
+   * id + "-" + the time's Unix seconds. A run's request_id is
+   * "schedule:" + the id + ":" + the time's Unix seconds.
    *
    * @generated from field: string session_id = 6;
    */
@@ -220,9 +222,9 @@ export const ScheduleConfigSchema: GenMessage<ScheduleConfig> = /*@__PURE__*/
 
 /**
  * MissedPolicy says what a schedule does with the times that passed
- * while no replica was serving (downtime, a pause): a time is missed when
- * the scheduler first sees it more than the catch-up window (one minute)
- * after it.
+ * while no replica was serving (downtime): a time is missed when the
+ * scheduler first sees it more than the catch-up window (10 seconds)
+ * after it. Times within the window fire as due, whatever the policy.
  *
  * @generated from enum agentrunner.v1.MissedPolicy
  */
