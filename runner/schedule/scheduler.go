@@ -68,6 +68,10 @@ type Scheduler struct {
 	// schedule whose next time after it is not due yet costs the store
 	// nothing.
 	cursors map[string]time.Time
+	// failing holds each schedule's last error ("" key: the listing's),
+	// so that an error that lasts (the store down) is logged once, not
+	// every tick.
+	failing map[string]string
 }
 
 // New returns a Scheduler; Run starts it.
@@ -84,7 +88,7 @@ func New(cfg Config) *Scheduler {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	return &Scheduler{cfg: cfg, specs: map[string]*Spec{}, cursors: map[string]time.Time{}}
+	return &Scheduler{cfg: cfg, specs: map[string]*Spec{}, cursors: map[string]time.Time{}, failing: map[string]string{}}
 }
 
 // Run steps every tick until ctx is done.
@@ -92,9 +96,7 @@ func (s *Scheduler) Run(ctx context.Context) {
 	t := time.NewTicker(s.cfg.Tick)
 	defer t.Stop()
 	for {
-		if err := s.Step(ctx); err != nil && ctx.Err() == nil {
-			s.cfg.Logger.Warn("schedules", "err", err)
-		}
+		_ = s.Step(ctx) // logged there
 		select {
 		case <-ctx.Done():
 			return
@@ -105,9 +107,11 @@ func (s *Scheduler) Run(ctx context.Context) {
 
 // Step fires, once, what is due now of every schedule: the times passed
 // since its cursor, the missed ones by its policy. A schedule's error is
-// logged and the others go on; the first is returned.
+// logged (when it differs from its last) and the others go on; the first
+// is returned.
 func (s *Scheduler) Step(ctx context.Context) error {
 	scheds, err := s.cfg.Schedules(ctx)
+	s.note(ctx, "", err)
 	if err != nil {
 		return fmt.Errorf("list schedules: %w", err)
 	}
@@ -121,6 +125,7 @@ func (s *Scheduler) Step(ctx context.Context) error {
 	for id := range s.cursors { // forget the schedules deleted
 		if !listed[id] {
 			delete(s.cursors, id)
+			delete(s.failing, id)
 		}
 	}
 	s.mu.Unlock()
@@ -130,12 +135,32 @@ func (s *Scheduler) Step(ctx context.Context) error {
 			return ctx.Err()
 		}
 		err := s.step(ctx, sc, doRecover)
-		if err != nil {
-			s.cfg.Logger.Warn("schedule", "schedule", sc.GetScheduleId(), "err", err)
-			first = cmp.Or(first, err)
-		}
+		s.note(ctx, sc.GetScheduleId(), err)
+		first = cmp.Or(first, err)
 	}
 	return first
+}
+
+// note logs schedule id's error when it is new, and its recovery.
+func (s *Scheduler) note(ctx context.Context, id string, err error) {
+	if ctx.Err() != nil {
+		return
+	}
+	s.mu.Lock()
+	last, had := s.failing[id]
+	switch {
+	case err != nil:
+		s.failing[id] = err.Error()
+	case had:
+		delete(s.failing, id)
+	}
+	s.mu.Unlock()
+	switch {
+	case err != nil && err.Error() != last:
+		s.cfg.Logger.Warn("schedule failing", "schedule", id, "err", err)
+	case err == nil && had:
+		s.cfg.Logger.Info("schedule works again", "schedule", id)
+	}
 }
 
 // spec parses sc's cron, once per expression and zone.

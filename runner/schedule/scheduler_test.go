@@ -5,6 +5,7 @@ import (
 	"errors"
 	"log/slog"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -229,5 +230,37 @@ func TestRecoverUnfinishedClaim(t *testing.T) {
 	fs, err := st.ListFires(ctx, "crashed", 10)
 	if err != nil || len(fs) != 2 || !fs[1].Finished || fs[1].RunID == "" {
 		t.Fatalf("claims: %+v, %v", fs, err)
+	}
+}
+
+// TestErrorLoggedOnce: an error that lasts is logged once, not every
+// step, and its end once.
+func TestErrorLoggedOnce(t *testing.T) {
+	var logs strings.Builder
+	down := true
+	s := schedule.New(schedule.Config{
+		Store: openStore(t),
+		Schedules: func(context.Context) ([]*agentrunnerv1.Schedule, error) {
+			if down {
+				return nil, errors.New("store unreachable")
+			}
+			return nil, nil
+		},
+		Fire: (&fires{}).fire, Holder: "a", Now: (&clock{now: t0}).Now,
+		Logger: slog.New(slog.NewTextHandler(&logs, nil)),
+	})
+	for range 3 {
+		if err := s.Step(t.Context()); err == nil {
+			t.Fatal("no error while the listing fails")
+		}
+	}
+	down = false
+	for range 2 {
+		if err := s.Step(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n, m := strings.Count(logs.String(), "schedule failing"), strings.Count(logs.String(), "works again"); n != 1 || m != 1 {
+		t.Errorf("logged %d failures and %d recoveries, want 1 and 1:\n%s", n, m, logs.String())
 	}
 }
