@@ -106,6 +106,20 @@ func TestScheduleAccess(t *testing.T) {
 	if _, err := sc.DeleteSchedule(root, &servicev1.DeleteScheduleRequest{ScheduleId: "echo/nightly"}); status.Code(err) != codes.FailedPrecondition {
 		t.Errorf("delete the apps file's: %v", err)
 	}
+	if _, err := sc.PauseSchedule(root, &servicev1.PauseScheduleRequest{ScheduleId: "echo/nightly"}); status.Code(err) != codes.FailedPrecondition {
+		t.Errorf("pause the apps file's: %v", err)
+	}
+	if _, err := sc.PauseSchedule(bob, &servicev1.PauseScheduleRequest{ScheduleId: mine.GetScheduleId()}); status.Code(err) != codes.PermissionDenied {
+		t.Errorf("pause alice's as bob: %v", err)
+	}
+	paused, err := sc.PauseSchedule(alice, &servicev1.PauseScheduleRequest{ScheduleId: mine.GetScheduleId()})
+	if err != nil || !paused.GetSchedule().GetPaused() || paused.GetSchedule().GetNextFireTime() != nil {
+		t.Fatalf("pause: %v, %v", paused, err)
+	}
+	resumed, err := sc.ResumeSchedule(alice, &servicev1.ResumeScheduleRequest{ScheduleId: mine.GetScheduleId()})
+	if err != nil || resumed.GetSchedule().GetPaused() || resumed.GetSchedule().GetNextFireTime() == nil {
+		t.Fatalf("resume: %v, %v", resumed, err)
+	}
 	if _, err := sc.DeleteSchedule(alice, &servicev1.DeleteScheduleRequest{ScheduleId: mine.GetScheduleId()}); err != nil {
 		t.Fatal(err)
 	}

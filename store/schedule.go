@@ -31,6 +31,9 @@ type ScheduleStore interface {
 	// DeleteSchedule deletes a stored schedule with its state and claims;
 	// ErrNotFound.
 	DeleteSchedule(ctx context.Context, id string) error
+	// SetSchedulePaused sets a stored schedule's paused flag and returns
+	// the schedule as stored; ErrNotFound.
+	SetSchedulePaused(ctx context.Context, id string, paused bool) (*agentrunnerv1.Schedule, error)
 
 	// StartSchedule returns schedule id's cursor, setting it to from
 	// first when the schedule has none (its first sight): times up to

@@ -26,6 +26,7 @@ const schedulesUsage = `Usage:
   agentrunner schedules create --app APP --user U --cron EXPR --message TEXT
       [--tz ZONE] [--session ID] [--missed skip|run_once] [--description TEXT] [--json]
   agentrunner schedules delete ID
+  agentrunner schedules pause|resume ID
 
 Lists, shows, creates and deletes the schedules that start runs at cron
 times (ScheduleService), with each one's last and next firing. A
@@ -34,8 +35,9 @@ in the fixed --session. The cron is 5 fields (minute hour day month
 weekday), 6 with seconds first, or @hourly, @daily, @weekly, @monthly,
 @yearly, @every 10m, read in the IANA zone --tz (default UTC). --missed
 says what times missed while no replica served do: skip them (default),
-or run once for the latest. Schedules of the apps file are listed too and
-are changed there.
+or run once for the latest. A paused schedule fires nothing; resumed, the
+times it passed are missed ones. Schedules of the apps file are listed too
+and are changed there.
 
 Flags:
 `
@@ -50,13 +52,13 @@ type schedulesFlags struct {
 // schedulesCommand runs `agentrunner schedules`; args are the arguments
 // after "schedules".
 func schedulesCommand(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	if len(args) == 0 || !strings.Contains(" list get create delete ", " "+args[0]+" ") {
+	if len(args) == 0 || !strings.Contains(" list get create delete pause resume ", " "+args[0]+" ") {
 		fs := newSchedulesFlagSet(&schedulesFlags{}, stderr)
 		fs.Usage()
 		if len(args) > 0 && (args[0] == "-h" || args[0] == "--help" || args[0] == "help") {
 			return flag.ErrHelp
 		}
-		return usagef("schedules: want list, get, create or delete")
+		return usagef("schedules: want list, get, create, delete, pause or resume")
 	}
 	cmd := args[0]
 	f, id, err := parseSchedulesFlags(cmd, args[1:], stderr)
@@ -80,6 +82,12 @@ func schedulesCommand(ctx context.Context, args []string, stdout, stderr io.Writ
 		resp, scheds, err = r, []*agentrunnerv1.Schedule{r.GetSchedule()}, e
 	case "create":
 		r, e := sc.CreateSchedule(ctx, &servicev1.CreateScheduleRequest{Schedule: f.schedule()})
+		resp, scheds, err = r, []*agentrunnerv1.Schedule{r.GetSchedule()}, e
+	case "pause":
+		r, e := sc.PauseSchedule(ctx, &servicev1.PauseScheduleRequest{ScheduleId: id})
+		resp, scheds, err = r, []*agentrunnerv1.Schedule{r.GetSchedule()}, e
+	case "resume":
+		r, e := sc.ResumeSchedule(ctx, &servicev1.ResumeScheduleRequest{ScheduleId: id})
 		resp, scheds, err = r, []*agentrunnerv1.Schedule{r.GetSchedule()}, e
 	case "delete":
 		if _, err := sc.DeleteSchedule(ctx, &servicev1.DeleteScheduleRequest{ScheduleId: id}); err != nil {
@@ -134,7 +142,7 @@ func parseSchedulesFlags(cmd string, args []string, stderr io.Writer) (*schedule
 	case err != nil:
 		return nil, "", usagef("schedules %s: %v", cmd, err)
 	}
-	needID := cmd == "get" || cmd == "delete"
+	needID := cmd == "get" || cmd == "delete" || cmd == "pause" || cmd == "resume"
 	switch {
 	case needID && len(positional) != 1:
 		return nil, "", usagef("schedules %s takes one schedule id, got %q", cmd, positional)
@@ -188,8 +196,12 @@ func printSchedules(out io.Writer, scheds []*agentrunnerv1.Schedule) {
 		if s.GetMissedPolicy() == agentrunnerv1.MissedPolicy_MISSED_POLICY_UNSPECIFIED {
 			missed = "skip"
 		}
+		next := fireStamp(s.GetNextFireTime())
+		if s.GetPaused() {
+			next = "paused"
+		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", s.GetScheduleId(), s.GetUserId(), s.GetCron(), zone, session,
-			missed, fireStamp(s.GetLastFireTime()), dash(last), fireStamp(s.GetNextFireTime()))
+			missed, fireStamp(s.GetLastFireTime()), dash(last), next)
 	}
 	_ = tw.Flush()
 }

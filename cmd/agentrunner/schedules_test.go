@@ -56,6 +56,12 @@ func TestSchedulesCLI(t *testing.T) {
 	if out, _, code = schedulesCLI(t, addr, "get", "tick/every-second", "--json"); code != 0 || !strings.Contains(out, `"nextFireTime"`) || !strings.Contains(out, `"SCHEDULE_SOURCE_APPS_FILE"`) {
 		t.Fatalf("get --json: %d\n%s", code, out)
 	}
+	if out, _, code = schedulesCLI(t, addr, "pause", id); code != 0 || !strings.Contains(out, "paused") {
+		t.Fatalf("pause: %d %s", code, out)
+	}
+	if out, _, code = schedulesCLI(t, addr, "resume", id); code != 0 || strings.Contains(out, "paused") {
+		t.Fatalf("resume: %d %s", code, out)
+	}
 	if out, _, code = schedulesCLI(t, addr, "delete", id); code != 0 || !strings.Contains(out, "deleted") {
 		t.Fatalf("delete: %d %s", code, out)
 	}
@@ -68,7 +74,7 @@ func TestSchedulesCLI(t *testing.T) {
 		{[]string{"create", "--app", "tick", "--cron", "@daily"}, "--user, --cron and --message are required"},
 		{[]string{"list"}, "--app is required"},
 		{[]string{"get"}, "one schedule id"},
-		{[]string{"frobnicate"}, "want list, get, create or delete"},
+		{[]string{"frobnicate"}, "want list, get, create, delete, pause or resume"},
 	} {
 		_, errOut, code := schedulesCLI(t, addr, tc.args...)
 		if code == 0 || !strings.Contains(errOut, tc.want) {

@@ -25,6 +25,7 @@ const scheduledDoc = `apps:
         user_id: ops
         session_id: ticks
         message: tick
+        paused: true
 `
 
 // TestParseSchedules: an app's schedules reach the app with their ids.
@@ -41,7 +42,7 @@ func TestParseSchedules(t *testing.T) {
 	}
 	got := built[0].Schedules
 	if len(got) != 2 || got[0].GetScheduleId() != "digest/daily" || got[0].GetTimeZone() != "Europe/Paris" ||
-		got[0].GetMissedPolicy() != agentrunnerv1.MissedPolicy_MISSED_POLICY_RUN_ONCE || got[1].GetSessionId() != "ticks" ||
+		got[0].GetMissedPolicy() != agentrunnerv1.MissedPolicy_MISSED_POLICY_RUN_ONCE || got[1].GetSessionId() != "ticks" || !got[1].GetPaused() || got[0].GetPaused() ||
 		got[0].GetSource() != agentrunnerv1.ScheduleSource_SCHEDULE_SOURCE_APPS_FILE || got[1].GetNewMessage().GetParts()[0].GetText() != "tick" {
 		t.Fatalf("schedules: %v", got)
 	}

@@ -64,6 +64,7 @@ func FromConfig(app string, c *agentrunnerv1.ScheduleConfig) *agentrunnerv1.Sche
 		ScheduleId: app + "/" + c.GetName(), AppName: app, Cron: c.GetCron(), TimeZone: c.GetTimeZone(),
 		UserId: c.GetUserId(), SessionId: c.GetSessionId(), MissedPolicy: c.GetMissedPolicy(),
 		Description: c.GetDescription(), Source: agentrunnerv1.ScheduleSource_SCHEDULE_SOURCE_APPS_FILE,
+		Paused: c.GetPaused(),
 	}
 	if c.GetMessage() != "" {
 		sc.NewMessage = &agentrunnerv1.Content{Role: "user", Parts: []*agentrunnerv1.Part{{Data: &agentrunnerv1.Part_Text{Text: c.GetMessage()}}}}

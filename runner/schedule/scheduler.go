@@ -180,6 +180,11 @@ func (s *Scheduler) spec(sc *agentrunnerv1.Schedule) (*Spec, error) {
 }
 
 func (s *Scheduler) step(ctx context.Context, sc *agentrunnerv1.Schedule, doRecover bool) error {
+	if sc.GetPaused() {
+		// Its cursor stays: when resumed, the times passed meanwhile
+		// are missed ones, which its policy decides.
+		return nil
+	}
 	sp, err := s.spec(sc)
 	if err != nil {
 		return err

@@ -264,3 +264,36 @@ func TestErrorLoggedOnce(t *testing.T) {
 		t.Errorf("logged %d failures and %d recoveries, want 1 and 1:\n%s", n, m, logs.String())
 	}
 }
+
+// TestPausedFiresNothing: a paused schedule fires nothing; resumed, the
+// times it passed are missed ones, which its policy decides.
+func TestPausedFiresNothing(t *testing.T) {
+	st := openStore(t)
+	c := &clock{now: t0}
+	f := &fires{}
+	sc := sched("paused", "*/5 * * * * *", agentrunnerv1.MissedPolicy_MISSED_POLICY_RUN_ONCE)
+	s := newScheduler(st, c, f, "a", sc)
+	ctx := t.Context()
+	if err := s.Step(ctx); err != nil {
+		t.Fatal(err)
+	}
+	sc.Paused = true
+	for range 10 {
+		c.Add(time.Minute)
+		if err := s.Step(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := f.of("paused"); len(got) != 0 {
+		t.Fatalf("paused, fired %v", got)
+	}
+	sc.Paused = false
+	c.Add(time.Second) // t0+10m1s: t0+10m is due, t0+9m50s the latest missed
+	if err := s.Step(ctx); err != nil {
+		t.Fatal(err)
+	}
+	want := []time.Time{t0.Add(10*time.Minute - 10*time.Second), t0.Add(10*time.Minute - 5*time.Second), t0.Add(10 * time.Minute)}
+	if got := f.of("paused"); !equalTimes(got, want) {
+		t.Fatalf("resumed, fired %v, want %v", got, want)
+	}
+}

@@ -326,3 +326,35 @@ func (s *Store) ListFires(ctx context.Context, id string, limit int) ([]store.Sc
 	})
 	return out, err
 }
+
+// SetSchedulePaused implements store.ScheduleStore.
+func (s *Store) SetSchedulePaused(ctx context.Context, id string, paused bool) (*agentrunnerv1.Schedule, error) {
+	if err := store.CheckScheduleID(id, checkPart); err != nil {
+		return nil, err
+	}
+	k := appendString(nil, id)
+	sc := &agentrunnerv1.Schedule{}
+	err := s.write(ctx, func(tx *bbolt.Tx) error {
+		b := tx.Bucket(bucketSchedules)
+		var v []byte
+		if b != nil {
+			v = b.Get(k)
+		}
+		if v == nil {
+			return fmt.Errorf("schedule %s: %w", id, store.ErrNotFound)
+		}
+		if err := proto.Unmarshal(v, sc); err != nil {
+			return fmt.Errorf("decode schedule: %w", err)
+		}
+		sc.Paused = paused
+		nv, err := proto.Marshal(sc)
+		if err != nil {
+			return fmt.Errorf("encode schedule: %w", err)
+		}
+		return put(b, k, nv)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return sc, nil
+}

@@ -243,3 +243,33 @@ func (s *Store) ListFires(ctx context.Context, id string, limit int) ([]store.Sc
 	})
 	return out, err
 }
+
+// SetSchedulePaused implements store.ScheduleStore.
+func (s *Store) SetSchedulePaused(ctx context.Context, id string, paused bool) (*agentrunnerv1.Schedule, error) {
+	if err := store.CheckScheduleID(id, checkText); err != nil {
+		return nil, err
+	}
+	sc := &agentrunnerv1.Schedule{}
+	err := s.inTx(ctx, func(tx pgx.Tx) error {
+		var v []byte
+		err := tx.QueryRow(ctx, `SELECT record FROM schedules WHERE schedule_id = $1 FOR UPDATE`, id).Scan(&v)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return fmt.Errorf("schedule %s: %w", id, store.ErrNotFound)
+		} else if err != nil {
+			return err
+		}
+		if err := proto.Unmarshal(v, sc); err != nil {
+			return fmt.Errorf("decode schedule: %w", err)
+		}
+		sc.Paused = paused
+		if v, err = proto.Marshal(sc); err != nil {
+			return fmt.Errorf("encode schedule: %w", err)
+		}
+		_, err = tx.Exec(ctx, `UPDATE schedules SET record = $2 WHERE schedule_id = $1`, id, v)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return sc, nil
+}

@@ -68,6 +68,18 @@ func testScheduleDefinitions(t *testing.T, s store.ScheduleStore) {
 	if all, err := s.ListSchedules(ctx, ""); err != nil || len(all) != 3 {
 		t.Fatalf("list all: %d, %v", len(all), err)
 	}
+	if p, err := s.SetSchedulePaused(ctx, "b", true); err != nil || !p.GetPaused() || p.GetCron() != "@every 1s" {
+		t.Fatalf("pause: %v, %v", p, err)
+	}
+	if got, err := s.GetSchedule(ctx, "b"); err != nil || !got.GetPaused() {
+		t.Fatalf("get paused: %v, %v", got, err)
+	}
+	if p, err := s.SetSchedulePaused(ctx, "b", false); err != nil || p.GetPaused() {
+		t.Fatalf("resume: %v, %v", p, err)
+	}
+	if _, err := s.SetSchedulePaused(ctx, "nope", true); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("pause a missing schedule: %v", err)
+	}
 	at := time.Unix(1_800_000_000, 0).UTC()
 	if err := s.ClaimFire(ctx, "a", at, "r1"); err != nil {
 		t.Fatal(err)

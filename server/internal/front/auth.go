@@ -93,6 +93,8 @@ func MethodAccess() map[string]Access {
 		servicev1.ScheduleService_CreateSchedule_FullMethodName: AccessSchedule,
 		servicev1.ScheduleService_GetSchedule_FullMethodName:    AccessSchedule,
 		servicev1.ScheduleService_DeleteSchedule_FullMethodName: AccessSchedule,
+		servicev1.ScheduleService_PauseSchedule_FullMethodName:  AccessSchedule,
+		servicev1.ScheduleService_ResumeSchedule_FullMethodName: AccessSchedule,
 		servicev1.ScheduleService_ListSchedules_FullMethodName:  AccessScoped,
 	}
 	for _, name := range A2AMethods() {

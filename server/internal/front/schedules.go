@@ -143,6 +143,7 @@ func (d *Desk) newSchedule(in *agentrunnerv1.Schedule) (*agentrunnerv1.Schedule,
 		TimeZone: in.GetTimeZone(), UserId: in.GetUserId(), SessionId: in.GetSessionId(),
 		NewMessage: proto.CloneOf(in.GetNewMessage()), MissedPolicy: in.GetMissedPolicy(),
 		Description: in.GetDescription(), Source: agentrunnerv1.ScheduleSource_SCHEDULE_SOURCE_API,
+		Paused: in.GetPaused(),
 	}
 	sc.NewMessage.Role = "user"
 	return sc, nil
@@ -235,6 +236,43 @@ func (d *Desk) DeleteSchedule(ctx context.Context, req *servicev1.DeleteSchedule
 	return &servicev1.DeleteScheduleResponse{}, nil
 }
 
+// PauseSchedule serves ScheduleService.PauseSchedule.
+func (d *Desk) PauseSchedule(ctx context.Context, req *servicev1.PauseScheduleRequest) (*servicev1.PauseScheduleResponse, error) {
+	sc, err := d.setPaused(ctx, req.GetScheduleId(), true)
+	if err != nil {
+		return nil, err
+	}
+	return &servicev1.PauseScheduleResponse{Schedule: sc}, nil
+}
+
+// ResumeSchedule serves ScheduleService.ResumeSchedule.
+func (d *Desk) ResumeSchedule(ctx context.Context, req *servicev1.ResumeScheduleRequest) (*servicev1.ResumeScheduleResponse, error) {
+	sc, err := d.setPaused(ctx, req.GetScheduleId(), false)
+	if err != nil {
+		return nil, err
+	}
+	return &servicev1.ResumeScheduleResponse{Schedule: sc}, nil
+}
+
+// setPaused pauses or resumes an API schedule the caller may use.
+func (d *Desk) setPaused(ctx context.Context, id string, paused bool) (*agentrunnerv1.Schedule, error) {
+	ss, err := d.ScheduleStore()
+	if err != nil {
+		return nil, err
+	}
+	sc, err := d.findSchedule(ctx, ss, id)
+	if err != nil {
+		return nil, err
+	}
+	if sc.GetSource() == agentrunnerv1.ScheduleSource_SCHEDULE_SOURCE_APPS_FILE {
+		return nil, status.Errorf(codes.FailedPrecondition, "schedule %q is defined in the apps file: set paused there and reload", id)
+	}
+	if sc, err = ss.SetSchedulePaused(ctx, id, paused); err != nil {
+		return nil, d.toStatus(ctx, err)
+	}
+	return d.withState(ctx, ss, sc), nil
+}
+
 // withState returns a copy of sc with its last firing and next time.
 func (d *Desk) withState(ctx context.Context, ss store.ScheduleStore, sc *agentrunnerv1.Schedule) *agentrunnerv1.Schedule {
 	out := proto.CloneOf(sc)
@@ -252,7 +290,7 @@ func (d *Desk) withState(ctx context.Context, ss store.ScheduleStore, sc *agentr
 	case !errors.Is(err, store.ErrNotFound):
 		d.log.Warn("schedule state", "schedule", sc.GetScheduleId(), "err", err)
 	}
-	if next := schedule.NextTime(sc, now); !next.IsZero() {
+	if next := schedule.NextTime(sc, now); !next.IsZero() && !sc.GetPaused() {
 		out.NextFireTime = timestamppb.New(next)
 	}
 	return out

@@ -177,8 +177,12 @@ type Schedule struct {
 	// Why the last firing started no run (a refused admission: a budget,
 	// an unknown app); empty when it started one. Output only.
 	LastError string `protobuf:"bytes,14,opt,name=last_error,json=lastError,proto3" json:"last_error,omitempty"`
-	// The next time it fires. Output only.
-	NextFireTime  *timestamppb.Timestamp `protobuf:"bytes,15,opt,name=next_fire_time,json=nextFireTime,proto3" json:"next_fire_time,omitempty"`
+	// The next time it fires; unset while paused. Output only.
+	NextFireTime *timestamppb.Timestamp `protobuf:"bytes,15,opt,name=next_fire_time,json=nextFireTime,proto3" json:"next_fire_time,omitempty"`
+	// A paused schedule fires nothing (ScheduleService.PauseSchedule, or
+	// paused in the apps file). When it is resumed, the times it passed
+	// while paused are missed ones: its missed_policy decides.
+	Paused        bool `protobuf:"varint,16,opt,name=paused,proto3" json:"paused,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -318,6 +322,13 @@ func (x *Schedule) GetNextFireTime() *timestamppb.Timestamp {
 	return nil
 }
 
+func (x *Schedule) GetPaused() bool {
+	if x != nil {
+		return x.Paused
+	}
+	return false
+}
+
 // ScheduleConfig is a schedule in the apps file, under an app's
 // schedules: the app's runs at the times of a cron expression.
 type ScheduleConfig struct {
@@ -337,7 +348,9 @@ type ScheduleConfig struct {
 	// What to do with missed times; unspecified is skip.
 	MissedPolicy MissedPolicy `protobuf:"varint,7,opt,name=missed_policy,json=missedPolicy,proto3,enum=agentrunner.v1.MissedPolicy" json:"missed_policy,omitempty"`
 	// Human notes.
-	Description   string `protobuf:"bytes,8,opt,name=description,proto3" json:"description,omitempty"`
+	Description string `protobuf:"bytes,8,opt,name=description,proto3" json:"description,omitempty"`
+	// Fires nothing while true (see Schedule.paused).
+	Paused        bool `protobuf:"varint,9,opt,name=paused,proto3" json:"paused,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -428,11 +441,18 @@ func (x *ScheduleConfig) GetDescription() string {
 	return ""
 }
 
+func (x *ScheduleConfig) GetPaused() bool {
+	if x != nil {
+		return x.Paused
+	}
+	return false
+}
+
 var File_agentrunner_v1_schedule_proto protoreflect.FileDescriptor
 
 const file_agentrunner_v1_schedule_proto_rawDesc = "" +
 	"\n" +
-	"\x1dagentrunner/v1/schedule.proto\x12\x0eagentrunner.v1\x1a\x1cagentrunner/v1/content.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\x86\x05\n" +
+	"\x1dagentrunner/v1/schedule.proto\x12\x0eagentrunner.v1\x1a\x1cagentrunner/v1/content.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\x9e\x05\n" +
 	"\bSchedule\x12\x1f\n" +
 	"\vschedule_id\x18\x01 \x01(\tR\n" +
 	"scheduleId\x12\x19\n" +
@@ -454,7 +474,8 @@ const file_agentrunner_v1_schedule_proto_rawDesc = "" +
 	"\vlast_run_id\x18\r \x01(\tR\tlastRunId\x12\x1d\n" +
 	"\n" +
 	"last_error\x18\x0e \x01(\tR\tlastError\x12@\n" +
-	"\x0enext_fire_time\x18\x0f \x01(\v2\x1a.google.protobuf.TimestampR\fnextFireTime\"\x8c\x02\n" +
+	"\x0enext_fire_time\x18\x0f \x01(\v2\x1a.google.protobuf.TimestampR\fnextFireTime\x12\x16\n" +
+	"\x06paused\x18\x10 \x01(\bR\x06paused\"\xa4\x02\n" +
 	"\x0eScheduleConfig\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x12\n" +
 	"\x04cron\x18\x02 \x01(\tR\x04cron\x12\x1b\n" +
@@ -464,7 +485,8 @@ const file_agentrunner_v1_schedule_proto_rawDesc = "" +
 	"session_id\x18\x05 \x01(\tR\tsessionId\x12\x18\n" +
 	"\amessage\x18\x06 \x01(\tR\amessage\x12A\n" +
 	"\rmissed_policy\x18\a \x01(\x0e2\x1c.agentrunner.v1.MissedPolicyR\fmissedPolicy\x12 \n" +
-	"\vdescription\x18\b \x01(\tR\vdescription*a\n" +
+	"\vdescription\x18\b \x01(\tR\vdescription\x12\x16\n" +
+	"\x06paused\x18\t \x01(\bR\x06paused*a\n" +
 	"\fMissedPolicy\x12\x1d\n" +
 	"\x19MISSED_POLICY_UNSPECIFIED\x10\x00\x12\x16\n" +
 	"\x12MISSED_POLICY_SKIP\x10\x01\x12\x1a\n" +

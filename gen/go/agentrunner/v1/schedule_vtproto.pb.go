@@ -39,6 +39,7 @@ func (m *Schedule) CloneVT() *Schedule {
 	r.LastRunId = m.LastRunId
 	r.LastError = m.LastError
 	r.NextFireTime = (*timestamppb.Timestamp)((*timestamppb1.Timestamp)(m.NextFireTime).CloneVT())
+	r.Paused = m.Paused
 	if len(m.unknownFields) > 0 {
 		r.unknownFields = make([]byte, len(m.unknownFields))
 		copy(r.unknownFields, m.unknownFields)
@@ -63,6 +64,7 @@ func (m *ScheduleConfig) CloneVT() *ScheduleConfig {
 	r.Message = m.Message
 	r.MissedPolicy = m.MissedPolicy
 	r.Description = m.Description
+	r.Paused = m.Paused
 	if len(m.unknownFields) > 0 {
 		r.unknownFields = make([]byte, len(m.unknownFields))
 		copy(r.unknownFields, m.unknownFields)
@@ -103,6 +105,18 @@ func (m *Schedule) MarshalToSizedBufferVT(dAtA []byte) (int, error) {
 	if m.unknownFields != nil {
 		i -= len(m.unknownFields)
 		copy(dAtA[i:], m.unknownFields)
+	}
+	if m.Paused {
+		i--
+		if m.Paused {
+			dAtA[i] = 1
+		} else {
+			dAtA[i] = 0
+		}
+		i--
+		dAtA[i] = 0x1
+		i--
+		dAtA[i] = 0x80
 	}
 	if m.NextFireTime != nil {
 		size, err := (*timestamppb1.Timestamp)(m.NextFireTime).MarshalToSizedBufferVT(dAtA[:i])
@@ -250,6 +264,16 @@ func (m *ScheduleConfig) MarshalToSizedBufferVT(dAtA []byte) (int, error) {
 		i -= len(m.unknownFields)
 		copy(dAtA[i:], m.unknownFields)
 	}
+	if m.Paused {
+		i--
+		if m.Paused {
+			dAtA[i] = 1
+		} else {
+			dAtA[i] = 0
+		}
+		i--
+		dAtA[i] = 0x48
+	}
 	if len(m.Description) > 0 {
 		i -= len(m.Description)
 		copy(dAtA[i:], m.Description)
@@ -371,6 +395,9 @@ func (m *Schedule) SizeVT() (n int) {
 		l = (*timestamppb1.Timestamp)(m.NextFireTime).SizeVT()
 		n += 1 + l + protohelpers.SizeOfVarint(uint64(l))
 	}
+	if m.Paused {
+		n += 3
+	}
 	n += len(m.unknownFields)
 	return n
 }
@@ -411,6 +438,9 @@ func (m *ScheduleConfig) SizeVT() (n int) {
 	l = len(m.Description)
 	if l > 0 {
 		n += 1 + l + protohelpers.SizeOfVarint(uint64(l))
+	}
+	if m.Paused {
+		n += 2
 	}
 	n += len(m.unknownFields)
 	return n

@@ -15,19 +15,19 @@ from agentrunner.v1 import content_pb2 as agentrunner_dot_v1_dot_content__pb2
 from google.protobuf import timestamp_pb2 as google_dot_protobuf_dot_timestamp__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1d\x61gentrunner/v1/schedule.proto\x12\x0e\x61gentrunner.v1\x1a\x1c\x61gentrunner/v1/content.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\x86\x05\n\x08Schedule\x12\x1f\n\x0bschedule_id\x18\x01 \x01(\tR\nscheduleId\x12\x19\n\x08\x61pp_name\x18\x02 \x01(\tR\x07\x61ppName\x12\x12\n\x04\x63ron\x18\x03 \x01(\tR\x04\x63ron\x12\x1b\n\ttime_zone\x18\x04 \x01(\tR\x08timeZone\x12\x17\n\x07user_id\x18\x05 \x01(\tR\x06userId\x12\x1d\n\nsession_id\x18\x06 \x01(\tR\tsessionId\x12\x38\n\x0bnew_message\x18\x07 \x01(\x0b\x32\x17.agentrunner.v1.ContentR\nnewMessage\x12\x41\n\rmissed_policy\x18\x08 \x01(\x0e\x32\x1c.agentrunner.v1.MissedPolicyR\x0cmissedPolicy\x12 \n\x0b\x64\x65scription\x18\t \x01(\tR\x0b\x64\x65scription\x12\x36\n\x06source\x18\n \x01(\x0e\x32\x1e.agentrunner.v1.ScheduleSourceR\x06source\x12;\n\x0b\x63reate_time\x18\x0b \x01(\x0b\x32\x1a.google.protobuf.TimestampR\ncreateTime\x12@\n\x0elast_fire_time\x18\x0c \x01(\x0b\x32\x1a.google.protobuf.TimestampR\x0clastFireTime\x12\x1e\n\x0blast_run_id\x18\r \x01(\tR\tlastRunId\x12\x1d\n\nlast_error\x18\x0e \x01(\tR\tlastError\x12@\n\x0enext_fire_time\x18\x0f \x01(\x0b\x32\x1a.google.protobuf.TimestampR\x0cnextFireTime\"\x8c\x02\n\x0eScheduleConfig\x12\x12\n\x04name\x18\x01 \x01(\tR\x04name\x12\x12\n\x04\x63ron\x18\x02 \x01(\tR\x04\x63ron\x12\x1b\n\ttime_zone\x18\x03 \x01(\tR\x08timeZone\x12\x17\n\x07user_id\x18\x04 \x01(\tR\x06userId\x12\x1d\n\nsession_id\x18\x05 \x01(\tR\tsessionId\x12\x18\n\x07message\x18\x06 \x01(\tR\x07message\x12\x41\n\rmissed_policy\x18\x07 \x01(\x0e\x32\x1c.agentrunner.v1.MissedPolicyR\x0cmissedPolicy\x12 \n\x0b\x64\x65scription\x18\x08 \x01(\tR\x0b\x64\x65scription*a\n\x0cMissedPolicy\x12\x1d\n\x19MISSED_POLICY_UNSPECIFIED\x10\x00\x12\x16\n\x12MISSED_POLICY_SKIP\x10\x01\x12\x1a\n\x16MISSED_POLICY_RUN_ONCE\x10\x02*i\n\x0eScheduleSource\x12\x1f\n\x1bSCHEDULE_SOURCE_UNSPECIFIED\x10\x00\x12\x17\n\x13SCHEDULE_SOURCE_API\x10\x01\x12\x1d\n\x19SCHEDULE_SOURCE_APPS_FILE\x10\x02\x62\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1d\x61gentrunner/v1/schedule.proto\x12\x0e\x61gentrunner.v1\x1a\x1c\x61gentrunner/v1/content.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\x9e\x05\n\x08Schedule\x12\x1f\n\x0bschedule_id\x18\x01 \x01(\tR\nscheduleId\x12\x19\n\x08\x61pp_name\x18\x02 \x01(\tR\x07\x61ppName\x12\x12\n\x04\x63ron\x18\x03 \x01(\tR\x04\x63ron\x12\x1b\n\ttime_zone\x18\x04 \x01(\tR\x08timeZone\x12\x17\n\x07user_id\x18\x05 \x01(\tR\x06userId\x12\x1d\n\nsession_id\x18\x06 \x01(\tR\tsessionId\x12\x38\n\x0bnew_message\x18\x07 \x01(\x0b\x32\x17.agentrunner.v1.ContentR\nnewMessage\x12\x41\n\rmissed_policy\x18\x08 \x01(\x0e\x32\x1c.agentrunner.v1.MissedPolicyR\x0cmissedPolicy\x12 \n\x0b\x64\x65scription\x18\t \x01(\tR\x0b\x64\x65scription\x12\x36\n\x06source\x18\n \x01(\x0e\x32\x1e.agentrunner.v1.ScheduleSourceR\x06source\x12;\n\x0b\x63reate_time\x18\x0b \x01(\x0b\x32\x1a.google.protobuf.TimestampR\ncreateTime\x12@\n\x0elast_fire_time\x18\x0c \x01(\x0b\x32\x1a.google.protobuf.TimestampR\x0clastFireTime\x12\x1e\n\x0blast_run_id\x18\r \x01(\tR\tlastRunId\x12\x1d\n\nlast_error\x18\x0e \x01(\tR\tlastError\x12@\n\x0enext_fire_time\x18\x0f \x01(\x0b\x32\x1a.google.protobuf.TimestampR\x0cnextFireTime\x12\x16\n\x06paused\x18\x10 \x01(\x08R\x06paused\"\xa4\x02\n\x0eScheduleConfig\x12\x12\n\x04name\x18\x01 \x01(\tR\x04name\x12\x12\n\x04\x63ron\x18\x02 \x01(\tR\x04\x63ron\x12\x1b\n\ttime_zone\x18\x03 \x01(\tR\x08timeZone\x12\x17\n\x07user_id\x18\x04 \x01(\tR\x06userId\x12\x1d\n\nsession_id\x18\x05 \x01(\tR\tsessionId\x12\x18\n\x07message\x18\x06 \x01(\tR\x07message\x12\x41\n\rmissed_policy\x18\x07 \x01(\x0e\x32\x1c.agentrunner.v1.MissedPolicyR\x0cmissedPolicy\x12 \n\x0b\x64\x65scription\x18\x08 \x01(\tR\x0b\x64\x65scription\x12\x16\n\x06paused\x18\t \x01(\x08R\x06paused*a\n\x0cMissedPolicy\x12\x1d\n\x19MISSED_POLICY_UNSPECIFIED\x10\x00\x12\x16\n\x12MISSED_POLICY_SKIP\x10\x01\x12\x1a\n\x16MISSED_POLICY_RUN_ONCE\x10\x02*i\n\x0eScheduleSource\x12\x1f\n\x1bSCHEDULE_SOURCE_UNSPECIFIED\x10\x00\x12\x17\n\x13SCHEDULE_SOURCE_API\x10\x01\x12\x1d\n\x19SCHEDULE_SOURCE_APPS_FILE\x10\x02\x62\x06proto3')
 
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, globals())
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'agentrunner.v1.schedule_pb2', globals())
 if _descriptor._USE_C_DESCRIPTORS == False:
 
   DESCRIPTOR._options = None
-  _MISSEDPOLICY._serialized_start=1032
-  _MISSEDPOLICY._serialized_end=1129
-  _SCHEDULESOURCE._serialized_start=1131
-  _SCHEDULESOURCE._serialized_end=1236
+  _MISSEDPOLICY._serialized_start=1080
+  _MISSEDPOLICY._serialized_end=1177
+  _SCHEDULESOURCE._serialized_start=1179
+  _SCHEDULESOURCE._serialized_end=1284
   _SCHEDULE._serialized_start=113
-  _SCHEDULE._serialized_end=759
-  _SCHEDULECONFIG._serialized_start=762
-  _SCHEDULECONFIG._serialized_end=1030
+  _SCHEDULE._serialized_end=783
+  _SCHEDULECONFIG._serialized_start=786
+  _SCHEDULECONFIG._serialized_end=1078
 # @@protoc_insertion_point(module_scope)

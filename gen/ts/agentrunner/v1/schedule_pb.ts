@@ -14,7 +14,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file agentrunner/v1/schedule.proto.
  */
 export const file_agentrunner_v1_schedule: GenFile = /*@__PURE__*/
-  fileDesc("Ch1hZ2VudHJ1bm5lci92MS9zY2hlZHVsZS5wcm90bxIOYWdlbnRydW5uZXIudjEi4QMKCFNjaGVkdWxlEhMKC3NjaGVkdWxlX2lkGAEgASgJEhAKCGFwcF9uYW1lGAIgASgJEgwKBGNyb24YAyABKAkSEQoJdGltZV96b25lGAQgASgJEg8KB3VzZXJfaWQYBSABKAkSEgoKc2Vzc2lvbl9pZBgGIAEoCRIsCgtuZXdfbWVzc2FnZRgHIAEoCzIXLmFnZW50cnVubmVyLnYxLkNvbnRlbnQSMwoNbWlzc2VkX3BvbGljeRgIIAEoDjIcLmFnZW50cnVubmVyLnYxLk1pc3NlZFBvbGljeRITCgtkZXNjcmlwdGlvbhgJIAEoCRIuCgZzb3VyY2UYCiABKA4yHi5hZ2VudHJ1bm5lci52MS5TY2hlZHVsZVNvdXJjZRIvCgtjcmVhdGVfdGltZRgLIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASMgoObGFzdF9maXJlX3RpbWUYDCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEhMKC2xhc3RfcnVuX2lkGA0gASgJEhIKCmxhc3RfZXJyb3IYDiABKAkSMgoObmV4dF9maXJlX3RpbWUYDyABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wIr8BCg5TY2hlZHVsZUNvbmZpZxIMCgRuYW1lGAEgASgJEgwKBGNyb24YAiABKAkSEQoJdGltZV96b25lGAMgASgJEg8KB3VzZXJfaWQYBCABKAkSEgoKc2Vzc2lvbl9pZBgFIAEoCRIPCgdtZXNzYWdlGAYgASgJEjMKDW1pc3NlZF9wb2xpY3kYByABKA4yHC5hZ2VudHJ1bm5lci52MS5NaXNzZWRQb2xpY3kSEwoLZGVzY3JpcHRpb24YCCABKAkqYQoMTWlzc2VkUG9saWN5Eh0KGU1JU1NFRF9QT0xJQ1lfVU5TUEVDSUZJRUQQABIWChJNSVNTRURfUE9MSUNZX1NLSVAQARIaChZNSVNTRURfUE9MSUNZX1JVTl9PTkNFEAIqaQoOU2NoZWR1bGVTb3VyY2USHwobU0NIRURVTEVfU09VUkNFX1VOU1BFQ0lGSUVEEAASFwoTU0NIRURVTEVfU09VUkNFX0FQSRABEh0KGVNDSEVEVUxFX1NPVVJDRV9BUFBTX0ZJTEUQAmIGcHJvdG8z", [file_agentrunner_v1_content, file_google_protobuf_timestamp]);
+  fileDesc("Ch1hZ2VudHJ1bm5lci92MS9zY2hlZHVsZS5wcm90bxIOYWdlbnRydW5uZXIudjEi8QMKCFNjaGVkdWxlEhMKC3NjaGVkdWxlX2lkGAEgASgJEhAKCGFwcF9uYW1lGAIgASgJEgwKBGNyb24YAyABKAkSEQoJdGltZV96b25lGAQgASgJEg8KB3VzZXJfaWQYBSABKAkSEgoKc2Vzc2lvbl9pZBgGIAEoCRIsCgtuZXdfbWVzc2FnZRgHIAEoCzIXLmFnZW50cnVubmVyLnYxLkNvbnRlbnQSMwoNbWlzc2VkX3BvbGljeRgIIAEoDjIcLmFnZW50cnVubmVyLnYxLk1pc3NlZFBvbGljeRITCgtkZXNjcmlwdGlvbhgJIAEoCRIuCgZzb3VyY2UYCiABKA4yHi5hZ2VudHJ1bm5lci52MS5TY2hlZHVsZVNvdXJjZRIvCgtjcmVhdGVfdGltZRgLIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASMgoObGFzdF9maXJlX3RpbWUYDCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEhMKC2xhc3RfcnVuX2lkGA0gASgJEhIKCmxhc3RfZXJyb3IYDiABKAkSMgoObmV4dF9maXJlX3RpbWUYDyABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEg4KBnBhdXNlZBgQIAEoCCLPAQoOU2NoZWR1bGVDb25maWcSDAoEbmFtZRgBIAEoCRIMCgRjcm9uGAIgASgJEhEKCXRpbWVfem9uZRgDIAEoCRIPCgd1c2VyX2lkGAQgASgJEhIKCnNlc3Npb25faWQYBSABKAkSDwoHbWVzc2FnZRgGIAEoCRIzCg1taXNzZWRfcG9saWN5GAcgASgOMhwuYWdlbnRydW5uZXIudjEuTWlzc2VkUG9saWN5EhMKC2Rlc2NyaXB0aW9uGAggASgJEg4KBnBhdXNlZBgJIAEoCCphCgxNaXNzZWRQb2xpY3kSHQoZTUlTU0VEX1BPTElDWV9VTlNQRUNJRklFRBAAEhYKEk1JU1NFRF9QT0xJQ1lfU0tJUBABEhoKFk1JU1NFRF9QT0xJQ1lfUlVOX09OQ0UQAippCg5TY2hlZHVsZVNvdXJjZRIfChtTQ0hFRFVMRV9TT1VSQ0VfVU5TUEVDSUZJRUQQABIXChNTQ0hFRFVMRV9TT1VSQ0VfQVBJEAESHQoZU0NIRURVTEVfU09VUkNFX0FQUFNfRklMRRACYgZwcm90bzM", [file_agentrunner_v1_content, file_google_protobuf_timestamp]);
 
 /**
  * Schedule starts runs of an app at the times of a cron expression, each
@@ -135,11 +135,20 @@ export type Schedule = Message<"agentrunner.v1.Schedule"> & {
   lastError: string;
 
   /**
-   * The next time it fires. Output only.
+   * The next time it fires; unset while paused. Output only.
    *
    * @generated from field: google.protobuf.Timestamp next_fire_time = 15;
    */
   nextFireTime?: Timestamp | undefined;
+
+  /**
+   * A paused schedule fires nothing (ScheduleService.PauseSchedule, or
+   * paused in the apps file). When it is resumed, the times it passed
+   * while paused are missed ones: its missed_policy decides.
+   *
+   * @generated from field: bool paused = 16;
+   */
+  paused: boolean;
 };
 
 /**
@@ -211,6 +220,13 @@ export type ScheduleConfig = Message<"agentrunner.v1.ScheduleConfig"> & {
    * @generated from field: string description = 8;
    */
   description: string;
+
+  /**
+   * Fires nothing while true (see Schedule.paused).
+   *
+   * @generated from field: bool paused = 9;
+   */
+  paused: boolean;
 };
 
 /**

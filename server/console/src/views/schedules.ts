@@ -42,7 +42,7 @@ function rows(list: Schedule[]): HTMLElement[] {
     h("td", s.missedPolicy === MissedPolicy.RUN_ONCE ? "run once" : "skip"),
     h("td.last-fire", when(s.lastFireTime ? date(s.lastFireTime) : undefined)),
     h("td.last-run", s.lastError ? h("span.error-text", `refused: ${s.lastError}`) : s.lastRunId ? link(href(`runs/${encodeURIComponent(s.lastRunId)}`), shortId(s.lastRunId)) : "—"),
-    h("td.next-fire", when(s.nextFireTime ? date(s.nextFireTime) : undefined))));
+    h("td.next-fire", s.paused ? h("span.hint", "paused") : when(s.nextFireTime ? date(s.nextFireTime) : undefined))));
 }
 
 function when(d: Date | undefined): string {

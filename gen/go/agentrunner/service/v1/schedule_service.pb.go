@@ -385,6 +385,186 @@ func (*DeleteScheduleResponse) Descriptor() ([]byte, []int) {
 	return file_agentrunner_service_v1_schedule_service_proto_rawDescGZIP(), []int{7}
 }
 
+// PauseScheduleRequest is the input of PauseSchedule.
+type PauseScheduleRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	ScheduleId    string                 `protobuf:"bytes,1,opt,name=schedule_id,json=scheduleId,proto3" json:"schedule_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PauseScheduleRequest) Reset() {
+	*x = PauseScheduleRequest{}
+	mi := &file_agentrunner_service_v1_schedule_service_proto_msgTypes[8]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PauseScheduleRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PauseScheduleRequest) ProtoMessage() {}
+
+func (x *PauseScheduleRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_agentrunner_service_v1_schedule_service_proto_msgTypes[8]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PauseScheduleRequest.ProtoReflect.Descriptor instead.
+func (*PauseScheduleRequest) Descriptor() ([]byte, []int) {
+	return file_agentrunner_service_v1_schedule_service_proto_rawDescGZIP(), []int{8}
+}
+
+func (x *PauseScheduleRequest) GetScheduleId() string {
+	if x != nil {
+		return x.ScheduleId
+	}
+	return ""
+}
+
+// PauseScheduleResponse is the output of PauseSchedule.
+type PauseScheduleResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Schedule      *v1.Schedule           `protobuf:"bytes,1,opt,name=schedule,proto3" json:"schedule,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PauseScheduleResponse) Reset() {
+	*x = PauseScheduleResponse{}
+	mi := &file_agentrunner_service_v1_schedule_service_proto_msgTypes[9]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PauseScheduleResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PauseScheduleResponse) ProtoMessage() {}
+
+func (x *PauseScheduleResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_agentrunner_service_v1_schedule_service_proto_msgTypes[9]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PauseScheduleResponse.ProtoReflect.Descriptor instead.
+func (*PauseScheduleResponse) Descriptor() ([]byte, []int) {
+	return file_agentrunner_service_v1_schedule_service_proto_rawDescGZIP(), []int{9}
+}
+
+func (x *PauseScheduleResponse) GetSchedule() *v1.Schedule {
+	if x != nil {
+		return x.Schedule
+	}
+	return nil
+}
+
+// ResumeScheduleRequest is the input of ResumeSchedule.
+type ResumeScheduleRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	ScheduleId    string                 `protobuf:"bytes,1,opt,name=schedule_id,json=scheduleId,proto3" json:"schedule_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ResumeScheduleRequest) Reset() {
+	*x = ResumeScheduleRequest{}
+	mi := &file_agentrunner_service_v1_schedule_service_proto_msgTypes[10]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ResumeScheduleRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ResumeScheduleRequest) ProtoMessage() {}
+
+func (x *ResumeScheduleRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_agentrunner_service_v1_schedule_service_proto_msgTypes[10]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ResumeScheduleRequest.ProtoReflect.Descriptor instead.
+func (*ResumeScheduleRequest) Descriptor() ([]byte, []int) {
+	return file_agentrunner_service_v1_schedule_service_proto_rawDescGZIP(), []int{10}
+}
+
+func (x *ResumeScheduleRequest) GetScheduleId() string {
+	if x != nil {
+		return x.ScheduleId
+	}
+	return ""
+}
+
+// ResumeScheduleResponse is the output of ResumeSchedule.
+type ResumeScheduleResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Schedule      *v1.Schedule           `protobuf:"bytes,1,opt,name=schedule,proto3" json:"schedule,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ResumeScheduleResponse) Reset() {
+	*x = ResumeScheduleResponse{}
+	mi := &file_agentrunner_service_v1_schedule_service_proto_msgTypes[11]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ResumeScheduleResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ResumeScheduleResponse) ProtoMessage() {}
+
+func (x *ResumeScheduleResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_agentrunner_service_v1_schedule_service_proto_msgTypes[11]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ResumeScheduleResponse.ProtoReflect.Descriptor instead.
+func (*ResumeScheduleResponse) Descriptor() ([]byte, []int) {
+	return file_agentrunner_service_v1_schedule_service_proto_rawDescGZIP(), []int{11}
+}
+
+func (x *ResumeScheduleResponse) GetSchedule() *v1.Schedule {
+	if x != nil {
+		return x.Schedule
+	}
+	return nil
+}
+
 var File_agentrunner_service_v1_schedule_service_proto protoreflect.FileDescriptor
 
 const file_agentrunner_service_v1_schedule_service_proto_rawDesc = "" +
@@ -407,12 +587,24 @@ const file_agentrunner_service_v1_schedule_service_proto_rawDesc = "" +
 	"\x15DeleteScheduleRequest\x12\x1f\n" +
 	"\vschedule_id\x18\x01 \x01(\tR\n" +
 	"scheduleId\"\x18\n" +
-	"\x16DeleteScheduleResponse2\xc9\x03\n" +
+	"\x16DeleteScheduleResponse\"7\n" +
+	"\x14PauseScheduleRequest\x12\x1f\n" +
+	"\vschedule_id\x18\x01 \x01(\tR\n" +
+	"scheduleId\"M\n" +
+	"\x15PauseScheduleResponse\x124\n" +
+	"\bschedule\x18\x01 \x01(\v2\x18.agentrunner.v1.ScheduleR\bschedule\"8\n" +
+	"\x15ResumeScheduleRequest\x12\x1f\n" +
+	"\vschedule_id\x18\x01 \x01(\tR\n" +
+	"scheduleId\"N\n" +
+	"\x16ResumeScheduleResponse\x124\n" +
+	"\bschedule\x18\x01 \x01(\v2\x18.agentrunner.v1.ScheduleR\bschedule2\xa8\x05\n" +
 	"\x0fScheduleService\x12o\n" +
 	"\x0eCreateSchedule\x12-.agentrunner.service.v1.CreateScheduleRequest\x1a..agentrunner.service.v1.CreateScheduleResponse\x12f\n" +
 	"\vGetSchedule\x12*.agentrunner.service.v1.GetScheduleRequest\x1a+.agentrunner.service.v1.GetScheduleResponse\x12l\n" +
 	"\rListSchedules\x12,.agentrunner.service.v1.ListSchedulesRequest\x1a-.agentrunner.service.v1.ListSchedulesResponse\x12o\n" +
-	"\x0eDeleteSchedule\x12-.agentrunner.service.v1.DeleteScheduleRequest\x1a..agentrunner.service.v1.DeleteScheduleResponseB\xf8\x01\n" +
+	"\x0eDeleteSchedule\x12-.agentrunner.service.v1.DeleteScheduleRequest\x1a..agentrunner.service.v1.DeleteScheduleResponse\x12l\n" +
+	"\rPauseSchedule\x12,.agentrunner.service.v1.PauseScheduleRequest\x1a-.agentrunner.service.v1.PauseScheduleResponse\x12o\n" +
+	"\x0eResumeSchedule\x12-.agentrunner.service.v1.ResumeScheduleRequest\x1a..agentrunner.service.v1.ResumeScheduleResponseB\xf8\x01\n" +
 	"\x1acom.agentrunner.service.v1B\x14ScheduleServiceProtoP\x01ZJgithub.com/agentrunner/agentrunner/gen/go/agentrunner/service/v1;servicev1\xa2\x02\x03ASX\xaa\x02\x16Agentrunner.Service.V1\xca\x02\x16Agentrunner\\Service\\V1\xe2\x02\"Agentrunner\\Service\\V1\\GPBMetadata\xea\x02\x18Agentrunner::Service::V1b\x06proto3"
 
 var (
@@ -427,7 +619,7 @@ func file_agentrunner_service_v1_schedule_service_proto_rawDescGZIP() []byte {
 	return file_agentrunner_service_v1_schedule_service_proto_rawDescData
 }
 
-var file_agentrunner_service_v1_schedule_service_proto_msgTypes = make([]protoimpl.MessageInfo, 8)
+var file_agentrunner_service_v1_schedule_service_proto_msgTypes = make([]protoimpl.MessageInfo, 12)
 var file_agentrunner_service_v1_schedule_service_proto_goTypes = []any{
 	(*CreateScheduleRequest)(nil),  // 0: agentrunner.service.v1.CreateScheduleRequest
 	(*CreateScheduleResponse)(nil), // 1: agentrunner.service.v1.CreateScheduleResponse
@@ -437,26 +629,36 @@ var file_agentrunner_service_v1_schedule_service_proto_goTypes = []any{
 	(*ListSchedulesResponse)(nil),  // 5: agentrunner.service.v1.ListSchedulesResponse
 	(*DeleteScheduleRequest)(nil),  // 6: agentrunner.service.v1.DeleteScheduleRequest
 	(*DeleteScheduleResponse)(nil), // 7: agentrunner.service.v1.DeleteScheduleResponse
-	(*v1.Schedule)(nil),            // 8: agentrunner.v1.Schedule
+	(*PauseScheduleRequest)(nil),   // 8: agentrunner.service.v1.PauseScheduleRequest
+	(*PauseScheduleResponse)(nil),  // 9: agentrunner.service.v1.PauseScheduleResponse
+	(*ResumeScheduleRequest)(nil),  // 10: agentrunner.service.v1.ResumeScheduleRequest
+	(*ResumeScheduleResponse)(nil), // 11: agentrunner.service.v1.ResumeScheduleResponse
+	(*v1.Schedule)(nil),            // 12: agentrunner.v1.Schedule
 }
 var file_agentrunner_service_v1_schedule_service_proto_depIdxs = []int32{
-	8, // 0: agentrunner.service.v1.CreateScheduleRequest.schedule:type_name -> agentrunner.v1.Schedule
-	8, // 1: agentrunner.service.v1.CreateScheduleResponse.schedule:type_name -> agentrunner.v1.Schedule
-	8, // 2: agentrunner.service.v1.GetScheduleResponse.schedule:type_name -> agentrunner.v1.Schedule
-	8, // 3: agentrunner.service.v1.ListSchedulesResponse.schedules:type_name -> agentrunner.v1.Schedule
-	0, // 4: agentrunner.service.v1.ScheduleService.CreateSchedule:input_type -> agentrunner.service.v1.CreateScheduleRequest
-	2, // 5: agentrunner.service.v1.ScheduleService.GetSchedule:input_type -> agentrunner.service.v1.GetScheduleRequest
-	4, // 6: agentrunner.service.v1.ScheduleService.ListSchedules:input_type -> agentrunner.service.v1.ListSchedulesRequest
-	6, // 7: agentrunner.service.v1.ScheduleService.DeleteSchedule:input_type -> agentrunner.service.v1.DeleteScheduleRequest
-	1, // 8: agentrunner.service.v1.ScheduleService.CreateSchedule:output_type -> agentrunner.service.v1.CreateScheduleResponse
-	3, // 9: agentrunner.service.v1.ScheduleService.GetSchedule:output_type -> agentrunner.service.v1.GetScheduleResponse
-	5, // 10: agentrunner.service.v1.ScheduleService.ListSchedules:output_type -> agentrunner.service.v1.ListSchedulesResponse
-	7, // 11: agentrunner.service.v1.ScheduleService.DeleteSchedule:output_type -> agentrunner.service.v1.DeleteScheduleResponse
-	8, // [8:12] is the sub-list for method output_type
-	4, // [4:8] is the sub-list for method input_type
-	4, // [4:4] is the sub-list for extension type_name
-	4, // [4:4] is the sub-list for extension extendee
-	0, // [0:4] is the sub-list for field type_name
+	12, // 0: agentrunner.service.v1.CreateScheduleRequest.schedule:type_name -> agentrunner.v1.Schedule
+	12, // 1: agentrunner.service.v1.CreateScheduleResponse.schedule:type_name -> agentrunner.v1.Schedule
+	12, // 2: agentrunner.service.v1.GetScheduleResponse.schedule:type_name -> agentrunner.v1.Schedule
+	12, // 3: agentrunner.service.v1.ListSchedulesResponse.schedules:type_name -> agentrunner.v1.Schedule
+	12, // 4: agentrunner.service.v1.PauseScheduleResponse.schedule:type_name -> agentrunner.v1.Schedule
+	12, // 5: agentrunner.service.v1.ResumeScheduleResponse.schedule:type_name -> agentrunner.v1.Schedule
+	0,  // 6: agentrunner.service.v1.ScheduleService.CreateSchedule:input_type -> agentrunner.service.v1.CreateScheduleRequest
+	2,  // 7: agentrunner.service.v1.ScheduleService.GetSchedule:input_type -> agentrunner.service.v1.GetScheduleRequest
+	4,  // 8: agentrunner.service.v1.ScheduleService.ListSchedules:input_type -> agentrunner.service.v1.ListSchedulesRequest
+	6,  // 9: agentrunner.service.v1.ScheduleService.DeleteSchedule:input_type -> agentrunner.service.v1.DeleteScheduleRequest
+	8,  // 10: agentrunner.service.v1.ScheduleService.PauseSchedule:input_type -> agentrunner.service.v1.PauseScheduleRequest
+	10, // 11: agentrunner.service.v1.ScheduleService.ResumeSchedule:input_type -> agentrunner.service.v1.ResumeScheduleRequest
+	1,  // 12: agentrunner.service.v1.ScheduleService.CreateSchedule:output_type -> agentrunner.service.v1.CreateScheduleResponse
+	3,  // 13: agentrunner.service.v1.ScheduleService.GetSchedule:output_type -> agentrunner.service.v1.GetScheduleResponse
+	5,  // 14: agentrunner.service.v1.ScheduleService.ListSchedules:output_type -> agentrunner.service.v1.ListSchedulesResponse
+	7,  // 15: agentrunner.service.v1.ScheduleService.DeleteSchedule:output_type -> agentrunner.service.v1.DeleteScheduleResponse
+	9,  // 16: agentrunner.service.v1.ScheduleService.PauseSchedule:output_type -> agentrunner.service.v1.PauseScheduleResponse
+	11, // 17: agentrunner.service.v1.ScheduleService.ResumeSchedule:output_type -> agentrunner.service.v1.ResumeScheduleResponse
+	12, // [12:18] is the sub-list for method output_type
+	6,  // [6:12] is the sub-list for method input_type
+	6,  // [6:6] is the sub-list for extension type_name
+	6,  // [6:6] is the sub-list for extension extendee
+	0,  // [0:6] is the sub-list for field type_name
 }
 
 func init() { file_agentrunner_service_v1_schedule_service_proto_init() }
@@ -470,7 +672,7 @@ func file_agentrunner_service_v1_schedule_service_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_agentrunner_service_v1_schedule_service_proto_rawDesc), len(file_agentrunner_service_v1_schedule_service_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   8,
+			NumMessages:   12,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -23,6 +23,8 @@ const (
 	ScheduleService_GetSchedule_FullMethodName    = "/agentrunner.service.v1.ScheduleService/GetSchedule"
 	ScheduleService_ListSchedules_FullMethodName  = "/agentrunner.service.v1.ScheduleService/ListSchedules"
 	ScheduleService_DeleteSchedule_FullMethodName = "/agentrunner.service.v1.ScheduleService/DeleteSchedule"
+	ScheduleService_PauseSchedule_FullMethodName  = "/agentrunner.service.v1.ScheduleService/PauseSchedule"
+	ScheduleService_ResumeSchedule_FullMethodName = "/agentrunner.service.v1.ScheduleService/ResumeSchedule"
 )
 
 // ScheduleServiceClient is the client API for ScheduleService service.
@@ -52,6 +54,13 @@ type ScheduleServiceClient interface {
 	// DeleteSchedule deletes a schedule created through the API; runs it
 	// started stay. FAILED_PRECONDITION for one of the apps file.
 	DeleteSchedule(ctx context.Context, in *DeleteScheduleRequest, opts ...grpc.CallOption) (*DeleteScheduleResponse, error)
+	// PauseSchedule stops a schedule created through the API from firing,
+	// until ResumeSchedule; pausing a paused one changes nothing.
+	// FAILED_PRECONDITION for one of the apps file (set paused there).
+	PauseSchedule(ctx context.Context, in *PauseScheduleRequest, opts ...grpc.CallOption) (*PauseScheduleResponse, error)
+	// ResumeSchedule lets a paused schedule fire again; the times it passed
+	// while paused follow its missed_policy.
+	ResumeSchedule(ctx context.Context, in *ResumeScheduleRequest, opts ...grpc.CallOption) (*ResumeScheduleResponse, error)
 }
 
 type scheduleServiceClient struct {
@@ -102,6 +111,26 @@ func (c *scheduleServiceClient) DeleteSchedule(ctx context.Context, in *DeleteSc
 	return out, nil
 }
 
+func (c *scheduleServiceClient) PauseSchedule(ctx context.Context, in *PauseScheduleRequest, opts ...grpc.CallOption) (*PauseScheduleResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(PauseScheduleResponse)
+	err := c.cc.Invoke(ctx, ScheduleService_PauseSchedule_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *scheduleServiceClient) ResumeSchedule(ctx context.Context, in *ResumeScheduleRequest, opts ...grpc.CallOption) (*ResumeScheduleResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ResumeScheduleResponse)
+	err := c.cc.Invoke(ctx, ScheduleService_ResumeSchedule_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // ScheduleServiceServer is the server API for ScheduleService service.
 // All implementations must embed UnimplementedScheduleServiceServer
 // for forward compatibility.
@@ -129,6 +158,13 @@ type ScheduleServiceServer interface {
 	// DeleteSchedule deletes a schedule created through the API; runs it
 	// started stay. FAILED_PRECONDITION for one of the apps file.
 	DeleteSchedule(context.Context, *DeleteScheduleRequest) (*DeleteScheduleResponse, error)
+	// PauseSchedule stops a schedule created through the API from firing,
+	// until ResumeSchedule; pausing a paused one changes nothing.
+	// FAILED_PRECONDITION for one of the apps file (set paused there).
+	PauseSchedule(context.Context, *PauseScheduleRequest) (*PauseScheduleResponse, error)
+	// ResumeSchedule lets a paused schedule fire again; the times it passed
+	// while paused follow its missed_policy.
+	ResumeSchedule(context.Context, *ResumeScheduleRequest) (*ResumeScheduleResponse, error)
 	mustEmbedUnimplementedScheduleServiceServer()
 }
 
@@ -150,6 +186,12 @@ func (UnimplementedScheduleServiceServer) ListSchedules(context.Context, *ListSc
 }
 func (UnimplementedScheduleServiceServer) DeleteSchedule(context.Context, *DeleteScheduleRequest) (*DeleteScheduleResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method DeleteSchedule not implemented")
+}
+func (UnimplementedScheduleServiceServer) PauseSchedule(context.Context, *PauseScheduleRequest) (*PauseScheduleResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method PauseSchedule not implemented")
+}
+func (UnimplementedScheduleServiceServer) ResumeSchedule(context.Context, *ResumeScheduleRequest) (*ResumeScheduleResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ResumeSchedule not implemented")
 }
 func (UnimplementedScheduleServiceServer) mustEmbedUnimplementedScheduleServiceServer() {}
 func (UnimplementedScheduleServiceServer) testEmbeddedByValue()                         {}
@@ -244,6 +286,42 @@ func _ScheduleService_DeleteSchedule_Handler(srv interface{}, ctx context.Contex
 	return interceptor(ctx, in, info, handler)
 }
 
+func _ScheduleService_PauseSchedule_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(PauseScheduleRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ScheduleServiceServer).PauseSchedule(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: ScheduleService_PauseSchedule_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ScheduleServiceServer).PauseSchedule(ctx, req.(*PauseScheduleRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _ScheduleService_ResumeSchedule_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ResumeScheduleRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ScheduleServiceServer).ResumeSchedule(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: ScheduleService_ResumeSchedule_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ScheduleServiceServer).ResumeSchedule(ctx, req.(*ResumeScheduleRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // ScheduleService_ServiceDesc is the grpc.ServiceDesc for ScheduleService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -266,6 +344,14 @@ var ScheduleService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "DeleteSchedule",
 			Handler:    _ScheduleService_DeleteSchedule_Handler,
+		},
+		{
+			MethodName: "PauseSchedule",
+			Handler:    _ScheduleService_PauseSchedule_Handler,
+		},
+		{
+			MethodName: "ResumeSchedule",
+			Handler:    _ScheduleService_ResumeSchedule_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},

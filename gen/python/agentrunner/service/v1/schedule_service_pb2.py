@@ -14,7 +14,7 @@ _sym_db = _symbol_database.Default()
 from agentrunner.v1 import schedule_pb2 as agentrunner_dot_v1_dot_schedule__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n-agentrunner/service/v1/schedule_service.proto\x12\x16\x61gentrunner.service.v1\x1a\x1d\x61gentrunner/v1/schedule.proto\"M\n\x15\x43reateScheduleRequest\x12\x34\n\x08schedule\x18\x01 \x01(\x0b\x32\x18.agentrunner.v1.ScheduleR\x08schedule\"N\n\x16\x43reateScheduleResponse\x12\x34\n\x08schedule\x18\x01 \x01(\x0b\x32\x18.agentrunner.v1.ScheduleR\x08schedule\"5\n\x12GetScheduleRequest\x12\x1f\n\x0bschedule_id\x18\x01 \x01(\tR\nscheduleId\"K\n\x13GetScheduleResponse\x12\x34\n\x08schedule\x18\x01 \x01(\x0b\x32\x18.agentrunner.v1.ScheduleR\x08schedule\"J\n\x14ListSchedulesRequest\x12\x19\n\x08\x61pp_name\x18\x01 \x01(\tR\x07\x61ppName\x12\x17\n\x07user_id\x18\x02 \x01(\tR\x06userId\"O\n\x15ListSchedulesResponse\x12\x36\n\tschedules\x18\x01 \x03(\x0b\x32\x18.agentrunner.v1.ScheduleR\tschedules\"8\n\x15\x44\x65leteScheduleRequest\x12\x1f\n\x0bschedule_id\x18\x01 \x01(\tR\nscheduleId\"\x18\n\x16\x44\x65leteScheduleResponse2\xc9\x03\n\x0fScheduleService\x12o\n\x0e\x43reateSchedule\x12-.agentrunner.service.v1.CreateScheduleRequest\x1a..agentrunner.service.v1.CreateScheduleResponse\x12\x66\n\x0bGetSchedule\x12*.agentrunner.service.v1.GetScheduleRequest\x1a+.agentrunner.service.v1.GetScheduleResponse\x12l\n\rListSchedules\x12,.agentrunner.service.v1.ListSchedulesRequest\x1a-.agentrunner.service.v1.ListSchedulesResponse\x12o\n\x0e\x44\x65leteSchedule\x12-.agentrunner.service.v1.DeleteScheduleRequest\x1a..agentrunner.service.v1.DeleteScheduleResponseb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n-agentrunner/service/v1/schedule_service.proto\x12\x16\x61gentrunner.service.v1\x1a\x1d\x61gentrunner/v1/schedule.proto\"M\n\x15\x43reateScheduleRequest\x12\x34\n\x08schedule\x18\x01 \x01(\x0b\x32\x18.agentrunner.v1.ScheduleR\x08schedule\"N\n\x16\x43reateScheduleResponse\x12\x34\n\x08schedule\x18\x01 \x01(\x0b\x32\x18.agentrunner.v1.ScheduleR\x08schedule\"5\n\x12GetScheduleRequest\x12\x1f\n\x0bschedule_id\x18\x01 \x01(\tR\nscheduleId\"K\n\x13GetScheduleResponse\x12\x34\n\x08schedule\x18\x01 \x01(\x0b\x32\x18.agentrunner.v1.ScheduleR\x08schedule\"J\n\x14ListSchedulesRequest\x12\x19\n\x08\x61pp_name\x18\x01 \x01(\tR\x07\x61ppName\x12\x17\n\x07user_id\x18\x02 \x01(\tR\x06userId\"O\n\x15ListSchedulesResponse\x12\x36\n\tschedules\x18\x01 \x03(\x0b\x32\x18.agentrunner.v1.ScheduleR\tschedules\"8\n\x15\x44\x65leteScheduleRequest\x12\x1f\n\x0bschedule_id\x18\x01 \x01(\tR\nscheduleId\"\x18\n\x16\x44\x65leteScheduleResponse\"7\n\x14PauseScheduleRequest\x12\x1f\n\x0bschedule_id\x18\x01 \x01(\tR\nscheduleId\"M\n\x15PauseScheduleResponse\x12\x34\n\x08schedule\x18\x01 \x01(\x0b\x32\x18.agentrunner.v1.ScheduleR\x08schedule\"8\n\x15ResumeScheduleRequest\x12\x1f\n\x0bschedule_id\x18\x01 \x01(\tR\nscheduleId\"N\n\x16ResumeScheduleResponse\x12\x34\n\x08schedule\x18\x01 \x01(\x0b\x32\x18.agentrunner.v1.ScheduleR\x08schedule2\xa8\x05\n\x0fScheduleService\x12o\n\x0e\x43reateSchedule\x12-.agentrunner.service.v1.CreateScheduleRequest\x1a..agentrunner.service.v1.CreateScheduleResponse\x12\x66\n\x0bGetSchedule\x12*.agentrunner.service.v1.GetScheduleRequest\x1a+.agentrunner.service.v1.GetScheduleResponse\x12l\n\rListSchedules\x12,.agentrunner.service.v1.ListSchedulesRequest\x1a-.agentrunner.service.v1.ListSchedulesResponse\x12o\n\x0e\x44\x65leteSchedule\x12-.agentrunner.service.v1.DeleteScheduleRequest\x1a..agentrunner.service.v1.DeleteScheduleResponse\x12l\n\rPauseSchedule\x12,.agentrunner.service.v1.PauseScheduleRequest\x1a-.agentrunner.service.v1.PauseScheduleResponse\x12o\n\x0eResumeSchedule\x12-.agentrunner.service.v1.ResumeScheduleRequest\x1a..agentrunner.service.v1.ResumeScheduleResponseb\x06proto3')
 
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, globals())
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'agentrunner.service.v1.schedule_service_pb2', globals())
@@ -37,6 +37,14 @@ if _descriptor._USE_C_DESCRIPTORS == False:
   _DELETESCHEDULEREQUEST._serialized_end=608
   _DELETESCHEDULERESPONSE._serialized_start=610
   _DELETESCHEDULERESPONSE._serialized_end=634
-  _SCHEDULESERVICE._serialized_start=637
-  _SCHEDULESERVICE._serialized_end=1094
+  _PAUSESCHEDULEREQUEST._serialized_start=636
+  _PAUSESCHEDULEREQUEST._serialized_end=691
+  _PAUSESCHEDULERESPONSE._serialized_start=693
+  _PAUSESCHEDULERESPONSE._serialized_end=770
+  _RESUMESCHEDULEREQUEST._serialized_start=772
+  _RESUMESCHEDULEREQUEST._serialized_end=828
+  _RESUMESCHEDULERESPONSE._serialized_start=830
+  _RESUMESCHEDULERESPONSE._serialized_end=908
+  _SCHEDULESERVICE._serialized_start=911
+  _SCHEDULESERVICE._serialized_end=1591
 # @@protoc_insertion_point(module_scope)

@@ -53,3 +53,27 @@ class ListSchedulesResponse(_message.Message):
     SCHEDULES_FIELD_NUMBER: _ClassVar[int]
     schedules: _containers.RepeatedCompositeFieldContainer[_schedule_pb2.Schedule]
     def __init__(self, schedules: _Optional[_Iterable[_Union[_schedule_pb2.Schedule, _Mapping]]] = ...) -> None: ...
+
+class PauseScheduleRequest(_message.Message):
+    __slots__ = ["schedule_id"]
+    SCHEDULE_ID_FIELD_NUMBER: _ClassVar[int]
+    schedule_id: str
+    def __init__(self, schedule_id: _Optional[str] = ...) -> None: ...
+
+class PauseScheduleResponse(_message.Message):
+    __slots__ = ["schedule"]
+    SCHEDULE_FIELD_NUMBER: _ClassVar[int]
+    schedule: _schedule_pb2.Schedule
+    def __init__(self, schedule: _Optional[_Union[_schedule_pb2.Schedule, _Mapping]] = ...) -> None: ...
+
+class ResumeScheduleRequest(_message.Message):
+    __slots__ = ["schedule_id"]
+    SCHEDULE_ID_FIELD_NUMBER: _ClassVar[int]
+    schedule_id: str
+    def __init__(self, schedule_id: _Optional[str] = ...) -> None: ...
+
+class ResumeScheduleResponse(_message.Message):
+    __slots__ = ["schedule"]
+    SCHEDULE_FIELD_NUMBER: _ClassVar[int]
+    schedule: _schedule_pb2.Schedule
+    def __init__(self, schedule: _Optional[_Union[_schedule_pb2.Schedule, _Mapping]] = ...) -> None: ...

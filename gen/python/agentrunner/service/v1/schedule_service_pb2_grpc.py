@@ -44,6 +44,16 @@ class ScheduleServiceStub(object):
                 request_serializer=agentrunner_dot_service_dot_v1_dot_schedule__service__pb2.DeleteScheduleRequest.SerializeToString,
                 response_deserializer=agentrunner_dot_service_dot_v1_dot_schedule__service__pb2.DeleteScheduleResponse.FromString,
                 )
+        self.PauseSchedule = channel.unary_unary(
+                '/agentrunner.service.v1.ScheduleService/PauseSchedule',
+                request_serializer=agentrunner_dot_service_dot_v1_dot_schedule__service__pb2.PauseScheduleRequest.SerializeToString,
+                response_deserializer=agentrunner_dot_service_dot_v1_dot_schedule__service__pb2.PauseScheduleResponse.FromString,
+                )
+        self.ResumeSchedule = channel.unary_unary(
+                '/agentrunner.service.v1.ScheduleService/ResumeSchedule',
+                request_serializer=agentrunner_dot_service_dot_v1_dot_schedule__service__pb2.ResumeScheduleRequest.SerializeToString,
+                response_deserializer=agentrunner_dot_service_dot_v1_dot_schedule__service__pb2.ResumeScheduleResponse.FromString,
+                )
 
 
 class ScheduleServiceServicer(object):
@@ -91,6 +101,23 @@ class ScheduleServiceServicer(object):
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def PauseSchedule(self, request, context):
+        """PauseSchedule stops a schedule created through the API from firing,
+        until ResumeSchedule; pausing a paused one changes nothing.
+        FAILED_PRECONDITION for one of the apps file (set paused there).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ResumeSchedule(self, request, context):
+        """ResumeSchedule lets a paused schedule fire again; the times it passed
+        while paused follow its missed_policy.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_ScheduleServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -113,6 +140,16 @@ def add_ScheduleServiceServicer_to_server(servicer, server):
                     servicer.DeleteSchedule,
                     request_deserializer=agentrunner_dot_service_dot_v1_dot_schedule__service__pb2.DeleteScheduleRequest.FromString,
                     response_serializer=agentrunner_dot_service_dot_v1_dot_schedule__service__pb2.DeleteScheduleResponse.SerializeToString,
+            ),
+            'PauseSchedule': grpc.unary_unary_rpc_method_handler(
+                    servicer.PauseSchedule,
+                    request_deserializer=agentrunner_dot_service_dot_v1_dot_schedule__service__pb2.PauseScheduleRequest.FromString,
+                    response_serializer=agentrunner_dot_service_dot_v1_dot_schedule__service__pb2.PauseScheduleResponse.SerializeToString,
+            ),
+            'ResumeSchedule': grpc.unary_unary_rpc_method_handler(
+                    servicer.ResumeSchedule,
+                    request_deserializer=agentrunner_dot_service_dot_v1_dot_schedule__service__pb2.ResumeScheduleRequest.FromString,
+                    response_serializer=agentrunner_dot_service_dot_v1_dot_schedule__service__pb2.ResumeScheduleResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -199,5 +236,39 @@ class ScheduleService(object):
         return grpc.experimental.unary_unary(request, target, '/agentrunner.service.v1.ScheduleService/DeleteSchedule',
             agentrunner_dot_service_dot_v1_dot_schedule__service__pb2.DeleteScheduleRequest.SerializeToString,
             agentrunner_dot_service_dot_v1_dot_schedule__service__pb2.DeleteScheduleResponse.FromString,
+            options, channel_credentials,
+            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
+
+    @staticmethod
+    def PauseSchedule(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(request, target, '/agentrunner.service.v1.ScheduleService/PauseSchedule',
+            agentrunner_dot_service_dot_v1_dot_schedule__service__pb2.PauseScheduleRequest.SerializeToString,
+            agentrunner_dot_service_dot_v1_dot_schedule__service__pb2.PauseScheduleResponse.FromString,
+            options, channel_credentials,
+            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
+
+    @staticmethod
+    def ResumeSchedule(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(request, target, '/agentrunner.service.v1.ScheduleService/ResumeSchedule',
+            agentrunner_dot_service_dot_v1_dot_schedule__service__pb2.ResumeScheduleRequest.SerializeToString,
+            agentrunner_dot_service_dot_v1_dot_schedule__service__pb2.ResumeScheduleResponse.FromString,
             options, channel_credentials,
             insecure, call_credentials, compression, wait_for_ready, timeout, metadata)

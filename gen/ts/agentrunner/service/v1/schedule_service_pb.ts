@@ -12,7 +12,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file agentrunner/service/v1/schedule_service.proto.
  */
 export const file_agentrunner_service_v1_schedule_service: GenFile = /*@__PURE__*/
-  fileDesc("Ci1hZ2VudHJ1bm5lci9zZXJ2aWNlL3YxL3NjaGVkdWxlX3NlcnZpY2UucHJvdG8SFmFnZW50cnVubmVyLnNlcnZpY2UudjEiQwoVQ3JlYXRlU2NoZWR1bGVSZXF1ZXN0EioKCHNjaGVkdWxlGAEgASgLMhguYWdlbnRydW5uZXIudjEuU2NoZWR1bGUiRAoWQ3JlYXRlU2NoZWR1bGVSZXNwb25zZRIqCghzY2hlZHVsZRgBIAEoCzIYLmFnZW50cnVubmVyLnYxLlNjaGVkdWxlIikKEkdldFNjaGVkdWxlUmVxdWVzdBITCgtzY2hlZHVsZV9pZBgBIAEoCSJBChNHZXRTY2hlZHVsZVJlc3BvbnNlEioKCHNjaGVkdWxlGAEgASgLMhguYWdlbnRydW5uZXIudjEuU2NoZWR1bGUiOQoUTGlzdFNjaGVkdWxlc1JlcXVlc3QSEAoIYXBwX25hbWUYASABKAkSDwoHdXNlcl9pZBgCIAEoCSJEChVMaXN0U2NoZWR1bGVzUmVzcG9uc2USKwoJc2NoZWR1bGVzGAEgAygLMhguYWdlbnRydW5uZXIudjEuU2NoZWR1bGUiLAoVRGVsZXRlU2NoZWR1bGVSZXF1ZXN0EhMKC3NjaGVkdWxlX2lkGAEgASgJIhgKFkRlbGV0ZVNjaGVkdWxlUmVzcG9uc2UyyQMKD1NjaGVkdWxlU2VydmljZRJvCg5DcmVhdGVTY2hlZHVsZRItLmFnZW50cnVubmVyLnNlcnZpY2UudjEuQ3JlYXRlU2NoZWR1bGVSZXF1ZXN0Gi4uYWdlbnRydW5uZXIuc2VydmljZS52MS5DcmVhdGVTY2hlZHVsZVJlc3BvbnNlEmYKC0dldFNjaGVkdWxlEiouYWdlbnRydW5uZXIuc2VydmljZS52MS5HZXRTY2hlZHVsZVJlcXVlc3QaKy5hZ2VudHJ1bm5lci5zZXJ2aWNlLnYxLkdldFNjaGVkdWxlUmVzcG9uc2USbAoNTGlzdFNjaGVkdWxlcxIsLmFnZW50cnVubmVyLnNlcnZpY2UudjEuTGlzdFNjaGVkdWxlc1JlcXVlc3QaLS5hZ2VudHJ1bm5lci5zZXJ2aWNlLnYxLkxpc3RTY2hlZHVsZXNSZXNwb25zZRJvCg5EZWxldGVTY2hlZHVsZRItLmFnZW50cnVubmVyLnNlcnZpY2UudjEuRGVsZXRlU2NoZWR1bGVSZXF1ZXN0Gi4uYWdlbnRydW5uZXIuc2VydmljZS52MS5EZWxldGVTY2hlZHVsZVJlc3BvbnNlYgZwcm90bzM", [file_agentrunner_v1_schedule]);
+  fileDesc("Ci1hZ2VudHJ1bm5lci9zZXJ2aWNlL3YxL3NjaGVkdWxlX3NlcnZpY2UucHJvdG8SFmFnZW50cnVubmVyLnNlcnZpY2UudjEiQwoVQ3JlYXRlU2NoZWR1bGVSZXF1ZXN0EioKCHNjaGVkdWxlGAEgASgLMhguYWdlbnRydW5uZXIudjEuU2NoZWR1bGUiRAoWQ3JlYXRlU2NoZWR1bGVSZXNwb25zZRIqCghzY2hlZHVsZRgBIAEoCzIYLmFnZW50cnVubmVyLnYxLlNjaGVkdWxlIikKEkdldFNjaGVkdWxlUmVxdWVzdBITCgtzY2hlZHVsZV9pZBgBIAEoCSJBChNHZXRTY2hlZHVsZVJlc3BvbnNlEioKCHNjaGVkdWxlGAEgASgLMhguYWdlbnRydW5uZXIudjEuU2NoZWR1bGUiOQoUTGlzdFNjaGVkdWxlc1JlcXVlc3QSEAoIYXBwX25hbWUYASABKAkSDwoHdXNlcl9pZBgCIAEoCSJEChVMaXN0U2NoZWR1bGVzUmVzcG9uc2USKwoJc2NoZWR1bGVzGAEgAygLMhguYWdlbnRydW5uZXIudjEuU2NoZWR1bGUiLAoVRGVsZXRlU2NoZWR1bGVSZXF1ZXN0EhMKC3NjaGVkdWxlX2lkGAEgASgJIhgKFkRlbGV0ZVNjaGVkdWxlUmVzcG9uc2UiKwoUUGF1c2VTY2hlZHVsZVJlcXVlc3QSEwoLc2NoZWR1bGVfaWQYASABKAkiQwoVUGF1c2VTY2hlZHVsZVJlc3BvbnNlEioKCHNjaGVkdWxlGAEgASgLMhguYWdlbnRydW5uZXIudjEuU2NoZWR1bGUiLAoVUmVzdW1lU2NoZWR1bGVSZXF1ZXN0EhMKC3NjaGVkdWxlX2lkGAEgASgJIkQKFlJlc3VtZVNjaGVkdWxlUmVzcG9uc2USKgoIc2NoZWR1bGUYASABKAsyGC5hZ2VudHJ1bm5lci52MS5TY2hlZHVsZTKoBQoPU2NoZWR1bGVTZXJ2aWNlEm8KDkNyZWF0ZVNjaGVkdWxlEi0uYWdlbnRydW5uZXIuc2VydmljZS52MS5DcmVhdGVTY2hlZHVsZVJlcXVlc3QaLi5hZ2VudHJ1bm5lci5zZXJ2aWNlLnYxLkNyZWF0ZVNjaGVkdWxlUmVzcG9uc2USZgoLR2V0U2NoZWR1bGUSKi5hZ2VudHJ1bm5lci5zZXJ2aWNlLnYxLkdldFNjaGVkdWxlUmVxdWVzdBorLmFnZW50cnVubmVyLnNlcnZpY2UudjEuR2V0U2NoZWR1bGVSZXNwb25zZRJsCg1MaXN0U2NoZWR1bGVzEiwuYWdlbnRydW5uZXIuc2VydmljZS52MS5MaXN0U2NoZWR1bGVzUmVxdWVzdBotLmFnZW50cnVubmVyLnNlcnZpY2UudjEuTGlzdFNjaGVkdWxlc1Jlc3BvbnNlEm8KDkRlbGV0ZVNjaGVkdWxlEi0uYWdlbnRydW5uZXIuc2VydmljZS52MS5EZWxldGVTY2hlZHVsZVJlcXVlc3QaLi5hZ2VudHJ1bm5lci5zZXJ2aWNlLnYxLkRlbGV0ZVNjaGVkdWxlUmVzcG9uc2USbAoNUGF1c2VTY2hlZHVsZRIsLmFnZW50cnVubmVyLnNlcnZpY2UudjEuUGF1c2VTY2hlZHVsZVJlcXVlc3QaLS5hZ2VudHJ1bm5lci5zZXJ2aWNlLnYxLlBhdXNlU2NoZWR1bGVSZXNwb25zZRJvCg5SZXN1bWVTY2hlZHVsZRItLmFnZW50cnVubmVyLnNlcnZpY2UudjEuUmVzdW1lU2NoZWR1bGVSZXF1ZXN0Gi4uYWdlbnRydW5uZXIuc2VydmljZS52MS5SZXN1bWVTY2hlZHVsZVJlc3BvbnNlYgZwcm90bzM", [file_agentrunner_v1_schedule]);
 
 /**
  * CreateScheduleRequest is the input of CreateSchedule.
@@ -174,6 +174,82 @@ export const DeleteScheduleResponseSchema: GenMessage<DeleteScheduleResponse> = 
   messageDesc(file_agentrunner_service_v1_schedule_service, 7);
 
 /**
+ * PauseScheduleRequest is the input of PauseSchedule.
+ *
+ * @generated from message agentrunner.service.v1.PauseScheduleRequest
+ */
+export type PauseScheduleRequest = Message<"agentrunner.service.v1.PauseScheduleRequest"> & {
+  /**
+   * @generated from field: string schedule_id = 1;
+   */
+  scheduleId: string;
+};
+
+/**
+ * Describes the message agentrunner.service.v1.PauseScheduleRequest.
+ * Use `create(PauseScheduleRequestSchema)` to create a new message.
+ */
+export const PauseScheduleRequestSchema: GenMessage<PauseScheduleRequest> = /*@__PURE__*/
+  messageDesc(file_agentrunner_service_v1_schedule_service, 8);
+
+/**
+ * PauseScheduleResponse is the output of PauseSchedule.
+ *
+ * @generated from message agentrunner.service.v1.PauseScheduleResponse
+ */
+export type PauseScheduleResponse = Message<"agentrunner.service.v1.PauseScheduleResponse"> & {
+  /**
+   * @generated from field: agentrunner.v1.Schedule schedule = 1;
+   */
+  schedule?: Schedule | undefined;
+};
+
+/**
+ * Describes the message agentrunner.service.v1.PauseScheduleResponse.
+ * Use `create(PauseScheduleResponseSchema)` to create a new message.
+ */
+export const PauseScheduleResponseSchema: GenMessage<PauseScheduleResponse> = /*@__PURE__*/
+  messageDesc(file_agentrunner_service_v1_schedule_service, 9);
+
+/**
+ * ResumeScheduleRequest is the input of ResumeSchedule.
+ *
+ * @generated from message agentrunner.service.v1.ResumeScheduleRequest
+ */
+export type ResumeScheduleRequest = Message<"agentrunner.service.v1.ResumeScheduleRequest"> & {
+  /**
+   * @generated from field: string schedule_id = 1;
+   */
+  scheduleId: string;
+};
+
+/**
+ * Describes the message agentrunner.service.v1.ResumeScheduleRequest.
+ * Use `create(ResumeScheduleRequestSchema)` to create a new message.
+ */
+export const ResumeScheduleRequestSchema: GenMessage<ResumeScheduleRequest> = /*@__PURE__*/
+  messageDesc(file_agentrunner_service_v1_schedule_service, 10);
+
+/**
+ * ResumeScheduleResponse is the output of ResumeSchedule.
+ *
+ * @generated from message agentrunner.service.v1.ResumeScheduleResponse
+ */
+export type ResumeScheduleResponse = Message<"agentrunner.service.v1.ResumeScheduleResponse"> & {
+  /**
+   * @generated from field: agentrunner.v1.Schedule schedule = 1;
+   */
+  schedule?: Schedule | undefined;
+};
+
+/**
+ * Describes the message agentrunner.service.v1.ResumeScheduleResponse.
+ * Use `create(ResumeScheduleResponseSchema)` to create a new message.
+ */
+export const ResumeScheduleResponseSchema: GenMessage<ResumeScheduleResponse> = /*@__PURE__*/
+  messageDesc(file_agentrunner_service_v1_schedule_service, 11);
+
+/**
  * ScheduleService manages the schedules that start runs at cron times.
  * Schedules come from the apps file (read-only here) and from this API
  * (kept in the store). Each time of a schedule fires once across every
@@ -231,6 +307,29 @@ export const ScheduleService: GenService<{
     methodKind: "unary";
     input: typeof DeleteScheduleRequestSchema;
     output: typeof DeleteScheduleResponseSchema;
+  },
+  /**
+   * PauseSchedule stops a schedule created through the API from firing,
+   * until ResumeSchedule; pausing a paused one changes nothing.
+   * FAILED_PRECONDITION for one of the apps file (set paused there).
+   *
+   * @generated from rpc agentrunner.service.v1.ScheduleService.PauseSchedule
+   */
+  pauseSchedule: {
+    methodKind: "unary";
+    input: typeof PauseScheduleRequestSchema;
+    output: typeof PauseScheduleResponseSchema;
+  },
+  /**
+   * ResumeSchedule lets a paused schedule fire again; the times it passed
+   * while paused follow its missed_policy.
+   *
+   * @generated from rpc agentrunner.service.v1.ScheduleService.ResumeSchedule
+   */
+  resumeSchedule: {
+    methodKind: "unary";
+    input: typeof ResumeScheduleRequestSchema;
+    output: typeof ResumeScheduleResponseSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_agentrunner_service_v1_schedule_service, 0);
