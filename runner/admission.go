@@ -92,6 +92,9 @@ type liveRun struct {
 // cancels it, or nil.
 func newLiveRun(ctx context.Context, c *appConfig, key store.SessionKey, rec *agentrunnerv1.Run, req Request, readerCtx context.Context) *liveRun {
 	rec.ConfigVersion = c.version
+	if req.ScheduleID != "" {
+		rec.ScheduleId = req.ScheduleID
+	}
 	return &liveRun{
 		cfg:    c,
 		Run:    live.New(ctx, key, rec, readerCtx),

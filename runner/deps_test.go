@@ -37,9 +37,10 @@ var importRules = map[string][]string{
 	"runner/agent/workflow":                {msgs, "runner/agent"},
 	"runner/agent/remotea2a":               {msgs, "runner/agent"},
 	"runner/agent/remotea2a/remotea2atest": {},
-	"runner/apps":                          {msgs, "runner", "runner/agent", "runner/agent/llmagent", "runner/agent/remotea2a", "runner/agent/workflow", "runner/memory", "runner/model", "runner/plugin", "runner/tool", "runner/tool/builtin", "runner/tool/mcptool", "store"},
+	"runner/apps":                          {msgs, "runner", "runner/agent", "runner/agent/llmagent", "runner/agent/remotea2a", "runner/agent/workflow", "runner/memory", "runner/model", "runner/plugin", "runner/schedule", "runner/tool", "runner/tool/builtin", "runner/tool/mcptool", "store"},
 	"runner/memory":                        {msgs, "store"},
 	"runner/webhook":                       {msgs, "store"},
+	"runner/schedule":                      {msgs, "store"},
 	"runner/plugin":                        {msgs, "runner/agent", "runner/model", "runner/tool"},
 	"runner/plugin/telemetry":              {msgs, "runner/agent", "runner/model", "runner/tool"},
 	"runner/runtrace":                      {msgs},
@@ -81,10 +82,10 @@ var importRules = map[string][]string{
 	// interceptors, codec, thin adapters) over the front desk; no child
 	// of server imports server, nor its parent.
 	// runner/memory: Config.Memory is the MemoryService's backend.
-	"server": {msgs, svcs, "runner", "runner/apps", "runner/memory", "server/auth", "server/internal/front"},
+	"server": {msgs, svcs, "runner", "runner/apps", "runner/memory", "runner/schedule", "server/auth", "server/internal/front"},
 	// The front desk: what every protocol checks before a call reaches a
 	// store or a runner. It never imports server.
-	"server/internal/front": {msgs, svcs, "runner", "runner/agent", "runner/memory", "runner/runtrace", "server/auth", "store"},
+	"server/internal/front": {msgs, svcs, "runner", "runner/agent", "runner/memory", "runner/runtrace", "runner/schedule", "server/auth", "store"},
 	// A2A sits beside the gRPC services on the desk.
 	"server/a2a": {msgs, svcs, "runner", "server/auth", "server/internal/front", "store"},
 	// The operator's RPCs are given what they need as small interfaces.

@@ -43,6 +43,9 @@ type Request struct {
 	// goroutine then also hands it its live first record, which the
 	// reader must not keep past its yield: the run changes it afterwards.
 	SharedEvents bool
+	// ScheduleID names the schedule that started the run; its record
+	// says so (Run.schedule_id).
+	ScheduleID string
 }
 
 // input is the payload a request_id covers.

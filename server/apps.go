@@ -20,3 +20,6 @@ func (r runnerApps) Lookup(name string) (AppRunner, bool) {
 }
 
 func (r runnerApps) List() []*agentrunnerv1.App { return r.apps.List() }
+
+// Schedules are the apps file's schedules of the apps served.
+func (r runnerApps) Schedules() []*agentrunnerv1.Schedule { return r.apps.Schedules() }

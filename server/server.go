@@ -142,6 +142,7 @@ func ServiceNames() []string {
 		servicev1.RunnerService_ServiceDesc.ServiceName,
 		servicev1.MemoryService_ServiceDesc.ServiceName,
 		servicev1.UsageService_ServiceDesc.ServiceName,
+		servicev1.ScheduleService_ServiceDesc.ServiceName,
 	}
 }
 
@@ -152,4 +153,5 @@ func (s *Server) Register(r grpc.ServiceRegistrar) {
 	servicev1.RegisterRunnerServiceServer(r, runnerService{Desk: s.desk})
 	servicev1.RegisterMemoryServiceServer(r, memoryService{Desk: s.desk})
 	servicev1.RegisterUsageServiceServer(r, usageService{Desk: s.desk})
+	servicev1.RegisterScheduleServiceServer(r, scheduleService{Desk: s.desk})
 }

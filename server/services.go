@@ -37,6 +37,11 @@ type usageService struct {
 	*front.Desk
 }
 
+type scheduleService struct {
+	servicev1.UnsafeScheduleServiceServer
+	*front.Desk
+}
+
 type runnerService struct {
 	servicev1.UnsafeRunnerServiceServer
 	*front.Desk

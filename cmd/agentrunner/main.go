@@ -68,6 +68,8 @@ Usage:
                                             inspect, follow, cancel and resume runs
   agentrunner usage --app APP [--user U] [--from D] [--to D]
                                             tokens and cost by UTC day and model
+  agentrunner schedules list|get|create|delete
+                                            runs at cron times, with their last and next firing
   agentrunner bench [flags]                 load benchmark of a local server
   agentrunner migrate [flags]               apply the store's migrations (bbolt file or PostgreSQL) and exit
   agentrunner backup --out FILE [flags]     a checked copy of a running (or stopped) bbolt store
@@ -104,6 +106,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return runsCommand(ctx, rest, stdout, stderr)
 	case "usage":
 		return usageCommand(ctx, rest, stdout, stderr)
+	case "schedules":
+		return schedulesCommand(ctx, rest, stdout, stderr)
 	case "bench":
 		return bench.Main(ctx, rest, stdout, stderr)
 	case "migrate":

@@ -71,8 +71,8 @@ func migrateStoreCommand(ctx context.Context, args []string, stdout, stderr io.W
 		return fmt.Errorf("migrate-store: %w (rerun with --resume to go on)", err)
 	}
 	copied := time.Since(start)
-	fmt.Fprintf(stdout, "copied: %d sessions (%d present already), %d events, %d runs, %d artifact versions, %d tool calls, %d shared records in %s\n",
-		rep.Copied, rep.Present, rep.Events, rep.Runs, rep.Artifacts, rep.ToolCalls, rep.Shared, copied.Round(time.Millisecond))
+	fmt.Fprintf(stdout, "copied: %d sessions (%d present already), %d events, %d runs, %d artifact versions, %d tool calls, %d shared records, %d schedules in %s\n",
+		rep.Copied, rep.Present, rep.Events, rep.Runs, rep.Artifacts, rep.ToolCalls, rep.Shared, rep.Schedules, copied.Round(time.Millisecond))
 	if f.noVerify {
 		return nil
 	}

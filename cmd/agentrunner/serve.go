@@ -300,6 +300,7 @@ func serve(ctx context.Context, args []string, stderr io.Writer) (err error) {
 		return err
 	}
 	defer f.hooks.start(ctx, st, tr.onWebhook, log)() // stops after the servers, before the store closes
+	defer startScheduler(ctx, core, f.replica, log)()
 	if f.debugAddr != "" {
 		stopDebug, err := serveDebug(f.debugAddr, log)
 		if err != nil {

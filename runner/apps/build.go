@@ -102,7 +102,8 @@ func (b *builder) app(ctx context.Context, app *agentrunnerv1.AppConfig, path st
 		return App{}, err
 	}
 	a := App{Name: app.GetName(), Description: app.GetDescription(), Root: root, Compaction: compaction,
-		AddSessionsToMemory: app.GetMemory().GetAddSessions(), Budgets: budgets(app.GetBudgets(), b.currency), closer: closeAll}
+		AddSessionsToMemory: app.GetMemory().GetAddSessions(), Budgets: budgets(app.GetBudgets(), b.currency), closer: closeAll,
+		Schedules: schedulesOf(app)}
 	if wh := app.GetWebhook(); wh.GetUrl() != "" {
 		a.Webhook, a.WebhookSecretEnv = &agentrunnerv1.Webhook{Url: wh.GetUrl()}, wh.GetSecretEnv()
 	}

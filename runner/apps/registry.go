@@ -35,6 +35,9 @@ type App struct {
 	AddSessionsToMemory bool
 	// Budgets cap what the app's runs spend (see runner.Budgets).
 	Budgets runner.Budgets
+	// Schedules are the app's schedules of the apps file (see
+	// Registry.Schedules); Build sets them.
+	Schedules []*agentrunnerv1.Schedule
 	// Version names this config of the app (runner.Config.ConfigVersion):
 	// Build sets a hash of the app's entry in the apps file and of the
 	// file's models. Empty names none: Reload then treats the app as
@@ -88,7 +91,9 @@ type Registry struct {
 	// flight finish there, and an app added back takes its runner again.
 	retired map[string]*runner.Runner
 	gate    runner.ClaimGate // given to every runner, see SetClaimGate
-	closers []func() error   // of every app registered or reloaded
+	// schedules are each app's of the apps file, by app name.
+	schedules map[string][]*agentrunnerv1.Schedule
+	closers   []func() error // of every app registered or reloaded
 }
 
 // NewRegistry returns an empty registry; it fails when the plugins do
@@ -98,7 +103,8 @@ func NewRegistry(cfg Config) (*Registry, error) {
 	if err != nil {
 		return nil, fmt.Errorf("apps registry: %w", err)
 	}
-	return &Registry{cfg: cfg, plugins: m, runners: make(map[string]*runner.Runner), retired: make(map[string]*runner.Runner)}, nil
+	return &Registry{cfg: cfg, plugins: m, runners: make(map[string]*runner.Runner), retired: make(map[string]*runner.Runner),
+		schedules: make(map[string][]*agentrunnerv1.Schedule)}, nil
 }
 
 // Register validates app's tree and adds a Runner for it. A name already
@@ -114,6 +120,7 @@ func (g *Registry) Register(app App) (*runner.Runner, error) {
 		return nil, fmt.Errorf("register app %q: %w", app.Name, store.ErrAlreadyExists)
 	}
 	g.runners[app.Name] = r
+	g.schedules[app.Name] = app.Schedules
 	g.closers = append(g.closers, app.Close)
 	return r, nil
 }

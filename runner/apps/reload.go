@@ -153,6 +153,7 @@ func (g *Registry) checkReload(next []App) (map[string]*runner.Runner, error) {
 // applyLocked serves app: on its new runner r, or on the one it has (or
 // had, when a reload removed it).
 func (g *Registry) applyLocked(app App, r *runner.Runner) Change {
+	g.schedules[app.Name] = app.Schedules
 	if r != nil {
 		r.SetClaimGate(g.gate)
 		g.runners[app.Name] = r

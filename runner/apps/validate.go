@@ -46,6 +46,7 @@ func Validate(cfg *agentrunnerv1.AppsConfig, opts ...Option) error {
 		validateApp(app, path, models, o, &errs)
 		validateBudgets(app, path, currency, &errs)
 		validateWebhook(app.GetWebhook(), path+".webhook", o, &errs)
+		validateSchedules(app, path, &errs)
 	}
 	return errs.err()
 }

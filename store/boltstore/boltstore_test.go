@@ -525,6 +525,14 @@ func TestForkConformance(t *testing.T) {
 	})
 }
 
+// TestScheduleConformance runs the schedule store suite that pgstore runs too.
+func TestScheduleConformance(t *testing.T) {
+	storetest.RunSchedules(t, func(t *testing.T) store.Store {
+		s, _ := newTestStore(t, Options{})
+		return s
+	})
+}
+
 // TestWebhookConformance runs the webhook outbox's suite that pgstore
 // runs too.
 func TestWebhookConformance(t *testing.T) {

@@ -378,3 +378,8 @@ func TestForkConformance(t *testing.T) {
 func TestWebhookConformance(t *testing.T) {
 	storetest.RunWebhooks(t, func(t *testing.T) store.Store { return openURL(t, pg.URL(t)) })
 }
+
+// TestScheduleConformance runs the schedule store suite that boltstore runs too.
+func TestScheduleConformance(t *testing.T) {
+	storetest.RunSchedules(t, func(t *testing.T) store.Store { return openURL(t, pg.URL(t)) })
+}

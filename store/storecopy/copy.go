@@ -39,6 +39,8 @@ type Report struct {
 	// Shared counts the shared records written (state, user artifacts,
 	// spend rows).
 	Shared int
+	// Schedules counts the API schedules written, with their cursors.
+	Schedules int
 }
 
 // checkpoint is the checkpoint file's content.
@@ -106,7 +108,8 @@ func Copy(ctx context.Context, src Source, dst Target, opts Options) (Report, er
 		return rep, fmt.Errorf("import shared records: %w", err)
 	}
 	rep.Shared = len(sh.AppState) + len(sh.UserState) + len(sh.UserArtifacts) + len(sh.Spend)
-	return rep, nil
+	rep.Schedules, err = copySchedules(ctx, src, dst)
+	return rep, err
 }
 
 // copySession copies one session, or checks the copy an interrupted run

@@ -8,6 +8,7 @@ import { RunnerService } from "../../../gen/ts/agentrunner/service/v1/runner_ser
 import { SessionService } from "../../../gen/ts/agentrunner/service/v1/session_service_pb.js";
 import { ArtifactService } from "../../../gen/ts/agentrunner/service/v1/artifact_service_pb.js";
 import { UsageService } from "../../../gen/ts/agentrunner/service/v1/usage_service_pb.js";
+import { ScheduleService } from "../../../gen/ts/agentrunner/service/v1/schedule_service_pb.js";
 import { RunStatus } from "../../../gen/ts/agentrunner/v1/run_pb.js";
 import type { Cost, UsageMetadata } from "../../../gen/ts/agentrunner/v1/event_pb.js";
 
@@ -40,6 +41,7 @@ export const runner = createClient(RunnerService, transport);
 export const sessions = createClient(SessionService, transport);
 export const artifacts = createClient(ArtifactService, transport);
 export const usage = createClient(UsageService, transport);
+export const schedules = createClient(ScheduleService, transport);
 
 // probeAuth asks the server without any token: an answer means the server
 // checks no one.

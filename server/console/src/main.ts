@@ -10,6 +10,7 @@ import { sessionsView } from "./views/sessions.js";
 import { sessionView } from "./views/session.js";
 import { runsView, runView } from "./views/runs.js";
 import { usageView } from "./views/usage.js";
+import { schedulesView } from "./views/schedules.js";
 
 let current: AbortController | undefined;
 
@@ -46,8 +47,9 @@ function navLinks(): void {
     ["Sessions", app && user ? href(pathOf`apps/${app}/users/${user}/sessions`) : href("apps"), "sessions"],
     ["Runs", href("runs", { app, user }), "runs"],
     ["Usage", href("usage", { app, user }), "usage"],
+    ["Schedules", href("schedules", { app, user }), "schedules"],
   ];
-  const active = r.startsWith("runs") ? "runs" : r.startsWith("usage") ? "usage" : r.includes("/sessions") ? "sessions" : "apps";
+  const active = r.startsWith("runs") ? "runs" : r.startsWith("usage") ? "usage" : r.startsWith("schedules") ? "schedules" : r.includes("/sessions") ? "sessions" : "apps";
   replace(document.getElementById("nav-links")!, items.map(([label, to, key]) => {
     const a = link(to, label);
     a.id = `nav-${key}`;
@@ -81,6 +83,8 @@ async function render(): Promise<void> {
       await runsView(view, signal, q.get("app") ?? "", q.get("user") ?? rememberedUser(), q.get("all") === "1", q.get("status") ?? undefined, q.get("sort") ?? undefined);
     } else if (seg[0] === "usage") {
       await usageView(view, signal, q.get("app") ?? "", q.get("user") ?? "");
+    } else if (seg[0] === "schedules") {
+      await schedulesView(view, signal, q.get("app") ?? "", q.get("user") ?? "");
     } else {
       await appsView(view, signal, seg[0] === "apps" ? seg[1] : undefined);
     }

@@ -44,6 +44,12 @@ func (d *Desk) run(ctx context.Context, req *servicev1.RunRequest, sharedEvents 
 // StartRun admits a run and returns its record; the run goes on alone,
 // counted against the limits until it ends.
 func (d *Desk) StartRun(ctx context.Context, req *servicev1.StartRunRequest) (*servicev1.StartRunResponse, error) {
+	return d.startRun(ctx, req, "")
+}
+
+// startRun is StartRun for a run that schedule scheduleID starts, or
+// none ("").
+func (d *Desk) startRun(ctx context.Context, req *servicev1.StartRunRequest, scheduleID string) (*servicev1.StartRunResponse, error) {
 	if err := d.checkWebhook(req.GetWebhook()); err != nil {
 		return nil, err
 	}
@@ -58,6 +64,7 @@ func (d *Desk) StartRun(ctx context.Context, req *servicev1.StartRunRequest) (*s
 	}
 	rr.OnDisconnect = agentrunnerv1.OnDisconnect_ON_DISCONNECT_CONTINUE
 	rr.Webhook = req.GetWebhook()
+	rr.ScheduleID = scheduleID
 	run, err := app.Start(ctx, rr)
 	if err != nil {
 		d.runs.release(slot)

@@ -44,6 +44,11 @@ const (
 	// server/a2a picks the call's user and checks it with AuthorizeUser,
 	// and authorizes task ids as AccessRun does (RunApp).
 	AccessA2A
+	// AccessSchedule: any principal here; the handler finds the schedule
+	// (or reads the one to create) and checks that the principal may act
+	// as its owner, answering PermissionDenied alike for a schedule that
+	// is missing and one that is someone else's.
+	AccessSchedule
 )
 
 // MethodAccess is the access rule of every method the server registers,
@@ -85,6 +90,16 @@ func MethodAccess() map[string]Access {
 		// A user's usage is that user's; an app's (no user_id) is every
 		// user's, so admin-only like other listings of every user.
 		servicev1.UsageService_GetUsage_FullMethodName: AccessScoped,
+
+		// A schedule is its owner's (user_id): its owner's principal and
+		// admins may create, see and delete it; listing every user's is
+		// admin-only.
+		servicev1.ScheduleService_CreateSchedule_FullMethodName: AccessSchedule,
+		servicev1.ScheduleService_GetSchedule_FullMethodName:    AccessSchedule,
+		servicev1.ScheduleService_DeleteSchedule_FullMethodName: AccessSchedule,
+		servicev1.ScheduleService_PauseSchedule_FullMethodName:  AccessSchedule,
+		servicev1.ScheduleService_ResumeSchedule_FullMethodName: AccessSchedule,
+		servicev1.ScheduleService_ListSchedules_FullMethodName:  AccessScoped,
 	}
 	for _, name := range A2AMethods() {
 		m[name] = AccessA2A

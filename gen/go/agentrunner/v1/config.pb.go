@@ -595,7 +595,10 @@ type AppConfig struct {
 	Budgets *BudgetsConfig `protobuf:"bytes,9,opt,name=budgets,proto3" json:"budgets,omitempty"`
 	// Where the app's runs call back when they stop, unless their StartRun
 	// names a webhook of its own (see Webhook).
-	Webhook       *WebhookConfig `protobuf:"bytes,11,opt,name=webhook,proto3" json:"webhook,omitempty"`
+	Webhook *WebhookConfig `protobuf:"bytes,11,opt,name=webhook,proto3" json:"webhook,omitempty"`
+	// Schedules that start runs of the app at cron times (see Schedule).
+	// Read at the start and on each reload.
+	Schedules     []*ScheduleConfig `protobuf:"bytes,12,rep,name=schedules,proto3" json:"schedules,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -696,6 +699,13 @@ func (x *AppConfig) GetBudgets() *BudgetsConfig {
 func (x *AppConfig) GetWebhook() *WebhookConfig {
 	if x != nil {
 		return x.Webhook
+	}
+	return nil
+}
+
+func (x *AppConfig) GetSchedules() []*ScheduleConfig {
+	if x != nil {
+		return x.Schedules
 	}
 	return nil
 }
@@ -1915,7 +1925,7 @@ var File_agentrunner_v1_config_proto protoreflect.FileDescriptor
 
 const file_agentrunner_v1_config_proto_rawDesc = "" +
 	"\n" +
-	"\x1bagentrunner/v1/config.proto\x12\x0eagentrunner.v1\x1a\x1cagentrunner/v1/webhook.proto\x1a\x1cgoogle/protobuf/struct.proto\"p\n" +
+	"\x1bagentrunner/v1/config.proto\x12\x0eagentrunner.v1\x1a\x1dagentrunner/v1/schedule.proto\x1a\x1cagentrunner/v1/webhook.proto\x1a\x1cgoogle/protobuf/struct.proto\"p\n" +
 	"\n" +
 	"AppsConfig\x12-\n" +
 	"\x04apps\x18\x01 \x03(\v2\x19.agentrunner.v1.AppConfigR\x04apps\x123\n" +
@@ -1959,7 +1969,7 @@ const file_agentrunner_v1_config_proto_rawDesc = "" +
 	"\vmax_backoff\x18\x03 \x01(\tR\n" +
 	"maxBackoff\x12\x1f\n" +
 	"\vmax_elapsed\x18\x04 \x01(\tR\n" +
-	"maxElapsed\"\xbd\x04\n" +
+	"maxElapsed\"\xfb\x04\n" +
 	"\tAppConfig\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12 \n" +
 	"\vdescription\x18\x02 \x01(\tR\vdescription\x12:\n" +
@@ -1974,7 +1984,8 @@ const file_agentrunner_v1_config_proto_rawDesc = "" +
 	"\x06memory\x18\a \x01(\v2\x1c.agentrunner.v1.MemoryConfigR\x06memory\x12G\n" +
 	"\rcontext_cache\x18\b \x01(\v2\".agentrunner.v1.ContextCacheConfigR\fcontextCache\x127\n" +
 	"\abudgets\x18\t \x01(\v2\x1d.agentrunner.v1.BudgetsConfigR\abudgets\x127\n" +
-	"\awebhook\x18\v \x01(\v2\x1d.agentrunner.v1.WebhookConfigR\awebhook\"\xeb\x01\n" +
+	"\awebhook\x18\v \x01(\v2\x1d.agentrunner.v1.WebhookConfigR\awebhook\x12<\n" +
+	"\tschedules\x18\f \x03(\v2\x1e.agentrunner.v1.ScheduleConfigR\tschedules\"\xeb\x01\n" +
 	"\rBudgetsConfig\x12-\n" +
 	"\x03run\x18\x01 \x01(\v2\x1b.agentrunner.v1.BudgetLimitR\x03run\x125\n" +
 	"\asession\x18\x02 \x01(\v2\x1b.agentrunner.v1.BudgetLimitR\asession\x12:\n" +
@@ -2107,7 +2118,8 @@ var file_agentrunner_v1_config_proto_goTypes = []any{
 	(*ParallelAgentConfig)(nil),   // 19: agentrunner.v1.ParallelAgentConfig
 	(*LoopAgentConfig)(nil),       // 20: agentrunner.v1.LoopAgentConfig
 	(*WebhookConfig)(nil),         // 21: agentrunner.v1.WebhookConfig
-	(*structpb.Struct)(nil),       // 22: google.protobuf.Struct
+	(*ScheduleConfig)(nil),        // 22: agentrunner.v1.ScheduleConfig
+	(*structpb.Struct)(nil),       // 23: google.protobuf.Struct
 }
 var file_agentrunner_v1_config_proto_depIdxs = []int32{
 	6,  // 0: agentrunner.v1.AppsConfig.apps:type_name -> agentrunner.v1.AppConfig
@@ -2123,27 +2135,28 @@ var file_agentrunner_v1_config_proto_depIdxs = []int32{
 	10, // 10: agentrunner.v1.AppConfig.context_cache:type_name -> agentrunner.v1.ContextCacheConfig
 	7,  // 11: agentrunner.v1.AppConfig.budgets:type_name -> agentrunner.v1.BudgetsConfig
 	21, // 12: agentrunner.v1.AppConfig.webhook:type_name -> agentrunner.v1.WebhookConfig
-	8,  // 13: agentrunner.v1.BudgetsConfig.run:type_name -> agentrunner.v1.BudgetLimit
-	8,  // 14: agentrunner.v1.BudgetsConfig.session:type_name -> agentrunner.v1.BudgetLimit
-	8,  // 15: agentrunner.v1.BudgetsConfig.user_daily:type_name -> agentrunner.v1.BudgetLimit
-	8,  // 16: agentrunner.v1.BudgetsConfig.app_daily:type_name -> agentrunner.v1.BudgetLimit
-	14, // 17: agentrunner.v1.AgentConfig.sub_agents:type_name -> agentrunner.v1.AgentConfig
-	16, // 18: agentrunner.v1.AgentConfig.llm:type_name -> agentrunner.v1.LlmAgentConfig
-	18, // 19: agentrunner.v1.AgentConfig.sequential:type_name -> agentrunner.v1.SequentialAgentConfig
-	19, // 20: agentrunner.v1.AgentConfig.parallel:type_name -> agentrunner.v1.ParallelAgentConfig
-	20, // 21: agentrunner.v1.AgentConfig.loop:type_name -> agentrunner.v1.LoopAgentConfig
-	15, // 22: agentrunner.v1.AgentConfig.remote_a2a:type_name -> agentrunner.v1.RemoteA2aAgentConfig
-	22, // 23: agentrunner.v1.RemoteA2aAgentConfig.card:type_name -> google.protobuf.Struct
-	0,  // 24: agentrunner.v1.LlmAgentConfig.include_contents:type_name -> agentrunner.v1.IncludeContents
-	17, // 25: agentrunner.v1.LlmAgentConfig.function_tools:type_name -> agentrunner.v1.FunctionToolConfig
-	13, // 26: agentrunner.v1.LlmAgentConfig.mcp:type_name -> agentrunner.v1.McpToolsConfig
-	22, // 27: agentrunner.v1.FunctionToolConfig.parameters:type_name -> google.protobuf.Struct
-	22, // 28: agentrunner.v1.FunctionToolConfig.response:type_name -> google.protobuf.Struct
-	29, // [29:29] is the sub-list for method output_type
-	29, // [29:29] is the sub-list for method input_type
-	29, // [29:29] is the sub-list for extension type_name
-	29, // [29:29] is the sub-list for extension extendee
-	0,  // [0:29] is the sub-list for field type_name
+	22, // 13: agentrunner.v1.AppConfig.schedules:type_name -> agentrunner.v1.ScheduleConfig
+	8,  // 14: agentrunner.v1.BudgetsConfig.run:type_name -> agentrunner.v1.BudgetLimit
+	8,  // 15: agentrunner.v1.BudgetsConfig.session:type_name -> agentrunner.v1.BudgetLimit
+	8,  // 16: agentrunner.v1.BudgetsConfig.user_daily:type_name -> agentrunner.v1.BudgetLimit
+	8,  // 17: agentrunner.v1.BudgetsConfig.app_daily:type_name -> agentrunner.v1.BudgetLimit
+	14, // 18: agentrunner.v1.AgentConfig.sub_agents:type_name -> agentrunner.v1.AgentConfig
+	16, // 19: agentrunner.v1.AgentConfig.llm:type_name -> agentrunner.v1.LlmAgentConfig
+	18, // 20: agentrunner.v1.AgentConfig.sequential:type_name -> agentrunner.v1.SequentialAgentConfig
+	19, // 21: agentrunner.v1.AgentConfig.parallel:type_name -> agentrunner.v1.ParallelAgentConfig
+	20, // 22: agentrunner.v1.AgentConfig.loop:type_name -> agentrunner.v1.LoopAgentConfig
+	15, // 23: agentrunner.v1.AgentConfig.remote_a2a:type_name -> agentrunner.v1.RemoteA2aAgentConfig
+	23, // 24: agentrunner.v1.RemoteA2aAgentConfig.card:type_name -> google.protobuf.Struct
+	0,  // 25: agentrunner.v1.LlmAgentConfig.include_contents:type_name -> agentrunner.v1.IncludeContents
+	17, // 26: agentrunner.v1.LlmAgentConfig.function_tools:type_name -> agentrunner.v1.FunctionToolConfig
+	13, // 27: agentrunner.v1.LlmAgentConfig.mcp:type_name -> agentrunner.v1.McpToolsConfig
+	23, // 28: agentrunner.v1.FunctionToolConfig.parameters:type_name -> google.protobuf.Struct
+	23, // 29: agentrunner.v1.FunctionToolConfig.response:type_name -> google.protobuf.Struct
+	30, // [30:30] is the sub-list for method output_type
+	30, // [30:30] is the sub-list for method input_type
+	30, // [30:30] is the sub-list for extension type_name
+	30, // [30:30] is the sub-list for extension extendee
+	0,  // [0:30] is the sub-list for field type_name
 }
 
 func init() { file_agentrunner_v1_config_proto_init() }
@@ -2151,6 +2164,7 @@ func file_agentrunner_v1_config_proto_init() {
 	if File_agentrunner_v1_config_proto != nil {
 		return
 	}
+	file_agentrunner_v1_schedule_proto_init()
 	file_agentrunner_v1_webhook_proto_init()
 	file_agentrunner_v1_config_proto_msgTypes[2].OneofWrappers = []any{}
 	file_agentrunner_v1_config_proto_msgTypes[13].OneofWrappers = []any{

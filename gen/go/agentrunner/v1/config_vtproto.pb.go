@@ -186,6 +186,13 @@ func (m *AppConfig) CloneVT() *AppConfig {
 		}
 		r.McpServers = tmpContainer
 	}
+	if rhs := m.Schedules; rhs != nil {
+		tmpContainer := make([]*ScheduleConfig, len(rhs))
+		for k, v := range rhs {
+			tmpContainer[k] = v.CloneVT()
+		}
+		r.Schedules = tmpContainer
+	}
 	if len(m.unknownFields) > 0 {
 		r.unknownFields = make([]byte, len(m.unknownFields))
 		copy(r.unknownFields, m.unknownFields)
@@ -966,6 +973,18 @@ func (m *AppConfig) MarshalToSizedBufferVT(dAtA []byte) (int, error) {
 	if m.unknownFields != nil {
 		i -= len(m.unknownFields)
 		copy(dAtA[i:], m.unknownFields)
+	}
+	if len(m.Schedules) > 0 {
+		for iNdEx := len(m.Schedules) - 1; iNdEx >= 0; iNdEx-- {
+			size, err := m.Schedules[iNdEx].MarshalToSizedBufferVT(dAtA[:i])
+			if err != nil {
+				return 0, err
+			}
+			i -= size
+			i = protohelpers.EncodeVarint(dAtA, i, uint64(size))
+			i--
+			dAtA[i] = 0x62
+		}
 	}
 	if m.Webhook != nil {
 		size, err := m.Webhook.MarshalToSizedBufferVT(dAtA[:i])
@@ -2261,6 +2280,12 @@ func (m *AppConfig) SizeVT() (n int) {
 	if m.Webhook != nil {
 		l = m.Webhook.SizeVT()
 		n += 1 + l + protohelpers.SizeOfVarint(uint64(l))
+	}
+	if len(m.Schedules) > 0 {
+		for _, e := range m.Schedules {
+			l = e.SizeVT()
+			n += 1 + l + protohelpers.SizeOfVarint(uint64(l))
+		}
 	}
 	n += len(m.unknownFields)
 	return n

@@ -95,6 +95,7 @@ func (m *Run) CloneVT() *Run {
 	r.TotalTokens = m.TotalTokens
 	r.ConfigVersion = m.ConfigVersion
 	r.Webhook = m.Webhook.CloneVT()
+	r.ScheduleId = m.ScheduleId
 	if rhs := m.PendingCallIds; rhs != nil {
 		tmpContainer := make([]string, len(rhs))
 		copy(tmpContainer, rhs)
@@ -286,6 +287,15 @@ func (m *Run) MarshalToSizedBufferVT(dAtA []byte) (int, error) {
 	if m.unknownFields != nil {
 		i -= len(m.unknownFields)
 		copy(dAtA[i:], m.unknownFields)
+	}
+	if len(m.ScheduleId) > 0 {
+		i -= len(m.ScheduleId)
+		copy(dAtA[i:], m.ScheduleId)
+		i = protohelpers.EncodeVarint(dAtA, i, uint64(len(m.ScheduleId)))
+		i--
+		dAtA[i] = 0x1
+		i--
+		dAtA[i] = 0xd2
 	}
 	if m.Webhook != nil {
 		size, err := m.Webhook.MarshalToSizedBufferVT(dAtA[:i])
@@ -718,6 +728,10 @@ func (m *Run) SizeVT() (n int) {
 	}
 	if m.Webhook != nil {
 		l = m.Webhook.SizeVT()
+		n += 2 + l + protohelpers.SizeOfVarint(uint64(l))
+	}
+	l = len(m.ScheduleId)
+	if l > 0 {
 		n += 2 + l + protohelpers.SizeOfVarint(uint64(l))
 	}
 	n += len(m.unknownFields)

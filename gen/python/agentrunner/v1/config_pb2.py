@@ -11,57 +11,58 @@ from google.protobuf import symbol_database as _symbol_database
 _sym_db = _symbol_database.Default()
 
 
+from agentrunner.v1 import schedule_pb2 as agentrunner_dot_v1_dot_schedule__pb2
 from agentrunner.v1 import webhook_pb2 as agentrunner_dot_v1_dot_webhook__pb2
 from google.protobuf import struct_pb2 as google_dot_protobuf_dot_struct__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1b\x61gentrunner/v1/config.proto\x12\x0e\x61gentrunner.v1\x1a\x1c\x61gentrunner/v1/webhook.proto\x1a\x1cgoogle/protobuf/struct.proto\"p\n\nAppsConfig\x12-\n\x04\x61pps\x18\x01 \x03(\x0b\x32\x19.agentrunner.v1.AppConfigR\x04\x61pps\x12\x33\n\x06models\x18\x02 \x03(\x0b\x32\x1b.agentrunner.v1.ModelConfigR\x06models\"\xb8\x03\n\x0bModelConfig\x12\x12\n\x04name\x18\x01 \x01(\tR\x04name\x12\x1a\n\x08provider\x18\x02 \x01(\tR\x08provider\x12\x14\n\x05model\x18\x03 \x01(\tR\x05model\x12\x19\n\x08\x62\x61se_url\x18\x04 \x01(\tR\x07\x62\x61seUrl\x12\x1e\n\x0b\x61pi_key_env\x18\x05 \x01(\tR\tapiKeyEnv\x12\x18\n\x07timeout\x18\x06 \x01(\tR\x07timeout\x12\x31\n\x05retry\x18\x07 \x01(\x0b\x32\x1b.agentrunner.v1.RetryConfigR\x05retry\x12\x1c\n\tfallbacks\x18\x08 \x03(\tR\tfallbacks\x12!\n\x0cidle_timeout\x18\t \x01(\tR\x0bidleTimeout\x12<\n\x07offline\x18\n \x01(\x0b\x32\".agentrunner.v1.OfflineModelConfigR\x07offline\x12\x30\n\x05price\x18\x0b \x01(\x0b\x32\x1a.agentrunner.v1.ModelPriceR\x05price\x12*\n\x11max_output_tokens\x18\x0c \x01(\x05R\x0fmaxOutputTokens\"\x92\x02\n\nModelPrice\x12\x1a\n\x08\x63urrency\x18\x01 \x01(\tR\x08\x63urrency\x12\x19\n\x05input\x18\x02 \x01(\x01H\x00R\x05input\x88\x01\x01\x12\x1b\n\x06output\x18\x03 \x01(\x01H\x01R\x06output\x88\x01\x01\x12&\n\x0c\x63\x61\x63hed_input\x18\x04 \x01(\x01H\x02R\x0b\x63\x61\x63hedInput\x88\x01\x01\x12$\n\x0b\x63\x61\x63he_write\x18\x05 \x01(\x01H\x03R\ncacheWrite\x88\x01\x01\x12\x1f\n\x08thoughts\x18\x06 \x01(\x01H\x04R\x08thoughts\x88\x01\x01\x42\x08\n\x06_inputB\t\n\x07_outputB\x0f\n\r_cached_inputB\x0e\n\x0c_cache_writeB\x0b\n\t_thoughts\"y\n\x12OfflineModelConfig\x12*\n\x11\x66irst_chunk_delay\x18\x01 \x01(\tR\x0f\x66irstChunkDelay\x12\x1f\n\x0b\x63hunk_delay\x18\x02 \x01(\tR\nchunkDelay\x12\x16\n\x06\x63hunks\x18\x03 \x01(\x05R\x06\x63hunks\"\x9b\x01\n\x0bRetryConfig\x12!\n\x0cmax_attempts\x18\x01 \x01(\x05R\x0bmaxAttempts\x12\'\n\x0finitial_backoff\x18\x02 \x01(\tR\x0einitialBackoff\x12\x1f\n\x0bmax_backoff\x18\x03 \x01(\tR\nmaxBackoff\x12\x1f\n\x0bmax_elapsed\x18\x04 \x01(\tR\nmaxElapsed\"\xbd\x04\n\tAppConfig\x12\x12\n\x04name\x18\x01 \x01(\tR\x04name\x12 \n\x0b\x64\x65scription\x18\x02 \x01(\tR\x0b\x64\x65scription\x12:\n\nroot_agent\x18\x03 \x01(\x0b\x32\x1b.agentrunner.v1.AgentConfigR\trootAgent\x12I\n\x0e\x66unction_tools\x18\x04 \x03(\x0b\x32\".agentrunner.v1.FunctionToolConfigR\rfunctionTools\x12@\n\x0bmcp_servers\x18\x05 \x03(\x0b\x32\x1f.agentrunner.v1.McpServerConfigR\nmcpServers\x12@\n\ncompaction\x18\x06 \x01(\x0b\x32 .agentrunner.v1.CompactionConfigR\ncompaction\x12\x34\n\x06memory\x18\x07 \x01(\x0b\x32\x1c.agentrunner.v1.MemoryConfigR\x06memory\x12G\n\rcontext_cache\x18\x08 \x01(\x0b\x32\".agentrunner.v1.ContextCacheConfigR\x0c\x63ontextCache\x12\x37\n\x07\x62udgets\x18\t \x01(\x0b\x32\x1d.agentrunner.v1.BudgetsConfigR\x07\x62udgets\x12\x37\n\x07webhook\x18\x0b \x01(\x0b\x32\x1d.agentrunner.v1.WebhookConfigR\x07webhook\"\xeb\x01\n\rBudgetsConfig\x12-\n\x03run\x18\x01 \x01(\x0b\x32\x1b.agentrunner.v1.BudgetLimitR\x03run\x12\x35\n\x07session\x18\x02 \x01(\x0b\x32\x1b.agentrunner.v1.BudgetLimitR\x07session\x12:\n\nuser_daily\x18\x03 \x01(\x0b\x32\x1b.agentrunner.v1.BudgetLimitR\tuserDaily\x12\x38\n\tapp_daily\x18\x04 \x01(\x0b\x32\x1b.agentrunner.v1.BudgetLimitR\x08\x61ppDaily\"9\n\x0b\x42udgetLimit\x12\x16\n\x06tokens\x18\x01 \x01(\x03R\x06tokens\x12\x12\n\x04\x63ost\x18\x02 \x01(\x01R\x04\x63ost\"1\n\x0cMemoryConfig\x12!\n\x0c\x61\x64\x64_sessions\x18\x01 \x01(\x08R\x0b\x61\x64\x64Sessions\"n\n\x12\x43ontextCacheConfig\x12\'\n\x0f\x63\x61\x63he_intervals\x18\x01 \x01(\x05R\x0e\x63\x61\x63heIntervals\x12\x10\n\x03ttl\x18\x02 \x01(\tR\x03ttl\x12\x1d\n\nmin_tokens\x18\x03 \x01(\x05R\tminTokens\"\xc8\x01\n\x10\x43ompactionConfig\x12\x1a\n\x08interval\x18\x01 \x01(\x05R\x08interval\x12\x18\n\x07overlap\x18\x02 \x01(\x05R\x07overlap\x12\'\n\x0ftoken_threshold\x18\x03 \x01(\x05R\x0etokenThreshold\x12\x14\n\x05model\x18\x04 \x01(\tR\x05model\x12 \n\x0binstruction\x18\x05 \x01(\tR\x0binstruction\x12\x1d\n\nmax_events\x18\x06 \x01(\x05R\tmaxEvents\"\xcc\x01\n\x0fMcpServerConfig\x12\x12\n\x04name\x18\x01 \x01(\tR\x04name\x12\x18\n\x07\x63ommand\x18\x02 \x01(\tR\x07\x63ommand\x12\x12\n\x04\x61rgs\x18\x03 \x03(\tR\x04\x61rgs\x12\x10\n\x03\x65nv\x18\x04 \x03(\tR\x03\x65nv\x12\x10\n\x03url\x18\x05 \x01(\tR\x03url\x12\x1d\n\nheader_env\x18\x06 \x03(\tR\theaderEnv\x12\x1a\n\x08optional\x18\x07 \x01(\x08R\x08optional\x12\x18\n\x07timeout\x18\x08 \x01(\tR\x07timeout\">\n\x0eMcpToolsConfig\x12\x16\n\x06server\x18\x01 \x01(\tR\x06server\x12\x14\n\x05tools\x18\x02 \x03(\tR\x05tools\"\xc5\x03\n\x0b\x41gentConfig\x12\x12\n\x04name\x18\x01 \x01(\tR\x04name\x12 \n\x0b\x64\x65scription\x18\x02 \x01(\tR\x0b\x64\x65scription\x12:\n\nsub_agents\x18\x03 \x03(\x0b\x32\x1b.agentrunner.v1.AgentConfigR\tsubAgents\x12\x32\n\x03llm\x18\x04 \x01(\x0b\x32\x1e.agentrunner.v1.LlmAgentConfigH\x00R\x03llm\x12G\n\nsequential\x18\x05 \x01(\x0b\x32%.agentrunner.v1.SequentialAgentConfigH\x00R\nsequential\x12\x41\n\x08parallel\x18\x06 \x01(\x0b\x32#.agentrunner.v1.ParallelAgentConfigH\x00R\x08parallel\x12\x35\n\x04loop\x18\x07 \x01(\x0b\x32\x1f.agentrunner.v1.LoopAgentConfigH\x00R\x04loop\x12\x45\n\nremote_a2a\x18\x08 \x01(\x0b\x32$.agentrunner.v1.RemoteA2aAgentConfigH\x00R\tremoteA2aB\x06\n\x04kind\"\xd6\x02\n\x14RemoteA2aAgentConfig\x12\x19\n\x08\x63\x61rd_url\x18\x01 \x01(\tR\x07\x63\x61rdUrl\x12+\n\x04\x63\x61rd\x18\x02 \x01(\x0b\x32\x17.google.protobuf.StructR\x04\x63\x61rd\x12\x1d\n\nheader_env\x18\x03 \x01(\tR\theaderEnv\x12\x18\n\x07timeout\x18\x04 \x01(\tR\x07timeout\x12\x1a\n\x08optional\x18\x05 \x01(\x08R\x08optional\x12!\n\x0cheader_hosts\x18\x06 \x03(\tR\x0bheaderHosts\x12$\n\x0emax_card_bytes\x18\x07 \x01(\x03R\x0cmaxCardBytes\x12,\n\x12max_history_events\x18\x08 \x01(\x05R\x10maxHistoryEvents\x12*\n\x11max_history_bytes\x18\t \x01(\x03R\x0fmaxHistoryBytes\"\xd8\x04\n\x0eLlmAgentConfig\x12\x14\n\x05model\x18\x01 \x01(\tR\x05model\x12 \n\x0binstruction\x18\x02 \x01(\tR\x0binstruction\x12\x1d\n\noutput_key\x18\x03 \x01(\tR\toutputKey\x12=\n\x1b\x64isallow_transfer_to_parent\x18\x04 \x01(\x08R\x18\x64isallowTransferToParent\x12;\n\x1a\x64isallow_transfer_to_peers\x18\x05 \x01(\x08R\x17\x64isallowTransferToPeers\x12\x14\n\x05tools\x18\x06 \x03(\tR\x05tools\x12J\n\x10include_contents\x18\x07 \x01(\x0e\x32\x1f.agentrunner.v1.IncludeContentsR\x0fincludeContents\x12%\n\x0btemperature\x18\x08 \x01(\x02H\x00R\x0btemperature\x88\x01\x01\x12*\n\x11max_output_tokens\x18\t \x01(\x05R\x0fmaxOutputTokens\x12I\n\x0e\x66unction_tools\x18\n \x03(\x0b\x32\".agentrunner.v1.FunctionToolConfigR\rfunctionTools\x12\x31\n\x14require_confirmation\x18\x0b \x03(\tR\x13requireConfirmation\x12\x30\n\x03mcp\x18\x0c \x03(\x0b\x32\x1e.agentrunner.v1.McpToolsConfigR\x03mcpB\x0e\n\x0c_temperature\"\xb8\x01\n\x12\x46unctionToolConfig\x12\x12\n\x04name\x18\x01 \x01(\tR\x04name\x12 \n\x0b\x64\x65scription\x18\x02 \x01(\tR\x0b\x64\x65scription\x12\x37\n\nparameters\x18\x03 \x01(\x0b\x32\x17.google.protobuf.StructR\nparameters\x12\x33\n\x08response\x18\x04 \x01(\x0b\x32\x17.google.protobuf.StructR\x08response\"\x17\n\x15SequentialAgentConfig\"\x15\n\x13ParallelAgentConfig\"8\n\x0fLoopAgentConfig\x12%\n\x0emax_iterations\x18\x01 \x01(\x05R\rmaxIterations*l\n\x0fIncludeContents\x12 \n\x1cINCLUDE_CONTENTS_UNSPECIFIED\x10\x00\x12\x1c\n\x18INCLUDE_CONTENTS_DEFAULT\x10\x01\x12\x19\n\x15INCLUDE_CONTENTS_NONE\x10\x02\x62\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1b\x61gentrunner/v1/config.proto\x12\x0e\x61gentrunner.v1\x1a\x1d\x61gentrunner/v1/schedule.proto\x1a\x1c\x61gentrunner/v1/webhook.proto\x1a\x1cgoogle/protobuf/struct.proto\"p\n\nAppsConfig\x12-\n\x04\x61pps\x18\x01 \x03(\x0b\x32\x19.agentrunner.v1.AppConfigR\x04\x61pps\x12\x33\n\x06models\x18\x02 \x03(\x0b\x32\x1b.agentrunner.v1.ModelConfigR\x06models\"\xb8\x03\n\x0bModelConfig\x12\x12\n\x04name\x18\x01 \x01(\tR\x04name\x12\x1a\n\x08provider\x18\x02 \x01(\tR\x08provider\x12\x14\n\x05model\x18\x03 \x01(\tR\x05model\x12\x19\n\x08\x62\x61se_url\x18\x04 \x01(\tR\x07\x62\x61seUrl\x12\x1e\n\x0b\x61pi_key_env\x18\x05 \x01(\tR\tapiKeyEnv\x12\x18\n\x07timeout\x18\x06 \x01(\tR\x07timeout\x12\x31\n\x05retry\x18\x07 \x01(\x0b\x32\x1b.agentrunner.v1.RetryConfigR\x05retry\x12\x1c\n\tfallbacks\x18\x08 \x03(\tR\tfallbacks\x12!\n\x0cidle_timeout\x18\t \x01(\tR\x0bidleTimeout\x12<\n\x07offline\x18\n \x01(\x0b\x32\".agentrunner.v1.OfflineModelConfigR\x07offline\x12\x30\n\x05price\x18\x0b \x01(\x0b\x32\x1a.agentrunner.v1.ModelPriceR\x05price\x12*\n\x11max_output_tokens\x18\x0c \x01(\x05R\x0fmaxOutputTokens\"\x92\x02\n\nModelPrice\x12\x1a\n\x08\x63urrency\x18\x01 \x01(\tR\x08\x63urrency\x12\x19\n\x05input\x18\x02 \x01(\x01H\x00R\x05input\x88\x01\x01\x12\x1b\n\x06output\x18\x03 \x01(\x01H\x01R\x06output\x88\x01\x01\x12&\n\x0c\x63\x61\x63hed_input\x18\x04 \x01(\x01H\x02R\x0b\x63\x61\x63hedInput\x88\x01\x01\x12$\n\x0b\x63\x61\x63he_write\x18\x05 \x01(\x01H\x03R\ncacheWrite\x88\x01\x01\x12\x1f\n\x08thoughts\x18\x06 \x01(\x01H\x04R\x08thoughts\x88\x01\x01\x42\x08\n\x06_inputB\t\n\x07_outputB\x0f\n\r_cached_inputB\x0e\n\x0c_cache_writeB\x0b\n\t_thoughts\"y\n\x12OfflineModelConfig\x12*\n\x11\x66irst_chunk_delay\x18\x01 \x01(\tR\x0f\x66irstChunkDelay\x12\x1f\n\x0b\x63hunk_delay\x18\x02 \x01(\tR\nchunkDelay\x12\x16\n\x06\x63hunks\x18\x03 \x01(\x05R\x06\x63hunks\"\x9b\x01\n\x0bRetryConfig\x12!\n\x0cmax_attempts\x18\x01 \x01(\x05R\x0bmaxAttempts\x12\'\n\x0finitial_backoff\x18\x02 \x01(\tR\x0einitialBackoff\x12\x1f\n\x0bmax_backoff\x18\x03 \x01(\tR\nmaxBackoff\x12\x1f\n\x0bmax_elapsed\x18\x04 \x01(\tR\nmaxElapsed\"\xfb\x04\n\tAppConfig\x12\x12\n\x04name\x18\x01 \x01(\tR\x04name\x12 \n\x0b\x64\x65scription\x18\x02 \x01(\tR\x0b\x64\x65scription\x12:\n\nroot_agent\x18\x03 \x01(\x0b\x32\x1b.agentrunner.v1.AgentConfigR\trootAgent\x12I\n\x0e\x66unction_tools\x18\x04 \x03(\x0b\x32\".agentrunner.v1.FunctionToolConfigR\rfunctionTools\x12@\n\x0bmcp_servers\x18\x05 \x03(\x0b\x32\x1f.agentrunner.v1.McpServerConfigR\nmcpServers\x12@\n\ncompaction\x18\x06 \x01(\x0b\x32 .agentrunner.v1.CompactionConfigR\ncompaction\x12\x34\n\x06memory\x18\x07 \x01(\x0b\x32\x1c.agentrunner.v1.MemoryConfigR\x06memory\x12G\n\rcontext_cache\x18\x08 \x01(\x0b\x32\".agentrunner.v1.ContextCacheConfigR\x0c\x63ontextCache\x12\x37\n\x07\x62udgets\x18\t \x01(\x0b\x32\x1d.agentrunner.v1.BudgetsConfigR\x07\x62udgets\x12\x37\n\x07webhook\x18\x0b \x01(\x0b\x32\x1d.agentrunner.v1.WebhookConfigR\x07webhook\x12<\n\tschedules\x18\x0c \x03(\x0b\x32\x1e.agentrunner.v1.ScheduleConfigR\tschedules\"\xeb\x01\n\rBudgetsConfig\x12-\n\x03run\x18\x01 \x01(\x0b\x32\x1b.agentrunner.v1.BudgetLimitR\x03run\x12\x35\n\x07session\x18\x02 \x01(\x0b\x32\x1b.agentrunner.v1.BudgetLimitR\x07session\x12:\n\nuser_daily\x18\x03 \x01(\x0b\x32\x1b.agentrunner.v1.BudgetLimitR\tuserDaily\x12\x38\n\tapp_daily\x18\x04 \x01(\x0b\x32\x1b.agentrunner.v1.BudgetLimitR\x08\x61ppDaily\"9\n\x0b\x42udgetLimit\x12\x16\n\x06tokens\x18\x01 \x01(\x03R\x06tokens\x12\x12\n\x04\x63ost\x18\x02 \x01(\x01R\x04\x63ost\"1\n\x0cMemoryConfig\x12!\n\x0c\x61\x64\x64_sessions\x18\x01 \x01(\x08R\x0b\x61\x64\x64Sessions\"n\n\x12\x43ontextCacheConfig\x12\'\n\x0f\x63\x61\x63he_intervals\x18\x01 \x01(\x05R\x0e\x63\x61\x63heIntervals\x12\x10\n\x03ttl\x18\x02 \x01(\tR\x03ttl\x12\x1d\n\nmin_tokens\x18\x03 \x01(\x05R\tminTokens\"\xc8\x01\n\x10\x43ompactionConfig\x12\x1a\n\x08interval\x18\x01 \x01(\x05R\x08interval\x12\x18\n\x07overlap\x18\x02 \x01(\x05R\x07overlap\x12\'\n\x0ftoken_threshold\x18\x03 \x01(\x05R\x0etokenThreshold\x12\x14\n\x05model\x18\x04 \x01(\tR\x05model\x12 \n\x0binstruction\x18\x05 \x01(\tR\x0binstruction\x12\x1d\n\nmax_events\x18\x06 \x01(\x05R\tmaxEvents\"\xcc\x01\n\x0fMcpServerConfig\x12\x12\n\x04name\x18\x01 \x01(\tR\x04name\x12\x18\n\x07\x63ommand\x18\x02 \x01(\tR\x07\x63ommand\x12\x12\n\x04\x61rgs\x18\x03 \x03(\tR\x04\x61rgs\x12\x10\n\x03\x65nv\x18\x04 \x03(\tR\x03\x65nv\x12\x10\n\x03url\x18\x05 \x01(\tR\x03url\x12\x1d\n\nheader_env\x18\x06 \x03(\tR\theaderEnv\x12\x1a\n\x08optional\x18\x07 \x01(\x08R\x08optional\x12\x18\n\x07timeout\x18\x08 \x01(\tR\x07timeout\">\n\x0eMcpToolsConfig\x12\x16\n\x06server\x18\x01 \x01(\tR\x06server\x12\x14\n\x05tools\x18\x02 \x03(\tR\x05tools\"\xc5\x03\n\x0b\x41gentConfig\x12\x12\n\x04name\x18\x01 \x01(\tR\x04name\x12 \n\x0b\x64\x65scription\x18\x02 \x01(\tR\x0b\x64\x65scription\x12:\n\nsub_agents\x18\x03 \x03(\x0b\x32\x1b.agentrunner.v1.AgentConfigR\tsubAgents\x12\x32\n\x03llm\x18\x04 \x01(\x0b\x32\x1e.agentrunner.v1.LlmAgentConfigH\x00R\x03llm\x12G\n\nsequential\x18\x05 \x01(\x0b\x32%.agentrunner.v1.SequentialAgentConfigH\x00R\nsequential\x12\x41\n\x08parallel\x18\x06 \x01(\x0b\x32#.agentrunner.v1.ParallelAgentConfigH\x00R\x08parallel\x12\x35\n\x04loop\x18\x07 \x01(\x0b\x32\x1f.agentrunner.v1.LoopAgentConfigH\x00R\x04loop\x12\x45\n\nremote_a2a\x18\x08 \x01(\x0b\x32$.agentrunner.v1.RemoteA2aAgentConfigH\x00R\tremoteA2aB\x06\n\x04kind\"\xd6\x02\n\x14RemoteA2aAgentConfig\x12\x19\n\x08\x63\x61rd_url\x18\x01 \x01(\tR\x07\x63\x61rdUrl\x12+\n\x04\x63\x61rd\x18\x02 \x01(\x0b\x32\x17.google.protobuf.StructR\x04\x63\x61rd\x12\x1d\n\nheader_env\x18\x03 \x01(\tR\theaderEnv\x12\x18\n\x07timeout\x18\x04 \x01(\tR\x07timeout\x12\x1a\n\x08optional\x18\x05 \x01(\x08R\x08optional\x12!\n\x0cheader_hosts\x18\x06 \x03(\tR\x0bheaderHosts\x12$\n\x0emax_card_bytes\x18\x07 \x01(\x03R\x0cmaxCardBytes\x12,\n\x12max_history_events\x18\x08 \x01(\x05R\x10maxHistoryEvents\x12*\n\x11max_history_bytes\x18\t \x01(\x03R\x0fmaxHistoryBytes\"\xd8\x04\n\x0eLlmAgentConfig\x12\x14\n\x05model\x18\x01 \x01(\tR\x05model\x12 \n\x0binstruction\x18\x02 \x01(\tR\x0binstruction\x12\x1d\n\noutput_key\x18\x03 \x01(\tR\toutputKey\x12=\n\x1b\x64isallow_transfer_to_parent\x18\x04 \x01(\x08R\x18\x64isallowTransferToParent\x12;\n\x1a\x64isallow_transfer_to_peers\x18\x05 \x01(\x08R\x17\x64isallowTransferToPeers\x12\x14\n\x05tools\x18\x06 \x03(\tR\x05tools\x12J\n\x10include_contents\x18\x07 \x01(\x0e\x32\x1f.agentrunner.v1.IncludeContentsR\x0fincludeContents\x12%\n\x0btemperature\x18\x08 \x01(\x02H\x00R\x0btemperature\x88\x01\x01\x12*\n\x11max_output_tokens\x18\t \x01(\x05R\x0fmaxOutputTokens\x12I\n\x0e\x66unction_tools\x18\n \x03(\x0b\x32\".agentrunner.v1.FunctionToolConfigR\rfunctionTools\x12\x31\n\x14require_confirmation\x18\x0b \x03(\tR\x13requireConfirmation\x12\x30\n\x03mcp\x18\x0c \x03(\x0b\x32\x1e.agentrunner.v1.McpToolsConfigR\x03mcpB\x0e\n\x0c_temperature\"\xb8\x01\n\x12\x46unctionToolConfig\x12\x12\n\x04name\x18\x01 \x01(\tR\x04name\x12 \n\x0b\x64\x65scription\x18\x02 \x01(\tR\x0b\x64\x65scription\x12\x37\n\nparameters\x18\x03 \x01(\x0b\x32\x17.google.protobuf.StructR\nparameters\x12\x33\n\x08response\x18\x04 \x01(\x0b\x32\x17.google.protobuf.StructR\x08response\"\x17\n\x15SequentialAgentConfig\"\x15\n\x13ParallelAgentConfig\"8\n\x0fLoopAgentConfig\x12%\n\x0emax_iterations\x18\x01 \x01(\x05R\rmaxIterations*l\n\x0fIncludeContents\x12 \n\x1cINCLUDE_CONTENTS_UNSPECIFIED\x10\x00\x12\x1c\n\x18INCLUDE_CONTENTS_DEFAULT\x10\x01\x12\x19\n\x15INCLUDE_CONTENTS_NONE\x10\x02\x62\x06proto3')
 
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, globals())
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'agentrunner.v1.config_pb2', globals())
 if _descriptor._USE_C_DESCRIPTORS == False:
 
   DESCRIPTOR._options = None
-  _INCLUDECONTENTS._serialized_start=4429
-  _INCLUDECONTENTS._serialized_end=4537
-  _APPSCONFIG._serialized_start=107
-  _APPSCONFIG._serialized_end=219
-  _MODELCONFIG._serialized_start=222
-  _MODELCONFIG._serialized_end=662
-  _MODELPRICE._serialized_start=665
-  _MODELPRICE._serialized_end=939
-  _OFFLINEMODELCONFIG._serialized_start=941
-  _OFFLINEMODELCONFIG._serialized_end=1062
-  _RETRYCONFIG._serialized_start=1065
-  _RETRYCONFIG._serialized_end=1220
-  _APPCONFIG._serialized_start=1223
-  _APPCONFIG._serialized_end=1796
-  _BUDGETSCONFIG._serialized_start=1799
-  _BUDGETSCONFIG._serialized_end=2034
-  _BUDGETLIMIT._serialized_start=2036
-  _BUDGETLIMIT._serialized_end=2093
-  _MEMORYCONFIG._serialized_start=2095
-  _MEMORYCONFIG._serialized_end=2144
-  _CONTEXTCACHECONFIG._serialized_start=2146
-  _CONTEXTCACHECONFIG._serialized_end=2256
-  _COMPACTIONCONFIG._serialized_start=2259
-  _COMPACTIONCONFIG._serialized_end=2459
-  _MCPSERVERCONFIG._serialized_start=2462
-  _MCPSERVERCONFIG._serialized_end=2666
-  _MCPTOOLSCONFIG._serialized_start=2668
-  _MCPTOOLSCONFIG._serialized_end=2730
-  _AGENTCONFIG._serialized_start=2733
-  _AGENTCONFIG._serialized_end=3186
-  _REMOTEA2AAGENTCONFIG._serialized_start=3189
-  _REMOTEA2AAGENTCONFIG._serialized_end=3531
-  _LLMAGENTCONFIG._serialized_start=3534
-  _LLMAGENTCONFIG._serialized_end=4134
-  _FUNCTIONTOOLCONFIG._serialized_start=4137
-  _FUNCTIONTOOLCONFIG._serialized_end=4321
-  _SEQUENTIALAGENTCONFIG._serialized_start=4323
-  _SEQUENTIALAGENTCONFIG._serialized_end=4346
-  _PARALLELAGENTCONFIG._serialized_start=4348
-  _PARALLELAGENTCONFIG._serialized_end=4369
-  _LOOPAGENTCONFIG._serialized_start=4371
-  _LOOPAGENTCONFIG._serialized_end=4427
+  _INCLUDECONTENTS._serialized_start=4522
+  _INCLUDECONTENTS._serialized_end=4630
+  _APPSCONFIG._serialized_start=138
+  _APPSCONFIG._serialized_end=250
+  _MODELCONFIG._serialized_start=253
+  _MODELCONFIG._serialized_end=693
+  _MODELPRICE._serialized_start=696
+  _MODELPRICE._serialized_end=970
+  _OFFLINEMODELCONFIG._serialized_start=972
+  _OFFLINEMODELCONFIG._serialized_end=1093
+  _RETRYCONFIG._serialized_start=1096
+  _RETRYCONFIG._serialized_end=1251
+  _APPCONFIG._serialized_start=1254
+  _APPCONFIG._serialized_end=1889
+  _BUDGETSCONFIG._serialized_start=1892
+  _BUDGETSCONFIG._serialized_end=2127
+  _BUDGETLIMIT._serialized_start=2129
+  _BUDGETLIMIT._serialized_end=2186
+  _MEMORYCONFIG._serialized_start=2188
+  _MEMORYCONFIG._serialized_end=2237
+  _CONTEXTCACHECONFIG._serialized_start=2239
+  _CONTEXTCACHECONFIG._serialized_end=2349
+  _COMPACTIONCONFIG._serialized_start=2352
+  _COMPACTIONCONFIG._serialized_end=2552
+  _MCPSERVERCONFIG._serialized_start=2555
+  _MCPSERVERCONFIG._serialized_end=2759
+  _MCPTOOLSCONFIG._serialized_start=2761
+  _MCPTOOLSCONFIG._serialized_end=2823
+  _AGENTCONFIG._serialized_start=2826
+  _AGENTCONFIG._serialized_end=3279
+  _REMOTEA2AAGENTCONFIG._serialized_start=3282
+  _REMOTEA2AAGENTCONFIG._serialized_end=3624
+  _LLMAGENTCONFIG._serialized_start=3627
+  _LLMAGENTCONFIG._serialized_end=4227
+  _FUNCTIONTOOLCONFIG._serialized_start=4230
+  _FUNCTIONTOOLCONFIG._serialized_end=4414
+  _SEQUENTIALAGENTCONFIG._serialized_start=4416
+  _SEQUENTIALAGENTCONFIG._serialized_end=4439
+  _PARALLELAGENTCONFIG._serialized_start=4441
+  _PARALLELAGENTCONFIG._serialized_end=4462
+  _LOOPAGENTCONFIG._serialized_start=4464
+  _LOOPAGENTCONFIG._serialized_end=4520
 # @@protoc_insertion_point(module_scope)

@@ -1,3 +1,4 @@
+from agentrunner.v1 import schedule_pb2 as _schedule_pb2
 from agentrunner.v1 import webhook_pb2 as _webhook_pb2
 from google.protobuf import struct_pb2 as _struct_pb2
 from google.protobuf.internal import containers as _containers
@@ -32,7 +33,7 @@ class AgentConfig(_message.Message):
     def __init__(self, name: _Optional[str] = ..., description: _Optional[str] = ..., sub_agents: _Optional[_Iterable[_Union[AgentConfig, _Mapping]]] = ..., llm: _Optional[_Union[LlmAgentConfig, _Mapping]] = ..., sequential: _Optional[_Union[SequentialAgentConfig, _Mapping]] = ..., parallel: _Optional[_Union[ParallelAgentConfig, _Mapping]] = ..., loop: _Optional[_Union[LoopAgentConfig, _Mapping]] = ..., remote_a2a: _Optional[_Union[RemoteA2aAgentConfig, _Mapping]] = ...) -> None: ...
 
 class AppConfig(_message.Message):
-    __slots__ = ["budgets", "compaction", "context_cache", "description", "function_tools", "mcp_servers", "memory", "name", "root_agent", "webhook"]
+    __slots__ = ["budgets", "compaction", "context_cache", "description", "function_tools", "mcp_servers", "memory", "name", "root_agent", "schedules", "webhook"]
     BUDGETS_FIELD_NUMBER: _ClassVar[int]
     COMPACTION_FIELD_NUMBER: _ClassVar[int]
     CONTEXT_CACHE_FIELD_NUMBER: _ClassVar[int]
@@ -42,6 +43,7 @@ class AppConfig(_message.Message):
     MEMORY_FIELD_NUMBER: _ClassVar[int]
     NAME_FIELD_NUMBER: _ClassVar[int]
     ROOT_AGENT_FIELD_NUMBER: _ClassVar[int]
+    SCHEDULES_FIELD_NUMBER: _ClassVar[int]
     WEBHOOK_FIELD_NUMBER: _ClassVar[int]
     budgets: BudgetsConfig
     compaction: CompactionConfig
@@ -52,8 +54,9 @@ class AppConfig(_message.Message):
     memory: MemoryConfig
     name: str
     root_agent: AgentConfig
+    schedules: _containers.RepeatedCompositeFieldContainer[_schedule_pb2.ScheduleConfig]
     webhook: _webhook_pb2.WebhookConfig
-    def __init__(self, name: _Optional[str] = ..., description: _Optional[str] = ..., root_agent: _Optional[_Union[AgentConfig, _Mapping]] = ..., function_tools: _Optional[_Iterable[_Union[FunctionToolConfig, _Mapping]]] = ..., mcp_servers: _Optional[_Iterable[_Union[McpServerConfig, _Mapping]]] = ..., compaction: _Optional[_Union[CompactionConfig, _Mapping]] = ..., memory: _Optional[_Union[MemoryConfig, _Mapping]] = ..., context_cache: _Optional[_Union[ContextCacheConfig, _Mapping]] = ..., budgets: _Optional[_Union[BudgetsConfig, _Mapping]] = ..., webhook: _Optional[_Union[_webhook_pb2.WebhookConfig, _Mapping]] = ...) -> None: ...
+    def __init__(self, name: _Optional[str] = ..., description: _Optional[str] = ..., root_agent: _Optional[_Union[AgentConfig, _Mapping]] = ..., function_tools: _Optional[_Iterable[_Union[FunctionToolConfig, _Mapping]]] = ..., mcp_servers: _Optional[_Iterable[_Union[McpServerConfig, _Mapping]]] = ..., compaction: _Optional[_Union[CompactionConfig, _Mapping]] = ..., memory: _Optional[_Union[MemoryConfig, _Mapping]] = ..., context_cache: _Optional[_Union[ContextCacheConfig, _Mapping]] = ..., budgets: _Optional[_Union[BudgetsConfig, _Mapping]] = ..., webhook: _Optional[_Union[_webhook_pb2.WebhookConfig, _Mapping]] = ..., schedules: _Optional[_Iterable[_Union[_schedule_pb2.ScheduleConfig, _Mapping]]] = ...) -> None: ...
 
 class AppsConfig(_message.Message):
     __slots__ = ["apps", "models"]

@@ -31,7 +31,7 @@ STREAMING_MODE_SSE: StreamingMode
 STREAMING_MODE_UNSPECIFIED: StreamingMode
 
 class Run(_message.Message):
-    __slots__ = ["app_name", "config_version", "continued_by_run_id", "cost", "create_time", "end_time", "error", "first_sequence", "input", "last_sequence", "multitask_strategy", "on_disconnect", "pending_call_ids", "request_digest", "request_id", "run_id", "session_id", "start_time", "status", "total_tokens", "usage", "usage_by_agent", "user_id", "webhook"]
+    __slots__ = ["app_name", "config_version", "continued_by_run_id", "cost", "create_time", "end_time", "error", "first_sequence", "input", "last_sequence", "multitask_strategy", "on_disconnect", "pending_call_ids", "request_digest", "request_id", "run_id", "schedule_id", "session_id", "start_time", "status", "total_tokens", "usage", "usage_by_agent", "user_id", "webhook"]
     class UsageByAgentEntry(_message.Message):
         __slots__ = ["key", "value"]
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -55,6 +55,7 @@ class Run(_message.Message):
     REQUEST_DIGEST_FIELD_NUMBER: _ClassVar[int]
     REQUEST_ID_FIELD_NUMBER: _ClassVar[int]
     RUN_ID_FIELD_NUMBER: _ClassVar[int]
+    SCHEDULE_ID_FIELD_NUMBER: _ClassVar[int]
     SESSION_ID_FIELD_NUMBER: _ClassVar[int]
     START_TIME_FIELD_NUMBER: _ClassVar[int]
     STATUS_FIELD_NUMBER: _ClassVar[int]
@@ -79,6 +80,7 @@ class Run(_message.Message):
     request_digest: str
     request_id: str
     run_id: str
+    schedule_id: str
     session_id: str
     start_time: _timestamp_pb2.Timestamp
     status: RunStatus
@@ -87,7 +89,7 @@ class Run(_message.Message):
     usage_by_agent: _containers.MessageMap[str, _event_pb2.UsageMetadata]
     user_id: str
     webhook: _webhook_pb2.Webhook
-    def __init__(self, run_id: _Optional[str] = ..., app_name: _Optional[str] = ..., user_id: _Optional[str] = ..., session_id: _Optional[str] = ..., status: _Optional[_Union[RunStatus, str]] = ..., create_time: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., start_time: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., end_time: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., first_sequence: _Optional[int] = ..., last_sequence: _Optional[int] = ..., error: _Optional[_Union[Status, _Mapping]] = ..., request_id: _Optional[str] = ..., pending_call_ids: _Optional[_Iterable[str]] = ..., usage: _Optional[_Union[_event_pb2.UsageMetadata, _Mapping]] = ..., multitask_strategy: _Optional[_Union[MultitaskStrategy, str]] = ..., on_disconnect: _Optional[_Union[OnDisconnect, str]] = ..., input: _Optional[_Union[RunInput, _Mapping]] = ..., request_digest: _Optional[str] = ..., usage_by_agent: _Optional[_Mapping[str, _event_pb2.UsageMetadata]] = ..., continued_by_run_id: _Optional[str] = ..., cost: _Optional[_Union[_event_pb2.Cost, _Mapping]] = ..., total_tokens: _Optional[int] = ..., config_version: _Optional[str] = ..., webhook: _Optional[_Union[_webhook_pb2.Webhook, _Mapping]] = ...) -> None: ...
+    def __init__(self, run_id: _Optional[str] = ..., app_name: _Optional[str] = ..., user_id: _Optional[str] = ..., session_id: _Optional[str] = ..., status: _Optional[_Union[RunStatus, str]] = ..., create_time: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., start_time: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., end_time: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., first_sequence: _Optional[int] = ..., last_sequence: _Optional[int] = ..., error: _Optional[_Union[Status, _Mapping]] = ..., request_id: _Optional[str] = ..., pending_call_ids: _Optional[_Iterable[str]] = ..., usage: _Optional[_Union[_event_pb2.UsageMetadata, _Mapping]] = ..., multitask_strategy: _Optional[_Union[MultitaskStrategy, str]] = ..., on_disconnect: _Optional[_Union[OnDisconnect, str]] = ..., input: _Optional[_Union[RunInput, _Mapping]] = ..., request_digest: _Optional[str] = ..., usage_by_agent: _Optional[_Mapping[str, _event_pb2.UsageMetadata]] = ..., continued_by_run_id: _Optional[str] = ..., cost: _Optional[_Union[_event_pb2.Cost, _Mapping]] = ..., total_tokens: _Optional[int] = ..., config_version: _Optional[str] = ..., webhook: _Optional[_Union[_webhook_pb2.Webhook, _Mapping]] = ..., schedule_id: _Optional[str] = ...) -> None: ...
 
 class RunConfig(_message.Message):
     __slots__ = ["max_llm_calls", "save_input_blobs_as_artifacts", "stream_user_event", "streaming_mode"]
