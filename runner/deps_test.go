@@ -38,6 +38,7 @@ var importRules = map[string][]string{
 	"runner/agent/remotea2a":               {msgs, "runner/agent"},
 	"runner/agent/remotea2a/remotea2atest": {},
 	"runner/apps":                          {msgs, "runner", "runner/agent", "runner/agent/llmagent", "runner/agent/remotea2a", "runner/agent/workflow", "runner/memory", "runner/model", "runner/plugin", "runner/tool", "runner/tool/builtin", "runner/tool/mcptool", "store"},
+	"runner/eval":                          {msgs, "runner/model"},
 	"runner/memory":                        {msgs, "store"},
 	"runner/plugin":                        {msgs, "runner/agent", "runner/model", "runner/tool"},
 	"runner/plugin/telemetry":              {msgs, "runner/agent", "runner/model", "runner/tool"},
