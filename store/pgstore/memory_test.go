@@ -219,8 +219,8 @@ func TestMemoryMigration(t *testing.T) {
 	}
 	// Back to schema 2: what 0003_memory adds, gone (empty: no session
 	// was in memory), and 0004_run_queue, 0005_runs_across, 0006_spend
-	// and 0007_spend_holds after it.
-	_, err := s.Pool().Exec(t.Context(), `DROP TABLE memory_postings, memory_sessions, run_queue, spend, spend_holds;
+	// and 0007_spend_holds after it (and 0011_eval_runs).
+	_, err := s.Pool().Exec(t.Context(), `DROP TABLE memory_postings, memory_sessions, run_queue, spend, spend_holds, eval_runs;
 		DROP SEQUENCE run_queue_position;
 		DROP INDEX runs_by_user, runs_by_app;
 		ALTER TABLE runs DROP COLUMN status;
@@ -229,7 +229,7 @@ func TestMemoryMigration(t *testing.T) {
 		t.Fatal(err)
 	}
 	s2 := openURL(t, url)
-	if v, err := s2.SchemaVersion(t.Context()); err != nil || v != 7 {
+	if v, err := s2.SchemaVersion(t.Context()); err != nil || v != 11 {
 		t.Fatalf("schema version %d, %v", v, err)
 	}
 	if err := s2.IndexSession(t.Context(), k); err != nil {
