@@ -138,6 +138,7 @@ func ServiceNames() []string {
 		servicev1.RunnerService_ServiceDesc.ServiceName,
 		servicev1.MemoryService_ServiceDesc.ServiceName,
 		servicev1.UsageService_ServiceDesc.ServiceName,
+		servicev1.EvalService_ServiceDesc.ServiceName,
 	}
 }
 
@@ -148,4 +149,5 @@ func (s *Server) Register(r grpc.ServiceRegistrar) {
 	servicev1.RegisterRunnerServiceServer(r, runnerService{Desk: s.desk})
 	servicev1.RegisterMemoryServiceServer(r, memoryService{Desk: s.desk})
 	servicev1.RegisterUsageServiceServer(r, usageService{Desk: s.desk})
+	servicev1.RegisterEvalServiceServer(r, evalService{Desk: s.desk})
 }

@@ -37,6 +37,11 @@ type usageService struct {
 	*front.Desk
 }
 
+type evalService struct {
+	servicev1.UnsafeEvalServiceServer
+	*front.Desk
+}
+
 type runnerService struct {
 	servicev1.UnsafeRunnerServiceServer
 	*front.Desk

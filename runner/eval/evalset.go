@@ -269,3 +269,31 @@ func snake(k string) string {
 	}
 	return b.String()
 }
+
+// PlainArgs returns the call's arguments with every JSON number as a
+// float64, as protobuf's Struct holds them.
+func (c FunctionCall) PlainArgs() map[string]any {
+	v, _ := plain(c.Args).(map[string]any)
+	return v
+}
+
+func plain(v any) any {
+	switch t := v.(type) {
+	case json.Number:
+		f, _ := t.Float64()
+		return f
+	case map[string]any:
+		m := make(map[string]any, len(t))
+		for k, val := range t {
+			m[k] = plain(val)
+		}
+		return m
+	case []any:
+		l := make([]any, len(t))
+		for i, val := range t {
+			l[i] = plain(val)
+		}
+		return l
+	}
+	return v
+}

@@ -81,6 +81,10 @@ func MethodAccess() map[string]Access {
 		// A user's usage is that user's; an app's (no user_id) is every
 		// user's, so admin-only like other listings of every user.
 		servicev1.UsageService_GetUsage_FullMethodName: AccessScoped,
+
+		servicev1.EvalService_RunEval_FullMethodName:      AccessScoped,
+		servicev1.EvalService_GetEvalRun_FullMethodName:   AccessScoped,
+		servicev1.EvalService_ListEvalRuns_FullMethodName: AccessScoped,
 	}
 	for _, name := range A2AMethods() {
 		m[name] = AccessA2A
