@@ -19,7 +19,7 @@ import (
 )
 
 const evalUsage = `Usage:
-  agentrunner eval FILE [--app APP] [--config test_config.json] [--repeats N] [--parallel N]
+  agentrunner eval FILE [--app APP] [--test-config FILE] [--repeats N] [--parallel N]
                    [--label TEXT] [--junit FILE] [--json FILE] [--user U]
   agentrunner eval list  --app APP [--user U] [--all-users] [--limit N]
   agentrunner eval show  EVAL_RUN_ID --app APP [--user U] [--json]
@@ -62,7 +62,7 @@ func newEvalFlagSet(f *evalFlags, stderr io.Writer) *flag.FlagSet {
 	f.conn.Register(fs)
 	fs.StringVar(&f.app, "app", "", "app to evaluate; default: the cases' session_input.app_name")
 	fs.StringVar(&f.user, "user", clientUser(), "user the cases run as, whose evaluations to read (env USER)")
-	fs.StringVar(&f.config, "config", "", "ADK test_config.json with the criteria; default: test_config.json next to FILE, if any")
+	fs.StringVar(&f.config, "test-config", "", "ADK test_config.json with the criteria; default: test_config.json next to FILE, if any")
 	fs.IntVar(&f.repeats, "repeats", 1, "times each case runs")
 	fs.IntVar(&f.parallel, "parallel", 4, "repeats of cases that run at once")
 	fs.StringVar(&f.label, "label", "", "text stored with the result (a commit, a prompt version)")
