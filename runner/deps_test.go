@@ -83,7 +83,7 @@ var importRules = map[string][]string{
 	"server": {msgs, svcs, "runner", "runner/apps", "runner/memory", "server/auth", "server/internal/front"},
 	// The front desk: what every protocol checks before a call reaches a
 	// store or a runner. It never imports server.
-	"server/internal/front": {msgs, svcs, "runner", "runner/agent", "runner/eval", "runner/memory", "server/auth", "store"},
+	"server/internal/front": {msgs, svcs, "runner", "runner/agent", "runner/eval", "runner/memory", "runner/model", "server/auth", "store"},
 	// A2A sits beside the gRPC services on the desk.
 	"server/a2a": {msgs, svcs, "runner", "server/auth", "server/internal/front", "store"},
 	// The operator's RPCs are given what they need as small interfaces.

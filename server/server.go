@@ -91,6 +91,10 @@ type Config struct {
 	// Limits bound page sizes, the events of one GetSession and the runs
 	// in progress; zero fields take their defaults.
 	Limits Limits
+	// JudgeModels returns the model of the apps file that a rubric-based
+	// criterion of EvalService names as its judge; nil refuses such
+	// criteria.
+	JudgeModels front.ModelLookup
 }
 
 // Server implements the agentrunner gRPC services, as thin adapters over
@@ -112,6 +116,7 @@ func New(cfg Config) *Server {
 		Auth:            cfg.Auth,
 		Memory:          cfg.Memory,
 		Limits:          cfg.Limits,
+		JudgeModels:     cfg.JudgeModels,
 	})}
 }
 

@@ -77,8 +77,8 @@ func TestEvalRefusals(t *testing.T) {
 		{"unsupported metric", &servicev1.RunEvalRequest{AppName: "demo", UserId: "u", EvalSet: good, Config: []byte(`{"criteria": {"safety_v1": 0.8}}`)},
 			codes.InvalidArgument, "safety_v1"},
 		{"judge", &servicev1.RunEvalRequest{AppName: "demo", UserId: "u", EvalSet: good, Config: []byte(`{"criteria": {"rubric_based_final_response_quality_v1":
-			{"threshold": 1, "judge_model_options": {"judge_model": "x"}, "rubrics": [{"rubric_id": "a", "rubric_content": {"text_property": "b"}}]}}}`)},
-			codes.InvalidArgument, "judge"},
+			{"threshold": 1, "rubrics": [{"rubric_id": "a", "rubric_content": {"text_property": "b"}}]}}}`)},
+			codes.InvalidArgument, "judge_model"},
 		{"repeats", &servicev1.RunEvalRequest{AppName: "demo", UserId: "u", EvalSet: good, Repeats: 21}, codes.InvalidArgument, "repeats"},
 		{"unknown app", &servicev1.RunEvalRequest{AppName: "nope", UserId: "u", EvalSet: good}, codes.NotFound, "nope"},
 		{"no user", &servicev1.RunEvalRequest{AppName: "demo", EvalSet: good}, codes.InvalidArgument, "user_id"},

@@ -352,6 +352,7 @@ func startRuns(ctx context.Context, f serveFlags, st store.Store, reg *apps.Regi
 		Auth:            sec.auth,
 		Limits:          f.limits,
 		MaxRequestBytes: f.maxRequest,
+		JudgeModels:     judgeModels(f.config, log),
 	})
 	gateClaims(reg, core.ClaimGate())
 	if err := recoverRuns(ctx, reg, log); err != nil {

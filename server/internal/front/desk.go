@@ -81,6 +81,7 @@ type Config struct {
 	Auth            *auth.Config
 	Memory          memory.Service
 	Limits          Limits
+	JudgeModels     ModelLookup
 }
 
 // Desk is the front desk: every check a call passes before it reaches
@@ -101,6 +102,7 @@ type Desk struct {
 	authz      *authorizer
 	limits     Limits
 	runs       *runLimiter
+	judges     ModelLookup
 }
 
 // New returns a Desk. It panics if cfg.Store is nil: that is a wiring
@@ -133,6 +135,7 @@ func New(cfg Config) *Desk {
 		authz:      newAuthorizer(cfg.Auth, cfg.Logger),
 		limits:     limits,
 		runs:       newRunLimiter(limits),
+		judges:     cfg.JudgeModels,
 	}
 }
 

@@ -15,6 +15,7 @@ import (
 	servicev1 "github.com/agentrunner/agentrunner/gen/go/agentrunner/service/v1"
 	agentrunnerv1 "github.com/agentrunner/agentrunner/gen/go/agentrunner/v1"
 	"github.com/agentrunner/agentrunner/runner/eval"
+	"github.com/agentrunner/agentrunner/runner/model"
 	"github.com/agentrunner/agentrunner/store"
 )
 
@@ -22,6 +23,10 @@ import (
 // it (store.EvalRunStore), and the desk finds it on its Store, so that a
 // store without it answers Unimplemented rather than needing wiring.
 type EvalStore = store.EvalRunStore
+
+// ModelLookup returns a model of the apps file by name (the judge of a
+// rubric-based criterion).
+type ModelLookup func(ctx context.Context, name string) (model.Model, error)
 
 // Bounds of RunEvalRequest.
 const (
@@ -76,11 +81,6 @@ func validateRunEval(r *servicev1.RunEvalRequest) (*evalPlan, error) {
 			return nil, invalid("config", "%v", err)
 		}
 	}
-	for _, c := range criteria {
-		if c.Metric == eval.MetricRubricResponse {
-			return nil, invalid("config", "%s: judge models are not supported by RunEval yet", c.Metric)
-		}
-	}
 	p := &evalPlan{app: r.GetAppName(), user: r.GetUserId(), label: r.GetLabel(), set: set, criteria: criteria,
 		repeats: int(r.GetRepeats()), parallel: int(r.GetParallelism())}
 	switch {
@@ -119,6 +119,10 @@ func (d *Desk) RunEval(ctx context.Context, req *servicev1.RunEvalRequest) (*ser
 	if _, ok := d.apps.Lookup(p.app); !ok {
 		return nil, unknownApp(p.app)
 	}
+	judge, err := d.judgeFor(ctx, p.criteria)
+	if err != nil {
+		return nil, err
+	}
 	rec := &agentrunnerv1.EvalRun{
 		EvalRunId: rand.Text(), AppName: p.app, UserId: p.user, EvalSetId: p.set.EvalSetID,
 		CreateTime: timestamppb.Now(), Repeats: int32(p.repeats), Label: p.label, Criteria: criteriaProto(p.criteria),
@@ -129,7 +133,7 @@ func (d *Desk) RunEval(ctx context.Context, req *servicev1.RunEvalRequest) (*ser
 	}
 	rec.Passed = true
 	for i, c := range p.set.EvalCases {
-		cr := scoreEvalCase(ctx, c, actual[i], p.criteria)
+		cr := scoreEvalCase(ctx, c, actual[i], p.criteria, judge)
 		rec.Cases = append(rec.Cases, cr)
 		rec.Passed = rec.Passed && cr.GetPassed()
 	}
@@ -138,6 +142,26 @@ func (d *Desk) RunEval(ctx context.Context, req *servicev1.RunEvalRequest) (*ser
 		return nil, d.toStatus(ctx, err)
 	}
 	return &servicev1.RunEvalResponse{EvalRun: rec}, nil
+}
+
+// judgeFor checks, before any case runs, that every judge model the
+// criteria name can be had, and returns the judge (nil when no criterion
+// needs one).
+func (d *Desk) judgeFor(ctx context.Context, criteria []eval.Criterion) (eval.Judge, error) {
+	var judge eval.Judge
+	for _, c := range criteria {
+		if c.Metric != eval.MetricRubricResponse {
+			continue
+		}
+		if d.judges == nil {
+			return nil, invalid("config", "%s: this server has no judge models", c.Metric)
+		}
+		if _, err := d.judges(ctx, c.JudgeModel); err != nil {
+			return nil, invalid("config", "%s: judge_model %q: %v", c.Metric, c.JudgeModel, err)
+		}
+		judge = eval.ModelJudge{Model: d.judges}
+	}
+	return judge, nil
 }
 
 // caseRepeat is what one repeat of one case did.
@@ -240,7 +264,7 @@ func (d *Desk) runEvalTurn(ctx context.Context, p *evalPlan, sid string, user *e
 
 // scoreEvalCase scores a case's repeats; a repeat that did not run to the
 // end fails the case whatever its scores.
-func scoreEvalCase(ctx context.Context, c eval.EvalCase, reps []caseRepeat, criteria []eval.Criterion) *agentrunnerv1.EvalCaseResult {
+func scoreEvalCase(ctx context.Context, c eval.EvalCase, reps []caseRepeat, criteria []eval.Criterion, judge eval.Judge) *agentrunnerv1.EvalCaseResult {
 	cr := &agentrunnerv1.EvalCaseResult{EvalId: c.EvalID, Passed: true}
 	actual := make([][]eval.Invocation, len(reps))
 	for i, r := range reps {
@@ -250,7 +274,7 @@ func scoreEvalCase(ctx context.Context, c eval.EvalCase, reps []caseRepeat, crit
 			cr.Passed = false
 		}
 	}
-	for _, m := range eval.ScoreCase(ctx, c, actual, criteria, nil) {
+	for _, m := range eval.ScoreCase(ctx, c, actual, criteria, judge) {
 		cr.Metrics = append(cr.Metrics, &agentrunnerv1.EvalMetricResult{
 			Metric: m.Metric, Threshold: m.Threshold, Score: m.Score, Passed: m.Passed, Error: m.Error,
 		})
