@@ -10,6 +10,7 @@ import { sessionsView } from "./views/sessions.js";
 import { sessionView } from "./views/session.js";
 import { runsView, runView } from "./views/runs.js";
 import { usageView } from "./views/usage.js";
+import { evalsView, evalView } from "./views/evals.js";
 
 let current: AbortController | undefined;
 
@@ -46,8 +47,9 @@ function navLinks(): void {
     ["Sessions", app && user ? href(pathOf`apps/${app}/users/${user}/sessions`) : href("apps"), "sessions"],
     ["Runs", href("runs", { app, user }), "runs"],
     ["Usage", href("usage", { app, user }), "usage"],
+    ["Evals", href("evals", { app, user }), "evals"],
   ];
-  const active = r.startsWith("runs") ? "runs" : r.startsWith("usage") ? "usage" : r.includes("/sessions") ? "sessions" : "apps";
+  const active = r.startsWith("runs") ? "runs" : r.startsWith("usage") ? "usage" : r.startsWith("evals") ? "evals" : r.includes("/sessions") ? "sessions" : "apps";
   replace(document.getElementById("nav-links")!, items.map(([label, to, key]) => {
     const a = link(to, label);
     a.id = `nav-${key}`;
@@ -79,6 +81,10 @@ async function render(): Promise<void> {
       await runView(view, signal, seg[1]);
     } else if (seg[0] === "runs") {
       await runsView(view, signal, q.get("app") ?? "", q.get("user") ?? rememberedUser(), q.get("all") === "1");
+    } else if (seg[0] === "evals" && seg[1]) {
+      await evalView(view, signal, seg[1], q.get("app") ?? "", q.get("user") ?? rememberedUser());
+    } else if (seg[0] === "evals") {
+      await evalsView(view, signal, q.get("app") ?? "", q.get("user") ?? "");
     } else if (seg[0] === "usage") {
       await usageView(view, signal, q.get("app") ?? "", q.get("user") ?? "");
     } else {
