@@ -164,3 +164,19 @@ func TestEvalChangedAppFails(t *testing.T) {
 		t.Errorf("compare exited %d:\n%s", code, out)
 	}
 }
+
+// TestEvalOnPostgres: the same evaluation on a PostgreSQL store, whose
+// result is stored and listed there.
+func TestEvalOnPostgres(t *testing.T) {
+	offlineEnv(t)
+	srv := inProcess{}.Serve(t, "--data", pg.URL(t))
+	out, errOut, code := inProcess{}.CLI(t, "eval", demoEvalSet, "--addr", srv.Addr, "--user", "ci", "--repeats", "2")
+	if code != 0 || !strings.Contains(out, "3 of 3 cases passed") {
+		t.Fatalf("eval exited %d:\n%s\n%s", code, out, errOut)
+	}
+	id := regexp.MustCompile(`eval run (\S+):`).FindStringSubmatch(out)[1]
+	out, _, code = inProcess{}.CLI(t, "eval", "show", id, "--app", "support", "--addr", srv.Addr, "--user", "ci")
+	if code != 0 || !strings.Contains(out, "3 of 3 cases passed") || !strings.Contains(out, "small_talk_then_billing") {
+		t.Errorf("eval show exited %d:\n%s", code, out)
+	}
+}
