@@ -38,6 +38,9 @@ type Request struct {
 	// goroutine then also hands it its live first record, which the
 	// reader must not keep past its yield: the run changes it afterwards.
 	SharedEvents bool
+	// EvalRunID names the evaluation the run answers a turn of; it goes
+	// into the run's record (Run.eval_run_id). Empty for other runs.
+	EvalRunID string
 }
 
 // input is the payload a request_id covers.

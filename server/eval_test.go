@@ -56,7 +56,7 @@ func TestRunEvalThroughTheServer(t *testing.T) {
 		t.Errorf("turn = %v", inv)
 	}
 	runs, err := e.runner.ListRuns(t.Context(), &servicev1.ListRunsRequest{AppName: "echo", UserId: "u", SessionId: rep.GetSessionId()})
-	if err != nil || len(runs.GetRuns()) != 1 || runs.GetRuns()[0].GetRunId() != inv.GetRunId() {
+	if err != nil || len(runs.GetRuns()) != 1 || runs.GetRuns()[0].GetRunId() != inv.GetRunId() || runs.GetRuns()[0].GetEvalRunId() != rec.GetEvalRunId() {
 		t.Errorf("runs of the case's session: %v, %v", runs, err)
 	}
 	got, err := c.GetEvalRun(t.Context(), &servicev1.GetEvalRunRequest{AppName: "echo", UserId: "u", EvalRunId: rec.GetEvalRunId()})

@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 
 	"fmt"
+	"iter"
 	"sync"
 
 	"google.golang.org/grpc/codes"
@@ -14,6 +15,7 @@ import (
 
 	servicev1 "github.com/agentrunner/agentrunner/gen/go/agentrunner/service/v1"
 	agentrunnerv1 "github.com/agentrunner/agentrunner/gen/go/agentrunner/v1"
+	"github.com/agentrunner/agentrunner/runner"
 	"github.com/agentrunner/agentrunner/runner/eval"
 	"github.com/agentrunner/agentrunner/runner/model"
 	"github.com/agentrunner/agentrunner/store"
@@ -48,6 +50,7 @@ func (d *Desk) evalStore() (EvalStore, error) {
 // evalPlan is a RunEvalRequest, read and checked.
 type evalPlan struct {
 	app, user, label string
+	evalRunID        string
 	set              *eval.EvalSet
 	criteria         []eval.Criterion
 	repeats          int
@@ -123,11 +126,12 @@ func (d *Desk) RunEval(ctx context.Context, req *servicev1.RunEvalRequest) (*ser
 	if err != nil {
 		return nil, err
 	}
+	p.evalRunID = rand.Text()
 	rec := &agentrunnerv1.EvalRun{
-		EvalRunId: rand.Text(), AppName: p.app, UserId: p.user, EvalSetId: p.set.EvalSetID,
+		EvalRunId: p.evalRunID, AppName: p.app, UserId: p.user, EvalSetId: p.set.EvalSetID,
 		CreateTime: timestamppb.Now(), Repeats: int32(p.repeats), Label: p.label, Criteria: criteriaProto(p.criteria),
 	}
-	actual := d.runEvalCases(ctx, p, rec.GetEvalRunId())
+	actual := d.runEvalCases(ctx, p)
 	if err := ctx.Err(); err != nil {
 		return nil, d.toStatus(ctx, err)
 	}
@@ -172,7 +176,7 @@ type caseRepeat struct {
 
 // runEvalCases runs every (case, repeat) pair, at most p.parallel at once,
 // and returns the repeats of each case in order.
-func (d *Desk) runEvalCases(ctx context.Context, p *evalPlan, evalRunID string) [][]caseRepeat {
+func (d *Desk) runEvalCases(ctx context.Context, p *evalPlan) [][]caseRepeat {
 	out := make([][]caseRepeat, len(p.set.EvalCases))
 	for i := range out {
 		out[i] = make([]caseRepeat, p.repeats)
@@ -184,7 +188,7 @@ func (d *Desk) runEvalCases(ctx context.Context, p *evalPlan, evalRunID string) 
 			sem <- struct{}{}
 			wg.Go(func() {
 				defer func() { <-sem }()
-				sid := fmt.Sprintf("eval-%s-%d-%d", evalRunID, i, r)
+				sid := fmt.Sprintf("eval-%s-%d-%d", p.evalRunID, i, r)
 				out[i][r] = d.runEvalRepeat(ctx, p, c, sid)
 			})
 		}
@@ -230,7 +234,7 @@ func (d *Desk) runEvalTurn(ctx context.Context, p *evalPlan, sid string, user *e
 			msg.Parts = append(msg.Parts, &agentrunnerv1.Part{Data: &agentrunnerv1.Part_Text{Text: part.Text}})
 		}
 	}
-	updates, err := d.Run(ctx, &servicev1.RunRequest{AppName: p.app, UserId: p.user, SessionId: sid, NewMessage: msg})
+	updates, err := d.runForEval(ctx, &servicev1.RunRequest{AppName: p.app, UserId: p.user, SessionId: sid, NewMessage: msg}, p.evalRunID)
 	if err != nil {
 		return eval.Invocation{UserContent: user}, "", err
 	}
@@ -260,6 +264,17 @@ func (d *Desk) runEvalTurn(ctx context.Context, p *evalPlan, sid string, user *e
 		return got, run.GetRunId(), fmt.Errorf("run %s ended %s", run.GetRunId(), st)
 	}
 	return got, run.GetRunId(), nil
+}
+
+// runForEval is Run for a turn of an evaluation: the same admission, and
+// the run's record names the evaluation.
+func (d *Desk) runForEval(ctx context.Context, req *servicev1.RunRequest, evalRunID string) (iter.Seq2[runner.Update, error], error) {
+	app, slot, rr, err := d.admit(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	rr.EvalRunID = evalRunID
+	return d.runs.tracked(slot, app.RunDone, app.Stream(ctx, rr)), nil
 }
 
 // scoreEvalCase scores a case's repeats; a repeat that did not run to the

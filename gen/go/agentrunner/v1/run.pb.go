@@ -483,6 +483,9 @@ type Run struct {
 	// on with the current one, and this names it. Empty for apps built in
 	// code without a version.
 	ConfigVersion string `protobuf:"bytes,24,opt,name=config_version,json=configVersion,proto3" json:"config_version,omitempty"`
+	// The evaluation (EvalService.RunEval, EvalRun.eval_run_id) the run
+	// answered a turn of; empty for a run that is no evaluation's.
+	EvalRunId     string `protobuf:"bytes,27,opt,name=eval_run_id,json=evalRunId,proto3" json:"eval_run_id,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -678,6 +681,13 @@ func (x *Run) GetConfigVersion() string {
 	return ""
 }
 
+func (x *Run) GetEvalRunId() string {
+	if x != nil {
+		return x.EvalRunId
+	}
+	return ""
+}
+
 // RunInput is what a run was asked to do.
 type RunInput struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -755,7 +765,7 @@ const file_agentrunner_v1_run_proto_rawDesc = "" +
 	"\x06Status\x12\x12\n" +
 	"\x04code\x18\x01 \x01(\x05R\x04code\x12\x18\n" +
 	"\amessage\x18\x02 \x01(\tR\amessage\x12.\n" +
-	"\adetails\x18\x03 \x03(\v2\x14.google.protobuf.AnyR\adetails\"\x85\t\n" +
+	"\adetails\x18\x03 \x03(\v2\x14.google.protobuf.AnyR\adetails\"\xa5\t\n" +
 	"\x03Run\x12\x15\n" +
 	"\x06run_id\x18\x01 \x01(\tR\x05runId\x12\x19\n" +
 	"\bapp_name\x18\x02 \x01(\tR\aappName\x12\x17\n" +
@@ -784,7 +794,8 @@ const file_agentrunner_v1_run_proto_rawDesc = "" +
 	"\x13continued_by_run_id\x18\x14 \x01(\tR\x10continuedByRunId\x12(\n" +
 	"\x04cost\x18\x16 \x01(\v2\x14.agentrunner.v1.CostR\x04cost\x12!\n" +
 	"\ftotal_tokens\x18\x17 \x01(\x03R\vtotalTokens\x12%\n" +
-	"\x0econfig_version\x18\x18 \x01(\tR\rconfigVersion\x1a^\n" +
+	"\x0econfig_version\x18\x18 \x01(\tR\rconfigVersion\x12\x1e\n" +
+	"\veval_run_id\x18\x1b \x01(\tR\tevalRunId\x1a^\n" +
 	"\x11UsageByAgentEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x123\n" +
 	"\x05value\x18\x02 \x01(\v2\x1d.agentrunner.v1.UsageMetadataR\x05value:\x028\x01\"\xb8\x01\n" +
