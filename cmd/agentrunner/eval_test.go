@@ -180,3 +180,29 @@ func TestEvalOnPostgres(t *testing.T) {
 		t.Errorf("eval show exited %d:\n%s", code, out)
 	}
 }
+
+// TestEvalOldTestJSON: an ADK .test.json in the older form (a list of
+// turns with query, expected_tool_use and reference) runs as one
+// two-turn case, with the test_config.json beside it.
+func TestEvalOldTestJSON(t *testing.T) {
+	offlineEnv(t)
+	srv := inProcess{}.Serve(t, "--data", filepath.Join(t.TempDir(), "db"))
+	js := filepath.Join(t.TempDir(), "eval.json")
+	out, errOut, code := inProcess{}.CLI(t, "eval", "../../examples/evals/test_json/support.test.json", "--app", "support",
+		"--addr", srv.Addr, "--user", "ci", "--json", js)
+	if code != 0 || !strings.Contains(out, "support.test.json  PASS") {
+		t.Fatalf("eval exited %d:\n%s\n%s", code, out, errOut)
+	}
+	b, err := os.ReadFile(js)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rec agentrunnerv1.EvalRun
+	if err := protojson.Unmarshal(b, &rec); err != nil {
+		t.Fatal(err)
+	}
+	invs := rec.GetCases()[0].GetRepeats()[0].GetInvocations()
+	if len(invs) != 2 || invs[1].GetActualToolUses()[0].GetArgs().AsMap()["agent_name"] != "tech" || len(rec.GetCriteria()) != 2 {
+		t.Errorf("result = %v", &rec)
+	}
+}
