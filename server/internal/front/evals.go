@@ -1,6 +1,7 @@
 package front
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 
@@ -92,16 +93,9 @@ func validateRunEval(r *servicev1.RunEvalRequest) (*evalPlan, error) {
 	case p.parallel < 0 || p.parallel > maxEvalParallel:
 		return nil, invalid("parallelism", "%d is not between 0 and %d", p.parallel, maxEvalParallel)
 	}
-	p.repeats = cmpOr(p.repeats, defaultEvalRepeats)
-	p.parallel = cmpOr(p.parallel, defaultEvalParallel)
+	p.repeats = cmp.Or(p.repeats, defaultEvalRepeats)
+	p.parallel = cmp.Or(p.parallel, defaultEvalParallel)
 	return p, nil
-}
-
-func cmpOr(v, def int) int {
-	if v == 0 {
-		return def
-	}
-	return v
 }
 
 // RunEval runs every case of an eval set, repeats times each, as runs of
