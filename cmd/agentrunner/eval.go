@@ -6,10 +6,13 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"google.golang.org/protobuf/encoding/protojson"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/agentrunner/agentrunner/cmd/agentrunner/internal/clientconn"
 	"github.com/agentrunner/agentrunner/cmd/agentrunner/internal/cliflags"
@@ -19,7 +22,7 @@ import (
 )
 
 const evalUsage = `Usage:
-  agentrunner eval FILE [--app APP] [--test-config FILE] [--repeats N] [--parallel N]
+  agentrunner eval FILE|DIR [--app APP] [--test-config FILE] [--repeats N] [--parallel N]
                    [--label TEXT] [--junit FILE] [--json FILE] [--user U]
   agentrunner eval list  --app APP [--user U] [--all-users] [--limit N]
   agentrunner eval show  EVAL_RUN_ID --app APP [--user U] [--json]
@@ -27,7 +30,7 @@ const evalUsage = `Usage:
   agentrunner eval save-session --app APP --session S --out FILE [--user U] [--eval-id ID]
 
 Evaluates an app of a running server against adk-python's eval files (an
-.evalset.json or a .test.json): the server runs every case --repeats times,
+.evalset.json or a .test.json, or every such file under DIR): the server runs every case --repeats times,
 each in a fresh session of --user, turn by turn, as ordinary runs, scores
 them with the criteria of test_config.json (by default the one next to
 FILE, as adk does, else ADK's defaults: tool_trajectory_avg_score 1.0,
@@ -139,42 +142,84 @@ type evalClient struct {
 	out      io.Writer
 }
 
-// run evaluates the eval set in path and reports it.
+// run evaluates the eval set in path, or every eval file under path when
+// it is a directory (as ADK's AgentEvaluator walks one), and reports them.
 func (ec evalClient) run(ctx context.Context, path string) error {
-	data, err := os.ReadFile(path)
+	files, err := evalFiles(path)
 	if err != nil {
 		return err
 	}
+	var recs []*agentrunnerv1.EvalRun
+	failed, cases := 0, 0
+	for i, file := range files {
+		if i > 0 {
+			fmt.Fprintln(ec.out)
+		}
+		rec, err := ec.runFile(ctx, file)
+		if err != nil {
+			return fmt.Errorf("%s: %w", file, err)
+		}
+		printEvalRun(ec.out, rec, true)
+		recs = append(recs, rec)
+		failed, cases = failed+failedCases(rec), cases+len(rec.GetCases())
+	}
+	if err := writeEvalReports(recs, ec.f.junit, ec.f.json); err != nil {
+		return err
+	}
+	if failed > 0 {
+		return fmt.Errorf("eval: %d of %d cases failed", failed, cases)
+	}
+	return nil
+}
+
+// evalFiles is path, or the .evalset.json and .test.json files under the
+// directory path, in order.
+func evalFiles(path string) ([]string, error) {
+	st, err := os.Stat(path)
+	if err != nil || !st.IsDir() {
+		return []string{path}, err
+	}
+	var files []string
+	err = filepath.WalkDir(path, func(p string, d fs.DirEntry, err error) error {
+		if err == nil && !d.IsDir() && (strings.HasSuffix(p, ".evalset.json") || strings.HasSuffix(p, ".test.json")) {
+			files = append(files, p)
+		}
+		return err
+	})
+	if err == nil && len(files) == 0 {
+		err = usagef("eval: no .evalset.json or .test.json file under %s", path)
+	}
+	return files, err
+}
+
+// runFile evaluates one eval file with its criteria.
+func (ec evalClient) runFile(ctx context.Context, path string) (*agentrunnerv1.EvalRun, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
 	set, err := eval.Load(filepath.Base(path), data)
 	if err != nil {
-		return usagef("eval: %v", err)
+		return nil, usagef("eval: %v", err)
 	}
 	app := ec.f.app
 	if app == "" {
 		if app = caseApp(set); app == "" {
-			return usagef("eval: --app is required (the cases name no single session_input.app_name)")
+			return nil, usagef("eval: --app is required (the cases name no single session_input.app_name)")
 		}
 	}
 	config, err := readEvalConfig(path, ec.f.config)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	resp, err := ec.evals.RunEval(ctx, &servicev1.RunEvalRequest{
 		AppName: app, UserId: ec.f.user, EvalSet: data, EvalSetName: filepath.Base(path), Config: config,
 		Repeats: int32(ec.f.repeats), Parallelism: int32(ec.f.parallel), Label: ec.f.label,
 	})
 	if err != nil {
-		return describeRPC(err)
+		return nil, describeRPC(err)
 	}
-	rec := resp.GetEvalRun()
-	if err := writeEvalReports(rec, ec.f.junit, ec.f.json); err != nil {
-		return err
-	}
-	printEvalRun(ec.out, rec, true)
-	if !rec.GetPassed() {
-		return fmt.Errorf("eval: %d of %d cases failed", failedCases(rec), len(rec.GetCases()))
-	}
-	return nil
+	return resp.GetEvalRun(), nil
 }
 
 // caseApp is the app every case's session_input names, or "".
@@ -202,9 +247,12 @@ func readEvalConfig(evalPath, flagPath string) ([]byte, error) {
 	return b, err
 }
 
-func writeEvalReports(rec *agentrunnerv1.EvalRun, junitPath, jsonPath string) error {
+// writeEvalReports writes the JUnit report (a suite per evaluation) and
+// the JSON result: the EvalRun of one file, or, for several (a directory),
+// {"evalRuns": [...]} as ListEvalRunsResponse has them.
+func writeEvalReports(recs []*agentrunnerv1.EvalRun, junitPath, jsonPath string) error {
 	if junitPath != "" {
-		b, err := junitXML(rec)
+		b, err := junitXML(recs)
 		if err != nil {
 			return err
 		}
@@ -212,16 +260,18 @@ func writeEvalReports(rec *agentrunnerv1.EvalRun, junitPath, jsonPath string) er
 			return err
 		}
 	}
-	if jsonPath != "" {
-		b, err := protojson.MarshalOptions{Multiline: true}.Marshal(rec)
-		if err != nil {
-			return err
-		}
-		if err := os.WriteFile(jsonPath, append(b, '\n'), 0o644); err != nil {
-			return err
-		}
+	if jsonPath == "" {
+		return nil
 	}
-	return nil
+	var msg proto.Message = &servicev1.ListEvalRunsResponse{EvalRuns: recs}
+	if len(recs) == 1 {
+		msg = recs[0]
+	}
+	b, err := protojson.MarshalOptions{Multiline: true}.Marshal(msg)
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(jsonPath, append(b, '\n'), 0o644)
 }
 
 func failedCases(rec *agentrunnerv1.EvalRun) int {

@@ -42,7 +42,17 @@ type junitReport struct {
 	} `xml:"testsuite"`
 }
 
+// readJUnit reads a JUnit report of one suite.
 func readJUnit(t *testing.T, path string) junitReport {
+	t.Helper()
+	r := readJUnitSuites(t, path)
+	if len(r.Suites) != 1 {
+		t.Fatalf("JUnit report has %d suites", len(r.Suites))
+	}
+	return r
+}
+
+func readJUnitSuites(t *testing.T, path string) junitReport {
 	t.Helper()
 	b, err := os.ReadFile(path)
 	if err != nil {
@@ -51,9 +61,6 @@ func readJUnit(t *testing.T, path string) junitReport {
 	var r junitReport
 	if err := xml.Unmarshal(b, &r); err != nil {
 		t.Fatalf("JUnit report does not parse: %v\n%s", err, b)
-	}
-	if len(r.Suites) != 1 {
-		t.Fatalf("JUnit report has %d suites", len(r.Suites))
 	}
 	return r
 }
@@ -204,5 +211,33 @@ func TestEvalOldTestJSON(t *testing.T) {
 	invs := rec.GetCases()[0].GetRepeats()[0].GetInvocations()
 	if len(invs) != 2 || invs[1].GetActualToolUses()[0].GetArgs().AsMap()["agent_name"] != "tech" || len(rec.GetCriteria()) != 2 {
 		t.Errorf("result = %v", &rec)
+	}
+}
+
+// TestEvalDirectory: a directory is evaluated file by file (every
+// .evalset.json and .test.json under it, each with the test_config.json
+// beside it); the JUnit report has a suite per file and the JSON lists
+// the evaluations.
+func TestEvalDirectory(t *testing.T) {
+	offlineEnv(t)
+	srv := inProcess{}.Serve(t, "--data", filepath.Join(t.TempDir(), "db"))
+	dir := t.TempDir()
+	junit, js := filepath.Join(dir, "eval.xml"), filepath.Join(dir, "eval.json")
+	out, errOut, code := inProcess{}.CLI(t, "eval", "../../examples/evals", "--app", "support", "--addr", srv.Addr, "--user", "ci",
+		"--junit", junit, "--json", js)
+	if code != 0 || strings.Count(out, "eval run ") != 2 {
+		t.Fatalf("eval exited %d:\n%s\n%s", code, out, errOut)
+	}
+	rep := readJUnitSuites(t, junit)
+	if len(rep.Suites) != 2 || rep.Suites[0].Name != "support/support_demo" || rep.Suites[1].Name != "support/support.test.json" {
+		t.Errorf("JUnit suites = %+v", rep.Suites)
+	}
+	b, err := os.ReadFile(js)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var list servicev1.ListEvalRunsResponse
+	if err := protojson.Unmarshal(b, &list); err != nil || len(list.GetEvalRuns()) != 2 {
+		t.Errorf("JSON = %s, %v", b, err)
 	}
 }

@@ -193,8 +193,20 @@ type junitFailure struct {
 	Body    string `xml:",chardata"`
 }
 
-// junitXML renders an evaluation as JUnit XML.
-func junitXML(rec *agentrunnerv1.EvalRun) ([]byte, error) {
+// junitXML renders evaluations as JUnit XML, a suite each.
+func junitXML(recs []*agentrunnerv1.EvalRun) ([]byte, error) {
+	var all junitSuites
+	for _, rec := range recs {
+		all.Suites = append(all.Suites, junitSuiteOf(rec))
+	}
+	b, err := xml.MarshalIndent(all, "", "  ")
+	if err != nil {
+		return nil, err
+	}
+	return append([]byte(xml.Header), append(b, '\n')...), nil
+}
+
+func junitSuiteOf(rec *agentrunnerv1.EvalRun) junitSuite {
 	s := junitSuite{
 		Name: rec.GetAppName() + "/" + rec.GetEvalSetId(), Tests: len(rec.GetCases()), Failures: failedCases(rec),
 		Time:      rec.GetEndTime().AsTime().Sub(rec.GetCreateTime().AsTime()).Seconds(),
@@ -216,11 +228,7 @@ func junitXML(rec *agentrunnerv1.EvalRun) ([]byte, error) {
 		}
 		s.Cases = append(s.Cases, jc)
 	}
-	b, err := xml.MarshalIndent(junitSuites{Suites: []junitSuite{s}}, "", "  ")
-	if err != nil {
-		return nil, err
-	}
-	return append([]byte(xml.Header), append(b, '\n')...), nil
+	return s
 }
 
 func failedMetrics(c *agentrunnerv1.EvalCaseResult) string {
