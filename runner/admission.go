@@ -349,6 +349,7 @@ func (r *Runner) newRun(ctx context.Context, key store.SessionKey, req Request, 
 	rec := runrec.Pending(r.newRunID(), key, r.now())
 	rec.RequestId, rec.RequestDigest = req.RequestID, digest
 	rec.MultitaskStrategy, rec.OnDisconnect = req.Strategy, req.OnDisconnect
+	rec.EvalRunId = req.EvalRunID
 	rec.Input = runrec.ConfigOnly(req.input())
 	rec.Webhook = req.Webhook
 	if rec.Webhook == nil {

@@ -38,6 +38,7 @@ var importRules = map[string][]string{
 	"runner/agent/remotea2a":               {msgs, "runner/agent"},
 	"runner/agent/remotea2a/remotea2atest": {},
 	"runner/apps":                          {msgs, "runner", "runner/agent", "runner/agent/llmagent", "runner/agent/remotea2a", "runner/agent/workflow", "runner/memory", "runner/model", "runner/plugin", "runner/schedule", "runner/tool", "runner/tool/builtin", "runner/tool/mcptool", "store"},
+	"runner/eval":                          {msgs, "runner/model"},
 	"runner/memory":                        {msgs, "store"},
 	"runner/webhook":                       {msgs, "store"},
 	"runner/schedule":                      {msgs, "store"},
@@ -85,7 +86,7 @@ var importRules = map[string][]string{
 	"server": {msgs, svcs, "runner", "runner/apps", "runner/memory", "runner/schedule", "server/auth", "server/internal/front"},
 	// The front desk: what every protocol checks before a call reaches a
 	// store or a runner. It never imports server.
-	"server/internal/front": {msgs, svcs, "runner", "runner/agent", "runner/memory", "runner/runtrace", "runner/schedule", "server/auth", "store"},
+	"server/internal/front": {msgs, svcs, "runner", "runner/agent", "runner/eval", "runner/memory", "runner/model", "runner/runtrace", "runner/schedule", "server/auth", "store"},
 	// A2A sits beside the gRPC services on the desk.
 	"server/a2a": {msgs, svcs, "runner", "server/auth", "server/internal/front", "store"},
 	// The operator's RPCs are given what they need as small interfaces.

@@ -46,6 +46,9 @@ type Request struct {
 	// ScheduleID names the schedule that started the run; its record
 	// says so (Run.schedule_id).
 	ScheduleID string
+	// EvalRunID names the evaluation the run answers a turn of; it goes
+	// into the run's record (Run.eval_run_id). Empty for other runs.
+	EvalRunID string
 }
 
 // input is the payload a request_id covers.

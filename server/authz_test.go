@@ -128,7 +128,7 @@ func streamErr(s grpc.ServerStreamingClient[servicev1.RunResponse], err error) e
 
 // matrixCases call every RPC that touches a user's data.
 func matrixCases() []rpcCase {
-	return append(append(sessionCases(), runnerCases()...), scheduleCases()...)
+	return append(append(append(sessionCases(), runnerCases()...), scheduleCases()...), evalCases()...)
 }
 
 // sessionCases are the matrix cases of SessionService and ArtifactService.

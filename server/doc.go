@@ -1,6 +1,6 @@
 // Package server serves agentrunner over gRPC: SessionService,
-// ArtifactService, RunnerService, MemoryService and UsageService, plus the
-// standard health and reflection services.
+// ArtifactService, RunnerService, MemoryService, UsageService and
+// EvalService, plus the standard health and reflection services.
 //
 // The services are thin: each embeds the front desk (package
 // server/internal/front), which validates every request (InvalidArgument

@@ -94,6 +94,10 @@ type Config struct {
 	// WebhookURL checks the webhook URL a StartRun names; nil refuses
 	// every webhook (see front.Config.WebhookURL).
 	WebhookURL func(url string) error
+	// JudgeModels returns the model of the apps file that a rubric-based
+	// criterion of EvalService names as its judge; nil refuses such
+	// criteria.
+	JudgeModels front.ModelLookup
 }
 
 // Server implements the agentrunner gRPC services, as thin adapters over
@@ -116,6 +120,7 @@ func New(cfg Config) *Server {
 		Memory:          cfg.Memory,
 		Limits:          cfg.Limits,
 		WebhookURL:      cfg.WebhookURL,
+		JudgeModels:     cfg.JudgeModels,
 	})}
 }
 
@@ -143,6 +148,7 @@ func ServiceNames() []string {
 		servicev1.MemoryService_ServiceDesc.ServiceName,
 		servicev1.UsageService_ServiceDesc.ServiceName,
 		servicev1.ScheduleService_ServiceDesc.ServiceName,
+		servicev1.EvalService_ServiceDesc.ServiceName,
 	}
 }
 
@@ -154,4 +160,5 @@ func (s *Server) Register(r grpc.ServiceRegistrar) {
 	servicev1.RegisterMemoryServiceServer(r, memoryService{Desk: s.desk})
 	servicev1.RegisterUsageServiceServer(r, usageService{Desk: s.desk})
 	servicev1.RegisterScheduleServiceServer(r, scheduleService{Desk: s.desk})
+	servicev1.RegisterEvalServiceServer(r, evalService{Desk: s.desk})
 }

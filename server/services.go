@@ -42,6 +42,11 @@ type scheduleService struct {
 	*front.Desk
 }
 
+type evalService struct {
+	servicev1.UnsafeEvalServiceServer
+	*front.Desk
+}
+
 type runnerService struct {
 	servicev1.UnsafeRunnerServiceServer
 	*front.Desk

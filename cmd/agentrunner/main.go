@@ -71,6 +71,8 @@ Usage:
   agentrunner schedules list|get|create|delete
                                             runs at cron times, with their last and next firing
   agentrunner bench [flags]                 load benchmark of a local server
+  agentrunner eval FILE [flags]             evaluate an app against ADK eval files (also list, show,
+                                            compare, save-session)
   agentrunner migrate [flags]               apply the store's migrations (bbolt file or PostgreSQL) and exit
   agentrunner backup --out FILE [flags]     a checked copy of a running (or stopped) bbolt store
   agentrunner reload [--addr HOST:PORT]     the running server reads its apps file again (as on SIGHUP)
@@ -110,6 +112,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return schedulesCommand(ctx, rest, stdout, stderr)
 	case "bench":
 		return bench.Main(ctx, rest, stdout, stderr)
+	case "eval":
+		return evalCommand(ctx, rest, stdout, stderr)
 	case "migrate":
 		return migrateCommand(ctx, rest, stdout, stderr)
 	case "backup":

@@ -361,6 +361,7 @@ func startRuns(ctx context.Context, f serveFlags, st store.Store, reg *apps.Regi
 		Limits:          f.limits,
 		MaxRequestBytes: f.maxRequest,
 		WebhookURL:      f.hooks.urlCheck(),
+		JudgeModels:     judgeModels(f.config, log),
 	})
 	gateClaims(reg, core.ClaimGate())
 	if err := recoverRuns(ctx, reg, log); err != nil {

@@ -219,9 +219,10 @@ func TestMemoryMigration(t *testing.T) {
 	}
 	// Back to schema 2: what 0003_memory adds, gone (empty: no session
 	// was in memory), and 0004_run_queue, 0005_runs_across, 0006_spend
-	// and 0007_spend_holds, 0008_webhook_outbox and 0009_schedules after it.
+	// and 0007_spend_holds, 0008_webhook_outbox, 0009_schedules and
+	// 0010_eval_runs after it.
 	_, err := s.Pool().Exec(t.Context(), `DROP TABLE memory_postings, memory_sessions, run_queue, spend, spend_holds, webhook_outbox,
-		schedules, schedule_state, schedule_fires;
+		schedules, schedule_state, schedule_fires, eval_runs;
 		DROP SEQUENCE run_queue_position;
 		DROP INDEX runs_by_user, runs_by_app;
 		ALTER TABLE runs DROP COLUMN status;
@@ -230,7 +231,7 @@ func TestMemoryMigration(t *testing.T) {
 		t.Fatal(err)
 	}
 	s2 := openURL(t, url)
-	if v, err := s2.SchemaVersion(t.Context()); err != nil || v != 9 {
+	if v, err := s2.SchemaVersion(t.Context()); err != nil || v != 10 {
 		t.Fatalf("schema version %d, %v", v, err)
 	}
 	if err := s2.IndexSession(t.Context(), k); err != nil {

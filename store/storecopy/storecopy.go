@@ -22,7 +22,8 @@
 //
 // Not copied: spend holds (budget reservations of model calls in flight,
 // which bbolt keeps in memory and which expire within minutes), session
-// leases and the PostgreSQL run queue (a server's live coordination).
+// leases and the PostgreSQL run queue (a server's live coordination),
+// and evaluation results (store.EvalRunStore, EvalService's records).
 // Stop the servers before a copy.
 package storecopy
 

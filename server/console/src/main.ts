@@ -11,6 +11,7 @@ import { sessionView } from "./views/session.js";
 import { runsView, runView } from "./views/runs.js";
 import { usageView } from "./views/usage.js";
 import { schedulesView } from "./views/schedules.js";
+import { evalsView, evalView } from "./views/evals.js";
 
 let current: AbortController | undefined;
 
@@ -48,8 +49,9 @@ function navLinks(): void {
     ["Runs", href("runs", { app, user }), "runs"],
     ["Usage", href("usage", { app, user }), "usage"],
     ["Schedules", href("schedules", { app, user }), "schedules"],
+    ["Evals", href("evals", { app, user }), "evals"],
   ];
-  const active = r.startsWith("runs") ? "runs" : r.startsWith("usage") ? "usage" : r.startsWith("schedules") ? "schedules" : r.includes("/sessions") ? "sessions" : "apps";
+  const active = r.startsWith("runs") ? "runs" : r.startsWith("usage") ? "usage" : r.startsWith("schedules") ? "schedules" : r.startsWith("evals") ? "evals" : r.includes("/sessions") ? "sessions" : "apps";
   replace(document.getElementById("nav-links")!, items.map(([label, to, key]) => {
     const a = link(to, label);
     a.id = `nav-${key}`;
@@ -81,6 +83,10 @@ async function render(): Promise<void> {
       await runView(view, signal, seg[1]);
     } else if (seg[0] === "runs") {
       await runsView(view, signal, q.get("app") ?? "", q.get("user") ?? rememberedUser(), q.get("all") === "1", q.get("status") ?? undefined, q.get("sort") ?? undefined);
+    } else if (seg[0] === "evals" && seg[1]) {
+      await evalView(view, signal, seg[1], q.get("app") ?? "", q.get("user") ?? rememberedUser());
+    } else if (seg[0] === "evals") {
+      await evalsView(view, signal, q.get("app") ?? "", q.get("user") ?? "");
     } else if (seg[0] === "usage") {
       await usageView(view, signal, q.get("app") ?? "", q.get("user") ?? "");
     } else if (seg[0] === "schedules") {

@@ -100,6 +100,9 @@ func MethodAccess() map[string]Access {
 		servicev1.ScheduleService_PauseSchedule_FullMethodName:  AccessSchedule,
 		servicev1.ScheduleService_ResumeSchedule_FullMethodName: AccessSchedule,
 		servicev1.ScheduleService_ListSchedules_FullMethodName:  AccessScoped,
+		servicev1.EvalService_RunEval_FullMethodName:      AccessScoped,
+		servicev1.EvalService_GetEvalRun_FullMethodName:   AccessScoped,
+		servicev1.EvalService_ListEvalRuns_FullMethodName: AccessScoped,
 	}
 	for _, name := range A2AMethods() {
 		m[name] = AccessA2A

@@ -85,6 +85,7 @@ type Config struct {
 	// allow list of hosts, runner/webhook.Allow.Check); nil refuses every
 	// webhook: the server calls none.
 	WebhookURL func(url string) error
+	JudgeModels     ModelLookup
 }
 
 // Desk is the front desk: every check a call passes before it reaches
@@ -106,6 +107,7 @@ type Desk struct {
 	limits     Limits
 	runs       *runLimiter
 	webhookURL func(url string) error
+	judges     ModelLookup
 }
 
 // New returns a Desk. It panics if cfg.Store is nil: that is a wiring
@@ -139,6 +141,7 @@ func New(cfg Config) *Desk {
 		limits:     limits,
 		runs:       newRunLimiter(limits),
 		webhookURL: cfg.WebhookURL,
+		judges:     cfg.JudgeModels,
 	}
 }
 

@@ -489,7 +489,10 @@ type Run struct {
 	Webhook *Webhook `protobuf:"bytes,25,opt,name=webhook,proto3" json:"webhook,omitempty"`
 	// The schedule that started the run (Schedule.schedule_id); empty for
 	// a run a caller started.
-	ScheduleId    string `protobuf:"bytes,26,opt,name=schedule_id,json=scheduleId,proto3" json:"schedule_id,omitempty"`
+	ScheduleId string `protobuf:"bytes,26,opt,name=schedule_id,json=scheduleId,proto3" json:"schedule_id,omitempty"`
+	// The evaluation (EvalService.RunEval, EvalRun.eval_run_id) the run
+	// answered a turn of; empty for a run that is no evaluation's.
+	EvalRunId     string `protobuf:"bytes,27,opt,name=eval_run_id,json=evalRunId,proto3" json:"eval_run_id,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -699,6 +702,13 @@ func (x *Run) GetScheduleId() string {
 	return ""
 }
 
+func (x *Run) GetEvalRunId() string {
+	if x != nil {
+		return x.EvalRunId
+	}
+	return ""
+}
+
 // RunInput is what a run was asked to do.
 type RunInput struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -776,7 +786,7 @@ const file_agentrunner_v1_run_proto_rawDesc = "" +
 	"\x06Status\x12\x12\n" +
 	"\x04code\x18\x01 \x01(\x05R\x04code\x12\x18\n" +
 	"\amessage\x18\x02 \x01(\tR\amessage\x12.\n" +
-	"\adetails\x18\x03 \x03(\v2\x14.google.protobuf.AnyR\adetails\"\xd9\t\n" +
+	"\adetails\x18\x03 \x03(\v2\x14.google.protobuf.AnyR\adetails\"\xf9\t\n" +
 	"\x03Run\x12\x15\n" +
 	"\x06run_id\x18\x01 \x01(\tR\x05runId\x12\x19\n" +
 	"\bapp_name\x18\x02 \x01(\tR\aappName\x12\x17\n" +
@@ -808,7 +818,8 @@ const file_agentrunner_v1_run_proto_rawDesc = "" +
 	"\x0econfig_version\x18\x18 \x01(\tR\rconfigVersion\x121\n" +
 	"\awebhook\x18\x19 \x01(\v2\x17.agentrunner.v1.WebhookR\awebhook\x12\x1f\n" +
 	"\vschedule_id\x18\x1a \x01(\tR\n" +
-	"scheduleId\x1a^\n" +
+	"scheduleId\x12\x1e\n" +
+	"\veval_run_id\x18\x1b \x01(\tR\tevalRunId\x1a^\n" +
 	"\x11UsageByAgentEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x123\n" +
 	"\x05value\x18\x02 \x01(\v2\x1d.agentrunner.v1.UsageMetadataR\x05value:\x028\x01\"\xb8\x01\n" +

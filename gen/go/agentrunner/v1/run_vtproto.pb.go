@@ -96,6 +96,7 @@ func (m *Run) CloneVT() *Run {
 	r.ConfigVersion = m.ConfigVersion
 	r.Webhook = m.Webhook.CloneVT()
 	r.ScheduleId = m.ScheduleId
+	r.EvalRunId = m.EvalRunId
 	if rhs := m.PendingCallIds; rhs != nil {
 		tmpContainer := make([]string, len(rhs))
 		copy(tmpContainer, rhs)
@@ -287,6 +288,15 @@ func (m *Run) MarshalToSizedBufferVT(dAtA []byte) (int, error) {
 	if m.unknownFields != nil {
 		i -= len(m.unknownFields)
 		copy(dAtA[i:], m.unknownFields)
+	}
+	if len(m.EvalRunId) > 0 {
+		i -= len(m.EvalRunId)
+		copy(dAtA[i:], m.EvalRunId)
+		i = protohelpers.EncodeVarint(dAtA, i, uint64(len(m.EvalRunId)))
+		i--
+		dAtA[i] = 0x1
+		i--
+		dAtA[i] = 0xda
 	}
 	if len(m.ScheduleId) > 0 {
 		i -= len(m.ScheduleId)
@@ -731,6 +741,10 @@ func (m *Run) SizeVT() (n int) {
 		n += 2 + l + protohelpers.SizeOfVarint(uint64(l))
 	}
 	l = len(m.ScheduleId)
+	if l > 0 {
+		n += 2 + l + protohelpers.SizeOfVarint(uint64(l))
+	}
+	l = len(m.EvalRunId)
 	if l > 0 {
 		n += 2 + l + protohelpers.SizeOfVarint(uint64(l))
 	}

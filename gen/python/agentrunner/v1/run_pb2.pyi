@@ -31,7 +31,7 @@ STREAMING_MODE_SSE: StreamingMode
 STREAMING_MODE_UNSPECIFIED: StreamingMode
 
 class Run(_message.Message):
-    __slots__ = ["app_name", "config_version", "continued_by_run_id", "cost", "create_time", "end_time", "error", "first_sequence", "input", "last_sequence", "multitask_strategy", "on_disconnect", "pending_call_ids", "request_digest", "request_id", "run_id", "schedule_id", "session_id", "start_time", "status", "total_tokens", "usage", "usage_by_agent", "user_id", "webhook"]
+    __slots__ = ["app_name", "config_version", "continued_by_run_id", "cost", "create_time", "end_time", "error", "eval_run_id", "first_sequence", "input", "last_sequence", "multitask_strategy", "on_disconnect", "pending_call_ids", "request_digest", "request_id", "run_id", "schedule_id", "session_id", "start_time", "status", "total_tokens", "usage", "usage_by_agent", "user_id", "webhook"]
     class UsageByAgentEntry(_message.Message):
         __slots__ = ["key", "value"]
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -46,6 +46,7 @@ class Run(_message.Message):
     CREATE_TIME_FIELD_NUMBER: _ClassVar[int]
     END_TIME_FIELD_NUMBER: _ClassVar[int]
     ERROR_FIELD_NUMBER: _ClassVar[int]
+    EVAL_RUN_ID_FIELD_NUMBER: _ClassVar[int]
     FIRST_SEQUENCE_FIELD_NUMBER: _ClassVar[int]
     INPUT_FIELD_NUMBER: _ClassVar[int]
     LAST_SEQUENCE_FIELD_NUMBER: _ClassVar[int]
@@ -71,6 +72,7 @@ class Run(_message.Message):
     create_time: _timestamp_pb2.Timestamp
     end_time: _timestamp_pb2.Timestamp
     error: Status
+    eval_run_id: str
     first_sequence: int
     input: RunInput
     last_sequence: int
@@ -89,7 +91,7 @@ class Run(_message.Message):
     usage_by_agent: _containers.MessageMap[str, _event_pb2.UsageMetadata]
     user_id: str
     webhook: _webhook_pb2.Webhook
-    def __init__(self, run_id: _Optional[str] = ..., app_name: _Optional[str] = ..., user_id: _Optional[str] = ..., session_id: _Optional[str] = ..., status: _Optional[_Union[RunStatus, str]] = ..., create_time: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., start_time: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., end_time: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., first_sequence: _Optional[int] = ..., last_sequence: _Optional[int] = ..., error: _Optional[_Union[Status, _Mapping]] = ..., request_id: _Optional[str] = ..., pending_call_ids: _Optional[_Iterable[str]] = ..., usage: _Optional[_Union[_event_pb2.UsageMetadata, _Mapping]] = ..., multitask_strategy: _Optional[_Union[MultitaskStrategy, str]] = ..., on_disconnect: _Optional[_Union[OnDisconnect, str]] = ..., input: _Optional[_Union[RunInput, _Mapping]] = ..., request_digest: _Optional[str] = ..., usage_by_agent: _Optional[_Mapping[str, _event_pb2.UsageMetadata]] = ..., continued_by_run_id: _Optional[str] = ..., cost: _Optional[_Union[_event_pb2.Cost, _Mapping]] = ..., total_tokens: _Optional[int] = ..., config_version: _Optional[str] = ..., webhook: _Optional[_Union[_webhook_pb2.Webhook, _Mapping]] = ..., schedule_id: _Optional[str] = ...) -> None: ...
+    def __init__(self, run_id: _Optional[str] = ..., app_name: _Optional[str] = ..., user_id: _Optional[str] = ..., session_id: _Optional[str] = ..., status: _Optional[_Union[RunStatus, str]] = ..., create_time: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., start_time: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., end_time: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., first_sequence: _Optional[int] = ..., last_sequence: _Optional[int] = ..., error: _Optional[_Union[Status, _Mapping]] = ..., request_id: _Optional[str] = ..., pending_call_ids: _Optional[_Iterable[str]] = ..., usage: _Optional[_Union[_event_pb2.UsageMetadata, _Mapping]] = ..., multitask_strategy: _Optional[_Union[MultitaskStrategy, str]] = ..., on_disconnect: _Optional[_Union[OnDisconnect, str]] = ..., input: _Optional[_Union[RunInput, _Mapping]] = ..., request_digest: _Optional[str] = ..., usage_by_agent: _Optional[_Mapping[str, _event_pb2.UsageMetadata]] = ..., continued_by_run_id: _Optional[str] = ..., cost: _Optional[_Union[_event_pb2.Cost, _Mapping]] = ..., total_tokens: _Optional[int] = ..., config_version: _Optional[str] = ..., webhook: _Optional[_Union[_webhook_pb2.Webhook, _Mapping]] = ..., schedule_id: _Optional[str] = ..., eval_run_id: _Optional[str] = ...) -> None: ...
 
 class RunConfig(_message.Message):
     __slots__ = ["max_llm_calls", "save_input_blobs_as_artifacts", "stream_user_event", "streaming_mode"]

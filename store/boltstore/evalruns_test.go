@@ -1,0 +1,15 @@
+package boltstore
+
+import (
+	"testing"
+
+	"github.com/agentrunner/agentrunner/store"
+	"github.com/agentrunner/agentrunner/store/storetest"
+)
+
+func TestEvalRunsConformance(t *testing.T) {
+	storetest.RunEvalRuns(t, func(t *testing.T) store.EvalRunStore {
+		s, _ := newTestStore(t, Options{})
+		return s
+	})
+}
