@@ -44,6 +44,9 @@ const (
 	// server/a2a picks the call's user and checks it with AuthorizeUser,
 	// and authorizes task ids as AccessRun does (RunApp).
 	AccessA2A
+	// AccessAdmin: admins only, as a method without an entry, but said
+	// (ListUsers, which lists every user of an app).
+	AccessAdmin
 )
 
 // MethodAccess is the access rule of every method the server registers,
@@ -52,13 +55,15 @@ const (
 // service added to Register needs its entries here.
 func MethodAccess() map[string]Access {
 	m := map[string]Access{
-		servicev1.SessionService_CreateSession_FullMethodName: AccessScoped,
-		servicev1.SessionService_GetSession_FullMethodName:    AccessScoped,
-		servicev1.SessionService_ListSessions_FullMethodName:  AccessScoped,
-		servicev1.SessionService_DeleteSession_FullMethodName: AccessScoped,
-		servicev1.SessionService_AppendEvent_FullMethodName:   AccessScoped,
-		servicev1.SessionService_ListEvents_FullMethodName:    AccessScoped,
-		servicev1.SessionService_ListToolCalls_FullMethodName: AccessScoped,
+		servicev1.SessionService_CreateSession_FullMethodName:   AccessScoped,
+		servicev1.SessionService_GetSession_FullMethodName:      AccessScoped,
+		servicev1.SessionService_ListSessions_FullMethodName:    AccessScoped,
+		servicev1.SessionService_DeleteSession_FullMethodName:   AccessScoped,
+		servicev1.SessionService_AppendEvent_FullMethodName:     AccessScoped,
+		servicev1.SessionService_ListEvents_FullMethodName:      AccessScoped,
+		servicev1.SessionService_ListToolCalls_FullMethodName:   AccessScoped,
+		servicev1.SessionService_GetStateHistory_FullMethodName: AccessScoped,
+		servicev1.SessionService_ListUsers_FullMethodName:       AccessAdmin,
 
 		servicev1.ArtifactService_SaveArtifact_FullMethodName:         AccessScoped,
 		servicev1.ArtifactService_LoadArtifact_FullMethodName:         AccessScoped,
@@ -190,7 +195,7 @@ func (a *authorizer) admit(ctx context.Context, method string) (context.Context,
 	if p == nil {
 		return ctx, a.deny(ctx, codes.Unauthenticated, "", method, reason)
 	}
-	if rule == 0 && !p.Admin {
+	if (rule == 0 || rule == AccessAdmin) && !p.Admin {
 		return ctx, a.deny(ctx, codes.PermissionDenied, p.Name, method, "the method has no access rule")
 	}
 	return context.WithValue(ctx, principalKey{}, p), nil
