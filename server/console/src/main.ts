@@ -2,6 +2,7 @@
 // index.html, see server/console), and one view at a time. A view gets an
 // AbortSignal that ends its polls and streams when one navigates away.
 import "./style.css";
+import "./look.css";
 import { probeAuth, rememberUser, rememberedUser, token, setToken } from "./api.js";
 import { h, replace } from "./dom.js";
 import { clearErrors, href, link, pathOf, route, segments, setNavigateHandler, showError } from "./ui.js";
@@ -10,6 +11,9 @@ import { sessionsView } from "./views/sessions.js";
 import { sessionView } from "./views/session.js";
 import { runsView, runView } from "./views/runs.js";
 import { usageView } from "./views/usage.js";
+import { usersView } from "./views/users.js";
+import { applyTheme, themeButton } from "./theme.js";
+import { installShortcuts } from "./shortcuts.js";
 
 let current: AbortController | undefined;
 
@@ -25,6 +29,7 @@ function layout(): void {
       h("div#nav-links"),
       h("label.user", "User", user),
       h("div#auth-state"),
+      h("div.nav-tools", themeButton(), h("button#shortcuts-help", { type: "button", title: "Keyboard shortcuts (?)", onclick: () => document.dispatchEvent(new KeyboardEvent("keydown", { key: "?" })) }, "?")),
     ),
     h("main",
       h("div#banner"),
@@ -46,8 +51,9 @@ function navLinks(): void {
     ["Sessions", app && user ? href(pathOf`apps/${app}/users/${user}/sessions`) : href("apps"), "sessions"],
     ["Runs", href("runs", { app, user }), "runs"],
     ["Usage", href("usage", { app, user }), "usage"],
+    ["Users", href("users", { app }), "users"],
   ];
-  const active = r.startsWith("runs") ? "runs" : r.startsWith("usage") ? "usage" : r.includes("/sessions") ? "sessions" : "apps";
+  const active = r.startsWith("runs") ? "runs" : r.startsWith("usage") ? "usage" : r.startsWith("users") ? "users" : r.includes("/sessions") ? "sessions" : "apps";
   replace(document.getElementById("nav-links")!, items.map(([label, to, key]) => {
     const a = link(to, label);
     a.id = `nav-${key}`;
@@ -79,6 +85,8 @@ async function render(): Promise<void> {
       await runView(view, signal, seg[1]);
     } else if (seg[0] === "runs") {
       await runsView(view, signal, q.get("app") ?? "", q.get("user") ?? rememberedUser(), q.get("all") === "1");
+    } else if (seg[0] === "users") {
+      await usersView(view, signal, q.get("app") ?? "");
     } else if (seg[0] === "usage") {
       await usageView(view, signal, q.get("app") ?? "", q.get("user") ?? "");
     } else {
@@ -110,7 +118,9 @@ async function banner(): Promise<void> {
   }
 }
 
+applyTheme();
 layout();
+installShortcuts();
 setNavigateHandler(() => void render());
 window.addEventListener("popstate", () => void render());
 void banner();
