@@ -59,6 +59,7 @@ class Chat {
   cache = new Map<number, PEvent>();
   loading = new Set<number>(); // pages in flight
   newest = 0n;
+  picked = 0; // the event the inspector shows marked
   stream: Stream | undefined;
   stopping = ""; // the run Stop cancelled, while its stream ends
   active: Run | undefined; // the session's active run, as last seen
@@ -78,7 +79,10 @@ class Chat {
 
   card(seq: number): HTMLElement | null {
     const ev = this.cache.get(seq);
-    return ev ? eventCard(ev, this.pairs, this.statusOf, this.ctx.path) : null;
+    if (!ev) return null;
+    const c = eventCard(ev, this.pairs, this.statusOf, this.ctx.path);
+    if (seq === this.picked) c.classList.add("picked");
+    return c;
   }
 
   line(seq: number): HTMLElement | null {
@@ -89,9 +93,10 @@ class Chat {
   // inspect shows event seq in the inspector, marked.
   inspect(seq: number): void {
     this.root.querySelector(".split")?.setAttribute("data-pane", "inspector");
-    this.tl.scrollToSeq(seq);
+    this.picked = seq;
     for (const el of this.timeline.querySelectorAll(".event.picked")) el.classList.remove("picked");
     this.timeline.querySelector(`article[data-seq="${seq}"]`)?.classList.add("picked");
+    this.tl.scrollToSeq(seq);
   }
 
   async start(): Promise<void> {

@@ -13,7 +13,8 @@ import { rpcButton } from "../rpc.js";
 type Ctx = { app: string; user: string; sid: string };
 
 // value turns a google.protobuf.Value as the generated code holds it
-// (a oneof) into JSON; undefined is no value.
+// (a oneof) into JSON; undefined is no value. An old_value of null is no
+// value too: over JSON an unset Value field and a null one look alike.
 function value(v: Value | undefined): JsonValue | undefined {
   if (!v) return undefined;
   const k = v.kind;
@@ -61,7 +62,7 @@ export async function stateHistory(root: HTMLElement, signal: AbortSignal, ctx: 
     h("td", link(href(session, { seq: String(c.sequence) }), `#${c.sequence}`)),
     h("td", h("b", c.author), c.invocationId ? h("div.hint", c.invocationId) : null),
     h("td.hint", fmtTime(date(c.time))),
-    h("td", diff(value(c.oldValue), value(c.newValue))));
+    h("td", diff(value(c.oldValue) ?? undefined, value(c.newValue))));
   let next = "";
   const load = async () => {
     // A page may hold no change and a token: the server examines a

@@ -1141,7 +1141,8 @@ type StateChange struct {
 	// Its timestamp.
 	Time *timestamppb.Timestamp `protobuf:"bytes,5,opt,name=time,proto3" json:"time,omitempty"`
 	// The value before the event; unset when no earlier event of the
-	// session set the key (or the last one deleted it).
+	// session set the key or the last one deleted it (over JSON, where an
+	// unset Value and a null one look alike, null means the same).
 	OldValue *structpb.Value `protobuf:"bytes,6,opt,name=old_value,json=oldValue,proto3" json:"old_value,omitempty"`
 	// The value the event set; a null value is a deletion.
 	NewValue      *structpb.Value `protobuf:"bytes,7,opt,name=new_value,json=newValue,proto3" json:"new_value,omitempty"`

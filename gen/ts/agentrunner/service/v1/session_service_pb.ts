@@ -691,7 +691,8 @@ export type StateChange = Message<"agentrunner.service.v1.StateChange"> & {
 
   /**
    * The value before the event; unset when no earlier event of the
-   * session set the key (or the last one deleted it).
+   * session set the key or the last one deleted it (over JSON, where an
+   * unset Value and a null one look alike, null means the same).
    *
    * @generated from field: google.protobuf.Value old_value = 6;
    */
