@@ -16,7 +16,7 @@ import type { Event as PEvent } from "../../../../gen/ts/agentrunner/v1/event_pb
 import type { FunctionCall, Part } from "../../../../gen/ts/agentrunner/v1/content_pb.js";
 import type { ToolInfo } from "../../../../gen/ts/agentrunner/v1/agent_pb.js";
 import { OnDisconnect, RunStatus, StreamingMode, type Run } from "../../../../gen/ts/agentrunner/v1/run_pb.js";
-import { activeStatuses, date, errCode, errText, isActive, runner, sessions, statusName, tryOpenStream, shortId } from "../api.js";
+import { activeStatuses, date, errCode, errText, isActive, pages, runner, sessions, statusName, tryOpenStream, shortId } from "../api.js";
 import { h, replace } from "../dom.js";
 import { showError } from "../ui.js";
 import { rpcButton } from "../rpc.js";
@@ -198,14 +198,14 @@ class Chat {
   async loadPage(p: number, first: number, last: number): Promise<void> {
     const { app, user, sid } = this.ctx;
     try {
-      const resp = await sessions.listEvents({ appName: app, userId: user, sessionId: sid, pageSize, afterSequence: BigInt(first - 1) }, { signal: this.signal });
+      const resp = await pages.listEvents({ appName: app, userId: user, sessionId: sid, pageSize, afterSequence: BigInt(first - 1) }, { signal: this.signal });
       for (const ev of resp.events) {
         this.cache.set(Number(ev.sequence), ev);
         this.pairs.note(ev);
       }
       this.evict();
-      this.tl.refresh(first, last);
-      this.cv.refresh(first, last);
+      this.tl.refresh(first, last, true);
+      this.cv.refresh(first, last, true);
     } catch (e) {
       if (!this.signal.aborted) showError(e);
     } finally {

@@ -152,10 +152,10 @@ export class VList {
   }
 
   // refresh draws again the rows of [from, to] that are in the page
-  // (their events loaded, or changed).
-  refresh(from = 1, to = this.count): void {
+  // (their events changed), or only those that waited for their event.
+  refresh(from = 1, to = this.count, onlyLoading = false): void {
     for (const [seq, row] of this.rows) {
-      if (seq >= from && seq <= to) this.fill(seq, row);
+      if (seq >= from && seq <= to && (!onlyLoading || row.classList.contains("vrow-loading"))) this.fill(seq, row);
     }
     this.schedule();
   }
@@ -250,8 +250,11 @@ export class VList {
       }
       if (row.classList.contains("vrow-loading")) missing = missing ? [Math.min(missing[0], seq), Math.max(missing[1], seq)] : [seq, seq];
     }
-    for (const [seq, row] of fresh) this.measure(seq, row);
+    let moved = false;
+    for (const [seq, row] of fresh) moved = this.measure(seq, row) || moved;
     this.layout(anchor);
+    if (moved) this.schedule(); // measured rows may leave part of the view undrawn
+    this.el.dataset.top = String(this.seqAt(this.el.scrollTop)); // what is in view, for tests
     if (missing) this.o.need(missing[0], missing[1]);
   }
 }
