@@ -7,6 +7,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -124,9 +125,25 @@ func TestConsoleSearch(t *testing.T) {
 		p.wait("the hit in the timeline", fmt.Sprintf(`document.querySelector('#timeline article#ev-%d.picked')`, seq), 20*time.Second)
 	}
 	find("text", func() { p.fill("#search-text", "NEEDLE") }, needle)
-	p.shot("search")
+	viewShot(p, "search")
 	find("tool", func() { p.fill("#search-text", ""); p.fill("#search-function", "lookup_order") }, call)
 	find("error", func() { p.fill("#search-function", ""); p.click("#search-errors") }, failed)
+}
+
+// viewShot is tab.shot of the window only: a full-page screenshot
+// resizes the window to the page, which moves scrolled lists.
+func viewShot(p *tab, name string) {
+	p.t.Helper()
+	if os.Getenv("CONSOLE_SCREENSHOTS") != "1" {
+		return
+	}
+	png, err := chromedp.Run(p.ctx, chromedp.CaptureScreenshot())
+	if err != nil {
+		p.t.Fatalf("screenshot: %v", err)
+	}
+	if err := os.WriteFile(filepath.Join("..", "..", "docs", "console", name+".png"), png, 0o644); err != nil {
+		p.t.Fatal(err)
+	}
 }
 
 // TestConsoleStateHistory: a state key's history lists each event that

@@ -93,7 +93,9 @@ export class VList {
   private rows = new Map<number, HTMLElement>(); // drawn rows by seq
   private ro: ResizeObserver;
   private frame = 0;
+  private gone = new AbortController();
   private stick = true; // at the newest end: new events stay in view
+  private pin = 0; // an event scrollToSeq brought to the top, kept there until one scrolls
   count = 0;
 
   constructor(readonly el: HTMLElement, private o: VListOpts) {
@@ -104,18 +106,27 @@ export class VList {
     this.ro = new ResizeObserver((es) => {
       let changed = false;
       for (const e of es) {
+        if (e.target === this.el) {
+          changed = true; // the view itself grew or shrank
+          continue;
+        }
         const seq = Number((e.target as HTMLElement).dataset.vseq);
         if (this.rows.get(seq) === e.target) changed = this.measure(seq, e.target as HTMLElement) || changed;
       }
       if (changed) this.schedule();
     });
+    this.ro.observe(el);
+    const unpin = () => (this.pin = 0);
+    for (const t of ["wheel", "touchstart", "mousedown"]) el.addEventListener(t, unpin, { passive: true });
+    document.addEventListener("keydown", unpin, { capture: true, passive: true, signal: this.gone.signal });
     el.addEventListener("scroll", () => {
-      this.stick = this.atNewestEnd();
+      this.stick = !this.pin && this.atNewestEnd();
       this.schedule();
     }, { passive: true });
   }
 
   destroy(): void {
+    this.gone.abort();
     this.ro.disconnect();
     cancelAnimationFrame(this.frame);
   }
@@ -164,6 +175,7 @@ export class VList {
   scrollToSeq(seq: number): void {
     if (seq < 1 || seq > this.count) return;
     this.stick = false;
+    this.pin = seq;
     this.el.scrollTop = this.top(seq);
     this.update();
     this.el.scrollTop = this.top(seq);
@@ -172,6 +184,7 @@ export class VList {
 
   scrollToNewest(): void {
     this.stick = true;
+    this.pin = 0;
     this.el.scrollTop = this.o.order === "newest-first" ? 0 : this.total();
     this.update();
   }
@@ -191,6 +204,7 @@ export class VList {
   }
 
   private anchor(): { seq: number; off: number } | undefined {
+    if (this.pin) return { seq: this.pin, off: 0 };
     if (this.stick || this.count === 0) return undefined;
     const seq = this.seqAt(this.el.scrollTop);
     return { seq, off: this.top(seq) - this.el.scrollTop };
