@@ -94,6 +94,7 @@ export class VList {
   private ro: ResizeObserver;
   private frame = 0;
   private gone = new AbortController();
+  private scrolled = false;
   private stick = true; // at the newest end: new events stay in view
   private pin = 0; // an event scrollToSeq brought to the top, kept there until one scrolls
   count = 0;
@@ -119,8 +120,11 @@ export class VList {
     const unpin = () => (this.pin = 0);
     for (const t of ["wheel", "touchstart", "mousedown"]) el.addEventListener(t, unpin, { passive: true });
     document.addEventListener("keydown", unpin, { capture: true, passive: true, signal: this.gone.signal });
+    // A scroll only marks the list: its position is read in the next
+    // frame's update, with the layout that reads anyway, not in the
+    // handler, where the read would force one.
     el.addEventListener("scroll", () => {
-      this.stick = !this.pin && this.atNewestEnd();
+      this.scrolled = true;
       this.schedule();
     }, { passive: true });
   }
@@ -156,6 +160,7 @@ export class VList {
   // end). One at that end stays there; anyone else keeps their place.
   setCount(count: number): void {
     if (count <= this.count) return;
+    this.syncStick();
     const anchor = this.anchor();
     this.tree.grow(count, this.o.estimate);
     this.count = count;
@@ -203,6 +208,12 @@ export class VList {
     });
   }
 
+  private syncStick(): void {
+    if (!this.scrolled) return;
+    this.scrolled = false;
+    this.stick = !this.pin && this.atNewestEnd();
+  }
+
   private anchor(): { seq: number; off: number } | undefined {
     if (this.pin) return { seq: this.pin, off: 0 };
     if (this.stick || this.count === 0) return undefined;
@@ -236,6 +247,7 @@ export class VList {
       this.inner.style.height = "0px";
       return;
     }
+    this.syncStick();
     const anchor = this.anchor();
     const m = this.o.margin ?? 600;
     const view = this.el.clientHeight || 600;
