@@ -269,7 +269,7 @@ class Chat {
   // how many, and whether more are stored.
   async fetchNewer(): Promise<[PEvent[], boolean]> {
     const { app, user, sid } = this.ctx;
-    const resp = await sessions.listEvents({ appName: app, userId: user, sessionId: sid, pageSize: 200, afterSequence: this.newest }, { signal: this.signal });
+    const resp = await pages.listEvents({ appName: app, userId: user, sessionId: sid, pageSize: 200, afterSequence: this.newest }, { signal: this.signal });
     const fresh = resp.events.filter((e) => e.sequence > this.newest);
     this.addNewer(fresh);
     return [fresh, resp.nextPageToken !== ""];
