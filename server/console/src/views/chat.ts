@@ -362,7 +362,9 @@ class Chat {
         this.live.querySelector(".live-head .tag")?.replaceWith(h("span.tag.warn", "stopped"));
         this.live.querySelector("#live-text")?.classList.remove("streaming");
         const [fresh] = await this.fetchNewer();
-        if (fresh.some((e) => e.interrupted)) this.live.replaceChildren();
+        // The stored stop event now shows what was said; a run that ended
+        // on its own before the cancel stored its whole answer instead.
+        if (fresh.some((e) => e.interrupted) || this.statuses.get(this.stopping) !== RunStatus.CANCELLED) this.live.replaceChildren();
         this.stopping = "";
       } else {
         this.live.replaceChildren();
