@@ -170,6 +170,10 @@ func sessionCases() []rpcCase {
 			_, err := e.sessions.RewindSession(ctx, &servicev1.RewindSessionRequest{AppName: f.app, UserId: f.user, SessionId: f.session, BeforeInvocationId: f.run})
 			return err
 		}},
+		{method: servicev1.SessionService_GetStateHistory_FullMethodName, call: func(ctx context.Context, e *env, f fixture) error {
+			_, err := e.sessions.GetStateHistory(ctx, &servicev1.GetStateHistoryRequest{AppName: f.app, UserId: f.user, SessionId: f.session, Key: "k"})
+			return err
+		}},
 		{method: servicev1.ArtifactService_SaveArtifact_FullMethodName, call: func(ctx context.Context, e *env, f fixture) error {
 			_, err := e.artifacts.SaveArtifact(ctx, &servicev1.SaveArtifactRequest{AppName: f.app, UserId: f.user, SessionId: f.session, Filename: "other.txt", Artifact: text("y").GetParts()[0]})
 			return err

@@ -2,6 +2,7 @@
 // index.html, see server/console), and one view at a time. A view gets an
 // AbortSignal that ends its polls and streams when one navigates away.
 import "./style.css";
+import "./look.css";
 import { probeAuth, rememberUser, rememberedUser, token, setToken } from "./api.js";
 import { h, replace } from "./dom.js";
 import { clearErrors, href, link, pathOf, route, segments, setNavigateHandler, showError } from "./ui.js";
@@ -12,6 +13,9 @@ import { runsView, runView } from "./views/runs.js";
 import { usageView } from "./views/usage.js";
 import { schedulesView } from "./views/schedules.js";
 import { evalsView, evalView } from "./views/evals.js";
+import { usersView } from "./views/users.js";
+import { applyTheme, themeButton } from "./theme.js";
+import { installShortcuts } from "./shortcuts.js";
 
 let current: AbortController | undefined;
 
@@ -27,6 +31,7 @@ function layout(): void {
       h("div#nav-links"),
       h("label.user", "User", user),
       h("div#auth-state"),
+      h("div.nav-tools", themeButton(), h("button#shortcuts-help", { type: "button", title: "Keyboard shortcuts (?)", onclick: () => document.dispatchEvent(new KeyboardEvent("keydown", { key: "?" })) }, "?")),
     ),
     h("main",
       h("div#banner"),
@@ -50,8 +55,9 @@ function navLinks(): void {
     ["Usage", href("usage", { app, user }), "usage"],
     ["Schedules", href("schedules", { app, user }), "schedules"],
     ["Evals", href("evals", { app, user }), "evals"],
+    ["Users", href("users", { app }), "users"],
   ];
-  const active = r.startsWith("runs") ? "runs" : r.startsWith("usage") ? "usage" : r.startsWith("schedules") ? "schedules" : r.startsWith("evals") ? "evals" : r.includes("/sessions") ? "sessions" : "apps";
+  const active = r.startsWith("runs") ? "runs" : r.startsWith("usage") ? "usage" : r.startsWith("schedules") ? "schedules" : r.startsWith("evals") ? "evals" : r.startsWith("users") ? "users" : r.includes("/sessions") ? "sessions" : "apps";
   replace(document.getElementById("nav-links")!, items.map(([label, to, key]) => {
     const a = link(to, label);
     a.id = `nav-${key}`;
@@ -87,6 +93,8 @@ async function render(): Promise<void> {
       await evalView(view, signal, seg[1], q.get("app") ?? "", q.get("user") ?? rememberedUser());
     } else if (seg[0] === "evals") {
       await evalsView(view, signal, q.get("app") ?? "", q.get("user") ?? "");
+    } else if (seg[0] === "users") {
+      await usersView(view, signal, q.get("app") ?? "");
     } else if (seg[0] === "usage") {
       await usageView(view, signal, q.get("app") ?? "", q.get("user") ?? "");
     } else if (seg[0] === "schedules") {
@@ -120,7 +128,9 @@ async function banner(): Promise<void> {
   }
 }
 
+applyTheme();
 layout();
+installShortcuts();
 setNavigateHandler(() => void render());
 window.addEventListener("popstate", () => void render());
 void banner();

@@ -49,6 +49,10 @@ const (
 	// as its owner, answering PermissionDenied alike for a schedule that
 	// is missing and one that is someone else's.
 	AccessSchedule
+
+	// AccessAdmin: admins only, as a method without an entry, but said
+	// (ListUsers, which lists every user of an app).
+	AccessAdmin
 )
 
 // MethodAccess is the access rule of every method the server registers,
@@ -57,13 +61,15 @@ const (
 // service added to Register needs its entries here.
 func MethodAccess() map[string]Access {
 	m := map[string]Access{
-		servicev1.SessionService_CreateSession_FullMethodName: AccessScoped,
-		servicev1.SessionService_GetSession_FullMethodName:    AccessScoped,
-		servicev1.SessionService_ListSessions_FullMethodName:  AccessScoped,
-		servicev1.SessionService_DeleteSession_FullMethodName: AccessScoped,
-		servicev1.SessionService_AppendEvent_FullMethodName:   AccessScoped,
-		servicev1.SessionService_ListEvents_FullMethodName:    AccessScoped,
-		servicev1.SessionService_ListToolCalls_FullMethodName: AccessScoped,
+		servicev1.SessionService_CreateSession_FullMethodName:   AccessScoped,
+		servicev1.SessionService_GetSession_FullMethodName:      AccessScoped,
+		servicev1.SessionService_ListSessions_FullMethodName:    AccessScoped,
+		servicev1.SessionService_DeleteSession_FullMethodName:   AccessScoped,
+		servicev1.SessionService_AppendEvent_FullMethodName:     AccessScoped,
+		servicev1.SessionService_ListEvents_FullMethodName:      AccessScoped,
+		servicev1.SessionService_ListToolCalls_FullMethodName:   AccessScoped,
+		servicev1.SessionService_GetStateHistory_FullMethodName: AccessScoped,
+		servicev1.SessionService_ListUsers_FullMethodName:       AccessAdmin,
 		// A fork into another user (new_user_id) is admin-only (scope).
 		servicev1.SessionService_ForkSession_FullMethodName:   AccessScoped,
 		servicev1.SessionService_RewindSession_FullMethodName: AccessScoped,
@@ -100,9 +106,9 @@ func MethodAccess() map[string]Access {
 		servicev1.ScheduleService_PauseSchedule_FullMethodName:  AccessSchedule,
 		servicev1.ScheduleService_ResumeSchedule_FullMethodName: AccessSchedule,
 		servicev1.ScheduleService_ListSchedules_FullMethodName:  AccessScoped,
-		servicev1.EvalService_RunEval_FullMethodName:      AccessScoped,
-		servicev1.EvalService_GetEvalRun_FullMethodName:   AccessScoped,
-		servicev1.EvalService_ListEvalRuns_FullMethodName: AccessScoped,
+		servicev1.EvalService_RunEval_FullMethodName:            AccessScoped,
+		servicev1.EvalService_GetEvalRun_FullMethodName:         AccessScoped,
+		servicev1.EvalService_ListEvalRuns_FullMethodName:       AccessScoped,
 	}
 	for _, name := range A2AMethods() {
 		m[name] = AccessA2A
@@ -212,7 +218,7 @@ func (a *authorizer) admit(ctx context.Context, method string) (context.Context,
 	if p == nil {
 		return ctx, a.deny(ctx, codes.Unauthenticated, "", method, reason)
 	}
-	if rule == 0 && !p.Admin {
+	if (rule == 0 || rule == AccessAdmin) && !p.Admin {
 		return ctx, a.deny(ctx, codes.PermissionDenied, p.Name, method, "the method has no access rule")
 	}
 	return context.WithValue(ctx, principalKey{}, p), nil

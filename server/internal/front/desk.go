@@ -84,8 +84,8 @@ type Config struct {
 	// WebhookURL checks the webhook URL a StartRun names (the server's
 	// allow list of hosts, runner/webhook.Allow.Check); nil refuses every
 	// webhook: the server calls none.
-	WebhookURL func(url string) error
-	JudgeModels     ModelLookup
+	WebhookURL  func(url string) error
+	JudgeModels ModelLookup
 }
 
 // Desk is the front desk: every check a call passes before it reaches

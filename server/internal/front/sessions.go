@@ -165,6 +165,12 @@ func (d *Desk) ListEvents(ctx context.Context, req *servicev1.ListEventsRequest)
 		return nil, err
 	}
 	f := store.EventFilter{AfterSequence: req.GetAfterSequence(), AfterTime: after}
+	if q := queryOf(req); q.set() {
+		if err := q.validate(); err != nil {
+			return nil, err
+		}
+		return d.searchEvents(ctx, k, req, q, f)
+	}
 	events, next, err := d.store.ListEvents(ctx, k, f, page(req, d.maxMsg))
 	if err != nil {
 		return nil, d.toStatus(ctx, err)

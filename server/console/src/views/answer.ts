@@ -3,7 +3,8 @@
 // {"confirmed": true|false}. A client-executed tool gets its arguments laid
 // out by the tool's JSON schema (names, types, descriptions) and a result
 // form: fields, or raw JSON. ToolInfo has no schema for results, so the
-// fields start from a "result" key the user can rename or add to.
+// fields start from a "result" key the user can rename or add to; a
+// JSON object pasted there is the whole result.
 import type { JsonObject, JsonValue } from "@bufbuild/protobuf";
 import type { FunctionCall } from "../../../../gen/ts/agentrunner/v1/content_pb.js";
 import type { ToolInfo } from "../../../../gen/ts/agentrunner/v1/agent_pb.js";
@@ -56,6 +57,10 @@ function parseValue(s: string): JsonValue {
   }
 }
 
+function isObject(v: JsonValue): v is JsonObject {
+  return v !== null && typeof v === "object" && !Array.isArray(v);
+}
+
 function toolForm(fc: FunctionCall, tool: ToolInfo | undefined, done: (a: Answer) => void): HTMLElement {
   const schema = tool?.parameters as Schema | undefined;
   const rows = h("div.kv-rows");
@@ -88,10 +93,12 @@ function toolForm(fc: FunctionCall, tool: ToolInfo | undefined, done: (a: Answer
         return;
       }
     } else {
-      for (const row of rows.querySelectorAll(".kv")) {
-        const k = (row.querySelector(".kv-key") as HTMLInputElement).value.trim();
-        if (k) response[k] = parseValue((row.querySelector(".kv-value") as HTMLInputElement).value);
-      }
+      const kvs = Array.from(rows.querySelectorAll(".kv"), (row) => [(row.querySelector(".kv-key") as HTMLInputElement).value.trim(), parseValue((row.querySelector(".kv-value") as HTMLInputElement).value)] as const);
+      const [only] = kvs;
+      // A JSON object pasted into the one field the form starts with is
+      // the whole result, not a value under "result".
+      if (kvs.length === 1 && only[0] === "result" && isObject(only[1])) response = only[1];
+      else for (const [k, v] of kvs) if (k) response[k] = v;
     }
     box.replaceChildren(h("p.hint", "Result given: ", h("code", JSON.stringify(response))));
     done({ response });

@@ -10,6 +10,7 @@ import { date, fmtCost, fmtTokens, statusName, shortId } from "../api.js";
 import { blobImage, fmtTime, h, json, replace } from "../dom.js";
 import { href, link, pathOf } from "../ui.js";
 import { eventTools } from "../fork.js";
+import { copyButton, rawJson } from "../copy.js";
 
 // Calls and responses seen so far, by call id, so a response stored in a
 // later event lands beside its call.
@@ -56,7 +57,7 @@ function part(p: Part, ev: Event, pairs: Pairs): HTMLElement | null {
       const fr = pairs.responses.get(fc.id);
       return h("div.call", { "data-call": fc.id },
         h("div", h("div.label", "call ", h("code", fc.name), waits ? h("span.tag.warn", "waits for the caller") : null, h("span.hint", " ", fc.id)),
-          h("pre", json(fc.args ?? {}))),
+          h("pre", json(fc.args ?? {})), copyButton(() => json(fc.args ?? {}), "Copy args")),
         h("div.resp", fr ? responseBody(fr) : h("div.hint", waits ? "no answer yet" : "…")));
     }
     case "functionResponse": {
@@ -107,7 +108,7 @@ export function eventCard(ev: Event, pairs: Pairs, runStatus: (runId: string) =>
     (ev.content?.parts ?? []).map((p) => part(p, ev, pairs)),
     actions(ev, sessionPath),
     eventTools(ev),
-    h("details.raw", h("summary", "raw JSON"), h("pre", json(toJson(EventSchema, ev)))),
+    rawJson(() => json(toJson(EventSchema, ev))),
   );
 }
 

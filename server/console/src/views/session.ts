@@ -18,6 +18,7 @@ import { rpcButton } from "../rpc.js";
 import { chatTab } from "./chat.js";
 import { exportSession } from "./sessions.js";
 import { forkedFrom } from "../fork.js";
+import { stateHistory } from "./history.js";
 
 const tabs = ["chat", "state", "artifacts", "tools", "usage"] as const;
 
@@ -37,6 +38,7 @@ export async function sessionView(root: HTMLElement, signal: AbortSignal, app: s
   const tools = new Map<string, ToolInfo>();
   collectTools(apps.apps.find((a) => a.name === app)?.rootAgent, tools);
   const body = h("div#tab-body");
+  const meta = headerMeta(signal, s.lastSequence, date(s.updateTime));
   replace(root,
     h("section.card.session-head",
       h("div.row.head",
@@ -45,7 +47,7 @@ export async function sessionView(root: HTMLElement, signal: AbortSignal, app: s
         h("span.usage#session-usage", fmtTokens(s.usage), s.cost ? ` · ${fmtCost(s.cost)}` : ""),
         h("button", { type: "button", onclick: () => exportSession(app, user, sid).catch((e) => showError(e)) }, "Export JSON"),
         rpcButton(SessionService, "getSession", GetSessionRequestSchema, () => ({ appName: app, userId: user, sessionId: sid, numRecentEvents: 50 }))),
-      h("div.hint", link(href(pathOf`apps/${app}/users/${user}/sessions`), `${app} / ${user}`), ` · ${s.lastSequence} events · updated ${fmtAge(date(s.updateTime))} ago`, forkedFrom(s)),
+      h("div.hint", link(href(pathOf`apps/${app}/users/${user}/sessions`), `${app} / ${user}`), meta.el, forkedFrom(s)),
       h("div.tabs", tabs.map((t) => {
         const a = link(href(t === "chat" ? path : `${path}/${t}`), t === "tools" ? "tool calls" : t);
         a.id = `tab-${t}`;
@@ -56,7 +58,7 @@ export async function sessionView(root: HTMLElement, signal: AbortSignal, app: s
   );
   switch (tab) {
     case "state":
-      return stateTab(body, app, user, sid, s);
+      return stateTab(body, signal, app, user, sid, s);
     case "artifacts":
       return artifactsTab(body, signal, app, user, sid);
     case "tools":
@@ -64,8 +66,26 @@ export async function sessionView(root: HTMLElement, signal: AbortSignal, app: s
     case "usage":
       return usageTab(body, signal, app, user, sid, s);
     default:
-      return chatTab(body, signal, { app, user, sid, path, lastSequence: s.lastSequence, tools });
+      return chatTab(body, signal, { app, user, sid, path, lastSequence: s.lastSequence, tools, progress: meta.set });
   }
+}
+
+// headerMeta is the header's "N events · updated T ago": the chat tells
+// it of each event it gets, and the age ticks.
+function headerMeta(signal: AbortSignal, last: bigint, at: Date | undefined) {
+  const el = h("span#session-meta");
+  const draw = () => { el.textContent = ` · ${last} event${last === 1n ? "" : "s"} · updated ${fmtAge(at)} ago`; };
+  draw();
+  const timer = setInterval(draw, 5000);
+  signal.addEventListener("abort", () => clearInterval(timer));
+  return {
+    el,
+    set: (n: bigint, t: Date | undefined) => {
+      if (n > last) last = n;
+      at = t && (!at || t > at) ? t : at ?? new Date();
+      draw();
+    },
+  };
 }
 
 function scopeOf(k: string): string {
@@ -83,7 +103,9 @@ function randomId(): string {
 // stateTab shows the merged state by scope and edits it the way the API
 // does: an event with a state_delta (AppendEvent), which the timeline then
 // shows like any other.
-function stateTab(root: HTMLElement, app: string, user: string, sid: string, s: Session): void {
+function stateTab(root: HTMLElement, signal: AbortSignal, app: string, user: string, sid: string, s: Session): void {
+  const history = h("div#state-history");
+  const showHistory = (k: string) => void stateHistory(history, signal, { app, user, sid }, k).catch((e) => showError(e));
   const state = (s.state ?? {}) as JsonObject;
   const key = h("input#state-key", { placeholder: "key (user:… and app:… are shared)", size: 30 }) as HTMLInputElement;
   const value = h("textarea#state-value", { rows: 3, placeholder: '"a JSON value"; null deletes the key' }) as HTMLTextAreaElement;
@@ -102,10 +124,12 @@ function stateTab(root: HTMLElement, app: string, user: string, sid: string, s: 
     return h("div.scope", h("h3", sc === "session" ? "Session" : sc === "user" ? `User (user: keys, every session of ${user})` : "App (app: keys, every user)"),
       keys.length ? h("table.state", keys.map((k) => h("tr", { "data-key": k },
         h("td", h("code", k)), h("td", h("pre", json(state[k]))),
-        h("td", h("button", { type: "button", onclick: () => { key.value = k; value.value = JSON.stringify(state[k]); key.focus(); } }, "Edit"))))) : h("p.hint", "empty"));
+        h("td.actions", h("button", { type: "button", onclick: () => { key.value = k; value.value = JSON.stringify(state[k]); key.focus(); } }, "Edit"),
+          h("button.history", { type: "button", onclick: () => showHistory(k) }, "History"))))) : h("p.hint", "empty"));
   });
   replace(root,
     section("State now", [], ...scopes),
+    history,
     section("Change state", [rpcButton(SessionService, "appendEvent", AppendEventRequestSchema, req)],
       h("form.stack", {
         onsubmit: async (e: Event) => {

@@ -1058,7 +1058,23 @@ type ListEventsRequest struct {
 	// When set, list only events whose timestamp is strictly after it,
 	// combined with after_sequence (both must hold). Unlike after_sequence
 	// it applies to every page: send it again with page_token.
-	AfterTime     *timestamppb.Timestamp `protobuf:"bytes,7,opt,name=after_time,json=afterTime,proto3" json:"after_time,omitempty"`
+	AfterTime *timestamppb.Timestamp `protobuf:"bytes,7,opt,name=after_time,json=afterTime,proto3" json:"after_time,omitempty"`
+	// When set, list only events whose text (text and thought parts, and
+	// the error message) holds this string, compared case-insensitively.
+	// Like every filter below it applies to every page: send it again with
+	// page_token, and a page_token from a listing with other filters is
+	// refused with INVALID_ARGUMENT.
+	Query string `protobuf:"bytes,8,opt,name=query,proto3" json:"query,omitempty"`
+	// When set, list only events by this author (an agent's name, or
+	// "user"), compared exactly.
+	Author string `protobuf:"bytes,9,opt,name=author,proto3" json:"author,omitempty"`
+	// When set, list only events that call a function (a tool) by this
+	// name or carry its response.
+	FunctionName string `protobuf:"bytes,10,opt,name=function_name,json=functionName,proto3" json:"function_name,omitempty"`
+	// When true, list only events with an error_code or an error_message.
+	ErrorsOnly bool `protobuf:"varint,11,opt,name=errors_only,json=errorsOnly,proto3" json:"errors_only,omitempty"`
+	// When set, list only the events of this run (their invocation_id).
+	RunId         string `protobuf:"bytes,12,opt,name=run_id,json=runId,proto3" json:"run_id,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1142,6 +1158,41 @@ func (x *ListEventsRequest) GetAfterTime() *timestamppb.Timestamp {
 	return nil
 }
 
+func (x *ListEventsRequest) GetQuery() string {
+	if x != nil {
+		return x.Query
+	}
+	return ""
+}
+
+func (x *ListEventsRequest) GetAuthor() string {
+	if x != nil {
+		return x.Author
+	}
+	return ""
+}
+
+func (x *ListEventsRequest) GetFunctionName() string {
+	if x != nil {
+		return x.FunctionName
+	}
+	return ""
+}
+
+func (x *ListEventsRequest) GetErrorsOnly() bool {
+	if x != nil {
+		return x.ErrorsOnly
+	}
+	return false
+}
+
+func (x *ListEventsRequest) GetRunId() string {
+	if x != nil {
+		return x.RunId
+	}
+	return ""
+}
+
 // ListEventsResponse is the output of ListEvents.
 type ListEventsResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -1195,6 +1246,440 @@ func (x *ListEventsResponse) GetNextPageToken() string {
 		return x.NextPageToken
 	}
 	return ""
+}
+
+// GetStateHistoryRequest is the input of GetStateHistory.
+type GetStateHistoryRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// App of the session. Required.
+	AppName string `protobuf:"bytes,1,opt,name=app_name,json=appName,proto3" json:"app_name,omitempty"`
+	// Owner of the session. Required.
+	UserId string `protobuf:"bytes,2,opt,name=user_id,json=userId,proto3" json:"user_id,omitempty"`
+	// Id of the session. Required.
+	SessionId string `protobuf:"bytes,3,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
+	// The state key, as in a state delta ("user:" and "app:" keys
+	// included). Required.
+	Key string `protobuf:"bytes,4,opt,name=key,proto3" json:"key,omitempty"`
+	// Maximum number of changes to return; 0 means 100, at most 1000.
+	PageSize int32 `protobuf:"varint,5,opt,name=page_size,json=pageSize,proto3" json:"page_size,omitempty"`
+	// Token from a previous response's next_page_token to continue.
+	PageToken     string `protobuf:"bytes,6,opt,name=page_token,json=pageToken,proto3" json:"page_token,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetStateHistoryRequest) Reset() {
+	*x = GetStateHistoryRequest{}
+	mi := &file_agentrunner_service_v1_session_service_proto_msgTypes[18]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetStateHistoryRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetStateHistoryRequest) ProtoMessage() {}
+
+func (x *GetStateHistoryRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_agentrunner_service_v1_session_service_proto_msgTypes[18]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetStateHistoryRequest.ProtoReflect.Descriptor instead.
+func (*GetStateHistoryRequest) Descriptor() ([]byte, []int) {
+	return file_agentrunner_service_v1_session_service_proto_rawDescGZIP(), []int{18}
+}
+
+func (x *GetStateHistoryRequest) GetAppName() string {
+	if x != nil {
+		return x.AppName
+	}
+	return ""
+}
+
+func (x *GetStateHistoryRequest) GetUserId() string {
+	if x != nil {
+		return x.UserId
+	}
+	return ""
+}
+
+func (x *GetStateHistoryRequest) GetSessionId() string {
+	if x != nil {
+		return x.SessionId
+	}
+	return ""
+}
+
+func (x *GetStateHistoryRequest) GetKey() string {
+	if x != nil {
+		return x.Key
+	}
+	return ""
+}
+
+func (x *GetStateHistoryRequest) GetPageSize() int32 {
+	if x != nil {
+		return x.PageSize
+	}
+	return 0
+}
+
+func (x *GetStateHistoryRequest) GetPageToken() string {
+	if x != nil {
+		return x.PageToken
+	}
+	return ""
+}
+
+// GetStateHistoryResponse is the output of GetStateHistory.
+type GetStateHistoryResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The changes of this page, oldest first.
+	Changes []*StateChange `protobuf:"bytes,1,rep,name=changes,proto3" json:"changes,omitempty"`
+	// Token for the next page; empty when every event has been examined.
+	NextPageToken string `protobuf:"bytes,2,opt,name=next_page_token,json=nextPageToken,proto3" json:"next_page_token,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetStateHistoryResponse) Reset() {
+	*x = GetStateHistoryResponse{}
+	mi := &file_agentrunner_service_v1_session_service_proto_msgTypes[19]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetStateHistoryResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetStateHistoryResponse) ProtoMessage() {}
+
+func (x *GetStateHistoryResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_agentrunner_service_v1_session_service_proto_msgTypes[19]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetStateHistoryResponse.ProtoReflect.Descriptor instead.
+func (*GetStateHistoryResponse) Descriptor() ([]byte, []int) {
+	return file_agentrunner_service_v1_session_service_proto_rawDescGZIP(), []int{19}
+}
+
+func (x *GetStateHistoryResponse) GetChanges() []*StateChange {
+	if x != nil {
+		return x.Changes
+	}
+	return nil
+}
+
+func (x *GetStateHistoryResponse) GetNextPageToken() string {
+	if x != nil {
+		return x.NextPageToken
+	}
+	return ""
+}
+
+// StateChange is one event's change to a state key. "user:" and "app:"
+// keys are shared with other sessions: old_value is the value this
+// session's events last set, not what other sessions may have set since.
+type StateChange struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Sequence of the event that made the change.
+	Sequence uint64 `protobuf:"varint,1,opt,name=sequence,proto3" json:"sequence,omitempty"`
+	// Id of that event.
+	EventId string `protobuf:"bytes,2,opt,name=event_id,json=eventId,proto3" json:"event_id,omitempty"`
+	// Its author.
+	Author string `protobuf:"bytes,3,opt,name=author,proto3" json:"author,omitempty"`
+	// Its run (invocation_id); empty for an event appended outside a run.
+	InvocationId string `protobuf:"bytes,4,opt,name=invocation_id,json=invocationId,proto3" json:"invocation_id,omitempty"`
+	// Its timestamp.
+	Time *timestamppb.Timestamp `protobuf:"bytes,5,opt,name=time,proto3" json:"time,omitempty"`
+	// The value before the event; unset when no earlier event of the
+	// session set the key or the last one deleted it (over JSON, where an
+	// unset Value and a null one look alike, null means the same).
+	OldValue *structpb.Value `protobuf:"bytes,6,opt,name=old_value,json=oldValue,proto3" json:"old_value,omitempty"`
+	// The value the event set; a null value is a deletion.
+	NewValue      *structpb.Value `protobuf:"bytes,7,opt,name=new_value,json=newValue,proto3" json:"new_value,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *StateChange) Reset() {
+	*x = StateChange{}
+	mi := &file_agentrunner_service_v1_session_service_proto_msgTypes[20]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *StateChange) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*StateChange) ProtoMessage() {}
+
+func (x *StateChange) ProtoReflect() protoreflect.Message {
+	mi := &file_agentrunner_service_v1_session_service_proto_msgTypes[20]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use StateChange.ProtoReflect.Descriptor instead.
+func (*StateChange) Descriptor() ([]byte, []int) {
+	return file_agentrunner_service_v1_session_service_proto_rawDescGZIP(), []int{20}
+}
+
+func (x *StateChange) GetSequence() uint64 {
+	if x != nil {
+		return x.Sequence
+	}
+	return 0
+}
+
+func (x *StateChange) GetEventId() string {
+	if x != nil {
+		return x.EventId
+	}
+	return ""
+}
+
+func (x *StateChange) GetAuthor() string {
+	if x != nil {
+		return x.Author
+	}
+	return ""
+}
+
+func (x *StateChange) GetInvocationId() string {
+	if x != nil {
+		return x.InvocationId
+	}
+	return ""
+}
+
+func (x *StateChange) GetTime() *timestamppb.Timestamp {
+	if x != nil {
+		return x.Time
+	}
+	return nil
+}
+
+func (x *StateChange) GetOldValue() *structpb.Value {
+	if x != nil {
+		return x.OldValue
+	}
+	return nil
+}
+
+func (x *StateChange) GetNewValue() *structpb.Value {
+	if x != nil {
+		return x.NewValue
+	}
+	return nil
+}
+
+// ListUsersRequest is the input of ListUsers.
+type ListUsersRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// App whose users to list. Required.
+	AppName string `protobuf:"bytes,1,opt,name=app_name,json=appName,proto3" json:"app_name,omitempty"`
+	// Maximum number of users to return; 0 means 100, at most 1000.
+	PageSize int32 `protobuf:"varint,2,opt,name=page_size,json=pageSize,proto3" json:"page_size,omitempty"`
+	// Token from a previous response's next_page_token to continue.
+	PageToken     string `protobuf:"bytes,3,opt,name=page_token,json=pageToken,proto3" json:"page_token,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListUsersRequest) Reset() {
+	*x = ListUsersRequest{}
+	mi := &file_agentrunner_service_v1_session_service_proto_msgTypes[21]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListUsersRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListUsersRequest) ProtoMessage() {}
+
+func (x *ListUsersRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_agentrunner_service_v1_session_service_proto_msgTypes[21]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListUsersRequest.ProtoReflect.Descriptor instead.
+func (*ListUsersRequest) Descriptor() ([]byte, []int) {
+	return file_agentrunner_service_v1_session_service_proto_rawDescGZIP(), []int{21}
+}
+
+func (x *ListUsersRequest) GetAppName() string {
+	if x != nil {
+		return x.AppName
+	}
+	return ""
+}
+
+func (x *ListUsersRequest) GetPageSize() int32 {
+	if x != nil {
+		return x.PageSize
+	}
+	return 0
+}
+
+func (x *ListUsersRequest) GetPageToken() string {
+	if x != nil {
+		return x.PageToken
+	}
+	return ""
+}
+
+// ListUsersResponse is the output of ListUsers.
+type ListUsersResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Users of this page, ordered by user id.
+	Users []*UserSummary `protobuf:"bytes,1,rep,name=users,proto3" json:"users,omitempty"`
+	// Token for the next page; empty when this is the last page.
+	NextPageToken string `protobuf:"bytes,2,opt,name=next_page_token,json=nextPageToken,proto3" json:"next_page_token,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListUsersResponse) Reset() {
+	*x = ListUsersResponse{}
+	mi := &file_agentrunner_service_v1_session_service_proto_msgTypes[22]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListUsersResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListUsersResponse) ProtoMessage() {}
+
+func (x *ListUsersResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_agentrunner_service_v1_session_service_proto_msgTypes[22]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListUsersResponse.ProtoReflect.Descriptor instead.
+func (*ListUsersResponse) Descriptor() ([]byte, []int) {
+	return file_agentrunner_service_v1_session_service_proto_rawDescGZIP(), []int{22}
+}
+
+func (x *ListUsersResponse) GetUsers() []*UserSummary {
+	if x != nil {
+		return x.Users
+	}
+	return nil
+}
+
+func (x *ListUsersResponse) GetNextPageToken() string {
+	if x != nil {
+		return x.NextPageToken
+	}
+	return ""
+}
+
+// UserSummary is one user of an app, as its sessions show it.
+type UserSummary struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The user id.
+	UserId string `protobuf:"bytes,1,opt,name=user_id,json=userId,proto3" json:"user_id,omitempty"`
+	// How many sessions the user has in the app.
+	SessionCount int64 `protobuf:"varint,2,opt,name=session_count,json=sessionCount,proto3" json:"session_count,omitempty"`
+	// The latest update_time of those sessions.
+	LastUpdateTime *timestamppb.Timestamp `protobuf:"bytes,3,opt,name=last_update_time,json=lastUpdateTime,proto3" json:"last_update_time,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
+}
+
+func (x *UserSummary) Reset() {
+	*x = UserSummary{}
+	mi := &file_agentrunner_service_v1_session_service_proto_msgTypes[23]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *UserSummary) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*UserSummary) ProtoMessage() {}
+
+func (x *UserSummary) ProtoReflect() protoreflect.Message {
+	mi := &file_agentrunner_service_v1_session_service_proto_msgTypes[23]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use UserSummary.ProtoReflect.Descriptor instead.
+func (*UserSummary) Descriptor() ([]byte, []int) {
+	return file_agentrunner_service_v1_session_service_proto_rawDescGZIP(), []int{23}
+}
+
+func (x *UserSummary) GetUserId() string {
+	if x != nil {
+		return x.UserId
+	}
+	return ""
+}
+
+func (x *UserSummary) GetSessionCount() int64 {
+	if x != nil {
+		return x.SessionCount
+	}
+	return 0
+}
+
+func (x *UserSummary) GetLastUpdateTime() *timestamppb.Timestamp {
+	if x != nil {
+		return x.LastUpdateTime
+	}
+	return nil
 }
 
 var File_agentrunner_service_v1_session_service_proto protoreflect.FileDescriptor
@@ -1272,7 +1757,7 @@ const file_agentrunner_service_v1_session_service_proto_rawDesc = "" +
 	"session_id\x18\x03 \x01(\tR\tsessionId\x12+\n" +
 	"\x05event\x18\x04 \x01(\v2\x15.agentrunner.v1.EventR\x05event\"B\n" +
 	"\x13AppendEventResponse\x12+\n" +
-	"\x05event\x18\x01 \x01(\v2\x15.agentrunner.v1.EventR\x05event\"\x84\x02\n" +
+	"\x05event\x18\x01 \x01(\v2\x15.agentrunner.v1.EventR\x05event\"\x8f\x03\n" +
 	"\x11ListEventsRequest\x12\x19\n" +
 	"\bapp_name\x18\x01 \x01(\tR\aappName\x12\x17\n" +
 	"\auser_id\x18\x02 \x01(\tR\x06userId\x12\x1d\n" +
@@ -1283,10 +1768,49 @@ const file_agentrunner_service_v1_session_service_proto_rawDesc = "" +
 	"page_token\x18\x05 \x01(\tR\tpageToken\x12%\n" +
 	"\x0eafter_sequence\x18\x06 \x01(\x04R\rafterSequence\x129\n" +
 	"\n" +
-	"after_time\x18\a \x01(\v2\x1a.google.protobuf.TimestampR\tafterTime\"k\n" +
+	"after_time\x18\a \x01(\v2\x1a.google.protobuf.TimestampR\tafterTime\x12\x14\n" +
+	"\x05query\x18\b \x01(\tR\x05query\x12\x16\n" +
+	"\x06author\x18\t \x01(\tR\x06author\x12#\n" +
+	"\rfunction_name\x18\n" +
+	" \x01(\tR\ffunctionName\x12\x1f\n" +
+	"\verrors_only\x18\v \x01(\bR\n" +
+	"errorsOnly\x12\x15\n" +
+	"\x06run_id\x18\f \x01(\tR\x05runId\"k\n" +
 	"\x12ListEventsResponse\x12-\n" +
 	"\x06events\x18\x01 \x03(\v2\x15.agentrunner.v1.EventR\x06events\x12&\n" +
-	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken2\xcd\a\n" +
+	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\"\xb9\x01\n" +
+	"\x16GetStateHistoryRequest\x12\x19\n" +
+	"\bapp_name\x18\x01 \x01(\tR\aappName\x12\x17\n" +
+	"\auser_id\x18\x02 \x01(\tR\x06userId\x12\x1d\n" +
+	"\n" +
+	"session_id\x18\x03 \x01(\tR\tsessionId\x12\x10\n" +
+	"\x03key\x18\x04 \x01(\tR\x03key\x12\x1b\n" +
+	"\tpage_size\x18\x05 \x01(\x05R\bpageSize\x12\x1d\n" +
+	"\n" +
+	"page_token\x18\x06 \x01(\tR\tpageToken\"\x80\x01\n" +
+	"\x17GetStateHistoryResponse\x12=\n" +
+	"\achanges\x18\x01 \x03(\v2#.agentrunner.service.v1.StateChangeR\achanges\x12&\n" +
+	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\"\x9b\x02\n" +
+	"\vStateChange\x12\x1a\n" +
+	"\bsequence\x18\x01 \x01(\x04R\bsequence\x12\x19\n" +
+	"\bevent_id\x18\x02 \x01(\tR\aeventId\x12\x16\n" +
+	"\x06author\x18\x03 \x01(\tR\x06author\x12#\n" +
+	"\rinvocation_id\x18\x04 \x01(\tR\finvocationId\x12.\n" +
+	"\x04time\x18\x05 \x01(\v2\x1a.google.protobuf.TimestampR\x04time\x123\n" +
+	"\told_value\x18\x06 \x01(\v2\x16.google.protobuf.ValueR\boldValue\x123\n" +
+	"\tnew_value\x18\a \x01(\v2\x16.google.protobuf.ValueR\bnewValue\"i\n" +
+	"\x10ListUsersRequest\x12\x19\n" +
+	"\bapp_name\x18\x01 \x01(\tR\aappName\x12\x1b\n" +
+	"\tpage_size\x18\x02 \x01(\x05R\bpageSize\x12\x1d\n" +
+	"\n" +
+	"page_token\x18\x03 \x01(\tR\tpageToken\"v\n" +
+	"\x11ListUsersResponse\x129\n" +
+	"\x05users\x18\x01 \x03(\v2#.agentrunner.service.v1.UserSummaryR\x05users\x12&\n" +
+	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\"\x91\x01\n" +
+	"\vUserSummary\x12\x17\n" +
+	"\auser_id\x18\x01 \x01(\tR\x06userId\x12#\n" +
+	"\rsession_count\x18\x02 \x01(\x03R\fsessionCount\x12D\n" +
+	"\x10last_update_time\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\x0elastUpdateTime2\xa3\t\n" +
 	"\x0eSessionService\x12l\n" +
 	"\rCreateSession\x12,.agentrunner.service.v1.CreateSessionRequest\x1a-.agentrunner.service.v1.CreateSessionResponse\x12c\n" +
 	"\n" +
@@ -1295,7 +1819,9 @@ const file_agentrunner_service_v1_session_service_proto_rawDesc = "" +
 	"\rDeleteSession\x12,.agentrunner.service.v1.DeleteSessionRequest\x1a-.agentrunner.service.v1.DeleteSessionResponse\x12f\n" +
 	"\vAppendEvent\x12*.agentrunner.service.v1.AppendEventRequest\x1a+.agentrunner.service.v1.AppendEventResponse\x12c\n" +
 	"\n" +
-	"ListEvents\x12).agentrunner.service.v1.ListEventsRequest\x1a*.agentrunner.service.v1.ListEventsResponse\x12l\n" +
+	"ListEvents\x12).agentrunner.service.v1.ListEventsRequest\x1a*.agentrunner.service.v1.ListEventsResponse\x12r\n" +
+	"\x0fGetStateHistory\x12..agentrunner.service.v1.GetStateHistoryRequest\x1a/.agentrunner.service.v1.GetStateHistoryResponse\x12`\n" +
+	"\tListUsers\x12(.agentrunner.service.v1.ListUsersRequest\x1a).agentrunner.service.v1.ListUsersResponse\x12l\n" +
 	"\rListToolCalls\x12,.agentrunner.service.v1.ListToolCallsRequest\x1a-.agentrunner.service.v1.ListToolCallsResponse\x12f\n" +
 	"\vForkSession\x12*.agentrunner.service.v1.ForkSessionRequest\x1a+.agentrunner.service.v1.ForkSessionResponse\x12l\n" +
 	"\rRewindSession\x12,.agentrunner.service.v1.RewindSessionRequest\x1a-.agentrunner.service.v1.RewindSessionResponseB\xf7\x01\n" +
@@ -1313,70 +1839,87 @@ func file_agentrunner_service_v1_session_service_proto_rawDescGZIP() []byte {
 	return file_agentrunner_service_v1_session_service_proto_rawDescData
 }
 
-var file_agentrunner_service_v1_session_service_proto_msgTypes = make([]protoimpl.MessageInfo, 18)
+var file_agentrunner_service_v1_session_service_proto_msgTypes = make([]protoimpl.MessageInfo, 24)
 var file_agentrunner_service_v1_session_service_proto_goTypes = []any{
-	(*ForkSessionRequest)(nil),    // 0: agentrunner.service.v1.ForkSessionRequest
-	(*ForkSessionResponse)(nil),   // 1: agentrunner.service.v1.ForkSessionResponse
-	(*RewindSessionRequest)(nil),  // 2: agentrunner.service.v1.RewindSessionRequest
-	(*RewindSessionResponse)(nil), // 3: agentrunner.service.v1.RewindSessionResponse
-	(*ListToolCallsRequest)(nil),  // 4: agentrunner.service.v1.ListToolCallsRequest
-	(*ListToolCallsResponse)(nil), // 5: agentrunner.service.v1.ListToolCallsResponse
-	(*CreateSessionRequest)(nil),  // 6: agentrunner.service.v1.CreateSessionRequest
-	(*CreateSessionResponse)(nil), // 7: agentrunner.service.v1.CreateSessionResponse
-	(*GetSessionRequest)(nil),     // 8: agentrunner.service.v1.GetSessionRequest
-	(*GetSessionResponse)(nil),    // 9: agentrunner.service.v1.GetSessionResponse
-	(*ListSessionsRequest)(nil),   // 10: agentrunner.service.v1.ListSessionsRequest
-	(*ListSessionsResponse)(nil),  // 11: agentrunner.service.v1.ListSessionsResponse
-	(*DeleteSessionRequest)(nil),  // 12: agentrunner.service.v1.DeleteSessionRequest
-	(*DeleteSessionResponse)(nil), // 13: agentrunner.service.v1.DeleteSessionResponse
-	(*AppendEventRequest)(nil),    // 14: agentrunner.service.v1.AppendEventRequest
-	(*AppendEventResponse)(nil),   // 15: agentrunner.service.v1.AppendEventResponse
-	(*ListEventsRequest)(nil),     // 16: agentrunner.service.v1.ListEventsRequest
-	(*ListEventsResponse)(nil),    // 17: agentrunner.service.v1.ListEventsResponse
-	(*v1.Session)(nil),            // 18: agentrunner.v1.Session
-	(*v1.Event)(nil),              // 19: agentrunner.v1.Event
-	(*v1.ToolCall)(nil),           // 20: agentrunner.v1.ToolCall
-	(*structpb.Struct)(nil),       // 21: google.protobuf.Struct
-	(*timestamppb.Timestamp)(nil), // 22: google.protobuf.Timestamp
+	(*ForkSessionRequest)(nil),      // 0: agentrunner.service.v1.ForkSessionRequest
+	(*ForkSessionResponse)(nil),     // 1: agentrunner.service.v1.ForkSessionResponse
+	(*RewindSessionRequest)(nil),    // 2: agentrunner.service.v1.RewindSessionRequest
+	(*RewindSessionResponse)(nil),   // 3: agentrunner.service.v1.RewindSessionResponse
+	(*ListToolCallsRequest)(nil),    // 4: agentrunner.service.v1.ListToolCallsRequest
+	(*ListToolCallsResponse)(nil),   // 5: agentrunner.service.v1.ListToolCallsResponse
+	(*CreateSessionRequest)(nil),    // 6: agentrunner.service.v1.CreateSessionRequest
+	(*CreateSessionResponse)(nil),   // 7: agentrunner.service.v1.CreateSessionResponse
+	(*GetSessionRequest)(nil),       // 8: agentrunner.service.v1.GetSessionRequest
+	(*GetSessionResponse)(nil),      // 9: agentrunner.service.v1.GetSessionResponse
+	(*ListSessionsRequest)(nil),     // 10: agentrunner.service.v1.ListSessionsRequest
+	(*ListSessionsResponse)(nil),    // 11: agentrunner.service.v1.ListSessionsResponse
+	(*DeleteSessionRequest)(nil),    // 12: agentrunner.service.v1.DeleteSessionRequest
+	(*DeleteSessionResponse)(nil),   // 13: agentrunner.service.v1.DeleteSessionResponse
+	(*AppendEventRequest)(nil),      // 14: agentrunner.service.v1.AppendEventRequest
+	(*AppendEventResponse)(nil),     // 15: agentrunner.service.v1.AppendEventResponse
+	(*ListEventsRequest)(nil),       // 16: agentrunner.service.v1.ListEventsRequest
+	(*ListEventsResponse)(nil),      // 17: agentrunner.service.v1.ListEventsResponse
+	(*GetStateHistoryRequest)(nil),  // 18: agentrunner.service.v1.GetStateHistoryRequest
+	(*GetStateHistoryResponse)(nil), // 19: agentrunner.service.v1.GetStateHistoryResponse
+	(*StateChange)(nil),             // 20: agentrunner.service.v1.StateChange
+	(*ListUsersRequest)(nil),        // 21: agentrunner.service.v1.ListUsersRequest
+	(*ListUsersResponse)(nil),       // 22: agentrunner.service.v1.ListUsersResponse
+	(*UserSummary)(nil),             // 23: agentrunner.service.v1.UserSummary
+	(*v1.Session)(nil),              // 24: agentrunner.v1.Session
+	(*v1.Event)(nil),                // 25: agentrunner.v1.Event
+	(*v1.ToolCall)(nil),             // 26: agentrunner.v1.ToolCall
+	(*structpb.Struct)(nil),         // 27: google.protobuf.Struct
+	(*timestamppb.Timestamp)(nil),   // 28: google.protobuf.Timestamp
+	(*structpb.Value)(nil),          // 29: google.protobuf.Value
 }
 var file_agentrunner_service_v1_session_service_proto_depIdxs = []int32{
-	18, // 0: agentrunner.service.v1.ForkSessionResponse.session:type_name -> agentrunner.v1.Session
-	19, // 1: agentrunner.service.v1.RewindSessionResponse.event:type_name -> agentrunner.v1.Event
-	18, // 2: agentrunner.service.v1.RewindSessionResponse.session:type_name -> agentrunner.v1.Session
-	20, // 3: agentrunner.service.v1.ListToolCallsResponse.tool_calls:type_name -> agentrunner.v1.ToolCall
-	21, // 4: agentrunner.service.v1.CreateSessionRequest.state:type_name -> google.protobuf.Struct
-	18, // 5: agentrunner.service.v1.CreateSessionResponse.session:type_name -> agentrunner.v1.Session
-	22, // 6: agentrunner.service.v1.GetSessionRequest.after_time:type_name -> google.protobuf.Timestamp
-	18, // 7: agentrunner.service.v1.GetSessionResponse.session:type_name -> agentrunner.v1.Session
-	19, // 8: agentrunner.service.v1.GetSessionResponse.events:type_name -> agentrunner.v1.Event
-	18, // 9: agentrunner.service.v1.ListSessionsResponse.sessions:type_name -> agentrunner.v1.Session
-	19, // 10: agentrunner.service.v1.AppendEventRequest.event:type_name -> agentrunner.v1.Event
-	19, // 11: agentrunner.service.v1.AppendEventResponse.event:type_name -> agentrunner.v1.Event
-	22, // 12: agentrunner.service.v1.ListEventsRequest.after_time:type_name -> google.protobuf.Timestamp
-	19, // 13: agentrunner.service.v1.ListEventsResponse.events:type_name -> agentrunner.v1.Event
-	6,  // 14: agentrunner.service.v1.SessionService.CreateSession:input_type -> agentrunner.service.v1.CreateSessionRequest
-	8,  // 15: agentrunner.service.v1.SessionService.GetSession:input_type -> agentrunner.service.v1.GetSessionRequest
-	10, // 16: agentrunner.service.v1.SessionService.ListSessions:input_type -> agentrunner.service.v1.ListSessionsRequest
-	12, // 17: agentrunner.service.v1.SessionService.DeleteSession:input_type -> agentrunner.service.v1.DeleteSessionRequest
-	14, // 18: agentrunner.service.v1.SessionService.AppendEvent:input_type -> agentrunner.service.v1.AppendEventRequest
-	16, // 19: agentrunner.service.v1.SessionService.ListEvents:input_type -> agentrunner.service.v1.ListEventsRequest
-	4,  // 20: agentrunner.service.v1.SessionService.ListToolCalls:input_type -> agentrunner.service.v1.ListToolCallsRequest
-	0,  // 21: agentrunner.service.v1.SessionService.ForkSession:input_type -> agentrunner.service.v1.ForkSessionRequest
-	2,  // 22: agentrunner.service.v1.SessionService.RewindSession:input_type -> agentrunner.service.v1.RewindSessionRequest
-	7,  // 23: agentrunner.service.v1.SessionService.CreateSession:output_type -> agentrunner.service.v1.CreateSessionResponse
-	9,  // 24: agentrunner.service.v1.SessionService.GetSession:output_type -> agentrunner.service.v1.GetSessionResponse
-	11, // 25: agentrunner.service.v1.SessionService.ListSessions:output_type -> agentrunner.service.v1.ListSessionsResponse
-	13, // 26: agentrunner.service.v1.SessionService.DeleteSession:output_type -> agentrunner.service.v1.DeleteSessionResponse
-	15, // 27: agentrunner.service.v1.SessionService.AppendEvent:output_type -> agentrunner.service.v1.AppendEventResponse
-	17, // 28: agentrunner.service.v1.SessionService.ListEvents:output_type -> agentrunner.service.v1.ListEventsResponse
-	5,  // 29: agentrunner.service.v1.SessionService.ListToolCalls:output_type -> agentrunner.service.v1.ListToolCallsResponse
-	1,  // 30: agentrunner.service.v1.SessionService.ForkSession:output_type -> agentrunner.service.v1.ForkSessionResponse
-	3,  // 31: agentrunner.service.v1.SessionService.RewindSession:output_type -> agentrunner.service.v1.RewindSessionResponse
-	23, // [23:32] is the sub-list for method output_type
-	14, // [14:23] is the sub-list for method input_type
-	14, // [14:14] is the sub-list for extension type_name
-	14, // [14:14] is the sub-list for extension extendee
-	0,  // [0:14] is the sub-list for field type_name
+	24, // 0: agentrunner.service.v1.ForkSessionResponse.session:type_name -> agentrunner.v1.Session
+	25, // 1: agentrunner.service.v1.RewindSessionResponse.event:type_name -> agentrunner.v1.Event
+	24, // 2: agentrunner.service.v1.RewindSessionResponse.session:type_name -> agentrunner.v1.Session
+	26, // 3: agentrunner.service.v1.ListToolCallsResponse.tool_calls:type_name -> agentrunner.v1.ToolCall
+	27, // 4: agentrunner.service.v1.CreateSessionRequest.state:type_name -> google.protobuf.Struct
+	24, // 5: agentrunner.service.v1.CreateSessionResponse.session:type_name -> agentrunner.v1.Session
+	28, // 6: agentrunner.service.v1.GetSessionRequest.after_time:type_name -> google.protobuf.Timestamp
+	24, // 7: agentrunner.service.v1.GetSessionResponse.session:type_name -> agentrunner.v1.Session
+	25, // 8: agentrunner.service.v1.GetSessionResponse.events:type_name -> agentrunner.v1.Event
+	24, // 9: agentrunner.service.v1.ListSessionsResponse.sessions:type_name -> agentrunner.v1.Session
+	25, // 10: agentrunner.service.v1.AppendEventRequest.event:type_name -> agentrunner.v1.Event
+	25, // 11: agentrunner.service.v1.AppendEventResponse.event:type_name -> agentrunner.v1.Event
+	28, // 12: agentrunner.service.v1.ListEventsRequest.after_time:type_name -> google.protobuf.Timestamp
+	25, // 13: agentrunner.service.v1.ListEventsResponse.events:type_name -> agentrunner.v1.Event
+	20, // 14: agentrunner.service.v1.GetStateHistoryResponse.changes:type_name -> agentrunner.service.v1.StateChange
+	28, // 15: agentrunner.service.v1.StateChange.time:type_name -> google.protobuf.Timestamp
+	29, // 16: agentrunner.service.v1.StateChange.old_value:type_name -> google.protobuf.Value
+	29, // 17: agentrunner.service.v1.StateChange.new_value:type_name -> google.protobuf.Value
+	23, // 18: agentrunner.service.v1.ListUsersResponse.users:type_name -> agentrunner.service.v1.UserSummary
+	28, // 19: agentrunner.service.v1.UserSummary.last_update_time:type_name -> google.protobuf.Timestamp
+	6,  // 20: agentrunner.service.v1.SessionService.CreateSession:input_type -> agentrunner.service.v1.CreateSessionRequest
+	8,  // 21: agentrunner.service.v1.SessionService.GetSession:input_type -> agentrunner.service.v1.GetSessionRequest
+	10, // 22: agentrunner.service.v1.SessionService.ListSessions:input_type -> agentrunner.service.v1.ListSessionsRequest
+	12, // 23: agentrunner.service.v1.SessionService.DeleteSession:input_type -> agentrunner.service.v1.DeleteSessionRequest
+	14, // 24: agentrunner.service.v1.SessionService.AppendEvent:input_type -> agentrunner.service.v1.AppendEventRequest
+	16, // 25: agentrunner.service.v1.SessionService.ListEvents:input_type -> agentrunner.service.v1.ListEventsRequest
+	18, // 26: agentrunner.service.v1.SessionService.GetStateHistory:input_type -> agentrunner.service.v1.GetStateHistoryRequest
+	21, // 27: agentrunner.service.v1.SessionService.ListUsers:input_type -> agentrunner.service.v1.ListUsersRequest
+	4,  // 28: agentrunner.service.v1.SessionService.ListToolCalls:input_type -> agentrunner.service.v1.ListToolCallsRequest
+	0,  // 29: agentrunner.service.v1.SessionService.ForkSession:input_type -> agentrunner.service.v1.ForkSessionRequest
+	2,  // 30: agentrunner.service.v1.SessionService.RewindSession:input_type -> agentrunner.service.v1.RewindSessionRequest
+	7,  // 31: agentrunner.service.v1.SessionService.CreateSession:output_type -> agentrunner.service.v1.CreateSessionResponse
+	9,  // 32: agentrunner.service.v1.SessionService.GetSession:output_type -> agentrunner.service.v1.GetSessionResponse
+	11, // 33: agentrunner.service.v1.SessionService.ListSessions:output_type -> agentrunner.service.v1.ListSessionsResponse
+	13, // 34: agentrunner.service.v1.SessionService.DeleteSession:output_type -> agentrunner.service.v1.DeleteSessionResponse
+	15, // 35: agentrunner.service.v1.SessionService.AppendEvent:output_type -> agentrunner.service.v1.AppendEventResponse
+	17, // 36: agentrunner.service.v1.SessionService.ListEvents:output_type -> agentrunner.service.v1.ListEventsResponse
+	19, // 37: agentrunner.service.v1.SessionService.GetStateHistory:output_type -> agentrunner.service.v1.GetStateHistoryResponse
+	22, // 38: agentrunner.service.v1.SessionService.ListUsers:output_type -> agentrunner.service.v1.ListUsersResponse
+	5,  // 39: agentrunner.service.v1.SessionService.ListToolCalls:output_type -> agentrunner.service.v1.ListToolCallsResponse
+	1,  // 40: agentrunner.service.v1.SessionService.ForkSession:output_type -> agentrunner.service.v1.ForkSessionResponse
+	3,  // 41: agentrunner.service.v1.SessionService.RewindSession:output_type -> agentrunner.service.v1.RewindSessionResponse
+	31, // [31:42] is the sub-list for method output_type
+	20, // [20:31] is the sub-list for method input_type
+	20, // [20:20] is the sub-list for extension type_name
+	20, // [20:20] is the sub-list for extension extendee
+	0,  // [0:20] is the sub-list for field type_name
 }
 
 func init() { file_agentrunner_service_v1_session_service_proto_init() }
@@ -1390,7 +1933,7 @@ func file_agentrunner_service_v1_session_service_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_agentrunner_service_v1_session_service_proto_rawDesc), len(file_agentrunner_service_v1_session_service_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   18,
+			NumMessages:   24,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -19,15 +19,17 @@ import (
 const _ = grpc.SupportPackageIsVersion9
 
 const (
-	SessionService_CreateSession_FullMethodName = "/agentrunner.service.v1.SessionService/CreateSession"
-	SessionService_GetSession_FullMethodName    = "/agentrunner.service.v1.SessionService/GetSession"
-	SessionService_ListSessions_FullMethodName  = "/agentrunner.service.v1.SessionService/ListSessions"
-	SessionService_DeleteSession_FullMethodName = "/agentrunner.service.v1.SessionService/DeleteSession"
-	SessionService_AppendEvent_FullMethodName   = "/agentrunner.service.v1.SessionService/AppendEvent"
-	SessionService_ListEvents_FullMethodName    = "/agentrunner.service.v1.SessionService/ListEvents"
-	SessionService_ListToolCalls_FullMethodName = "/agentrunner.service.v1.SessionService/ListToolCalls"
-	SessionService_ForkSession_FullMethodName   = "/agentrunner.service.v1.SessionService/ForkSession"
-	SessionService_RewindSession_FullMethodName = "/agentrunner.service.v1.SessionService/RewindSession"
+	SessionService_CreateSession_FullMethodName   = "/agentrunner.service.v1.SessionService/CreateSession"
+	SessionService_GetSession_FullMethodName      = "/agentrunner.service.v1.SessionService/GetSession"
+	SessionService_ListSessions_FullMethodName    = "/agentrunner.service.v1.SessionService/ListSessions"
+	SessionService_DeleteSession_FullMethodName   = "/agentrunner.service.v1.SessionService/DeleteSession"
+	SessionService_AppendEvent_FullMethodName     = "/agentrunner.service.v1.SessionService/AppendEvent"
+	SessionService_ListEvents_FullMethodName      = "/agentrunner.service.v1.SessionService/ListEvents"
+	SessionService_GetStateHistory_FullMethodName = "/agentrunner.service.v1.SessionService/GetStateHistory"
+	SessionService_ListUsers_FullMethodName       = "/agentrunner.service.v1.SessionService/ListUsers"
+	SessionService_ListToolCalls_FullMethodName   = "/agentrunner.service.v1.SessionService/ListToolCalls"
+	SessionService_ForkSession_FullMethodName     = "/agentrunner.service.v1.SessionService/ForkSession"
+	SessionService_RewindSession_FullMethodName   = "/agentrunner.service.v1.SessionService/RewindSession"
 )
 
 // SessionServiceClient is the client API for SessionService service.
@@ -57,8 +59,23 @@ type SessionServiceClient interface {
 	// again with the same content (a retry) returns the stored event and
 	// appends nothing; other content under that id is ALREADY_EXISTS.
 	AppendEvent(ctx context.Context, in *AppendEventRequest, opts ...grpc.CallOption) (*AppendEventResponse, error)
-	// ListEvents pages through a session's events in sequence order.
+	// ListEvents pages through a session's events in sequence order. With
+	// any of its filters set (query, author, function_name, errors_only,
+	// run_id) it searches: each page examines a bounded run of events (at
+	// most 5,000) and returns those that match, so a page may hold fewer
+	// than page_size events, or none, and still have a next_page_token to
+	// go on from where it stopped.
 	ListEvents(ctx context.Context, in *ListEventsRequest, opts ...grpc.CallOption) (*ListEventsResponse, error)
+	// GetStateHistory returns the history of one state key in a session:
+	// every event whose state delta set or deleted it, oldest first, with
+	// the value before and after. It pages like a filtered ListEvents: each
+	// page examines a bounded run of events.
+	GetStateHistory(ctx context.Context, in *GetStateHistoryRequest, opts ...grpc.CallOption) (*GetStateHistoryResponse, error)
+	// ListUsers lists the users of an app that have sessions, ordered by
+	// user id, with how many sessions each has and when one last changed.
+	// Admins only: with an auth file, any other principal is refused
+	// PERMISSION_DENIED.
+	ListUsers(ctx context.Context, in *ListUsersRequest, opts ...grpc.CallOption) (*ListUsersResponse, error)
 	// ListToolCalls returns the session's tool-call ledger in call order:
 	// every function call its agents made and whether it was answered. A
 	// call with no response_sequence was started and not finished (for
@@ -156,6 +173,26 @@ func (c *sessionServiceClient) ListEvents(ctx context.Context, in *ListEventsReq
 	return out, nil
 }
 
+func (c *sessionServiceClient) GetStateHistory(ctx context.Context, in *GetStateHistoryRequest, opts ...grpc.CallOption) (*GetStateHistoryResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(GetStateHistoryResponse)
+	err := c.cc.Invoke(ctx, SessionService_GetStateHistory_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *sessionServiceClient) ListUsers(ctx context.Context, in *ListUsersRequest, opts ...grpc.CallOption) (*ListUsersResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ListUsersResponse)
+	err := c.cc.Invoke(ctx, SessionService_ListUsers_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 func (c *sessionServiceClient) ListToolCalls(ctx context.Context, in *ListToolCallsRequest, opts ...grpc.CallOption) (*ListToolCallsResponse, error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	out := new(ListToolCallsResponse)
@@ -213,8 +250,23 @@ type SessionServiceServer interface {
 	// again with the same content (a retry) returns the stored event and
 	// appends nothing; other content under that id is ALREADY_EXISTS.
 	AppendEvent(context.Context, *AppendEventRequest) (*AppendEventResponse, error)
-	// ListEvents pages through a session's events in sequence order.
+	// ListEvents pages through a session's events in sequence order. With
+	// any of its filters set (query, author, function_name, errors_only,
+	// run_id) it searches: each page examines a bounded run of events (at
+	// most 5,000) and returns those that match, so a page may hold fewer
+	// than page_size events, or none, and still have a next_page_token to
+	// go on from where it stopped.
 	ListEvents(context.Context, *ListEventsRequest) (*ListEventsResponse, error)
+	// GetStateHistory returns the history of one state key in a session:
+	// every event whose state delta set or deleted it, oldest first, with
+	// the value before and after. It pages like a filtered ListEvents: each
+	// page examines a bounded run of events.
+	GetStateHistory(context.Context, *GetStateHistoryRequest) (*GetStateHistoryResponse, error)
+	// ListUsers lists the users of an app that have sessions, ordered by
+	// user id, with how many sessions each has and when one last changed.
+	// Admins only: with an auth file, any other principal is refused
+	// PERMISSION_DENIED.
+	ListUsers(context.Context, *ListUsersRequest) (*ListUsersResponse, error)
 	// ListToolCalls returns the session's tool-call ledger in call order:
 	// every function call its agents made and whether it was answered. A
 	// call with no response_sequence was started and not finished (for
@@ -269,6 +321,12 @@ func (UnimplementedSessionServiceServer) AppendEvent(context.Context, *AppendEve
 }
 func (UnimplementedSessionServiceServer) ListEvents(context.Context, *ListEventsRequest) (*ListEventsResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method ListEvents not implemented")
+}
+func (UnimplementedSessionServiceServer) GetStateHistory(context.Context, *GetStateHistoryRequest) (*GetStateHistoryResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method GetStateHistory not implemented")
+}
+func (UnimplementedSessionServiceServer) ListUsers(context.Context, *ListUsersRequest) (*ListUsersResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ListUsers not implemented")
 }
 func (UnimplementedSessionServiceServer) ListToolCalls(context.Context, *ListToolCallsRequest) (*ListToolCallsResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method ListToolCalls not implemented")
@@ -408,6 +466,42 @@ func _SessionService_ListEvents_Handler(srv interface{}, ctx context.Context, de
 	return interceptor(ctx, in, info, handler)
 }
 
+func _SessionService_GetStateHistory_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(GetStateHistoryRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(SessionServiceServer).GetStateHistory(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: SessionService_GetStateHistory_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(SessionServiceServer).GetStateHistory(ctx, req.(*GetStateHistoryRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _SessionService_ListUsers_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ListUsersRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(SessionServiceServer).ListUsers(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: SessionService_ListUsers_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(SessionServiceServer).ListUsers(ctx, req.(*ListUsersRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 func _SessionService_ListToolCalls_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
 	in := new(ListToolCallsRequest)
 	if err := dec(in); err != nil {
@@ -492,6 +586,14 @@ var SessionService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "ListEvents",
 			Handler:    _SessionService_ListEvents_Handler,
+		},
+		{
+			MethodName: "GetStateHistory",
+			Handler:    _SessionService_GetStateHistory_Handler,
+		},
+		{
+			MethodName: "ListUsers",
+			Handler:    _SessionService_ListUsers_Handler,
 		},
 		{
 			MethodName: "ListToolCalls",

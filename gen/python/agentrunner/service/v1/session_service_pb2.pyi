@@ -108,23 +108,57 @@ class GetSessionResponse(_message.Message):
     session: _session_pb2.Session
     def __init__(self, session: _Optional[_Union[_session_pb2.Session, _Mapping]] = ..., events: _Optional[_Iterable[_Union[_event_pb2.Event, _Mapping]]] = ..., omitted_events: _Optional[int] = ...) -> None: ...
 
+class GetStateHistoryRequest(_message.Message):
+    __slots__ = ["app_name", "key", "page_size", "page_token", "session_id", "user_id"]
+    APP_NAME_FIELD_NUMBER: _ClassVar[int]
+    KEY_FIELD_NUMBER: _ClassVar[int]
+    PAGE_SIZE_FIELD_NUMBER: _ClassVar[int]
+    PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    SESSION_ID_FIELD_NUMBER: _ClassVar[int]
+    USER_ID_FIELD_NUMBER: _ClassVar[int]
+    app_name: str
+    key: str
+    page_size: int
+    page_token: str
+    session_id: str
+    user_id: str
+    def __init__(self, app_name: _Optional[str] = ..., user_id: _Optional[str] = ..., session_id: _Optional[str] = ..., key: _Optional[str] = ..., page_size: _Optional[int] = ..., page_token: _Optional[str] = ...) -> None: ...
+
+class GetStateHistoryResponse(_message.Message):
+    __slots__ = ["changes", "next_page_token"]
+    CHANGES_FIELD_NUMBER: _ClassVar[int]
+    NEXT_PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    changes: _containers.RepeatedCompositeFieldContainer[StateChange]
+    next_page_token: str
+    def __init__(self, changes: _Optional[_Iterable[_Union[StateChange, _Mapping]]] = ..., next_page_token: _Optional[str] = ...) -> None: ...
+
 class ListEventsRequest(_message.Message):
-    __slots__ = ["after_sequence", "after_time", "app_name", "page_size", "page_token", "session_id", "user_id"]
+    __slots__ = ["after_sequence", "after_time", "app_name", "author", "errors_only", "function_name", "page_size", "page_token", "query", "run_id", "session_id", "user_id"]
     AFTER_SEQUENCE_FIELD_NUMBER: _ClassVar[int]
     AFTER_TIME_FIELD_NUMBER: _ClassVar[int]
     APP_NAME_FIELD_NUMBER: _ClassVar[int]
+    AUTHOR_FIELD_NUMBER: _ClassVar[int]
+    ERRORS_ONLY_FIELD_NUMBER: _ClassVar[int]
+    FUNCTION_NAME_FIELD_NUMBER: _ClassVar[int]
     PAGE_SIZE_FIELD_NUMBER: _ClassVar[int]
     PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    QUERY_FIELD_NUMBER: _ClassVar[int]
+    RUN_ID_FIELD_NUMBER: _ClassVar[int]
     SESSION_ID_FIELD_NUMBER: _ClassVar[int]
     USER_ID_FIELD_NUMBER: _ClassVar[int]
     after_sequence: int
     after_time: _timestamp_pb2.Timestamp
     app_name: str
+    author: str
+    errors_only: bool
+    function_name: str
     page_size: int
     page_token: str
+    query: str
+    run_id: str
     session_id: str
     user_id: str
-    def __init__(self, app_name: _Optional[str] = ..., user_id: _Optional[str] = ..., session_id: _Optional[str] = ..., page_size: _Optional[int] = ..., page_token: _Optional[str] = ..., after_sequence: _Optional[int] = ..., after_time: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
+    def __init__(self, app_name: _Optional[str] = ..., user_id: _Optional[str] = ..., session_id: _Optional[str] = ..., page_size: _Optional[int] = ..., page_token: _Optional[str] = ..., after_sequence: _Optional[int] = ..., after_time: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., query: _Optional[str] = ..., author: _Optional[str] = ..., function_name: _Optional[str] = ..., errors_only: bool = ..., run_id: _Optional[str] = ...) -> None: ...
 
 class ListEventsResponse(_message.Message):
     __slots__ = ["events", "next_page_token"]
@@ -170,6 +204,24 @@ class ListToolCallsResponse(_message.Message):
     tool_calls: _containers.RepeatedCompositeFieldContainer[_tool_call_pb2.ToolCall]
     def __init__(self, tool_calls: _Optional[_Iterable[_Union[_tool_call_pb2.ToolCall, _Mapping]]] = ...) -> None: ...
 
+class ListUsersRequest(_message.Message):
+    __slots__ = ["app_name", "page_size", "page_token"]
+    APP_NAME_FIELD_NUMBER: _ClassVar[int]
+    PAGE_SIZE_FIELD_NUMBER: _ClassVar[int]
+    PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    app_name: str
+    page_size: int
+    page_token: str
+    def __init__(self, app_name: _Optional[str] = ..., page_size: _Optional[int] = ..., page_token: _Optional[str] = ...) -> None: ...
+
+class ListUsersResponse(_message.Message):
+    __slots__ = ["next_page_token", "users"]
+    NEXT_PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    USERS_FIELD_NUMBER: _ClassVar[int]
+    next_page_token: str
+    users: _containers.RepeatedCompositeFieldContainer[UserSummary]
+    def __init__(self, users: _Optional[_Iterable[_Union[UserSummary, _Mapping]]] = ..., next_page_token: _Optional[str] = ...) -> None: ...
+
 class RewindSessionRequest(_message.Message):
     __slots__ = ["app_name", "before_invocation_id", "session_id", "user_id"]
     APP_NAME_FIELD_NUMBER: _ClassVar[int]
@@ -189,3 +241,31 @@ class RewindSessionResponse(_message.Message):
     event: _event_pb2.Event
     session: _session_pb2.Session
     def __init__(self, event: _Optional[_Union[_event_pb2.Event, _Mapping]] = ..., session: _Optional[_Union[_session_pb2.Session, _Mapping]] = ...) -> None: ...
+
+class StateChange(_message.Message):
+    __slots__ = ["author", "event_id", "invocation_id", "new_value", "old_value", "sequence", "time"]
+    AUTHOR_FIELD_NUMBER: _ClassVar[int]
+    EVENT_ID_FIELD_NUMBER: _ClassVar[int]
+    INVOCATION_ID_FIELD_NUMBER: _ClassVar[int]
+    NEW_VALUE_FIELD_NUMBER: _ClassVar[int]
+    OLD_VALUE_FIELD_NUMBER: _ClassVar[int]
+    SEQUENCE_FIELD_NUMBER: _ClassVar[int]
+    TIME_FIELD_NUMBER: _ClassVar[int]
+    author: str
+    event_id: str
+    invocation_id: str
+    new_value: _struct_pb2.Value
+    old_value: _struct_pb2.Value
+    sequence: int
+    time: _timestamp_pb2.Timestamp
+    def __init__(self, sequence: _Optional[int] = ..., event_id: _Optional[str] = ..., author: _Optional[str] = ..., invocation_id: _Optional[str] = ..., time: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., old_value: _Optional[_Union[_struct_pb2.Value, _Mapping]] = ..., new_value: _Optional[_Union[_struct_pb2.Value, _Mapping]] = ...) -> None: ...
+
+class UserSummary(_message.Message):
+    __slots__ = ["last_update_time", "session_count", "user_id"]
+    LAST_UPDATE_TIME_FIELD_NUMBER: _ClassVar[int]
+    SESSION_COUNT_FIELD_NUMBER: _ClassVar[int]
+    USER_ID_FIELD_NUMBER: _ClassVar[int]
+    last_update_time: _timestamp_pb2.Timestamp
+    session_count: int
+    user_id: str
+    def __init__(self, user_id: _Optional[str] = ..., session_count: _Optional[int] = ..., last_update_time: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...

@@ -47,6 +47,16 @@ class SessionServiceStub(object):
                 request_serializer=agentrunner_dot_service_dot_v1_dot_session__service__pb2.ListEventsRequest.SerializeToString,
                 response_deserializer=agentrunner_dot_service_dot_v1_dot_session__service__pb2.ListEventsResponse.FromString,
                 )
+        self.GetStateHistory = channel.unary_unary(
+                '/agentrunner.service.v1.SessionService/GetStateHistory',
+                request_serializer=agentrunner_dot_service_dot_v1_dot_session__service__pb2.GetStateHistoryRequest.SerializeToString,
+                response_deserializer=agentrunner_dot_service_dot_v1_dot_session__service__pb2.GetStateHistoryResponse.FromString,
+                )
+        self.ListUsers = channel.unary_unary(
+                '/agentrunner.service.v1.SessionService/ListUsers',
+                request_serializer=agentrunner_dot_service_dot_v1_dot_session__service__pb2.ListUsersRequest.SerializeToString,
+                response_deserializer=agentrunner_dot_service_dot_v1_dot_session__service__pb2.ListUsersResponse.FromString,
+                )
         self.ListToolCalls = channel.unary_unary(
                 '/agentrunner.service.v1.SessionService/ListToolCalls',
                 request_serializer=agentrunner_dot_service_dot_v1_dot_session__service__pb2.ListToolCallsRequest.SerializeToString,
@@ -115,7 +125,32 @@ class SessionServiceServicer(object):
         raise NotImplementedError('Method not implemented!')
 
     def ListEvents(self, request, context):
-        """ListEvents pages through a session's events in sequence order.
+        """ListEvents pages through a session's events in sequence order. With
+        any of its filters set (query, author, function_name, errors_only,
+        run_id) it searches: each page examines a bounded run of events (at
+        most 5,000) and returns those that match, so a page may hold fewer
+        than page_size events, or none, and still have a next_page_token to
+        go on from where it stopped.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def GetStateHistory(self, request, context):
+        """GetStateHistory returns the history of one state key in a session:
+        every event whose state delta set or deleted it, oldest first, with
+        the value before and after. It pages like a filtered ListEvents: each
+        page examines a bounded run of events.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ListUsers(self, request, context):
+        """ListUsers lists the users of an app that have sessions, ordered by
+        user id, with how many sessions each has and when one last changed.
+        Admins only: with an auth file, any other principal is refused
+        PERMISSION_DENIED.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -195,6 +230,16 @@ def add_SessionServiceServicer_to_server(servicer, server):
                     servicer.ListEvents,
                     request_deserializer=agentrunner_dot_service_dot_v1_dot_session__service__pb2.ListEventsRequest.FromString,
                     response_serializer=agentrunner_dot_service_dot_v1_dot_session__service__pb2.ListEventsResponse.SerializeToString,
+            ),
+            'GetStateHistory': grpc.unary_unary_rpc_method_handler(
+                    servicer.GetStateHistory,
+                    request_deserializer=agentrunner_dot_service_dot_v1_dot_session__service__pb2.GetStateHistoryRequest.FromString,
+                    response_serializer=agentrunner_dot_service_dot_v1_dot_session__service__pb2.GetStateHistoryResponse.SerializeToString,
+            ),
+            'ListUsers': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListUsers,
+                    request_deserializer=agentrunner_dot_service_dot_v1_dot_session__service__pb2.ListUsersRequest.FromString,
+                    response_serializer=agentrunner_dot_service_dot_v1_dot_session__service__pb2.ListUsersResponse.SerializeToString,
             ),
             'ListToolCalls': grpc.unary_unary_rpc_method_handler(
                     servicer.ListToolCalls,
@@ -323,6 +368,40 @@ class SessionService(object):
         return grpc.experimental.unary_unary(request, target, '/agentrunner.service.v1.SessionService/ListEvents',
             agentrunner_dot_service_dot_v1_dot_session__service__pb2.ListEventsRequest.SerializeToString,
             agentrunner_dot_service_dot_v1_dot_session__service__pb2.ListEventsResponse.FromString,
+            options, channel_credentials,
+            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
+
+    @staticmethod
+    def GetStateHistory(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(request, target, '/agentrunner.service.v1.SessionService/GetStateHistory',
+            agentrunner_dot_service_dot_v1_dot_session__service__pb2.GetStateHistoryRequest.SerializeToString,
+            agentrunner_dot_service_dot_v1_dot_session__service__pb2.GetStateHistoryResponse.FromString,
+            options, channel_credentials,
+            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
+
+    @staticmethod
+    def ListUsers(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(request, target, '/agentrunner.service.v1.SessionService/ListUsers',
+            agentrunner_dot_service_dot_v1_dot_session__service__pb2.ListUsersRequest.SerializeToString,
+            agentrunner_dot_service_dot_v1_dot_session__service__pb2.ListUsersResponse.FromString,
             options, channel_credentials,
             insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
 

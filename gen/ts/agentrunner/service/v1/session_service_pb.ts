@@ -10,7 +10,7 @@ import type { Session } from "../../v1/session_pb.js";
 import { file_agentrunner_v1_session } from "../../v1/session_pb.js";
 import type { ToolCall } from "../../v1/tool_call_pb.js";
 import { file_agentrunner_v1_tool_call } from "../../v1/tool_call_pb.js";
-import type { Timestamp } from "@bufbuild/protobuf/wkt";
+import type { Timestamp, Value } from "@bufbuild/protobuf/wkt";
 import { file_google_protobuf_struct, file_google_protobuf_timestamp } from "@bufbuild/protobuf/wkt";
 import type { JsonObject, Message } from "@bufbuild/protobuf";
 
@@ -18,7 +18,7 @@ import type { JsonObject, Message } from "@bufbuild/protobuf";
  * Describes the file agentrunner/service/v1/session_service.proto.
  */
 export const file_agentrunner_service_v1_session_service: GenFile = /*@__PURE__*/
-  fileDesc("CixhZ2VudHJ1bm5lci9zZXJ2aWNlL3YxL3Nlc3Npb25fc2VydmljZS5wcm90bxIWYWdlbnRydW5uZXIuc2VydmljZS52MSKQAQoSRm9ya1Nlc3Npb25SZXF1ZXN0EhAKCGFwcF9uYW1lGAEgASgJEg8KB3VzZXJfaWQYAiABKAkSEgoKc2Vzc2lvbl9pZBgDIAEoCRIWCg51cF90b19zZXF1ZW5jZRgEIAEoBBITCgtuZXdfdXNlcl9pZBgFIAEoCRIWCg5uZXdfc2Vzc2lvbl9pZBgGIAEoCSI/ChNGb3JrU2Vzc2lvblJlc3BvbnNlEigKB3Nlc3Npb24YASABKAsyFy5hZ2VudHJ1bm5lci52MS5TZXNzaW9uImsKFFJld2luZFNlc3Npb25SZXF1ZXN0EhAKCGFwcF9uYW1lGAEgASgJEg8KB3VzZXJfaWQYAiABKAkSEgoKc2Vzc2lvbl9pZBgDIAEoCRIcChRiZWZvcmVfaW52b2NhdGlvbl9pZBgEIAEoCSJnChVSZXdpbmRTZXNzaW9uUmVzcG9uc2USJAoFZXZlbnQYASABKAsyFS5hZ2VudHJ1bm5lci52MS5FdmVudBIoCgdzZXNzaW9uGAIgASgLMhcuYWdlbnRydW5uZXIudjEuU2Vzc2lvbiJNChRMaXN0VG9vbENhbGxzUmVxdWVzdBIQCghhcHBfbmFtZRgBIAEoCRIPCgd1c2VyX2lkGAIgASgJEhIKCnNlc3Npb25faWQYAyABKAkiRQoVTGlzdFRvb2xDYWxsc1Jlc3BvbnNlEiwKCnRvb2xfY2FsbHMYASADKAsyGC5hZ2VudHJ1bm5lci52MS5Ub29sQ2FsbCJ1ChRDcmVhdGVTZXNzaW9uUmVxdWVzdBIQCghhcHBfbmFtZRgBIAEoCRIPCgd1c2VyX2lkGAIgASgJEhIKCnNlc3Npb25faWQYAyABKAkSJgoFc3RhdGUYBCABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0IkEKFUNyZWF0ZVNlc3Npb25SZXNwb25zZRIoCgdzZXNzaW9uGAEgASgLMhcuYWdlbnRydW5uZXIudjEuU2Vzc2lvbiKtAQoRR2V0U2Vzc2lvblJlcXVlc3QSEAoIYXBwX25hbWUYASABKAkSDwoHdXNlcl9pZBgCIAEoCRISCgpzZXNzaW9uX2lkGAMgASgJEhkKEW51bV9yZWNlbnRfZXZlbnRzGAQgASgFEhYKDmFmdGVyX3NlcXVlbmNlGAUgASgEEi4KCmFmdGVyX3RpbWUYBiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wIn0KEkdldFNlc3Npb25SZXNwb25zZRIoCgdzZXNzaW9uGAEgASgLMhcuYWdlbnRydW5uZXIudjEuU2Vzc2lvbhIlCgZldmVudHMYAiADKAsyFS5hZ2VudHJ1bm5lci52MS5FdmVudBIWCg5vbWl0dGVkX2V2ZW50cxgDIAEoBCJfChNMaXN0U2Vzc2lvbnNSZXF1ZXN0EhAKCGFwcF9uYW1lGAEgASgJEg8KB3VzZXJfaWQYAiABKAkSEQoJcGFnZV9zaXplGAMgASgFEhIKCnBhZ2VfdG9rZW4YBCABKAkiWgoUTGlzdFNlc3Npb25zUmVzcG9uc2USKQoIc2Vzc2lvbnMYASADKAsyFy5hZ2VudHJ1bm5lci52MS5TZXNzaW9uEhcKD25leHRfcGFnZV90b2tlbhgCIAEoCSJNChREZWxldGVTZXNzaW9uUmVxdWVzdBIQCghhcHBfbmFtZRgBIAEoCRIPCgd1c2VyX2lkGAIgASgJEhIKCnNlc3Npb25faWQYAyABKAkiFwoVRGVsZXRlU2Vzc2lvblJlc3BvbnNlInEKEkFwcGVuZEV2ZW50UmVxdWVzdBIQCghhcHBfbmFtZRgBIAEoCRIPCgd1c2VyX2lkGAIgASgJEhIKCnNlc3Npb25faWQYAyABKAkSJAoFZXZlbnQYBCABKAsyFS5hZ2VudHJ1bm5lci52MS5FdmVudCI7ChNBcHBlbmRFdmVudFJlc3BvbnNlEiQKBWV2ZW50GAEgASgLMhUuYWdlbnRydW5uZXIudjEuRXZlbnQiuQEKEUxpc3RFdmVudHNSZXF1ZXN0EhAKCGFwcF9uYW1lGAEgASgJEg8KB3VzZXJfaWQYAiABKAkSEgoKc2Vzc2lvbl9pZBgDIAEoCRIRCglwYWdlX3NpemUYBCABKAUSEgoKcGFnZV90b2tlbhgFIAEoCRIWCg5hZnRlcl9zZXF1ZW5jZRgGIAEoBBIuCgphZnRlcl90aW1lGAcgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCJUChJMaXN0RXZlbnRzUmVzcG9uc2USJQoGZXZlbnRzGAEgAygLMhUuYWdlbnRydW5uZXIudjEuRXZlbnQSFwoPbmV4dF9wYWdlX3Rva2VuGAIgASgJMs0HCg5TZXNzaW9uU2VydmljZRJsCg1DcmVhdGVTZXNzaW9uEiwuYWdlbnRydW5uZXIuc2VydmljZS52MS5DcmVhdGVTZXNzaW9uUmVxdWVzdBotLmFnZW50cnVubmVyLnNlcnZpY2UudjEuQ3JlYXRlU2Vzc2lvblJlc3BvbnNlEmMKCkdldFNlc3Npb24SKS5hZ2VudHJ1bm5lci5zZXJ2aWNlLnYxLkdldFNlc3Npb25SZXF1ZXN0GiouYWdlbnRydW5uZXIuc2VydmljZS52MS5HZXRTZXNzaW9uUmVzcG9uc2USaQoMTGlzdFNlc3Npb25zEisuYWdlbnRydW5uZXIuc2VydmljZS52MS5MaXN0U2Vzc2lvbnNSZXF1ZXN0GiwuYWdlbnRydW5uZXIuc2VydmljZS52MS5MaXN0U2Vzc2lvbnNSZXNwb25zZRJsCg1EZWxldGVTZXNzaW9uEiwuYWdlbnRydW5uZXIuc2VydmljZS52MS5EZWxldGVTZXNzaW9uUmVxdWVzdBotLmFnZW50cnVubmVyLnNlcnZpY2UudjEuRGVsZXRlU2Vzc2lvblJlc3BvbnNlEmYKC0FwcGVuZEV2ZW50EiouYWdlbnRydW5uZXIuc2VydmljZS52MS5BcHBlbmRFdmVudFJlcXVlc3QaKy5hZ2VudHJ1bm5lci5zZXJ2aWNlLnYxLkFwcGVuZEV2ZW50UmVzcG9uc2USYwoKTGlzdEV2ZW50cxIpLmFnZW50cnVubmVyLnNlcnZpY2UudjEuTGlzdEV2ZW50c1JlcXVlc3QaKi5hZ2VudHJ1bm5lci5zZXJ2aWNlLnYxLkxpc3RFdmVudHNSZXNwb25zZRJsCg1MaXN0VG9vbENhbGxzEiwuYWdlbnRydW5uZXIuc2VydmljZS52MS5MaXN0VG9vbENhbGxzUmVxdWVzdBotLmFnZW50cnVubmVyLnNlcnZpY2UudjEuTGlzdFRvb2xDYWxsc1Jlc3BvbnNlEmYKC0ZvcmtTZXNzaW9uEiouYWdlbnRydW5uZXIuc2VydmljZS52MS5Gb3JrU2Vzc2lvblJlcXVlc3QaKy5hZ2VudHJ1bm5lci5zZXJ2aWNlLnYxLkZvcmtTZXNzaW9uUmVzcG9uc2USbAoNUmV3aW5kU2Vzc2lvbhIsLmFnZW50cnVubmVyLnNlcnZpY2UudjEuUmV3aW5kU2Vzc2lvblJlcXVlc3QaLS5hZ2VudHJ1bm5lci5zZXJ2aWNlLnYxLlJld2luZFNlc3Npb25SZXNwb25zZWIGcHJvdG8z", [file_agentrunner_v1_event, file_agentrunner_v1_session, file_agentrunner_v1_tool_call, file_google_protobuf_struct, file_google_protobuf_timestamp]);
+  fileDesc("CixhZ2VudHJ1bm5lci9zZXJ2aWNlL3YxL3Nlc3Npb25fc2VydmljZS5wcm90bxIWYWdlbnRydW5uZXIuc2VydmljZS52MSKQAQoSRm9ya1Nlc3Npb25SZXF1ZXN0EhAKCGFwcF9uYW1lGAEgASgJEg8KB3VzZXJfaWQYAiABKAkSEgoKc2Vzc2lvbl9pZBgDIAEoCRIWCg51cF90b19zZXF1ZW5jZRgEIAEoBBITCgtuZXdfdXNlcl9pZBgFIAEoCRIWCg5uZXdfc2Vzc2lvbl9pZBgGIAEoCSI/ChNGb3JrU2Vzc2lvblJlc3BvbnNlEigKB3Nlc3Npb24YASABKAsyFy5hZ2VudHJ1bm5lci52MS5TZXNzaW9uImsKFFJld2luZFNlc3Npb25SZXF1ZXN0EhAKCGFwcF9uYW1lGAEgASgJEg8KB3VzZXJfaWQYAiABKAkSEgoKc2Vzc2lvbl9pZBgDIAEoCRIcChRiZWZvcmVfaW52b2NhdGlvbl9pZBgEIAEoCSJnChVSZXdpbmRTZXNzaW9uUmVzcG9uc2USJAoFZXZlbnQYASABKAsyFS5hZ2VudHJ1bm5lci52MS5FdmVudBIoCgdzZXNzaW9uGAIgASgLMhcuYWdlbnRydW5uZXIudjEuU2Vzc2lvbiJNChRMaXN0VG9vbENhbGxzUmVxdWVzdBIQCghhcHBfbmFtZRgBIAEoCRIPCgd1c2VyX2lkGAIgASgJEhIKCnNlc3Npb25faWQYAyABKAkiRQoVTGlzdFRvb2xDYWxsc1Jlc3BvbnNlEiwKCnRvb2xfY2FsbHMYASADKAsyGC5hZ2VudHJ1bm5lci52MS5Ub29sQ2FsbCJ1ChRDcmVhdGVTZXNzaW9uUmVxdWVzdBIQCghhcHBfbmFtZRgBIAEoCRIPCgd1c2VyX2lkGAIgASgJEhIKCnNlc3Npb25faWQYAyABKAkSJgoFc3RhdGUYBCABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0IkEKFUNyZWF0ZVNlc3Npb25SZXNwb25zZRIoCgdzZXNzaW9uGAEgASgLMhcuYWdlbnRydW5uZXIudjEuU2Vzc2lvbiKtAQoRR2V0U2Vzc2lvblJlcXVlc3QSEAoIYXBwX25hbWUYASABKAkSDwoHdXNlcl9pZBgCIAEoCRISCgpzZXNzaW9uX2lkGAMgASgJEhkKEW51bV9yZWNlbnRfZXZlbnRzGAQgASgFEhYKDmFmdGVyX3NlcXVlbmNlGAUgASgEEi4KCmFmdGVyX3RpbWUYBiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wIn0KEkdldFNlc3Npb25SZXNwb25zZRIoCgdzZXNzaW9uGAEgASgLMhcuYWdlbnRydW5uZXIudjEuU2Vzc2lvbhIlCgZldmVudHMYAiADKAsyFS5hZ2VudHJ1bm5lci52MS5FdmVudBIWCg5vbWl0dGVkX2V2ZW50cxgDIAEoBCJfChNMaXN0U2Vzc2lvbnNSZXF1ZXN0EhAKCGFwcF9uYW1lGAEgASgJEg8KB3VzZXJfaWQYAiABKAkSEQoJcGFnZV9zaXplGAMgASgFEhIKCnBhZ2VfdG9rZW4YBCABKAkiWgoUTGlzdFNlc3Npb25zUmVzcG9uc2USKQoIc2Vzc2lvbnMYASADKAsyFy5hZ2VudHJ1bm5lci52MS5TZXNzaW9uEhcKD25leHRfcGFnZV90b2tlbhgCIAEoCSJNChREZWxldGVTZXNzaW9uUmVxdWVzdBIQCghhcHBfbmFtZRgBIAEoCRIPCgd1c2VyX2lkGAIgASgJEhIKCnNlc3Npb25faWQYAyABKAkiFwoVRGVsZXRlU2Vzc2lvblJlc3BvbnNlInEKEkFwcGVuZEV2ZW50UmVxdWVzdBIQCghhcHBfbmFtZRgBIAEoCRIPCgd1c2VyX2lkGAIgASgJEhIKCnNlc3Npb25faWQYAyABKAkSJAoFZXZlbnQYBCABKAsyFS5hZ2VudHJ1bm5lci52MS5FdmVudCI7ChNBcHBlbmRFdmVudFJlc3BvbnNlEiQKBWV2ZW50GAEgASgLMhUuYWdlbnRydW5uZXIudjEuRXZlbnQilAIKEUxpc3RFdmVudHNSZXF1ZXN0EhAKCGFwcF9uYW1lGAEgASgJEg8KB3VzZXJfaWQYAiABKAkSEgoKc2Vzc2lvbl9pZBgDIAEoCRIRCglwYWdlX3NpemUYBCABKAUSEgoKcGFnZV90b2tlbhgFIAEoCRIWCg5hZnRlcl9zZXF1ZW5jZRgGIAEoBBIuCgphZnRlcl90aW1lGAcgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBINCgVxdWVyeRgIIAEoCRIOCgZhdXRob3IYCSABKAkSFQoNZnVuY3Rpb25fbmFtZRgKIAEoCRITCgtlcnJvcnNfb25seRgLIAEoCBIOCgZydW5faWQYDCABKAkiVAoSTGlzdEV2ZW50c1Jlc3BvbnNlEiUKBmV2ZW50cxgBIAMoCzIVLmFnZW50cnVubmVyLnYxLkV2ZW50EhcKD25leHRfcGFnZV90b2tlbhgCIAEoCSKDAQoWR2V0U3RhdGVIaXN0b3J5UmVxdWVzdBIQCghhcHBfbmFtZRgBIAEoCRIPCgd1c2VyX2lkGAIgASgJEhIKCnNlc3Npb25faWQYAyABKAkSCwoDa2V5GAQgASgJEhEKCXBhZ2Vfc2l6ZRgFIAEoBRISCgpwYWdlX3Rva2VuGAYgASgJImgKF0dldFN0YXRlSGlzdG9yeVJlc3BvbnNlEjQKB2NoYW5nZXMYASADKAsyIy5hZ2VudHJ1bm5lci5zZXJ2aWNlLnYxLlN0YXRlQ2hhbmdlEhcKD25leHRfcGFnZV90b2tlbhgCIAEoCSLYAQoLU3RhdGVDaGFuZ2USEAoIc2VxdWVuY2UYASABKAQSEAoIZXZlbnRfaWQYAiABKAkSDgoGYXV0aG9yGAMgASgJEhUKDWludm9jYXRpb25faWQYBCABKAkSKAoEdGltZRgFIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASKQoJb2xkX3ZhbHVlGAYgASgLMhYuZ29vZ2xlLnByb3RvYnVmLlZhbHVlEikKCW5ld192YWx1ZRgHIAEoCzIWLmdvb2dsZS5wcm90b2J1Zi5WYWx1ZSJLChBMaXN0VXNlcnNSZXF1ZXN0EhAKCGFwcF9uYW1lGAEgASgJEhEKCXBhZ2Vfc2l6ZRgCIAEoBRISCgpwYWdlX3Rva2VuGAMgASgJImAKEUxpc3RVc2Vyc1Jlc3BvbnNlEjIKBXVzZXJzGAEgAygLMiMuYWdlbnRydW5uZXIuc2VydmljZS52MS5Vc2VyU3VtbWFyeRIXCg9uZXh0X3BhZ2VfdG9rZW4YAiABKAkiawoLVXNlclN1bW1hcnkSDwoHdXNlcl9pZBgBIAEoCRIVCg1zZXNzaW9uX2NvdW50GAIgASgDEjQKEGxhc3RfdXBkYXRlX3RpbWUYAyABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wMqMJCg5TZXNzaW9uU2VydmljZRJsCg1DcmVhdGVTZXNzaW9uEiwuYWdlbnRydW5uZXIuc2VydmljZS52MS5DcmVhdGVTZXNzaW9uUmVxdWVzdBotLmFnZW50cnVubmVyLnNlcnZpY2UudjEuQ3JlYXRlU2Vzc2lvblJlc3BvbnNlEmMKCkdldFNlc3Npb24SKS5hZ2VudHJ1bm5lci5zZXJ2aWNlLnYxLkdldFNlc3Npb25SZXF1ZXN0GiouYWdlbnRydW5uZXIuc2VydmljZS52MS5HZXRTZXNzaW9uUmVzcG9uc2USaQoMTGlzdFNlc3Npb25zEisuYWdlbnRydW5uZXIuc2VydmljZS52MS5MaXN0U2Vzc2lvbnNSZXF1ZXN0GiwuYWdlbnRydW5uZXIuc2VydmljZS52MS5MaXN0U2Vzc2lvbnNSZXNwb25zZRJsCg1EZWxldGVTZXNzaW9uEiwuYWdlbnRydW5uZXIuc2VydmljZS52MS5EZWxldGVTZXNzaW9uUmVxdWVzdBotLmFnZW50cnVubmVyLnNlcnZpY2UudjEuRGVsZXRlU2Vzc2lvblJlc3BvbnNlEmYKC0FwcGVuZEV2ZW50EiouYWdlbnRydW5uZXIuc2VydmljZS52MS5BcHBlbmRFdmVudFJlcXVlc3QaKy5hZ2VudHJ1bm5lci5zZXJ2aWNlLnYxLkFwcGVuZEV2ZW50UmVzcG9uc2USYwoKTGlzdEV2ZW50cxIpLmFnZW50cnVubmVyLnNlcnZpY2UudjEuTGlzdEV2ZW50c1JlcXVlc3QaKi5hZ2VudHJ1bm5lci5zZXJ2aWNlLnYxLkxpc3RFdmVudHNSZXNwb25zZRJyCg9HZXRTdGF0ZUhpc3RvcnkSLi5hZ2VudHJ1bm5lci5zZXJ2aWNlLnYxLkdldFN0YXRlSGlzdG9yeVJlcXVlc3QaLy5hZ2VudHJ1bm5lci5zZXJ2aWNlLnYxLkdldFN0YXRlSGlzdG9yeVJlc3BvbnNlEmAKCUxpc3RVc2VycxIoLmFnZW50cnVubmVyLnNlcnZpY2UudjEuTGlzdFVzZXJzUmVxdWVzdBopLmFnZW50cnVubmVyLnNlcnZpY2UudjEuTGlzdFVzZXJzUmVzcG9uc2USbAoNTGlzdFRvb2xDYWxscxIsLmFnZW50cnVubmVyLnNlcnZpY2UudjEuTGlzdFRvb2xDYWxsc1JlcXVlc3QaLS5hZ2VudHJ1bm5lci5zZXJ2aWNlLnYxLkxpc3RUb29sQ2FsbHNSZXNwb25zZRJmCgtGb3JrU2Vzc2lvbhIqLmFnZW50cnVubmVyLnNlcnZpY2UudjEuRm9ya1Nlc3Npb25SZXF1ZXN0GisuYWdlbnRydW5uZXIuc2VydmljZS52MS5Gb3JrU2Vzc2lvblJlc3BvbnNlEmwKDVJld2luZFNlc3Npb24SLC5hZ2VudHJ1bm5lci5zZXJ2aWNlLnYxLlJld2luZFNlc3Npb25SZXF1ZXN0Gi0uYWdlbnRydW5uZXIuc2VydmljZS52MS5SZXdpbmRTZXNzaW9uUmVzcG9uc2ViBnByb3RvMw", [file_agentrunner_v1_event, file_agentrunner_v1_session, file_agentrunner_v1_tool_call, file_google_protobuf_struct, file_google_protobuf_timestamp]);
 
 /**
  * ForkSessionRequest is the input of ForkSession.
@@ -635,6 +635,47 @@ export type ListEventsRequest = Message<"agentrunner.service.v1.ListEventsReques
    * @generated from field: google.protobuf.Timestamp after_time = 7;
    */
   afterTime?: Timestamp | undefined;
+
+  /**
+   * When set, list only events whose text (text and thought parts, and
+   * the error message) holds this string, compared case-insensitively.
+   * Like every filter below it applies to every page: send it again with
+   * page_token, and a page_token from a listing with other filters is
+   * refused with INVALID_ARGUMENT.
+   *
+   * @generated from field: string query = 8;
+   */
+  query: string;
+
+  /**
+   * When set, list only events by this author (an agent's name, or
+   * "user"), compared exactly.
+   *
+   * @generated from field: string author = 9;
+   */
+  author: string;
+
+  /**
+   * When set, list only events that call a function (a tool) by this
+   * name or carry its response.
+   *
+   * @generated from field: string function_name = 10;
+   */
+  functionName: string;
+
+  /**
+   * When true, list only events with an error_code or an error_message.
+   *
+   * @generated from field: bool errors_only = 11;
+   */
+  errorsOnly: boolean;
+
+  /**
+   * When set, list only the events of this run (their invocation_id).
+   *
+   * @generated from field: string run_id = 12;
+   */
+  runId: string;
 };
 
 /**
@@ -671,6 +712,256 @@ export type ListEventsResponse = Message<"agentrunner.service.v1.ListEventsRespo
  */
 export const ListEventsResponseSchema: GenMessage<ListEventsResponse> = /*@__PURE__*/
   messageDesc(file_agentrunner_service_v1_session_service, 17);
+
+/**
+ * GetStateHistoryRequest is the input of GetStateHistory.
+ *
+ * @generated from message agentrunner.service.v1.GetStateHistoryRequest
+ */
+export type GetStateHistoryRequest = Message<"agentrunner.service.v1.GetStateHistoryRequest"> & {
+  /**
+   * App of the session. Required.
+   *
+   * @generated from field: string app_name = 1;
+   */
+  appName: string;
+
+  /**
+   * Owner of the session. Required.
+   *
+   * @generated from field: string user_id = 2;
+   */
+  userId: string;
+
+  /**
+   * Id of the session. Required.
+   *
+   * @generated from field: string session_id = 3;
+   */
+  sessionId: string;
+
+  /**
+   * The state key, as in a state delta ("user:" and "app:" keys
+   * included). Required.
+   *
+   * @generated from field: string key = 4;
+   */
+  key: string;
+
+  /**
+   * Maximum number of changes to return; 0 means 100, at most 1000.
+   *
+   * @generated from field: int32 page_size = 5;
+   */
+  pageSize: number;
+
+  /**
+   * Token from a previous response's next_page_token to continue.
+   *
+   * @generated from field: string page_token = 6;
+   */
+  pageToken: string;
+};
+
+/**
+ * Describes the message agentrunner.service.v1.GetStateHistoryRequest.
+ * Use `create(GetStateHistoryRequestSchema)` to create a new message.
+ */
+export const GetStateHistoryRequestSchema: GenMessage<GetStateHistoryRequest> = /*@__PURE__*/
+  messageDesc(file_agentrunner_service_v1_session_service, 18);
+
+/**
+ * GetStateHistoryResponse is the output of GetStateHistory.
+ *
+ * @generated from message agentrunner.service.v1.GetStateHistoryResponse
+ */
+export type GetStateHistoryResponse = Message<"agentrunner.service.v1.GetStateHistoryResponse"> & {
+  /**
+   * The changes of this page, oldest first.
+   *
+   * @generated from field: repeated agentrunner.service.v1.StateChange changes = 1;
+   */
+  changes: StateChange[];
+
+  /**
+   * Token for the next page; empty when every event has been examined.
+   *
+   * @generated from field: string next_page_token = 2;
+   */
+  nextPageToken: string;
+};
+
+/**
+ * Describes the message agentrunner.service.v1.GetStateHistoryResponse.
+ * Use `create(GetStateHistoryResponseSchema)` to create a new message.
+ */
+export const GetStateHistoryResponseSchema: GenMessage<GetStateHistoryResponse> = /*@__PURE__*/
+  messageDesc(file_agentrunner_service_v1_session_service, 19);
+
+/**
+ * StateChange is one event's change to a state key. "user:" and "app:"
+ * keys are shared with other sessions: old_value is the value this
+ * session's events last set, not what other sessions may have set since.
+ *
+ * @generated from message agentrunner.service.v1.StateChange
+ */
+export type StateChange = Message<"agentrunner.service.v1.StateChange"> & {
+  /**
+   * Sequence of the event that made the change.
+   *
+   * @generated from field: uint64 sequence = 1;
+   */
+  sequence: bigint;
+
+  /**
+   * Id of that event.
+   *
+   * @generated from field: string event_id = 2;
+   */
+  eventId: string;
+
+  /**
+   * Its author.
+   *
+   * @generated from field: string author = 3;
+   */
+  author: string;
+
+  /**
+   * Its run (invocation_id); empty for an event appended outside a run.
+   *
+   * @generated from field: string invocation_id = 4;
+   */
+  invocationId: string;
+
+  /**
+   * Its timestamp.
+   *
+   * @generated from field: google.protobuf.Timestamp time = 5;
+   */
+  time?: Timestamp | undefined;
+
+  /**
+   * The value before the event; unset when no earlier event of the
+   * session set the key or the last one deleted it (over JSON, where an
+   * unset Value and a null one look alike, null means the same).
+   *
+   * @generated from field: google.protobuf.Value old_value = 6;
+   */
+  oldValue?: Value | undefined;
+
+  /**
+   * The value the event set; a null value is a deletion.
+   *
+   * @generated from field: google.protobuf.Value new_value = 7;
+   */
+  newValue?: Value | undefined;
+};
+
+/**
+ * Describes the message agentrunner.service.v1.StateChange.
+ * Use `create(StateChangeSchema)` to create a new message.
+ */
+export const StateChangeSchema: GenMessage<StateChange> = /*@__PURE__*/
+  messageDesc(file_agentrunner_service_v1_session_service, 20);
+
+/**
+ * ListUsersRequest is the input of ListUsers.
+ *
+ * @generated from message agentrunner.service.v1.ListUsersRequest
+ */
+export type ListUsersRequest = Message<"agentrunner.service.v1.ListUsersRequest"> & {
+  /**
+   * App whose users to list. Required.
+   *
+   * @generated from field: string app_name = 1;
+   */
+  appName: string;
+
+  /**
+   * Maximum number of users to return; 0 means 100, at most 1000.
+   *
+   * @generated from field: int32 page_size = 2;
+   */
+  pageSize: number;
+
+  /**
+   * Token from a previous response's next_page_token to continue.
+   *
+   * @generated from field: string page_token = 3;
+   */
+  pageToken: string;
+};
+
+/**
+ * Describes the message agentrunner.service.v1.ListUsersRequest.
+ * Use `create(ListUsersRequestSchema)` to create a new message.
+ */
+export const ListUsersRequestSchema: GenMessage<ListUsersRequest> = /*@__PURE__*/
+  messageDesc(file_agentrunner_service_v1_session_service, 21);
+
+/**
+ * ListUsersResponse is the output of ListUsers.
+ *
+ * @generated from message agentrunner.service.v1.ListUsersResponse
+ */
+export type ListUsersResponse = Message<"agentrunner.service.v1.ListUsersResponse"> & {
+  /**
+   * Users of this page, ordered by user id.
+   *
+   * @generated from field: repeated agentrunner.service.v1.UserSummary users = 1;
+   */
+  users: UserSummary[];
+
+  /**
+   * Token for the next page; empty when this is the last page.
+   *
+   * @generated from field: string next_page_token = 2;
+   */
+  nextPageToken: string;
+};
+
+/**
+ * Describes the message agentrunner.service.v1.ListUsersResponse.
+ * Use `create(ListUsersResponseSchema)` to create a new message.
+ */
+export const ListUsersResponseSchema: GenMessage<ListUsersResponse> = /*@__PURE__*/
+  messageDesc(file_agentrunner_service_v1_session_service, 22);
+
+/**
+ * UserSummary is one user of an app, as its sessions show it.
+ *
+ * @generated from message agentrunner.service.v1.UserSummary
+ */
+export type UserSummary = Message<"agentrunner.service.v1.UserSummary"> & {
+  /**
+   * The user id.
+   *
+   * @generated from field: string user_id = 1;
+   */
+  userId: string;
+
+  /**
+   * How many sessions the user has in the app.
+   *
+   * @generated from field: int64 session_count = 2;
+   */
+  sessionCount: bigint;
+
+  /**
+   * The latest update_time of those sessions.
+   *
+   * @generated from field: google.protobuf.Timestamp last_update_time = 3;
+   */
+  lastUpdateTime?: Timestamp | undefined;
+};
+
+/**
+ * Describes the message agentrunner.service.v1.UserSummary.
+ * Use `create(UserSummarySchema)` to create a new message.
+ */
+export const UserSummarySchema: GenMessage<UserSummary> = /*@__PURE__*/
+  messageDesc(file_agentrunner_service_v1_session_service, 23);
 
 /**
  * SessionService stores conversations: sessions, their events and their
@@ -740,7 +1031,12 @@ export const SessionService: GenService<{
     output: typeof AppendEventResponseSchema;
   },
   /**
-   * ListEvents pages through a session's events in sequence order.
+   * ListEvents pages through a session's events in sequence order. With
+   * any of its filters set (query, author, function_name, errors_only,
+   * run_id) it searches: each page examines a bounded run of events (at
+   * most 5,000) and returns those that match, so a page may hold fewer
+   * than page_size events, or none, and still have a next_page_token to
+   * go on from where it stopped.
    *
    * @generated from rpc agentrunner.service.v1.SessionService.ListEvents
    */
@@ -748,6 +1044,32 @@ export const SessionService: GenService<{
     methodKind: "unary";
     input: typeof ListEventsRequestSchema;
     output: typeof ListEventsResponseSchema;
+  },
+  /**
+   * GetStateHistory returns the history of one state key in a session:
+   * every event whose state delta set or deleted it, oldest first, with
+   * the value before and after. It pages like a filtered ListEvents: each
+   * page examines a bounded run of events.
+   *
+   * @generated from rpc agentrunner.service.v1.SessionService.GetStateHistory
+   */
+  getStateHistory: {
+    methodKind: "unary";
+    input: typeof GetStateHistoryRequestSchema;
+    output: typeof GetStateHistoryResponseSchema;
+  },
+  /**
+   * ListUsers lists the users of an app that have sessions, ordered by
+   * user id, with how many sessions each has and when one last changed.
+   * Admins only: with an auth file, any other principal is refused
+   * PERMISSION_DENIED.
+   *
+   * @generated from rpc agentrunner.service.v1.SessionService.ListUsers
+   */
+  listUsers: {
+    methodKind: "unary";
+    input: typeof ListUsersRequestSchema;
+    output: typeof ListUsersResponseSchema;
   },
   /**
    * ListToolCalls returns the session's tool-call ledger in call order:
