@@ -48,6 +48,8 @@ func Compare(ctx context.Context, o Options, baseline string, rounds int, w io.W
 		return nil, fmt.Errorf("--rounds %d: must be at least 1", rounds)
 	}
 	o.Limits = false
+	// Runs in flight compare with adk-go (--peer), not between builds.
+	o.Inflight = 0
 	c := &Comparison{Baseline: baseline, Binary: o.Binary, Rounds: rounds}
 	for r := range rounds {
 		for _, side := range []struct {
