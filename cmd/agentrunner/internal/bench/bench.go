@@ -60,6 +60,10 @@ type Options struct {
 	InflightRuns  int
 	InflightFirst time.Duration
 	InflightGap   time.Duration
+	// InflightProfiles, when set, is a directory where the scenario saves
+	// agentrunner's CPU profile over it and heap and goroutine profiles
+	// at its plateau.
+	InflightProfiles string
 	// Only names the scenario groups to run (load, lengths, stored,
 	// inflight); empty runs them all.
 	Only   []string
@@ -200,6 +204,7 @@ func inflightFlags(fs *flag.FlagSet, o *Options, only *string) {
 	fs.IntVar(&o.Inflight, "inflight", 2000, "streaming runs the runs-in-flight scenario holds open at once, one per session, on the offline model at a real model's pace (0 skips it); it reports server memory and goroutines per open run, server CPU per streamed chunk and the time the server adds to the first token")
 	fs.IntVar(&o.InflightRuns, "inflight-runs", 2, "runs each session of the runs-in-flight scenario makes in a row")
 	fs.DurationVar(&o.InflightFirst, "inflight-first-chunk", time.Second, "the paced model's time to its first chunk in the runs-in-flight scenario")
+	fs.StringVar(&o.InflightProfiles, "inflight-profiles", "", "`directory` where the runs-in-flight scenario saves agentrunner's CPU profile over it (cpu.pprof) and its heap and goroutine profiles when every run is open (heap.pprof, heap.txt with the runtime's memory statistics, goroutines.txt)")
 	fs.DurationVar(&o.InflightGap, "inflight-chunk-gap", 250*time.Millisecond, "the paced model's time between its later chunks (8 in all) in the runs-in-flight scenario")
 	fs.StringVar(only, "only", "", "run only these scenario groups, comma-separated: load (single session, --sessions, streaming), lengths, stored, inflight (default: all)")
 }

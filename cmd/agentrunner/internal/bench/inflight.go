@@ -89,10 +89,35 @@ func (s inflightSpec) duration() time.Duration {
 	return s.first + time.Duration(inflightChunks)*s.gap
 }
 
-// probe reads a server's memory, goroutines and CPU.
+// probe reads a server's memory, goroutines and CPU; with profiles set,
+// it also saves the server's CPU profile over the scenario and its heap
+// and goroutine profiles at the plateau there.
 type probe struct {
-	srv  *serverProc
-	http *http.Client
+	srv      *serverProc
+	http     *http.Client
+	profiles string
+}
+
+// save writes the debug endpoint's path to file in p.profiles.
+func (p probe) save(ctx context.Context, path, file string) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, p.srv.debug+path, nil)
+	if err != nil {
+		return err
+	}
+	resp, err := (&http.Client{}).Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	f, err := os.Create(filepath.Join(p.profiles, file))
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(f, resp.Body); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
 }
 
 // goroutines is the goroutine count of the server's pprof endpoint.
@@ -143,6 +168,13 @@ func driveInflight(ctx context.Context, c runClients, p probe, spec inflightSpec
 	if err != nil {
 		return res, err
 	}
+	profiled := make(chan error, 1)
+	if p.profiles != "" {
+		secs := int((spec.duration()*time.Duration(spec.runs+1) + time.Second - 1) / time.Second)
+		go func() { profiled <- p.save(ctx, fmt.Sprintf("/debug/pprof/profile?seconds=%d", secs), "cpu.pprof") }()
+	} else {
+		profiled <- nil
+	}
 	var t tally
 	var open atomic.Int64
 	var wg sync.WaitGroup
@@ -170,9 +202,13 @@ func driveInflight(ctx context.Context, c runClients, p probe, spec inflightSpec
 	if sleepUntil(ctx, start.Add(dur+dur*time.Duration(spec.runs-1)/2)) {
 		res.InFlight = int(open.Load())
 		res.RSSMiB, res.Goroutines, serr = p.sample(ctx)
+		if p.profiles != "" && serr == nil {
+			serr = errors.Join(p.save(ctx, "/debug/pprof/heap", "heap.pprof"), p.save(ctx, "/debug/pprof/goroutine?debug=1", "goroutines.txt"), p.save(ctx, "/debug/pprof/heap?debug=1", "heap.txt"))
+		}
 	}
 	wg.Wait()
 	res.Seconds = time.Since(start).Seconds()
+	serr = errors.Join(serr, <-profiled)
 	cpu1, err := servers{p.srv}.cpuSeconds()
 	if err != nil || serr != nil {
 		return res, fmt.Errorf("reading the server: %w", errors.Join(err, serr))
@@ -251,7 +287,7 @@ func inflightOurs(ctx context.Context, o Options, dir, tag string, w io.Writer) 
 	if err := createSessions(ctx, c, spec.sessions, spec.id, &done); err != nil {
 		return InflightResult{}, fmt.Errorf("runs in flight: create sessions: %w\nserver log:\n%s", err, tail(p.logs.String(), 2000))
 	}
-	res, err := driveInflight(ctx, c, probe{srv: p, http: &http.Client{Timeout: 30 * time.Second}}, spec, w)
+	res, err := driveInflight(ctx, c, probe{srv: p, http: &http.Client{Timeout: 30 * time.Second}, profiles: o.InflightProfiles}, spec, w)
 	res.Side = sideOurs
 	if err != nil {
 		return res, fmt.Errorf("runs in flight: %w\nserver log:\n%s", err, tail(p.logs.String(), 2000))
