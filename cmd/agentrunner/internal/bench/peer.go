@@ -305,10 +305,19 @@ func loadAvg() string {
 func printPeer(w io.Writer, pc *PeerComparison) {
 	fmt.Fprintf(w, "peer %s (adk-go %s, REST API: JSON over HTTP/1.1); agentrunner: gRPC (protobuf over HTTP/2), bbolt\n", pc.Peer, pc.ADKVersion)
 	fmt.Fprintf(w, "%d rounds alternating %s; figures are medians; ratio = agentrunner runs/s ÷ adk-go runs/s (median of the rounds' ratios; above 1, agentrunner is faster)\n", pc.Rounds, strings.Join(peerSides, ", "))
-	fmt.Fprintf(w, "load average before %s, after %s\n\n", pc.LoadBefore, pc.LoadAfter)
+	fmt.Fprintf(w, "load average before %s, after %s\n", pc.LoadBefore, pc.LoadAfter)
+	if len(pc.Scenarios) > 0 {
+		printPeerScenarios(w, pc.Scenarios)
+	}
+	printPeerInflight(w, pc.InFlight)
+}
+
+// printPeerScenarios writes the load scenarios' rows of a side-by-side.
+func printPeerScenarios(w io.Writer, scenarios []PeerScenario) {
+	fmt.Fprintln(w)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "scenario\tagentrunner r/s\tadk-go mem r/s\tratio\tadk-go sqlite r/s\tratio\tcpu ms/run: agentrunner\tadk-go mem\tadk-go sqlite\tfailed runs\t")
-	for _, s := range pc.Scenarios {
+	for _, s := range scenarios {
 		fmt.Fprintf(tw, "%s\t%.0f\t%.0f\t%.2f\t%.0f\t%.2f\t%.2f\t%.2f\t%.2f\t%d / %d / %d\t\n", s.Name,
 			median(s.RunsPerSec[sideOurs]), median(s.RunsPerSec[sidePeerMem]), s.Ratio[sidePeerMem],
 			median(s.RunsPerSec[sidePeerLite]), s.Ratio[sidePeerLite],
@@ -316,5 +325,4 @@ func printPeer(w io.Writer, pc *PeerComparison) {
 			s.Failed[sideOurs], s.Failed[sidePeerMem], s.Failed[sidePeerLite])
 	}
 	tw.Flush()
-	printPeerInflight(w, pc.InFlight)
 }
