@@ -88,6 +88,13 @@ type Options struct {
 	// MaxBatch bounds how many writes share one transaction; zero means
 	// 1024.
 	MaxBatch int
+	// CommitWindow is the longest a commit waits for more writes, as
+	// PostgreSQL's commit_delay does, and it waits only when the last
+	// batch was full: at least windowBatch writes, a sign that many
+	// writers wait on each commit. Then a batch waits, up to the window,
+	// until it holds as many writes as the last one. A lone writer never
+	// waits. Zero means DefaultCommitWindow; negative never waits.
+	CommitWindow time.Duration
 	// Now returns the current time; nil means time.Now.
 	Now func() time.Time
 	// NewID returns a new random id for sessions and events; nil means a
@@ -118,6 +125,14 @@ type Options struct {
 // events, whose postings of the same term then share pages.
 const defaultMergeDelay = time.Second
 
+// DefaultCommitWindow is Options.CommitWindow's default: about one
+// fsync of a virtual disk, so that a full batch waits at most the time
+// its commit takes anyway.
+const DefaultCommitWindow = time.Millisecond
+
+// windowBatch is the size from which a batch is full (Options.CommitWindow).
+const windowBatch = 8
+
 // defaultLaterDelay is how long a record queued by PutRunLater waits for
 // another write to carry it before the committer writes it on its own.
 const defaultLaterDelay = 20 * time.Millisecond
@@ -147,6 +162,9 @@ func Open(path string, opts Options) (*Store, error) {
 	}
 	if opts.MaxBatch <= 0 {
 		opts.MaxBatch = 1024
+	}
+	if opts.CommitWindow == 0 {
+		opts.CommitWindow = DefaultCommitWindow
 	}
 	if opts.Now == nil {
 		opts.Now = time.Now
@@ -364,11 +382,17 @@ func (s *Store) write(ctx context.Context, fn func(tx *bbolt.Tx) error) error {
 func (s *Store) commitLoop() {
 	defer close(s.done)
 	batch := make([]*writeOp, 0, s.opts.MaxBatch)
+	window := newWindow(s.opts.CommitWindow)
+	last := 0 // writes in the last batch
 	for {
 		batch = batch[:0]
 		select {
 		case op := <-s.ops:
 			batch = s.drain(append(batch, op))
+			if last >= windowBatch && len(batch) < last {
+				batch = s.fill(batch, last, window)
+			}
+			last = len(batch)
 		case <-s.later.due():
 			s.later.fired() // commit what is queued, on its own
 		case <-s.quit:
@@ -379,6 +403,51 @@ func (s *Store) commitLoop() {
 		s.commit(batch)
 	}
 }
+
+// fill adds writes to batch as they come until it holds want (at most
+// MaxBatch), or until the window ends or the store closes: the adaptive
+// commit window (Options.CommitWindow).
+func (s *Store) fill(batch []*writeOp, want int, w *window) []*writeOp {
+	want = min(want, s.opts.MaxBatch)
+	if w == nil {
+		return batch
+	}
+	w.start()
+	defer w.stop()
+	for len(batch) < want {
+		select {
+		case op := <-s.ops:
+			batch = s.drain(append(batch, op))
+		case <-w.t.C:
+			return batch
+		case <-s.quit:
+			return batch
+		}
+	}
+	return batch
+}
+
+// window is the committer's reused timer of the commit window; nil when
+// commits never wait.
+type window struct {
+	d time.Duration
+	t *time.Timer
+}
+
+func newWindow(d time.Duration) *window {
+	if d <= 0 {
+		return nil
+	}
+	t := time.NewTimer(time.Hour)
+	t.Stop()
+	return &window{d: d, t: t}
+}
+
+func (w *window) start() { w.t.Reset(w.d) }
+
+// stop stops the timer; since Go 1.23 a stopped or reset timer's channel
+// holds no stale value, so the next start begins afresh.
+func (w *window) stop() { w.t.Stop() }
 
 // drain adds every write already waiting to batch, up to MaxBatch.
 func (s *Store) drain(batch []*writeOp) []*writeOp {

@@ -1,7 +1,9 @@
 package boltstore
 
 import (
+	"bytes"
 	"testing"
+	"unicode/utf8"
 
 	agentrunnerv1 "github.com/agentrunner/agentrunner/gen/go/agentrunner/v1"
 	"github.com/agentrunner/agentrunner/store"
@@ -88,4 +90,69 @@ func FuzzEventEncoding(f *testing.F) {
 			t.Fatalf("decoded %v, want %v", out, in)
 		}
 	})
+}
+
+// FuzzPatchSpend: for any ledger entry that decodes (or none), the patch
+// an append makes decodes to what decoding it, adding the event's spend
+// (store.AddEventSpend) and encoding gives; an entry that does not
+// decode is refused or patched, never a panic.
+func FuzzPatchSpend(f *testing.F) {
+	full, _ := proto.Marshal(&agentrunnerv1.Spend{ModelCalls: 3, TotalTokens: 40,
+		Usage: &agentrunnerv1.UsageMetadata{PromptTokenCount: 30, CandidatesTokenCount: 10, TotalTokenCount: 40, TrafficType: "t",
+			PromptTokensDetails: []*agentrunnerv1.ModalityTokenCount{{Modality: "TEXT", TokenCount: 30}}},
+		Cost: &agentrunnerv1.Cost{Currency: "USD", Micros: 25, UnpricedCalls: 1, Model: "m"}})
+	f.Add(full, int32(5), int32(2), int64(7), "USD")
+	f.Add([]byte(nil), int32(1), int32(0), int64(-1), "")
+	f.Add([]byte{0x08, 0x01, 0x08, 0x02}, int32(-3), int32(9), int64(0), "EUR")
+	noCurrency, _ := proto.Marshal(&agentrunnerv1.Spend{Cost: &agentrunnerv1.Cost{Micros: 5}})
+	f.Add(noCurrency, int32(2), int32(2), int64(1), "EUR")
+	f.Add(append(full, full...), int32(1), int32(1), int64(1), "")
+	f.Fuzz(func(t *testing.T, v []byte, prompt, total int32, micros int64, currency string) {
+		if !utf8.ValidString(currency) {
+			return // the server refuses such a string before the store
+		}
+		// micros < 0 stands for an unpriced call: usage and no cost.
+		ev := &agentrunnerv1.Event{UsageMetadata: &agentrunnerv1.UsageMetadata{PromptTokenCount: prompt, TotalTokenCount: total, CandidatesTokenCount: prompt / 2}}
+		if micros >= 0 {
+			ev.Cost = &agentrunnerv1.Cost{Currency: currency, Micros: micros, UnpricedCalls: micros % 3, Model: "m"}
+		}
+		got, err := patchSpend(v, ev)
+		want := &agentrunnerv1.Spend{}
+		if proto.Unmarshal(v, want) != nil {
+			return
+		}
+		if err != nil {
+			t.Fatalf("an entry that decodes was refused: %v", err)
+		}
+		want = store.AddEventSpend(want, ev)
+		dec := &agentrunnerv1.Spend{}
+		if err := proto.Unmarshal(got, dec); err != nil {
+			t.Fatalf("patched entry does not decode: %v", err)
+		}
+		if !proto.Equal(dec, want) {
+			t.Fatalf("patched entry decodes to %v, want %v", dec, want)
+		}
+	})
+}
+
+// TestAppendMessageLengths: a message field written in place decodes to
+// its body whatever the body's length, across the one-byte lengths'
+// limit (127) and beyond.
+func TestAppendMessageLengths(t *testing.T) {
+	for _, n := range []int{0, 1, 127, 128, 300, 20000} {
+		body := make([]byte, n)
+		for i := range body {
+			body[i] = byte(i)
+		}
+		out, err := appendMessage([]byte("head"), 5, func(b []byte) ([]byte, error) { return append(b, body...), nil })
+		if err != nil {
+			t.Fatal(err)
+		}
+		rest, ok := bytes.CutPrefix(out, []byte("head"))
+		num, typ, k := protowire.ConsumeTag(rest)
+		got, m := protowire.ConsumeBytes(rest[max(k, 0):])
+		if !ok || num != 5 || typ != protowire.BytesType || m < 0 || k+m != len(rest) || !bytes.Equal(got, body) {
+			t.Fatalf("body of %d bytes: field %d type %d, %d bytes back, %d left over", n, num, typ, len(got), len(rest)-k-m)
+		}
+	}
 }

@@ -552,7 +552,7 @@ func nextSession(sv []byte, seq uint64, w eventWrite) ([]byte, error) {
 func patchSession(sv []byte, seq uint64, ts *timestamppb.Timestamp, ev *agentrunnerv1.Event, counted bool) ([]byte, error) {
 	counted = counted && ev.GetUsageMetadata() != nil
 	out := make([]byte, 0, len(sv)+64)
-	var totals []byte // the usage and cost fields' occurrences, which protobuf merges
+	var totals sessionTotals
 	for v := sv; len(v) > 0; {
 		num, typ, n := protowire.ConsumeTag(v)
 		if n < 0 {
@@ -566,9 +566,7 @@ func patchSession(sv []byte, seq uint64, ts *timestamppb.Timestamp, ev *agentrun
 		// kept as it is: so here (found by FuzzPatchSession).
 		switch {
 		case num == sessionLastSequenceField && typ == protowire.VarintType, num == sessionUpdateTimeField && typ == protowire.BytesType:
-		case (num == sessionUsageField || num == sessionCostField) && typ == protowire.BytesType && counted,
-			num == sessionTotalTokensField && typ == protowire.VarintType && counted:
-			totals = append(totals, v[:n+m]...)
+		case counted && totals.take(num, typ, v[n:n+m]):
 		default:
 			out = append(out, v[:n+m]...)
 		}
@@ -576,7 +574,7 @@ func patchSession(sv []byte, seq uint64, ts *timestamppb.Timestamp, ev *agentrun
 	}
 	if counted {
 		var err error
-		if out, err = appendTotals(out, totals, ev); err != nil {
+		if out, err = totals.appendTo(out, ev); err != nil {
 			return nil, err
 		}
 	}
@@ -591,25 +589,44 @@ func patchSession(sv []byte, seq uint64, ts *timestamppb.Timestamp, ev *agentrun
 	return protowire.AppendVarint(protowire.AppendTag(out, sessionLastSequenceField, protowire.VarintType), seq), nil
 }
 
-// appendTotals appends to the session record out its usage and cost
-// fields after ev: those of totals (their occurrences in the stored
-// record) plus ev's.
-func appendTotals(out, totals []byte, ev *agentrunnerv1.Event) ([]byte, error) {
-	sum := &agentrunnerv1.Session{}
-	if err := proto.Unmarshal(totals, sum); err != nil {
-		return nil, fmt.Errorf("decode session usage: %w", err)
+// sessionTotals are a session record's usage, cost and total_tokens
+// as patchSession finds them: the usage and cost occurrences' payloads
+// (protobuf merges them, as decoding their concatenation does) and the
+// last total.
+type sessionTotals struct {
+	usage, cost []byte
+	tokens      int64
+}
+
+// take keeps the field if it is one of the totals, and reports whether
+// it was.
+func (t *sessionTotals) take(num protowire.Number, typ protowire.Type, val []byte) bool {
+	switch {
+	case num == sessionUsageField && typ == protowire.BytesType:
+		b, _ := protowire.ConsumeBytes(val)
+		t.usage = append(t.usage, b...)
+	case num == sessionCostField && typ == protowire.BytesType:
+		b, _ := protowire.ConsumeBytes(val)
+		t.cost = append(t.cost, b...)
+	case num == sessionTotalTokensField && typ == protowire.VarintType:
+		t.tokens = int64(varintOf(val))
+	default:
+		return false
 	}
-	u, err := proto.Marshal(store.AddUsage(sum.Usage, ev.GetUsageMetadata()))
+	return true
+}
+
+// appendTo appends to the session record out its usage, cost and token
+// totals after ev, which has usage: patched in their encoding.
+func (t *sessionTotals) appendTo(out []byte, ev *agentrunnerv1.Event) ([]byte, error) {
+	out, err := appendMessage(out, sessionUsageField, func(b []byte) ([]byte, error) { return patchUsage(b, t.usage, ev.GetUsageMetadata()) })
 	if err != nil {
-		return nil, fmt.Errorf("encode session usage: %w", err)
+		return nil, fmt.Errorf("session usage: %w", err)
 	}
-	c, err := proto.Marshal(store.AddEventCost(sum.Cost, ev))
-	if err != nil {
-		return nil, fmt.Errorf("encode session cost: %w", err)
+	if out, err = appendMessage(out, sessionCostField, func(b []byte) ([]byte, error) { return patchCost(b, t.cost, eventCost(ev)) }); err != nil {
+		return nil, fmt.Errorf("session cost: %w", err)
 	}
-	out = protowire.AppendBytes(protowire.AppendTag(out, sessionUsageField, protowire.BytesType), u)
-	out = protowire.AppendBytes(protowire.AppendTag(out, sessionCostField, protowire.BytesType), c)
-	total := uint64(sum.TotalTokens + store.EventTokens(ev))
+	total := uint64(t.tokens + store.EventTokens(ev))
 	return protowire.AppendVarint(protowire.AppendTag(out, sessionTotalTokensField, protowire.VarintType), total), nil
 }
 

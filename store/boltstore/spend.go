@@ -74,12 +74,10 @@ func planSpend(tx *bbolt.Tx, w *eventWrite) ([2][]byte, error) {
 	}
 	b := tx.Bucket(bucketSpend)
 	for i, key := range w.spend {
-		total, err := decodeSpend(b.Get(key))
-		if err != nil {
-			return out, err
-		}
-		if out[i], err = proto.Marshal(store.AddEventSpend(total, w.stored)); err != nil {
-			return out, fmt.Errorf("encode spend: %w", err)
+		// Patched in its encoding (patch.go), not decoded and encoded.
+		var err error
+		if out[i], err = patchSpend(b.Get(key), w.stored); err != nil {
+			return out, fmt.Errorf("spend: %w", err)
 		}
 	}
 	return out, nil

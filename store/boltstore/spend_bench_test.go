@@ -3,6 +3,8 @@ package boltstore
 import (
 	"testing"
 
+	"google.golang.org/protobuf/proto"
+
 	agentrunnerv1 "github.com/agentrunner/agentrunner/gen/go/agentrunner/v1"
 	"github.com/agentrunner/agentrunner/store"
 )
@@ -49,4 +51,51 @@ func BenchmarkAppendSpend(b *testing.B) {
 			b.ReportMetric(float64(after.GetWrite()-before.GetWrite())/float64(b.N), "pages/op")
 		})
 	}
+}
+
+// BenchmarkPatchTotals measures what an append with usage adds to its
+// totals in the committer: the two ledger entries and the session
+// record's sums, patched in their encoding (patch.go) against decoded,
+// added and encoded as messages (what the store did before).
+func BenchmarkPatchTotals(b *testing.B) {
+	ev := spendBenchEvent(true)
+	entry, _ := proto.Marshal(store.AddEventSpend(store.AddEventSpend(nil, ev), ev))
+	rec, _ := proto.Marshal(&agentrunnerv1.Session{AppName: "app", UserId: "u", SessionId: "s", LastSequence: 40,
+		Usage: store.AddUsage(nil, ev.GetUsageMetadata()), Cost: store.AddEventCost(nil, ev), TotalTokens: 100})
+	b.Run("patched", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			for range 2 {
+				if _, err := patchSpend(entry, ev); err != nil {
+					b.Fatal(err)
+				}
+			}
+			if _, err := patchSession(rec, 41, ev.GetTimestamp(), ev, true); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("messages", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			for range 2 {
+				sp := &agentrunnerv1.Spend{}
+				if err := proto.Unmarshal(entry, sp); err != nil {
+					b.Fatal(err)
+				}
+				if _, err := proto.Marshal(store.AddEventSpend(sp, ev)); err != nil {
+					b.Fatal(err)
+				}
+			}
+			sum := &agentrunnerv1.Session{}
+			if err := proto.Unmarshal(rec, sum); err != nil {
+				b.Fatal(err)
+			}
+			sum.Usage = store.AddUsage(sum.Usage, ev.GetUsageMetadata())
+			sum.Cost = store.AddEventCost(sum.Cost, ev)
+			if _, err := proto.Marshal(sum); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
 }

@@ -24,6 +24,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -61,17 +62,21 @@ func main() {
 	dir := flag.String("dir", "", "directory of the SQLite file (with --sessions sqlite; default: the current directory)")
 	conns := flag.Int("sqlite-conns", 1, "most open SQLite connections (0: no limit); one serializes the service's transactions in Go's pool, in the order they ask, where SQLite's busy handler lets a waiter starve past any busy_timeout under a few hundred concurrent sessions")
 	app := flag.String("app", "bench", "app name; it is the root agent's name too, since adk-go's single agent loader serves the root agent under its name")
+	var pc pace
+	flag.DurationVar(&pc.first, "first-chunk-delay", 0, "the model's time to its first response, as the offline model's first_chunk_delay")
+	flag.DurationVar(&pc.gap, "chunk-delay", 0, "the model's time between later responses, as the offline model's chunk_delay")
+	flag.IntVar(&pc.chunks, "chunks", 0, "pieces a streamed answer is cut into, as the offline model's chunks (0: word by word)")
 	flag.Parse()
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()
-	if err := run(ctx, *addr, *store, *dir, *app, *conns); err != nil {
+	if err := run(ctx, *addr, *store, *dir, *app, *conns, pc); err != nil {
 		slog.Error("adkgo peer", "err", err)
 		os.Exit(1)
 	}
 }
 
 // run serves until ctx ends, then shuts the server down.
-func run(ctx context.Context, addr, store, dir, app string, conns int) error {
+func run(ctx context.Context, addr, store, dir, app string, conns int, pc pace) error {
 	sessions, err := sessionService(store, dir, conns)
 	if err != nil {
 		return err
@@ -79,7 +84,7 @@ func run(ctx context.Context, addr, store, dir, app string, conns int) error {
 	root, err := llmagent.New(llmagent.Config{
 		Name:        app,
 		Description: "Answers with a zero-latency echo model, as agentrunner's offline model answers.",
-		Model:       echoModel{name: "offline"},
+		Model:       echoModel{name: "offline", pace: pc},
 	})
 	if err != nil {
 		return fmt.Errorf("agent: %w", err)
@@ -96,6 +101,9 @@ func run(ctx context.Context, addr, store, dir, app string, conns int) error {
 	}
 	mux := http.NewServeMux()
 	mux.Handle("/api/", http.StripPrefix("/api", rest))
+	// pprof, as agentrunner's --debug-addr serves it: the bench's
+	// runs-in-flight scenario counts goroutines there. Loopback only.
+	mux.HandleFunc("/debug/pprof/", pprof.Index)
 	mux.HandleFunc("/health", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "ok") })
 	l, err := net.Listen("tcp", addr)
 	if err != nil {

@@ -6,6 +6,7 @@ import (
 	"iter"
 	"slices"
 	"strings"
+	"time"
 
 	"google.golang.org/adk/model"
 	"google.golang.org/genai"
@@ -21,7 +22,22 @@ const replyPrefix = "offline model: "
 // and then once whole, with usage counted the same way. It mirrors only
 // that branch (no tool calls, no transfers): the bench's messages are plain
 // text, and so is the bench app of either server.
-type echoModel struct{ name string }
+//
+// With pace set it answers at a real model's pace, as agentrunner's
+// offline model with first_chunk_delay, chunk_delay and chunks does: a
+// streamed answer is cut into pace.chunks pieces of nearly equal rune
+// counts, the first after pace.first and each later one (the whole
+// answer last) pace.gap after the one before.
+type echoModel struct {
+	name string
+	pace pace
+}
+
+// pace is a model's delays; the zero value answers at once.
+type pace struct {
+	first, gap time.Duration
+	chunks     int
+}
 
 var _ model.LLM = echoModel{}
 
@@ -38,16 +54,26 @@ func (m echoModel) GenerateContent(ctx context.Context, req *model.LLMRequest, s
 		if user := lastUserText(req.Contents); user != "" {
 			text = replyPrefix + "you said: " + user
 		}
+		delay := m.pace.first
 		if stream {
-			for _, w := range splitWords(text) {
-				if ctx.Err() != nil {
-					yield(nil, ctx.Err())
+			pieces := splitWords(text)
+			if m.pace.chunks > 0 {
+				text, pieces = splitN(text, m.pace.chunks)
+			}
+			for _, w := range pieces {
+				if err := wait(ctx, delay); err != nil {
+					yield(nil, err)
 					return
 				}
 				if !yield(&model.LLMResponse{Content: genai.NewContentFromText(w, genai.RoleModel), Partial: true, ModelVersion: m.name}, nil) {
 					return
 				}
+				delay = m.pace.gap
 			}
+		}
+		if err := wait(ctx, delay); err != nil {
+			yield(nil, err)
+			return
 		}
 		yield(&model.LLMResponse{
 			Content:       genai.NewContentFromText(text, genai.RoleModel),
@@ -138,4 +164,33 @@ func splitWords(s string) []string {
 // isSpace reports whether b is a space as RE2's \s means it.
 func isSpace(b byte) bool {
 	return b == ' ' || b == '\t' || b == '\n' || b == '\f' || b == '\r'
+}
+
+// splitN is the offline model's cut into n pieces (runner/model/offline,
+// copied): the text padded with "." to n runes at least, and its runes
+// in n pieces of nearly equal counts.
+func splitN(s string, n int) (string, []string) {
+	runes := []rune(s)
+	if len(runes) < n {
+		runes = append(runes, []rune(strings.Repeat(".", n-len(runes)))...)
+	}
+	pieces := make([]string, 0, n)
+	for i := range n {
+		pieces = append(pieces, string(runes[i*len(runes)/n:(i+1)*len(runes)/n]))
+	}
+	return string(runes), pieces
+}
+
+// wait waits delay (none when it is not positive), and reports ctx's
+// error if it is done.
+func wait(ctx context.Context, delay time.Duration) error {
+	if delay > 0 {
+		t := time.NewTimer(delay)
+		defer t.Stop()
+		select {
+		case <-ctx.Done():
+		case <-t.C:
+		}
+	}
+	return ctx.Err()
 }

@@ -14,6 +14,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -51,8 +52,23 @@ type Options struct {
 	// that its rate, set against the loopback limit, is not that of a
 	// fraction of a second. Zero leaves them at Runs/2.
 	StreamPartials int
-	Limits         bool
-	JSON           string
+	// Inflight is how many streaming runs the runs-in-flight scenario
+	// holds open at once (0 skips it); InflightRuns how many each of its
+	// sessions makes in a row; InflightFirst and InflightGap the paced
+	// model's first-chunk delay and the gap between its later chunks.
+	Inflight      int
+	InflightRuns  int
+	InflightFirst time.Duration
+	InflightGap   time.Duration
+	// InflightProfiles, when set, is a directory where the scenario saves
+	// agentrunner's CPU profile over it and heap and goroutine profiles
+	// at its plateau.
+	InflightProfiles string
+	// Only names the scenario groups to run (load, lengths, stored,
+	// inflight); empty runs them all.
+	Only   []string
+	Limits bool
+	JSON   string
 	// Priced serves the app on a priced model with budgets of every kind
 	// set far above what the bench spends, so that every call is priced,
 	// counted in the daily ledger and checked against the budgets.
@@ -73,6 +89,8 @@ type Report struct {
 	} `json:"limits"`
 	Results []Result          `json:"results"`
 	Ratios  map[string]Target `json:"ratios"`
+	// InFlight is the runs-in-flight scenario, when it ran.
+	InFlight *InflightResult `json:"in_flight,omitempty"`
 }
 
 // Target is one of our figures against its limit.
@@ -117,6 +135,8 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs.IntVar(&o.StreamWords, "stream-words", 200, "words per answer in the streaming scenario (one partial event each)")
 	fs.IntVar(&o.StreamPartials, "stream-partials", 100000, "least partial events the streaming scenario streams; its runs per session are raised to reach it (0: --runs/2)")
 	fs.BoolVar(&o.Priced, "priced", false, "serve the app on a priced offline model with run, session, user and app budgets set far above what the bench spends, so that prices, the spend ledger and the budget checks are measured (with --baseline, the baseline is served the plain app)")
+	var only string
+	inflightFlags(fs, &o, &only)
 	fs.BoolVar(&o.Limits, "limits", true, "measure the machine's fsync and loopback stream limits")
 	fs.StringVar(&o.JSON, "json", "", "also write the report as JSON to this file (- for stdout)")
 	var baseline string
@@ -149,6 +169,9 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err := checkReplicas(o); err != nil {
 		return err
 	}
+	if o.Only, err = groupList(only); err != nil {
+		return err
+	}
 	if o.Binary == "" && o.Addr == "" {
 		if o.Binary, err = os.Executable(); err != nil {
 			return err
@@ -174,6 +197,32 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	printReport(stdout, rep)
 	return writeJSON(o.JSON, stdout, rep)
+}
+
+// inflightFlags are the flags of the runs-in-flight scenario and --only.
+func inflightFlags(fs *flag.FlagSet, o *Options, only *string) {
+	fs.IntVar(&o.Inflight, "inflight", 2000, "streaming runs the runs-in-flight scenario holds open at once, one per session, on the offline model at a real model's pace (0 skips it); it reports server memory and goroutines per open run, server CPU per streamed chunk and the time the server adds to the first token")
+	fs.IntVar(&o.InflightRuns, "inflight-runs", 2, "runs each session of the runs-in-flight scenario makes in a row")
+	fs.DurationVar(&o.InflightFirst, "inflight-first-chunk", time.Second, "the paced model's time to its first chunk in the runs-in-flight scenario")
+	fs.StringVar(&o.InflightProfiles, "inflight-profiles", "", "`directory` where the runs-in-flight scenario saves agentrunner's CPU profile over it (cpu.pprof) and its heap and goroutine profiles when every run is open (heap.pprof, heap.txt with the runtime's memory statistics, goroutines.txt)")
+	fs.DurationVar(&o.InflightGap, "inflight-chunk-gap", 250*time.Millisecond, "the paced model's time between its later chunks (8 in all) in the runs-in-flight scenario")
+	fs.StringVar(only, "only", "", "run only these scenario groups, comma-separated: load (single session, --sessions, streaming), lengths, stored, inflight (default: all)")
+}
+
+// groupList parses --only.
+func groupList(s string) ([]string, error) {
+	if s == "" {
+		return nil, nil
+	}
+	var out []string
+	for f := range strings.SplitSeq(s, ",") {
+		f = strings.TrimSpace(f)
+		if !slices.ContainsFunc(scenarioGroups, func(g scenarioGroup) bool { return g.name == f }) {
+			return nil, fmt.Errorf("--only: no scenario group %q (load, lengths, stored, inflight)", f)
+		}
+		out = append(out, f)
+	}
+	return out, nil
 }
 
 // peerMain runs `bench --peer` and prints its table (and JSON), also when
@@ -270,14 +319,27 @@ func Run(ctx context.Context, o Options, w io.Writer) (*Report, error) {
 	if err := measureLimits(ctx, o, dir, w, rep); err != nil {
 		return nil, err
 	}
-	for _, group := range []func(context.Context, Options, string, string, io.Writer, *Report) error{loadGroup, lengthGroup, storedGroup} {
-		if err := group(ctx, o, dir, tag, w, rep); err != nil {
+	for _, g := range scenarioGroups {
+		if len(o.Only) > 0 && !slices.Contains(o.Only, g.name) {
+			continue
+		}
+		if err := g.run(ctx, o, dir, tag, w, rep); err != nil {
 			return nil, err
 		}
 	}
 	computeRatios(rep, o)
 	return rep, nil
 }
+
+// scenarioGroup is a group of scenarios on a server of its own.
+type scenarioGroup struct {
+	name string
+	run  func(context.Context, Options, string, string, io.Writer, *Report) error
+}
+
+// scenarioGroups are the groups of scenarios Run runs, by the names
+// --only takes.
+var scenarioGroups = []scenarioGroup{{"load", loadGroup}, {"lengths", lengthGroup}, {"stored", storedGroup}, {"inflight", inflightGroup}}
 
 // measureLimits measures what this machine allows, when asked: fsync of
 // dir alone and batched, and loopback gRPC streams.
@@ -448,15 +510,11 @@ func withServer(ctx context.Context, o Options, dir, name string, fn func(c repl
 		}
 		addrs = srv.addrs()
 	}
-	var c replicas
-	for _, addr := range addrs {
-		conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
-		if err != nil {
-			return err
-		}
-		defer conn.Close()
-		c = append(c, newClient(conn, o.App))
+	c, closeConns, err := dialReplicas(addrs, o.App)
+	if err != nil {
+		return err
 	}
+	defer closeConns()
 	if err := fn(c, srv); err != nil {
 		if len(srv) > 0 {
 			return fmt.Errorf("%w\nserver log:\n%s", err, srv.logTail(2000))
@@ -464,6 +522,27 @@ func withServer(ctx context.Context, o Options, dir, name string, fn func(c repl
 		return err
 	}
 	return srv.stop()
+}
+
+// dialReplicas connects a client of app to each address; closeConns
+// closes them.
+func dialReplicas(addrs []string, app string) (c replicas, closeConns func(), err error) {
+	var conns []*grpc.ClientConn
+	closeConns = func() {
+		for _, conn := range conns {
+			conn.Close()
+		}
+	}
+	for _, addr := range addrs {
+		conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+		if err != nil {
+			closeConns()
+			return nil, nil, err
+		}
+		conns = append(conns, conn)
+		c = append(c, newClient(conn, app))
+	}
+	return c, closeConns, nil
 }
 
 // startServers starts o.Replicas servers on o.Data, each in a directory of

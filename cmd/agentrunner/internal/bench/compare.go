@@ -7,6 +7,7 @@ import (
 	"io"
 	"path/filepath"
 	"slices"
+	"strings"
 )
 
 // Comparison is what `bench -baseline OLD` measures: every scenario under
@@ -35,6 +36,17 @@ type ScenarioComparison struct {
 	// was not measured.
 	Ratio    float64 `json:"ratio"`
 	CPURatio float64 `json:"cpu_ratio"`
+	// P99 and BaselineP99 are the rounds' run latencies at the 99th
+	// percentile (ms); P99Ratio the median of their ratios (above 1,
+	// this build is slower).
+	BaselineP99 []float64 `json:"baseline_p99_ms"`
+	P99         []float64 `json:"p99_ms"`
+	P99Ratio    float64   `json:"p99_ratio"`
+	// Of the streaming scenario: its partial events per second over the
+	// loopback limit measured in the same round, per round, under each
+	// build (the goal is at least 0.5 in every round).
+	BaselinePartialsVsLoopback []float64 `json:"baseline_partials_vs_loopback,omitempty"`
+	PartialsVsLoopback         []float64 `json:"partials_vs_loopback,omitempty"`
 }
 
 // Compare runs every scenario rounds times under each build, baseline
@@ -48,8 +60,17 @@ func Compare(ctx context.Context, o Options, baseline string, rounds int, w io.W
 		return nil, fmt.Errorf("--rounds %d: must be at least 1", rounds)
 	}
 	o.Limits = false
+	// Runs in flight compare with adk-go (--peer), not between builds.
+	o.Inflight = 0
 	c := &Comparison{Baseline: baseline, Binary: o.Binary, Rounds: rounds}
 	for r := range rounds {
+		// The loopback limit of this round, against which the streaming
+		// scenario's partial events are set: it moves with the machine's
+		// load as much as they do.
+		lim, err := measureStream(ctx, samplePartial(), 16, 20000)
+		if err != nil {
+			return nil, fmt.Errorf("round %d: loopback: %w", r+1, err)
+		}
 		for _, side := range []struct {
 			binary string
 			base   bool
@@ -70,7 +91,7 @@ func Compare(ctx context.Context, o Options, baseline string, rounds int, w io.W
 				return nil, fmt.Errorf("round %d, %s: %w", r+1, side.binary, err)
 			}
 			for _, res := range rep.Results {
-				c.add(res, side.base)
+				c.add(res, side.base, lim.MsgsPerSec)
 			}
 		}
 	}
@@ -81,26 +102,40 @@ func Compare(ctx context.Context, o Options, baseline string, rounds int, w io.W
 }
 
 // add records one scenario's result of one build in one round.
-func (c *Comparison) add(res Result, base bool) {
+// loopback is the round's loopback stream limit (messages/s).
+func (c *Comparison) add(res Result, base bool, loopback float64) {
 	i := slices.IndexFunc(c.Scenarios, func(s ScenarioComparison) bool { return s.Name == res.Name })
 	if i < 0 {
 		c.Scenarios = append(c.Scenarios, ScenarioComparison{Name: res.Name})
 		i = len(c.Scenarios) - 1
 	}
 	s := &c.Scenarios[i]
+	var partials float64
+	if res.Streaming == "sse" && loopback > 0 {
+		partials = res.PartialPerSec / loopback
+	}
 	if base {
 		s.BaselineRunsPerSec = append(s.BaselineRunsPerSec, res.RunsPerSec)
 		s.BaselineCPUMs = append(s.BaselineCPUMs, res.ServerCPUPerRunMs)
+		s.BaselineP99 = append(s.BaselineP99, res.LatencyMs.P99)
+		if partials > 0 {
+			s.BaselinePartialsVsLoopback = append(s.BaselinePartialsVsLoopback, partials)
+		}
 		return
 	}
 	s.RunsPerSec = append(s.RunsPerSec, res.RunsPerSec)
 	s.CPUMs = append(s.CPUMs, res.ServerCPUPerRunMs)
+	s.P99 = append(s.P99, res.LatencyMs.P99)
+	if partials > 0 {
+		s.PartialsVsLoopback = append(s.PartialsVsLoopback, partials)
+	}
 }
 
 // finish computes the medians of the rounds' ratios.
 func (s *ScenarioComparison) finish() {
 	s.Ratio = medianRatio(s.RunsPerSec, s.BaselineRunsPerSec)
 	s.CPURatio = medianRatio(s.CPUMs, s.BaselineCPUMs)
+	s.P99Ratio = medianRatio(s.P99, s.BaselineP99)
 }
 
 // medianRatio is the median of a[i]/b[i] over the rounds where b[i] is
@@ -130,10 +165,28 @@ func median(x []float64) float64 {
 // build's figures and the medians of the rounds' ratios.
 func printComparison(w io.Writer, c *Comparison) {
 	fmt.Fprintf(w, "baseline %s\nthis     %s\n%d rounds, alternating; ratios are medians of the rounds' ratios\n\n", c.Baseline, c.Binary, c.Rounds)
-	fmt.Fprintf(w, "%34s  %13s  %13s  %9s  %16s  %9s\n", "scenario", "baseline r/s", "this r/s", "runs/s ×", "cpu ms/run b→t", "cpu ×")
+	fmt.Fprintf(w, "%34s  %13s  %13s  %9s  %16s  %9s  %18s  %7s\n", "scenario", "baseline r/s", "this r/s", "runs/s ×", "cpu ms/run b→t", "cpu ×", "p99 ms b→t", "p99 ×")
 	for _, s := range c.Scenarios {
-		fmt.Fprintf(w, "%34s  %13.0f  %13.0f  %9.2f  %7.2f → %6.2f  %9.2f\n", s.Name,
+		fmt.Fprintf(w, "%34s  %13.0f  %13.0f  %9.2f  %7.2f → %6.2f  %9.2f  %8.2f → %7.2f  %7.2f\n", s.Name,
 			median(s.BaselineRunsPerSec), median(s.RunsPerSec), s.Ratio,
-			median(s.BaselineCPUMs), median(s.CPUMs), s.CPURatio)
+			median(s.BaselineCPUMs), median(s.CPUMs), s.CPURatio,
+			median(s.BaselineP99), median(s.P99), s.P99Ratio)
 	}
+	for _, s := range c.Scenarios {
+		if len(s.PartialsVsLoopback) > 0 {
+			fmt.Fprintf(w, "\n%s, partial events/s ÷ the round's loopback limit (goal ≥ 0.5 in every round):\n  baseline %s\n  this     %s\n",
+				s.Name, fmtList(s.BaselinePartialsVsLoopback), fmtList(s.PartialsVsLoopback))
+		}
+	}
+}
+
+func fmtList(x []float64) string {
+	var b strings.Builder
+	for i, v := range x {
+		if i > 0 {
+			b.WriteString(" ")
+		}
+		fmt.Fprintf(&b, "%.2f", v)
+	}
+	return b.String()
 }

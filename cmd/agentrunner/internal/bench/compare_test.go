@@ -38,6 +38,14 @@ func TestCompare(t *testing.T) {
 		if s.Ratio < 0.1 || s.Ratio > 10 || math.IsNaN(s.Ratio) {
 			t.Errorf("%s: ratio %v", s.Name, s.Ratio)
 		}
+		if len(s.P99) != 2 || len(s.BaselineP99) != 2 || s.P99Ratio <= 0 {
+			t.Errorf("%s: p99 %v, baseline %v, ratio %v", s.Name, s.P99, s.BaselineP99, s.P99Ratio)
+		}
+		// Only the streaming scenario is set against the loopback limit,
+		// in every round under each build.
+		if n := map[bool]int{true: 2, false: 0}[s.Name == "16 sessions, SSE partials"]; len(s.PartialsVsLoopback) != n || len(s.BaselinePartialsVsLoopback) != n {
+			t.Errorf("%s: partials vs loopback %v and %v, want %d of each", s.Name, s.PartialsVsLoopback, s.BaselinePartialsVsLoopback, n)
+		}
 		delete(want, s.Name)
 	}
 	if len(want) > 0 {
@@ -45,7 +53,7 @@ func TestCompare(t *testing.T) {
 	}
 	var out strings.Builder
 	printComparison(&out, c)
-	if !strings.Contains(out.String(), "baseline "+bin) || !strings.Contains(out.String(), "4 sessions, mixed") {
+	if !strings.Contains(out.String(), "baseline "+bin) || !strings.Contains(out.String(), "4 sessions, mixed") || !strings.Contains(out.String(), "loopback limit") {
 		t.Errorf("table:\n%s", out.String())
 	}
 	if _, err := Compare(t.Context(), Options{Addr: "127.0.0.1:1"}, bin, 1, &progress); err == nil {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
@@ -40,6 +41,9 @@ type PeerComparison struct {
 	LoadBefore string         `json:"loadavg_before"` // /proc/loadavg
 	LoadAfter  string         `json:"loadavg_after"`
 	Scenarios  []PeerScenario `json:"scenarios"`
+	// InFlight is the runs-in-flight scenario on agentrunner and on the
+	// peer in memory, each round's result of each side in turn.
+	InFlight []InflightResult `json:"in_flight,omitempty"`
 }
 
 // PeerScenario holds one scenario's figures per side, one per round.
@@ -58,6 +62,9 @@ type PeerScenario struct {
 // runs, unstreamed, and each --sessions count of concurrent sessions with
 // half of the runs streamed, as `bench` runs them. Failures are counted.
 func peerSpecs(o Options) []loadSpec {
+	if len(o.Only) > 0 && !slices.Contains(o.Only, "load") {
+		return nil
+	}
 	specs := []loadSpec{{name: "single session, no streaming", sessions: 1, runs: o.SingleRuns, words: 8, streaming: "none", tolerate: true}}
 	for _, n := range o.Concurrency {
 		specs = append(specs, loadSpec{name: fmt.Sprintf("%d sessions, mixed", n), sessions: n, runs: o.Runs, words: 8, streaming: "mixed", tolerate: true})
@@ -105,12 +112,68 @@ func Peer(ctx context.Context, o Options, peer string, rounds int, w io.Writer) 
 				pc.add(side, res)
 			}
 		}
+		if err := pc.inflightRound(ctx, o, abs, dir, fmt.Sprintf("%s-r%d", strconv.FormatInt(started, 36), r), w); err != nil {
+			return nil, fmt.Errorf("round %d, runs in flight: %w", r+1, err)
+		}
 	}
 	pc.LoadAfter = loadAvg()
 	for i := range pc.Scenarios {
 		pc.Scenarios[i].finish()
 	}
 	return pc, pc.failures()
+}
+
+// inflightRound runs the runs-in-flight scenario, when asked, on a new
+// agentrunner server and then on a new peer in memory (adk-go on SQLite
+// cannot hold thousands of runs' writes on one connection).
+func (pc *PeerComparison) inflightRound(ctx context.Context, o Options, peer, dir, tag string, w io.Writer) error {
+	if o.Inflight <= 0 || (len(o.Only) > 0 && !slices.Contains(o.Only, "inflight")) {
+		return nil
+	}
+	fmt.Fprintf(w, "runs in flight: %s\n", sideOurs)
+	res, err := inflightOurs(ctx, o, filepath.Join(dir, tag+"-inflight-ours"), tag+"-o", w)
+	if err != nil {
+		return err
+	}
+	pc.InFlight = append(pc.InFlight, res)
+	fmt.Fprintf(w, "runs in flight: %s\n", sidePeerMem)
+	if res, err = inflightPeer(ctx, o, peer, filepath.Join(dir, tag+"-inflight-peer"), tag+"-p", w); err != nil {
+		return err
+	}
+	pc.InFlight = append(pc.InFlight, res)
+	return nil
+}
+
+// inflightPeer runs the runs-in-flight scenario on a new peer in memory,
+// its model paced as agentrunner's.
+func inflightPeer(ctx context.Context, o Options, peer, dir, tag string, w io.Writer) (InflightResult, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return InflightResult{}, err
+	}
+	p, err := startPeer(ctx, peer, "memory", dir, o.App, "--first-chunk-delay", o.InflightFirst.String(),
+		"--chunk-delay", o.InflightGap.String(), "--chunks", strconv.Itoa(inflightChunks))
+	if err != nil {
+		return InflightResult{}, err
+	}
+	defer p.kill()
+	c := newRESTClient(p.addr, o.App)
+	defer c.close()
+	// One connection per open run (HTTP/1.1), kept between its session's runs.
+	c.http.Transport.(*http.Transport).MaxIdleConnsPerHost = max(1024, o.Inflight)
+	spec := o.inflightSpec(tag)
+	err = parallel(ctx, spec.sessions, 64, func(ctx context.Context, i int) error {
+		return c.createSession(ctx, fmt.Sprintf("bench-user-%d", i%64), spec.id(i))
+	})
+	if err != nil {
+		return InflightResult{}, fmt.Errorf("create sessions: %w\npeer log:\n%s", err, tail(p.logs.String(), 2000))
+	}
+	res, err := driveInflight(ctx, c, probe{srv: p, http: &http.Client{Timeout: 30 * time.Second}}, spec, w)
+	res.Side = sidePeerMem
+	if err != nil {
+		return res, fmt.Errorf("%w\npeer log:\n%s", err, tail(p.logs.String(), 2000))
+	}
+	printInflightLine(w, res)
+	return res, p.stop()
 }
 
 // peerRound runs every workload on a fresh server of one side, in dir.
@@ -196,6 +259,11 @@ func (s *PeerScenario) finish() {
 // failures is an error naming every side and scenario with failed runs.
 func (pc *PeerComparison) failures() error {
 	var errs []error
+	for _, r := range pc.InFlight {
+		if r.Failed > 0 {
+			errs = append(errs, fmt.Errorf("runs in flight, %s: %d runs failed, first: %s", r.Side, r.Failed, r.FirstError))
+		}
+	}
 	for _, s := range pc.Scenarios {
 		for _, side := range peerSides {
 			if n := s.Failed[side]; n > 0 {
@@ -237,10 +305,19 @@ func loadAvg() string {
 func printPeer(w io.Writer, pc *PeerComparison) {
 	fmt.Fprintf(w, "peer %s (adk-go %s, REST API: JSON over HTTP/1.1); agentrunner: gRPC (protobuf over HTTP/2), bbolt\n", pc.Peer, pc.ADKVersion)
 	fmt.Fprintf(w, "%d rounds alternating %s; figures are medians; ratio = agentrunner runs/s ÷ adk-go runs/s (median of the rounds' ratios; above 1, agentrunner is faster)\n", pc.Rounds, strings.Join(peerSides, ", "))
-	fmt.Fprintf(w, "load average before %s, after %s\n\n", pc.LoadBefore, pc.LoadAfter)
+	fmt.Fprintf(w, "load average before %s, after %s\n", pc.LoadBefore, pc.LoadAfter)
+	if len(pc.Scenarios) > 0 {
+		printPeerScenarios(w, pc.Scenarios)
+	}
+	printPeerInflight(w, pc.InFlight)
+}
+
+// printPeerScenarios writes the load scenarios' rows of a side-by-side.
+func printPeerScenarios(w io.Writer, scenarios []PeerScenario) {
+	fmt.Fprintln(w)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "scenario\tagentrunner r/s\tadk-go mem r/s\tratio\tadk-go sqlite r/s\tratio\tcpu ms/run: agentrunner\tadk-go mem\tadk-go sqlite\tfailed runs\t")
-	for _, s := range pc.Scenarios {
+	for _, s := range scenarios {
 		fmt.Fprintf(tw, "%s\t%.0f\t%.0f\t%.2f\t%.0f\t%.2f\t%.2f\t%.2f\t%.2f\t%d / %d / %d\t\n", s.Name,
 			median(s.RunsPerSec[sideOurs]), median(s.RunsPerSec[sidePeerMem]), s.Ratio[sidePeerMem],
 			median(s.RunsPerSec[sidePeerLite]), s.Ratio[sidePeerLite],

@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/http/pprof"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -17,6 +18,7 @@ import (
 	"sync/atomic"
 	"syscall"
 	"testing"
+	"time"
 )
 
 // fakePeerEnv makes the test binary a fake adk-go peer (fakePeerMain);
@@ -38,6 +40,7 @@ func fakeREST(failEvery int64) http.Handler {
 	mux.HandleFunc("POST /api/apps/{app}/users/{user}/sessions/{id}", func(w http.ResponseWriter, r *http.Request) {
 		fmt.Fprintf(w, `{"id":%q,"events":[]}`, r.PathValue("id"))
 	})
+	mux.HandleFunc("/debug/pprof/", pprof.Index)
 	mux.HandleFunc("POST /api/run", func(w http.ResponseWriter, r *http.Request) {
 		if fail() {
 			http.Error(w, `{"error":"failed to run agent: boom"}`, http.StatusInternalServerError)
@@ -172,12 +175,14 @@ func TestPeer(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Setenv(fakePeerEnv, "1")
-	o := Options{Binary: bin, App: "bench", Concurrency: []int{4}, Runs: 3, SingleRuns: 5}
+	o := Options{Binary: bin, App: "bench", Concurrency: []int{4}, Runs: 3, SingleRuns: 5,
+		Inflight: 8, InflightRuns: 2, InflightFirst: 20 * time.Millisecond, InflightGap: 5 * time.Millisecond}
 	var progress strings.Builder
 	pc, err := Peer(t.Context(), o, self, 2, &progress)
 	if err != nil {
 		t.Fatalf("peer: %v\n%s", err, progress.String())
 	}
+	checkInflight(t, pc.InFlight)
 	if len(pc.Scenarios) != 2 {
 		t.Fatalf("%d scenarios, want 2", len(pc.Scenarios))
 	}
@@ -222,5 +227,30 @@ func TestLogBufferKeepsTail(t *testing.T) {
 	got := b.String()
 	if len(got) < logKeep || len(got) > 2*logKeep || !strings.HasSuffix(got, "x\nlast line\n") {
 		t.Fatalf("kept %d bytes ending %q; want between %d and %d ending with the last line", len(got), got[max(0, len(got)-20):], logKeep, 2*logKeep)
+	}
+}
+
+// checkInflight: two rounds of the runs-in-flight scenario, each side in
+// turn, with every run and chunk counted (8 sessions × 2 runs: 8 chunks
+// a run on agentrunner's paced model, 2 on the fake peer's) and the
+// servers read.
+func checkInflight(t *testing.T, rs []InflightResult) {
+	t.Helper()
+	if len(rs) != 4 {
+		t.Fatalf("%d runs-in-flight results, want 4: %+v", len(rs), rs)
+	}
+	for i, r := range rs {
+		side, chunks := sideOurs, 16*inflightChunks
+		if i%2 == 1 {
+			side, chunks = sidePeerMem, 16*2
+		}
+		if r.Side != side || r.Runs != 16 || r.Failed != 0 || r.Chunks != chunks || r.GoroutinesIdle <= 0 || r.RSSIdleMiB <= 0 || r.CPUPerChunkUs < 0 {
+			t.Errorf("result %d: %+v; want %s, 16 runs, %d chunks, goroutines and memory read", i, r, side, chunks)
+		}
+	}
+	var table strings.Builder
+	printPeerInflight(&table, rs)
+	if !strings.Contains(table.String(), "runs in flight: 8 sessions") || !strings.Contains(table.String(), "RSS a run") {
+		t.Errorf("table:\n%s", table.String())
 	}
 }

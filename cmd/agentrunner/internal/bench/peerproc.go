@@ -57,9 +57,9 @@ func (rw *readyWriter) Write(b []byte) (int, error) {
 // waits for its ready line. The result is a serverProc, so that its CPU
 // and memory are read from /proc as agentrunner's are; its addr is the
 // base URL.
-func startPeer(ctx context.Context, binary, sessions, dir, app string) (*serverProc, error) {
+func startPeer(ctx context.Context, binary, sessions, dir, app string, extra ...string) (*serverProc, error) {
 	p := &serverProc{logs: &logBuffer{}}
-	p.cmd = exec.Command(binary, "--addr", "127.0.0.1:0", "--sessions", sessions, "--dir", dir, "--app", app)
+	p.cmd = exec.Command(binary, append([]string{"--addr", "127.0.0.1:0", "--sessions", sessions, "--dir", dir, "--app", app}, extra...)...)
 	p.cmd.SysProcAttr = childAttr()
 	// Never a model key: the peer's model is local, and stays so.
 	for _, kv := range os.Environ() {
@@ -78,7 +78,7 @@ func startPeer(ctx context.Context, binary, sessions, dir, app string) (*serverP
 	defer timer.Stop()
 	select {
 	case u := <-rw.url:
-		p.addr = u
+		p.addr, p.debug = u, u
 		go func() { <-exited }() // reap when it ends
 		return p, nil
 	case err := <-exited:

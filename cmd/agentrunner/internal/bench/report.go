@@ -77,20 +77,10 @@ func printReport(w io.Writer, rep *Report) {
 	case rep.Store != "":
 		fmt.Fprintf(w, "store: %s\n", rep.Store)
 	}
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "scenario\truns/s\tpersisted ev/s\tstreamed msg/s\tlat p50\tp95\tp99 ms\tfirst p50\tp95\tp99 ms\tcpu ms/run\trss MiB\tbytes/event\t")
-	for _, r := range rep.Results {
-		bpe := "-"
-		if r.File != nil {
-			bpe = fmt.Sprintf("%.0f (file %.0f)", r.File.EventBytesPerEvent, r.File.FileBytesPerEvent)
-		}
-		fmt.Fprintf(tw, "%s\t%.0f\t%.0f\t%.0f\t%.2f\t%.2f\t%.2f\t%.2f\t%.2f\t%.2f\t%.2f\t%.1f\t%s\t\n",
-			r.Name, r.RunsPerSec, r.PersistedPerSec, r.StreamedPerSec,
-			r.LatencyMs.P50, r.LatencyMs.P95, r.LatencyMs.P99,
-			r.FirstEventMs.P50, r.FirstEventMs.P95, r.FirstEventMs.P99,
-			r.ServerCPUPerRunMs, r.PeakRSSMiB, bpe)
+	if len(rep.Results) > 0 {
+		printResults(w, rep.Results)
 	}
-	tw.Flush()
+	printInflight(w, rep.InFlight)
 	l := rep.Limits
 	if l.FsyncSingle.SyncsPerSec > 0 {
 		fmt.Fprintf(w, "\nlimits: durable commits (pages, fdatasync, meta page, fdatasync) %.0f/s with %d B each (%.0f fdatasync/s); %.0f/s with %d B each (a batch of %d events); loopback gRPC %.0f msg/s (%d B messages, %d streams)\n",
@@ -99,7 +89,7 @@ func printReport(w io.Writer, rep *Report) {
 	}
 	if len(rep.Ratios) > 0 {
 		fmt.Fprintln(w)
-		tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 		fmt.Fprintln(tw, "target\tfigure\tlimit\tratio\tgoal\tmet")
 		keys := make([]string, 0, len(rep.Ratios))
 		for k := range rep.Ratios {
@@ -112,4 +102,22 @@ func printReport(w io.Writer, rep *Report) {
 		}
 		tw.Flush()
 	}
+}
+
+// printResults writes the scenarios' table.
+func printResults(w io.Writer, results []Result) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "scenario\truns/s\tpersisted ev/s\tstreamed msg/s\tlat p50\tp95\tp99 ms\tfirst p50\tp95\tp99 ms\tcpu ms/run\trss MiB\tbytes/event\t")
+	for _, r := range results {
+		bpe := "-"
+		if r.File != nil {
+			bpe = fmt.Sprintf("%.0f (file %.0f)", r.File.EventBytesPerEvent, r.File.FileBytesPerEvent)
+		}
+		fmt.Fprintf(tw, "%s\t%.0f\t%.0f\t%.0f\t%.2f\t%.2f\t%.2f\t%.2f\t%.2f\t%.2f\t%.2f\t%.1f\t%s\t\n",
+			r.Name, r.RunsPerSec, r.PersistedPerSec, r.StreamedPerSec,
+			r.LatencyMs.P50, r.LatencyMs.P95, r.LatencyMs.P99,
+			r.FirstEventMs.P50, r.FirstEventMs.P95, r.FirstEventMs.P99,
+			r.ServerCPUPerRunMs, r.PeakRSSMiB, bpe)
+	}
+	tw.Flush()
 }

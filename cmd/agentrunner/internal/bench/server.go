@@ -62,6 +62,9 @@ type serverProc struct {
 	addr string
 	data string
 	logs *logBuffer
+	// debug is the base URL serving /debug/pprof, when the bench asked
+	// for one (the runs-in-flight scenario counts goroutines there).
+	debug string
 }
 
 // logBuffer keeps the tail of a child's output: the bench only ever
@@ -109,12 +112,22 @@ func freePort() (string, error) {
 // replica when that is not empty, serving the priced app when priced,
 // and waits until its health check answers SERVING.
 func startServer(ctx context.Context, binary, dir, app, data, replica string, priced bool) (*serverProc, error) {
-	cfg := filepath.Join(dir, "apps.yaml")
 	config := benchConfig
 	if priced {
 		config = pricedConfig
 	}
-	if err := os.WriteFile(cfg, fmt.Appendf(nil, config, app), 0o600); err != nil {
+	var extra []string
+	if replica != "" {
+		extra = append(extra, "--replica", replica)
+	}
+	return startServerWith(ctx, binary, dir, fmt.Sprintf(config, app), data, extra)
+}
+
+// startServerWith runs `binary serve` as startServer does, on the apps
+// file config, with extra flags.
+func startServerWith(ctx context.Context, binary, dir, config, data string, extra []string) (*serverProc, error) {
+	cfg := filepath.Join(dir, "apps.yaml")
+	if err := os.WriteFile(cfg, []byte(config), 0o600); err != nil {
 		return nil, err
 	}
 	addr, err := freePort()
@@ -125,10 +138,7 @@ func startServer(ctx context.Context, binary, dir, app, data, replica string, pr
 	if data != "" {
 		p.data = data
 	}
-	args := []string{"serve", "--addr", addr, "--data", p.data, "--config", cfg}
-	if replica != "" {
-		args = append(args, "--replica", replica)
-	}
+	args := append([]string{"serve", "--addr", addr, "--data", p.data, "--config", cfg}, extra...)
 	p.cmd = exec.Command(binary, args...)
 	p.cmd.SysProcAttr = childAttr()
 	// Keep the environment but never a model key: the bench app must not
