@@ -160,22 +160,8 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if len(rest) > 0 {
 		return fmt.Errorf("bench takes no arguments, got %q", rest)
 	}
-	if o.Concurrency, err = intList(conc); err != nil {
-		return fmt.Errorf("--sessions: %w", err)
-	}
-	if o.Lengths, err = intList(lengths); err != nil {
-		return fmt.Errorf("--lengths: %w", err)
-	}
-	if err := checkReplicas(o); err != nil {
+	if err := finishOptions(&o, conc, lengths, only); err != nil {
 		return err
-	}
-	if o.Only, err = groupList(only); err != nil {
-		return err
-	}
-	if o.Binary == "" && o.Addr == "" {
-		if o.Binary, err = os.Executable(); err != nil {
-			return err
-		}
 	}
 	if peer != "" {
 		if baseline != "" {
@@ -197,6 +183,30 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	printReport(stdout, rep)
 	return writeJSON(o.JSON, stdout, rep)
+}
+
+// finishOptions fills what Main's flags give as text (the lists) and the
+// default binary, and checks the replicas.
+func finishOptions(o *Options, conc, lengths, only string) error {
+	var err error
+	if o.Concurrency, err = intList(conc); err != nil {
+		return fmt.Errorf("--sessions: %w", err)
+	}
+	if o.Lengths, err = intList(lengths); err != nil {
+		return fmt.Errorf("--lengths: %w", err)
+	}
+	if err := checkReplicas(*o); err != nil {
+		return err
+	}
+	if o.Only, err = groupList(only); err != nil {
+		return err
+	}
+	if o.Binary == "" && o.Addr == "" {
+		if o.Binary, err = os.Executable(); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // inflightFlags are the flags of the runs-in-flight scenario and --only.
