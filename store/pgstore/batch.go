@@ -181,6 +181,7 @@ func (s *Store) tryBatch(live []*pipeWrite) ([]error, error) {
 		return nil, err
 	}
 	b := &pgx.Batch{}
+	var rows batchRows
 	var spends []spendRow
 	var notes []note
 	writes := 0
@@ -189,7 +190,7 @@ func (s *Store) tryBatch(live []*pipeWrite) ([]error, error) {
 			continue
 		}
 		p.reset()
-		spend, write, err := s.planWrites(p.ctx, p, reads[i], b)
+		spend, write, err := s.planWrites(p.ctx, p, reads[i], b, &rows)
 		if err != nil {
 			errs[i] = s.mapErr(err)
 			continue
@@ -202,6 +203,9 @@ func (s *Store) tryBatch(live []*pipeWrite) ([]error, error) {
 			spends = append(spends, spendRowOf(spend))
 		}
 	}
+	// The events and session records first, in the order a single
+	// write sends them: before the ledger and run rows.
+	b.QueuedQueries = append(rows.queue(), b.QueuedQueries...)
 	queueSpends(b, spends)
 	b.Queue("COMMIT")
 	queueNotes(b, notes)
@@ -319,4 +323,57 @@ func sumSpends(rows []spendRow) []spendRow {
 		out = append(out, r)
 	}
 	return out
+}
+
+const (
+	// sqlInsertEvents inserts a batch's events, one row per element.
+	sqlInsertEvents = `INSERT INTO events (app_name, user_id, session_id, sequence, event_id, event_time, record)
+		SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::bigint[], $5::text[], $6::timestamptz[], $7::bytea[])`
+	// sqlUpdateSessions writes a batch's session records, each row
+	// already locked; COLLATE "C" as the key columns are.
+	sqlUpdateSessions = `UPDATE sessions AS s SET record = u.record, last_sequence = u.last
+		FROM unnest($1::text[], $2::text[], $3::text[], $4::bytea[], $5::bigint[]) AS u(app, usr, sess, record, last)
+		WHERE s.app_name = u.app COLLATE "C" AND s.user_id = u.usr COLLATE "C" AND s.session_id = u.sess COLLATE "C"`
+)
+
+// eventRow is an appended event's row and its session's new record.
+type eventRow struct {
+	k       store.SessionKey
+	seq     int64
+	id      string
+	at      time.Time
+	record  []byte
+	session []byte
+}
+
+// batchRows are the event rows of a batch, as the arrays of
+// sqlInsertEvents and sqlUpdateSessions: two statements for the batch in
+// place of two a write.
+type batchRows struct {
+	apps, users, sessions, ids []string
+	seqs                       []int64
+	ats                        []time.Time
+	records, sessRecords       [][]byte
+}
+
+func (r *batchRows) add(e eventRow) {
+	r.apps = append(r.apps, e.k.App)
+	r.users = append(r.users, e.k.User)
+	r.sessions = append(r.sessions, e.k.Session)
+	r.ids = append(r.ids, e.id)
+	r.seqs = append(r.seqs, e.seq)
+	r.ats = append(r.ats, e.at)
+	r.records = append(r.records, e.record)
+	r.sessRecords = append(r.sessRecords, e.session)
+}
+
+// queue returns the two statements of r; none when r is empty.
+func (r *batchRows) queue() []*pgx.QueuedQuery {
+	if len(r.apps) == 0 {
+		return nil
+	}
+	b := &pgx.Batch{}
+	b.Queue(sqlInsertEvents, r.apps, r.users, r.sessions, r.seqs, r.ids, r.ats, r.records)
+	b.Queue(sqlUpdateSessions, r.apps, r.users, r.sessions, r.sessRecords, r.seqs)
+	return b.QueuedQueries
 }

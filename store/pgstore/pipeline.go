@@ -102,7 +102,7 @@ func (s *Store) pipeAlone(ctx context.Context, p *pipeWrite) error {
 		return s.mapErr(err)
 	}
 	b := &pgx.Batch{}
-	spend, write, err := s.planWrites(ctx, p, r, b)
+	spend, write, err := s.planWrites(ctx, p, r, b, nil)
 	if err != nil || !write {
 		return s.mapErr(err) // nothing to write: a retried event
 	}
@@ -235,9 +235,14 @@ func (p *pipeWrite) scanReads(br pgx.BatchResults, calls bool) (*pipeReads, erro
 // ledger's rows are shared by the user's and the app's appends, and stay
 // locked until it), and false when there is nothing to write (the event
 // of onceID was found).
-func (s *Store) planWrites(ctx context.Context, p *pipeWrite, r *pipeReads, out *pgx.Batch) (spend []any, write bool, err error) {
+//
+// With rows, a batch's (batch.go), the event's row and the session's
+// update go there, to be written with the batch's others in one
+// statement each; without, they are queued on out.
+func (s *Store) planWrites(ctx context.Context, p *pipeWrite, r *pipeReads, out *pgx.Batch, rows *batchRows) (spend []any, write bool, err error) {
 	k := p.k
 	b := &pgx.Batch{}
+	var ev eventRow
 	var seq uint64
 	if p.ev != nil {
 		if err := checkFence(ctx, k, r.token); err != nil {
@@ -258,7 +263,10 @@ func (s *Store) planWrites(ctx context.Context, p *pipeWrite, r *pipeReads, out 
 		if err != nil {
 			return nil, false, fmt.Errorf("marshal event: %w", err)
 		}
-		b.Queue(sqlInsertEvent, k.App, k.User, k.Session, int64(seq), stored.GetId(), stored.GetTimestamp().AsTime(), evBytes)
+		ev = eventRow{k: k, seq: int64(seq), id: stored.GetId(), at: stored.GetTimestamp().AsTime(), record: evBytes, session: recBytes}
+		if rows == nil {
+			b.Queue(sqlInsertEvent, k.App, k.User, k.Session, ev.seq, ev.id, ev.at, evBytes)
+		}
 		if args, ok := indexArgs(k, seq, stored); ok {
 			b.Queue(sqlIndexEvent, args...)
 		}
@@ -269,7 +277,9 @@ func (s *Store) planWrites(ctx context.Context, p *pipeWrite, r *pipeReads, out 
 		for _, args := range puts {
 			b.Queue(sqlPutCall, args...)
 		}
-		b.Queue(sqlUpdateSession, k.App, k.User, k.Session, recBytes, int64(seq))
+		if rows == nil {
+			b.Queue(sqlUpdateSession, k.App, k.User, k.Session, recBytes, int64(seq))
+		}
 		p.stored = stored
 	}
 	if p.run != nil {
@@ -291,6 +301,9 @@ func (s *Store) planWrites(ctx context.Context, p *pipeWrite, r *pipeReads, out 
 	// group commit that concurrent sessions' appends share.
 	p.notes = p.notices(seq)
 	out.QueuedQueries = append(out.QueuedQueries, b.QueuedQueries...)
+	if rows != nil && p.ev != nil {
+		rows.add(ev)
+	}
 	return spend, true, nil
 }
 
