@@ -3,6 +3,7 @@ package pgstore_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -103,24 +104,37 @@ func TestBatchFailsOnlyItsBadWrite(t *testing.T) {
 	}
 }
 
-// TestConcurrentAppendsBatch: many sessions appending at once, each
-// waiting for its own append before the next, end with every event in
-// order and the ledger's sums exact, however the writes were batched.
+// TestConcurrentAppendsBatch: many sessions of three users, two writers
+// each, appending at once end with every event stored once, sequences
+// without gaps, and the ledger's sums exact, however the writes were
+// batched (batches lock the ledger's shared rows in one order, so none
+// deadlocks).
 func TestConcurrentAppendsBatch(t *testing.T) {
-	s := openURL(t, pg.URL(t))
+	var biggest atomic.Int64 // the largest batch, for the log: how writes group is timing's
+	s, err := pgstore.Open(t.Context(), pg.URL(t), pgstore.Options{Logger: quiet, OnCommit: func(_ time.Duration, writes int) {
+		for n := biggest.Load(); int64(writes) > n && !biggest.CompareAndSwap(n, int64(writes)); n = biggest.Load() {
+		}
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
 	ctx := t.Context()
-	const sessions, appends = 48, 8
+	const sessions, writers, appends = 48, 2, 6
+	k := func(i int) store.SessionKey {
+		return store.SessionKey{App: "app", User: fmt.Sprint("u", i%3), Session: fmt.Sprint("s", i)}
+	}
 	for i := range sessions {
-		if _, err := s.CreateSession(ctx, key(i), nil); err != nil {
+		if _, err := s.CreateSession(ctx, k(i), nil); err != nil {
 			t.Fatal(err)
 		}
 	}
-	errs := make(chan error, sessions)
-	for i := range sessions {
+	errs := make(chan error, sessions*writers)
+	for i := range sessions * writers {
 		go func() {
 			for range appends {
 				ev := &agentrunnerv1.Event{Author: "model", UsageMetadata: &agentrunnerv1.UsageMetadata{PromptTokenCount: 1}}
-				if _, err := s.AppendEvent(ctx, key(i), ev); err != nil {
+				if _, err := s.AppendEvent(ctx, k(i%sessions), ev); err != nil {
 					errs <- err
 					return
 				}
@@ -128,19 +142,35 @@ func TestConcurrentAppendsBatch(t *testing.T) {
 			errs <- nil
 		}()
 	}
-	for range sessions {
+	for range sessions * writers {
 		if err := <-errs; err != nil {
 			t.Fatal(err)
 		}
 	}
 	for i := range sessions {
-		_, evs, err := s.GetSession(ctx, key(i), store.GetOptions{})
-		if err != nil || len(evs) != appends || evs[appends-1].GetSequence() != appends {
+		_, evs, err := s.GetSession(ctx, k(i), store.GetOptions{})
+		if err != nil || len(evs) != writers*appends {
 			t.Fatalf("session %d: %d events, %v", i, len(evs), err)
 		}
+		for j, ev := range evs {
+			if ev.GetSequence() != uint64(j+1) {
+				t.Fatalf("session %d: event %d has sequence %d", i, j, ev.GetSequence())
+			}
+		}
 	}
-	user, app, err := s.DailySpend(context.WithoutCancel(ctx), "app", "u", time.Now())
-	if err != nil || user.GetModelCalls() != sessions*appends || app.GetModelCalls() != sessions*appends {
-		t.Fatalf("ledger: user %d, app %d calls (%v), want %d", user.GetModelCalls(), app.GetModelCalls(), err, sessions*appends)
+	var users int64
+	for u := range 3 {
+		user, app, err := s.DailySpend(context.WithoutCancel(ctx), "app", fmt.Sprint("u", u), time.Now())
+		if err != nil {
+			t.Fatal(err)
+		}
+		users += user.GetModelCalls()
+		if app.GetModelCalls() != sessions*writers*appends {
+			t.Fatalf("ledger: app %d calls, want %d", app.GetModelCalls(), sessions*writers*appends)
+		}
 	}
+	if users != sessions*writers*appends {
+		t.Fatalf("ledger: users' calls sum to %d, want %d", users, sessions*writers*appends)
+	}
+	t.Logf("largest batch: %d writes", biggest.Load())
 }
