@@ -19,7 +19,9 @@ import (
 // session's row lock first, so that the reads see what the lock
 // protects), then, once the write is worked out here, its statements
 // with COMMIT. A transaction of single statements would take five or
-// more round trips, each a wake-up of the server's backend. Appends
+// more round trips, each a wake-up of the server's backend. Writes of
+// sessions waiting at the same time share one such transaction
+// (batch.go); a write with no company goes alone. Appends
 // that change shared ("app:", "user:") state take the transaction path
 // (appendTx), whose read-modify-write of a shared row may have to insert
 // it first.
