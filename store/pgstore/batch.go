@@ -53,11 +53,20 @@ type batcher struct {
 }
 
 // submit queues p for a batch and waits for its outcome. A batcher is
-// started when fewer than maxBatchers run.
+// started when fewer than maxBatchers run. A write that finds none
+// waiting and a batcher's place free runs alone at once, in its own
+// goroutine, holding that place.
 func (s *Store) submit(ctx context.Context, p *pipeWrite) error {
-	p.ctx, p.done = ctx, make(chan struct{})
 	b := &s.batch
 	b.mu.Lock()
+	if len(b.pending) == 0 && b.running < maxBatchers {
+		b.running++
+		b.mu.Unlock()
+		err := s.pipeAlone(ctx, p)
+		s.handOff()
+		return err
+	}
+	p.ctx, p.done = ctx, make(chan struct{})
 	b.pending = append(b.pending, p)
 	start := b.running < maxBatchers
 	if start {
@@ -69,6 +78,19 @@ func (s *Store) submit(ctx context.Context, p *pipeWrite) error {
 	}
 	<-p.done
 	return p.err
+}
+
+// handOff ends a lone write's turn in a batcher's place: a drain takes
+// the place over when writes came meanwhile.
+func (s *Store) handOff() {
+	b := &s.batch
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if len(b.pending) > 0 {
+		go s.drain()
+		return
+	}
+	b.running--
 }
 
 // finish sets p's outcome and wakes its writer.
