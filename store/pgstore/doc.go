@@ -50,7 +50,12 @@
 // appends wait on them until the commit, only those whose session shares
 // the shard). It is
 // pipelined (pipeline.go): BEGIN goes with every read the append needs,
-// and its writes with COMMIT, two round trips in all. An append that
+// and its writes with COMMIT, two round trips in all. The pipelined
+// writes of sessions waiting at the same time share that transaction
+// (batch.go): their rows locked in key order, their events and session
+// records written as arrays, the ledger's rows summed, one WAL flush for
+// all; a write that fails on its own fails alone, and a batch the
+// database refuses is retried write by write. An append that
 // changes "app:" or "user:" state runs statement by statement instead,
 // locking the shared rows after the session's (always in the order
 // session, app, user, so that appends never deadlock). Appends to

@@ -41,8 +41,8 @@ type Options struct {
 	LaterTimeout time.Duration
 	// OnCommit, when set, is told of every committed write transaction:
 	// how long it took from BEGIN to the COMMIT's answer (the WAL flush
-	// included) and that it carried one write, as boltstore's OnCommit
-	// reports its commits. It must be quick (a metric).
+	// included) and how many writes it carried (a batch, batch.go), as
+	// boltstore's OnCommit reports its commits. It must be quick (a metric).
 	OnCommit func(d time.Duration, writes int)
 }
 
@@ -55,6 +55,8 @@ type Store struct {
 	closeOnce sync.Once
 	// notes is the listening connection's fan-out (notify.go).
 	notes listener
+	// batch holds the pipelined writes waiting for a batch (batch.go).
+	batch batcher
 }
 
 var _ store.Store = (*Store)(nil)
@@ -299,14 +301,14 @@ func (s *Store) inTx(ctx context.Context, fn func(tx pgx.Tx) error) error {
 	if err := pgx.BeginFunc(ctx, s.pool, fn); err != nil {
 		return s.mapErr(err)
 	}
-	s.committed(start)
+	s.committed(start, 1)
 	return nil
 }
 
 // committed tells OnCommit of a write transaction begun at start.
-func (s *Store) committed(start time.Time) {
+func (s *Store) committed(start time.Time, writes int) {
 	if s.opts.OnCommit != nil {
-		s.opts.OnCommit(time.Since(start), 1)
+		s.opts.OnCommit(time.Since(start), writes)
 	}
 }
 

@@ -132,7 +132,7 @@ func (s *Store) ClaimQueuedRun(ctx context.Context, k store.SessionKey, prev sto
 		return nil, store.Lease{}, s.mapErr(err)
 	}
 	committed = true
-	s.committed(start)
+	s.committed(start, 1)
 	if c.rec == nil {
 		return nil, store.Lease{}, fmt.Errorf("queue of session %s: %w", k, store.ErrNotFound)
 	}

@@ -44,7 +44,18 @@ const sqlAddSpend = `INSERT INTO spend AS t (app_name, user_id, day, model,
 		micros, unpriced_calls, currency, calls, shard)
 	VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, 1, $15),
 		($1, '', $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, 1, $15)
-	ON CONFLICT (app_name, user_id, day, model, shard) DO UPDATE SET
+	` + spendConflict
+
+// sqlAddSpendRow adds $16 model calls to one row: a batch's sums
+// (batch.go), one statement a row, the rows in the order of spendCompare.
+const sqlAddSpendRow = `INSERT INTO spend AS t (app_name, user_id, day, model,
+		prompt_tokens, candidates_tokens, thoughts_tokens, cached_content_tokens, tool_use_prompt_tokens, total_tokens, cache_creation_tokens,
+		micros, unpriced_calls, currency, calls, shard)
+	VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $16, $15)
+	` + spendConflict
+
+// spendConflict adds a row's counts to the row already there.
+const spendConflict = `ON CONFLICT (app_name, user_id, day, model, shard) DO UPDATE SET
 		prompt_tokens = t.prompt_tokens + EXCLUDED.prompt_tokens,
 		candidates_tokens = t.candidates_tokens + EXCLUDED.candidates_tokens,
 		thoughts_tokens = t.thoughts_tokens + EXCLUDED.thoughts_tokens,

@@ -2,8 +2,9 @@
 // REST API (server/adkrest, what `adk web api` serves) with one app whose
 // root agent is an adk-go llmagent on a zero-latency model that answers
 // as agentrunner's offline model does (model.go). Sessions are kept by
-// adk-go's in-memory service or by its database service on SQLite
-// (gorm with github.com/glebarez/sqlite, pure Go: no cgo).
+// adk-go's in-memory service, or by its database service on SQLite
+// (gorm with github.com/glebarez/sqlite, pure Go: no cgo) or on
+// PostgreSQL (gorm.io/driver/postgres, on pgx).
 //
 // It is a module of its own so that agentrunner never depends on adk-go.
 //
@@ -25,6 +26,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/pprof"
+	"net/url"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -32,6 +34,8 @@ import (
 	"time"
 
 	"github.com/glebarez/sqlite"
+	_ "github.com/jackc/pgx/v5/stdlib" // database/sql's "pgx" driver, under gorm's postgres dialect
+	"gorm.io/driver/postgres"
 	"gorm.io/gorm"
 	gormlogger "gorm.io/gorm/logger"
 
@@ -58,7 +62,8 @@ const sqliteDSN = "file:%s?_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)
 
 func main() {
 	addr := flag.String("addr", "127.0.0.1:0", "loopback address to serve on (port 0 picks a free one)")
-	store := flag.String("sessions", "memory", "session service: memory (adk-go's in-memory service) or sqlite (its database service on a SQLite file)")
+	store := flag.String("sessions", "memory", "session service: memory (adk-go's in-memory service), sqlite (its database service on a SQLite file) or postgres (its database service on the --dsn database)")
+	dsn := flag.String("dsn", "", "PostgreSQL URL of the postgres session service (with --sessions postgres)")
 	dir := flag.String("dir", "", "directory of the SQLite file (with --sessions sqlite; default: the current directory)")
 	conns := flag.Int("sqlite-conns", 1, "most open SQLite connections (0: no limit); one serializes the service's transactions in Go's pool, in the order they ask, where SQLite's busy handler lets a waiter starve past any busy_timeout under a few hundred concurrent sessions")
 	app := flag.String("app", "bench", "app name; it is the root agent's name too, since adk-go's single agent loader serves the root agent under its name")
@@ -69,15 +74,15 @@ func main() {
 	flag.Parse()
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()
-	if err := run(ctx, *addr, *store, *dir, *app, *conns, pc); err != nil {
+	if err := run(ctx, *addr, storeConfig{*store, *dir, *dsn, *conns}, *app, pc); err != nil {
 		slog.Error("adkgo peer", "err", err)
 		os.Exit(1)
 	}
 }
 
 // run serves until ctx ends, then shuts the server down.
-func run(ctx context.Context, addr, store, dir, app string, conns int, pc pace) error {
-	sessions, err := sessionService(store, dir, conns)
+func run(ctx context.Context, addr string, sc storeConfig, app string, pc pace) error {
+	sessions, err := sessionService(sc)
 	if err != nil {
 		return err
 	}
@@ -127,30 +132,83 @@ func run(ctx context.Context, addr, store, dir, app string, conns int, pc pace) 
 	return nil
 }
 
-// sessionService builds the session service store names, on at most
-// conns SQLite connections when it is sqlite.
-func sessionService(store, dir string, conns int) (session.Service, error) {
-	switch store {
+// storeConfig says which session service to serve from.
+type storeConfig struct {
+	kind  string // memory, sqlite or postgres
+	dir   string // sqlite: the file's directory
+	dsn   string // postgres: the database's URL
+	conns int    // sqlite: most open connections
+}
+
+// pgConns is the postgres service's pool: agentrunner's pgstore default
+// (pgstore.DefaultMaxConns), so that both sides of a side-by-side on one
+// PostgreSQL hold as many connections; database/sql's default, no bound,
+// would open one per concurrent session, past max_connections.
+const pgConns = 24
+
+// sessionService builds the session service sc names.
+func sessionService(sc storeConfig) (session.Service, error) {
+	// gorm's default logger writes slow-query warnings to stdout, which is
+	// the harness's; errors reach it as failed requests.
+	quiet := &gorm.Config{Logger: gormlogger.Default.LogMode(gormlogger.Silent)}
+	switch sc.kind {
 	case "memory":
 		return session.InMemoryService(), nil
 	case "sqlite":
-		path := filepath.Join(dir, "sessions.db")
-		// gorm's default logger writes slow-query warnings to stdout,
-		// which is the harness's; errors reach it as failed requests.
+		path := filepath.Join(sc.dir, "sessions.db")
 		db, err := sql.Open(sqlite.DriverName, fmt.Sprintf(sqliteDSN, path))
 		if err != nil {
 			return nil, fmt.Errorf("sqlite %s: %w", path, err)
 		}
-		db.SetMaxOpenConns(conns)
-		svc, err := database.NewSessionService(sqlite.Dialector{Conn: db},
-			&gorm.Config{Logger: gormlogger.Default.LogMode(gormlogger.Silent)})
+		db.SetMaxOpenConns(sc.conns)
+		return migrated(database.NewSessionService(sqlite.Dialector{Conn: db}, quiet))
+	case "postgres":
+		if sc.dsn == "" {
+			return nil, errors.New("--sessions postgres needs --dsn")
+		}
+		dsn, err := inSchema(sc.dsn, pgSchema)
 		if err != nil {
-			return nil, fmt.Errorf("sqlite %s: %w", path, err)
+			return nil, err
 		}
-		if err := database.AutoMigrate(svc); err != nil {
-			return nil, fmt.Errorf("sqlite %s: %w", path, err)
+		db, err := sql.Open("pgx", dsn)
+		if err != nil {
+			return nil, fmt.Errorf("postgres: %w", err)
 		}
-		return svc, nil
+		if _, err := db.Exec("CREATE SCHEMA IF NOT EXISTS " + pgSchema); err != nil {
+			return nil, fmt.Errorf("postgres: %w", err)
+		}
+		db.SetMaxOpenConns(pgConns)
+		db.SetMaxIdleConns(pgConns)
+		return migrated(database.NewSessionService(postgres.New(postgres.Config{Conn: db}), quiet))
 	}
-	return nil, fmt.Errorf("--sessions %q: want memory or sqlite", store)
+	return nil, fmt.Errorf("--sessions %q: want memory, sqlite or postgres", sc.kind)
+}
+
+// pgSchema holds the postgres service's tables: adk-go's "sessions" and
+// "events" would collide with agentrunner's in the public schema of a
+// database both use.
+const pgSchema = "adkgo_peer"
+
+// inSchema returns the postgres:// URL dsn with its search_path set to
+// schema.
+func inSchema(dsn, schema string) (string, error) {
+	u, err := url.Parse(dsn)
+	if err != nil || (u.Scheme != "postgres" && u.Scheme != "postgresql") {
+		return "", fmt.Errorf("--dsn: want a postgres:// URL")
+	}
+	q := u.Query()
+	q.Set("search_path", schema)
+	u.RawQuery = q.Encode()
+	return u.String(), nil
+}
+
+// migrated creates the database service's tables it lacks.
+func migrated(svc session.Service, err error) (session.Service, error) {
+	if err != nil {
+		return nil, fmt.Errorf("database sessions: %w", err)
+	}
+	if err := database.AutoMigrate(svc); err != nil {
+		return nil, fmt.Errorf("database sessions: migrate: %w", err)
+	}
+	return svc, nil
 }

@@ -144,7 +144,7 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs.StringVar(&baseline, "baseline", "", "compare with this other agentrunner `binary`: each scenario runs under both builds, alternating, --rounds times, and the report gives the medians of the rounds' ratios (the machine's limits are not measured)")
 	fs.IntVar(&rounds, "rounds", 3, "rounds of a --baseline or --peer comparison")
 	var peer string
-	fs.StringVar(&peer, "peer", "", "side-by-side with adk-go: the peer `binary` built from examples/peer/adkgo (go build -C examples/peer/adkgo -o \"$PWD/.tmp/adkpeer\" .), which serves adk-go's REST API on the same zero-latency model; the single-session and --sessions mixed workloads run on agentrunner, on the peer with adk-go's in-memory sessions and on it with its SQLite sessions, alternating, --rounds times, and one table gives the ratios; exits non-zero if any run failed on any side (docs/performance.md)")
+	fs.StringVar(&peer, "peer", "", "side-by-side with adk-go: the peer `binary` built from examples/peer/adkgo (go build -C examples/peer/adkgo -o \"$PWD/.tmp/adkpeer\" .), which serves adk-go's REST API on the same zero-latency model; the single-session and --sessions mixed workloads run on agentrunner, on the peer with adk-go's in-memory sessions and on it with its SQLite sessions (with a postgres:// --data: agentrunner and the peer with adk-go's database sessions, both on that database), alternating, --rounds times, and one table gives the ratios; exits non-zero if any run failed on any side (docs/performance.md)")
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "Usage: agentrunner bench [flags]\n\n"+
 			"Drives agentrunner through its gRPC API with the offline model at zero latency and\n"+

@@ -24,20 +24,43 @@ const (
 	sideOurs      = "agentrunner"
 	sidePeerMem   = "adk-go memory"
 	sidePeerLite  = "adk-go sqlite"
+	sidePeerPG    = "adk-go postgres"
 	peerModuleADK = "google.golang.org/adk"
 )
 
-var peerSides = []string{sideOurs, sidePeerMem, sidePeerLite}
+// peerSides are the sides of a side-by-side on bbolt; pgPeerSides those
+// on a --data PostgreSQL database, which both sides share.
+var (
+	peerSides   = []string{sideOurs, sidePeerMem, sidePeerLite}
+	pgPeerSides = []string{sideOurs, sidePeerPG}
+)
+
+// sidesFor returns the sides of a side-by-side with options o.
+func sidesFor(o Options) []string {
+	if isPostgresURL(o.Data) {
+		return pgPeerSides
+	}
+	return peerSides
+}
+
+// peerStores are the peer's --sessions value for each of its sides.
+var peerStores = map[string]string{sidePeerMem: "memory", sidePeerLite: "sqlite", sidePeerPG: "postgres"}
+
+// peerColumns are the sides' names in the table's headers.
+var peerColumns = map[string]string{sideOurs: "agentrunner", sidePeerMem: "adk-go mem", sidePeerLite: "adk-go sqlite", sidePeerPG: "adk-go postgres"}
 
 // PeerComparison is what `bench --peer BINARY` measures: the same
 // workloads on agentrunner and on adk-go's REST API (in memory and on
-// SQLite), in rounds that alternate the three, so that a slow spell of a
-// shared machine weighs on all of them. A scenario's ratios are medians
+// SQLite; with a --data PostgreSQL, agentrunner and adk-go's database
+// service both on it), in rounds that alternate the sides, so that a
+// slow spell of a shared machine weighs on all of them. A scenario's ratios are medians
 // of the rounds' ratios, agentrunner's runs/s over the peer's.
 type PeerComparison struct {
 	Peer       string         `json:"peer"`
 	ADKVersion string         `json:"adk_version"` // from the peer's build info
 	Rounds     int            `json:"rounds"`
+	Store      string         `json:"store"`          // "bbolt" (agentrunner's; adk-go in memory and SQLite) or "postgres" (both)
+	Sides      []string       `json:"sides"`          // agentrunner first
 	LoadBefore string         `json:"loadavg_before"` // /proc/loadavg
 	LoadAfter  string         `json:"loadavg_after"`
 	Scenarios  []PeerScenario `json:"scenarios"`
@@ -86,7 +109,11 @@ func Peer(ctx context.Context, o Options, peer string, rounds int, w io.Writer) 
 	if err != nil {
 		return nil, err
 	}
-	pc := &PeerComparison{Peer: peer, ADKVersion: peerADKVersion(abs), Rounds: rounds, LoadBefore: loadAvg()}
+	pc := &PeerComparison{Peer: peer, ADKVersion: peerADKVersion(abs), Rounds: rounds, LoadBefore: loadAvg(),
+		Store: "bbolt", Sides: sidesFor(o)}
+	if isPostgresURL(o.Data) {
+		pc.Store = "postgres"
+	}
 	dir := o.DataDir
 	if dir == "" {
 		d, err := os.MkdirTemp("", "agentrunner-peer-*")
@@ -98,11 +125,12 @@ func Peer(ctx context.Context, o Options, peer string, rounds int, w io.Writer) 
 	}
 	started := time.Now().UnixNano()
 	for r := range rounds {
-		for _, side := range peerSides {
+		for _, side := range pc.Sides {
 			fmt.Fprintf(w, "round %d of %d: %s\n", r+1, rounds, side)
 			// Session ids differ per round and side: a peer's SQLite file
-			// or our bbolt file is new each time, but ids never repeat.
-			tag := strconv.FormatInt(started, 36) + fmt.Sprintf("-r%d-%d", r, slices.Index(peerSides, side))
+			// or our bbolt file is new each time, but ids never repeat
+			// (nor on a shared PostgreSQL database).
+			tag := strconv.FormatInt(started, 36) + fmt.Sprintf("-r%d-%d", r, slices.Index(pc.Sides, side))
 			sdir := filepath.Join(dir, fmt.Sprintf("r%d-%s", r, strings.ReplaceAll(side, " ", "-")))
 			results, err := peerRound(ctx, o, abs, side, sdir, tag, w)
 			if err != nil {
@@ -118,7 +146,7 @@ func Peer(ctx context.Context, o Options, peer string, rounds int, w io.Writer) 
 	}
 	pc.LoadAfter = loadAvg()
 	for i := range pc.Scenarios {
-		pc.Scenarios[i].finish()
+		pc.Scenarios[i].finish(pc.Sides)
 	}
 	return pc, pc.failures()
 }
@@ -150,7 +178,7 @@ func inflightPeer(ctx context.Context, o Options, peer, dir, tag string, w io.Wr
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return InflightResult{}, err
 	}
-	p, err := startPeer(ctx, peer, "memory", dir, o.App, "--first-chunk-delay", o.InflightFirst.String(),
+	p, err := startPeer(ctx, peer, "memory", dir, "", o.App, "--first-chunk-delay", o.InflightFirst.String(),
 		"--chunk-delay", o.InflightGap.String(), "--chunks", strconv.Itoa(inflightChunks))
 	if err != nil {
 		return InflightResult{}, err
@@ -187,7 +215,10 @@ func peerRound(ctx context.Context, o Options, peer, side, dir, tag string, w io
 	}
 	if side == sideOurs {
 		var out []Result
-		o.Replicas, o.Data, o.Priced = 1, "", false
+		o.Replicas, o.Priced = 1, false
+		if !isPostgresURL(o.Data) {
+			o.Data = ""
+		}
 		err := withServer(ctx, o, filepath.Dir(dir), filepath.Base(dir), func(c replicas, srv servers) error {
 			var err error
 			out, err = runSpecs(ctx, w, c, srv, specs, func(ctx context.Context, s loadSpec) error {
@@ -198,8 +229,11 @@ func peerRound(ctx context.Context, o Options, peer, side, dir, tag string, w io
 		})
 		return out, err
 	}
-	store := map[string]string{sidePeerMem: "memory", sidePeerLite: "sqlite"}[side]
-	p, err := startPeer(ctx, peer, store, dir, o.App)
+	dsn := ""
+	if side == sidePeerPG {
+		dsn = o.Data
+	}
+	p, err := startPeer(ctx, peer, peerStores[side], dir, dsn, o.App)
 	if err != nil {
 		return nil, err
 	}
@@ -250,8 +284,8 @@ func (pc *PeerComparison) add(side string, res Result) {
 	}
 }
 
-func (s *PeerScenario) finish() {
-	for _, side := range peerSides[1:] {
+func (s *PeerScenario) finish(sides []string) {
+	for _, side := range sides[1:] {
 		s.Ratio[side] = medianRatio(s.RunsPerSec[sideOurs], s.RunsPerSec[side])
 	}
 }
@@ -265,7 +299,7 @@ func (pc *PeerComparison) failures() error {
 		}
 	}
 	for _, s := range pc.Scenarios {
-		for _, side := range peerSides {
+		for _, side := range pc.Sides {
 			if n := s.Failed[side]; n > 0 {
 				errs = append(errs, fmt.Errorf("%s, %s: %d runs failed, first: %s", s.Name, side, n, s.FirstError[side]))
 			}
@@ -303,26 +337,43 @@ func loadAvg() string {
 // printPeer writes the side-by-side as one table: medians of each side's
 // figures, the medians of the rounds' ratios, and failed runs.
 func printPeer(w io.Writer, pc *PeerComparison) {
-	fmt.Fprintf(w, "peer %s (adk-go %s, REST API: JSON over HTTP/1.1); agentrunner: gRPC (protobuf over HTTP/2), bbolt\n", pc.Peer, pc.ADKVersion)
-	fmt.Fprintf(w, "%d rounds alternating %s; figures are medians; ratio = agentrunner runs/s ÷ adk-go runs/s (median of the rounds' ratios; above 1, agentrunner is faster)\n", pc.Rounds, strings.Join(peerSides, ", "))
+	fmt.Fprintf(w, "peer %s (adk-go %s, REST API: JSON over HTTP/1.1); agentrunner: gRPC (protobuf over HTTP/2), %s\n", pc.Peer, pc.ADKVersion, pc.Store)
+	fmt.Fprintf(w, "%d rounds alternating %s; figures are medians; ratio = agentrunner runs/s ÷ adk-go runs/s (median of the rounds' ratios; above 1, agentrunner is faster)\n", pc.Rounds, strings.Join(pc.Sides, ", "))
 	fmt.Fprintf(w, "load average before %s, after %s\n", pc.LoadBefore, pc.LoadAfter)
 	if len(pc.Scenarios) > 0 {
-		printPeerScenarios(w, pc.Scenarios)
+		printPeerScenarios(w, pc)
 	}
 	printPeerInflight(w, pc.InFlight)
 }
 
-// printPeerScenarios writes the load scenarios' rows of a side-by-side.
-func printPeerScenarios(w io.Writer, scenarios []PeerScenario) {
+// printPeerScenarios writes the load scenarios' rows of a side-by-side,
+// a pair of columns for each of its sides.
+func printPeerScenarios(w io.Writer, pc *PeerComparison) {
 	fmt.Fprintln(w)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "scenario\tagentrunner r/s\tadk-go mem r/s\tratio\tadk-go sqlite r/s\tratio\tcpu ms/run: agentrunner\tadk-go mem\tadk-go sqlite\tfailed runs\t")
-	for _, s := range scenarios {
-		fmt.Fprintf(tw, "%s\t%.0f\t%.0f\t%.2f\t%.0f\t%.2f\t%.2f\t%.2f\t%.2f\t%d / %d / %d\t\n", s.Name,
-			median(s.RunsPerSec[sideOurs]), median(s.RunsPerSec[sidePeerMem]), s.Ratio[sidePeerMem],
-			median(s.RunsPerSec[sidePeerLite]), s.Ratio[sidePeerLite],
-			median(s.CPUMs[sideOurs]), median(s.CPUMs[sidePeerMem]), median(s.CPUMs[sidePeerLite]),
-			s.Failed[sideOurs], s.Failed[sidePeerMem], s.Failed[sidePeerLite])
+	head := []string{"scenario", "agentrunner r/s"}
+	for _, side := range pc.Sides[1:] {
+		head = append(head, peerColumns[side]+" r/s", "ratio")
+	}
+	for i, side := range pc.Sides {
+		if i == 0 {
+			head = append(head, "cpu ms/run: "+peerColumns[side])
+		} else {
+			head = append(head, peerColumns[side])
+		}
+	}
+	fmt.Fprintln(tw, strings.Join(append(head, "failed runs"), "\t")+"\t")
+	for _, s := range pc.Scenarios {
+		row := []string{s.Name, fmt.Sprintf("%.0f", median(s.RunsPerSec[sideOurs]))}
+		for _, side := range pc.Sides[1:] {
+			row = append(row, fmt.Sprintf("%.0f", median(s.RunsPerSec[side])), fmt.Sprintf("%.2f", s.Ratio[side]))
+		}
+		var failed []string
+		for _, side := range pc.Sides {
+			row = append(row, fmt.Sprintf("%.2f", median(s.CPUMs[side])))
+			failed = append(failed, strconv.Itoa(s.Failed[side]))
+		}
+		fmt.Fprintln(tw, strings.Join(append(row, strings.Join(failed, " / ")), "\t")+"\t")
 	}
 	tw.Flush()
 }

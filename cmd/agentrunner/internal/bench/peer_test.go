@@ -13,6 +13,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -252,5 +253,34 @@ func checkInflight(t *testing.T, rs []InflightResult) {
 	printPeerInflight(&table, rs)
 	if !strings.Contains(table.String(), "runs in flight: 8 sessions") || !strings.Contains(table.String(), "RSS a run") {
 		t.Errorf("table:\n%s", table.String())
+	}
+}
+
+// TestPeerOnPostgres: with a postgres:// --data, the side-by-side has
+// agentrunner and adk-go's database service on that database, and the
+// table has their columns and failed runs.
+func TestPeerOnPostgres(t *testing.T) {
+	if got := sidesFor(Options{Data: "postgres://u@127.0.0.1:5432/db"}); !slices.Equal(got, []string{sideOurs, sidePeerPG}) {
+		t.Fatalf("sides on PostgreSQL: %v", got)
+	}
+	if got := sidesFor(Options{}); !slices.Equal(got, peerSides) {
+		t.Fatalf("sides on bbolt: %v", got)
+	}
+	pc := &PeerComparison{Peer: "adkpeer", Rounds: 1, Store: "postgres", Sides: pgPeerSides}
+	pc.add(sideOurs, Result{Name: "256 sessions, mixed", RunsPerSec: 700, ServerCPUPerRunMs: 0.7})
+	pc.add(sidePeerPG, Result{Name: "256 sessions, mixed", RunsPerSec: 200, ServerCPUPerRunMs: 2.5, Failed: 2, FirstError: "boom"})
+	pc.Scenarios[0].finish(pc.Sides)
+	if r := pc.Scenarios[0].Ratio[sidePeerPG]; r != 3.5 {
+		t.Errorf("ratio %v, want 3.5", r)
+	}
+	if err := pc.failures(); err == nil || !strings.Contains(err.Error(), sidePeerPG) {
+		t.Errorf("failures: %v, want one naming %q", err, sidePeerPG)
+	}
+	var table strings.Builder
+	printPeer(&table, pc)
+	for _, want := range []string{"postgres\n", "adk-go postgres r/s", "3.50", "0.70", "2.50", "0 / 2"} {
+		if !strings.Contains(table.String(), want) {
+			t.Errorf("table lacks %q:\n%s", want, table.String())
+		}
 	}
 }

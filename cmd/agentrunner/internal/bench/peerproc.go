@@ -53,13 +53,18 @@ func (rw *readyWriter) Write(b []byte) (int, error) {
 }
 
 // startPeer runs the peer binary on a free loopback port with the given
-// session service (memory or sqlite, its file in dir), serving app, and
+// session service (memory; sqlite, its file in dir; postgres, on the
+// database of dsn), serving app, and
 // waits for its ready line. The result is a serverProc, so that its CPU
 // and memory are read from /proc as agentrunner's are; its addr is the
 // base URL.
-func startPeer(ctx context.Context, binary, sessions, dir, app string, extra ...string) (*serverProc, error) {
+func startPeer(ctx context.Context, binary, sessions, dir, dsn, app string, extra ...string) (*serverProc, error) {
 	p := &serverProc{logs: &logBuffer{}}
-	p.cmd = exec.Command(binary, append([]string{"--addr", "127.0.0.1:0", "--sessions", sessions, "--dir", dir, "--app", app}, extra...)...)
+	args := []string{"--addr", "127.0.0.1:0", "--sessions", sessions, "--dir", dir, "--app", app}
+	if dsn != "" {
+		args = append(args, "--dsn", dsn)
+	}
+	p.cmd = exec.Command(binary, append(args, extra...)...)
 	p.cmd.SysProcAttr = childAttr()
 	// Never a model key: the peer's model is local, and stays so.
 	for _, kv := range os.Environ() {
