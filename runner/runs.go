@@ -14,11 +14,12 @@ import (
 	"github.com/agentrunner/agentrunner/store"
 )
 
-// Start admits a run as Stream does and returns its record at once; the
-// run goes on in the background and Attach follows it. A run with a
-// webhook (Request.Webhook, Config.Webhook) returns once its record is
-// stored, so that no crash loses a run whose caller waits for its call. A request_id that
-// names an earlier run returns that run as it is now.
+// Start admits a run as Stream does and returns its record once the run
+// is stored (its user message and record), not before: a caller given a
+// run id may rely on it across a crash, and a run that calls back
+// (Request.Webhook, Config.Webhook) is one whose end is always called
+// back. The run goes on in the background and Attach follows it. A
+// request_id that names an earlier run returns that run as it is now.
 func (r *Runner) Start(ctx context.Context, req Request) (*agentrunnerv1.Run, error) {
 	a, err := r.admit(ctx, req)
 	switch {
@@ -30,13 +31,11 @@ func (r *Runner) Start(ctx context.Context, req Request) (*agentrunnerv1.Run, er
 		return a.ended, nil
 	case a.fresh && a.now:
 		r.launch(a.live, a.prep)
-		if a.live.Record().GetWebhook() != nil {
-			// A run that calls back is answered once its record is
-			// stored: a crash before then would leave nothing to call
-			// back, and its caller waiting for ever. (A queued run's
-			// pending record is stored before it is answered.)
-			a.live.WaitRecorded(ctx)
-		}
+		// Nothing is acknowledged before it is durable: answered before
+		// its record is stored, a run a crash then lost would be an id
+		// that GetRun no longer knows and a webhook never called. (A
+		// queued run's pending record is stored before it is answered.)
+		a.live.WaitRecorded(ctx)
 	}
 	return a.live.Record(), nil
 }

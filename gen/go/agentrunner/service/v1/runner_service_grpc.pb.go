@@ -45,8 +45,10 @@ type RunnerServiceClient interface {
 	Run(ctx context.Context, in *RunRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[RunResponse], error)
 	// ListApps returns every app the server hosts with its agent tree.
 	ListApps(ctx context.Context, in *ListAppsRequest, opts ...grpc.CallOption) (*ListAppsResponse, error)
-	// StartRun admits a run like Run and returns its record at once; the run
-	// goes on in the background (AttachRun follows it).
+	// StartRun admits a run like Run and returns its record as soon as the
+	// run is stored (its user message and record), without waiting for the
+	// model: a run id it answers survives a crash. The run goes on in the
+	// background (AttachRun follows it).
 	StartRun(ctx context.Context, in *StartRunRequest, opts ...grpc.CallOption) (*StartRunResponse, error)
 	// GetRun returns a run's record.
 	GetRun(ctx context.Context, in *GetRunRequest, opts ...grpc.CallOption) (*GetRunResponse, error)
@@ -220,8 +222,10 @@ type RunnerServiceServer interface {
 	Run(*RunRequest, grpc.ServerStreamingServer[RunResponse]) error
 	// ListApps returns every app the server hosts with its agent tree.
 	ListApps(context.Context, *ListAppsRequest) (*ListAppsResponse, error)
-	// StartRun admits a run like Run and returns its record at once; the run
-	// goes on in the background (AttachRun follows it).
+	// StartRun admits a run like Run and returns its record as soon as the
+	// run is stored (its user message and record), without waiting for the
+	// model: a run id it answers survives a crash. The run goes on in the
+	// background (AttachRun follows it).
 	StartRun(context.Context, *StartRunRequest) (*StartRunResponse, error)
 	// GetRun returns a run's record.
 	GetRun(context.Context, *GetRunRequest) (*GetRunResponse, error)

@@ -86,8 +86,10 @@ class RunnerServiceServicer(object):
         raise NotImplementedError('Method not implemented!')
 
     def StartRun(self, request, context):
-        """StartRun admits a run like Run and returns its record at once; the run
-        goes on in the background (AttachRun follows it).
+        """StartRun admits a run like Run and returns its record as soon as the
+        run is stored (its user message and record), without waiting for the
+        model: a run id it answers survives a crash. The run goes on in the
+        background (AttachRun follows it).
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')

@@ -615,8 +615,10 @@ export const RunnerService: GenService<{
     output: typeof ListAppsResponseSchema;
   },
   /**
-   * StartRun admits a run like Run and returns its record at once; the run
-   * goes on in the background (AttachRun follows it).
+   * StartRun admits a run like Run and returns its record as soon as the
+   * run is stored (its user message and record), without waiting for the
+   * model: a run id it answers survives a crash. The run goes on in the
+   * background (AttachRun follows it).
    *
    * @generated from rpc agentrunner.service.v1.RunnerService.StartRun
    */
