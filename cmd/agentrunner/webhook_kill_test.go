@@ -35,7 +35,8 @@ var webhookKillCycles = flag.Int("webhook-kill-cycles", 3, "kill -9 cycles of Te
 const hookSecret = "kill9-webhook-secret-0123456789"
 
 // hookConfig serves app pair (two LLM agents on the fake model), whose
-// runs call back the apps file's webhook unless their StartRun names one.
+// runs call back the apps file's webhook unless their StartRun names one,
+// and app plain, the same agents with no webhook.
 const hookConfig = `models:
   - name: fake
     provider: openai
@@ -45,6 +46,13 @@ const hookConfig = `models:
 apps:
   - name: pair
     webhook: { url: %[2]q }
+    root_agent:
+      name: pair
+      sequential: {}
+      sub_agents:
+        - { name: alpha, llm: { model: fake, instruction: "ROLE=alpha" } }
+        - { name: beta, llm: { model: fake, instruction: "ROLE=beta" } }
+  - name: plain
     root_agent:
       name: pair
       sequential: {}
@@ -123,25 +131,29 @@ func (r *hookReceiver) delivered(run string, st agentrunnerv1.RunStatus) bool {
 }
 
 // hookLoad starts runs on fresh sessions from several clients until the
-// server goes away, half with StartRun's own webhook, half with the
-// app's, and keeps the ids of those StartRun acknowledged.
+// server goes away, a third with StartRun's own webhook, a third with
+// the app's, a third of app plain with none, and keeps the ids of those
+// StartRun acknowledged.
 type hookLoad struct {
 	mu    sync.Mutex
-	acked map[string]bool // run id -> its own webhook
+	acked map[string]string // run id -> where it calls back: "/own", "/app" or "" (nowhere)
 	n     atomic.Int64
 }
 
 func (l *hookLoad) client(c, i int, runs servicev1.RunnerServiceClient, sessions servicev1.SessionServiceClient, own string) {
 	for n := 0; ; n++ {
-		sid := fmt.Sprintf("s%d.%d.%d", c, i, n)
+		sid, app, hook := fmt.Sprintf("s%d.%d.%d", c, i, n), "pair", []string{"/app", "/own", ""}[n%3]
+		if hook == "" {
+			app = "plain"
+		}
 		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-		_, err := sessions.CreateSession(ctx, &servicev1.CreateSessionRequest{AppName: "pair", UserId: "u", SessionId: sid})
+		_, err := sessions.CreateSession(ctx, &servicev1.CreateSessionRequest{AppName: app, UserId: "u", SessionId: sid})
 		if err != nil {
 			cancel()
 			return // the server is gone
 		}
-		req := &servicev1.StartRunRequest{AppName: "pair", UserId: "u", SessionId: sid, NewMessage: userText(killToken(c, i, n))}
-		if n%2 == 1 {
+		req := &servicev1.StartRunRequest{AppName: app, UserId: "u", SessionId: sid, NewMessage: userText(killToken(c, i, n))}
+		if hook == "/own" {
 			req.Webhook = &agentrunnerv1.Webhook{Url: own}
 		}
 		resp, err := runs.StartRun(ctx, req)
@@ -150,7 +162,7 @@ func (l *hookLoad) client(c, i int, runs servicev1.RunnerServiceClient, sessions
 			return
 		}
 		l.mu.Lock()
-		l.acked[resp.GetRun().GetRunId()] = req.Webhook != nil
+		l.acked[resp.GetRun().GetRunId()] = hook
 		l.mu.Unlock()
 		l.n.Add(1)
 	}
@@ -192,7 +204,7 @@ func killWebhooks(t *testing.T, bin, data string, extra ...string) {
 	}
 	args := append([]string{"--addr", "127.0.0.1:0", "--data", data, "--config", config, "--http-addr", "",
 		"--webhook-allow-hosts", strings.TrimPrefix(rcv.srv.URL, "http://"), "--webhook-poll", "20ms", "--webhook-timeout", "1s"}, extra...)
-	load := &hookLoad{acked: map[string]bool{}}
+	load := &hookLoad{acked: map[string]string{}}
 	for c := range *webhookKillCycles {
 		p := startBinary(t, bin, args...)
 		conn := dial(t, p.addr)
@@ -254,16 +266,16 @@ func checkWebhookRefusals(t *testing.T, runs servicev1.RunnerServiceClient, sess
 
 // checkAllDelivered waits until every acknowledged run has stopped for
 // good (recovery marks the runs the kills cut INTERRUPTED) and its final
-// status was delivered to its webhook, within a bound. Every run here
-// calls back, so StartRun answered each only once its record was stored
-// (runner.Start): the store must know them all. It returns how many it
-// does not (a failure).
+// status was delivered to its webhook (none for app plain's), within a
+// bound. StartRun answers a run only once its record is stored
+// (runner.Start), whether it calls back or not: the store must know
+// every acknowledged run. It returns how many it does not (a failure).
 func checkAllDelivered(t *testing.T, runs servicev1.RunnerServiceClient, rcv *hookReceiver, load *hookLoad) (unstored int) {
 	t.Helper()
 	finals := map[agentrunnerv1.RunStatus]int{}
 	defer func() { t.Logf("final statuses delivered: %v", finals) }()
 	deadline := time.After(2 * time.Minute)
-	for id, own := range load.acked {
+	for id, hook := range load.acked {
 		var st agentrunnerv1.RunStatus
 		for {
 			got, err := runs.GetRun(t.Context(), &servicev1.GetRunRequest{RunId: id})
@@ -277,7 +289,7 @@ func checkAllDelivered(t *testing.T, runs servicev1.RunnerServiceClient, rcv *ho
 				t.Fatalf("GetRun(%s) of an acknowledged run: %v", id, err)
 			}
 			st = got.GetRun().GetStatus()
-			if store.CallsBack(st) && st != agentrunnerv1.RunStatus_RUN_STATUS_INPUT_REQUIRED && rcv.delivered(id, st) {
+			if store.CallsBack(st) && st != agentrunnerv1.RunStatus_RUN_STATUS_INPUT_REQUIRED && (hook == "" || rcv.delivered(id, st)) {
 				break
 			}
 			select {
@@ -291,10 +303,9 @@ func checkAllDelivered(t *testing.T, runs servicev1.RunnerServiceClient, rcv *ho
 			continue // never stored
 		}
 		finals[st]++
-		want := map[bool]string{true: "/own", false: "/app"}[own]
 		rcv.mu.Lock()
-		if got := rcv.paths[id]; got != want {
-			t.Errorf("run %s delivered to %s, want %s", id, got, want)
+		if got := rcv.paths[id]; got != hook {
+			t.Errorf("run %s delivered to %q, want %q", id, got, hook)
 		}
 		rcv.mu.Unlock()
 	}
