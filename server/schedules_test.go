@@ -14,6 +14,7 @@ import (
 	agentrunnerv1 "github.com/agentrunner/agentrunner/gen/go/agentrunner/v1"
 	"github.com/agentrunner/agentrunner/runner/apps"
 	"github.com/agentrunner/agentrunner/runner/schedule"
+	"github.com/agentrunner/agentrunner/server/internal/front"
 	"github.com/agentrunner/agentrunner/store"
 )
 
@@ -204,5 +205,34 @@ func TestScheduleRefusalRecorded(t *testing.T) {
 	}
 	if sessions, _, err := e.store.ListSessions(t.Context(), "gone", "alice", store.Page{}); err != nil || len(sessions) != 0 {
 		t.Errorf("sessions of the refused runs: %v, %v", sessions, err)
+	}
+}
+
+// TestScheduleCountBounded: a user's API schedules on an app stop at
+// front.MaxSchedulesPerUser (every scheduler reads them all each tick);
+// another user, and the same user after a delete, may still create.
+func TestScheduleCountBounded(t *testing.T) {
+	e := newEnv(t, withRunnerApps(t, customApp("echo", sayHi)))
+	sc := servicev1.NewScheduleServiceClient(e.conn)
+	var last string
+	for i := range front.MaxSchedulesPerUser {
+		got, err := sc.CreateSchedule(t.Context(), newSchedule("echo", "alice", "0 3 * * *"))
+		if err != nil {
+			t.Fatalf("schedule %d: %v", i, err)
+		}
+		last = got.GetSchedule().GetScheduleId()
+	}
+	_, err := sc.CreateSchedule(t.Context(), newSchedule("echo", "alice", "0 3 * * *"))
+	if status.Code(err) != codes.ResourceExhausted {
+		t.Fatalf("schedule %d: %v, want ResourceExhausted", front.MaxSchedulesPerUser+1, err)
+	}
+	if _, err := sc.CreateSchedule(t.Context(), newSchedule("echo", "bob", "0 3 * * *")); err != nil {
+		t.Fatalf("another user's schedule: %v", err)
+	}
+	if _, err := sc.DeleteSchedule(t.Context(), &servicev1.DeleteScheduleRequest{ScheduleId: last}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := sc.CreateSchedule(t.Context(), newSchedule("echo", "alice", "0 3 * * *")); err != nil {
+		t.Fatalf("after a delete: %v", err)
 	}
 }

@@ -102,6 +102,9 @@ func (d *Desk) CreateSchedule(ctx context.Context, req *servicev1.CreateSchedule
 	if _, ok := d.apps.Lookup(sc.GetAppName()); !ok {
 		return nil, unknownApp(sc.GetAppName())
 	}
+	if err := d.checkScheduleCount(ctx, ss, sc); err != nil {
+		return nil, err
+	}
 	// The cursor first: the schedule fires from its creation on, even if
 	// no scheduler sees it until later (then its missed policy decides).
 	now := time.Now()
@@ -113,6 +116,31 @@ func (d *Desk) CreateSchedule(ctx context.Context, req *servicev1.CreateSchedule
 		return nil, d.toStatus(ctx, err)
 	}
 	return &servicev1.CreateScheduleResponse{Schedule: d.withState(ctx, ss, sc)}, nil
+}
+
+// MaxSchedulesPerUser bounds the API schedules one user has on one app:
+// every replica's scheduler reads them all every tick, so a caller must
+// not be able to grow that list without bound.
+const MaxSchedulesPerUser = 100
+
+// checkScheduleCount refuses, ResourceExhausted, a schedule whose owner
+// already has MaxSchedulesPerUser on its app. Two creations racing may
+// both pass the count; the bound is on a caller's growth, not exact.
+func (d *Desk) checkScheduleCount(ctx context.Context, ss store.ScheduleStore, sc *agentrunnerv1.Schedule) error {
+	stored, err := ss.ListSchedules(ctx, sc.GetAppName())
+	if err != nil {
+		return d.toStatus(ctx, err)
+	}
+	n := 0
+	for _, o := range stored {
+		if o.GetUserId() == sc.GetUserId() {
+			n++
+		}
+	}
+	if n >= MaxSchedulesPerUser {
+		return status.Errorf(codes.ResourceExhausted, "user %q has %d schedules on app %q, the limit; delete one first", sc.GetUserId(), n, sc.GetAppName())
+	}
+	return nil
 }
 
 // newSchedule validates a schedule to create and returns the copy to
