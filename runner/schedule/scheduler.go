@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"runtime/debug"
 	"strconv"
 	"sync"
 	"time"
@@ -96,13 +97,26 @@ func (s *Scheduler) Run(ctx context.Context) {
 	t := time.NewTicker(s.cfg.Tick)
 	defer t.Stop()
 	for {
-		_ = s.Step(ctx) // logged there
+		_ = s.safeStep(ctx) // logged there
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
 		}
 	}
+}
+
+// safeStep is Step for the loop that serve runs in a goroutine of its
+// own, where a panic (a bug, a record no check foresaw) would stop the
+// whole server: it is logged with its stack and the next tick goes on.
+func (s *Scheduler) safeStep(ctx context.Context) (err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			err = fmt.Errorf("scheduler step panicked: %v", v)
+			s.cfg.Logger.Error("scheduler step panicked", "panic", v, "stack", string(debug.Stack()))
+		}
+	}()
+	return s.Step(ctx)
 }
 
 // Step fires, once, what is due now of every schedule: the times passed

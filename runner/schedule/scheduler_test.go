@@ -297,3 +297,28 @@ func TestPausedFiresNothing(t *testing.T) {
 		t.Fatalf("resumed, fired %v, want %v", got, want)
 	}
 }
+
+// TestRunSurvivesAPanic: a step that panics (here, listing the schedules)
+// is logged and the loop goes on to its next tick, instead of stopping
+// the server whose goroutine runs it.
+func TestRunSurvivesAPanic(t *testing.T) {
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	calls := 0
+	s := schedule.New(schedule.Config{
+		Store: openStore(t),
+		Schedules: func(context.Context) ([]*agentrunnerv1.Schedule, error) {
+			calls++
+			if calls == 1 {
+				panic("a record no check foresaw")
+			}
+			cancel() // the second tick came: the loop lived on
+			return nil, nil
+		},
+		Fire: (&fires{}).fire, Holder: "a", Tick: time.Millisecond, Logger: slog.New(slog.DiscardHandler),
+	})
+	s.Run(ctx)
+	if calls < 2 {
+		t.Fatalf("%d steps, want the loop to go on after the panic", calls)
+	}
+}

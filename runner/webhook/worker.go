@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"net/http"
+	"runtime/debug"
 	"sync"
 	"time"
 
@@ -170,10 +171,22 @@ func (w *Worker) round(ctx context.Context) bool {
 	}
 	var wg sync.WaitGroup
 	for _, d := range ds {
-		wg.Go(func() { w.attempt(ctx, d) })
+		wg.Go(func() { w.safeAttempt(ctx, d) })
 	}
 	wg.Wait()
 	return len(ds) == w.opts.Parallel
+}
+
+// safeAttempt is attempt in a goroutine of its own, where a panic would
+// stop the whole server: it is logged with its stack, and the delivery,
+// still claimed, is due again once its lease ends.
+func (w *Worker) safeAttempt(ctx context.Context, d *agentrunnerv1.WebhookDelivery) {
+	defer func() {
+		if v := recover(); v != nil {
+			w.opts.Log.Error("webhook attempt panicked", "delivery", d.GetDeliveryId(), "panic", v, "stack", string(debug.Stack()))
+		}
+	}()
+	w.attempt(ctx, d)
 }
 
 // attempt makes one attempt at d and settles it. Its settlement is

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -237,5 +238,34 @@ func TestWorkerSendsNothingToADisallowedHost(t *testing.T) {
 	ds := deliveries(t, s, agentrunnerv1.WebhookDeliveryState_WEBHOOK_DELIVERY_STATE_FAILED)
 	if len(ds) != 1 || !strings.Contains(ds[0].GetLastError(), "not allowed") {
 		t.Fatalf("failed deliveries = %v", ds)
+	}
+}
+
+// TestWorkerSurvivesAPanic: an attempt that panics (here, in Observe) is
+// logged, and the worker, in the server's goroutine, goes on with the
+// other deliveries instead of stopping the server.
+func TestWorkerSurvivesAPanic(t *testing.T) {
+	s := openStore(t)
+	rcv := newReceiver(t, 0)
+	const runs = 3
+	endRuns(t, s, runs, rcv.srv.URL+"/hook")
+	settled := make(chan string, 10*runs)
+	var panicked atomic.Bool
+	startWorker(t, s, []string{hostOf(rcv.srv.URL)}, webhook.Options{Parallel: 1, Observe: func(o string) {
+		if panicked.CompareAndSwap(false, true) {
+			panic("an outcome no check foresaw")
+		}
+		settled <- o
+	}})
+	deadline := time.After(30 * time.Second)
+	for n := 0; n < runs-1; {
+		select {
+		case o := <-settled:
+			if o == webhook.OutcomeDelivered {
+				n++
+			}
+		case <-deadline:
+			t.Fatalf("delivered %d of %d after the panic", n, runs-1)
+		}
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"crypto/rand"
+	"runtime/debug"
 
 	"fmt"
 	"iter"
@@ -183,6 +184,14 @@ func (d *Desk) runEvalCases(ctx context.Context, p *evalPlan) [][]caseRepeat {
 			wg.Go(func() {
 				defer func() { <-sem }()
 				sid := fmt.Sprintf("eval-%s-%d-%d", p.evalRunID, i, r)
+				// A goroutine of its own: a panic in scoring (a case
+				// no check foresaw) fails this repeat, not the server.
+				defer func() {
+					if v := recover(); v != nil {
+						d.log.Error("eval repeat panicked", "session", sid, "panic", v, "stack", string(debug.Stack()))
+						out[i][r] = caseRepeat{proto: &agentrunnerv1.EvalCaseRepeat{SessionId: sid, Error: fmt.Sprintf("internal error: %v", v)}}
+					}
+				}()
 				out[i][r] = d.runEvalRepeat(ctx, p, c, sid)
 			})
 		}
