@@ -42,6 +42,16 @@ func TestBackupUnderLoad(t *testing.T) {
 	start := time.Now()
 	var sizes int64
 	for b := range backups {
+		// Each backup starts once the load has acknowledged more events
+		// than at the one before, so appends surely overlap the backups
+		// however quick they are on this machine.
+		prev := uint64(0)
+		if b > 0 {
+			prev = sum(wants[b-1])
+		}
+		if !waitAcked(ctx, acked, prev) {
+			t.Fatalf("backup %d: the load acknowledged no event past %d within a minute", b, prev)
+		}
 		wants[b] = snapshot(acked)
 		var out, errOut strings.Builder
 		args := []string{"backup", "--addr", addr, "--out", filepath.Join(dir, fmt.Sprintf("b%02d.db", b))}
@@ -110,6 +120,19 @@ func appendLoad(t *testing.T, ctx context.Context, sc servicev1.SessionServiceCl
 			t.Errorf("append: %v", err)
 		}
 	}
+}
+
+// waitAcked waits, within a minute, until more than past events are
+// acknowledged in all.
+func waitAcked(ctx context.Context, acked []atomic.Uint64, past uint64) bool {
+	deadline := time.Now().Add(time.Minute)
+	for sum(snapshot(acked)) <= past {
+		if ctx.Err() != nil || time.Now().After(deadline) {
+			return false
+		}
+		time.Sleep(time.Millisecond)
+	}
+	return true
 }
 
 func snapshot(acked []atomic.Uint64) []uint64 {

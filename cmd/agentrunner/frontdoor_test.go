@@ -341,16 +341,16 @@ func TestHTTPAccessLogAndCanary(t *testing.T) {
 	if a := send("agentrunner.service.v1.SessionService/GetSession", "application/json", `{"appName":`+canary, map[string]string{"Authorization": "Bearer alice-secret"}); a != "400/invalid_argument" {
 		t.Errorf("a malformed body: %s", a)
 	}
-	text := logs.String()
 	for _, want := range []string{
 		"msg=http method=POST path=/agentrunner.service.v1.RunnerService/ListApps status=401",
 		"msg=http method=POST path=/a2a/support/jsonrpc status=401",
 		"msg=http method=POST path=/agentrunner.service.v1.SessionService/GetSession status=400",
 	} {
-		if !strings.Contains(text, want) {
-			t.Errorf("no log line %q in:\n%s", want, text)
+		if !logs.waitFor(want, 10*time.Second) {
+			t.Errorf("no log line %q in:\n%s", want, logs)
 		}
 	}
+	text := logs.String()
 	if strings.Contains(text, canary) || strings.Contains(text, "alice-secret") {
 		t.Errorf("a secret is in the log:\n%s", text)
 	}

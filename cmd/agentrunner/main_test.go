@@ -64,6 +64,27 @@ func (w *logWatcher) String() string {
 	return w.text.String()
 }
 
+// waitFor reports whether the log holds want within a bound. The server
+// writes a request's access line after it answered, and the lines reach
+// the watcher through a pipe, so a test that just got its answer waits
+// for the line rather than reading the log at once.
+func (w *logWatcher) waitFor(want string, within time.Duration) bool {
+	deadline := time.Now().Add(within)
+	for {
+		if strings.Contains(w.String(), want) {
+			return true
+		}
+		select {
+		case <-w.done:
+			return strings.Contains(w.String(), want)
+		case <-time.After(5 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			return false
+		}
+	}
+}
+
 // waitAddr returns the bound address, failing if it does not appear within
 // a bound or if the server ends first.
 func (w *logWatcher) waitAddr(t *testing.T, exited <-chan error) string {

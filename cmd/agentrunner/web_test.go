@@ -13,6 +13,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"connectrpc.com/connect"
 	servicev1 "github.com/agentrunner/agentrunner/gen/go/agentrunner/service/v1"
@@ -119,7 +120,7 @@ func TestConsoleProtocols(t *testing.T) {
 		t.Fatalf("Connect JSON ListApps: %d %s", code, body)
 	}
 	// The logging interceptor of the gRPC server saw the call.
-	if !strings.Contains(logs.String(), "msg=rpc method=/"+listApps+" code=OK") {
+	if !logs.waitFor("msg=rpc method=/"+listApps+" code=OK", 10*time.Second) {
 		t.Errorf("no RPC log line for the HTTP call:\n%s", logs)
 	}
 
