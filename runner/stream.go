@@ -33,24 +33,37 @@ func (r *Runner) Stream(ctx context.Context, req Request) iter.Seq2[Update, erro
 			yield(Update{}, err)
 			return
 		}
-		switch {
-		case a.queued != nil:
-			a.queue.StreamQueued(ctx, a.queued, req.OnDisconnect, liveYield(yield))
-		case a.ended != nil:
-			if r.replicas.Elsewhere.Follow(ctx, a.ended, 0, liveYield(yield)) == live.ContextEnded {
-				yield(Update{}, fmt.Errorf("run %s: %w", a.ended.GetRunId(), ctx.Err()))
-			}
-		case !a.fresh:
-			if r.reader(false, 0).Follow(ctx, a.live.Run, liveYield(yield)) == live.ContextEnded {
-				yield(Update{}, fmt.Errorf("run %s: %w", a.live.ID, ctx.Err()))
-			}
-		case a.now:
+		if a.now && a.fresh && a.queued == nil && a.ended == nil {
 			r.runInline(ctx, a.live, a.prep, req.OnDisconnect, yield)
-		default:
-			rd := r.reader(true, 0)
-			rd.Shared = req.SharedEvents
-			r.leave(ctx, a.live, rd.Follow(ctx, a.live.Run, liveYield(yield)), req.OnDisconnect, yield)
+			return
 		}
+		r.follow(ctx, &req, &a, yield)
+	}
+}
+
+// follow streams a run Stream admitted that does not start at once on
+// the caller's goroutine. Out of Stream's closure, so that a run that
+// does waits for its model below a small frame.
+//
+//go:noinline
+func (r *Runner) follow(ctx context.Context, req *Request, a *admitted, yield func(Update, error) bool) {
+	switch {
+	case a.queued != nil:
+		a.queue.StreamQueued(ctx, a.queued, req.OnDisconnect, liveYield(yield))
+	case a.ended != nil:
+		if r.replicas.Elsewhere.Follow(ctx, a.ended, 0, liveYield(yield)) == live.ContextEnded {
+			yield(Update{}, fmt.Errorf("run %s: %w", a.ended.GetRunId(), ctx.Err()))
+		}
+	case !a.fresh:
+		if r.reader(false, 0).Follow(ctx, a.live.Run, liveYield(yield)) == live.ContextEnded {
+			yield(Update{}, fmt.Errorf("run %s: %w", a.live.ID, ctx.Err()))
+		}
+	case a.now:
+		r.runInline(ctx, a.live, a.prep, req.OnDisconnect, yield)
+	default:
+		rd := r.reader(true, 0)
+		rd.Shared = req.SharedEvents
+		r.leave(ctx, a.live, rd.Follow(ctx, a.live.Run, liveYield(yield)), req.OnDisconnect, yield)
 	}
 }
 

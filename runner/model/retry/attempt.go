@@ -63,8 +63,7 @@ func (tl *timeline) of() []*agentrunnerv1.ModelAttempt {
 }
 
 // run makes the attempts at one model.
-func (m *Model) run(ctx context.Context, t Target, req *model.Request, stream bool, tl *timeline, yield func(*model.Response, error) bool) outcome {
-	p := t.Policy
+func (m *Model) run(ctx context.Context, t *Target, req *model.Request, stream bool, tl *timeline, yield func(*model.Response, error) bool) outcome {
 	start := m.clock.Now()
 	for n := 1; ; n++ {
 		out := m.attempt(ctx, t, req, stream, tl, yield)
@@ -72,22 +71,35 @@ func (m *Model) run(ctx context.Context, t Target, req *model.Request, stream bo
 		if out.done || out.callerErr != nil || out.streamed {
 			return out
 		}
-		if !out.err.Retryable || n >= p.MaxAttempts {
+		if !out.err.Retryable || n >= t.Policy.MaxAttempts || !m.waitToRetry(ctx, t, n, start, &out) {
 			return out
-		}
-		wait := m.backoff(p, n, out.err.RetryAfter)
-		if m.clock.Now().Add(wait).Sub(start) > p.MaxTotal {
-			m.log.WarnContext(ctx, "model call failed; no retry, the wait would exceed the retry time limit",
-				"model", t.Model.Name(), "attempt", n, "code", out.err.Code, "wait", wait, "max_total", p.MaxTotal, "err", out.err)
-			return out
-		}
-		m.log.WarnContext(ctx, "model call failed; retrying",
-			"model", t.Model.Name(), "attempt", n, "max_attempts", p.MaxAttempts,
-			"code", out.err.Code, "wait", wait, "retry_after", out.err.RetryAfter, "err", out.err)
-		if err := m.clock.Sleep(ctx, wait); err != nil {
-			return outcome{callerErr: fmt.Errorf("model %q: waiting to retry: %w", t.Model.Name(), err), attempts: n}
 		}
 	}
+}
+
+// waitToRetry waits before attempt n+1 at t after failed attempt n
+// (out), and reports whether to make it: not when the wait would pass
+// the policy's time limit, nor when ctx ended meanwhile (then out says
+// so). Kept out of run, so that the attempts wait for their model in a
+// small frame.
+//
+//go:noinline
+func (m *Model) waitToRetry(ctx context.Context, t *Target, n int, start time.Time, out *outcome) bool {
+	p := t.Policy
+	wait := m.backoff(p, n, out.err.RetryAfter)
+	if m.clock.Now().Add(wait).Sub(start) > p.MaxTotal {
+		m.log.WarnContext(ctx, "model call failed; no retry, the wait would exceed the retry time limit",
+			"model", t.Model.Name(), "attempt", n, "code", out.err.Code, "wait", wait, "max_total", p.MaxTotal, "err", out.err)
+		return false
+	}
+	m.log.WarnContext(ctx, "model call failed; retrying",
+		"model", t.Model.Name(), "attempt", n, "max_attempts", p.MaxAttempts,
+		"code", out.err.Code, "wait", wait, "retry_after", out.err.RetryAfter, "err", out.err)
+	if err := m.clock.Sleep(ctx, wait); err != nil {
+		*out = outcome{callerErr: fmt.Errorf("model %q: waiting to retry: %w", t.Model.Name(), err), attempts: n}
+		return false
+	}
+	return true
 }
 
 // backoff is the wait after failed attempt n (1-based): the exponential
@@ -107,7 +119,7 @@ func (m *Model) backoff(p Policy, n int, retryAfter time.Duration) time.Duration
 // attempt makes one call, forwarding partials and the complete response
 // to the consumer as they come, and records its timing in tl when it
 // failed or answered after a failure.
-func (m *Model) attempt(ctx context.Context, t Target, req *model.Request, stream bool, tl *timeline, yield func(*model.Response, error) bool) outcome {
+func (m *Model) attempt(ctx context.Context, t *Target, req *model.Request, stream bool, tl *timeline, yield func(*model.Response, error) bool) outcome {
 	start := m.clock.Now()
 	var first time.Time
 	actx, cancel := ctx, context.CancelFunc(func() {})
@@ -172,7 +184,7 @@ func (m *Model) attempt(ctx context.Context, t Target, req *model.Request, strea
 // cutErr is the caller's error of a call its context cut off: with the
 // usage that counts it (model.CutUsage), priced, when the call was in
 // flight.
-func cutErr(t Target, req *model.Request, out outcome) error {
+func cutErr(t *Target, req *model.Request, out outcome) error {
 	if !out.inFlight {
 		return out.callerErr
 	}
@@ -182,7 +194,7 @@ func cutErr(t Target, req *model.Request, out outcome) error {
 }
 
 // classify names what ended an attempt that gave no complete response.
-func classify(actx context.Context, t Target, err error) *model.Error {
+func classify(actx context.Context, t *Target, err error) *model.Error {
 	if context.Cause(actx) == errCallTimeout {
 		return &model.Error{Code: model.CodeDeadlineExceeded, Retryable: true,
 			Err: fmt.Errorf("model %q: no complete answer within the call timeout of %v", t.Model.Name(), t.Policy.CallTimeout)}

@@ -202,59 +202,88 @@ type failure struct {
 
 // Generate calls the primary model, retrying and falling back as the
 // package doc says; see model.Model for the sequence it yields.
+//
+// The call waits for its model on the run's goroutine, below everything
+// that runs the run: what fails over and logs is in calls of their own,
+// so that the frames here stay small while the call waits (a goroutine's
+// stack is as deep as where it parks, and the collector's goal counts it).
 func (m *Model) Generate(ctx context.Context, req *model.Request, stream bool) iter.Seq2[*model.Response, error] {
 	return func(yield func(*model.Response, error) bool) {
 		if req == nil {
 			yield(nil, errors.New("retry: nil request"))
 			return
 		}
-		var (
-			failures []failure
-			tl       timeline
-		)
-		for i, t := range m.targets {
-			r := req
-			if i > 0 && req.Model != "" {
-				// An override names the primary's model; a fallback
-				// is called by its own name.
-				c := *req
-				c.Model = ""
-				r = &c
-			}
-			out := m.run(ctx, t, r, stream, &tl, yield)
-			switch {
-			case out.done:
+		var c call
+		for i := range m.targets {
+			t := &m.targets[i]
+			r := forTarget(i, req)
+			out := m.run(ctx, t, r, stream, &c.tl, yield)
+			if out.done || m.failedOver(ctx, &c, i, t, r, &out, yield) {
 				return
-			case out.callerErr != nil:
-				yield(nil, cutErr(t, r, out))
-				return
-			}
-			failures = append(failures, failure{model: t.Model.Name(), attempts: out.attempts, err: out.err})
-			if out.streamed {
-				// Part of an answer is out: no other model may add to
-				// it. What is out is kept, marked as cut off.
-				// The provider bills the call as far as it got: it
-				// counts, as reported so far or estimated.
-				resp := failed(failures)
-				resp.Content, resp.Interrupted = joinPartials(out.partial), true
-				resp.Usage = model.CutUsage(r, out.usage, out.partial)
-				resp.Attempts = tl.of()
-				t.price(resp)
-				m.log.ErrorContext(ctx, "model call failed mid-stream", "model", t.Model.Name(), "code", resp.ErrorCode, "err", resp.ErrorMessage)
-				yield(resp, nil)
-				return
-			}
-			if i+1 < len(m.targets) {
-				m.log.WarnContext(ctx, "model failed; trying the fallback model",
-					"model", t.Model.Name(), "fallback", m.targets[i+1].Model.Name(),
-					"code", out.err.Code, "attempts", out.attempts, "err", out.err)
 			}
 		}
-		resp := failed(failures)
-		resp.Attempts = tl.of()
-		m.log.ErrorContext(ctx, "model call failed", "model", m.Name(), "code", resp.ErrorCode, "err", resp.ErrorMessage)
-		yield(resp, nil)
+		m.allFailed(ctx, &c, yield)
 	}
+}
+
+// call is what a call's attempts kept of their failures.
+type call struct {
+	failures []failure
+	tl       timeline
+}
+
+// forTarget is req as target i gets it: an override names the primary's
+// model; a fallback is called by its own name.
+func forTarget(i int, req *model.Request) *model.Request {
+	if i == 0 || req.Model == "" {
+		return req
+	}
+	c := *req
+	c.Model = ""
+	return &c
+}
+
+// failedOver ends a call whose attempts at target i (t, asked r) gave
+// no complete answer, when nothing may follow them: the caller's context
+// ended, or part of an answer is out. Else it logs the fallback and
+// reports false.
+//
+//go:noinline
+func (m *Model) failedOver(ctx context.Context, c *call, i int, t *Target, r *model.Request, out *outcome, yield func(*model.Response, error) bool) bool {
+	if out.callerErr != nil {
+		yield(nil, cutErr(t, r, *out))
+		return true
+	}
+	c.failures = append(c.failures, failure{model: t.Model.Name(), attempts: out.attempts, err: out.err})
+	if out.streamed {
+		// Part of an answer is out: no other model may add to it. What
+		// is out is kept, marked as cut off. The provider bills the call
+		// as far as it got: it counts, as reported so far or estimated.
+		resp := failed(c.failures)
+		resp.Content, resp.Interrupted = joinPartials(out.partial), true
+		resp.Usage = model.CutUsage(r, out.usage, out.partial)
+		resp.Attempts = c.tl.of()
+		t.price(resp)
+		m.log.ErrorContext(ctx, "model call failed mid-stream", "model", t.Model.Name(), "code", resp.ErrorCode, "err", resp.ErrorMessage)
+		yield(resp, nil)
+		return true
+	}
+	if i+1 < len(m.targets) {
+		m.log.WarnContext(ctx, "model failed; trying the fallback model",
+			"model", t.Model.Name(), "fallback", m.targets[i+1].Model.Name(),
+			"code", out.err.Code, "attempts", out.attempts, "err", out.err)
+	}
+	return false
+}
+
+// allFailed answers a call every model failed.
+//
+//go:noinline
+func (m *Model) allFailed(ctx context.Context, c *call, yield func(*model.Response, error) bool) {
+	resp := failed(c.failures)
+	resp.Attempts = c.tl.of()
+	m.log.ErrorContext(ctx, "model call failed", "model", m.Name(), "code", resp.ErrorCode, "err", resp.ErrorMessage)
+	yield(resp, nil)
 }
 
 // failed is the in-band answer once every model has failed. Its code is

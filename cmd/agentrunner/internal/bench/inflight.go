@@ -58,12 +58,17 @@ type InflightResult struct {
 	// were read.
 	InFlight int `json:"in_flight"`
 	// Chunks is the partial events the client received.
-	Chunks         int     `json:"chunks"`
-	RSSIdleMiB     float64 `json:"rss_idle_mib"`
-	RSSMiB         float64 `json:"rss_mib"`
-	RSSPerRunKiB   float64 `json:"rss_kib_per_run"`
-	GoroutinesIdle int     `json:"goroutines_idle"`
-	Goroutines     int     `json:"goroutines"`
+	Chunks       int     `json:"chunks"`
+	RSSIdleMiB   float64 `json:"rss_idle_mib"`
+	RSSMiB       float64 `json:"rss_mib"`
+	RSSPerRunKiB float64 `json:"rss_kib_per_run"`
+	// RSSFile* is the part of the RSS that maps files (the binary, a
+	// bbolt data file's pages touched), not the heap and stacks.
+	RSSFileIdleMiB   float64 `json:"rss_file_idle_mib"`
+	RSSFileMiB       float64 `json:"rss_file_mib"`
+	RSSFilePerRunKiB float64 `json:"rss_file_kib_per_run"`
+	GoroutinesIdle   int     `json:"goroutines_idle"`
+	Goroutines       int     `json:"goroutines"`
 	// GoroutinesPerRun is (Goroutines - GoroutinesIdle) / InFlight.
 	GoroutinesPerRun float64 `json:"goroutines_per_run"`
 	// CPUPerChunkUs is the server's CPU over the whole scenario (runs'
@@ -143,14 +148,18 @@ func (p probe) goroutines(ctx context.Context) (int, error) {
 	return strconv.Atoi(n)
 }
 
-// sample reads RSS (MiB) and goroutines.
-func (p probe) sample(ctx context.Context) (float64, int, error) {
+// sample reads RSS and its file-backed part (MiB) and goroutines.
+func (p probe) sample(ctx context.Context) (float64, float64, int, error) {
 	kib, err := memKiB(p.srv.cmd.Process.Pid, "VmRSS")
 	if err != nil {
-		return 0, 0, err
+		return 0, 0, 0, err
+	}
+	file, err := memKiB(p.srv.cmd.Process.Pid, "RssFile")
+	if err != nil {
+		return 0, 0, 0, err
 	}
 	g, err := p.goroutines(ctx)
-	return float64(kib) / 1024, g, err
+	return float64(kib) / 1024, float64(file) / 1024, g, err
 }
 
 // driveInflight runs spec against c, whose server p reads. Session i
@@ -161,7 +170,7 @@ func (p probe) sample(ctx context.Context) (float64, int, error) {
 func driveInflight(ctx context.Context, c runClients, p probe, spec inflightSpec, w io.Writer) (InflightResult, error) {
 	res := InflightResult{Sessions: spec.sessions, ModelFirstMs: float64(spec.first.Microseconds()) / 1000}
 	var err error
-	if res.RSSIdleMiB, res.GoroutinesIdle, err = p.sample(ctx); err != nil {
+	if res.RSSIdleMiB, res.RSSFileIdleMiB, res.GoroutinesIdle, err = p.sample(ctx); err != nil {
 		return res, err
 	}
 	cpu0, err := servers{p.srv}.cpuSeconds()
@@ -201,7 +210,7 @@ func driveInflight(ctx context.Context, c runClients, p probe, spec inflightSpec
 	var serr error
 	if sleepUntil(ctx, start.Add(dur+dur*time.Duration(spec.runs-1)/2)) {
 		res.InFlight = int(open.Load())
-		res.RSSMiB, res.Goroutines, serr = p.sample(ctx)
+		res.RSSMiB, res.RSSFileMiB, res.Goroutines, serr = p.sample(ctx)
 		if p.profiles != "" && serr == nil {
 			serr = errors.Join(p.save(ctx, "/debug/pprof/heap", "heap.pprof"), p.save(ctx, "/debug/pprof/goroutine?debug=1", "goroutines.txt"), p.save(ctx, "/debug/pprof/heap?debug=1", "heap.txt"))
 		}
@@ -220,6 +229,7 @@ func driveInflight(ctx context.Context, c runClients, p probe, spec inflightSpec
 	}
 	if res.InFlight > 0 {
 		res.RSSPerRunKiB = (res.RSSMiB - res.RSSIdleMiB) * 1024 / float64(res.InFlight)
+		res.RSSFilePerRunKiB = (res.RSSFileMiB - res.RSSFileIdleMiB) * 1024 / float64(res.InFlight)
 		res.GoroutinesPerRun = float64(res.Goroutines-res.GoroutinesIdle) / float64(res.InFlight)
 	}
 	if res.Chunks > 0 {
@@ -330,6 +340,8 @@ func printInflight(w io.Writer, r *InflightResult) {
 	fmt.Fprintf(w, "  rss %.1f → %.1f MiB (%.1f KiB a run), goroutines %d → %d (%.2f a run), server CPU %.1f µs a chunk (%d chunks), first token added p50 %.2f p95 %.2f p99 %.2f ms\n",
 		r.RSSIdleMiB, r.RSSMiB, r.RSSPerRunKiB, r.GoroutinesIdle, r.Goroutines, r.GoroutinesPerRun, r.CPUPerChunkUs, r.Chunks,
 		r.AddedFirstMs.P50, r.AddedFirstMs.P95, r.AddedFirstMs.P99)
+	fmt.Fprintf(w, "  of the rss, mapped files (the binary, the data file) %.1f → %.1f MiB (%.1f KiB a run)\n",
+		r.RSSFileIdleMiB, r.RSSFileMiB, r.RSSFilePerRunKiB)
 }
 
 // printPeerInflight writes the runs-in-flight rows of a side-by-side:
