@@ -155,27 +155,31 @@ func (m *Model) Generate(ctx context.Context, req *model.Request, stream bool) i
 			Usage:        usage(req, content),
 			ModelVersion: version,
 		}
+		var p pacer
+		defer p.stop()
 		delay := m.first
 		if stream {
 			if text, ok := onlyText(content); ok {
-				pieces := splitWords(text)
+				var pieces []string
 				if m.chunks > 0 {
 					text, pieces = splitN(text, m.chunks)
 					final.Content = textContent(text)
+				} else {
+					pieces = splitWords(text)
 				}
-				for _, p := range pieces {
-					if err := wait(ctx, delay); err != nil {
+				for _, piece := range pieces {
+					if err := p.wait(ctx, delay); err != nil {
 						yield(nil, err)
 						return
 					}
-					if !yield(&model.Response{Content: textContent(p), Partial: true, ModelVersion: version}, nil) {
+					if !yield(&model.Response{Content: textContent(piece), Partial: true, ModelVersion: version}, nil) {
 						return
 					}
 					delay = m.delay
 				}
 			}
 		}
-		if err := wait(ctx, delay); err != nil {
+		if err := p.wait(ctx, delay); err != nil {
 			yield(nil, err)
 			return
 		}
@@ -183,14 +187,29 @@ func (m *Model) Generate(ctx context.Context, req *model.Request, stream bool) i
 	}
 }
 
+// pacer makes a call's waits on one timer: a paced answer waits before
+// each of its chunks.
+type pacer struct{ t *time.Timer }
+
+func (p *pacer) stop() {
+	if p.t != nil {
+		p.t.Stop()
+	}
+}
+
 // wait waits delay, and reports ctx's error if it is done.
-func wait(ctx context.Context, delay time.Duration) error {
+func (p *pacer) wait(ctx context.Context, delay time.Duration) error {
 	if delay > 0 {
-		t := time.NewTimer(delay)
-		defer t.Stop()
+		if p.t == nil {
+			p.t = time.NewTimer(delay)
+		} else {
+			// The timer fired and was read, or was stopped: since Go
+			// 1.23 Reset needs no drain.
+			p.t.Reset(delay)
+		}
 		select {
 		case <-ctx.Done():
-		case <-t.C:
+		case <-p.t.C:
 		}
 	}
 	if err := ctx.Err(); err != nil {
