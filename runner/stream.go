@@ -84,6 +84,11 @@ func (r *Runner) runInline(ctx context.Context, lr *liveRun, p *turn.Prepared, p
 		defer stop()
 	}
 	d := live.NewDirect(ctx, lr.Run, lr.req.SharedEvents, leave, liveYield(yield))
+	if r.replicas.Queue == nil {
+		// No replica hands this run a reader mid-stream (FollowFrom),
+		// which would want the partial events of the answer so far.
+		lr.DropUnreadPartials()
+	}
 	r.runs.mu.Lock()
 	r.runs.wg.Add(1)
 	r.runs.mu.Unlock()

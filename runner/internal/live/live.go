@@ -57,8 +57,15 @@ type Run struct {
 	// rec is the current record; clones leave.
 	rec *agentrunnerv1.Run
 	// log holds every update of this execution in order. Complete events
-	// are in it only once stored.
+	// are in it only once stored. With dropUnread, a partial event is in
+	// it only when a reader follows the log as it is published.
 	log []entry
+	// dropUnread: nobody reads a partial event from the log later (the
+	// run's own reader gets it directly, an attacher only the stored
+	// events published before it came, and no replica hands the run a
+	// reader mid-stream), so that one nobody follows is not kept: a
+	// streamed answer's chunks would be held until the run ends.
+	dropUnread bool
 	// baseSeq is the run's last stored sequence before this execution
 	// began (a resumed run's earlier events are read from the store).
 	baseSeq uint64
@@ -161,6 +168,17 @@ func (lr *Run) subscribe() chan struct{} {
 	return c
 }
 
+// subscribeAt subscribes a reader, as subscribe does, and returns the
+// log's length then: what the reader finds after it was published while
+// it followed.
+func (lr *Run) subscribeAt() (chan struct{}, int) {
+	c := make(chan struct{}, 1)
+	lr.mu.Lock()
+	defer lr.mu.Unlock()
+	lr.readers = append(lr.readers, c)
+	return c, len(lr.log)
+}
+
 func (lr *Run) unsubscribe(c chan struct{}) {
 	lr.mu.Lock()
 	defer lr.mu.Unlock()
@@ -174,7 +192,9 @@ func (lr *Run) publish(e entry, stored bool) {
 	if stored {
 		runrec.Stored(lr.rec, e.Event)
 	}
-	lr.log = append(lr.log, e)
+	if !lr.dropUnread || len(lr.readers) > 0 || !e.Event.GetPartial() {
+		lr.log = append(lr.log, e)
+	}
 	lr.wakeLocked()
 	direct := lr.direct
 	lr.mu.Unlock()
@@ -185,6 +205,16 @@ func (lr *Run) publish(e entry, stored bool) {
 	default:
 		direct(e.Update)
 	}
+}
+
+// DropUnreadPartials tells the run that no reader will come for partial
+// events it published before that reader subscribed: its primary reader is
+// direct (NewDirect) and no replica may hand it one mid-stream. Partials
+// nobody follows are then not kept.
+func (lr *Run) DropUnreadPartials() {
+	lr.mu.Lock()
+	lr.dropUnread = true
+	lr.mu.Unlock()
 }
 
 // WaitRecorded waits until the run's record is in the store (its first
@@ -333,18 +363,22 @@ func (rd Reader) Follow(ctx context.Context, lr *Run, yield func(Update, error) 
 	if !yield(Update{Run: lr.Record()}, nil) {
 		return ReaderStopped
 	}
-	liveFrom := 0
-	if !rd.Primary {
+	// Subscribed as the live part starts: what is published from then on
+	// is kept for it (see dropUnread).
+	wake, liveFrom := lr.subscribeAt()
+	defer lr.unsubscribe(wake)
+	if rd.Primary {
+		liveFrom = 0
+	} else {
 		lr.mu.Lock()
 		base := lr.baseSeq
-		liveFrom = len(lr.log)
 		lr.mu.Unlock()
 		// A resumed run's earlier events are in the store only.
 		if base > rd.After && !Replay(ctx, rd.Store, lr.Key, lr.ID, rd.After, base, yield) {
 			return ReaderStopped
 		}
 	}
-	return rd.followLog(ctx, lr, liveFrom, yield)
+	return rd.followLog(ctx, lr, liveFrom, wake, yield)
 }
 
 // FollowFrom goes on following a run that a reader followed through the
@@ -352,6 +386,8 @@ func (rd Reader) Follow(ctx context.Context, lr *Run, yield func(Update, error) 
 // the last stored event relayed (sequence rd.After), partial events
 // included, then everything it produces.
 func (rd Reader) FollowFrom(ctx context.Context, lr *Run, yield func(Update, error) bool) Followed {
+	wake := lr.subscribe()
+	defer lr.unsubscribe(wake)
 	lr.mu.Lock()
 	base := lr.baseSeq
 	liveFrom := 0
@@ -364,16 +400,14 @@ func (rd Reader) FollowFrom(ctx context.Context, lr *Run, yield func(Update, err
 	if base > rd.After && !Replay(ctx, rd.Store, lr.Key, lr.ID, rd.After, base, yield) {
 		return ReaderStopped
 	}
-	return rd.followLog(ctx, lr, liveFrom, yield)
+	return rd.followLog(ctx, lr, liveFrom, wake, yield)
 }
 
 // followLog yields the run's log from the start, waiting for more until
 // the run ends, then the final record and the terminal error. Items
 // before liveFrom are history to an attacher: only their stored events
-// after rd.After are sent.
-func (rd Reader) followLog(ctx context.Context, lr *Run, liveFrom int, yield func(Update, error) bool) Followed {
-	wake := lr.subscribe()
-	defer lr.unsubscribe(wake)
+// after rd.After are sent. wake is the reader's subscription.
+func (rd Reader) followLog(ctx context.Context, lr *Run, liveFrom int, wake <-chan struct{}, yield func(Update, error) bool) Followed {
 	next := 0
 	for {
 		items, ended := lr.snapshot(next)
