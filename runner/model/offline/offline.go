@@ -148,13 +148,9 @@ func (m *Model) Generate(ctx context.Context, req *model.Request, stream bool) i
 			yield(nil, fmt.Errorf("offline model: %w", err))
 			return
 		}
-		final := &model.Response{
-			Content:      content,
-			TurnComplete: true,
-			FinishReason: "STOP",
-			Usage:        usage(req, content),
-			ModelVersion: version,
-		}
+		// The complete response is made once it is due: a paced answer
+		// holds only its text while it waits.
+		finalContent := content
 		var p pacer
 		defer p.stop()
 		delay := m.first
@@ -163,7 +159,7 @@ func (m *Model) Generate(ctx context.Context, req *model.Request, stream bool) i
 				var pieces []string
 				if m.chunks > 0 {
 					text, pieces = splitN(text, m.chunks)
-					final.Content = textContent(text)
+					finalContent = nil
 				} else {
 					pieces = splitWords(text)
 				}
@@ -177,13 +173,22 @@ func (m *Model) Generate(ctx context.Context, req *model.Request, stream bool) i
 					}
 					delay = m.delay
 				}
+				if finalContent == nil {
+					finalContent = textContent(text)
+				}
 			}
 		}
 		if err := p.wait(ctx, delay); err != nil {
 			yield(nil, err)
 			return
 		}
-		yield(final, nil)
+		yield(&model.Response{
+			Content:      finalContent,
+			TurnComplete: true,
+			FinishReason: "STOP",
+			Usage:        usage(req, content),
+			ModelVersion: version,
+		}, nil)
 	}
 }
 

@@ -120,51 +120,18 @@ func (m *Model) backoff(p Policy, n int, retryAfter time.Duration) time.Duration
 // to the consumer as they come, and records its timing in tl when it
 // failed or answered after a failure.
 func (m *Model) attempt(ctx context.Context, t *Target, req *model.Request, stream bool, tl *timeline, yield func(*model.Response, error) bool) outcome {
-	start := m.clock.Now()
-	var first time.Time
+	a := &attemptCall{m: m, ctx: ctx, t: t, req: req, tl: tl, yield: yield, start: m.clock.Now()}
 	actx, cancel := ctx, context.CancelFunc(func() {})
 	if t.Policy.CallTimeout > 0 {
 		actx, cancel = context.WithTimeoutCause(ctx, t.Policy.CallTimeout, errCallTimeout)
 	}
 	defer cancel()
-	var (
-		out     outcome
-		callErr error
-	)
-	for r, err := range t.Model.Generate(actx, req, stream) {
-		if err != nil {
-			callErr = err
-			break
-		}
-		if r == nil {
-			continue
-		}
-		if first.IsZero() {
-			first = m.clock.Now()
-		}
-		if r.Partial {
-			out.streamed = true
-			out.partial = append(out.partial, r.Content.GetParts()...)
-			if !yield(r, nil) {
-				// The consumer stopped mid-stream: the call is cut here,
-				// and billed as far as it got.
-				cut := &model.Response{Usage: model.CutUsage(req, nil, out.partial)}
-				t.price(cut)
-				model.ReportCut(ctx, cut.Usage, cut.Cost)
-				return outcome{done: true}
-			}
-			continue
-		}
-		// The complete response ends the call, whatever the model might
-		// still send.
-		t.price(r)
-		if len(tl.attempts) > 0 {
-			tl.add(t.Model.Name(), start, first, m.clock.Now(), "")
-			r.Attempts = tl.of()
-		}
-		yield(r, nil)
-		return outcome{done: true}
+	t.Model.Generate(actx, req, stream)(a.take)
+	out := a.out
+	if out.done {
+		return out
 	}
+	callErr := a.callErr
 	out.usage, out.inFlight = model.UsageOf(callErr), true
 	if err := ctx.Err(); err != nil {
 		switch {
@@ -177,8 +144,68 @@ func (m *Model) attempt(ctx context.Context, t *Target, req *model.Request, stre
 		return out
 	}
 	out.err = classify(actx, t, callErr)
-	tl.add(t.Model.Name(), start, first, m.clock.Now(), out.err.Code)
+	tl.add(t.Model.Name(), a.start, a.first, m.clock.Now(), out.err.Code)
 	return out
+}
+
+// attemptCall is what an attempt keeps while its model answers, in one
+// allocation: the model's sequence calls take for each response (a
+// range-over-func loop would move each variable its body changes to the
+// heap on its own, and hold them all while the model is waited for).
+type attemptCall struct {
+	m     *Model
+	ctx   context.Context
+	t     *Target
+	req   *model.Request
+	tl    *timeline
+	yield func(*model.Response, error) bool
+
+	start, first time.Time
+	out          outcome
+	callErr      error
+	// stopped: take returned false; a model that calls again is ignored.
+	stopped bool
+}
+
+// take handles one element of the model's sequence and reports whether
+// the model may send more.
+func (a *attemptCall) take(r *model.Response, err error) bool {
+	switch {
+	case a.stopped:
+		return false
+	case err != nil:
+		a.callErr, a.stopped = err, true
+		return false
+	case r == nil:
+		return true
+	}
+	if a.first.IsZero() {
+		a.first = a.m.clock.Now()
+	}
+	if r.Partial {
+		a.out.streamed = true
+		a.out.partial = append(a.out.partial, r.Content.GetParts()...)
+		if a.yield(r, nil) {
+			return true
+		}
+		// The consumer stopped mid-stream: the call is cut here, and
+		// billed as far as it got.
+		cut := &model.Response{Usage: model.CutUsage(a.req, nil, a.out.partial)}
+		a.t.price(cut)
+		model.ReportCut(a.ctx, cut.Usage, cut.Cost)
+		a.out, a.stopped = outcome{done: true}, true
+		return false
+	}
+	// The complete response ends the call, whatever the model might
+	// still send.
+	a.t.price(r)
+	if len(a.tl.attempts) > 0 {
+		a.tl.add(a.t.Model.Name(), a.start, a.first, a.m.clock.Now(), "")
+		r.Attempts = a.tl.of()
+	}
+	a.yield(r, nil)
+	a.out, a.stopped = outcome{done: true}, true
+	return false
 }
 
 // cutErr is the caller's error of a call its context cut off: with the
