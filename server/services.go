@@ -3,6 +3,7 @@ package server
 import (
 	"iter"
 
+	agentrunnerv1 "github.com/agentrunner/agentrunner/gen/go/agentrunner/v1"
 	servicev1 "github.com/agentrunner/agentrunner/gen/go/agentrunner/service/v1"
 	"github.com/agentrunner/agentrunner/runner"
 	"github.com/agentrunner/agentrunner/server/internal/front"
@@ -82,6 +83,20 @@ func (h runnerService) ResumeRun(req *servicev1.ResumeRunRequest, stream grpc.Se
 	return h.send(stream, updates)
 }
 
+// eventResponse wraps ev for the stream in one allocation instead of two
+// (the response and its oneof's wrapper): a streamed answer sends one
+// per chunk. Each is the stream's own: gRPC may read a message after
+// SendMsg returns (stats handlers), so none is reused.
+func eventResponse(ev *agentrunnerv1.Event) *servicev1.RunResponse {
+	r := &struct {
+		resp    servicev1.RunResponse
+		payload servicev1.RunResponse_Event
+	}{}
+	r.payload.Event = ev
+	r.resp.Payload = &r.payload
+	return &r.resp
+}
+
 // send streams a run's updates. A terminal error ends the RPC with its
 // status; a failed Send ends it too (the runner's reader stops, and the
 // run's on_disconnect applies).
@@ -97,7 +112,7 @@ func (h runnerService) send(stream grpc.ServerStreamingServer[servicev1.RunRespo
 		case u.Run != nil:
 			resp = &servicev1.RunResponse{Payload: &servicev1.RunResponse_Run{Run: u.Run}}
 		default:
-			resp = &servicev1.RunResponse{Payload: &servicev1.RunResponse_Event{Event: u.Event}}
+			resp = eventResponse(u.Event)
 		}
 		if err := stream.Send(resp); err != nil {
 			return err
