@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"google.golang.org/grpc/metadata"
 	"io"
 	"net/http"
 	"path/filepath"
@@ -32,14 +33,25 @@ func TestServeMetrics(t *testing.T) {
 	if _, err := servicev1.NewSessionServiceClient(conn).CreateSession(t.Context(), &servicev1.CreateSessionRequest{AppName: "support", UserId: "u", SessionId: "s"}); err != nil {
 		t.Fatal(err)
 	}
-	stream, err := servicev1.NewRunnerServiceClient(conn).Run(t.Context(), &servicev1.RunRequest{AppName: "support", UserId: "u", SessionId: "s",
+	// A caller's trace context, as an instrumented client sends it: the
+	// run's spans are children of a remote parent (no tracing is set up
+	// here, so they are a no-op tracer's, which turns once panicked on).
+	traced := metadata.AppendToOutgoingContext(t.Context(), "traceparent", "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01", "tracestate", "vendor=x")
+	stream, err := servicev1.NewRunnerServiceClient(conn).Run(traced, &servicev1.RunRequest{AppName: "support", UserId: "u", SessionId: "s",
 		NewMessage: &agentrunnerv1.Content{Parts: []*agentrunnerv1.Part{{Data: &agentrunnerv1.Part_Text{Text: "please transfer to billing"}}}}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	for {
-		if _, err := stream.Recv(); err != nil {
+		resp, err := stream.Recv()
+		if err != nil {
+			if err != io.EOF {
+				t.Fatalf("run: %v", err)
+			}
 			break
+		}
+		if e := resp.GetEvent(); e.GetErrorCode() != "" {
+			t.Fatalf("run failed: %s %s", e.GetErrorCode(), e.GetErrorMessage())
 		}
 	}
 	resp, err := http.Get("http://" + m[1] + "/metrics")

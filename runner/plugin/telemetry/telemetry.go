@@ -182,8 +182,7 @@ func (p *Plugin) BeforeAgent(ctx agent.CallbackContext) (*agentrunnerv1.Content,
 		semconv.GenAIAgentName(ctx.AgentName()),
 		semconv.GenAIConversationID(ctx.SessionID()),
 	))
-	p.open(spanKey(ctx, "agent", ""), span)
-	p.turns.push(runKey(ctx), ctx.Branch(), ctx.AgentName(), span)
+	p.open(spanKey(ctx, "agent", ""), p.turns.push(runKey(ctx), ctx.Branch(), ctx.AgentName(), span))
 	return nil, nil
 }
 

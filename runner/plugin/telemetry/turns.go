@@ -24,8 +24,14 @@ type turns struct {
 
 type turn struct {
 	agent string
-	span  trace.Span
+	span  *turnSpan
 }
+
+// turnSpan is an open turn's span behind a pointer, which pop compares:
+// spans are interfaces, and some dynamic types are not comparable (the
+// non-recording span a no-op tracer makes under a remote parent holds its
+// trace state's slice), so == on them would panic.
+type turnSpan struct{ trace.Span }
 
 func newTurns() *turns { return &turns{runs: map[string]map[string][]turn{}} }
 
@@ -54,7 +60,9 @@ func (t *turns) caller(run, branch string) trace.Span {
 	return nil
 }
 
-func (t *turns) push(run, branch, agent string, s trace.Span) {
+// push opens agent's turn s in branch and returns the span to hand to pop
+// when it ends: s, wrapped.
+func (t *turns) push(run, branch, agent string, s trace.Span) trace.Span {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	m := t.runs[run]
@@ -62,7 +70,9 @@ func (t *turns) push(run, branch, agent string, s trace.Span) {
 		m = map[string][]turn{}
 		t.runs[run] = m
 	}
-	m[branch] = append(m[branch], turn{agent, s})
+	w := &turnSpan{s}
+	m[branch] = append(m[branch], turn{agent, w})
+	return w
 }
 
 // pop removes s, the innermost open turn of branch as a rule, and returns
@@ -72,7 +82,7 @@ func (t *turns) pop(run, branch, agent string, s trace.Span) trace.Span {
 	defer t.mu.Unlock()
 	st := t.runs[run][branch]
 	for i := len(st) - 1; i >= 0; i-- {
-		if st[i].span == s {
+		if w, ok := s.(*turnSpan); ok && st[i].span == w {
 			st = append(st[:i], st[i+1:]...)
 			t.runs[run][branch] = st
 			break
