@@ -45,7 +45,7 @@ var (
 
 // currentSchema is the layout this code reads and writes. Raise it with a
 // new entry in schemaMigrations (and a test) whenever the layout changes.
-const currentSchema = 9
+const currentSchema = 10
 
 // migration upgrades a file from schema version N to N+1 inside the open
 // transaction.
@@ -60,8 +60,10 @@ type migration func(tx *bbolt.Tx) error
 // by run id (migrateRunRecords); version 7 added the run index across
 // sessions (migrateRunIndex, runindex.go); version 8 the daily spend
 // ledger (bucket spend, migrateSpend); version 9 the webhook outbox
-// (bucket webhook_outbox, migrateWebhooks).
-var schemaMigrations = []migration{migrateToolCalls, migrateRuns, migrateRunsIntoEvents, migrateMemory, migrateRunRecords, migrateRunIndex, migrateSpend, migrateWebhooks}
+// (bucket webhook_outbox, migrateWebhooks); version 10 dropped the
+// unfinished marks, which the run index's active entries replace
+// (migrateUnfinishedMarks).
+var schemaMigrations = []migration{migrateToolCalls, migrateRuns, migrateRunsIntoEvents, migrateMemory, migrateRunRecords, migrateRunIndex, migrateSpend, migrateWebhooks, migrateUnfinishedMarks}
 
 // migrateMemory adds the memory buckets (memory.go), empty: no session of
 // an older file is in memory. Open creates them before it migrates; the
