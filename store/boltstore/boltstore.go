@@ -94,8 +94,10 @@ type Options struct {
 	// PostgreSQL's commit_delay does, and it waits only when the last
 	// batch was full: at least windowBatch writes, a sign that many
 	// writers wait on each commit. Then a batch waits, up to the window,
-	// until it holds as many writes as the last one. A lone writer never
-	// waits. Zero means DefaultCommitWindow; negative never waits.
+	// until it holds as many writes as the last one. A smaller batch after
+	// one of two writes or more lingers for a few more, up to twice the
+	// window (see linger). A lone writer never waits. Zero means
+	// DefaultCommitWindow; negative never waits.
 	CommitWindow time.Duration
 	// Now returns the current time; nil means time.Now.
 	Now func() time.Time
@@ -119,6 +121,7 @@ type Options struct {
 	migrations []migration   // for tests; nil means schemaMigrations
 	schema     int           // for tests; zero means currentSchema
 	laterDelay time.Duration // for tests; zero means defaultLaterDelay
+	noLinger   bool          // for benchmarks: small batches never linger
 	mergeDelay time.Duration // for tests; zero means defaultMergeDelay
 }
 
@@ -375,7 +378,8 @@ func (s *Store) write(ctx context.Context, fn func(tx *bbolt.Tx) error) error {
 
 // commitLoop is the single writer. It takes one write, then every write
 // already waiting (up to MaxBatch), and commits them together: the batch
-// grows with the load while the fsync runs, with no timer. The run
+// grows with the load while the fsync runs; a batch smaller than the last
+// full one waits for the commit window, a small one may linger. The run
 // records PutRunLater queued ride along with the next commit, whatever it
 // writes: records are keyed by run id, which starts with the creation
 // time, so the records of a commit share the last pages of run_records.
@@ -385,14 +389,22 @@ func (s *Store) commitLoop() {
 	defer close(s.done)
 	batch := make([]*writeOp, 0, s.opts.MaxBatch)
 	window := newWindow(s.opts.CommitWindow)
-	last := 0 // writes in the last batch
+	var (
+		last  int           // writes in the last batch
+		took  time.Duration // how long its commit took
+		small linger
+	)
 	for {
 		batch = batch[:0]
 		select {
 		case op := <-s.ops:
 			batch = s.drain(append(batch, op))
-			if last >= windowBatch && len(batch) < last {
-				batch = s.fill(batch, last, window)
+			switch n := len(batch); {
+			case last >= windowBatch && n < last:
+				batch = s.fill(batch, last, window, s.opts.CommitWindow)
+			case last >= 2 && n < lingerBatch && !s.opts.noLinger && small.ready():
+				batch = s.fill(batch, lingerBatch, window, min(took, 2*s.opts.CommitWindow))
+				small.gained(len(batch) > n)
 			}
 			last = len(batch)
 		case <-s.later.due():
@@ -402,19 +414,67 @@ func (s *Store) commitLoop() {
 			s.commit(nil)
 			return
 		}
+		start := time.Now()
 		s.commit(batch)
+		took = time.Since(start)
 	}
 }
 
+// lingerBatch is the size a small batch lingers for (see linger).
+const lingerBatch = 4
+
+// maxLingerSkip bounds the chances to linger that a fruitless linger
+// skips.
+const maxLingerSkip = 64
+
+// linger decides when a small batch waits for more writes. Runs that
+// arrive spread out (a model takes seconds, so a busy server's runs start
+// and end one at a time) commit a write or two each, and every commit
+// pays, whatever it carries, two fdatasyncs, the meta page and the pages
+// each commit copies anyway: the root of the buckets and their branch
+// pages, the last leaves of the run records and of the run index. So when
+// the last commit carried two writes or more (other writers are about),
+// a batch of fewer than lingerBatch waits for more, for at most as long
+// as the last commit took and twice the commit window: a write waits for
+// at most about one commit more, and a lone writer never waits. Writers
+// that wait on each other gain nothing by it (a few sessions, each
+// waiting for its commit before it writes again, are all in the batch
+// already): a linger that gains no write skips the next chances to
+// linger, twice as many each time up to maxLingerSkip, so that they
+// seldom pay for it; a linger that gains one starts afresh.
+type linger struct {
+	skip int // chances left to skip
+	next int // chances the next fruitless linger skips
+}
+
+// ready reports whether this chance to linger is taken.
+func (l *linger) ready() bool {
+	if l.skip > 0 {
+		l.skip--
+		return false
+	}
+	return true
+}
+
+// gained records whether a linger gained writes.
+func (l *linger) gained(ok bool) {
+	if ok {
+		l.next = 0
+		return
+	}
+	l.next = min(max(2*l.next, 1), maxLingerSkip)
+	l.skip = l.next
+}
+
 // fill adds writes to batch as they come until it holds want (at most
-// MaxBatch), or until the window ends or the store closes: the adaptive
-// commit window (Options.CommitWindow).
-func (s *Store) fill(batch []*writeOp, want int, w *window) []*writeOp {
+// MaxBatch), or for at most d, or until the store closes: the adaptive
+// commit window (Options.CommitWindow) and the linger of small batches.
+func (s *Store) fill(batch []*writeOp, want int, w *window, d time.Duration) []*writeOp {
 	want = min(want, s.opts.MaxBatch)
-	if w == nil {
+	if w == nil || d <= 0 {
 		return batch
 	}
-	w.start()
+	w.start(d)
 	defer w.stop()
 	for len(batch) < want {
 		select {
@@ -432,7 +492,6 @@ func (s *Store) fill(batch []*writeOp, want int, w *window) []*writeOp {
 // window is the committer's reused timer of the commit window; nil when
 // commits never wait.
 type window struct {
-	d time.Duration
 	t *time.Timer
 }
 
@@ -442,10 +501,11 @@ func newWindow(d time.Duration) *window {
 	}
 	t := time.NewTimer(time.Hour)
 	t.Stop()
-	return &window{d: d, t: t}
+	return &window{t: t}
 }
 
-func (w *window) start() { w.t.Reset(w.d) }
+// start starts a wait of d.
+func (w *window) start(d time.Duration) { w.t.Reset(d) }
 
 // stop stops the timer; since Go 1.23 a stopped or reset timer's channel
 // holds no stale value, so the next start begins afresh.

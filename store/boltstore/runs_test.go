@@ -998,7 +998,9 @@ func TestAppendRunEventFailsWhole(t *testing.T) {
 // createdFirst lists runs in ListUnfinishedRuns' order (ids break no tie
 // of the runs it is given).
 func createdFirst(runs ...*agentrunnerv1.Run) string {
-	slices.SortFunc(runs, func(a, b *agentrunnerv1.Run) int { return a.GetCreateTime().AsTime().Compare(b.GetCreateTime().AsTime()) })
+	slices.SortFunc(runs, func(a, b *agentrunnerv1.Run) int {
+		return a.GetCreateTime().AsTime().Compare(b.GetCreateTime().AsTime())
+	})
 	return runIDList(runs)
 }
 
