@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"go.etcd.io/bbolt"
@@ -154,6 +155,7 @@ type Store struct {
 	done  chan struct{}
 	// mergeDone is closed when mergeLoop has returned.
 	mergeDone chan struct{}
+	lingers   atomic.Int64 // batches that lingered (linger), for tests
 	close     sync.Once
 }
 
@@ -305,6 +307,7 @@ func (s *Store) view(ctx context.Context, fn func(tx *bbolt.Tx) error) error {
 type writeOp struct {
 	fn   func(tx *bbolt.Tx) error
 	done chan error
+	at   time.Time // when it was handed over (linger)
 }
 
 type abortError struct{ err error }
@@ -365,7 +368,7 @@ func (s *Store) write(ctx context.Context, fn func(tx *bbolt.Tx) error) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	op := &writeOp{fn: fn, done: make(chan error, 1)}
+	op := &writeOp{fn: fn, done: make(chan error, 1), at: time.Now()}
 	select {
 	case s.ops <- op:
 	case <-s.quit:
@@ -392,6 +395,7 @@ func (s *Store) commitLoop() {
 	var (
 		last  int           // writes in the last batch
 		took  time.Duration // how long its commit took
+		prev  time.Time     // when its last write was handed over
 		small linger
 	)
 	for {
@@ -402,13 +406,16 @@ func (s *Store) commitLoop() {
 			switch n := len(batch); {
 			case last >= windowBatch && n < last:
 				batch = s.fill(batch, last, window, s.opts.CommitWindow)
-			case last >= 2 && n < lingerBatch && !s.opts.noLinger && small.ready():
+			case (last >= 2 || op.at.Sub(prev) < took) && n < lingerBatch && !s.opts.noLinger && small.ready():
+				s.lingers.Add(1)
 				batch = s.fill(batch, lingerBatch, window, min(took, 2*s.opts.CommitWindow))
 				small.gained(len(batch) > n)
 			}
-			last = len(batch)
+			last, prev = len(batch), batch[len(batch)-1].at
 		case <-s.later.due():
 			s.later.fired() // commit what is queued, on its own
+			s.commit(nil)
+			continue
 		case <-s.quit:
 			s.later.close()
 			s.commit(nil)
@@ -433,7 +440,9 @@ const maxLingerSkip = 64
 // pays, whatever it carries, two fdatasyncs, the meta page and the pages
 // each commit copies anyway: the root of the buckets and their branch
 // pages, the last leaves of the run records and of the run index. So when
-// the last commit carried two writes or more (other writers are about),
+// the last commit carried two writes or more, or when this batch's first
+// write came sooner after the last one than that commit took (other
+// writers are about: a lone writer's next write comes after its commit),
 // a batch of fewer than lingerBatch waits for more, for at most as long
 // as the last commit took and twice the commit window: a write waits for
 // at most about one commit more, and a lone writer never waits. Writers

@@ -88,7 +88,9 @@ func TestCommitWindowConcurrent(t *testing.T) {
 
 // TestCommitWindowLoneWriter: a lone writer's batches are never full,
 // so its writes never wait for the window, here an hour: were they to,
-// the test would fail at its deadline.
+// the test would fail at its deadline. Nor do they linger: each comes
+// after its last commit, never sooner after the last write than that
+// commit took.
 func TestCommitWindowLoneWriter(t *testing.T) {
 	s, _ := newTestStore(t, Options{CommitWindow: time.Hour})
 	k := store.SessionKey{App: "app", User: "u", Session: "s"}
@@ -107,6 +109,9 @@ func TestCommitWindowLoneWriter(t *testing.T) {
 		}
 	case <-time.After(time.Minute):
 		t.Fatal("20 lone writes not done within a minute: they waited for the window")
+	}
+	if n := s.lingers.Load(); n != 0 {
+		t.Fatalf("a lone writer's batches lingered %d times", n)
 	}
 }
 
