@@ -95,10 +95,11 @@ type Options struct {
 	// PostgreSQL's commit_delay does, and it waits only when the last
 	// batch was full: at least windowBatch writes, a sign that many
 	// writers wait on each commit. Then a batch waits, up to the window,
-	// until it holds as many writes as the last one. A smaller batch after
-	// one of two writes or more lingers for a few more, up to twice the
-	// window (see linger). A lone writer never waits. Zero means
-	// DefaultCommitWindow; negative never waits.
+	// until it holds as many writes as the last one. A batch of fewer
+	// than 4 writes may linger for more when other writers are about, for
+	// at most as long as the last commit took and twice the window (see
+	// linger). A lone writer never waits. Zero means DefaultCommitWindow;
+	// negative never waits.
 	CommitWindow time.Duration
 	// Now returns the current time; nil means time.Now.
 	Now func() time.Time
