@@ -422,9 +422,7 @@ func (s *Store) commitLoop() {
 			s.commit(nil)
 			return
 		}
-		start := time.Now()
-		s.commit(batch)
-		took = time.Since(start)
+		took = s.commit(batch)
 	}
 }
 
@@ -538,14 +536,19 @@ func (s *Store) drain(batch []*writeOp) []*writeOp {
 // transaction and tells every write its outcome. The queued records come
 // first, so that a write of the same run in batch wins; reads stop
 // overlaying them once they are committed, before any write of batch is
-// acknowledged.
-func (s *Store) commit(batch []*writeOp) {
+// acknowledged. It returns how long it took until then: a write's next
+// write comes after that, however late the committer runs afterwards
+// (linger).
+func (s *Store) commit(batch []*writeOp) time.Duration {
+	start := time.Now()
 	queued := s.later.take()
 	errs := s.commitBatch(batch, queued)
 	s.later.written()
+	took := time.Since(start)
 	for i, op := range batch {
 		op.done <- errs[i]
 	}
+	return took
 }
 
 // commitBatch runs one transaction and returns the outcome of each write.
