@@ -311,46 +311,55 @@ func benchAppendSessions(b *testing.B, withRun bool, sessions int) {
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "appends/s")
 }
 
-// BenchmarkRunLifecycle measures what one run writes: the user message
-// with the new run's record, the answer, and the final record queued to
-// ride the next commit. "events-only" writes the same two events without
-// any record, as the runner did before runs had records. sessions=256
-// runs 256 sessions at once with fsync on, each holding 40 runs already;
-// serial-nosync runs one session without fsync, which shows the CPU of
-// a commit. Run ids are time-ordered, as the runner makes them.
+// BenchmarkRunLifecycle measures what one run writes, as the runner
+// writes it: the user message with the new run's record (RUNNING), then
+// the answer with the final record (SUCCEEDED), two commits. "events-only"
+// writes the same two events without any record. sessions=256 runs 256
+// sessions at once with fsync on, each holding 40 runs already;
+// serial-nosync runs one session without fsync, which shows the CPU of a
+// commit; spread-nosync runs 256 sessions one write at a time, round
+// robin, as runs that arrive spread out commit (a few writes each, each
+// in a page of its own). Run ids are time-ordered, as the runner makes
+// them. pages/op counts the pages a run's commits write, their meta
+// pages included.
 func BenchmarkRunLifecycle(b *testing.B) {
 	for _, withRun := range []bool{false, true} {
 		name := map[bool]string{false: "events-only", true: "with-records"}[withRun]
-		b.Run(name+"/sessions=256", func(b *testing.B) { benchLifecycle(b, withRun, 256) })
-		b.Run(name+"/serial-nosync", func(b *testing.B) { benchLifecycle(b, withRun, 1) })
+		b.Run(name+"/sessions=256", func(b *testing.B) { benchLifecycle(b, withRun, 256, false) })
+		b.Run(name+"/serial-nosync", func(b *testing.B) { benchLifecycle(b, withRun, 1, false) })
+		b.Run(name+"/spread-nosync", func(b *testing.B) { benchLifecycle(b, withRun, 256, true) })
 	}
 }
 
-func benchLifecycle(b *testing.B, withRun bool, sessions int) {
+// lifecycleEvents are a run's user message and its answer.
+func lifecycleEvents() (msg, answer *agentrunnerv1.Event) {
+	msg = &agentrunnerv1.Event{InvocationId: "inv-0123456789abcdef", Author: "user", Content: &agentrunnerv1.Content{Role: "user", Parts: []*agentrunnerv1.Part{{Data: &agentrunnerv1.Part_Text{Text: "When is my next invoice due?"}}}}}
+	return msg, benchEvent()
+}
+
+func benchLifecycle(b *testing.B, withRun bool, sessions int, spread bool) {
 	path := filepath.Join(b.TempDir(), "db")
 	keys := make([]store.SessionKey, sessions)
 	var ids atomic.Int64
 	oneRun := func(s *Store, k store.SessionKey) error {
-		ev := benchEvent()
+		msg, answer := lifecycleEvents()
 		if !withRun {
-			if _, err := s.AppendEvent(b.Context(), k, ev); err != nil {
+			if _, err := s.AppendEvent(b.Context(), k, msg); err != nil {
 				return err
 			}
-			_, err := s.AppendEvent(b.Context(), k, ev)
+			_, err := s.AppendEvent(b.Context(), k, answer)
 			return err
 		}
 		run := benchRun(k, fmt.Sprintf("e-%016x", ids.Add(1)))
-		run.RequestId = ""
-		if _, _, err := s.AppendRunEvent(b.Context(), k, ev, run); err != nil {
-			return err
-		}
-		if _, err := s.AppendEvent(b.Context(), k, ev); err != nil {
+		run.RequestId, run.Usage = "", nil
+		if _, _, err := s.AppendRunEvent(b.Context(), k, msg, run); err != nil {
 			return err
 		}
 		run.Status = agentrunnerv1.RunStatus_RUN_STATUS_SUCCEEDED
 		run.EndTime = timestamppb.Now()
-		s.PutRunLater(run)
-		return nil
+		run.Usage = answer.GetUsageMetadata()
+		_, _, err := s.AppendRunEvent(b.Context(), k, answer, run)
+		return err
 	}
 	grow(b, path, func(s *Store) {
 		for i := range keys {
@@ -365,22 +374,35 @@ func benchLifecycle(b *testing.B, withRun bool, sessions int) {
 			}
 		}
 	})
-	s, err := Open(path, Options{NoSync: sessions == 1})
+	s, err := Open(path, Options{NoSync: sessions == 1 || spread})
 	if err != nil {
 		b.Fatal(err)
 	}
 	defer s.Close()
-	var next atomic.Int64
 	before := s.db.Stats().TxStats
 	b.ReportAllocs()
 	b.ResetTimer()
+	if spread {
+		lifecycleSpread(b, s, keys, withRun)
+	} else {
+		lifecycleConcurrent(b, keys, func(k store.SessionKey) error { return oneRun(s, k) })
+	}
+	b.StopTimer()
+	after := s.db.Stats().TxStats
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "runs/s")
+	b.ReportMetric(float64(after.GetWrite()-before.GetWrite())/float64(b.N), "pages/op")
+}
+
+// lifecycleConcurrent runs b.N runs from one goroutine per session.
+func lifecycleConcurrent(b *testing.B, keys []store.SessionKey, oneRun func(store.SessionKey) error) {
+	var next atomic.Int64
 	var wg sync.WaitGroup
-	for i := range sessions {
+	for i := range keys {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			for next.Add(1) <= int64(b.N) {
-				if err := oneRun(s, keys[i]); err != nil {
+				if err := oneRun(keys[i]); err != nil {
 					b.Error(err)
 					return
 				}
@@ -388,10 +410,34 @@ func benchLifecycle(b *testing.B, withRun bool, sessions int) {
 		}()
 	}
 	wg.Wait()
-	b.StopTimer()
-	after := s.db.Stats().TxStats
-	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "runs/s")
-	b.ReportMetric(float64(after.GetWrite()-before.GetWrite())/float64(b.N), "pages/op")
+}
+
+// lifecycleSpread runs b.N runs one write at a time: each session's
+// first write, then each one's second, so that consecutive commits are
+// of different sessions, as runs spread out in time commit.
+func lifecycleSpread(b *testing.B, s *Store, keys []store.SessionKey, withRun bool) {
+	var id int64
+	for done := 0; done < b.N; {
+		n := min(len(keys), b.N-done)
+		runs := make([]*agentrunnerv1.Run, n)
+		msg, answer := lifecycleEvents()
+		for i := range n {
+			id++
+			runs[i] = benchRun(keys[i], fmt.Sprintf("f-%016x", id))
+			runs[i].RequestId, runs[i].Usage = "", nil
+			if err := appendFunc(s, withRun)(b, keys[i], msg, runs[i]); err != nil {
+				b.Fatal(err)
+			}
+		}
+		for i := range n {
+			runs[i].Status = agentrunnerv1.RunStatus_RUN_STATUS_SUCCEEDED
+			runs[i].EndTime, runs[i].Usage = timestamppb.Now(), answer.GetUsageMetadata()
+			if err := appendFunc(s, withRun)(b, keys[i], answer, runs[i]); err != nil {
+				b.Fatal(err)
+			}
+		}
+		done += n
+	}
 }
 
 // BenchmarkAppendEventOnce measures an append with a caller's id, which

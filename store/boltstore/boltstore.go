@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"go.etcd.io/bbolt"
@@ -45,7 +46,7 @@ var (
 
 // currentSchema is the layout this code reads and writes. Raise it with a
 // new entry in schemaMigrations (and a test) whenever the layout changes.
-const currentSchema = 9
+const currentSchema = 10
 
 // migration upgrades a file from schema version N to N+1 inside the open
 // transaction.
@@ -60,8 +61,10 @@ type migration func(tx *bbolt.Tx) error
 // by run id (migrateRunRecords); version 7 added the run index across
 // sessions (migrateRunIndex, runindex.go); version 8 the daily spend
 // ledger (bucket spend, migrateSpend); version 9 the webhook outbox
-// (bucket webhook_outbox, migrateWebhooks).
-var schemaMigrations = []migration{migrateToolCalls, migrateRuns, migrateRunsIntoEvents, migrateMemory, migrateRunRecords, migrateRunIndex, migrateSpend, migrateWebhooks}
+// (bucket webhook_outbox, migrateWebhooks); version 10 dropped the
+// unfinished marks, which the run index's active entries replace
+// (migrateUnfinishedMarks).
+var schemaMigrations = []migration{migrateToolCalls, migrateRuns, migrateRunsIntoEvents, migrateMemory, migrateRunRecords, migrateRunIndex, migrateSpend, migrateWebhooks, migrateUnfinishedMarks}
 
 // migrateMemory adds the memory buckets (memory.go), empty: no session of
 // an older file is in memory. Open creates them before it migrates; the
@@ -92,8 +95,11 @@ type Options struct {
 	// PostgreSQL's commit_delay does, and it waits only when the last
 	// batch was full: at least windowBatch writes, a sign that many
 	// writers wait on each commit. Then a batch waits, up to the window,
-	// until it holds as many writes as the last one. A lone writer never
-	// waits. Zero means DefaultCommitWindow; negative never waits.
+	// until it holds as many writes as the last one. A batch of fewer
+	// than 4 writes may linger for more when other writers are about, for
+	// at most as long as the last commit took and twice the window (see
+	// linger). A lone writer never waits. Zero means DefaultCommitWindow;
+	// negative never waits.
 	CommitWindow time.Duration
 	// Now returns the current time; nil means time.Now.
 	Now func() time.Time
@@ -117,6 +123,7 @@ type Options struct {
 	migrations []migration   // for tests; nil means schemaMigrations
 	schema     int           // for tests; zero means currentSchema
 	laterDelay time.Duration // for tests; zero means defaultLaterDelay
+	noLinger   bool          // for benchmarks: small batches never linger
 	mergeDelay time.Duration // for tests; zero means defaultMergeDelay
 }
 
@@ -149,6 +156,7 @@ type Store struct {
 	done  chan struct{}
 	// mergeDone is closed when mergeLoop has returned.
 	mergeDone chan struct{}
+	lingers   atomic.Int64 // batches that lingered (linger), for tests
 	close     sync.Once
 }
 
@@ -300,6 +308,7 @@ func (s *Store) view(ctx context.Context, fn func(tx *bbolt.Tx) error) error {
 type writeOp struct {
 	fn   func(tx *bbolt.Tx) error
 	done chan error
+	at   time.Time // when it was handed over (linger)
 }
 
 type abortError struct{ err error }
@@ -360,7 +369,7 @@ func (s *Store) write(ctx context.Context, fn func(tx *bbolt.Tx) error) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	op := &writeOp{fn: fn, done: make(chan error, 1)}
+	op := &writeOp{fn: fn, done: make(chan error, 1), at: time.Now()}
 	select {
 	case s.ops <- op:
 	case <-s.quit:
@@ -373,7 +382,8 @@ func (s *Store) write(ctx context.Context, fn func(tx *bbolt.Tx) error) error {
 
 // commitLoop is the single writer. It takes one write, then every write
 // already waiting (up to MaxBatch), and commits them together: the batch
-// grows with the load while the fsync runs, with no timer. The run
+// grows with the load while the fsync runs; a batch smaller than the last
+// full one waits for the commit window, a small one may linger. The run
 // records PutRunLater queued ride along with the next commit, whatever it
 // writes: records are keyed by run id, which starts with the creation
 // time, so the records of a commit share the last pages of run_records.
@@ -383,36 +393,96 @@ func (s *Store) commitLoop() {
 	defer close(s.done)
 	batch := make([]*writeOp, 0, s.opts.MaxBatch)
 	window := newWindow(s.opts.CommitWindow)
-	last := 0 // writes in the last batch
+	var (
+		last  int           // writes in the last batch
+		took  time.Duration // how long its commit took
+		prev  time.Time     // when its last write was handed over
+		small linger
+	)
 	for {
 		batch = batch[:0]
 		select {
 		case op := <-s.ops:
 			batch = s.drain(append(batch, op))
-			if last >= windowBatch && len(batch) < last {
-				batch = s.fill(batch, last, window)
+			switch n := len(batch); {
+			case last >= windowBatch && n < last:
+				batch = s.fill(batch, last, window, s.opts.CommitWindow)
+			case (last >= 2 || op.at.Sub(prev) < took) && n < lingerBatch && !s.opts.noLinger && small.ready():
+				s.lingers.Add(1)
+				batch = s.fill(batch, lingerBatch, window, min(took, 2*s.opts.CommitWindow))
+				small.gained(len(batch) > n)
 			}
-			last = len(batch)
+			last, prev = len(batch), batch[len(batch)-1].at
 		case <-s.later.due():
 			s.later.fired() // commit what is queued, on its own
+			s.commit(nil)
+			continue
 		case <-s.quit:
 			s.later.close()
 			s.commit(nil)
 			return
 		}
-		s.commit(batch)
+		took = s.commit(batch)
 	}
 }
 
+// lingerBatch is the size a small batch lingers for (see linger).
+const lingerBatch = 4
+
+// maxLingerSkip bounds the chances to linger that a fruitless linger
+// skips.
+const maxLingerSkip = 64
+
+// linger decides when a small batch waits for more writes. Runs that
+// arrive spread out (a model takes seconds, so a busy server's runs start
+// and end one at a time) commit a write or two each, and every commit
+// pays, whatever it carries, two fdatasyncs, the meta page and the pages
+// each commit copies anyway: the root of the buckets and their branch
+// pages, the last leaves of the run records and of the run index. So when
+// the last commit carried two writes or more, or when this batch's first
+// write came sooner after the last one than that commit took (other
+// writers are about: a lone writer's next write comes after its commit),
+// a batch of fewer than lingerBatch waits for more, for at most as long
+// as the last commit took and twice the commit window: a write waits for
+// at most about one commit more, and a lone writer never waits. Writers
+// that wait on each other gain nothing by it (a few sessions, each
+// waiting for its commit before it writes again, are all in the batch
+// already): a linger that gains no write skips the next chances to
+// linger, twice as many each time up to maxLingerSkip, so that they
+// seldom pay for it; a linger that gains one starts afresh.
+type linger struct {
+	skip int // chances left to skip
+	next int // chances the next fruitless linger skips
+}
+
+// ready reports whether this chance to linger is taken.
+func (l *linger) ready() bool {
+	if l.skip > 0 {
+		l.skip--
+		return false
+	}
+	return true
+}
+
+// gained records whether a linger gained writes.
+func (l *linger) gained(ok bool) {
+	if ok {
+		l.next = 0
+		return
+	}
+	l.next = min(max(2*l.next, 1), maxLingerSkip)
+	l.skip = l.next
+}
+
 // fill adds writes to batch as they come until it holds want (at most
-// MaxBatch), or until the window ends or the store closes: the adaptive
-// commit window (Options.CommitWindow).
-func (s *Store) fill(batch []*writeOp, want int, w *window) []*writeOp {
+// MaxBatch), or for at most d, or until the store closes: the adaptive
+// commit window (Options.CommitWindow) and the linger of small batches.
+func (s *Store) fill(batch []*writeOp, want int, w *window, d time.Duration) []*writeOp {
 	want = min(want, s.opts.MaxBatch)
-	if w == nil {
+	if w == nil || d <= 0 {
 		return batch
 	}
-	w.start()
+	w.start(d)
 	defer w.stop()
 	for len(batch) < want {
 		select {
@@ -430,7 +500,6 @@ func (s *Store) fill(batch []*writeOp, want int, w *window) []*writeOp {
 // window is the committer's reused timer of the commit window; nil when
 // commits never wait.
 type window struct {
-	d time.Duration
 	t *time.Timer
 }
 
@@ -440,10 +509,11 @@ func newWindow(d time.Duration) *window {
 	}
 	t := time.NewTimer(time.Hour)
 	t.Stop()
-	return &window{d: d, t: t}
+	return &window{t: t}
 }
 
-func (w *window) start() { w.t.Reset(w.d) }
+// start starts a wait of d.
+func (w *window) start(d time.Duration) { w.t.Reset(d) }
 
 // stop stops the timer; since Go 1.23 a stopped or reset timer's channel
 // holds no stale value, so the next start begins afresh.
@@ -466,14 +536,19 @@ func (s *Store) drain(batch []*writeOp) []*writeOp {
 // transaction and tells every write its outcome. The queued records come
 // first, so that a write of the same run in batch wins; reads stop
 // overlaying them once they are committed, before any write of batch is
-// acknowledged.
-func (s *Store) commit(batch []*writeOp) {
+// acknowledged. It returns how long it took until then: a write's next
+// write comes after that, however late the committer runs afterwards
+// (linger).
+func (s *Store) commit(batch []*writeOp) time.Duration {
+	start := time.Now()
 	queued := s.later.take()
 	errs := s.commitBatch(batch, queued)
 	s.later.written()
+	took := time.Since(start)
 	for i, op := range batch {
 		op.done <- errs[i]
 	}
+	return took
 }
 
 // commitBatch runs one transaction and returns the outcome of each write.

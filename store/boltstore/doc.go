@@ -17,7 +17,6 @@
 //	blobs           same key as artifacts                     -> Part (the content as saved)
 //	tool_calls      T(app, user, session, call_id)            -> ToolCall: the session's tool-call ledger
 //	run_records     'r' T(run_id)                             -> uvarint(len) run key, Run; a run keeps the key of its first write
-//	                'u' T(run_id)                             -> empty, while the run is PENDING or RUNNING
 //	                'i' T(app, user) N(create) T(run_id)      -> empty: every run of the user, by creation (the run index)
 //	                'v' T(app, user) N(create) T(run_id)      -> empty, while the run is PENDING, RUNNING or INPUT_REQUIRED
 //	run_requests    T(app, user, session, request_id)         -> run key: request ids are unique per session
@@ -49,17 +48,19 @@
 // index entries in the event's transaction: a few more keys, no extra
 // commit. The run key's anchor is its session's last sequence when the
 // record was first written, so it lands on the page the event goes to.
-// Run ids start with their creation time, so the records and unfinished
-// marks a commit writes, first or final, are those of recent runs and
-// share the last pages of run_records; a final record queued by
-// PutRunLater rides along with the next commit, whatever it writes. Kept
-// among the events instead (schemas 4 and 5), a final record dirtied a
+// Run ids start with their creation time, so the records a commit
+// writes, first or final, are those of recent runs and share the last
+// pages of run_records; a final record queued by PutRunLater rides along
+// with the next commit, whatever it writes. Kept among the events instead (schemas 4 and 5), a final record dirtied a
 // page of its session's events of its own, in a commit that wrote none of
 // them. Runs are listed newest first by a reverse walk of the session's
 // key range that steps over its events; GetRun is one lookup; recovery
-// reads only the 'u' marks, never every record. Runs across sessions are
-// listed from the run index in run_records (runindex.go): a run's 'i'
-// entry is written with its first record, its 'v' entry comes and goes
+// reads only the records of active runs (the 'v' entries below), never
+// every record: a run's writes keep no mark of their own for it (schemas
+// 6 to 9 kept one, 'u' T(run_id), whose leaf each start and end
+// dirtied). Runs across sessions are listed from the run index in
+// run_records (runindex.go): a run's 'i' entry, which files of an
+// earlier build may hold, is no longer written; its 'v' entry comes and goes
 // with the records that change its status, so the runs board's listing of
 // active runs reads only active runs. DeleteSession removes a
 // session's runs and their index entries with the rest. An append that changes no

@@ -150,13 +150,13 @@ func runIDOfKey(key, sk []byte) (string, error) {
 // runIDKey is T(run_id), the key of the run_ids index of schemas 3 to 5.
 func runIDKey(runID string) []byte { return appendString(nil, runID) }
 
-// recordKey is 'r' T(run_id), the key of a run's record in run_records;
-// unfinishedKey is 'u' T(run_id), its mark there while it is unfinished.
-// The marks sort after every record, next to the newest ones (run ids
-// start with their creation time): a run's first and final writes touch
-// the same last pages of the bucket as its mark.
+// recordKey is 'r' T(run_id), the key of a run's record in run_records.
+// Run ids start with their creation time: a commit's records, first or
+// final, are those of recent runs, on the last pages of the records.
 func recordKey(runID string) []byte { return appendString([]byte{'r'}, runID) }
 
+// unfinishedKey is 'u' T(run_id), the mark of an unfinished run that
+// schemas 6 to 9 kept in run_records (migrateUnfinishedMarks).
 func unfinishedKey(runID string) []byte { return appendString([]byte{'u'}, runID) }
 
 // unfinishedPrefix starts every unfinishedKey.

@@ -28,10 +28,10 @@ import (
 // writes that change its status, in their transaction (runPlan.index).
 // planRun reads the stored status with the record it reads anyway: the
 // index costs no read of its own. The entries, as few as the runs in
-// flight, sort right after the 'u' marks, which come and go in the same
-// writes: they share the last leaf of the bucket, which those writes dirty
-// anyway, and cost no page of their own (BenchmarkRunLifecycle). An app's
-// listing (admins only) merges its users' ranges (appRanges).
+// flight, sort after every record: a run's start and end dirty their leaf
+// and the record's. They are also what recovery reads (ListUnfinishedRuns:
+// the PENDING and RUNNING runs are among them). An app's listing (admins
+// only) merges its users' ranges (appRanges).
 //
 // Runs of every status are not indexed: an entry per run ('i', kind
 // indexAll, which schema 7 files of an earlier build may hold and which

@@ -24,7 +24,6 @@ import (
 // the run's entry in its session's list of runs:
 //
 //	run_records     'r' T(run_id)                       -> U(len(run key)) run key, Run
-//	run_records     'u' T(run_id)                       -> empty, while the status is PENDING or RUNNING
 //	run_records     'i', 'v' T(app, user) N(create) T(run_id) -> empty: the run index (runindex.go)
 //	events          run key                             -> empty: the session's list of runs
 //	run_requests    T(app, user, session, request_id)   -> run key
@@ -109,7 +108,6 @@ type runPlan struct {
 	listed     bool                   // that key is put (see list)
 	putReq     []byte                 // run_requests entry to add
 	delReq     []byte                 // run_requests entry of the record's old request_id, to delete
-	unfinished int                    // +1: add the unfinished mark, -1: remove it, 0: leave
 	callback   bool                   // the write queues a webhook delivery (store.QueuesDelivery)
 	active     int                    // the same for the run's active entry in the run index (runindex.go)
 }
@@ -121,7 +119,6 @@ func planRun(tx *bbolt.Tx, w *runWrite, anchor uint64) (*runPlan, error) {
 	p := &runPlan{w: w, bytes: w.bytes}
 	var (
 		oldReq    string
-		has       bool // the run has an unfinished mark: its stored status is unfinished
 		wasActive bool // the run has an active entry in the run index: its stored status is active
 	)
 	stored, v, err := storedRun(tx, w.rec.GetRunId())
@@ -139,7 +136,7 @@ func planRun(tx *bbolt.Tx, w *runWrite, anchor uint64) (*runPlan, error) {
 		p.key = bytes.Clone(stored)
 		var st agentrunnerv1.RunStatus
 		oldReq, st = requestAndStatusOf(v)
-		has, wasActive = unfinished(st), store.Active(st)
+		wasActive = store.Active(st)
 		p.callback = store.QueuesDelivery(w.rec, true, st)
 		if runNanos(p.key, w.sk) != w.nanos {
 			if err := p.keepCreateTime(); err != nil {
@@ -152,12 +149,6 @@ func planRun(tx *bbolt.Tx, w *runWrite, anchor uint64) (*runPlan, error) {
 		if err := p.planRequest(tx.Bucket(bucketRunReqs), oldReq); err != nil {
 			return nil, err
 		}
-	}
-	switch want := unfinished(w.rec.GetStatus()); {
-	case want && !has:
-		p.unfinished = 1
-	case !want && has:
-		p.unfinished = -1
 	}
 	switch want := store.Active(w.rec.GetStatus()); {
 	case want && !wasActive:
@@ -233,16 +224,7 @@ func (p *runPlan) apply(tx *bbolt.Tx, seq uint64) error {
 	if err := p.index(records); err != nil {
 		return err
 	}
-	if err := p.queueDelivery(tx, seq); err != nil {
-		return err
-	}
-	switch p.unfinished {
-	case 1:
-		return put(records, unfinishedKey(id), []byte{})
-	case -1:
-		return del(records, unfinishedKey(id))
-	}
-	return nil
+	return p.queueDelivery(tx, seq)
 }
 
 // list puts a new run's key in its session's list of runs, once. The key
@@ -311,8 +293,9 @@ func lastVarint(v []byte, field protowire.Number) uint64 {
 
 // requestAndStatusOf reads the request_id and the status of an encoded
 // Run without decoding the rest of it (the last occurrence of each wins,
-// as in protobuf). A run has an unfinished mark exactly when its stored
-// status is unfinished, so the status read here spares a lookup there.
+// as in protobuf). A run has an active entry in the run index exactly
+// when its stored status is active, so the status read here spares a
+// lookup there.
 func requestAndStatusOf(v []byte) (string, agentrunnerv1.RunStatus) {
 	var (
 		id string
@@ -838,22 +821,36 @@ func (s *Store) ListUnfinishedRuns(ctx context.Context) ([]*agentrunnerv1.Run, e
 	return out, nil
 }
 
-// unfinishedTx reads the runs that have an unfinished mark, with the
-// queued records overlaid: a queued record replaces its run's, and lists
-// it only when its own status is unfinished.
+// unfinishedTx reads the unfinished runs, with the queued records
+// overlaid: a queued record replaces its run's, and lists it only when its
+// own status is unfinished. The unfinished runs (PENDING, RUNNING) are
+// among the active ones, which the run index lists ('v' entries, see
+// runindex.go): recovery reads those records, never every record, and a
+// run's start and end write no mark of their own for it.
 func unfinishedTx(tx *bbolt.Tx, queued map[string]*runWrite) ([]placedRun, error) {
 	var out []placedRun
 	c := tx.Bucket(bucketRunRecords).Cursor()
-	for mark, _ := c.Seek(unfinishedPrefix); mark != nil && bytes.HasPrefix(mark, unfinishedPrefix); mark, _ = c.Next() {
-		runID, _, err := readString(mark[len(unfinishedPrefix):])
+	prefix := []byte{indexActive}
+	for entry, _ := c.Seek(prefix); entry != nil && entry[0] == indexActive; entry, _ = c.Next() {
+		runID, err := activeEntryRun(entry)
 		if err != nil {
-			return nil, fmt.Errorf("run_records mark %x: %w", mark, err)
+			return nil, fmt.Errorf("run_records entry %x: %w", entry, err)
 		}
-		key, rec, err := loadRun(tx, runID)
-		if err != nil {
+		key, v, err := storedRun(tx, runID)
+		switch {
+		case err != nil:
 			return nil, err
+		case key == nil:
+			return nil, fmt.Errorf("an index names run %s, which has no record", runID)
+		}
+		if _, st := requestAndStatusOf(v); !unfinished(st) {
+			continue // waiting on input: active, not unfinished
 		}
 		if w := queued[runID]; w == nil || !bytes.HasPrefix(key, w.sk) {
+			rec, err := decodeRun(v)
+			if err != nil {
+				return nil, err
+			}
 			out = append(out, placedRun{key: bytes.Clone(key), rec: rec})
 		}
 	}
@@ -868,10 +865,50 @@ func unfinishedTx(tx *bbolt.Tx, queued map[string]*runWrite) ([]placedRun, error
 	return out, nil
 }
 
+// activeEntryRun returns the run id of an active entry of the run index,
+// 'v' T(app, user) N(create) T(run_id).
+func activeEntryRun(entry []byte) (string, error) {
+	_, rest, err := readString(entry[1:])
+	if err == nil {
+		_, rest, err = readString(rest)
+	}
+	if err != nil {
+		return "", err
+	}
+	if len(rest) < 8 {
+		return "", errors.New("short run index entry")
+	}
+	runID, _, err := readString(rest[8:])
+	return runID, err
+}
+
+// migrateUnfinishedMarks (schema 9 -> 10) deletes the unfinished marks,
+// 'u' T(run_id) in run_records, which schemas 6 to 9 kept beside each
+// PENDING or RUNNING run: recovery now reads the run index's active
+// entries, which list every such run (since schema 7), and a run's
+// writes no longer dirty a leaf of marks. The version is raised so that
+// an older binary, which would look for marks no run has any more,
+// refuses the file. The keys are collected before they are deleted: a
+// bucket must not change under a cursor that walks it.
+func migrateUnfinishedMarks(tx *bbolt.Tx) error {
+	records := tx.Bucket(bucketRunRecords)
+	var marks [][]byte
+	c := records.Cursor()
+	for k, _ := c.Seek(unfinishedPrefix); k != nil && bytes.HasPrefix(k, unfinishedPrefix); k, _ = c.Next() {
+		marks = append(marks, bytes.Clone(k))
+	}
+	for _, k := range marks {
+		if err := records.Delete(k); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // sessionRuns are the keys of a session's run records and of their
 // index entries.
 type sessionRuns struct {
-	records [][]byte // run_records keys: each run's record, unfinished mark and run index entries
+	records [][]byte // run_records keys: each run's record and run index entries
 	reqs    [][]byte // run_requests keys
 }
 
@@ -892,7 +929,7 @@ func collectRuns(tx *bbolt.Tx, sk []byte, evKeys [][]byte) (*sessionRuns, error)
 			return nil, err
 		}
 		if bytes.Equal(stored, key) {
-			r.records = append(r.records, recordKey(id), unfinishedKey(id))
+			r.records = append(r.records, recordKey(id))
 			idx, err := sessionIndexKeys(key, id)
 			if err != nil {
 				return nil, fmt.Errorf("run key: %w", err)
@@ -911,7 +948,7 @@ func (r *sessionRuns) delete(tx *bbolt.Tx) error {
 		keys   [][]byte
 	}{{tx.Bucket(bucketRunRecords), r.records}, {tx.Bucket(bucketRunReqs), r.reqs}} {
 		for _, key := range b.keys {
-			if err := del(b.bucket, key); err != nil { // a no-op for the mark of a finished run
+			if err := del(b.bucket, key); err != nil { // a no-op for the active entry of an ended run
 				return err
 			}
 		}

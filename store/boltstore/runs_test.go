@@ -37,8 +37,8 @@ func testRun(k store.SessionKey, id string, minute int, st agentrunnerv1.RunStat
 // checkRunIndexes checks, on the raw file, that every run record is
 // where its fields say and that the indexes name exactly what they must:
 // the events bucket every record's run key (and no other), run_requests
-// every request_id, the 'u' marks every pending or running run, the
-// run index ('i', 'v' in run_records) every run and every active one.
+// every request_id, the run index ('v' in run_records) every active run;
+// and that no unfinished mark ('u', schemas 6 to 9) is left.
 func checkRunIndexes(t testing.TB, tx *bbolt.Tx) {
 	t.Helper()
 	want := map[string]map[string]string{"run_keys": {}, "run_requests": {}, "unfinished_runs": {}, "run_index": {}}
@@ -60,9 +60,6 @@ func checkRunIndexes(t testing.TB, tx *bbolt.Tx) {
 		want["run_keys"][string(key)] = ""
 		if rec.GetRequestId() != "" {
 			want["run_requests"][string(runRequestKey(sk, rec.GetRequestId()))] = string(key)
-		}
-		if unfinished(rec.GetStatus()) {
-			want["unfinished_runs"][string(unfinishedKey(rec.GetRunId()))] = ""
 		}
 		nanos := runNanos(key, sk)
 		// Only active runs are indexed (runindex.go).
@@ -928,9 +925,9 @@ func TestRunRecordsCorrupt(t *testing.T) {
 			t.Errorf("ListRuns over entry %x: no error", v)
 		}
 	}
-	corrupt(unfinishedKey("e-gone"), []byte{})
+	corrupt(indexKey(indexActive, k.App, k.User, 1, "e-gone"), []byte{})
 	if _, err := s.ListUnfinishedRuns(t.Context()); err == nil || !strings.Contains(err.Error(), "e-gone") {
-		t.Fatalf("ListUnfinishedRuns with a mark of no record: %v", err)
+		t.Fatalf("ListUnfinishedRuns with an active entry of no record: %v", err)
 	}
 }
 
@@ -998,6 +995,15 @@ func TestAppendRunEventFailsWhole(t *testing.T) {
 
 // newestFirst returns the ids of runs by create_time descending, ties by
 // id descending: the order of ListRunsOf across sessions.
+// createdFirst lists runs in ListUnfinishedRuns' order (ids break no tie
+// of the runs it is given).
+func createdFirst(runs ...*agentrunnerv1.Run) string {
+	slices.SortFunc(runs, func(a, b *agentrunnerv1.Run) int {
+		return a.GetCreateTime().AsTime().Compare(b.GetCreateTime().AsTime())
+	})
+	return runIDList(runs)
+}
+
 func newestFirst(runs ...*agentrunnerv1.Run) string {
 	slices.SortFunc(runs, func(a, b *agentrunnerv1.Run) int {
 		return cmp.Or(b.GetCreateTime().AsTime().Compare(a.GetCreateTime().AsTime()), strings.Compare(b.GetRunId(), a.GetRunId()))
@@ -1023,6 +1029,7 @@ func TestRunIndexMigration(t *testing.T) {
 		a, bb, c := getRunOf(t, s, "e-a"), getRunOf(t, s, "e-b"), getRunOf(t, s, "e-c")
 		wantAcross(t, s, store.RunFilter{App: "app", User: "u"}, newestFirst(a, bb, c))
 		wantAcross(t, s, store.RunFilter{App: "app", Statuses: []agentrunnerv1.RunStatus{agentrunnerv1.RunStatus_RUN_STATUS_PENDING, agentrunnerv1.RunStatus_RUN_STATUS_RUNNING}}, newestFirst(bb, c))
+		wantUnfinished(t, s, createdFirst(bb, c))
 	})
 	t.Run("schema6", func(t *testing.T) {
 		s, path := newTestStore(t, Options{})
@@ -1063,12 +1070,75 @@ func TestRunIndexMigration(t *testing.T) {
 		active := []agentrunnerv1.RunStatus{agentrunnerv1.RunStatus_RUN_STATUS_RUNNING, agentrunnerv1.RunStatus_RUN_STATUS_INPUT_REQUIRED}
 		wantAcross(t, s, store.RunFilter{App: "app", User: "u"}, "e-3 e-2 e-1")
 		wantAcross(t, s, store.RunFilter{App: "app", User: "u", Statuses: active}, "e-3 e-2")
+		wantUnfinished(t, s, "e-3")
 		end := testRun(k1, "e-3", 3, agentrunnerv1.RunStatus_RUN_STATUS_SUCCEEDED)
 		if err := s.PutRun(t.Context(), end); err != nil {
 			t.Fatal(err)
 		}
 		wantAcross(t, s, store.RunFilter{App: "app", Statuses: active}, "e-2")
+		wantUnfinished(t, s, "")
 	})
+}
+
+// TestUnfinishedMarksMigration: a schema 9 file, which kept a mark ('u'
+// T(run_id)) beside each PENDING or RUNNING run, opens without them
+// (checkRunIndexes, at Close), and ListUnfinishedRuns lists the same runs
+// from the run index, before and after their ends.
+func TestUnfinishedMarksMigration(t *testing.T) {
+	s, path := newTestStore(t, Options{})
+	k := store.SessionKey{App: "app", User: "u", Session: "s"}
+	if _, err := s.CreateSession(t.Context(), k, nil); err != nil {
+		t.Fatal(err)
+	}
+	runs := []*agentrunnerv1.Run{
+		testRun(k, "e-1", 1, agentrunnerv1.RunStatus_RUN_STATUS_SUCCEEDED),
+		testRun(k, "e-2", 2, agentrunnerv1.RunStatus_RUN_STATUS_INPUT_REQUIRED),
+		testRun(k, "e-3", 3, agentrunnerv1.RunStatus_RUN_STATUS_RUNNING),
+		testRun(k, "e-4", 4, agentrunnerv1.RunStatus_RUN_STATUS_PENDING),
+	}
+	for _, r := range runs {
+		if err := s.PutRun(t.Context(), r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s.Close()
+	// What a schema 9 binary leaves: the marks of e-3 and e-4.
+	db, err := bbolt.Open(path, 0o600, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = db.Update(func(tx *bbolt.Tx) error {
+		for _, id := range []string{"e-3", "e-4"} {
+			if err := tx.Bucket(bucketRunRecords).Put(unfinishedKey(id), []byte{}); err != nil {
+				return err
+			}
+		}
+		return tx.Bucket(bucketMeta).Put(keySchemaVersion, binary.AppendUvarint(nil, 9))
+	})
+	if cerr := db.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	s = openMigrated(t, path)
+	wantUnfinished(t, s, "e-3 e-4")
+	for _, id := range []string{"e-3", "e-4"} {
+		n := map[string]int{"e-3": 3, "e-4": 4}[id]
+		if err := s.PutRun(t.Context(), testRun(k, id, n, agentrunnerv1.RunStatus_RUN_STATUS_CANCELLED)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	wantUnfinished(t, s, "")
+}
+
+// wantUnfinished checks ListUnfinishedRuns, oldest first.
+func wantUnfinished(t *testing.T, s *Store, want string) {
+	t.Helper()
+	list, err := s.ListUnfinishedRuns(t.Context())
+	if err != nil || runIDList(list) != want {
+		t.Fatalf("ListUnfinishedRuns = %s, %v; want %s", runIDList(list), err, want)
+	}
 }
 
 // deleteRunIndex deletes every run index entry of run_records, and fails

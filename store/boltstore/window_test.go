@@ -24,16 +24,16 @@ func TestCommitWindowFill(t *testing.T) {
 	}()
 	// Five writes come, one at a time; the batch stops at MaxBatch, long
 	// before the hour's window ends.
-	if got := s.fill([]*writeOp{newOp()}, 8, hour); len(got) != 5 {
+	if got := s.fill([]*writeOp{newOp()}, 8, hour, time.Hour); len(got) != 5 {
 		t.Fatalf("filled to %d writes, want MaxBatch, 5", len(got))
 	}
-	if got := s.fill([]*writeOp{<-s.ops}, 1, hour); len(got) != 1 {
+	if got := s.fill([]*writeOp{<-s.ops}, 1, hour, time.Hour); len(got) != 1 {
 		t.Fatalf("a batch already as large as wanted grew to %d", len(got))
 	}
 
 	// No write comes: the window ends the wait.
 	start := time.Now()
-	if got := s.fill([]*writeOp{newOp()}, 4, newWindow(20*time.Millisecond)); len(got) != 1 {
+	if got := s.fill([]*writeOp{newOp()}, 4, hour, 20*time.Millisecond); len(got) != 1 {
 		t.Fatalf("filled to %d writes with none coming", len(got))
 	}
 	if d := time.Since(start); d < 20*time.Millisecond {
@@ -41,11 +41,11 @@ func TestCommitWindowFill(t *testing.T) {
 	}
 	// Nor past a close, whatever the window.
 	close(s.quit)
-	if got := s.fill([]*writeOp{newOp()}, 4, hour); len(got) != 1 {
+	if got := s.fill([]*writeOp{newOp()}, 4, hour, time.Hour); len(got) != 1 {
 		t.Fatalf("filled to %d writes after close", len(got))
 	}
 	// Without a window, nothing waits.
-	if got := s.fill([]*writeOp{newOp()}, 4, newWindow(-1)); len(got) != 1 {
+	if got := s.fill([]*writeOp{newOp()}, 4, newWindow(-1), time.Hour); len(got) != 1 {
 		t.Fatalf("filled to %d writes without a window", len(got))
 	}
 }
@@ -88,7 +88,9 @@ func TestCommitWindowConcurrent(t *testing.T) {
 
 // TestCommitWindowLoneWriter: a lone writer's batches are never full,
 // so its writes never wait for the window, here an hour: were they to,
-// the test would fail at its deadline.
+// the test would fail at its deadline. Nor do they linger: each comes
+// after its last commit, never sooner after the last write than that
+// commit took.
 func TestCommitWindowLoneWriter(t *testing.T) {
 	s, _ := newTestStore(t, Options{CommitWindow: time.Hour})
 	k := store.SessionKey{App: "app", User: "u", Session: "s"}
@@ -107,5 +109,45 @@ func TestCommitWindowLoneWriter(t *testing.T) {
 		}
 	case <-time.After(time.Minute):
 		t.Fatal("20 lone writes not done within a minute: they waited for the window")
+	}
+	if n := s.lingers.Load(); n != 0 {
+		t.Fatalf("a lone writer's batches lingered %d times", n)
+	}
+}
+
+// TestLingerBackoff: a small batch lingers until a linger gains nothing;
+// then it skips 1, 2, 4, ... chances (at most maxLingerSkip) between
+// fruitless lingers, and lingers at every chance again once one gains.
+func TestLingerBackoff(t *testing.T) {
+	var l linger
+	taken := func(chances int, gains bool) (n int) {
+		for range chances {
+			if l.ready() {
+				n++
+				l.gained(gains)
+			}
+		}
+		return n
+	}
+	if n := taken(10, true); n != 10 {
+		t.Fatalf("gaining lingers: %d of 10 chances taken", n)
+	}
+	// Fruitless: taken at chances 1, 3, 6, 11, 20, 37, 70, 135, then
+	// every 65th.
+	if n := taken(135, false); n != 8 {
+		t.Fatalf("fruitless lingers: %d of 135 chances taken, want 8", n)
+	}
+	if n := taken(65*10, false); n != 10 {
+		t.Fatalf("fruitless lingers at the bound: %d of 650 chances taken, want 10", n)
+	}
+	// One that gains starts afresh.
+	for i := 0; !l.ready(); i++ {
+		if i > maxLingerSkip {
+			t.Fatalf("no chance to linger in %d", i)
+		}
+	}
+	l.gained(true)
+	if n := taken(10, true); n != 10 {
+		t.Fatalf("after a gain: %d of 10 chances taken", n)
 	}
 }
