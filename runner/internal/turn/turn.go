@@ -439,7 +439,9 @@ func (in *invocation) newEventID(partial bool) string {
 		in.partialPrefix = in.env.NewID() + "."
 	}
 	in.partials++
-	return in.partialPrefix + strconv.FormatUint(in.partials, 10)
+	// Made in a buffer on the stack: one allocation, the string's.
+	var buf [64]byte
+	return string(strconv.AppendUint(append(buf[:0], in.partialPrefix...), in.partials, 10))
 }
 
 // userEvent builds the event of the user's message: role "user", inline
