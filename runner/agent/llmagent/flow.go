@@ -399,7 +399,9 @@ func responseEvent(ctx agent.InvocationContext, r *model.Response, share bool) *
 	case content.Role == "":
 		content = &agentrunnerv1.Content{Role: agent.RoleModel, Parts: content.Parts}
 	}
-	ev := &agentrunnerv1.Event{
+	ev := newResponseEvent(ctx, share)
+	*ev = agentrunnerv1.Event{
+		Timestamp:         ev.Timestamp,
 		Content:           content,
 		Partial:           r.Partial,
 		TurnComplete:      r.TurnComplete,
@@ -423,6 +425,23 @@ func responseEvent(ctx agent.InvocationContext, r *model.Response, share bool) *
 	ev.Author = ctx.AgentName()
 	agent.FillEvent(ctx, ev)
 	return ev
+}
+
+// newResponseEvent returns a new event for responseEvent. A partial one
+// (share) is made with its timestamp, the runner's time now as the runner
+// would set it, in one allocation: a streamed answer has one a word.
+func newResponseEvent(ctx agent.InvocationContext, share bool) *agentrunnerv1.Event {
+	if !share {
+		return &agentrunnerv1.Event{}
+	}
+	e := &struct {
+		ev agentrunnerv1.Event
+		ts timestamppb.Timestamp
+	}{}
+	now := agent.Now(ctx)
+	e.ts.Seconds, e.ts.Nanos = now.Unix(), int32(now.Nanosecond())
+	e.ev.Timestamp = &e.ts
+	return &e.ev
 }
 
 // request builds the model request: the instruction (with the transfer
