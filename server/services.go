@@ -3,8 +3,8 @@ package server
 import (
 	"iter"
 
-	agentrunnerv1 "github.com/agentrunner/agentrunner/gen/go/agentrunner/v1"
 	servicev1 "github.com/agentrunner/agentrunner/gen/go/agentrunner/service/v1"
+	agentrunnerv1 "github.com/agentrunner/agentrunner/gen/go/agentrunner/v1"
 	"github.com/agentrunner/agentrunner/runner"
 	"github.com/agentrunner/agentrunner/server/internal/front"
 	"google.golang.org/grpc"

@@ -76,11 +76,29 @@ func modelHistory(self string, events []*agentrunnerv1.Event, currentOnly bool) 
 // nothing). ok is false, and nothing is returned, when an event rewinds
 // or compacts: WithoutRewound and withSummary have work to do first.
 func plainHistory(self string, events []*agentrunnerv1.Event) (h history, ok bool) {
-	out := make([]*agentrunnerv1.Content, 0, len(events))
-	n, ids := 0, false
+	p := plain{out: make([]*agentrunnerv1.Content, 0, len(events))}
+	if !p.extend(self, events) {
+		return history{}, false
+	}
+	return p.history(), true
+}
+
+// plain is a history without rewinds and compactions being made, event
+// by event: its contents before pairFunctionResponses (out, never
+// appended to once handed out), their bytes, and whether a part has an
+// id.
+type plain struct {
+	out   []*agentrunnerv1.Content
+	bytes int
+	ids   bool
+}
+
+// extend adds events to p, as historyContents would; false when one
+// rewinds or compacts (p is then of no use).
+func (p *plain) extend(self string, events []*agentrunnerv1.Event) bool {
 	for _, ev := range events {
 		if a := ev.GetActions(); a != nil && (a.GetRewindBeforeInvocationId() != "" || a.GetCompaction() != nil) {
-			return history{}, false
+			return false
 		}
 		c := ev.GetContent()
 		if ev.GetPartial() || len(c.GetParts()) == 0 {
@@ -99,14 +117,18 @@ func plainHistory(self string, events []*agentrunnerv1.Event) (h history, ok boo
 			}
 			cn, cids, _ = scanParts(c.GetParts())
 		}
-		n += cn
-		ids = ids || cids
-		out = append(out, c)
+		p.bytes += cn
+		p.ids = p.ids || cids
+		p.out = append(p.out, c)
 	}
-	if ids {
-		return history{contents: pairFunctionResponses(out), bytes: -1}, true
+	return true
+}
+
+func (p *plain) history() history {
+	if p.ids {
+		return history{contents: pairFunctionResponses(p.out), bytes: -1}
 	}
-	return history{contents: out, bytes: n}, true
+	return history{contents: p.out, bytes: p.bytes}
 }
 
 // scanParts returns, in one look at each part, what promptTokens counts

@@ -462,7 +462,12 @@ func (l *llmAgent) request(ctx agent.InvocationContext, cc agent.CallbackContext
 	if tools.transferInstruction != "" {
 		instr = builtin.JoinInstruction(instr, tools.transferInstruction)
 	}
-	hist := modelHistory(ctx.AgentName(), agent.SharedEvents(ctx, seal.Key{}), l.includeContents == agentrunnerv1.IncludeContents_INCLUDE_CONTENTS_NONE)
+	var hist history
+	if events := agent.SharedEvents(ctx, seal.Key{}); ctx.Branch() == "" && l.includeContents != agentrunnerv1.IncludeContents_INCLUDE_CONTENTS_NONE {
+		hist = l.memo.history(ctx.AgentName(), events)
+	} else {
+		hist = modelHistory(ctx.AgentName(), events, l.includeContents == agentrunnerv1.IncludeContents_INCLUDE_CONTENTS_NONE)
+	}
 	req := &model.Request{
 		// The model's own name: hooks (telemetry) read which model is
 		// called; the model answers to it as to an empty one.

@@ -154,3 +154,98 @@ func BenchmarkStepHistory(b *testing.B) {
 		})
 	}
 }
+
+// TestHistoryMemo checks the memo's histories against the steps while a
+// session grows in its array, one event at a time, through every kind of
+// event the one pass handles and then a rewind and a compaction; that a
+// history handed out does not change as the session grows; and that a
+// new array is read afresh.
+func TestHistoryMemo(t *testing.T) {
+	const self = "helper"
+	confirm := builtin.RequestConfirmationName
+	all := []*agentrunnerv1.Event{
+		historyEvent(agent.UserAuthor, "r1", 1, textPart("hello")),
+		{Author: self, InvocationId: "r1", Sequence: 2, Partial: true, Content: histText("hel")},
+		historyEvent(self, "r1", 3, textPart("hello to you")),
+		historyEvent("other", "r1", 4, textPart("I am other"), callPart("", "lookup")),
+		historyEvent(self, "r2", 5, callPart("", confirm), textPart("may I?")),
+		historyEvent(agent.UserAuthor, "r2", 6, answerPart("", confirm)),
+		historyEvent(self, "r3", 7, callPart("c1", "lookup"), callPart("c2", "lookup")),
+		historyEvent(self, "r3", 8, answerPart("c1", "lookup")),
+		historyEvent(agent.UserAuthor, "r4", 9, textPart("and then?")),
+		historyEvent(agent.UserAuthor, "r4", 10, answerPart("c2", "lookup")),
+		&agentrunnerv1.Event{Author: agent.UserAuthor, InvocationId: "r5", Sequence: 11, Actions: &agentrunnerv1.EventActions{RewindBeforeInvocationId: "r4"}},
+		historyEvent(agent.UserAuthor, "r6", 12, textPart("again")),
+		{InvocationId: "r7", Sequence: 13, Actions: &agentrunnerv1.EventActions{Compaction: &agentrunnerv1.EventCompaction{StartSequence: 1, EndSequence: 3, Summary: histText("they said hello")}}},
+		historyEvent(agent.UserAuthor, "r8", 14, textPart("after")),
+	}
+	check := func(t *testing.T, h history, events []*agentrunnerv1.Event) {
+		t.Helper()
+		want := stepHistory(self, events)
+		if len(h.contents) != len(want) {
+			t.Fatalf("%d events: %d contents, want %d", len(events), len(h.contents), len(want))
+		}
+		for i := range want {
+			if !proto.Equal(h.contents[i], want[i]) {
+				t.Fatalf("%d events: content %d = %v, want %v", len(events), i, h.contents[i], want[i])
+			}
+		}
+		if h.bytes >= 0 {
+			req := &model.Request{Contents: h.contents}
+			if got, counted := promptTokens(req, h), promptTokens(req, history{contents: h.contents, bytes: -1}); got != counted {
+				t.Errorf("%d events: promptTokens %d, counted again %d", len(events), got, counted)
+			}
+		}
+	}
+	var m historyMemo
+	session := make([]*agentrunnerv1.Event, 0, len(all)) // grows in place
+	var handed []history
+	for _, ev := range all {
+		session = append(session, ev)
+		view := session[:len(session):len(session)] // as the invocation shares it
+		h := m.history(self, view)
+		check(t, h, view)
+		if len(handed) > 0 {
+			// A model that appends to its request's contents appends to
+			// its own copy, not to the memo's.
+			_ = append(handed[len(handed)-1].contents, histText("appended by a model"))
+		}
+		handed = append(handed, h)
+	}
+	for i, h := range handed {
+		check(t, h, all[:i+1]) // unchanged by the calls after it
+	}
+	// The same events in a new array: read afresh, the same history.
+	fresh := append([]*agentrunnerv1.Event(nil), all[:9]...)
+	check(t, m.history(self, fresh), fresh)
+	// Another agent's name on the same array is not this one's history.
+	other := m.history("other", fresh)
+	if want := stepHistory("other", fresh); len(other.contents) != len(want) || !proto.Equal(other.contents[1], want[1]) {
+		t.Errorf("another agent's history: %v, want %v", other.contents, want)
+	}
+}
+
+// BenchmarkHistoryMemo is BenchmarkModelHistory for a session the agent
+// called its model in before (the memo knows its events): what the next
+// call of a long session costs.
+func BenchmarkHistoryMemo(b *testing.B) {
+	for _, n := range []int{1000, 10000} {
+		events := make([]*agentrunnerv1.Event, 0, n)
+		for i := range n {
+			author := agent.UserAuthor
+			if i%2 == 1 {
+				author = "answer"
+			}
+			events = append(events, historyEvent(author, fmt.Sprintf("r%d", i/2), uint64(i+1), textPart(fmt.Sprintf("message %d with a few words in it", i))))
+		}
+		b.Run(fmt.Sprint(n), func(b *testing.B) {
+			var m historyMemo
+			m.history("answer", events)
+			b.ReportAllocs()
+			for b.Loop() {
+				h := m.history("answer", events)
+				_ = promptTokens(&model.Request{Contents: h.contents}, h)
+			}
+		})
+	}
+}
