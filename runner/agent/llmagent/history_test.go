@@ -249,3 +249,35 @@ func BenchmarkHistoryMemo(b *testing.B) {
 		})
 	}
 }
+
+// TestHistoryMemoBounds checks that the memo keeps at most its bounds of
+// entries and events, however many histories it saw.
+func TestHistoryMemoBounds(t *testing.T) {
+	var m historyMemo
+	var arrays [][]*agentrunnerv1.Event // kept alive: only the bounds drop entries
+	for i := range memoMaxEntries + 10 {
+		events := []*agentrunnerv1.Event{historyEvent(agent.UserAuthor, "r", uint64(i+1), textPart("hi"))}
+		arrays = append(arrays, events)
+		if h := m.history("answer", events); len(h.contents) != 1 {
+			t.Fatalf("history %d: %v", i, h.contents)
+		}
+	}
+	big := make([]*agentrunnerv1.Event, memoMaxEvents-5)
+	for i := range big {
+		big[i] = historyEvent(agent.UserAuthor, "r", uint64(i+1), textPart("hi"))
+	}
+	m.history("answer", big)
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if len(m.entries) > memoMaxEntries || m.events > memoMaxEvents {
+		t.Errorf("%d entries of %d events, bounds %d and %d", len(m.entries), m.events, memoMaxEntries, memoMaxEvents)
+	}
+	n := 0
+	for _, e := range m.entries {
+		n += e.n
+	}
+	if n != m.events {
+		t.Errorf("entries hold %d events, the memo counts %d", n, m.events)
+	}
+	_ = arrays
+}

@@ -2,6 +2,7 @@ package llmagent
 
 import (
 	"sync"
+	"weak"
 
 	agentrunnerv1 "github.com/agentrunner/agentrunner/gen/go/agentrunner/v1"
 )
@@ -20,25 +21,31 @@ import (
 // new history, made whole once. Only the events of the whole session are
 // shared so (outside branches); a branch's are a new copy every call.
 type historyMemo struct {
-	mu      sync.Mutex
-	entries map[**agentrunnerv1.Event]memoEntry
+	mu sync.Mutex
+	// entries are keyed by the arrays, weakly: an entry does not keep a
+	// session's events alive once the runner let go of them, and an
+	// array made later at the same address is another key.
+	entries map[weak.Pointer[*agentrunnerv1.Event]]memoEntry
 	events  int // the entries' events, together
+	puts    int // since the last sweep of dead entries
 }
 
 // memoEntry is what an array's first n events made for the agent self.
 type memoEntry struct {
-	self string
-	n    int
-	last *agentrunnerv1.Event // events[n-1], checked as well
-	p    plain
+	self    string
+	n       int
+	lastSeq uint64 // events[n-1]'s sequence, checked as well
+	p       plain
 }
 
-// The memo's bounds: past them it starts afresh. Entries hold their
-// arrays and contents, which the sessions' runs hold anyway while they
-// go on.
+// The memo's bounds: past them it drops entries. An entry holds the
+// contents it made (the session events' own, shared, and other agents'
+// rephrased), so entries whose arrays are gone are swept every
+// memoSweepEvery entries put, or when the memo is full.
 const (
-	memoMaxEntries = 4096
-	memoMaxEvents  = 1 << 20
+	memoMaxEntries = 1024
+	memoMaxEvents  = 1 << 18
+	memoSweepEvery = 256
 )
 
 // history is modelHistory for the events of the whole session (branch
@@ -53,22 +60,22 @@ func (m *historyMemo) history(self string, events []*agentrunnerv1.Event) histor
 	if len(events) == 0 {
 		return modelHistory(self, events, false)
 	}
-	key := &events[0]
+	key := weak.Make(&events[0])
 	e, ok := m.take(key)
-	if !ok || e.self != self || e.n > len(events) || events[e.n-1] != e.last {
+	if !ok || e.self != self || e.n > len(events) || events[e.n-1].GetSequence() != e.lastSeq {
 		e = memoEntry{self: self, p: plain{out: make([]*agentrunnerv1.Content, 0, len(events))}}
 	}
 	if !e.p.extend(self, events[e.n:]) {
 		return modelHistory(self, events, false)
 	}
-	e.n, e.last = len(events), events[len(events)-1]
+	e.n, e.lastSeq = len(events), events[len(events)-1].GetSequence()
 	m.put(key, e)
 	h := e.p.history()
 	h.contents = h.contents[:len(h.contents):len(h.contents)]
 	return h
 }
 
-func (m *historyMemo) take(key **agentrunnerv1.Event) (memoEntry, bool) {
+func (m *historyMemo) take(key weak.Pointer[*agentrunnerv1.Event]) (memoEntry, bool) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	e, ok := m.entries[key]
@@ -79,14 +86,37 @@ func (m *historyMemo) take(key **agentrunnerv1.Event) (memoEntry, bool) {
 	return e, ok
 }
 
-func (m *historyMemo) put(key **agentrunnerv1.Event, e memoEntry) {
+func (m *historyMemo) put(key weak.Pointer[*agentrunnerv1.Event], e memoEntry) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	if m.entries == nil {
+		m.entries = map[weak.Pointer[*agentrunnerv1.Event]]memoEntry{}
+	}
 	if old, ok := m.entries[key]; ok {
+		delete(m.entries, key)
 		m.events -= old.n
 	}
-	if m.entries == nil || len(m.entries) >= memoMaxEntries || m.events+e.n > memoMaxEvents {
-		m.entries, m.events = map[**agentrunnerv1.Event]memoEntry{}, 0
+	if e.n > memoMaxEvents {
+		return // a history larger than the memo is made whole every call
+	}
+	m.puts++
+	full := len(m.entries) >= memoMaxEntries || m.events+e.n > memoMaxEvents
+	if full || m.puts >= memoSweepEvery {
+		m.puts = 0
+		for k, old := range m.entries {
+			if k.Value() == nil {
+				delete(m.entries, k)
+				m.events -= old.n
+			}
+		}
+	}
+	// Still full: any entries go (the map's order is as good as any).
+	for k, old := range m.entries {
+		if len(m.entries) < memoMaxEntries && m.events+e.n <= memoMaxEvents {
+			break
+		}
+		delete(m.entries, k)
+		m.events -= old.n
 	}
 	m.entries[key] = e
 	m.events += e.n
