@@ -168,7 +168,7 @@ func (m *Model) Generate(ctx context.Context, req *model.Request, stream bool) i
 						yield(nil, err)
 						return
 					}
-					if !yield(partialResponse(piece, version), nil) {
+					if !yield(&model.Response{Content: textContent(piece), Partial: true, ModelVersion: version}, nil) {
 						return
 					}
 					delay = m.delay
@@ -419,41 +419,20 @@ func pickTarget(text string, targets []string) string {
 }
 
 func textContent(s string) *agentrunnerv1.Content {
-	var c textChunk
-	return c.init(s)
-}
-
-// textChunk is a content of one text part, with the part, its text and
-// the parts' array, made in one allocation instead of four: a streamed
-// answer makes one a word. They live as long as the content, as they
-// would apart.
-type textChunk struct {
-	content agentrunnerv1.Content
-	part    agentrunnerv1.Part
-	text    agentrunnerv1.Part_Text
-	parts   [1]*agentrunnerv1.Part
-}
-
-func (c *textChunk) init(s string) *agentrunnerv1.Content {
+	// The part, its text and the parts' array are one allocation instead
+	// of three: a streamed answer makes one content a word. The content
+	// and the response stay apart: a run keeps the parts it streamed
+	// until its complete event (turn's spoke), and they are the size they
+	// were apart, not more.
+	c := &struct {
+		part  agentrunnerv1.Part
+		text  agentrunnerv1.Part_Text
+		parts [1]*agentrunnerv1.Part
+	}{}
 	c.text.Text = s
 	c.part.Data = &c.text
 	c.parts[0] = &c.part
-	c.content.Role = "model"
-	c.content.Parts = c.parts[:]
-	return &c.content
-}
-
-// partialResponse is the partial response of a streamed piece of text,
-// made, with its content, in one allocation.
-func partialResponse(piece, version string) *model.Response {
-	r := &struct {
-		resp  model.Response
-		chunk textChunk
-	}{}
-	r.resp.Content = r.chunk.init(piece)
-	r.resp.Partial = true
-	r.resp.ModelVersion = version
-	return &r.resp
+	return &agentrunnerv1.Content{Role: "model", Parts: c.parts[:]}
 }
 
 // onlyText returns the text of a content made of one text part.
