@@ -101,3 +101,52 @@ func BenchmarkRunLLMStreaming(b *testing.B) {
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(partials), "ns/partial")
 }
+
+// BenchmarkRunLLMLongSession measures a run of an LLM agent on the offline
+// model in a session of n stored events (no fsync): every model call's
+// request holds the whole history, which the agent makes from the events
+// the runner's history cache lends the run.
+func BenchmarkRunLLMLongSession(b *testing.B) {
+	for _, n := range []int{1000, 10000} {
+		b.Run(fmt.Sprint("events=", n), func(b *testing.B) {
+			db, err := boltstore.Open(filepath.Join(b.TempDir(), "bench.db"), boltstore.Options{NoSync: true})
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.Cleanup(func() { _ = db.Close() })
+			root, err := llmagent.New(llmagent.Config{Name: "answer", Model: offline.New(offline.Config{})})
+			if err != nil {
+				b.Fatal(err)
+			}
+			r, err := New(Config{AppName: testApp, Root: root, Store: db, HistoryEvents: n + 10})
+			if err != nil {
+				b.Fatal(err)
+			}
+			k := store.SessionKey{App: testApp, User: "u", Session: "long"}
+			if _, err := db.CreateSession(b.Context(), k, nil); err != nil {
+				b.Fatal(err)
+			}
+			for i := range n {
+				author, role := "user", "user"
+				if i%2 == 1 {
+					author, role = "answer", "model"
+				}
+				ev := &agentrunnerv1.Event{Author: author, InvocationId: fmt.Sprint("pre-", i/2), Content: &agentrunnerv1.Content{Role: role, Parts: []*agentrunnerv1.Part{{Data: &agentrunnerv1.Part_Text{Text: fmt.Sprint("message ", i, " with a few words in it")}}}}}
+				if _, err := db.AppendEvent(b.Context(), k, ev); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportAllocs()
+			i := 0
+			for b.Loop() {
+				i++
+				req := Request{UserID: k.User, SessionID: k.Session, NewMessage: userText(fmt.Sprint("hi ", i))}
+				for _, err := range r.Stream(b.Context(), req) {
+					if err != nil {
+						b.Fatal(err)
+					}
+				}
+			}
+		})
+	}
+}
