@@ -158,9 +158,13 @@ func TestSelectAgent(t *testing.T) {
 	type hist struct {
 		author  string
 		content *agentrunnerv1.Content
+		inv     string // invocation id, for rewinds
+		rewind  string // the invocation a rewind event undoes
 	}
-	said := func(author string) hist { return hist{author, modelText("hi from " + author)} }
-	user := hist{"user", userText("hello")}
+	in := func(inv string, h hist) hist { h.inv = inv; return h }
+	rewind := func(inv, undone string) hist { return hist{author: "user", inv: inv, rewind: undone} }
+	said := func(author string) hist { return hist{author: author, content: modelText("hi from " + author)} }
+	user := hist{author: "user", content: userText("hello")}
 	tests := []struct {
 		name    string
 		history []hist
@@ -178,16 +182,38 @@ func TestSelectAgent(t *testing.T) {
 		{name: "unknown author skipped", history: []hist{user, said("helper"), said("gone")}, msg: userText("again"), want: "helper"},
 		{
 			name:    "function response goes to the caller",
-			history: []hist{user, {"sticky", functionCall("call-1", "lookup")}, said("helper")},
+			history: []hist{user, {author: "sticky", content: functionCall("call-1", "lookup")}, said("helper")},
 			msg:     functionResponse("call-1", "lookup"),
 			want:    "sticky",
+		},
+		{
+			name:    "function response to a rewound call goes as any message",
+			history: []hist{in("r1", user), in("r1", hist{author: "sticky", content: functionCall("call-1", "lookup")}), rewind("r2", "r1"), in("r3", user), in("r3", said("helper"))},
+			msg:     functionResponse("call-1", "lookup"),
+			want:    "helper",
+		},
+		{
+			name:    "function response to a call after a rewind goes to the caller",
+			history: []hist{in("r1", user), in("r1", said("helper")), rewind("r2", "r1"), in("r3", user), in("r3", hist{author: "sticky", content: functionCall("call-2", "lookup")})},
+			msg:     functionResponse("call-2", "lookup"),
+			want:    "sticky",
+		},
+		{
+			name:    "the agent of a rewound run is passed over",
+			history: []hist{in("r1", user), in("r1", said("root")), in("r2", user), in("r2", said("helper")), rewind("r3", "r2")},
+			msg:     userText("again"),
+			want:    "root",
 		},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			r, db, k := newTestRunner(t, selectionTree(t))
 			for _, h := range tc.history {
-				if _, err := db.AppendEvent(t.Context(), k, &agentrunnerv1.Event{Author: h.author, Content: h.content}); err != nil {
+				ev := &agentrunnerv1.Event{Author: h.author, Content: h.content, InvocationId: h.inv}
+				if h.rewind != "" {
+					ev.Actions = &agentrunnerv1.EventActions{RewindBeforeInvocationId: h.rewind}
+				}
+				if _, err := db.AppendEvent(t.Context(), k, ev); err != nil {
 					t.Fatal(err)
 				}
 			}

@@ -57,11 +57,18 @@ func (c requestCodec) Marshal(v any) (mem.BufferSlice, error) {
 	}
 	size := m.SizeVT()
 	if mem.IsBelowBufferPoolingThreshold(size) {
-		buf := make([]byte, size)
-		if _, err := m.MarshalToSizedBufferVT(buf); err != nil {
+		// The slice of one buffer and the buffer, as an interface, are
+		// one allocation (a streamed partial event is one such message):
+		// a pointer to the SliceBuffer in it is a Buffer too.
+		s := &struct {
+			buf   mem.SliceBuffer
+			slice [1]mem.Buffer
+		}{buf: make([]byte, size)}
+		if _, err := m.MarshalToSizedBufferVT(s.buf); err != nil {
 			return nil, err
 		}
-		return mem.BufferSlice{mem.SliceBuffer(buf)}, nil
+		s.slice[0] = &s.buf
+		return s.slice[:], nil
 	}
 	pool := mem.DefaultBufferPool()
 	buf := pool.Get(size)

@@ -103,14 +103,31 @@ func (t *Tree) resumable(a Agent) bool {
 // decides, and the authors give the agent a walk over the covered events
 // would give, for any tree.
 func (t *Tree) SelectAgent(events []*agentrunnerv1.Event, msg *agentrunnerv1.Content) Agent {
-	events = WithoutRewound(events) // a rewound run's agents are passed over
-	if a := t.callerOf(events, msg); a != nil {
+	// A rewind hides events up to itself, never after: the events after
+	// the newest rewind are all visible, in order. So a choice made by
+	// walks that met no rewind is the one made without the rewound
+	// events; only when they meet one are the events filtered (a rewound
+	// run's agents are passed over), which costs a look at every event.
+	if a, ok := t.selectIn(events, msg, true); ok {
 		return a
+	}
+	a, _ := t.selectIn(WithoutRewound(events), msg, false)
+	return a
+}
+
+// selectIn is SelectAgent's walk over events; with stopAtRewind, ok is
+// false, and nothing chosen, when the walk meets a rewind event.
+func (t *Tree) selectIn(events []*agentrunnerv1.Event, msg *agentrunnerv1.Content, stopAtRewind bool) (_ Agent, ok bool) {
+	if a, ok := t.callerOf(events, msg, stopAtRewind); !ok || a != nil {
+		return a, ok
 	}
 	var compacted *agentrunnerv1.EventCompaction
 	var failed map[string]bool // agents whose latest step failed
 	for i := len(events) - 1; i >= 0; i-- {
 		ev := events[i]
+		if stopAtRewind && isRewind(ev) {
+			return nil, false
+		}
 		if c := ev.GetActions().GetCompaction(); c != nil {
 			if c.GetEndSequence() > compacted.GetEndSequence() {
 				compacted = c
@@ -129,15 +146,15 @@ func (t *Tree) SelectAgent(events []*agentrunnerv1.Event, msg *agentrunnerv1.Con
 			continue
 		}
 		if a := t.selectable(author); a != nil {
-			return a
+			return a, true
 		}
 	}
 	for _, author := range compacted.GetAuthors() {
 		if a := t.selectable(author); a != nil && !failed[author] {
-			return a
+			return a, true
 		}
 	}
-	return t.root
+	return t.root, true
 }
 
 // selectable returns the agent an event of author selects, or nil when the
@@ -158,24 +175,29 @@ func (t *Tree) selectable(author string) Agent {
 
 // callerOf returns the agent that made the function call msg's first
 // function response answers, or nil.
-func (t *Tree) callerOf(events []*agentrunnerv1.Event, msg *agentrunnerv1.Content) Agent {
+// With stopAtRewind, ok is false when the search meets a rewind event
+// (see selectIn).
+func (t *Tree) callerOf(events []*agentrunnerv1.Event, msg *agentrunnerv1.Content, stopAtRewind bool) (_ Agent, ok bool) {
 	for _, p := range msg.GetParts() {
 		id := p.GetFunctionResponse().GetId()
 		if id == "" {
 			continue
 		}
 		for i := len(events) - 1; i >= 0; i-- {
+			if stopAtRewind && isRewind(events[i]) {
+				return nil, false
+			}
 			for _, q := range events[i].GetContent().GetParts() {
 				if q.GetFunctionCall().GetId() == id {
 					if a, ok := t.Find(events[i].GetAuthor()); ok {
-						return a
+						return a, true
 					}
-					return nil
+					return nil, true
 				}
 			}
 		}
 	}
-	return nil
+	return nil, true
 }
 
 // TransferTargets returns the agents a may hand the conversation over to:

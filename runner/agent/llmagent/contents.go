@@ -41,6 +41,121 @@ func historyContents(self string, events []*agentrunnerv1.Event) []*agentrunnerv
 	return pairFunctionResponses(out)
 }
 
+// history is the conversation of a model request, with what was learnt
+// of it while it was built.
+type history struct {
+	contents []*agentrunnerv1.Content
+	// bytes is what promptTokens counts of contents, or -1 when it was
+	// not counted on the way.
+	bytes int
+}
+
+// modelHistory returns the conversation the agent named self sends its
+// model from the events visible in its branch: without what rewinds
+// undid, from the newest compaction's summary on, only the current turn
+// when currentOnly (include_contents none), then as historyContents
+// makes it. It runs on every model call over the whole history, so the
+// common case, a session never rewound nor compacted, is done in one
+// pass (plainHistory); the others take the steps one after the other.
+func modelHistory(self string, events []*agentrunnerv1.Event, currentOnly bool) history {
+	if !currentOnly {
+		if h, ok := plainHistory(self, events); ok {
+			return h
+		}
+	}
+	events = withSummary(agent.WithoutRewound(events))
+	if currentOnly {
+		events = currentTurn(self, events)
+	}
+	return history{contents: historyContents(self, events), bytes: -1}
+}
+
+// plainHistory is historyContents(self, events), made in one pass that
+// also counts the contents' bytes for promptTokens and notes whether any
+// part has a function call or response id (without, pairing them changes
+// nothing). ok is false, and nothing is returned, when an event rewinds
+// or compacts: WithoutRewound and withSummary have work to do first.
+func plainHistory(self string, events []*agentrunnerv1.Event) (h history, ok bool) {
+	p := plain{out: make([]*agentrunnerv1.Content, 0, len(events))}
+	if !p.extend(self, events) {
+		return history{}, false
+	}
+	return p.history(), true
+}
+
+// plain is a history without rewinds and compactions being made, event
+// by event: its contents before pairFunctionResponses (out, never
+// appended to once handed out), their bytes, and whether a part has an
+// id.
+type plain struct {
+	out   []*agentrunnerv1.Content
+	bytes int
+	ids   bool
+}
+
+// extend adds events to p, as historyContents would; false when one
+// rewinds or compacts (p is then of no use).
+func (p *plain) extend(self string, events []*agentrunnerv1.Event) bool {
+	for _, ev := range events {
+		if a := ev.GetActions(); a != nil && (a.GetRewindBeforeInvocationId() != "" || a.GetCompaction() != nil) {
+			return false
+		}
+		c := ev.GetContent()
+		if ev.GetPartial() || len(c.GetParts()) == 0 {
+			continue
+		}
+		own := ev.GetAuthor() == self || ev.GetAuthor() == agent.UserAuthor
+		if !own {
+			if c = otherAgentContent(ev.GetAuthor(), c); c == nil {
+				continue
+			}
+		}
+		cn, cids, confirms := scanParts(c.GetParts())
+		if own && confirms {
+			if c = withoutConfirmations(c); c == nil {
+				continue
+			}
+			cn, cids, _ = scanParts(c.GetParts())
+		}
+		p.bytes += cn
+		p.ids = p.ids || cids
+		p.out = append(p.out, c)
+	}
+	return true
+}
+
+func (p *plain) history() history {
+	if p.ids {
+		return history{contents: pairFunctionResponses(p.out), bytes: -1}
+	}
+	return history{contents: p.out, bytes: p.bytes}
+}
+
+// scanParts returns, in one look at each part, what promptTokens counts
+// of parts, whether one has a function call or response id, and whether
+// one is a confirmation request or answer (isConfirmation).
+func scanParts(parts []*agentrunnerv1.Part) (n int, ids, confirms bool) {
+	for _, p := range parts {
+		switch d := p.GetData().(type) {
+		case *agentrunnerv1.Part_Text:
+			n += len(d.Text)
+		case *agentrunnerv1.Part_FunctionCall:
+			if fc := d.FunctionCall; fc != nil {
+				n += len(fc.GetName()) + 4*(1+len(fc.GetArgs().GetFields()))
+				ids = ids || fc.GetId() != ""
+				confirms = confirms || fc.GetName() == builtin.RequestConfirmationName
+			}
+		case *agentrunnerv1.Part_FunctionResponse:
+			if fr := d.FunctionResponse; fr != nil {
+				n += len(fr.GetName()) + 4*(1+len(fr.GetResponse().GetFields()))
+				ids = ids || fr.GetId() != ""
+				confirms = confirms || fr.GetName() == builtin.RequestConfirmationName
+			}
+		}
+	}
+	return n, ids, confirms
+}
+
 // SummaryPrefix starts the content that stands, in a model request, for
 // the events a compaction covers.
 const SummaryPrefix = "Summary of the conversation so far:\n"

@@ -17,7 +17,7 @@ type pricer interface{ Price() *model.Price }
 // none lower, and returns what the call may spend, for the budgets to
 // hold before it is made: the prompt, estimated at four bytes a token,
 // plus the output cap, priced. Without a cap the call is uncapped.
-func (l *llmAgent) capOutput(req *model.Request) agent.Estimate {
+func (l *llmAgent) capOutput(req *model.Request, hist history) agent.Estimate {
 	maxOut := int32(0)
 	if req.Config != nil {
 		maxOut = req.Config.MaxOutputTokens
@@ -33,7 +33,7 @@ func (l *llmAgent) capOutput(req *model.Request) agent.Estimate {
 			req.Config = &cfg
 		}
 	}
-	prompt := int64(promptTokens(req))
+	prompt := int64(promptTokens(req, hist))
 	est := agent.Estimate{Tokens: prompt + int64(max(maxOut, 0)), Uncapped: maxOut <= 0}
 	if p, ok := l.model.(pricer); ok && p.Price() != nil {
 		u := &agentrunnerv1.UsageMetadata{PromptTokenCount: int32(min(prompt, 1<<31-1)), CandidatesTokenCount: max(maxOut, 0)}
@@ -43,22 +43,26 @@ func (l *llmAgent) capOutput(req *model.Request) agent.Estimate {
 }
 
 // promptTokens estimates req's prompt in tokens: a quarter of its text
-// bytes and of its function calls' and results' names, rounded up.
-func promptTokens(req *model.Request) int {
+// bytes and of its function calls' and results' names, rounded up. The
+// contents' bytes are taken from hist when they are still its contents
+// (nobody copied them to change them), not counted again.
+func promptTokens(req *model.Request, hist history) int {
 	n := len(req.SystemInstruction)
-	for _, c := range req.Contents {
-		for _, p := range c.GetParts() {
-			n += len(p.GetText())
-			if fc := p.GetFunctionCall(); fc != nil {
-				n += len(fc.GetName()) + 4*(1+len(fc.GetArgs().GetFields()))
-			}
-			if fr := p.GetFunctionResponse(); fr != nil {
-				n += len(fr.GetName()) + 4*(1+len(fr.GetResponse().GetFields()))
-			}
+	if hist.bytes >= 0 && sameContents(req.Contents, hist.contents) {
+		n += hist.bytes
+	} else {
+		for _, c := range req.Contents {
+			cn, _, _ := scanParts(c.GetParts())
+			n += cn
 		}
 	}
 	for _, d := range req.Tools {
 		n += len(d.Name) + len(d.Description)
 	}
 	return (n + 3) / 4
+}
+
+// sameContents reports whether a and b are the same slice.
+func sameContents(a, b []*agentrunnerv1.Content) bool {
+	return len(a) == len(b) && (len(a) == 0 || &a[0] == &b[0])
 }

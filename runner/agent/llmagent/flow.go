@@ -150,7 +150,7 @@ func (l *llmAgent) step(ctx agent.InvocationContext, h hooks, tools toolSet, yie
 	// Hooks', callbacks' and request processors' state changes land in the
 	// event of this call.
 	cc := agent.NewCallbackContext(ctx)
-	req, err := l.request(ctx, cc, h, tools)
+	req, hist, err := l.request(ctx, cc, h, tools)
 	if err != nil {
 		yield(nil, err)
 		return nil, false
@@ -163,7 +163,7 @@ func (l *llmAgent) step(ctx agent.InvocationContext, h hooks, tools toolSet, yie
 	defer func() { release() }()
 	var timing *agentrunnerv1.Timing
 	if err == nil && resp == nil {
-		resp, timing, ok, err = l.callModel(ctx, cc, h, req, &release, yield)
+		resp, timing, ok, err = l.callModel(ctx, cc, h, req, hist, &release, yield)
 		if !ok {
 			return nil, false
 		}
@@ -236,8 +236,8 @@ func (l *llmAgent) afterModelCall(cc agent.CallbackContext, h hooks, resp *model
 // run asks for SSE, and returns the complete response with the call's
 // timing. A failure goes to the on_model_error hooks, which may answer in
 // its place. ok is false when the consumer stopped.
-func (l *llmAgent) callModel(ctx agent.InvocationContext, cc agent.CallbackContext, h hooks, req *model.Request, release *func(), yield func(*agentrunnerv1.Event, error) bool) (resp *model.Response, timing *agentrunnerv1.Timing, ok bool, err error) {
-	est := l.capOutput(req)
+func (l *llmAgent) callModel(ctx agent.InvocationContext, cc agent.CallbackContext, h hooks, req *model.Request, hist history, release *func(), yield func(*agentrunnerv1.Event, error) bool) (resp *model.Response, timing *agentrunnerv1.Timing, ok bool, err error) {
+	est := l.capOutput(req, hist)
 	if *release, err = agent.ReserveModelCall(ctx, est); err != nil {
 		return nil, nil, true, err
 	}
@@ -399,7 +399,9 @@ func responseEvent(ctx agent.InvocationContext, r *model.Response, share bool) *
 	case content.Role == "":
 		content = &agentrunnerv1.Content{Role: agent.RoleModel, Parts: content.Parts}
 	}
-	ev := &agentrunnerv1.Event{
+	ev := newResponseEvent(ctx, share)
+	*ev = agentrunnerv1.Event{
+		Timestamp:         ev.Timestamp,
 		Content:           content,
 		Partial:           r.Partial,
 		TurnComplete:      r.TurnComplete,
@@ -425,6 +427,23 @@ func responseEvent(ctx agent.InvocationContext, r *model.Response, share bool) *
 	return ev
 }
 
+// newResponseEvent returns a new event for responseEvent. A partial one
+// (share) is made with its timestamp, the runner's time now as the runner
+// would set it, in one allocation: a streamed answer has one a word.
+func newResponseEvent(ctx agent.InvocationContext, share bool) *agentrunnerv1.Event {
+	if !share {
+		return &agentrunnerv1.Event{}
+	}
+	e := &struct {
+		ev agentrunnerv1.Event
+		ts timestamppb.Timestamp
+	}{}
+	now := agent.Now(ctx)
+	e.ts.Seconds, e.ts.Nanos = now.Unix(), int32(now.Nanosecond())
+	e.ev.Timestamp = &e.ts
+	return &e.ev
+}
+
 // request builds the model request: the instruction (with the transfer
 // targets), the history, the tools' declarations, then whatever the tools
 // add. Request processors run with cc, so that their state changes land in
@@ -434,25 +453,27 @@ func responseEvent(ctx agent.InvocationContext, r *model.Response, share bool) *
 // copied: copying a long history on every call would cost more than the
 // rest of the step. Whenever code other than the model can see the
 // request (request processors, before_model hooks or callbacks), it gets a
-// copy instead.
-func (l *llmAgent) request(ctx agent.InvocationContext, cc agent.CallbackContext, h hooks, tools toolSet) (*model.Request, error) {
+// copy instead. The history is returned too, for promptTokens.
+func (l *llmAgent) request(ctx agent.InvocationContext, cc agent.CallbackContext, h hooks, tools toolSet) (*model.Request, history, error) {
 	instr, err := renderInstruction(ctx, l.instruction, ctx.State(), ctx.Artifacts())
 	if err != nil {
-		return nil, err
+		return nil, history{}, err
 	}
 	if tools.transferInstruction != "" {
 		instr = builtin.JoinInstruction(instr, tools.transferInstruction)
 	}
-	events := withSummary(agent.WithoutRewound(agent.SharedEvents(ctx, seal.Key{})))
-	if l.includeContents == agentrunnerv1.IncludeContents_INCLUDE_CONTENTS_NONE {
-		events = currentTurn(ctx.AgentName(), events)
+	var hist history
+	if events := agent.SharedEvents(ctx, seal.Key{}); ctx.Branch() == "" && l.includeContents != agentrunnerv1.IncludeContents_INCLUDE_CONTENTS_NONE {
+		hist = l.memo.history(ctx.AgentName(), events)
+	} else {
+		hist = modelHistory(ctx.AgentName(), events, l.includeContents == agentrunnerv1.IncludeContents_INCLUDE_CONTENTS_NONE)
 	}
 	req := &model.Request{
 		// The model's own name: hooks (telemetry) read which model is
 		// called; the model answers to it as to an empty one.
 		Model:             l.model.Name(),
 		SystemInstruction: instr,
-		Contents:          historyContents(ctx.AgentName(), events),
+		Contents:          hist.contents,
 		Config:            l.genConfig,
 		Cache:             l.cache,
 	}
@@ -472,11 +493,11 @@ func (l *llmAgent) request(ctx agent.InvocationContext, cc agent.CallbackContext
 	for _, t := range tools.list {
 		if p, ok := t.(tool.RequestProcessor); ok {
 			if err := p.ProcessRequest(cc, req); err != nil {
-				return nil, fmt.Errorf("tool %s: prepare request: %w", t.Name(), err)
+				return nil, history{}, fmt.Errorf("tool %s: prepare request: %w", t.Name(), err)
 			}
 		}
 	}
-	return req, nil
+	return req, hist, nil
 }
 
 // copyContents deep-copies a request's contents.

@@ -119,6 +119,7 @@ type llmAgent struct {
 	beforeTool      []BeforeToolCallback
 	afterTool       []AfterToolCallback
 	confirm         map[string]bool // tools whose calls need confirmation
+	memo            historyMemo     // the histories of its latest calls
 }
 
 // New returns an agent that answers with a language model.

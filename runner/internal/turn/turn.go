@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"runtime/debug"
 	"slices"
+	"strconv"
 
 	agentrunnerv1 "github.com/agentrunner/agentrunner/gen/go/agentrunner/v1"
 	"github.com/agentrunner/agentrunner/runner/agent"
@@ -45,6 +46,10 @@ type invocation struct {
 	speaker streamedText
 	// cuts are the model calls the run's end cut off (cut.go).
 	cuts *agent.CutCalls
+	// partialPrefix and partials make the ids of partial events (see
+	// newEventID).
+	partialPrefix string
+	partials      uint64
 }
 
 // Execute runs a prepared execution to its end and returns its final
@@ -407,7 +412,7 @@ func (in *invocation) complete(ev, orig *agentrunnerv1.Event) {
 		ev.Id = orig.GetId()
 	}
 	if ev.Id == "" {
-		ev.Id = in.env.NewID()
+		ev.Id = in.newEventID(ev.Partial)
 	}
 	if ev.InvocationId == "" {
 		ev.InvocationId = in.hctx.InvocationID()
@@ -418,6 +423,25 @@ func (in *invocation) complete(ev, orig *agentrunnerv1.Event) {
 	if ev.Timestamp == nil {
 		ev.Timestamp = timestamppb.New(in.env.Now())
 	}
+}
+
+// newEventID returns a fresh id for an event. A complete event's comes
+// from the generator; a partial one's, of which a streamed answer has one
+// a word, is the run's own prefix (an id from the generator, taken once)
+// and a count: as unique, and no random bits to draw for each. The
+// invocation's events are emitted one at a time, so the count needs no
+// lock.
+func (in *invocation) newEventID(partial bool) string {
+	if !partial {
+		return in.env.NewID()
+	}
+	if in.partialPrefix == "" {
+		in.partialPrefix = in.env.NewID() + "."
+	}
+	in.partials++
+	// Made in a buffer on the stack: one allocation, the string's.
+	var buf [64]byte
+	return string(strconv.AppendUint(append(buf[:0], in.partialPrefix...), in.partials, 10))
 }
 
 // userEvent builds the event of the user's message: role "user", inline

@@ -419,7 +419,20 @@ func pickTarget(text string, targets []string) string {
 }
 
 func textContent(s string) *agentrunnerv1.Content {
-	return &agentrunnerv1.Content{Role: "model", Parts: []*agentrunnerv1.Part{{Data: &agentrunnerv1.Part_Text{Text: s}}}}
+	// The part, its text and the parts' array are one allocation instead
+	// of three: a streamed answer makes one content a word. The content
+	// and the response stay apart: a run keeps the parts it streamed
+	// until its complete event (turn's spoke), and they are the size they
+	// were apart, not more.
+	c := &struct {
+		part  agentrunnerv1.Part
+		text  agentrunnerv1.Part_Text
+		parts [1]*agentrunnerv1.Part
+	}{}
+	c.text.Text = s
+	c.part.Data = &c.text
+	c.parts[0] = &c.part
+	return &agentrunnerv1.Content{Role: "model", Parts: c.parts[:]}
 }
 
 // onlyText returns the text of a content made of one text part.
