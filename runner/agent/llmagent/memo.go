@@ -99,9 +99,12 @@ func (m *historyMemo) put(key weak.Pointer[*agentrunnerv1.Event], e memoEntry) {
 	if e.n > memoMaxEvents {
 		return // a history larger than the memo is made whole every call
 	}
+	// Dead entries are swept every memoSweepEvery puts, not on every put
+	// of a full memo: with more sessions than entries (thousands of runs
+	// in flight) the memo stays full, and a sweep of every entry on each
+	// model call cost 3.5% of the server's CPU.
 	m.puts++
-	full := len(m.entries) >= memoMaxEntries || m.events+e.n > memoMaxEvents
-	if full || m.puts >= memoSweepEvery {
+	if m.puts >= memoSweepEvery {
 		m.puts = 0
 		for k, old := range m.entries {
 			if k.Value() == nil {
